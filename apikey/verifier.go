@@ -1,0 +1,210 @@
+package apikey
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/switchboard/switchboard/store"
+)
+
+// Verification failures, in the order Verify checks them.
+var (
+	// ErrUnknown means the key is well-formed but no key has it.
+	ErrUnknown = errors.New("apikey: unknown key")
+	// ErrRevoked means the key was revoked.
+	ErrRevoked = errors.New("apikey: key revoked")
+	// ErrExpired means the key's expiry has passed.
+	ErrExpired = errors.New("apikey: key expired")
+)
+
+// Key is what a request learns about the key it presented.
+type Key struct {
+	ID          string
+	WorkspaceID string
+	Name        string
+	Scopes      []Scope
+	ExpiresAt   *time.Time
+	RevokedAt   *time.Time
+	// EnabledModels are the model IDs the workspace may use; nil means all.
+	EnabledModels []string
+}
+
+// Store is what the Verifier needs from the data layer.
+type Store interface {
+	// ByHash returns the key with the given hash, with its workspace, or store.ErrNotFound.
+	ByHash(ctx context.Context, hash string) (store.APIKey, error)
+	// KeysVersion changes whenever any key may have changed, in any process.
+	KeysVersion(ctx context.Context) (uint64, error)
+	// TouchLastUsed records last-use times.
+	TouchLastUsed(ctx context.Context, used map[string]time.Time) error
+}
+
+// Verifier authenticates keys: shape and checksum first (garbage never reaches the database), then an in-process
+// cache of verified keys, then an indexed lookup by hash. A cached key is trusted only while the store's KeysVersion
+// is unchanged and for at most TTL, so a revocation — by this process, the CLI or another replica — takes effect on
+// the next request. last_used_at is written at most once a minute per key, in the background.
+type Verifier struct {
+	store Store
+	ttl   time.Duration
+	log   *slog.Logger
+	now   func() time.Time
+
+	mu    sync.RWMutex
+	cache map[string]cached // by hash
+
+	usedMu   sync.Mutex
+	recorded map[string]time.Time // last time written (or queued) per key ID
+	pending  map[string]time.Time
+	wake     chan struct{}
+	stop     chan struct{}
+	done     chan struct{}
+}
+
+type cached struct {
+	key      Key
+	version  uint64
+	loadedAt time.Time
+}
+
+// lastUsedResolution is how stale last_used_at may be.
+const lastUsedResolution = time.Minute
+
+// maxCached bounds the cache; past it the cache starts over (only real keys are ever cached).
+const maxCached = 100_000
+
+// NewVerifier returns a Verifier and starts its last-used writer; call Close to flush it.
+func NewVerifier(s Store, ttl time.Duration, log *slog.Logger) *Verifier {
+	v := &Verifier{
+		store: s, ttl: ttl, log: log, now: time.Now,
+		cache: map[string]cached{}, recorded: map[string]time.Time{}, pending: map[string]time.Time{},
+		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
+	}
+	go v.writeLastUsed()
+	return v
+}
+
+// Verify authenticates a presented key. It returns ErrMalformed, ErrUnknown, ErrRevoked, ErrExpired, or another
+// error when the store fails.
+func (v *Verifier) Verify(ctx context.Context, plain string) (Key, error) {
+	if err := Check(plain); err != nil {
+		return Key{}, err
+	}
+	hash := Hash(plain)
+	version, err := v.store.KeysVersion(ctx)
+	if err != nil {
+		return Key{}, err
+	}
+	now := v.now()
+	v.mu.RLock()
+	c, ok := v.cache[hash]
+	v.mu.RUnlock()
+	if !ok || c.version != version || now.Sub(c.loadedAt) > v.ttl {
+		sk, err := v.store.ByHash(ctx, hash)
+		if errors.Is(err, store.ErrNotFound) {
+			v.forget(hash)
+			return Key{}, ErrUnknown
+		}
+		if err != nil {
+			return Key{}, err
+		}
+		c = cached{version: version, loadedAt: now, key: Key{
+			ID: sk.ID, WorkspaceID: sk.WorkspaceID, Name: sk.Name, Scopes: sk.Scopes,
+			ExpiresAt: sk.ExpiresAt, RevokedAt: sk.RevokedAt,
+		}}
+		if sk.Workspace != nil {
+			c.key.EnabledModels = sk.Workspace.EnabledModels
+		}
+		v.mu.Lock()
+		if len(v.cache) >= maxCached {
+			v.cache = map[string]cached{}
+		}
+		v.cache[hash] = c
+		v.mu.Unlock()
+	}
+	switch {
+	case c.key.RevokedAt != nil:
+		return c.key, ErrRevoked
+	case c.key.ExpiresAt != nil && !now.Before(*c.key.ExpiresAt):
+		return c.key, ErrExpired
+	}
+	v.markUsed(c.key.ID, now)
+	return c.key, nil
+}
+
+// Forget drops a key from the cache; call it after revoking in this process.
+func (v *Verifier) Forget(plainOrHash string) {
+	if Check(plainOrHash) == nil {
+		plainOrHash = Hash(plainOrHash)
+	}
+	v.forget(plainOrHash)
+}
+
+func (v *Verifier) forget(hash string) {
+	v.mu.Lock()
+	delete(v.cache, hash)
+	v.mu.Unlock()
+}
+
+func (v *Verifier) markUsed(id string, now time.Time) {
+	v.usedMu.Lock()
+	last, ok := v.recorded[id]
+	due := !ok || now.Sub(last) >= lastUsedResolution
+	if due {
+		v.recorded[id] = now
+		v.pending[id] = now
+	}
+	v.usedMu.Unlock()
+	if due {
+		select {
+		case v.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func (v *Verifier) writeLastUsed() {
+	defer close(v.done)
+	for {
+		select {
+		case <-v.wake:
+			v.flush()
+		case <-v.stop:
+			v.flush()
+			return
+		}
+	}
+}
+
+func (v *Verifier) flush() {
+	v.usedMu.Lock()
+	batch := v.pending
+	v.pending = map[string]time.Time{}
+	v.usedMu.Unlock()
+	if len(batch) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := v.store.TouchLastUsed(ctx, batch); err != nil {
+		// Not fatal: the next use after a minute writes it again.
+		v.log.Warn("could not record API key last use", "error", err, "keys", len(batch))
+		v.usedMu.Lock()
+		for id := range batch {
+			delete(v.recorded, id)
+		}
+		v.usedMu.Unlock()
+	}
+}
+
+// Close writes the pending last-use times and stops the writer.
+func (v *Verifier) Close() {
+	select {
+	case <-v.stop:
+	default:
+		close(v.stop)
+	}
+	<-v.done
+}

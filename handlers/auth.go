@@ -1,0 +1,145 @@
+package handlers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/labstack/echo/v4"
+	echomiddleware "github.com/oapi-codegen/echo-middleware"
+
+	"github.com/switchboard/switchboard/apikey"
+	"github.com/switchboard/switchboard/gen"
+	"github.com/switchboard/switchboard/ratelimit"
+)
+
+const principalKey = "switchboard.principal"
+
+// authenticate is the validator's AuthenticationFunc for bearerAuth. In order: header shape, key checksum, cache,
+// lookup, revoked/expired (all in apikey.Verifier), then the operation's scopes, then the key's and the workspace's
+// rate limits. Failures are problems; on success the key is stored on the Echo context for principalMiddleware.
+func (s *Server) authenticate(ctx context.Context, in *openapi3filter.AuthenticationInput) error {
+	c := echomiddleware.GetEchoContext(ctx)
+	req := in.RequestValidationInput.Request
+	token, p := bearerToken(req.Header.Get(echo.HeaderAuthorization))
+	if p != nil {
+		return p
+	}
+	key, err := s.verifier.Verify(req.Context(), token)
+	switch {
+	case errors.Is(err, apikey.ErrMalformed), errors.Is(err, apikey.ErrUnknown):
+		return unauthorized("invalid_api_key", "The API key is not valid. Check that it was copied whole; create keys at /user/api.")
+	case errors.Is(err, apikey.ErrRevoked):
+		return unauthorized("api_key_revoked", "This API key was revoked. Create a new key at /user/api.")
+	case errors.Is(err, apikey.ErrExpired):
+		return unauthorized("api_key_expired", fmt.Sprintf("This API key expired at %s. Create a new key at /user/api.",
+			key.ExpiresAt.UTC().Format(time.RFC3339)))
+	case err != nil:
+		return fmt.Errorf("verify API key: %w", err)
+	}
+	op := s.ops.byID[in.RequestValidationInput.Route.Operation.OperationID]
+	if op == nil || !apikey.GrantsAll(key.Scopes, op.Scopes) {
+		var required []string
+		if op != nil {
+			required = op.Scopes
+		}
+		p := newProblem("insufficient_scope", "This API key lacks the scope this operation needs: "+strings.Join(required, ", ")+".")
+		p.RequiredScopes = required
+		return p.withHeader(echo.HeaderWWWAuthenticate,
+			fmt.Sprintf(`Bearer realm="switchboard", error="insufficient_scope", scope=%q`, strings.Join(required, " ")))
+	}
+	if p := s.limit(c, key); p != nil {
+		return p
+	}
+	if c != nil {
+		c.Set(principalKey, key)
+	}
+	return nil
+}
+
+// bearerToken extracts the token of an "Authorization: Bearer …" header.
+func bearerToken(header string) (string, *Problem) {
+	if header == "" {
+		return "", newProblem("missing_api_key", `Send your API key as "Authorization: Bearer sb_sk_…". Create keys at /user/api.`).
+			withHeader(echo.HeaderWWWAuthenticate, `Bearer realm="switchboard"`)
+	}
+	scheme, token, ok := strings.Cut(header, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
+		return "", unauthorized("invalid_api_key", `Use the Bearer scheme: "Authorization: Bearer sb_sk_…".`)
+	}
+	return strings.TrimSpace(token), nil
+}
+
+func unauthorized(code, detail string) *Problem {
+	return newProblem(code, detail).withHeader(echo.HeaderWWWAuthenticate,
+		fmt.Sprintf(`Bearer realm="switchboard", error="invalid_token", error_description=%q`, problemTypes[code].Title))
+}
+
+// limit applies the key's and then the workspace's quota and sets the RateLimit-Policy and RateLimit headers.
+func (s *Server) limit(c echo.Context, key apikey.Key) *Problem {
+	now := time.Now()
+	keyPolicy, wsPolicy := s.keyPolicy, s.workspacePolicy
+	kd := s.limiter.Take("k:"+key.ID, keyPolicy, now)
+	var wd ratelimit.Decision
+	if kd.Allowed {
+		wd = s.limiter.Take("w:"+key.WorkspaceID, wsPolicy, now)
+		if !wd.Allowed {
+			s.limiter.Refund("k:"+key.ID, keyPolicy)
+			kd.Remaining++
+		}
+	} else {
+		wd = s.limiter.Peek("w:"+key.WorkspaceID, wsPolicy, now)
+	}
+	if c != nil {
+		h := c.Response().Header()
+		h.Set("RateLimit-Policy", s.policyHeader)
+		h.Set("RateLimit", fmt.Sprintf(`"key";r=%d;t=%d, "workspace";r=%d;t=%d`,
+			kd.Remaining, ceilSeconds(kd.Reset), wd.Remaining, ceilSeconds(wd.Reset)))
+	}
+	if kd.Allowed && wd.Allowed {
+		return nil
+	}
+	var violated []string
+	retry := wd.RetryAfter
+	who := "its workspace"
+	if !kd.Allowed {
+		violated, retry, who = []string{"key"}, kd.RetryAfter, "this API key"
+	} else {
+		violated = []string{"workspace"}
+	}
+	secs := max(1, ceilSeconds(retry))
+	p := newProblem("rate_limited", fmt.Sprintf("Too many requests for %s; retry in %d seconds.", who, secs))
+	p.ViolatedPolicies = violated
+	return p.withHeader("Retry-After", strconv.Itoa(secs))
+}
+
+func ceilSeconds(d time.Duration) int {
+	return int(math.Ceil(d.Seconds()))
+}
+
+type principalCtxKey struct{}
+
+// principalMiddleware moves the authenticated key from the Echo context into the context strict handlers receive.
+func principalMiddleware(f gen.StrictHandlerFunc, _ string) gen.StrictHandlerFunc {
+	return func(c echo.Context, request any) (any, error) {
+		if key, ok := c.Get(principalKey).(apikey.Key); ok {
+			c.SetRequest(c.Request().WithContext(context.WithValue(c.Request().Context(), principalCtxKey{}, key)))
+		}
+		return f(c, request)
+	}
+}
+
+// principal returns the key that authenticated the request. Every authenticated operation has one; its absence is
+// a wiring bug, reported as an internal error.
+func principal(ctx context.Context) (apikey.Key, error) {
+	key, ok := ctx.Value(principalCtxKey{}).(apikey.Key)
+	if !ok {
+		return apikey.Key{}, errors.New("handlers: no authenticated key in context")
+	}
+	return key, nil
+}

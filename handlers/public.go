@@ -1,0 +1,177 @@
+package handlers
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"html/template"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/swaggest/swgui"
+	"github.com/swaggest/swgui/v5emb"
+	"gopkg.in/yaml.v3"
+
+	"github.com/switchboard/switchboard/api"
+)
+
+// registerPublicRoutes adds the routes that need no API key: the reference, the spec, the problem catalogue,
+// health, readiness and metrics.
+func (s *Server) registerPublicRoutes(e *echo.Echo) error {
+	specJSON, err := yamlToJSON(api.Spec)
+	if err != nil {
+		return fmt.Errorf("convert openapi.yaml to JSON: %w", err)
+	}
+	e.GET("/openapi.yaml", func(c echo.Context) error {
+		c.Response().Header().Set("Cache-Control", "no-cache")
+		return c.Blob(http.StatusOK, "application/yaml; charset=utf-8", api.Spec)
+	})
+	e.GET("/openapi.json", func(c echo.Context) error {
+		c.Response().Header().Set("Cache-Control", "no-cache")
+		return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, specJSON)
+	})
+
+	docs := v5emb.NewHandlerWithConfig(swgui.Config{
+		Title:       "Switchboard API reference",
+		SwaggerJSON: "/openapi.json",
+		BasePath:    "/docs/",
+		SettingsUI: map[string]string{
+			"tryItOutEnabled":          "true",
+			"requestSnippetsEnabled":   "true",
+			"displayRequestDuration":   "true",
+			"persistAuthorization":     "false",
+			"filter":                   "true",
+			"defaultModelsExpandDepth": "1",
+			"docExpansion":             `"list"`,
+		},
+	})
+	serveDocs := echo.WrapHandler(docs)
+	e.GET("/docs", func(c echo.Context) error { return c.Redirect(http.StatusMovedPermanently, "/docs/") })
+	e.GET("/docs/", serveDocs)
+	e.GET("/docs/*", serveDocs)
+
+	e.GET("/problems", s.problemsPage)
+	e.GET("/problems/:code", s.problemsPage)
+
+	e.GET("/healthz", func(c echo.Context) error {
+		return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
+	})
+	e.GET("/readyz", s.readyz)
+	e.GET("/metrics", echo.WrapHandler(s.metrics.handler()))
+	return nil
+}
+
+// readyz reports whether the database answers.
+func (s *Server) readyz(c echo.Context) error {
+	ctx, cancel := context.WithTimeout(c.Request().Context(), 2*time.Second)
+	defer cancel()
+	if err := s.db.Ping(ctx); err != nil {
+		loggerFrom(ctx, s.log).Warn("readiness check failed", "error", err)
+		return c.JSON(http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "database": "unreachable"})
+	}
+	return c.JSON(http.StatusOK, map[string]string{"status": "ok", "database": string(s.db.Dialect())})
+}
+
+var problemsTemplate = template.Must(template.New("problems").Parse(`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Switchboard error codes</title>
+<style>body{font:16px/1.5 system-ui,sans-serif;max-width:52rem;margin:2rem auto;padding:0 1rem;color:#1f2937}
+code{background:#f3f4f6;padding:.1rem .3rem;border-radius:4px}tr:target{background:#fef3c7}
+table{border-collapse:collapse;width:100%}td,th{text-align:left;padding:.4rem;border-bottom:1px solid #e5e7eb;vertical-align:top}</style>
+</head><body><h1>Error codes</h1>
+<p>Every Switchboard API error is an <a href="https://www.rfc-editor.org/rfc/rfc9457">RFC 9457</a> problem document
+(<code>application/problem+json</code>) whose <code>type</code> points here. Switch on <code>code</code>; it never changes meaning.
+The <a href="/docs/">API reference</a> lists which operation returns which.</p>
+<table><thead><tr><th>Status</th><th>Code</th><th>Meaning</th></tr></thead><tbody>
+{{range .}}<tr id="{{.Code}}"><td>{{.Status}}</td><td><code>{{.Code}}</code><br>{{.Title}}</td><td>{{.Description}}</td></tr>
+{{end}}</tbody></table></body></html>`))
+
+// problemsPage documents every problem code; /problems/{code} is the page's anchor for that code.
+func (s *Server) problemsPage(c echo.Context) error {
+	if code := c.Param("code"); code != "" {
+		if _, ok := problemTypes[code]; !ok {
+			return newProblem("not_found", fmt.Sprintf("There is no error code %q.", code))
+		}
+		return c.Redirect(http.StatusFound, "/problems#"+code)
+	}
+	type row struct {
+		Code string
+		problemType
+	}
+	var rows []row
+	for _, code := range problemCodes() {
+		rows = append(rows, row{code, problemTypes[code]})
+	}
+	var buf bytes.Buffer
+	if err := problemsTemplate.Execute(&buf, rows); err != nil {
+		return err
+	}
+	return c.HTMLBlob(http.StatusOK, buf.Bytes())
+}
+
+// yamlToJSON converts a YAML document to JSON, keeping the key order of mappings so the JSON reads like the YAML.
+func yamlToJSON(in []byte) ([]byte, error) {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(in, &doc); err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	if err := writeJSONNode(&buf, &doc); err != nil {
+		return nil, err
+	}
+	var out bytes.Buffer
+	if err := json.Indent(&out, buf.Bytes(), "", "  "); err != nil {
+		return nil, err
+	}
+	return out.Bytes(), nil
+}
+
+func writeJSONNode(buf *bytes.Buffer, n *yaml.Node) error {
+	switch n.Kind {
+	case yaml.DocumentNode:
+		return writeJSONNode(buf, n.Content[0])
+	case yaml.AliasNode:
+		return writeJSONNode(buf, n.Alias)
+	case yaml.MappingNode:
+		buf.WriteByte('{')
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if i > 0 {
+				buf.WriteByte(',')
+			}
+			k, _ := json.Marshal(n.Content[i].Value)
+			buf.Write(k)
+			buf.WriteByte(':')
+			if err := writeJSONNode(buf, n.Content[i+1]); err != nil {
+				return err
+			}
+		}
+		buf.WriteByte('}')
+	case yaml.SequenceNode:
+		buf.WriteByte('[')
+		for i, c := range n.Content {
+			if i > 0 {
+				buf.WriteByte(',')
+			}
+			if err := writeJSONNode(buf, c); err != nil {
+				return err
+			}
+		}
+		buf.WriteByte(']')
+	case yaml.ScalarNode:
+		var v any
+		if err := n.Decode(&v); err != nil {
+			return err
+		}
+		if n.Tag == "!!str" || strings.HasPrefix(n.Tag, "!!timestamp") {
+			v = n.Value
+		}
+		b, err := json.Marshal(v)
+		if err != nil {
+			return fmt.Errorf("line %d: %w", n.Line, err)
+		}
+		buf.Write(b)
+	}
+	return nil
+}

@@ -1,0 +1,203 @@
+// Package handlers is the HTTP layer of Switchboard: it implements the strict server generated from
+// api/openapi.yaml, and owns the middleware, the problem writer, authentication, rate limits and the public routes
+// (reference, health, metrics).
+package handlers
+
+import (
+	"fmt"
+	"log/slog"
+	"net/http"
+	"regexp"
+	"runtime/debug"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/oklog/ulid/v2"
+
+	"github.com/switchboard/switchboard/apikey"
+	"github.com/switchboard/switchboard/gen"
+	"github.com/switchboard/switchboard/modelcatalog"
+	"github.com/switchboard/switchboard/ratelimit"
+	"github.com/switchboard/switchboard/store"
+)
+
+// Config is the HTTP layer's configuration; zero values take the documented defaults.
+type Config struct {
+	// BaseURL is the public URL of the server, used in links it returns.
+	BaseURL string
+	// BodyLimit caps request bodies in bytes (default 1 MiB).
+	BodyLimit int64
+	// KeyRateLimit and WorkspaceRateLimit are requests per minute (defaults 600 and 3000).
+	KeyRateLimit       int
+	WorkspaceRateLimit int
+	// KeyCacheTTL bounds how long a verified key is trusted without a lookup (default 30 s); revocations are seen
+	// sooner through the store's change watch.
+	KeyCacheTTL time.Duration
+	// Models is the operator's model catalogue (default modelcatalog.Default()).
+	Models *modelcatalog.Catalog
+	Logger *slog.Logger
+}
+
+// Server serves the whole product over HTTP.
+type Server struct {
+	cfg      Config
+	db       *store.DB
+	log      *slog.Logger
+	verifier *apikey.Verifier
+	limiter  *ratelimit.Limiter
+	ops      *operations
+	metrics  *metrics
+	echo     *echo.Echo
+	models   map[string]gen.Model
+
+	keyPolicy, workspacePolicy ratelimit.Policy
+	policyHeader               string
+}
+
+var _ gen.StrictServerInterface = (*Server)(nil)
+
+// New builds the server over an open, migrated database.
+func New(cfg Config, db *store.DB) (*Server, error) {
+	if cfg.BodyLimit <= 0 {
+		cfg.BodyLimit = 1 << 20
+	}
+	if cfg.KeyRateLimit <= 0 {
+		cfg.KeyRateLimit = 600
+	}
+	if cfg.WorkspaceRateLimit <= 0 {
+		cfg.WorkspaceRateLimit = 3000
+	}
+	if cfg.KeyCacheTTL <= 0 {
+		cfg.KeyCacheTTL = 30 * time.Second
+	}
+	if cfg.Models == nil {
+		cfg.Models = modelcatalog.Default()
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	spec, err := gen.GetSwagger()
+	if err != nil {
+		return nil, fmt.Errorf("load embedded spec: %w", err)
+	}
+	ops, err := indexOperations(spec)
+	if err != nil {
+		return nil, fmt.Errorf("spec: %w", err)
+	}
+	s := &Server{
+		cfg: cfg, db: db, log: cfg.Logger, ops: ops,
+		verifier:        apikey.NewVerifier(db.APIKeys, cfg.KeyCacheTTL, cfg.Logger),
+		limiter:         ratelimit.New(),
+		metrics:         newMetrics(),
+		keyPolicy:       ratelimit.Policy{Name: "key", Quota: cfg.KeyRateLimit, Window: time.Minute},
+		workspacePolicy: ratelimit.Policy{Name: "workspace", Quota: cfg.WorkspaceRateLimit, Window: time.Minute},
+		models:          map[string]gen.Model{},
+	}
+	s.policyHeader = fmt.Sprintf(`"key";q=%d;w=60, "workspace";q=%d;w=60`, cfg.KeyRateLimit, cfg.WorkspaceRateLimit)
+	for _, m := range cfg.Models.All() {
+		s.models[m.ID] = apiModel(m)
+	}
+
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
+	e.HTTPErrorHandler = s.ErrorHandler
+	e.Use(s.requestContext, s.bodyLimit)
+
+	validator, err := s.requestValidator()
+	if err != nil {
+		return nil, err
+	}
+	perOp := map[string][]echo.MiddlewareFunc{}
+	for id := range ops.byID {
+		perOp[id] = []echo.MiddlewareFunc{validator}
+	}
+	gen.RegisterHandlersWithOptions(e, gen.NewStrictHandler(s, []gen.StrictMiddlewareFunc{principalMiddleware}),
+		gen.RegisterHandlersOptions{OperationMiddlewares: perOp})
+	if err := s.registerPublicRoutes(e); err != nil {
+		return nil, err
+	}
+	s.echo = e
+	return s, nil
+}
+
+// ServeHTTP makes the server an http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.echo.ServeHTTP(w, r) }
+
+// Close flushes background work (API key last-use times). Call it after the HTTP server has shut down.
+func (s *Server) Close() { s.verifier.Close() }
+
+// ForgetKey drops a key from the verification cache; call it after revoking a key in this process.
+func (s *Server) ForgetKey(hash string) { s.verifier.Forget(hash) }
+
+var requestIDPattern = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,128}$`)
+
+// requestContext runs around every request: request ID (taken from X-Request-Id when well-formed), a logger that
+// carries it, deprecation headers, panic recovery, metrics by operationId and one access log line.
+func (s *Server) requestContext(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		start := time.Now()
+		req := c.Request()
+		id := req.Header.Get(echo.HeaderXRequestID)
+		if !requestIDPattern.MatchString(id) {
+			id = "req_" + ulid.Make().String()
+		}
+		c.Response().Header().Set(echo.HeaderXRequestID, id)
+		log := s.log.With("request_id", id)
+		c.SetRequest(req.WithContext(withRequestInfo(req.Context(), requestInfo{ID: id, Path: req.URL.EscapedPath(), log: log})))
+
+		op := s.ops.byEchoRoute(req.Method, c.Path())
+		if op != nil && op.Deprecation != "" {
+			c.Response().Header().Set("Deprecation", op.Deprecation)
+			c.Response().Header().Set("Sunset", op.Sunset)
+		}
+		if err := recovered(next, c); err != nil {
+			c.Error(err)
+		}
+
+		status := c.Response().Status
+		elapsed := time.Since(start)
+		label := "unmatched"
+		switch {
+		case op != nil:
+			label = op.ID
+		case c.Path() != "" && c.Path() != "/*" && status != http.StatusNotFound:
+			label = c.Path()
+		}
+		s.metrics.observe(label, req.Method, status, elapsed)
+		attrs := []any{"method", req.Method, "path", req.URL.Path, "status", status,
+			"duration_ms", float64(elapsed.Microseconds()) / 1000, "operation", label}
+		if key, ok := c.Get(principalKey).(apikey.Key); ok {
+			attrs = append(attrs, "key_id", key.ID, "workspace_id", key.WorkspaceID)
+		}
+		log.Info("request", attrs...)
+		return nil
+	}
+}
+
+// recovered runs next and turns a panic into an internal error.
+func recovered(next echo.HandlerFunc, c echo.Context) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			if r == http.ErrAbortHandler {
+				panic(r)
+			}
+			err = fmt.Errorf("panic: %v\n%s", r, debug.Stack())
+		}
+	}()
+	return next(c)
+}
+
+// bodyLimit refuses bodies over the limit: at once when Content-Length says so, else when reading passes it.
+func (s *Server) bodyLimit(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		req := c.Request()
+		if req.ContentLength > s.cfg.BodyLimit {
+			return newProblem("request_too_large",
+				fmt.Sprintf("The request body is %d bytes; the limit is %d bytes.", req.ContentLength, s.cfg.BodyLimit))
+		}
+		if req.Body != nil && req.Body != http.NoBody {
+			req.Body = http.MaxBytesReader(c.Response(), req.Body, s.cfg.BodyLimit)
+		}
+		return next(c)
+	}
+}

@@ -1,0 +1,154 @@
+package handlers
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/labstack/echo/v4"
+	echomiddleware "github.com/oapi-codegen/echo-middleware"
+
+	"github.com/switchboard/switchboard/gen"
+)
+
+// requestValidator validates every /api/v1 request against the embedded spec: security (through authenticate),
+// parameters, body and formats. Failures become problems: auth failures win over validation failures, so a
+// caller without a valid key learns nothing about the operation's schema.
+func (s *Server) requestValidator() (echo.MiddlewareFunc, error) {
+	spec, err := gen.GetSwagger()
+	if err != nil {
+		return nil, fmt.Errorf("load embedded spec: %w", err)
+	}
+	spec.Servers = nil // the validator would otherwise match the Host header against servers and answer 404
+	return echomiddleware.OapiRequestValidatorWithOptions(spec, &echomiddleware.Options{
+		Options: openapi3filter.Options{
+			AuthenticationFunc: s.authenticate,
+			MultiError:         true,
+			KeepValidatedValue: true,
+		},
+		SilenceServersWarning: true,
+		MultiErrorHandler:     multiErrorProblem,
+		ErrorHandler: func(_ echo.Context, err *echo.HTTPError) error {
+			return err
+		},
+	}), nil
+}
+
+// multiErrorProblem turns the validator's collected errors into one problem.
+func multiErrorProblem(me openapi3.MultiError) *echo.HTTPError {
+	p := validationProblem(me)
+	if p == nil {
+		// The key check itself failed (the database is down): an internal error, logged with its cause.
+		return &echo.HTTPError{Code: http.StatusInternalServerError, Message: "authentication failed", Internal: me}
+	}
+	return &echo.HTTPError{Code: p.Status(), Message: p.Detail, Internal: p}
+}
+
+// validationProblem picks the problem for a set of validator errors: a security failure first, then a body that
+// is too large, of the wrong media type or not JSON, and otherwise validation_failed with every field. It returns
+// nil when authentication failed for a reason of the server's own.
+func validationProblem(errs []error) *Problem {
+	var fields []gen.ProblemFieldError
+	for _, err := range errs {
+		var sre *openapi3filter.SecurityRequirementsError
+		if errors.As(err, &sre) {
+			for _, e := range sre.Errors {
+				var p *Problem
+				if errors.As(e, &p) {
+					return p
+				}
+			}
+			return nil
+		}
+	}
+	for _, err := range errs {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			return newProblem("request_too_large", "The request body is larger than the server accepts.")
+		}
+		var re *openapi3filter.RequestError
+		if !errors.As(err, &re) {
+			fields = append(fields, gen.ProblemFieldError{Detail: err.Error()})
+			continue
+		}
+		if re.RequestBody != nil && re.Err == nil && strings.HasPrefix(re.Reason, "header Content-Type has unexpected value") {
+			return newProblem("unsupported_media_type", "Send the request body with Content-Type: application/json.")
+		}
+		var pe *openapi3filter.ParseError
+		if re.RequestBody != nil && errors.As(re.Err, &pe) {
+			return newProblem("malformed_json", "The request body is not valid JSON: "+pe.Error())
+		}
+		fields = append(fields, fieldErrors(re)...)
+	}
+	detail := "The request has 1 invalid field."
+	if len(fields) != 1 {
+		detail = fmt.Sprintf("The request has %d invalid fields.", len(fields))
+	}
+	p := newProblem("validation_failed", detail)
+	if len(fields) > 100 {
+		fields = fields[:100]
+	}
+	p.Errors = fields
+	return p
+}
+
+// fieldErrors locates each failure of one request error: a parameter or header by name, a body field by JSON pointer.
+func fieldErrors(re *openapi3filter.RequestError) []gen.ProblemFieldError {
+	var schemaErrs []*openapi3.SchemaError
+	var me openapi3.MultiError
+	var se *openapi3.SchemaError
+	switch {
+	case errors.As(re.Err, &me):
+		for _, e := range me {
+			if errors.As(e, &se) {
+				schemaErrs = append(schemaErrs, se)
+			}
+		}
+	case errors.As(re.Err, &se):
+		schemaErrs = append(schemaErrs, se)
+	}
+	locate := func(f *gen.ProblemFieldError, pointer string) {
+		switch {
+		case re.Parameter != nil && re.Parameter.In == openapi3.ParameterInHeader:
+			f.Header = &re.Parameter.Name
+		case re.Parameter != nil:
+			f.Parameter = &re.Parameter.Name
+		default:
+			f.Pointer = &pointer
+		}
+	}
+	if len(schemaErrs) == 0 {
+		reason := re.Reason
+		if re.Err != nil {
+			reason = re.Err.Error()
+		}
+		if re.Parameter == nil && errors.Is(re.Err, openapi3filter.ErrInvalidRequired) {
+			reason = "a request body is required"
+		}
+		f := gen.ProblemFieldError{Detail: reason}
+		locate(&f, "")
+		return []gen.ProblemFieldError{f}
+	}
+	out := make([]gen.ProblemFieldError, 0, len(schemaErrs))
+	for _, se := range schemaErrs {
+		f := gen.ProblemFieldError{Detail: se.Reason}
+		locate(&f, jsonPointer(se.JSONPointer()))
+		out = append(out, f)
+	}
+	return out
+}
+
+var pointerEscaper = strings.NewReplacer("~", "~0", "/", "~1")
+
+// jsonPointer renders path segments as an RFC 6901 pointer.
+func jsonPointer(segments []string) string {
+	var b strings.Builder
+	for _, s := range segments {
+		b.WriteByte('/')
+		b.WriteString(pointerEscaper.Replace(s))
+	}
+	return b.String()
+}

@@ -1,0 +1,552 @@
+// Command switchboard runs the Switchboard server and its operator CLI.
+//
+//	switchboard [serve]                     start the server (the default)
+//	switchboard migrate                     apply database migrations
+//	switchboard workspace create|list|models
+//	switchboard key create|list|revoke
+//
+// Every command reads DATABASE_URL (or --database-url); without it the embedded SQLite file data/switchboard.db.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/switchboard/switchboard/apikey"
+	"github.com/switchboard/switchboard/handlers"
+	"github.com/switchboard/switchboard/modelcatalog"
+	"github.com/switchboard/switchboard/store"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		var u usageError
+		if errors.As(err, &u) {
+			fmt.Fprintln(os.Stderr, "switchboard:", err)
+			os.Exit(2)
+		}
+		fmt.Fprintln(os.Stderr, "switchboard:", err)
+		os.Exit(1)
+	}
+}
+
+// usageError is a mistake in the command line (exit status 2).
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
+
+const usage = `Usage: switchboard <command> [flags]
+
+Commands:
+  serve                                   start the server (default)
+  migrate                                 apply database migrations
+  workspace create --name NAME [--json]   create a workspace
+  workspace list [--json]                 list workspaces
+  workspace models --workspace WS (--enable ID,ID | --all) [--json]
+                                          choose the AI models a workspace may use
+  key create --workspace WS --name NAME --scopes a,b [--expires-in 720h] [--json]
+                                          create an API key (its secret is printed once)
+  key list --workspace WS [--json]        list the keys of a workspace (never their secrets)
+  key revoke KEY_ID [--json]              revoke a key
+
+Every command takes --database-url (env DATABASE_URL, default file:data/switchboard.db).
+Run "switchboard serve --help" for the server's settings.`
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	cmd := "serve"
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		cmd, args = args[0], args[1:]
+	}
+	switch cmd {
+	case "serve":
+		return serve(ctx, args, stderr)
+	case "migrate":
+		fs := newFlagSet("migrate")
+		dbURL := databaseFlag(fs)
+		if err := parse(fs, args); err != nil {
+			return err
+		}
+		db, err := openDB(ctx, *dbURL)
+		if err != nil {
+			return err
+		}
+		defer db.Close()
+		fmt.Fprintf(stdout, "Database is up to date (%s).\n", db.Dialect())
+		return nil
+	case "workspace":
+		return workspaceCmd(ctx, args, stdout)
+	case "key":
+		return keyCmd(ctx, args, stdout)
+	case "help", "-h", "--help":
+		fmt.Fprintln(stdout, usage)
+		return nil
+	}
+	return usagef("unknown command %q\n\n%s", cmd, usage)
+}
+
+func newFlagSet(name string) *flag.FlagSet {
+	fs := flag.NewFlagSet("switchboard "+name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	return fs
+}
+
+func parse(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(os.Stdout)
+			fs.PrintDefaults()
+			return nil
+		}
+		return usagef("%s: %v", fs.Name(), err)
+	}
+	return nil
+}
+
+func databaseFlag(fs *flag.FlagSet) *string {
+	return fs.String("database-url", os.Getenv("DATABASE_URL"),
+		"database: postgres://… or file:path for SQLite (env DATABASE_URL, default "+store.DefaultURL+")")
+}
+
+// openDB opens and migrates the database, so that every command works on a new installation.
+func openDB(ctx context.Context, url string) (*store.DB, error) {
+	db, err := store.Open(ctx, url)
+	if err != nil {
+		return nil, err
+	}
+	if err := db.Migrate(ctx); err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil {
+		return v
+	}
+	return def
+}
+
+func envDuration(name string, def time.Duration) time.Duration {
+	if v, err := time.ParseDuration(os.Getenv(name)); err == nil {
+		return v
+	}
+	return def
+}
+
+func envString(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+func serve(ctx context.Context, args []string, stderr io.Writer) error {
+	fs := newFlagSet("serve")
+	dbURL := databaseFlag(fs)
+	addr := fs.String("addr", envString("SWITCHBOARD_ADDR", ":8080"), "listen address (env SWITCHBOARD_ADDR)")
+	baseURL := fs.String("base-url", os.Getenv("SWITCHBOARD_BASE_URL"),
+		"public URL of the server, used in links it returns (env SWITCHBOARD_BASE_URL, default http://localhost<addr>)")
+	modelsFile := fs.String("models-file", os.Getenv("SWITCHBOARD_MODELS_FILE"),
+		"YAML or JSON model catalogue (env SWITCHBOARD_MODELS_FILE, default: the built-in list)")
+	keyRate := fs.Int("rate-limit", envInt("SWITCHBOARD_RATE_LIMIT_PER_MINUTE", 600),
+		"requests per minute per API key (env SWITCHBOARD_RATE_LIMIT_PER_MINUTE)")
+	wsRate := fs.Int("workspace-rate-limit", envInt("SWITCHBOARD_WORKSPACE_RATE_LIMIT_PER_MINUTE", 3000),
+		"requests per minute per workspace (env SWITCHBOARD_WORKSPACE_RATE_LIMIT_PER_MINUTE)")
+	bodyLimit := fs.Int64("body-limit", int64(envInt("SWITCHBOARD_BODY_LIMIT_BYTES", 1<<20)),
+		"maximum request body in bytes (env SWITCHBOARD_BODY_LIMIT_BYTES)")
+	cacheTTL := fs.Duration("key-cache-ttl", envDuration("SWITCHBOARD_KEY_CACHE_TTL", 30*time.Second),
+		"longest time a verified API key is trusted without a lookup (env SWITCHBOARD_KEY_CACHE_TTL)")
+	logLevel := fs.String("log-level", envString("SWITCHBOARD_LOG_LEVEL", "info"),
+		"debug, info, warn or error (env SWITCHBOARD_LOG_LEVEL)")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		return usagef("--log-level: %v", err)
+	}
+	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
+
+	catalog := modelcatalog.Default()
+	if *modelsFile != "" {
+		var err error
+		if catalog, err = modelcatalog.Load(*modelsFile); err != nil {
+			return err
+		}
+	}
+	db, err := openDB(ctx, *dbURL)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return err
+	}
+	if *baseURL == "" {
+		*baseURL = "http://" + displayAddr(ln.Addr())
+	}
+	srv, err := handlers.New(handlers.Config{
+		BaseURL: strings.TrimSuffix(*baseURL, "/"), BodyLimit: *bodyLimit, KeyRateLimit: *keyRate,
+		WorkspaceRateLimit: *wsRate, KeyCacheTTL: *cacheTTL, Models: catalog, Logger: log,
+	}, db)
+	if err != nil {
+		return err
+	}
+	httpSrv := &http.Server{
+		Handler:           srv,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       60 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	log.Info("switchboard listening", "addr", ln.Addr().String(), "base_url", *baseURL,
+		"database", string(db.Dialect()), "docs", *baseURL+"/docs/", "models", len(catalog.All()))
+
+	errc := make(chan error, 1)
+	go func() { errc <- httpSrv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		srv.Close()
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("shutting down: draining in-flight requests")
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err = httpSrv.Shutdown(shutdownCtx)
+	srv.Close()
+	log.Info("stopped")
+	return err
+}
+
+// displayAddr turns ":8080" into "localhost:8080" for links.
+func displayAddr(a net.Addr) string {
+	host, port, err := net.SplitHostPort(a.String())
+	if err != nil || host == "" || host == "::" || host == "0.0.0.0" {
+		return "localhost:" + port
+	}
+	return net.JoinHostPort(host, port)
+}
+
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// workspaceJSON is the CLI's JSON form of a workspace.
+type workspaceJSON struct {
+	ID            string    `json:"id"`
+	Name          string    `json:"name"`
+	EnabledModels []string  `json:"enabled_models"`
+	CreatedAt     time.Time `json:"created_at"`
+}
+
+func toWorkspaceJSON(w store.Workspace) workspaceJSON {
+	return workspaceJSON{ID: w.ID, Name: w.Name, EnabledModels: w.EnabledModels, CreatedAt: w.CreatedAt}
+}
+
+func workspaceCmd(ctx context.Context, args []string, stdout io.Writer) error {
+	if len(args) == 0 {
+		return usagef("workspace: missing subcommand (create, list, models)")
+	}
+	sub, args := args[0], args[1:]
+	fs := newFlagSet("workspace " + sub)
+	dbURL := databaseFlag(fs)
+	asJSON := fs.Bool("json", false, "print JSON")
+	switch sub {
+	case "create":
+		name := fs.String("name", "", "workspace name (required)")
+		if err := parse(fs, args); err != nil {
+			return err
+		}
+		*name = strings.TrimSpace(*name)
+		if *name == "" || len(*name) > 100 {
+			return usagef("workspace create: --name is required (1 to 100 characters)")
+		}
+		db, err := openDB(ctx, *dbURL)
+		if err != nil {
+			return err
+		}
+		defer db.Close()
+		w, err := db.Workspaces.Create(ctx, *name)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return printJSON(stdout, toWorkspaceJSON(w))
+		}
+		fmt.Fprintf(stdout, "Created workspace %s (%s).\nNext: switchboard key create --workspace %s --name \"my key\" --scopes models:read\n", w.ID, w.Name, w.ID)
+		return nil
+	case "list":
+		if err := parse(fs, args); err != nil {
+			return err
+		}
+		db, err := openDB(ctx, *dbURL)
+		if err != nil {
+			return err
+		}
+		defer db.Close()
+		ws, err := db.Workspaces.List(ctx)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			out := make([]workspaceJSON, len(ws))
+			for i, w := range ws {
+				out[i] = toWorkspaceJSON(w)
+			}
+			return printJSON(stdout, out)
+		}
+		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "ID\tNAME\tMODELS\tCREATED")
+		for _, w := range ws {
+			models := "all"
+			if w.EnabledModels != nil {
+				models = strings.Join(w.EnabledModels, ",")
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", w.ID, w.Name, models, w.CreatedAt.Format(time.RFC3339))
+		}
+		return tw.Flush()
+	case "models":
+		wsID := fs.String("workspace", "", "workspace ID (required)")
+		enable := fs.String("enable", "", "comma-separated model IDs the workspace may use")
+		all := fs.Bool("all", false, "enable every model of the catalogue")
+		modelsFile := fs.String("models-file", os.Getenv("SWITCHBOARD_MODELS_FILE"), "model catalogue to check IDs against")
+		if err := parse(fs, args); err != nil {
+			return err
+		}
+		if *wsID == "" || (*enable == "") == !*all {
+			return usagef("workspace models: --workspace and exactly one of --enable or --all are required")
+		}
+		catalog := modelcatalog.Default()
+		if *modelsFile != "" {
+			var err error
+			if catalog, err = modelcatalog.Load(*modelsFile); err != nil {
+				return err
+			}
+		}
+		var models []string
+		if !*all {
+			models = []string{}
+			for _, id := range strings.Split(*enable, ",") {
+				if id = strings.TrimSpace(id); id == "" {
+					continue
+				}
+				if !catalog.Has(id) {
+					return usagef("workspace models: %q is not in the model catalogue", id)
+				}
+				models = append(models, id)
+			}
+		}
+		db, err := openDB(ctx, *dbURL)
+		if err != nil {
+			return err
+		}
+		defer db.Close()
+		w, err := db.Workspaces.SetEnabledModels(ctx, *wsID, models)
+		if errors.Is(err, store.ErrNotFound) {
+			return fmt.Errorf("no workspace %s", *wsID)
+		}
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return printJSON(stdout, toWorkspaceJSON(w))
+		}
+		if models == nil {
+			fmt.Fprintf(stdout, "Workspace %s may use every model.\n", w.ID)
+		} else {
+			fmt.Fprintf(stdout, "Workspace %s may use: %s\n", w.ID, strings.Join(models, ", "))
+		}
+		return nil
+	}
+	return usagef("workspace: unknown subcommand %q (create, list, models)", sub)
+}
+
+// keyJSON is the CLI's JSON form of a key; Secret is set only by key create.
+type keyJSON struct {
+	ID          string     `json:"id"`
+	Secret      string     `json:"secret,omitempty"`
+	Name        string     `json:"name"`
+	WorkspaceID string     `json:"workspace_id"`
+	Masked      string     `json:"masked"`
+	Scopes      []string   `json:"scopes"`
+	Status      string     `json:"status"`
+	CreatedBy   string     `json:"created_by"`
+	CreatedAt   time.Time  `json:"created_at"`
+	ExpiresAt   *time.Time `json:"expires_at"`
+	RevokedAt   *time.Time `json:"revoked_at"`
+	LastUsedAt  *time.Time `json:"last_used_at"`
+}
+
+func toKeyJSON(k store.APIKey) keyJSON {
+	return keyJSON{
+		ID: k.ID, Name: k.Name, WorkspaceID: k.WorkspaceID, Masked: apikey.Mask(k.DisplayPrefix, k.Last4),
+		Scopes: k.Scopes, Status: k.Status(time.Now()), CreatedBy: k.CreatedBy, CreatedAt: k.CreatedAt,
+		ExpiresAt: k.ExpiresAt, RevokedAt: k.RevokedAt, LastUsedAt: k.LastUsedAt,
+	}
+}
+
+func keyCmd(ctx context.Context, args []string, stdout io.Writer) error {
+	if len(args) == 0 {
+		return usagef("key: missing subcommand (create, list, revoke)")
+	}
+	sub, args := args[0], args[1:]
+	fs := newFlagSet("key " + sub)
+	dbURL := databaseFlag(fs)
+	asJSON := fs.Bool("json", false, "print JSON")
+	switch sub {
+	case "create":
+		wsID := fs.String("workspace", "", "workspace ID (required)")
+		name := fs.String("name", "", "key name (required)")
+		scopes := fs.String("scopes", "", "comma-separated scopes (required): "+strings.Join(apikey.All(), ","))
+		expiresIn := fs.Duration("expires-in", 0, "lifetime, e.g. 720h (default: never expires)")
+		if err := parse(fs, args); err != nil {
+			return err
+		}
+		*name = strings.TrimSpace(*name)
+		if *wsID == "" || *name == "" || len(*name) > 100 {
+			return usagef("key create: --workspace and --name (1 to 100 characters) are required")
+		}
+		parsed, err := apikey.ParseScopes(strings.Split(*scopes, ","))
+		if err != nil {
+			return usagef("key create: --scopes: %v", err)
+		}
+		if *expiresIn < 0 {
+			return usagef("key create: --expires-in must be positive")
+		}
+		var expiresAt *time.Time
+		if *expiresIn > 0 {
+			t := time.Now().Add(*expiresIn)
+			expiresAt = &t
+		}
+		secret, err := apikey.Generate()
+		if err != nil {
+			return err
+		}
+		db, err := openDB(ctx, *dbURL)
+		if err != nil {
+			return err
+		}
+		defer db.Close()
+		k, err := db.APIKeys.Create(ctx, store.NewAPIKey{
+			WorkspaceID: *wsID, Name: *name, SecretHash: secret.Hash, DisplayPrefix: secret.DisplayPrefix,
+			Last4: secret.Last4, Scopes: parsed, CreatedBy: "cli", ExpiresAt: expiresAt,
+		})
+		if errors.Is(err, store.ErrNotFound) {
+			return fmt.Errorf("no workspace %s", *wsID)
+		}
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			out := toKeyJSON(k)
+			out.Secret = secret.Plain
+			return printJSON(stdout, out)
+		}
+		expires := "never"
+		if k.ExpiresAt != nil {
+			expires = k.ExpiresAt.Format(time.RFC3339)
+		}
+		fmt.Fprintf(stdout, "Created API key %s (%q) in workspace %s.\nScopes:  %s\nExpires: %s\n\n    %s\n\n"+
+			"Copy the key now: it is stored only as a hash and will not be shown again.\n"+
+			"Try it:  curl -H \"Authorization: Bearer %s\" http://localhost:8080/api/v1/models\n",
+			k.ID, k.Name, k.WorkspaceID, strings.Join(k.Scopes, " "), expires, secret.Plain, secret.Plain)
+		return nil
+	case "list":
+		wsID := fs.String("workspace", "", "workspace ID (required)")
+		if err := parse(fs, args); err != nil {
+			return err
+		}
+		if *wsID == "" {
+			return usagef("key list: --workspace is required")
+		}
+		db, err := openDB(ctx, *dbURL)
+		if err != nil {
+			return err
+		}
+		defer db.Close()
+		if _, err := db.Workspaces.Get(ctx, *wsID); errors.Is(err, store.ErrNotFound) {
+			return fmt.Errorf("no workspace %s", *wsID)
+		}
+		keys, err := db.APIKeys.List(ctx, *wsID)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			out := make([]keyJSON, len(keys))
+			for i, k := range keys {
+				out[i] = toKeyJSON(k)
+			}
+			return printJSON(stdout, out)
+		}
+		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "ID\tNAME\tKEY\tSCOPES\tSTATUS\tLAST USED")
+		for _, k := range keys {
+			last := "never"
+			if k.LastUsedAt != nil {
+				last = k.LastUsedAt.Format(time.RFC3339)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", k.ID, k.Name, apikey.Mask(k.DisplayPrefix, k.Last4),
+				strings.Join(k.Scopes, ","), k.Status(time.Now()), last)
+		}
+		return tw.Flush()
+	case "revoke":
+		// Accept the key ID before or after the flags.
+		var id string
+		if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+			id, args = args[0], args[1:]
+		}
+		if err := parse(fs, args); err != nil {
+			return err
+		}
+		if id == "" && fs.NArg() == 1 {
+			id = fs.Arg(0)
+		}
+		if id == "" {
+			return usagef("key revoke: KEY_ID is required")
+		}
+		db, err := openDB(ctx, *dbURL)
+		if err != nil {
+			return err
+		}
+		defer db.Close()
+		k, err := db.APIKeys.Revoke(ctx, id)
+		if errors.Is(err, store.ErrNotFound) {
+			return fmt.Errorf("no API key %s", id)
+		}
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return printJSON(stdout, toKeyJSON(k))
+		}
+		fmt.Fprintf(stdout, "Revoked API key %s (%q) at %s. Requests with it now answer 401 api_key_revoked.\n",
+			k.ID, k.Name, k.RevokedAt.Format(time.RFC3339))
+		return nil
+	}
+	return usagef("key: unknown subcommand %q (create, list, revoke)", sub)
+}

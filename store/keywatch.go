@@ -1,0 +1,105 @@
+package store
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/uptrace/bun"
+)
+
+// accessChannel is the PostgreSQL notification channel on which every change to what a key may do (a key revoked,
+// a workspace's models changed) is announced.
+const accessChannel = "switchboard_access"
+
+// announceAccessChange notifies other processes, when tx commits, that cached keys must be re-read. SQLite needs
+// no announcement: PRAGMA data_version sees every commit.
+func (db *DB) announceAccessChange(ctx context.Context, tx bun.Tx) error {
+	if db.dialect != Postgres {
+		return nil
+	}
+	_, err := tx.ExecContext(ctx, "SELECT pg_notify(?, '')", accessChannel)
+	return err
+}
+
+// pgKeyWatch LISTENs on keysChannel on a connection of its own, started on first use. A lost connection counts as
+// a change (notifications may have been missed) and the watch reconnects with backoff.
+type pgKeyWatch struct {
+	counterWatch
+	url    string
+	once   sync.Once
+	ctx    context.Context
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func newPGKeyWatch(url string) *pgKeyWatch {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &pgKeyWatch{url: url, ctx: ctx, cancel: cancel, done: make(chan struct{})}
+}
+
+func (w *pgKeyWatch) version(ctx context.Context) (uint64, error) {
+	w.once.Do(func() {
+		connected := make(chan struct{})
+		go w.run(connected)
+		// Give the first connection a moment so that the very first requests can already use the cache.
+		select {
+		case <-connected:
+		case <-time.After(2 * time.Second):
+		case <-ctx.Done():
+		}
+	})
+	return w.counterWatch.version(ctx)
+}
+
+func (w *pgKeyWatch) run(connected chan struct{}) {
+	defer close(w.done)
+	var signalled bool
+	backoff := 100 * time.Millisecond
+	for w.ctx.Err() == nil {
+		conn, err := pgx.Connect(w.ctx, w.url)
+		if err == nil {
+			_, err = conn.Exec(w.ctx, "LISTEN "+accessChannel)
+		}
+		if err == nil {
+			backoff = 100 * time.Millisecond
+			w.bump()
+			w.connected.Store(true)
+			if !signalled {
+				close(connected)
+				signalled = true
+			}
+			for err == nil {
+				_, err = conn.WaitForNotification(w.ctx)
+				w.bump()
+			}
+		}
+		w.connected.Store(false)
+		w.bump()
+		if conn != nil {
+			_ = conn.Close(context.Background())
+		}
+		select {
+		case <-w.ctx.Done():
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, 5*time.Second)
+	}
+}
+
+func (w *pgKeyWatch) close() error {
+	w.cancel()
+	w.once.Do(func() { close(w.done) }) // never started: nothing to wait for
+	select {
+	case <-w.done:
+	case <-time.After(2 * time.Second):
+	}
+	return nil
+}
+
+// KeysVersion returns a value that changes whenever a key or its workspace's access settings may have changed in the
+// database, in this process or another. Callers cache verified keys together with the version and re-read a key when it differs.
+func (s *APIKeys) KeysVersion(ctx context.Context) (uint64, error) {
+	return s.db.keys.version(ctx)
+}

@@ -1,0 +1,363 @@
+// Package store is the Bun data layer of Switchboard over embedded SQLite (the default) or PostgreSQL.
+//
+// It knows nothing of HTTP or of the generated API types: handlers map between those and the models here.
+// Every method's doc comment names the sentinel errors it returns; anything else is an internal error.
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect/pgdialect"
+	"github.com/uptrace/bun/dialect/sqlitedialect"
+	"github.com/uptrace/bun/migrate"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver
+	_ "modernc.org/sqlite"            // registers the pure-Go "sqlite" database/sql driver
+
+	"github.com/switchboard/switchboard/store/migrations"
+)
+
+// DefaultURL is the database used when DATABASE_URL is not set: an embedded SQLite file.
+const DefaultURL = "file:data/switchboard.db"
+
+var (
+	// ErrNotFound means the object does not exist (or not in the workspace asked about).
+	ErrNotFound = errors.New("store: not found")
+	// ErrConflict means the change would break a uniqueness rule.
+	ErrConflict = errors.New("store: conflict")
+)
+
+// Dialect names the SQL dialect of the open database; migrations switch on it.
+type Dialect string
+
+// The supported dialects.
+const (
+	SQLite   Dialect = "sqlite"
+	Postgres Dialect = "pg"
+)
+
+// DB is an open Switchboard database.
+type DB struct {
+	// w runs writes and transactions; on SQLite it is the single writer connection.
+	w *bun.DB
+	// r runs reads; on SQLite it is a pool of read-only connections, on PostgreSQL the same pool as w.
+	r *bun.DB
+
+	dialect Dialect
+	url     string
+	// dir is the directory of the SQLite file ("" on PostgreSQL): the data directory of the installation.
+	dir string
+
+	keys keyWatch
+
+	Workspaces *Workspaces
+	APIKeys    *APIKeys
+}
+
+// Open connects to the database named by rawURL ("" means DefaultURL): postgres:// or postgresql:// URLs open
+// PostgreSQL through pgx, anything else (file:path, sqlite:path or a plain path) an SQLite file whose directory is
+// created when missing. Open does not migrate; call Migrate.
+func Open(ctx context.Context, rawURL string) (*DB, error) {
+	if rawURL == "" {
+		rawURL = DefaultURL
+	}
+	db := &DB{url: rawURL}
+	var err error
+	if strings.HasPrefix(rawURL, "postgres://") || strings.HasPrefix(rawURL, "postgresql://") {
+		err = db.openPostgres(rawURL)
+	} else {
+		err = db.openSQLite(rawURL)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := db.w.PingContext(ctx); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("store: connect to %s database: %w", db.dialect, err)
+	}
+	db.Workspaces = &Workspaces{db: db}
+	db.APIKeys = &APIKeys{db: db}
+	return db, nil
+}
+
+func (db *DB) openPostgres(rawURL string) error {
+	sqldb, err := sql.Open("pgx", rawURL)
+	if err != nil {
+		return fmt.Errorf("store: open postgres: %w", err)
+	}
+	sqldb.SetMaxOpenConns(20)
+	sqldb.SetMaxIdleConns(20)
+	sqldb.SetConnMaxIdleTime(5 * time.Minute)
+	db.dialect = Postgres
+	db.w = bun.NewDB(sqldb, pgdialect.New())
+	db.r = db.w
+	db.keys = newPGKeyWatch(rawURL)
+	return nil
+}
+
+// sqlitePath extracts the file path from file:path, sqlite:path or path URLs (a query string is ignored: the
+// pragmas Switchboard needs are always set).
+func sqlitePath(rawURL string) (string, error) {
+	p := rawURL
+	for _, prefix := range []string{"sqlite://", "sqlite:", "file://", "file:"} {
+		if strings.HasPrefix(p, prefix) {
+			p = strings.TrimPrefix(p, prefix)
+			break
+		}
+	}
+	if i := strings.IndexByte(p, '?'); i >= 0 {
+		p = p[:i]
+	}
+	p, err := url.PathUnescape(p)
+	if err != nil || p == "" || p == ":memory:" {
+		return "", fmt.Errorf("store: %q is not an SQLite file path", rawURL)
+	}
+	return p, nil
+}
+
+func (db *DB) openSQLite(rawURL string) error {
+	path, err := sqlitePath(rawURL)
+	if err != nil {
+		return err
+	}
+	db.dir = filepath.Dir(path)
+	if err := os.MkdirAll(db.dir, 0o750); err != nil {
+		return fmt.Errorf("store: create data directory: %w", err)
+	}
+	// WAL lets readers run beside the one writer; busy_timeout waits out writers in other processes (the CLI);
+	// _txlock=immediate takes the write lock at BEGIN so transactions never fail half-way on an upgrade.
+	base := "file:" + path + "?_pragma=foreign_keys(1)&_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)" +
+		"&_pragma=synchronous(NORMAL)&_txlock=immediate"
+	wdb, err := sql.Open("sqlite", base)
+	if err != nil {
+		return fmt.Errorf("store: open sqlite: %w", err)
+	}
+	wdb.SetMaxOpenConns(1)
+	wdb.SetMaxIdleConns(1)
+	wdb.SetConnMaxLifetime(0)
+	rdb, err := sql.Open("sqlite", base+"&_pragma=query_only(1)")
+	if err != nil {
+		_ = wdb.Close()
+		return fmt.Errorf("store: open sqlite: %w", err)
+	}
+	rdb.SetMaxOpenConns(8)
+	rdb.SetMaxIdleConns(8)
+	rdb.SetConnMaxLifetime(0)
+	db.dialect = SQLite
+	db.w = bun.NewDB(wdb, sqlitedialect.New())
+	db.r = bun.NewDB(rdb, sqlitedialect.New())
+	watch, err := newSQLiteKeyWatch(base)
+	if err != nil {
+		_ = wdb.Close()
+		_ = rdb.Close()
+		return err
+	}
+	db.keys = watch
+	return nil
+}
+
+// Dialect reports which database is open.
+func (db *DB) Dialect() Dialect { return db.dialect }
+
+// DataDir is the directory of the SQLite database file, or "" on PostgreSQL.
+func (db *DB) DataDir() string { return db.dir }
+
+// Ping checks that the database answers (readiness).
+func (db *DB) Ping(ctx context.Context) error {
+	if err := db.w.PingContext(ctx); err != nil {
+		return err
+	}
+	var one int
+	return db.r.NewSelect().ColumnExpr("1").Scan(ctx, &one)
+}
+
+// Bun exposes the writer handle for tests and tools that need raw SQL.
+func (db *DB) Bun() *bun.DB { return db.w }
+
+// Close releases every connection.
+func (db *DB) Close() error {
+	var errs []error
+	if db.keys != nil {
+		errs = append(errs, db.keys.close())
+	}
+	if db.r != nil && db.r != db.w {
+		errs = append(errs, db.r.Close())
+	}
+	if db.w != nil {
+		errs = append(errs, db.w.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// Migrate applies every pending migration. It is safe to call from several processes at once on PostgreSQL (an
+// advisory lock serialises them) and on SQLite (the write lock does).
+func (db *DB) Migrate(ctx context.Context) error {
+	ms := migrate.NewMigrations()
+	if err := ms.Discover(migrations.FS); err != nil {
+		return fmt.Errorf("store: discover migrations: %w", err)
+	}
+	m := migrate.NewMigrator(db.w, ms, migrate.WithTemplateData(map[string]string{"Dialect": string(db.dialect)}),
+		migrate.WithMarkAppliedOnSuccess(true))
+	if db.dialect == Postgres {
+		conn, err := db.w.Conn(ctx)
+		if err != nil {
+			return err
+		}
+		defer conn.Close()
+		const lockID = 0x5377_6974_6368 // "Switch"
+		if _, err := conn.ExecContext(ctx, "SELECT pg_advisory_lock(?)", lockID); err != nil {
+			return fmt.Errorf("store: lock migrations: %w", err)
+		}
+		defer func() { _, _ = conn.ExecContext(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock(?)", lockID) }()
+	}
+	if err := m.Init(ctx); err != nil {
+		return fmt.Errorf("store: init migrations: %w", err)
+	}
+	if _, err := m.Migrate(ctx); err != nil {
+		return fmt.Errorf("store: migrate: %w", err)
+	}
+	return nil
+}
+
+// NewID returns a new opaque, time-sortable ID: prefix, "_", and a ULID (for example "ws_01JDA9K3M2Q7B8C9D0E1F2G3H4").
+func NewID(prefix string) string {
+	return prefix + "_" + ulid.Make().String()
+}
+
+// now is the store's clock: UTC with the microsecond precision both databases keep.
+func now() time.Time { return time.Now().UTC().Truncate(time.Microsecond) }
+
+// utc normalises a time read from the database (pgx returns local time).
+func utc(t time.Time) time.Time { return t.UTC() }
+
+func utcPtr(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}
+
+// mapErr turns "no rows" into ErrNotFound and unique violations into ErrConflict.
+func mapErr(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, sql.ErrNoRows):
+		return ErrNotFound
+	case isUniqueViolation(err):
+		return fmt.Errorf("%w: %v", ErrConflict, err)
+	}
+	return err
+}
+
+func isUniqueViolation(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "SQLSTATE 23505") || strings.Contains(msg, "UNIQUE constraint failed")
+}
+
+// keyWatch tells whether API keys may have changed in the database since a previous call, including changes
+// made by other processes (the CLI, other replicas). It makes the key cache safe without a lookup per request.
+type keyWatch interface {
+	version(ctx context.Context) (uint64, error)
+	close() error
+}
+
+// sqliteKeyWatch reads PRAGMA data_version on a connection of its own: SQLite changes the value whenever another
+// connection (of this or another process) commits, at the cost of reading a counter in shared memory.
+type sqliteKeyWatch struct {
+	mu   sync.Mutex
+	db   *sql.DB
+	conn *sql.Conn
+}
+
+func newSQLiteKeyWatch(dsn string) (*sqliteKeyWatch, error) {
+	db, err := sql.Open("sqlite", dsn+"&_pragma=query_only(1)")
+	if err != nil {
+		return nil, fmt.Errorf("store: open sqlite: %w", err)
+	}
+	db.SetMaxOpenConns(1)
+	return &sqliteKeyWatch{db: db}, nil
+}
+
+func (w *sqliteKeyWatch) version(ctx context.Context) (uint64, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.conn == nil {
+		c, err := w.db.Conn(ctx)
+		if err != nil {
+			return 0, err
+		}
+		w.conn = c
+	}
+	var v uint64
+	if err := w.conn.QueryRowContext(ctx, "PRAGMA data_version").Scan(&v); err != nil {
+		_ = w.conn.Close()
+		w.conn = nil
+		return 0, err
+	}
+	return v, nil
+}
+
+func (w *sqliteKeyWatch) close() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.conn != nil {
+		_ = w.conn.Close()
+	}
+	return w.db.Close()
+}
+
+// counterWatch is a version counter bumped by notifications; used on PostgreSQL.
+type counterWatch struct {
+	n         atomic.Uint64
+	connected atomic.Bool
+}
+
+func (w *counterWatch) bump() { w.n.Add(1) }
+
+// version returns the counter while the listener is connected; while it is not, every call returns a new value,
+// so no cached key is trusted while revocations could be missed.
+func (w *counterWatch) version(context.Context) (uint64, error) {
+	if !w.connected.Load() {
+		return w.n.Add(1), nil
+	}
+	return w.n.Load(), nil
+}
+
+// jsonText encodes v for a JSON column (TEXT on SQLite, JSONB on PostgreSQL).
+func jsonText(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("store: encode JSON column: %v", err)) // only called with plain slices and maps
+	}
+	return string(b)
+}
+
+// expectOneRow turns an Exec result that touched no row into ErrNotFound.
+func expectOneRow(res sql.Result, err error) error {
+	if err != nil {
+		return mapErr(err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return ErrNotFound
+	}
+	return nil
+}
