@@ -38,6 +38,7 @@ var problemTypes = map[string]problemType{
 	"unsupported_media_type": {415, "Unsupported media type", "The request body has a Content-Type the operation does not accept; send application/json."},
 	"rate_limited":           {429, "Rate limit exceeded", "A rate limit of the key or its workspace is exhausted; wait Retry-After seconds."},
 	"internal_error":         {500, "Internal server error", "Something failed on the server; the request_id finds the log line."},
+	"service_unavailable":    {503, "Service unavailable", "A dependency of the server (its database) does not answer; retry after Retry-After seconds."},
 }
 
 // Problem is an RFC 9457 problem on its way to the client. Handlers and middleware return it as an error; the

@@ -70,7 +70,7 @@ func (s *Server) readyz(c echo.Context) error {
 	defer cancel()
 	if err := s.db.Ping(ctx); err != nil {
 		loggerFrom(ctx, s.log).Warn("readiness check failed", "error", err)
-		return c.JSON(http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "database": "unreachable"})
+		return newProblem("service_unavailable", "The database does not answer.").withHeader("Retry-After", "5")
 	}
 	return c.JSON(http.StatusOK, map[string]string{"status": "ok", "database": string(s.db.Dialect())})
 }

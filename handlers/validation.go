@@ -61,12 +61,16 @@ func validationProblem(errs []error) *Problem {
 					return p
 				}
 			}
+			for _, e := range sre.Errors {
+				if tooLarge(e) {
+					return newProblem("request_too_large", "The request body is larger than the server accepts.")
+				}
+			}
 			return nil
 		}
 	}
 	for _, err := range errs {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
+		if tooLarge(err) {
 			return newProblem("request_too_large", "The request body is larger than the server accepts.")
 		}
 		var re *openapi3filter.RequestError
@@ -139,6 +143,12 @@ func fieldErrors(re *openapi3filter.RequestError) []gen.ProblemFieldError {
 		out = append(out, f)
 	}
 	return out
+}
+
+// tooLarge reports whether reading the body failed on the body limit.
+func tooLarge(err error) bool {
+	var e *http.MaxBytesError
+	return errors.As(err, &e)
 }
 
 var pointerEscaper = strings.NewReplacer("~", "~0", "/", "~1")

@@ -1,0 +1,112 @@
+package handlers_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"reflect"
+	"strings"
+	"testing"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/switchboard/switchboard/api"
+	"github.com/switchboard/switchboard/handlers"
+	"github.com/switchboard/switchboard/store"
+	"github.com/switchboard/switchboard/store/storetest"
+)
+
+func TestSpecIsServed(t *testing.T) {
+	e := newEnv(t, storetest.SQLite(t), handlers.Config{})
+	yamlRes := e.do(request{path: "/openapi.yaml"})
+	if yamlRes.StatusCode != http.StatusOK || string(yamlRes.body) != string(api.Spec) {
+		t.Fatalf("/openapi.yaml must serve api/openapi.yaml byte for byte (status %d)", yamlRes.StatusCode)
+	}
+	jsonRes := e.do(request{path: "/openapi.json"})
+	var fromJSON, fromYAML any
+	if err := json.Unmarshal(jsonRes.body, &fromJSON); err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(api.Spec, &fromYAML); err != nil {
+		t.Fatal(err)
+	}
+	normalised, _ := json.Marshal(fromYAML)
+	var want any
+	_ = json.Unmarshal(normalised, &want)
+	if !reflect.DeepEqual(fromJSON, want) {
+		t.Fatal("/openapi.json differs from openapi.yaml")
+	}
+	if !strings.HasPrefix(string(jsonRes.body), "{\n  \"openapi\": \"3.0.3\"") {
+		t.Errorf("/openapi.json should keep the YAML's key order, starts %q", jsonRes.body[:40])
+	}
+}
+
+func TestInteractiveReference(t *testing.T) {
+	e := newEnv(t, storetest.SQLite(t), handlers.Config{})
+	res := e.do(request{path: "/docs/"})
+	page := string(res.body)
+	if res.StatusCode != http.StatusOK || !strings.Contains(page, "swagger-ui") {
+		t.Fatalf("status %d: %.200s", res.StatusCode, page)
+	}
+	for _, want := range []string{"/openapi.json", "requestSnippetsEnabled: true", "tryItOutEnabled: true"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("/docs/ lacks %q", want)
+		}
+	}
+	if strings.Contains(page, "cdn") || strings.Contains(page, "unpkg") {
+		t.Error("/docs/ must work offline: no CDN assets")
+	}
+	asset := e.do(request{path: "/docs/swagger-ui-bundle.js"})
+	if asset.StatusCode != http.StatusOK || len(asset.body) < 100_000 {
+		t.Errorf("embedded Swagger UI bundle: status %d, %d bytes", asset.StatusCode, len(asset.body))
+	}
+	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	r, err := noFollow.Get(e.url + "/docs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Body.Close()
+	if r.StatusCode != http.StatusMovedPermanently || r.Header.Get("Location") != "/docs/" {
+		t.Errorf("/docs → %d %s", r.StatusCode, r.Header.Get("Location"))
+	}
+}
+
+func TestProblemCatalogue(t *testing.T) {
+	e := newEnv(t, storetest.SQLite(t), handlers.Config{})
+	page := string(e.do(request{path: "/problems"}).body)
+	for _, code := range []string{"validation_failed", "missing_api_key", "insufficient_scope", "rate_limited", "internal_error"} {
+		if !strings.Contains(page, `id="`+code+`"`) {
+			t.Errorf("/problems lacks %s", code)
+		}
+	}
+	e.do(request{path: "/problems/no_such_code"}).problem(t, http.StatusNotFound, "not_found")
+}
+
+func TestHealthReadinessMetrics(t *testing.T) {
+	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
+		e := newEnv(t, db, handlers.Config{})
+		if res := e.do(request{path: "/healthz"}); res.StatusCode != http.StatusOK {
+			t.Errorf("/healthz %d", res.StatusCode)
+		}
+		res := e.do(request{path: "/readyz"})
+		if res.StatusCode != http.StatusOK || !strings.Contains(string(res.body), string(db.Dialect())) {
+			t.Errorf("/readyz %d %s", res.StatusCode, res.body)
+		}
+		key, _ := e.key(e.workspace("Acme").ID, "models:read")
+		e.do(request{path: "/api/v1/models", key: key})
+		e.do(request{path: "/api/v1/models"})
+		metrics := string(e.do(request{path: "/metrics"}).body)
+		for _, want := range []string{
+			`switchboard_http_requests_total{method="GET",operation="listModels",status="200"} 1`,
+			`switchboard_http_requests_total{method="GET",operation="listModels",status="401"} 1`,
+			`switchboard_http_request_duration_seconds_bucket{operation="listModels"`,
+		} {
+			if !strings.Contains(metrics, want) {
+				t.Errorf("/metrics lacks %s", want)
+			}
+		}
+		_ = db.Close()
+		if res := e.do(request{path: "/readyz"}); res.StatusCode != http.StatusServiceUnavailable {
+			t.Errorf("/readyz with the database closed: %d", res.StatusCode)
+		}
+	})
+}
