@@ -201,4 +201,3 @@ func loggerFrom(ctx context.Context, fallback *slog.Logger) *slog.Logger {
 	}
 	return fallback
 }
-

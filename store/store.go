@@ -25,7 +25,7 @@ import (
 	"github.com/uptrace/bun/migrate"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver
-	_ "modernc.org/sqlite"            // registers the pure-Go "sqlite" database/sql driver
+	_ "modernc.org/sqlite"             // registers the pure-Go "sqlite" database/sql driver
 
 	"github.com/switchboard/switchboard/store/migrations"
 )
