@@ -1,0 +1,52 @@
+# Switchboard — every command a developer or CI runs. `make ci` is the one CI entry point (.ci/run calls it).
+GO      ?= go
+NPM     ?= npm
+PKGS    := ./...
+
+.PHONY: run build test test-short generate check-generated tidy-check lint-spec vet ci bench tools help
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
+
+run: ## start the server on embedded SQLite (data/switchboard.db) at http://localhost:8080
+	$(GO) run . serve
+
+build: ## build bin/switchboard
+	$(GO) build -trimpath -o bin/switchboard .
+
+test: ## all tests, race detector on, against SQLite and PostgreSQL (127.0.0.1:5432 or SWITCHBOARD_TEST_POSTGRES_URL)
+	$(GO) test -race -count=1 $(PKGS)
+
+test-short: ## the tests without the race detector and the code generator
+	$(GO) test -short -count=1 $(PKGS)
+
+generate: ## regenerate gen/ from api/openapi.yaml (always from the repository root)
+	$(GO) generate ./...
+
+check-generated: generate ## fail when gen/ differs from a fresh generation or holds untracked files
+	@git diff --exit-code --stat -- gen/ || { echo "gen/ is stale: run make generate and commit"; exit 1; }
+	@untracked=$$(git ls-files --others --exclude-standard -- gen/); \
+	  if [ -n "$$untracked" ]; then echo "untracked generated files: $$untracked"; exit 1; fi
+
+tidy-check: ## fail when go.mod/go.sum are not tidy
+	$(GO) mod tidy -diff
+
+node_modules/.package-lock.json: package.json package-lock.json
+	$(NPM) ci --no-audit --no-fund --loglevel=error
+
+lint-spec: node_modules/.package-lock.json ## Redocly recommended ruleset: 0 errors and 0 warnings
+	@out=$$(npx --no-install redocly lint api/openapi.yaml 2>&1); status=$$?; \
+	  echo "$$out" | grep -v -e '^\s*$$' -e '║' -e '╔' -e '╚'; \
+	  if [ $$status -ne 0 ] || echo "$$out" | grep -qi 'warning[s]\? *\(was\|were\)\? *found\|You have [0-9]* warning'; then \
+	    echo "spec lint failed"; exit 1; fi
+
+vet: ## go vet
+	$(GO) vet $(PKGS)
+
+ci: tidy-check check-generated lint-spec vet test ## everything CI checks
+
+tools: ## install the load generator used by make bench (Debian's wrk)
+	@command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk; }
+
+bench: tools ## hot paths against a bare Echo handler in the same run (see README)
+	$(GO) run ./bench
