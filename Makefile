@@ -3,7 +3,7 @@ GO      ?= go
 NPM     ?= npm
 PKGS    := ./...
 
-.PHONY: run build test test-short generate check-generated tidy-check lint-spec vet ci bench tools help
+.PHONY: run build test test-go test-e2e test-short generate check-generated tidy-check lint-spec vet ci bench tools browser help
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -14,8 +14,13 @@ run: ## start the server on embedded SQLite (data/switchboard.db) at http://loca
 build: ## build bin/switchboard
 	$(GO) build -trimpath -o bin/switchboard .
 
-test: ## all tests, race detector on, against SQLite and PostgreSQL (127.0.0.1:5432 or SWITCHBOARD_TEST_POSTGRES_URL)
+test: test-go test-e2e ## every test: Go (SQLite and PostgreSQL) and the browser tests
+
+test-go: ## Go tests, race detector on, against SQLite and PostgreSQL (127.0.0.1:5432 or SWITCHBOARD_TEST_POSTGRES_URL)
 	$(GO) test -race -count=1 $(PKGS)
+
+test-e2e: build browser node_modules/.package-lock.json ## browser tests in headless Debian Chromium (screenshots in e2e/screenshots)
+	node --test --test-reporter=spec e2e/
 
 test-short: ## the tests without the race detector and the code generator
 	$(GO) test -short -count=1 $(PKGS)
@@ -44,6 +49,9 @@ vet: ## go vet
 	$(GO) vet $(PKGS)
 
 ci: tidy-check check-generated lint-spec vet test ## everything CI checks
+
+browser: ## install Debian's Chromium for the browser tests when missing (never a downloaded browser)
+	@command -v chromium >/dev/null || { apt-get update -qq && apt-get install -y -qq chromium; }
 
 tools: ## install the load generator used by make bench (Debian's wrk)
 	@command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk; }

@@ -1,0 +1,47 @@
+// The interactive reference: paste a key into Authorize, execute GET /api/v1/models, get 200 and a cURL command.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { startSwitchboard, launchBrowser, screenshotDir } from './server.mjs';
+
+let sb;
+let browser;
+
+before(async () => {
+  sb = await startSwitchboard();
+  browser = await launchBrowser();
+  mkdirSync(screenshotDir, { recursive: true });
+  console.log(`screenshots: ${screenshotDir}`);
+});
+
+after(async () => {
+  await browser?.close();
+  await sb?.stop();
+});
+
+test('a pasted key runs the first call from /docs and shows its cURL command', async () => {
+  const ws = sb.cli(['workspace', 'create', '--name', 'Docs test']);
+  const key = sb.cli(['key', 'create', '--workspace', ws.id, '--name', 'docs', '--scopes', 'models:read']);
+
+  const page = await browser.newPage({ viewport: { width: 1300, height: 1400 } });
+  await page.goto(`${sb.url}/docs/`);
+  await page.getByRole('button', { name: 'Authorize' }).first().click();
+  await page.locator('.modal-ux input').fill(key.secret);
+  await page.locator('.modal-ux button.authorize').click();
+  await page.locator('.modal-ux button.btn-done').click();
+
+  const op = page.locator('#operations-Models-listModels');
+  await op.click();
+  await op.getByRole('button', { name: 'Execute' }).click();
+  const status = op.locator('.live-responses-table .response .response-col_status').first();
+  await status.waitFor();
+  assert.equal((await status.innerText()).trim(), '200');
+
+  const curl = await op.locator('.curl-command').first().innerText();
+  assert.match(curl, /curl -X 'GET'/);
+  assert.match(curl, new RegExp(`${sb.url}/api/v1/models`));
+  assert.match(curl, new RegExp(`Authorization: Bearer ${key.secret}`));
+  await op.screenshot({ path: join(screenshotDir, 'docs-list-models.png') });
+  assert.ok(!sb.logs().includes(key.secret), 'the server must never log a key');
+});

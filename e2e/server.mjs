@@ -1,0 +1,55 @@
+// Starts a real Switchboard binary on a fresh SQLite database for browser tests, and drives its CLI.
+import { execFileSync, spawn } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import net from 'node:net';
+
+const binary = process.env.SWITCHBOARD_BIN ?? join(process.cwd(), 'bin', 'switchboard');
+
+async function freePort() {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address();
+      srv.close(() => resolve(port));
+    });
+    srv.on('error', reject);
+  });
+}
+
+/** Starts the server; returns {url, cli(args) → parsed JSON, stop()}. */
+export async function startSwitchboard() {
+  const dir = mkdtempSync(join(tmpdir(), 'switchboard-e2e-'));
+  const env = { ...process.env, DATABASE_URL: `file:${join(dir, 'switchboard.db')}` };
+  const port = await freePort();
+  const proc = spawn(binary, ['serve', '--addr', `127.0.0.1:${port}`], { env, stdio: ['ignore', 'ignore', 'pipe'] });
+  let logs = '';
+  proc.stderr.on('data', (d) => { logs += d; });
+  const url = `http://127.0.0.1:${port}`;
+  for (let i = 0; ; i++) {
+    try {
+      if ((await fetch(`${url}/readyz`)).ok) break;
+    } catch { /* not up yet */ }
+    if (i > 200) throw new Error(`server did not start:\n${logs}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return {
+    url,
+    cli: (args) => JSON.parse(execFileSync(binary, [...args, '--json'], { env }).toString()),
+    logs: () => logs,
+    stop: () => new Promise((resolve) => { proc.on('exit', resolve); proc.kill('SIGTERM'); }),
+  };
+}
+
+/** Launches Debian's Chromium headless (never a downloaded browser). */
+export async function launchBrowser() {
+  const { chromium } = await import('playwright-core');
+  return chromium.launch({
+    executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
+      '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-quic'],
+  });
+}
+
+export const screenshotDir = process.env.SCREENSHOT_DIR ?? join(process.cwd(), 'e2e', 'screenshots');
