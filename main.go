@@ -138,6 +138,14 @@ func openDB(ctx context.Context, url string) (*store.DB, error) {
 	return db, nil
 }
 
+// loadCatalog reads the operator's model catalogue, or returns the built-in one when path is empty.
+func loadCatalog(path string) (*modelcatalog.Catalog, error) {
+	if path == "" {
+		return modelcatalog.Default(), nil
+	}
+	return modelcatalog.Load(path)
+}
+
 func envInt(name string, def int) int {
 	if v, err := strconv.Atoi(os.Getenv(name)); err == nil {
 		return v
@@ -186,12 +194,9 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
 
-	catalog := modelcatalog.Default()
-	if *modelsFile != "" {
-		var err error
-		if catalog, err = modelcatalog.Load(*modelsFile); err != nil {
-			return err
-		}
+	catalog, err := loadCatalog(*modelsFile)
+	if err != nil {
+		return err
 	}
 	db, err := openDB(ctx, *dbURL)
 	if err != nil {
@@ -256,6 +261,23 @@ func printJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
+// printList prints items as a JSON array (asJSON) or as a table with the given header and one row per item.
+func printList[T, J any](w io.Writer, items []T, asJSON bool, toJSON func(T) J, header string, row func(T) []string) error {
+	if asJSON {
+		out := make([]J, len(items))
+		for i, it := range items {
+			out[i] = toJSON(it)
+		}
+		return printJSON(w, out)
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, header)
+	for _, it := range items {
+		fmt.Fprintln(tw, strings.Join(row(it), "\t"))
+	}
+	return tw.Flush()
+}
+
 // workspaceJSON is the CLI's JSON form of a workspace.
 type workspaceJSON struct {
 	ID            string    `json:"id"`
@@ -313,23 +335,13 @@ func workspaceCmd(ctx context.Context, args []string, stdout io.Writer) error {
 		if err != nil {
 			return err
 		}
-		if *asJSON {
-			out := make([]workspaceJSON, len(ws))
-			for i, w := range ws {
-				out[i] = toWorkspaceJSON(w)
-			}
-			return printJSON(stdout, out)
-		}
-		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "ID\tNAME\tMODELS\tCREATED")
-		for _, w := range ws {
+		return printList(stdout, ws, *asJSON, toWorkspaceJSON, "ID\tNAME\tMODELS\tCREATED", func(w store.Workspace) []string {
 			models := "all"
 			if w.EnabledModels != nil {
 				models = strings.Join(w.EnabledModels, ",")
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", w.ID, w.Name, models, w.CreatedAt.Format(time.RFC3339))
-		}
-		return tw.Flush()
+			return []string{w.ID, w.Name, models, w.CreatedAt.Format(time.RFC3339)}
+		})
 	case "models":
 		wsID := fs.String("workspace", "", "workspace ID (required)")
 		enable := fs.String("enable", "", "comma-separated model IDs the workspace may use")
@@ -341,12 +353,9 @@ func workspaceCmd(ctx context.Context, args []string, stdout io.Writer) error {
 		if *wsID == "" || (*enable == "") == !*all {
 			return usagef("workspace models: --workspace and exactly one of --enable or --all are required")
 		}
-		catalog := modelcatalog.Default()
-		if *modelsFile != "" {
-			var err error
-			if catalog, err = modelcatalog.Load(*modelsFile); err != nil {
-				return err
-			}
+		catalog, err := loadCatalog(*modelsFile)
+		if err != nil {
+			return err
 		}
 		var models []string
 		if !*all {
@@ -496,24 +505,14 @@ func keyCmd(ctx context.Context, args []string, stdout io.Writer) error {
 		if err != nil {
 			return err
 		}
-		if *asJSON {
-			out := make([]keyJSON, len(keys))
-			for i, k := range keys {
-				out[i] = toKeyJSON(k)
-			}
-			return printJSON(stdout, out)
-		}
-		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "ID\tNAME\tKEY\tSCOPES\tSTATUS\tLAST USED")
-		for _, k := range keys {
+		return printList(stdout, keys, *asJSON, toKeyJSON, "ID\tNAME\tKEY\tSCOPES\tSTATUS\tLAST USED", func(k store.APIKey) []string {
 			last := "never"
 			if k.LastUsedAt != nil {
 				last = k.LastUsedAt.Format(time.RFC3339)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", k.ID, k.Name, apikey.Mask(k.DisplayPrefix, k.Last4),
-				strings.Join(k.Scopes, ","), k.Status(time.Now()), last)
-		}
-		return tw.Flush()
+			return []string{k.ID, k.Name, apikey.Mask(k.DisplayPrefix, k.Last4), strings.Join(k.Scopes, ","),
+				k.Status(time.Now()), last}
+		})
 	case "revoke":
 		// Accept the key ID before or after the flags.
 		var id string
