@@ -73,7 +73,7 @@ func Check(s string) error {
 			return ErrMalformed
 		}
 	}
-	c := crc32.ChecksumIEEE([]byte(body[:randomLen]))
+	c := crc32String(body[:randomLen])
 	for i := Len - 1; i >= Len-checksumLen; i-- {
 		if s[i] != base62[c%62] {
 			return ErrMalformed
@@ -81,6 +81,15 @@ func Check(s string) error {
 		c /= 62
 	}
 	return nil
+}
+
+// crc32String is crc32.ChecksumIEEE of a string without converting it to []byte, which would escape to the heap.
+func crc32String(s string) uint32 {
+	c := ^uint32(0)
+	for i := 0; i < len(s); i++ {
+		c = crc32.IEEETable[byte(c)^s[i]] ^ c>>8
+	}
+	return ^c
 }
 
 func isBase62(b byte) bool {

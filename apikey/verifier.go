@@ -20,7 +20,7 @@ var (
 	ErrExpired = errors.New("apikey: key expired")
 )
 
-// Key is what a request learns about the key it presented.
+// Key is what a request learns about the key it presented. Its slices are shared with the cache: read them only.
 type Key struct {
 	ID          string
 	WorkspaceID string
@@ -189,7 +189,7 @@ func (v *Verifier) flush() {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := v.store.TouchLastUsed(ctx, batch); err != nil {
-		// Not fatal: the next use after a minute writes it again.
+		// Not fatal: forgetting what was recorded makes the next use of these keys write again.
 		v.log.Warn("could not record API key last use", "error", err, "keys", len(batch))
 		v.usedMu.Lock()
 		for id := range batch {

@@ -4,7 +4,9 @@ package modelcatalog
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"regexp"
 	"slices"
@@ -75,8 +77,11 @@ func Load(path string) (*Catalog, error) {
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
-	if err := dec.Decode(&f); err != nil {
+	if err := dec.Decode(&f); err != nil && !errors.Is(err, io.EOF) {
 		return nil, fmt.Errorf("models file %s: %w", path, err)
+	}
+	if len(f.Models) == 0 {
+		return nil, fmt.Errorf("models file %s lists no models (expected \"models: [{id: …, owned_by: …}]\")", path)
 	}
 	c, err := New(f.Models)
 	if err != nil {
@@ -116,7 +121,7 @@ var defaultModels = []Model{
 }
 
 // All returns every model in display order.
-func (c *Catalog) All() []Model { return c.models }
+func (c *Catalog) All() []Model { return slices.Clone(c.models) }
 
 // Has reports whether the catalogue lists id.
 func (c *Catalog) Has(id string) bool { _, ok := c.byID[id]; return ok }
@@ -125,7 +130,7 @@ func (c *Catalog) Has(id string) bool { _, ok := c.byID[id]; return ok }
 // (IDs no longer in the catalogue are ignored), in catalogue order.
 func (c *Catalog) ForWorkspace(enabled []string) []Model {
 	if enabled == nil {
-		return c.models
+		return slices.Clone(c.models)
 	}
 	out := make([]Model, 0, len(enabled))
 	for _, m := range c.models {

@@ -54,7 +54,7 @@ func (l *Limiter) Take(key string, p Policy, now time.Time) Decision {
 	return l.take(key, p, now, false)
 }
 
-// Peek reports what Take would decide without spending anything.
+// Peek reports whether Take would allow a request and how many requests are left now, without spending anything.
 func (l *Limiter) Peek(key string, p Policy, now time.Time) Decision {
 	return l.take(key, p, now, true)
 }
@@ -71,9 +71,10 @@ func (l *Limiter) Refund(key string, p Policy) {
 
 func interval(p Policy) time.Duration {
 	if p.Quota <= 0 {
-		return p.Window
+		return max(p.Window, time.Nanosecond)
 	}
-	return p.Window / time.Duration(p.Quota)
+	// Never zero: Take divides by it.
+	return max(p.Window/time.Duration(p.Quota), time.Nanosecond)
 }
 
 func (l *Limiter) shard(key string) *shard {
@@ -94,7 +95,11 @@ func (l *Limiter) take(key string, p Policy, now time.Time, peek bool) Decision 
 	if allowAt := next.Add(-p.Window); now.Before(allowAt) {
 		return Decision{Remaining: 0, Reset: tat.Sub(now), RetryAfter: allowAt.Sub(now)}
 	}
-	if !peek {
+	if peek {
+		// What is left now, without the request Take would add.
+		return Decision{Allowed: true, Remaining: int((p.Window - tat.Sub(now)) / t), Reset: tat.Sub(now)}
+	}
+	{
 		s.tat[key] = next
 		s.ops++
 		if s.ops >= 4096 {

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -31,9 +32,12 @@ type APIKey struct {
 var _ bun.AfterScanRowHook = (*APIKey)(nil)
 
 // AfterScanRow normalises timestamps to UTC.
-func (k *APIKey) AfterScanRow(context.Context) error {
+func (k *APIKey) AfterScanRow(ctx context.Context) error {
 	k.CreatedAt = utc(k.CreatedAt)
 	k.ExpiresAt, k.RevokedAt, k.LastUsedAt = utcPtr(k.ExpiresAt), utcPtr(k.RevokedAt), utcPtr(k.LastUsedAt)
+	if k.Workspace != nil { // Bun does not run the hook of a joined model
+		return k.Workspace.AfterScanRow(ctx)
+	}
 	return nil
 }
 
@@ -74,6 +78,9 @@ func (s *APIKeys) Create(ctx context.Context, n NewAPIKey) (APIKey, error) {
 	if k.ExpiresAt != nil {
 		t := k.ExpiresAt.Truncate(time.Microsecond)
 		k.ExpiresAt = &t
+	}
+	if len(n.Scopes) == 0 {
+		return APIKey{}, errors.New("store: an API key needs at least one scope")
 	}
 	err := s.db.w.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		exists, err := tx.NewSelect().Table("workspaces").Where("id = ?", n.WorkspaceID).Exists(ctx)

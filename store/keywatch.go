@@ -13,9 +13,12 @@ import (
 // a workspace's models changed) is announced.
 const accessChannel = "switchboard_access"
 
-// announceAccessChange notifies other processes, when tx commits, that cached keys must be re-read. SQLite needs
-// no announcement: PRAGMA data_version sees every commit.
+// announceAccessChange records, in tx, that cached keys must be re-read: it bumps the access_version row (read by
+// SQLite watchers) and, on PostgreSQL, notifies listeners when tx commits.
 func (db *DB) announceAccessChange(ctx context.Context, tx bun.Tx) error {
+	if _, err := tx.ExecContext(ctx, "UPDATE access_version SET version = version + 1 WHERE id = 1"); err != nil {
+		return err
+	}
 	if db.dialect != Postgres {
 		return nil
 	}

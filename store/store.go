@@ -16,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/oklog/ulid/v2"
@@ -59,7 +60,8 @@ type DB struct {
 	dialect Dialect
 	url     string
 	// dir is the directory of the SQLite file ("" on PostgreSQL): the data directory of the installation.
-	dir string
+	dir        string
+	sqlitePath string
 
 	keys keyWatch
 
@@ -133,7 +135,7 @@ func (db *DB) openSQLite(rawURL string) error {
 	if err != nil {
 		return err
 	}
-	db.dir = filepath.Dir(path)
+	db.dir, db.sqlitePath = filepath.Dir(path), path
 	if err := os.MkdirAll(db.dir, 0o750); err != nil {
 		return fmt.Errorf("store: create data directory: %w", err)
 	}
@@ -223,6 +225,16 @@ func (db *DB) Migrate(ctx context.Context) error {
 		}
 		defer func() { _, _ = conn.ExecContext(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock(?)", lockID) }()
 	}
+	if db.dialect == SQLite {
+		// Bun decides what is pending before each migration's transaction takes the write lock, so two processes
+		// starting at once would both apply it. An flock on a file beside the database serialises them and, unlike
+		// a lock row, is released by the kernel when a process dies.
+		unlock, err := lockFile(ctx, db.sqlitePath+".migrate.lock")
+		if err != nil {
+			return err
+		}
+		defer unlock()
+	}
 	if err := m.Init(ctx); err != nil {
 		return fmt.Errorf("store: init migrations: %w", err)
 	}
@@ -230,6 +242,30 @@ func (db *DB) Migrate(ctx context.Context) error {
 		return fmt.Errorf("store: migrate: %w", err)
 	}
 	return nil
+}
+
+// lockFile takes an exclusive flock on path, polling until ctx ends, and returns the function that releases it.
+func lockFile(ctx context.Context, path string) (func(), error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("store: open migration lock: %w", err)
+	}
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			return func() { _ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN); _ = f.Close() }, nil
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) {
+			_ = f.Close()
+			return nil, fmt.Errorf("store: lock migrations: %w", err)
+		}
+		select {
+		case <-ctx.Done():
+			_ = f.Close()
+			return nil, fmt.Errorf("store: wait for another process to finish migrating: %w", ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }
 
 // NewID returns a new opaque, time-sortable ID: prefix, "_", and a ULID (for example "ws_01JDA9K3M2Q7B8C9D0E1F2G3H4").
@@ -277,11 +313,15 @@ type keyWatch interface {
 }
 
 // sqliteKeyWatch reads PRAGMA data_version on a connection of its own: SQLite changes the value whenever another
-// connection (of this or another process) commits, at the cost of reading a counter in shared memory.
+// connection (of this or another process) commits, at the cost of reading a counter in shared memory. Only when it
+// changed does the watch read the access_version row, so unrelated writes do not look like key changes.
 type sqliteKeyWatch struct {
-	mu   sync.Mutex
-	db   *sql.DB
-	conn *sql.Conn
+	mu     sync.Mutex
+	db     *sql.DB
+	conn   *sql.Conn
+	seen   bool
+	data   uint64 // data_version at the last read of access_version
+	access uint64
 }
 
 func newSQLiteKeyWatch(dsn string) (*sqliteKeyWatch, error) {
@@ -303,13 +343,21 @@ func (w *sqliteKeyWatch) version(ctx context.Context) (uint64, error) {
 		}
 		w.conn = c
 	}
-	var v uint64
-	if err := w.conn.QueryRowContext(ctx, "PRAGMA data_version").Scan(&v); err != nil {
+	var data, access uint64
+	err := w.conn.QueryRowContext(ctx, "PRAGMA data_version").Scan(&data)
+	if err == nil && w.seen && data == w.data {
+		return w.access, nil
+	}
+	if err == nil {
+		err = w.conn.QueryRowContext(ctx, "SELECT version FROM access_version WHERE id = 1").Scan(&access)
+	}
+	if err != nil {
 		_ = w.conn.Close()
-		w.conn = nil
+		w.conn, w.seen = nil, false
 		return 0, err
 	}
-	return v, nil
+	w.seen, w.data, w.access = true, data, access
+	return access, nil
 }
 
 func (w *sqliteKeyWatch) close() error {

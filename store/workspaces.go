@@ -14,7 +14,7 @@ type Workspace struct {
 	ID   string `bun:"id,pk"`
 	Name string `bun:"name"`
 	// EnabledModels lists the model IDs the workspace may use; nil means all models of the catalogue.
-	EnabledModels []string  `bun:"enabled_models,type:json"`
+	EnabledModels []string  `bun:"enabled_models,type:json,nullzero"`
 	CreatedAt     time.Time `bun:"created_at"`
 	UpdatedAt     time.Time `bun:"updated_at"`
 }
