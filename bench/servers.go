@@ -1,0 +1,183 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver for the admin connection
+	"github.com/labstack/echo/v4"
+
+	"github.com/switchboard/switchboard/apikey"
+	"github.com/switchboard/switchboard/handlers"
+	"github.com/switchboard/switchboard/store"
+	"github.com/switchboard/switchboard/store/storetest"
+)
+
+const modelsPath = "/api/v1/models"
+
+// httpServer serves a handler on a loopback port.
+type httpServer struct {
+	url string
+	srv *http.Server
+}
+
+// listen takes a random port on 127.0.0.1.
+func listen() (net.Listener, error) {
+	return net.Listen("tcp", "127.0.0.1:0")
+}
+
+// serve serves h on ln with the timeouts of `switchboard serve`. They put deadlines on every connection, part of the
+// cost of each request, so the baseline pays them too and the ratio compares handlers only.
+func serve(ln net.Listener, h http.Handler) *httpServer {
+	s := &httpServer{url: "http://" + ln.Addr().String(), srv: &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       60 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       120 * time.Second,
+	}}
+	// Serve ends only when the server is closed or accepting fails; the latter shows as errors in the preflight
+	// request or in wrk's socket errors, which fail the run.
+	go func() { _ = s.srv.Serve(ln) }()
+	return s
+}
+
+func (s *httpServer) close() { _ = s.srv.Close() }
+
+// startBare serves body on GET /api/v1/models from an Echo router with no middleware: the least work any Echo
+// server can do for the request, and the baseline of the models rows.
+func startBare(body []byte) (*httpServer, error) {
+	ln, err := listen()
+	if err != nil {
+		return nil, err
+	}
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
+	e.GET(modelsPath, func(c echo.Context) error {
+		return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, body)
+	})
+	return serve(ln, e), nil
+}
+
+// switchboard is the real server over one migrated database, with a workspace and a key that may read models.
+type switchboard struct {
+	*httpServer
+	key     string
+	handler *handlers.Server
+	db      *store.DB
+}
+
+// startSwitchboard opens and migrates the database at dbURL, creates a workspace and a models:read key the way
+// `switchboard workspace create` and `switchboard key create` do, and serves handlers.New on a loopback port.
+func startSwitchboard(ctx context.Context, dbURL string) (_ *switchboard, err error) {
+	db, err := store.Open(ctx, dbURL)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			_ = db.Close()
+		}
+	}()
+	if err := db.Migrate(ctx); err != nil {
+		return nil, err
+	}
+	ws, err := db.Workspaces.Create(ctx, "bench")
+	if err != nil {
+		return nil, err
+	}
+	secret, err := apikey.Generate()
+	if err != nil {
+		return nil, err
+	}
+	if _, err := db.APIKeys.Create(ctx, store.NewAPIKey{
+		WorkspaceID: ws.ID, Name: "bench", SecretHash: secret.Hash, DisplayPrefix: secret.DisplayPrefix,
+		Last4: secret.Last4, Scopes: []string{"models:read"}, CreatedBy: "bench",
+	}); err != nil {
+		return nil, err
+	}
+
+	ln, err := listen()
+	if err != nil {
+		return nil, err
+	}
+	h, err := handlers.New(handlers.Config{
+		BaseURL: "http://" + ln.Addr().String(),
+		// High enough never to answer 429: the limiter's bookkeeping is measured, its refusals are not.
+		KeyRateLimit:       1_000_000_000,
+		WorkspaceRateLimit: 1_000_000_000,
+		// Access logs are formatted as in production; only the write to a terminal or file is left out.
+		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
+	}, db)
+	if err != nil {
+		_ = ln.Close()
+		return nil, err
+	}
+	return &switchboard{httpServer: serve(ln, h), key: secret.Plain, handler: h, db: db}, nil
+}
+
+// headers are the request headers of an authenticated API client.
+func (s *switchboard) headers() []string {
+	return []string{"Authorization: Bearer " + s.key, "Accept: application/json"}
+}
+
+// close stops serving, then flushes the handler's background work, then closes the database it writes to.
+func (s *switchboard) close() {
+	s.httpServer.close()
+	s.handler.Close()
+	_ = s.db.Close()
+}
+
+// createPostgresDB creates an empty database switchboard_bench_<random> on the server of the PostgreSQL tests
+// (SWITCHBOARD_TEST_POSTGRES_URL, default storetest.DefaultPostgresURL) and returns its URL and the function that
+// drops it. The error says why PostgreSQL cannot be used.
+func createPostgresDB(ctx context.Context) (dbURL string, drop func() error, err error) {
+	adminURL := os.Getenv("SWITCHBOARD_TEST_POSTGRES_URL")
+	if adminURL == "" {
+		adminURL = storetest.DefaultPostgresURL
+	}
+	u, err := url.Parse(adminURL)
+	if err != nil {
+		return "", nil, fmt.Errorf("SWITCHBOARD_TEST_POSTGRES_URL is not a URL: %w", err)
+	}
+	admin, err := sql.Open("pgx", adminURL)
+	if err != nil {
+		return "", nil, err
+	}
+	pingCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := admin.PingContext(pingCtx); err != nil {
+		_ = admin.Close()
+		return "", nil, fmt.Errorf("PostgreSQL at %s is not reachable (set SWITCHBOARD_TEST_POSTGRES_URL): %w", u.Redacted(), err)
+	}
+	b := make([]byte, 6)
+	_, _ = rand.Read(b) // never fails (crypto/rand panics instead)
+	name := "switchboard_bench_" + hex.EncodeToString(b)
+	if _, err := admin.ExecContext(ctx, "CREATE DATABASE "+name); err != nil {
+		_ = admin.Close()
+		return "", nil, fmt.Errorf("create database %s on %s: %w", name, u.Redacted(), err)
+	}
+	u.Path = "/" + name
+	drop = func() error {
+		// Not ctx: the database must be dropped after an interrupt too. FORCE ends connections still open.
+		dropCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_, err := admin.ExecContext(dropCtx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
+		if err != nil {
+			err = fmt.Errorf("could not drop the benchmark's PostgreSQL database %s: %w", name, err)
+		}
+		return errors.Join(err, admin.Close())
+	}
+	return u.String(), drop, nil
+}
