@@ -14,15 +14,12 @@ import (
 	echomiddleware "github.com/oapi-codegen/echo-middleware"
 
 	"github.com/switchboard/switchboard/apikey"
-	"github.com/switchboard/switchboard/gen"
 	"github.com/switchboard/switchboard/ratelimit"
 )
 
-const principalKey = "switchboard.principal"
-
 // authenticate is the validator's AuthenticationFunc for bearerAuth. In order: header shape, key checksum, cache,
 // lookup, revoked/expired (all in apikey.Verifier), then the operation's scopes, then the key's and the workspace's
-// rate limits. Failures are problems; on success the key is stored on the Echo context for principalMiddleware.
+// rate limits. Failures are problems; on success the key becomes the request's principal.
 func (s *Server) authenticate(ctx context.Context, in *openapi3filter.AuthenticationInput) error {
 	c := echomiddleware.GetEchoContext(ctx)
 	req := in.RequestValidationInput.Request
@@ -57,7 +54,7 @@ func (s *Server) authenticate(ctx context.Context, in *openapi3filter.Authentica
 		return p
 	}
 	if c != nil {
-		c.Set(principalKey, key)
+		stateFrom(c.Request().Context()).key = &key
 	}
 	return nil
 }
@@ -97,9 +94,17 @@ func (s *Server) limit(c echo.Context, key apikey.Key) *Problem {
 	}
 	if c != nil {
 		h := c.Response().Header()
-		h.Set("RateLimit-Policy", s.policyHeader)
-		h.Set("RateLimit", fmt.Sprintf(`"key";r=%d;t=%d, "workspace";r=%d;t=%d`,
-			kd.Remaining, ceilSeconds(kd.Reset), wd.Remaining, ceilSeconds(wd.Reset)))
+		h["Ratelimit-Policy"] = s.policyHeader
+		b := make([]byte, 0, 64)
+		b = append(b, `"key";r=`...)
+		b = strconv.AppendInt(b, int64(kd.Remaining), 10)
+		b = append(b, ";t="...)
+		b = strconv.AppendInt(b, int64(ceilSeconds(kd.Reset)), 10)
+		b = append(b, `, "workspace";r=`...)
+		b = strconv.AppendInt(b, int64(wd.Remaining), 10)
+		b = append(b, ";t="...)
+		b = strconv.AppendInt(b, int64(ceilSeconds(wd.Reset)), 10)
+		h["Ratelimit"] = []string{string(b)}
 	}
 	if kd.Allowed && wd.Allowed {
 		return nil
@@ -120,26 +125,4 @@ func (s *Server) limit(c echo.Context, key apikey.Key) *Problem {
 
 func ceilSeconds(d time.Duration) int {
 	return int(math.Ceil(d.Seconds()))
-}
-
-type principalCtxKey struct{}
-
-// principalMiddleware moves the authenticated key from the Echo context into the context strict handlers receive.
-func principalMiddleware(f gen.StrictHandlerFunc, _ string) gen.StrictHandlerFunc {
-	return func(c echo.Context, request any) (any, error) {
-		if key, ok := c.Get(principalKey).(apikey.Key); ok {
-			c.SetRequest(c.Request().WithContext(context.WithValue(c.Request().Context(), principalCtxKey{}, key)))
-		}
-		return f(c, request)
-	}
-}
-
-// principal returns the key that authenticated the request. Every authenticated operation has one; its absence is
-// a wiring bug, reported as an internal error.
-func principal(ctx context.Context) (apikey.Key, error) {
-	key, ok := ctx.Value(principalCtxKey{}).(apikey.Key)
-	if !ok {
-		return apikey.Key{}, errors.New("handlers: no authenticated key in context")
-	}
-	return key, nil
 }

@@ -2,24 +2,56 @@ package handlers
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
+	"strings"
 
 	"github.com/switchboard/switchboard/gen"
 	"github.com/switchboard/switchboard/modelcatalog"
 )
 
-// ListModels answers GET /api/v1/models with the models enabled for the key's workspace.
+// ListModels answers GET /api/v1/models with the models enabled for the key's workspace. The JSON of each distinct
+// set of enabled models is encoded once: this is the reference first call and the hottest read of the API.
 func (s *Server) ListModels(ctx context.Context, _ gen.ListModelsRequestObject) (gen.ListModelsResponseObject, error) {
 	key, err := principal(ctx)
 	if err != nil {
 		return nil, err
+	}
+	cacheKey := "*"
+	if key.EnabledModels != nil {
+		cacheKey = "=" + strings.Join(key.EnabledModels, ",")
+	}
+	if body, ok := s.modelLists.Load(cacheKey); ok {
+		return encodedModelList(body.([]byte)), nil
 	}
 	enabled := s.cfg.Models.ForWorkspace(key.EnabledModels)
 	data := make([]gen.Model, len(enabled))
 	for i, m := range enabled {
 		data[i] = s.models[m.ID]
 	}
-	return gen.ListModels200JSONResponse{Body: gen.ModelList{Object: gen.ModelListObjectList, Data: data}}, nil
+	body, err := json.Marshal(gen.ModelList{Object: gen.ModelListObjectList, Data: data})
+	if err != nil {
+		return nil, err
+	}
+	body = append(body, '\n')
+	if s.modelListCount.Add(1) <= maxCachedModelLists {
+		s.modelLists.Store(cacheKey, body)
+	}
+	return encodedModelList(body), nil
+}
+
+// maxCachedModelLists bounds the encoded lists kept: one per distinct set of enabled models in use.
+const maxCachedModelLists = 1024
+
+// encodedModelList is a 200 response of listModels whose body is already encoded.
+type encodedModelList []byte
+
+func (b encodedModelList) VisitListModelsResponse(w http.ResponseWriter) error {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	_, err := w.Write(b)
+	return err
 }
 
 // GetModel answers GET /api/v1/models/{model}; a model that is not enabled for the workspace is not found.

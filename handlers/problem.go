@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"sort"
 
@@ -77,7 +76,7 @@ func (p *Problem) Status() int { return problemTypes[p.Code].Status }
 // body renders the problem as the API's Problem schema for the request described by ctx.
 func (p *Problem) body(ctx context.Context) gen.Problem {
 	t := problemTypes[p.Code]
-	info := requestInfoFrom(ctx)
+	info := stateFrom(ctx)
 	out := gen.Problem{
 		Type: "/problems/" + p.Code, Title: t.Title, Status: t.Status, Code: p.Code, RequestId: info.ID,
 	}
@@ -174,30 +173,4 @@ func problemCodes() []string {
 		return si < sj || si == sj && codes[i] < codes[j]
 	})
 	return codes
-}
-
-// requestInfo is what problems and log lines need to know about the request in flight.
-type requestInfo struct {
-	ID   string
-	Path string
-	log  *slog.Logger
-}
-
-type requestInfoKey struct{}
-
-func withRequestInfo(ctx context.Context, info requestInfo) context.Context {
-	return context.WithValue(ctx, requestInfoKey{}, info)
-}
-
-func requestInfoFrom(ctx context.Context) requestInfo {
-	info, _ := ctx.Value(requestInfoKey{}).(requestInfo)
-	return info
-}
-
-// loggerFrom returns the request's logger (carrying request_id) or fallback.
-func loggerFrom(ctx context.Context, fallback *slog.Logger) *slog.Logger {
-	if info := requestInfoFrom(ctx); info.log != nil {
-		return info.log
-	}
-	return fallback
 }

@@ -161,7 +161,7 @@ func (db *DB) openSQLite(rawURL string) error {
 	db.dialect = SQLite
 	db.w = bun.NewDB(wdb, sqlitedialect.New())
 	db.r = bun.NewDB(rdb, sqlitedialect.New())
-	watch, err := newSQLiteKeyWatch(base)
+	watch, err := newSQLiteKeyWatch(base, path)
 	if err != nil {
 		_ = wdb.Close()
 		_ = rdb.Close()
@@ -313,59 +313,129 @@ type keyWatch interface {
 }
 
 // sqliteKeyWatch reads PRAGMA data_version on a connection of its own: SQLite changes the value whenever another
-// connection (of this or another process) commits, at the cost of reading a counter in shared memory. Only when it
-// changed does the watch read the access_version row, so unrelated writes do not look like key changes.
+// connection (of this or another process) commits. Only when it changed does the watch read the access_version
+// row, so unrelated writes do not look like key changes.
+//
+// Those two reads cost a read transaction each time, and version is on the path of every API request. So the watch
+// first compares the header of the WAL index (the -shm file every WAL connection maps; see walIndexHint): while it
+// is byte-for-byte unchanged no connection has committed, and the last answer still holds.
 type sqliteKeyWatch struct {
-	mu     sync.Mutex
-	db     *sql.DB
+	db   *sql.DB
+	path string
+	// state is the last answer and the WAL-index header it was read under (nil before the first check).
+	state atomic.Pointer[keyWatchState]
+
+	mu sync.Mutex // serialises checks; guards everything below
+	// hint maps the -shm file until close; the store's open connections keep SQLite from truncating or deleting it.
+	hint   *walIndexHint
 	conn   *sql.Conn
+	data   *sql.Stmt // PRAGMA data_version
+	access *sql.Stmt // the access_version row
 	seen   bool
-	data   uint64 // data_version at the last read of access_version
-	access uint64
+	// lastData is data_version at the last read of access_version, lastAccess what that read found.
+	lastData, lastAccess uint64
 }
 
-func newSQLiteKeyWatch(dsn string) (*sqliteKeyWatch, error) {
+type keyWatchState struct {
+	hint    *walIndexHint
+	header  walIndexHeader
+	version uint64
+}
+
+func newSQLiteKeyWatch(dsn, path string) (*sqliteKeyWatch, error) {
 	db, err := sql.Open("sqlite", dsn+"&_pragma=query_only(1)")
 	if err != nil {
 		return nil, fmt.Errorf("store: open sqlite: %w", err)
 	}
 	db.SetMaxOpenConns(1)
-	return &sqliteKeyWatch{db: db}, nil
+	return &sqliteKeyWatch{db: db, path: path}, nil
 }
 
 func (w *sqliteKeyWatch) version(ctx context.Context) (uint64, error) {
+	if st := w.state.Load(); st != nil && st.header.valid() && st.hint.header() == st.header {
+		return st.version, nil
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.conn == nil {
-		c, err := w.db.Conn(ctx)
-		if err != nil {
-			return 0, err
-		}
-		w.conn = c
+	// Read the header before the check: a commit in between changes it again, so the next call checks again.
+	var header walIndexHeader
+	if w.hint != nil {
+		header = w.hint.header()
 	}
-	var data, access uint64
-	err := w.conn.QueryRowContext(ctx, "PRAGMA data_version").Scan(&data)
-	if err == nil && w.seen && data == w.data {
-		return w.access, nil
-	}
-	if err == nil {
-		err = w.conn.QueryRowContext(ctx, "SELECT version FROM access_version WHERE id = 1").Scan(&access)
-	}
+	v, err := w.check(ctx)
 	if err != nil {
-		_ = w.conn.Close()
-		w.conn, w.seen = nil, false
 		return 0, err
 	}
-	w.seen, w.data, w.access = true, data, access
+	if w.hint == nil {
+		w.hint = openWALIndexHint(w.path) // exists now that the watch's connection has read in WAL mode
+	}
+	w.state.Store(&keyWatchState{hint: w.hint, header: header, version: v})
+	return v, nil
+}
+
+// check reads the version with statements prepared once, under a context that cannot be cancelled (they read
+// shared memory and a one-row table and never wait on a lock), which spares the driver a parse and a
+// cancellation watcher per call.
+func (w *sqliteKeyWatch) check(ctx context.Context) (uint64, error) {
+	if w.conn == nil {
+		if err := w.connect(ctx); err != nil {
+			return 0, err
+		}
+	}
+	bg := context.Background()
+	var data, access uint64
+	err := w.data.QueryRowContext(bg).Scan(&data)
+	if err == nil && w.seen && data == w.lastData {
+		return w.lastAccess, nil
+	}
+	if err == nil {
+		err = w.access.QueryRowContext(bg).Scan(&access)
+	}
+	if err != nil {
+		w.reset()
+		return 0, err
+	}
+	w.seen, w.lastData, w.lastAccess = true, data, access
 	return access, nil
 }
 
-func (w *sqliteKeyWatch) close() error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
+func (w *sqliteKeyWatch) connect(ctx context.Context) error {
+	c, err := w.db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	w.conn = c
+	if w.data, err = c.PrepareContext(ctx, "PRAGMA data_version"); err == nil {
+		w.access, err = c.PrepareContext(ctx, "SELECT version FROM access_version WHERE id = 1")
+	}
+	if err != nil {
+		w.reset()
+	}
+	return err
+}
+
+// reset drops the connection after an error; the next call reconnects. The mapping stays: readers may hold it,
+// and the store's other open connections keep the -shm file in place.
+func (w *sqliteKeyWatch) reset() {
+	w.state.Store(nil)
+	for _, st := range []*sql.Stmt{w.data, w.access} {
+		if st != nil {
+			_ = st.Close()
+		}
+	}
 	if w.conn != nil {
 		_ = w.conn.Close()
 	}
+	w.conn, w.data, w.access, w.seen = nil, nil, nil, false
+}
+
+// close runs when no request is served any more: the mapping goes away with it.
+func (w *sqliteKeyWatch) close() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.reset()
+	w.hint.close()
+	w.hint = nil
 	return w.db.Close()
 }
 

@@ -1,0 +1,56 @@
+package handlers
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+
+	"github.com/switchboard/switchboard/apikey"
+)
+
+// requestState is what the layers of one request share: set up by requestContext, completed by authenticate, read
+// by handlers, problems and the access log. It is one pointer in the request context, so adding the principal
+// costs no copy of the request.
+type requestState struct {
+	ID   string
+	Path string
+	// key is the authenticated API key, nil on public routes and before authentication.
+	key *apikey.Key
+	log *slog.Logger
+}
+
+type requestStateKey struct{}
+
+func withRequestState(ctx context.Context, st *requestState) context.Context {
+	return context.WithValue(ctx, requestStateKey{}, st)
+}
+
+// stateFrom returns the request's state; outside a request (tests of helpers) an empty one.
+func stateFrom(ctx context.Context) *requestState {
+	if st, ok := ctx.Value(requestStateKey{}).(*requestState); ok {
+		return st
+	}
+	return &requestState{}
+}
+
+// loggerFrom returns a logger that carries the request's ID, or fallback outside a request. It is built on first
+// use: most requests log only their access line, which names the ID itself.
+func loggerFrom(ctx context.Context, fallback *slog.Logger) *slog.Logger {
+	st, ok := ctx.Value(requestStateKey{}).(*requestState)
+	if !ok {
+		return fallback
+	}
+	if st.log == nil {
+		st.log = fallback.With("request_id", st.ID)
+	}
+	return st.log
+}
+
+// principal returns the key that authenticated the request. Every authenticated operation has one; its absence is
+// a wiring bug, reported as an internal error.
+func principal(ctx context.Context) (apikey.Key, error) {
+	if st := stateFrom(ctx); st.key != nil {
+		return *st.key, nil
+	}
+	return apikey.Key{}, errors.New("handlers: no authenticated key in context")
+}
