@@ -357,17 +357,19 @@ func (w *sqliteKeyWatch) version(ctx context.Context) (uint64, error) {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	// Read the header before the check: a commit in between changes it again, so the next call checks again.
-	var header walIndexHeader
-	if w.hint != nil {
-		header = w.hint.header()
-	}
-	v, err := w.check(ctx)
-	if err != nil {
-		return 0, err
+	if w.conn == nil {
+		if err := w.connect(ctx); err != nil {
+			return 0, err
+		}
 	}
 	if w.hint == nil {
-		w.hint = openWALIndexHint(w.path) // exists now that the watch's connection has read in WAL mode
+		w.hint = openWALIndexHint(w.path) // nil until a connection has opened the database in WAL mode
+	}
+	// Read the header before the check: a commit in between changes it again, so the next call checks again.
+	header := w.hint.header()
+	v, err := w.check()
+	if err != nil {
+		return 0, err
 	}
 	w.state.Store(&keyWatchState{hint: w.hint, header: header, version: v})
 	return v, nil
@@ -376,12 +378,7 @@ func (w *sqliteKeyWatch) version(ctx context.Context) (uint64, error) {
 // check reads the version with statements prepared once, under a context that cannot be cancelled (they read
 // shared memory and a one-row table and never wait on a lock), which spares the driver a parse and a
 // cancellation watcher per call.
-func (w *sqliteKeyWatch) check(ctx context.Context) (uint64, error) {
-	if w.conn == nil {
-		if err := w.connect(ctx); err != nil {
-			return 0, err
-		}
-	}
+func (w *sqliteKeyWatch) check() (uint64, error) {
 	bg := context.Background()
 	var data, access uint64
 	err := w.data.QueryRowContext(bg).Scan(&data)
