@@ -5,13 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net/http"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/labstack/echo/v4"
-	echomiddleware "github.com/oapi-codegen/echo-middleware"
 
 	"github.com/switchboard/switchboard/apikey"
 	"github.com/switchboard/switchboard/ratelimit"
@@ -20,9 +20,9 @@ import (
 // authenticate is the validator's AuthenticationFunc for bearerAuth. In order: header shape, key checksum, cache,
 // lookup, revoked/expired (all in apikey.Verifier), then the operation's scopes, then the key's and the workspace's
 // rate limits. Failures are problems; on success the key becomes the request's principal.
-func (s *Server) authenticate(ctx context.Context, in *openapi3filter.AuthenticationInput) error {
-	c := echomiddleware.GetEchoContext(ctx)
+func (s *Server) authenticate(_ context.Context, in *openapi3filter.AuthenticationInput) error {
 	req := in.RequestValidationInput.Request
+	st := stateFrom(req.Context())
 	token, p := bearerToken(req.Header.Get(echo.HeaderAuthorization))
 	if p != nil {
 		return p
@@ -50,12 +50,10 @@ func (s *Server) authenticate(ctx context.Context, in *openapi3filter.Authentica
 		return p.withHeader(echo.HeaderWWWAuthenticate,
 			fmt.Sprintf(`Bearer realm="switchboard", error="insufficient_scope", scope=%q`, strings.Join(required, " ")))
 	}
-	if p := s.limit(c, key); p != nil {
+	if p := s.limit(st.header, key); p != nil {
 		return p
 	}
-	if c != nil {
-		stateFrom(c.Request().Context()).key = &key
-	}
+	st.key = &key
 	return nil
 }
 
@@ -78,7 +76,7 @@ func unauthorized(code, detail string) *Problem {
 }
 
 // limit applies the key's and then the workspace's quota and sets the RateLimit-Policy and RateLimit headers.
-func (s *Server) limit(c echo.Context, key apikey.Key) *Problem {
+func (s *Server) limit(h http.Header, key apikey.Key) *Problem {
 	now := time.Now()
 	keyPolicy, wsPolicy := s.keyPolicy, s.workspacePolicy
 	kd := s.limiter.Take("k:"+key.ID, keyPolicy, now)
@@ -92,8 +90,7 @@ func (s *Server) limit(c echo.Context, key apikey.Key) *Problem {
 	} else {
 		wd = s.limiter.Peek("w:"+key.WorkspaceID, wsPolicy, now)
 	}
-	if c != nil {
-		h := c.Response().Header()
+	if h != nil {
 		h["Ratelimit-Policy"] = s.policyHeader
 		b := make([]byte, 0, 64)
 		b = append(b, `"key";r=`...)

@@ -78,9 +78,12 @@ func TestGetModel(t *testing.T) {
 		if p.Instance != "/api/v1/models/gpt-9" {
 			t.Errorf("instance = %q", p.Instance)
 		}
-		p = e.do(request{path: "/api/v1/models/bad%20id", key: key}).problem(t, http.StatusBadRequest, "validation_failed")
-		if len(p.Errors) != 1 || p.Errors[0]["parameter"] != "model" {
-			t.Errorf("errors = %v, want one error on parameter model", p.Errors)
+		// "bad%20id" leaves URL.RawPath empty, "a%2Fb" does not: both reach the validator unescaped.
+		for _, path := range []string{"/api/v1/models/bad%20id", "/api/v1/models/a%2Fb"} {
+			p = e.do(request{path: path, key: key}).problem(t, http.StatusBadRequest, "validation_failed")
+			if len(p.Errors) != 1 || p.Errors[0]["parameter"] != "model" {
+				t.Errorf("%s: errors = %v, want one error on parameter model", path, p.Errors)
+			}
 		}
 	})
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net/http"
 
 	"github.com/switchboard/switchboard/apikey"
 )
@@ -16,7 +17,9 @@ type requestState struct {
 	Path string
 	// key is the authenticated API key, nil on public routes and before authentication.
 	key *apikey.Key
-	log *slog.Logger
+	// header is the response's header map, for headers decided before the handler runs (rate limits).
+	header http.Header
+	log    *slog.Logger
 }
 
 type requestStateKey struct{}

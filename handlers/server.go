@@ -111,13 +111,13 @@ func New(cfg Config, db *store.DB) (*Server, error) {
 	e.HTTPErrorHandler = s.ErrorHandler
 	e.Use(s.requestContext, s.bodyLimit)
 
-	validator, err := s.requestValidator()
+	routes, err := apiRoutes()
 	if err != nil {
 		return nil, err
 	}
 	perOp := map[string][]echo.MiddlewareFunc{}
-	for id := range ops.byID {
-		perOp[id] = []echo.MiddlewareFunc{validator}
+	for id, route := range routes {
+		perOp[id] = []echo.MiddlewareFunc{s.validatorFor(route)}
 	}
 	gen.RegisterHandlersWithOptions(e, gen.NewStrictHandler(s, nil),
 		gen.RegisterHandlersOptions{OperationMiddlewares: perOp})
@@ -150,7 +150,7 @@ func (s *Server) requestContext(next echo.HandlerFunc) echo.HandlerFunc {
 			id = newRequestID()
 		}
 		c.Response().Header()[echo.HeaderXRequestID] = []string{id}
-		st := &requestState{ID: id, Path: req.URL.EscapedPath()}
+		st := &requestState{ID: id, Path: req.URL.EscapedPath(), header: c.Response().Header()}
 		c.SetRequest(req.WithContext(withRequestState(req.Context(), st)))
 
 		op := s.ops.byEchoRoute(req.Method, c.Path())

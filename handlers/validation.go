@@ -4,47 +4,72 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
 	"github.com/labstack/echo/v4"
-	echomiddleware "github.com/oapi-codegen/echo-middleware"
 
 	"github.com/switchboard/switchboard/gen"
 )
 
-// requestValidator validates every /api/v1 request against the embedded spec: security (through authenticate),
-// parameters, body and formats. Failures become problems: auth failures win over validation failures, so a
-// caller without a valid key learns nothing about the operation's schema.
-func (s *Server) requestValidator() (echo.MiddlewareFunc, error) {
+// validatorFor returns the middleware that validates requests of one operation against the spec: security
+// (through authenticate), parameters, body and formats. Failures become problems: auth failures win over
+// validation failures, so a caller without a valid key learns nothing about the operation's schema.
+//
+// It is kin-openapi's openapi3filter, as oapi-codegen's echo-middleware runs it, but fed the route Echo already
+// matched: the middleware would route every request a second time through gorilla/mux regular expressions (a
+// tenth of the hot path), and needs spec.Servers cleared and no Prefix to work at all.
+func (s *Server) validatorFor(route *routers.Route) echo.MiddlewareFunc {
+	opts := &openapi3filter.Options{AuthenticationFunc: s.authenticate, MultiError: true, KeepValidatedValue: true}
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			req := c.Request()
+			names, values := c.ParamNames(), c.ParamValues()
+			params := make(map[string]string, len(names))
+			for i, name := range names {
+				v := values[i]
+				if req.URL.RawPath != "" { // Echo matched the escaped path: its parameters are still escaped
+					if u, err := url.PathUnescape(v); err == nil {
+						v = u
+					}
+				}
+				params[name] = v
+			}
+			err := openapi3filter.ValidateRequest(req.Context(), &openapi3filter.RequestValidationInput{
+				Request: req, PathParams: params, Route: route, Options: opts,
+			})
+			if err == nil {
+				return next(c)
+			}
+			var me openapi3.MultiError
+			if !errors.As(err, &me) {
+				me = openapi3.MultiError{err}
+			}
+			if p := validationProblem(me); p != nil {
+				return p
+			}
+			// The key check itself failed (the database is down): an internal error, logged with its cause.
+			return fmt.Errorf("validate request: %w", err)
+		}
+	}
+}
+
+// apiRoutes builds the kin-openapi route of every operation of the embedded spec, by operationId.
+func apiRoutes() (map[string]*routers.Route, error) {
 	spec, err := gen.GetSwagger()
 	if err != nil {
 		return nil, fmt.Errorf("load embedded spec: %w", err)
 	}
-	spec.Servers = nil // the validator would otherwise match the Host header against servers and answer 404
-	return echomiddleware.OapiRequestValidatorWithOptions(spec, &echomiddleware.Options{
-		Options: openapi3filter.Options{
-			AuthenticationFunc: s.authenticate,
-			MultiError:         true,
-			KeepValidatedValue: true,
-		},
-		SilenceServersWarning: true,
-		MultiErrorHandler:     multiErrorProblem,
-		ErrorHandler: func(_ echo.Context, err *echo.HTTPError) error {
-			return err
-		},
-	}), nil
-}
-
-// multiErrorProblem turns the validator's collected errors into one problem.
-func multiErrorProblem(me openapi3.MultiError) *echo.HTTPError {
-	p := validationProblem(me)
-	if p == nil {
-		// The key check itself failed (the database is down): an internal error, logged with its cause.
-		return &echo.HTTPError{Code: http.StatusInternalServerError, Message: "authentication failed", Internal: me}
+	routes := map[string]*routers.Route{}
+	for path, item := range spec.Paths.Map() {
+		for method, op := range item.Operations() {
+			routes[op.OperationID] = &routers.Route{Spec: spec, Path: path, PathItem: item, Method: method, Operation: op}
+		}
 	}
-	return &echo.HTTPError{Code: p.Status(), Message: p.Detail, Internal: p}
+	return routes, nil
 }
 
 // validationProblem picks the problem for a set of validator errors: a security failure first, then a body that
