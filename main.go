@@ -62,6 +62,8 @@ Commands:
   workspace list [--json]                 list workspaces
   workspace models --workspace WS (--enable ID,ID | --all) [--json]
                                           choose the AI models a workspace may use
+  workspace add-member --workspace WS --email EMAIL [--json]
+                                          make a console user an owner of a workspace
   key create --workspace WS --name NAME --scopes a,b [--expires-in 720h] [--json]
                                           create an API key (its secret is printed once)
   key list --workspace WS [--json]        list the keys of a workspace (never their secrets)
@@ -292,7 +294,7 @@ func toWorkspaceJSON(w store.Workspace) workspaceJSON {
 
 func workspaceCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	if len(args) == 0 {
-		return usagef("workspace: missing subcommand (create, list, models)")
+		return usagef("workspace: missing subcommand (create, list, models, add-member)")
 	}
 	sub, args := args[0], args[1:]
 	fs := newFlagSet("workspace " + sub)
@@ -391,8 +393,43 @@ func workspaceCmd(ctx context.Context, args []string, stdout io.Writer) error {
 			fmt.Fprintf(stdout, "Workspace %s may use: %s\n", w.ID, strings.Join(models, ", "))
 		}
 		return nil
+	case "add-member":
+		wsID := fs.String("workspace", "", "workspace ID (required)")
+		email := fs.String("email", "", "email of a user who signed up in the console (required)")
+		if err := parse(fs, args); err != nil {
+			return err
+		}
+		if *wsID == "" || strings.TrimSpace(*email) == "" {
+			return usagef("workspace add-member: --workspace and --email are required")
+		}
+		db, err := openDB(ctx, *dbURL)
+		if err != nil {
+			return err
+		}
+		defer db.Close()
+		u, err := db.Users.ByEmail(ctx, *email)
+		if errors.Is(err, store.ErrNotFound) {
+			return fmt.Errorf("no user %s: they must sign up in the console first", store.NormalizeEmail(*email))
+		}
+		if err != nil {
+			return err
+		}
+		err = db.Workspaces.AddMember(ctx, *wsID, u.ID, store.RoleOwner)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			return fmt.Errorf("no workspace %s", *wsID)
+		case errors.Is(err, store.ErrConflict):
+			return fmt.Errorf("%s is already a member of %s", u.Email, *wsID)
+		case err != nil:
+			return err
+		}
+		if *asJSON {
+			return printJSON(stdout, map[string]string{"workspace_id": *wsID, "user_id": u.ID, "email": u.Email, "role": store.RoleOwner})
+		}
+		fmt.Fprintf(stdout, "%s is now an owner of workspace %s.\n", u.Email, *wsID)
+		return nil
 	}
-	return usagef("workspace: unknown subcommand %q (create, list, models)", sub)
+	return usagef("workspace: unknown subcommand %q (create, list, models, add-member)", sub)
 }
 
 // keyJSON is the CLI's JSON form of a key; Secret is set only by key create.
@@ -452,18 +489,13 @@ func keyCmd(ctx context.Context, args []string, stdout io.Writer) error {
 			t := time.Now().Add(*expiresIn)
 			expiresAt = &t
 		}
-		secret, err := apikey.Generate()
-		if err != nil {
-			return err
-		}
 		db, err := openDB(ctx, *dbURL)
 		if err != nil {
 			return err
 		}
 		defer db.Close()
-		k, err := db.APIKeys.Create(ctx, store.NewAPIKey{
-			WorkspaceID: *wsID, Name: *name, SecretHash: secret.Hash, DisplayPrefix: secret.DisplayPrefix,
-			Last4: secret.Last4, Scopes: parsed, CreatedBy: "cli", ExpiresAt: expiresAt,
+		k, secret, err := apikey.Issue(ctx, db.APIKeys, store.NewAPIKey{
+			WorkspaceID: *wsID, Name: *name, Scopes: parsed, CreatedBy: "cli", ExpiresAt: expiresAt,
 		})
 		if errors.Is(err, store.ErrNotFound) {
 			return fmt.Errorf("no workspace %s", *wsID)
@@ -473,7 +505,7 @@ func keyCmd(ctx context.Context, args []string, stdout io.Writer) error {
 		}
 		if *asJSON {
 			out := toKeyJSON(k)
-			out.Secret = secret.Plain
+			out.Secret = secret
 			return printJSON(stdout, out)
 		}
 		expires := "never"
@@ -483,7 +515,7 @@ func keyCmd(ctx context.Context, args []string, stdout io.Writer) error {
 		fmt.Fprintf(stdout, "Created API key %s (%q) in workspace %s.\nScopes:  %s\nExpires: %s\n\n    %s\n\n"+
 			"Copy the key now: it is stored only as a hash and will not be shown again.\n"+
 			"Try it:  curl -H \"Authorization: Bearer %s\" http://localhost:8080/api/v1/models\n",
-			k.ID, k.Name, k.WorkspaceID, strings.Join(k.Scopes, " "), expires, secret.Plain, secret.Plain)
+			k.ID, k.Name, k.WorkspaceID, strings.Join(k.Scopes, " "), expires, secret, secret)
 		return nil
 	case "list":
 		wsID := fs.String("workspace", "", "workspace ID (required)")

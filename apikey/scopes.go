@@ -88,3 +88,50 @@ func GrantsAll(held, required []Scope) bool {
 	}
 	return true
 }
+
+// Preset is a named set of scopes offered when creating a key in the console.
+type Preset struct {
+	ID          string
+	Name        string
+	Description string
+	Scopes      []Scope
+}
+
+// Presets are the console's scope presets, in display order; "custom" (a per-resource matrix) is not one of them.
+var Presets = []Preset{
+	{ID: "full", Name: "Full access", Description: "Read and write everything in the workspace.", Scopes: All()},
+	{ID: "read", Name: "Read only", Description: "Read everything, change nothing.", Scopes: readScopes()},
+	{ID: "links", Name: "Short links", Description: "Create and manage short links and read their analytics.",
+		Scopes: []Scope{"links:write"}},
+	{ID: "messaging", Name: "Messaging", Description: "Channel instances, messages, groups and contacts.",
+		Scopes: []Scope{"messaging:write"}},
+	{ID: "automation", Name: "Automation", Description: "Inbound publishing endpoints and webhooks for workflow tools.",
+		Scopes: []Scope{"webhooks:write", "automation:write"}},
+}
+
+func readScopes() []Scope {
+	var out []Scope
+	for _, r := range Resources {
+		out = append(out, r.Name+":read")
+	}
+	return out
+}
+
+// PresetFor names the preset whose scopes are exactly scopes (in any order), or returns false.
+func PresetFor(scopes []Scope) (Preset, bool) {
+	for _, p := range Presets {
+		if len(p.Scopes) == len(scopes) && sameSet(p.Scopes, scopes) {
+			return p, true
+		}
+	}
+	return Preset{}, false
+}
+
+func sameSet(a, b []Scope) bool {
+	for _, s := range a {
+		if !slices.Contains(b, s) {
+			return false
+		}
+	}
+	return true
+}

@@ -121,18 +121,36 @@ func (s *APIKeys) List(ctx context.Context, workspaceID string) ([]APIKey, error
 	return ks, mapErr(err)
 }
 
-// Revoke marks a key revoked now and announces the change to every process watching keys. Revoking a revoked key
-// changes nothing and returns it as it is. Returns ErrNotFound if the key does not exist.
+// Revoke marks a key revoked now and announces the change to every process watching keys. It is the operator's
+// revoke (the CLI): any workspace. Revoking a revoked key changes nothing and returns it as it is. Returns
+// ErrNotFound if the key does not exist.
 func (s *APIKeys) Revoke(ctx context.Context, id string) (APIKey, error) {
+	return s.revoke(ctx, "", id)
+}
+
+// RevokeInWorkspace is Revoke limited to one workspace. Returns ErrNotFound if the key is not in that workspace.
+func (s *APIKeys) RevokeInWorkspace(ctx context.Context, workspaceID, id string) (APIKey, error) {
+	return s.revoke(ctx, workspaceID, id)
+}
+
+func (s *APIKeys) revoke(ctx context.Context, workspaceID, id string) (APIKey, error) {
 	var k APIKey
 	err := s.db.w.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		if _, err := tx.NewUpdate().Table("api_keys").Set("revoked_at = ?", now()).
-			Where("id = ? AND revoked_at IS NULL", id).Exec(ctx); err != nil {
+		q := tx.NewSelect().Model(&k).Where("k.id = ?", id)
+		if workspaceID != "" {
+			q = q.Where("k.workspace_id = ?", workspaceID)
+		}
+		if err := q.Scan(ctx); err != nil {
 			return err
 		}
-		if err := tx.NewSelect().Model(&k).Where("k.id = ?", id).Scan(ctx); err != nil {
+		if k.RevokedAt != nil {
+			return nil
+		}
+		t := now()
+		if _, err := tx.NewUpdate().Table("api_keys").Set("revoked_at = ?", t).Where("id = ?", id).Exec(ctx); err != nil {
 			return err
 		}
+		k.RevokedAt = &t
 		return s.db.announceAccessChange(ctx, tx)
 	})
 	return k, mapErr(err)

@@ -67,6 +67,8 @@ type DB struct {
 
 	Workspaces *Workspaces
 	APIKeys    *APIKeys
+	Users      *Users
+	Sessions   *Sessions
 }
 
 // Open connects to the database named by rawURL ("" means DefaultURL): postgres:// or postgresql:// URLs open
@@ -92,6 +94,8 @@ func Open(ctx context.Context, rawURL string) (*DB, error) {
 	}
 	db.Workspaces = &Workspaces{db: db}
 	db.APIKeys = &APIKeys{db: db}
+	db.Users = &Users{db: db}
+	db.Sessions = &Sessions{db: db}
 	return db, nil
 }
 
