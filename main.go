@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/switchboard/switchboard/apikey"
+	"github.com/switchboard/switchboard/console"
 	"github.com/switchboard/switchboard/handlers"
 	"github.com/switchboard/switchboard/modelcatalog"
 	"github.com/switchboard/switchboard/store"
@@ -220,6 +221,11 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	con, err := console.New(console.Config{BaseURL: strings.TrimSuffix(*baseURL, "/"), Logger: log}, db)
+	if err != nil {
+		return err
+	}
+	srv.Mount(con.Register)
 	httpSrv := &http.Server{
 		Handler:           srv,
 		ReadHeaderTimeout: 10 * time.Second,

@@ -128,6 +128,10 @@ func New(cfg Config, db *store.DB) (*Server, error) {
 	return s, nil
 }
 
+// Mount lets another part of the product (the console) add its routes; they get the same request ids, logs,
+// metrics, body limit and error handler as the API.
+func (s *Server) Mount(register func(*echo.Echo)) { register(s.echo) }
+
 // ServeHTTP makes the server an http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.echo.ServeHTTP(w, r) }
 

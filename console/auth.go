@@ -1,0 +1,194 @@
+package console
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"net/mail"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/switchboard/switchboard/ratelimit"
+	"github.com/switchboard/switchboard/store"
+)
+
+// signedOutForm is what the sign-in and sign-up pages show.
+type signedOutForm struct {
+	Email string
+	Next  string
+}
+
+// formCSRF gives a signed-out form its double-submit token: the same random value in a cookie and a hidden field.
+func (c *Console) formCSRF(ec echo.Context) string {
+	if ck, err := ec.Cookie(csrfCookie); err == nil && len(ck.Value) >= 32 {
+		return ck.Value
+	}
+	token := randomToken()
+	c.setCookie(ec, csrfCookie, token, time.Hour)
+	return token
+}
+
+func (c *Console) checkFormCSRF(ec echo.Context) bool {
+	ck, err := ec.Cookie(csrfCookie)
+	return err == nil && equalTokens(ec.FormValue(csrfField), ck.Value)
+}
+
+func (c *Console) signUpPage(ec echo.Context) error {
+	return c.render(ec, http.StatusOK, "sign-up", page{Title: "Create your account", CSRF: c.formCSRF(ec),
+		Data: signedOutForm{Next: ec.QueryParam("next")}})
+}
+
+func (c *Console) signInPage(ec echo.Context) error {
+	p := page{Title: "Sign in", CSRF: c.formCSRF(ec), Data: signedOutForm{Next: ec.QueryParam("next")}}
+	switch {
+	case ec.QueryParam("expired") == "1":
+		p.Notice = "Your session expired. Sign in again to continue."
+	case ec.QueryParam("signed-out") == "1":
+		p.Notice = "You are signed out."
+	case ec.QueryParam("password-changed") == "1":
+		p.Notice = "Your password was changed and every session was ended. Sign in with the new password."
+	}
+	return c.render(ec, http.StatusOK, "sign-in", p)
+}
+
+// formError re-renders a signed-out form with a message and what the user typed (never the password).
+func (c *Console) formError(ec echo.Context, status int, name, title, msg string) error {
+	return c.render(ec, status, name, page{Title: title, CSRF: c.formCSRF(ec), Error: msg,
+		Data: signedOutForm{Email: ec.FormValue("email"), Next: ec.FormValue("next")}})
+}
+
+const expiredFormMessage = "This form has expired. Please try again."
+
+func (c *Console) signUp(ec echo.Context) error {
+	const name, title = "sign-up", "Create your account"
+	if !c.checkFormCSRF(ec) {
+		return c.formError(ec, http.StatusForbidden, name, title, expiredFormMessage)
+	}
+	if d := c.attempts.Take("signup:"+ec.RealIP(), signUpPolicy, time.Now()); !d.Allowed {
+		return c.formError(ec, http.StatusTooManyRequests, name, title,
+			"Too many accounts were created from your network. Try again in "+minutes(d.RetryAfter)+".")
+	}
+	email := strings.TrimSpace(ec.FormValue("email"))
+	password := ec.FormValue("password")
+	if msg := emailProblem(email); msg != "" {
+		return c.formError(ec, http.StatusUnprocessableEntity, name, title, msg)
+	}
+	if msg := passwordProblem(password, email); msg != "" {
+		return c.formError(ec, http.StatusUnprocessableEntity, name, title, msg)
+	}
+	hash, err := hashPassword(password)
+	if err != nil {
+		return err
+	}
+	u, err := c.db.Users.Create(ec.Request().Context(), email, hash)
+	if errors.Is(err, store.ErrConflict) {
+		return c.formError(ec, http.StatusConflict, name, title, "An account with this email already exists. Sign in instead.")
+	}
+	if err != nil {
+		return err
+	}
+	c.log.Info("console sign-up", "user_id", u.ID)
+	return c.startSession(ec, u, localPath(ec.FormValue("next"), "/user/workspaces"))
+}
+
+func emailProblem(email string) string {
+	addr, err := mail.ParseAddress(email)
+	if err != nil || addr.Address != email || !strings.Contains(email, "@") || len(email) > 254 {
+		return "Enter a valid email address, like name@example.com."
+	}
+	return ""
+}
+
+func (c *Console) signIn(ec echo.Context) error {
+	const name, title = "sign-in", "Sign in"
+	if !c.checkFormCSRF(ec) {
+		return c.formError(ec, http.StatusForbidden, name, title, expiredFormMessage)
+	}
+	email := store.NormalizeEmail(ec.FormValue("email"))
+	now := time.Now()
+	accountKey, addressKey := "account:"+email, "address:"+ec.RealIP()
+	for _, check := range []struct {
+		key    string
+		policy ratelimit.Policy
+		msg    string
+	}{
+		{accountKey, accountPolicy, "Too many failed sign-ins for this account."},
+		{addressKey, addressPolicy, "Too many failed sign-ins from your network."},
+	} {
+		if d := c.attempts.Peek(check.key, check.policy, now); !d.Allowed {
+			return c.formError(ec, http.StatusTooManyRequests, name, title, check.msg+" Try again in "+minutes(d.RetryAfter)+".")
+		}
+	}
+	u, err := c.db.Users.ByEmail(ec.Request().Context(), email)
+	hash := u.PasswordHash
+	if errors.Is(err, store.ErrNotFound) {
+		hash = dummyHash // same work whether or not the account exists
+	} else if err != nil {
+		return err
+	}
+	ok, err := checkPassword(hash, ec.FormValue("password"))
+	if err != nil && u.ID != "" {
+		return fmt.Errorf("check password of %s: %w", u.ID, err)
+	}
+	if !ok || u.ID == "" {
+		c.attempts.Take(accountKey, accountPolicy, now)
+		c.attempts.Take(addressKey, addressPolicy, now)
+		return c.formError(ec, http.StatusUnauthorized, name, title, "The email or password is not right.")
+	}
+	return c.startSession(ec, u, ec.FormValue("next"))
+}
+
+
+func minutes(d time.Duration) string {
+	m := int(math.Ceil(d.Minutes()))
+	if m <= 1 {
+		return "a minute"
+	}
+	return fmt.Sprintf("%d minutes", m)
+}
+
+func (c *Console) signOut(ec echo.Context) error {
+	ses := sessionFrom(ec)
+	if err := c.db.Sessions.Delete(ec.Request().Context(), ses.ID); err != nil {
+		return err
+	}
+	c.setCookie(ec, sessionCookie, "", -1)
+	return ec.Redirect(http.StatusSeeOther, "/user/sign-in?signed-out=1")
+}
+
+func (c *Console) accountPage(ec echo.Context) error {
+	return c.render(ec, http.StatusOK, "account", page{Title: "Account", Session: sessionFrom(ec)})
+}
+
+// changePassword checks the current password, stores the new one and ends every session — this one too, so the
+// user signs in again with the new password everywhere.
+func (c *Console) changePassword(ec echo.Context) error {
+	ses := sessionFrom(ec)
+	ctx := ec.Request().Context()
+	fail := func(status int, msg string) error {
+		return c.render(ec, status, "account", page{Title: "Account", Session: ses, Error: msg})
+	}
+	u, err := c.db.Users.Get(ctx, ses.UserID)
+	if err != nil {
+		return err
+	}
+	if ok, err := checkPassword(u.PasswordHash, ec.FormValue("current_password")); err != nil || !ok {
+		return fail(http.StatusUnauthorized, "Your current password is not right.")
+	}
+	next := ec.FormValue("new_password")
+	if msg := passwordProblem(next, u.Email); msg != "" {
+		return fail(http.StatusUnprocessableEntity, msg)
+	}
+	hash, err := hashPassword(next)
+	if err != nil {
+		return err
+	}
+	if err := c.db.Users.SetPassword(ctx, u.ID, hash, ""); err != nil {
+		return err
+	}
+	c.setCookie(ec, sessionCookie, "", -1)
+	return ec.Redirect(http.StatusSeeOther, "/user/sign-in?password-changed=1")
+}

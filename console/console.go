@@ -1,0 +1,326 @@
+// Package console is Switchboard's web console under /user: sign-up and sign-in, workspaces, and the unified API
+// console at /user/api where people create, copy (once) and revoke API keys and build cURL commands.
+//
+// Pages are server-rendered html/template with a little vanilla JavaScript; every asset is embedded, so the console
+// works offline. Sessions live in the database (the cookie holds a random token, the table its hash); every form
+// carries a CSRF token; sign-in failures are rate-limited per account and per address.
+package console
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"embed"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/switchboard/switchboard/ratelimit"
+	"github.com/switchboard/switchboard/store"
+)
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+//go:embed static
+var staticFS embed.FS
+
+// Config configures the console; zero values take the defaults.
+type Config struct {
+	// BaseURL is the public URL of the server; an https URL makes cookies Secure.
+	BaseURL string
+	// SessionTTL is how long a session lasts without activity (default 7 days).
+	SessionTTL time.Duration
+	Logger     *slog.Logger
+}
+
+// Console serves /user.
+type Console struct {
+	cfg   Config
+	db    *store.DB
+	log   *slog.Logger
+	pages map[string]*template.Template
+
+	// attempts limits failed sign-ins per account and per address, and sign-ups per address.
+	attempts *ratelimit.Limiter
+	// created remembers the key each create form produced, so a resubmitted form does not make a second key.
+	createdMu sync.Mutex
+	created   map[string]createdKey
+}
+
+type createdKey struct {
+	id string
+	at time.Time
+}
+
+// Sign-in and sign-up limits.
+var (
+	accountPolicy = ratelimit.Policy{Name: "account", Quota: 5, Window: 15 * time.Minute}
+	addressPolicy = ratelimit.Policy{Name: "address", Quota: 30, Window: 15 * time.Minute}
+	signUpPolicy  = ratelimit.Policy{Name: "sign-up", Quota: 10, Window: time.Hour}
+)
+
+const (
+	sessionCookie = "sb_session"
+	csrfCookie    = "sb_csrf"
+	csrfField     = "csrf_token"
+)
+
+// New parses the templates and returns the console.
+func New(cfg Config, db *store.DB) (*Console, error) {
+	if cfg.SessionTTL <= 0 {
+		cfg.SessionTTL = 7 * 24 * time.Hour
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	c := &Console{cfg: cfg, db: db, log: cfg.Logger, pages: map[string]*template.Template{},
+		attempts: ratelimit.New(), created: map[string]createdKey{}}
+	names, err := fs.Glob(templateFS, "templates/*.html")
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range names {
+		page := strings.TrimSuffix(strings.TrimPrefix(name, "templates/"), ".html")
+		if page == "layout" {
+			continue
+		}
+		t, err := template.New("layout.html").Funcs(templateFuncs).ParseFS(templateFS, "templates/layout.html", name)
+		if err != nil {
+			return nil, fmt.Errorf("console: template %s: %w", name, err)
+		}
+		c.pages[page] = t
+	}
+	return c, nil
+}
+
+// Register adds the console's routes to e.
+func (c *Console) Register(e *echo.Echo) {
+	static, _ := fs.Sub(staticFS, "static")
+	assets := http.StripPrefix("/user/static/", http.FileServer(http.FS(static)))
+	e.GET("/user/static/*", func(ec echo.Context) error {
+		ec.Response().Header().Set("Cache-Control", "public, max-age=3600")
+		assets.ServeHTTP(ec.Response(), ec.Request())
+		return nil
+	})
+	e.GET("/", func(ec echo.Context) error { return ec.Redirect(http.StatusFound, "/user/api") })
+	e.GET("/user", func(ec echo.Context) error { return ec.Redirect(http.StatusFound, "/user/api") })
+	e.GET("/user/", func(ec echo.Context) error { return ec.Redirect(http.StatusFound, "/user/api") })
+
+	e.GET("/user/sign-up", c.signUpPage)
+	e.POST("/user/sign-up", c.signUp)
+	e.GET("/user/sign-in", c.signInPage)
+	e.POST("/user/sign-in", c.signIn)
+
+	g := e.Group("/user", c.requireSession)
+	g.POST("/sign-out", c.signOut)
+	g.GET("/workspaces", c.workspacesPage)
+	g.POST("/workspaces", c.createWorkspace)
+	g.POST("/workspaces/switch", c.switchWorkspace)
+	g.GET("/api", c.apiPage)
+	g.POST("/api/keys", c.createKey)
+	g.GET("/api/keys/:id/revoke", c.revokePage)
+	g.POST("/api/keys/:id/revoke", c.revokeKey)
+	g.GET("/account", c.accountPage)
+	g.POST("/account/password", c.changePassword)
+}
+
+// page is what every template receives.
+type page struct {
+	Title string
+	// Session is nil on the signed-out pages.
+	Session *session
+	CSRF    string
+	Error   string
+	Notice  string
+	Data    any
+}
+
+func (c *Console) render(ec echo.Context, status int, name string, p page) error {
+	t, ok := c.pages[name]
+	if !ok {
+		return fmt.Errorf("console: no template %q", name)
+	}
+	if p.Session != nil {
+		p.CSRF = p.Session.CSRFToken
+	}
+	var b strings.Builder
+	if err := t.Execute(&b, p); err != nil {
+		return fmt.Errorf("console: render %s: %w", name, err)
+	}
+	h := ec.Response().Header()
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Referrer-Policy", "same-origin")
+	h.Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; "+
+		"connect-src 'self'; frame-ancestors 'none'; form-action 'self'; base-uri 'none'")
+	return ec.HTML(status, b.String())
+}
+
+// secure reports whether cookies must be Secure: the server is public over https, or this request came over TLS.
+func (c *Console) secure(r *http.Request) bool {
+	return strings.HasPrefix(c.cfg.BaseURL, "https://") || r.TLS != nil || r.Header.Get("X-Forwarded-Proto") == "https"
+}
+
+func (c *Console) setCookie(ec echo.Context, name, value string, maxAge time.Duration) {
+	ck := &http.Cookie{Name: name, Value: value, Path: "/user", HttpOnly: true, SameSite: http.SameSiteLaxMode,
+		Secure: c.secure(ec.Request())}
+	if maxAge < 0 {
+		ck.MaxAge = -1
+	} else {
+		ck.MaxAge = int(maxAge.Seconds())
+	}
+	ec.SetCookie(ck)
+}
+
+// randomToken returns 32 random bytes, base64url.
+func randomToken() string {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		panic(err) // crypto/rand never fails on supported systems
+	}
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func tokenHash(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(sum[:])
+}
+
+func equalTokens(a, b string) bool {
+	return a != "" && subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1
+}
+
+// session is the signed-in user as pages see them.
+type session struct {
+	store.Session
+	Email      string
+	Workspaces []store.MemberWorkspace
+	// Workspace is the one the console shows; nil while the user has none.
+	Workspace *store.MemberWorkspace
+}
+
+const sessionKey = "console.session"
+
+var errNoSession = errors.New("console: no session")
+
+// requireSession loads the session of the cookie, or sends the browser to sign in (with a message when the session
+// expired). State-changing requests must carry the session's CSRF token.
+func (c *Console) requireSession(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(ec echo.Context) error {
+		ses, err := c.loadSession(ec)
+		if errors.Is(err, errNoSession) || errors.Is(err, errSessionExpired) {
+			q := url.Values{}
+			if ec.Request().Method == http.MethodGet {
+				q.Set("next", ec.Request().URL.RequestURI())
+			}
+			if errors.Is(err, errSessionExpired) {
+				q.Set("expired", "1")
+			}
+			return ec.Redirect(http.StatusSeeOther, "/user/sign-in?"+q.Encode())
+		}
+		if err != nil {
+			return err
+		}
+		if ec.Request().Method == http.MethodPost && !equalTokens(ec.FormValue(csrfField), ses.CSRFToken) {
+			return c.render(ec, http.StatusForbidden, "error", page{Title: "Form expired", Session: ses,
+				Error: "This form has expired or did not come from this site. Go back, reload the page and try again."})
+		}
+		ec.Set(sessionKey, ses)
+		return next(ec)
+	}
+}
+
+var errSessionExpired = errors.New("console: session expired")
+
+func (c *Console) loadSession(ec echo.Context) (*session, error) {
+	ck, err := ec.Cookie(sessionCookie)
+	if err != nil || ck.Value == "" {
+		return nil, errNoSession
+	}
+	ctx := ec.Request().Context()
+	s, err := c.db.Sessions.ByTokenHash(ctx, tokenHash(ck.Value))
+	if errors.Is(err, store.ErrNotFound) {
+		c.setCookie(ec, sessionCookie, "", -1)
+		return nil, errNoSession
+	}
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	if !now.Before(s.ExpiresAt) {
+		_ = c.db.Sessions.Delete(ctx, s.ID)
+		c.setCookie(ec, sessionCookie, "", -1)
+		return nil, errSessionExpired
+	}
+	// Sliding expiry, written at most every few minutes.
+	if now.Sub(s.LastSeenAt) > 5*time.Minute {
+		if err := c.db.Sessions.Extend(ctx, s.ID, now.Add(c.cfg.SessionTTL)); err != nil && !errors.Is(err, store.ErrNotFound) {
+			return nil, err
+		}
+		c.setCookie(ec, sessionCookie, ck.Value, c.cfg.SessionTTL)
+	}
+	ses := &session{Session: s, Email: s.User.Email}
+	if ses.Workspaces, err = c.db.Workspaces.ForUser(ctx, s.UserID); err != nil {
+		return nil, err
+	}
+	for i := range ses.Workspaces {
+		if s.WorkspaceID != nil && ses.Workspaces[i].ID == *s.WorkspaceID {
+			ses.Workspace = &ses.Workspaces[i]
+		}
+	}
+	if ses.Workspace == nil && len(ses.Workspaces) > 0 {
+		ses.Workspace = &ses.Workspaces[0]
+	}
+	return ses, nil
+}
+
+func sessionFrom(ec echo.Context) *session {
+	s, _ := ec.Get(sessionKey).(*session)
+	return s
+}
+
+// startSession signs the user in: a new session row, its cookie, and a redirect to next (a local path only).
+func (c *Console) startSession(ec echo.Context, u store.User, next string) error {
+	token := randomToken()
+	var wsID *string
+	if ws, err := c.db.Workspaces.ForUser(ec.Request().Context(), u.ID); err == nil && len(ws) > 0 {
+		wsID = &ws[0].ID
+	}
+	_, err := c.db.Sessions.Create(ec.Request().Context(), store.NewSession{
+		TokenHash: tokenHash(token), UserID: u.ID, CSRFToken: randomToken(), WorkspaceID: wsID,
+		UserAgent: truncate(ec.Request().UserAgent(), 256), IP: ec.RealIP(), ExpiresAt: time.Now().Add(c.cfg.SessionTTL),
+	})
+	if err != nil {
+		return err
+	}
+	c.setCookie(ec, sessionCookie, token, c.cfg.SessionTTL)
+	c.setCookie(ec, csrfCookie, "", -1)
+	return ec.Redirect(http.StatusSeeOther, localPath(next, "/user/api"))
+}
+
+// localPath accepts only same-site paths for redirects after sign-in (no open redirect).
+func localPath(next, fallback string) string {
+	if !strings.HasPrefix(next, "/user") || strings.HasPrefix(next, "//") || strings.ContainsAny(next, "\\\r\n") {
+		return fallback
+	}
+	return next
+}
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}

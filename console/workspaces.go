@@ -1,0 +1,52 @@
+package console
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+)
+
+func (c *Console) workspacesPage(ec echo.Context) error {
+	ses := sessionFrom(ec)
+	p := page{Title: "Workspaces", Session: ses}
+	if ec.QueryParam("created") == "1" && ses.Workspace != nil {
+		p.Notice = "Workspace “" + ses.Workspace.Name + "” is ready. Next: create an API key."
+	}
+	return c.render(ec, http.StatusOK, "workspaces", p)
+}
+
+// createWorkspace makes the user the owner of a new workspace and switches the console to it.
+func (c *Console) createWorkspace(ec echo.Context) error {
+	ses := sessionFrom(ec)
+	name := strings.TrimSpace(ec.FormValue("name"))
+	if name == "" || len([]rune(name)) > 100 {
+		return c.render(ec, http.StatusUnprocessableEntity, "workspaces", page{Title: "Workspaces", Session: ses,
+			Error: "Give the workspace a name of 1 to 100 characters."})
+	}
+	ctx := ec.Request().Context()
+	w, err := c.db.Workspaces.CreateOwned(ctx, name, ses.UserID)
+	if err != nil {
+		return err
+	}
+	if err := c.db.Sessions.SetWorkspace(ctx, ses.ID, w.ID); err != nil {
+		return err
+	}
+	return ec.Redirect(http.StatusSeeOther, "/user/api?workspace-created=1")
+}
+
+// switchWorkspace changes the workspace the console shows, to one the user belongs to.
+func (c *Console) switchWorkspace(ec echo.Context) error {
+	ses := sessionFrom(ec)
+	id := ec.FormValue("workspace_id")
+	for _, w := range ses.Workspaces {
+		if w.ID == id {
+			if err := c.db.Sessions.SetWorkspace(ec.Request().Context(), ses.ID, id); err != nil {
+				return err
+			}
+			return ec.Redirect(http.StatusSeeOther, localPath(ec.FormValue("next"), "/user/api"))
+		}
+	}
+	return c.render(ec, http.StatusNotFound, "error", page{Title: "Workspace not found", Session: ses,
+		Error: "You are not a member of that workspace."})
+}
