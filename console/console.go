@@ -22,6 +22,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -57,6 +58,8 @@ type Console struct {
 	// created remembers the key each create form produced, so a resubmitted form does not make a second key.
 	createdMu sync.Mutex
 	created   map[string]createdKey
+	// lastSweep is when expired sessions were last deleted (Unix seconds); sign-ins sweep at most hourly.
+	lastSweep atomic.Int64
 }
 
 type createdKey struct {
@@ -307,7 +310,22 @@ func (c *Console) startSession(ec echo.Context, u store.User, next string) error
 	}
 	c.setCookie(ec, sessionCookie, token, c.cfg.SessionTTL)
 	c.setCookie(ec, csrfCookie, "", -1)
+	c.sweepSessions(ec)
 	return ec.Redirect(http.StatusSeeOther, localPath(next, "/user/api"))
+}
+
+// sweepSessions deletes expired sessions, at most once an hour, so abandoned sessions do not pile up.
+func (c *Console) sweepSessions(ec echo.Context) {
+	now := time.Now()
+	last := c.lastSweep.Load()
+	if now.Unix()-last < 3600 || !c.lastSweep.CompareAndSwap(last, now.Unix()) {
+		return
+	}
+	if n, err := c.db.Sessions.DeleteExpired(ec.Request().Context(), now); err != nil {
+		c.log.Warn("could not delete expired sessions", "error", err)
+	} else if n > 0 {
+		c.log.Info("deleted expired sessions", "count", n)
+	}
 }
 
 // localPath accepts only same-site paths for redirects after sign-in (no open redirect).
