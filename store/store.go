@@ -69,6 +69,9 @@ type DB struct {
 	APIKeys    *APIKeys
 	Users      *Users
 	Sessions   *Sessions
+	Webhooks   *WebhookEndpoints
+	Events     *Events
+	Deliveries *Deliveries
 }
 
 // Open connects to the database named by rawURL ("" means DefaultURL): postgres:// or postgresql:// URLs open
@@ -96,6 +99,9 @@ func Open(ctx context.Context, rawURL string) (*DB, error) {
 	db.APIKeys = &APIKeys{db: db}
 	db.Users = &Users{db: db}
 	db.Sessions = &Sessions{db: db}
+	db.Webhooks = &WebhookEndpoints{db: db}
+	db.Events = &Events{db: db}
+	db.Deliveries = &Deliveries{db: db}
 	return db, nil
 }
 
@@ -188,6 +194,11 @@ func (db *DB) Ping(ctx context.Context) error {
 	}
 	var one int
 	return db.r.NewSelect().ColumnExpr("1").Scan(ctx, &one)
+}
+
+// RunInTx runs fn in a write transaction: the way areas make a change and Emit its event atomically.
+func (db *DB) RunInTx(ctx context.Context, fn func(ctx context.Context, tx bun.Tx) error) error {
+	return db.w.RunInTx(ctx, nil, fn)
 }
 
 // Bun exposes the writer handle for tests and tools that need raw SQL.

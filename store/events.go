@@ -1,0 +1,155 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"time"
+
+	"github.com/uptrace/bun"
+)
+
+// Event is one entry of a workspace's event log: what happened, once, whoever receives it.
+type Event struct {
+	bun.BaseModel `bun:"table:events,alias:ev"`
+
+	ID          string          `bun:"id,pk"`
+	WorkspaceID string          `bun:"workspace_id"`
+	Type        string          `bun:"type"`
+	Data        json.RawMessage `bun:"data,type:json"`
+	CreatedAt   time.Time       `bun:"created_at"`
+}
+
+var _ bun.AfterScanRowHook = (*Event)(nil)
+
+// AfterScanRow normalises timestamps to UTC.
+func (e *Event) AfterScanRow(context.Context) error {
+	e.CreatedAt = utc(e.CreatedAt)
+	return nil
+}
+
+// Delivery statuses.
+const (
+	DeliveryPending   = "pending"
+	DeliverySucceeded = "succeeded"
+	DeliveryFailed    = "failed"
+	DeliverySkipped   = "skipped"
+)
+
+// Delivery is one event on its way to one endpoint.
+type Delivery struct {
+	bun.BaseModel `bun:"table:webhook_deliveries,alias:d"`
+
+	ID             string     `bun:"id,pk"`
+	WorkspaceID    string     `bun:"workspace_id"`
+	EndpointID     string     `bun:"endpoint_id"`
+	EventID        string     `bun:"event_id"`
+	EventType      string     `bun:"event_type"`
+	Status         string     `bun:"status"`
+	Attempts       int        `bun:"attempts"`
+	NextAttemptAt  *time.Time `bun:"next_attempt_at"`
+	LeaseUntil     *time.Time `bun:"lease_until"`
+	LastStatusCode *int       `bun:"last_status_code"`
+	LastError      *string    `bun:"last_error"`
+	CreatedAt      time.Time  `bun:"created_at"`
+	UpdatedAt      time.Time  `bun:"updated_at"`
+	CompletedAt    *time.Time `bun:"completed_at"`
+}
+
+var _ bun.AfterScanRowHook = (*Delivery)(nil)
+
+// AfterScanRow normalises timestamps to UTC.
+func (d *Delivery) AfterScanRow(context.Context) error {
+	d.CreatedAt, d.UpdatedAt = utc(d.CreatedAt), utc(d.UpdatedAt)
+	d.NextAttemptAt, d.LeaseUntil, d.CompletedAt = utcPtr(d.NextAttemptAt), utcPtr(d.LeaseUntil), utcPtr(d.CompletedAt)
+	return nil
+}
+
+// NewEvent is what Emit records.
+type NewEvent struct {
+	WorkspaceID string
+	Type        string
+	// Data is the envelope's "data" member, marshalled with encoding/json.
+	Data any
+	// OptIn marks high-volume types (link.clicked, delivery receipts): only endpoints that name the type, or its
+	// family ("link.*"), receive them; "*" does not.
+	OptIn bool
+}
+
+// Events is the event log and the transactional outbox of the webhook engine.
+type Events struct{ db *DB }
+
+// Emit records an event and one delivery per endpoint of the workspace that subscribes to it, inside tx — the
+// transaction of the business change, so the change, its event and its deliveries commit or vanish together.
+// Deliveries to active and paused endpoints are pending (a paused endpoint's wait until it resumes); to disabled
+// endpoints they are recorded as skipped, so that enabling or recovering can still send them. Areas call it with
+// their own transaction: `db.RunInTx(ctx, func(tx) { change; Events.Emit(ctx, tx, …) })`.
+func (s *Events) Emit(ctx context.Context, tx bun.IDB, n NewEvent) (Event, error) {
+	data, err := json.Marshal(n.Data)
+	if err != nil {
+		return Event{}, err
+	}
+	t := now()
+	ev := Event{ID: NewID("evt"), WorkspaceID: n.WorkspaceID, Type: n.Type, Data: data, CreatedAt: t}
+	if _, err := tx.NewInsert().Model(&ev).Exec(ctx); err != nil {
+		return Event{}, mapErr(err)
+	}
+	var endpoints []WebhookEndpoint
+	if err := tx.NewSelect().Model(&endpoints).Column("id", "events", "status").
+		Where("e.workspace_id = ?", n.WorkspaceID).Scan(ctx); err != nil {
+		return Event{}, err
+	}
+	var deliveries []Delivery
+	for _, e := range endpoints {
+		if !Subscribed(e.Events, n.Type, n.OptIn) {
+			continue
+		}
+		d := Delivery{ID: NewID("dlv"), WorkspaceID: n.WorkspaceID, EndpointID: e.ID, EventID: ev.ID, EventType: n.Type,
+			Status: DeliveryPending, NextAttemptAt: &t, CreatedAt: t, UpdatedAt: t}
+		if e.Status == EndpointDisabled {
+			d.Status, d.NextAttemptAt, d.CompletedAt = DeliverySkipped, nil, &t
+		}
+		deliveries = append(deliveries, d)
+	}
+	if len(deliveries) > 0 {
+		if _, err := tx.NewInsert().Model(&deliveries).Exec(ctx); err != nil {
+			return Event{}, err
+		}
+		if s.db.dialect == Postgres {
+			// Wake the dispatchers when tx commits.
+			if _, err := tx.ExecContext(ctx, "SELECT pg_notify(?, '')", DeliveriesChannel); err != nil {
+				return Event{}, err
+			}
+		}
+	}
+	return ev, nil
+}
+
+// DeliveriesChannel is the PostgreSQL notification channel that wakes dispatchers when deliveries are queued.
+const DeliveriesChannel = "switchboard_deliveries"
+
+// Subscribed reports whether an endpoint subscribed to patterns receives an event type: an exact name, a family
+// wildcard ("link.*" matches "link.created" and "link.max_clicks_reached", not "linked.x"), or "*" — which does not
+// include opt-in (high-volume) types.
+func Subscribed(patterns []string, eventType string, optIn bool) bool {
+	for _, p := range patterns {
+		switch {
+		case p == eventType:
+			return true
+		case p == "*":
+			if !optIn {
+				return true
+			}
+		case strings.HasSuffix(p, ".*") && strings.HasPrefix(eventType, strings.TrimSuffix(p, "*")):
+			return true
+		}
+	}
+	return false
+}
+
+// Get returns an event of a workspace. Returns ErrNotFound if it is not in that workspace.
+func (s *Events) Get(ctx context.Context, workspaceID, id string) (Event, error) {
+	var ev Event
+	err := s.db.r.NewSelect().Model(&ev).Where("ev.id = ? AND ev.workspace_id = ?", id, workspaceID).Scan(ctx)
+	return ev, mapErr(err)
+}

@@ -1,0 +1,209 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/uptrace/bun"
+
+	"github.com/switchboard/switchboard/store"
+	"github.com/switchboard/switchboard/store/storetest"
+)
+
+func newEndpoint(t *testing.T, db *store.DB, workspaceID string, events ...string) store.WebhookEndpoint {
+	t.Helper()
+	e, err := db.Webhooks.Create(context.Background(), store.NewWebhookEndpoint{
+		WorkspaceID: workspaceID, URL: "https://receiver.example/hook", Events: events,
+		SealSecret: func(id string) string { return "sealed-for-" + id },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+func emit(t *testing.T, db *store.DB, workspaceID, eventType string, optIn bool) store.Event {
+	t.Helper()
+	var ev store.Event
+	err := db.RunInTx(context.Background(), func(ctx context.Context, tx bun.Tx) error {
+		var err error
+		ev, err = db.Events.Emit(ctx, tx, store.NewEvent{WorkspaceID: workspaceID, Type: eventType, Data: map[string]any{"n": 1}, OptIn: optIn})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ev
+}
+
+func deliveriesOf(t *testing.T, db *store.DB, eventID string) []store.Delivery {
+	t.Helper()
+	var ds []store.Delivery
+	if err := db.Bun().NewSelect().Model(&ds).Where("d.event_id = ?", eventID).Order("d.endpoint_id").Scan(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return ds
+}
+
+func TestSubscribed(t *testing.T) {
+	tests := []struct {
+		patterns []string
+		typ      string
+		optIn    bool
+		want     bool
+	}{
+		{[]string{"link.created"}, "link.created", false, true},
+		{[]string{"link.created"}, "link.deleted", false, false},
+		{[]string{"link.*"}, "link.max_clicks_reached", false, true},
+		{[]string{"link.*"}, "linked.created", false, false},
+		{[]string{"link.*"}, "link.clicked", true, true},
+		{[]string{"*"}, "message.received", false, true},
+		{[]string{"*"}, "link.clicked", true, false},
+		{[]string{"*", "link.clicked"}, "link.clicked", true, true},
+		{nil, "link.created", false, false},
+	}
+	for _, tt := range tests {
+		if got := store.Subscribed(tt.patterns, tt.typ, tt.optIn); got != tt.want {
+			t.Errorf("Subscribed(%v, %s, optIn=%v) = %v", tt.patterns, tt.typ, tt.optIn, got)
+		}
+	}
+}
+
+// The change, its event and its deliveries commit together or not at all.
+func TestEmitIsTransactional(t *testing.T) {
+	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		w := newWorkspace(t, db, "outbox")
+		newEndpoint(t, db, w.ID, "*")
+		boom := errors.New("business change failed")
+		var evID string
+		err := db.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+			ev, err := db.Events.Emit(ctx, tx, store.NewEvent{WorkspaceID: w.ID, Type: "link.created", Data: map[string]string{}})
+			evID = ev.ID
+			if err != nil {
+				return err
+			}
+			return boom
+		})
+		if !errors.Is(err, boom) {
+			t.Fatal(err)
+		}
+		if _, err := db.Events.Get(ctx, w.ID, evID); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("the event of a rolled-back change exists: %v", err)
+		}
+		if ds := deliveriesOf(t, db, evID); len(ds) != 0 {
+			t.Errorf("%d deliveries of a rolled-back change", len(ds))
+		}
+	})
+}
+
+func TestEmitFansOutBySubscription(t *testing.T) {
+	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		w := newWorkspace(t, db, "fan-out")
+		all := newEndpoint(t, db, w.ID, "*")
+		links := newEndpoint(t, db, w.ID, "link.*")
+		newEndpoint(t, db, w.ID, "message.received")
+		disabled := newEndpoint(t, db, w.ID, "link.created")
+		if err := db.Webhooks.SetStatus(ctx, w.ID, disabled.ID, store.EndpointDisabled, nil); err != nil {
+			t.Fatal(err)
+		}
+		other := newWorkspace(t, db, "someone else")
+		newEndpoint(t, db, other.ID, "*")
+
+		ev := emit(t, db, w.ID, "link.created", false)
+		ds := deliveriesOf(t, db, ev.ID)
+		got := map[string]string{}
+		for _, d := range ds {
+			got[d.EndpointID] = d.Status
+			if d.WorkspaceID != w.ID || d.EventType != "link.created" {
+				t.Errorf("delivery %+v", d)
+			}
+		}
+		want := map[string]string{all.ID: store.DeliveryPending, links.ID: store.DeliveryPending, disabled.ID: store.DeliverySkipped}
+		if len(got) != len(want) {
+			t.Fatalf("deliveries %v, want %v", got, want)
+		}
+		for id, status := range want {
+			if got[id] != status {
+				t.Errorf("endpoint %s: %q, want %q", id, got[id], status)
+			}
+		}
+		clicked := emit(t, db, w.ID, "link.clicked", true)
+		if ds := deliveriesOf(t, db, clicked.ID); len(ds) != 1 || ds[0].EndpointID != links.ID {
+			t.Errorf("opt-in event reached %v, want only the link.* endpoint", ds)
+		}
+	})
+}
+
+// Two dispatchers claiming at once never get the same delivery; an expired lease makes it due again.
+func TestClaimIsExclusiveAndLeased(t *testing.T) {
+	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		w := newWorkspace(t, db, "claims")
+		e := newEndpoint(t, db, w.ID, "*")
+		for range 40 {
+			emit(t, db, w.ID, "link.created", false)
+		}
+		now := time.Now().Add(time.Second)
+		var mu sync.Mutex
+		seen := map[string]int{}
+		var wg sync.WaitGroup
+		for range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					ds, err := db.Deliveries.Claim(ctx, now, time.Minute, 7, nil)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					if len(ds) == 0 {
+						return
+					}
+					mu.Lock()
+					for _, d := range ds {
+						if d.LeaseUntil == nil {
+							t.Errorf("claimed without a lease: %+v", d)
+						}
+						if d.EndpointID == e.ID { // PostgreSQL is shared with other tests' deliveries
+							seen[d.ID]++
+						}
+					}
+					mu.Unlock()
+				}
+			}()
+		}
+		wg.Wait()
+		if len(seen) != 40 {
+			t.Fatalf("claimed %d distinct deliveries, want 40", len(seen))
+		}
+		for id, n := range seen {
+			if n != 1 {
+				t.Errorf("delivery %s claimed %d times", id, n)
+			}
+		}
+		mine := func(ds []store.Delivery) (n int) {
+			for _, d := range ds {
+				if d.EndpointID == e.ID {
+					n++
+				}
+			}
+			return n
+		}
+		if ds, _ := db.Deliveries.Claim(ctx, now.Add(30*time.Second), time.Minute, 1000, nil); mine(ds) != 0 {
+			t.Errorf("%d deliveries claimed again while leased", mine(ds))
+		}
+		again, err := db.Deliveries.Claim(ctx, now.Add(2*time.Minute), time.Minute, 1000, nil)
+		if err != nil || mine(again) != 40 {
+			t.Errorf("after the leases ran out: %d, %v; want all 40 due again", mine(again), err)
+		}
+		if ds, _ := db.Deliveries.Claim(ctx, now.Add(10*time.Minute), time.Minute, 1000, []string{e.ID}); mine(ds) != 0 {
+			t.Errorf("claimed %d deliveries of an excluded endpoint", mine(ds))
+		}
+	})
+}
