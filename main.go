@@ -186,6 +186,8 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		"maximum request body in bytes (env SWITCHBOARD_BODY_LIMIT_BYTES)")
 	cacheTTL := fs.Duration("key-cache-ttl", envDuration("SWITCHBOARD_KEY_CACHE_TTL", 30*time.Second),
 		"longest time a verified API key is trusted without a lookup (env SWITCHBOARD_KEY_CACHE_TTL)")
+	trusted := fs.String("trusted-proxies", os.Getenv("SWITCHBOARD_TRUSTED_PROXIES"),
+		"CIDRs of reverse proxies whose X-Forwarded-For is believed, e.g. 10.0.0.0/8 (env SWITCHBOARD_TRUSTED_PROXIES)")
 	logLevel := fs.String("log-level", envString("SWITCHBOARD_LOG_LEVEL", "info"),
 		"debug, info, warn or error (env SWITCHBOARD_LOG_LEVEL)")
 	if err := parse(fs, args); err != nil {
@@ -200,6 +202,17 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	catalog, err := loadCatalog(*modelsFile)
 	if err != nil {
 		return err
+	}
+	var proxies []*net.IPNet
+	for _, cidr := range strings.Split(*trusted, ",") {
+		if cidr = strings.TrimSpace(cidr); cidr == "" {
+			continue
+		}
+		_, n, err := net.ParseCIDR(cidr)
+		if err != nil {
+			return usagef("--trusted-proxies: %v", err)
+		}
+		proxies = append(proxies, n)
 	}
 	db, err := openDB(ctx, *dbURL)
 	if err != nil {
@@ -216,7 +229,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	srv, err := handlers.New(handlers.Config{
 		BaseURL: strings.TrimSuffix(*baseURL, "/"), BodyLimit: *bodyLimit, KeyRateLimit: *keyRate,
-		WorkspaceRateLimit: *wsRate, KeyCacheTTL: *cacheTTL, Models: catalog, Logger: log,
+		WorkspaceRateLimit: *wsRate, KeyCacheTTL: *cacheTTL, Models: catalog, TrustedProxies: proxies, Logger: log,
 	}, db)
 	if err != nil {
 		return err

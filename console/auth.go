@@ -67,10 +67,6 @@ func (c *Console) signUp(ec echo.Context) error {
 	if !c.checkFormCSRF(ec) {
 		return c.formError(ec, http.StatusForbidden, name, title, expiredFormMessage)
 	}
-	if d := c.attempts.Take("signup:"+ec.RealIP(), signUpPolicy, time.Now()); !d.Allowed {
-		return c.formError(ec, http.StatusTooManyRequests, name, title,
-			"Too many accounts were created from your network. Try again in "+minutes(d.RetryAfter)+".")
-	}
 	email := strings.TrimSpace(ec.FormValue("email"))
 	password := ec.FormValue("password")
 	if msg := emailProblem(email); msg != "" {
@@ -78,6 +74,11 @@ func (c *Console) signUp(ec echo.Context) error {
 	}
 	if msg := passwordProblem(password, email); msg != "" {
 		return c.formError(ec, http.StatusUnprocessableEntity, name, title, msg)
+	}
+	// Only well-formed sign-ups count, so a typo does not lock out an office behind one address.
+	if d := c.attempts.Take("signup:"+ec.RealIP(), signUpPolicy, time.Now()); !d.Allowed {
+		return c.formError(ec, http.StatusTooManyRequests, name, title,
+			"Too many accounts were created from your network. Try again in "+minutes(d.RetryAfter)+".")
 	}
 	hash, err := hashPassword(password)
 	if err != nil {
@@ -118,7 +119,11 @@ func (c *Console) signIn(ec echo.Context) error {
 		{accountKey, accountPolicy, "Too many failed sign-ins for this account."},
 		{addressKey, addressPolicy, "Too many failed sign-ins from your network."},
 	} {
-		if d := c.attempts.Peek(check.key, check.policy, now); !d.Allowed {
+		// Spend before checking the password, so that concurrent guesses cannot all pass a peek; a success refunds.
+		if d := c.attempts.Take(check.key, check.policy, now); !d.Allowed {
+			if check.key == addressKey {
+				c.attempts.Refund(accountKey, accountPolicy)
+			}
 			return c.formError(ec, http.StatusTooManyRequests, name, title, check.msg+" Try again in "+minutes(d.RetryAfter)+".")
 		}
 	}
@@ -134,13 +139,12 @@ func (c *Console) signIn(ec echo.Context) error {
 		return fmt.Errorf("check password of %s: %w", u.ID, err)
 	}
 	if !ok || u.ID == "" {
-		c.attempts.Take(accountKey, accountPolicy, now)
-		c.attempts.Take(addressKey, addressPolicy, now)
 		return c.formError(ec, http.StatusUnauthorized, name, title, "The email or password is not right.")
 	}
+	c.attempts.Refund(accountKey, accountPolicy)
+	c.attempts.Refund(addressKey, addressPolicy)
 	return c.startSession(ec, u, ec.FormValue("next"))
 }
-
 
 func minutes(d time.Duration) string {
 	m := int(math.Ceil(d.Minutes()))
@@ -175,9 +179,14 @@ func (c *Console) changePassword(ec echo.Context) error {
 	if err != nil {
 		return err
 	}
+	limitKey := "password:" + u.ID
+	if d := c.attempts.Take(limitKey, accountPolicy, time.Now()); !d.Allowed {
+		return fail(http.StatusTooManyRequests, "Too many wrong passwords. Try again in "+minutes(d.RetryAfter)+".")
+	}
 	if ok, err := checkPassword(u.PasswordHash, ec.FormValue("current_password")); err != nil || !ok {
 		return fail(http.StatusUnauthorized, "Your current password is not right.")
 	}
+	c.attempts.Refund(limitKey, accountPolicy)
 	next := ec.FormValue("new_password")
 	if msg := passwordProblem(next, u.Email); msg != "" {
 		return fail(http.StatusUnprocessableEntity, msg)

@@ -24,6 +24,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
 
@@ -294,8 +295,14 @@ func sessionFrom(ec echo.Context) *session {
 	return s
 }
 
-// startSession signs the user in: a new session row, its cookie, and a redirect to next (a local path only).
+// startSession signs the user in: a new session row, its cookie, and a redirect to next (a local path only). A session
+// the browser still held is ended first.
 func (c *Console) startSession(ec echo.Context, u store.User, next string) error {
+	if ck, err := ec.Cookie(sessionCookie); err == nil && ck.Value != "" {
+		if old, err := c.db.Sessions.ByTokenHash(ec.Request().Context(), tokenHash(ck.Value)); err == nil {
+			_ = c.db.Sessions.Delete(ec.Request().Context(), old.ID)
+		}
+	}
 	token := randomToken()
 	var wsID *string
 	if ws, err := c.db.Workspaces.ForUser(ec.Request().Context(), u.ID); err == nil && len(ws) > 0 {
@@ -336,9 +343,13 @@ func localPath(next, fallback string) string {
 	return next
 }
 
+// truncate cuts s to at most n bytes without splitting a character.
 func truncate(s string, n int) string {
-	if len(s) > n {
-		return s[:n]
+	if len(s) <= n {
+		return s
 	}
-	return s
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }

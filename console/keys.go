@@ -61,15 +61,21 @@ var expiries = []expiry{
 }
 
 func (c *Console) apiPage(ec echo.Context) error {
-	return c.renderAPI(ec, http.StatusOK, pageNotice(ec), "", keyForm{}, nil, "")
+	return c.renderAPI(ec, http.StatusOK, c.pageNotice(ec), "", keyForm{}, nil, "")
 }
 
-func pageNotice(ec echo.Context) string {
+// pageNotice confirms what the previous form did. The revoked key is named by ID and looked up in the current
+// workspace, so a crafted link cannot make the page say something it did not do.
+func (c *Console) pageNotice(ec echo.Context) string {
+	ses := sessionFrom(ec)
 	switch {
 	case ec.QueryParam("workspace-created") == "1":
 		return "Your workspace is ready. Create your first API key below."
-	case ec.QueryParam("revoked") != "":
-		return "The key “" + truncate(ec.QueryParam("revoked"), 100) + "” was revoked. Requests with it now answer 401 api_key_revoked."
+	case ec.QueryParam("revoked") != "" && ses.Workspace != nil:
+		k, err := c.db.APIKeys.Get(ec.Request().Context(), ses.Workspace.ID, ec.QueryParam("revoked"))
+		if err == nil && k.RevokedAt != nil {
+			return "The key “" + k.Name + "” was revoked. Requests with it now answer 401 api_key_revoked."
+		}
 	}
 	return ""
 }
@@ -158,7 +164,10 @@ func (c *Console) createKey(ec echo.Context) error {
 	if exp < 0 {
 		return fail("Choose when the key expires.")
 	}
-	if form.Nonce == "" || !c.claimNonce(form.Nonce) {
+	if form.Nonce == "" {
+		return fail("This form has expired. Reload the page and try again.")
+	}
+	if !c.claimNonce(form.Nonce) {
 		return c.renderAPI(ec, http.StatusConflict, "", "This form was already submitted, so no second key was created. "+
 			"The secret of the key it created was shown once and cannot be shown again; if you lost it, revoke that key and create a new one.",
 			keyForm{}, nil, "")
@@ -258,7 +267,7 @@ func (c *Console) revokeKey(ec echo.Context) error {
 		return err
 	}
 	c.log.Info("console revoked API key", "key_id", k.ID, "workspace_id", k.WorkspaceID, "user_id", ses.UserID)
-	return ec.Redirect(http.StatusSeeOther, "/user/api?revoked="+url.QueryEscape(k.Name))
+	return ec.Redirect(http.StatusSeeOther, "/user/api?revoked="+url.QueryEscape(k.ID))
 }
 
 func (c *Console) notFound(ec echo.Context) error {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"golang.org/x/crypto/argon2"
 )
@@ -83,9 +84,9 @@ var commonPasswords = map[string]bool{
 // passwordProblem explains why a password is not acceptable, or returns "".
 func passwordProblem(password, email string) string {
 	switch {
-	case len(password) < 10:
+	case utf8.RuneCountInString(password) < 10:
 		return "Use at least 10 characters for your password."
-	case len(password) > 256:
+	case utf8.RuneCountInString(password) > 256:
 		return "Use at most 256 characters for your password."
 	case commonPasswords[strings.ToLower(password)]:
 		return "This password is among the most common ones; choose another."

@@ -8,12 +8,7 @@ import (
 )
 
 func (c *Console) workspacesPage(ec echo.Context) error {
-	ses := sessionFrom(ec)
-	p := page{Title: "Workspaces", Session: ses}
-	if ec.QueryParam("created") == "1" && ses.Workspace != nil {
-		p.Notice = "Workspace “" + ses.Workspace.Name + "” is ready. Next: create an API key."
-	}
-	return c.render(ec, http.StatusOK, "workspaces", p)
+	return c.render(ec, http.StatusOK, "workspaces", page{Title: "Workspaces", Session: sessionFrom(ec)})
 }
 
 // createWorkspace makes the user the owner of a new workspace and switches the console to it.

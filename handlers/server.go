@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"regexp"
 	"runtime/debug"
@@ -39,7 +40,10 @@ type Config struct {
 	KeyCacheTTL time.Duration
 	// Models is the operator's model catalogue (default modelcatalog.Default()).
 	Models *modelcatalog.Catalog
-	Logger *slog.Logger
+	// TrustedProxies are the networks of reverse proxies whose X-Forwarded-For is believed; empty means the client
+	// address is the connection's.
+	TrustedProxies []*net.IPNet
+	Logger         *slog.Logger
 }
 
 // Server serves the whole product over HTTP.
@@ -108,6 +112,17 @@ func New(cfg Config, db *store.DB) (*Server, error) {
 
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
+	// The client address limits sign-ins and is logged: take it from the connection, or from X-Forwarded-For only
+	// when the hop that sent it is one of the operator's proxies.
+	e.IPExtractor = echo.ExtractIPDirect()
+	if len(cfg.TrustedProxies) > 0 {
+		var trust []echo.TrustOption
+		for _, n := range cfg.TrustedProxies {
+			trust = append(trust, echo.TrustIPRange(n))
+		}
+		e.IPExtractor = echo.ExtractIPFromXFFHeader(append(trust, echo.TrustLoopback(false), echo.TrustLinkLocal(false),
+			echo.TrustPrivateNet(false))...)
+	}
 	e.HTTPErrorHandler = s.ErrorHandler
 	e.Use(s.requestContext, s.bodyLimit)
 

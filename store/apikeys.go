@@ -153,6 +153,9 @@ func (s *APIKeys) revoke(ctx context.Context, workspaceID, id string) (APIKey, e
 		k.RevokedAt = &t
 		return s.db.announceAccessChange(ctx, tx)
 	})
+	if err == nil {
+		s.db.keys.changed()
+	}
 	return k, mapErr(err)
 }
 

@@ -91,6 +91,8 @@ func (w *pgKeyWatch) run(connected chan struct{}) {
 	}
 }
 
+func (w *pgKeyWatch) changed() { w.bump() }
+
 func (w *pgKeyWatch) close() error {
 	w.cancel()
 	w.once.Do(func() { close(w.done) }) // never started: nothing to wait for

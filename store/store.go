@@ -324,6 +324,9 @@ func isUniqueViolation(err error) bool {
 // made by other processes (the CLI, other replicas). It makes the key cache safe without a lookup per request.
 type keyWatch interface {
 	version(ctx context.Context) (uint64, error)
+	// changed records that this process just committed an access change, so its own next request sees it without
+	// waiting for a notification.
+	changed()
 	close() error
 }
 
@@ -440,6 +443,9 @@ func (w *sqliteKeyWatch) reset() {
 	}
 	w.conn, w.data, w.access, w.seen = nil, nil, nil, false
 }
+
+// changed needs nothing on SQLite: the commit rewrote the WAL-index header.
+func (w *sqliteKeyWatch) changed() {}
 
 // close runs when no request is served any more: the mapping goes away with it.
 func (w *sqliteKeyWatch) close() error {

@@ -72,5 +72,6 @@ func (s *Workspaces) SetEnabledModels(ctx context.Context, id string, models []s
 	if err != nil {
 		return Workspace{}, err
 	}
+	s.db.keys.changed()
 	return s.Get(ctx, id)
 }
