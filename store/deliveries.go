@@ -180,3 +180,14 @@ func (s *Deliveries) Get(ctx context.Context, workspaceID, id string) (Delivery,
 	err := s.db.r.NewSelect().Model(&d).Where("d.id = ? AND d.workspace_id = ?", id, workspaceID).Scan(ctx)
 	return d, mapErr(err)
 }
+
+// Release gives back leased deliveries without an attempt (a dispatcher claimed more of one endpoint than its
+// in-flight cap allows); they are due again at once.
+func (s *Deliveries) Release(ctx context.Context, ids []string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	_, err := s.db.w.NewUpdate().Table("webhook_deliveries").Set("lease_until = NULL").
+		Where("id IN (?) AND status = ?", bun.In(ids), DeliveryPending).Exec(ctx)
+	return err
+}
