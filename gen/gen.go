@@ -9,16 +9,80 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"path"
 	"strings"
+	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/labstack/echo/v4"
+	"github.com/oapi-codegen/nullable"
 	"github.com/oapi-codegen/runtime"
 )
+
+// Defines values for EventApiVersion.
+const (
+	EventApiVersionV1 EventApiVersion = "v1"
+)
+
+// Valid indicates whether the value is a known member of the EventApiVersion enum.
+func (e EventApiVersion) Valid() bool {
+	switch e {
+	case EventApiVersionV1:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for EventListObject.
+const (
+	EventListObjectList EventListObject = "list"
+)
+
+// Valid indicates whether the value is a known member of the EventListObject enum.
+func (e EventListObject) Valid() bool {
+	switch e {
+	case EventListObjectList:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for EventTypeObject.
+const (
+	EventTypeObjectEventType EventTypeObject = "event_type"
+)
+
+// Valid indicates whether the value is a known member of the EventTypeObject enum.
+func (e EventTypeObject) Valid() bool {
+	switch e {
+	case EventTypeObjectEventType:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for EventTypeListObject.
+const (
+	EventTypeListObjectList EventTypeListObject = "list"
+)
+
+// Valid indicates whether the value is a known member of the EventTypeListObject enum.
+func (e EventTypeListObject) Valid() bool {
+	switch e {
+	case EventTypeListObjectList:
+		return true
+	default:
+		return false
+	}
+}
 
 // Defines values for ModelCapabilities.
 const (
@@ -79,6 +143,350 @@ func (e ModelListObject) Valid() bool {
 		return false
 	}
 }
+
+// Defines values for WebhookDisabledReason.
+const (
+	WebhookDisabledReasonFailing     WebhookDisabledReason = "failing"
+	WebhookDisabledReasonGone        WebhookDisabledReason = "gone"
+	WebhookDisabledReasonLessThannil WebhookDisabledReason = "<nil>"
+)
+
+// Valid indicates whether the value is a known member of the WebhookDisabledReason enum.
+func (e WebhookDisabledReason) Valid() bool {
+	switch e {
+	case WebhookDisabledReasonFailing:
+		return true
+	case WebhookDisabledReasonGone:
+		return true
+	case WebhookDisabledReasonLessThannil:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WebhookObject.
+const (
+	WebhookObjectWebhook WebhookObject = "webhook"
+)
+
+// Valid indicates whether the value is a known member of the WebhookObject enum.
+func (e WebhookObject) Valid() bool {
+	switch e {
+	case WebhookObjectWebhook:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WebhookStatus.
+const (
+	WebhookStatusActive   WebhookStatus = "active"
+	WebhookStatusDisabled WebhookStatus = "disabled"
+	WebhookStatusPaused   WebhookStatus = "paused"
+)
+
+// Valid indicates whether the value is a known member of the WebhookStatus enum.
+func (e WebhookStatus) Valid() bool {
+	switch e {
+	case WebhookStatusActive:
+		return true
+	case WebhookStatusDisabled:
+		return true
+	case WebhookStatusPaused:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WebhookDeliveryObject.
+const (
+	WebhookDeliveryObjectWebhookDelivery WebhookDeliveryObject = "webhook_delivery"
+)
+
+// Valid indicates whether the value is a known member of the WebhookDeliveryObject enum.
+func (e WebhookDeliveryObject) Valid() bool {
+	switch e {
+	case WebhookDeliveryObjectWebhookDelivery:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WebhookDeliveryListObject.
+const (
+	WebhookDeliveryListObjectList WebhookDeliveryListObject = "list"
+)
+
+// Valid indicates whether the value is a known member of the WebhookDeliveryListObject enum.
+func (e WebhookDeliveryListObject) Valid() bool {
+	switch e {
+	case WebhookDeliveryListObjectList:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WebhookDeliveryStatus.
+const (
+	WebhookDeliveryStatusFailed    WebhookDeliveryStatus = "failed"
+	WebhookDeliveryStatusPending   WebhookDeliveryStatus = "pending"
+	WebhookDeliveryStatusSkipped   WebhookDeliveryStatus = "skipped"
+	WebhookDeliveryStatusSucceeded WebhookDeliveryStatus = "succeeded"
+)
+
+// Valid indicates whether the value is a known member of the WebhookDeliveryStatus enum.
+func (e WebhookDeliveryStatus) Valid() bool {
+	switch e {
+	case WebhookDeliveryStatusFailed:
+		return true
+	case WebhookDeliveryStatusPending:
+		return true
+	case WebhookDeliveryStatusSkipped:
+		return true
+	case WebhookDeliveryStatusSucceeded:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WebhookEndpointDisabledEventReason.
+const (
+	WebhookEndpointDisabledEventReasonFailing WebhookEndpointDisabledEventReason = "failing"
+	WebhookEndpointDisabledEventReasonGone    WebhookEndpointDisabledEventReason = "gone"
+)
+
+// Valid indicates whether the value is a known member of the WebhookEndpointDisabledEventReason enum.
+func (e WebhookEndpointDisabledEventReason) Valid() bool {
+	switch e {
+	case WebhookEndpointDisabledEventReasonFailing:
+		return true
+	case WebhookEndpointDisabledEventReasonGone:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WebhookListObject.
+const (
+	WebhookListObjectList WebhookListObject = "list"
+)
+
+// Valid indicates whether the value is a known member of the WebhookListObject enum.
+func (e WebhookListObject) Valid() bool {
+	switch e {
+	case WebhookListObjectList:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WebhookRecoveryObject.
+const (
+	WebhookRecoveryObjectWebhookRecovery WebhookRecoveryObject = "webhook_recovery"
+)
+
+// Valid indicates whether the value is a known member of the WebhookRecoveryObject enum.
+func (e WebhookRecoveryObject) Valid() bool {
+	switch e {
+	case WebhookRecoveryObjectWebhookRecovery:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WebhookTestResultObject.
+const (
+	WebhookTestResultObjectWebhookTest WebhookTestResultObject = "webhook_test"
+)
+
+// Valid indicates whether the value is a known member of the WebhookTestResultObject enum.
+func (e WebhookTestResultObject) Valid() bool {
+	switch e {
+	case WebhookTestResultObjectWebhookTest:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WebhookWithSecretDisabledReason.
+const (
+	WebhookWithSecretDisabledReasonFailing     WebhookWithSecretDisabledReason = "failing"
+	WebhookWithSecretDisabledReasonGone        WebhookWithSecretDisabledReason = "gone"
+	WebhookWithSecretDisabledReasonLessThannil WebhookWithSecretDisabledReason = "<nil>"
+)
+
+// Valid indicates whether the value is a known member of the WebhookWithSecretDisabledReason enum.
+func (e WebhookWithSecretDisabledReason) Valid() bool {
+	switch e {
+	case WebhookWithSecretDisabledReasonFailing:
+		return true
+	case WebhookWithSecretDisabledReasonGone:
+		return true
+	case WebhookWithSecretDisabledReasonLessThannil:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WebhookWithSecretObject.
+const (
+	WebhookWithSecretObjectWebhook WebhookWithSecretObject = "webhook"
+)
+
+// Valid indicates whether the value is a known member of the WebhookWithSecretObject enum.
+func (e WebhookWithSecretObject) Valid() bool {
+	switch e {
+	case WebhookWithSecretObjectWebhook:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WebhookWithSecretStatus.
+const (
+	WebhookWithSecretStatusActive   WebhookWithSecretStatus = "active"
+	WebhookWithSecretStatusDisabled WebhookWithSecretStatus = "disabled"
+	WebhookWithSecretStatusPaused   WebhookWithSecretStatus = "paused"
+)
+
+// Valid indicates whether the value is a known member of the WebhookWithSecretStatus enum.
+func (e WebhookWithSecretStatus) Valid() bool {
+	switch e {
+	case WebhookWithSecretStatusActive:
+		return true
+	case WebhookWithSecretStatusDisabled:
+		return true
+	case WebhookWithSecretStatusPaused:
+		return true
+	default:
+		return false
+	}
+}
+
+// DeliveryID A webhook delivery ID.
+//
+// Example: dlv_01JDAB3C4D5E6F7G8H9J0K1M2N
+type DeliveryID = string
+
+// Event An event, in the envelope every webhook delivery carries as its body. `data` follows the schema of its
+// type (`GET /api/v1/event-types/{type}`).
+type Event struct {
+	// ApiVersion The API version of `data`'s shape.
+	ApiVersion EventApiVersion `json:"api_version"`
+
+	// Data The event's payload; its schema is the one of its type (one of these).
+	Data Event_Data `json:"data"`
+
+	// Id An event ID; deliveries of the event carry it as `webhook-id`.
+	//
+	// Example: evt_01JDAB3C4D5E6F7G8H9J0K1M2P
+	Id EventID `json:"id"`
+
+	// Timestamp When it happened.
+	Timestamp time.Time `json:"timestamp"`
+
+	// Type An event type name, `resource.past_tense` (see `GET /api/v1/event-types`).
+	//
+	// Example: link.created
+	Type EventTypeName `json:"type"`
+
+	// WorkspaceId A workspace ID.
+	//
+	// Example: ws_01JDA9K3M2Q7B8C9D0E1F2G3H4
+	WorkspaceId WorkspaceID `json:"workspace_id"`
+}
+
+// EventApiVersion The API version of `data`'s shape.
+type EventApiVersion string
+
+// Event_Data The event's payload; its schema is the one of its type (one of these).
+type Event_Data struct {
+	union json.RawMessage
+}
+
+// EventID An event ID; deliveries of the event carry it as `webhook-id`.
+//
+// Example: evt_01JDAB3C4D5E6F7G8H9J0K1M2P
+type EventID = string
+
+// EventList A page of events.
+type EventList struct {
+	Data []Event `json:"data"`
+
+	// HasMore Whether another page follows.
+	HasMore bool `json:"has_more"`
+
+	// NextCursor Pass as `cursor` (with the same `type` and `after`) to get the next page; `null` on the last page.
+	NextCursor *string `json:"next_cursor"`
+
+	// Object Always `list`.
+	Object EventListObject `json:"object"`
+}
+
+// EventListObject Always `list`.
+type EventListObject string
+
+// EventType An event type of the catalogue.
+type EventType struct {
+	// Description When it is emitted.
+	Description string `json:"description"`
+
+	// Example An example of `data`.
+	Example map[string]interface{} `json:"example"`
+
+	// Family The part before the first dot; `family.*` subscribes to every type of it.
+	Family string `json:"family"`
+
+	// Name An event type name, `resource.past_tense` (see `GET /api/v1/event-types`).
+	//
+	// Example: link.created
+	Name EventTypeName `json:"name"`
+
+	// Object Always `event_type`.
+	Object EventTypeObject `json:"object"`
+
+	// OptIn High-volume type that `*` does not include; subscribe by name or family.
+	OptIn bool `json:"opt_in"`
+
+	// Schema The JSON Schema of the event's `data`.
+	Schema map[string]interface{} `json:"schema"`
+}
+
+// EventTypeObject Always `event_type`.
+type EventTypeObject string
+
+// EventTypeList The event type catalogue.
+type EventTypeList struct {
+	Data []EventType `json:"data"`
+
+	// Object Always `list`.
+	Object EventTypeListObject `json:"object"`
+}
+
+// EventTypeListObject Always `list`.
+type EventTypeListObject string
+
+// EventTypeName An event type name, `resource.past_tense` (see `GET /api/v1/event-types`).
+//
+// Example: link.created
+type EventTypeName = string
+
+// EventTypePattern An event type name (`link.created`), a family wildcard (`link.*`) or `*`.
+//
+// Example: link.*
+type EventTypePattern = string
 
 // Model An AI model the workspace can use. The first four fields are the OpenAI model object.
 type Model struct {
@@ -199,8 +607,516 @@ type ProblemFieldError struct {
 	Pointer *string `json:"pointer,omitempty"`
 }
 
+// Webhook A webhook endpoint. The signing secret is only in create and rotate answers.
+type Webhook struct {
+	// CreatedAt When it was created.
+	CreatedAt time.Time `json:"created_at"`
+
+	// Description A note for people.
+	Description string `json:"description"`
+
+	// DisabledReason Why Switchboard disabled it: its receiver answered `410 Gone` (`gone`), or it failed for 5 days without a success (`failing`).
+	DisabledReason *WebhookDisabledReason `json:"disabled_reason"`
+
+	// Events The event types it receives.
+	Events []EventTypePattern `json:"events"`
+
+	// FailingSince The first failed attempt of its current run of failures (`null` after a success).
+	FailingSince *time.Time `json:"failing_since"`
+
+	// HeaderNames The names of its static headers (their values are never shown).
+	HeaderNames []string `json:"header_names"`
+
+	// Id A webhook endpoint ID.
+	//
+	// Example: whk_01JDAA2Q8W4V6X7Y8Z9A0B1C2D
+	Id WebhookID `json:"id"`
+
+	// Object Always `webhook`.
+	Object WebhookObject `json:"object"`
+
+	// PreviousSecretExpiresAt During a secret rotation's grace period, when the previous secret stops signing deliveries.
+	PreviousSecretExpiresAt *time.Time `json:"previous_secret_expires_at"`
+
+	// RateLimit The most deliveries per second, or `null` for no limit.
+	RateLimit *int `json:"rate_limit"`
+
+	// Status `active` receives events; `paused` queues them until resumed; `disabled` (by Switchboard, see
+	// `disabled_reason`) records them as skipped deliveries that `enable` or `recover` can send.
+	Status WebhookStatus `json:"status"`
+
+	// UpdatedAt When it last changed.
+	UpdatedAt time.Time `json:"updated_at"`
+
+	// Url Where deliveries are posted: an absolute `https` URL (plain `http` only when the operator allows it) whose
+	// host resolves to a public address. No user name or password in the URL.
+	//
+	//
+	// Example: https://hooks.example.com/switchboard
+	Url WebhookURL `json:"url"`
+}
+
+// WebhookDisabledReason Why Switchboard disabled it: its receiver answered `410 Gone` (`gone`), or it failed for 5 days without a success (`failing`).
+type WebhookDisabledReason string
+
+// WebhookObject Always `webhook`.
+type WebhookObject string
+
+// WebhookStatus `active` receives events; `paused` queues them until resumed; `disabled` (by Switchboard, see
+// `disabled_reason`) records them as skipped deliveries that `enable` or `recover` can send.
+type WebhookStatus string
+
+// WebhookAttempt One HTTP attempt of a delivery.
+type WebhookAttempt struct {
+	// DurationMs How long it took.
+	DurationMs int `json:"duration_ms"`
+
+	// ErrorClass Why it failed (see `WebhookTestResult.error_class`); `null` on success.
+	ErrorClass *string `json:"error_class"`
+
+	// Id The attempt ID.
+	Id string `json:"id"`
+
+	// ResponseExcerpt The first 512 bytes of the response body.
+	ResponseExcerpt *string `json:"response_excerpt"`
+
+	// StartedAt When the request started.
+	StartedAt time.Time `json:"started_at"`
+
+	// StatusCode The receiver's HTTP status, or `null` when there was no answer.
+	StatusCode *int `json:"status_code"`
+}
+
+// WebhookCreate A new webhook endpoint.
+type WebhookCreate struct {
+	// Description A note for people.
+	Description *string `json:"description,omitempty"`
+
+	// Events The event types to receive (see `EventTypePattern`).
+	Events []EventTypePattern `json:"events"`
+
+	// Headers Static headers added to every delivery, such as the header a workflow tool's "header auth" checks. At most
+	// 20; names are HTTP tokens; values are stored encrypted and never shown again. They cannot replace the
+	// headers Switchboard sets (`webhook-*`, `Content-Type`, `Content-Length`, `User-Agent`, `Host` and the
+	// hop-by-hop headers).
+	//
+	//
+	// Example: {"X-N8N-Auth":"s3cr3t-header-value"}
+	Headers *WebhookHeaders `json:"headers,omitempty"`
+
+	// RateLimit The most deliveries per second this endpoint receives; none means no limit beyond the in-flight cap.
+	//
+	// Example: 50
+	RateLimit *WebhookRateLimit `json:"rate_limit,omitempty"`
+
+	// Url Where deliveries are posted: an absolute `https` URL (plain `http` only when the operator allows it) whose
+	// host resolves to a public address. No user name or password in the URL.
+	//
+	//
+	// Example: https://hooks.example.com/switchboard
+	Url WebhookURL `json:"url"`
+}
+
+// WebhookDelivery One event on its way to one endpoint.
+type WebhookDelivery struct {
+	// AttemptCount How many attempts were made.
+	AttemptCount int `json:"attempt_count"`
+
+	// Attempts Every attempt, oldest first (only when retrieving one delivery).
+	Attempts *[]WebhookAttempt `json:"attempts,omitempty"`
+
+	// CompletedAt When it succeeded, failed for good or was skipped.
+	CompletedAt *time.Time `json:"completed_at"`
+
+	// CreatedAt When the event was queued for this endpoint.
+	CreatedAt time.Time `json:"created_at"`
+
+	// Event An event, in the envelope every webhook delivery carries as its body. `data` follows the schema of its
+	// type (`GET /api/v1/event-types/{type}`).
+	Event *Event `json:"event,omitempty"`
+
+	// EventId An event ID; deliveries of the event carry it as `webhook-id`.
+	//
+	// Example: evt_01JDAB3C4D5E6F7G8H9J0K1M2P
+	EventId EventID `json:"event_id"`
+
+	// EventType An event type name, `resource.past_tense` (see `GET /api/v1/event-types`).
+	//
+	// Example: link.created
+	EventType EventTypeName `json:"event_type"`
+
+	// Id A webhook delivery ID.
+	//
+	// Example: dlv_01JDAB3C4D5E6F7G8H9J0K1M2N
+	Id DeliveryID `json:"id"`
+
+	// LastError The error class of the last attempt (see `WebhookTestResult.error_class`).
+	LastError *string `json:"last_error"`
+
+	// LastStatusCode The receiver's status at the last attempt.
+	LastStatusCode *int `json:"last_status_code"`
+
+	// NextAttemptAt When a pending delivery is attempted next.
+	NextAttemptAt *time.Time `json:"next_attempt_at"`
+
+	// Object Always `webhook_delivery`.
+	Object WebhookDeliveryObject `json:"object"`
+
+	// Status `pending`: queued, being attempted or waiting for a retry; `succeeded`: the receiver answered 2xx;
+	// `failed`: every retry failed (or the receiver answered 410); `skipped`: the endpoint was disabled when the
+	// event happened (send it with `recover`).
+	Status WebhookDeliveryStatus `json:"status"`
+
+	// UpdatedAt When the delivery last changed.
+	UpdatedAt time.Time `json:"updated_at"`
+
+	// WebhookId A webhook endpoint ID.
+	//
+	// Example: whk_01JDAA2Q8W4V6X7Y8Z9A0B1C2D
+	WebhookId WebhookID `json:"webhook_id"`
+}
+
+// WebhookDeliveryObject Always `webhook_delivery`.
+type WebhookDeliveryObject string
+
+// WebhookDeliveryExhaustedEvent A delivery failed for good: every attempt of the retry schedule failed (or its endpoint answered 410). It can
+// still be sent with `redeliver` or `recover`.
+//
+// Example: {"attempts":10,"delivery_id":"dlv_01JDAB3C4D5E6F7G8H9J0K1M2N","event_id":"evt_01JDAB3C4D5E6F7G8H9J0K1M2Q","event_type":"link.created","last_error":"http_5xx","last_status_code":500,"webhook_id":"whk_01JDAA2Q8W4V6X7Y8Z9A0B1C2D"}
+type WebhookDeliveryExhaustedEvent struct {
+	// Attempts How many attempts were made.
+	Attempts int `json:"attempts"`
+
+	// DeliveryId A webhook delivery ID.
+	//
+	// Example: dlv_01JDAB3C4D5E6F7G8H9J0K1M2N
+	DeliveryId DeliveryID `json:"delivery_id"`
+
+	// EventId An event ID; deliveries of the event carry it as `webhook-id`.
+	//
+	// Example: evt_01JDAB3C4D5E6F7G8H9J0K1M2P
+	EventId EventID `json:"event_id"`
+
+	// EventType An event type name, `resource.past_tense` (see `GET /api/v1/event-types`).
+	//
+	// Example: link.created
+	EventType EventTypeName `json:"event_type"`
+
+	// LastError The error class of the last attempt.
+	LastError *string `json:"last_error"`
+
+	// LastStatusCode The receiver's status at the last attempt.
+	LastStatusCode *int `json:"last_status_code"`
+
+	// WebhookId A webhook endpoint ID.
+	//
+	// Example: whk_01JDAA2Q8W4V6X7Y8Z9A0B1C2D
+	WebhookId WebhookID `json:"webhook_id"`
+}
+
+// WebhookDeliveryList A page of deliveries.
+type WebhookDeliveryList struct {
+	Data []WebhookDelivery `json:"data"`
+
+	// HasMore Whether another page follows.
+	HasMore bool `json:"has_more"`
+
+	// NextCursor Pass as `cursor` to get the next page; `null` on the last page.
+	NextCursor *string `json:"next_cursor"`
+
+	// Object Always `list`.
+	Object WebhookDeliveryListObject `json:"object"`
+}
+
+// WebhookDeliveryListObject Always `list`.
+type WebhookDeliveryListObject string
+
+// WebhookDeliveryStatus `pending`: queued, being attempted or waiting for a retry; `succeeded`: the receiver answered 2xx;
+// `failed`: every retry failed (or the receiver answered 410); `skipped`: the endpoint was disabled when the
+// event happened (send it with `recover`).
+type WebhookDeliveryStatus string
+
+// WebhookEnable Options of `enable`.
+type WebhookEnable struct {
+	// RecoverSince Also send the deliveries that failed or were skipped since this time (at most 14 days ago).
+	RecoverSince *time.Time `json:"recover_since,omitempty"`
+}
+
+// WebhookEndpointDisabledEvent Switchboard disabled a webhook endpoint: its receiver answered `410 Gone`, or it failed for 5 days without a
+// success. Its events are recorded as skipped until it is enabled. Subscribe another endpoint to hear of it.
+//
+// Example: {"failing_since":"2026-11-17T10:05:00Z","reason":"failing","url":"https://hooks.example.com/switchboard","webhook_id":"whk_01JDAA2Q8W4V6X7Y8Z9A0B1C2D"}
+type WebhookEndpointDisabledEvent struct {
+	// FailingSince The first failed attempt of the run of failures that disabled it.
+	FailingSince *time.Time `json:"failing_since"`
+
+	// Reason `gone`: the receiver answered 410; `failing`: 5 days of failures.
+	Reason WebhookEndpointDisabledEventReason `json:"reason"`
+
+	// Url Where deliveries are posted: an absolute `https` URL (plain `http` only when the operator allows it) whose
+	// host resolves to a public address. No user name or password in the URL.
+	//
+	//
+	// Example: https://hooks.example.com/switchboard
+	Url WebhookURL `json:"url"`
+
+	// WebhookId A webhook endpoint ID.
+	//
+	// Example: whk_01JDAA2Q8W4V6X7Y8Z9A0B1C2D
+	WebhookId WebhookID `json:"webhook_id"`
+}
+
+// WebhookEndpointDisabledEventReason `gone`: the receiver answered 410; `failing`: 5 days of failures.
+type WebhookEndpointDisabledEventReason string
+
+// WebhookHeaders Static headers added to every delivery, such as the header a workflow tool's "header auth" checks. At most
+// 20; names are HTTP tokens; values are stored encrypted and never shown again. They cannot replace the
+// headers Switchboard sets (`webhook-*`, `Content-Type`, `Content-Length`, `User-Agent`, `Host` and the
+// hop-by-hop headers).
+//
+// Example: {"X-N8N-Auth":"s3cr3t-header-value"}
+type WebhookHeaders map[string]string
+
+// WebhookID A webhook endpoint ID.
+//
+// Example: whk_01JDAA2Q8W4V6X7Y8Z9A0B1C2D
+type WebhookID = string
+
+// WebhookList A page of webhook endpoints.
+type WebhookList struct {
+	Data []Webhook `json:"data"`
+
+	// HasMore Whether another page follows.
+	HasMore bool `json:"has_more"`
+
+	// NextCursor Pass as `cursor` to get the next page; `null` on the last page.
+	NextCursor *string `json:"next_cursor"`
+
+	// Object Always `list`.
+	Object WebhookListObject `json:"object"`
+}
+
+// WebhookListObject Always `list`.
+type WebhookListObject string
+
+// WebhookPingEvent A test event, sent by `POST /api/v1/webhooks/{webhook_id}/test`.
+//
+// Example: {"message":"Hello from Switchboard.","webhook_id":"whk_01JDAA2Q8W4V6X7Y8Z9A0B1C2D"}
+type WebhookPingEvent struct {
+	// Message A greeting.
+	Message string `json:"message"`
+
+	// WebhookId A webhook endpoint ID.
+	//
+	// Example: whk_01JDAA2Q8W4V6X7Y8Z9A0B1C2D
+	WebhookId WebhookID `json:"webhook_id"`
+}
+
+// WebhookRateLimit The most deliveries per second this endpoint receives; none means no limit beyond the in-flight cap.
+//
+// Example: 50
+type WebhookRateLimit = int
+
+// WebhookRecover The time window of a recovery.
+type WebhookRecover struct {
+	// Since The earliest event to resend (at most 14 days ago).
+	Since time.Time `json:"since"`
+
+	// Until Resend events before this time (default now).
+	Until *time.Time `json:"until,omitempty"`
+}
+
+// WebhookRecovery What a recovery queued.
+type WebhookRecovery struct {
+	// Object Always `webhook_recovery`.
+	Object WebhookRecoveryObject `json:"object"`
+
+	// Queued How many deliveries were queued again.
+	Queued int `json:"queued"`
+
+	// Since The start of the window.
+	Since time.Time `json:"since"`
+
+	// Until The end of the window.
+	Until time.Time `json:"until"`
+
+	// WebhookId A webhook endpoint ID.
+	//
+	// Example: whk_01JDAA2Q8W4V6X7Y8Z9A0B1C2D
+	WebhookId WebhookID `json:"webhook_id"`
+}
+
+// WebhookRecoveryObject Always `webhook_recovery`.
+type WebhookRecoveryObject string
+
+// WebhookRotateSecret Options of `rotate-secret`.
+type WebhookRotateSecret struct {
+	// GracePeriodSeconds How long the previous secret keeps signing deliveries beside the new one.
+	GracePeriodSeconds *int `json:"grace_period_seconds,omitempty"`
+}
+
+// WebhookTest Options of `test`.
+type WebhookTest struct {
+	// EventType An event type name, `resource.past_tense` (see `GET /api/v1/event-types`).
+	//
+	// Example: link.created
+	EventType *EventTypeName `json:"event_type,omitempty"`
+}
+
+// WebhookTestResult What happened to a test delivery.
+type WebhookTestResult struct {
+	// DurationMs How long the attempt took.
+	DurationMs int `json:"duration_ms"`
+
+	// ErrorClass Why it failed: `timeout`, `connection_refused`, `connection_closed`, `unreachable`, `dns`, `tls`,
+	// `blocked` (the URL is not allowed), `network`, or `http_3xx`/`http_4xx`/`http_5xx`/`http_410`/`http_429`.
+	ErrorClass *string `json:"error_class"`
+
+	// EventId An event ID; deliveries of the event carry it as `webhook-id`.
+	//
+	// Example: evt_01JDAB3C4D5E6F7G8H9J0K1M2P
+	EventId EventID `json:"event_id"`
+
+	// EventType An event type name, `resource.past_tense` (see `GET /api/v1/event-types`).
+	//
+	// Example: link.created
+	EventType EventTypeName `json:"event_type"`
+
+	// Object Always `webhook_test`.
+	Object WebhookTestResultObject `json:"object"`
+
+	// ResponseExcerpt The first 512 bytes of the response body (never for blocked URLs).
+	ResponseExcerpt *string `json:"response_excerpt"`
+
+	// StatusCode The receiver's HTTP status, or `null` when there was no answer.
+	StatusCode *int `json:"status_code"`
+
+	// Success Whether the receiver answered 2xx.
+	Success bool `json:"success"`
+}
+
+// WebhookTestResultObject Always `webhook_test`.
+type WebhookTestResultObject string
+
+// WebhookURL Where deliveries are posted: an absolute `https` URL (plain `http` only when the operator allows it) whose
+// host resolves to a public address. No user name or password in the URL.
+//
+// Example: https://hooks.example.com/switchboard
+type WebhookURL = string
+
+// WebhookUpdate The fields to change; absent fields stay as they are.
+type WebhookUpdate struct {
+	// Description A note for people.
+	Description *string `json:"description,omitempty"`
+
+	// Events The event types to receive; replaces the list.
+	Events *[]EventTypePattern `json:"events,omitempty"`
+
+	// Headers Static headers added to every delivery, such as the header a workflow tool's "header auth" checks. At most
+	// 20; names are HTTP tokens; values are stored encrypted and never shown again. They cannot replace the
+	// headers Switchboard sets (`webhook-*`, `Content-Type`, `Content-Length`, `User-Agent`, `Host` and the
+	// hop-by-hop headers).
+	//
+	//
+	// Example: {"X-N8N-Auth":"s3cr3t-header-value"}
+	Headers *WebhookHeaders `json:"headers,omitempty"`
+
+	// RateLimit The most deliveries per second; `null` removes the limit.
+	RateLimit nullable.Nullable[int] `json:"rate_limit,omitempty"`
+
+	// Url Where deliveries are posted: an absolute `https` URL (plain `http` only when the operator allows it) whose
+	// host resolves to a public address. No user name or password in the URL.
+	//
+	//
+	// Example: https://hooks.example.com/switchboard
+	Url *WebhookURL `json:"url,omitempty"`
+}
+
+// WebhookWithSecret A webhook endpoint with its signing secret, shown in this answer only.
+type WebhookWithSecret struct {
+	// CreatedAt When it was created.
+	CreatedAt time.Time `json:"created_at"`
+
+	// Description A note for people.
+	Description string `json:"description"`
+
+	// DisabledReason Why Switchboard disabled it: its receiver answered `410 Gone` (`gone`), or it failed for 5 days without a success (`failing`).
+	DisabledReason *WebhookWithSecretDisabledReason `json:"disabled_reason"`
+
+	// Events The event types it receives.
+	Events []EventTypePattern `json:"events"`
+
+	// FailingSince The first failed attempt of its current run of failures (`null` after a success).
+	FailingSince *time.Time `json:"failing_since"`
+
+	// HeaderNames The names of its static headers (their values are never shown).
+	HeaderNames []string `json:"header_names"`
+
+	// Id A webhook endpoint ID.
+	//
+	// Example: whk_01JDAA2Q8W4V6X7Y8Z9A0B1C2D
+	Id WebhookID `json:"id"`
+
+	// Object Always `webhook`.
+	Object WebhookWithSecretObject `json:"object"`
+
+	// PreviousSecretExpiresAt During a secret rotation's grace period, when the previous secret stops signing deliveries.
+	PreviousSecretExpiresAt *time.Time `json:"previous_secret_expires_at"`
+
+	// RateLimit The most deliveries per second, or `null` for no limit.
+	RateLimit *int `json:"rate_limit"`
+
+	// Secret The signing secret (`whsec_` + base64 of 32 random bytes). Verify each delivery with a Standard
+	// Webhooks library, e.g. in Python `Webhook(secret).verify(body, headers)`.
+	//
+	//
+	// Example: whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw
+	Secret string `json:"secret"`
+
+	// Status `active` receives events; `paused` queues them until resumed; `disabled` (by Switchboard, see
+	// `disabled_reason`) records them as skipped deliveries that `enable` or `recover` can send.
+	Status WebhookWithSecretStatus `json:"status"`
+
+	// UpdatedAt When it last changed.
+	UpdatedAt time.Time `json:"updated_at"`
+
+	// Url Where deliveries are posted: an absolute `https` URL (plain `http` only when the operator allows it) whose
+	// host resolves to a public address. No user name or password in the URL.
+	//
+	//
+	// Example: https://hooks.example.com/switchboard
+	Url WebhookURL `json:"url"`
+}
+
+// WebhookWithSecretDisabledReason Why Switchboard disabled it: its receiver answered `410 Gone` (`gone`), or it failed for 5 days without a success (`failing`).
+type WebhookWithSecretDisabledReason string
+
+// WebhookWithSecretObject Always `webhook`.
+type WebhookWithSecretObject string
+
+// WebhookWithSecretStatus `active` receives events; `paused` queues them until resumed; `disabled` (by Switchboard, see
+// `disabled_reason`) records them as skipped deliveries that `enable` or `recover` can send.
+type WebhookWithSecretStatus string
+
+// WorkspaceID A workspace ID.
+//
+// Example: ws_01JDA9K3M2Q7B8C9D0E1F2G3H4
+type WorkspaceID = string
+
+// Cursor defines model for Cursor.
+type Cursor = string
+
+// IdempotencyKey defines model for IdempotencyKey.
+type IdempotencyKey = string
+
+// Limit defines model for Limit.
+type Limit = int
+
 // BadRequest An RFC 9457 problem document. Switch on `code`, which is stable; `title` and `detail` are for humans.
 type BadRequest = Problem
+
+// Conflict An RFC 9457 problem document. Switch on `code`, which is stable; `title` and `detail` are for humans.
+type Conflict = Problem
 
 // Forbidden An RFC 9457 problem document. Switch on `code`, which is stable; `title` and `detail` are for humans.
 type Forbidden = Problem
@@ -214,19 +1130,322 @@ type TooManyRequests = Problem
 // Unauthorized An RFC 9457 problem document. Switch on `code`, which is stable; `title` and `detail` are for humans.
 type Unauthorized = Problem
 
+// UnprocessableEntity An RFC 9457 problem document. Switch on `code`, which is stable; `title` and `detail` are for humans.
+type UnprocessableEntity = Problem
+
+// WebhookState A webhook endpoint. The signing secret is only in create and rotate answers.
+type WebhookState = Webhook
+
+// ListEventsParams defines parameters for ListEvents.
+type ListEventsParams struct {
+	// Type An event type name or a family wildcard such as `link.*`.
+	Type *EventTypePattern `form:"type,omitempty" json:"type,omitempty"`
+
+	// After Only events after this one, oldest first.
+	After *EventID `form:"after,omitempty" json:"after,omitempty"`
+
+	// Limit How many items to return (1–100).
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `next_cursor` of the previous page; omit it for the first page.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// ListWebhooksParams defines parameters for ListWebhooks.
+type ListWebhooksParams struct {
+	// Limit How many items to return (1–100).
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `next_cursor` of the previous page; omit it for the first page.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// CreateWebhookParams defines parameters for CreateWebhook.
+type CreateWebhookParams struct {
+	// IdempotencyKey A unique value (a UUID, say) that makes retrying this request safe for 24 hours. The same key with the same
+	// body replays the first answer (with `Idempotent-Replayed: true`) instead of acting twice; the same key with
+	// another body answers `422 idempotency_key_reused`; while the first request still runs, `409
+	// idempotency_request_in_progress`. Keys are per API key.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// UpdateWebhookParams defines parameters for UpdateWebhook.
+type UpdateWebhookParams struct {
+	// IdempotencyKey A unique value (a UUID, say) that makes retrying this request safe for 24 hours. The same key with the same
+	// body replays the first answer (with `Idempotent-Replayed: true`) instead of acting twice; the same key with
+	// another body answers `422 idempotency_key_reused`; while the first request still runs, `409
+	// idempotency_request_in_progress`. Keys are per API key.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// ListWebhookDeliveriesParams defines parameters for ListWebhookDeliveries.
+type ListWebhookDeliveriesParams struct {
+	// Status Only deliveries in this state.
+	Status *WebhookDeliveryStatus `form:"status,omitempty" json:"status,omitempty"`
+
+	// EventType Only deliveries of this event type.
+	EventType *EventTypeName `form:"event_type,omitempty" json:"event_type,omitempty"`
+
+	// Limit How many items to return (1–100).
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `next_cursor` of the previous page; omit it for the first page.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// CreateWebhookJSONRequestBody defines body for CreateWebhook for application/json ContentType.
+type CreateWebhookJSONRequestBody = WebhookCreate
+
+// UpdateWebhookJSONRequestBody defines body for UpdateWebhook for application/json ContentType.
+type UpdateWebhookJSONRequestBody = WebhookUpdate
+
+// EnableWebhookJSONRequestBody defines body for EnableWebhook for application/json ContentType.
+type EnableWebhookJSONRequestBody = WebhookEnable
+
+// RecoverWebhookJSONRequestBody defines body for RecoverWebhook for application/json ContentType.
+type RecoverWebhookJSONRequestBody = WebhookRecover
+
+// RotateWebhookSecretJSONRequestBody defines body for RotateWebhookSecret for application/json ContentType.
+type RotateWebhookSecretJSONRequestBody = WebhookRotateSecret
+
+// TestWebhookJSONRequestBody defines body for TestWebhook for application/json ContentType.
+type TestWebhookJSONRequestBody = WebhookTest
+
+// AsWebhookPingEvent returns the union data inside the Event_Data as a WebhookPingEvent
+func (t Event_Data) AsWebhookPingEvent() (WebhookPingEvent, error) {
+	var body WebhookPingEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromWebhookPingEvent overwrites any union data inside the Event_Data as the provided WebhookPingEvent
+func (t *Event_Data) FromWebhookPingEvent(v WebhookPingEvent) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeWebhookPingEvent performs a merge with any union data inside the Event_Data, using the provided WebhookPingEvent
+func (t *Event_Data) MergeWebhookPingEvent(v WebhookPingEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsWebhookEndpointDisabledEvent returns the union data inside the Event_Data as a WebhookEndpointDisabledEvent
+func (t Event_Data) AsWebhookEndpointDisabledEvent() (WebhookEndpointDisabledEvent, error) {
+	var body WebhookEndpointDisabledEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromWebhookEndpointDisabledEvent overwrites any union data inside the Event_Data as the provided WebhookEndpointDisabledEvent
+func (t *Event_Data) FromWebhookEndpointDisabledEvent(v WebhookEndpointDisabledEvent) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeWebhookEndpointDisabledEvent performs a merge with any union data inside the Event_Data, using the provided WebhookEndpointDisabledEvent
+func (t *Event_Data) MergeWebhookEndpointDisabledEvent(v WebhookEndpointDisabledEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsWebhookDeliveryExhaustedEvent returns the union data inside the Event_Data as a WebhookDeliveryExhaustedEvent
+func (t Event_Data) AsWebhookDeliveryExhaustedEvent() (WebhookDeliveryExhaustedEvent, error) {
+	var body WebhookDeliveryExhaustedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromWebhookDeliveryExhaustedEvent overwrites any union data inside the Event_Data as the provided WebhookDeliveryExhaustedEvent
+func (t *Event_Data) FromWebhookDeliveryExhaustedEvent(v WebhookDeliveryExhaustedEvent) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeWebhookDeliveryExhaustedEvent performs a merge with any union data inside the Event_Data, using the provided WebhookDeliveryExhaustedEvent
+func (t *Event_Data) MergeWebhookDeliveryExhaustedEvent(v WebhookDeliveryExhaustedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t Event_Data) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *Event_Data) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
 // ServerInterface represents all server handlers.
 type ServerInterface interface {
+	// ListEventTypes List event types
+	// (GET /api/v1/event-types)
+	ListEventTypes(ctx echo.Context) error
+	// GetEventType Retrieve an event type
+	// (GET /api/v1/event-types/{event_type})
+	GetEventType(ctx echo.Context, eventType EventTypeName) error
+	// ListEvents List events
+	// (GET /api/v1/events)
+	ListEvents(ctx echo.Context, params ListEventsParams) error
+	// GetEvent Retrieve an event
+	// (GET /api/v1/events/{event_id})
+	GetEvent(ctx echo.Context, eventId EventID) error
 	// ListModels List models
 	// (GET /api/v1/models)
 	ListModels(ctx echo.Context) error
 	// GetModel Retrieve a model
 	// (GET /api/v1/models/{model})
 	GetModel(ctx echo.Context, model ModelID) error
+	// GetWebhookDelivery Retrieve a delivery with its attempts
+	// (GET /api/v1/webhook-deliveries/{delivery_id})
+	GetWebhookDelivery(ctx echo.Context, deliveryId DeliveryID) error
+	// RedeliverWebhookDelivery Send a delivery again
+	// (POST /api/v1/webhook-deliveries/{delivery_id}/redeliver)
+	RedeliverWebhookDelivery(ctx echo.Context, deliveryId DeliveryID) error
+	// ListWebhooks List webhook endpoints
+	// (GET /api/v1/webhooks)
+	ListWebhooks(ctx echo.Context, params ListWebhooksParams) error
+	// CreateWebhook Create a webhook endpoint
+	// (POST /api/v1/webhooks)
+	CreateWebhook(ctx echo.Context, params CreateWebhookParams) error
+	// DeleteWebhook Delete a webhook endpoint
+	// (DELETE /api/v1/webhooks/{webhook_id})
+	DeleteWebhook(ctx echo.Context, webhookId WebhookID) error
+	// GetWebhook Retrieve a webhook endpoint
+	// (GET /api/v1/webhooks/{webhook_id})
+	GetWebhook(ctx echo.Context, webhookId WebhookID) error
+	// UpdateWebhook Update a webhook endpoint
+	// (PATCH /api/v1/webhooks/{webhook_id})
+	UpdateWebhook(ctx echo.Context, webhookId WebhookID, params UpdateWebhookParams) error
+	// ListWebhookDeliveries List the deliveries of an endpoint
+	// (GET /api/v1/webhooks/{webhook_id}/deliveries)
+	ListWebhookDeliveries(ctx echo.Context, webhookId WebhookID, params ListWebhookDeliveriesParams) error
+	// EnableWebhook Enable a disabled webhook endpoint
+	// (POST /api/v1/webhooks/{webhook_id}/enable)
+	EnableWebhook(ctx echo.Context, webhookId WebhookID) error
+	// PauseWebhook Pause a webhook endpoint
+	// (POST /api/v1/webhooks/{webhook_id}/pause)
+	PauseWebhook(ctx echo.Context, webhookId WebhookID) error
+	// RecoverWebhook Resend failed and skipped deliveries
+	// (POST /api/v1/webhooks/{webhook_id}/recover)
+	RecoverWebhook(ctx echo.Context, webhookId WebhookID) error
+	// ResumeWebhook Resume a paused webhook endpoint
+	// (POST /api/v1/webhooks/{webhook_id}/resume)
+	ResumeWebhook(ctx echo.Context, webhookId WebhookID) error
+	// RotateWebhookSecret Rotate the signing secret
+	// (POST /api/v1/webhooks/{webhook_id}/rotate-secret)
+	RotateWebhookSecret(ctx echo.Context, webhookId WebhookID) error
+	// TestWebhook Send a test event
+	// (POST /api/v1/webhooks/{webhook_id}/test)
+	TestWebhook(ctx echo.Context, webhookId WebhookID) error
 }
 
 // ServerInterfaceWrapper converts echo contexts to parameters.
 type ServerInterfaceWrapper struct {
 	Handler ServerInterface
+}
+
+// ListEventTypes converts echo context to params.
+func (w *ServerInterfaceWrapper) ListEventTypes(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListEventTypes(ctx)
+	return err
+}
+
+// GetEventType converts echo context to params.
+func (w *ServerInterfaceWrapper) GetEventType(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "event_type" -------------
+	var eventType EventTypeName
+
+	err = runtime.BindStyledParameterWithOptions("simple", "event_type", ctx.Param("event_type"), &eventType, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter event_type: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetEventType(ctx, eventType)
+	return err
+}
+
+// ListEvents converts echo context to params.
+func (w *ServerInterfaceWrapper) ListEvents(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListEventsParams
+	// ------------- Optional query parameter "type" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "type", ctx.QueryParams(), &params.Type, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter type: %s", err))
+	}
+
+	// ------------- Optional query parameter "after" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "after", ctx.QueryParams(), &params.After, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter after: %s", err))
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListEvents(ctx, params)
+	return err
+}
+
+// GetEvent converts echo context to params.
+func (w *ServerInterfaceWrapper) GetEvent(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "event_id" -------------
+	var eventId EventID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "event_id", ctx.Param("event_id"), &eventId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter event_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetEvent(ctx, eventId)
+	return err
 }
 
 // ListModels converts echo context to params.
@@ -251,6 +1470,302 @@ func (w *ServerInterfaceWrapper) GetModel(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.GetModel(ctx, model)
+	return err
+}
+
+// GetWebhookDelivery converts echo context to params.
+func (w *ServerInterfaceWrapper) GetWebhookDelivery(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "delivery_id" -------------
+	var deliveryId DeliveryID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "delivery_id", ctx.Param("delivery_id"), &deliveryId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter delivery_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetWebhookDelivery(ctx, deliveryId)
+	return err
+}
+
+// RedeliverWebhookDelivery converts echo context to params.
+func (w *ServerInterfaceWrapper) RedeliverWebhookDelivery(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "delivery_id" -------------
+	var deliveryId DeliveryID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "delivery_id", ctx.Param("delivery_id"), &deliveryId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter delivery_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.RedeliverWebhookDelivery(ctx, deliveryId)
+	return err
+}
+
+// ListWebhooks converts echo context to params.
+func (w *ServerInterfaceWrapper) ListWebhooks(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListWebhooksParams
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListWebhooks(ctx, params)
+	return err
+}
+
+// CreateWebhook converts echo context to params.
+func (w *ServerInterfaceWrapper) CreateWebhook(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params CreateWebhookParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.CreateWebhook(ctx, params)
+	return err
+}
+
+// DeleteWebhook converts echo context to params.
+func (w *ServerInterfaceWrapper) DeleteWebhook(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "webhook_id" -------------
+	var webhookId WebhookID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "webhook_id", ctx.Param("webhook_id"), &webhookId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter webhook_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.DeleteWebhook(ctx, webhookId)
+	return err
+}
+
+// GetWebhook converts echo context to params.
+func (w *ServerInterfaceWrapper) GetWebhook(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "webhook_id" -------------
+	var webhookId WebhookID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "webhook_id", ctx.Param("webhook_id"), &webhookId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter webhook_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetWebhook(ctx, webhookId)
+	return err
+}
+
+// UpdateWebhook converts echo context to params.
+func (w *ServerInterfaceWrapper) UpdateWebhook(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "webhook_id" -------------
+	var webhookId WebhookID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "webhook_id", ctx.Param("webhook_id"), &webhookId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter webhook_id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params UpdateWebhookParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.UpdateWebhook(ctx, webhookId, params)
+	return err
+}
+
+// ListWebhookDeliveries converts echo context to params.
+func (w *ServerInterfaceWrapper) ListWebhookDeliveries(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "webhook_id" -------------
+	var webhookId WebhookID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "webhook_id", ctx.Param("webhook_id"), &webhookId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter webhook_id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListWebhookDeliveriesParams
+	// ------------- Optional query parameter "status" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "status", ctx.QueryParams(), &params.Status, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter status: %s", err))
+	}
+
+	// ------------- Optional query parameter "event_type" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "event_type", ctx.QueryParams(), &params.EventType, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter event_type: %s", err))
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListWebhookDeliveries(ctx, webhookId, params)
+	return err
+}
+
+// EnableWebhook converts echo context to params.
+func (w *ServerInterfaceWrapper) EnableWebhook(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "webhook_id" -------------
+	var webhookId WebhookID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "webhook_id", ctx.Param("webhook_id"), &webhookId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter webhook_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.EnableWebhook(ctx, webhookId)
+	return err
+}
+
+// PauseWebhook converts echo context to params.
+func (w *ServerInterfaceWrapper) PauseWebhook(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "webhook_id" -------------
+	var webhookId WebhookID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "webhook_id", ctx.Param("webhook_id"), &webhookId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter webhook_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.PauseWebhook(ctx, webhookId)
+	return err
+}
+
+// RecoverWebhook converts echo context to params.
+func (w *ServerInterfaceWrapper) RecoverWebhook(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "webhook_id" -------------
+	var webhookId WebhookID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "webhook_id", ctx.Param("webhook_id"), &webhookId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter webhook_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.RecoverWebhook(ctx, webhookId)
+	return err
+}
+
+// ResumeWebhook converts echo context to params.
+func (w *ServerInterfaceWrapper) ResumeWebhook(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "webhook_id" -------------
+	var webhookId WebhookID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "webhook_id", ctx.Param("webhook_id"), &webhookId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter webhook_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ResumeWebhook(ctx, webhookId)
+	return err
+}
+
+// RotateWebhookSecret converts echo context to params.
+func (w *ServerInterfaceWrapper) RotateWebhookSecret(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "webhook_id" -------------
+	var webhookId WebhookID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "webhook_id", ctx.Param("webhook_id"), &webhookId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter webhook_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.RotateWebhookSecret(ctx, webhookId)
+	return err
+}
+
+// TestWebhook converts echo context to params.
+func (w *ServerInterfaceWrapper) TestWebhook(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "webhook_id" -------------
+	var webhookId WebhookID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "webhook_id", ctx.Param("webhook_id"), &webhookId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter webhook_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.TestWebhook(ctx, webhookId)
 	return err
 }
 
@@ -303,6 +1818,24 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 
 	router.GET(options.BaseURL+"/api/v1/models", wrapper.ListModels, options.OperationMiddlewares["listModels"]...)
 	router.GET(options.BaseURL+"/api/v1/models/:model", wrapper.GetModel, options.OperationMiddlewares["getModel"]...)
+	router.GET(options.BaseURL+"/api/v1/webhooks", wrapper.ListWebhooks, options.OperationMiddlewares["listWebhooks"]...)
+	router.POST(options.BaseURL+"/api/v1/webhooks", wrapper.CreateWebhook, options.OperationMiddlewares["createWebhook"]...)
+	router.DELETE(options.BaseURL+"/api/v1/webhooks/:webhook_id", wrapper.DeleteWebhook, options.OperationMiddlewares["deleteWebhook"]...)
+	router.GET(options.BaseURL+"/api/v1/webhooks/:webhook_id", wrapper.GetWebhook, options.OperationMiddlewares["getWebhook"]...)
+	router.PATCH(options.BaseURL+"/api/v1/webhooks/:webhook_id", wrapper.UpdateWebhook, options.OperationMiddlewares["updateWebhook"]...)
+	router.POST(options.BaseURL+"/api/v1/webhooks/:webhook_id/pause", wrapper.PauseWebhook, options.OperationMiddlewares["pauseWebhook"]...)
+	router.POST(options.BaseURL+"/api/v1/webhooks/:webhook_id/resume", wrapper.ResumeWebhook, options.OperationMiddlewares["resumeWebhook"]...)
+	router.POST(options.BaseURL+"/api/v1/webhooks/:webhook_id/enable", wrapper.EnableWebhook, options.OperationMiddlewares["enableWebhook"]...)
+	router.POST(options.BaseURL+"/api/v1/webhooks/:webhook_id/rotate-secret", wrapper.RotateWebhookSecret, options.OperationMiddlewares["rotateWebhookSecret"]...)
+	router.POST(options.BaseURL+"/api/v1/webhooks/:webhook_id/test", wrapper.TestWebhook, options.OperationMiddlewares["testWebhook"]...)
+	router.POST(options.BaseURL+"/api/v1/webhooks/:webhook_id/recover", wrapper.RecoverWebhook, options.OperationMiddlewares["recoverWebhook"]...)
+	router.GET(options.BaseURL+"/api/v1/webhooks/:webhook_id/deliveries", wrapper.ListWebhookDeliveries, options.OperationMiddlewares["listWebhookDeliveries"]...)
+	router.GET(options.BaseURL+"/api/v1/webhook-deliveries/:delivery_id", wrapper.GetWebhookDelivery, options.OperationMiddlewares["getWebhookDelivery"]...)
+	router.POST(options.BaseURL+"/api/v1/webhook-deliveries/:delivery_id/redeliver", wrapper.RedeliverWebhookDelivery, options.OperationMiddlewares["redeliverWebhookDelivery"]...)
+	router.GET(options.BaseURL+"/api/v1/event-types", wrapper.ListEventTypes, options.OperationMiddlewares["listEventTypes"]...)
+	router.GET(options.BaseURL+"/api/v1/event-types/:event_type", wrapper.GetEventType, options.OperationMiddlewares["getEventType"]...)
+	router.GET(options.BaseURL+"/api/v1/events", wrapper.ListEvents, options.OperationMiddlewares["listEvents"]...)
+	router.GET(options.BaseURL+"/api/v1/events/:event_id", wrapper.GetEvent, options.OperationMiddlewares["getEvent"]...)
 
 }
 
@@ -313,6 +1846,15 @@ type BadRequestApplicationProblemPlusJSONResponse struct {
 	Body Problem
 
 	Headers BadRequestResponseHeaders
+}
+
+type ConflictResponseHeaders struct {
+	XRequestId *string
+}
+type ConflictApplicationProblemPlusJSONResponse struct {
+	Body Problem
+
+	Headers ConflictResponseHeaders
 }
 
 type ForbiddenResponseHeaders struct {
@@ -363,6 +1905,652 @@ type UnauthorizedApplicationProblemPlusJSONResponse struct {
 	Body Problem
 
 	Headers UnauthorizedResponseHeaders
+}
+
+type UnprocessableEntityResponseHeaders struct {
+	XRequestId *string
+}
+type UnprocessableEntityApplicationProblemPlusJSONResponse struct {
+	Body Problem
+
+	Headers UnprocessableEntityResponseHeaders
+}
+
+type WebhookStateResponseHeaders struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      *string
+}
+type WebhookStateJSONResponse struct {
+	Body Webhook
+
+	Headers WebhookStateResponseHeaders
+}
+
+type ListEventTypesRequestObject struct {
+}
+
+type ListEventTypesResponseObject interface {
+	VisitListEventTypesResponse(w http.ResponseWriter) error
+}
+
+type ListEventTypes200ResponseHeaders struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      *string
+}
+
+type ListEventTypes200JSONResponse struct {
+	Body    EventTypeList
+	Headers ListEventTypes200ResponseHeaders
+}
+
+func (response ListEventTypes200JSONResponse) VisitListEventTypesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEventTypes401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response ListEventTypes401ApplicationProblemPlusJSONResponse) VisitListEventTypesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEventTypes403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response ListEventTypes403ApplicationProblemPlusJSONResponse) VisitListEventTypesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEventTypes429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response ListEventTypes429ApplicationProblemPlusJSONResponse) VisitListEventTypesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEventTypesdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	Headers    ProblemResponseHeaders
+	StatusCode int
+}
+
+func (response ListEventTypesdefaultApplicationProblemPlusJSONResponse) VisitListEventTypesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEventTypeRequestObject struct {
+	EventType EventTypeName `json:"event_type"`
+}
+
+type GetEventTypeResponseObject interface {
+	VisitGetEventTypeResponse(w http.ResponseWriter) error
+}
+
+type GetEventType200ResponseHeaders struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      *string
+}
+
+type GetEventType200JSONResponse struct {
+	Body    EventType
+	Headers GetEventType200ResponseHeaders
+}
+
+func (response GetEventType200JSONResponse) VisitGetEventTypeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEventType400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response GetEventType400ApplicationProblemPlusJSONResponse) VisitGetEventTypeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEventType401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response GetEventType401ApplicationProblemPlusJSONResponse) VisitGetEventTypeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEventType403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response GetEventType403ApplicationProblemPlusJSONResponse) VisitGetEventTypeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEventType404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response GetEventType404ApplicationProblemPlusJSONResponse) VisitGetEventTypeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEventType429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response GetEventType429ApplicationProblemPlusJSONResponse) VisitGetEventTypeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEventTypedefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	Headers    ProblemResponseHeaders
+	StatusCode int
+}
+
+func (response GetEventTypedefaultApplicationProblemPlusJSONResponse) VisitGetEventTypeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEventsRequestObject struct {
+	Params ListEventsParams
+}
+
+type ListEventsResponseObject interface {
+	VisitListEventsResponse(w http.ResponseWriter) error
+}
+
+type ListEvents200ResponseHeaders struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      *string
+}
+
+type ListEvents200JSONResponse struct {
+	Body    EventList
+	Headers ListEvents200ResponseHeaders
+}
+
+func (response ListEvents200JSONResponse) VisitListEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEvents400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response ListEvents400ApplicationProblemPlusJSONResponse) VisitListEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEvents401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response ListEvents401ApplicationProblemPlusJSONResponse) VisitListEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEvents403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response ListEvents403ApplicationProblemPlusJSONResponse) VisitListEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEvents429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response ListEvents429ApplicationProblemPlusJSONResponse) VisitListEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEventsdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	Headers    ProblemResponseHeaders
+	StatusCode int
+}
+
+func (response ListEventsdefaultApplicationProblemPlusJSONResponse) VisitListEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEventRequestObject struct {
+	EventId EventID `json:"event_id"`
+}
+
+type GetEventResponseObject interface {
+	VisitGetEventResponse(w http.ResponseWriter) error
+}
+
+type GetEvent200ResponseHeaders struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      *string
+}
+
+type GetEvent200JSONResponse struct {
+	Body    Event
+	Headers GetEvent200ResponseHeaders
+}
+
+func (response GetEvent200JSONResponse) VisitGetEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEvent400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response GetEvent400ApplicationProblemPlusJSONResponse) VisitGetEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEvent401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response GetEvent401ApplicationProblemPlusJSONResponse) VisitGetEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEvent403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response GetEvent403ApplicationProblemPlusJSONResponse) VisitGetEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEvent404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response GetEvent404ApplicationProblemPlusJSONResponse) VisitGetEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEvent429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response GetEvent429ApplicationProblemPlusJSONResponse) VisitGetEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEventdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	Headers    ProblemResponseHeaders
+	StatusCode int
+}
+
+func (response GetEventdefaultApplicationProblemPlusJSONResponse) VisitGetEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
 }
 
 type ListModelsRequestObject struct {
@@ -668,14 +2856,2553 @@ func (response GetModeldefaultApplicationProblemPlusJSONResponse) VisitGetModelR
 	return err
 }
 
+type GetWebhookDeliveryRequestObject struct {
+	DeliveryId DeliveryID `json:"delivery_id"`
+}
+
+type GetWebhookDeliveryResponseObject interface {
+	VisitGetWebhookDeliveryResponse(w http.ResponseWriter) error
+}
+
+type GetWebhookDelivery200ResponseHeaders struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      *string
+}
+
+type GetWebhookDelivery200JSONResponse struct {
+	Body    WebhookDelivery
+	Headers GetWebhookDelivery200ResponseHeaders
+}
+
+func (response GetWebhookDelivery200JSONResponse) VisitGetWebhookDeliveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhookDelivery400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response GetWebhookDelivery400ApplicationProblemPlusJSONResponse) VisitGetWebhookDeliveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhookDelivery401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response GetWebhookDelivery401ApplicationProblemPlusJSONResponse) VisitGetWebhookDeliveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhookDelivery403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response GetWebhookDelivery403ApplicationProblemPlusJSONResponse) VisitGetWebhookDeliveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhookDelivery404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response GetWebhookDelivery404ApplicationProblemPlusJSONResponse) VisitGetWebhookDeliveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhookDelivery429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response GetWebhookDelivery429ApplicationProblemPlusJSONResponse) VisitGetWebhookDeliveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhookDeliverydefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	Headers    ProblemResponseHeaders
+	StatusCode int
+}
+
+func (response GetWebhookDeliverydefaultApplicationProblemPlusJSONResponse) VisitGetWebhookDeliveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RedeliverWebhookDeliveryRequestObject struct {
+	DeliveryId DeliveryID `json:"delivery_id"`
+}
+
+type RedeliverWebhookDeliveryResponseObject interface {
+	VisitRedeliverWebhookDeliveryResponse(w http.ResponseWriter) error
+}
+
+type RedeliverWebhookDelivery202ResponseHeaders struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      *string
+}
+
+type RedeliverWebhookDelivery202JSONResponse struct {
+	Body    WebhookDelivery
+	Headers RedeliverWebhookDelivery202ResponseHeaders
+}
+
+func (response RedeliverWebhookDelivery202JSONResponse) VisitRedeliverWebhookDeliveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(202)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RedeliverWebhookDelivery400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response RedeliverWebhookDelivery400ApplicationProblemPlusJSONResponse) VisitRedeliverWebhookDeliveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RedeliverWebhookDelivery401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response RedeliverWebhookDelivery401ApplicationProblemPlusJSONResponse) VisitRedeliverWebhookDeliveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RedeliverWebhookDelivery403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response RedeliverWebhookDelivery403ApplicationProblemPlusJSONResponse) VisitRedeliverWebhookDeliveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RedeliverWebhookDelivery404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response RedeliverWebhookDelivery404ApplicationProblemPlusJSONResponse) VisitRedeliverWebhookDeliveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RedeliverWebhookDelivery409ApplicationProblemPlusJSONResponse struct {
+	ConflictApplicationProblemPlusJSONResponse
+}
+
+func (response RedeliverWebhookDelivery409ApplicationProblemPlusJSONResponse) VisitRedeliverWebhookDeliveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RedeliverWebhookDelivery429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response RedeliverWebhookDelivery429ApplicationProblemPlusJSONResponse) VisitRedeliverWebhookDeliveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RedeliverWebhookDeliverydefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	Headers    ProblemResponseHeaders
+	StatusCode int
+}
+
+func (response RedeliverWebhookDeliverydefaultApplicationProblemPlusJSONResponse) VisitRedeliverWebhookDeliveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhooksRequestObject struct {
+	Params ListWebhooksParams
+}
+
+type ListWebhooksResponseObject interface {
+	VisitListWebhooksResponse(w http.ResponseWriter) error
+}
+
+type ListWebhooks200ResponseHeaders struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      *string
+}
+
+type ListWebhooks200JSONResponse struct {
+	Body    WebhookList
+	Headers ListWebhooks200ResponseHeaders
+}
+
+func (response ListWebhooks200JSONResponse) VisitListWebhooksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhooks400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response ListWebhooks400ApplicationProblemPlusJSONResponse) VisitListWebhooksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhooks401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response ListWebhooks401ApplicationProblemPlusJSONResponse) VisitListWebhooksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhooks403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response ListWebhooks403ApplicationProblemPlusJSONResponse) VisitListWebhooksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhooks429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response ListWebhooks429ApplicationProblemPlusJSONResponse) VisitListWebhooksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhooksdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	Headers    ProblemResponseHeaders
+	StatusCode int
+}
+
+func (response ListWebhooksdefaultApplicationProblemPlusJSONResponse) VisitListWebhooksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhookRequestObject struct {
+	Params CreateWebhookParams
+	Body   *CreateWebhookJSONRequestBody
+}
+
+type CreateWebhookResponseObject interface {
+	VisitCreateWebhookResponse(w http.ResponseWriter) error
+}
+
+type CreateWebhook201ResponseHeaders struct {
+	Location        *string
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      *string
+}
+
+type CreateWebhook201JSONResponse struct {
+	Body    WebhookWithSecret
+	Headers CreateWebhook201ResponseHeaders
+}
+
+func (response CreateWebhook201JSONResponse) VisitCreateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.Location != nil {
+		w.Header().Set("Location", fmt.Sprint(*response.Headers.Location))
+	}
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhook400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response CreateWebhook400ApplicationProblemPlusJSONResponse) VisitCreateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhook401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response CreateWebhook401ApplicationProblemPlusJSONResponse) VisitCreateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhook403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response CreateWebhook403ApplicationProblemPlusJSONResponse) VisitCreateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhook409ApplicationProblemPlusJSONResponse struct {
+	ConflictApplicationProblemPlusJSONResponse
+}
+
+func (response CreateWebhook409ApplicationProblemPlusJSONResponse) VisitCreateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhook422ApplicationProblemPlusJSONResponse struct {
+	UnprocessableEntityApplicationProblemPlusJSONResponse
+}
+
+func (response CreateWebhook422ApplicationProblemPlusJSONResponse) VisitCreateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhook429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response CreateWebhook429ApplicationProblemPlusJSONResponse) VisitCreateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhookdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	Headers    ProblemResponseHeaders
+	StatusCode int
+}
+
+func (response CreateWebhookdefaultApplicationProblemPlusJSONResponse) VisitCreateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteWebhookRequestObject struct {
+	WebhookId WebhookID `json:"webhook_id"`
+}
+
+type DeleteWebhookResponseObject interface {
+	VisitDeleteWebhookResponse(w http.ResponseWriter) error
+}
+
+type DeleteWebhook204ResponseHeaders struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      *string
+}
+
+type DeleteWebhook204Response struct {
+	Headers DeleteWebhook204ResponseHeaders
+}
+
+func (response DeleteWebhook204Response) VisitDeleteWebhookResponse(w http.ResponseWriter) error {
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(204)
+	return nil
+}
+
+type DeleteWebhook400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteWebhook400ApplicationProblemPlusJSONResponse) VisitDeleteWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteWebhook401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteWebhook401ApplicationProblemPlusJSONResponse) VisitDeleteWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteWebhook403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteWebhook403ApplicationProblemPlusJSONResponse) VisitDeleteWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteWebhook404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteWebhook404ApplicationProblemPlusJSONResponse) VisitDeleteWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteWebhook429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteWebhook429ApplicationProblemPlusJSONResponse) VisitDeleteWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteWebhookdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	Headers    ProblemResponseHeaders
+	StatusCode int
+}
+
+func (response DeleteWebhookdefaultApplicationProblemPlusJSONResponse) VisitDeleteWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhookRequestObject struct {
+	WebhookId WebhookID `json:"webhook_id"`
+}
+
+type GetWebhookResponseObject interface {
+	VisitGetWebhookResponse(w http.ResponseWriter) error
+}
+
+type GetWebhook200ResponseHeaders struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      *string
+}
+
+type GetWebhook200JSONResponse struct {
+	Body    Webhook
+	Headers GetWebhook200ResponseHeaders
+}
+
+func (response GetWebhook200JSONResponse) VisitGetWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhook400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response GetWebhook400ApplicationProblemPlusJSONResponse) VisitGetWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhook401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response GetWebhook401ApplicationProblemPlusJSONResponse) VisitGetWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhook403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response GetWebhook403ApplicationProblemPlusJSONResponse) VisitGetWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhook404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response GetWebhook404ApplicationProblemPlusJSONResponse) VisitGetWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhook429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response GetWebhook429ApplicationProblemPlusJSONResponse) VisitGetWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhookdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	Headers    ProblemResponseHeaders
+	StatusCode int
+}
+
+func (response GetWebhookdefaultApplicationProblemPlusJSONResponse) VisitGetWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateWebhookRequestObject struct {
+	WebhookId WebhookID `json:"webhook_id"`
+	Params    UpdateWebhookParams
+	Body      *UpdateWebhookJSONRequestBody
+}
+
+type UpdateWebhookResponseObject interface {
+	VisitUpdateWebhookResponse(w http.ResponseWriter) error
+}
+
+type UpdateWebhook200ResponseHeaders struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      *string
+}
+
+type UpdateWebhook200JSONResponse struct {
+	Body    Webhook
+	Headers UpdateWebhook200ResponseHeaders
+}
+
+func (response UpdateWebhook200JSONResponse) VisitUpdateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateWebhook400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateWebhook400ApplicationProblemPlusJSONResponse) VisitUpdateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateWebhook401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateWebhook401ApplicationProblemPlusJSONResponse) VisitUpdateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateWebhook403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateWebhook403ApplicationProblemPlusJSONResponse) VisitUpdateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateWebhook404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateWebhook404ApplicationProblemPlusJSONResponse) VisitUpdateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateWebhook409ApplicationProblemPlusJSONResponse struct {
+	ConflictApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateWebhook409ApplicationProblemPlusJSONResponse) VisitUpdateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateWebhook422ApplicationProblemPlusJSONResponse struct {
+	UnprocessableEntityApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateWebhook422ApplicationProblemPlusJSONResponse) VisitUpdateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateWebhook429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateWebhook429ApplicationProblemPlusJSONResponse) VisitUpdateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateWebhookdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	Headers    ProblemResponseHeaders
+	StatusCode int
+}
+
+func (response UpdateWebhookdefaultApplicationProblemPlusJSONResponse) VisitUpdateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookDeliveriesRequestObject struct {
+	WebhookId WebhookID `json:"webhook_id"`
+	Params    ListWebhookDeliveriesParams
+}
+
+type ListWebhookDeliveriesResponseObject interface {
+	VisitListWebhookDeliveriesResponse(w http.ResponseWriter) error
+}
+
+type ListWebhookDeliveries200ResponseHeaders struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      *string
+}
+
+type ListWebhookDeliveries200JSONResponse struct {
+	Body    WebhookDeliveryList
+	Headers ListWebhookDeliveries200ResponseHeaders
+}
+
+func (response ListWebhookDeliveries200JSONResponse) VisitListWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookDeliveries400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response ListWebhookDeliveries400ApplicationProblemPlusJSONResponse) VisitListWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookDeliveries401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response ListWebhookDeliveries401ApplicationProblemPlusJSONResponse) VisitListWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookDeliveries403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response ListWebhookDeliveries403ApplicationProblemPlusJSONResponse) VisitListWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookDeliveries404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response ListWebhookDeliveries404ApplicationProblemPlusJSONResponse) VisitListWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookDeliveries429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response ListWebhookDeliveries429ApplicationProblemPlusJSONResponse) VisitListWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookDeliveriesdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	Headers    ProblemResponseHeaders
+	StatusCode int
+}
+
+func (response ListWebhookDeliveriesdefaultApplicationProblemPlusJSONResponse) VisitListWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type EnableWebhookRequestObject struct {
+	WebhookId WebhookID `json:"webhook_id"`
+	Body      *EnableWebhookJSONRequestBody
+}
+
+type EnableWebhookResponseObject interface {
+	VisitEnableWebhookResponse(w http.ResponseWriter) error
+}
+
+type EnableWebhook200JSONResponse struct{ WebhookStateJSONResponse }
+
+func (response EnableWebhook200JSONResponse) VisitEnableWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type EnableWebhook400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response EnableWebhook400ApplicationProblemPlusJSONResponse) VisitEnableWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type EnableWebhook401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response EnableWebhook401ApplicationProblemPlusJSONResponse) VisitEnableWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type EnableWebhook403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response EnableWebhook403ApplicationProblemPlusJSONResponse) VisitEnableWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type EnableWebhook404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response EnableWebhook404ApplicationProblemPlusJSONResponse) VisitEnableWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type EnableWebhook429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response EnableWebhook429ApplicationProblemPlusJSONResponse) VisitEnableWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type EnableWebhookdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	Headers    ProblemResponseHeaders
+	StatusCode int
+}
+
+func (response EnableWebhookdefaultApplicationProblemPlusJSONResponse) VisitEnableWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PauseWebhookRequestObject struct {
+	WebhookId WebhookID `json:"webhook_id"`
+}
+
+type PauseWebhookResponseObject interface {
+	VisitPauseWebhookResponse(w http.ResponseWriter) error
+}
+
+type PauseWebhook200JSONResponse struct{ WebhookStateJSONResponse }
+
+func (response PauseWebhook200JSONResponse) VisitPauseWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PauseWebhook400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response PauseWebhook400ApplicationProblemPlusJSONResponse) VisitPauseWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PauseWebhook401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response PauseWebhook401ApplicationProblemPlusJSONResponse) VisitPauseWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PauseWebhook403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response PauseWebhook403ApplicationProblemPlusJSONResponse) VisitPauseWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PauseWebhook404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response PauseWebhook404ApplicationProblemPlusJSONResponse) VisitPauseWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PauseWebhook409ApplicationProblemPlusJSONResponse struct {
+	ConflictApplicationProblemPlusJSONResponse
+}
+
+func (response PauseWebhook409ApplicationProblemPlusJSONResponse) VisitPauseWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PauseWebhook429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response PauseWebhook429ApplicationProblemPlusJSONResponse) VisitPauseWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PauseWebhookdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	Headers    ProblemResponseHeaders
+	StatusCode int
+}
+
+func (response PauseWebhookdefaultApplicationProblemPlusJSONResponse) VisitPauseWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RecoverWebhookRequestObject struct {
+	WebhookId WebhookID `json:"webhook_id"`
+	Body      *RecoverWebhookJSONRequestBody
+}
+
+type RecoverWebhookResponseObject interface {
+	VisitRecoverWebhookResponse(w http.ResponseWriter) error
+}
+
+type RecoverWebhook202ResponseHeaders struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      *string
+}
+
+type RecoverWebhook202JSONResponse struct {
+	Body    WebhookRecovery
+	Headers RecoverWebhook202ResponseHeaders
+}
+
+func (response RecoverWebhook202JSONResponse) VisitRecoverWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(202)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RecoverWebhook400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response RecoverWebhook400ApplicationProblemPlusJSONResponse) VisitRecoverWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RecoverWebhook401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response RecoverWebhook401ApplicationProblemPlusJSONResponse) VisitRecoverWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RecoverWebhook403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response RecoverWebhook403ApplicationProblemPlusJSONResponse) VisitRecoverWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RecoverWebhook404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response RecoverWebhook404ApplicationProblemPlusJSONResponse) VisitRecoverWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RecoverWebhook409ApplicationProblemPlusJSONResponse struct {
+	ConflictApplicationProblemPlusJSONResponse
+}
+
+func (response RecoverWebhook409ApplicationProblemPlusJSONResponse) VisitRecoverWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RecoverWebhook429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response RecoverWebhook429ApplicationProblemPlusJSONResponse) VisitRecoverWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RecoverWebhookdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	Headers    ProblemResponseHeaders
+	StatusCode int
+}
+
+func (response RecoverWebhookdefaultApplicationProblemPlusJSONResponse) VisitRecoverWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ResumeWebhookRequestObject struct {
+	WebhookId WebhookID `json:"webhook_id"`
+}
+
+type ResumeWebhookResponseObject interface {
+	VisitResumeWebhookResponse(w http.ResponseWriter) error
+}
+
+type ResumeWebhook200JSONResponse struct{ WebhookStateJSONResponse }
+
+func (response ResumeWebhook200JSONResponse) VisitResumeWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ResumeWebhook400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response ResumeWebhook400ApplicationProblemPlusJSONResponse) VisitResumeWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ResumeWebhook401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response ResumeWebhook401ApplicationProblemPlusJSONResponse) VisitResumeWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ResumeWebhook403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response ResumeWebhook403ApplicationProblemPlusJSONResponse) VisitResumeWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ResumeWebhook404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response ResumeWebhook404ApplicationProblemPlusJSONResponse) VisitResumeWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ResumeWebhook409ApplicationProblemPlusJSONResponse struct {
+	ConflictApplicationProblemPlusJSONResponse
+}
+
+func (response ResumeWebhook409ApplicationProblemPlusJSONResponse) VisitResumeWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ResumeWebhook429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response ResumeWebhook429ApplicationProblemPlusJSONResponse) VisitResumeWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ResumeWebhookdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	Headers    ProblemResponseHeaders
+	StatusCode int
+}
+
+func (response ResumeWebhookdefaultApplicationProblemPlusJSONResponse) VisitResumeWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RotateWebhookSecretRequestObject struct {
+	WebhookId WebhookID `json:"webhook_id"`
+	Body      *RotateWebhookSecretJSONRequestBody
+}
+
+type RotateWebhookSecretResponseObject interface {
+	VisitRotateWebhookSecretResponse(w http.ResponseWriter) error
+}
+
+type RotateWebhookSecret200ResponseHeaders struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      *string
+}
+
+type RotateWebhookSecret200JSONResponse struct {
+	Body    WebhookWithSecret
+	Headers RotateWebhookSecret200ResponseHeaders
+}
+
+func (response RotateWebhookSecret200JSONResponse) VisitRotateWebhookSecretResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RotateWebhookSecret400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response RotateWebhookSecret400ApplicationProblemPlusJSONResponse) VisitRotateWebhookSecretResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RotateWebhookSecret401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response RotateWebhookSecret401ApplicationProblemPlusJSONResponse) VisitRotateWebhookSecretResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RotateWebhookSecret403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response RotateWebhookSecret403ApplicationProblemPlusJSONResponse) VisitRotateWebhookSecretResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RotateWebhookSecret404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response RotateWebhookSecret404ApplicationProblemPlusJSONResponse) VisitRotateWebhookSecretResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RotateWebhookSecret429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response RotateWebhookSecret429ApplicationProblemPlusJSONResponse) VisitRotateWebhookSecretResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RotateWebhookSecretdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	Headers    ProblemResponseHeaders
+	StatusCode int
+}
+
+func (response RotateWebhookSecretdefaultApplicationProblemPlusJSONResponse) VisitRotateWebhookSecretResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestWebhookRequestObject struct {
+	WebhookId WebhookID `json:"webhook_id"`
+	Body      *TestWebhookJSONRequestBody
+}
+
+type TestWebhookResponseObject interface {
+	VisitTestWebhookResponse(w http.ResponseWriter) error
+}
+
+type TestWebhook200ResponseHeaders struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      *string
+}
+
+type TestWebhook200JSONResponse struct {
+	Body    WebhookTestResult
+	Headers TestWebhook200ResponseHeaders
+}
+
+func (response TestWebhook200JSONResponse) VisitTestWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestWebhook400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response TestWebhook400ApplicationProblemPlusJSONResponse) VisitTestWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestWebhook401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response TestWebhook401ApplicationProblemPlusJSONResponse) VisitTestWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestWebhook403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response TestWebhook403ApplicationProblemPlusJSONResponse) VisitTestWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestWebhook404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response TestWebhook404ApplicationProblemPlusJSONResponse) VisitTestWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestWebhook429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response TestWebhook429ApplicationProblemPlusJSONResponse) VisitTestWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestWebhookdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	Headers    ProblemResponseHeaders
+	StatusCode int
+}
+
+func (response TestWebhookdefaultApplicationProblemPlusJSONResponse) VisitTestWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 // StrictServerInterface represents all server handlers.
 type StrictServerInterface interface {
+	// ListEventTypes List event types
+	// (GET /api/v1/event-types)
+	ListEventTypes(ctx context.Context, request ListEventTypesRequestObject) (ListEventTypesResponseObject, error)
+	// GetEventType Retrieve an event type
+	// (GET /api/v1/event-types/{event_type})
+	GetEventType(ctx context.Context, request GetEventTypeRequestObject) (GetEventTypeResponseObject, error)
+	// ListEvents List events
+	// (GET /api/v1/events)
+	ListEvents(ctx context.Context, request ListEventsRequestObject) (ListEventsResponseObject, error)
+	// GetEvent Retrieve an event
+	// (GET /api/v1/events/{event_id})
+	GetEvent(ctx context.Context, request GetEventRequestObject) (GetEventResponseObject, error)
 	// ListModels List models
 	// (GET /api/v1/models)
 	ListModels(ctx context.Context, request ListModelsRequestObject) (ListModelsResponseObject, error)
 	// GetModel Retrieve a model
 	// (GET /api/v1/models/{model})
 	GetModel(ctx context.Context, request GetModelRequestObject) (GetModelResponseObject, error)
+	// GetWebhookDelivery Retrieve a delivery with its attempts
+	// (GET /api/v1/webhook-deliveries/{delivery_id})
+	GetWebhookDelivery(ctx context.Context, request GetWebhookDeliveryRequestObject) (GetWebhookDeliveryResponseObject, error)
+	// RedeliverWebhookDelivery Send a delivery again
+	// (POST /api/v1/webhook-deliveries/{delivery_id}/redeliver)
+	RedeliverWebhookDelivery(ctx context.Context, request RedeliverWebhookDeliveryRequestObject) (RedeliverWebhookDeliveryResponseObject, error)
+	// ListWebhooks List webhook endpoints
+	// (GET /api/v1/webhooks)
+	ListWebhooks(ctx context.Context, request ListWebhooksRequestObject) (ListWebhooksResponseObject, error)
+	// CreateWebhook Create a webhook endpoint
+	// (POST /api/v1/webhooks)
+	CreateWebhook(ctx context.Context, request CreateWebhookRequestObject) (CreateWebhookResponseObject, error)
+	// DeleteWebhook Delete a webhook endpoint
+	// (DELETE /api/v1/webhooks/{webhook_id})
+	DeleteWebhook(ctx context.Context, request DeleteWebhookRequestObject) (DeleteWebhookResponseObject, error)
+	// GetWebhook Retrieve a webhook endpoint
+	// (GET /api/v1/webhooks/{webhook_id})
+	GetWebhook(ctx context.Context, request GetWebhookRequestObject) (GetWebhookResponseObject, error)
+	// UpdateWebhook Update a webhook endpoint
+	// (PATCH /api/v1/webhooks/{webhook_id})
+	UpdateWebhook(ctx context.Context, request UpdateWebhookRequestObject) (UpdateWebhookResponseObject, error)
+	// ListWebhookDeliveries List the deliveries of an endpoint
+	// (GET /api/v1/webhooks/{webhook_id}/deliveries)
+	ListWebhookDeliveries(ctx context.Context, request ListWebhookDeliveriesRequestObject) (ListWebhookDeliveriesResponseObject, error)
+	// EnableWebhook Enable a disabled webhook endpoint
+	// (POST /api/v1/webhooks/{webhook_id}/enable)
+	EnableWebhook(ctx context.Context, request EnableWebhookRequestObject) (EnableWebhookResponseObject, error)
+	// PauseWebhook Pause a webhook endpoint
+	// (POST /api/v1/webhooks/{webhook_id}/pause)
+	PauseWebhook(ctx context.Context, request PauseWebhookRequestObject) (PauseWebhookResponseObject, error)
+	// RecoverWebhook Resend failed and skipped deliveries
+	// (POST /api/v1/webhooks/{webhook_id}/recover)
+	RecoverWebhook(ctx context.Context, request RecoverWebhookRequestObject) (RecoverWebhookResponseObject, error)
+	// ResumeWebhook Resume a paused webhook endpoint
+	// (POST /api/v1/webhooks/{webhook_id}/resume)
+	ResumeWebhook(ctx context.Context, request ResumeWebhookRequestObject) (ResumeWebhookResponseObject, error)
+	// RotateWebhookSecret Rotate the signing secret
+	// (POST /api/v1/webhooks/{webhook_id}/rotate-secret)
+	RotateWebhookSecret(ctx context.Context, request RotateWebhookSecretRequestObject) (RotateWebhookSecretResponseObject, error)
+	// TestWebhook Send a test event
+	// (POST /api/v1/webhooks/{webhook_id}/test)
+	TestWebhook(ctx context.Context, request TestWebhookRequestObject) (TestWebhookResponseObject, error)
 }
 
 type StrictHandlerFunc func(ctx echo.Context, request any) (any, error)
@@ -688,6 +5415,104 @@ func NewStrictHandler(ssi StrictServerInterface, middlewares []StrictMiddlewareF
 type strictHandler struct {
 	ssi         StrictServerInterface
 	middlewares []StrictMiddlewareFunc
+}
+
+// ListEventTypes operation middleware
+func (sh *strictHandler) ListEventTypes(ctx echo.Context) error {
+	var request ListEventTypesRequestObject
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListEventTypes(ctx.Request().Context(), request.(ListEventTypesRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListEventTypes")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListEventTypesResponseObject); ok {
+		return validResponse.VisitListEventTypesResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetEventType operation middleware
+func (sh *strictHandler) GetEventType(ctx echo.Context, eventType EventTypeName) error {
+	var request GetEventTypeRequestObject
+
+	request.EventType = eventType
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetEventType(ctx.Request().Context(), request.(GetEventTypeRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetEventType")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetEventTypeResponseObject); ok {
+		return validResponse.VisitGetEventTypeResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListEvents operation middleware
+func (sh *strictHandler) ListEvents(ctx echo.Context, params ListEventsParams) error {
+	var request ListEventsRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListEvents(ctx.Request().Context(), request.(ListEventsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListEvents")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListEventsResponseObject); ok {
+		return validResponse.VisitListEventsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetEvent operation middleware
+func (sh *strictHandler) GetEvent(ctx echo.Context, eventId EventID) error {
+	var request GetEventRequestObject
+
+	request.EventId = eventId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetEvent(ctx.Request().Context(), request.(GetEventRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetEvent")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetEventResponseObject); ok {
+		return validResponse.VisitGetEventResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
 }
 
 // ListModels operation middleware
@@ -738,101 +5563,759 @@ func (sh *strictHandler) GetModel(ctx echo.Context, model ModelID) error {
 	return nil
 }
 
+// GetWebhookDelivery operation middleware
+func (sh *strictHandler) GetWebhookDelivery(ctx echo.Context, deliveryId DeliveryID) error {
+	var request GetWebhookDeliveryRequestObject
+
+	request.DeliveryId = deliveryId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetWebhookDelivery(ctx.Request().Context(), request.(GetWebhookDeliveryRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetWebhookDelivery")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetWebhookDeliveryResponseObject); ok {
+		return validResponse.VisitGetWebhookDeliveryResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// RedeliverWebhookDelivery operation middleware
+func (sh *strictHandler) RedeliverWebhookDelivery(ctx echo.Context, deliveryId DeliveryID) error {
+	var request RedeliverWebhookDeliveryRequestObject
+
+	request.DeliveryId = deliveryId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.RedeliverWebhookDelivery(ctx.Request().Context(), request.(RedeliverWebhookDeliveryRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RedeliverWebhookDelivery")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(RedeliverWebhookDeliveryResponseObject); ok {
+		return validResponse.VisitRedeliverWebhookDeliveryResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListWebhooks operation middleware
+func (sh *strictHandler) ListWebhooks(ctx echo.Context, params ListWebhooksParams) error {
+	var request ListWebhooksRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListWebhooks(ctx.Request().Context(), request.(ListWebhooksRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListWebhooks")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListWebhooksResponseObject); ok {
+		return validResponse.VisitListWebhooksResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// CreateWebhook operation middleware
+func (sh *strictHandler) CreateWebhook(ctx echo.Context, params CreateWebhookParams) error {
+	var request CreateWebhookRequestObject
+
+	request.Params = params
+
+	var body CreateWebhookJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateWebhook(ctx.Request().Context(), request.(CreateWebhookRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateWebhook")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(CreateWebhookResponseObject); ok {
+		return validResponse.VisitCreateWebhookResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// DeleteWebhook operation middleware
+func (sh *strictHandler) DeleteWebhook(ctx echo.Context, webhookId WebhookID) error {
+	var request DeleteWebhookRequestObject
+
+	request.WebhookId = webhookId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.DeleteWebhook(ctx.Request().Context(), request.(DeleteWebhookRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DeleteWebhook")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(DeleteWebhookResponseObject); ok {
+		return validResponse.VisitDeleteWebhookResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetWebhook operation middleware
+func (sh *strictHandler) GetWebhook(ctx echo.Context, webhookId WebhookID) error {
+	var request GetWebhookRequestObject
+
+	request.WebhookId = webhookId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetWebhook(ctx.Request().Context(), request.(GetWebhookRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetWebhook")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetWebhookResponseObject); ok {
+		return validResponse.VisitGetWebhookResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// UpdateWebhook operation middleware
+func (sh *strictHandler) UpdateWebhook(ctx echo.Context, webhookId WebhookID, params UpdateWebhookParams) error {
+	var request UpdateWebhookRequestObject
+
+	request.WebhookId = webhookId
+	request.Params = params
+
+	var body UpdateWebhookJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.UpdateWebhook(ctx.Request().Context(), request.(UpdateWebhookRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "UpdateWebhook")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(UpdateWebhookResponseObject); ok {
+		return validResponse.VisitUpdateWebhookResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListWebhookDeliveries operation middleware
+func (sh *strictHandler) ListWebhookDeliveries(ctx echo.Context, webhookId WebhookID, params ListWebhookDeliveriesParams) error {
+	var request ListWebhookDeliveriesRequestObject
+
+	request.WebhookId = webhookId
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListWebhookDeliveries(ctx.Request().Context(), request.(ListWebhookDeliveriesRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListWebhookDeliveries")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListWebhookDeliveriesResponseObject); ok {
+		return validResponse.VisitListWebhookDeliveriesResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// EnableWebhook operation middleware
+func (sh *strictHandler) EnableWebhook(ctx echo.Context, webhookId WebhookID) error {
+	var request EnableWebhookRequestObject
+
+	request.WebhookId = webhookId
+
+	var body EnableWebhookJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		if !errors.Is(err, io.EOF) {
+			return err
+		}
+	} else {
+		request.Body = &body
+	}
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.EnableWebhook(ctx.Request().Context(), request.(EnableWebhookRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "EnableWebhook")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(EnableWebhookResponseObject); ok {
+		return validResponse.VisitEnableWebhookResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// PauseWebhook operation middleware
+func (sh *strictHandler) PauseWebhook(ctx echo.Context, webhookId WebhookID) error {
+	var request PauseWebhookRequestObject
+
+	request.WebhookId = webhookId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.PauseWebhook(ctx.Request().Context(), request.(PauseWebhookRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "PauseWebhook")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(PauseWebhookResponseObject); ok {
+		return validResponse.VisitPauseWebhookResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// RecoverWebhook operation middleware
+func (sh *strictHandler) RecoverWebhook(ctx echo.Context, webhookId WebhookID) error {
+	var request RecoverWebhookRequestObject
+
+	request.WebhookId = webhookId
+
+	var body RecoverWebhookJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.RecoverWebhook(ctx.Request().Context(), request.(RecoverWebhookRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RecoverWebhook")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(RecoverWebhookResponseObject); ok {
+		return validResponse.VisitRecoverWebhookResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ResumeWebhook operation middleware
+func (sh *strictHandler) ResumeWebhook(ctx echo.Context, webhookId WebhookID) error {
+	var request ResumeWebhookRequestObject
+
+	request.WebhookId = webhookId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ResumeWebhook(ctx.Request().Context(), request.(ResumeWebhookRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ResumeWebhook")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ResumeWebhookResponseObject); ok {
+		return validResponse.VisitResumeWebhookResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// RotateWebhookSecret operation middleware
+func (sh *strictHandler) RotateWebhookSecret(ctx echo.Context, webhookId WebhookID) error {
+	var request RotateWebhookSecretRequestObject
+
+	request.WebhookId = webhookId
+
+	var body RotateWebhookSecretJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		if !errors.Is(err, io.EOF) {
+			return err
+		}
+	} else {
+		request.Body = &body
+	}
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.RotateWebhookSecret(ctx.Request().Context(), request.(RotateWebhookSecretRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RotateWebhookSecret")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(RotateWebhookSecretResponseObject); ok {
+		return validResponse.VisitRotateWebhookSecretResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// TestWebhook operation middleware
+func (sh *strictHandler) TestWebhook(ctx echo.Context, webhookId WebhookID) error {
+	var request TestWebhookRequestObject
+
+	request.WebhookId = webhookId
+
+	var body TestWebhookJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		if !errors.Is(err, io.EOF) {
+			return err
+		}
+	} else {
+		request.Body = &body
+	}
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.TestWebhook(ctx.Request().Context(), request.(TestWebhookRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "TestWebhook")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(TestWebhookResponseObject); ok {
+		return validResponse.VisitTestWebhookResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // Base64 encoded, compressed with deflate, json marshaled OpenAPI spec.
 // Stored as a slice of fixed-width chunks rather than one concatenated
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"5Hzrcts4lv+rnGLPv8b2n5IlXxJbqXxw59Lt6aSnJ3FPb23kFSHySEKbBBgAtKyJU7VPsw+2T7J1APAq",
-	"+pJMdnZq90NXWyQBnnPwO/fDfApimeVSoDA6mHwKVsgSVPbPd8zgG55xQz8S1LHiueFSBJPgtVSALF5B",
-	"LlMeb0IwKwSFHwvURoM2PE2BpalcYwJCrmEnUtEuMJHYBzXGUiQaCmF4aq98LKRhwDUsijTdgEJtpMIE",
-	"diIT7Q6DMMAbluUpBpNgGlzhZho8U8+PT0+fmefjEKbBWqornbMY7Y2DU3cnCAMdrzBjxEDGbt6gWJpV",
-	"MDk4fhIGZpPTdtooLpbB589hze/gF8vVNtsXFamWb44aWJ6nHBMwsikD2Dl/dfEaEsUWZsDRLAYrY3KW",
-	"84FiBlP7Ei/p3QlEH6NaeDkqiNZRKaR+5j8+fzIaPVs/fzLqcv/x+eHI3/pS9tGozeBsYVBtc/7eH5mR",
-	"sGbcwBwXUhG7Rm24WLaoPGy9lwueFVkwGVXv5MLgEpV96W+//TY4K8wKheExM9gvc1Y/waUAuzsSLYVG",
-	"2Hn3+gU8eXo82g1hzc3KngMqJRXEMsG2AL9HplCBQpZmz6eBXnMTr+aSqWQahG7V82nAxTVLeTIz8gpF",
-	"dWPWIOz51BJ29ss5XOGGkCukAbtqOA3ukvzx+KBP8v8yeOdOf3Ce9Avg/CXIBZgV1zXCNrJQOoT1CgVs",
-	"ZAEahQHmaICouWe0+wy4ISJZqiVwAXiNagO5kvMUM0hkXGQoTFtUCj/ORuM/vTw7/enw7cFfnn5/8uL0",
-	"5ejV+PXBD4c/Ht3F4vjgZJvFz2GgUOdSaLSW5XuWeOroVyyFQWH/tNrkTnnfU/f/f9ckhk8lZXYDy6R9",
-	"bLZgPEUrNl1kGVObYBKcQc4Uy9CggkSiO5yMmXgFnOyTIzykbQp0JCRE8Pa2YZCgYTz151AKf8U0jMHD",
-	"BBYc08QKj2Cig8mHT/WyrNDluwmYOTMGlYB/+3A2+Fc2+NtocHpZ/zmcTQaXn0bh+ODp5z8EYVCxQRvJ",
-	"BNPg82UYcKENEzFRvM9yvn893rc39f6cJf/vYMSJbk/qjCePOkvDTKGDydGI9JQbi4C/VuKAShz+aMvT",
-	"0fvbMrPnXYPjDwoXwST4br92NPvurt7/xe3ilmzDvhR35wy9HixQoYgRdqKMpQupMkxmBJYohGiLKudG",
-	"Gt6tq3R9ZPrH91vPWlpfSzXnSYLiKwHMhS4WC3Ihwsx0LHNsI/g9XYKMa00atI3UnvUtqHJd2aaUxVfa",
-	"+V27qZWezFG5kxWIiZ6AA9BEIbNIvhNiX4wseporTByVpBxB413BZRN7hzX2zhsMQsngFvh6xPDt0FcL",
-	"j1Wiw67kYCfaJmILbH1u7j7AbT3f4yW+DLA/S/NaFiL5SrzaI5sJaWaLcpcarL+KKyHXAqSChGs2TzFx",
-	"eOoBbnejBmp/lm4VTINlbgan04BcFgq34UIqB90q2rkXp/t2i7/DDh7VWHxrqSL7U9K8BcQuW98GhT9L",
-	"0EW8Ajn/HWNDjts4XP6xIQbYiar3kunrkPKNDV9J7deaPXJ+LJ1ZT9lx2gIKgTc5xgYT0KiuUbnAq9f+",
-	"tTZqoOi9zNCsuFjCmkzHWkmxBClAFgo0T3AIfymkwWa0PuMJ8IUNoognFhvQRZ5LZb6tKSzBddx0suee",
-	"ky7HPbauxfK3QdiZ2IA0K1TWwxcKQ2AamAAKqk+Pjp/2BonfDE0XUr5lYuMv669EFeVUM5tUdQPBi0pd",
-	"qgyz0JhAkfdgqrVN05tKCRkTmzpHq2yR97HPXCJECjpuJm7fHjpHB6c1dChhBUsw4E2MmPRHaB2+rrlM",
-	"mcFkUOaw5JKvcBNcfiNIgarpWjNd0QY7UZOUaHcIv1EuGTUyz1bee1ct4j6M1Q/ekdE/anH5/HZafO/y",
-	"xqN/t8P+VVDWKxX/G36t02Y5n13hZqbwWl7doRr2hMoHtnWiu8VdQWZjlyG8UEgIYCBwbe8yA/uFRkVK",
-	"8N+kF6NxrRclUTXRWzrR5Ysk7qPtmb/XFtfPEs78ebjoz51cX4TT2abpm1Ak5GZUJTemYRq0Np6Ar1Ho",
-	"+Uxfzf7z3/9jGlQivcKN/kdL863jpyS5N/rpsPzNop/CRpOVtHaizpso3imLNY1LndNtXsKbnLKRf7oI",
-	"vRKYpcZGnNuloDMBZ+c+SKb4pY4BYybIsw2B1HrBlbaxqnKlCQ1MuYDnzzmKagcXVZIcckVZjeHObMQs",
-	"Z3Oe8vJ3m4bfVszYvdwm9OJEWhgazOzzKIqMfEq8YobQIqWF4jXXtEMYYDbHJOFiSVdZkXAZhDYvcHkV",
-	"pYSdAlIYZOzm3O0/rouXTClmbbS1jTdmtuYikev+ElrGbnhWZCCKbI7KltPkFQpNf3GRF02mWBxjbtq1",
-	"1/HByYjitoVUGTMuBH1CSnNfhTMMYqu4SZ8cUTRe6QxoiozCE6mAJUldVY6ZYalcFhhSiPGr4DdVDX3H",
-	"H2ksxTVhUYp2vXz89GA8fnrw9GjcQ/o2uS0aHzh6rmEppcvMuID3dS2VKGgWnEdHJz1nmnCdp2wzEyzr",
-	"qfuewarImBgoZIk1AvRYu0L5wy8XgyMJdACdF/ZUuMOAJw8ZI6t25y/pYaccPWSla7bRPsuKLD0e7i7j",
-	"7QOvXAtMZvM7GgpSLZng2nkVQyLOlbzmCepa1m2+ZY6CdVjurbvW1Rci0JYFPV81MBvk1bT7pz6HQSmS",
-	"nvNxKDh/CQslszZO2/RSKn4kB9vnZInOuKh+h4GvjwaT4HEV0i1hW4LfcG36pe3UZUCHzwwnXKVcGzIC",
-	"zmdum8OEGevFKvv2III6Bsuaja7JeghfRFULXnShB12dM66O11Ldd6CNBH7Ludyd9HntpkQ6ojgnCmG9",
-	"4vGKjIA2pJ/PILIRQ2TbfJGLeSLrechAWGXuka4LmrbB5TYNIWPxiguszcBdnZ2+2n0Dak+O2thig79d",
-	"fnCQml3u9SKpDNt6BIU3ecqEU9myMSPjuFC2Iv0481c2C/p6qz3169A3bbaaDo/CpT/117TolasfdDC6",
-	"DdE6ruxTpJyZleO9qqM8ju9mSHpfr6vaNnRtK9ff0p3W1vBhM9hTg+6VeU8dN6zr5rqv+tuSfwdt98Qw",
-	"hwfb0i5j7z6R/Hhx8Qu4Byrk+3gmmByfnjaCkKNRbxjig/kePVtJZcDnOaXgS/WnfYaPca3uwvbuv747",
-	"bzRqrHPjCYUpC+4F2nyV7VIq1DK9RttqZpCzJYLbdU5JCO80Ke/rQ4UPtV57ayG90GjVLRwoKBzRpcDw",
-	"ZsUKbTCxtY+Bq31UMwI7kc9LqnjdpR9fgZyTLnA69t/eLI+7AlXozGxL9+7xDQ0rsSWOPwusTFDOlOma",
-	"AHh1w2KTbkAKpHtRLm3hktivupkRRbiRS4UiSCUlUNqfbcf53mGDbSjKtS/v2rZ/Fxq28TpHSpczqQ2M",
-	"R6OOrRgd9AnbJ/a9ikiHTlyxuhNsn26/+TzBLJcGRbwZ/GQz5gcVqNHovf+9zuwq+FjYDn65rE2Axd+j",
-	"XusOp091//T+zz+Dv+9nLE5H413gojPqMpfJpqOUCWrDnXucFSp9hNg7MPbHvo1RMpQYF4qbzXs7BWJR",
-	"MrcVE0rH61+vy2TH1VGmxWh0GB+eQLxiisUGlbaXXN+0zXojk2mUHtw+ESykH2yab+DwBFKkoELbqCfh",
-	"S270bu2qHqjsRMOpaFZ2fIMnlkLL1CI3qio90RBesXhliZljKsXSmkhSs7oMQESspM34QaNVTue8hlNR",
-	"TmyQOJ2I6qBnZUzuSjBcLGRZbmQuQHX5WdCUSsa4MIwLVHora2w9yB0l6WKwktY+JniNKWk45CkzlJHa",
-	"8DArUsMH8YoJgSlkqDVbcrEMvX9KubhyImaFkZkV53AqLtqDAJSQoiAHjUmdlGjSncjmTDkfbliWRs4T",
-	"uVE023TZXulm1Zif6SH7NBUuAKuiEi1hTU9sZAEUnsIKlSUCvQlcd97iywqOD6HXqOhcpuK77+AHNIb8",
-	"mzZMGUzo6ngIe3tlKVWUQBzu7cF7vhQWK7INF5FQfCKaoAlBqrKl42IX+l1oVw568eZ8Qq8CgCiK9Mr+",
-	"1ZiJahaYHCGDgTVF0+AsznAawGDwu5Ziax2BtFpRb7LWhPp6E1eosiNtMBj4MKsxHdDcPooiT+qFGyFU",
-	"aCqtJF0K4eiood27NjVZybWozkNSbN7SbjtmqEGKdGMng97/eDY4OH4CK6ZXQ/uyn0gvY6bUBhjEK4yv",
-	"dJHZs2eQcU36k5QjYAp/d81LPx3HxAZSKa+KPLSH44nWMaFcaVs7W3CRQIrsig4dwNmBaoytnBaKptO5",
-	"4/TDaHDqkuHLT4cnn6fTeWQxdEBoecuu3ME6wcYsTS1e0A9e+oozKw2RrYBtIyAuVAqDHx9TmfaPWWBP",
-	"oNmYsAcXwHRqtwQgEzPZ3ydnn5ItmJyMTkbtenXnnM+FS6woBgwhV6g17O2VJOHeXgg5076Ve4VuCtWW",
-	"QWFv74JSJQOyMHt7lLXSWVTB+8QLd4kwLziZS7NCx/qv795ALLOMzosMEyk3/a0KoX2NI02BLRllR44+",
-	"p932FA7pFN4Rcl12R9J/Za2Gb69agyjgQ5lpX+6QXPRkf3+9Xg/VIh5gwo1UQ6mW+2oR03/03O5WSm7J",
-	"3YleuLbQ4GKTY/sAmp2haNdhivm8ejutdll9NaIb1ZFiBHJhX1Zxv9PKx+zjrZzMB0XPbNMV6RiqIUWm",
-	"r1w5ANN8dwidCbNCoQOBrck4cysXCxQJ2Uab8ZLdi5xwP1xGJVftYKWKOXdDYN2wk9WBp60oerDdlvnV",
-	"rc2w4BYyZIJee+vuDwaD6j+/4mg0glt41PQZ3LZipvsH2ur9x3b/b9XzgFsQVU/Ftq01IkTdVkbUIOCQ",
-	"COhJjD0/WyNSzxxyGsl25DOltY/YhesF1684olfcO8Hi6LaTMEoWBukYmyMxzaGgxsbHVnhoVjKxm/mB",
-	"dNqO+La4PaNrJWDrtWPLd6kDRspZytTSsj2XiZ37Vr7F7ar0Y3jLv6eIMMEFK1LT2MqSUQg/UYLJLMOE",
-	"sxl5DkeKSOAeNbaYqrc7OLWUNfNRuHUz2b199GrlsQNre4qE1to2EdH8bFvzyTs5DU/lkqIwbOxnZUTG",
-	"j8c4KwS7ZjwlaJXgSJhhc6axRrsLesppCUaE3k21fY8znlYjuS4LAZi40LjM/aNnlBi5H3/UEDnR7tQP",
-	"7Lvon7ZxQX+0Sz7XsaacDThyplvnBCsr2ob1bgygU47vZ5ltXFAWMuzAf9SdIPDV0OpyZLnyTcDQD5Kg",
-	"zzD8dL//UoLikeaQV2vOP9ptuG37/+6bJ/BFHwu096gXP+Izi47bjlREZ7WS687UDNn/jG385yEW90Ku",
-	"nYBM9GVfhrjgzPbQWP1MXYahpQ5tdD06Ojj1vqINt8rdbRWCIsgwm3u3/t13YAdyNf2osjCXaPmo1ZdB",
-	"bEITObgp1LJQsYecDWhd4aP39lpxg9EziNwfwLM8JWxFdt1wKhwS6wIk+UjdrE9y40dSyUXeDEo77ONq",
-	"Fybe+knWW1gqJoxVtIZbu/XGV3tqb50ntgEQRTX0trJ/XPHcsr23ENlkzW0Qlr88U7db+ZxZIVfABEs3",
-	"hsfab7HG+UrKxi7VhWojfwVQJNbd+wwcU36NVik9O2UqWW1VX6n2KvPOsuKtQ5+C0l9LJYvc7e6T4nLv",
-	"OhetNm9cqnbnYk5uDPJinnJtRxPbRJMAF6lcg2XR2b7vvoO/otJcUgxiYUfH7wYbiUXSEXJZkQ+hoyH8",
-	"xuk2XI8tP0vvpFiScMOv0SY5EzuSU2FIh/43/WBpqapT4cYG3N3K2pWzBKS3uG40YvQQXqQUHGiwRTe+",
-	"FJT+FH4suLPBEM5ETcJUGB8YLCXxxtbM5lIZU1do+0i5Qmt2y2DPglsXQqOJyMdgM5/2Sv7Sr+LkO23x",
-	"6vTp0bG1q1MRvfeL7Y2T49Oj3dIi14ZHuIpJymMUGhtlkLOcxSscHAxHQRgUKvXVkzKEZ/a2Dd/9Wr3/",
-	"5vzFq5/fv6I1w5XJ0kZBPujUmoIwuHbHHkyC8XA0HNlmoSteBJPgcDgaHtoPQ8zKlr46Ez+TT8ESe9qK",
-	"bypj4XW3PVa9NVRsBw2qdi5IlaAagq23cO1D2TJcrZPNyVRURsjm1Na2tiyKMz9W82URr1xgQKh2oyv1",
-	"KymxymyuJRKXXJtCCUxgvZIpTsWOkJTB+TLjrjuuClbniS2DavO2noRqfIB0MBrdM1N35wC87ozQrWVH",
-	"nM1xMNc3/tCdp7lrLuZye4ylHDmpZkiawxydLgXTJoRUrgex1MYXs1LfoqczVujciTVjKdOaLzy7w6A7",
-	"itEZrLCzY+0eftm9Dsox/3rEoZxO+Bxuc96Y/Olh92R8Om4xOzo+PTo5PX3aZfZVtY1lTSNT8cqb/0FS",
-	"VAdpu/rejvdweYE3Bqq94NDhrWSYSBtUBA8OB+Xdx/B+2XjMNu6/YCKuHmC447sUD7m266XAqtD4TzM2",
-	"+/cNvx6NxnctqvR4vzUhaxcdPryo/nCLVhycPryiO6Nuz8QmTA+vracbw4bdoMOFakTTsKVVDm+pLsNg",
-	"K3bb+miK9ut87/LJ/v/znR7gnbWf2jYMnFmYu5rn+UtXnnFfiD7gF4ZwVs0fMgN4Y/2K61tMRW2954Up",
-	"P4rt7tjsVjifHR2NjqCb9IdV2TblV7YCXsYTUmCftV+iM/bNzybLbzF7VQjOX9rSOCmoa+dEP7y6gLZc",
-	"o/tGmTjtR644CMvwoDQKdTfLqAK/SPfPXwafyYJ8C4/V/S6WfE/Pt1n/Nz3UF9rke+3x/xrDO3rYqjU+",
-	"3/4H2urR0cMrqq8c/+eM+zs0iuM1Aqv07OssfKPVba1Ys8n94ZIMhGs89Ns4rtuNLvtolbHs2xDF09Vn",
-	"IOskn21PmZO9J89RJ7tea30aXWryDqm1N0lgpPvnMMiSO8M/FUbSrzI/9qFaCOQopJ9J4pokaaeblZ+R",
-	"9d01569WTPhBaVbn0WS4djsJxVRUnz3btFUs+LJw7uOZ+7dMaj41YiOB6cmYuLHVFNuJXLHcZiuNkdKq",
-	"f9ect7cfy0xcl4LY9vfev/zJVjPnTOOsUCk8h2mVUbpK0Upq46pE3jdNg2gqfOvjfaft6jsy1QcmIoEo",
-	"ttn50E+4kr/b2Y0cv1AIVy1InE/19tVD9fPl5/8KAAD//w==",
+	"7H3rchu5te6roJi9a0SFpEhKsnUp/9D4MlbG9ji2nNk7po4a7AbJjpoAp4EWxdiuyjuc/Qzn/3mF8yh5",
+	"klNYC0CjL7xJ8mSSuGrvjEyy0bgsrPv61qdGKKYzwRlXsnHyqTFhNGIp/PlKhFTFguu/IybDNJ7hPxsX",
+	"E0Y+vHtFxIioCSNhyqhiERHDv7BQdRqtBrul01nCGieNPTqL9256e3M2nAhxLffmk+urbu8Pz87O+n88",
+	"+vngT4/+6/F/H/35+Kz7fe9p/1mj1ZDhhE2pfumU3r5ifKwmjZN+9+Co1VCLmR5TqjTm48aXL63GO6rY",
+	"q3gaq+okX4iUMBpOyEwkcbhowVRT9kvGpJJEqjhJCE0SMWcR4WJOdoI0aBLKI/ihZKHgkSQZV3ECn/yS",
+	"CUVJLMkoS5IFSZlUImUR2QlU0CwuetC4ZotB4zR9cnh8fKqe9Fpk0JiL9FrOaMjgi/4xfrN0wYePVq63",
+	"/RZWVX82OFVYd8wkobNZErOIKOHvAdk5f37xgkQpHal2zNSoPVFqRmdxO6WKJfASQw3NExL8EuSbN2Mp",
+	"CeaB3aT6xf/y5FG3ezp/8qhbXv0vT/a75qttl89UumifjRRLqyt/b45MCTKnsSJDNhKpXq5KFzEfF2a5",
+	"X3hvzONpNm2cdN07Y67YmKXw0p9//rl9lqkJ4yoOqWL1e07zX8SCExid6blkkpGddy+ekkePD7vNFpnH",
+	"agLnwNJUpCQUEStu4PeMpiwlKaPJ9MmgIeexCidDQdNo0GjhU08GjZjf0CSOrpS4Ztx9ceVN7MkAJnb2",
+	"9pxcs4WmXC4Ugac6g8aynT/s9et2/r/a7/D02+dR/QacP0N+EMucwhYiS2WLzCeMk4XIiGRcEYpzIIE/",
+	"ZtA8JbHSk6SJFCTmhN2wdEFmqRgmbEoiEWZTxkvcJWW/IDM5/nH/df+Pj78/enr8rPu896L/w/7Lg2VL",
+	"7PVreMmXVmNGUzplyrC/p1kqRVq/1oCzW3UVwi8CywZnKbuJRSbJjI7ZKRFTvR5FRiKFr0dxKhV8p9cQ",
+	"66F+yVi6aLQanE71XHC8lVdiGnO3Cj1hpViqR/pfH8/af6btv3bbx1fty9//R6PuDJ+xJNabev5s9Qky",
+	"EplfFnc7Sm5wt7/ff3rw7PD5oxePfzh6efyH7o+91/03dlEzqib5muxIV3HUaOnzyuKURY0TlWbMX+h/",
+	"pGzUOGn8bi8XR3v4rdzz5q2XcR6x6UwoxsPFj6yGA56RjMe/ZEyTWcbIDiUfPpw/axFJF02iJlSRKb1m",
+	"0jGGIs1KOmJwZv0DMtHk2yF6bySdMrhG7vrqTwZ8KCItC2YJXUjvmCmXc5aSHfh14Gas2u/gpyw6IXoH",
+	"giaJuVSMRnrnaahgOvM4ZKfuHe6tA065UBOWEngpvkKS4KDfJ3G+J1fXbHGVskyyKDgl80mcMG9ibpkg",
+	"/9KMyxYJDrrHA+4PYX51FfOrWSrGKZMy6JAf2UISmjLg/4atdAa8QCNHrLt//PiItQ+60WH7YJ8dtYfh",
+	"8X770dHxAT18PDre7x9YSkHpktOKd7BtfbJLL8LhqoswGNz2e+3B4Pbx82UXYYnG8FLMyZTyBYkVm4Ic",
+	"SZnKUk52en//2//udbtFMd/v1l9jEJ2FyUdsRLNE4SNTeovSptfttnLZ06uXPag2rb+xRr8ijEczEZf5",
+	"5Fqlq+bmmhHvc3Hz2QN/TZmcCS4ZsNfvaWS4v/5XKLi+HvpP0FZQiu4Z7v/7v0hUQ82KYAAQIvCzqxGN",
+	"EwZiSWbTKU0XwAUcOyeRYCj8plSFExJr/Q8X0GoAk8ApRHrZ1WFbjYgpGidmz+0NmlBJesSIYTKKWRLB",
+	"pmsxLBsnHz/lj00zad8NggKplXhM+zL/s3N10r781G31+o+/aPJ1y9ADiYgljS+X+sCkojz0VWz4Uu4N",
+	"afSf/a47NbjG0UayUlGVycbJgaZLFSugnD+57SBuOwyd2tORe9U9g/PejEje4ij4SJXE7XaXztDw7BFL",
+	"GQ8Z2QmmNBmJdMqiK00sQYsElVmhmu5ZOGWlpm6a5ud7hd/CXJ8KPkri8K70a+9XFEs6rJCvXrq9y1or",
+	"cr+qUmxloALBxjIfZ07zgciQhVTrpvo2pCxkWsQaocIictDrkh8EZx3ynOvfa00GhNnbn95fkC2tuj0G",
+	"Y6DeU6HbTQdJmcym7B5kfZyT9c8ldunvb4W8Kxv88NQdGlqSuX6B1vR32lSlSlO4/Y2m7fKU9Ge5qsWv",
+	"Rkk8nqigNeDBOrneRBH+YNfihUiHcRQxfsd7EXOZjUbacuXqSoZixoo3473+iExjKbU4r16HmufLF8Ka",
+	"RAkNr1Frg98hUxEzliLD44xF8oQgXz1JGY2WUDD+YmvKtEIVZ6llRsN7V+PSp939nHbPvQUSu8AK0dZs",
+	"w8ORbb551G0dK+8c2Qmqk6jw4DrrehXBVX5fY5xuR7BvhHohMh7dkV7hyK64UFcjO0pOrB/4NRdzTkSa",
+	"M14U4lXCLQ/kUe0bgU+RQWM8U+3jQYMAX8cB0cKMJXFOlpV0ugdD3IOPHuS0+BpmpcWynXOFEMvLehgq",
+	"fCOIzMKJ4ZIk5kCB12zxnbcNZCdw79UcsjSVB9YH7Gzvyva0TkiTK1AgS7osJxlntzMWKhYRyVItqvF3",
+	"dfyvMJBHRe/FlKmJNjHnmnXMU8HHRHAispTIOGId8sdMKOY7Ca/iiMQj8N3oNdFQEZnNZiJVD8sKLXEd",
+	"+rrnuVlJecU1vK6w5IehsDO+IGhua+0xS1mLUEkoJ+9ePCXHB4ePa31TD0ZNF0K8pnxhPpZ3pKqUKnYF",
+	"BmmdgonXxTm2M8kiks1qaKowjC9NhUCL2bmGHS8yMvYU3Sz6gvZ8f/HDk85B39Pv3mmVCSZM2G3IWFSv",
+	"2ZXWdROLhCoWta3rXIvka7ZoXD4QSZE0n5dWxu3cyE7gTyVodsjPNFYk8BzeBXe7R2aFEMgqGst/uCSQ",
+	"sNHD9vdVb/zKx72f3ltgf+A0UxORxn9ldxXadBYbP9mNuF5yNeCE7A+qd6I8xDIl0xulQ55CqIxQwtkc",
+	"vqWK7GWSpfoSfKV70e3l98JOKp905U6U16V33GjbV+a74na9EeTMnAdqf86vV9FwSsP4sonxSIsZ51jU",
+	"zHbQKAx8QkxoRA6v5PXV3//2fwYNt6XX4Jz8dXfzNa7HTrlW+ykt+cG0nwy0SbdbO0HpTVrfsTEi76PS",
+	"6fofsduZtkZ+gxr6Bz5LRcgkLPk5V7Fa3FXLqvWTlwxM43RvkdzbXqdn1Q9VZgMlpzawAxC0YOhTEsUj",
+	"cGLlrnmjyyZUKi8I8UH6bEOLWfyXeWqNb+UeUrXvKWT5WgwXMUuuamT1m/NwFmhQ2tcg31gT98X9NRET",
+	"F5EMlkRKHtYUMO6l98pclyWUWkehM1qlyLfU7HNOg5hycUVV46TR7/YftXu9dr9/0euedPX//blR3jT9",
+	"gbFAr1JG4c08S5JWg91g8sfHxm7jstXQ2q7mIzIGUsLf4FKvOJ2CUnTZagAZrY0roHmWOykbrYYNk15J",
+	"FqZMGbYjYSn4slwVsp9YarS702pks6h+A3r5BmSpvoUTpWbyZG8P7kHHbHUnFNM9L7K+DWWaw11GmbnX",
+	"loNvVV9ScOH9ZvS2+9C22yVYw6qI8pmLSVnHJDl/tmVA2Yv67XcLQT/9Ty/qp0f62G0fn7Vf/uHH12/e",
+	"ti/+1P7z5af+oy81EcBW4/mNuY1lk4/AZWhZHsz4DUvEjJlkhMqCQpqmkGEj4ai1pOiQIKKKBmQkkkTM",
+	"rXtRbxkRI/2zAdfzITvBD89zTzq8t62/kHuf9H++WMfsLBUzlqo4V1xvWCqX5mVphcD8QL8PJ/OdJHJC",
+	"Z5howrOpvuw3PX3bK1ujfw8v4oufRhDG2uAuvI35GPf0S2ujB56bS/LMsKStHrZU9/x2QjOp3NOXtddR",
+	"f/edJDO6SASNTr3on7Z5wW/JmTkagidjPlATJlmzo3cljtZxBZjD+TP9YxVPmVR0Oque0M8TprkCmdDZ",
+	"jHEGDuWRSKfAxjRHa+uH60gWP9hgDheLGXtDp6B2OU/Y1foF/Gx/a9Is8pDvx0bshLy/ulaBGktvM5SU",
+	"k5gRBfb21bIMc//I+bNTe8n09TIxbvxO37mF3kMqXRykHUdBkbWwG7WctbzdhrXokbZlLa9iWcdeIPtH",
+	"rwZFbqdyu+3lgwSEjU5bv3JKb8/xAUgpMFOiaUqB3U+ovJqKlNVSI2hHVkuC6Rm+1ckXNxQiYZTrsby8",
+	"p+pwb6kEVhjYxKidQrIMCfR4AaRYBhRcGk2iBBkzBb/RY5vcqUCL/YAITxO2iVPljCj9S81CbGZC5UCs",
+	"ClI5jWROF5IESSxV4DNG/UENayxdCTOsIXNvl4ubtJT+L8x9XnIDgBHZ/FqqaCLGGashGP/pZcwmloRN",
+	"Y6WQ3azLqvVu0acGjaJYj0aTt957caerM8fncrHj0VC++hGdxsmSxNUZTV3eZp6zFAl1SgJ8rrMbEJkN",
+	"9YNDBjk6KJrtfsWqtMZHBzUrxBSXLZnpOkKCg7sCGvfJKf+4Vt6KmbqKaw7vZTyetG9Ekk0ZLg4y14Ld",
+	"IM+EiHmYZBE7zTeEDBdEr42IlJj9qr3GuaK7+QHr8/nD+5/ekPdOmVGefF164svuDZxB8SWOONy2uKnm",
+	"VLnyRtUzXqcH4E6uuk9bM2C4xwUmfFjHhH8VLrRya94Yml/FcPSZtEiQMimyNGSdGZXqSjEuWUB2JGNk",
+	"mc5azoBPYn7dMUZq8T7arDcnbYvZe7T918uPJpH1cndnMOiUPmr+frnY1ct8awdbv1KyE/jzDJotQs21",
+	"IfM4iUKaRvY3u0FTX6pgN6hZ6O7qJRYTFHcGg93PG6xzdzDobPjT3zdr9wSCs7UbcXZu4smQOujCpSHl",
+	"JJMMM16R945ElmJyG6Z+6gd+mjHuRsiLPoo3KaQzOoyTuFZSNX7WzEyPhYPoF0cCfFj24tl7EE6opm8l",
+	"BHhtb2KjbLLpkEVRzMf6U5pFsdCHICKTglDLaz1F6VH1ioKT5lZdzWMeiXk9FzHJm4Rn0yFLgQeKa8ZB",
+	"RY35LPMXRcOQzVSxOqLXP+pq6nA6f8zVo4NGa2UNQsu6e5aI+PyVGGtIGJUs0uRKoyiv+3BsD8zbDzy+",
+	"dVUuO+ZIQ8H1FYkFL97n3uN+r/e4//igVzP16nTXaCWFo48lGQuBSQwxJ+9zn8xmykoUy1lCF1e8nr2R",
+	"STalvJ0yGoG/XP+seIN/eHvRPhBEH0CNell533pDCq4dWoLruD5sQYHtY3JIraIw5yy6Gi7RnEQ6pjyW",
+	"GIABVWGWips4YjLf6+K6xYxxWlpybWVEjSnoxE7O4t306oSQ3ZKa80EqOH9GRqmYVtXdfL7jmWofiHb1",
+	"nGDSGxRGrMixrWedy5UJvC5tffhUxZqutLjWTADDS/dULJBxly2735JW4eW6VITL8vwIc7u1XReEImJB",
+	"i8wncTjRTEAqfT9PSQDBBmMlYiglAMmjGQRc5prdxZBMlbhw0BaZ0nASc5azgWW1V3XZ3yVjYrm2UktJ",
+	"NhpUp47czhLK8cra0ikRhlkKOc0b2mom3byu+rEmA7plzKVK2vpGdGlO/YV+6Dmm2qz1PuRBqXqDT02s",
+	"JeFFstav249mra6MML9sYWEZVqDJUvFZZz0brEnXrN3zmpTHVp5iKusSJQv7v850zbd7v1/dbRsoqduS",
+	"lxcXbwn+wFG+K0Y5PD72lJCDbq0aYuKANfdsIlJFTMAqr4fD66/H6WwiWlW9S4R8eHfupfqDcIsjraaM",
+	"YrOh/qugjlBbMMkNOggo+rVw1GHMx8ZJ4BUpr6hkaK0rjqxNG6oljUKKDxIFBNScKW392ZAm1MY0IVfF",
+	"uxOYEL7T19HougPlHJUJp8T/nadXH7cjqhay2cLdWyEbPC5R2Y6fOHMsCHw+JRZAnt/SUCUL65oPIFjA",
+	"Ur18Vw8TgEGGgaqAJCKkiklztmUvWT0PBlU0liYTEpyVZdKA0p0hI1SRqZCK9LrdsrHXr9tskwNTexHR",
+	"QzMiNK8lgl8X31ythlt7gbxSodXvRbabEqhcywulyqYt1rGtfy0eTt3VBYeR+d5UQR93e00S81IxOoTO",
+	"ipcyYlLFKB6vsjTZYNtLZGyOvY5GbQx3RdTSVdJh/Wc85pp1YNBaE43gCaQ1hiali0ckFQr/hMrMGjXF",
+	"i9ovc9ZqE878bvPg0EqD64xwoVB/mjExS8rM2PdXFeyqYrJAdcIL31rL89tjdbKkqCiwVUUB2QnG+r/N",
+	"libDWJniMpjkIYm08qqvo8gUoURmYcik5oAmN8F4m4xOqwdquLyFRotnSXK5QWDA5j2s9hZKFCewFLmx",
+	"plRxR61XlEp5F3WzMi4Z3Co98HSmbOQS1UZF0gyUSZOzrDcNYykQcMk3s7mUuNbuWzEXZBmjkXZiWnrE",
+	"oWFxkuyoCYtTrM1GlxLXKqlWIeZ8qUCrZzz5jvbrNM9oi/rU9baU4QsFc8pmtdTZ66vyXMrveJbpp/Tp",
+	"IHsBRhIL/p0k45SGUHEdi8ggKRTABswTUomZdFwqj53e/Zj9LJxaV5gWh16QdqYPEfxJcKcN2ekLzQWm",
+	"PBcUTm3Qluqfl0zJU0CXqbcBDVV8wwJ3UU2E9VSrC5DfpUVdhtri1IC6YD1hdEoCV0VHdoYFptYikrEB",
+	"D0rMMGjqF4k0MuNRSeR1PJuxyN8QDNhgkQ7qKvqhG62shJRrSyQy1fOGmnARUPJrUwltxWEdgfkpUMuk",
+	"CYROwwnl423ECSRObXR1Prx7tcZDhJK7GOUxnLfESgok52mdZUlUZpUrr1rLF7qFPVuhFpwha63XW8GM",
+	"8pgvLaBllBTPDO28q6mshxtIBJgjRAlx3VnrBkaIlzChUtbL41yQYrTGrOeCSfWOySxRHW+IoOkH2o1c",
+	"qImeruUUy2xwu0mY9rXOPLHoAFfsNmTpTK0SgYe9PhkuVG462YedHlnxIKxdhVQ0XXmdfHXV/HjzK4XU",
+	"fFXvqMJKYNSWvpO+oe6zUsv7UwZKIhdGseo01rPOuivqLbhVoNTibItkV3NOKy4S5uYvjzOPaCKrmQSQ",
+	"MlkHaLFF7sPdlN5NVUKABoHzMhetrO+VTPN7qorTmNt/1qT35CmlGzDsl+bXFQG/wbOFRNT7yQiUCma7",
+	"VxCQTfWrZ8V4JALzbOd0oc9FcLaCZgxLugpFxlchwJjfSaINFzKlxlu2kjvbZ6rDPgefq/m+RUSiTVvD",
+	"ynbAjoS7nTKVxuwmhqrMHIRpc1Iqia8NAgh6kISt0yJANrCIRS3fToOwnUiBGRn15+7a5lrTOE8A1O8D",
+	"bc6rfPZPfDOGzGwK8EYpdpjEs1UWqJf3s22m0fr3+JBYrYbW8vK64RrWhdEOzcCtwATF0ArojZSFu2gG",
+	"MLFtRJ9xT5sIsT/JTaScSb2zl3wpLVEyYzzyDCVAxzOPsQgyEe9Oyhsaklf23XUWpfuyVvPPzaAtsqXf",
+	"40ObGA4+BNwdTQgPPWoLkKhVhkQBj8rdx8I984yGIqOvEkYNbRbu0XK7ocQ0NxBepTz1Gl3FbXaJvZ6Y",
+	"cJ1nbqAWqtIFJLFHWcKcyg+eNA/uxwfzaXbIudJ254Aj9NuQYSwMEepSZqZQNFRL6G6fPBnX67YK4H4b",
+	"VHPkTHR1evYfi6daySbz2R2U91wd3t7WnShqeT4prqtY+rJEYZB31xV69Rky3s5tw+p/XUF0T8HyTyEy",
+	"HoJTFVEuN+JUjrDWcaIKg2k1btt56mVeW9dxfggXSKxhRutKE4quw3sksZQ1+N9yocK/YxVCvXpQda0a",
+	"VSk4MUp3iwwZOKudugQ2QAzYpViXDPLplATObghOjNwqR4T6t7enAx6Y7BQr7lC+eWKt/mEt1vRb0PYw",
+	"76gHu7O+kwFHG8LWX2nVl0cO3M4JvmbRM2v2QCsYdknGDQl/mBnU6mqu4A3JYytPyE/wB7BW60euXkoz",
+	"5WVxozOT9RL5Wp1zT5s91ieohZf1YsNYaFlpBY/suPD3AQbn6Fg0N1UGvywnvvoywCqyd12YkVZcROvD",
+	"jhtEGwfcekLJubJxBIhToctfvzl392MkwdTYIBxXh7x35RiWXzmiVIJMGE1NpUpZuyqFAF1dc+8xFHYf",
+	"mrpmG5HNQ55blTrfUyO6R5wSrnEpPglk6MWO7xGwWhKoxkjzyXImAsVFGFg+sfTgTXFFrPny/sGTh1FA",
+	"CioHOteWREs2VyecTyXHvXQX92XudKznZ582yJEpXfJinNilrqNIsLpNC2HfKOZ94Y81KxDp9SgRc6KE",
+	"SL6TZNCwX2VqMmiQcMLCa9khZ8jHBrzfPTVhan21weOOmfynfmjatHhgPEwXIOooj/x4NaFjGnPIEFlo",
+	"44oLhWDgwD3ZgNvV+BxMMiXJjitd3Q1aJHiKABFtrXz7/8Yd1J98kCxtn40ZB/zPl0KqwDarGPCJmLWH",
+	"i/ZEzOz+NSvM5b/ab47eADCLPoT9MN23/R3aCCuBCpp/iF5UvcK6V5f8O4ZXLvlfixixcV2uHmmLulwz",
+	"7XXqb3kBD6QFf9N+f5vabw5cUEMTikllASHAVzJckKAe//hTzoC/7OnnimVinxpTJiUd6zm8ZEkisNqh",
+	"VOxyL7HsXlBdxzhlTJkOKGtzah5cGtmJbS54ZsUru6LHz+o8lGJowOWGnBIuOCNTRrl0uSlkyBbCKMkx",
+	"byN+MgnprHCOh93VGSxV74JdAyrpW+r/enmgf2NJms0ZhaFqsg1WaGSMpknsyBnjl2AU3EuzbzVA/62+",
+	"8h0ObpRnV9DtzAnTEIFwMd/GjPBpbIk2U9nyxZK033wjjV1b3c9NHfl2oFpHvv2yVlfEN6/wLXp0DQaa",
+	"iXuh2rE2IrmCICD475pHAHnd+9QN+tFdR30IzlMfLbB5Qjhvt+2riAcyed9DOtE9jHZMCG5jWlKN7Q7J",
+	"fVeY3HdlijELDUOOHkEpxpLEobpEwGvGahMByZDJOGJGys+J4MUCkEfdg6MCO6tvhrVswy5MI487bpQT",
+	"mcX9ubPres1MMb65hDM43xDUjoAScN8ML+VlQz10qtcJCfSNEhkYBqHgnIUwo5SNIPWx+GmYCPNhxlNG",
+	"wwm4lVokiLjU/1GJhLYBw0SE15ASqUy3P9NAzPTMa7ZIwJnShhe6VQKIxOzf3gZ7+OdB/ueh92mv6/7s",
+	"H5sI07ZBgl83CrKpHMj1vpIM0F/U8v+Hy3kjO2iWjkRKzNHpQ5PNOyfDfc10tSVlZ2AXbZAFjA665YbS",
+	"Ul9znbW0TILYt6wLNtuQTTGD7u45cx/evapdWVrw3kIbLiGVvv+UEzqUIskUw1soA7iwO7OExhw/Ckie",
+	"Z5SXIIoUr7MksWqS+URIcCbISgFdNkzikNAoSsEzCvizLHVYMzMq5VykkcXN+/DuVbkx2Ka+yQqtFiu7",
+	"l9n1HyBAfwf92mBbKGFyHE71Xmod2XwhFV0Yd9NC77ph3f7Yvd9kZuKp9UShq0xb1P9sOYnbGHvOYZGy",
+	"qbhxi75/2YE2U8fC2qj2x5035o+PMVeX/o/a8XQmUoVYruBsG8dqkg2B1gWdxW3NMMaM77kXf/Efl9fx",
+	"rC1mSMJtV1un53antMtlfObnWE08BTdJNod7BKDGku3pRqqxNYq1czvBfCJZeBWQ35MhlezRgZZo+32S",
+	"Uh6JKQq5Zof8iaXxaIE9fF2CjEFNfq8oj2gaDbiZkiRJPExpumgR1hl3NCN6u1ATwV1e2w6+vtm5gXF3",
+	"tNRsOXdpOdWlgXN8Pfrxj8fp0Q8//vcv6cX8Lx/ePjs6f/X2z+ei/4q+ou/nW8NnmH2q8v/L1npnqqlQ",
+	"laUdbRlnNDDfWNrmk5rhA3ilj+xY57N1+D8VZ61cDRK9OqVfS2oWZmmsFgAZhoQyBAh3dEPbf72w9iEC",
+	"uw+ybnc/3D/SHDmloWKphI9Yo7pHvmM9x0LHcSwGK4vIcEH2j0jCNDeT4DeP4nGsZDMHBFgDNa8JxIea",
+	"N5IuFFyKBOqDAwc9H3TIc021ejJDpi0AaVOT883Wk5gIwFUikoEtjhABSInYQFgrKjCRXHHRghSxh2M+",
+	"EhZdmqKCano3+rsypTFXNOaGwy6PrMY4k2TUnoBiQSKG6LcpmSVUaSMepNY0S1Tc1tKSs4Sgey/m45ZB",
+	"AUhifo1bTDMlprCdnQG/KDbsiyUZM651EBbl0C8IEwnINLO4s6DTJMAAIbbkhi4w1ScxDEJNb2OqmIQw",
+	"f7rIsR+kIHP9i4XISMpoRECfiiVhptB8XnqLAW/CdZh63gEf8N/9jvzAFOQ6mPoJ/WmvQ3Z3bW8H7nqj",
+	"7u6S9/EYL6YokguPtArGfaLRyrPtMWPVsxa0j9ZPPn11fqJfRQgJgkBO4C9PdfJhvHAi7TaoZ4PGWThl",
+	"gwZpt/8iBa88p4nUPZEPMpea6vNB0AiB1t6k3TZgFl67Mn/4IAjMVC+wlTqy/fwutcjBgXe7mwAAAzyM",
+	"ucL/kHWKYTMlUmbLrpUk71+etfuHj8iEykkHXgb9aREelpqIXzaFs6dkGkt9fyLbCjtlf8FuSsY5SfmC",
+	"JEJcZ7MWHI4tqww1lacSKvZGMY9Iwui1PnRCkA84iFPb1TMYDIa4UoxO/Zm2/3r5af/oy2AwDICG+ppa",
+	"XtNrH+MypEkC9GIzNUwLDGoZEUQnqxQQZmlC2i83aZVhfgaEfULKOPSDBhkMYEhCNIs52dtLREgTzQtO",
+	"jrpH3WIDjdI5nxvRM6Nj1iIzbSWQ3V07Jba729I2guktBb0VlLZENHHv7l4gnq/I1O4uERzOwkGknJjN",
+	"HTMyzOIESy5x6drGCcV0qs9LMyZ9uaEMP+PSIEklCfpKpcL54e2GU9jXp/BOUy5i6Ojdf+6ScDNkD5ST",
+	"jxbP6HLH2jDz+byTjsI2i2Il0o5Ix3vpKNT/r3/XrAAfwXR3CkHe4gH4LSuCplVyEL2oCl6E2Ek2+kuC",
+	"HI8jIGIEL3Or3ymg3sDPC8g3RgE6hS5Q2OXTNmun8hpBl1gy0+pYsRNsljIkAkC+QnYrRiOTVw/Gk+Z7",
+	"AW7ux8vArqoICeGQPQB8sQTuQXN4D8BtM8T22eZ8fgYcG/IZYjn6tZ/x+3a77f7fPHHQ7ZLPZKMuseRz",
+	"odRvdePZfPwejP9QTVjIZ8Jdkxfoo4U1GqXeKoE3gX09gRr4IbOeSs/GU6QcD9IoMCkRc4OLwrE5Vf6K",
+	"A/2KlS31cN6Qo5GKTIF3wO/R53cp9AY+hM1jaiIiGMw4GfVwet1At2f6M0uw3rPH+tm7NEcla3ujmq0r",
+	"tWJ1FAGz1HeGi3k+oR4chB1OCXGV0HQM5zAUkXXeGBwgrRj0yOv4e62i2rBYPhTsS8ZNzz0WXU1ZFFME",
+	"GYa94RFZwVeAyPPh+n0gkfoOKGatKxqr1HZUyQeHcyhgHJHPkBha38bMPXmIV7PYxE8/C9CjekNOq3xO",
+	"y2Jj44ux1jmZNx4cgGb1cciuMk5vaJxgFT6uMaKKasvTO0lQ8WyzOsTKWDpreA+KCuA/sbTgUpDuRgKH",
+	"JxWcEmqlwXfSAqDv5D/YQ1tHD4MmTtDUGgYuLUWOd4CCSs70JYKt9WQV9ZhBlLuEbWMKvdrz5xcvSFBu",
+	"BGIQ9tzHAazKmMMtU1nHjD01aIDiFzThIai29HpsDnLkf/0bT0mB/5bffELMcKe/PHnU7Z7Onzzqtkhh",
+	"kNNfnux3zVfFMfKH0yeHx8en6kmv/Gz6pH+M35SUlCAN9FlNbHDVNS3U0m5KFwQrY+BS6RsNG6QCYxbg",
+	"8WPCp/7EtU0cZUmiB8NkMVRFTZmZ+00O7QWhIDTQY0mCg/6xkYxFcnPCvQIuFpApmw6NEvO73xHohyz1",
+	"P5zNiWal0dFNtADMtwDJzeI7I8mB+o51P7Vfz9NYseCUBPgHiaezRNNWAM91BhwpMQe10xqB9DHvNIeE",
+	"jsBaIbhtW6ljrAhUij+bRsKfyTilXMFF84T4ZyNqpJntZ9Q7QN3TOpx+m8UkdmsuSJrPBJCczQAt+y+z",
+	"qM8V6xVxaiinyULFoTRD2IwfN4r7wA1USSFDf0PutDTLsYazGyr/xI1lrWyLoihbxuDWf41Tkc1wdOMC",
+	"sGPnlrcb3PvIjR7zoRba6N6X0Bm2OGmXVokuts+G5P6ELT9iPgay08ePfWUTwF7JuBbQgTEYgg75OdZf",
+	"k5ue8bGjBERH/Q0Dk+4Eg9KWhmTL/BvdoPaqDjh65Vum9ZnhdhafGpIz5x64p+yQp0kMSSgA5BaPuTb2",
+	"MtOVuTRAh5zxfAoDrowaNBZQ7zCnYDlOaXrNAJt0ljJgu1a1BeKWGZdMBVrGMN97YC75M/NUrAUzAKId",
+	"Pz44BL464MF78zB8cXR4fNB0+bCO8XD0DyVxyLhkntPnbEbDCWv3O91KQrg2WCh8DcaKeVbuvTp/+vzN",
+	"++f6mc5ETRMP5LFR8qw1Wg3Xd6jR63Q7XexeAK6axkljv9Pt7AN2jZqAo68GJR5SHuq8xMhBPHh2/+VM",
+	"S7xW7vz0HkUQxVJXAv0b04MJ9982pgAvlIcvrE9T25TKOqB8zf47SZwD3PQLAvAqIU1rucDPXtPmixTQ",
+	"lQaCwgMO1oKnS0sAwL2AIA0+jy0OTohKM4YQt5O858NJsdVD3uEBHUlTJAJHrOcRlElK5SI3ftgRNr7f",
+	"7W7Zis5tVLEb3U/cdKQAj43flQ4zYz9ulkm5YSLl18+jtA1JvB515kYVEhK9ZnaFKLBt4GEijHlrjaX5",
+	"mWsyn1YHEDbLrfzy5dKbL2TTbtHhrthOY0mfOw9O3nQd+ZdocNdqHHR7yx5yF2qv0IMYHtpf/9ALkQ7j",
+	"KGIQTz3oH69/otwFHE7C5IatezbvoNnybu+rOM8CNWxC0TG0f3zu4FgqOppHeaj6NC71sLXd6/Lb8WUp",
+	"w8/RW2obHbVyt+rGzL3CDscs54b3Z4bAAyptonPGVuCD39jfP5r93YHZLW3o6ej0X4bBdddzj+9pZJ5r",
+	"/Io8sXuw/ok3Qr3QZss/kIm+Q6QmCPbl5HF3VupBN8s6BaqmSZMtgyu2MCrF74sXWF9TzElxV7xwlfN7",
+	"hokwW94fk3l7WZYLy9X+C99G/w5Ld7myZQM712ymnCMqZQo70zgs1P0uVizkjtNmpXHrgNuttgZ4h1zM",
+	"BYHETciVogBYrO3YNtndfcPmDpprd5fscOFaFZ6QYSrmTvs3xVMtksTXtj8s5FjhQD/5GF8Ge9ecoh4X",
+	"B33CbhTEQ5smypUlCRnRJBnS8NrV0ps8RrBGoahdzHkrr/0jZCaSRFuoKo3HY5MDWiiIlB0CRV+ukCuI",
+	"owC8XqavOotOTa4ECbzKqYDMJ3EC7whsbVVgQnf6pRhbMxtCrZ9U2WB38VWSzsHRY5ygoziBXIzhwgjx",
+	"ULl0wlVduFYaPrKx9U2qf1/xdmHTL7g+gJie3x+bCbrdTXFZdV9aVcUoWbiicyAbbAvCWRE3btmE4Jnt",
+	"ZoRlFPU/zDdzzwqwtT98ilV32gK5r85lNIai7VlVt6zZWWiO3LjpNfJ2xstK603P9EppvSn0/qp19euR",
+	"kN4W+u0unfXawu1yJ+A1mV366PJyVKPZFWpKsS37/QzMZcZlXZvcb1rXv7Il+oBGqLM/42gT67McKKh2",
+	"fq/oD0vtzK9hY3rQcD5ei8WH87ngCub3b4Dadg9eenjROzjpdut5aQ2m1rbMdEu2uNIM/cYLv1mg9Rbo",
+	"VzM+i93UkG1iVhnEp70O/NY/l4c6m1s25V9qoYK75x72Kei4vmWKgeKlEuKVC2GbiLIBd/LzIr6TJbmR",
+	"B5ZEGoGlqVX3WBr71aaM5QmfJwPuQuOQ1wo7WohzY1AcjD2RQUCJC4i1YluiQixLTiHfkUeY4KqylAP0",
+	"mdAmnDZlZ3RsGiotNaNe477cW5Tl++s5TOeitJ21Wnyxc/CyDsCX1Ya9trmu65brt60t9WOjUrVIIubt",
+	"UEhlEsoT04xUn3HKMMkBgusJlTIemeV2GuWms6UWsiATit1KnaKM7V39Zq62D6s2rMor93oc1yz3qHfc",
+	"Kyy2e3h8cHR8/Li82OduGFiaZDTV1i0kJbSjzB0k9C812QU1q7xgt4q4scg+0ptdsJ5a2024vd+2326y",
+	"9vsEq/JWrUsEpyG5YkLIlC6g1fW3kNU/iaEwtYzJSjnDqZZJOY+LFs0E/GLvE/x3uY3wDvgneF4MWxhi",
+	"3cH5M0yRLoD+LZMLHXLmOq1TRdgtyJXYYFHm3HuYKVtfXx7RrxjCTJLgoHtAyom3LVc6AQ5Jyl2Wi+Cs",
+	"jtuPGTL7xgby3zZphvIUfUGxpCr44Xkew8J9DVY1ba4R75Yp3E22u1bbD+Bsmtpu+b71pWUPsXN0ourf",
+	"VEJtyZNX8uNvhsw3Q6ZkyLh7dl8Ob02S3A7Z++Q5PVb7hYqVxkX4/R0VQ+gt76HcIhb2oeWDobe8yq4y",
+	"bseA2y1puixfDH+gbQVoHi7YI+MxN7iTkEFWz8jLWNv3ZobYiiYqskMzPIssKKCBWTPbU3BGFfvs9P3u",
+	"OB9LqDm9fgnuxvcOAauiao3fqYqj0shmUqWMTomX/19selVxp1sXUMkZtQ9RGn/Gx6UJozd8/VTf1U8V",
+	"ci7WTOywMrF+t/vlstzBZ9mTfnudZct2HXFWeBK/Qv7JvaMgSzx3Jui9na9uc3fn27K7sxxs38i56jtF",
+	"kYqq7tA+oOKUG9uUIjCVvjF5l5gCZrnf+2UZsWx1gJsrBZWGAPXqgY+19U1D+KYh+BpCUThra8xro2HV",
+	"BosIcncH6JoAt9+R5XILvWPPddnB4Pad39lqzEQdjPEfXY9br6OQgMwTq8JwMW/ZStxRyuSk1EyoBQnr",
+	"ACVmmzczskPzFnAD7vfMktiAL9RafcpOvc5a2m7GpsR+bwg9JmAMw1uxKREiFkJip+dM7gy4F/wqt5xI",
+	"AZ4Vi7ScUXxMaqo89ZwcvHypNZIccHisUjBap2a5w1urbPW3VLZyFNCc6P/oAX2uUKx63bIGgHKhVt73",
+	"jqvy/i6SrhTY217SbRD+q8i7grDq56vYSALm/TuWyj9vyN+G/NPXK0em/SYJf1OSsLuBJHxqStL/gaIT",
+	"0EQ8sWnZyfaiEmoGa83szdM7K4WRUMZXSGmrBqTcFLeV0r+dfDWz3Ppg1waGWXFXazqiG6Zvs20/Nnb1",
+	"gZZS3vA3hY7rJx8vDfte25ahzGZXd103L/PR/A67Hj92ne7XmCOw/G1y8L565prfRmJ17prfQOIb9/4X",
+	"jUpVWNo97ZBatf4dG8cSgesA1xWcg7abQTFG9F3escr5DqFlReDQDgZ856OFTyR2jkVsI2m+thOEa9Zs",
+	"YsqBAS/wESaWADxCZvsp5Dg4fC/AXYMUBV6GR3eqvODJAsppAVHB4Ktg7jguLiCKXjNZcJu6hG5pk8Vt",
+	"TUSzVU7vll4+OeAe7AZgnbC8DHnAYUB2G7IZAsN5xbnauNFjFCt49Yr8gJhXFBdU6jWSGNC1m9reisPJ",
+	"gEN9+hCXAA3ZsIAY4mwIRYCL6FhMJBnYKvq6PklkBxaEbLLQK2nA1zVLYrczFirZPHWgtxs2Qmq5LJYY",
+	"sYERM+/CAIjbJVqMYgRvAJzhOphhRB53QMWhtmKhRKEAa6wHmaXxDVVswA0guWx2yDtEPwcQbEuzwUG3",
+	"S2oAn1yxIeAPGh9nbghj+o6WtECVGLqdsPCapOyG0cTl5BA6FJkPI/idtnZhSnUWJRLoz7lA3Uq/8XB6",
+	"fmQLo77AFf9eRIstNRfmMByK+otfmL/iLviqTUkL2Up6f2k1+BEvBWE54Uc8L2iBw/IIdnnhpX7s73/7",
+	"H8CEQFwPU5jy9N3rhq8uIS/Qs/UE9Sb9soqL40e8sDTDPvcej7phP+qxNkziDtoGIkvig8VA+ZeKztrb",
+	"tsjfhqKLgW/A0ahRXLfXV9ecwlpdNj+cTRRa/9h+PeUWP7EYyJtjBz+EQvzVqM4DiF6WkmwIpLUMmZjs",
+	"oHQwNUwha5a04VcCSXOdPup+5+vC3zToB/N/bO3O6G8yL1NdqO/3c65itfgHqusWnbeisj+0O6RQw49C",
+	"KWGK1an1OVB9FeLbKXKJGHfIsxw9CkHKTCMo9KmDigYwMQgyU7QITM9j28rABsOJmqQiG09qlFZZ6wDH",
+	"deTqSknwHFRX+Aye+Oa//BbJcwkk7OHvYGtFkZe9VuU6L2zubIQUIJ2WTJlTgsapvl2mPyb1+2YtS8G5",
+	"f+qNK9os5t64ttdQFFzf6Nr2ub6fwlanlNl62NUuxmX1qf8wp6PRy6yW5dXDrtKzDu/ieNxavVqnVH3j",
+	"mt+4Zjn/4UH45h2zHrymi5cA8xdOqkz3qcF3VHlnJa2TIIAvAAejGuJ7sQptiqBaCUAkdoJPXwrdfKaE",
+	"JknzdMA9kOETsqzpD0EbNsjSBFBfwWHDIpMdr7DlQSx4Qbeiid4c2xGUjMWAG2NVj+W6WhWZP7KS34ob",
+	"x+CteDFAHzoQ/I7aAhf1LhtjbLcavpdSk5TPVfvd7bmd6c+1kQtjW4lpeHlx2W+sqwiX/PAicYmforp1",
+	"v604XH+7OFzvjnG4BxOHZmbfxOK/UjLEP533ANnXr+092MszCVcmWfi+Am3qCO775vwci5aDVE4WBoIJ",
+	"Q0ympoHart0O725pRkYuNtdVkAGmkYd/bRtBQHLhMiAjw6PumFz1Hp9eBrDkTQYsw1iWVl03o2Lvzzth",
+	"o/2ToCx5iZfl5E01idPaio8chKlS+rFxgmJdQcJvMkFxf12CIlqRhw+ZoHjXBP1fKSPG3rz1mTH55fsm",
+	"y7+ZuHkujZe2bhgz5f9wS3etiMZy7e0T+kvmdG3iz2vIcinEB1BjN8CL6Av0sfJdpnusyE69kzCwXkJs",
+	"2445EAOubSWRKUKJjPlY2+DY/xo4/yEgbUKujPU/QnXijGaSRR2CiDOYmOTa5wN2pP2lndiA61noaYk0",
+	"YhGkKV3HsxnzO2ScQENpEuhf3bAULadA268S2+MJycgOtH1DPCzBmWwS+JnpFxlPWWvAaT4IguljcARK",
+	"LGPpdKE6qx7P1ffq3tUoNxMoJVbA8LauM8I2AXqjprGULDJrWTCpWBrRhS9pC7viC4meJz23Z+A4IwOd",
+	"XKdSrL7YZhSteLHGN6b4AEzRkkh+qX9d4wMu99dhbO+hMEiaUiHjYstjoMA4rhmbQUeavL0MKqHYKsbE",
+	"NMFTh1DwKQNfI0AxAQATNEMUYZilALzUyrvfu1cBUJLMppqJvaWZhCQuw9byX9muNQ566axaUjTghUqk",
+	"jUqK4D2rA0f/vpfun6TEQlPNr+8Y8GTKw99OU0aIOkYprdTCwOV3VctiNJ6d5I85CT6CeGph36JmQHYA",
+	"SEUq0jtA2G46FqcDHsD3gUXwhuQwLubNvKlzCfJS6yBzT2tAZlGck6dvmE7csRxwqFV0+RUijccxp0mh",
+	"6BDyO63KZPQZDyOLYQpFKNKUhQoxuMdMyWIt5YDbYkrUNty8IP+VC8iBdfxjJ0BNw+Y0l5UehAGiioRU",
+	"suYp9Mc1DGrA3dCQqIu8EBtFxcowNllfywjveAjtRisn1ZRR5Nf++ZUUGjIVKUeL1yk2NQpN9+juCs07",
+	"c0c2ijk8RM3mxZwlNwUb5pclVZwVn4A5EK3n2ZF7/dbqHWk14KiX+0++bh3jOzvl1XWMehtA5ff34pvh",
+	"/03c3jUYDuaSYSpgPlXMx68tejVb/Up6MeORaRlnrssS8YYCwLRi8NRh7PG9MKK4Q97pyYJSy43rwBMa",
+	"m6i1ZLVWewKy1Ly8bNkPuDmbFkg9XBGIWK0yObm3g/0jlhr7bNqsl2H6HL5pz//s1zmbstzk+pW1aL/+",
+	"7Ovc6HMpQZeGS1pMjm+ZfEMbDjNFSoIniw55IVISjFMasivsd3NlOhAHZMe2CRecaVW6RagacNCtpb6J",
+	"pyToBoTZ/tgiiWyiI0WsjmZZqXe1fHMBc6QqSzFO55Rj93HQGnD9YoRH07q1W42vOmtOPLIgajF0DHes",
+	"bEEwVaBD3ukDAPYEtkaUpWiAw8IHHFdeWApLS4upZQ1wrvZ64+neR8ediKzkvvuRsVl5dw3SCvzY0/Xq",
+	"DrFxsv+oe4csGtgvlhdl3D93BreqpMjia2zDd01nbb0qPBbTf+nrJ9T8w4vYl+GDrK382b/+0wXvzo7m",
+	"v/T/fPuXH6aPXw7/O3rXC1+Nzo7l88Os8dtMwVlf8ANMbEllDzaMth42u68eDhBi+EDA4Jv6/83FnTOa",
+	"mhryryv3FZPqayrwQPOm+N6HBQxs+wQD7ZzjP9tCbTEiQZ7KEDQrvnEu5q0Br2B0ZbJVbTY+98Nx2GGu",
+	"AF0KAVeDa+mgSAGHsgJVCiEzdGdBM1ODVW1gQrEaHP5tlH/TRaeYmJR6HSSgqunMwRkMuBkRKrxZBFtk",
+	"asPBJ6jtF1MWbtuyc6GauXliwpUnBFIcTE134MF0ngz4MBFQdW/nix3vE8lsXTcuLqTceOlAJ1WCzFIx",
+	"ZBvXdetBHsK15vV9LXad9ail3ICymNN7tb6bjb4tdX2HZkXn3PbS5ILJB9JRxHV1C6pxbT2un4/kA7Ye",
+	"HdQittYlGJ0df99/uv/s4Pnhi0c/PH559IfjH7uv12B9Vtx5wGBWYr2W4D0N9Rrv5J32WptSyVLJLTIV",
+	"iqnrtAx0nmNFQDsXJ7vd3qKXpflNXH8T1z6cWKHp9T3E9BdQnLM0VguQv0NGU5Yi4sLHSy1kkdvWdyWI",
+	"ZSHzBX/qdOQ9ENJmcnU5s2fntjEI9VoshJSDcyrmiC6aKTEFNmJw9ieUc5Y47P0iyIogUUpHCmQVcCWo",
+	"HqHawh/qk7PIIpB3owTBjY0hfBgKrleKsnjIRgb4JpZkQrlBeKHFrq7NUgsgkKE5XIrgo3hsmOApWur5",
+	"OiVjXsuhmh5HsXLQLXJCZ9BfSFMKVfEwYTliyk8zxvOtPHt7fkKs39B+9/7Zj9pYD4ZUsqssTcgTMnA2",
+	"zCDrdvfDiZAK/mJGcRs0AkxJIrRwytdsYXyc+l34Tx6RIExixlUHp9FJYql2mgGul2QcHZ0RymqTzWvA",
+	"5asJws8tlFMBZ2kZzNLf//Y/CIItJyJVCHDRMgettQtDMUg+PjnpB8FFinriy4uLt2Wkpg7BGtZxzI3i",
+	"IS0gfcqo61n8LEv1uXV2d4lrbwsIS4VWXJAfoa+eYtyqZwB3o1LKpbZCtRKIW4v7ZcOOGGokmiTIG6M0",
+	"abpkSYQkFHMyZVORImgT1XobKpGpJuyUyglJhPQczTjv97Dy3V145d0gqcicLk4MGEwRPhbAg/SscT/O",
+	"n7XyFQsb1YZw7QleeCjz9WO9zVY+oEMfR9WxxiumX7UT3PRaSNCa1h8dkJevz56237886x8+0pJ30Iij",
+	"jhuro3XqQQPpPmh2yJ88nxnlC1LZEpLEw5SmCzh6QoIgmC3URMA/kAjLu+S6V8bTmaZPMxJ0jaaLRNCI",
+	"PLEf7gwaDrdr0Gh20IW3Y6gRZtuytNkxe94087C0iLWK+lCpIl0iW+QQ/2cac+jYDf/tk4n+bNIivS78",
+	"74H+336XYFeq/gGZkJ3/93/7XfKfTRPP9vUS/U6r9/dvb2HDYk56h0R2SKCnsGifYTdqTaeCiyxl0SlJ",
+	"WRSnLFTS4SVgz2ttbuzf3uofU9B5spQ1TyFRUr8KciVtZKSYjnlqMiP14ZoH0fYymZQmhdI8i0QmOuRZ",
+	"OcoiIdsJ1mVsKNP+1oEvgdvU5AbuBCauEjTRbtHc1UZTgD5dzqOWZy6MYu7dOZczFirLM54XWlzEUptm",
+	"Y+v8s7blSjORWL3hFMjWqpV6Ofr9Q8zLMpFfmyuKcF5S6K9nWZLYNy5Bo9ATf0HjFGasZZmziCdUH1tI",
+	"Z5AaYeDANU9CAGjME6XcJXuSlCpTJNo0DEtqkepTF8IBRCyBNvGudLUgQJzCUxUhF3WyAmxgu31eq8CR",
+	"Z8DJDvERt2LHwFEBkLaU0wVK8mieUVC8XYXe9hOWspbpF1RIa4FgXQR4BzyqaRmPv5qJJCms2vSW/HL5",
+	"5f8HAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

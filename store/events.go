@@ -40,13 +40,16 @@ const (
 type Delivery struct {
 	bun.BaseModel `bun:"table:webhook_deliveries,alias:d"`
 
-	ID             string     `bun:"id,pk"`
-	WorkspaceID    string     `bun:"workspace_id"`
-	EndpointID     string     `bun:"endpoint_id"`
-	EventID        string     `bun:"event_id"`
-	EventType      string     `bun:"event_type"`
-	Status         string     `bun:"status"`
-	Attempts       int        `bun:"attempts"`
+	ID          string `bun:"id,pk"`
+	WorkspaceID string `bun:"workspace_id"`
+	EndpointID  string `bun:"endpoint_id"`
+	EventID     string `bun:"event_id"`
+	EventType   string `bun:"event_type"`
+	Status      string `bun:"status"`
+	Attempts    int    `bun:"attempts"`
+	// ScheduleStart is Attempts when the retry schedule last restarted (redeliver, recover): the position in the
+	// schedule is Attempts - ScheduleStart.
+	ScheduleStart  int        `bun:"schedule_start"`
 	NextAttemptAt  *time.Time `bun:"next_attempt_at"`
 	LeaseUntil     *time.Time `bun:"lease_until"`
 	LastStatusCode *int       `bun:"last_status_code"`

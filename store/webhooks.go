@@ -19,21 +19,22 @@ const (
 type WebhookEndpoint struct {
 	bun.BaseModel `bun:"table:webhook_endpoints,alias:e"`
 
-	ID                  string            `bun:"id,pk"`
-	WorkspaceID         string            `bun:"workspace_id"`
-	URL                 string            `bun:"url"`
-	Description         string            `bun:"description"`
-	Events              []string          `bun:"events,type:json"`
-	Headers             map[string]string `bun:"headers,type:json"`
-	RateLimit           *int              `bun:"rate_limit"`
-	Status              string            `bun:"status"`
-	DisabledReason      *string           `bun:"disabled_reason"`
-	Secret              string            `bun:"secret"`
-	PreviousSecret      *string           `bun:"previous_secret"`
-	PreviousSecretUntil *time.Time        `bun:"previous_secret_until"`
-	FailingSince        *time.Time        `bun:"failing_since"`
-	CreatedAt           time.Time         `bun:"created_at"`
-	UpdatedAt           time.Time         `bun:"updated_at"`
+	ID          string   `bun:"id,pk"`
+	WorkspaceID string   `bun:"workspace_id"`
+	URL         string   `bun:"url"`
+	Description string   `bun:"description"`
+	Events      []string `bun:"events,type:json"`
+	// SealedHeaders is the JSON object of static delivery headers, sealed like the secret; nil when there are none.
+	SealedHeaders       *string    `bun:"sealed_headers"`
+	RateLimit           *int       `bun:"rate_limit"`
+	Status              string     `bun:"status"`
+	DisabledReason      *string    `bun:"disabled_reason"`
+	Secret              string     `bun:"secret"`
+	PreviousSecret      *string    `bun:"previous_secret"`
+	PreviousSecretUntil *time.Time `bun:"previous_secret_until"`
+	FailingSince        *time.Time `bun:"failing_since"`
+	CreatedAt           time.Time  `bun:"created_at"`
+	UpdatedAt           time.Time  `bun:"updated_at"`
 }
 
 var _ bun.AfterScanRowHook = (*WebhookEndpoint)(nil)
@@ -52,9 +53,10 @@ type NewWebhookEndpoint struct {
 	URL         string
 	Description string
 	Events      []string
-	Headers     map[string]string
 	RateLimit   *int
 	SealSecret  func(endpointID string) string
+	// SealHeaders, when set, returns the sealed static headers for the endpoint's ID (nil for none).
+	SealHeaders func(endpointID string) *string
 }
 
 // WebhookEndpoints is the repository of webhook endpoints.
@@ -65,12 +67,12 @@ func (s *WebhookEndpoints) Create(ctx context.Context, n NewWebhookEndpoint) (We
 	t := now()
 	e := WebhookEndpoint{
 		ID: NewID("whk"), WorkspaceID: n.WorkspaceID, URL: n.URL, Description: n.Description, Events: n.Events,
-		Headers: n.Headers, RateLimit: n.RateLimit, Status: EndpointActive, CreatedAt: t, UpdatedAt: t,
-	}
-	if e.Headers == nil {
-		e.Headers = map[string]string{}
+		RateLimit: n.RateLimit, Status: EndpointActive, CreatedAt: t, UpdatedAt: t,
 	}
 	e.Secret = n.SealSecret(e.ID)
+	if n.SealHeaders != nil {
+		e.SealedHeaders = n.SealHeaders(e.ID)
+	}
 	err := s.db.w.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		exists, err := tx.NewSelect().Table("workspaces").Where("id = ?", n.WorkspaceID).Exists(ctx)
 		if err != nil {

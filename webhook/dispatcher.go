@@ -1,18 +1,12 @@
 package webhook
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
 	"log/slog"
 	"math/rand/v2"
-	"net/http"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/uptrace/bun"
@@ -48,8 +42,7 @@ type Config struct {
 // one PostgreSQL database; on SQLite run one per database.
 type Dispatcher struct {
 	db     *store.DB
-	box    *Box
-	client *http.Client
+	sender *Sender
 	cfg    Config
 	log    *slog.Logger
 	wake   chan struct{}
@@ -86,7 +79,7 @@ func NewDispatcher(db *store.DB, box *Box, guard *egress.Guard, cfg Config) *Dis
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	d := &Dispatcher{db: db, box: box, client: guard.Client(cfg.Timeout), cfg: cfg, log: cfg.Logger,
+	d := &Dispatcher{db: db, sender: NewSender(box, guard, cfg.Timeout), cfg: cfg, log: cfg.Logger,
 		wake: make(chan struct{}, 1), inFlight: map[string]int{}}
 	d.idle = sync.NewCond(&d.mu)
 	return d
@@ -180,35 +173,27 @@ func (d *Dispatcher) done(endpointID string) {
 	d.Wake()
 }
 
-// envelope is the body of every delivery (DESIGN.md §5).
-type envelope struct {
-	ID          string          `json:"id"`
-	Type        string          `json:"type"`
-	Timestamp   string          `json:"timestamp"`
-	APIVersion  string          `json:"api_version"`
-	WorkspaceID string          `json:"workspace_id"`
-	Data        json.RawMessage `json:"data"`
-}
-
-// excerptLen is how much of a response body the delivery log keeps.
-const excerptLen = 512
-
 // attempt makes one attempt of a claimed delivery and records it. It runs detached from Run's context: an attempt
 // that started is finished and recorded even during shutdown.
 func (d *Dispatcher) attempt(dl store.Delivery) {
 	defer d.done(dl.EndpointID)
 	ctx := context.Background()
-	res, retryAfter, err := d.send(ctx, dl)
+	sent, err := d.send(ctx, dl)
 	if err != nil {
 		d.log.Error("webhook attempt could not be prepared; the lease will expire and it is retried", "delivery_id", dl.ID, "error", err)
 		return
 	}
-	if next, ok := NextAttempt(d.cfg.Schedule, dl.Attempts+1, time.Now(), res.outcome, retryAfter, rand.Float64); ok {
+	res := store.AttemptResult{DeliveryID: dl.ID, StartedAt: sent.StartedAt, Duration: sent.Duration,
+		StatusCode: sent.StatusCode, Excerpt: sent.Excerpt, DisableAfter: d.cfg.DisableAfter,
+		Succeeded: sent.Outcome.Result == Delivered, Gone: sent.Outcome.Result == Gone}
+	if sent.Outcome.Class != "" {
+		class := sent.Outcome.Class
+		res.ErrorClass = &class
+	}
+	if next, ok := NextAttempt(d.cfg.Schedule, dl.Attempts-dl.ScheduleStart+1, time.Now(), sent.Outcome, sent.RetryAfter, rand.Float64); ok {
 		res.NextAttemptAt = &next
 	}
-	res.Succeeded, res.Gone = res.outcome.Result == Delivered, res.outcome.Result == Gone
-	res.DisableAfter = d.cfg.DisableAfter
-	_, err = d.db.Deliveries.RecordAttempt(ctx, res.AttemptResult, func(ctx context.Context, tx bun.Tx, fx store.AttemptEffects) error {
+	_, err = d.db.Deliveries.RecordAttempt(ctx, res, func(ctx context.Context, tx bun.Tx, fx store.AttemptEffects) error {
 		return d.emitOperational(ctx, tx, dl, fx)
 	})
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
@@ -216,89 +201,17 @@ func (d *Dispatcher) attempt(dl store.Delivery) {
 	}
 }
 
-type sendResult struct {
-	store.AttemptResult
-	outcome Outcome
-}
-
-// send builds, signs and posts the delivery. An error means nothing was sent (the data could not be read).
-func (d *Dispatcher) send(ctx context.Context, dl store.Delivery) (sendResult, string, error) {
+// send loads the delivery's endpoint and event and posts it. An error means nothing was sent.
+func (d *Dispatcher) send(ctx context.Context, dl store.Delivery) (Sent, error) {
 	e, err := d.db.Webhooks.ByID(ctx, dl.EndpointID)
 	if err != nil {
-		return sendResult{}, "", err
+		return Sent{}, err
 	}
 	ev, err := d.db.Events.Get(ctx, dl.WorkspaceID, dl.EventID)
 	if err != nil {
-		return sendResult{}, "", err
+		return Sent{}, err
 	}
-	keys, err := d.signingKeys(e, time.Now())
-	if err != nil {
-		return sendResult{}, "", err
-	}
-	body, err := json.Marshal(envelope{ID: ev.ID, Type: ev.Type, Timestamp: ev.CreatedAt.UTC().Format(time.RFC3339Nano),
-		APIVersion: "v1", WorkspaceID: ev.WorkspaceID, Data: ev.Data})
-	if err != nil {
-		return sendResult{}, "", err
-	}
-	start := time.Now()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.URL, bytes.NewReader(body))
-	if err != nil {
-		return sendResult{}, "", err
-	}
-	for name, value := range e.Headers {
-		req.Header.Set(name, value)
-	}
-	// The signature headers are set last: static headers can never replace them.
-	for name, values := range Headers(ev.ID, start, Sign(keys, ev.ID, start, body)) {
-		req.Header[name] = values
-	}
-	r := sendResult{AttemptResult: store.AttemptResult{DeliveryID: dl.ID, StartedAt: start}}
-	resp, err := d.client.Do(req)
-	r.Duration = time.Since(start)
-	status, retryAfter := 0, ""
-	if resp != nil {
-		status, retryAfter = resp.StatusCode, resp.Header.Get("Retry-After")
-		excerpt, _ := io.ReadAll(io.LimitReader(resp.Body, excerptLen))
-		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // let the connection be reused
-		_ = resp.Body.Close()
-		r.StatusCode = &status
-		if text := validUTF8(excerpt); text != "" {
-			r.Excerpt = &text
-		}
-	}
-	if errors.Is(err, egress.ErrBlocked) {
-		err = fmt.Errorf("%w: %w", ErrBlocked, err)
-	}
-	r.outcome = Classify(status, err)
-	if r.outcome.Class != "" {
-		class := r.outcome.Class
-		r.ErrorClass = &class
-	}
-	return r, retryAfter, nil
-}
-
-// signingKeys opens the endpoint's secret and, during a rotation's grace period, the previous one.
-func (d *Dispatcher) signingKeys(e store.WebhookEndpoint, now time.Time) ([][]byte, error) {
-	open := func(sealed string) ([]byte, error) {
-		secret, err := d.box.Open(sealed, []byte(e.ID))
-		if err != nil {
-			return nil, err
-		}
-		return ParseSecret(string(secret))
-	}
-	key, err := open(e.Secret)
-	if err != nil {
-		return nil, err
-	}
-	keys := [][]byte{key}
-	if e.PreviousSecret != nil && e.PreviousSecretUntil != nil && now.Before(*e.PreviousSecretUntil) {
-		prev, err := open(*e.PreviousSecret)
-		if err != nil {
-			return nil, err
-		}
-		keys = append(keys, prev)
-	}
-	return keys, nil
+	return d.sender.Send(ctx, e, ev)
 }
 
 // emitOperational tells the workspace, in the attempt's transaction, that an endpoint was disabled or a delivery
@@ -318,14 +231,6 @@ func (d *Dispatcher) emitOperational(ctx context.Context, tx bun.Tx, dl store.De
 		}
 	}
 	return nil
-}
-
-// validUTF8 keeps the valid UTF-8 prefix of a response excerpt (it is shown as JSON text).
-func validUTF8(b []byte) string {
-	for len(b) > 0 && !utf8.Valid(b) {
-		b = b[:len(b)-1]
-	}
-	return string(b)
 }
 
 // listen wakes the dispatcher whenever a PostgreSQL transaction queued deliveries, reconnecting with backoff.

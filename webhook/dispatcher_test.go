@@ -78,8 +78,10 @@ func setup(t *testing.T, db *store.DB, url string, schedule []time.Duration) (st
 		t.Fatal(err)
 	}
 	e, err := db.Webhooks.Create(ctx, store.NewWebhookEndpoint{WorkspaceID: w.ID, URL: url, Events: []string{"*"},
-		Headers:    map[string]string{"Authorization": "Bearer n8n-token", "Webhook-Signature": "forged"},
-		SealSecret: func(id string) string { return box.Seal([]byte(secret), []byte(id)) }})
+		SealSecret: func(id string) string { return box.Seal([]byte(secret), []byte(id)) },
+		SealHeaders: func(id string) *string {
+			return box.SealHeaders(map[string]string{"Authorization": "Bearer n8n-token", "Webhook-Signature": "forged"}, id)
+		}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,141 @@
+package webhook
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+	"unicode/utf8"
+
+	"github.com/switchboard/switchboard/egress"
+	"github.com/switchboard/switchboard/store"
+)
+
+// Sender signs events and posts them to endpoints through the SSRF-guarded client: the one way anything in
+// Switchboard sends a webhook (the dispatcher's attempts and the API's test ping).
+type Sender struct {
+	box    *Box
+	client *http.Client
+}
+
+// NewSender returns a Sender whose requests are bounded by timeout.
+func NewSender(box *Box, guard *egress.Guard, timeout time.Duration) *Sender {
+	return &Sender{box: box, client: guard.Client(timeout)}
+}
+
+// Sent is what one POST to a receiver produced.
+type Sent struct {
+	StartedAt time.Time
+	Duration  time.Duration
+	// StatusCode is nil when the receiver did not answer.
+	StatusCode *int
+	// Excerpt is the valid UTF-8 start of the response body (at most ExcerptLen bytes), nil when empty.
+	Excerpt *string
+	Outcome Outcome
+	// RetryAfter is the response's Retry-After header ("" when absent).
+	RetryAfter string
+}
+
+// ExcerptLen is how much of a response body the delivery log keeps.
+const ExcerptLen = 512
+
+// Envelope is the body of every delivery (DESIGN.md §5).
+type Envelope struct {
+	ID          string          `json:"id"`
+	Type        string          `json:"type"`
+	Timestamp   string          `json:"timestamp"`
+	APIVersion  string          `json:"api_version"`
+	WorkspaceID string          `json:"workspace_id"`
+	Data        json.RawMessage `json:"data"`
+}
+
+// EnvelopeOf returns the envelope of a stored event.
+func EnvelopeOf(ev store.Event) Envelope {
+	return Envelope{ID: ev.ID, Type: ev.Type, Timestamp: ev.CreatedAt.UTC().Format(time.RFC3339Nano), APIVersion: "v1",
+		WorkspaceID: ev.WorkspaceID, Data: ev.Data}
+}
+
+// Send posts ev to endpoint e, signed with its secret (and, during a rotation's grace period, its previous one), with
+// its static headers. A failed attempt is not an error: it is classified in Sent.Outcome. An error means nothing was
+// sent (a secret or the headers could not be opened).
+func (s *Sender) Send(ctx context.Context, e store.WebhookEndpoint, ev store.Event) (Sent, error) {
+	keys, err := s.signingKeys(e, time.Now())
+	if err != nil {
+		return Sent{}, err
+	}
+	static, err := s.box.OpenHeaders(e.SealedHeaders, e.ID)
+	if err != nil {
+		return Sent{}, err
+	}
+	body, err := json.Marshal(EnvelopeOf(ev))
+	if err != nil {
+		return Sent{}, err
+	}
+	start := time.Now()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.URL, bytes.NewReader(body))
+	if err != nil {
+		return Sent{}, err
+	}
+	for name, value := range static {
+		req.Header.Set(name, value)
+	}
+	// The signature headers are set last: static headers can never replace them.
+	for name, values := range Headers(ev.ID, start, Sign(keys, ev.ID, start, body)) {
+		req.Header[name] = values
+	}
+	r := Sent{StartedAt: start}
+	resp, err := s.client.Do(req)
+	r.Duration = time.Since(start)
+	status := 0
+	if resp != nil {
+		status, r.RetryAfter = resp.StatusCode, resp.Header.Get("Retry-After")
+		excerpt, _ := io.ReadAll(io.LimitReader(resp.Body, ExcerptLen))
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // let the connection be reused
+		_ = resp.Body.Close()
+		r.StatusCode = &status
+		if text := validUTF8(excerpt); text != "" {
+			r.Excerpt = &text
+		}
+	}
+	if errors.Is(err, egress.ErrBlocked) {
+		err = fmt.Errorf("%w: %w", ErrBlocked, err)
+	}
+	r.Outcome = Classify(status, err)
+	return r, nil
+}
+
+// signingKeys opens the endpoint's secret and, during a rotation's grace period, the previous one.
+func (s *Sender) signingKeys(e store.WebhookEndpoint, now time.Time) ([][]byte, error) {
+	open := func(sealed string) ([]byte, error) {
+		secret, err := s.box.Open(sealed, []byte(e.ID))
+		if err != nil {
+			return nil, err
+		}
+		return ParseSecret(string(secret))
+	}
+	key, err := open(e.Secret)
+	if err != nil {
+		return nil, err
+	}
+	keys := [][]byte{key}
+	if e.PreviousSecret != nil && e.PreviousSecretUntil != nil && now.Before(*e.PreviousSecretUntil) {
+		prev, err := open(*e.PreviousSecret)
+		if err != nil {
+			return nil, err
+		}
+		keys = append(keys, prev)
+	}
+	return keys, nil
+}
+
+// validUTF8 keeps the valid UTF-8 prefix of a response excerpt (it is shown as JSON text).
+func validUTF8(b []byte) string {
+	for len(b) > 0 && !utf8.Valid(b) {
+		b = b[:len(b)-1]
+	}
+	return string(b)
+}
