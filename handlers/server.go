@@ -4,6 +4,7 @@
 package handlers
 
 import (
+	crand "crypto/rand"
 	"encoding/binary"
 	"fmt"
 	"log/slog"
@@ -20,10 +21,12 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"github.com/switchboard/switchboard/apikey"
+	"github.com/switchboard/switchboard/egress"
 	"github.com/switchboard/switchboard/gen"
 	"github.com/switchboard/switchboard/modelcatalog"
 	"github.com/switchboard/switchboard/ratelimit"
 	"github.com/switchboard/switchboard/store"
+	"github.com/switchboard/switchboard/webhook"
 )
 
 // Config is the HTTP layer's configuration; zero values take the documented defaults.
@@ -43,7 +46,22 @@ type Config struct {
 	// TrustedProxies are the networks of reverse proxies whose X-Forwarded-For is believed; empty means the client
 	// address is the connection's.
 	TrustedProxies []*net.IPNet
-	Logger         *slog.Logger
+	// Webhooks is what the webhook API needs from the engine; zero fields take safe defaults (a throw-away server key,
+	// https-only public targets, 15 s attempts, no dispatcher to wake).
+	Webhooks WebhookEngine
+	Logger   *slog.Logger
+}
+
+// WebhookEngine connects the webhook API to the delivery engine of the process.
+type WebhookEngine struct {
+	// Box seals endpoint secrets and static headers with the server key.
+	Box *webhook.Box
+	// Guard checks target URLs at registration (the Sender checks again at dial time).
+	Guard *egress.Guard
+	// Sender posts test pings; build it with the same Box and Guard as the dispatcher.
+	Sender *webhook.Sender
+	// Wake tells the process's dispatcher that deliveries were queued (redeliver, recover, enable); nil when none runs.
+	Wake func()
 }
 
 // Server serves the whole product over HTTP.
@@ -87,6 +105,9 @@ func New(cfg Config, db *store.DB) (*Server, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if err := cfg.Webhooks.fillDefaults(); err != nil {
+		return nil, err
 	}
 	spec, err := gen.GetSwagger()
 	if err != nil {
@@ -238,4 +259,29 @@ func (s *Server) bodyLimit(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		return next(c)
 	}
+}
+
+// fillDefaults gives a server built without a webhook engine (tests, tools) a working, safe one.
+func (w *WebhookEngine) fillDefaults() error {
+	if w.Box == nil {
+		key := make([]byte, webhook.KeySize)
+		if _, err := crand.Read(key); err != nil {
+			return err
+		}
+		box, err := webhook.NewBox(key)
+		if err != nil {
+			return err
+		}
+		w.Box = box
+	}
+	if w.Guard == nil {
+		w.Guard = egress.NewGuard(egress.Policy{})
+	}
+	if w.Sender == nil {
+		w.Sender = webhook.NewSender(w.Box, w.Guard, 15*time.Second)
+	}
+	if w.Wake == nil {
+		w.Wake = func() {}
+	}
+	return nil
 }
