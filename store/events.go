@@ -118,11 +118,8 @@ func (s *Events) Emit(ctx context.Context, tx bun.IDB, n NewEvent) (Event, error
 		if _, err := tx.NewInsert().Model(&deliveries).Exec(ctx); err != nil {
 			return Event{}, err
 		}
-		if s.db.dialect == Postgres {
-			// Wake the dispatchers when tx commits.
-			if _, err := tx.ExecContext(ctx, "SELECT pg_notify(?, '')", DeliveriesChannel); err != nil {
-				return Event{}, err
-			}
+		if err := s.db.notifyQueued(ctx, tx); err != nil {
+			return Event{}, err
 		}
 	}
 	return ev, nil
@@ -130,6 +127,16 @@ func (s *Events) Emit(ctx context.Context, tx bun.IDB, n NewEvent) (Event, error
 
 // DeliveriesChannel is the PostgreSQL notification channel that wakes dispatchers when deliveries are queued.
 const DeliveriesChannel = "switchboard_deliveries"
+
+// notifyQueued wakes the dispatchers of every replica when tx commits, on PostgreSQL; on SQLite the one dispatcher
+// polls (and the process that queued wakes its own).
+func (db *DB) notifyQueued(ctx context.Context, tx bun.IDB) error {
+	if db.dialect != Postgres {
+		return nil
+	}
+	_, err := tx.ExecContext(ctx, "SELECT pg_notify(?, '')", DeliveriesChannel)
+	return err
+}
 
 // Subscribed reports whether an endpoint subscribed to patterns receives an event type: an exact name, a family
 // wildcard ("link.*" matches "link.created" and "link.max_clicks_reached", not "linked.x"), or "*" — which does not
@@ -155,4 +162,29 @@ func (s *Events) Get(ctx context.Context, workspaceID, id string) (Event, error)
 	var ev Event
 	err := s.db.r.NewSelect().Model(&ev).Where("ev.id = ? AND ev.workspace_id = ?", id, workspaceID).Scan(ctx)
 	return ev, mapErr(err)
+}
+
+// EventFilter narrows a list of events; the zero value lists them all.
+type EventFilter struct {
+	// Type is an exact type name or a family wildcard ("link.*"); "" and "*" mean every type.
+	Type string
+}
+
+// List returns a page of a workspace's events and whether more follow. It returns no sentinel errors.
+func (s *Events) List(ctx context.Context, workspaceID string, f EventFilter, p Page) ([]Event, bool, error) {
+	evs := []Event{}
+	q := s.db.r.NewSelect().Model(&evs).Where("ev.workspace_id = ?", workspaceID)
+	switch prefix, family := strings.CutSuffix(f.Type, "*"); {
+	case f.Type == "" || f.Type == "*":
+	case family:
+		// A prefix comparison rather than LIKE, where the "_" of type names would be a wildcard.
+		q = q.Where("substr(ev.type, 1, ?) = ?", len(prefix), prefix)
+	default:
+		q = q.Where("ev.type = ?", f.Type)
+	}
+	if err := p.apply(q, "ev.id").Scan(ctx); err != nil {
+		return nil, false, err
+	}
+	evs, more := pageOf(evs, p)
+	return evs, more, nil
 }

@@ -207,3 +207,57 @@ func TestClaimIsExclusiveAndLeased(t *testing.T) {
 		}
 	})
 }
+
+func eventIDs(evs []store.Event) []string {
+	ids := make([]string, len(evs))
+	for i, ev := range evs {
+		ids[i] = ev.ID
+	}
+	return ids
+}
+
+// The event log reads newest first or oldest first after an event, filtered by exact type or family.
+func TestEventsList(t *testing.T) {
+	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
+		w := newWorkspace(t, db, "event log")
+		var ids []string
+		// "link_x" would match the family "link." under LIKE, where "_" is a wildcard: it must not.
+		for _, typ := range []string{"link.created", "message.received", "link.deleted", "linkxcreated.y", "link_x.created"} {
+			ids = append(ids, emit(t, db, w.ID, typ, false).ID)
+		}
+		emit(t, db, newWorkspace(t, db, "other").ID, "link.created", false)
+
+		tests := []struct {
+			name string
+			f    store.EventFilter
+			p    store.Page
+			want []string
+			more bool
+		}{
+			{"newest first", store.EventFilter{}, store.Page{Limit: 2}, []string{ids[4], ids[3]}, true},
+			{"older page", store.EventFilter{}, store.Page{Limit: 10, Before: ids[3]}, []string{ids[2], ids[1], ids[0]}, false},
+			{"oldest first", store.EventFilter{Type: "*"}, store.Page{Limit: 2, After: ids[0]}, []string{ids[1], ids[2]}, true},
+			{"after the last", store.EventFilter{}, store.Page{Limit: 2, After: ids[4]}, []string{}, false},
+			{"family", store.EventFilter{Type: "link.*"}, store.Page{Limit: 10}, []string{ids[2], ids[0]}, false},
+			{"family oldest first", store.EventFilter{Type: "link.*"}, store.Page{Limit: 1, After: ids[0]}, []string{ids[2]}, false},
+			{"underscore family", store.EventFilter{Type: "link_x.*"}, store.Page{Limit: 10}, []string{ids[4]}, false},
+			{"exact", store.EventFilter{Type: "message.received"}, store.Page{Limit: 10}, []string{ids[1]}, false},
+			{"unknown", store.EventFilter{Type: "nothing.happened"}, store.Page{Limit: 10}, []string{}, false},
+		}
+		for _, tt := range tests {
+			evs, more, err := db.Events.List(ctx, w.ID, tt.f, tt.p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sameIDs(t, tt.name, eventIDs(evs), tt.want)
+			if more != tt.more {
+				t.Errorf("%s: more = %v", tt.name, more)
+			}
+			for _, ev := range evs {
+				if ev.WorkspaceID != w.ID || ev.CreatedAt.Location() != time.UTC || string(ev.Data) == "" {
+					t.Errorf("%s: event %+v", tt.name, ev)
+				}
+			}
+		}
+	})
+}

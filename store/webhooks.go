@@ -104,27 +104,45 @@ func (s *WebhookEndpoints) ByID(ctx context.Context, id string) (WebhookEndpoint
 	return e, mapErr(err)
 }
 
-// Page is a keyset page of a list, newest first.
+// Page is a keyset page of a list ordered by ID (IDs are time-sortable, so by creation).
 type Page struct {
-	// Limit is 1–100; Before, when set, is the ID after which (older than which) the page starts.
-	Limit  int
+	// Limit is 1–100.
+	Limit int
+	// Before, when set, makes a newest-first page start just older than this ID.
 	Before string
+	// After, when set, makes the page oldest first, starting just newer than this ID.
+	After string
 }
 
-// List returns a page of a workspace's endpoints, newest first, and whether more follow.
-func (s *WebhookEndpoints) List(ctx context.Context, workspaceID string, p Page) ([]WebhookEndpoint, bool, error) {
-	var es []WebhookEndpoint
-	q := s.db.r.NewSelect().Model(&es).Where("e.workspace_id = ?", workspaceID).Order("e.id DESC").Limit(int64(p.Limit) + 1)
-	if p.Before != "" {
-		q = q.Where("e.id < ?", p.Before)
+// apply orders q by the ID column idColumn in the page's direction, skips to its start, and asks for one row more
+// than the limit, which tells pageOf whether more follow.
+func (p Page) apply(q *bun.SelectQuery, idColumn string) *bun.SelectQuery {
+	q = q.Limit(int64(p.Limit) + 1)
+	if p.After != "" {
+		return q.Where(idColumn+" > ?", p.After).OrderExpr(idColumn + " ASC")
 	}
-	if err := q.Scan(ctx); err != nil {
+	if p.Before != "" {
+		q = q.Where(idColumn+" < ?", p.Before)
+	}
+	return q.OrderExpr(idColumn + " DESC")
+}
+
+// pageOf cuts the rows of a query made with Page.apply to the page and reports whether more follow.
+func pageOf[T any](rows []T, p Page) ([]T, bool) {
+	if len(rows) > p.Limit {
+		return rows[:p.Limit], true
+	}
+	return rows, false
+}
+
+// List returns a page of a workspace's endpoints and whether more follow.
+func (s *WebhookEndpoints) List(ctx context.Context, workspaceID string, p Page) ([]WebhookEndpoint, bool, error) {
+	es := []WebhookEndpoint{}
+	q := s.db.r.NewSelect().Model(&es).Where("e.workspace_id = ?", workspaceID)
+	if err := p.apply(q, "e.id").Scan(ctx); err != nil {
 		return nil, false, err
 	}
-	more := len(es) > p.Limit
-	if more {
-		es = es[:p.Limit]
-	}
+	es, more := pageOf(es, p)
 	return es, more, nil
 }
 
@@ -146,12 +164,156 @@ func (s *WebhookEndpoints) Delete(ctx context.Context, workspaceID, id string) e
 	return expectOneRow(res, err)
 }
 
-// RotateSecret makes sealed the endpoint's secret and keeps the old one valid until graceUntil (deliveries carry both
-// signatures meanwhile). Returns ErrNotFound if the endpoint is not in the workspace.
-func (s *WebhookEndpoints) RotateSecret(ctx context.Context, workspaceID, id, sealed string, graceUntil time.Time) error {
-	res, err := s.db.w.NewUpdate().Table("webhook_endpoints").
-		Set("previous_secret = secret").Set("previous_secret_until = ?", graceUntil.UTC().Truncate(time.Microsecond)).
-		Set("secret = ?", sealed).Set("updated_at = ?", now()).
-		Where("id = ? AND workspace_id = ?", id, workspaceID).Exec(ctx)
-	return expectOneRow(res, err)
+// WebhookEndpointChange lists what Update changes; nil fields (and false Set… flags) leave a field as it is.
+type WebhookEndpointChange struct {
+	URL         *string
+	Description *string
+	Events      []string
+	// SetHeaders replaces the static headers with SealedHeaders (nil: none).
+	SetHeaders    bool
+	SealedHeaders *string
+	// SetRateLimit replaces the rate limit with RateLimit (nil: no limit).
+	SetRateLimit bool
+	RateLimit    *int
+}
+
+// Update changes an endpoint of a workspace and returns it. Deliveries already queued go to its new URL, with its new
+// headers. Returns ErrNotFound if the endpoint is not in the workspace.
+func (s *WebhookEndpoints) Update(ctx context.Context, workspaceID, id string, c WebhookEndpointChange) (WebhookEndpoint, error) {
+	return s.change(ctx, workspaceID, id, func(_ context.Context, _ bun.Tx, e *WebhookEndpoint) ([]string, error) {
+		var cols []string
+		if c.URL != nil {
+			e.URL, cols = *c.URL, append(cols, "url")
+		}
+		if c.Description != nil {
+			e.Description, cols = *c.Description, append(cols, "description")
+		}
+		if c.Events != nil {
+			e.Events, cols = c.Events, append(cols, "events")
+		}
+		if c.SetHeaders {
+			e.SealedHeaders, cols = c.SealedHeaders, append(cols, "sealed_headers")
+		}
+		if c.SetRateLimit {
+			e.RateLimit, cols = c.RateLimit, append(cols, "rate_limit")
+		}
+		return cols, nil
+	})
+}
+
+// EndpointDisabledError is the conflict of a change that needs an endpoint Switchboard disabled (pause, resume,
+// redeliver, recover): the endpoint must be enabled first. It wraps ErrConflict.
+type EndpointDisabledError struct {
+	EndpointID string
+	// Reason is the endpoint's disabled_reason: "gone", "failing", or "" when none was recorded.
+	Reason string
+}
+
+func (e *EndpointDisabledError) Error() string {
+	return "store: webhook endpoint " + e.EndpointID + " is disabled"
+}
+
+// Unwrap makes the error an ErrConflict.
+func (e *EndpointDisabledError) Unwrap() error { return ErrConflict }
+
+// disabledError returns the EndpointDisabledError of e.
+func disabledError(e WebhookEndpoint) error {
+	reason := ""
+	if e.DisabledReason != nil {
+		reason = *e.DisabledReason
+	}
+	return &EndpointDisabledError{EndpointID: e.ID, Reason: reason}
+}
+
+// Pause makes an active endpoint paused (its deliveries queue until it resumes) and returns it; a paused endpoint is
+// returned unchanged. Returns ErrNotFound if the endpoint is not in the workspace, and an EndpointDisabledError
+// (ErrConflict) if it is disabled.
+func (s *WebhookEndpoints) Pause(ctx context.Context, workspaceID, id string) (WebhookEndpoint, error) {
+	return s.move(ctx, workspaceID, id, EndpointActive, EndpointPaused)
+}
+
+// Resume makes a paused endpoint active and returns it; an active endpoint is returned unchanged. Returns
+// ErrNotFound if the endpoint is not in the workspace, and an EndpointDisabledError (ErrConflict) if it is disabled:
+// its events were recorded as skipped, so only Enable (with a recovery) brings them back.
+func (s *WebhookEndpoints) Resume(ctx context.Context, workspaceID, id string) (WebhookEndpoint, error) {
+	return s.move(ctx, workspaceID, id, EndpointPaused, EndpointActive)
+}
+
+// move changes an endpoint's status from one status to another; an endpoint in the target status already is left
+// as it is. Returns ErrNotFound, or an EndpointDisabledError when the endpoint is disabled.
+func (s *WebhookEndpoints) move(ctx context.Context, workspaceID, id, from, to string) (WebhookEndpoint, error) {
+	return s.change(ctx, workspaceID, id, func(_ context.Context, _ bun.Tx, e *WebhookEndpoint) ([]string, error) {
+		switch e.Status {
+		case EndpointDisabled:
+			return nil, disabledError(*e)
+		case from:
+			e.Status = to
+			return []string{"status"}, nil
+		}
+		return nil, nil
+	})
+}
+
+// Enable makes an endpoint active whatever its status, forgetting why it was disabled and its run of failures, and
+// returns it. When recoverSince is set it also queues again, in the same transaction, the endpoint's deliveries
+// created from then until now that failed or were skipped (as Deliveries.Recover does), and reports how many.
+// Returns ErrNotFound if the endpoint is not in the workspace.
+func (s *WebhookEndpoints) Enable(ctx context.Context, workspaceID, id string, recoverSince *time.Time) (WebhookEndpoint, int, error) {
+	queued := 0
+	e, err := s.change(ctx, workspaceID, id, func(ctx context.Context, tx bun.Tx, e *WebhookEndpoint) ([]string, error) {
+		e.Status, e.DisabledReason, e.FailingSince = EndpointActive, nil, nil
+		if recoverSince != nil {
+			n, err := s.db.Deliveries.requeueWindow(ctx, tx, e.ID, *recoverSince, now())
+			if err != nil {
+				return nil, err
+			}
+			queued = n
+		}
+		return []string{"status", "disabled_reason", "failing_since"}, nil
+	})
+	return e, queued, err
+}
+
+// RotateSecret makes sealed the endpoint's signing secret and returns the endpoint. With a grace period the current
+// secret becomes the previous one and keeps signing deliveries beside the new one until now+grace (rotating again
+// meanwhile ends the older one at once); a grace of zero drops the current secret at once. Returns ErrNotFound if
+// the endpoint is not in the workspace.
+func (s *WebhookEndpoints) RotateSecret(ctx context.Context, workspaceID, id, sealed string, grace time.Duration) (WebhookEndpoint, error) {
+	return s.change(ctx, workspaceID, id, func(_ context.Context, _ bun.Tx, e *WebhookEndpoint) ([]string, error) {
+		e.PreviousSecret, e.PreviousSecretUntil = nil, nil
+		if grace > 0 {
+			previous, until := e.Secret, now().Add(grace)
+			e.PreviousSecret, e.PreviousSecretUntil = &previous, &until
+		}
+		e.Secret = sealed
+		return []string{"secret", "previous_secret", "previous_secret_until"}, nil
+	})
+}
+
+// change runs edit on an endpoint of a workspace inside a transaction that holds the row against concurrent
+// changes (the dispatcher disabling it), and stores the columns edit names, with updated_at. Returns ErrNotFound if
+// the endpoint is not in the workspace, or edit's error.
+func (s *WebhookEndpoints) change(ctx context.Context, workspaceID, id string,
+	edit func(ctx context.Context, tx bun.Tx, e *WebhookEndpoint) ([]string, error)) (WebhookEndpoint, error) {
+	var e WebhookEndpoint
+	err := s.db.w.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		q := tx.NewSelect().Model(&e).Where("e.id = ? AND e.workspace_id = ?", id, workspaceID)
+		if s.db.dialect == Postgres {
+			q = q.For("UPDATE") // on SQLite the transaction holds the database's write lock already
+		}
+		if err := q.Scan(ctx); err != nil {
+			return err
+		}
+		cols, err := edit(ctx, tx, &e)
+		if err != nil || len(cols) == 0 {
+			return err
+		}
+		e.UpdatedAt = now()
+		_, err = tx.NewUpdate().Model(&e).WherePK().Column(append(cols, "updated_at")...).Exec(ctx)
+		return err
+	})
+	if err != nil {
+		return WebhookEndpoint{}, mapErr(err)
+	}
+	return e, nil
 }
