@@ -1,7 +1,10 @@
 package store
 
 import (
+	"cmp"
 	"context"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -31,18 +34,21 @@ func (a *Attempt) AfterScanRow(context.Context) error {
 // Deliveries is the queue and log of webhook deliveries.
 type Deliveries struct{ db *DB }
 
-// Claim leases up to limit due deliveries of active endpoints until now+lease, oldest due first, leaving out the
-// endpoints in exclude (those at their in-flight cap). On PostgreSQL, FOR UPDATE SKIP LOCKED lets any number of
-// dispatchers claim concurrently without taking the same delivery; on SQLite the single writer serialises claims.
-// A delivery whose lease ran out (its dispatcher died) is due again and keeps its ID, so the receiver sees the same
-// webhook-id.
+// Claim leases up to limit due deliveries of active endpoints until now+lease, leaving out the endpoints in exclude
+// (those at their in-flight cap or rate limit). Deliveries come in the order they fell due, and those due at the
+// same instant in the order they were queued (IDs are time-ordered), so a backlog — deliveries that waited for a
+// receiver to come back or for an endpoint to resume — goes out in event order.
+//
+// On PostgreSQL, FOR UPDATE SKIP LOCKED lets any number of dispatchers claim concurrently without taking the same
+// delivery; on SQLite the single writer serialises claims. A delivery whose lease ran out (its dispatcher died) is
+// due again and keeps its ID, so the receiver sees the same webhook-id.
 func (s *Deliveries) Claim(ctx context.Context, now time.Time, lease time.Duration, limit int, exclude []string) ([]Delivery, error) {
 	now = now.UTC().Truncate(time.Microsecond)
 	sub := s.db.w.NewSelect().TableExpr("webhook_deliveries AS d2").Column("d2.id").
 		Join("JOIN webhook_endpoints AS e ON e.id = d2.endpoint_id").
 		Where("d2.status = ?", DeliveryPending).Where("d2.next_attempt_at <= ?", now).
 		Where("(d2.lease_until IS NULL OR d2.lease_until <= ?)", now).Where("e.status = ?", EndpointActive).
-		OrderExpr("d2.next_attempt_at").Limit(int64(limit))
+		OrderExpr("d2.next_attempt_at, d2.id").Limit(int64(limit))
 	if len(exclude) > 0 {
 		sub = sub.Where("d2.endpoint_id NOT IN (?)", bun.In(exclude))
 	}
@@ -59,12 +65,69 @@ func (s *Deliveries) Claim(ctx context.Context, now time.Time, lease time.Durati
 	for i := range out {
 		_ = out[i].AfterScanRow(ctx)
 	}
+	// UPDATE … RETURNING returns rows in no particular order.
+	sortDeliveries(out)
 	return out, nil
+}
+
+// sortDeliveries orders deliveries as Claim promises: by due time, then ID.
+func sortDeliveries(ds []Delivery) {
+	slices.SortFunc(ds, func(a, b Delivery) int {
+		if c := cmp.Compare(dueTime(a).UnixMicro(), dueTime(b).UnixMicro()); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+}
+
+func dueTime(d Delivery) time.Time {
+	if d.NextAttemptAt == nil {
+		return time.Time{}
+	}
+	return *d.NextAttemptAt
+}
+
+// ForSending returns the endpoints and events of claimed deliveries, by ID, in one query each, so a dispatcher
+// does not read them once per delivery. A delivery whose endpoint or event is missing from the maps was deleted
+// with them after the claim.
+func (s *Deliveries) ForSending(ctx context.Context, ds []Delivery) (map[string]WebhookEndpoint, map[string]Event, error) {
+	if len(ds) == 0 {
+		return nil, nil, nil
+	}
+	endpointIDs, eventIDs := make([]string, 0, len(ds)), make([]string, 0, len(ds))
+	seen := make(map[string]bool, len(ds))
+	for _, d := range ds {
+		if !seen[d.EndpointID] {
+			seen[d.EndpointID] = true
+			endpointIDs = append(endpointIDs, d.EndpointID)
+		}
+		eventIDs = append(eventIDs, d.EventID)
+	}
+	var es []WebhookEndpoint
+	if err := s.db.r.NewSelect().Model(&es).Where("e.id IN (?)", bun.In(endpointIDs)).Scan(ctx); err != nil {
+		return nil, nil, err
+	}
+	var evs []Event
+	if err := s.db.r.NewSelect().Model(&evs).Where("ev.id IN (?)", bun.In(eventIDs)).Scan(ctx); err != nil {
+		return nil, nil, err
+	}
+	endpoints, events := make(map[string]WebhookEndpoint, len(es)), make(map[string]Event, len(evs))
+	for _, e := range es {
+		endpoints[e.ID] = e
+	}
+	for _, ev := range evs {
+		events[ev.ID] = ev
+	}
+	return endpoints, events, nil
 }
 
 // AttemptResult is what a dispatcher learned from one attempt of a leased delivery, and what follows from it.
 type AttemptResult struct {
 	DeliveryID string
+	// LeaseUntil is the lease the claim returned (nil: not checked). If the delivery holds another lease by the time
+	// the attempt is recorded, its lease ran out and another dispatcher claimed it meanwhile: the attempt is logged,
+	// and the delivery is left to its new holder.
+	LeaseUntil *time.Time
 	StartedAt  time.Time
 	Duration   time.Duration
 	StatusCode *int
@@ -79,73 +142,123 @@ type AttemptResult struct {
 	DisableAfter time.Duration
 }
 
-// AttemptEffects tells the caller what RecordAttempt changed beyond the delivery.
+// AttemptEffects tells the caller what recording an attempt changed beyond the delivery.
 type AttemptEffects struct {
+	// Delivery is the delivery after the attempt.
 	Delivery Delivery
-	// EndpointDisabled is set to the reason ("gone", "failing") when this attempt disabled the endpoint.
+	// Missing is set when the delivery no longer exists (its endpoint or event was deleted): nothing was recorded.
+	Missing bool
+	// Superseded is set when another dispatcher holds the delivery now: only the attempt was logged.
+	Superseded bool
+	// EndpointDisabled is set to the reason ("gone", "failing") when this attempt disabled the endpoint; EndpointURL
+	// and FailingSince (the start of the run of failures) are then set too.
 	EndpointDisabled string
+	EndpointURL      string
+	FailingSince     *time.Time
 	// Exhausted is set when the delivery failed for good.
 	Exhausted bool
 }
 
-// RecordAttempt stores an attempt and its consequences in one transaction: the delivery's state (succeeded,
-// scheduled again or failed), the lease released, the endpoint's run of failures, and the endpoint disabled when
-// it is gone or has failed for too long. then runs inside the same transaction with the effects, so operational
-// events (endpoint disabled, delivery exhausted) are emitted atomically with the change. Returns ErrNotFound if the
-// delivery no longer exists (its endpoint was deleted meanwhile).
+// RecordAttempt records one attempt; see RecordAttempts. Returns ErrNotFound if the delivery no longer exists.
 func (s *Deliveries) RecordAttempt(ctx context.Context, r AttemptResult, then func(ctx context.Context, tx bun.Tx, fx AttemptEffects) error) (AttemptEffects, error) {
-	var fx AttemptEffects
+	fxs, err := s.RecordAttempts(ctx, []AttemptResult{r}, then)
+	if err != nil {
+		return AttemptEffects{}, err
+	}
+	if fxs[0].Missing {
+		return fxs[0], ErrNotFound
+	}
+	return fxs[0], nil
+}
+
+// RecordAttempts stores attempts and their consequences in one transaction: for each, the attempt log, the
+// delivery's state (succeeded, scheduled again or failed) with its lease released, the endpoint's run of failures,
+// and the endpoint disabled when it is gone or has failed for too long. then runs inside the same transaction with
+// the effects of each recorded attempt, so operational events (endpoint disabled, delivery exhausted) are emitted
+// atomically with the change. One transaction for many attempts is what lets one SQLite writer keep up with
+// thousands of attempts a second.
+//
+// The effects are returned in the order of rs; an attempt of a delivery that no longer exists is skipped (Missing).
+// Any error rolls back every attempt of the batch.
+func (s *Deliveries) RecordAttempts(ctx context.Context, rs []AttemptResult, then func(ctx context.Context, tx bun.Tx, fx AttemptEffects) error) ([]AttemptEffects, error) {
+	fxs := make([]AttemptEffects, len(rs))
 	err := s.db.w.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		d := &fx.Delivery
-		if err := tx.NewSelect().Model(d).Where("d.id = ?", r.DeliveryID).Scan(ctx); err != nil {
-			return err
-		}
 		t := now()
-		a := Attempt{ID: NewID("att"), DeliveryID: d.ID, StartedAt: r.StartedAt.UTC().Truncate(time.Microsecond),
-			DurationMS: int(r.Duration.Milliseconds()), StatusCode: r.StatusCode, ErrorClass: r.ErrorClass, ResponseExcerpt: r.Excerpt}
-		if _, err := tx.NewInsert().Model(&a).Exec(ctx); err != nil {
-			return err
+		attempts := make([]Attempt, 0, len(rs))
+		// A success clears the endpoint's run of failures once per batch, not once per attempt.
+		cleared := map[string]bool{}
+		for i, r := range rs {
+			fx := &fxs[i]
+			*fx = AttemptEffects{}
+			d := &fx.Delivery
+			err := tx.NewSelect().Model(d).Where("d.id = ?", r.DeliveryID).Scan(ctx)
+			if err != nil {
+				if mapErr(err) == ErrNotFound {
+					fx.Missing = true
+					continue
+				}
+				return err
+			}
+			attempts = append(attempts, Attempt{ID: NewID("att"), DeliveryID: d.ID,
+				StartedAt: r.StartedAt.UTC().Truncate(time.Microsecond), DurationMS: int(r.Duration.Milliseconds()),
+				StatusCode: r.StatusCode, ErrorClass: r.ErrorClass, ResponseExcerpt: r.Excerpt})
+			if r.LeaseUntil != nil && (d.LeaseUntil == nil || !d.LeaseUntil.Equal(*r.LeaseUntil)) {
+				fx.Superseded = true
+				continue
+			}
+			d.Attempts++
+			d.LastStatusCode, d.LastError, d.LeaseUntil, d.UpdatedAt = r.StatusCode, r.ErrorClass, nil, t
+			switch {
+			case r.Succeeded:
+				d.Status, d.NextAttemptAt, d.CompletedAt = DeliverySucceeded, nil, &t
+			case r.NextAttemptAt != nil && !r.Gone:
+				next := r.NextAttemptAt.UTC().Truncate(time.Microsecond)
+				d.Status, d.NextAttemptAt = DeliveryPending, &next
+			default:
+				d.Status, d.NextAttemptAt, d.CompletedAt = DeliveryFailed, nil, &t
+				fx.Exhausted = true
+			}
+			if _, err := tx.NewUpdate().Model(d).WherePK().Column("status", "attempts", "next_attempt_at", "lease_until",
+				"last_status_code", "last_error", "updated_at", "completed_at").Exec(ctx); err != nil {
+				return err
+			}
+			if r.Succeeded {
+				if !cleared[d.EndpointID] {
+					cleared[d.EndpointID] = true
+					if _, err := tx.NewUpdate().Table("webhook_endpoints").Set("failing_since = NULL").
+						Where("id = ? AND failing_since IS NOT NULL", d.EndpointID).Exec(ctx); err != nil {
+						return err
+					}
+				}
+			} else if err := s.recordFailure(ctx, tx, fx, r, t); err != nil {
+				return err
+			}
+			if then != nil {
+				if err := then(ctx, tx, *fx); err != nil {
+					return err
+				}
+			}
 		}
-		d.Attempts++
-		d.LastStatusCode, d.LastError, d.LeaseUntil, d.UpdatedAt = r.StatusCode, r.ErrorClass, nil, t
-		switch {
-		case r.Succeeded:
-			d.Status, d.NextAttemptAt, d.CompletedAt = DeliverySucceeded, nil, &t
-		case r.NextAttemptAt != nil && !r.Gone:
-			next := r.NextAttemptAt.UTC().Truncate(time.Microsecond)
-			d.Status, d.NextAttemptAt = DeliveryPending, &next
-		default:
-			d.Status, d.NextAttemptAt, d.CompletedAt = DeliveryFailed, nil, &t
-			fx.Exhausted = true
-		}
-		if _, err := tx.NewUpdate().Model(d).WherePK().Column("status", "attempts", "next_attempt_at", "lease_until",
-			"last_status_code", "last_error", "updated_at", "completed_at").Exec(ctx); err != nil {
-			return err
-		}
-		reason, err := s.updateEndpointHealth(ctx, tx, d.EndpointID, r, t)
-		if err != nil {
-			return err
-		}
-		fx.EndpointDisabled = reason
-		if then != nil {
-			return then(ctx, tx, fx)
+		if len(attempts) > 0 {
+			if _, err := tx.NewInsert().Model(&attempts).Exec(ctx); err != nil {
+				return err
+			}
 		}
 		return nil
 	})
-	return fx, mapErr(err)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	return fxs, nil
 }
 
-// updateEndpointHealth tracks the endpoint's run of failures and disables it when it is gone or failing for too
-// long; it returns the reason when it disabled the endpoint now.
-func (s *Deliveries) updateEndpointHealth(ctx context.Context, tx bun.Tx, endpointID string, r AttemptResult, t time.Time) (string, error) {
-	if r.Succeeded {
-		_, err := tx.NewUpdate().Table("webhook_endpoints").Set("failing_since = NULL").
-			Where("id = ? AND failing_since IS NOT NULL", endpointID).Exec(ctx)
-		return "", err
-	}
+// recordFailure extends the endpoint's run of failures and disables it when it is gone or has been failing for
+// too long, noting in fx when it disabled it now.
+func (s *Deliveries) recordFailure(ctx context.Context, tx bun.Tx, fx *AttemptEffects, r AttemptResult, t time.Time) error {
 	var e WebhookEndpoint
-	if err := tx.NewSelect().Model(&e).Column("id", "status", "failing_since").Where("e.id = ?", endpointID).Scan(ctx); err != nil {
-		return "", err
+	if err := tx.NewSelect().Model(&e).Column("id", "url", "status", "failing_since").
+		Where("e.id = ?", fx.Delivery.EndpointID).Scan(ctx); err != nil {
+		return err
 	}
 	since := r.StartedAt.UTC().Truncate(time.Microsecond)
 	if e.FailingSince != nil {
@@ -159,12 +272,20 @@ func (s *Deliveries) updateEndpointHealth(ctx context.Context, tx bun.Tx, endpoi
 	case r.DisableAfter > 0 && t.Sub(since) >= r.DisableAfter:
 		reason = "failing"
 	}
-	q := tx.NewUpdate().Table("webhook_endpoints").Set("failing_since = ?", since).Where("id = ?", endpointID)
+	q := tx.NewUpdate().Table("webhook_endpoints").Where("id = ?", e.ID)
+	if e.FailingSince == nil {
+		q = q.Set("failing_since = ?", since)
+	}
 	if reason != "" {
 		q = q.Set("status = ?", EndpointDisabled).Set("disabled_reason = ?", reason).Set("updated_at = ?", t)
+		fx.EndpointDisabled, fx.EndpointURL, fx.FailingSince = reason, e.URL, &since
 	}
-	_, err := q.Exec(ctx)
-	return reason, err
+	if e.FailingSince == nil || reason != "" {
+		if _, err := q.Exec(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Attempts returns a delivery's attempts, oldest first.
@@ -181,13 +302,52 @@ func (s *Deliveries) Get(ctx context.Context, workspaceID, id string) (Delivery,
 	return d, mapErr(err)
 }
 
-// Release gives back leased deliveries without an attempt (a dispatcher claimed more of one endpoint than its
-// in-flight cap allows); they are due again at once.
-func (s *Deliveries) Release(ctx context.Context, ids []string) error {
+// Release gives back leased deliveries without an attempt: a dispatcher claimed more of one endpoint than its
+// in-flight cap or rate allows. They are due again at notBefore (at once when it is zero or past); until then no
+// dispatcher claims them.
+func (s *Deliveries) Release(ctx context.Context, ids []string, notBefore time.Time) error {
 	if len(ids) == 0 {
 		return nil
 	}
-	_, err := s.db.w.NewUpdate().Table("webhook_deliveries").Set("lease_until = NULL").
+	var until *time.Time
+	if !notBefore.IsZero() {
+		u := notBefore.UTC().Truncate(time.Microsecond)
+		until = &u
+	}
+	_, err := s.db.w.NewUpdate().Table("webhook_deliveries").Set("lease_until = ?", until).
 		Where("id IN (?) AND status = ?", bun.In(ids), DeliveryPending).Exec(ctx)
 	return err
+}
+
+// QueueStats describes the delivery queue, for metrics.
+type QueueStats struct {
+	// Pending counts the deliveries waiting for an attempt, due now or later, whatever their endpoint's status.
+	Pending int64
+	// OldestDue is when the longest-waiting due delivery of an active endpoint fell due (nil when none is due):
+	// the age of the backlog the dispatchers have not caught up with. Paused and disabled endpoints wait on purpose
+	// and are left out.
+	OldestDue *time.Time
+}
+
+// QueueStats reads the state of the delivery queue at now, with two indexed queries.
+func (s *Deliveries) QueueStats(ctx context.Context, now time.Time) (QueueStats, error) {
+	var st QueueStats
+	n, err := s.db.r.NewSelect().Table("webhook_deliveries").Where("status = ?", DeliveryPending).Count(ctx)
+	if err != nil {
+		return st, err
+	}
+	st.Pending = n
+	var due []time.Time
+	err = s.db.r.NewSelect().TableExpr("webhook_deliveries AS d").Column("d.next_attempt_at").
+		Join("JOIN webhook_endpoints AS e ON e.id = d.endpoint_id").
+		Where("d.status = ?", DeliveryPending).Where("d.next_attempt_at <= ?", now.UTC().Truncate(time.Microsecond)).
+		Where("e.status = ?", EndpointActive).OrderExpr("d.next_attempt_at").Limit(1).Scan(ctx, &due)
+	if err != nil {
+		return st, err
+	}
+	if len(due) == 1 {
+		oldest := due[0].UTC()
+		st.OldestDue = &oldest
+	}
+	return st, nil
 }

@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -128,6 +129,192 @@ func TestRecordAttemptCallbackIsAtomic(t *testing.T) {
 		}
 		if _, err := db.Deliveries.RecordAttempt(ctx, store.AttemptResult{DeliveryID: "dlv_missing", StartedAt: time.Now()}, nil); !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("missing delivery: %v", err)
+		}
+	})
+}
+
+// queue emits n events to a workspace with one endpoint and returns their deliveries' IDs in order.
+func queue(t *testing.T, db *store.DB, workspaceID string, n int) []string {
+	t.Helper()
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = deliveriesOf(t, db, emit(t, db, workspaceID, "link.created", false).ID)[0].ID
+	}
+	return ids
+}
+
+// claimOf claims at a time and returns the IDs of the claimed deliveries of one endpoint, in claim order
+// (PostgreSQL is shared with other tests' deliveries).
+func claimOf(t *testing.T, db *store.DB, endpointID string, at time.Time, lease time.Duration, limit int) []string {
+	t.Helper()
+	ds, err := db.Deliveries.Claim(context.Background(), at, lease, limit, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, d := range ds {
+		if d.EndpointID == endpointID {
+			ids = append(ids, d.ID)
+		}
+	}
+	return ids
+}
+
+// Deliveries due at the same instant are claimed in the order they were queued, which is event order.
+func TestClaimOrder(t *testing.T) {
+	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		w := newWorkspace(t, db, "order")
+		e := newEndpoint(t, db, w.ID, "*")
+		ids := queue(t, db, w.ID, 6)
+		// Same due time for all, and the later ones due first by ID order only.
+		due := time.Now().Add(-time.Minute).UTC().Truncate(time.Microsecond)
+		if _, err := db.Bun().NewUpdate().Table("webhook_deliveries").Set("next_attempt_at = ?", due).
+			Where("endpoint_id = ?", e.ID).Exec(ctx); err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for range 3 {
+			got = append(got, claimOf(t, db, e.ID, time.Now(), time.Minute, 2)...)
+		}
+		if strings.Join(got, ",") != strings.Join(ids, ",") {
+			t.Errorf("claimed in the order %v, want %v", got, ids)
+		}
+	})
+}
+
+// ForSending loads the endpoints and events of a claim at once.
+func TestForSending(t *testing.T) {
+	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		w := newWorkspace(t, db, "sending")
+		a, b := newEndpoint(t, db, w.ID, "*"), newEndpoint(t, db, w.ID, "*")
+		ev1, ev2 := emit(t, db, w.ID, "link.created", false), emit(t, db, w.ID, "link.deleted", false)
+		ds := append(deliveriesOf(t, db, ev1.ID), deliveriesOf(t, db, ev2.ID)...)
+		endpoints, events, err := db.Deliveries.ForSending(ctx, ds)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(endpoints) != 2 || endpoints[a.ID].Secret != a.Secret || endpoints[b.ID].URL != b.URL {
+			t.Errorf("endpoints %+v", endpoints)
+		}
+		if len(events) != 2 || events[ev1.ID].Type != "link.created" || events[ev2.ID].WorkspaceID != w.ID {
+			t.Errorf("events %+v", events)
+		}
+	})
+}
+
+// A batch records every attempt in one transaction, skipping deliveries deleted meanwhile; an attempt whose lease
+// was taken over by another dispatcher is logged without touching the delivery.
+func TestRecordAttemptsBatch(t *testing.T) {
+	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		w := newWorkspace(t, db, "batch")
+		e := newEndpoint(t, db, w.ID, "*")
+		ids := queue(t, db, w.ID, 3)
+		claimed, err := db.Deliveries.Claim(ctx, time.Now().Add(time.Second), time.Minute, 100, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lease := map[string]*time.Time{}
+		for _, d := range claimed {
+			lease[d.ID] = d.LeaseUntil
+		}
+		// The third delivery's lease ran out and another dispatcher claimed it.
+		if err := db.Deliveries.Release(ctx, ids[2:], time.Time{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.Deliveries.Claim(ctx, time.Now().Add(5*time.Second), time.Minute, 100, nil); err != nil {
+			t.Fatal(err)
+		}
+		var calls int
+		fxs, err := db.Deliveries.RecordAttempts(ctx, []store.AttemptResult{
+			{DeliveryID: ids[0], LeaseUntil: lease[ids[0]], StartedAt: time.Now(), StatusCode: ptr(200), Succeeded: true},
+			{DeliveryID: "dlv_deleted", StartedAt: time.Now(), Succeeded: true},
+			{DeliveryID: ids[2], LeaseUntil: lease[ids[2]], StartedAt: time.Now(), StatusCode: ptr(200), Succeeded: true},
+		}, func(context.Context, bun.Tx, store.AttemptEffects) error { calls++; return nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(fxs) != 3 || fxs[0].Delivery.Status != store.DeliverySucceeded || !fxs[1].Missing || !fxs[2].Superseded {
+			t.Fatalf("effects %+v", fxs)
+		}
+		if calls != 1 {
+			t.Errorf("the callback ran %d times, want once (for the one recorded attempt)", calls)
+		}
+		taken, _ := db.Deliveries.Get(ctx, w.ID, ids[2])
+		if taken.Status != store.DeliveryPending || taken.Attempts != 0 || taken.LeaseUntil == nil {
+			t.Errorf("a superseded attempt changed the delivery: %+v", taken)
+		}
+		if as, _ := db.Deliveries.Attempts(ctx, ids[2]); len(as) != 1 {
+			t.Errorf("the superseded attempt is not in the log: %d attempts", len(as))
+		}
+		if endpoint, _ := db.Webhooks.Get(ctx, w.ID, e.ID); endpoint.FailingSince != nil {
+			t.Errorf("endpoint %+v", endpoint)
+		}
+	})
+}
+
+// Released deliveries are due again at once, or not before the time given.
+func TestRelease(t *testing.T) {
+	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		w := newWorkspace(t, db, "release")
+		e := newEndpoint(t, db, w.ID, "*")
+		a := deliveriesOf(t, db, emit(t, db, w.ID, "link.created", false).ID)[0]
+		b := deliveriesOf(t, db, emit(t, db, w.ID, "link.created", false).ID)[0]
+		now := time.Now().Add(time.Second)
+		if _, err := db.Deliveries.Claim(ctx, now, time.Hour, 100, nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Deliveries.Release(ctx, []string{a.ID}, time.Time{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Deliveries.Release(ctx, []string{b.ID}, now.Add(time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+		if got := claimOf(t, db, e.ID, now, time.Hour, 100); len(got) != 1 || got[0] != a.ID {
+			t.Errorf("claimable at once: %v, want only %s", got, a.ID)
+		}
+		if got := claimOf(t, db, e.ID, now.Add(time.Minute), time.Hour, 100); len(got) != 1 || got[0] != b.ID {
+			t.Errorf("claimable after the delay: %v, want %s", got, b.ID)
+		}
+	})
+}
+
+// QueueStats counts pending deliveries and dates the oldest due one of an active endpoint.
+func TestQueueStats(t *testing.T) {
+	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		before, err := db.Deliveries.QueueStats(ctx, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := newWorkspace(t, db, "stats")
+		active, paused := newEndpoint(t, db, w.ID, "*"), newEndpoint(t, db, w.ID, "*")
+		if err := db.Webhooks.SetStatus(ctx, w.ID, paused.ID, store.EndpointPaused, nil); err != nil {
+			t.Fatal(err)
+		}
+		ev := emit(t, db, w.ID, "link.created", false)
+		// Long before anything other tests (sharing PostgreSQL) leave due.
+		due := time.Date(2001, 1, 1, 0, 0, 0, 0, time.UTC)
+		if _, err := db.Bun().NewUpdate().Table("webhook_deliveries").Set("next_attempt_at = ?", due.Add(-time.Hour)).
+			Where("event_id = ? AND endpoint_id = ?", ev.ID, paused.ID).Exec(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.Bun().NewUpdate().Table("webhook_deliveries").Set("next_attempt_at = ?", due).
+			Where("event_id = ? AND endpoint_id = ?", ev.ID, active.ID).Exec(ctx); err != nil {
+			t.Fatal(err)
+		}
+		st, err := db.Deliveries.QueueStats(ctx, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Pending != before.Pending+2 {
+			t.Errorf("pending %d, want %d", st.Pending, before.Pending+2)
+		}
+		if st.OldestDue == nil || !st.OldestDue.Equal(due) {
+			t.Errorf("oldest due %v, want %v (the paused endpoint's older delivery left out)", st.OldestDue, due)
 		}
 	})
 }

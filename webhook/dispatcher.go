@@ -9,9 +9,11 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/uptrace/bun"
 
 	"github.com/switchboard/switchboard/egress"
+	"github.com/switchboard/switchboard/ratelimit"
 	"github.com/switchboard/switchboard/store"
 )
 
@@ -19,6 +21,8 @@ import (
 type Config struct {
 	// Schedule is the retry schedule (default DefaultSchedule; SWITCHBOARD_WEBHOOK_RETRY_SCHEDULE).
 	Schedule []time.Duration
+	// ThrottledWait is the least wait after a timeout or a 429 (default DefaultThrottledWait, 60 s).
+	ThrottledWait time.Duration
 	// Timeout bounds one attempt (default 15 s); Lease, how long a claimed delivery is held, must exceed it
 	// (default Timeout + 1 min): a dispatcher that dies mid-attempt releases its deliveries when the lease runs out.
 	Timeout time.Duration
@@ -28,29 +32,57 @@ type Config struct {
 	Workers     int
 	PerEndpoint int
 	// Poll is how often an idle dispatcher looks for due deliveries (default 250 ms; PostgreSQL also wakes it
-	// through LISTEN/NOTIFY as soon as deliveries are queued).
+	// through LISTEN/NOTIFY as soon as deliveries are queued, and this process's Wake at once).
 	Poll time.Duration
 	// DisableAfter disables an endpoint that has failed without a success for this long (default 5 days).
 	DisableAfter time.Duration
+	// Retention is how long events, their deliveries and attempts are kept (default 30 days); PruneEvery is how
+	// often they are pruned (default hourly, and once at start). Events with a pending delivery are always kept.
+	Retention  time.Duration
+	PruneEvery time.Duration
 	// PostgresURL, when set, makes the dispatcher LISTEN for queued deliveries.
 	PostgresURL string
 	Logger      *slog.Logger
 }
 
+// Defaults of Config.
+const (
+	DefaultTimeout      = 15 * time.Second
+	DefaultWorkers      = 32
+	DefaultPerEndpoint  = 4
+	DefaultDisableAfter = 5 * 24 * time.Hour
+	DefaultRetention    = 30 * 24 * time.Hour
+)
+
+// maxRecordBatch bounds how many attempts one transaction records.
+const maxRecordBatch = 128
+
 // Dispatcher delivers queued webhooks: it claims due deliveries with a lease, signs and sends them through the
 // SSRF-guarded client, and records every attempt with its consequences. Any number of dispatchers may run against
 // one PostgreSQL database; on SQLite run one per database.
+//
+// An endpoint's rate limit is enforced per dispatcher process: with several processes on one database a receiver
+// may get up to that many times its rate.
 type Dispatcher struct {
-	db     *store.DB
-	sender *Sender
-	cfg    Config
-	log    *slog.Logger
-	wake   chan struct{}
+	db      *store.DB
+	sender  *Sender
+	cfg     Config
+	retry   RetryPolicy
+	log     *slog.Logger
+	wake    chan struct{}
+	limiter *ratelimit.Limiter
+	metrics *metrics
+	// results carries finished attempts to the recorder, which writes them in batches.
+	results chan store.AttemptResult
 
-	mu       sync.Mutex
-	inFlight map[string]int // attempts running per endpoint
-	running  int
-	idle     *sync.Cond
+	mu sync.Mutex
+	// inFlight counts the requests running per endpoint (the in-flight cap).
+	inFlight map[string]int
+	// throttled holds the endpoints out of rate until the time given: they are not claimed before it.
+	throttled map[string]time.Time
+	// running counts the claimed deliveries whose attempt is not recorded yet.
+	running int
+	idle    *sync.Cond
 }
 
 // NewDispatcher returns a dispatcher; Run starts it.
@@ -58,32 +90,50 @@ func NewDispatcher(db *store.DB, box *Box, guard *egress.Guard, cfg Config) *Dis
 	if cfg.Schedule == nil {
 		cfg.Schedule = DefaultSchedule
 	}
+	if cfg.ThrottledWait <= 0 {
+		cfg.ThrottledWait = DefaultThrottledWait
+	}
 	if cfg.Timeout <= 0 {
-		cfg.Timeout = 15 * time.Second
+		cfg.Timeout = DefaultTimeout
 	}
 	if cfg.Lease <= cfg.Timeout {
 		cfg.Lease = cfg.Timeout + time.Minute
 	}
 	if cfg.Workers <= 0 {
-		cfg.Workers = 32
+		cfg.Workers = DefaultWorkers
 	}
 	if cfg.PerEndpoint <= 0 {
-		cfg.PerEndpoint = 4
+		cfg.PerEndpoint = DefaultPerEndpoint
 	}
 	if cfg.Poll <= 0 {
 		cfg.Poll = 250 * time.Millisecond
 	}
 	if cfg.DisableAfter <= 0 {
-		cfg.DisableAfter = 5 * 24 * time.Hour
+		cfg.DisableAfter = DefaultDisableAfter
+	}
+	if cfg.Retention <= 0 {
+		cfg.Retention = DefaultRetention
+	}
+	if cfg.PruneEvery <= 0 {
+		cfg.PruneEvery = time.Hour
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	d := &Dispatcher{db: db, sender: NewSender(box, guard, cfg.Timeout), cfg: cfg, log: cfg.Logger,
-		wake: make(chan struct{}, 1), inFlight: map[string]int{}}
+	d := &Dispatcher{db: db, sender: NewSender(box, guard, cfg.Timeout), cfg: cfg,
+		retry: RetryPolicy{Schedule: cfg.Schedule, ThrottledWait: cfg.ThrottledWait}, log: cfg.Logger,
+		wake: make(chan struct{}, 1), limiter: ratelimit.New(), results: make(chan store.AttemptResult, cfg.Workers),
+		inFlight: map[string]int{}, throttled: map[string]time.Time{}}
 	d.idle = sync.NewCond(&d.mu)
+	d.metrics = newMetrics(d)
 	return d
 }
+
+// Sender is the dispatcher's sender, for the API's test pings: the same server key, guard and timeout.
+func (d *Dispatcher) Sender() *Sender { return d.sender }
+
+// Collectors are the dispatcher's Prometheus metrics; register them on the server's registry.
+func (d *Dispatcher) Collectors() []prometheus.Collector { return d.metrics.collectors() }
 
 // Wake makes an idle dispatcher look for due deliveries now (after this process queued some).
 func (d *Dispatcher) Wake() {
@@ -93,144 +143,306 @@ func (d *Dispatcher) Wake() {
 	}
 }
 
-// Run delivers until ctx ends, then waits for the attempts in flight to be recorded (they finish or time out),
-// so that a graceful shutdown loses nothing and leaves no delivery leased.
+// Run delivers (and prunes old events) until ctx ends, then waits for the attempts in flight to be recorded (they
+// finish or time out), so that a graceful shutdown loses nothing and leaves no delivery leased.
 func (d *Dispatcher) Run(ctx context.Context) error {
+	var background sync.WaitGroup
 	if d.cfg.PostgresURL != "" {
-		go d.listen(ctx)
+		background.Go(func() { d.listen(ctx) })
 	}
-	defer d.drain()
+	background.Go(func() { d.prune(ctx) })
+	recorded := make(chan struct{})
+	go func() { d.record(); close(recorded) }()
+
 	for ctx.Err() == nil {
-		n, err := d.claimAndStart(ctx)
-		if err != nil {
+		started, retryAt, err := d.claimAndStart(ctx)
+		if err != nil && ctx.Err() == nil {
 			d.log.Warn("webhook dispatcher could not claim deliveries", "error", err)
 		}
-		if n > 0 && err == nil {
+		if started > 0 && err == nil {
 			continue
 		}
+		wait := d.cfg.Poll
+		if !retryAt.IsZero() {
+			wait = max(min(wait, time.Until(retryAt)), time.Millisecond)
+		}
+		timer := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
 		case <-d.wake:
-		case <-time.After(d.cfg.Poll):
+		case <-timer.C:
 		}
+		timer.Stop()
 	}
-	return nil
-}
-
-func (d *Dispatcher) drain() {
 	d.mu.Lock()
 	for d.running > 0 {
 		d.idle.Wait()
 	}
 	d.mu.Unlock()
+	close(d.results)
+	<-recorded
+	background.Wait()
+	return nil
 }
 
-// claimAndStart claims as many due deliveries as there are free workers and starts an attempt for each.
-func (d *Dispatcher) claimAndStart(ctx context.Context) (int, error) {
+// claimed is a leased delivery with what sending it needs.
+type claimed struct {
+	delivery store.Delivery
+	endpoint store.WebhookEndpoint
+	event    store.Event
+}
+
+// claimAndStart claims as many due deliveries as there are free workers and starts an attempt for each that its
+// endpoint's in-flight cap and rate allow; the others are given back. retryAt is when a rate-limited endpoint has
+// its next token (zero when none is limited): the loop looks again then.
+func (d *Dispatcher) claimAndStart(ctx context.Context) (started int, retryAt time.Time, err error) {
+	now := time.Now()
 	d.mu.Lock()
 	free := d.cfg.Workers - d.running
-	var full []string
+	var exclude []string
 	for id, n := range d.inFlight {
 		if n >= d.cfg.PerEndpoint {
-			full = append(full, id)
+			exclude = append(exclude, id)
 		}
+	}
+	for id, until := range d.throttled {
+		if !now.Before(until) {
+			delete(d.throttled, id)
+			continue
+		}
+		exclude = append(exclude, id)
+		retryAt = earliest(retryAt, until)
 	}
 	d.mu.Unlock()
 	if free <= 0 {
-		return 0, nil
+		return 0, retryAt, nil
 	}
-	ds, err := d.db.Deliveries.Claim(ctx, time.Now(), d.cfg.Lease, free, full)
+	ds, err := d.db.Deliveries.Claim(ctx, now, d.cfg.Lease, free, exclude)
+	if err != nil || len(ds) == 0 {
+		return 0, retryAt, err
+	}
+	endpoints, events, err := d.db.Deliveries.ForSending(ctx, ds)
 	if err != nil {
-		return 0, err
+		ids := make([]string, len(ds))
+		for i, dl := range ds {
+			ids[i] = dl.ID
+		}
+		return 0, retryAt, errors.Join(err, d.db.Deliveries.Release(ctx, ids, time.Time{}))
 	}
-	started := 0
-	var over []string
+	// Deliveries that may not start now, by when they may.
+	giveBack := map[time.Time][]string{}
 	for _, dl := range ds {
+		e, ok := endpoints[dl.EndpointID]
+		ev, ok2 := events[dl.EventID]
+		if !ok || !ok2 {
+			continue // deleted since the claim, and the delivery with it
+		}
 		d.mu.Lock()
-		if d.inFlight[dl.EndpointID] >= d.cfg.PerEndpoint {
-			// More of one endpoint in this batch than its cap allows: give them back for the next round.
+		notBefore, ok := d.admit(e, now)
+		if !ok {
 			d.mu.Unlock()
-			over = append(over, dl.ID)
+			giveBack[notBefore] = append(giveBack[notBefore], dl.ID)
+			if !notBefore.IsZero() {
+				retryAt = earliest(retryAt, notBefore)
+			}
 			continue
 		}
-		d.inFlight[dl.EndpointID]++
+		d.inFlight[e.ID]++
 		d.running++
 		d.mu.Unlock()
 		started++
-		go d.attempt(dl)
+		go d.attempt(claimed{delivery: dl, endpoint: e, event: ev})
 	}
-	return started, d.db.Deliveries.Release(ctx, over)
+	for notBefore, ids := range giveBack {
+		err = errors.Join(err, d.db.Deliveries.Release(ctx, ids, notBefore))
+	}
+	return started, retryAt, err
 }
 
-func (d *Dispatcher) done(endpointID string) {
+// admit decides whether a delivery to e may start now; when it may not, notBefore is when it may (zero: as soon as
+// an attempt of e ends). d.mu must be held.
+func (d *Dispatcher) admit(e store.WebhookEndpoint, now time.Time) (notBefore time.Time, ok bool) {
+	if d.inFlight[e.ID] >= d.cfg.PerEndpoint {
+		return time.Time{}, false
+	}
+	if until, limited := d.throttled[e.ID]; limited && now.Before(until) {
+		return until, false
+	}
+	if e.RateLimit == nil {
+		return time.Time{}, true
+	}
+	dec := d.limiter.Take(e.ID, ratelimit.Policy{Name: "webhook", Quota: *e.RateLimit, Window: time.Second}, now)
+	if dec.Allowed {
+		return time.Time{}, true
+	}
+	until := now.Add(dec.RetryAfter)
+	d.throttled[e.ID] = until
+	return until, false
+}
+
+func earliest(a, b time.Time) time.Time {
+	if a.IsZero() || b.Before(a) {
+		return b
+	}
+	return a
+}
+
+// attempt makes one attempt of a claimed delivery and hands the result to the recorder. It runs detached from Run's
+// context: an attempt that started is finished and recorded even during shutdown.
+func (d *Dispatcher) attempt(c claimed) {
+	dl := c.delivery
+	sent, err := d.sender.Send(context.Background(), c.endpoint, c.event)
 	d.mu.Lock()
-	if d.inFlight[endpointID]--; d.inFlight[endpointID] <= 0 {
-		delete(d.inFlight, endpointID)
+	if d.inFlight[dl.EndpointID]--; d.inFlight[dl.EndpointID] <= 0 {
+		delete(d.inFlight, dl.EndpointID)
 	}
-	d.running--
-	d.idle.Broadcast()
 	d.mu.Unlock()
-	d.Wake()
-}
-
-// attempt makes one attempt of a claimed delivery and records it. It runs detached from Run's context: an attempt
-// that started is finished and recorded even during shutdown.
-func (d *Dispatcher) attempt(dl store.Delivery) {
-	defer d.done(dl.EndpointID)
-	ctx := context.Background()
-	sent, err := d.send(ctx, dl)
 	if err != nil {
 		d.log.Error("webhook attempt could not be prepared; the lease will expire and it is retried", "delivery_id", dl.ID, "error", err)
+		d.finished(1)
 		return
 	}
-	res := store.AttemptResult{DeliveryID: dl.ID, StartedAt: sent.StartedAt, Duration: sent.Duration,
-		StatusCode: sent.StatusCode, Excerpt: sent.Excerpt, DisableAfter: d.cfg.DisableAfter,
+	d.metrics.observeAttempt(sent)
+	res := store.AttemptResult{DeliveryID: dl.ID, LeaseUntil: dl.LeaseUntil, StartedAt: sent.StartedAt,
+		Duration: sent.Duration, StatusCode: sent.StatusCode, Excerpt: sent.Excerpt, DisableAfter: d.cfg.DisableAfter,
 		Succeeded: sent.Outcome.Result == Delivered, Gone: sent.Outcome.Result == Gone}
 	if sent.Outcome.Class != "" {
 		class := sent.Outcome.Class
 		res.ErrorClass = &class
 	}
-	if next, ok := NextAttempt(d.cfg.Schedule, dl.Attempts-dl.ScheduleStart+1, time.Now(), sent.Outcome, sent.RetryAfter, rand.Float64); ok {
+	if next, ok := d.retry.NextAttempt(dl.Attempts-dl.ScheduleStart+1, time.Now(), sent.Outcome, sent.RetryAfter, rand.Float64); ok {
 		res.NextAttemptAt = &next
 	}
-	_, err = d.db.Deliveries.RecordAttempt(ctx, res, func(ctx context.Context, tx bun.Tx, fx store.AttemptEffects) error {
-		return d.emitOperational(ctx, tx, dl, fx)
-	})
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
-		d.log.Error("webhook attempt could not be recorded; the lease will expire and it is retried", "delivery_id", dl.ID, "error", err)
+	d.results <- res
+}
+
+// finished counts n claimed deliveries as done and lets the loop claim more.
+func (d *Dispatcher) finished(n int) {
+	d.mu.Lock()
+	d.running -= n
+	d.idle.Broadcast()
+	d.mu.Unlock()
+	d.Wake()
+}
+
+// record writes the attempts the workers finish, as many per transaction as are waiting, until results is closed.
+func (d *Dispatcher) record() {
+	for first := range d.results {
+		batch := []store.AttemptResult{first}
+	more:
+		for len(batch) < maxRecordBatch {
+			select {
+			case r, ok := <-d.results:
+				if !ok {
+					break more
+				}
+				batch = append(batch, r)
+			default:
+				break more
+			}
+		}
+		d.recordBatch(batch)
+		d.finished(len(batch))
 	}
 }
 
-// send loads the delivery's endpoint and event and posts it. An error means nothing was sent.
-func (d *Dispatcher) send(ctx context.Context, dl store.Delivery) (Sent, error) {
-	e, err := d.db.Webhooks.ByID(ctx, dl.EndpointID)
-	if err != nil {
-		return Sent{}, err
+// recordBatch records attempts in one transaction or, when that fails, one by one, so that one attempt that cannot
+// be recorded does not hold back the others. An attempt that is not recorded keeps its lease: when it runs out the
+// delivery is attempted again.
+func (d *Dispatcher) recordBatch(batch []store.AttemptResult) {
+	ctx := context.Background()
+	fxs, err := d.db.Deliveries.RecordAttempts(ctx, batch, d.emitOperational)
+	if err != nil && len(batch) > 1 {
+		for _, r := range batch {
+			d.recordBatch([]store.AttemptResult{r})
+		}
+		return
 	}
-	ev, err := d.db.Events.Get(ctx, dl.WorkspaceID, dl.EventID)
 	if err != nil {
-		return Sent{}, err
+		d.log.Error("webhook attempt could not be recorded; the lease will expire and it is retried", "delivery_id", batch[0].DeliveryID, "error", err)
+		return
 	}
-	return d.sender.Send(ctx, e, ev)
+	for _, fx := range fxs {
+		if fx.Missing || fx.Superseded {
+			continue
+		}
+		d.metrics.observeDelivery(fx.Delivery.Status)
+		if fx.EndpointDisabled != "" {
+			d.log.Info("webhook endpoint disabled", "webhook_id", fx.Delivery.EndpointID, "workspace_id", fx.Delivery.WorkspaceID, "reason", fx.EndpointDisabled)
+		}
+	}
+}
+
+// Operational event types the dispatcher emits to the workspace.
+const (
+	EventEndpointDisabled  = "webhook.endpoint.disabled"
+	EventDeliveryExhausted = "webhook.delivery.exhausted"
+)
+
+// EndpointDisabledData is the data of a webhook.endpoint.disabled event (WebhookEndpointDisabledEvent in the spec).
+type EndpointDisabledData struct {
+	WebhookID string `json:"webhook_id"`
+	URL       string `json:"url"`
+	// Reason is "gone" (the receiver answered 410) or "failing" (it failed for DisableAfter).
+	Reason       string     `json:"reason"`
+	FailingSince *time.Time `json:"failing_since"`
+}
+
+// DeliveryExhaustedData is the data of a webhook.delivery.exhausted event (WebhookDeliveryExhaustedEvent in the
+// spec).
+type DeliveryExhaustedData struct {
+	DeliveryID     string  `json:"delivery_id"`
+	WebhookID      string  `json:"webhook_id"`
+	EventID        string  `json:"event_id"`
+	EventType      string  `json:"event_type"`
+	Attempts       int     `json:"attempts"`
+	LastStatusCode *int    `json:"last_status_code"`
+	LastError      *string `json:"last_error"`
 }
 
 // emitOperational tells the workspace, in the attempt's transaction, that an endpoint was disabled or a delivery
-// exhausted its retries.
-func (d *Dispatcher) emitOperational(ctx context.Context, tx bun.Tx, dl store.Delivery, fx store.AttemptEffects) error {
+// exhausted its retries. An exhausted delivery of an exhausted-event emits nothing, so a broken receiver cannot
+// start an endless chain.
+func (d *Dispatcher) emitOperational(ctx context.Context, tx bun.Tx, fx store.AttemptEffects) error {
+	dl := fx.Delivery
 	if fx.EndpointDisabled != "" {
-		if _, err := d.db.Events.Emit(ctx, tx, store.NewEvent{WorkspaceID: dl.WorkspaceID, Type: "webhook.endpoint.disabled",
-			Data: map[string]any{"endpoint_id": dl.EndpointID, "reason": fx.EndpointDisabled}}); err != nil {
+		if _, err := d.db.Events.Emit(ctx, tx, store.NewEvent{WorkspaceID: dl.WorkspaceID, Type: EventEndpointDisabled,
+			Data: EndpointDisabledData{WebhookID: dl.EndpointID, URL: fx.EndpointURL, Reason: fx.EndpointDisabled,
+				FailingSince: fx.FailingSince}}); err != nil {
 			return err
 		}
 	}
-	if fx.Exhausted && dl.EventType != "webhook.delivery.exhausted" {
-		if _, err := d.db.Events.Emit(ctx, tx, store.NewEvent{WorkspaceID: dl.WorkspaceID, Type: "webhook.delivery.exhausted",
-			Data: map[string]any{"delivery_id": dl.ID, "endpoint_id": dl.EndpointID, "event_id": dl.EventID,
-				"event_type": dl.EventType, "attempts": fx.Delivery.Attempts}}); err != nil {
+	if fx.Exhausted && dl.EventType != EventDeliveryExhausted {
+		if _, err := d.db.Events.Emit(ctx, tx, store.NewEvent{WorkspaceID: dl.WorkspaceID, Type: EventDeliveryExhausted,
+			Data: DeliveryExhaustedData{DeliveryID: dl.ID, WebhookID: dl.EndpointID, EventID: dl.EventID,
+				EventType: dl.EventType, Attempts: dl.Attempts, LastStatusCode: dl.LastStatusCode,
+				LastError: dl.LastError}}); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// prune deletes events older than the retention period at start and then every PruneEvery, until ctx ends.
+func (d *Dispatcher) prune(ctx context.Context) {
+	for {
+		cutoff := time.Now().Add(-d.cfg.Retention)
+		n, err := d.db.Events.Prune(ctx, cutoff, store.PruneBatch)
+		if n > 0 {
+			d.metrics.pruned.Add(float64(n))
+			d.log.Info("pruned webhook events past retention", "events", n, "created_before", cutoff.UTC().Format(time.RFC3339))
+		}
+		if err != nil && ctx.Err() == nil {
+			d.log.Warn("could not prune webhook events", "error", err)
+		}
+		timer := time.NewTimer(d.cfg.PruneEvery)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return
+		case <-timer.C:
+		}
+	}
 }
 
 // listen wakes the dispatcher whenever a PostgreSQL transaction queued deliveries, reconnecting with backoff.
@@ -241,6 +453,8 @@ func (d *Dispatcher) listen(ctx context.Context) {
 		if err == nil {
 			if _, err = conn.Exec(ctx, "LISTEN "+store.DeliveriesChannel); err == nil {
 				backoff = 100 * time.Millisecond
+				// Deliveries may have been queued while the listener was down.
+				d.Wake()
 				for err == nil {
 					_, err = conn.WaitForNotification(ctx)
 					d.Wake()
@@ -248,10 +462,12 @@ func (d *Dispatcher) listen(ctx context.Context) {
 			}
 			_ = conn.Close(context.Background())
 		}
+		timer := time.NewTimer(backoff)
 		select {
 		case <-ctx.Done():
-		case <-time.After(backoff):
+		case <-timer.C:
 		}
+		timer.Stop()
 		backoff = min(2*backoff, 5*time.Second)
 	}
 }

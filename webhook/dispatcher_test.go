@@ -3,193 +3,265 @@ package webhook_test
 import (
 	"context"
 	"encoding/json"
-	"io"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
-	"net/netip"
 	"sync"
 	"testing"
 	"time"
 
-	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
-	"github.com/uptrace/bun"
-
-	"github.com/switchboard/switchboard/egress"
 	"github.com/switchboard/switchboard/store"
 	"github.com/switchboard/switchboard/store/storetest"
 	"github.com/switchboard/switchboard/webhook"
 )
 
-func TestMain(m *testing.M) { storetest.Main(m) }
-
-// receiver records what arrives and answers with the statuses it is given, then 200.
-type receiver struct {
-	mu       sync.Mutex
-	statuses []int
-	got      []received
-	srv      *httptest.Server
-}
-
-type received struct {
-	header http.Header
-	body   []byte
-}
-
-func newReceiver(t *testing.T, statuses ...int) *receiver {
-	r := &receiver{statuses: statuses}
-	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		body, _ := io.ReadAll(req.Body)
-		r.mu.Lock()
-		r.got = append(r.got, received{req.Header.Clone(), body})
-		status := http.StatusOK
-		if len(r.statuses) > 0 {
-			status, r.statuses = r.statuses[0], r.statuses[1:]
-		}
-		r.mu.Unlock()
-		w.WriteHeader(status)
-		_, _ = w.Write([]byte("receiver says hi"))
-	}))
-	t.Cleanup(r.srv.Close)
-	return r
-}
-
-func (r *receiver) deliveries() []received {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]received(nil), r.got...)
-}
-
-// setup creates a workspace and an endpoint for url with a fresh secret, and starts a dispatcher.
-func setup(t *testing.T, db *store.DB, url string, schedule []time.Duration) (store.Workspace, store.WebhookEndpoint, string) {
-	t.Helper()
-	ctx := context.Background()
-	key := make([]byte, webhook.KeySize)
-	box, err := webhook.NewBox(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	secret, err := webhook.NewSecret()
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := db.Workspaces.Create(ctx, "hooks")
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, err := db.Webhooks.Create(ctx, store.NewWebhookEndpoint{WorkspaceID: w.ID, URL: url, Events: []string{"*"},
-		SealSecret: func(id string) string { return box.Seal([]byte(secret), []byte(id)) },
-		SealHeaders: func(id string) *string {
-			return box.SealHeaders(map[string]string{"Authorization": "Bearer n8n-token", "Webhook-Signature": "forged"}, id)
-		}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	guard := egress.NewGuard(egress.Policy{AllowHTTP: true, AllowedNetworks: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}})
-	d := webhook.NewDispatcher(db, box, guard, webhook.Config{Schedule: schedule, Timeout: 2 * time.Second,
-		Poll: 20 * time.Millisecond, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
-	runCtx, stop := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { _ = d.Run(runCtx); close(done) }()
-	t.Cleanup(func() { stop(); <-done })
-	return w, e, secret
-}
-
-func emit(t *testing.T, db *store.DB, workspaceID, typ string) store.Event {
-	t.Helper()
-	var ev store.Event
-	if err := db.RunInTx(context.Background(), func(ctx context.Context, tx bun.Tx) error {
-		var err error
-		ev, err = db.Events.Emit(ctx, tx, store.NewEvent{WorkspaceID: workspaceID, Type: typ, Data: map[string]string{"link_id": "lnk_1"}})
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	return ev
-}
-
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within 10 s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // A queued event arrives signed, verifiable with the official Standard Webhooks library, in the DESIGN's envelope,
 // with the endpoint's static headers but never letting them replace the signature.
 func TestDeliverySignedAndVerifiable(t *testing.T) {
 	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
-		rcv := newReceiver(t)
-		w, _, secret := setup(t, db, rcv.srv.URL+"/hook", nil)
-		ev := emit(t, db, w.ID, "link.created")
-		eventually(t, "delivery", func() bool { return len(rcv.deliveries()) == 1 })
-		got := rcv.deliveries()[0]
-		wh, err := standardwebhooks.NewWebhook(secret)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := wh.Verify(got.body, got.header); err != nil {
+		h := newHarness(t, db)
+		rc := newReceiver(t, nil)
+		e, secret := h.endpoint(rc.url(), func(n *store.NewWebhookEndpoint) {
+			n.SealHeaders = func(id string) *string {
+				return h.box.SealHeaders(map[string]string{"Authorization": "Bearer n8n-token", "Webhook-Signature": "forged"}, id)
+			}
+		})
+		h.start(webhook.Config{})
+		ev := h.emit("link.created")
+		eventually(t, "delivery", func() bool { return rc.count() == 1 })
+		got := rc.requests()[0]
+		if err := verify(t, secret, got); err != nil {
 			t.Fatalf("the official library rejects the delivery: %v", err)
 		}
-		if got.header.Get("webhook-id") != ev.ID || got.header.Get("Authorization") != "Bearer n8n-token" {
+		if got.webhookID() != ev.ID || got.header.Get("Authorization") != "Bearer n8n-token" {
 			t.Errorf("headers %v", got.header)
 		}
 		var env map[string]any
 		if err := json.Unmarshal(got.body, &env); err != nil {
 			t.Fatal(err)
 		}
-		if env["id"] != ev.ID || env["type"] != "link.created" || env["api_version"] != "v1" || env["workspace_id"] != w.ID {
+		if env["id"] != ev.ID || env["type"] != "link.created" || env["api_version"] != "v1" || env["workspace_id"] != h.ws.ID {
 			t.Errorf("envelope %v", env)
 		}
-		eventually(t, "delivery recorded as succeeded", func() bool {
-			var d store.Delivery
-			err := db.Bun().NewSelect().Model(&d).Where("d.event_id = ?", ev.ID).Scan(context.Background())
-			return err == nil && d.Status == store.DeliverySucceeded && d.Attempts == 1
-		})
+		eventually(t, "delivery recorded as succeeded", func() bool { return h.status(ev.ID, e.ID) == store.DeliverySucceeded })
+		if d := h.delivery(ev.ID, e.ID); d.Attempts != 1 || d.LeaseUntil != nil {
+			t.Errorf("delivery %+v", d)
+		}
 	})
 }
 
-// A failing receiver gets the same webhook-id on every retry until it answers 2xx; nothing is lost.
+// A failing receiver gets the same webhook-id on every retry until it answers 2xx; a redirect is a failure.
 func TestRetriesUntilDelivered(t *testing.T) {
 	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
-		rcv := newReceiver(t, 500, 503, 302)
-		w, _, _ := setup(t, db, rcv.srv.URL, []time.Duration{0, 50 * time.Millisecond, 50 * time.Millisecond, 50 * time.Millisecond})
-		ev := emit(t, db, w.ID, "link.updated")
-		eventually(t, "four attempts", func() bool { return len(rcv.deliveries()) == 4 })
-		for _, r := range rcv.deliveries() {
-			if r.header.Get("webhook-id") != ev.ID {
-				t.Errorf("webhook-id %q, want %q on every attempt", r.header.Get("webhook-id"), ev.ID)
+		h := newHarness(t, db)
+		rc := newReceiver(t, statuses(500, 503, 302))
+		e, _ := h.endpoint(rc.url(), nil)
+		h.start(webhook.Config{Schedule: []time.Duration{0, 50 * time.Millisecond, 50 * time.Millisecond, 50 * time.Millisecond}})
+		ev := h.emit("link.updated")
+		eventually(t, "succeeded", func() bool { return h.status(ev.ID, e.ID) == store.DeliverySucceeded })
+		for _, r := range rc.requests() {
+			if r.webhookID() != ev.ID {
+				t.Errorf("webhook-id %q, want %q on every attempt", r.webhookID(), ev.ID)
 			}
 		}
-		var d store.Delivery
-		eventually(t, "succeeded", func() bool {
-			err := db.Bun().NewSelect().Model(&d).Where("d.event_id = ?", ev.ID).Scan(context.Background())
-			return err == nil && d.Status == store.DeliverySucceeded
-		})
-		attempts, err := db.Deliveries.Attempts(context.Background(), d.ID)
-		if err != nil || len(attempts) != 4 || *attempts[2].ErrorClass != "http_3xx" || *attempts[3].ResponseExcerpt != "receiver says hi" {
-			t.Errorf("attempt log %+v, %v", attempts, err)
+		attempts := h.attempts(h.delivery(ev.ID, e.ID).ID)
+		if len(attempts) != 4 || *attempts[2].ErrorClass != "http_3xx" || *attempts[3].ResponseExcerpt != "receiver says hi" {
+			t.Errorf("attempt log %+v", attempts)
 		}
 	})
 }
 
-// 410 Gone disables the endpoint and tells the workspace with a webhook.endpoint.disabled event.
+// 410 Gone disables the endpoint and tells the workspace — an endpoint subscribed to webhook events receives
+// webhook.endpoint.disabled and webhook.delivery.exhausted in the spec's shapes — and the gone endpoint's later
+// events are recorded as skipped, nothing sent.
 func TestGoneDisablesEndpoint(t *testing.T) {
 	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
-		rcv := newReceiver(t, 410)
-		w, e, _ := setup(t, db, rcv.srv.URL, nil)
-		emit(t, db, w.ID, "link.deleted")
-		eventually(t, "endpoint disabled", func() bool {
-			got, err := db.Webhooks.Get(context.Background(), w.ID, e.ID)
-			return err == nil && got.Status == store.EndpointDisabled
-		})
-		n, err := db.Bun().NewSelect().Table("events").Where("workspace_id = ? AND type = ?", w.ID, "webhook.endpoint.disabled").Count(context.Background())
-		if err != nil || n != 1 {
-			t.Errorf("webhook.endpoint.disabled events: %d, %v", n, err)
+		h := newHarness(t, db)
+		gone := newReceiver(t, statuses(http.StatusGone))
+		ops := newReceiver(t, nil)
+		e, _ := h.endpoint(gone.url(), func(n *store.NewWebhookEndpoint) { n.Events = []string{"link.*"} })
+		watcher, _ := h.endpoint(ops.url(), func(n *store.NewWebhookEndpoint) { n.Events = []string{"webhook.*"} })
+		h.start(webhook.Config{})
+		first := h.emit("link.deleted")
+		eventually(t, "operational events delivered", func() bool { return ops.count() == 2 })
+
+		got, err := db.Webhooks.Get(context.Background(), h.ws.ID, e.ID)
+		if err != nil || got.Status != store.EndpointDisabled || got.DisabledReason == nil || *got.DisabledReason != "gone" {
+			t.Fatalf("endpoint after 410: %+v, %v", got, err)
+		}
+		d := h.delivery(first.ID, e.ID)
+		if d.Status != store.DeliveryFailed || d.Attempts != 1 {
+			t.Errorf("the delivery answered 410 is not failed for good: %+v", d)
+		}
+		disabled := h.events(webhook.EventEndpointDisabled)
+		exhausted := h.events(webhook.EventDeliveryExhausted)
+		if len(disabled) != 1 || len(exhausted) != 1 {
+			t.Fatalf("%d disabled and %d exhausted events, want one of each", len(disabled), len(exhausted))
+		}
+		conformsTo(t, disabled[0], "WebhookEndpointDisabledEvent")
+		conformsTo(t, exhausted[0], "WebhookDeliveryExhaustedEvent")
+		var dd webhook.EndpointDisabledData
+		_ = json.Unmarshal(disabled[0].Data, &dd)
+		if dd.WebhookID != e.ID || dd.URL != gone.url() || dd.Reason != "gone" || dd.FailingSince == nil {
+			t.Errorf("disabled data %s", disabled[0].Data)
+		}
+		var xd webhook.DeliveryExhaustedData
+		_ = json.Unmarshal(exhausted[0].Data, &xd)
+		if xd.DeliveryID != d.ID || xd.WebhookID != e.ID || xd.EventID != first.ID || xd.EventType != "link.deleted" ||
+			xd.Attempts != 1 || xd.LastStatusCode == nil || *xd.LastStatusCode != 410 || xd.LastError == nil || *xd.LastError != "http_410" {
+			t.Errorf("exhausted data %s", exhausted[0].Data)
+		}
+		seen := map[string]bool{}
+		for _, r := range ops.requests() {
+			seen[r.webhookID()] = true
+		}
+		if !seen[disabled[0].ID] || !seen[exhausted[0].ID] {
+			t.Errorf("the watching endpoint %s did not receive both operational events", watcher.ID)
+		}
+
+		later := h.emit("link.created")
+		if s := h.status(later.ID, e.ID); s != store.DeliverySkipped {
+			t.Errorf("a later event to the disabled endpoint is %q, want skipped", s)
+		}
+		if gone.count() != 1 {
+			t.Errorf("the gone receiver got %d requests, want 1", gone.count())
+		}
+	})
+}
+
+// An endpoint that fails for DisableAfter without a success is disabled as "failing", with the start of its run of
+// failures in the event; its delivery waits (pending) for it to be enabled.
+func TestFailingEndpointDisabledAfterAWhile(t *testing.T) {
+	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
+		h := newHarness(t, db)
+		rc := newReceiver(t, func(_ int, w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusInternalServerError) })
+		e, _ := h.endpoint(rc.url(), func(n *store.NewWebhookEndpoint) { n.Events = []string{"link.*"} })
+		schedule := []time.Duration{0}
+		for range 200 {
+			schedule = append(schedule, 20*time.Millisecond)
+		}
+		h.start(webhook.Config{Schedule: schedule, DisableAfter: 300 * time.Millisecond})
+		ev := h.emit("link.created")
+		eventually(t, "disabled", func() bool { return len(h.events(webhook.EventEndpointDisabled)) == 1 })
+		got, _ := db.Webhooks.Get(context.Background(), h.ws.ID, e.ID)
+		if got.Status != store.EndpointDisabled || *got.DisabledReason != "failing" {
+			t.Errorf("endpoint %+v", got)
+		}
+		disabled := h.events(webhook.EventEndpointDisabled)[0]
+		conformsTo(t, disabled, "WebhookEndpointDisabledEvent")
+		var data webhook.EndpointDisabledData
+		_ = json.Unmarshal(disabled.Data, &data)
+		d := h.delivery(ev.ID, e.ID)
+		first := h.attempts(d.ID)[0].StartedAt
+		if data.Reason != "failing" || data.FailingSince == nil || !data.FailingSince.Equal(first) {
+			t.Errorf("disabled data %s, want failing since the first attempt at %v", disabled.Data, first)
+		}
+		if d.Status != store.DeliveryPending || d.Attempts < 2 {
+			t.Errorf("the delivery should wait for the endpoint to be enabled: %+v", d)
+		}
+	})
+}
+
+// A paused endpoint's deliveries queue — nothing is sent while another endpoint receives the same events — and go
+// out in event order once it resumes.
+func TestPausedEndpointQueuesThenSendsInOrder(t *testing.T) {
+	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
+		h := newHarness(t, db)
+		paused, other := newReceiver(t, nil), newReceiver(t, nil)
+		p, _ := h.endpoint(paused.url(), nil)
+		h.endpoint(other.url(), nil)
+		h.set(p.ID, map[string]any{"status": store.EndpointPaused})
+		d := h.start(webhook.Config{PerEndpoint: 1})
+		var ids []string
+		for range 5 {
+			ids = append(ids, h.emit("link.created").ID)
+		}
+		// The other endpoint got the last event: the dispatcher has looked at every delivery due before it.
+		eventually(t, "the active endpoint's deliveries", func() bool { return other.count() == 5 })
+		if n := paused.count(); n != 0 {
+			t.Fatalf("a paused endpoint received %d requests", n)
+		}
+		h.set(p.ID, map[string]any{"status": store.EndpointActive})
+		d.Wake()
+		eventually(t, "the queue sent after resuming", func() bool { return paused.count() == 5 })
+		for i, r := range paused.requests() {
+			if r.webhookID() != ids[i] {
+				t.Errorf("request %d is %s, want %s: not in event order", i, r.webhookID(), ids[i])
+			}
+		}
+	})
+}
+
+// A disabled endpoint's events are recorded as skipped (so enable and recover can send them) and nothing is sent.
+func TestDisabledEndpointRecordsSkipped(t *testing.T) {
+	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
+		h := newHarness(t, db)
+		disabled, other := newReceiver(t, nil), newReceiver(t, nil)
+		e, _ := h.endpoint(disabled.url(), nil)
+		o, _ := h.endpoint(other.url(), nil)
+		h.set(e.ID, map[string]any{"status": store.EndpointDisabled, "disabled_reason": "manual"})
+		h.start(webhook.Config{})
+		ev := h.emit("link.created")
+		eventually(t, "the active endpoint's delivery", func() bool { return h.status(ev.ID, o.ID) == store.DeliverySucceeded })
+		if s := h.status(ev.ID, e.ID); s != store.DeliverySkipped {
+			t.Errorf("delivery to the disabled endpoint is %q, want skipped", s)
+		}
+		if disabled.count() != 0 {
+			t.Errorf("the disabled endpoint received %d requests", disabled.count())
+		}
+	})
+}
+
+// An endpoint's rate limit spaces its deliveries (a burst of its rate, then one every 1/rate) while another
+// endpoint's deliveries go out at once.
+func TestRateLimitPerEndpoint(t *testing.T) {
+	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
+		h := newHarness(t, db)
+		limited, free := newReceiver(t, nil), newReceiver(t, nil)
+		rate := 5
+		h.endpoint(limited.url(), func(n *store.NewWebhookEndpoint) { n.RateLimit = &rate })
+		h.endpoint(free.url(), nil)
+		const events = 12
+		for range events {
+			h.emit("link.created")
+		}
+		h.start(webhook.Config{})
+		eventually(t, "every delivery", func() bool { return limited.count() == events && free.count() == events })
+		lim := limited.requests()
+		interval := time.Second / time.Duration(rate)
+		// The limiter is asked at claim time; the first request may take longer from there to the receiver than later
+		// ones (a new connection).
+		slack := interval / 4
+		for i := rate; i < events; i++ {
+			if gap, least := lim[i].at.Sub(lim[0].at), time.Duration(i-rate+1)*interval-slack; gap < least {
+				t.Errorf("request %d of the limited endpoint came %v after the first, want at least %v", i, gap, least)
+			}
+		}
+		if last := free.requests()[events-1].at; !last.Before(lim[events-1].at) {
+			t.Errorf("the unlimited endpoint waited for the limited one: its last request at %v, the limited one's at %v", last, lim[events-1].at)
+		}
+	})
+}
+
+// On shutdown, Run returns only once the attempts in flight are recorded: nothing stays leased.
+func TestShutdownRecordsAttemptsInFlight(t *testing.T) {
+	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
+		h := newHarness(t, db)
+		release := make(chan struct{})
+		var once sync.Once
+		t.Cleanup(func() { once.Do(func() { close(release) }) })
+		rc := newReceiver(t, func(_ int, w http.ResponseWriter, _ *http.Request) { <-release })
+		e, _ := h.endpoint(rc.url(), nil)
+		d := webhook.NewDispatcher(db, h.box, h.guard, quiet(webhook.Config{Timeout: 10 * time.Second}))
+		ctx, stop := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { _ = d.Run(ctx); close(done) }()
+		ev := h.emit("link.created")
+		eventually(t, "the attempt in flight", func() bool { return rc.count() == 1 })
+		stop()
+		once.Do(func() { close(release) })
+		<-done
+		got := h.delivery(ev.ID, e.ID)
+		if got.Status != store.DeliverySucceeded || got.LeaseUntil != nil || got.Attempts != 1 {
+			t.Errorf("after Run returned: %+v", got)
 		}
 	})
 }

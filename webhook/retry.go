@@ -27,12 +27,14 @@ var DefaultSchedule = []time.Duration{
 // maxScheduleLen bounds a custom schedule so a typo cannot keep deliveries (and their rows) alive for months.
 const maxScheduleLen = 50
 
+// DefaultThrottledWait is the least wait after a timeout or a 429 (DESIGN §5): the receiver is overloaded, and an
+// early retry (the 5 s step of the schedule) would only add to its load. Operators change it with
+// SWITCHBOARD_WEBHOOK_THROTTLED_WAIT (tests shorten it).
+const DefaultThrottledWait = 60 * time.Second
+
 const (
 	// jitter spreads retries by ±20 % so that the deliveries of an outage do not all come back at the same instant.
 	jitter = 0.2
-	// throttledWait is the least wait after a timeout or a 429: the receiver is overloaded, and an early retry
-	// (the 5 s step of the schedule) would only add to its load.
-	throttledWait = 60 * time.Second
 	// maxRetryAfter bounds how far a receiver's Retry-After can push a retry, so that a wrong or hostile header
 	// cannot park deliveries for ever.
 	maxRetryAfter = 24 * time.Hour
@@ -171,24 +173,32 @@ func isTLSError(err error) bool {
 	return ok && (op.Op == "remote error" || op.Op == "local error")
 }
 
+// RetryPolicy decides when a failed delivery is attempted again.
+type RetryPolicy struct {
+	// Schedule holds the delay of each attempt (see DefaultSchedule); its length is the number of attempts.
+	Schedule []time.Duration
+	// ThrottledWait is the least wait after a timeout or a 429 (DefaultThrottledWait in production).
+	ThrottledWait time.Duration
+}
+
 // NextAttempt returns when to make the next attempt of a delivery after attempt number attempt (1-based: the
-// attempts made so far, this one included) ended with outcome, or ok=false when there is none: the delivery was
-// delivered, the endpoint is gone, or the schedule is exhausted.
+// attempts made so far in the current schedule, this one included) ended with outcome, or ok=false when there is
+// none: the delivery was delivered, the endpoint is gone, or the schedule is exhausted.
 //
-// The wait is schedule[attempt] spread by ±20 % with rnd (math/rand/v2.Float64 in production; tests pass a fixed
-// value), at least 60 s after a timeout or a 429. A Retry-After value from the response (delay-seconds or an
+// The wait is Schedule[attempt] spread by ±20 % with rnd (math/rand/v2.Float64 in production; tests pass a fixed
+// value), at least ThrottledWait after a timeout or a 429. A Retry-After value from the response (delay-seconds or an
 // HTTP-date; "" when absent, ignored when malformed) can lengthen the wait up to 24 h from now but never shorten
 // it: the schedule is the least a receiver gets between attempts, so a "Retry-After: 0" cannot turn retries into
 // a tight loop that burns the whole schedule in seconds, and 24 h — the longest default step — bounds how long
 // one header can hold a delivery back. A schedule step longer than 24 h is kept as it is.
-func NextAttempt(schedule []time.Duration, attempt int, now time.Time, outcome Outcome, retryAfter string, rnd func() float64) (at time.Time, ok bool) {
+func (p RetryPolicy) NextAttempt(attempt int, now time.Time, outcome Outcome, retryAfter string, rnd func() float64) (at time.Time, ok bool) {
 	attempt = max(attempt, 1) // at least the attempt that produced outcome was made
-	if outcome.Result != Failed || attempt >= len(schedule) {
+	if outcome.Result != Failed || attempt >= len(p.Schedule) {
 		return time.Time{}, false
 	}
-	delay := time.Duration(float64(schedule[attempt]) * (1 - jitter + 2*jitter*rnd()))
+	delay := time.Duration(float64(p.Schedule[attempt]) * (1 - jitter + 2*jitter*rnd()))
 	if outcome.Class == ClassTimeout || outcome.Class == ClassRateLimited {
-		delay = max(delay, throttledWait)
+		delay = max(delay, p.ThrottledWait)
 	}
 	if asked, ok := parseRetryAfter(retryAfter, now); ok {
 		delay = max(delay, min(asked, maxRetryAfter))

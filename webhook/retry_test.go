@@ -226,56 +226,65 @@ func TestNextAttempt(t *testing.T) {
 	tests := []struct {
 		name       string
 		schedule   []time.Duration
+		throttled  time.Duration // ThrottledWait; 0 means the default
 		attempt    int
 		outcome    webhook.Outcome
 		retryAfter string
 		rnd        float64
 		want       time.Duration // from now; -1: no next attempt
 	}{
-		{"after the 1st attempt: schedule[1]", def, 1, serverError, "", 0.5, 5 * time.Second},
-		{"after the 2nd attempt: schedule[2]", def, 2, serverError, "", 0.5, 5 * time.Minute},
-		{"after the 9th attempt: the last step", def, 9, serverError, "", 0.5, 24 * time.Hour},
-		{"after the 10th attempt: exhausted", def, 10, serverError, "", 0.5, -1},
-		{"beyond the schedule", def, 11, serverError, "", 0.5, -1},
-		{"attempt 0 counts as the 1st", def, 0, serverError, "", 0.5, 5 * time.Second},
-		{"one-step schedule: no retry", []time.Duration{0}, 1, serverError, "", 0.5, -1},
+		{"after the 1st attempt: schedule[1]", def, 0, 1, serverError, "", 0.5, 5 * time.Second},
+		{"after the 2nd attempt: schedule[2]", def, 0, 2, serverError, "", 0.5, 5 * time.Minute},
+		{"after the 9th attempt: the last step", def, 0, 9, serverError, "", 0.5, 24 * time.Hour},
+		{"after the 10th attempt: exhausted", def, 0, 10, serverError, "", 0.5, -1},
+		{"beyond the schedule", def, 0, 11, serverError, "", 0.5, -1},
+		{"attempt 0 counts as the 1st", def, 0, 0, serverError, "", 0.5, 5 * time.Second},
+		{"one-step schedule: no retry", []time.Duration{0}, 0, 1, serverError, "", 0.5, -1},
 
-		{"jitter: least draw is -20 %", def, 2, serverError, "", 0, 4 * time.Minute},
-		{"jitter: draw 0.75 is +10 %", def, 2, serverError, "", 0.75, 5*time.Minute + 30*time.Second},
-		{"jitter: a zero step stays zero", []time.Duration{0, 0, time.Hour}, 1, serverError, "", 0, 0},
+		{"jitter: least draw is -20 %", def, 0, 2, serverError, "", 0, 4 * time.Minute},
+		{"jitter: draw 0.75 is +10 %", def, 0, 2, serverError, "", 0.75, 5*time.Minute + 30*time.Second},
+		{"jitter: a zero step stays zero", []time.Duration{0, 0, time.Hour}, 0, 1, serverError, "", 0, 0},
 
-		{"delivered: nothing next", def, 1, webhook.Outcome{Result: webhook.Delivered}, "", 0.5, -1},
-		{"gone: nothing next", def, 1, webhook.Outcome{Result: webhook.Gone, Class: "http_410"}, "3600", 0.5, -1},
+		{"delivered: nothing next", def, 0, 1, webhook.Outcome{Result: webhook.Delivered}, "", 0.5, -1},
+		{"gone: nothing next", def, 0, 1, webhook.Outcome{Result: webhook.Gone, Class: "http_410"}, "3600", 0.5, -1},
 
-		{"timeout: at least 60 s", def, 1, timeout, "", 0.999, time.Minute},
-		{"timeout: a longer step is kept", def, 2, timeout, "", 0.5, 5 * time.Minute},
-		{"429: at least 60 s", def, 1, tooMany, "", 0.5, time.Minute},
-		{"429: Retry-After shorter than the floor", def, 1, tooMany, "30", 0.5, time.Minute},
-		{"429: Retry-After longer than the floor", def, 1, tooMany, "90", 0.5, 90 * time.Second},
-		{"refused: no floor", def, 1, failed("connection_refused"), "", 0.5, 5 * time.Second},
+		{"timeout: at least 60 s", def, 0, 1, timeout, "", 0.999, time.Minute},
+		{"timeout: a longer step is kept", def, 0, 2, timeout, "", 0.5, 5 * time.Minute},
+		{"429: at least 60 s", def, 0, 1, tooMany, "", 0.5, time.Minute},
+		{"429: Retry-After shorter than the floor", def, 0, 1, tooMany, "30", 0.5, time.Minute},
+		{"429: Retry-After longer than the floor", def, 0, 1, tooMany, "90", 0.5, 90 * time.Second},
+		{"timeout: a configured floor", []time.Duration{0, 0}, 100 * time.Millisecond, 1, timeout, "", 0.5, 100 * time.Millisecond},
+		{"429: a configured floor", []time.Duration{0, 0}, 100 * time.Millisecond, 1, tooMany, "", 0.5, 100 * time.Millisecond},
+		{"429: Retry-After above a configured floor", []time.Duration{0, 0}, 100 * time.Millisecond, 1, tooMany, "2", 0.5, 2 * time.Second},
+		{"timeout: a configured floor under a longer step", def, 100 * time.Millisecond, 1, timeout, "", 0, 4 * time.Second},
+		{"refused: no floor", def, 0, 1, failed("connection_refused"), "", 0.5, 5 * time.Second},
 
-		{"Retry-After seconds lengthen the wait", def, 1, serverError, "120", 0.5, 2 * time.Minute},
-		{"Retry-After with spaces", def, 1, serverError, " 120 ", 0.5, 2 * time.Minute},
-		{"Retry-After never shortens the step", def, 2, serverError, "1", 0.5, 5 * time.Minute},
-		{"Retry-After 0", def, 1, serverError, "0", 0.5, 5 * time.Second},
-		{"Retry-After beyond 24 h is clamped", def, 1, serverError, "172800", 0.5, 24 * time.Hour},
-		{"Retry-After of max int64 seconds is clamped", def, 1, serverError, "9223372036854775807", 0.5, 24 * time.Hour},
-		{"Retry-After beyond uint64 is ignored", def, 1, serverError, "99999999999999999999", 0.5, 5 * time.Second},
-		{"Retry-After date", def, 1, serverError, httpDate(3 * time.Minute), 0.5, 3 * time.Minute},
-		{"Retry-After date in RFC 850 form", def, 1, serverError, now.Add(3 * time.Minute).Format(time.RFC850), 0.5, 3 * time.Minute},
-		{"Retry-After date in asctime form", def, 1, serverError, now.Add(3 * time.Minute).Format(time.ANSIC), 0.5, 3 * time.Minute},
-		{"Retry-After date in the past", def, 1, serverError, httpDate(-time.Hour), 0.5, 5 * time.Second},
-		{"Retry-After date in 3 days is clamped", def, 1, serverError, httpDate(72 * time.Hour), 0.5, 24 * time.Hour},
-		{"Retry-After shorter than the last step", def, 9, serverError, "3600", 0.5, 24 * time.Hour},
-		{"a step beyond 24 h is kept", []time.Duration{0, 48 * time.Hour}, 1, serverError, "3600", 0.5, 48 * time.Hour},
-		{"Retry-After negative: ignored", def, 1, serverError, "-5", 0.5, 5 * time.Second},
-		{"Retry-After fraction: ignored", def, 1, serverError, "1.5", 0.5, 5 * time.Second},
-		{"Retry-After words: ignored", def, 1, serverError, "soon", 0.5, 5 * time.Second},
-		{"Retry-After signed: ignored", def, 1, serverError, "+60", 0.5, 5 * time.Second},
+		{"Retry-After seconds lengthen the wait", def, 0, 1, serverError, "120", 0.5, 2 * time.Minute},
+		{"Retry-After with spaces", def, 0, 1, serverError, " 120 ", 0.5, 2 * time.Minute},
+		{"Retry-After never shortens the step", def, 0, 2, serverError, "1", 0.5, 5 * time.Minute},
+		{"Retry-After 0", def, 0, 1, serverError, "0", 0.5, 5 * time.Second},
+		{"Retry-After beyond 24 h is clamped", def, 0, 1, serverError, "172800", 0.5, 24 * time.Hour},
+		{"Retry-After of max int64 seconds is clamped", def, 0, 1, serverError, "9223372036854775807", 0.5, 24 * time.Hour},
+		{"Retry-After beyond uint64 is ignored", def, 0, 1, serverError, "99999999999999999999", 0.5, 5 * time.Second},
+		{"Retry-After date", def, 0, 1, serverError, httpDate(3 * time.Minute), 0.5, 3 * time.Minute},
+		{"Retry-After date in RFC 850 form", def, 0, 1, serverError, now.Add(3 * time.Minute).Format(time.RFC850), 0.5, 3 * time.Minute},
+		{"Retry-After date in asctime form", def, 0, 1, serverError, now.Add(3 * time.Minute).Format(time.ANSIC), 0.5, 3 * time.Minute},
+		{"Retry-After date in the past", def, 0, 1, serverError, httpDate(-time.Hour), 0.5, 5 * time.Second},
+		{"Retry-After date in 3 days is clamped", def, 0, 1, serverError, httpDate(72 * time.Hour), 0.5, 24 * time.Hour},
+		{"Retry-After shorter than the last step", def, 0, 9, serverError, "3600", 0.5, 24 * time.Hour},
+		{"a step beyond 24 h is kept", []time.Duration{0, 48 * time.Hour}, 0, 1, serverError, "3600", 0.5, 48 * time.Hour},
+		{"Retry-After negative: ignored", def, 0, 1, serverError, "-5", 0.5, 5 * time.Second},
+		{"Retry-After fraction: ignored", def, 0, 1, serverError, "1.5", 0.5, 5 * time.Second},
+		{"Retry-After words: ignored", def, 0, 1, serverError, "soon", 0.5, 5 * time.Second},
+		{"Retry-After signed: ignored", def, 0, 1, serverError, "+60", 0.5, 5 * time.Second},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			at, ok := webhook.NextAttempt(tt.schedule, tt.attempt, now, tt.outcome, tt.retryAfter, fixed(tt.rnd))
+			p := webhook.RetryPolicy{Schedule: tt.schedule, ThrottledWait: tt.throttled}
+			if p.ThrottledWait == 0 {
+				p.ThrottledWait = webhook.DefaultThrottledWait
+			}
+			at, ok := p.NextAttempt(tt.attempt, now, tt.outcome, tt.retryAfter, fixed(tt.rnd))
 			if tt.want < 0 {
 				if ok {
 					t.Fatalf("NextAttempt() = %v, true; want no next attempt", at)
@@ -294,11 +303,12 @@ func TestNextAttemptJitterBounds(t *testing.T) {
 	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
 	rnd := rand.New(rand.NewPCG(1, 2)).Float64
 	failed := webhook.Outcome{Result: webhook.Failed, Class: "http_5xx"}
+	p := webhook.RetryPolicy{Schedule: webhook.DefaultSchedule, ThrottledWait: webhook.DefaultThrottledWait}
 	for attempt := 1; attempt < len(webhook.DefaultSchedule); attempt++ {
 		step := webhook.DefaultSchedule[attempt]
 		lo, hi := now.Add(step*8/10), now.Add(step*12/10)
 		for range 1000 {
-			at, ok := webhook.NextAttempt(webhook.DefaultSchedule, attempt, now, failed, "", rnd)
+			at, ok := p.NextAttempt(attempt, now, failed, "", rnd)
 			if !ok || at.Before(lo) || !at.Before(hi) {
 				t.Fatalf("NextAttempt(attempt %d) = now+%v, %v; want within [%v, %v)", attempt, at.Sub(now), ok, step*8/10, step*12/10)
 			}

@@ -1,0 +1,307 @@
+package webhook_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/switchboard/switchboard/egress"
+	"github.com/switchboard/switchboard/store"
+	"github.com/switchboard/switchboard/store/storetest"
+	"github.com/switchboard/switchboard/webhook"
+)
+
+// fastRetries is a schedule of n attempts, the retries every step apart.
+func fastRetries(n int, step time.Duration) []time.Duration {
+	s := []time.Duration{0}
+	for len(s) < n {
+		s = append(s, step)
+	}
+	return s
+}
+
+// emitN queues n events and returns them in order.
+func (h *harness) emitN(n int, typ string) []store.Event {
+	evs := make([]store.Event, n)
+	for i := range evs {
+		evs[i] = h.emit(typ)
+	}
+	return evs
+}
+
+// allSucceeded reports whether every event's delivery to an endpoint succeeded.
+func (h *harness) allSucceeded(evs []store.Event, endpointID string) bool {
+	for _, ev := range evs {
+		if h.status(ev.ID, endpointID) != store.DeliverySucceeded {
+			return false
+		}
+	}
+	return true
+}
+
+// deliveredOnce checks that the receiver acknowledged every event exactly once: among the requests it answered 2xx
+// (those from index failures on), each event's webhook-id appears once and no other ID does.
+func deliveredOnce(t *testing.T, rc *receiver, failures int, evs []store.Event) {
+	t.Helper()
+	want := map[string]bool{}
+	for _, ev := range evs {
+		want[ev.ID] = true
+	}
+	reqs := rc.requests()
+	seen := map[string]int{}
+	for i, r := range reqs {
+		if !want[r.webhookID()] {
+			t.Errorf("request %d carries webhook-id %q of no event of the test", i, r.webhookID())
+		}
+		if i >= failures {
+			seen[r.webhookID()]++
+		}
+	}
+	for id := range want {
+		if seen[id] != 1 {
+			t.Errorf("event %s acknowledged %d times, want exactly once", id, seen[id])
+		}
+	}
+	if len(reqs)-failures != len(evs) {
+		t.Errorf("%d successful requests for %d events", len(reqs)-failures, len(evs))
+	}
+}
+
+// While the receiver is down every delivery is retried; when it comes back (failing a few more requests first) each
+// event is delivered exactly once, with the same webhook-id on every attempt, and nothing is lost.
+func TestReceiverDownThenBack(t *testing.T) {
+	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
+		h := newHarness(t, db)
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := ln.Addr().String()
+		ln.Close() // down: connections are refused
+		e, secret := h.endpoint("http://"+addr+"/hook", nil)
+		h.start(webhook.Config{Schedule: fastRetries(200, 50*time.Millisecond)})
+		evs := h.emitN(5, "link.created")
+		eventually(t, "two failed attempts of every delivery", func() bool {
+			for _, ev := range evs {
+				if h.delivery(ev.ID, e.ID).Attempts < 2 {
+					return false
+				}
+			}
+			return true
+		})
+
+		ln, err = net.Listen("tcp", addr)
+		if err != nil {
+			t.Skipf("the receiver's port was taken meanwhile: %v", err)
+		}
+		const failures = 5
+		rc := serveReceiver(t, ln, statuses(503, 503, 503, 503, 503))
+		eventually(t, "every event delivered", func() bool { return h.allSucceeded(evs, e.ID) })
+		deliveredOnce(t, rc, failures, evs)
+		for _, r := range rc.requests() {
+			if err := verify(t, secret, r); err != nil {
+				t.Errorf("request %s does not verify: %v", r.webhookID(), err)
+			}
+		}
+		for _, ev := range evs {
+			as := h.attempts(h.delivery(ev.ID, e.ID).ID)
+			if *as[0].ErrorClass != webhook.ClassConnectionRefused || as[len(as)-1].ErrorClass != nil {
+				t.Errorf("attempts of %s: first %v, last %v; want connection_refused, then a success", ev.ID, *as[0].ErrorClass, as[len(as)-1].ErrorClass)
+			}
+		}
+	})
+}
+
+// A receiver that never answers holds at most its in-flight cap of workers: another endpoint's deliveries arrive
+// before the slow one's attempts time out. The timed-out attempts are retried no sooner than ThrottledWait.
+func TestSlowReceiverTimesOutWithoutDelayingOthers(t *testing.T) {
+	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
+		h := newHarness(t, db)
+		const timeout, capacity = time.Second, 2
+		slow := newReceiver(t, func(n int, w http.ResponseWriter, r *http.Request) {
+			if n < capacity {
+				<-r.Context().Done() // until the dispatcher gives up
+			}
+		})
+		fast := newReceiver(t, nil)
+		s, _ := h.endpoint(slow.url(), nil)
+		f, _ := h.endpoint(fast.url(), nil)
+		cfg := webhook.Config{Timeout: timeout, PerEndpoint: capacity, Workers: 8, Schedule: fastRetries(4, 10*time.Millisecond)}
+		h.start(cfg)
+		evs := h.emitN(4, "link.created")
+		eventually(t, "the fast endpoint's deliveries", func() bool { return h.allSucceeded(evs, f.ID) })
+		eventually(t, "the slow endpoint's deliveries", func() bool { return h.allSucceeded(evs, s.ID) })
+
+		firstSlow := slow.requests()[0].at
+		if last := fast.requests()[3].at; !last.Before(firstSlow.Add(timeout)) {
+			t.Errorf("the fast endpoint's last delivery came %v after the slow endpoint's first request, not before its timeout", last.Sub(firstSlow))
+		}
+		timedOut := 0
+		for _, ev := range evs {
+			as := h.attempts(h.delivery(ev.ID, s.ID).ID)
+			if as[0].ErrorClass == nil || *as[0].ErrorClass != webhook.ClassTimeout {
+				continue
+			}
+			timedOut++
+			ended := as[0].StartedAt.Add(time.Duration(as[0].DurationMS) * time.Millisecond)
+			if wait := as[1].StartedAt.Sub(ended); wait < quiet(cfg).ThrottledWait-time.Millisecond {
+				t.Errorf("retried %v after a timeout, want at least %v", wait, quiet(cfg).ThrottledWait)
+			}
+		}
+		if timedOut != capacity {
+			t.Errorf("%d attempts timed out, want %d (the in-flight cap)", timedOut, capacity)
+		}
+	})
+}
+
+// Many events to a receiver that answers 500 to its first requests: every event is delivered, exactly once.
+func TestServerErrorStorm(t *testing.T) {
+	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
+		h := newHarness(t, db)
+		const failures = 60
+		codes := make([]int, failures)
+		for i := range codes {
+			codes[i] = http.StatusInternalServerError
+		}
+		rc := newReceiver(t, statuses(codes...))
+		e, _ := h.endpoint(rc.url(), nil)
+		h.start(webhook.Config{Schedule: fastRetries(200, 20*time.Millisecond)})
+		evs := h.emitN(30, "link.clicked")
+		eventually(t, "every event delivered", func() bool { return h.allSucceeded(evs, e.ID) })
+		deliveredOnce(t, rc, failures, evs)
+	})
+}
+
+// A 429 with Retry-After: 1 holds the next attempt back for at least a second, though the schedule and the
+// throttled wait ask for less.
+func TestRetryAfterHonoured(t *testing.T) {
+	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
+		h := newHarness(t, db)
+		rc := newReceiver(t, func(n int, w http.ResponseWriter, _ *http.Request) {
+			if n == 0 {
+				w.Header().Set("Retry-After", "1")
+				w.WriteHeader(http.StatusTooManyRequests)
+			}
+		})
+		e, _ := h.endpoint(rc.url(), nil)
+		h.start(webhook.Config{Schedule: []time.Duration{0, 10 * time.Millisecond}})
+		ev := h.emit("link.created")
+		eventually(t, "delivered", func() bool { return h.status(ev.ID, e.ID) == store.DeliverySucceeded })
+		reqs := rc.requests()
+		if gap := reqs[1].at.Sub(reqs[0].at); gap < time.Second {
+			t.Errorf("retried %v after 429 with Retry-After: 1", gap)
+		}
+		if as := h.attempts(h.delivery(ev.ID, e.ID).ID); *as[0].ErrorClass != webhook.ClassRateLimited || *as[0].StatusCode != 429 {
+			t.Errorf("first attempt %+v", as[0])
+		}
+	})
+}
+
+// At dial time the guard refuses every non-public address, however the URL spells it or whatever a name resolves
+// to now (DNS rebinding after registration): the attempt is classed "blocked" and no connection reaches the
+// receiver.
+func TestSSRFBlockedAtDialTime(t *testing.T) {
+	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
+		h := newHarness(t, db)
+		rc := newReceiver(t, nil)
+		_, port, _ := net.SplitHostPort(rc.srv.Listener.Addr().String())
+		lookup := func(_ context.Context, _, host string) ([]netip.Addr, error) {
+			if host == "receiver.test" {
+				return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil
+			}
+			return nil, errors.New("no such host")
+		}
+		guard := egress.NewGuard(egress.Policy{AllowHTTP: true}, egress.WithLookup(lookup))
+		targets := map[string]string{
+			"a name resolving to loopback": "http://receiver.test:" + port + "/hook",
+			"loopback":                     "http://127.0.0.1:" + port + "/hook",
+			"IPv6 loopback":                "http://[::1]:" + port + "/hook",
+			"cloud metadata":               "http://169.254.169.254/latest/meta-data/",
+			"IPv4-mapped IPv6":             "http://[::ffff:127.0.0.1]:" + port + "/hook",
+			"decimal IPv4":                 "http://2130706433:" + port + "/hook",
+			"private network":              "http://10.0.0.1/hook",
+		}
+		endpoints := map[string]store.WebhookEndpoint{}
+		for name, url := range targets {
+			endpoints[name], _ = h.endpoint(url, nil)
+		}
+		h.startWith(guard, webhook.Config{Schedule: []time.Duration{0}})
+		ev := h.emit("link.created")
+		for name, e := range endpoints {
+			eventually(t, name, func() bool { return h.status(ev.ID, e.ID) == store.DeliveryFailed })
+			as := h.attempts(h.delivery(ev.ID, e.ID).ID)
+			if len(as) != 1 || as[0].ErrorClass == nil || *as[0].ErrorClass != webhook.ClassBlocked || as[0].StatusCode != nil || as[0].ResponseExcerpt != nil {
+				t.Errorf("%s (%s): attempts %+v, want one classed blocked", name, targets[name], as)
+			}
+		}
+		if n := rc.conns.Load(); n != 0 {
+			t.Errorf("%d connections reached the receiver", n)
+		}
+	})
+}
+
+// A redirect is a failure ("http_3xx"), never followed: the address it points to gets nothing.
+func TestRedirectNotFollowed(t *testing.T) {
+	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
+		h := newHarness(t, db)
+		inner := newReceiver(t, nil)
+		outer := newReceiver(t, func(_ int, w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, inner.url(), http.StatusFound)
+		})
+		e, _ := h.endpoint(outer.url(), nil)
+		h.start(webhook.Config{Schedule: []time.Duration{0}})
+		ev := h.emit("link.created")
+		eventually(t, "failed", func() bool { return h.status(ev.ID, e.ID) == store.DeliveryFailed })
+		as := h.attempts(h.delivery(ev.ID, e.ID).ID)
+		if len(as) != 1 || *as[0].ErrorClass != "http_3xx" || *as[0].StatusCode != http.StatusFound {
+			t.Errorf("attempts %+v", as)
+		}
+		if inner.conns.Load() != 0 {
+			t.Error("the redirect was followed")
+		}
+	})
+}
+
+// During a rotation's grace period every delivery carries both signatures and each secret alone verifies it with
+// the official library; after the grace period only the new secret does.
+func TestSecretRotation(t *testing.T) {
+	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
+		h := newHarness(t, db)
+		rc := newReceiver(t, nil)
+		e, oldSecret := h.endpoint(rc.url(), nil)
+		newSecret, err := webhook.NewSecret()
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.set(e.ID, map[string]any{"previous_secret": e.Secret, "secret": h.box.Seal([]byte(newSecret), []byte(e.ID)),
+			"previous_secret_until": time.Now().Add(time.Hour).UTC().Truncate(time.Microsecond)})
+		h.start(webhook.Config{})
+		h.emit("link.created")
+		eventually(t, "delivery during the grace period", func() bool { return rc.count() == 1 })
+		during := rc.requests()[0]
+		if sigs := strings.Fields(during.header.Get("webhook-signature")); len(sigs) != 2 {
+			t.Errorf("signatures during the grace period: %q, want two", sigs)
+		}
+		for name, secret := range map[string]string{"old": oldSecret, "new": newSecret} {
+			if err := verify(t, secret, during); err != nil {
+				t.Errorf("during the grace period the %s secret alone does not verify: %v", name, err)
+			}
+		}
+
+		h.set(e.ID, map[string]any{"previous_secret_until": time.Now().Add(-time.Second).UTC().Truncate(time.Microsecond)})
+		h.emit("link.created")
+		eventually(t, "delivery after the grace period", func() bool { return rc.count() == 2 })
+		after := rc.requests()[1]
+		if err := verify(t, newSecret, after); err != nil {
+			t.Errorf("after the grace period the new secret does not verify: %v", err)
+		}
+		if err := verify(t, oldSecret, after); err == nil {
+			t.Error("after the grace period the old secret still verifies")
+		}
+	})
+}
