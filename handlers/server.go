@@ -75,6 +75,8 @@ type Server struct {
 	metrics  *metrics
 	echo     *echo.Echo
 	models   map[string]gen.Model
+	// eventTypes is the event catalogue, read from the spec's x-event-type schemas.
+	eventTypes *EventCatalogue
 	// modelLists holds encoded ListModels bodies by set of enabled models (see ListModels).
 	modelLists     sync.Map
 	modelListCount atomic.Int64
@@ -117,6 +119,10 @@ func New(cfg Config, db *store.DB) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("spec: %w", err)
 	}
+	eventTypes, err := NewEventCatalogue(spec)
+	if err != nil {
+		return nil, fmt.Errorf("spec: %w", err)
+	}
 	s := &Server{
 		cfg: cfg, db: db, log: cfg.Logger, ops: ops,
 		verifier:        apikey.NewVerifier(db.APIKeys, cfg.KeyCacheTTL, cfg.Logger),
@@ -125,6 +131,7 @@ func New(cfg Config, db *store.DB) (*Server, error) {
 		keyPolicy:       ratelimit.Policy{Name: "key", Quota: cfg.KeyRateLimit, Window: time.Minute},
 		workspacePolicy: ratelimit.Policy{Name: "workspace", Quota: cfg.WorkspaceRateLimit, Window: time.Minute},
 		models:          map[string]gen.Model{},
+		eventTypes:      eventTypes,
 	}
 	s.policyHeader = []string{fmt.Sprintf(`"key";q=%d;w=60, "workspace";q=%d;w=60`, cfg.KeyRateLimit, cfg.WorkspaceRateLimit)}
 	for _, m := range cfg.Models.All() {

@@ -1,0 +1,95 @@
+package handlers
+
+import (
+	"context"
+
+	"github.com/switchboard/switchboard/gen"
+	"github.com/switchboard/switchboard/store"
+)
+
+// ListWebhookDeliveries answers GET /api/v1/webhooks/{webhook_id}/deliveries: the endpoint's delivery log, newest
+// first.
+func (s *Server) ListWebhookDeliveries(ctx context.Context, req gen.ListWebhookDeliveriesRequestObject) (gen.ListWebhookDeliveriesResponseObject, error) {
+	key, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	page, err := pageFrom(req.Params.Limit, req.Params.Cursor, "dlv_", false)
+	if err != nil {
+		return nil, err
+	}
+	var f store.DeliveryFilter
+	if req.Params.Status != nil {
+		f.Status = string(*req.Params.Status)
+	}
+	if req.Params.EventType != nil {
+		f.EventType = *req.Params.EventType
+	}
+	ds, more, err := s.db.Deliveries.List(ctx, key.WorkspaceID, req.WebhookId, f, page)
+	if err != nil {
+		return nil, storeProblem(err, "webhook endpoint", req.WebhookId)
+	}
+	data, next, err := listPage(ds, more, page, func(d store.Delivery) string { return d.ID },
+		func(d store.Delivery) (gen.WebhookDelivery, error) { return apiDelivery(d), nil })
+	if err != nil {
+		return nil, err
+	}
+	return gen.ListWebhookDeliveries200JSONResponse{Body: gen.WebhookDeliveryList{Object: gen.WebhookDeliveryListObjectList,
+		Data: data, HasMore: more, NextCursor: next}}, nil
+}
+
+// GetWebhookDelivery answers GET /api/v1/webhook-deliveries/{delivery_id} with every attempt, oldest first, and the
+// event as it was signed and sent.
+func (s *Server) GetWebhookDelivery(ctx context.Context, req gen.GetWebhookDeliveryRequestObject) (gen.GetWebhookDeliveryResponseObject, error) {
+	key, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	d, err := s.db.Deliveries.Get(ctx, key.WorkspaceID, req.DeliveryId)
+	if err != nil {
+		return nil, storeProblem(err, "delivery", req.DeliveryId)
+	}
+	attempts, err := s.db.Deliveries.Attempts(ctx, d.ID)
+	if err != nil {
+		return nil, err
+	}
+	ev, err := s.db.Events.Get(ctx, key.WorkspaceID, d.EventID)
+	if err != nil {
+		return nil, err // the delivery's event goes only with it (ON DELETE CASCADE)
+	}
+	event, err := apiEvent(ev)
+	if err != nil {
+		return nil, err
+	}
+	out := apiDelivery(d)
+	list := make([]gen.WebhookAttempt, len(attempts))
+	for i, a := range attempts {
+		list[i] = gen.WebhookAttempt{Id: a.ID, StartedAt: a.StartedAt, DurationMs: a.DurationMS, StatusCode: a.StatusCode,
+			ErrorClass: a.ErrorClass, ResponseExcerpt: a.ResponseExcerpt}
+	}
+	out.Attempts, out.Event = &list, &event
+	return gen.GetWebhookDelivery200JSONResponse{Body: out}, nil
+}
+
+// RedeliverWebhookDelivery answers POST /api/v1/webhook-deliveries/{delivery_id}/redeliver: the delivery is queued
+// now with a fresh retry schedule, the same webhook-id and its attempt log.
+func (s *Server) RedeliverWebhookDelivery(ctx context.Context, req gen.RedeliverWebhookDeliveryRequestObject) (gen.RedeliverWebhookDeliveryResponseObject, error) {
+	key, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	d, err := s.db.Deliveries.Redeliver(ctx, key.WorkspaceID, req.DeliveryId)
+	if err != nil {
+		return nil, storeProblem(err, "delivery", req.DeliveryId)
+	}
+	s.cfg.Webhooks.Wake()
+	return gen.RedeliverWebhookDelivery202JSONResponse{Body: apiDelivery(d)}, nil
+}
+
+// apiDelivery maps a delivery to the API's WebhookDelivery, without its attempts and event.
+func apiDelivery(d store.Delivery) gen.WebhookDelivery {
+	return gen.WebhookDelivery{Id: d.ID, Object: gen.WebhookDeliveryObjectWebhookDelivery, WebhookId: d.EndpointID,
+		EventId: d.EventID, EventType: d.EventType, Status: gen.WebhookDeliveryStatus(d.Status), AttemptCount: d.Attempts,
+		NextAttemptAt: d.NextAttemptAt, LastStatusCode: d.LastStatusCode, LastError: d.LastError,
+		CreatedAt: d.CreatedAt, UpdatedAt: d.UpdatedAt, CompletedAt: d.CompletedAt}
+}
