@@ -24,6 +24,8 @@ type operation struct {
 	Route  string
 	Public bool
 	Scopes []string
+	// Idempotent operations declare the Idempotency-Key header and run behind the idempotency middleware.
+	Idempotent bool
 	// Deprecation and Sunset are preformatted header values ("" when the operation is not deprecated).
 	Deprecation string
 	Sunset      string
@@ -70,6 +72,9 @@ func indexOperations(doc *openapi3.T) (*operations, error) {
 				}
 			}
 			o.Scopes = scopes
+			if o.Idempotent, err = declaresIdempotencyKey(method, item.Parameters, op.Parameters); err != nil {
+				return nil, fmt.Errorf("%s %s: %w", method, path, err)
+			}
 			if op.Deprecated {
 				if err := o.setDeprecation(op.Extensions); err != nil {
 					return nil, fmt.Errorf("%s %s: %w", method, path, err)

@@ -159,8 +159,12 @@ func New(cfg Config, db *store.DB) (*Server, error) {
 		return nil, err
 	}
 	perOp := map[string][]echo.MiddlewareFunc{}
+	idempotent := newIdempotency(s)
 	for id, route := range routes {
 		perOp[id] = []echo.MiddlewareFunc{s.validatorFor(route)}
+		if ops.byID[id].Idempotent {
+			perOp[id] = append(perOp[id], idempotent.middleware)
+		}
 	}
 	gen.RegisterHandlersWithOptions(e, gen.NewStrictHandler(s, nil),
 		gen.RegisterHandlersOptions{OperationMiddlewares: perOp})

@@ -65,13 +65,14 @@ type DB struct {
 
 	keys keyWatch
 
-	Workspaces *Workspaces
-	APIKeys    *APIKeys
-	Users      *Users
-	Sessions   *Sessions
-	Webhooks   *WebhookEndpoints
-	Events     *Events
-	Deliveries *Deliveries
+	Workspaces  *Workspaces
+	APIKeys     *APIKeys
+	Users       *Users
+	Sessions    *Sessions
+	Webhooks    *WebhookEndpoints
+	Events      *Events
+	Deliveries  *Deliveries
+	Idempotency *IdempotencyKeys
 }
 
 // Open connects to the database named by rawURL ("" means DefaultURL): postgres:// or postgresql:// URLs open
@@ -102,6 +103,7 @@ func Open(ctx context.Context, rawURL string) (*DB, error) {
 	db.Webhooks = &WebhookEndpoints{db: db}
 	db.Events = &Events{db: db}
 	db.Deliveries = &Deliveries{db: db}
+	db.Idempotency = &IdempotencyKeys{db: db}
 	return db, nil
 }
 
