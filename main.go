@@ -20,6 +20,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -28,9 +29,11 @@ import (
 
 	"github.com/switchboard/switchboard/apikey"
 	"github.com/switchboard/switchboard/console"
+	"github.com/switchboard/switchboard/egress"
 	"github.com/switchboard/switchboard/handlers"
 	"github.com/switchboard/switchboard/modelcatalog"
 	"github.com/switchboard/switchboard/store"
+	"github.com/switchboard/switchboard/webhook"
 )
 
 func main() {
@@ -74,6 +77,13 @@ Every command takes --database-url (env DATABASE_URL, default file:data/switchbo
 Run "switchboard serve --help" for the server's settings.`
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if err := command(ctx, args, stdout, stderr); !errors.Is(err, errHelp) {
+		return err
+	}
+	return nil
+}
+
+func command(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	cmd := "serve"
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		cmd, args = args[0], args[1:]
@@ -112,13 +122,39 @@ func newFlagSet(name string) *flag.FlagSet {
 }
 
 func parse(fs *flag.FlagSet, args []string) error {
+	return parseWithNotes(fs, args, "")
+}
+
+// parseWithNotes is parse for commands whose --help adds notes after the flags (settings read from the environment
+// only).
+func parseWithNotes(fs *flag.FlagSet, args []string, notes string) error {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fs.SetOutput(os.Stdout)
 			fs.PrintDefaults()
-			return nil
+			if notes != "" {
+				fmt.Fprintln(os.Stdout, notes)
+			}
+			return errHelp
 		}
 		return usagef("%s: %v", fs.Name(), err)
+	}
+	return nil
+}
+
+// errHelp ends a command after its --help was printed.
+var errHelp = errors.New("help printed")
+
+// envFlags gives flags their values from the environment (flag name → variable name) before the command line is
+// parsed, so the command line wins. Unlike the envX helpers, a malformed value is an error naming the variable, not
+// silently the default.
+func envFlags(fs *flag.FlagSet, vars map[string]string) error {
+	for name, env := range vars {
+		if v, ok := os.LookupEnv(env); ok && v != "" {
+			if err := fs.Set(name, v); err != nil {
+				return usagef("%s=%q: %v", env, v, err)
+			}
+		}
 	}
 	return nil
 }
@@ -190,7 +226,15 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		"CIDRs of reverse proxies whose X-Forwarded-For is believed, e.g. 10.0.0.0/8 (env SWITCHBOARD_TRUSTED_PROXIES)")
 	logLevel := fs.String("log-level", envString("SWITCHBOARD_LOG_LEVEL", "info"),
 		"debug, info, warn or error (env SWITCHBOARD_LOG_LEVEL)")
-	if err := parse(fs, args); err != nil {
+	wh := addWebhookFlags(fs)
+	if err := envFlags(fs, wh.env); err != nil {
+		return err
+	}
+	if err := parseWithNotes(fs, args, serveNotes); err != nil {
+		return err
+	}
+	whConfig, whPolicy, err := wh.config()
+	if err != nil {
 		return err
 	}
 	var level slog.Level
@@ -214,11 +258,33 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		}
 		proxies = append(proxies, n)
 	}
-	db, err := openDB(ctx, *dbURL)
+	db, err := store.Open(ctx, *dbURL)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
+	// The key is checked before migrating, so that a misconfigured start changes nothing.
+	key, created, err := webhook.LoadOrCreateKey(os.Getenv("SWITCHBOARD_SECRET_KEY"), db.DataDir())
+	if err != nil {
+		return err
+	}
+	if err := db.Migrate(ctx); err != nil {
+		return err
+	}
+	if created {
+		log.Warn("generated the server secret key that encrypts webhook secrets: back it up, without it they cannot be opened",
+			"path", filepath.Join(db.DataDir(), webhook.KeyFile))
+	}
+	box, err := webhook.NewBox(key)
+	if err != nil {
+		return err
+	}
+	guard := egress.NewGuard(whPolicy)
+	whConfig.Logger = log
+	if db.Dialect() == store.Postgres {
+		whConfig.PostgresURL = *dbURL
+	}
+	dispatcher := webhook.NewDispatcher(db, box, guard, whConfig)
 
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
@@ -230,8 +296,12 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	srv, err := handlers.New(handlers.Config{
 		BaseURL: strings.TrimSuffix(*baseURL, "/"), BodyLimit: *bodyLimit, KeyRateLimit: *keyRate,
 		WorkspaceRateLimit: *wsRate, KeyCacheTTL: *cacheTTL, Models: catalog, TrustedProxies: proxies, Logger: log,
+		Webhooks: handlers.WebhookEngine{Box: box, Guard: guard, Sender: dispatcher.Sender(), Wake: dispatcher.Wake},
 	}, db)
 	if err != nil {
+		return err
+	}
+	if err := srv.RegisterMetrics(dispatcher.Collectors()...); err != nil {
 		return err
 	}
 	con, err := console.New(console.Config{BaseURL: strings.TrimSuffix(*baseURL, "/"), Logger: log}, db)
@@ -250,21 +320,113 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	log.Info("switchboard listening", "addr", ln.Addr().String(), "base_url", *baseURL,
 		"database", string(db.Dialect()), "docs", *baseURL+"/docs/", "models", len(catalog.All()))
 
+	// The dispatcher runs on a context of its own: on shutdown it is stopped after the listener is closed, and
+	// waited for before the database is.
+	dispatchCtx, stopDispatcher := context.WithCancel(context.Background())
+	dispatched := make(chan error, 1)
+	go func() { dispatched <- dispatcher.Run(dispatchCtx) }()
+
 	errc := make(chan error, 1)
 	go func() { errc <- httpSrv.Serve(ln) }()
 	select {
 	case err := <-errc:
+		stopDispatcher()
+		<-dispatched
 		srv.Close()
 		return err
 	case <-ctx.Done():
 	}
-	log.Info("shutting down: draining in-flight requests")
+	log.Info("shutting down: draining in-flight requests and webhook attempts")
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	err = httpSrv.Shutdown(shutdownCtx)
+	// Shutdown closes the listener at once and then waits for the requests in flight; meanwhile the dispatcher
+	// finishes and records its attempts in flight (each bounded by the webhook timeout), so the two drains overlap
+	// instead of adding up.
+	shutdown := make(chan error, 1)
+	go func() { shutdown <- httpSrv.Shutdown(shutdownCtx) }()
+	stopDispatcher()
+	err = errors.Join(<-dispatched, <-shutdown)
 	srv.Close()
 	log.Info("stopped")
 	return err
+}
+
+// serveNotes ends `serve --help`: the settings read from the environment only.
+const serveNotes = `
+Environment only (a secret does not belong on a command line):
+  SWITCHBOARD_SECRET_KEY
+    	base64 of 32 random bytes (openssl rand -base64 32) that encrypts webhook secrets at rest. Required on
+    	PostgreSQL; on SQLite generated into the data directory (secret.key) on first start when unset.`
+
+// webhookFlags are the webhook engine's settings of serve; env maps each flag to its environment variable.
+type webhookFlags struct {
+	schedule, networks                                     string
+	allowHTTP                                              bool
+	timeout, lease, retention, throttledWait, disableAfter time.Duration
+	workers                                                int
+	env                                                    map[string]string
+}
+
+func addWebhookFlags(fs *flag.FlagSet) *webhookFlags {
+	w := &webhookFlags{env: map[string]string{
+		"webhook-retry-schedule": "SWITCHBOARD_WEBHOOK_RETRY_SCHEDULE", "webhook-allow-http": "SWITCHBOARD_WEBHOOK_ALLOW_HTTP",
+		"webhook-allowed-networks": "SWITCHBOARD_WEBHOOK_ALLOWED_NETWORKS", "webhook-timeout": "SWITCHBOARD_WEBHOOK_TIMEOUT",
+		"webhook-lease": "SWITCHBOARD_WEBHOOK_LEASE", "webhook-workers": "SWITCHBOARD_WEBHOOK_WORKERS",
+		"webhook-retention": "SWITCHBOARD_WEBHOOK_RETENTION", "webhook-throttled-wait": "SWITCHBOARD_WEBHOOK_THROTTLED_WAIT",
+		"webhook-disable-after": "SWITCHBOARD_WEBHOOK_DISABLE_AFTER",
+	}}
+	fs.StringVar(&w.schedule, "webhook-retry-schedule", "",
+		"delays of a delivery's attempts, comma-separated: the first from the event, each next from the attempt before "+
+			"(env SWITCHBOARD_WEBHOOK_RETRY_SCHEDULE, default 0s,5s,5m,30m,2h,5h,10h,14h,20h,24h; ±20 % jitter)")
+	fs.BoolVar(&w.allowHTTP, "webhook-allow-http", false,
+		"allow plain http:// webhook URLs; https only by default (env SWITCHBOARD_WEBHOOK_ALLOW_HTTP=true)")
+	fs.StringVar(&w.networks, "webhook-allowed-networks", "",
+		"CIDRs webhooks may reach although they are not public, e.g. 10.0.0.0/8,127.0.0.0/8 (env SWITCHBOARD_WEBHOOK_ALLOWED_NETWORKS)")
+	fs.DurationVar(&w.timeout, "webhook-timeout", webhook.DefaultTimeout,
+		"longest webhook attempt, response included (env SWITCHBOARD_WEBHOOK_TIMEOUT)")
+	fs.DurationVar(&w.lease, "webhook-lease", 0,
+		"how long a claimed delivery is held: after a crash it is retried once this has passed; must exceed the timeout "+
+			"(env SWITCHBOARD_WEBHOOK_LEASE, default timeout + 1m)")
+	fs.IntVar(&w.workers, "webhook-workers", webhook.DefaultWorkers,
+		"webhook attempts this process runs at once (env SWITCHBOARD_WEBHOOK_WORKERS)")
+	fs.DurationVar(&w.retention, "webhook-retention", webhook.DefaultRetention,
+		"how long events, deliveries and attempts are kept; events still being delivered are kept longer (env SWITCHBOARD_WEBHOOK_RETENTION)")
+	fs.DurationVar(&w.throttledWait, "webhook-throttled-wait", webhook.DefaultThrottledWait,
+		"least wait before retrying after a timeout or a 429 (env SWITCHBOARD_WEBHOOK_THROTTLED_WAIT)")
+	fs.DurationVar(&w.disableAfter, "webhook-disable-after", webhook.DefaultDisableAfter,
+		"disable an endpoint that has failed this long without a success (env SWITCHBOARD_WEBHOOK_DISABLE_AFTER)")
+	return w
+}
+
+// config checks the settings and returns the dispatcher's configuration (without logger and database) and the
+// egress policy.
+func (w *webhookFlags) config() (webhook.Config, egress.Policy, error) {
+	cfg := webhook.Config{Timeout: w.timeout, Lease: w.lease, Workers: w.workers, Retention: w.retention,
+		ThrottledWait: w.throttledWait, DisableAfter: w.disableAfter}
+	for name, d := range map[string]time.Duration{"--webhook-timeout": w.timeout, "--webhook-retention": w.retention,
+		"--webhook-throttled-wait": w.throttledWait, "--webhook-disable-after": w.disableAfter} {
+		if d <= 0 {
+			return cfg, egress.Policy{}, usagef("%s must be positive", name)
+		}
+	}
+	if w.lease != 0 && w.lease <= w.timeout {
+		return cfg, egress.Policy{}, usagef("--webhook-lease (%s) must exceed --webhook-timeout (%s)", w.lease, w.timeout)
+	}
+	if w.workers < 1 {
+		return cfg, egress.Policy{}, usagef("--webhook-workers must be at least 1")
+	}
+	if w.schedule != "" {
+		schedule, err := webhook.ParseSchedule(w.schedule)
+		if err != nil {
+			return cfg, egress.Policy{}, usagef("--webhook-retry-schedule: %v", err)
+		}
+		cfg.Schedule = schedule
+	}
+	networks, err := egress.ParseNetworks(w.networks)
+	if err != nil {
+		return cfg, egress.Policy{}, usagef("--webhook-allowed-networks: %v", err)
+	}
+	return cfg, egress.Policy{AllowHTTP: w.allowHTTP, AllowedNetworks: networks}, nil
 }
 
 // displayAddr turns ":8080" into "localhost:8080" for links.

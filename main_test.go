@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -137,9 +138,47 @@ func TestBootstrapFirstCallAndRevoke(t *testing.T) {
 	})
 }
 
+// testSecretKey is the server secret key of the servers the tests start (PostgreSQL requires one), so tests can
+// seal webhook secrets the servers open.
+const testSecretKey = "c3dpdGNoYm9hcmQtdGVzdC1zZXJ2ZXItc2VjcmV0LWs="
+
+// server is a `switchboard serve` process started by a test.
+type server struct {
+	url  string
+	cmd  *exec.Cmd
+	logs *lockedBuffer
+	done chan error
+}
+
+// lockedBuffer collects a process's output while the test reads it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
 // startServer runs `switchboard serve` on a free port and returns its URL and a function that stops it with
 // SIGTERM, asserts a clean exit and returns its logs.
-func startServer(t *testing.T, dbURL string) (string, func() string) {
+func startServer(t *testing.T, dbURL string, env ...string) (string, func() string) {
+	t.Helper()
+	s := startProcess(t, dbURL, env...)
+	return s.url, func() string { return s.stop(t) }
+}
+
+// startProcess runs `switchboard serve` with dbURL, the test server key and env on a free port, waits until it is
+// ready, and stops it (SIGTERM) when the test ends.
+func startProcess(t *testing.T, dbURL string, env ...string) *server {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -147,46 +186,54 @@ func startServer(t *testing.T, dbURL string) (string, func() string) {
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	cmd := exec.Command(binary, "serve", "--addr", addr)
-	cmd.Env = append(os.Environ(), "DATABASE_URL="+dbURL)
-	var logs bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &logs, &logs
-	if err := cmd.Start(); err != nil {
+	s := &server{url: "http://" + addr, cmd: exec.Command(binary, "serve", "--addr", addr), logs: &lockedBuffer{},
+		done: make(chan error, 1)}
+	s.cmd.Env = append(os.Environ(), append([]string{"DATABASE_URL=" + dbURL, "SWITCHBOARD_SECRET_KEY=" + testSecretKey}, env...)...)
+	s.cmd.Stdout, s.cmd.Stderr = s.logs, s.logs
+	if err := s.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	stopped := false
-	stop := func() string {
-		if stopped {
-			return logs.String()
-		}
-		stopped = true
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("server exited with %v\n%s", err, logs.String())
-			}
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			t.Errorf("server did not stop on SIGTERM\n%s", logs.String())
-		}
-		return logs.String()
-	}
-	t.Cleanup(func() { stop() })
-	base := "http://" + addr
+	go func() { s.done <- s.cmd.Wait() }()
+	t.Cleanup(func() { s.stop(t) })
 	for start := time.Now(); ; time.Sleep(50 * time.Millisecond) {
-		if res, err := http.Get(base + "/readyz"); err == nil {
+		if res, err := http.Get(s.url + "/readyz"); err == nil {
 			res.Body.Close()
 			if res.StatusCode == http.StatusOK {
-				return base, stop
+				return s
 			}
 		}
 		if time.Since(start) > 20*time.Second {
-			t.Fatalf("server did not become ready\n%s", logs.String())
+			t.Fatalf("server did not become ready\n%s", s.logs.String())
 		}
 	}
+}
+
+// stop ends the server with SIGTERM, asserts a clean exit within 10 s and returns its logs; after kill or a first
+// stop it only returns the logs.
+func (s *server) stop(t *testing.T) string {
+	if s.done == nil {
+		return s.logs.String()
+	}
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-s.done:
+		if err != nil {
+			t.Errorf("server exited with %v\n%s", err, s.logs.String())
+		}
+	case <-time.After(10 * time.Second):
+		_ = s.cmd.Process.Kill()
+		<-s.done
+		t.Errorf("server did not stop on SIGTERM\n%s", s.logs.String())
+	}
+	s.done = nil
+	return s.logs.String()
+}
+
+// kill ends the server with SIGKILL, as a crash would: nothing is drained or flushed.
+func (s *server) kill() {
+	_ = s.cmd.Process.Kill()
+	<-s.done
+	s.done = nil
 }
 
 func TestCLIErrors(t *testing.T) {

@@ -31,8 +31,9 @@ type Config struct {
 	// slow receiver holds at most that many workers and never delays the others.
 	Workers     int
 	PerEndpoint int
-	// Poll is how often an idle dispatcher looks for due deliveries (default 250 ms; PostgreSQL also wakes it
-	// through LISTEN/NOTIFY as soon as deliveries are queued, and this process's Wake at once).
+	// Poll is how often an idle dispatcher looks for due deliveries (default 250 ms). It is woken sooner when
+	// deliveries are queued: by Wake in this process, by LISTEN/NOTIFY on PostgreSQL, and on SQLite by any commit
+	// (seen in the WAL index within 10 ms).
 	Poll time.Duration
 	// DisableAfter disables an endpoint that has failed without a success for this long (default 5 days).
 	DisableAfter time.Duration
@@ -149,6 +150,9 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	var background sync.WaitGroup
 	if d.cfg.PostgresURL != "" {
 		background.Go(func() { d.listen(ctx) })
+	}
+	if w := d.db.WatchCommits(); w != nil {
+		background.Go(func() { d.watch(ctx, w) })
 	}
 	background.Go(func() { d.prune(ctx) })
 	recorded := make(chan struct{})
@@ -441,6 +445,27 @@ func (d *Dispatcher) prune(ctx context.Context) {
 			timer.Stop()
 			return
 		case <-timer.C:
+		}
+	}
+}
+
+// commitCheck is how often the dispatcher looks at the SQLite WAL index for commits of other processes (or of code
+// that queued deliveries without calling Wake).
+const commitCheck = 10 * time.Millisecond
+
+// watch wakes the dispatcher when anything was committed to the SQLite database, until ctx ends.
+func (d *Dispatcher) watch(ctx context.Context, w *store.CommitWatch) {
+	defer w.Close()
+	tick := time.NewTicker(commitCheck)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			if w.Changed() {
+				d.Wake()
+			}
 		}
 	}
 }

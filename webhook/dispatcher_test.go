@@ -265,3 +265,16 @@ func TestShutdownRecordsAttemptsInFlight(t *testing.T) {
 		}
 	})
 }
+
+// Deliveries queued by another process (nobody calls Wake) go out without waiting for a poll: PostgreSQL notifies,
+// and on SQLite the dispatcher sees the commit in the WAL index.
+func TestWokenByCommitsOfOtherProcesses(t *testing.T) {
+	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
+		h := newHarness(t, db)
+		rc := newReceiver(t, nil)
+		h.endpoint(rc.url(), nil)
+		h.start(webhook.Config{Poll: time.Hour})
+		h.emit("link.created")
+		eventually(t, "delivered without a poll", func() bool { return rc.count() == 1 })
+	})
+}
