@@ -68,3 +68,19 @@ func nextCursor(p store.Page, more bool, last string) *string {
 	c := encodeCursor(p, last)
 	return &c
 }
+
+// listPage maps a page of store rows to the API's items and its next_cursor.
+func listPage[T, U any](rows []T, more bool, p store.Page, id func(T) string, conv func(T) (U, error)) ([]U, *string, error) {
+	out := make([]U, len(rows))
+	for i, r := range rows {
+		var err error
+		if out[i], err = conv(r); err != nil {
+			return nil, nil, err
+		}
+	}
+	var last string
+	if len(rows) > 0 {
+		last = id(rows[len(rows)-1])
+	}
+	return out, nextCursor(p, more, last), nil
+}

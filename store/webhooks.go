@@ -135,7 +135,7 @@ func pageOf[T any](rows []T, p Page) ([]T, bool) {
 	return rows, false
 }
 
-// List returns a page of a workspace's endpoints and whether more follow.
+// List returns a page of a workspace's endpoints and whether more follow. It returns no sentinel errors.
 func (s *WebhookEndpoints) List(ctx context.Context, workspaceID string, p Page) ([]WebhookEndpoint, bool, error) {
 	es := []WebhookEndpoint{}
 	q := s.db.r.NewSelect().Model(&es).Where("e.workspace_id = ?", workspaceID)
