@@ -94,7 +94,8 @@ func (sc *scenario) summary() summary {
 	return s
 }
 
-func median(runs []wrkResult, value func(wrkResult) float64) float64 {
+// median is the median of one column of a row's rounds.
+func median[R any](runs []R, value func(R) float64) float64 {
 	vs := make([]float64, len(runs))
 	for i, r := range runs {
 		vs[i] = value(r)

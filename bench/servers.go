@@ -81,7 +81,7 @@ type switchboard struct {
 // startSwitchboard opens and migrates the database at dbURL, creates a workspace and a models:read key the way
 // `switchboard workspace create` and `switchboard key create` do, and serves handlers.New on a loopback port.
 func startSwitchboard(ctx context.Context, dbURL string) (_ *switchboard, err error) {
-	db, err := store.Open(ctx, dbURL)
+	db, err := openMigrated(ctx, dbURL)
 	if err != nil {
 		return nil, err
 	}
@@ -90,9 +90,6 @@ func startSwitchboard(ctx context.Context, dbURL string) (_ *switchboard, err er
 			_ = db.Close()
 		}
 	}()
-	if err := db.Migrate(ctx); err != nil {
-		return nil, err
-	}
 	ws, err := db.Workspaces.Create(ctx, "bench")
 	if err != nil {
 		return nil, err
@@ -125,6 +122,19 @@ func startSwitchboard(ctx context.Context, dbURL string) (_ *switchboard, err er
 		return nil, err
 	}
 	return &switchboard{httpServer: serve(ln, h), key: secret.Plain, handler: h, db: db}, nil
+}
+
+// openMigrated opens and migrates the database at dbURL.
+func openMigrated(ctx context.Context, dbURL string) (*store.DB, error) {
+	db, err := store.Open(ctx, dbURL)
+	if err != nil {
+		return nil, err
+	}
+	if err := db.Migrate(ctx); err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	return db, nil
 }
 
 // headers are the request headers of an authenticated API client.

@@ -67,3 +67,34 @@ func TestMedian(t *testing.T) {
 		t.Errorf("median of 4, 1 = %v, want 2.5", got)
 	}
 }
+
+func TestPercentile(t *testing.T) {
+	ms := func(ns ...int) []time.Duration {
+		out := make([]time.Duration, len(ns))
+		for i, n := range ns {
+			out[i] = time.Duration(n) * time.Millisecond
+		}
+		return out
+	}
+	hundred := make([]int, 100)
+	for i := range hundred {
+		hundred[i] = i + 1
+	}
+	tests := []struct {
+		sorted []time.Duration
+		p      float64
+		want   time.Duration
+	}{
+		{ms(hundred...), 0.50, 50 * time.Millisecond},
+		{ms(hundred...), 0.99, 99 * time.Millisecond},
+		{ms(1, 2, 3), 0.99, 3 * time.Millisecond},
+		{ms(1, 2, 3), 0.50, 2 * time.Millisecond},
+		{ms(7), 0.50, 7 * time.Millisecond},
+		{nil, 0.99, 0},
+	}
+	for _, tt := range tests {
+		if got := percentile(tt.sorted, tt.p); got != tt.want {
+			t.Errorf("percentile(%d samples, %v) = %v, want %v", len(tt.sorted), tt.p, got, tt.want)
+		}
+	}
+}

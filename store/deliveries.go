@@ -44,10 +44,13 @@ type Deliveries struct{ db *DB }
 // due again and keeps its ID, so the receiver sees the same webhook-id.
 func (s *Deliveries) Claim(ctx context.Context, now time.Time, lease time.Duration, limit int, exclude []string) ([]Delivery, error) {
 	now = now.UTC().Truncate(time.Microsecond)
+	// The endpoint's status is checked with NOT EXISTS rather than a join: an anti-join keeps the deliveries as the
+	// driving side, so the planner walks the pending index in order and stops at the limit even when its statistics
+	// predate a sudden backlog (a join lets it start from the endpoints and sort every due delivery).
 	sub := s.db.w.NewSelect().TableExpr("webhook_deliveries AS d2").Column("d2.id").
-		Join("JOIN webhook_endpoints AS e ON e.id = d2.endpoint_id").
 		Where("d2.status = ?", DeliveryPending).Where("d2.next_attempt_at <= ?", now).
-		Where("(d2.lease_until IS NULL OR d2.lease_until <= ?)", now).Where("e.status = ?", EndpointActive).
+		Where("(d2.lease_until IS NULL OR d2.lease_until <= ?)", now).
+		Where("NOT EXISTS (SELECT 1 FROM webhook_endpoints AS e WHERE e.id = d2.endpoint_id AND e.status <> ?)", EndpointActive).
 		OrderExpr("d2.next_attempt_at, d2.id").Limit(int64(limit))
 	if len(exclude) > 0 {
 		sub = sub.Where("d2.endpoint_id NOT IN (?)", bun.In(exclude))
@@ -184,54 +187,74 @@ func (s *Deliveries) RecordAttempts(ctx context.Context, rs []AttemptResult, the
 	fxs := make([]AttemptEffects, len(rs))
 	err := s.db.w.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		t := now()
+		ids := make([]string, len(rs))
+		for i, r := range rs {
+			ids[i] = r.DeliveryID
+		}
+		var current []Delivery
+		if err := tx.NewSelect().Model(&current).Where("d.id IN (?)", bun.In(ids)).Scan(ctx); err != nil {
+			return err
+		}
+		byID := make(map[string]Delivery, len(current))
+		for _, d := range current {
+			byID[d.ID] = d
+		}
 		attempts := make([]Attempt, 0, len(rs))
-		// A success clears the endpoint's run of failures once per batch, not once per attempt.
-		cleared := map[string]bool{}
+		changed := make([]Delivery, 0, len(rs))
+		at := map[string]int{} // position in changed, should one delivery come twice
 		for i, r := range rs {
 			fx := &fxs[i]
 			*fx = AttemptEffects{}
-			d := &fx.Delivery
-			err := tx.NewSelect().Model(d).Where("d.id = ?", r.DeliveryID).Scan(ctx)
-			if err != nil {
-				if mapErr(err) == ErrNotFound {
-					fx.Missing = true
-					continue
-				}
-				return err
+			d, ok := byID[r.DeliveryID]
+			if !ok {
+				fx.Missing = true
+				continue
 			}
 			attempts = append(attempts, Attempt{ID: NewID("att"), DeliveryID: d.ID,
 				StartedAt: r.StartedAt.UTC().Truncate(time.Microsecond), DurationMS: int(r.Duration.Milliseconds()),
 				StatusCode: r.StatusCode, ErrorClass: r.ErrorClass, ResponseExcerpt: r.Excerpt})
 			if r.LeaseUntil != nil && (d.LeaseUntil == nil || !d.LeaseUntil.Equal(*r.LeaseUntil)) {
-				fx.Superseded = true
+				fx.Delivery, fx.Superseded = d, true
 				continue
 			}
-			d.Attempts++
-			d.LastStatusCode, d.LastError, d.LeaseUntil, d.UpdatedAt = r.StatusCode, r.ErrorClass, nil, t
-			switch {
-			case r.Succeeded:
-				d.Status, d.NextAttemptAt, d.CompletedAt = DeliverySucceeded, nil, &t
-			case r.NextAttemptAt != nil && !r.Gone:
-				next := r.NextAttemptAt.UTC().Truncate(time.Microsecond)
-				d.Status, d.NextAttemptAt = DeliveryPending, &next
-			default:
-				d.Status, d.NextAttemptAt, d.CompletedAt = DeliveryFailed, nil, &t
-				fx.Exhausted = true
+			fx.Exhausted = applyAttempt(&d, r, t)
+			fx.Delivery, byID[d.ID] = d, d
+			if j, seen := at[d.ID]; seen {
+				changed[j] = d
+			} else {
+				at[d.ID] = len(changed)
+				changed = append(changed, d)
 			}
-			if _, err := tx.NewUpdate().Model(d).WherePK().Column("status", "attempts", "next_attempt_at", "lease_until",
-				"last_status_code", "last_error", "updated_at", "completed_at").Exec(ctx); err != nil {
+		}
+		if len(changed) > 0 {
+			// One statement for the whole batch: a round trip per delivery is what limits a recorder on PostgreSQL.
+			if _, err := tx.NewUpdate().Model(&changed).Column("status", "attempts", "next_attempt_at", "lease_until",
+				"last_status_code", "last_error", "updated_at", "completed_at").Bulk().Exec(ctx); err != nil {
 				return err
 			}
-			if r.Succeeded {
-				if !cleared[d.EndpointID] {
-					cleared[d.EndpointID] = true
-					if _, err := tx.NewUpdate().Table("webhook_endpoints").Set("failing_since = NULL").
-						Where("id = ? AND failing_since IS NOT NULL", d.EndpointID).Exec(ctx); err != nil {
-						return err
-					}
+		}
+		// A success ends its endpoint's run of failures: one statement for the endpoints of the batch.
+		var succeeded []string
+		for i, r := range rs {
+			if fx := fxs[i]; r.Succeeded && !fx.Missing && !fx.Superseded {
+				succeeded = append(succeeded, fx.Delivery.EndpointID)
+			}
+		}
+		if len(succeeded) > 0 {
+			if _, err := tx.NewUpdate().Table("webhook_endpoints").Set("failing_since = NULL").
+				Where("id IN (?) AND failing_since IS NOT NULL", bun.In(succeeded)).Exec(ctx); err != nil {
+				return err
+			}
+		}
+		for i, r := range rs {
+			fx := &fxs[i]
+			if fx.Missing || fx.Superseded {
+				continue
+			}
+			if !r.Succeeded {
+				if err := s.recordFailure(ctx, tx, fx, r, t); err != nil {
+					return err
 				}
-			} else if err := s.recordFailure(ctx, tx, fx, r, t); err != nil {
-				return err
 			}
 			if then != nil {
 				if err := then(ctx, tx, *fx); err != nil {
@@ -250,6 +273,23 @@ func (s *Deliveries) RecordAttempts(ctx context.Context, rs []AttemptResult, the
 		return nil, mapErr(err)
 	}
 	return fxs, nil
+}
+
+// applyAttempt moves a delivery to the state an attempt leads to at t, and reports whether it failed for good.
+func applyAttempt(d *Delivery, r AttemptResult, t time.Time) (exhausted bool) {
+	d.Attempts++
+	d.LastStatusCode, d.LastError, d.LeaseUntil, d.UpdatedAt = r.StatusCode, r.ErrorClass, nil, t
+	switch {
+	case r.Succeeded:
+		d.Status, d.NextAttemptAt, d.CompletedAt = DeliverySucceeded, nil, &t
+	case r.NextAttemptAt != nil && !r.Gone:
+		next := r.NextAttemptAt.UTC().Truncate(time.Microsecond)
+		d.Status, d.NextAttemptAt = DeliveryPending, &next
+	default:
+		d.Status, d.NextAttemptAt, d.CompletedAt = DeliveryFailed, nil, &t
+		return true
+	}
+	return false
 }
 
 // recordFailure extends the endpoint's run of failures and disables it when it is gone or has been failing for
