@@ -198,7 +198,7 @@ func TestKilledMidDeliveryRetriedAfterRestart(t *testing.T) {
 
 var deliveredMetric = regexp.MustCompile(`^switchboard_webhook_attempts_total\{[^}]*outcome="delivered"[^}]*\} (\S+)$`)
 
-// delivered reads a server's count of delivered attempts from /metrics.
+// delivered reads a server's count of delivered attempts from /metrics, and checks that the queue gauges are there.
 func delivered(t *testing.T, s *server) int {
 	t.Helper()
 	res, err := http.Get(s.url + "/metrics")
@@ -207,18 +207,28 @@ func delivered(t *testing.T, s *server) int {
 	}
 	defer res.Body.Close()
 	total, found := 0, false
+	names := map[string]bool{}
 	sc := bufio.NewScanner(res.Body)
 	for sc.Scan() {
-		if m := deliveredMetric.FindStringSubmatch(sc.Text()); m != nil {
+		line := sc.Text()
+		if m := deliveredMetric.FindStringSubmatch(line); m != nil {
 			v, err := strconv.ParseFloat(m[1], 64)
 			if err != nil {
 				t.Fatal(err)
 			}
 			total, found = total+int(v), true
 		}
+		if name, _, ok := strings.Cut(line, " "); ok && !strings.HasPrefix(name, "#") {
+			names[name] = true
+		}
 	}
 	if !found {
 		t.Fatalf("no switchboard_webhook_attempts_total{outcome=\"delivered\"} in %s/metrics", s.url)
+	}
+	for _, g := range []string{"switchboard_webhook_queue_depth", "switchboard_webhook_oldest_pending_seconds"} {
+		if !names[g] {
+			t.Errorf("no %s in %s/metrics", g, s.url)
+		}
 	}
 	return total
 }
