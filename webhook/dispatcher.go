@@ -225,13 +225,17 @@ func (d *Dispatcher) claimAndStart(ctx context.Context) (started int, retryAt ti
 	if err != nil || len(ds) == 0 {
 		return 0, retryAt, err
 	}
+	// Giving deliveries back must not fail because shutdown began meanwhile: they would stay leased for a lease.
+	release := func(ids []string, notBefore time.Time) error {
+		return d.db.Deliveries.Release(context.WithoutCancel(ctx), ids, notBefore)
+	}
 	endpoints, events, err := d.db.Deliveries.ForSending(ctx, ds)
 	if err != nil {
 		ids := make([]string, len(ds))
 		for i, dl := range ds {
 			ids[i] = dl.ID
 		}
-		return 0, retryAt, errors.Join(err, d.db.Deliveries.Release(ctx, ids, time.Time{}))
+		return 0, retryAt, errors.Join(err, release(ids, time.Time{}))
 	}
 	// Deliveries that may not start now, by when they may.
 	giveBack := map[time.Time][]string{}
@@ -258,7 +262,7 @@ func (d *Dispatcher) claimAndStart(ctx context.Context) (started int, retryAt ti
 		go d.attempt(claimed{delivery: dl, endpoint: e, event: ev})
 	}
 	for notBefore, ids := range giveBack {
-		err = errors.Join(err, d.db.Deliveries.Release(ctx, ids, notBefore))
+		err = errors.Join(err, release(ids, notBefore))
 	}
 	return started, retryAt, err
 }
