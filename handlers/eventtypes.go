@@ -105,8 +105,18 @@ func (c *EventCatalogue) subscribable(pattern string) bool {
 	if pattern == "*" || c.byName[pattern] != nil {
 		return true
 	}
-	family, ok := strings.CutSuffix(pattern, ".*")
-	return ok && c.families[family]
+	// A wildcard is any prefix of dotted names that some type of the catalogue starts with: "link.*", and also
+	// deeper ones such as "webhook.endpoint.*" (store.Subscribed matches them the same way).
+	prefix, ok := strings.CutSuffix(pattern, "*")
+	if !ok || !strings.HasSuffix(prefix, ".") {
+		return false
+	}
+	for name := range c.byName {
+		if strings.HasPrefix(name, prefix) {
+			return true
+		}
+	}
+	return false
 }
 
 // ListEventTypes answers GET /api/v1/event-types with the whole catalogue.

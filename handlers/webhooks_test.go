@@ -304,7 +304,7 @@ func TestWebhookValidation(t *testing.T) {
 			{"plain http", `{"url":"http://8.8.8.8/hook","events":["*"]}`, []string{"/url"}, "invalid URL"},
 			{"user info", `{"url":"https://user:pass@8.8.8.8/hook","events":["*"]}`, []string{"/url"}, "invalid URL"},
 			{"unresolvable", `{"url":"https://switchboard-test.invalid/hook","events":["*"]}`, []string{"/url"}, egress.ErrUnresolvable.Error()},
-			{"unknown types", `{"url":"https://8.8.8.8/hook","events":["*","nothing.*","webhook.ping","webhook.nothing","webhook.endpoint.*"]}`,
+			{"unknown types", `{"url":"https://8.8.8.8/hook","events":["*","nothing.*","webhook.ping","webhook.nothing","webhook.nothing.*","webhook.endpoint.*"]}`,
 				[]string{"/events/1", "/events/3", "/events/4"}, "GET /api/v1/event-types"},
 			{"header names", `{"url":"https://8.8.8.8/hook","events":["*"],"headers":{"Bad Name":"x","webhook-signature":"x",
 				"Content-Type":"x","proxy-authorization":"x","Host":"x","Transfer-Encoding":"x","` + long + `":"x","X-Fine":"ok"}}`,

@@ -245,6 +245,27 @@ func TestSSRFBlockedAtDialTime(t *testing.T) {
 	})
 }
 
+// A plain-http endpoint registered while the operator allowed http is refused once the policy is https-only again:
+// the attempt is classed "blocked" (not a network failure) and nothing is sent.
+func TestSchemeForbiddenAtSendTimeIsBlocked(t *testing.T) {
+	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
+		h := newHarness(t, db)
+		rc := newReceiver(t, nil)
+		e, _ := h.endpoint(rc.srv.URL+"/hook", nil)
+		h.startWith(egress.NewGuard(egress.Policy{AllowedNetworks: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}),
+			webhook.Config{Schedule: []time.Duration{0}})
+		ev := h.emit("link.created")
+		eventually(t, "failed", func() bool { return h.status(ev.ID, e.ID) == store.DeliveryFailed })
+		as := h.attempts(h.delivery(ev.ID, e.ID).ID)
+		if len(as) != 1 || as[0].ErrorClass == nil || *as[0].ErrorClass != webhook.ClassBlocked {
+			t.Errorf("attempts %+v, want one classed blocked", as)
+		}
+		if n := rc.conns.Load(); n != 0 {
+			t.Errorf("%d connections reached the receiver", n)
+		}
+	})
+}
+
 // A redirect is a failure ("http_3xx"), never followed: the address it points to gets nothing.
 func TestRedirectNotFollowed(t *testing.T) {
 	storetest.Dialects(t, func(t *testing.T, db *store.DB) {

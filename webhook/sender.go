@@ -101,7 +101,9 @@ func (s *Sender) Send(ctx context.Context, e store.WebhookEndpoint, ev store.Eve
 			r.Excerpt = &text
 		}
 	}
-	if errors.Is(err, egress.ErrBlocked) {
+	// A target the policy refuses at dial time, or a scheme it no longer allows (plain http after the operator turned
+	// it off), is not allowed: classed "blocked" like a blocked address.
+	if errors.Is(err, egress.ErrBlocked) || errors.Is(err, egress.ErrInvalidURL) {
 		err = fmt.Errorf("%w: %w", ErrBlocked, err)
 	}
 	r.Outcome = Classify(status, err)

@@ -477,7 +477,7 @@ type EventTypeListObject string
 // Example: link.created
 type EventTypeName = string
 
-// EventTypePattern An event type name (`link.created`), a family wildcard (`link.*`) or `*`.
+// EventTypePattern An event type name (`link.created`), a wildcard of dotted prefixes (`link.*`, `webhook.endpoint.*`) or `*`.
 //
 // Example: link.*
 type EventTypePattern = string
@@ -963,7 +963,9 @@ type WebhookTestResult struct {
 	DurationMs int `json:"duration_ms"`
 
 	// ErrorClass Why it failed: `timeout`, `connection_refused`, `connection_closed`, `unreachable`, `dns`, `tls`,
-	// `blocked` (the URL is not allowed), `network`, or `http_3xx`/`http_4xx`/`http_5xx`/`http_410`/`http_429`.
+	// `blocked` (the URL or the address it resolves to is not allowed), `network`, `canceled` (the server
+	// was shutting down; the attempt is retried), or the receiver's answer class `http_1xx`, `http_3xx`
+	// (redirects are not followed), `http_4xx`, `http_5xx`, `http_410`, `http_429`, `http_invalid`.
 	ErrorClass *string `json:"error_class"`
 
 	// EventId An event ID; deliveries of the event carry it as `webhook-id`.
@@ -1453,13 +1455,14 @@ type ClientInterface interface {
 	// ([Standard Webhooks](https://www.standardwebhooks.com/)). The answer carries the signing secret (`whsec_…`);
 	// it is shown here and in `rotate-secret` answers only, so store it now.
 	//
-	// `events` takes exact event type names (`link.created`), family wildcards (`link.*`) or `*` for every event
+	// `events` takes exact event type names (`link.created`), wildcards (`link.*`, `webhook.endpoint.*`) or `*` for every event
 	// type except the high-volume ones (`opt_in: true` in `GET /api/v1/event-types`, such as `link.clicked`), which
 	// must be named or matched by their family. `headers` are added to every delivery (for example the header a
 	// workflow tool's "header auth" expects); they are stored encrypted and never shown again, only their names.
 	//
 	// The URL must be `https` and resolve to a public address (the operator can allow plain `http` and private
-	// networks). Refused URLs answer `400 validation_failed` with the same message whatever the reason, so the
+	// networks). Refused URLs answer `400 validation_failed` with a pointer to `/url`; every address that is not
+	// allowed (loopback, private, link-local, metadata services, in any spelling) gets the same message, so the
 	// check reveals nothing about the server's network.
 	//
 	// Takes any type of body and a specified content type.
@@ -1473,13 +1476,14 @@ type ClientInterface interface {
 	// ([Standard Webhooks](https://www.standardwebhooks.com/)). The answer carries the signing secret (`whsec_…`);
 	// it is shown here and in `rotate-secret` answers only, so store it now.
 	//
-	// `events` takes exact event type names (`link.created`), family wildcards (`link.*`) or `*` for every event
+	// `events` takes exact event type names (`link.created`), wildcards (`link.*`, `webhook.endpoint.*`) or `*` for every event
 	// type except the high-volume ones (`opt_in: true` in `GET /api/v1/event-types`, such as `link.clicked`), which
 	// must be named or matched by their family. `headers` are added to every delivery (for example the header a
 	// workflow tool's "header auth" expects); they are stored encrypted and never shown again, only their names.
 	//
 	// The URL must be `https` and resolve to a public address (the operator can allow plain `http` and private
-	// networks). Refused URLs answer `400 validation_failed` with the same message whatever the reason, so the
+	// networks). Refused URLs answer `400 validation_failed` with a pointer to `/url`; every address that is not
+	// allowed (loopback, private, link-local, metadata services, in any spelling) gets the same message, so the
 	// check reveals nothing about the server's network.
 	//
 	// Takes a body of the `application/json` content type.
@@ -1826,13 +1830,14 @@ func (c *Client) ListWebhooks(ctx context.Context, params *ListWebhooksParams, r
 // ([Standard Webhooks](https://www.standardwebhooks.com/)). The answer carries the signing secret (`whsec_…`);
 // it is shown here and in `rotate-secret` answers only, so store it now.
 //
-// `events` takes exact event type names (`link.created`), family wildcards (`link.*`) or `*` for every event
+// `events` takes exact event type names (`link.created`), wildcards (`link.*`, `webhook.endpoint.*`) or `*` for every event
 // type except the high-volume ones (`opt_in: true` in `GET /api/v1/event-types`, such as `link.clicked`), which
 // must be named or matched by their family. `headers` are added to every delivery (for example the header a
 // workflow tool's "header auth" expects); they are stored encrypted and never shown again, only their names.
 //
 // The URL must be `https` and resolve to a public address (the operator can allow plain `http` and private
-// networks). Refused URLs answer `400 validation_failed` with the same message whatever the reason, so the
+// networks). Refused URLs answer `400 validation_failed` with a pointer to `/url`; every address that is not
+// allowed (loopback, private, link-local, metadata services, in any spelling) gets the same message, so the
 // check reveals nothing about the server's network.
 //
 // Takes any type of body and a specified content type.
@@ -1856,13 +1861,14 @@ func (c *Client) CreateWebhookWithBody(ctx context.Context, params *CreateWebhoo
 // ([Standard Webhooks](https://www.standardwebhooks.com/)). The answer carries the signing secret (`whsec_…`);
 // it is shown here and in `rotate-secret` answers only, so store it now.
 //
-// `events` takes exact event type names (`link.created`), family wildcards (`link.*`) or `*` for every event
+// `events` takes exact event type names (`link.created`), wildcards (`link.*`, `webhook.endpoint.*`) or `*` for every event
 // type except the high-volume ones (`opt_in: true` in `GET /api/v1/event-types`, such as `link.clicked`), which
 // must be named or matched by their family. `headers` are added to every delivery (for example the header a
 // workflow tool's "header auth" expects); they are stored encrypted and never shown again, only their names.
 //
 // The URL must be `https` and resolve to a public address (the operator can allow plain `http` and private
-// networks). Refused URLs answer `400 validation_failed` with the same message whatever the reason, so the
+// networks). Refused URLs answer `400 validation_failed` with a pointer to `/url`; every address that is not
+// allowed (loopback, private, link-local, metadata services, in any spelling) gets the same message, so the
 // check reveals nothing about the server's network.
 //
 // Takes a body of the `application/json` content type.
@@ -3258,13 +3264,14 @@ type ClientWithResponsesInterface interface {
 	// ([Standard Webhooks](https://www.standardwebhooks.com/)). The answer carries the signing secret (`whsec_…`);
 	// it is shown here and in `rotate-secret` answers only, so store it now.
 	//
-	// `events` takes exact event type names (`link.created`), family wildcards (`link.*`) or `*` for every event
+	// `events` takes exact event type names (`link.created`), wildcards (`link.*`, `webhook.endpoint.*`) or `*` for every event
 	// type except the high-volume ones (`opt_in: true` in `GET /api/v1/event-types`, such as `link.clicked`), which
 	// must be named or matched by their family. `headers` are added to every delivery (for example the header a
 	// workflow tool's "header auth" expects); they are stored encrypted and never shown again, only their names.
 	//
 	// The URL must be `https` and resolve to a public address (the operator can allow plain `http` and private
-	// networks). Refused URLs answer `400 validation_failed` with the same message whatever the reason, so the
+	// networks). Refused URLs answer `400 validation_failed` with a pointer to `/url`; every address that is not
+	// allowed (loopback, private, link-local, metadata services, in any spelling) gets the same message, so the
 	// check reveals nothing about the server's network.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -3278,13 +3285,14 @@ type ClientWithResponsesInterface interface {
 	// ([Standard Webhooks](https://www.standardwebhooks.com/)). The answer carries the signing secret (`whsec_…`);
 	// it is shown here and in `rotate-secret` answers only, so store it now.
 	//
-	// `events` takes exact event type names (`link.created`), family wildcards (`link.*`) or `*` for every event
+	// `events` takes exact event type names (`link.created`), wildcards (`link.*`, `webhook.endpoint.*`) or `*` for every event
 	// type except the high-volume ones (`opt_in: true` in `GET /api/v1/event-types`, such as `link.clicked`), which
 	// must be named or matched by their family. `headers` are added to every delivery (for example the header a
 	// workflow tool's "header auth" expects); they are stored encrypted and never shown again, only their names.
 	//
 	// The URL must be `https` and resolve to a public address (the operator can allow plain `http` and private
-	// networks). Refused URLs answer `400 validation_failed` with the same message whatever the reason, so the
+	// networks). Refused URLs answer `400 validation_failed` with a pointer to `/url`; every address that is not
+	// allowed (loopback, private, link-local, metadata services, in any spelling) gets the same message, so the
 	// check reveals nothing about the server's network.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
@@ -6411,13 +6419,14 @@ func (c *ClientWithResponses) ListWebhooksWithResponse(ctx context.Context, para
 // ([Standard Webhooks](https://www.standardwebhooks.com/)). The answer carries the signing secret (`whsec_…`);
 // it is shown here and in `rotate-secret` answers only, so store it now.
 //
-// `events` takes exact event type names (`link.created`), family wildcards (`link.*`) or `*` for every event
+// `events` takes exact event type names (`link.created`), wildcards (`link.*`, `webhook.endpoint.*`) or `*` for every event
 // type except the high-volume ones (`opt_in: true` in `GET /api/v1/event-types`, such as `link.clicked`), which
 // must be named or matched by their family. `headers` are added to every delivery (for example the header a
 // workflow tool's "header auth" expects); they are stored encrypted and never shown again, only their names.
 //
 // The URL must be `https` and resolve to a public address (the operator can allow plain `http` and private
-// networks). Refused URLs answer `400 validation_failed` with the same message whatever the reason, so the
+// networks). Refused URLs answer `400 validation_failed` with a pointer to `/url`; every address that is not
+// allowed (loopback, private, link-local, metadata services, in any spelling) gets the same message, so the
 // check reveals nothing about the server's network.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -6437,13 +6446,14 @@ func (c *ClientWithResponses) CreateWebhookWithBodyWithResponse(ctx context.Cont
 // ([Standard Webhooks](https://www.standardwebhooks.com/)). The answer carries the signing secret (`whsec_…`);
 // it is shown here and in `rotate-secret` answers only, so store it now.
 //
-// `events` takes exact event type names (`link.created`), family wildcards (`link.*`) or `*` for every event
+// `events` takes exact event type names (`link.created`), wildcards (`link.*`, `webhook.endpoint.*`) or `*` for every event
 // type except the high-volume ones (`opt_in: true` in `GET /api/v1/event-types`, such as `link.clicked`), which
 // must be named or matched by their family. `headers` are added to every delivery (for example the header a
 // workflow tool's "header auth" expects); they are stored encrypted and never shown again, only their names.
 //
 // The URL must be `https` and resolve to a public address (the operator can allow plain `http` and private
-// networks). Refused URLs answer `400 validation_failed` with the same message whatever the reason, so the
+// networks). Refused URLs answer `400 validation_failed` with a pointer to `/url`; every address that is not
+// allowed (loopback, private, link-local, metadata services, in any spelling) gets the same message, so the
 // check reveals nothing about the server's network.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
