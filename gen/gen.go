@@ -24,6 +24,90 @@ import (
 	"github.com/oapi-codegen/runtime"
 )
 
+// Defines values for ClickDevice.
+const (
+	ClickDeviceBot     ClickDevice = "bot"
+	ClickDeviceDesktop ClickDevice = "desktop"
+	ClickDeviceMobile  ClickDevice = "mobile"
+	ClickDeviceOther   ClickDevice = "other"
+	ClickDeviceTablet  ClickDevice = "tablet"
+)
+
+// Valid indicates whether the value is a known member of the ClickDevice enum.
+func (e ClickDevice) Valid() bool {
+	switch e {
+	case ClickDeviceBot:
+		return true
+	case ClickDeviceDesktop:
+		return true
+	case ClickDeviceMobile:
+		return true
+	case ClickDeviceOther:
+		return true
+	case ClickDeviceTablet:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ClickObject.
+const (
+	ClickObjectClick ClickObject = "click"
+)
+
+// Valid indicates whether the value is a known member of the ClickObject enum.
+func (e ClickObject) Valid() bool {
+	switch e {
+	case ClickObjectClick:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ClickClass.
+const (
+	ClickClassBot     ClickClass = "bot"
+	ClickClassHead    ClickClass = "head"
+	ClickClassHuman   ClickClass = "human"
+	ClickClassMonitor ClickClass = "monitor"
+	ClickClassPreview ClickClass = "preview"
+)
+
+// Valid indicates whether the value is a known member of the ClickClass enum.
+func (e ClickClass) Valid() bool {
+	switch e {
+	case ClickClassBot:
+		return true
+	case ClickClassHead:
+		return true
+	case ClickClassHuman:
+		return true
+	case ClickClassMonitor:
+		return true
+	case ClickClassPreview:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ClickListObject.
+const (
+	ClickListObjectList ClickListObject = "list"
+)
+
+// Valid indicates whether the value is a known member of the ClickListObject enum.
+func (e ClickListObject) Valid() bool {
+	switch e {
+	case ClickListObjectList:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for EventApiVersion.
 const (
 	EventApiVersionV1 EventApiVersion = "v1"
@@ -84,6 +168,144 @@ func (e EventTypeListObject) Valid() bool {
 	}
 }
 
+// Defines values for LinkObject.
+const (
+	LinkObjectLink LinkObject = "link"
+)
+
+// Valid indicates whether the value is a known member of the LinkObject enum.
+func (e LinkObject) Valid() bool {
+	switch e {
+	case LinkObjectLink:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for LinkStatus.
+const (
+	LinkStatusActive           LinkStatus = "active"
+	LinkStatusExpired          LinkStatus = "expired"
+	LinkStatusMaxClicksReached LinkStatus = "max_clicks_reached"
+)
+
+// Valid indicates whether the value is a known member of the LinkStatus enum.
+func (e LinkStatus) Valid() bool {
+	switch e {
+	case LinkStatusActive:
+		return true
+	case LinkStatusExpired:
+		return true
+	case LinkStatusMaxClicksReached:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for LinkBulkItemStatus.
+const (
+	LinkBulkItemStatusCreated LinkBulkItemStatus = "created"
+	LinkBulkItemStatusFailed  LinkBulkItemStatus = "failed"
+)
+
+// Valid indicates whether the value is a known member of the LinkBulkItemStatus enum.
+func (e LinkBulkItemStatus) Valid() bool {
+	switch e {
+	case LinkBulkItemStatusCreated:
+		return true
+	case LinkBulkItemStatusFailed:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for LinkBulkResultObject.
+const (
+	LinkBulkResultObjectBulkResult LinkBulkResultObject = "bulk_result"
+)
+
+// Valid indicates whether the value is a known member of the LinkBulkResultObject enum.
+func (e LinkBulkResultObject) Valid() bool {
+	switch e {
+	case LinkBulkResultObjectBulkResult:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for LinkDimensionStatsObject.
+const (
+	LinkDimensionStatsObjectLinkDimensionStats LinkDimensionStatsObject = "link_dimension_stats"
+)
+
+// Valid indicates whether the value is a known member of the LinkDimensionStatsObject enum.
+func (e LinkDimensionStatsObject) Valid() bool {
+	switch e {
+	case LinkDimensionStatsObjectLinkDimensionStats:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for LinkListObject.
+const (
+	LinkListObjectList LinkListObject = "list"
+)
+
+// Valid indicates whether the value is a known member of the LinkListObject enum.
+func (e LinkListObject) Valid() bool {
+	switch e {
+	case LinkListObjectList:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for LinkStatsInterval.
+const (
+	LinkStatsIntervalDay   LinkStatsInterval = "day"
+	LinkStatsIntervalHour  LinkStatsInterval = "hour"
+	LinkStatsIntervalMonth LinkStatsInterval = "month"
+	LinkStatsIntervalWeek  LinkStatsInterval = "week"
+)
+
+// Valid indicates whether the value is a known member of the LinkStatsInterval enum.
+func (e LinkStatsInterval) Valid() bool {
+	switch e {
+	case LinkStatsIntervalDay:
+		return true
+	case LinkStatsIntervalHour:
+		return true
+	case LinkStatsIntervalMonth:
+		return true
+	case LinkStatsIntervalWeek:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for LinkStatsObject.
+const (
+	LinkStatsObjectLinkStats LinkStatsObject = "link_stats"
+)
+
+// Valid indicates whether the value is a known member of the LinkStatsObject enum.
+func (e LinkStatsObject) Valid() bool {
+	switch e {
+	case LinkStatsObjectLinkStats:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ModelCapabilities.
 const (
 	ModelCapabilitiesAudio      ModelCapabilities = "audio"
@@ -138,6 +360,57 @@ const (
 func (e ModelListObject) Valid() bool {
 	switch e {
 	case ModelListObjectList:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RedirectType.
+const (
+	RedirectTypeN301 RedirectType = 301
+	RedirectTypeN302 RedirectType = 302
+	RedirectTypeN307 RedirectType = 307
+	RedirectTypeN308 RedirectType = 308
+)
+
+// Valid indicates whether the value is a known member of the RedirectType enum.
+func (e RedirectType) Valid() bool {
+	switch e {
+	case RedirectTypeN301:
+		return true
+	case RedirectTypeN302:
+		return true
+	case RedirectTypeN307:
+		return true
+	case RedirectTypeN308:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for StatsDimension.
+const (
+	StatsDimensionBrowsers         StatsDimension = "browsers"
+	StatsDimensionCountries        StatsDimension = "countries"
+	StatsDimensionDevices          StatsDimension = "devices"
+	StatsDimensionOperatingSystems StatsDimension = "operating_systems"
+	StatsDimensionReferrers        StatsDimension = "referrers"
+)
+
+// Valid indicates whether the value is a known member of the StatsDimension enum.
+func (e StatsDimension) Valid() bool {
+	switch e {
+	case StatsDimensionBrowsers:
+		return true
+	case StatsDimensionCountries:
+		return true
+	case StatsDimensionDevices:
+		return true
+	case StatsDimensionOperatingSystems:
+		return true
+	case StatsDimensionReferrers:
 		return true
 	default:
 		return false
@@ -375,6 +648,125 @@ func (e WebhookWithSecretStatus) Valid() bool {
 	}
 }
 
+// Defines values for GetLinkStatsParamsInterval.
+const (
+	GetLinkStatsParamsIntervalDay   GetLinkStatsParamsInterval = "day"
+	GetLinkStatsParamsIntervalHour  GetLinkStatsParamsInterval = "hour"
+	GetLinkStatsParamsIntervalMonth GetLinkStatsParamsInterval = "month"
+	GetLinkStatsParamsIntervalWeek  GetLinkStatsParamsInterval = "week"
+)
+
+// Valid indicates whether the value is a known member of the GetLinkStatsParamsInterval enum.
+func (e GetLinkStatsParamsInterval) Valid() bool {
+	switch e {
+	case GetLinkStatsParamsIntervalDay:
+		return true
+	case GetLinkStatsParamsIntervalHour:
+		return true
+	case GetLinkStatsParamsIntervalMonth:
+		return true
+	case GetLinkStatsParamsIntervalWeek:
+		return true
+	default:
+		return false
+	}
+}
+
+// APIKeyID An API key ID (never the key itself).
+//
+// Example: key_01JDA9M3N4P5Q6R7S8T9V0W1X2
+type APIKeyID = string
+
+// BulkItemError Why one item of a bulk request failed, as the problem its own request would have answered.
+type BulkItemError struct {
+	// Code The problem code (`validation_failed`, `slug_taken`, `external_id_taken`).
+	Code string `json:"code"`
+
+	// Detail What is wrong.
+	Detail string `json:"detail"`
+
+	// Errors For `validation_failed`, every invalid field, with pointers relative to the item.
+	Errors *[]ProblemFieldError `json:"errors,omitempty"`
+
+	// Status The HTTP status the item alone would have had.
+	Status int `json:"status"`
+}
+
+// Click One recorded visit of a short link. Never contains the visitor's IP address.
+type Click struct {
+	// Browser The browser family (`unknown` when not recognised).
+	Browser string `json:"browser"`
+
+	// Class What made the request: a person (`human`), a crawler or script (`bot`), a chat or social app fetching a
+	// link preview (`preview`), a `HEAD` request (`head`) or an uptime monitor (`monitor`). Only `human` clicks
+	// count towards `clicks` and `max_clicks`.
+	Class ClickClass `json:"class"`
+
+	// ClickedAt When the redirect was served.
+	ClickedAt time.Time `json:"clicked_at"`
+
+	// Country ISO 3166-1 alpha-2, when a GeoIP database is configured.
+	Country *string `json:"country"`
+
+	// Device The device family.
+	Device ClickDevice `json:"device"`
+
+	// Id A click ID.
+	//
+	// Example: clk_01JDAD5E6F7G8H9J0K1M2N3P4Q
+	Id ClickID `json:"id"`
+
+	// LinkId A short link ID.
+	//
+	// Example: lnk_01JDAC4D5E6F7G8H9J0K1M2N3P
+	LinkId LinkID `json:"link_id"`
+
+	// Object Always `click`.
+	Object ClickObject `json:"object"`
+
+	// Os The operating system family (`unknown` when not recognised).
+	Os string `json:"os"`
+
+	// ReferrerHost The host of the `Referer`, if any.
+	ReferrerHost *string `json:"referrer_host"`
+
+	// UserAgent The `User-Agent` (first 512 bytes).
+	UserAgent string `json:"user_agent"`
+}
+
+// ClickDevice The device family.
+type ClickDevice string
+
+// ClickObject Always `click`.
+type ClickObject string
+
+// ClickClass What made the request: a person (`human`), a crawler or script (`bot`), a chat or social app fetching a
+// link preview (`preview`), a `HEAD` request (`head`) or an uptime monitor (`monitor`). Only `human` clicks
+// count towards `clicks` and `max_clicks`.
+type ClickClass string
+
+// ClickID A click ID.
+//
+// Example: clk_01JDAD5E6F7G8H9J0K1M2N3P4Q
+type ClickID = string
+
+// ClickList A page of clicks.
+type ClickList struct {
+	Data []Click `json:"data"`
+
+	// HasMore Whether another page follows.
+	HasMore bool `json:"has_more"`
+
+	// NextCursor Pass as `cursor` to get the next page; `null` on the last page.
+	NextCursor *string `json:"next_cursor"`
+
+	// Object Always `list`.
+	Object ClickListObject `json:"object"`
+}
+
+// ClickListObject Always `list`.
+type ClickListObject string
+
 // DeliveryID A webhook delivery ID.
 //
 // Example: dlv_01JDAB3C4D5E6F7G8H9J0K1M2N
@@ -487,6 +879,574 @@ type EventTypeName = string
 //
 // Example: link.*
 type EventTypePattern = string
+
+// ExternalID Your own ID for a link, unique in the workspace (letters, digits and `._:@-`).
+//
+// Example: crm-8841
+type ExternalID = string
+
+// Link A short link.
+type Link struct {
+	// Archived Whether it is archived (still redirects, left out of lists).
+	Archived bool `json:"archived"`
+
+	// Clicks Human clicks recorded so far (bots are in the stats, apart).
+	Clicks int64 `json:"clicks"`
+
+	// CreatedAt When it was created.
+	CreatedAt time.Time `json:"created_at"`
+
+	// DestinationUrl An absolute URL: `http` or `https` (other schemes only when the operator allows them), no user name or
+	// password, not a short link of this server, at most 2048 characters.
+	//
+	//
+	// Example: https://example.com/pricing
+	DestinationUrl LinkURL `json:"destination_url"`
+
+	// Domain A short-link domain configured by the operator (host name, no scheme).
+	//
+	// Example: sb.example.com
+	Domain ShortDomain `json:"domain"`
+
+	// ExpiredUrl Where visitors go once it expired.
+	ExpiredUrl *string `json:"expired_url"`
+
+	// ExpiresAt When it expires.
+	ExpiresAt *time.Time `json:"expires_at"`
+
+	// ExternalId Your own ID.
+	ExternalId *string `json:"external_id"`
+
+	// ForwardQuery Whether the visitor's query is passed on.
+	ForwardQuery bool `json:"forward_query"`
+
+	// Id A short link ID.
+	//
+	// Example: lnk_01JDAC4D5E6F7G8H9J0K1M2N3P
+	Id LinkID `json:"id"`
+
+	// LastClickedAt The last human click.
+	LastClickedAt *time.Time `json:"last_clicked_at"`
+
+	// MaxClicks The human click cap.
+	MaxClicks *int64 `json:"max_clicks"`
+
+	// Metadata Your own data, returned as it was sent (at most 50 keys and 8 KiB as JSON).
+	//
+	// Example: {"owner":"growth-team"}
+	Metadata LinkMetadata `json:"metadata"`
+
+	// Object Always `link`.
+	Object LinkObject `json:"object"`
+
+	// RedirectType The HTTP status of the redirect. `302` (the default) and `307` are never cached by browsers, so every click
+	// is counted; `301` and `308` are cached for a short while (`Cache-Control: max-age=300`), so repeat visits
+	// from one browser within that time are not counted.
+	RedirectType RedirectType `json:"redirect_type"`
+
+	// ShortUrl The short URL to share.
+	//
+	// Example: https://sb.example.com/black-friday
+	ShortUrl string `json:"short_url"`
+
+	// Slug The path of a short URL after the domain; 1–63 letters, digits, `_` and `-`, starting with a letter or digit.
+	//
+	// Example: black-friday
+	Slug Slug `json:"slug"`
+
+	// Status Whether it redirects to its destination now.
+	Status LinkStatus `json:"status"`
+
+	// Tags Labels.
+	Tags []LinkTag `json:"tags"`
+
+	// Title A name for people.
+	Title *string `json:"title"`
+
+	// UpdatedAt When it last changed.
+	UpdatedAt time.Time `json:"updated_at"`
+
+	// Utm UTM parameters added to the destination's query on every redirect (they win over the visitor's). In an update the object replaces the link's UTM parameters; `{}` removes them.
+	Utm LinkUTM `json:"utm"`
+}
+
+// LinkObject Always `link`.
+type LinkObject string
+
+// LinkStatus Whether it redirects to its destination now.
+type LinkStatus string
+
+// LinkBulkCreate Links to create.
+type LinkBulkCreate struct {
+	// Links The links, each like the body of `createLink`.
+	Links []LinkCreate `json:"links"`
+}
+
+// LinkBulkItem The outcome of one item.
+type LinkBulkItem struct {
+	// Error Why one item of a bulk request failed, as the problem its own request would have answered.
+	Error *BulkItemError `json:"error,omitempty"`
+
+	// Index The item's position in the request.
+	Index int `json:"index"`
+
+	// Link A short link.
+	Link *Link `json:"link,omitempty"`
+
+	// Status Whether the link was created.
+	Status LinkBulkItemStatus `json:"status"`
+}
+
+// LinkBulkItemStatus Whether the link was created.
+type LinkBulkItemStatus string
+
+// LinkBulkResult The outcome of a bulk creation.
+type LinkBulkResult struct {
+	// Created How many links were created.
+	Created int            `json:"created"`
+	Data    []LinkBulkItem `json:"data"`
+
+	// Failed How many items failed.
+	Failed int `json:"failed"`
+
+	// Object Always `bulk_result`.
+	Object LinkBulkResultObject `json:"object"`
+}
+
+// LinkBulkResultObject Always `bulk_result`.
+type LinkBulkResultObject string
+
+// LinkClickedEvent A short link was visited (every class: check `click.class`). High-volume and opt-in: subscribe by name or
+// with `link.*`; `*` does not include it. Written in the same transaction as the click itself, so it is as
+// durable as the click; while no endpoint subscribes to it, it is not recorded.
+//
+// Example: {"click":{"browser":"Firefox","class":"human","clicked_at":"2026-11-22T10:15:03.120Z","country":"DE","device":"desktop","id":"clk_01JDAD5E6F7G8H9J0K1M2N3P4Q","link_id":"lnk_01JDAC4D5E6F7G8H9J0K1M2N3P","object":"click","os":"macOS","referrer_host":"news.ycombinator.com","user_agent":"Mozilla/5.0 (Macintosh; Intel Mac OS X 14.6; rv:133.0) Gecko/20100101 Firefox/133.0"},"link":{"destination_url":"https://example.com/pricing","domain":"sb.example.com","external_id":"crm-8841","id":"lnk_01JDAC4D5E6F7G8H9J0K1M2N3P","slug":"black-friday"}}
+type LinkClickedEvent struct {
+	// Click One recorded visit of a short link. Never contains the visitor's IP address.
+	Click Click `json:"click"`
+
+	// Link The link that was clicked.
+	Link struct {
+		// DestinationUrl An absolute URL: `http` or `https` (other schemes only when the operator allows them), no user name or
+		// password, not a short link of this server, at most 2048 characters.
+		//
+		//
+		// Example: https://example.com/pricing
+		DestinationUrl LinkURL `json:"destination_url"`
+
+		// Domain A short-link domain configured by the operator (host name, no scheme).
+		//
+		// Example: sb.example.com
+		Domain ShortDomain `json:"domain"`
+
+		// ExternalId Your own ID of the link.
+		ExternalId *string `json:"external_id"`
+
+		// Id A short link ID.
+		//
+		// Example: lnk_01JDAC4D5E6F7G8H9J0K1M2N3P
+		Id LinkID `json:"id"`
+
+		// Slug The path of a short URL after the domain; 1–63 letters, digits, `_` and `-`, starting with a letter or digit.
+		//
+		// Example: black-friday
+		Slug Slug `json:"slug"`
+	} `json:"link"`
+}
+
+// LinkCreate A new short link.
+type LinkCreate struct {
+	// Archived Archived links still redirect but are left out of lists.
+	Archived *bool `json:"archived,omitempty"`
+
+	// DestinationUrl An absolute URL: `http` or `https` (other schemes only when the operator allows them), no user name or
+	// password, not a short link of this server, at most 2048 characters.
+	//
+	//
+	// Example: https://example.com/pricing
+	DestinationUrl LinkURL `json:"destination_url"`
+
+	// Domain A short-link domain configured by the operator (host name, no scheme).
+	//
+	// Example: sb.example.com
+	Domain *ShortDomain `json:"domain,omitempty"`
+
+	// ExpiredUrl An absolute URL: `http` or `https` (other schemes only when the operator allows them), no user name or
+	// password, not a short link of this server, at most 2048 characters.
+	//
+	//
+	// Example: https://example.com/pricing
+	ExpiredUrl *LinkURL `json:"expired_url,omitempty"`
+
+	// ExpiresAt After this time the link sends visitors to `expired_url`, or answers 410.
+	ExpiresAt *time.Time `json:"expires_at,omitempty"`
+
+	// ExternalId Your own ID for a link, unique in the workspace (letters, digits and `._:@-`).
+	//
+	// Example: crm-8841
+	ExternalId *ExternalID `json:"external_id,omitempty"`
+
+	// ForwardQuery Pass the visitor's query parameters on to the destination (the destination's own win on conflicts).
+	ForwardQuery *bool `json:"forward_query,omitempty"`
+
+	// MaxClicks After this many human clicks the link behaves as expired. Enforced exactly, also under load.
+	MaxClicks *int64 `json:"max_clicks,omitempty"`
+
+	// Metadata Your own data, returned as it was sent (at most 50 keys and 8 KiB as JSON).
+	//
+	// Example: {"owner":"growth-team"}
+	Metadata *LinkMetadata `json:"metadata,omitempty"`
+
+	// RedirectType The HTTP status of the redirect. `302` (the default) and `307` are never cached by browsers, so every click
+	// is counted; `301` and `308` are cached for a short while (`Cache-Control: max-age=300`), so repeat visits
+	// from one browser within that time are not counted.
+	RedirectType *RedirectType `json:"redirect_type,omitempty"`
+
+	// Slug The path of a short URL after the domain; 1–63 letters, digits, `_` and `-`, starting with a letter or digit.
+	//
+	// Example: black-friday
+	Slug *Slug `json:"slug,omitempty"`
+
+	// Tags Labels to group links.
+	Tags *[]LinkTag `json:"tags,omitempty"`
+
+	// Title A name for people.
+	Title *string `json:"title,omitempty"`
+
+	// Utm UTM parameters added to the destination's query on every redirect (they win over the visitor's). In an update the object replaces the link's UTM parameters; `{}` removes them.
+	Utm *LinkUTM `json:"utm,omitempty"`
+}
+
+// LinkCreatedEvent A short link was created (one event per link, also for bulk creation and upserts).
+//
+// Example: {"link":{"archived":false,"clicks":0,"created_at":"2026-11-22T10:00:00Z","destination_url":"https://example.com/pricing","domain":"sb.example.com","expired_url":null,"expires_at":null,"external_id":"crm-8841","forward_query":true,"id":"lnk_01JDAC4D5E6F7G8H9J0K1M2N3P","last_clicked_at":null,"max_clicks":null,"metadata":{},"object":"link","redirect_type":302,"short_url":"https://sb.example.com/black-friday","slug":"black-friday","status":"active","tags":["campaign"],"title":"Black Friday pricing","updated_at":"2026-11-22T10:00:00Z","utm":{}}}
+type LinkCreatedEvent struct {
+	// Link A short link.
+	Link Link `json:"link"`
+}
+
+// LinkDeletedEvent A short link was deleted; `link` is its last state.
+//
+// Example: {"link":{"archived":false,"clicks":3,"created_at":"2026-11-22T10:00:00Z","destination_url":"https://example.com/pricing","domain":"sb.example.com","expired_url":null,"expires_at":null,"external_id":null,"forward_query":true,"id":"lnk_01JDAC4D5E6F7G8H9J0K1M2N3P","last_clicked_at":"2026-11-22T10:30:00Z","max_clicks":null,"metadata":{},"object":"link","redirect_type":302,"short_url":"https://sb.example.com/black-friday","slug":"black-friday","status":"active","tags":[],"title":null,"updated_at":"2026-11-22T10:00:00Z","utm":{}}}
+type LinkDeletedEvent struct {
+	// Link A short link.
+	Link Link `json:"link"`
+}
+
+// LinkDimensionStats A link's clicks by one dimension.
+type LinkDimensionStats struct {
+	Data []struct {
+		// Bots Bot clicks.
+		Bots int64 `json:"bots"`
+
+		// Humans Human clicks.
+		Humans int64 `json:"humans"`
+
+		// Value The country code, referrer host, device, browser or OS (`unknown` when not known).
+		Value string `json:"value"`
+	} `json:"data"`
+
+	// Dimension A dimension of click statistics.
+	Dimension StatsDimension `json:"dimension"`
+
+	// From The start of the period.
+	From time.Time `json:"from"`
+
+	// LinkId A short link ID.
+	//
+	// Example: lnk_01JDAC4D5E6F7G8H9J0K1M2N3P
+	LinkId LinkID `json:"link_id"`
+
+	// Object Always `link_dimension_stats`.
+	Object LinkDimensionStatsObject `json:"object"`
+
+	// To The end of the period (exclusive).
+	To time.Time `json:"to"`
+}
+
+// LinkDimensionStatsObject Always `link_dimension_stats`.
+type LinkDimensionStatsObject string
+
+// LinkExpiredEvent A short link reached its `expires_at` (emitted once, within a minute of the time).
+//
+// Example: {"link":{"archived":false,"clicks":9120,"created_at":"2026-11-22T10:00:00Z","destination_url":"https://example.com/pricing","domain":"sb.example.com","expired_url":"https://example.com/offer-ended","expires_at":"2026-12-01T00:00:00Z","external_id":null,"forward_query":true,"id":"lnk_01JDAC4D5E6F7G8H9J0K1M2N3P","last_clicked_at":"2026-11-30T23:59:58Z","max_clicks":null,"metadata":{},"object":"link","redirect_type":302,"short_url":"https://sb.example.com/black-friday","slug":"black-friday","status":"expired","tags":[],"title":null,"updated_at":"2026-11-22T10:00:00Z","utm":{}}}
+type LinkExpiredEvent struct {
+	// Link A short link.
+	Link Link `json:"link"`
+}
+
+// LinkID A short link ID.
+//
+// Example: lnk_01JDAC4D5E6F7G8H9J0K1M2N3P
+type LinkID = string
+
+// LinkList A page of links.
+type LinkList struct {
+	Data []Link `json:"data"`
+
+	// HasMore Whether another page follows.
+	HasMore bool `json:"has_more"`
+
+	// NextCursor Pass as `cursor` (with the same filters) to get the next page; `null` on the last page.
+	NextCursor *string `json:"next_cursor"`
+
+	// Object Always `list`.
+	Object LinkListObject `json:"object"`
+}
+
+// LinkListObject Always `list`.
+type LinkListObject string
+
+// LinkListedEvent Links were listed through the API (an audit trail of who read the link inventory). Opt-in: subscribe by name
+// or with `link.*`.
+//
+// Example: {"filters":{"limit":20,"tag":"campaign"},"key_id":"key_01JDA9M3N4P5Q6R7S8T9V0W1X2","result_count":20}
+type LinkListedEvent struct {
+	// Filters The query parameters of the list call (the cursor left out).
+	Filters map[string]interface{} `json:"filters"`
+
+	// KeyId An API key ID (never the key itself).
+	//
+	// Example: key_01JDA9M3N4P5Q6R7S8T9V0W1X2
+	KeyId APIKeyID `json:"key_id"`
+
+	// ResultCount How many links the page returned.
+	ResultCount int `json:"result_count"`
+}
+
+// LinkMaxClicksReachedEvent A short link's human clicks reached `max_clicks` (emitted once, with the click that reached it).
+//
+// Example: {"link":{"archived":false,"clicks":10000,"created_at":"2026-11-22T10:00:00Z","destination_url":"https://example.com/pricing","domain":"sb.example.com","expired_url":null,"expires_at":null,"external_id":null,"forward_query":true,"id":"lnk_01JDAC4D5E6F7G8H9J0K1M2N3P","last_clicked_at":"2026-11-25T08:12:00Z","max_clicks":10000,"metadata":{},"object":"link","redirect_type":302,"short_url":"https://sb.example.com/black-friday","slug":"black-friday","status":"max_clicks_reached","tags":[],"title":null,"updated_at":"2026-11-22T10:00:00Z","utm":{}}}
+type LinkMaxClicksReachedEvent struct {
+	// Link A short link.
+	Link Link `json:"link"`
+}
+
+// LinkMetadata Your own data, returned as it was sent (at most 50 keys and 8 KiB as JSON).
+//
+// Example: {"owner":"growth-team"}
+type LinkMetadata map[string]interface{}
+
+// LinkStats A link's click statistics.
+type LinkStats struct {
+	// From The start of the period.
+	From time.Time `json:"from"`
+
+	// Interval The bucket size.
+	Interval LinkStatsInterval `json:"interval"`
+
+	// LinkId A short link ID.
+	//
+	// Example: lnk_01JDAC4D5E6F7G8H9J0K1M2N3P
+	LinkId LinkID `json:"link_id"`
+
+	// Object Always `link_stats`.
+	Object LinkStatsObject   `json:"object"`
+	Series []LinkStatsBucket `json:"series"`
+
+	// To The end of the period (exclusive).
+	To time.Time `json:"to"`
+
+	// Totals Click counts.
+	Totals LinkStatsCounts `json:"totals"`
+
+	// Tz The time zone buckets are aligned to.
+	Tz string `json:"tz"`
+}
+
+// LinkStatsInterval The bucket size.
+type LinkStatsInterval string
+
+// LinkStatsObject Always `link_stats`.
+type LinkStatsObject string
+
+// LinkStatsBucket The clicks of one bucket of the series.
+type LinkStatsBucket struct {
+	// Bots Clicks by crawlers, link previews, monitors and `HEAD` requests.
+	Bots int64 `json:"bots"`
+
+	// Humans Clicks by people.
+	Humans int64 `json:"humans"`
+
+	// Start The start of the bucket (in `tz`, as UTC).
+	Start time.Time `json:"start"`
+
+	// UniqueHumans Distinct people per day, summed over the days.
+	UniqueHumans int64 `json:"unique_humans"`
+}
+
+// LinkStatsCounts Click counts.
+type LinkStatsCounts struct {
+	// Bots Clicks by crawlers, link previews, monitors and `HEAD` requests.
+	Bots int64 `json:"bots"`
+
+	// Humans Clicks by people.
+	Humans int64 `json:"humans"`
+
+	// UniqueHumans Distinct people per day, summed over the days.
+	UniqueHumans int64 `json:"unique_humans"`
+}
+
+// LinkTag A label to group links (1–50 characters, no control characters).
+//
+// Example: campaign
+type LinkTag = string
+
+// LinkURL An absolute URL: `http` or `https` (other schemes only when the operator allows them), no user name or
+// password, not a short link of this server, at most 2048 characters.
+//
+// Example: https://example.com/pricing
+type LinkURL = string
+
+// LinkUTM UTM parameters added to the destination's query on every redirect (they win over the visitor's). In an update the object replaces the link's UTM parameters; `{}` removes them.
+type LinkUTM struct {
+	// Campaign utm_campaign
+	//
+	// Example: bf-2026
+	Campaign *string `json:"campaign,omitempty"`
+
+	// Content utm_content
+	Content *string `json:"content,omitempty"`
+
+	// Medium utm_medium
+	//
+	// Example: email
+	Medium *string `json:"medium,omitempty"`
+
+	// Source utm_source
+	//
+	// Example: newsletter
+	Source *string `json:"source,omitempty"`
+
+	// Term utm_term
+	Term *string `json:"term,omitempty"`
+}
+
+// LinkUpdate The fields to change; absent fields stay, `null` clears a clearable field.
+type LinkUpdate struct {
+	// Archived Archive or unarchive.
+	Archived *bool `json:"archived,omitempty"`
+
+	// DestinationUrl An absolute URL: `http` or `https` (other schemes only when the operator allows them), no user name or
+	// password, not a short link of this server, at most 2048 characters.
+	//
+	//
+	// Example: https://example.com/pricing
+	DestinationUrl *LinkURL `json:"destination_url,omitempty"`
+
+	// Domain A short-link domain configured by the operator (host name, no scheme).
+	//
+	// Example: sb.example.com
+	Domain *ShortDomain `json:"domain,omitempty"`
+
+	// ExpiredUrl Where expired visitors go; `null` makes the link answer 410 when expired.
+	ExpiredUrl nullable.Nullable[string] `json:"expired_url,omitempty"`
+
+	// ExpiresAt The expiry; `null` removes it (an expired link redirects again).
+	ExpiresAt nullable.Nullable[time.Time] `json:"expires_at,omitempty"`
+
+	// ExternalId Your own ID; `null` removes it.
+	ExternalId nullable.Nullable[string] `json:"external_id,omitempty"`
+
+	// ForwardQuery Pass the visitor's query parameters on.
+	ForwardQuery *bool `json:"forward_query,omitempty"`
+
+	// MaxClicks The click cap; `null` removes it.
+	MaxClicks nullable.Nullable[int64] `json:"max_clicks,omitempty"`
+
+	// Metadata Your own data, returned as it was sent (at most 50 keys and 8 KiB as JSON).
+	//
+	// Example: {"owner":"growth-team"}
+	Metadata *LinkMetadata `json:"metadata,omitempty"`
+
+	// RedirectType The HTTP status of the redirect. `302` (the default) and `307` are never cached by browsers, so every click
+	// is counted; `301` and `308` are cached for a short while (`Cache-Control: max-age=300`), so repeat visits
+	// from one browser within that time are not counted.
+	RedirectType *RedirectType `json:"redirect_type,omitempty"`
+
+	// Slug The path of a short URL after the domain; 1–63 letters, digits, `_` and `-`, starting with a letter or digit.
+	//
+	// Example: black-friday
+	Slug *Slug `json:"slug,omitempty"`
+
+	// Tags Labels; replaces the list.
+	Tags *[]LinkTag `json:"tags,omitempty"`
+
+	// Title A name for people; `null` removes it.
+	Title nullable.Nullable[string] `json:"title,omitempty"`
+
+	// Utm UTM parameters added to the destination's query on every redirect (they win over the visitor's). In an update the object replaces the link's UTM parameters; `{}` removes them.
+	Utm *LinkUTM `json:"utm,omitempty"`
+}
+
+// LinkUpdatedEvent A short link was changed (also by an upsert); `changed` names the fields that changed.
+//
+// Example: {"changed":["destination_url"],"link":{"archived":false,"clicks":12,"created_at":"2026-11-22T10:00:00Z","destination_url":"https://example.com/pricing-2027","domain":"sb.example.com","expired_url":null,"expires_at":null,"external_id":"crm-8841","forward_query":true,"id":"lnk_01JDAC4D5E6F7G8H9J0K1M2N3P","last_clicked_at":"2026-11-22T10:30:00Z","max_clicks":null,"metadata":{},"object":"link","redirect_type":302,"short_url":"https://sb.example.com/black-friday","slug":"black-friday","status":"active","tags":["campaign"],"title":"Black Friday pricing","updated_at":"2026-11-22T11:00:00Z","utm":{}}}
+type LinkUpdatedEvent struct {
+	// Changed The names of the fields whose value changed.
+	Changed []string `json:"changed"`
+
+	// Link A short link.
+	Link Link `json:"link"`
+}
+
+// LinkUpsert The whole state of a link identified by its external ID (optional fields left out are reset).
+type LinkUpsert struct {
+	// Archived Archived links still redirect but are left out of lists.
+	Archived *bool `json:"archived,omitempty"`
+
+	// DestinationUrl An absolute URL: `http` or `https` (other schemes only when the operator allows them), no user name or
+	// password, not a short link of this server, at most 2048 characters.
+	//
+	//
+	// Example: https://example.com/pricing
+	DestinationUrl LinkURL `json:"destination_url"`
+
+	// Domain A short-link domain configured by the operator (host name, no scheme).
+	//
+	// Example: sb.example.com
+	Domain *ShortDomain `json:"domain,omitempty"`
+
+	// ExpiredUrl An absolute URL: `http` or `https` (other schemes only when the operator allows them), no user name or
+	// password, not a short link of this server, at most 2048 characters.
+	//
+	//
+	// Example: https://example.com/pricing
+	ExpiredUrl *LinkURL `json:"expired_url,omitempty"`
+
+	// ExpiresAt After this time the link sends visitors to `expired_url`, or answers 410.
+	ExpiresAt *time.Time `json:"expires_at,omitempty"`
+
+	// ForwardQuery Pass the visitor's query parameters on to the destination.
+	ForwardQuery *bool `json:"forward_query,omitempty"`
+
+	// MaxClicks After this many human clicks the link behaves as expired.
+	MaxClicks *int64 `json:"max_clicks,omitempty"`
+
+	// Metadata Your own data, returned as it was sent (at most 50 keys and 8 KiB as JSON).
+	//
+	// Example: {"owner":"growth-team"}
+	Metadata *LinkMetadata `json:"metadata,omitempty"`
+
+	// RedirectType The HTTP status of the redirect. `302` (the default) and `307` are never cached by browsers, so every click
+	// is counted; `301` and `308` are cached for a short while (`Cache-Control: max-age=300`), so repeat visits
+	// from one browser within that time are not counted.
+	RedirectType *RedirectType `json:"redirect_type,omitempty"`
+
+	// Slug The path of a short URL after the domain; 1–63 letters, digits, `_` and `-`, starting with a letter or digit.
+	//
+	// Example: black-friday
+	Slug *Slug `json:"slug,omitempty"`
+
+	// Tags Labels to group links.
+	Tags *[]LinkTag `json:"tags,omitempty"`
+
+	// Title A name for people.
+	Title *string `json:"title,omitempty"`
+
+	// Utm UTM parameters added to the destination's query on every redirect (they win over the visitor's). In an update the object replaces the link's UTM parameters; `{}` removes them.
+	Utm *LinkUTM `json:"utm,omitempty"`
+}
 
 // Model An AI model the workspace can use. The first four fields are the OpenAI model object.
 type Model struct {
@@ -606,6 +1566,24 @@ type ProblemFieldError struct {
 	// Example: /destination_url
 	Pointer *string `json:"pointer,omitempty"`
 }
+
+// RedirectType The HTTP status of the redirect. `302` (the default) and `307` are never cached by browsers, so every click
+// is counted; `301` and `308` are cached for a short while (`Cache-Control: max-age=300`), so repeat visits
+// from one browser within that time are not counted.
+type RedirectType int
+
+// ShortDomain A short-link domain configured by the operator (host name, no scheme).
+//
+// Example: sb.example.com
+type ShortDomain = string
+
+// Slug The path of a short URL after the domain; 1–63 letters, digits, `_` and `-`, starting with a letter or digit.
+//
+// Example: black-friday
+type Slug = string
+
+// StatsDimension A dimension of click statistics.
+type StatsDimension string
 
 // Webhook A webhook endpoint. The signing secret is only in create and rotate answers.
 type Webhook struct {
@@ -1112,6 +2090,15 @@ type IdempotencyKey = string
 // Limit defines model for Limit.
 type Limit = int
 
+// StatsFrom defines model for StatsFrom.
+type StatsFrom = time.Time
+
+// StatsTZ defines model for StatsTZ.
+type StatsTZ = string
+
+// StatsTo defines model for StatsTo.
+type StatsTo = time.Time
+
 // BadRequest An RFC 9457 problem document. Switch on `code`, which is stable; `title` and `detail` are for humans.
 type BadRequest = Problem
 
@@ -1149,6 +2136,120 @@ type ListEventsParams struct {
 
 	// Cursor The `next_cursor` of the previous page; omit it for the first page.
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// ListLinksParams defines parameters for ListLinks.
+type ListLinksParams struct {
+	// Q Text to find in the slug, the title or the destination URL (case-insensitive).
+	Q *string `form:"q,omitempty" json:"q,omitempty"`
+
+	// Tag Only links with this tag.
+	Tag *LinkTag `form:"tag,omitempty" json:"tag,omitempty"`
+
+	// Domain Only links on this short domain.
+	Domain *ShortDomain `form:"domain,omitempty" json:"domain,omitempty"`
+
+	// ExternalId Only the link with this external ID.
+	ExternalId *ExternalID `form:"external_id,omitempty" json:"external_id,omitempty"`
+
+	// Archived `true`: only archived links; `false` (the default): only links that are not archived.
+	Archived *bool `form:"archived,omitempty" json:"archived,omitempty"`
+
+	// Expired `true`: only links that expired or reached `max_clicks`; `false`: only links that still redirect.
+	Expired *bool `form:"expired,omitempty" json:"expired,omitempty"`
+
+	// CreatedAfter Only links created at or after this time.
+	CreatedAfter *time.Time `form:"created_after,omitempty" json:"created_after,omitempty"`
+
+	// CreatedBefore Only links created before this time.
+	CreatedBefore *time.Time `form:"created_before,omitempty" json:"created_before,omitempty"`
+
+	// Limit How many items to return (1–100).
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `next_cursor` of the previous page; omit it for the first page.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// CreateLinkParams defines parameters for CreateLink.
+type CreateLinkParams struct {
+	// IdempotencyKey A unique value (a UUID, say) that makes retrying this request safe for 24 hours. The same key with the same
+	// body replays the first answer (with `Idempotent-Replayed: true`) instead of acting twice; the same key with
+	// another body answers `422 idempotency_key_reused`; while the first request still runs, `409
+	// idempotency_request_in_progress`. Keys are per API key.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// CreateLinksBulkParams defines parameters for CreateLinksBulk.
+type CreateLinksBulkParams struct {
+	// IdempotencyKey A unique value (a UUID, say) that makes retrying this request safe for 24 hours. The same key with the same
+	// body replays the first answer (with `Idempotent-Replayed: true`) instead of acting twice; the same key with
+	// another body answers `422 idempotency_key_reused`; while the first request still runs, `409
+	// idempotency_request_in_progress`. Keys are per API key.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// LookupLinkParams defines parameters for LookupLink.
+type LookupLinkParams struct {
+	// Slug The slug, as in the short URL.
+	Slug Slug `form:"slug" json:"slug"`
+
+	// Domain The short domain (default the server's).
+	Domain *ShortDomain `form:"domain,omitempty" json:"domain,omitempty"`
+}
+
+// UpdateLinkParams defines parameters for UpdateLink.
+type UpdateLinkParams struct {
+	// IdempotencyKey A unique value (a UUID, say) that makes retrying this request safe for 24 hours. The same key with the same
+	// body replays the first answer (with `Idempotent-Replayed: true`) instead of acting twice; the same key with
+	// another body answers `422 idempotency_key_reused`; while the first request still runs, `409
+	// idempotency_request_in_progress`. Keys are per API key.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// ListLinkClicksParams defines parameters for ListLinkClicks.
+type ListLinkClicksParams struct {
+	// Class Only clicks of this class.
+	Class *ClickClass `form:"class,omitempty" json:"class,omitempty"`
+
+	// Limit How many items to return (1–100).
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `next_cursor` of the previous page; omit it for the first page.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// GetLinkStatsParams defines parameters for GetLinkStats.
+type GetLinkStatsParams struct {
+	// From The start of the period (default 30 days before `to`).
+	From *StatsFrom `form:"from,omitempty" json:"from,omitempty"`
+
+	// To The end of the period, exclusive (default now).
+	To *StatsTo `form:"to,omitempty" json:"to,omitempty"`
+
+	// Interval The bucket size of the series.
+	Interval *GetLinkStatsParamsInterval `form:"interval,omitempty" json:"interval,omitempty"`
+
+	// Tz An IANA time zone name such as `Europe/Berlin` for aligning days, weeks and months (default `UTC`).
+	Tz *StatsTZ `form:"tz,omitempty" json:"tz,omitempty"`
+}
+
+// GetLinkStatsParamsInterval defines parameters for GetLinkStats.
+type GetLinkStatsParamsInterval string
+
+// GetLinkStatsByDimensionParams defines parameters for GetLinkStatsByDimension.
+type GetLinkStatsByDimensionParams struct {
+	// From The start of the period (default 30 days before `to`).
+	From *StatsFrom `form:"from,omitempty" json:"from,omitempty"`
+
+	// To The end of the period, exclusive (default now).
+	To *StatsTo `form:"to,omitempty" json:"to,omitempty"`
+
+	// Tz An IANA time zone name such as `Europe/Berlin` for aligning days, weeks and months (default `UTC`).
+	Tz *StatsTZ `form:"tz,omitempty" json:"tz,omitempty"`
+
+	// Limit How many items to return (1–100).
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
 }
 
 // ListWebhooksParams defines parameters for ListWebhooks.
@@ -1192,6 +2293,18 @@ type ListWebhookDeliveriesParams struct {
 	// Cursor The `next_cursor` of the previous page; omit it for the first page.
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
+
+// CreateLinkJSONRequestBody defines body for CreateLink for application/json ContentType.
+type CreateLinkJSONRequestBody = LinkCreate
+
+// CreateLinksBulkJSONRequestBody defines body for CreateLinksBulk for application/json ContentType.
+type CreateLinksBulkJSONRequestBody = LinkBulkCreate
+
+// UpsertLinkByExternalIdJSONRequestBody defines body for UpsertLinkByExternalId for application/json ContentType.
+type UpsertLinkByExternalIdJSONRequestBody = LinkUpsert
+
+// UpdateLinkJSONRequestBody defines body for UpdateLink for application/json ContentType.
+type UpdateLinkJSONRequestBody = LinkUpdate
 
 // CreateWebhookJSONRequestBody defines body for CreateWebhook for application/json ContentType.
 type CreateWebhookJSONRequestBody = WebhookCreate
@@ -1289,6 +2402,188 @@ func (t *Event_Data) MergeWebhookDeliveryExhaustedEvent(v WebhookDeliveryExhaust
 	return err
 }
 
+// AsLinkCreatedEvent returns the union data inside the Event_Data as a LinkCreatedEvent
+func (t Event_Data) AsLinkCreatedEvent() (LinkCreatedEvent, error) {
+	var body LinkCreatedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromLinkCreatedEvent overwrites any union data inside the Event_Data as the provided LinkCreatedEvent
+func (t *Event_Data) FromLinkCreatedEvent(v LinkCreatedEvent) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeLinkCreatedEvent performs a merge with any union data inside the Event_Data, using the provided LinkCreatedEvent
+func (t *Event_Data) MergeLinkCreatedEvent(v LinkCreatedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsLinkUpdatedEvent returns the union data inside the Event_Data as a LinkUpdatedEvent
+func (t Event_Data) AsLinkUpdatedEvent() (LinkUpdatedEvent, error) {
+	var body LinkUpdatedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromLinkUpdatedEvent overwrites any union data inside the Event_Data as the provided LinkUpdatedEvent
+func (t *Event_Data) FromLinkUpdatedEvent(v LinkUpdatedEvent) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeLinkUpdatedEvent performs a merge with any union data inside the Event_Data, using the provided LinkUpdatedEvent
+func (t *Event_Data) MergeLinkUpdatedEvent(v LinkUpdatedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsLinkDeletedEvent returns the union data inside the Event_Data as a LinkDeletedEvent
+func (t Event_Data) AsLinkDeletedEvent() (LinkDeletedEvent, error) {
+	var body LinkDeletedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromLinkDeletedEvent overwrites any union data inside the Event_Data as the provided LinkDeletedEvent
+func (t *Event_Data) FromLinkDeletedEvent(v LinkDeletedEvent) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeLinkDeletedEvent performs a merge with any union data inside the Event_Data, using the provided LinkDeletedEvent
+func (t *Event_Data) MergeLinkDeletedEvent(v LinkDeletedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsLinkClickedEvent returns the union data inside the Event_Data as a LinkClickedEvent
+func (t Event_Data) AsLinkClickedEvent() (LinkClickedEvent, error) {
+	var body LinkClickedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromLinkClickedEvent overwrites any union data inside the Event_Data as the provided LinkClickedEvent
+func (t *Event_Data) FromLinkClickedEvent(v LinkClickedEvent) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeLinkClickedEvent performs a merge with any union data inside the Event_Data, using the provided LinkClickedEvent
+func (t *Event_Data) MergeLinkClickedEvent(v LinkClickedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsLinkExpiredEvent returns the union data inside the Event_Data as a LinkExpiredEvent
+func (t Event_Data) AsLinkExpiredEvent() (LinkExpiredEvent, error) {
+	var body LinkExpiredEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromLinkExpiredEvent overwrites any union data inside the Event_Data as the provided LinkExpiredEvent
+func (t *Event_Data) FromLinkExpiredEvent(v LinkExpiredEvent) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeLinkExpiredEvent performs a merge with any union data inside the Event_Data, using the provided LinkExpiredEvent
+func (t *Event_Data) MergeLinkExpiredEvent(v LinkExpiredEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsLinkMaxClicksReachedEvent returns the union data inside the Event_Data as a LinkMaxClicksReachedEvent
+func (t Event_Data) AsLinkMaxClicksReachedEvent() (LinkMaxClicksReachedEvent, error) {
+	var body LinkMaxClicksReachedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromLinkMaxClicksReachedEvent overwrites any union data inside the Event_Data as the provided LinkMaxClicksReachedEvent
+func (t *Event_Data) FromLinkMaxClicksReachedEvent(v LinkMaxClicksReachedEvent) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeLinkMaxClicksReachedEvent performs a merge with any union data inside the Event_Data, using the provided LinkMaxClicksReachedEvent
+func (t *Event_Data) MergeLinkMaxClicksReachedEvent(v LinkMaxClicksReachedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsLinkListedEvent returns the union data inside the Event_Data as a LinkListedEvent
+func (t Event_Data) AsLinkListedEvent() (LinkListedEvent, error) {
+	var body LinkListedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromLinkListedEvent overwrites any union data inside the Event_Data as the provided LinkListedEvent
+func (t *Event_Data) FromLinkListedEvent(v LinkListedEvent) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeLinkListedEvent performs a merge with any union data inside the Event_Data, using the provided LinkListedEvent
+func (t *Event_Data) MergeLinkListedEvent(v LinkListedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
 func (t Event_Data) MarshalJSON() ([]byte, error) {
 	b, err := t.union.MarshalJSON()
 	return b, err
@@ -1313,6 +2608,39 @@ type ServerInterface interface {
 	// GetEvent Retrieve an event
 	// (GET /api/v1/events/{event_id})
 	GetEvent(ctx echo.Context, eventId EventID) error
+	// ListLinks List short links
+	// (GET /api/v1/links)
+	ListLinks(ctx echo.Context, params ListLinksParams) error
+	// CreateLink Create a short link
+	// (POST /api/v1/links)
+	CreateLink(ctx echo.Context, params CreateLinkParams) error
+	// CreateLinksBulk Create many short links
+	// (POST /api/v1/links/bulk)
+	CreateLinksBulk(ctx echo.Context, params CreateLinksBulkParams) error
+	// UpsertLinkByExternalId Create or replace a link by your ID
+	// (PUT /api/v1/links/external/{external_id})
+	UpsertLinkByExternalId(ctx echo.Context, externalId ExternalID) error
+	// LookupLink Find a link by its slug
+	// (GET /api/v1/links/lookup)
+	LookupLink(ctx echo.Context, params LookupLinkParams) error
+	// DeleteLink Delete a short link
+	// (DELETE /api/v1/links/{link_id})
+	DeleteLink(ctx echo.Context, linkId LinkID) error
+	// GetLink Retrieve a short link
+	// (GET /api/v1/links/{link_id})
+	GetLink(ctx echo.Context, linkId LinkID) error
+	// UpdateLink Update a short link
+	// (PATCH /api/v1/links/{link_id})
+	UpdateLink(ctx echo.Context, linkId LinkID, params UpdateLinkParams) error
+	// ListLinkClicks List the clicks of a link
+	// (GET /api/v1/links/{link_id}/clicks)
+	ListLinkClicks(ctx echo.Context, linkId LinkID, params ListLinkClicksParams) error
+	// GetLinkStats Click statistics of a link
+	// (GET /api/v1/links/{link_id}/stats)
+	GetLinkStats(ctx echo.Context, linkId LinkID, params GetLinkStatsParams) error
+	// GetLinkStatsByDimension Clicks of a link by country, referrer, device, browser or OS
+	// (GET /api/v1/links/{link_id}/stats/{dimension})
+	GetLinkStatsByDimension(ctx echo.Context, linkId LinkID, dimension StatsDimension, params GetLinkStatsByDimensionParams) error
 	// ListModels List models
 	// (GET /api/v1/models)
 	ListModels(ctx echo.Context) error
@@ -1445,6 +2773,393 @@ func (w *ServerInterfaceWrapper) GetEvent(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.GetEvent(ctx, eventId)
+	return err
+}
+
+// ListLinks converts echo context to params.
+func (w *ServerInterfaceWrapper) ListLinks(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListLinksParams
+	// ------------- Optional query parameter "q" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "q", ctx.QueryParams(), &params.Q, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter q: %s", err))
+	}
+
+	// ------------- Optional query parameter "tag" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "tag", ctx.QueryParams(), &params.Tag, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter tag: %s", err))
+	}
+
+	// ------------- Optional query parameter "domain" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "domain", ctx.QueryParams(), &params.Domain, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter domain: %s", err))
+	}
+
+	// ------------- Optional query parameter "external_id" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "external_id", ctx.QueryParams(), &params.ExternalId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter external_id: %s", err))
+	}
+
+	// ------------- Optional query parameter "archived" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "archived", ctx.QueryParams(), &params.Archived, runtime.BindQueryParameterOptions{Type: "boolean", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter archived: %s", err))
+	}
+
+	// ------------- Optional query parameter "expired" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "expired", ctx.QueryParams(), &params.Expired, runtime.BindQueryParameterOptions{Type: "boolean", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter expired: %s", err))
+	}
+
+	// ------------- Optional query parameter "created_after" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "created_after", ctx.QueryParams(), &params.CreatedAfter, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter created_after: %s", err))
+	}
+
+	// ------------- Optional query parameter "created_before" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "created_before", ctx.QueryParams(), &params.CreatedBefore, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter created_before: %s", err))
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListLinks(ctx, params)
+	return err
+}
+
+// CreateLink converts echo context to params.
+func (w *ServerInterfaceWrapper) CreateLink(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params CreateLinkParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.CreateLink(ctx, params)
+	return err
+}
+
+// CreateLinksBulk converts echo context to params.
+func (w *ServerInterfaceWrapper) CreateLinksBulk(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params CreateLinksBulkParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.CreateLinksBulk(ctx, params)
+	return err
+}
+
+// UpsertLinkByExternalId converts echo context to params.
+func (w *ServerInterfaceWrapper) UpsertLinkByExternalId(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "external_id" -------------
+	var externalId ExternalID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "external_id", ctx.Param("external_id"), &externalId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter external_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.UpsertLinkByExternalId(ctx, externalId)
+	return err
+}
+
+// LookupLink converts echo context to params.
+func (w *ServerInterfaceWrapper) LookupLink(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params LookupLinkParams
+	// ------------- Required query parameter "slug" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, true, "slug", ctx.QueryParams(), &params.Slug, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter slug: %s", err))
+	}
+
+	// ------------- Optional query parameter "domain" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "domain", ctx.QueryParams(), &params.Domain, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter domain: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.LookupLink(ctx, params)
+	return err
+}
+
+// DeleteLink converts echo context to params.
+func (w *ServerInterfaceWrapper) DeleteLink(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "link_id" -------------
+	var linkId LinkID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "link_id", ctx.Param("link_id"), &linkId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter link_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.DeleteLink(ctx, linkId)
+	return err
+}
+
+// GetLink converts echo context to params.
+func (w *ServerInterfaceWrapper) GetLink(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "link_id" -------------
+	var linkId LinkID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "link_id", ctx.Param("link_id"), &linkId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter link_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetLink(ctx, linkId)
+	return err
+}
+
+// UpdateLink converts echo context to params.
+func (w *ServerInterfaceWrapper) UpdateLink(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "link_id" -------------
+	var linkId LinkID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "link_id", ctx.Param("link_id"), &linkId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter link_id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params UpdateLinkParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.UpdateLink(ctx, linkId, params)
+	return err
+}
+
+// ListLinkClicks converts echo context to params.
+func (w *ServerInterfaceWrapper) ListLinkClicks(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "link_id" -------------
+	var linkId LinkID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "link_id", ctx.Param("link_id"), &linkId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter link_id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListLinkClicksParams
+	// ------------- Optional query parameter "class" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "class", ctx.QueryParams(), &params.Class, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter class: %s", err))
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListLinkClicks(ctx, linkId, params)
+	return err
+}
+
+// GetLinkStats converts echo context to params.
+func (w *ServerInterfaceWrapper) GetLinkStats(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "link_id" -------------
+	var linkId LinkID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "link_id", ctx.Param("link_id"), &linkId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter link_id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetLinkStatsParams
+	// ------------- Optional query parameter "from" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "from", ctx.QueryParams(), &params.From, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter from: %s", err))
+	}
+
+	// ------------- Optional query parameter "to" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "to", ctx.QueryParams(), &params.To, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter to: %s", err))
+	}
+
+	// ------------- Optional query parameter "interval" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "interval", ctx.QueryParams(), &params.Interval, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter interval: %s", err))
+	}
+
+	// ------------- Optional query parameter "tz" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "tz", ctx.QueryParams(), &params.Tz, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter tz: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetLinkStats(ctx, linkId, params)
+	return err
+}
+
+// GetLinkStatsByDimension converts echo context to params.
+func (w *ServerInterfaceWrapper) GetLinkStatsByDimension(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "link_id" -------------
+	var linkId LinkID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "link_id", ctx.Param("link_id"), &linkId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter link_id: %s", err))
+	}
+
+	// ------------- Path parameter "dimension" -------------
+	var dimension StatsDimension
+
+	err = runtime.BindStyledParameterWithOptions("simple", "dimension", ctx.Param("dimension"), &dimension, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter dimension: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetLinkStatsByDimensionParams
+	// ------------- Optional query parameter "from" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "from", ctx.QueryParams(), &params.From, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter from: %s", err))
+	}
+
+	// ------------- Optional query parameter "to" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "to", ctx.QueryParams(), &params.To, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter to: %s", err))
+	}
+
+	// ------------- Optional query parameter "tz" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "tz", ctx.QueryParams(), &params.Tz, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter tz: %s", err))
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetLinkStatsByDimension(ctx, linkId, dimension, params)
 	return err
 }
 
@@ -1836,6 +3551,17 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/api/v1/event-types/:event_type", wrapper.GetEventType, options.OperationMiddlewares["getEventType"]...)
 	router.GET(options.BaseURL+"/api/v1/events", wrapper.ListEvents, options.OperationMiddlewares["listEvents"]...)
 	router.GET(options.BaseURL+"/api/v1/events/:event_id", wrapper.GetEvent, options.OperationMiddlewares["getEvent"]...)
+	router.GET(options.BaseURL+"/api/v1/links", wrapper.ListLinks, options.OperationMiddlewares["listLinks"]...)
+	router.POST(options.BaseURL+"/api/v1/links", wrapper.CreateLink, options.OperationMiddlewares["createLink"]...)
+	router.POST(options.BaseURL+"/api/v1/links/bulk", wrapper.CreateLinksBulk, options.OperationMiddlewares["createLinksBulk"]...)
+	router.GET(options.BaseURL+"/api/v1/links/lookup", wrapper.LookupLink, options.OperationMiddlewares["lookupLink"]...)
+	router.PUT(options.BaseURL+"/api/v1/links/external/:external_id", wrapper.UpsertLinkByExternalId, options.OperationMiddlewares["upsertLinkByExternalId"]...)
+	router.DELETE(options.BaseURL+"/api/v1/links/:link_id", wrapper.DeleteLink, options.OperationMiddlewares["deleteLink"]...)
+	router.GET(options.BaseURL+"/api/v1/links/:link_id", wrapper.GetLink, options.OperationMiddlewares["getLink"]...)
+	router.PATCH(options.BaseURL+"/api/v1/links/:link_id", wrapper.UpdateLink, options.OperationMiddlewares["updateLink"]...)
+	router.GET(options.BaseURL+"/api/v1/links/:link_id/stats", wrapper.GetLinkStats, options.OperationMiddlewares["getLinkStats"]...)
+	router.GET(options.BaseURL+"/api/v1/links/:link_id/stats/:dimension", wrapper.GetLinkStatsByDimension, options.OperationMiddlewares["getLinkStatsByDimension"]...)
+	router.GET(options.BaseURL+"/api/v1/links/:link_id/clicks", wrapper.ListLinkClicks, options.OperationMiddlewares["listLinkClicks"]...)
 
 }
 
@@ -2539,6 +4265,1985 @@ type GetEventdefaultApplicationProblemPlusJSONResponse struct {
 }
 
 func (response GetEventdefaultApplicationProblemPlusJSONResponse) VisitGetEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListLinksRequestObject struct {
+	Params ListLinksParams
+}
+
+type ListLinksResponseObject interface {
+	VisitListLinksResponse(w http.ResponseWriter) error
+}
+
+type ListLinks200ResponseHeaders struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      *string
+}
+
+type ListLinks200JSONResponse struct {
+	Body    LinkList
+	Headers ListLinks200ResponseHeaders
+}
+
+func (response ListLinks200JSONResponse) VisitListLinksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListLinks400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response ListLinks400ApplicationProblemPlusJSONResponse) VisitListLinksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListLinks401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response ListLinks401ApplicationProblemPlusJSONResponse) VisitListLinksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListLinks403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response ListLinks403ApplicationProblemPlusJSONResponse) VisitListLinksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListLinks429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response ListLinks429ApplicationProblemPlusJSONResponse) VisitListLinksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListLinksdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	Headers    ProblemResponseHeaders
+	StatusCode int
+}
+
+func (response ListLinksdefaultApplicationProblemPlusJSONResponse) VisitListLinksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateLinkRequestObject struct {
+	Params CreateLinkParams
+	Body   *CreateLinkJSONRequestBody
+}
+
+type CreateLinkResponseObject interface {
+	VisitCreateLinkResponse(w http.ResponseWriter) error
+}
+
+type CreateLink201ResponseHeaders struct {
+	Location        *string
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      *string
+}
+
+type CreateLink201JSONResponse struct {
+	Body    Link
+	Headers CreateLink201ResponseHeaders
+}
+
+func (response CreateLink201JSONResponse) VisitCreateLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.Location != nil {
+		w.Header().Set("Location", fmt.Sprint(*response.Headers.Location))
+	}
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateLink400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response CreateLink400ApplicationProblemPlusJSONResponse) VisitCreateLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateLink401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response CreateLink401ApplicationProblemPlusJSONResponse) VisitCreateLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateLink403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response CreateLink403ApplicationProblemPlusJSONResponse) VisitCreateLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateLink409ApplicationProblemPlusJSONResponse struct {
+	ConflictApplicationProblemPlusJSONResponse
+}
+
+func (response CreateLink409ApplicationProblemPlusJSONResponse) VisitCreateLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateLink422ApplicationProblemPlusJSONResponse struct {
+	UnprocessableEntityApplicationProblemPlusJSONResponse
+}
+
+func (response CreateLink422ApplicationProblemPlusJSONResponse) VisitCreateLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateLink429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response CreateLink429ApplicationProblemPlusJSONResponse) VisitCreateLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateLinkdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	Headers    ProblemResponseHeaders
+	StatusCode int
+}
+
+func (response CreateLinkdefaultApplicationProblemPlusJSONResponse) VisitCreateLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateLinksBulkRequestObject struct {
+	Params CreateLinksBulkParams
+	Body   *CreateLinksBulkJSONRequestBody
+}
+
+type CreateLinksBulkResponseObject interface {
+	VisitCreateLinksBulkResponse(w http.ResponseWriter) error
+}
+
+type CreateLinksBulk200ResponseHeaders struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      *string
+}
+
+type CreateLinksBulk200JSONResponse struct {
+	Body    LinkBulkResult
+	Headers CreateLinksBulk200ResponseHeaders
+}
+
+func (response CreateLinksBulk200JSONResponse) VisitCreateLinksBulkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateLinksBulk400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response CreateLinksBulk400ApplicationProblemPlusJSONResponse) VisitCreateLinksBulkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateLinksBulk401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response CreateLinksBulk401ApplicationProblemPlusJSONResponse) VisitCreateLinksBulkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateLinksBulk403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response CreateLinksBulk403ApplicationProblemPlusJSONResponse) VisitCreateLinksBulkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateLinksBulk409ApplicationProblemPlusJSONResponse struct {
+	ConflictApplicationProblemPlusJSONResponse
+}
+
+func (response CreateLinksBulk409ApplicationProblemPlusJSONResponse) VisitCreateLinksBulkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateLinksBulk422ApplicationProblemPlusJSONResponse struct {
+	UnprocessableEntityApplicationProblemPlusJSONResponse
+}
+
+func (response CreateLinksBulk422ApplicationProblemPlusJSONResponse) VisitCreateLinksBulkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateLinksBulk429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response CreateLinksBulk429ApplicationProblemPlusJSONResponse) VisitCreateLinksBulkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateLinksBulkdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	Headers    ProblemResponseHeaders
+	StatusCode int
+}
+
+func (response CreateLinksBulkdefaultApplicationProblemPlusJSONResponse) VisitCreateLinksBulkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpsertLinkByExternalIdRequestObject struct {
+	ExternalId ExternalID `json:"external_id"`
+	Body       *UpsertLinkByExternalIdJSONRequestBody
+}
+
+type UpsertLinkByExternalIdResponseObject interface {
+	VisitUpsertLinkByExternalIdResponse(w http.ResponseWriter) error
+}
+
+type UpsertLinkByExternalId200ResponseHeaders struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      *string
+}
+
+type UpsertLinkByExternalId200JSONResponse struct {
+	Body    Link
+	Headers UpsertLinkByExternalId200ResponseHeaders
+}
+
+func (response UpsertLinkByExternalId200JSONResponse) VisitUpsertLinkByExternalIdResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpsertLinkByExternalId201ResponseHeaders struct {
+	Location        *string
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      *string
+}
+
+type UpsertLinkByExternalId201JSONResponse struct {
+	Body    Link
+	Headers UpsertLinkByExternalId201ResponseHeaders
+}
+
+func (response UpsertLinkByExternalId201JSONResponse) VisitUpsertLinkByExternalIdResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.Location != nil {
+		w.Header().Set("Location", fmt.Sprint(*response.Headers.Location))
+	}
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpsertLinkByExternalId400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response UpsertLinkByExternalId400ApplicationProblemPlusJSONResponse) VisitUpsertLinkByExternalIdResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpsertLinkByExternalId401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response UpsertLinkByExternalId401ApplicationProblemPlusJSONResponse) VisitUpsertLinkByExternalIdResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpsertLinkByExternalId403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response UpsertLinkByExternalId403ApplicationProblemPlusJSONResponse) VisitUpsertLinkByExternalIdResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpsertLinkByExternalId409ApplicationProblemPlusJSONResponse struct {
+	ConflictApplicationProblemPlusJSONResponse
+}
+
+func (response UpsertLinkByExternalId409ApplicationProblemPlusJSONResponse) VisitUpsertLinkByExternalIdResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpsertLinkByExternalId429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response UpsertLinkByExternalId429ApplicationProblemPlusJSONResponse) VisitUpsertLinkByExternalIdResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpsertLinkByExternalIddefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	Headers    ProblemResponseHeaders
+	StatusCode int
+}
+
+func (response UpsertLinkByExternalIddefaultApplicationProblemPlusJSONResponse) VisitUpsertLinkByExternalIdResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LookupLinkRequestObject struct {
+	Params LookupLinkParams
+}
+
+type LookupLinkResponseObject interface {
+	VisitLookupLinkResponse(w http.ResponseWriter) error
+}
+
+type LookupLink200ResponseHeaders struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      *string
+}
+
+type LookupLink200JSONResponse struct {
+	Body    Link
+	Headers LookupLink200ResponseHeaders
+}
+
+func (response LookupLink200JSONResponse) VisitLookupLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LookupLink400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response LookupLink400ApplicationProblemPlusJSONResponse) VisitLookupLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LookupLink401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response LookupLink401ApplicationProblemPlusJSONResponse) VisitLookupLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LookupLink403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response LookupLink403ApplicationProblemPlusJSONResponse) VisitLookupLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LookupLink404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response LookupLink404ApplicationProblemPlusJSONResponse) VisitLookupLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LookupLink429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response LookupLink429ApplicationProblemPlusJSONResponse) VisitLookupLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LookupLinkdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	Headers    ProblemResponseHeaders
+	StatusCode int
+}
+
+func (response LookupLinkdefaultApplicationProblemPlusJSONResponse) VisitLookupLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteLinkRequestObject struct {
+	LinkId LinkID `json:"link_id"`
+}
+
+type DeleteLinkResponseObject interface {
+	VisitDeleteLinkResponse(w http.ResponseWriter) error
+}
+
+type DeleteLink204ResponseHeaders struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      *string
+}
+
+type DeleteLink204Response struct {
+	Headers DeleteLink204ResponseHeaders
+}
+
+func (response DeleteLink204Response) VisitDeleteLinkResponse(w http.ResponseWriter) error {
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(204)
+	return nil
+}
+
+type DeleteLink400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteLink400ApplicationProblemPlusJSONResponse) VisitDeleteLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteLink401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteLink401ApplicationProblemPlusJSONResponse) VisitDeleteLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteLink403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteLink403ApplicationProblemPlusJSONResponse) VisitDeleteLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteLink404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteLink404ApplicationProblemPlusJSONResponse) VisitDeleteLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteLink429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteLink429ApplicationProblemPlusJSONResponse) VisitDeleteLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteLinkdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	Headers    ProblemResponseHeaders
+	StatusCode int
+}
+
+func (response DeleteLinkdefaultApplicationProblemPlusJSONResponse) VisitDeleteLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetLinkRequestObject struct {
+	LinkId LinkID `json:"link_id"`
+}
+
+type GetLinkResponseObject interface {
+	VisitGetLinkResponse(w http.ResponseWriter) error
+}
+
+type GetLink200ResponseHeaders struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      *string
+}
+
+type GetLink200JSONResponse struct {
+	Body    Link
+	Headers GetLink200ResponseHeaders
+}
+
+func (response GetLink200JSONResponse) VisitGetLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetLink400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response GetLink400ApplicationProblemPlusJSONResponse) VisitGetLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetLink401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response GetLink401ApplicationProblemPlusJSONResponse) VisitGetLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetLink403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response GetLink403ApplicationProblemPlusJSONResponse) VisitGetLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetLink404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response GetLink404ApplicationProblemPlusJSONResponse) VisitGetLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetLink429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response GetLink429ApplicationProblemPlusJSONResponse) VisitGetLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetLinkdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	Headers    ProblemResponseHeaders
+	StatusCode int
+}
+
+func (response GetLinkdefaultApplicationProblemPlusJSONResponse) VisitGetLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateLinkRequestObject struct {
+	LinkId LinkID `json:"link_id"`
+	Params UpdateLinkParams
+	Body   *UpdateLinkJSONRequestBody
+}
+
+type UpdateLinkResponseObject interface {
+	VisitUpdateLinkResponse(w http.ResponseWriter) error
+}
+
+type UpdateLink200ResponseHeaders struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      *string
+}
+
+type UpdateLink200JSONResponse struct {
+	Body    Link
+	Headers UpdateLink200ResponseHeaders
+}
+
+func (response UpdateLink200JSONResponse) VisitUpdateLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateLink400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateLink400ApplicationProblemPlusJSONResponse) VisitUpdateLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateLink401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateLink401ApplicationProblemPlusJSONResponse) VisitUpdateLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateLink403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateLink403ApplicationProblemPlusJSONResponse) VisitUpdateLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateLink404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateLink404ApplicationProblemPlusJSONResponse) VisitUpdateLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateLink409ApplicationProblemPlusJSONResponse struct {
+	ConflictApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateLink409ApplicationProblemPlusJSONResponse) VisitUpdateLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateLink422ApplicationProblemPlusJSONResponse struct {
+	UnprocessableEntityApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateLink422ApplicationProblemPlusJSONResponse) VisitUpdateLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateLink429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateLink429ApplicationProblemPlusJSONResponse) VisitUpdateLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateLinkdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	Headers    ProblemResponseHeaders
+	StatusCode int
+}
+
+func (response UpdateLinkdefaultApplicationProblemPlusJSONResponse) VisitUpdateLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListLinkClicksRequestObject struct {
+	LinkId LinkID `json:"link_id"`
+	Params ListLinkClicksParams
+}
+
+type ListLinkClicksResponseObject interface {
+	VisitListLinkClicksResponse(w http.ResponseWriter) error
+}
+
+type ListLinkClicks200ResponseHeaders struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      *string
+}
+
+type ListLinkClicks200JSONResponse struct {
+	Body    ClickList
+	Headers ListLinkClicks200ResponseHeaders
+}
+
+func (response ListLinkClicks200JSONResponse) VisitListLinkClicksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListLinkClicks400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response ListLinkClicks400ApplicationProblemPlusJSONResponse) VisitListLinkClicksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListLinkClicks401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response ListLinkClicks401ApplicationProblemPlusJSONResponse) VisitListLinkClicksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListLinkClicks403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response ListLinkClicks403ApplicationProblemPlusJSONResponse) VisitListLinkClicksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListLinkClicks404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response ListLinkClicks404ApplicationProblemPlusJSONResponse) VisitListLinkClicksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListLinkClicks429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response ListLinkClicks429ApplicationProblemPlusJSONResponse) VisitListLinkClicksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListLinkClicksdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	Headers    ProblemResponseHeaders
+	StatusCode int
+}
+
+func (response ListLinkClicksdefaultApplicationProblemPlusJSONResponse) VisitListLinkClicksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetLinkStatsRequestObject struct {
+	LinkId LinkID `json:"link_id"`
+	Params GetLinkStatsParams
+}
+
+type GetLinkStatsResponseObject interface {
+	VisitGetLinkStatsResponse(w http.ResponseWriter) error
+}
+
+type GetLinkStats200ResponseHeaders struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      *string
+}
+
+type GetLinkStats200JSONResponse struct {
+	Body    LinkStats
+	Headers GetLinkStats200ResponseHeaders
+}
+
+func (response GetLinkStats200JSONResponse) VisitGetLinkStatsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetLinkStats400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response GetLinkStats400ApplicationProblemPlusJSONResponse) VisitGetLinkStatsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetLinkStats401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response GetLinkStats401ApplicationProblemPlusJSONResponse) VisitGetLinkStatsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetLinkStats403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response GetLinkStats403ApplicationProblemPlusJSONResponse) VisitGetLinkStatsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetLinkStats404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response GetLinkStats404ApplicationProblemPlusJSONResponse) VisitGetLinkStatsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetLinkStats429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response GetLinkStats429ApplicationProblemPlusJSONResponse) VisitGetLinkStatsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetLinkStatsdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	Headers    ProblemResponseHeaders
+	StatusCode int
+}
+
+func (response GetLinkStatsdefaultApplicationProblemPlusJSONResponse) VisitGetLinkStatsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetLinkStatsByDimensionRequestObject struct {
+	LinkId    LinkID         `json:"link_id"`
+	Dimension StatsDimension `json:"dimension"`
+	Params    GetLinkStatsByDimensionParams
+}
+
+type GetLinkStatsByDimensionResponseObject interface {
+	VisitGetLinkStatsByDimensionResponse(w http.ResponseWriter) error
+}
+
+type GetLinkStatsByDimension200ResponseHeaders struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      *string
+}
+
+type GetLinkStatsByDimension200JSONResponse struct {
+	Body    LinkDimensionStats
+	Headers GetLinkStatsByDimension200ResponseHeaders
+}
+
+func (response GetLinkStatsByDimension200JSONResponse) VisitGetLinkStatsByDimensionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetLinkStatsByDimension400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response GetLinkStatsByDimension400ApplicationProblemPlusJSONResponse) VisitGetLinkStatsByDimensionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetLinkStatsByDimension401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response GetLinkStatsByDimension401ApplicationProblemPlusJSONResponse) VisitGetLinkStatsByDimensionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetLinkStatsByDimension403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response GetLinkStatsByDimension403ApplicationProblemPlusJSONResponse) VisitGetLinkStatsByDimensionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetLinkStatsByDimension404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response GetLinkStatsByDimension404ApplicationProblemPlusJSONResponse) VisitGetLinkStatsByDimensionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetLinkStatsByDimension429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response GetLinkStatsByDimension429ApplicationProblemPlusJSONResponse) VisitGetLinkStatsByDimensionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetLinkStatsByDimensiondefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	Headers    ProblemResponseHeaders
+	StatusCode int
+}
+
+func (response GetLinkStatsByDimensiondefaultApplicationProblemPlusJSONResponse) VisitGetLinkStatsByDimensionResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -5355,6 +9060,39 @@ type StrictServerInterface interface {
 	// GetEvent Retrieve an event
 	// (GET /api/v1/events/{event_id})
 	GetEvent(ctx context.Context, request GetEventRequestObject) (GetEventResponseObject, error)
+	// ListLinks List short links
+	// (GET /api/v1/links)
+	ListLinks(ctx context.Context, request ListLinksRequestObject) (ListLinksResponseObject, error)
+	// CreateLink Create a short link
+	// (POST /api/v1/links)
+	CreateLink(ctx context.Context, request CreateLinkRequestObject) (CreateLinkResponseObject, error)
+	// CreateLinksBulk Create many short links
+	// (POST /api/v1/links/bulk)
+	CreateLinksBulk(ctx context.Context, request CreateLinksBulkRequestObject) (CreateLinksBulkResponseObject, error)
+	// UpsertLinkByExternalId Create or replace a link by your ID
+	// (PUT /api/v1/links/external/{external_id})
+	UpsertLinkByExternalId(ctx context.Context, request UpsertLinkByExternalIdRequestObject) (UpsertLinkByExternalIdResponseObject, error)
+	// LookupLink Find a link by its slug
+	// (GET /api/v1/links/lookup)
+	LookupLink(ctx context.Context, request LookupLinkRequestObject) (LookupLinkResponseObject, error)
+	// DeleteLink Delete a short link
+	// (DELETE /api/v1/links/{link_id})
+	DeleteLink(ctx context.Context, request DeleteLinkRequestObject) (DeleteLinkResponseObject, error)
+	// GetLink Retrieve a short link
+	// (GET /api/v1/links/{link_id})
+	GetLink(ctx context.Context, request GetLinkRequestObject) (GetLinkResponseObject, error)
+	// UpdateLink Update a short link
+	// (PATCH /api/v1/links/{link_id})
+	UpdateLink(ctx context.Context, request UpdateLinkRequestObject) (UpdateLinkResponseObject, error)
+	// ListLinkClicks List the clicks of a link
+	// (GET /api/v1/links/{link_id}/clicks)
+	ListLinkClicks(ctx context.Context, request ListLinkClicksRequestObject) (ListLinkClicksResponseObject, error)
+	// GetLinkStats Click statistics of a link
+	// (GET /api/v1/links/{link_id}/stats)
+	GetLinkStats(ctx context.Context, request GetLinkStatsRequestObject) (GetLinkStatsResponseObject, error)
+	// GetLinkStatsByDimension Clicks of a link by country, referrer, device, browser or OS
+	// (GET /api/v1/links/{link_id}/stats/{dimension})
+	GetLinkStatsByDimension(ctx context.Context, request GetLinkStatsByDimensionRequestObject) (GetLinkStatsByDimensionResponseObject, error)
 	// ListModels List models
 	// (GET /api/v1/models)
 	ListModels(ctx context.Context, request ListModelsRequestObject) (ListModelsResponseObject, error)
@@ -5509,6 +9247,378 @@ func (sh *strictHandler) GetEvent(ctx echo.Context, eventId EventID) error {
 		return err
 	} else if validResponse, ok := response.(GetEventResponseObject); ok {
 		return validResponse.VisitGetEventResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListLinks operation middleware
+func (sh *strictHandler) ListLinks(ctx echo.Context, params ListLinksParams) error {
+	var request ListLinksRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListLinks(ctx.Request().Context(), request.(ListLinksRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListLinks")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListLinksResponseObject); ok {
+		return validResponse.VisitListLinksResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// CreateLink operation middleware
+func (sh *strictHandler) CreateLink(ctx echo.Context, params CreateLinkParams) error {
+	var request CreateLinkRequestObject
+
+	request.Params = params
+
+	var body CreateLinkJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateLink(ctx.Request().Context(), request.(CreateLinkRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateLink")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(CreateLinkResponseObject); ok {
+		return validResponse.VisitCreateLinkResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// CreateLinksBulk operation middleware
+func (sh *strictHandler) CreateLinksBulk(ctx echo.Context, params CreateLinksBulkParams) error {
+	var request CreateLinksBulkRequestObject
+
+	request.Params = params
+
+	var body CreateLinksBulkJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateLinksBulk(ctx.Request().Context(), request.(CreateLinksBulkRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateLinksBulk")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(CreateLinksBulkResponseObject); ok {
+		return validResponse.VisitCreateLinksBulkResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// UpsertLinkByExternalId operation middleware
+func (sh *strictHandler) UpsertLinkByExternalId(ctx echo.Context, externalId ExternalID) error {
+	var request UpsertLinkByExternalIdRequestObject
+
+	request.ExternalId = externalId
+
+	var body UpsertLinkByExternalIdJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.UpsertLinkByExternalId(ctx.Request().Context(), request.(UpsertLinkByExternalIdRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "UpsertLinkByExternalId")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(UpsertLinkByExternalIdResponseObject); ok {
+		return validResponse.VisitUpsertLinkByExternalIdResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// LookupLink operation middleware
+func (sh *strictHandler) LookupLink(ctx echo.Context, params LookupLinkParams) error {
+	var request LookupLinkRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.LookupLink(ctx.Request().Context(), request.(LookupLinkRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "LookupLink")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(LookupLinkResponseObject); ok {
+		return validResponse.VisitLookupLinkResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// DeleteLink operation middleware
+func (sh *strictHandler) DeleteLink(ctx echo.Context, linkId LinkID) error {
+	var request DeleteLinkRequestObject
+
+	request.LinkId = linkId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.DeleteLink(ctx.Request().Context(), request.(DeleteLinkRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DeleteLink")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(DeleteLinkResponseObject); ok {
+		return validResponse.VisitDeleteLinkResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetLink operation middleware
+func (sh *strictHandler) GetLink(ctx echo.Context, linkId LinkID) error {
+	var request GetLinkRequestObject
+
+	request.LinkId = linkId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetLink(ctx.Request().Context(), request.(GetLinkRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetLink")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetLinkResponseObject); ok {
+		return validResponse.VisitGetLinkResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// UpdateLink operation middleware
+func (sh *strictHandler) UpdateLink(ctx echo.Context, linkId LinkID, params UpdateLinkParams) error {
+	var request UpdateLinkRequestObject
+
+	request.LinkId = linkId
+	request.Params = params
+
+	var body UpdateLinkJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.UpdateLink(ctx.Request().Context(), request.(UpdateLinkRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "UpdateLink")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(UpdateLinkResponseObject); ok {
+		return validResponse.VisitUpdateLinkResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListLinkClicks operation middleware
+func (sh *strictHandler) ListLinkClicks(ctx echo.Context, linkId LinkID, params ListLinkClicksParams) error {
+	var request ListLinkClicksRequestObject
+
+	request.LinkId = linkId
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListLinkClicks(ctx.Request().Context(), request.(ListLinkClicksRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListLinkClicks")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListLinkClicksResponseObject); ok {
+		return validResponse.VisitListLinkClicksResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetLinkStats operation middleware
+func (sh *strictHandler) GetLinkStats(ctx echo.Context, linkId LinkID, params GetLinkStatsParams) error {
+	var request GetLinkStatsRequestObject
+
+	request.LinkId = linkId
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetLinkStats(ctx.Request().Context(), request.(GetLinkStatsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetLinkStats")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetLinkStatsResponseObject); ok {
+		return validResponse.VisitGetLinkStatsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetLinkStatsByDimension operation middleware
+func (sh *strictHandler) GetLinkStatsByDimension(ctx echo.Context, linkId LinkID, dimension StatsDimension, params GetLinkStatsByDimensionParams) error {
+	var request GetLinkStatsByDimensionRequestObject
+
+	request.LinkId = linkId
+	request.Dimension = dimension
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetLinkStatsByDimension(ctx.Request().Context(), request.(GetLinkStatsByDimensionRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetLinkStatsByDimension")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetLinkStatsByDimensionResponseObject); ok {
+		return validResponse.VisitGetLinkStatsByDimensionResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -6067,255 +10177,408 @@ func (sh *strictHandler) TestWebhook(ctx echo.Context, webhookId WebhookID) erro
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7H3rchu5te6roJi9a0SFpEhKsnUp/9D4MlbG9ji2nNk7po4a7AbJjpoAp4EWxdiuyjuc/Qzn/3mF8yh5",
-	"klNYC0CjL7xJ8mSSuGrvjEyy0bgsrPv61qdGKKYzwRlXsnHyqTFhNGIp/PlKhFTFguu/IybDNJ7hPxsX",
-	"E0Y+vHtFxIioCSNhyqhiERHDv7BQdRqtBrul01nCGieNPTqL9256e3M2nAhxLffmk+urbu8Pz87O+n88",
-	"+vngT4/+6/F/H/35+Kz7fe9p/1mj1ZDhhE2pfumU3r5ifKwmjZN+9+Co1VCLmR5TqjTm48aXL63GO6rY",
-	"q3gaq+okX4iUMBpOyEwkcbhowVRT9kvGpJJEqjhJCE0SMWcR4WJOdoI0aBLKI/ihZKHgkSQZV3ECn/yS",
-	"CUVJLMkoS5IFSZlUImUR2QlU0CwuetC4ZotB4zR9cnh8fKqe9Fpk0JiL9FrOaMjgi/4xfrN0wYePVq63",
-	"/RZWVX82OFVYd8wkobNZErOIKOHvAdk5f37xgkQpHal2zNSoPVFqRmdxO6WKJfASQw3NExL8EuSbN2Mp",
-	"CeaB3aT6xf/y5FG3ezp/8qhbXv0vT/a75qttl89UumifjRRLqyt/b45MCTKnsSJDNhKpXq5KFzEfF2a5",
-	"X3hvzONpNm2cdN07Y67YmKXw0p9//rl9lqkJ4yoOqWL1e07zX8SCExid6blkkpGddy+ekkePD7vNFpnH",
-	"agLnwNJUpCQUEStu4PeMpiwlKaPJ9MmgIeexCidDQdNo0GjhU08GjZjf0CSOrpS4Ztx9ceVN7MkAJnb2",
-	"9pxcs4WmXC4Ugac6g8aynT/s9et2/r/a7/D02+dR/QacP0N+EMucwhYiS2WLzCeMk4XIiGRcEYpzIIE/",
-	"ZtA8JbHSk6SJFCTmhN2wdEFmqRgmbEoiEWZTxkvcJWW/IDM5/nH/df+Pj78/enr8rPu896L/w/7Lg2VL",
-	"7PVreMmXVmNGUzplyrC/p1kqRVq/1oCzW3UVwi8CywZnKbuJRSbJjI7ZKRFTvR5FRiKFr0dxKhV8p9cQ",
-	"66F+yVi6aLQanE71XHC8lVdiGnO3Cj1hpViqR/pfH8/af6btv3bbx1fty9//R6PuDJ+xJNabev5s9Qky",
-	"EplfFnc7Sm5wt7/ff3rw7PD5oxePfzh6efyH7o+91/03dlEzqib5muxIV3HUaOnzyuKURY0TlWbMX+h/",
-	"pGzUOGn8bi8XR3v4rdzz5q2XcR6x6UwoxsPFj6yGA56RjMe/ZEyTWcbIDiUfPpw/axFJF02iJlSRKb1m",
-	"0jGGIs1KOmJwZv0DMtHk2yF6bySdMrhG7vrqTwZ8KCItC2YJXUjvmCmXc5aSHfh14Gas2u/gpyw6IXoH",
-	"giaJuVSMRnrnaahgOvM4ZKfuHe6tA065UBOWEngpvkKS4KDfJ3G+J1fXbHGVskyyKDgl80mcMG9ibpkg",
-	"/9KMyxYJDrrHA+4PYX51FfOrWSrGKZMy6JAf2UISmjLg/4atdAa8QCNHrLt//PiItQ+60WH7YJ8dtYfh",
-	"8X770dHxAT18PDre7x9YSkHpktOKd7BtfbJLL8LhqoswGNz2e+3B4Pbx82UXYYnG8FLMyZTyBYkVm4Ic",
-	"SZnKUk52en//2//udbtFMd/v1l9jEJ2FyUdsRLNE4SNTeovSptfttnLZ06uXPag2rb+xRr8ijEczEZf5",
-	"5Fqlq+bmmhHvc3Hz2QN/TZmcCS4ZsNfvaWS4v/5XKLi+HvpP0FZQiu4Z7v/7v0hUQ82KYAAQIvCzqxGN",
-	"EwZiSWbTKU0XwAUcOyeRYCj8plSFExJr/Q8X0GoAk8ApRHrZ1WFbjYgpGidmz+0NmlBJesSIYTKKWRLB",
-	"pmsxLBsnHz/lj00zad8NggKplXhM+zL/s3N10r781G31+o+/aPJ1y9ADiYgljS+X+sCkojz0VWz4Uu4N",
-	"afSf/a47NbjG0UayUlGVycbJgaZLFSugnD+57SBuOwyd2tORe9U9g/PejEje4ij4SJXE7XaXztDw7BFL",
-	"GQ8Z2QmmNBmJdMqiK00sQYsElVmhmu5ZOGWlpm6a5ud7hd/CXJ8KPkri8K70a+9XFEs6rJCvXrq9y1or",
-	"cr+qUmxloALBxjIfZ07zgciQhVTrpvo2pCxkWsQaocIictDrkh8EZx3ynOvfa00GhNnbn95fkC2tuj0G",
-	"Y6DeU6HbTQdJmcym7B5kfZyT9c8ldunvb4W8Kxv88NQdGlqSuX6B1vR32lSlSlO4/Y2m7fKU9Ge5qsWv",
-	"Rkk8nqigNeDBOrneRBH+YNfihUiHcRQxfsd7EXOZjUbacuXqSoZixoo3473+iExjKbU4r16HmufLF8Ka",
-	"RAkNr1Frg98hUxEzliLD44xF8oQgXz1JGY2WUDD+YmvKtEIVZ6llRsN7V+PSp939nHbPvQUSu8AK0dZs",
-	"w8ORbb551G0dK+8c2Qmqk6jw4DrrehXBVX5fY5xuR7BvhHohMh7dkV7hyK64UFcjO0pOrB/4NRdzTkSa",
-	"M14U4lXCLQ/kUe0bgU+RQWM8U+3jQYMAX8cB0cKMJXFOlpV0ugdD3IOPHuS0+BpmpcWynXOFEMvLehgq",
-	"fCOIzMKJ4ZIk5kCB12zxnbcNZCdw79UcsjSVB9YH7Gzvyva0TkiTK1AgS7osJxlntzMWKhYRyVItqvF3",
-	"dfyvMJBHRe/FlKmJNjHnmnXMU8HHRHAispTIOGId8sdMKOY7Ca/iiMQj8N3oNdFQEZnNZiJVD8sKLXEd",
-	"+rrnuVlJecU1vK6w5IehsDO+IGhua+0xS1mLUEkoJ+9ePCXHB4ePa31TD0ZNF0K8pnxhPpZ3pKqUKnYF",
-	"BmmdgonXxTm2M8kiks1qaKowjC9NhUCL2bmGHS8yMvYU3Sz6gvZ8f/HDk85B39Pv3mmVCSZM2G3IWFSv",
-	"2ZXWdROLhCoWta3rXIvka7ZoXD4QSZE0n5dWxu3cyE7gTyVodsjPNFYk8BzeBXe7R2aFEMgqGst/uCSQ",
-	"sNHD9vdVb/zKx72f3ltgf+A0UxORxn9ldxXadBYbP9mNuF5yNeCE7A+qd6I8xDIl0xulQ55CqIxQwtkc",
-	"vqWK7GWSpfoSfKV70e3l98JOKp905U6U16V33GjbV+a74na9EeTMnAdqf86vV9FwSsP4sonxSIsZ51jU",
-	"zHbQKAx8QkxoRA6v5PXV3//2fwYNt6XX4Jz8dXfzNa7HTrlW+ykt+cG0nwy0SbdbO0HpTVrfsTEi76PS",
-	"6fofsduZtkZ+gxr6Bz5LRcgkLPk5V7Fa3FXLqvWTlwxM43RvkdzbXqdn1Q9VZgMlpzawAxC0YOhTEsUj",
-	"cGLlrnmjyyZUKi8I8UH6bEOLWfyXeWqNb+UeUrXvKWT5WgwXMUuuamT1m/NwFmhQ2tcg31gT98X9NRET",
-	"F5EMlkRKHtYUMO6l98pclyWUWkehM1qlyLfU7HNOg5hycUVV46TR7/YftXu9dr9/0euedPX//blR3jT9",
-	"gbFAr1JG4c08S5JWg91g8sfHxm7jstXQ2q7mIzIGUsLf4FKvOJ2CUnTZagAZrY0roHmWOykbrYYNk15J",
-	"FqZMGbYjYSn4slwVsp9YarS702pks6h+A3r5BmSpvoUTpWbyZG8P7kHHbHUnFNM9L7K+DWWaw11GmbnX",
-	"loNvVV9ScOH9ZvS2+9C22yVYw6qI8pmLSVnHJDl/tmVA2Yv67XcLQT/9Ty/qp0f62G0fn7Vf/uHH12/e",
-	"ti/+1P7z5af+oy81EcBW4/mNuY1lk4/AZWhZHsz4DUvEjJlkhMqCQpqmkGEj4ai1pOiQIKKKBmQkkkTM",
-	"rXtRbxkRI/2zAdfzITvBD89zTzq8t62/kHuf9H++WMfsLBUzlqo4V1xvWCqX5mVphcD8QL8PJ/OdJHJC",
-	"Z5howrOpvuw3PX3bK1ujfw8v4oufRhDG2uAuvI35GPf0S2ujB56bS/LMsKStHrZU9/x2QjOp3NOXtddR",
-	"f/edJDO6SASNTr3on7Z5wW/JmTkagidjPlATJlmzo3cljtZxBZjD+TP9YxVPmVR0Oque0M8TprkCmdDZ",
-	"jHEGDuWRSKfAxjRHa+uH60gWP9hgDheLGXtDp6B2OU/Y1foF/Gx/a9Is8pDvx0bshLy/ulaBGktvM5SU",
-	"k5gRBfb21bIMc//I+bNTe8n09TIxbvxO37mF3kMqXRykHUdBkbWwG7WctbzdhrXokbZlLa9iWcdeIPtH",
-	"rwZFbqdyu+3lgwSEjU5bv3JKb8/xAUgpMFOiaUqB3U+ovJqKlNVSI2hHVkuC6Rm+1ckXNxQiYZTrsby8",
-	"p+pwb6kEVhjYxKidQrIMCfR4AaRYBhRcGk2iBBkzBb/RY5vcqUCL/YAITxO2iVPljCj9S81CbGZC5UCs",
-	"ClI5jWROF5IESSxV4DNG/UENayxdCTOsIXNvl4ubtJT+L8x9XnIDgBHZ/FqqaCLGGashGP/pZcwmloRN",
-	"Y6WQ3azLqvVu0acGjaJYj0aTt957caerM8fncrHj0VC++hGdxsmSxNUZTV3eZp6zFAl1SgJ8rrMbEJkN",
-	"9YNDBjk6KJrtfsWqtMZHBzUrxBSXLZnpOkKCg7sCGvfJKf+4Vt6KmbqKaw7vZTyetG9Ekk0ZLg4y14Ld",
-	"IM+EiHmYZBE7zTeEDBdEr42IlJj9qr3GuaK7+QHr8/nD+5/ekPdOmVGefF164svuDZxB8SWOONy2uKnm",
-	"VLnyRtUzXqcH4E6uuk9bM2C4xwUmfFjHhH8VLrRya94Yml/FcPSZtEiQMimyNGSdGZXqSjEuWUB2JGNk",
-	"mc5azoBPYn7dMUZq8T7arDcnbYvZe7T918uPJpH1cndnMOiUPmr+frnY1ct8awdbv1KyE/jzDJotQs21",
-	"IfM4iUKaRvY3u0FTX6pgN6hZ6O7qJRYTFHcGg93PG6xzdzDobPjT3zdr9wSCs7UbcXZu4smQOujCpSHl",
-	"JJMMM16R945ElmJyG6Z+6gd+mjHuRsiLPoo3KaQzOoyTuFZSNX7WzEyPhYPoF0cCfFj24tl7EE6opm8l",
-	"BHhtb2KjbLLpkEVRzMf6U5pFsdCHICKTglDLaz1F6VH1ioKT5lZdzWMeiXk9FzHJm4Rn0yFLgQeKa8ZB",
-	"RY35LPMXRcOQzVSxOqLXP+pq6nA6f8zVo4NGa2UNQsu6e5aI+PyVGGtIGJUs0uRKoyiv+3BsD8zbDzy+",
-	"dVUuO+ZIQ8H1FYkFL97n3uN+r/e4//igVzP16nTXaCWFo48lGQuBSQwxJ+9zn8xmykoUy1lCF1e8nr2R",
-	"STalvJ0yGoG/XP+seIN/eHvRPhBEH0CNell533pDCq4dWoLruD5sQYHtY3JIraIw5yy6Gi7RnEQ6pjyW",
-	"GIABVWGWips4YjLf6+K6xYxxWlpybWVEjSnoxE7O4t306oSQ3ZKa80EqOH9GRqmYVtXdfL7jmWofiHb1",
-	"nGDSGxRGrMixrWedy5UJvC5tffhUxZqutLjWTADDS/dULJBxly2735JW4eW6VITL8vwIc7u1XReEImJB",
-	"i8wncTjRTEAqfT9PSQDBBmMlYiglAMmjGQRc5prdxZBMlbhw0BaZ0nASc5azgWW1V3XZ3yVjYrm2UktJ",
-	"NhpUp47czhLK8cra0ikRhlkKOc0b2mom3byu+rEmA7plzKVK2vpGdGlO/YV+6Dmm2qz1PuRBqXqDT02s",
-	"JeFFstav249mra6MML9sYWEZVqDJUvFZZz0brEnXrN3zmpTHVp5iKusSJQv7v850zbd7v1/dbRsoqduS",
-	"lxcXbwn+wFG+K0Y5PD72lJCDbq0aYuKANfdsIlJFTMAqr4fD66/H6WwiWlW9S4R8eHfupfqDcIsjraaM",
-	"YrOh/qugjlBbMMkNOggo+rVw1GHMx8ZJ4BUpr6hkaK0rjqxNG6oljUKKDxIFBNScKW392ZAm1MY0IVfF",
-	"uxOYEL7T19HougPlHJUJp8T/nadXH7cjqhay2cLdWyEbPC5R2Y6fOHMsCHw+JRZAnt/SUCUL65oPIFjA",
-	"Ur18Vw8TgEGGgaqAJCKkiklztmUvWT0PBlU0liYTEpyVZdKA0p0hI1SRqZCK9LrdsrHXr9tskwNTexHR",
-	"QzMiNK8lgl8X31ythlt7gbxSodXvRbabEqhcywulyqYt1rGtfy0eTt3VBYeR+d5UQR93e00S81IxOoTO",
-	"ipcyYlLFKB6vsjTZYNtLZGyOvY5GbQx3RdTSVdJh/Wc85pp1YNBaE43gCaQ1hiali0ckFQr/hMrMGjXF",
-	"i9ovc9ZqE878bvPg0EqD64xwoVB/mjExS8rM2PdXFeyqYrJAdcIL31rL89tjdbKkqCiwVUUB2QnG+r/N",
-	"libDWJniMpjkIYm08qqvo8gUoURmYcik5oAmN8F4m4xOqwdquLyFRotnSXK5QWDA5j2s9hZKFCewFLmx",
-	"plRxR61XlEp5F3WzMi4Z3Co98HSmbOQS1UZF0gyUSZOzrDcNYykQcMk3s7mUuNbuWzEXZBmjkXZiWnrE",
-	"oWFxkuyoCYtTrM1GlxLXKqlWIeZ8qUCrZzz5jvbrNM9oi/rU9baU4QsFc8pmtdTZ66vyXMrveJbpp/Tp",
-	"IHsBRhIL/p0k45SGUHEdi8ggKRTABswTUomZdFwqj53e/Zj9LJxaV5gWh16QdqYPEfxJcKcN2ekLzQWm",
-	"PBcUTm3Qluqfl0zJU0CXqbcBDVV8wwJ3UU2E9VSrC5DfpUVdhtri1IC6YD1hdEoCV0VHdoYFptYikrEB",
-	"D0rMMGjqF4k0MuNRSeR1PJuxyN8QDNhgkQ7qKvqhG62shJRrSyQy1fOGmnARUPJrUwltxWEdgfkpUMuk",
-	"CYROwwnl423ECSRObXR1Prx7tcZDhJK7GOUxnLfESgok52mdZUlUZpUrr1rLF7qFPVuhFpwha63XW8GM",
-	"8pgvLaBllBTPDO28q6mshxtIBJgjRAlx3VnrBkaIlzChUtbL41yQYrTGrOeCSfWOySxRHW+IoOkH2o1c",
-	"qImeruUUy2xwu0mY9rXOPLHoAFfsNmTpTK0SgYe9PhkuVG462YedHlnxIKxdhVQ0XXmdfHXV/HjzK4XU",
-	"fFXvqMJKYNSWvpO+oe6zUsv7UwZKIhdGseo01rPOuivqLbhVoNTibItkV3NOKy4S5uYvjzOPaCKrmQSQ",
-	"MlkHaLFF7sPdlN5NVUKABoHzMhetrO+VTPN7qorTmNt/1qT35CmlGzDsl+bXFQG/wbOFRNT7yQiUCma7",
-	"VxCQTfWrZ8V4JALzbOd0oc9FcLaCZgxLugpFxlchwJjfSaINFzKlxlu2kjvbZ6rDPgefq/m+RUSiTVvD",
-	"ynbAjoS7nTKVxuwmhqrMHIRpc1Iqia8NAgh6kISt0yJANrCIRS3fToOwnUiBGRn15+7a5lrTOE8A1O8D",
-	"bc6rfPZPfDOGzGwK8EYpdpjEs1UWqJf3s22m0fr3+JBYrYbW8vK64RrWhdEOzcCtwATF0ArojZSFu2gG",
-	"MLFtRJ9xT5sIsT/JTaScSb2zl3wpLVEyYzzyDCVAxzOPsQgyEe9Oyhsaklf23XUWpfuyVvPPzaAtsqXf",
-	"40ObGA4+BNwdTQgPPWoLkKhVhkQBj8rdx8I984yGIqOvEkYNbRbu0XK7ocQ0NxBepTz1Gl3FbXaJvZ6Y",
-	"cJ1nbqAWqtIFJLFHWcKcyg+eNA/uxwfzaXbIudJ254Aj9NuQYSwMEepSZqZQNFRL6G6fPBnX67YK4H4b",
-	"VHPkTHR1evYfi6daySbz2R2U91wd3t7WnShqeT4prqtY+rJEYZB31xV69Rky3s5tw+p/XUF0T8HyTyEy",
-	"HoJTFVEuN+JUjrDWcaIKg2k1btt56mVeW9dxfggXSKxhRutKE4quw3sksZQ1+N9yocK/YxVCvXpQda0a",
-	"VSk4MUp3iwwZOKudugQ2QAzYpViXDPLplATObghOjNwqR4T6t7enAx6Y7BQr7lC+eWKt/mEt1vRb0PYw",
-	"76gHu7O+kwFHG8LWX2nVl0cO3M4JvmbRM2v2QCsYdknGDQl/mBnU6mqu4A3JYytPyE/wB7BW60euXkoz",
-	"5WVxozOT9RL5Wp1zT5s91ieohZf1YsNYaFlpBY/suPD3AQbn6Fg0N1UGvywnvvoywCqyd12YkVZcROvD",
-	"jhtEGwfcekLJubJxBIhToctfvzl392MkwdTYIBxXh7x35RiWXzmiVIJMGE1NpUpZuyqFAF1dc+8xFHYf",
-	"mrpmG5HNQ55blTrfUyO6R5wSrnEpPglk6MWO7xGwWhKoxkjzyXImAsVFGFg+sfTgTXFFrPny/sGTh1FA",
-	"CioHOteWREs2VyecTyXHvXQX92XudKznZ582yJEpXfJinNilrqNIsLpNC2HfKOZ94Y81KxDp9SgRc6KE",
-	"SL6TZNCwX2VqMmiQcMLCa9khZ8jHBrzfPTVhan21weOOmfynfmjatHhgPEwXIOooj/x4NaFjGnPIEFlo",
-	"44oLhWDgwD3ZgNvV+BxMMiXJjitd3Q1aJHiKABFtrXz7/8Yd1J98kCxtn40ZB/zPl0KqwDarGPCJmLWH",
-	"i/ZEzOz+NSvM5b/ab47eADCLPoT9MN23/R3aCCuBCpp/iF5UvcK6V5f8O4ZXLvlfixixcV2uHmmLulwz",
-	"7XXqb3kBD6QFf9N+f5vabw5cUEMTikllASHAVzJckKAe//hTzoC/7OnnimVinxpTJiUd6zm8ZEkisNqh",
-	"VOxyL7HsXlBdxzhlTJkOKGtzah5cGtmJbS54ZsUru6LHz+o8lGJowOWGnBIuOCNTRrl0uSlkyBbCKMkx",
-	"byN+MgnprHCOh93VGSxV74JdAyrpW+r/enmgf2NJms0ZhaFqsg1WaGSMpknsyBnjl2AU3EuzbzVA/62+",
-	"8h0ObpRnV9DtzAnTEIFwMd/GjPBpbIk2U9nyxZK033wjjV1b3c9NHfl2oFpHvv2yVlfEN6/wLXp0DQaa",
-	"iXuh2rE2IrmCICD475pHAHnd+9QN+tFdR30IzlMfLbB5Qjhvt+2riAcyed9DOtE9jHZMCG5jWlKN7Q7J",
-	"fVeY3HdlijELDUOOHkEpxpLEobpEwGvGahMByZDJOGJGys+J4MUCkEfdg6MCO6tvhrVswy5MI487bpQT",
-	"mcX9ubPres1MMb65hDM43xDUjoAScN8ML+VlQz10qtcJCfSNEhkYBqHgnIUwo5SNIPWx+GmYCPNhxlNG",
-	"wwm4lVokiLjU/1GJhLYBw0SE15ASqUy3P9NAzPTMa7ZIwJnShhe6VQKIxOzf3gZ7+OdB/ueh92mv6/7s",
-	"H5sI07ZBgl83CrKpHMj1vpIM0F/U8v+Hy3kjO2iWjkRKzNHpQ5PNOyfDfc10tSVlZ2AXbZAFjA665YbS",
-	"Ul9znbW0TILYt6wLNtuQTTGD7u45cx/evapdWVrw3kIbLiGVvv+UEzqUIskUw1soA7iwO7OExhw/Ckie",
-	"Z5SXIIoUr7MksWqS+URIcCbISgFdNkzikNAoSsEzCvizLHVYMzMq5VykkcXN+/DuVbkx2Ka+yQqtFiu7",
-	"l9n1HyBAfwf92mBbKGFyHE71Xmod2XwhFV0Yd9NC77ph3f7Yvd9kZuKp9UShq0xb1P9sOYnbGHvOYZGy",
-	"qbhxi75/2YE2U8fC2qj2x5035o+PMVeX/o/a8XQmUoVYruBsG8dqkg2B1gWdxW3NMMaM77kXf/Efl9fx",
-	"rC1mSMJtV1un53antMtlfObnWE08BTdJNod7BKDGku3pRqqxNYq1czvBfCJZeBWQ35MhlezRgZZo+32S",
-	"Uh6JKQq5Zof8iaXxaIE9fF2CjEFNfq8oj2gaDbiZkiRJPExpumgR1hl3NCN6u1ATwV1e2w6+vtm5gXF3",
-	"tNRsOXdpOdWlgXN8Pfrxj8fp0Q8//vcv6cX8Lx/ePjs6f/X2z+ei/4q+ou/nW8NnmH2q8v/L1npnqqlQ",
-	"laUdbRlnNDDfWNrmk5rhA3ilj+xY57N1+D8VZ61cDRK9OqVfS2oWZmmsFgAZhoQyBAh3dEPbf72w9iEC",
-	"uw+ybnc/3D/SHDmloWKphI9Yo7pHvmM9x0LHcSwGK4vIcEH2j0jCNDeT4DeP4nGsZDMHBFgDNa8JxIea",
-	"N5IuFFyKBOqDAwc9H3TIc021ejJDpi0AaVOT883Wk5gIwFUikoEtjhABSInYQFgrKjCRXHHRghSxh2M+",
-	"EhZdmqKCano3+rsypTFXNOaGwy6PrMY4k2TUnoBiQSKG6LcpmSVUaSMepNY0S1Tc1tKSs4Sgey/m45ZB",
-	"AUhifo1bTDMlprCdnQG/KDbsiyUZM651EBbl0C8IEwnINLO4s6DTJMAAIbbkhi4w1ScxDEJNb2OqmIQw",
-	"f7rIsR+kIHP9i4XISMpoRECfiiVhptB8XnqLAW/CdZh63gEf8N/9jvzAFOQ6mPoJ/WmvQ3Z3bW8H7nqj",
-	"7u6S9/EYL6YokguPtArGfaLRyrPtMWPVsxa0j9ZPPn11fqJfRQgJgkBO4C9PdfJhvHAi7TaoZ4PGWThl",
-	"gwZpt/8iBa88p4nUPZEPMpea6vNB0AiB1t6k3TZgFl67Mn/4IAjMVC+wlTqy/fwutcjBgXe7mwAAAzyM",
-	"ucL/kHWKYTMlUmbLrpUk71+etfuHj8iEykkHXgb9aREelpqIXzaFs6dkGkt9fyLbCjtlf8FuSsY5SfmC",
-	"JEJcZ7MWHI4tqww1lacSKvZGMY9Iwui1PnRCkA84iFPb1TMYDIa4UoxO/Zm2/3r5af/oy2AwDICG+ppa",
-	"XtNrH+MypEkC9GIzNUwLDGoZEUQnqxQQZmlC2i83aZVhfgaEfULKOPSDBhkMYEhCNIs52dtLREgTzQtO",
-	"jrpH3WIDjdI5nxvRM6Nj1iIzbSWQ3V07Jba729I2guktBb0VlLZENHHv7l4gnq/I1O4uERzOwkGknJjN",
-	"HTMyzOIESy5x6drGCcV0qs9LMyZ9uaEMP+PSIEklCfpKpcL54e2GU9jXp/BOUy5i6Ojdf+6ScDNkD5ST",
-	"jxbP6HLH2jDz+byTjsI2i2Il0o5Ix3vpKNT/r3/XrAAfwXR3CkHe4gH4LSuCplVyEL2oCl6E2Ek2+kuC",
-	"HI8jIGIEL3Or3ymg3sDPC8g3RgE6hS5Q2OXTNmun8hpBl1gy0+pYsRNsljIkAkC+QnYrRiOTVw/Gk+Z7",
-	"AW7ux8vArqoICeGQPQB8sQTuQXN4D8BtM8T22eZ8fgYcG/IZYjn6tZ/x+3a77f7fPHHQ7ZLPZKMuseRz",
-	"odRvdePZfPwejP9QTVjIZ8Jdkxfoo4U1GqXeKoE3gX09gRr4IbOeSs/GU6QcD9IoMCkRc4OLwrE5Vf6K",
-	"A/2KlS31cN6Qo5GKTIF3wO/R53cp9AY+hM1jaiIiGMw4GfVwet1At2f6M0uw3rPH+tm7NEcla3ujmq0r",
-	"tWJ1FAGz1HeGi3k+oR4chB1OCXGV0HQM5zAUkXXeGBwgrRj0yOv4e62i2rBYPhTsS8ZNzz0WXU1ZFFME",
-	"GYa94RFZwVeAyPPh+n0gkfoOKGatKxqr1HZUyQeHcyhgHJHPkBha38bMPXmIV7PYxE8/C9CjekNOq3xO",
-	"y2Jj44ux1jmZNx4cgGb1cciuMk5vaJxgFT6uMaKKasvTO0lQ8WyzOsTKWDpreA+KCuA/sbTgUpDuRgKH",
-	"JxWcEmqlwXfSAqDv5D/YQ1tHD4MmTtDUGgYuLUWOd4CCSs70JYKt9WQV9ZhBlLuEbWMKvdrz5xcvSFBu",
-	"BGIQ9tzHAazKmMMtU1nHjD01aIDiFzThIai29HpsDnLkf/0bT0mB/5bffELMcKe/PHnU7Z7Onzzqtkhh",
-	"kNNfnux3zVfFMfKH0yeHx8en6kmv/Gz6pH+M35SUlCAN9FlNbHDVNS3U0m5KFwQrY+BS6RsNG6QCYxbg",
-	"8WPCp/7EtU0cZUmiB8NkMVRFTZmZ+00O7QWhIDTQY0mCg/6xkYxFcnPCvQIuFpApmw6NEvO73xHohyz1",
-	"P5zNiWal0dFNtADMtwDJzeI7I8mB+o51P7Vfz9NYseCUBPgHiaezRNNWAM91BhwpMQe10xqB9DHvNIeE",
-	"jsBaIbhtW6ljrAhUij+bRsKfyTilXMFF84T4ZyNqpJntZ9Q7QN3TOpx+m8UkdmsuSJrPBJCczQAt+y+z",
-	"qM8V6xVxaiinyULFoTRD2IwfN4r7wA1USSFDf0PutDTLsYazGyr/xI1lrWyLoihbxuDWf41Tkc1wdOMC",
-	"sGPnlrcb3PvIjR7zoRba6N6X0Bm2OGmXVokuts+G5P6ELT9iPgay08ePfWUTwF7JuBbQgTEYgg75OdZf",
-	"k5ue8bGjBERH/Q0Dk+4Eg9KWhmTL/BvdoPaqDjh65Vum9ZnhdhafGpIz5x64p+yQp0kMSSgA5BaPuTb2",
-	"MtOVuTRAh5zxfAoDrowaNBZQ7zCnYDlOaXrNAJt0ljJgu1a1BeKWGZdMBVrGMN97YC75M/NUrAUzAKId",
-	"Pz44BL464MF78zB8cXR4fNB0+bCO8XD0DyVxyLhkntPnbEbDCWv3O91KQrg2WCh8DcaKeVbuvTp/+vzN",
-	"++f6mc5ETRMP5LFR8qw1Wg3Xd6jR63Q7XexeAK6axkljv9Pt7AN2jZqAo68GJR5SHuq8xMhBPHh2/+VM",
-	"S7xW7vz0HkUQxVJXAv0b04MJ9982pgAvlIcvrE9T25TKOqB8zf47SZwD3PQLAvAqIU1rucDPXtPmixTQ",
-	"lQaCwgMO1oKnS0sAwL2AIA0+jy0OTohKM4YQt5O858NJsdVD3uEBHUlTJAJHrOcRlElK5SI3ftgRNr7f",
-	"7W7Zis5tVLEb3U/cdKQAj43flQ4zYz9ulkm5YSLl18+jtA1JvB515kYVEhK9ZnaFKLBt4GEijHlrjaX5",
-	"mWsyn1YHEDbLrfzy5dKbL2TTbtHhrthOY0mfOw9O3nQd+ZdocNdqHHR7yx5yF2qv0IMYHtpf/9ALkQ7j",
-	"KGIQTz3oH69/otwFHE7C5IatezbvoNnybu+rOM8CNWxC0TG0f3zu4FgqOppHeaj6NC71sLXd6/Lb8WUp",
-	"w8/RW2obHbVyt+rGzL3CDscs54b3Z4bAAyptonPGVuCD39jfP5r93YHZLW3o6ej0X4bBdddzj+9pZJ5r",
-	"/Io8sXuw/ok3Qr3QZss/kIm+Q6QmCPbl5HF3VupBN8s6BaqmSZMtgyu2MCrF74sXWF9TzElxV7xwlfN7",
-	"hokwW94fk3l7WZYLy9X+C99G/w5Ld7myZQM712ymnCMqZQo70zgs1P0uVizkjtNmpXHrgNuttgZ4h1zM",
-	"BYHETciVogBYrO3YNtndfcPmDpprd5fscOFaFZ6QYSrmTvs3xVMtksTXtj8s5FjhQD/5GF8Ge9ecoh4X",
-	"B33CbhTEQ5smypUlCRnRJBnS8NrV0ps8RrBGoahdzHkrr/0jZCaSRFuoKo3HY5MDWiiIlB0CRV+ukCuI",
-	"owC8XqavOotOTa4ECbzKqYDMJ3EC7whsbVVgQnf6pRhbMxtCrZ9U2WB38VWSzsHRY5ygoziBXIzhwgjx",
-	"ULl0wlVduFYaPrKx9U2qf1/xdmHTL7g+gJie3x+bCbrdTXFZdV9aVcUoWbiicyAbbAvCWRE3btmE4Jnt",
-	"ZoRlFPU/zDdzzwqwtT98ilV32gK5r85lNIai7VlVt6zZWWiO3LjpNfJ2xstK603P9EppvSn0/qp19euR",
-	"kN4W+u0unfXawu1yJ+A1mV366PJyVKPZFWpKsS37/QzMZcZlXZvcb1rXv7Il+oBGqLM/42gT67McKKh2",
-	"fq/oD0vtzK9hY3rQcD5ei8WH87ngCub3b4Dadg9eenjROzjpdut5aQ2m1rbMdEu2uNIM/cYLv1mg9Rbo",
-	"VzM+i93UkG1iVhnEp70O/NY/l4c6m1s25V9qoYK75x72Kei4vmWKgeKlEuKVC2GbiLIBd/LzIr6TJbmR",
-	"B5ZEGoGlqVX3WBr71aaM5QmfJwPuQuOQ1wo7WohzY1AcjD2RQUCJC4i1YluiQixLTiHfkUeY4KqylAP0",
-	"mdAmnDZlZ3RsGiotNaNe477cW5Tl++s5TOeitJ21Wnyxc/CyDsCX1Ya9trmu65brt60t9WOjUrVIIubt",
-	"UEhlEsoT04xUn3HKMMkBgusJlTIemeV2GuWms6UWsiATit1KnaKM7V39Zq62D6s2rMor93oc1yz3qHfc",
-	"Kyy2e3h8cHR8/Li82OduGFiaZDTV1i0kJbSjzB0k9C812QU1q7xgt4q4scg+0ptdsJ5a2024vd+2326y",
-	"9vsEq/JWrUsEpyG5YkLIlC6g1fW3kNU/iaEwtYzJSjnDqZZJOY+LFs0E/GLvE/x3uY3wDvgneF4MWxhi",
-	"3cH5M0yRLoD+LZMLHXLmOq1TRdgtyJXYYFHm3HuYKVtfXx7RrxjCTJLgoHtAyom3LVc6AQ5Jyl2Wi+Cs",
-	"jtuPGTL7xgby3zZphvIUfUGxpCr44Xkew8J9DVY1ba4R75Yp3E22u1bbD+Bsmtpu+b71pWUPsXN0ourf",
-	"VEJtyZNX8uNvhsw3Q6ZkyLh7dl8Ob02S3A7Z++Q5PVb7hYqVxkX4/R0VQ+gt76HcIhb2oeWDobe8yq4y",
-	"bseA2y1puixfDH+gbQVoHi7YI+MxN7iTkEFWz8jLWNv3ZobYiiYqskMzPIssKKCBWTPbU3BGFfvs9P3u",
-	"OB9LqDm9fgnuxvcOAauiao3fqYqj0shmUqWMTomX/19selVxp1sXUMkZtQ9RGn/Gx6UJozd8/VTf1U8V",
-	"ci7WTOywMrF+t/vlstzBZ9mTfnudZct2HXFWeBK/Qv7JvaMgSzx3Jui9na9uc3fn27K7sxxs38i56jtF",
-	"kYqq7tA+oOKUG9uUIjCVvjF5l5gCZrnf+2UZsWx1gJsrBZWGAPXqgY+19U1D+KYh+BpCUThra8xro2HV",
-	"BosIcncH6JoAt9+R5XILvWPPddnB4Pad39lqzEQdjPEfXY9br6OQgMwTq8JwMW/ZStxRyuSk1EyoBQnr",
-	"ACVmmzczskPzFnAD7vfMktiAL9RafcpOvc5a2m7GpsR+bwg9JmAMw1uxKREiFkJip+dM7gy4F/wqt5xI",
-	"AZ4Vi7ScUXxMaqo89ZwcvHypNZIccHisUjBap2a5w1urbPW3VLZyFNCc6P/oAX2uUKx63bIGgHKhVt73",
-	"jqvy/i6SrhTY217SbRD+q8i7grDq56vYSALm/TuWyj9vyN+G/NPXK0em/SYJf1OSsLuBJHxqStL/gaIT",
-	"0EQ8sWnZyfaiEmoGa83szdM7K4WRUMZXSGmrBqTcFLeV0r+dfDWz3Ppg1waGWXFXazqiG6Zvs20/Nnb1",
-	"gZZS3vA3hY7rJx8vDfte25ahzGZXd103L/PR/A67Hj92ne7XmCOw/G1y8L565prfRmJ17prfQOIb9/4X",
-	"jUpVWNo97ZBatf4dG8cSgesA1xWcg7abQTFG9F3escr5DqFlReDQDgZ856OFTyR2jkVsI2m+thOEa9Zs",
-	"YsqBAS/wESaWADxCZvsp5Dg4fC/AXYMUBV6GR3eqvODJAsppAVHB4Ktg7jguLiCKXjNZcJu6hG5pk8Vt",
-	"TUSzVU7vll4+OeAe7AZgnbC8DHnAYUB2G7IZAsN5xbnauNFjFCt49Yr8gJhXFBdU6jWSGNC1m9reisPJ",
-	"gEN9+hCXAA3ZsIAY4mwIRYCL6FhMJBnYKvq6PklkBxaEbLLQK2nA1zVLYrczFirZPHWgtxs2Qmq5LJYY",
-	"sYERM+/CAIjbJVqMYgRvAJzhOphhRB53QMWhtmKhRKEAa6wHmaXxDVVswA0guWx2yDtEPwcQbEuzwUG3",
-	"S2oAn1yxIeAPGh9nbghj+o6WtECVGLqdsPCapOyG0cTl5BA6FJkPI/idtnZhSnUWJRLoz7lA3Uq/8XB6",
-	"fmQLo77AFf9eRIstNRfmMByK+otfmL/iLviqTUkL2Up6f2k1+BEvBWE54Uc8L2iBw/IIdnnhpX7s73/7",
-	"H8CEQFwPU5jy9N3rhq8uIS/Qs/UE9Sb9soqL40e8sDTDPvcej7phP+qxNkziDtoGIkvig8VA+ZeKztrb",
-	"tsjfhqKLgW/A0ahRXLfXV9ecwlpdNj+cTRRa/9h+PeUWP7EYyJtjBz+EQvzVqM4DiF6WkmwIpLUMmZjs",
-	"oHQwNUwha5a04VcCSXOdPup+5+vC3zToB/N/bO3O6G8yL1NdqO/3c65itfgHqusWnbeisj+0O6RQw49C",
-	"KWGK1an1OVB9FeLbKXKJGHfIsxw9CkHKTCMo9KmDigYwMQgyU7QITM9j28rABsOJmqQiG09qlFZZ6wDH",
-	"deTqSknwHFRX+Aye+Oa//BbJcwkk7OHvYGtFkZe9VuU6L2zubIQUIJ2WTJlTgsapvl2mPyb1+2YtS8G5",
-	"f+qNK9os5t64ttdQFFzf6Nr2ub6fwlanlNl62NUuxmX1qf8wp6PRy6yW5dXDrtKzDu/ieNxavVqnVH3j",
-	"mt+4Zjn/4UH45h2zHrymi5cA8xdOqkz3qcF3VHlnJa2TIIAvAAejGuJ7sQptiqBaCUAkdoJPXwrdfKaE",
-	"JknzdMA9kOETsqzpD0EbNsjSBFBfwWHDIpMdr7DlQSx4Qbeiid4c2xGUjMWAG2NVj+W6WhWZP7KS34ob",
-	"x+CteDFAHzoQ/I7aAhf1LhtjbLcavpdSk5TPVfvd7bmd6c+1kQtjW4lpeHlx2W+sqwiX/PAicYmforp1",
-	"v604XH+7OFzvjnG4BxOHZmbfxOK/UjLEP533ANnXr+092MszCVcmWfi+Am3qCO775vwci5aDVE4WBoIJ",
-	"Q0ympoHart0O725pRkYuNtdVkAGmkYd/bRtBQHLhMiAjw6PumFz1Hp9eBrDkTQYsw1iWVl03o2Lvzzth",
-	"o/2ToCx5iZfl5E01idPaio8chKlS+rFxgmJdQcJvMkFxf12CIlqRhw+ZoHjXBP1fKSPG3rz1mTH55fsm",
-	"y7+ZuHkujZe2bhgz5f9wS3etiMZy7e0T+kvmdG3iz2vIcinEB1BjN8CL6Av0sfJdpnusyE69kzCwXkJs",
-	"2445EAOubSWRKUKJjPlY2+DY/xo4/yEgbUKujPU/QnXijGaSRR2CiDOYmOTa5wN2pP2lndiA61noaYk0",
-	"YhGkKV3HsxnzO2ScQENpEuhf3bAULadA268S2+MJycgOtH1DPCzBmWwS+JnpFxlPWWvAaT4IguljcARK",
-	"LGPpdKE6qx7P1ffq3tUoNxMoJVbA8LauM8I2AXqjprGULDJrWTCpWBrRhS9pC7viC4meJz23Z+A4IwOd",
-	"XKdSrL7YZhSteLHGN6b4AEzRkkh+qX9d4wMu99dhbO+hMEiaUiHjYstjoMA4rhmbQUeavL0MKqHYKsbE",
-	"NMFTh1DwKQNfI0AxAQATNEMUYZilALzUyrvfu1cBUJLMppqJvaWZhCQuw9byX9muNQ566axaUjTghUqk",
-	"jUqK4D2rA0f/vpfun6TEQlPNr+8Y8GTKw99OU0aIOkYprdTCwOV3VctiNJ6d5I85CT6CeGph36JmQHYA",
-	"SEUq0jtA2G46FqcDHsD3gUXwhuQwLubNvKlzCfJS6yBzT2tAZlGck6dvmE7csRxwqFV0+RUijccxp0mh",
-	"6BDyO63KZPQZDyOLYQpFKNKUhQoxuMdMyWIt5YDbYkrUNty8IP+VC8iBdfxjJ0BNw+Y0l5UehAGiioRU",
-	"suYp9Mc1DGrA3dCQqIu8EBtFxcowNllfywjveAjtRisn1ZRR5Nf++ZUUGjIVKUeL1yk2NQpN9+juCs07",
-	"c0c2ijk8RM3mxZwlNwUb5pclVZwVn4A5EK3n2ZF7/dbqHWk14KiX+0++bh3jOzvl1XWMehtA5ff34pvh",
-	"/03c3jUYDuaSYSpgPlXMx68tejVb/Up6MeORaRlnrssS8YYCwLRi8NRh7PG9MKK4Q97pyYJSy43rwBMa",
-	"m6i1ZLVWewKy1Ly8bNkPuDmbFkg9XBGIWK0yObm3g/0jlhr7bNqsl2H6HL5pz//s1zmbstzk+pW1aL/+",
-	"7Ovc6HMpQZeGS1pMjm+ZfEMbDjNFSoIniw55IVISjFMasivsd3NlOhAHZMe2CRecaVW6RagacNCtpb6J",
-	"pyToBoTZ/tgiiWyiI0WsjmZZqXe1fHMBc6QqSzFO55Rj93HQGnD9YoRH07q1W42vOmtOPLIgajF0DHes",
-	"bEEwVaBD3ukDAPYEtkaUpWiAw8IHHFdeWApLS4upZQ1wrvZ64+neR8ediKzkvvuRsVl5dw3SCvzY0/Xq",
-	"DrFxsv+oe4csGtgvlhdl3D93BreqpMjia2zDd01nbb0qPBbTf+nrJ9T8w4vYl+GDrK382b/+0wXvzo7m",
-	"v/T/fPuXH6aPXw7/O3rXC1+Nzo7l88Os8dtMwVlf8ANMbEllDzaMth42u68eDhBi+EDA4Jv6/83FnTOa",
-	"mhryryv3FZPqayrwQPOm+N6HBQxs+wQD7ZzjP9tCbTEiQZ7KEDQrvnEu5q0Br2B0ZbJVbTY+98Nx2GGu",
-	"AF0KAVeDa+mgSAGHsgJVCiEzdGdBM1ODVW1gQrEaHP5tlH/TRaeYmJR6HSSgqunMwRkMuBkRKrxZBFtk",
-	"asPBJ6jtF1MWbtuyc6GauXliwpUnBFIcTE134MF0ngz4MBFQdW/nix3vE8lsXTcuLqTceOlAJ1WCzFIx",
-	"ZBvXdetBHsK15vV9LXad9ail3ICymNN7tb6bjb4tdX2HZkXn3PbS5ILJB9JRxHV1C6pxbT2un4/kA7Ye",
-	"HdQittYlGJ0df99/uv/s4Pnhi0c/PH559IfjH7uv12B9Vtx5wGBWYr2W4D0N9Rrv5J32WptSyVLJLTIV",
-	"iqnrtAx0nmNFQDsXJ7vd3qKXpflNXH8T1z6cWKHp9T3E9BdQnLM0VguQv0NGU5Yi4sLHSy1kkdvWdyWI",
-	"ZSHzBX/qdOQ9ENJmcnU5s2fntjEI9VoshJSDcyrmiC6aKTEFNmJw9ieUc5Y47P0iyIogUUpHCmQVcCWo",
-	"HqHawh/qk7PIIpB3owTBjY0hfBgKrleKsnjIRgb4JpZkQrlBeKHFrq7NUgsgkKE5XIrgo3hsmOApWur5",
-	"OiVjXsuhmh5HsXLQLXJCZ9BfSFMKVfEwYTliyk8zxvOtPHt7fkKs39B+9/7Zj9pYD4ZUsqssTcgTMnA2",
-	"zCDrdvfDiZAK/mJGcRs0AkxJIrRwytdsYXyc+l34Tx6RIExixlUHp9FJYql2mgGul2QcHZ0RymqTzWvA",
-	"5asJws8tlFMBZ2kZzNLf//Y/CIItJyJVCHDRMgettQtDMUg+PjnpB8FFinriy4uLt2Wkpg7BGtZxzI3i",
-	"IS0gfcqo61n8LEv1uXV2d4lrbwsIS4VWXJAfoa+eYtyqZwB3o1LKpbZCtRKIW4v7ZcOOGGokmiTIG6M0",
-	"abpkSYQkFHMyZVORImgT1XobKpGpJuyUyglJhPQczTjv97Dy3V145d0gqcicLk4MGEwRPhbAg/SscT/O",
-	"n7XyFQsb1YZw7QleeCjz9WO9zVY+oEMfR9WxxiumX7UT3PRaSNCa1h8dkJevz56237886x8+0pJ30Iij",
-	"jhuro3XqQQPpPmh2yJ88nxnlC1LZEpLEw5SmCzh6QoIgmC3URMA/kAjLu+S6V8bTmaZPMxJ0jaaLRNCI",
-	"PLEf7gwaDrdr0Gh20IW3Y6gRZtuytNkxe94087C0iLWK+lCpIl0iW+QQ/2cac+jYDf/tk4n+bNIivS78",
-	"74H+336XYFeq/gGZkJ3/93/7XfKfTRPP9vUS/U6r9/dvb2HDYk56h0R2SKCnsGifYTdqTaeCiyxl0SlJ",
-	"WRSnLFTS4SVgz2ttbuzf3uofU9B5spQ1TyFRUr8KciVtZKSYjnlqMiP14ZoH0fYymZQmhdI8i0QmOuRZ",
-	"OcoiIdsJ1mVsKNP+1oEvgdvU5AbuBCauEjTRbtHc1UZTgD5dzqOWZy6MYu7dOZczFirLM54XWlzEUptm",
-	"Y+v8s7blSjORWL3hFMjWqpV6Ofr9Q8zLMpFfmyuKcF5S6K9nWZLYNy5Bo9ATf0HjFGasZZmziCdUH1tI",
-	"Z5AaYeDANU9CAGjME6XcJXuSlCpTJNo0DEtqkepTF8IBRCyBNvGudLUgQJzCUxUhF3WyAmxgu31eq8CR",
-	"Z8DJDvERt2LHwFEBkLaU0wVK8mieUVC8XYXe9hOWspbpF1RIa4FgXQR4BzyqaRmPv5qJJCms2vSW/HL5",
-	"5f8HAAD//w==",
+	"7P39chs31ieO3wqKz7MVytOkSEqyJapSu4pfEk1sx7HlycyEXjbYDZI9agJMAy2aSVw197B7Dfv/7xZ+",
+	"lzJX8i2cA6DRzeabLCfOjLb2mchkE42Xg/N+PueXRiRmc8EZV7LR/6XB3tPZPGXw9/OEX+v/ynw2o9my",
+	"0W9ckIjO5jSZcJLqL4PGDU1zph+iWTRNbljc6I9pKlnQiNIkupaNfidoRBmjisVDqhr9Rq/Te9jqdlu9",
+	"3lW30+/o///3RtCImVQJpyoRfJhnaaPfmCo1l/3DQzOldiRmh/MsiRI+0c+LGU14o9+Qo7b3RCNosPfz",
+	"JGPxhlHEeMyyFuMxi93z0p9dr9XpXnW82bH3imWcpsMkbvQbUTZrnZ4edxtBYyyyBc3i4U850zukspwF",
+	"DXgo5dfDTvfPTy4eHz85efrw2aOvT785+3Pn2+6L3sujV42gkVKphrBLZmt4nqZBY0bfD+3edTudTido",
+	"zJiiMVW00f/lQ9AQo3+wSM/VHEHG4iRjkRqq5Zw1+kedXtCQU5Gpyg6UN+pwlNLoujXOkpguG0FDpvmk",
+	"0W9UP1VU5bLRb9BIJTesETQUnchG/8eGJYRG0BiNW3rbGu+ChkpUyhr9xld6GPIMhiHFoeXzeCsh5Gqm",
+	"6cmN33fj642Ik3zW6DfYjCapnp/Is0i/kLOFTJlSLGt8+PAhANp9nkhVpt/vOFshXNzYHzdQcPfodC0R",
+	"d34LIkbC8OnUfuJRJX50l/Ton1DnrH9y1u/29Cp9CjU0+zkT6G3JslNDlh8+vAsaUyqHM5ExRyicvVfD",
+	"KM+kyOyOeHsgFZLklNGYZchZRQREAvTHZJQlc/xn42rKyNvXz4kYEzVlxBAdweHaQBiwQ41+45DOk8Ob",
+	"7uGCjaZCXMvDxdSc8EXv+9Mfjv/y8K+P/nb697OLzlfdx70nerOiKZvpQ9JH+JzxiZo2+r3O8WnQwKNp",
+	"SJXpLdHTfU0Ve57MErU6yWciI4xGUzIXaRItA5hqxn7KmVSSSJWkKaFpKhYsJlwsSDPMwgNCeQwPShYJ",
+	"HkuSc5Wk8MlPuVCUJJKM8zRdkoxJJTIWk2aowoPyogeNa7YcNM6zL0/Ozs7Vl92ADBoLkV3LOY0YfNE7",
+	"w2/WLvjk4cb1tl7BqurPBqcK606YJHQ+TxMWEyX8PSDNy6dXz0ic0bFqJUyNW5rE6TxpZVSxFF5iqOGg",
+	"T8KfwmLz5iwj4SK0m1S/+J++fNjpnC++fNiprv6nL4865qt9l89UtmxdjDUHXVn5G3NkSpAFTRQZsbHI",
+	"9HJVtkz4pDTLo9J7E57MNMfuuHcmXLEJsOmg8cMPP7QucjVlXCURVax+z2nxRCI4gdGZnksuGWm+fvaY",
+	"PHx00jkIyCJRUzgHlmUiI5GIWXkDv2I0YxnJGE1nXw4acpGoaDoSNIsHjQB/9eWgkfAbmibxUIlrxt0X",
+	"Q29iXw5gYhevLsk1W2rK5UIR+FV70Fi38yfdXt3O/7X1Gk+/dRnXb8DlE+QHiSwobCnyTAZkMWWcLEVO",
+	"JOOKUJwDCf0xw4Nzkig9SZpKQRJO2A3LNP8To5TNSCyifMZ4hbtk7CdkJmffHr3off/oq9PHZ086T7vP",
+	"el8ffXO8bondXg0v+RA05jSjM6YM+3tsWGXdWkOPmYaWDc4zdpOIXJI5nbBzImZ6PYqMRQZfj5NMKvhO",
+	"rwEEKsq/oMHpTM/FMOdNV2KWcLcKPWGtS+iR/vePF62/09bPndbZsPXuT//dqDvDJyxN9KZePtl8gozE",
+	"5snybsfpDe72V0c14tkuak7VtFiTHUlLfy1kf8q1xmBlfrHQ/87YuNFv/Ndhoekf4rfy0Ju3XsZlzGZz",
+	"oRiPlt+yGg54QXKe/JQzAtoTaVLy9u3lk4BIujwgakoVmdFrJh1jKNOspGMGZ9Y7JlNNvm2i90bSGYNr",
+	"5K6v/mTARyLWsmCe0qX0jplyuWAZacLToZuxar2GR1ncJ3oHwgOScKkYjfXOa+1AT2eRROzcvcO9dcAp",
+	"F2rKMgIvxVdIEh73eiQp9mR4zZbDjOWSxeE5WUyTlHkTc8sE+ZflXAYkPO6cDbg/hHlqmPDhPBOTjEkZ",
+	"tsm3bCkJzRjwf8NW2gNeopFT1jk6e3TKWsed+KR1fMROW6Po7Kj18PTsmJ48Gp8d9Y4tpaB0KWjFO9iW",
+	"Ptm1F+Fk00UYDN73uq3B4P2jp+suwhqN4RuxIDPKlyRRbAZyJGMqzzhpdv/1z//T7XTKYr7Xqb/GIDpL",
+	"k4/ZmOapwp/M6HuUNl2wmqzs6dbKHm0hbL+uWoUtX9WtenTNVdWjfMw1NXPV036jqJLPMjGrn7lUNFOO",
+	"bbIsETFpmk0iRx0S68tkxHeoBKpXdVs9zsAOKeY3FtkMFGStK7dUMmO1BADzu/p7De/g5PLi5QXRvyQ/",
+	"C86IfhOReTQlVJLwaZ6JOTv8imVpwkPgEzRNJlzfWz3rgCwYu5agRs4EV1NZLCx8e/V4/VLUz/Uk03h7",
+	"9RjNGUvvD4+3y4F3njz402Hr3YP/3rAPov6UGI/LZxQQ9j5Kc5ncsGJVXCzWr0nc5nB+QFNhO9kbm0JP",
+	"dC6Sqm6w1dCouQJmxI+5BcXsQafImJwLLtFX9RWNjcYDzgPBtUgAv5TW0FFzPDQaz5/+IdH08p1doDih",
+	"5T6mScriqufLqTAkFgwVvhlV0ZQk2ubBBXhuBa18Nvo1wwaNmCmapGbPrdSYUkm6xKieZJywNIZN16qn",
+	"BP+E+9ksl/bdQEFIosRTVDwabQ/7rXe/dIJu79EHTaluGXogEbO0oU1aLSopj3yzEr6UhyMa/49ex50a",
+	"iK54J/3QWObHmhdbA/wvbjuI2w5DpvZ05OHqnsF570Ykr3AU/Mkqidvtrpyh0VPGLGM8YqQZzmiq7xSL",
+	"h5pYwoCEK7NChuNZ9VVFvm6a5vHD0rMw18eCj9Mkui392vsVJ5KOVsjXMB24y9oScE+tUuzKQCWCTWQx",
+	"zoIWA5ERi6i2x/RtyFjEtFppFCkWk+Nuh3wtOGuTp1w/r7V3UOBefffmiuzpyThkMAayxhW63XWQjMkc",
+	"2ORtyfqsIOsfKuzS398V8l7Z4Lun7sjQkix0avQgfSG1hqA0hdtnNG3LNJ8MFb1mQOmeW9F+OOBhddr6",
+	"ycIE4cNxmkymMNo2dfcANds7uznPRDZK4pjxW16dhMt8PE6ihHE1lJGYs/LleaM/IrNESnQXVm9Mze+r",
+	"d8Z6ClIaXaMxA88h3xFzliFP5IzFsk+Q9fYzRuM1RI5P7E28Vu7iLMFN6r2r8c4n76OCvC+9BRK7wBW6",
+	"rtmGu6PsYvOo2zpW3TnSDFcnscKm65xOmwhu5fkan81+BPtSqGci5/Et6RWObMiFGo7tKAWxvuXXXCw4",
+	"EVnBm1HOrxJudSCPal8K/BUZNCZz1TobNAiwfhwQHS+JJM73uJFOD2GIj2C1xwUtvoBZaclt57xCiNVl",
+	"3Q0VvhRoqyAjJQkHCrxmyy+8bSDN0L1Xs8LKVO5YZbCzvS3bM2wedMyKustJztn7OYsUi4lkmZbm+Fwd",
+	"/ysN5FHRGzFjaqotuIVmHYtM8AkRnIg8IzKJWZt8nwvFfN/5MIlJMgaXpl4TjRSR+XwuMnW3rNAS14mv",
+	"nl6alVRXXMPrSku+Gwq74EuCXiitYOYZC7RhTDl5/ewxOTs+eVTrsr0zaroS4gXlS/OxvCVVZVSxIfhp",
+	"6nRQvC4u3pNLFpN8XkNTpWF8aSoEOpJcxMTxIiNjz9H7qC9o1w+j3D3pHPc8FfC11qpgwtqUZyyuV/4q",
+	"67pJREoVi1s2oqRF8jVbNt7dEUmRrJiX1tft3Egz9KcSHrTJDzRRJPTiQKUolEdmpcjgJhorHlwTX9vp",
+	"x/b51SDVxp97j360wH7Laa6mIkt+ZrcV2nSeGPfxjbheczXghOwDq3eiOsQ6JdMbpU0eQwSZUMLZAr6l",
+	"ihzmkmX6Enyie9HpFvfCTqqY9MqdqK5L77jRtofmu/J2vRTkwpwHan/O3b2i4VSG8WUT47EWM87frpnt",
+	"oFEauE9MxFCOhvJ6+K9//r9Bw23pNfjsf9vdfIHrsVOu1X4qS74z7ScHbdLtVjOsvAlMPxM69T6qnK7/",
+	"kUly+Qw19Ld8nomISVjyU64StbytllUbPqoYmCYWFZAiCFWnZ9UPVWUDlVgPsAMQtOALoCROxuDnKiJW",
+	"RpdNqVRebO6t9NkG+OPhX+ZXW9wvHyFVe55CVqzFcBGz5FWNrH5z7s4CDSv7GhYba+IpuL8mkOgC9eGa",
+	"AOLdmgLGA/VGmeuyhlLrKHROVynyFTX7XNDgbjmc3qbpD4wFOswYhTebvLUbTDf9sfGg8S5oaG1X8xGZ",
+	"ACnhM7jUIaczUIremSy2raEHl3hlCLERNGz2wFCyKGNquJpIV6hC9hOXVza3O7E2d7HrJYmV8tngHpRS",
+	"2ryEk30o0xzuOsosHLsc3K/6koKX77PR2z6Gtt0uwRouXl1+y2rTLC64E02XT0iTM23AGRNdbwtLx5Vc",
+	"Mn0ZkSW9OHp5/Ork+4evH705vTr7S+eH7l97q5HBSjwtaHyVp9eXis2eWgO6PKMfpksiOIOYNyQhkFGe",
+	"XjvOgFEEsPEwxwVtO32CYsHdYwuRpzGZ0hvm3OltIGoxZ5lKmCwkRF1Mzw6rnyDNmijGDu5f2Ldtm2GF",
+	"0OouUAg5gPFfGag297AIetXlHdauABOaSsEzkw0GF4NlWiFOqUpumE3V04cCIkyxmdxRNDzTA+Nhf4B1",
+	"XOKPId3ArIJmGQWatxyk7lC+ubp6RfABNxlCU00s3nFP0f1bk7tQxE9/xKN3r3Pn8M790HDED0HjcZpE",
+	"16sz+o4zkrFIZNouvElkopBaIUcXMyDIS7hO4JFJOE4anhTZF5JcviI0jjMm5SpljjKxkGxNspf5kozp",
+	"LEm1Spmj9zLEvDYuFExswhPJ4p2oMEqp3HqcsA+P4ckPJs3bMPZV4mXceKcwhxmEPniH4Gx2ibsHjUjk",
+	"XGU1+VSXb74jR92HD1tdQtP5lLZ6JqOPkq+ZuHxFYqroiEqmL1Ak+DiZ5Ob++7coaGihpSWtDajX3M6b",
+	"JFrDIvA7cwjAInk+06QVM3mtxFy/TYySFLOrRylTjaAxEvp/QdfxaK14YRLvdAqXT/TDNj9mxzSYQsqv",
+	"CIF0QZeShHCmob8W+KR2pmLNJTXBBT4hcin1Bb07KoVIc8ay4VRIVf92/Y3NxghfQ2Q6CwOSjAnlyyoB",
+	"nBztQALaTB3SidEKaxTct5JlrQv9QEiamNN20u2R0VIxWV3WmlxWnzFBzoA5qMBLgfLum72v1R0proyj",
+	"XDinwLGT0nLW8rrHlhvUiKQZjUuO5z6hZM4yKThphtN8Rnl4EBBKoowuUpYRkREcgzTDkVDmSz2S/kZE",
+	"CU0Jnc/JmKkIXN50wPWiMXmVLUgzNH/hT8Nvnl48CT07QStA4YEejXKSzyFPaia45rHa2Ma/woM2+Y6n",
+	"S2KmSLAQY8Bhw4gSC5rF9gLIELKlwqJgIzRJheZSwBjuMpvpGaURbj28s/bW2NtbkyMKryKXT8raVpQa",
+	"zb0ma+74+zJ1HXVKeVj6n14ilh7px07r7KL1zZ+/ffHyVevqL62/v/ul9/DDfzfWzdTWAlXnOqcTpq8Z",
+	"bs+q+DJVLbupCShft6sGRQFJjbwB69FakTC9sUhTsZCeLjASImWU67FKtSfV4V5RKSG5zuZTK0EmTAHZ",
+	"6x+afOpQ846QCM8NYJOpq1nSW7nMNs6cJlKVGDMUyLzbxkwcH4ED8bawvAN1nGBTbvaFy3SzqQwrdLs1",
+	"NXtnutUj7UG3T29qWfUF5O9zFVi3DeM3LBVzZrTglQVFNMugVkWCbTES8bJNQr2PoSUtk5GgqVhfhkTJ",
+	"AdfzIc3w66dFfg68t6W/kIe/6P98sLkc5UtD58nwhmVybYWTNtTMA/p9OJkvJJFTOmc+cdx0a5mPvZWU",
+	"L78bQ3LcDubzq4RPcE8/BDv94Kmxq58YL8ZeP7ZU9/T9lOZS7fprreKgf3mPH7xF18TuP3jCUrbflFBm",
+	"7/6Dp+ja3f0HL+h7eIl8zWg03eeXmrW759/VOkj0d19IMqfLVND43EvZ1Io1ZJJwZiifIOGbD9SUSXbQ",
+	"3k2jhTmggqqlt1R0Nl9jUySKTOl8zvg+dgR+sMMcrpZz9pLOwBHuchN2ULB/sM+aZPMVdQ5m4K8uKF32",
+	"ytvMRa1jynar1rI3cvnk3PIwzb2MKozfaZa21HuoZZtheK0kDsucm92o9Zz71T6cW4+0L+fepnGgE/Qj",
+	"NQ57Sz5fjaNZquohoR7PqKUUgswH/5FKibumG24AMCJbCEwVTcUkZzUE4/96HbNJJGGzRKlV58EaF5y9",
+	"Rb80aBwnejSavvLeizu9OnP8XSHVPRoqVo+W9BqHJc1cgWlRXBULdU5C46J4EBKZj/QPRwyKiVDzsfuV",
+	"qF1scKxL2JOZbiMkODiocy+RU/FxvQdiroZJzeF9k0ymrRuR5jOGi4MSu/BBWKSvJzxK85idFxtCRkus",
+	"rBGZ59JZvcZF6GH3A9bn8+c3370kb5yuqDz5uvbE190bOIPySxxxuG1xUy2ocuONqme8Tg/Andx0n/Zm",
+	"wHCPS0z4pI4J/yZcaOPWvDQ0v4nh6DMJSJgxxNZoz6lUQ8W4ZCFpSsbIOpOgWqoPjmMTNizfR1ue56Rt",
+	"uc4KiqxMhdW7B83BoF356OBP68WuXuYrO9j2lZJm6M8TXTPG0bdI0jiiWWyfeYDemfBBWLPQB5uXWC4l",
+	"aw4GD37dYZ0PBoP2jo/+6aB+T0wwp07V+pvIMwg1XT4x4X29ksDW+Brz0sttRYAVGZA4mWhNGaR4e9j/",
+	"X63q2XsIObuXl/o1S/+rvtQ6cKBEVbXKC1as2qMO2WWd9mPq481zpGlqeI3TXwYkZWNFRA4uWX0t0SG6",
+	"ylUtLsoKK89nlBsvUxFskYKMaUaaI6Gw/NfsuVRUv5RqWXhQsg8Srh4eN4KNwAplrJp1GsGCSgsvsrsF",
+	"sgJws4Nx+vo5/NJA3Wz+wRt9ik/w0Q8VFJyahWQuCiXJRBDBI6gsMj+r1XS26op+dsC6vTPPrN23HV7i",
+	"IfdsuJftmgu0dfAKBtA6mi/H8OBhfQnmVEoWE8HrCXyfKM0KolCdUAbNflpcj9tvqo9LVBtSKV5CIjqv",
+	"vVdrXuLdLQ/raLtTwz67k/Tn1xXpz+sDVhU8pc3TeG0etjqKB7xUWz8ObPTt6+darZZTmlUQVHbDavJJ",
+	"9thThYo1IJrTFmagn9kQSfeYt+PUetpaNHmMinCx8PfVIUUZNlFCtBpm6H6q3XiElqpO4zkdsVTunEug",
+	"6eKKTsr6Yq9GXTQ5cKuiDvQWLbDnTMzTFYtY7/f2YKCXzbSOy8HNjKaUT/YREQa/batYuHqxJWJoJIah",
+	"FZ9yV+WQ3S1zRmUGi3MqcfayaCmxjur9qvJTjwMEhWbhJWC4carsrySXS0dQp7TrTfoqT403eL2dZjDI",
+	"KjSZ8Gu4C/jGVZVIM5c1bBK+ChDgK02u0QoHXBRt1OOAzy2z2pnkzTKqrirUku2/q5egQh846U2bpQda",
+	"E83PVSRm4B+wOVmru+IqoTatppz1pUUij9n7+rfq13whyVxIODmr33kptJsVudRou9t2dxc2aeFMqpqf",
+	"y5Bwppqput9qeeLC3Zs3HcxrJgFzY8vRmBQ5mEqCKkgl0c1Mcj3CDBAJWWjd0Fvk5m3ey+Qv0VoNPVf5",
+	"eAEnsRETBx/bPtdteoTewGEG211SJ7zP9/AprBDFBjfDSqBoo5kGZAj6pza40IMH2SB9Ek1ZdG1yGNrw",
+	"WXjQJr43TFueYq5aCe/Xer4GHOGhjN1+Xus0I4lqkx+yRCnmbiY4qVVGudRqguA2OxO1RkwjDbTdZixG",
+	"OeBxnkFhhP+kRYfiosjOLbssExWYMWz+kLYIK5hPv5i0JT+PrvEsydhYvHfJM32XxrEOvLPb6XdP+p2j",
+	"drcHacouH63x5GmRYdP38r0Q5nZbxoZL29oOiuTSsnFBmHXVmNHouzcr2T+I5tpeRmI20kJeZAYU1c9g",
+	"arwQPydpSg9P2h3SfEGjhCshp+fkkiuWkhc0It+9IX8l3eP2w3OS3fS7R0ftzgH5mkXX4rDX6XY63U6X",
+	"mM08hG99jnuXUK5rsIN327k63FOA1CvzRUsnO+WnpLVOFCv80c0MUgIJqjbm8Nv6AXYzl6uoXXubzvtY",
+	"t7ubMHVqblW7XdVo/UW/2+ZSt9eqYjQ6Pv6+hZ5aZJp2/fZT8zR6QvHMHUO/jfp5gTUIO7vkDCBX/VjW",
+	"KYeCveyZI6NcgeNsxT9X7734ff1XO75qkwcKClqx3hkSBJ1SJxmPZeENU4KE3tvDAPMKEdfwuNvZ3Z6r",
+	"3L2NwZDC2VzvhjLnXBdagsBxnUuqgA6FWLAwKJqFed+sfPAF1k8sEq5/4KBw1jhsNzmNvM0GRW3qO3Hd",
+	"zo/YlN5gfpV1PJKnfCyyiMWEvaeRSpcBYq/mPGYZSQWN6526Hn6h+X+bYQxv7436OB/SHs6bTT4TiPxn",
+	"Ip/j3b5jF0rQwECG+V4T3Ud6Ve7S11HlRGsVaj8ZbLtCbQHDIX8JY11zTXIQ2AEa1EssGVmgTOdzyTJz",
+	"STz10yoKn2l3h52A8X+7dg3/xmD4vVow/A91bqXd/BU1rp1NektJQzE2qbkhpWTG7TckxsfPjcddW2CJ",
+	"kujsdFWT+1yBo8//Cnza3hDdTv/IrvIPcR2KS4BT/PxJ3hCtI/lkxrhMBAeU2Tqi17/6QlpdZYSFqLH9",
+	"2Q5JL5UqPlH3mq+E8gon9oxRgzK1JVJ+i2GLvi4rtq1xe0ApbECszwEqrQJTBBe4kkSRke/e1NZ6wb8P",
+	"6vIQN/vUcGZu4QFuap3c35LM6Y5xqw6mqcPRCujk+wBH724j3Hn9Hgzo1jmEfIiV4Gj1gfqY3a4QzKTp",
+	"IJgPdl35Oq9pUexWnFVgIbUBunmjE7WUPL9ZoplwJYiwsJACIWmadE9IisBi6IQTSmYJz5VLK9XL2lvn",
+	"O+v2/v2aen1CEXnUueod9U/O+ienn62ILGLhf1gZaZewAdu/dHWqhV5bT3jncgE90h7lAn6vsnXVAs5A",
+	"/ohcVRso/KPUCoyTVLFM/mcWCFQrm1ZdKEWcM4XniJpmIp/gBl68uiRNygnN40QRldEk1WS0mAotMuLC",
+	"e5VwPbzIlgdt8t26iNqAi4yUImorgSpzWHjbAWMGHDJUMx1nfX4IAHQFGOpW9BWMVQ5Ba9OjrXAV75X7",
+	"pbCvOhZt2EAqEtE0RZ8ino5zLR/UljLY9Wy+eg625kN1XVvi2AjwP2GmX8r2AHGFAs30ArdZlfd/VKgA",
+	"6c5Sa30F30Ye/IUs+1StNuNXrNdpMl5IFmJVhRa0tzJjWmz+J1vwJ1ed0363V2PBfz79R2sy9P7AqkrN",
+	"auwl8vz5uzM1FwLVPw0cr8CSbwNZwxVpUkVmQipy0jHolTwmp+Tb5Cv95J/ffPeyen3EgkPOwSQTCzVt",
+	"KUZtyos/pZPOGgG2k3sCvG6JVElUo+B8IoMVQKFu6Jok2FEeXTNFZPJzqRh9KnJAtwbKXDB2jRAZalpr",
+	"eH4am3iNJbze/pVQPruXjgin9hXswS75TZ/UwtbDK5ruPu/HWqwBrpP6uX5eRQMqPGesvIBeU9DJc3vx",
+	"4Haz3zf1Ha0F2InKLMgdzbtNl8ccg+YGaboD1sHqPlRdeXBvdrhS5hI0E05C9XMIOHVvrx7f1jeCr11d",
+	"a23BvlEHTK6mmYmZF+5au7RLZrEri3qMuf7wbQ00mVj7G3CZGuQfGRAfx0cGFpXHFECVcHzu0hNazKQI",
+	"Se45NEZAh+ve8ESzXR4p8wIIFcZ0GRCZz2Za47IYijFd7r+yCgWU/Z7Vua27BVd0UitA6IillfgxNhM8",
+	"6ZBoSjMaYakaF4Bal4nU+7harVb0MvchrjZV8P34vweD951OazB43302GLx/9GxDvdrb189raxHpSIo0",
+	"V9DxuU9CrSiFUGEIKlNImmhmY8NbSQRPl+iGLnqfQJc8C+EyO4D15pJlRSLknEq5EFkcgPPaR/VzTWWx",
+	"20FArHrQ6xyfertVbUS5Wetdqbgq72H9Bl292DPD6O3VC9+Ao3FcdGEu54KgsSds11uXOaRNvCVmidxU",
+	"q6EO2uSSIwyX5nBeAyVsSBqxIv/jC80W/cmck/CXD5ohzMQNPleTaV60t6/SRa5mQ48gi2332uBX0tpq",
+	"AAcd+m/N4ObLHcax/fbrhjHflQA3TFf+rePatv1145rv/HG95v47DK5YtmbK8M3WET6s4USIsrMnnV4B",
+	"ggFLsXk2FtOc64uv9XHzhVSa5Rp3VpQyqgka/4DEYtcMcJZw/4Xd3etcTRKdZi45N499jhlydRWe5hG/",
+	"0tM5/7DdsHNmmd7Ax90O8slNhaBltrTZQ6ituImwJpx9tv3S/PEjPvbOf66VzOYCFS1ohNlvTBI1zUcY",
+	"q6DzpBWJmE0YP3Sv/uD/XF4n85aYI5m1DIyty2LalCIIurf+fum2yfKiRIFT0O6oiSDZ0jk6oQk/uGX9",
+	"5bYt0oO0r5IZ+013abe04Zp9am+tXK9ux36V7J8dRW0pGt4tPXP/FEun7ZOIztecw/55kluqeLdtPrzn",
+	"N9z7P3QS53lVJTKtIT6XRM4dLvf2itnP7rrumXm6QaHZPbUUK4FJE9JIR0vUjyXL1ME5Cc23IWy/7deP",
+	"es+UlsqI/eom/HRNPux2333vEzjutZL96A+SgvqHzsK7k6TU7g4ufUdldcIHydX4lgzFLqZCMgL5Wj7h",
+	"Opa2DVqs4GVHvVV/6cdFGAK3nB1jDWbrikuvb+wtrJjFVKTMdA+GSl0MH8eMq2ScsFhzhERJYgkfunBY",
+	"/mV31pXp0IyRjEmGAbv72qA/Zm3Qb1Ti8xtW7tyX5dyX5Wwry4EWxPUNiC5N1+QycFqkNSXJ2uTK4VmO",
+	"tfVpmCI1SJffzRl3I+Dr6hyHczpK0qQW/RM7G+ixcBD94liUDtChPUwBhEQJAbEofSUhSZXNRiyOEw4o",
+	"KjSPEwFRztg02q6NMXoRwoer8g78je/VcJHwWCzqpbC5YoTnsxHLQByLa8ZBMCd8nvuLolHE5sjEnSrZ",
+	"7Z3CrbwdTtqGvi/4SuyomTIKyFhZ2d3soCQBkf0tT97bvqmkaY40EpBllQhejjx0H/W63Ue9R8fdmqnX",
+	"wFRsRnotHX0iyUQIbNWdcPKm6Dy2GwBsnMh5SpdDXg8ZiRy1lTEag49SP1YOqnz96qp1LIg+gO2p8rtU",
+	"XsO12y1UDltQipJjC/Ra8NUFZ/FwtAaNVmQTyhOJhXJgycwzcZPExsSBYcvrFnPGaWXJ3d7pft1SCtgN",
+	"N721nKg+0RWp4PIJGWditgohXMx3MletY9FaPSeY9A5oje9K7q7Wu186Qbf3qD7VFSa8HqAVr0tLHz5V",
+	"iaYrSMkTY1zOxybAIuPeIaXhd0Nq9Tq6rwiX9V3Aze3WylMYiZiFAVlMk2iqmYCEjk3nJAQJa5C3sUdY",
+	"CJJHMwiMwe7aVu7CDBqQGY2mCWcFGwAAJSiwKRPZStO21RyL9Qiw/93Yo90cYFDPU2qKw22IU0RRnmWM",
+	"R+y3a0H3SdvLFa1X60G01dQatT7Y1NZ1+z1b6wYuMDbMk6aqGOJZVJLQb98YtrezweKGDGUk5mzdnidc",
+	"5uNxEiWMK3wyDEzbEv0rLyQOkH+MxfIObfZdm/lZyncmw8nZmaeE+FiInlxfq/yiB860ZXXJVOb663Ha",
+	"u4hWVQ8zT96+vsQqOH0tULg5c16uvOoccRalSG8QwYhiYjKOOkr4xHhWi1tfdOfdcv/ruonVNsevJY1S",
+	"I3skipJXh9kWLNAMv4XN8O2YpBmaRtVOX0cw41tQzukW/DrXPQOhCgvEQGzh6N29DbLB4xK1nRwtC5p7",
+	"uVyWBZCnCEdh252Exq2sl++McJOCAu1YQ5KKiCrnNa+iAO3Q8hMTtqukMculIiPmUk66nU4VQLtXt9mm",
+	"0/taVx66pmxTNXy6/OZKG+ddLpDbmm3vRbabVd0aVbjwWaJ2eq31+a9eXQDhN9+TptYMHp51ugck4cYo",
+	"sTsA3Z7Kl3IVaWjbtq/YyGs7jJZcEr4/CFzKm3mno1Ucok3Co04vtPAuMM4Bqi9HnUeou2CT3wiT/0dL",
+	"W7wrAaHNQsol0fWAQ//MnGPh/1GnG9qRTnEkMwbCoCPbRQS3ZvhYf9V6jElkfW2qtuiEfXnU6YQH8KKM",
+	"zRlV6NWSAw4KN+QtmlJiU3sJDBYcczB1oeyMSj35jjrdQG/WUedRcNQ5fVcnL3xP4jqp0QIPF3omvdah",
+	"epdK2WNNaDSJoP9cmFyzSn7cSgSk2ntyFyuh6ZkJYCT0TrofvO8P/mez/6P+45ducPLh4H/Wan1vjItr",
+	"vcZDPQhjaryAzOzDOen+65//5+ERqQDZByQcGoJohQGmwSaWc1HztL7X8Hh5b9YjHz882td8GsK+POzV",
+	"206Vau6ag3fFxq6jYSW33jl/oBJec/ECe086JECvz6aENhymD+oQ+6DW55nbHuUbWuxZJET0g8lkwqG5",
+	"KjRl1+IC8hs1tYLxC+eRCYV/gnN6LRzoJwG6X+9qudC3d4NX8qTWK7nSDL+uX7jnpyH2ByRRfQitZCxi",
+	"yQ3LXCNwEh53O+RrwVlImuFE//cAvPmJbS8OkzyB/F0gZ4i9EJlHEZNa9zG9903/BkMeeqCG68vfCHie",
+	"pu92QbU3ff03916RqEjCUnZ3Lq8099huIpn5D2Wy1k4yzljcKj3wbK5sHzg0GBXJcrhP+qE8A4UR8wmQ",
+	"u7jNPLg9cD2qKeBqk1uilNC5Tt/pyCg3EgRkkmG4UnpiUU4tTkWdKluvcmxGJN+hgRxe9d28dIYvlBwp",
+	"5rNaFgMJ+CKXQ2QZw02xsCd5Bj14LXsBRoIJwZOMRrYkJSjyqe3o9hdSibl0XKroRHf7Yy7slDVOcC2J",
+	"vZZ3c32I4EmGO23ITl9oLgiM016JTu2VB7XBsA0xWh+6i2r61Z1rQyGXLA61kpub/GaSc5Wk2jrMZ6Bh",
+	"WdYVkuaoxNQCIhkb8LDCDMMDA4FrxqOSyOtkPmexvyHY/opx/Uu0UvSPbrSZElEOYc5yf2OXcoBzbhRM",
+	"uJbAPiEo/vYgr7k6EOfd6Bt2CPhezyzDeSuspERynr1ZlURVVrnxqu2HYm9WdYGstd5iBSPAY77U9a6t",
+	"MTlz9PAMZ7K+djoV4IggSojr7WDa4OYbRuvahC89QYq9r8x6rphUCGne9oYID3xUAiMXasrJdoShXeUQ",
+	"dpNWGsOs6TIv54JLNmTvI5bN1SYR6Bq9F2YY/thZkPt30gE9etN18g1V8/DuVwqpeVjvor6CkVFb+kL6",
+	"ZqbPSi3vzxgoiVwYxaq9QyOYuivqLTgoUWp5tmWyqzmnDRfpI+B4V9Tw/TpJ3k7p3VUlVMKel7loVX2v",
+	"4pT7SFVxQ88Jy0Pljgz7G/P0ioDf4bevoZWGfv6jZYTBjMbt3kBAti91PSvGIxEc9MwFXepzASTRtTRj",
+	"WNJWOAvznEEsmVHjJ9/Ine1vVod9Cr4d831ARBprHoKsrFnUyWVMW7k3WoED/Duz9t1JqSK+dggd6kEA",
+	"q2+jFgGygcUsDnw7DQL2IsOCfVR/bq9tbjWNi3bK+n2gzeE0IGDmn/iOQNE2j3inhsXYEnWvntpeF9V9",
+	"+7Zuf4+9F17nMlbvZAfWhXFOzcAdeIxWDK2A3klZuI1mABPbR/QZ56rJDfEn2d6p3RngFNlLvpaWKJkz",
+	"HnuGErSSMz9jMcA23Z6UdzQkh/bddRal+7IeJcGZQXu09n+DP9rFcEAfttmZ25kQdh17GeEbDQlvRO8+",
+	"lu6ZZzSUGf0qYdTQZukerbcbKkxzB+H11Eb01tYuuM2usNe+CQt45gZqoSpbgvM7zlPmVH7wpBW8sPC7",
+	"HXc7B21yqbTdOeCYdzxiGAVHnKyMmSmUDdUV3KxCxnU7Wm/DaWPVQJzerG9g/9I/tC3N7r8vn+pKb16f",
+	"3UGy//Dk/fu6E0UtzyfFxmJqqhYuet+f/nD8l4d/ffS307+fXXS+6j7uPWl8WKMwyNvrCt363Dhv5/Zh",
+	"9b+tIPpIwfKHEBl3wan849yRUznC2saJthdOmPe1nR/CpRDUMKNt0I1l1+FHpK9VNfjPGcrxPxGysV49",
+	"WHWtGlUp7BulOyAjBs5qpy6BDZBADBIj0iCfzkno7Iawb+RWNSLUe//+fMBDk5fWd6gXqpCFTZGt+bEW",
+	"a/otaHuYdzjpB+j5NiZlfScDjjbElM7njKOfjMcQdzNyEAXfQdkza/ZAKxh2SX6POTODTZHGpxzJYy9P",
+	"yHfwB7BW60devZRmyuviRhcm3y32tTrnnjZ7rE9QCy/rxYaxvNocB8XWPcbgHJ2IfaCV1hHfU3NYT8w5",
+	"rVGQasOMdMVFtD3suEO0ccCtJ5RcKhtHMAVgpg+65+7HSAJ2xsMTitvkjQMktfzKEaUSZMpohrGxVVTS",
+	"cgjQlQ52H0GB6IkpHbQR2SLk2SgXPupdkaXaR1nsYOMjNaKPiFPCNa7EJ4EMvdjxRwSs1gSqMdLcX89E",
+	"zokLLPctPXhT3BBrfvfxwZO7UUBKKgc619ZES3ZXJ5xPxUWhiov7TeF0rOdnv+yQHVe55OU4sStaQZFg",
+	"dZuAyDya2u6V+LBmBSK7HqdiQZQQ6ReSDBr2q1xNBw3s0Snb5AL52ID3OucmTK2vNnjcsYbn3A9NSyU0",
+	"jTAeZUsQdZTHfrwaQUggQ2SpjStsjgn4Aiht7Gp8DiaZkqRp3QCtB2FAwseIctTSyrf/b9xB/clbybLW",
+	"xYRxpf/1jZAKc4DwNWLeGi1bUzG3+3ewwlz+2np5+rJ1kUNxvzyKsiPVwodb2OthFSmz11nPuuvrOKos",
+	"eQW2fAu32QO2XI+0B2y5mfY29be6gDvSgu+1389T+32V8Mlar4xiUqECEKCvZLQk4avv3lyRQzpPDm+6",
+	"h4Za5OEvBQP+cKh/F1awI2ZMSjrRc/iGpanAOqdKmdtHiWX3gtV1TDLGtHa+U/r9nUsjO7HdBc+8fGWL",
+	"sNOeeSjl0IDLDTknXHBGZoxy6XJTyIgthVGSE94ap8lkqkhE56VzBJDFDRksq94FuwZU0m8BZAD6Nxaj",
+	"2mxxGKom22CDRsZoliaOnDF+CUbBR2n2QQP039VXvsbBjfI8YmORlcwJkyBNuFjcGqG1XptZ2fLlmoT/",
+	"YiONXbu6n7s68u1AtY58+2Wtrohv3uBb9OgaDDQT90K1Y2tEcgNBlMBzkbw++tQrMMr7jnoXnKc+WmDz",
+	"hHDebts3EQ9k8r6BdKKPMNoxIbiFaUk1tjsk9w0xuW9oyrBLhQinD6EIa03iUF0i4DVjtYmAZMRkEjMj",
+	"5RdE8HLp18PO8WmJndVD5K7bsCsmP2ajnMgs78+tXddbZorxzTWcwfmGoGoMlICPzfBSXjbUXad69Umo",
+	"b5TIwTCIBOcsghllbAypj+VPo1SYD3MOaP7gVgpIGHOp/6NSGQYDHo5SEV1DSqSe/NvXz23zfwDwZfFB",
+	"QELOlDa80K0CMMDDo/fvw0P887j488T7tNtxf/bOTIRp3yDBbxsF2VUOFHpfRQboL2r5/93lvJEmmqXQ",
+	"LxePTh+aPLh1MtynTFdbU3Da3QBt54s1dNCtN5TW+prrrKV1EsS+ZVuw2YZsyhl0t8+Zq4XfRmxZj5vT",
+	"jJG5kErff+phc1swbn1hm/OUJtwhdW/E407UAQKJDTiUWFVKZ/NRmkSExnEGntGXZdhuYlG7SYKjv339",
+	"fB0M9zbf5L6A3HbXPiXcsXE3LfWu74Js/FlkJn4M0uVnkpO4j7G3ApyJi/74soMd4Fd/SyTNvdMu1/GZ",
+	"HxI19RTcnfp1FN6slT4dbqQaW6NcO9cMF1PJomFI/kRGVLKHx1qiHfVIRnksZijkDtrkLyxLxkuidZQi",
+	"QcYUOb5RlMc0iwfcTEmSNBllNFsGhLUnbc2IXi3VVHCX19bE1x+0b2DcppaagXOXVlNdGjjHF+Nvvz/L",
+	"Tr/+9m8/ZVeLf7x99eT08vmrv1+K3nP6nL5Z7A2cY/Zph84iNc5UU5suKzsaGGc0MN9EWlxxzfCh8cgP",
+	"Fipgjc/WIX+tOGul6Xn37dGL3vePvjp9fPak87T7rPf10TfHu/SdkSzKs0Qt32BPCGhjwmjGMnRD2389",
+	"s/ahHA3l9XCQdzpH0ZHf1AE+Yo3VPfId6xevLsk1W5JmiOOExkmKdcRHp7aQFvzmWEt7UECB6CmJLPkZ",
+	"hHiffAUzIzjSv/75/zSBYDo7NqMyki4SXIoUkAHCQy0TD+k8CdvkqaZaPZkR0xaAtKnJxWbrSUwFIKoR",
+	"iQ1jEBwEKRFLm7WiAhMpFBctSBuAG5rwsUDcG64oKqiIf1UKmM5owhVNuOGw6yOrCc4kHbemoFiQmN2w",
+	"VF9yMk+p0kY8SK1ZnqqkpaUlZylB917CJ4GHwItbTHMlZgiJOOBXmjIL/I5EkgnjWgdhcQH6BI00Q8Ck",
+	"miftJZ2loSlEx1Y6Wp9b/SWGQagiBreDSQjzQyKBQX2Rgiz0E0uRY0dJ0KcSSZiBmFhU3mJg23Adpp53",
+	"wAf8v/6LfM0U5DqY+gn9abdNHjx4bAuBLSG2Hzwgb5IJXkxRJhceaxWM+0SjlWfoW0S5U88CrWfBLx8/",
+	"v+zrVxFCwjCUU/jLU518AD+cSKsF6tmgcRHN2KBBWq1/SMFXfqeJ1P2iGGQhNdUXg6ARcs2WMJKBsUGc",
+	"qz7sqDd8GIZmqsD+Ldsv7lJAjo/9BjcA/QQ8jDnIj4i1y2EzJTLbVkbzwDffXLR6Jw/JlMppG172rb6X",
+	"Ec2yJaEm4pfP4OwpmSVS3x9cLlCiZruaM6BzEnpYCnGdzwM4HFtWGWkqzyRU7I0THpOU0Wt96IQgH3AN",
+	"Hk1oioSDwQhXitGpv9PWz+9+OTr9MBiMQqChnqaWF/SaGRTfzPTxBHqxmRp6npoWLCOC6OQqBUR5lpLW",
+	"N/qUN/MvfWzwGBB2n9D5PE0iePgQDq5BBgMYkhDNYvqHh6mIaKp5Qf+0c9qxMQ8888o5XxrRM6cTFpC5",
+	"thLIgwd2SuzBg0DbCKY3zTVbAu4NwEySBw+uMnBniFw9eEAEh7Nw4Ej9oqnoKE8QoZvh0rWNE4nZTJ+X",
+	"Zkz6ckMZfs6lwZBLU/SVSuX3DoJTONKn8FpTLqJn6d1/6pJwc2QPlJMfLZLZu6a1YRaLRTsbRy0WJ0pk",
+	"bZFNDrNxpP9PP3ewAnkG022WgrzlAzA/+NM/sLjUKDmIW7YKW4aoaTb6S8ICiSckYgwvc6tvlvCu4PES",
+	"5pVRgM7JT7m2ShKFJiJspbxGuDWWzrU65kCRXGYEvAow75DdivHY5NWD8aT5Xoib++O70K6qDAbjMH0O",
+	"AkKrsD60APYBxEZDbL/anM9fAcGK/AqxHP3aX/H7Vqvl/s/84rjTIb+ScEZTLcdYPIStDurQ0civpVK/",
+	"WDB0fM2oiqZIRoUcK8bvwviJlAmfDOk8GRqgJoNw5H9k/hxm7EZcozPOfmSQffUkoDcWHPg1W54TrNH4",
+	"4QcI4TOuNO2w0JvAkZ5ADfCYWY9mKCmNrkHK6y/OkXI8MDMLh78wiEgcMt28VxzrV3ChhmORc5g3cINh",
+	"8RHOG3I0MgGt+zPbi8qqp4WMKQY+gc1jaipiGMw4GfVwet1Atxf6M0uw3m/P9G8jwcdpEoEPVKb5ZKjo",
+	"NYMD9qDtiw9dmYWt/A5IWCTx8iHG/+D4CgCmobtofDjPxERzObu7uEaTjswKooGF6GvFxaKYcxfOyg6n",
+	"hBimNJvAUY1EbP07BiRM6w5d8iL5SmuxNnJWDAVbl3OZz7XZyWJodUXBR4Xbx2OygfXAPSiG6/WAirxF",
+	"I6FiET2uNayAUoXg4NNPmDtu8hTsDSoGh6MqAaCRXyF3lISvmcqWLUDCDh0irf3lCd5e4BT6KIGp6N8C",
+	"LrHekPNVVqjFtXEDiIlWS5k3HhyAlgZJxIY5pzc0SbFQ/1fTQlBRbZx6Jwla4LlJTkU4jbWzhvegNAEW",
+	"lUiLPAcZcSR0YHPhOaFWYHwhSYjn1iweOERzSA+DVlB4oJUQXFqGTPEYZZmc63sGW+uJM+rxi7jwGmtF",
+	"ySLnXT69ekZCF2hvvRJpEi0NyJD7OIRVGYs5MMV3zJhcgwbohiGCXkFBprvn+lv3L/2Mp8fAf6tv7hMz",
+	"3PlPXz7sdM4XXz7sBKQ0yPlPXx51zFflMYofZ1+enJ2dqy+71d9mX/bO8JuKHhNmoT6rqY2/2j6ZIBBn",
+	"dGlA++FS6RsNG6RCYzng8WNOqILO7UJRPd44T1M9GOaTobZqKtHcMwXuH0SL0IZPJAmPe2dGeJbJzcn/",
+	"FeTBkMzYbGT0nP/6L/IGuLv+hzNL0fI0arztJ6EtvBDJLWPY2Q5JDjR8LA2q/XqRJYqF5yTEP0gym6ea",
+	"tkL4XXvAkRILxEtobOADYmoOyVgMdnX4vmUFkzE0UG/+FR8mv5JJRrmCi+bJ+V+NNJJmtr+iagIaoVbz",
+	"9NssYLlbc0kY/Ypti80Agf2XWdSvKwYuQtlQTtOlSiJphrBJQW4U94EbaCXLDF0ShV/TLMfa1m6o4hM3",
+	"ljXELcSqDIxNrv8CYHwc3XgJ7NiFce4G9z5yoyd8pOU6RgDkVCtZ5Um7zEv0wv1qSO4vLJOJ0EoZkJ0+",
+	"fgW/TgGeJedahofGpgjb5AdEnbvpGje8aXMMvvwbBlZfH+PWloZkYP5tenaYqzrg6LjHbx23s+D1kL+5",
+	"8JB/ZZs8ThPIUwGUx2TCtT2Y82uu7dHKAG1ywYspDLgymtJEQEnEgoJxOaPZNQPg4nnGgO1a7ReIW+Zc",
+	"MhWS2OKG2W4WeMmfmF8lWjADWuLZo+MT4KsDHr4xP4YvTk/Ojg9cyqxjPBxdSGkSMS6Z5xe6mAM6YK/d",
+	"WckZ1zYNha/BnjG/lYfPLx8/ffnmqf5Ne6pmqYcA26g43xpB4waPvdFvdNuddgeip+jNafQbR+1O+wjg",
+	"bdQUfIHWpCyywDAros6RjBykCHWUfANsBrh4zj/q/RQRVsHoAC8ktbhUoRbxodl/YgNSA37lg4/r09Rm",
+	"p7I+Kl/5/0IS5yMnxkVOmgra8eBR+gluBn4x0Trhgi7lgINB4anbEtCxryCOg78Xc61s9onKcobIj9Nk",
+	"Mm3diDSfsT4JH4SFfiJd1QH6mmZIBI5YL6FpUyKVC+74kUnY+F6nY/2JJiWyqilCUgZulenvYDYKYgCI",
+	"/GvAGeCQwKmj6QIyjF3y7I+7JVvumGv56VMtx3SWpMsiRbER2BtVyln0WlWVAsV4jC4IiaQCAaJ1KZxb",
+	"kqM2xxh2S7/88OFdqbWWVOhVLma3U4TwufthTavEotfEaOmaLnjBwVJqZ93rzLOHJeiRqra484/t8x+C",
+	"hu8E2fb70rOw1ONOd92P3IU6fMup9X9B6cRx52j7j56JbJTEMYOQ63HvbPsvroR4QfnSTNH4+E362Lbf",
+	"WgB/OHd3e58nRaKoYRO2CdpTh9iyoqN5lIeqT+OdHraGxx/+UtyOD2sZfgHwApzE6GseSTnP687MfYUd",
+	"TljBDT+eGQIPKPFBSOB1jK3EB+/Z3+/N/m7B7NYxuoJO/20YXGc79/iKxuZ3jd+QJ3aOt//ipVDPtNny",
+	"OzLR1wjmBPHAgjxuz0o9XHdZp0D5bzEA2bZSLvTxM8JKiL98gaGFKKStuCteusrFPcNcmT3vj0nOfVeV",
+	"C+vV/ivfRv8Cq3u5spUFzWs2V84RlTGFbascXOpRB4saCsfpQWAj94xjdHvA7VZbA7xNrhaCQG4npFNR",
+	"wDTWdmyLPHjwki0ceteDB6TJBQnBGxge9A2IutHeTX1VQNLkmpkQCaRh4UDf+TBgBp7XnKIeFwf9kt0o",
+	"CJkemEBYnqZkTNN0RKNrV25vUh3BGoW6d7HgQVEeSMhcpKm2UFWWTCYmTbRUMynbxDU8hFqvMIlD8HrN",
+	"MxExKVl8btIpSOgVV4UIPK/fEdryq9BE9/RLMfxmNoRaP6my8fDyqyRdgKPHOEHHSQrpGti8FyLDLuOQ",
+	"EhRKZJGkcaRtwCaS+QNbu7/G8JGNvW9S/fvKt+sB3Cu4Pthe0t0fmyy6301xiXcfglXFKF26uvSic6Tg",
+	"rAwtt25C8Jv9ZoSVFvUPFpt5aAXY1gcfY2GetkA+VucyGkPZ9lxVt6zZSefJsHBS3HRt8eCG6nvTnnml",
+	"+t7Ugn/S0vvtYEmvoEXLjElFZ/P1s95a2x0UDnIzuY3JX/roiopVo9mVyk6xk/PHGZjrjMuiXhfvwb3W",
+	"9e9uid6hEerszyTexfqsBgpWFAiyoj+stTM/hY3pocf5kC4WQs7nghuY338AsNtH8NKTq+5x0bp9O+zW",
+	"vsx0T7a40Qy954X3Fmi9BfrJjM9yq0Vkm5h4BvFpi3SC+WkmQGNDnZXmTVvv51oLFdw9H2Gfgo7rW6YQ",
+	"593ZMIWnIehYKODkmbFgIjEbJdzYhRcvn7TJRRZNkxsW22iy3/g/5ymTcsBDah76EuM/TWyTirFzyINV",
+	"UzZba+48h/lvOzr2HowxyG01gk2m+QTDZhDoI8a89jqxYXlZRCVrJVwyLiFKe7DO4vipZG1UG6JvLPBa",
+	"Y/7grhkPcCKJopO19hed7GzsuJ7wG18rTCIbpgNgs651b8dvd56A3ytt3SSwsIlfe8u3OW6mgqNuIl4a",
+	"3O62n/mNNf8quFpAlX2kRFqiZ0DUSiWr9MMzz+IugrJie8vZn6+1Wc33pak7/mjMj9XKzo1T9qZhsi41",
+	"pUNNNItJOKPvh9CVTIZuOau/xHwg1wVw7ebD+KXZb5+tR3JGRyJUgTOisPq1urLurQ7BeMXg3w1vY4f5",
+	"VKE9tk0Fn7/VXD5f30PdC+1zwFKMGbsPF9pu+cJB3Ct7/8aGr5du5qluKNbXaW5F/hqqbaIO7gwrlaTr",
+	"PgnSRAkSVpqtmrwsrZNAUnVYSrqZa95IHnl1PLYci9B0PqUjpgbc4mqmWgGkaXLNJLrMO+Fh+F0YkLAb",
+	"HoZpeBhehgdt8jiXSsxAA0GlaKcWmDlPfsrZgM9ZZnuIZmxCs1jrUdBdkkp2bntExzkkaosFhzackjRD",
+	"LL8KYxEBBkYuocnwv/75/w4M8ifUjcToUqcDHjPAf4eN+0LCdKFQXLpH9XaWk2DRV49tWkEzpopwAdgN",
+	"LIV8XE4iKDHQv1MZHY+TCNzhVxXly3Ujrtb9N+WBqfzHBGysIZRbSv9BicRw+oDzNZX9get93Osc+5WZ",
+	"AcjvREmWjssEZZvZY80N7p1+VhgkXjuPLyQiVkBoBAsnAbqEpqYcQdky/VJBSdtWjsAeQd0U5TW56RDC",
+	"Abx8Ombpsl8UGl4zgBrOM1MuBB+CS6JGo0YJpi/fqkq9ReJ4U/qWLY3kAVbxlYiXe2dczeY0mfCqE8h+",
+	"7qmGb69eBFozNlWMpsdqROeVRIRSf+XCle07sedZEmGE0KgyG54V4zHLWowjSLLf9tA4VHqtTvcKvCnG",
+	"oeLrpnqnZ63T0+MuFhgbHcxV7ltVy7iQoFOzhD671ea2lmG6HQsao3FLTwGyAUwO41f6R+QZ/IgUy8zV",
+	"rLzb7rdBY8biJJ9ptW5GAU8Kc6Eb/QZnC4msCuUawAzQtHxWf9bXl/o3ev/zSGnOo+k+jiNNuaYd14dy",
+	"xoRBFqgoQ9196dJ48XbRh/bUhda5u+CqlhWg5wKnuE0Fcc/56s+90nRnHrIdlKbHpmILtazeLvMyoWg6",
+	"StlTrhK1/B01NFvt7Um8PZU0yLEvxyfgi8NRnkJn6s3KWz6HwrBOp2NssoQDwgBUEqMYTRSbkUS6unjE",
+	"L7a2m+mbJhamxtaUnIB7KSAJH3BbwCWyWAtw53gwDiFb5ophOCjiZTPSrCupBHlkBLZWklIKaf2YBTDg",
+	"+oc7FO5hBjU0q6cxycTCYjEbe5wR0Htk25ZemZXCpCFHXL8KVb9yUoxxnZMd1AgIBk1FqiehtTVUKzar",
+	"DPIrfaS/q96gFqKSm7gQ1mkprGuSEthoUGh9oWRcoT/uKp5owwllOdcmfIs2jD9hh1+PGvUi/cO7PeWd",
+	"3vV9ZN6+DoBZ8h4lXjn7wBAV7qtB4fN304nKblAkJiQ8Zu8BDBBYiX679XlZ/5bVhDrldnnVkL/VqnY/",
+	"KuOk7DfkyE9dqGp7GNH3FTr7iae+4UdjkS1oFg/RDWSc8aDdpdzE6WpCiUevbLAPlmrWhyP6qqD5hClq",
+	"wpcfSokGwIlr9UTNqit7UV7yoSPXVQIu+q4VnZoNvy/0SZya32Ft3fGghvnBa+fmCENfFdd1CQOejYI3",
+	"wtEqrXkaeCVtfQ5KV2XQIOAU13dZcFJeY9tbyXHnDIBkgPa63lRMbxPNc8yf+mu3yVpEDTNE0bzFpXzt",
+	"/XJVrxO5isSMleUKhN1LAune93Wvxt2VGgfFvrf3t61V5SxrPPzFY5If0Hm8ISr3N5Fn5PKJy2wFBaap",
+	"/2XuMVZtu5Dr49cvTHsaAlDmFnKqElz1LOu6MGopQnTLSKofMXoXNOZ5jQb7gl4br041gFof0gLnISbR",
+	"6h+NRLzsGyELhcPNsNfphgc+4ihg1XIWDBCKYJFIVsAhIlNBjxIio0CJMPTlQAeZKSm12JA2UuUitPqN",
+	"nfCgTRz/FWNC+YCz94lUWObKr/UsIEEZA7rWh+oq/d7QMUO9cs6o8hxT4BScJBbFcKNfKp9LlkGs96ul",
+	"2317gLdTFeWSR2Wt5s2SR4R6ZGbOa3/HRcxoKg8NEToPTTbzXTJPGE0JPLKnaHkLe/FpdD1DPb+5gwPy",
+	"ue3L/01E3h/GuwSbb95972n691BRfk81A/ILsD0URQIbLckShf1dqRyIYrdX3pIndkGYNbU2FFHJDrT1",
+	"EKJ5GBZtOwqcxC/KWTAHq6mvOJ36uEkNVCykHlEHr4mDv339fF1igfFU3E5beaN/XJPocOXebKKJtSs/",
+	"+CQ5Px+flgBAXL+zH/6e0/2nZp0+SyDWaJkboBXjHb1FAsMKc/tF/8eaUBiFX2VxT+BzWVhOFpEKA6DT",
+	"RCqRLc9xbpbBOBCW486xA6TlRHBPyV8J8Q94BdHOGmxebFuJ2UgqwZmpSiTN2qpEKVayARS9ZkQA5q2S",
+	"A25TAsjTGZS4w7UzmQhhnWmA3z23/rASUzlet23x/U2+v8lwk5Ee7iLCFayvsSkyRUolNg7JZ5rPKLeZ",
+	"CyLH8oaV4pp6Gt9XcFrH+73cvL9tv2O1xu3v27pqja2psxx6qb0DaK5oWhNzNphsqmiYIhlXrudGlDKa",
+	"SUgxYjQDzFp0rzVDcOpUwrmQY6dm+KmNJkHXKS/eBHB3RQ72QZtcAHQbuttcot84Y2ZiIo0h4tb0c/Bq",
+	"5DMdcMjCO2iT1yZIJB3Mun6DbQCsAIU80DYQugwdenSNFy7+LLLDMqZoZphtQVuvoHtEokC1WICDVKtE",
+	"aTJWBlTn9ilhrV6n96ixGp/b23UXf7Iw7W/N1030756/f578/T8gqoW36ZMkJzkL7NDe9g2OJpMfjTED",
+	"FqMeV6mSCwxzhV5pJOFRmutHbcwEPg6JhKb8NpbTJpevbDcyJgccyoggFQjzeVlMmm9KPS7Y3KRBU6Ky",
+	"nCMWsmtpQkea/08pjwElBdNlY5qky5akqX50SuVUPzrgmGyOyqjcWHz3GDdoi9sLqmpwY1zKNCx6bS2N",
+	"aSq3G6OCSTyGn/yhIDw8xb8WyAORdjLwOGRsLN43ArMz/Qb8tmESZurTMLon/c5Ru9uDVAw4S7R5nkJ2",
+	"xU0C6bwxk9dKaNmIicmpSV2pSVw5/r6BmTvD3bJcXCaFXaHQE5/R6Ls3YMiMWZaxbDiFFEDIK24vsYqU",
+	"KpGZ7JxcsmxIJ7DPjRfi5yRN6eFJu0OaL2iUcCXk9JxccsVS8oJG5Ls35K+ke9x+eE6ym3736KjdOSBf",
+	"s+haHPY63U6n2+kSs5mH8O2nR/kA6txe64TX416W3ttKRXUUKK6ObdLfw17aIByloptQzYSiqS3LgJbo",
+	"EnG/jSfEyE2zvBFTC8Y4CceZmJmyJyWKeEy/gNIyrkVEORvl0TVTcsDF2PROuKFpSGiaTLi1jkyD+Z+1",
+	"4RSqn0PSvLx4eWEA5GzUI3x79VgbYCEwVolIxN7+Q4IEMNHzAQ9HQsmQNKOMLlIoEAIfD/SpZgsZkJng",
+	"iRL6i/CbpxdPQgeyb4utjLIAbZigKRSd00wFRsLHmZjPAUQ/RFE8tLNCkUxiSMGIFLlJJLwIukTGdEma",
+	"7hP7oglPJLaHoyjibesdCsEeqgbc4pGDOuD7aSPKyYgVPeZolAkpcf8BVBx6rcznjGYwbMIJHYlcQZe1",
+	"SPC4TS5s8/1OpzPg5rxguqZXbo12Ydxdb4DA9iVd+NWzTMx2EfHw8JVo1AfIcLZEJj87cFYk4nV6i6XA",
+	"+hruBhbt2NbJU5FnAE+zBNAspq/2THA1remjvPNS/n4X6gpMZiWTWp+6r6foq+orHZ1SwZPbCrvs22gO",
+	"8BtpyAC3HjUjoWyTVrwZjf5D/Q/oV7d+TqXL1Ogfn3b0vprBur1isEendYN1Nw32sHesd16Jsh7m/0IB",
+	"S4SekPDKnv/K7pF+Z2XQbrdz/CFoqJ+1wXP1eN9kIbxAa0x4va2ajUT3Sse90mFSOCAGURDGZ6t1HP4S",
+	"JzPGZSL4h12s89trGdheBOWnViDcewMUa3BTB9y8AIFOm7aOOIQ+RaHxthbKRq+jpSdYZLYR1uWb78hR",
+	"9+HDVhcry1s9bN1h2nlo2Uu+ZuLy1YC7vk2R4ONkkmc4u1LdczM03T3CwqNwcE6s0YXvhC7oWH/cDNFL",
+	"bHrac8HZwTbJ/NXyid2M305I7yoEd3YDfLy0jOxBlkXmV0tije5a4x5FgCfBTrU4MA9qK72QTUfFQ8ed",
+	"bvHQs9fYVNkdQ9+bTFAW0J1W76hUnHFreexe5yRzVegVr9lTYDmC2ii5Rhmj17FY8HvBdS+4CsHliSvN",
+	"D83lCxzT0/z3JolYYCCsMyIyAr6o31C0rdgZP0BXZoFE7VucmsDJaFkpb/Cud019Q+wx5FvmC+qLV/D1",
+	"Mlwc9hVbK3Cfu45npgEZ4wC867fR+0JWYEaLPkRY8USgi3YiDdy5bUJatBDuD7jrpGYR4ipt0bCHGmCD",
+	"ixz6D3EBrbkw0anU+kjOoIMuj7FlsnGtQ/XrgDe5IHM6MZHCtZ7wF7gvH19s6fa3bHmVt7NWnER0TkdJ",
+	"mmCniR8b0ZQCGKIQMLGbBI7zXYDTea+Gi4THYgEN/QF0oqjYfNTrdh/1Hh13q7z3GZUqIKlYtCKtOWCL",
+	"8hRnB2ecMeyJByXYKZUyGZvlaiqOEzlP6XJoaPXrV1etY0FmCU+s93kyV61j0TIfOakDL9AfLDiLhyO9",
+	"K9BxK4HrVF05m41YHCd8IuuWe9o965YW2zk5Oz49O3tUXexTNwwsTTKaRVPTw64V5+4gNdOxzehqVgng",
+	"g24scoT0Zhesp9ZyE24dtey3u6z9Y3obAcVu6mtkSK7cP3BGlySX9x2O/jDwWjPLmKyEM5xqnYjzuGg5",
+	"MIpfHP4C/11vcr02UEPaUkK2YPJjL5+gYZFAF7gtcqFNLsyvDXIhyJXEYCoV3HuUYwtnoVZGLGjW5ryG",
+	"x51jUm3lHLhm/FB6R7lriig4W2P/vDA3cmuiPy7h8gkk++sLinZa+PXTouUR7mulYUmZDdaIecsUbifi",
+	"YQG2evEuJNYKTtOUGtIrQQL8Z0qoPXnyRn58b+/c2zvVTEpLeh/L4S2CdQFbffiLh5G/uY2Ag+eH2BIm",
+	"uxi4fdJUCXRqAtgFcGoFJM6Rpwa2S62+ioHJvdSK/km3R0ZL5cKFA2635MA1hcZuOQjFDdEq1xtIYvQP",
+	"omuMqzWM/Adc8RMz98Yd1M/qU6mgpZjhEYyo6KFtt6fUuwA/GoKR1+j3Aq9lgZYwZtOGM6mZYoD4GUOX",
+	"EVI0EwBWRdWWNgV2tUP2PmLZXGGltcoYnRGvXXzDREK2YH1UehccgaXrz/isMmFMq9g+1df1U4UWfVsm",
+	"drIysV6n8wFEjD60bb/cBYEGUec3N574BO0KP7ppzppGD6ZH2n6tHXbvjvGq2h2j2pttp14cfg8NpKLV",
+	"7hkAuw5pPPZWFTg7TmzbTY8LFuDQYWQeRYwhwOMWrBsglr0OcHeloMqk1qgHrkHHvYZwryFUNISycNbW",
+	"mBMrhdpg6Owj+mVscYBaCq7G97bpHYcZM/+sgZTZ553rkKK/z1luyivcTkHCLHcqDBeLwKbNjDMmpxZu",
+	"N5qyOE9ZAP3NmSljBFWHkSYljocAnDIObaBRoO6CzETGzgklc8bBPaTtZqnEXJIFTQBkRc9Ej6lZGb71",
+	"oE0ulUn3hSJJr/dIe8C9XkkjBpm+uAgWkyyZTGExvlF8Rord5sNxqp8J9Zxs2zRiG6nZXw04/MwxT/Nc",
+	"bX2mO7ytylZvT2XrJ31sFV0LjjLGfowbFKtup6oBoFyolffds1V5fxtJV+kDtb+k26Fb1Iq8KwmrXrGK",
+	"nSSgIcpN8s8b8vOQf/p6IWXcS8J/g6qU30V0IkBqQVKWnewvKmsqTOx3O4OXmB84LlxtwFQbkHJT3D9M",
+	"+bm0NzXLrQ927QYN6u0qOvdATg1td1OD7GmaM//YeNAwSJBeh1R8Bq8nuAUNFOYuXG6VzerjyNhNInI5",
+	"lCzKmBquQo1mVLFhiqzqpFOHyLkT9OYeLVs/eQmEIccdWp1aIr/n3v/GUakVlvaRdkitWv+aTRIJUNwU",
+	"sE/AOWjaiK8iM9pe0853GL767s1Vkbc/4M0f3yjKY5rFxM7xXdPer8Vi0ZbmaztBuGYHBkDRAI9HNIOM",
+	"P/ADJhOu9XNkBKQZLqaSRdgI/RxyHLD/2oITV86ccBJmQpsXLfxZ6FR5wU3qvlQiYyQBRR9bjePiQgBb",
+	"kSW3qev/LW1vcYsWfhBUu4FLr/04ERkJH4RgnaC3F8YbcBiQvY/YHKtXpslk2roRaT5j2rjRY4i5Gia8",
+	"T7Dhn16RHxCDcVp6GBmutPfHWjc9N2gTOOC2TYxeArQ2m1EFrc0wHzLJzCLaJDSXFAs7aBxjdQhO3on6",
+	"FfxR/BXU0/ut5L+QZNCw3+VqOmgQ9n7OIiUPoAfPEt4CJ6Htpyhbzi00vYFzx6IPrVkELoslwZ400nXE",
+	"0XRrlwjdb2RogTxFitjylMzzUZpEtlQUu9G5PNAIOhXpac9Tqvdaj4KDzLPkhio24JwpuAoAFgBI3vrF",
+	"0tJseNzpkHV49w670/g4C0MY03e0pA2wFxAb8GjKomuSsRtGU5eTYypGSoBrZkrrEed/KATq74dEAMQD",
+	"ayjrL0+LG7HpLviqTUUL2Ut6fwga/LTaLIcTfsqJI1o4LI9gK1gIHt/UP/vXP/8voESYJoDCAvA2fHUJ",
+	"eYGerSeo/9p6efqydaHf0G/Ioyg7Ui38uoXv+1BdHD/lpaUZ9nn4aNyJenGXtRCseH9t4zfqBOMHvvWe",
+	"1Smu++urW05hqy5bHM4uCq1/bL+dcouf4KPwQi3+Xoy//f4sO/3627/9lF0t/vH21ZPTy+ev/n4pes/p",
+	"c/pm0bgbhfiTUd0PiZq+wSWt62BtCMRDgKqqAigdoExe8Aibzt7jst5Dx/9+HYCqKvtdu0MOfyn8hxuB",
+	"D1+zmbAKvHNMu4vkFLlUTNrkiQspmB626Bk0PnXXmBeRyit+lwE3JoFUdElcMJyoaSbyybRGaZUbAAoL",
+	"deUeo/A+kndLjMI7vYMb8ArdtapiFrbJpb4QKKQSuWrKnBM0TvXtUoJMmCIUVBjBWXtDCs7Hp95YhaiS",
+	"e2NDWNhNWnMI4wGw1ecsJsfdDvlacPZxCludUtaY4LCbXYzV8U/M+L+b09HoZVbLclu7Wc86uY3jcW/1",
+	"aptSdc8177lmNf/hTvjmLbMezAtuCT1ZtPsDNcT3YrlOL0WvPglexF8+6C+dkjQjNE0Pzgc8LK54nyCk",
+	"pfcYgS8s/mSYZyk0cQGHDcD8XTNCFfaJSAQv6VY01ZuztNrVRAy4MVb1WG9fP1+PJvm5uHG4qlRdvclH",
+	"+oRG4GOzEDBC1LtsjLEdNHwvpSYpn6v2Ovtzu0+JGGl4eXnZL62rKLK4bncsEtf4KVa37vOKw/X2i8N1",
+	"bxmHuzNxaOE578XiPUTnZwDR+Zt6Dw6LTMKNSRa+r0CbOoL7vrkyfKdtl5YuyThJFTOQG6amgfLYi6dt",
+	"zMgoxOZOmJnFUrD8LTHJhWtbxSCPumVy1Rv8dU23mOpkLIhnedV1M/Jy4HZusKd/crWcs5d6iD8MoqeX",
+	"eFlN3lTTJKut+HAZLaulHzsnKNYVJHyWCYpH2xIU0Yo8ucsExdsm6P9GGTH25m3PjCku370svzdxyxCh",
+	"ZcZM+e9u6W4V0ViuvX9Cf8Wcrk38KVqvFonroLGjj9L4An3obJfpnijSrHcShtZLGAZEZARzIAZc20oG",
+	"7jLhE22D55FWv4DznxgEMZE5/yNUJ85pLlkMDfy5MsiiUzqfMwQeSVJmn7QTG3A9Cw82VBJ5ncznLPbO",
+	"vk/mVEoS6qduWIaWEzT1lwwqJoVkpKl1FZw95CAcEHgMJwGFmgNOi0FCEgsmMTgCJZaJdLpQnVWP5+p7",
+	"dW/f5QEmUEmsgOFtXWcMySawUbNEShabtSyZVCxD0EknaUu7UgZ1vBValVkjzkj/cI1Fvvlim1G04sUa",
+	"90zxDpiiJZHiUv+2xgdc7k/D2N5AYZA0pULGxVbEQIFxXDM2198WqUlGCe1jcgqyHPDUITRzxsDXCFBM",
+	"AMBExHjARRTlGQAvBa7ldPEqAEqS+UwzsVc0l5DEZdha8ZQFFXbQSxerJUUDXqpE2qmkCN6zOXD0n3vp",
+	"/iAlFppqfnvHgCdT7v52mjJC1DEqaaUmkOrdVS2L0Xh2kj/hJPwRxFNAcq6S9CAskES7x9hPkU7EOaCC",
+	"qyQNLZ4oJIdxsbDQCFRZEa/v/kQISI1deFoDMovynDx9o02e0mhKEjngUKvo8itElkwSTtNS0SHkd1qV",
+	"yegzHkYWwxSKSGQZi1QAc5wwJcu1lANuiylR23DzgvxXLiAH1vGPZoiahs1prio9CANEFXb4PSeCOwY1",
+	"4G5oSNRFXggbqtUuZGyyvpYR3nEX2o1WTlZTRpFf++dXUWjITGQcLV6n2NQoNJ3T2ys0r80d2SnmcBc1",
+	"m1cLlt6UbJif1lRxrvgEzIFoPc+O3O0Fm3ckaMBRr/effNo6xtd2ypvrGPU2gMrv78W94X8vbm8bDAdz",
+	"yTAVMJ9WzMdPLXo1W/1EejHjsURb0FyXNeINBUCAXY89dZhKFAUoitvktZ4sNskyrgNPaOyi1pLNWm0f",
+	"ZKl5edWyH3BzNgFIPVwRiFitMjm51wSZvN7YZ7ODehmmz+Fee/6jX+d8xgqT6zfWov36s09zoy+lBF0a",
+	"m6GWkuMDk29ow2GmSEnwdNkmz0RGwklGIzbERuRDBNuSBcQ/gvjTZUCoGnDQraW+ieck7IQEOIlttGoS",
+	"HU2P1IOqUu9q+RYC5khVnmGczinH7uMwGHD9YoRH07q1W42vOmtOPLYgaomasqxgZUuCqQJt8lofALAn",
+	"sDXiPEMDHBY+4KYFu78UllUWU8sa4Fzt9cbT/RgdF9rblFS9bxmbV3fXIK2YXjhO16s7xEb/6GHnFlk0",
+	"sF+sKMr4+NwZ3KqKIouviS1OjOCspVeFx2Ia43/6hJrfvYh9HT7I1sqfo+u/XPHO/HTxU+/v7//x9ezR",
+	"N6O/xa+70fPxxZl8epI3Ps8UnO0FP8DE1lT2gDLmPGx2Xz0cIMTwgYDBvfp/7+IuGE1NDfmnlfuKSfUp",
+	"FXigeVN878MChsZR1jTQzgX+sy3UFmMSFqkM4cGKb5yLRTDgKxhduURvlNXWgXMv/HAcNgQqQZdCwNXg",
+	"WjooUsChXIEqhZAZurP05lmsagMTitXg8G+j/CPCdSUxCReNWwBVTRcOzmDAzYjUtOdrAsIx1IaDT1Db",
+	"L6YsHLxK+PhBYZ6YcGWfQIqDqekOPZjO/oCPUgFV93a+4KRiqWS2rhsXF1FuvHSgkypB5pkYsZ3ruvUg",
+	"d+FaczDaJSfTtEQtlHuZSys5vVVsSoetyN5PaS614Ne3Zb5S931B5mXn3P7S5IrJO9JRxPXqFqzGtfW4",
+	"fj6SD9h6elyL2FqXYHRx9lXv8dGT46cnzx5+/eib0z+ffdt5sQXrc8WdBwxmI9ZrBd7TUK/xTt5qr7Up",
+	"la6V3CJXkZi53o9A5wVWBE2lKGS321v0shzci+t7ce3DiQHxIFrwR4npD6A451milthHjNGMZYi48OM7",
+	"LWSR29Z3JUhkKfMFH3U68iEIaTO5upzZi0vbGIR6LRYiysE5lXBEF82VmAEbMTj7U8o5Sx32fhlkRZA4",
+	"o2MFsgq4ElSPUG3hj/TJWWQRyLtRguDGJhA+jATXK0VZPGJjA3yTSOhzj1KIkhJyy0GlBRDI0AIuxXTU",
+	"gxHP0VIv1ikZ81oO1fQ4SpSDbpFTOof+QppSqEpGKSsQU76bM15s5cWryz6xfkP73Zsn32pjPRxRyYZ5",
+	"lpIvycDZMIO80zmKpkIq+IsZxW3QCDElidDSKV+zpfFx6nfhP3lMwihNGFdtnEY7TaRqHoS4XpKbpsAx",
+	"ymqTzWvA5VcThJ9aKKcSztI6mKV//fP/Igi2nIpMIcBFYA5aaxeGYkz3aI+c9A/BRYp64jdXV6+qSE1t",
+	"gjWsk4QbxUNaQPqM0b4+nxZ58OBJnulzaz94QC6sNgAIS0UVuW3NqK+eYtyqZwB3ozLKpbZCtRKIW4v7",
+	"ZcOOGGokmiTIS6M0abpkaYwklHAyYzORIWgT1XobKpGZJuyMyilJhfQczTjvN7DyBw/glbeDpCILuuwb",
+	"MJgyfCyAB+lZ435cPgmKFQsb1YZwbR8vPJT5+rHeg6AY0KGPm06bq14x/apmeNMNkKA1rT88Jt+8uHjc",
+	"evPNRe/koZa8g0YSt91Yba1TDxpI9+FBm/zF85lRviQrW0LSZJTRbAlHT0gYhvOlmgr4BxJhdZfsHySZ",
+	"zTV9mpH0D+Z0mQoaky/th81Bw+F2DRoHbXThNQ01wmwDS5tts+cHZh6WFrFWUR8qVaRDZEBO8H9mCQ/I",
+	"UQf/2yNT/dk0IN0O/O+x/t9eh2BXqt4xmZLm////1+uQ/3Fg4tm+XqLfafX+3vv3tl1394TINgn1FJat",
+	"i7FiGRT+TQUXecbic5Ix7AwqHV6C6wbePHr/Xj9MQefJM3ZwDomS+lWQK2kjI+V0zHOTGakP1/wQbS+T",
+	"SWlSKM1vkchEmzypRlkkZDvBuowNBRCCHvgSuE1NbmAzNHGV8ADtFs1dbTQF6NPlPGp55sIo5t5dcjln",
+	"kbI842mpxUUitWk2sc4/a1tuNBOJ1RvOgWytWqmXY7quQ+oFRn5trijCeUmhv57naWrfuAaNQk/8GU0y",
+	"mLGWZc4inlJ9bBGdQ2qEgQPXPAkBoDFPlHKX7EkyqkyR6IFhWFKLVJ+6TO96luqzLUpXSwLEKTyrIuRN",
+	"IQsMXJXgTKqA2EoILEoklNN0CW2r9f3Rt8cQqF4lbsQvMs0nH0JcBXbgPyjabxhbFGVPLGaQFOy7AFTR",
+	"ONhSP1iKAw67QkILrBOSUZ6kCtkImu5SmWaBAYiSt1cvSOENAULQMgyshnAssgXN4iGUzMC1E4j6BFzY",
+	"NPL/AhIitL1RecEXkogF90dfJFyPEJkIlTwn0L7QfA/EY4TUAhAF7ToHfCKYPGiT8KjTCw/Do86jEC9A",
+	"+JhGU9Z6LLjKRNq3mHEB4aIF6HahpgW8cng6mdaZLMIhbPW5HrYLw54C+t6AR/oZuNyYJz1LeK6YbJtr",
+	"5TbdhljCv7Zei5FQsnVFJ33CRcJj9j5sa9FtG3bpI3fHeNw5DgjlA46e6RibgjZFBl4mo6JQQAoMZ/T9",
+	"EMtdwwMEVDc/GkIVtMjIcbfTJhfzOezIn0LUKpF83r5+PuDN8HCU0ui6Nc6SmC7/hB4oyew+J4roDXY8",
+	"Dn260nCojBHQPHOuQNvSNG36mQLHhVuVCon6id4F81nCx6lxBM4KngRkgymaNqbs9boCRgi9hMNgwMOR",
+	"UGFAQvA7s4X+U4so/d+Z4Jr6QkieSpfY51riNIkSCwCEDM2+BaVddOzOGE4DXnQUDyzr89At6Zxmqk1e",
+	"w3z1zqwwEksQfVuKXVHLRoD6KIMBt741Z5a7Ztla0siAyLkQKVoGcSKvXVc6qfTLYrHg6BOMM5pwbNoj",
+	"p7mCbsM+I8NWsatc7KpO4wVPnt0Vr+Hp2HNDOerHjxKnhuJkpS1Id+HeIifBmFmebMgYjQE1NDBdz0rJ",
+	"eZByAO1loRpAZGUTyTw1F2laWjLKoMaHdx/+vwAAAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

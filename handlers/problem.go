@@ -34,6 +34,8 @@ var problemTypes = map[string]problemType{
 	"model_not_found":                 {404, "Model not found", "No model with this ID is enabled for the workspace."},
 	"method_not_allowed":              {405, "Method not allowed", "The route exists but not for this method; the Allow header lists the methods it takes."},
 	"conflict":                        {409, "Conflict", "The request conflicts with the current state of the object."},
+	"slug_taken":                      {409, "Slug taken", "The slug is already used on this domain (or reserved for a while after a link was deleted)."},
+	"external_id_taken":               {409, "External ID taken", "Another link of the workspace has this external_id."},
 	"webhook_disabled":                {409, "Webhook endpoint disabled", "Switchboard disabled the endpoint (its receiver answered 410 or failed for days); enable it first."},
 	"delivery_in_flight":              {409, "Delivery in flight", "The delivery is being attempted right now; retry when the attempt is recorded."},
 	"idempotency_request_in_progress": {409, "Idempotent request in progress", "A request with this Idempotency-Key is still running; retry when it has finished."},

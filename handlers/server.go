@@ -46,10 +46,29 @@ type Config struct {
 	// TrustedProxies are the networks of reverse proxies whose X-Forwarded-For is believed; empty means the client
 	// address is the connection's.
 	TrustedProxies []*net.IPNet
+	// Links configures short links and their public redirects.
+	Links LinkOptions
 	// Webhooks is what the webhook API needs from the engine; zero fields take safe defaults (a throw-away server key,
 	// https-only public targets, 15 s attempts, no dispatcher to wake).
 	Webhooks WebhookEngine
 	Logger   *slog.Logger
+}
+
+// LinkOptions configures the short-link area; zero values take the documented defaults.
+type LinkOptions struct {
+	// ShortBaseURL is the origin short URLs are built on (SWITCHBOARD_SHORT_BASE_URL; default BaseURL). Its host is
+	// the default short domain; redirects answer on it and on the product's own host.
+	ShortBaseURL string
+	// Domains are further short domains links may be created on (host[:port]; SWITCHBOARD_SHORT_DOMAINS).
+	Domains []string
+	// AllowedSchemes are destination URL schemes allowed besides http and https, such as "mailto" or "tel"
+	// (SWITCHBOARD_LINK_ALLOWED_SCHEMES).
+	AllowedSchemes []string
+	// BlockedHosts refuses destinations on these hosts and their subdomains (SWITCHBOARD_LINK_BLOCKED_HOSTS).
+	BlockedHosts []string
+	// TombstonePeriod keeps a deleted link's slug reserved to its workspace (default 30 days;
+	// SWITCHBOARD_LINK_TOMBSTONE_PERIOD).
+	TombstonePeriod time.Duration
 }
 
 // WebhookEngine connects the webhook API to the delivery engine of the process.

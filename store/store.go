@@ -72,6 +72,10 @@ type DB struct {
 	Webhooks   *WebhookEndpoints
 	Events     *Events
 	Deliveries *Deliveries
+	Links      *Links
+	Clicks     *Clicks
+	// LinkChanges announces link changes to redirect caches.
+	LinkChanges *LinkChanges
 }
 
 // Open connects to the database named by rawURL ("" means DefaultURL): postgres:// or postgresql:// URLs open
@@ -102,6 +106,9 @@ func Open(ctx context.Context, rawURL string) (*DB, error) {
 	db.Webhooks = &WebhookEndpoints{db: db}
 	db.Events = &Events{db: db}
 	db.Deliveries = &Deliveries{db: db}
+	db.Links = &Links{db: db}
+	db.Clicks = &Clicks{db: db}
+	db.LinkChanges = &LinkChanges{db: db}
 	return db, nil
 }
 
