@@ -91,6 +91,7 @@ type Server struct {
 	verifier *apikey.Verifier
 	limiter  *ratelimit.Limiter
 	ops      *operations
+	links    *linkRules
 	metrics  *metrics
 	echo     *echo.Echo
 	models   map[string]gen.Model
@@ -145,6 +146,9 @@ func New(cfg Config, db *store.DB) (*Server, error) {
 		workspacePolicy: ratelimit.Policy{Name: "workspace", Quota: cfg.WorkspaceRateLimit, Window: time.Minute},
 		models:          map[string]gen.Model{},
 	}
+	if s.links, err = newLinkRules(cfg.BaseURL, cfg.Links); err != nil {
+		return nil, err
+	}
 	s.policyHeader = []string{fmt.Sprintf(`"key";q=%d;w=60, "workspace";q=%d;w=60`, cfg.KeyRateLimit, cfg.WorkspaceRateLimit)}
 	for _, m := range cfg.Models.All() {
 		s.models[m.ID] = apiModel(m)
@@ -179,13 +183,17 @@ func New(cfg Config, db *store.DB) (*Server, error) {
 	if err := s.registerPublicRoutes(e); err != nil {
 		return nil, err
 	}
+	s.links.reserveRoutes(e)
 	s.echo = e
 	return s, nil
 }
 
 // Mount lets another part of the product (the console) add its routes; they get the same request ids, logs,
 // metrics, body limit and error handler as the API.
-func (s *Server) Mount(register func(*echo.Echo)) { register(s.echo) }
+func (s *Server) Mount(register func(*echo.Echo)) {
+	register(s.echo)
+	s.links.reserveRoutes(s.echo)
+}
 
 // ServeHTTP makes the server an http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.echo.ServeHTTP(w, r) }

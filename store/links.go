@@ -12,23 +12,25 @@ import (
 type Link struct {
 	bun.BaseModel `bun:"table:links,alias:l"`
 
-	ID             string            `bun:"id,pk"`
-	WorkspaceID    string            `bun:"workspace_id"`
-	Domain         string            `bun:"domain"`
-	Slug           string            `bun:"slug"`
-	SlugKey        string            `bun:"slug_key"`
-	DestinationURL string            `bun:"destination_url"`
-	Title          *string           `bun:"title"`
-	Tags           []string          `bun:"tags,type:json"`
-	ExternalID     *string           `bun:"external_id"`
-	UTM            map[string]string `bun:"utm,type:json"`
-	ExpiresAt      *time.Time        `bun:"expires_at"`
-	ExpiredURL     *string           `bun:"expired_url"`
-	MaxClicks      *int64            `bun:"max_clicks"`
-	RedirectType   int               `bun:"redirect_type"`
-	ForwardQuery   bool              `bun:"forward_query"`
-	Metadata       map[string]any    `bun:"metadata,type:json"`
-	Archived       bool              `bun:"archived"`
+	ID             string   `bun:"id,pk"`
+	WorkspaceID    string   `bun:"workspace_id"`
+	Domain         string   `bun:"domain"`
+	Slug           string   `bun:"slug"`
+	SlugKey        string   `bun:"slug_key"`
+	DestinationURL string   `bun:"destination_url"`
+	Title          *string  `bun:"title"`
+	Tags           []string `bun:"tags,type:json"`
+	ExternalID     *string  `bun:"external_id"`
+	// UTM holds the query parameters redirects add to the destination, keyed by their names (utm_source,
+	// utm_medium, utm_campaign, utm_term, utm_content); empty when none.
+	UTM          map[string]string `bun:"utm,type:json"`
+	ExpiresAt    *time.Time        `bun:"expires_at"`
+	ExpiredURL   *string           `bun:"expired_url"`
+	MaxClicks    *int64            `bun:"max_clicks"`
+	RedirectType int               `bun:"redirect_type"`
+	ForwardQuery bool              `bun:"forward_query"`
+	Metadata     map[string]any    `bun:"metadata,type:json"`
+	Archived     bool              `bun:"archived"`
 	// Clicks and BotClicks are the clicks persisted so far; AdmittedClicks the human clicks admitted against
 	// MaxClicks at redirect time (kept only for links with a cap).
 	Clicks           int64      `bun:"clicks"`
