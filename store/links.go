@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -85,3 +87,322 @@ func SlugKey(slug string) string { return strings.ToLower(slug) }
 
 // Links is the repository of short links.
 type Links struct{ db *DB }
+
+var (
+	// ErrSlugTaken means the slug is used on its domain, or reserved there to another workspace by a tombstone. It
+	// wraps ErrConflict.
+	ErrSlugTaken = fmt.Errorf("%w: slug taken", ErrConflict)
+	// ErrExternalIDTaken means another link of the workspace has the external ID. It wraps ErrConflict.
+	ErrExternalIDTaken = fmt.Errorf("%w: external_id taken", ErrConflict)
+)
+
+// linkTag is a row of link_tags, the index that tag filters use (the link's own tags column is the truth).
+type linkTag struct {
+	bun.BaseModel `bun:"table:link_tags"`
+
+	LinkID      string `bun:"link_id,pk"`
+	WorkspaceID string `bun:"workspace_id"`
+	Tag         string `bun:"tag,pk"`
+}
+
+// slugTombstone reserves a short URL to a workspace until a time.
+type slugTombstone struct {
+	bun.BaseModel `bun:"table:slug_tombstones"`
+
+	Domain      string    `bun:"domain,pk"`
+	SlugKey     string    `bun:"slug_key,pk"`
+	WorkspaceID string    `bun:"workspace_id"`
+	Until       time.Time `bun:"until"`
+}
+
+// linkColumns are the columns the API writes; the click counters and the notifier's columns belong to the click
+// recorder, which updates them concurrently, so an update never writes them back from a stale read.
+var linkColumns = []string{
+	"domain", "slug", "slug_key", "destination_url", "title", "tags", "external_id", "utm", "expires_at",
+	"expired_url", "max_clicks", "redirect_type", "forward_query", "metadata", "archived", "expired_event_at",
+	"max_clicks_event_at", "updated_at",
+}
+
+// Create inserts l inside tx, with its tags: ID, SlugKey and the timestamps are set here. Exactly one of concurrent
+// creates of one short URL succeeds (INSERT … ON CONFLICT DO NOTHING, never check-then-insert). A tombstone of the
+// link's own workspace is lifted: a workspace may take back a slug it gave up.
+//
+// Returns ErrExternalIDTaken when the workspace has a link with l.ExternalID, ErrSlugTaken when the slug is used on
+// the domain or tombstoned by another workspace. After either, nothing was written and tx is still usable (the
+// caller may retry with another slug in the same transaction, as bulk creation does).
+func (s *Links) Create(ctx context.Context, tx bun.IDB, l *Link) error {
+	t := now()
+	l.ID, l.SlugKey, l.CreatedAt, l.UpdatedAt = NewID("lnk"), SlugKey(l.Slug), t, t
+	l.normalize()
+	res, err := tx.NewInsert().Model(l).On("CONFLICT DO NOTHING").Exec(ctx)
+	if err != nil {
+		return mapErr(err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return err
+	} else if n == 0 {
+		return s.conflict(ctx, tx, l)
+	}
+	if err := claimSlug(ctx, tx, l.WorkspaceID, l.Key(), t); err != nil {
+		if _, derr := tx.NewDelete().Model((*Link)(nil)).Where("id = ?", l.ID).Exec(ctx); derr != nil {
+			return derr
+		}
+		return err
+	}
+	return insertTags(ctx, tx, l)
+}
+
+// conflict tells which uniqueness rule refused l. The external ID is looked at first: two concurrent upserts of
+// one external ID that both send the same slug must learn that the link now exists, not that its slug is taken.
+func (s *Links) conflict(ctx context.Context, tx bun.IDB, l *Link) error {
+	if l.ExternalID != nil {
+		exists, err := tx.NewSelect().Model((*Link)(nil)).
+			Where("workspace_id = ? AND external_id = ?", l.WorkspaceID, *l.ExternalID).Exists(ctx)
+		if err != nil {
+			return err
+		}
+		if exists {
+			return ErrExternalIDTaken
+		}
+	}
+	return ErrSlugTaken
+}
+
+// claimSlug checks the tombstone of key, just after the link's row took the key. A tombstone of another
+// workspace that still runs refuses it (ErrSlugTaken); any other tombstone is lifted. Checking after the insert is
+// what makes it safe on PostgreSQL: an insert that waited for a concurrent delete of the same key sees that
+// delete's tombstone in its next statement.
+func claimSlug(ctx context.Context, tx bun.IDB, workspaceID string, key LinkKey, t time.Time) error {
+	var ts []slugTombstone
+	if err := tx.NewSelect().Model(&ts).Where("domain = ? AND slug_key = ?", key.Domain, key.SlugKey).
+		Scan(ctx); err != nil {
+		return err
+	}
+	if len(ts) == 0 {
+		return nil
+	}
+	if ts[0].WorkspaceID != workspaceID && ts[0].Until.After(t) {
+		return ErrSlugTaken
+	}
+	_, err := tx.NewDelete().Model((*slugTombstone)(nil)).Where("domain = ? AND slug_key = ?", key.Domain, key.SlugKey).
+		Exec(ctx)
+	return err
+}
+
+// tombstone reserves key to a workspace until a time (replacing an older tombstone of the key).
+func tombstone(ctx context.Context, tx bun.IDB, workspaceID string, key LinkKey, until time.Time) error {
+	ts := slugTombstone{Domain: key.Domain, SlugKey: key.SlugKey, WorkspaceID: workspaceID,
+		Until: until.UTC().Truncate(time.Microsecond)}
+	_, err := tx.NewInsert().Model(&ts).
+		On("CONFLICT (domain, slug_key) DO UPDATE").Set("workspace_id = EXCLUDED.workspace_id").
+		Set("until = EXCLUDED.until").Exec(ctx)
+	return err
+}
+
+// normalize gives the JSON columns their empty values instead of NULL.
+func (l *Link) normalize() {
+	if l.Tags == nil {
+		l.Tags = []string{}
+	}
+	if l.UTM == nil {
+		l.UTM = map[string]string{}
+	}
+	if l.Metadata == nil {
+		l.Metadata = map[string]any{}
+	}
+}
+
+func insertTags(ctx context.Context, tx bun.IDB, l *Link) error {
+	if len(l.Tags) == 0 {
+		return nil
+	}
+	rows := make([]linkTag, len(l.Tags))
+	for i, tag := range l.Tags {
+		rows[i] = linkTag{LinkID: l.ID, WorkspaceID: l.WorkspaceID, Tag: tag}
+	}
+	_, err := tx.NewInsert().Model(&rows).On("CONFLICT DO NOTHING").Exec(ctx)
+	return err
+}
+
+// Get returns a link of a workspace. Returns ErrNotFound if it is not in that workspace.
+func (s *Links) Get(ctx context.Context, workspaceID, id string) (Link, error) {
+	var l Link
+	err := s.db.r.NewSelect().Model(&l).Where("l.id = ? AND l.workspace_id = ?", id, workspaceID).Scan(ctx)
+	return l, mapErr(err)
+}
+
+// ByKey returns the workspace's link at a short URL. Returns ErrNotFound if there is none, or it belongs to another
+// workspace.
+func (s *Links) ByKey(ctx context.Context, workspaceID string, key LinkKey) (Link, error) {
+	var l Link
+	err := s.db.r.NewSelect().Model(&l).
+		Where("l.domain = ? AND l.slug_key = ? AND l.workspace_id = ?", key.Domain, key.SlugKey, workspaceID).Scan(ctx)
+	return l, mapErr(err)
+}
+
+// Lock reads a link of a workspace inside tx for a change (SELECT … FOR UPDATE on PostgreSQL; SQLite's write
+// transaction already excludes other writers). Returns ErrNotFound if it is not in that workspace.
+func (s *Links) Lock(ctx context.Context, tx bun.IDB, workspaceID, id string) (Link, error) {
+	return s.lock(ctx, tx, "l.id = ? AND l.workspace_id = ?", id, workspaceID)
+}
+
+// LockByExternalID is Lock by the workspace's external ID. Returns ErrNotFound if no link has it.
+func (s *Links) LockByExternalID(ctx context.Context, tx bun.IDB, workspaceID, externalID string) (Link, error) {
+	return s.lock(ctx, tx, "l.workspace_id = ? AND l.external_id = ?", workspaceID, externalID)
+}
+
+func (s *Links) lock(ctx context.Context, tx bun.IDB, where string, args ...any) (Link, error) {
+	var l Link
+	q := tx.NewSelect().Model(&l).Where(where, args...)
+	if s.db.dialect == Postgres {
+		q = q.For("UPDATE")
+	}
+	err := q.Scan(ctx)
+	return l, mapErr(err)
+}
+
+// Update writes the API-owned fields of l (read with Lock as old) inside tx and sets l.SlugKey and l.UpdatedAt.
+// When the short URL changed, the old one is reserved to the workspace until tombstoneUntil and the new one is
+// claimed as by Create.
+//
+// Returns ErrNotFound if the link is gone, ErrSlugTaken or ErrExternalIDTaken as Create does; after those the
+// transaction must be rolled back (PostgreSQL aborts it on a unique violation).
+func (s *Links) Update(ctx context.Context, tx bun.IDB, l *Link, old Link, tombstoneUntil time.Time) error {
+	t := now()
+	l.SlugKey, l.UpdatedAt = SlugKey(l.Slug), t
+	l.normalize()
+	res, err := tx.NewUpdate().Model(l).Column(linkColumns...).
+		Where("id = ? AND workspace_id = ?", l.ID, l.WorkspaceID).Exec(ctx)
+	if err != nil && isUniqueViolation(err) {
+		if strings.Contains(err.Error(), "external_id") {
+			return ErrExternalIDTaken
+		}
+		return ErrSlugTaken
+	}
+	if err := expectOneRow(res, err); err != nil {
+		return err
+	}
+	if l.Key() != old.Key() {
+		if err := claimSlug(ctx, tx, l.WorkspaceID, l.Key(), t); err != nil {
+			return err
+		}
+		if err := tombstone(ctx, tx, l.WorkspaceID, old.Key(), tombstoneUntil); err != nil {
+			return err
+		}
+	}
+	if slices.Equal(l.Tags, old.Tags) {
+		return nil
+	}
+	if _, err := tx.NewDelete().Model((*linkTag)(nil)).Where("link_id = ?", l.ID).Exec(ctx); err != nil {
+		return err
+	}
+	return insertTags(ctx, tx, l)
+}
+
+// Delete removes a link of a workspace inside tx (its tags go with it), reserves its short URL to the workspace
+// until tombstoneUntil and queues its clicks and rollups for the background purge (link_purges), so deleting a link
+// with millions of clicks stays fast. It returns the link's last state. Returns ErrNotFound if the link is not in
+// the workspace.
+func (s *Links) Delete(ctx context.Context, tx bun.IDB, workspaceID, id string, tombstoneUntil time.Time) (Link, error) {
+	var l Link
+	err := tx.NewDelete().Model(&l).Where("id = ? AND workspace_id = ?", id, workspaceID).Returning("*").Scan(ctx)
+	if err != nil {
+		return Link{}, mapErr(err)
+	}
+	if err := tombstone(ctx, tx, workspaceID, l.Key(), tombstoneUntil); err != nil {
+		return Link{}, err
+	}
+	_, err = tx.NewInsert().Table("link_purges").Value("link_id", "?", l.ID).Value("deleted_at", "?", now()).
+		On("CONFLICT DO NOTHING").Exec(ctx)
+	return l, err
+}
+
+// LinkFilter narrows a list of links; zero fields do not filter.
+type LinkFilter struct {
+	// Query is found case-insensitively in the slug, the title or the destination URL (lower() on both sides:
+	// SQLite folds ASCII letters only).
+	Query      string
+	Tag        string
+	Domain     string
+	ExternalID string
+	// Archived selects archived links (true) or the others (false).
+	Archived bool
+	// Expired, when set, selects links that expired or reached max_clicks at Now (true) or that still redirect.
+	Expired       *bool
+	Now           time.Time
+	CreatedAfter  *time.Time
+	CreatedBefore *time.Time
+}
+
+var likeEscaper = strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
+
+// List returns a page of a workspace's links matching f, newest first, and whether more follow.
+func (s *Links) List(ctx context.Context, workspaceID string, f LinkFilter, p Page) ([]Link, bool, error) {
+	var ls []Link
+	q := s.db.r.NewSelect().Model(&ls).Where("l.workspace_id = ?", workspaceID).Where("l.archived = ?", f.Archived).
+		Order("l.id DESC").Limit(int64(p.Limit) + 1)
+	if p.Before != "" {
+		q = q.Where("l.id < ?", p.Before)
+	}
+	if f.Query != "" {
+		pattern := "%" + likeEscaper.Replace(strings.ToLower(f.Query)) + "%"
+		q = q.WhereGroup(" AND ", func(q *bun.SelectQuery) *bun.SelectQuery {
+			return q.Where(`lower(l.slug) LIKE ? ESCAPE '\'`, pattern).
+				WhereOr(`lower(COALESCE(l.title, '')) LIKE ? ESCAPE '\'`, pattern).
+				WhereOr(`lower(l.destination_url) LIKE ? ESCAPE '\'`, pattern)
+		})
+	}
+	if f.Tag != "" {
+		q = q.Where("EXISTS (SELECT 1 FROM link_tags AS lt WHERE lt.workspace_id = ? AND lt.tag = ? AND lt.link_id = l.id)",
+			workspaceID, f.Tag)
+	}
+	if f.Domain != "" {
+		q = q.Where("l.domain = ?", f.Domain)
+	}
+	if f.ExternalID != "" {
+		q = q.Where("l.external_id = ?", f.ExternalID)
+	}
+	if f.Expired != nil {
+		t := f.Now.UTC().Truncate(time.Microsecond)
+		const expired = `((l.expires_at IS NOT NULL AND l.expires_at <= ?) OR (l.max_clicks IS NOT NULL AND
+			CASE WHEN l.clicks > l.admitted_clicks THEN l.clicks ELSE l.admitted_clicks END >= l.max_clicks))`
+		if *f.Expired {
+			q = q.Where(expired, t)
+		} else {
+			q = q.Where("NOT "+expired, t)
+		}
+	}
+	if f.CreatedAfter != nil {
+		q = q.Where("l.created_at >= ?", f.CreatedAfter.UTC())
+	}
+	if f.CreatedBefore != nil {
+		q = q.Where("l.created_at < ?", f.CreatedBefore.UTC())
+	}
+	if err := q.Scan(ctx); err != nil {
+		return nil, false, err
+	}
+	more := len(ls) > p.Limit
+	if more {
+		ls = ls[:p.Limit]
+	}
+	return ls, more, nil
+}
+
+// AuditListing records link.listed (an opt-in event) with data, in a transaction of its own, when an endpoint of
+// the workspace subscribes to it. A list is a read: while nobody subscribes, it writes nothing, so listing costs no
+// write transaction (and no SQLite write lock) and the event log does not fill with entries nobody receives.
+func (s *Links) AuditListing(ctx context.Context, workspaceID string, data any) error {
+	const eventType = "link.listed"
+	var endpoints []WebhookEndpoint
+	if err := s.db.r.NewSelect().Model(&endpoints).Column("events").Where("e.workspace_id = ?", workspaceID).
+		Scan(ctx); err != nil {
+		return err
+	}
+	if !slices.ContainsFunc(endpoints, func(e WebhookEndpoint) bool { return Subscribed(e.Events, eventType, true) }) {
+		return nil
+	}
+	return s.db.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		_, err := s.db.Events.Emit(ctx, tx, NewEvent{WorkspaceID: workspaceID, Type: eventType, Data: data, OptIn: true})
+		return err
+	})
+}

@@ -1,0 +1,241 @@
+package handlers_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/labstack/echo/v4"
+	"github.com/oklog/ulid/v2"
+
+	"github.com/switchboard/switchboard/gen"
+	"github.com/switchboard/switchboard/handlers"
+	"github.com/switchboard/switchboard/shortlink"
+	"github.com/switchboard/switchboard/store"
+	"github.com/switchboard/switchboard/store/storetest"
+)
+
+// linkEnv is a server with a short domain of its own (slugs are global per domain and the PostgreSQL database is
+// shared by the tests of a binary) and a workspace with a links:write key.
+type linkEnv struct {
+	*env
+	ws     store.Workspace
+	key    string
+	domain string
+	// changes records the short URLs published by LinkChanges in this process.
+	mu      sync.Mutex
+	changes []store.LinkKey
+}
+
+func newLinkEnv(t *testing.T, db *store.DB, cfg handlers.Config) *linkEnv {
+	t.Helper()
+	domain := strings.ToLower("t" + ulid.Make().String()[20:] + ".sb.test")
+	if cfg.Links.ShortBaseURL == "" {
+		cfg.Links.ShortBaseURL = "https://" + domain
+	}
+	if cfg.BaseURL == "" {
+		cfg.BaseURL = "http://app.switchboard.test"
+	}
+	e := &linkEnv{env: newEnv(t, db, cfg), domain: domain}
+	e.ws = e.workspace("Links " + domain)
+	e.key, _ = e.env.key(e.ws.ID, "links:write")
+	db.LinkChanges.Subscribe(func(k store.LinkKey) {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		e.changes = append(e.changes, k)
+	})
+	return e
+}
+
+// published returns the keys published since the last call.
+func (e *linkEnv) published() []store.LinkKey {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := e.changes
+	e.changes = nil
+	return out
+}
+
+// call sends a request with the env's key.
+func (e *linkEnv) call(method, path, body string) *response {
+	e.t.Helper()
+	return e.do(request{method: method, path: path, key: e.key, body: body})
+}
+
+// create makes a link and returns it; the answer must be 201 with its Location.
+func (e *linkEnv) create(body string) gen.Link {
+	e.t.Helper()
+	r := e.call(http.MethodPost, "/api/v1/links", body)
+	if r.StatusCode != http.StatusCreated {
+		e.t.Fatalf("create %s: %d %s", body, r.StatusCode, r.body)
+	}
+	var l gen.Link
+	r.json(e.t, &l)
+	if loc := r.Header.Get("Location"); loc != "/api/v1/links/"+l.Id {
+		e.t.Fatalf("Location = %q, want /api/v1/links/%s", loc, l.Id)
+	}
+	return l
+}
+
+// events returns the workspace's events of a type, oldest first.
+func (e *linkEnv) events(workspaceID, eventType string) []store.Event {
+	e.t.Helper()
+	var evs []store.Event
+	if err := e.db.Bun().NewSelect().Model(&evs).Where("workspace_id = ? AND type = ?", workspaceID, eventType).
+		Order("id").Scan(context.Background()); err != nil {
+		e.t.Fatal(err)
+	}
+	return evs
+}
+
+// checkEventSchema validates event data against the spec's component schema of its type.
+func checkEventSchema(t *testing.T, schema string, data []byte) {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal(data, &v); err != nil {
+		t.Fatal(err)
+	}
+	if err := specDoc.Components.Schemas[schema].Value.VisitJSON(v, openapi3.MultiErrors()); err != nil {
+		t.Fatalf("event data does not match %s: %v\n%s", schema, err, data)
+	}
+}
+
+func TestCreateLink(t *testing.T) {
+	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
+		e := newLinkEnv(t, db, handlers.Config{})
+		l := e.create(`{"destination_url":"https://example.com/launch"}`)
+		if len(l.Slug) != shortlink.GeneratedLength || strings.Trim(l.Slug, shortlink.Alphabet) != "" {
+			t.Errorf("generated slug %q: want %d characters of the alphabet", l.Slug, shortlink.GeneratedLength)
+		}
+		if l.Domain != e.domain || l.ShortUrl != "https://"+e.domain+"/"+l.Slug || l.Status != "active" ||
+			l.RedirectType != 302 || !l.ForwardQuery || l.Archived || l.Clicks != 0 || len(l.Tags) != 0 {
+			t.Errorf("defaults: %+v", l)
+		}
+		if got := e.published(); !slices.Equal(got, []store.LinkKey{{Domain: e.domain, SlugKey: strings.ToLower(l.Slug)}}) {
+			t.Errorf("published %v", got)
+		}
+
+		full := e.create(`{"destination_url":"https://example.com/pricing","slug":"Black-Friday","title":"BF",
+			"tags":["campaign","bf"],"external_id":"crm-1","utm":{"source":"news","medium":"email","campaign":"bf",
+			"term":"t","content":"c"},"expires_at":"2099-12-01T00:00:00.1234567Z","expired_url":"https://example.com/over",
+			"max_clicks":10,"redirect_type":308,"forward_query":false,"metadata":{"owner":"growth","n":1.5},"archived":true}`)
+		want := gen.Link{Slug: "Black-Friday", DestinationUrl: "https://example.com/pricing", RedirectType: 308}
+		if full.Slug != want.Slug || *full.Title != "BF" || !slices.Equal(full.Tags, []string{"campaign", "bf"}) ||
+			*full.ExternalId != "crm-1" || *full.Utm.Source != "news" || *full.Utm.Content != "c" ||
+			!full.ExpiresAt.Equal(time.Date(2099, 12, 1, 0, 0, 0, 123456000, time.UTC)) ||
+			*full.ExpiredUrl != "https://example.com/over" || *full.MaxClicks != 10 || full.RedirectType != 308 ||
+			full.ForwardQuery || full.Metadata["owner"] != "growth" || !full.Archived {
+			t.Errorf("full link: %+v", full)
+		}
+		got := e.call(http.MethodGet, "/api/v1/links/"+full.Id, "")
+		var again gen.Link
+		got.json(t, &again)
+		if got.StatusCode != 200 || again.Id != full.Id || !again.ExpiresAt.Equal(*full.ExpiresAt) {
+			t.Errorf("get: %d %s", got.StatusCode, got.body)
+		}
+		stored, err := db.Links.Get(context.Background(), e.ws.ID, full.Id)
+		if err != nil || stored.UTM["utm_source"] != "news" || stored.SlugKey != "black-friday" {
+			t.Errorf("stored %+v, %v", stored, err)
+		}
+
+		evs := e.events(e.ws.ID, "link.created")
+		if len(evs) != 2 {
+			t.Fatalf("%d link.created events, want 2", len(evs))
+		}
+		for _, ev := range evs {
+			checkEventSchema(t, "LinkCreatedEvent", ev.Data)
+		}
+		var data gen.LinkCreatedEvent
+		if err := json.Unmarshal(evs[1].Data, &data); err != nil || data.Link.Id != full.Id || data.Link.Slug != "Black-Friday" {
+			t.Errorf("event data %s", evs[1].Data)
+		}
+	})
+}
+
+// Every field's refusal names its pointer: the schema's (kin-openapi) and the server's own rules alike.
+func TestCreateLinkValidation(t *testing.T) {
+	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
+		e := newLinkEnv(t, db, handlers.Config{Links: handlers.LinkOptions{
+			Domains: []string{"Go.Example.org"}, AllowedSchemes: []string{"mailto"}, BlockedHosts: []string{"evil.example"},
+		}})
+		deep := `{"a":{"b":{"c":{"d":{"e":{"f":1}}}}}}`
+		for _, tc := range []struct {
+			name, body, pointer, detail string
+		}{
+			{"no destination", `{}`, "/destination_url", ""},
+			{"relative destination", `{"destination_url":"/x"}`, "/destination_url", "absolute"},
+			{"javascript destination", `{"destination_url":"javascript:alert(1)"}`, "/destination_url", "not allowed"},
+			{"userinfo", `{"destination_url":"https://u:p@example.com"}`, "/destination_url", "user name or password"},
+			{"too long", `{"destination_url":"https://example.com/` + strings.Repeat("a", 2040) + `"}`, "/destination_url", ""},
+			{"loop to short domain", `{"destination_url":"https://` + e.domain + `/abc"}`, "/destination_url", "loop"},
+			{"loop to product", `{"destination_url":"http://app.switchboard.test/docs"}`, "/destination_url", "loop"},
+			{"loop to other short domain", `{"destination_url":"https://go.example.org/x"}`, "/destination_url", "loop"},
+			{"blocked host", `{"destination_url":"https://a.evil.example/x"}`, "/destination_url", "blocked"},
+			{"slug pattern", `{"destination_url":"https://example.com","slug":"-x"}`, "/slug", ""},
+			{"slug too long", `{"destination_url":"https://example.com","slug":"` + strings.Repeat("a", 64) + `"}`, "/slug", ""},
+			{"reserved slug", `{"destination_url":"https://example.com","slug":"API"}`, "/slug", "reserved"},
+			{"unknown domain", `{"destination_url":"https://example.com","domain":"other.example"}`, "/domain", "not a short domain"},
+			{"domain pattern", `{"destination_url":"https://example.com","domain":"https://x"}`, "/domain", ""},
+			{"title too long", `{"destination_url":"https://example.com","title":"` + strings.Repeat("t", 201) + `"}`, "/title", ""},
+			{"too many tags", `{"destination_url":"https://example.com","tags":[` + strings.Repeat(`"t",`, 20) + `"u"]}`, "/tags", ""},
+			{"duplicate tags", `{"destination_url":"https://example.com","tags":["a","a"]}`, "/tags", ""},
+			{"control character in tag", `{"destination_url":"https://example.com","tags":["a\u0001"]}`, "/tags/0", ""},
+			{"external id pattern", `{"destination_url":"https://example.com","external_id":"a b"}`, "/external_id", ""},
+			{"utm unknown member", `{"destination_url":"https://example.com","utm":{"id":"x"}}`, "/utm", ""},
+			{"expires_at format", `{"destination_url":"https://example.com","expires_at":"tomorrow"}`, "/expires_at", ""},
+			{"expires_at in the past", `{"destination_url":"https://example.com","expires_at":"2020-01-01T00:00:00Z"}`, "/expires_at", "future"},
+			{"expired_url", `{"destination_url":"https://example.com","expired_url":"ftp://example.com"}`, "/expired_url", "not allowed"},
+			{"max_clicks zero", `{"destination_url":"https://example.com","max_clicks":0}`, "/max_clicks", ""},
+			{"redirect_type", `{"destination_url":"https://example.com","redirect_type":303}`, "/redirect_type", ""},
+			{"forward_query type", `{"destination_url":"https://example.com","forward_query":"yes"}`, "/forward_query", ""},
+			{"metadata too large", `{"destination_url":"https://example.com","metadata":{"a":"` + strings.Repeat("x", 8200) + `"}}`, "/metadata", "8192"},
+			{"metadata too deep", `{"destination_url":"https://example.com","metadata":` + deep + `}`, "/metadata", "deeper than 5"},
+			{"archived type", `{"destination_url":"https://example.com","archived":1}`, "/archived", ""},
+			{"unknown field", `{"destination_url":"https://example.com","clicks":5}`, "", ""},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				p := e.call(http.MethodPost, "/api/v1/links", tc.body).problem(t, http.StatusBadRequest, "validation_failed")
+				found := false
+				for _, fe := range p.Errors {
+					if strings.HasPrefix(fe["pointer"], tc.pointer) && strings.Contains(fe["detail"], tc.detail) {
+						found = true
+					}
+				}
+				if !found {
+					t.Errorf("errors %v: want pointer %q with %q", p.Errors, tc.pointer, tc.detail)
+				}
+			})
+		}
+		ok := e.create(`{"destination_url":"mailto:team@example.com","domain":"GO.example.org","slug":"mail"}`)
+		if ok.Domain != "go.example.org" || ok.ShortUrl != "https://go.example.org/mail" {
+			t.Errorf("second domain: %+v", ok)
+		}
+		if n := len(e.events(e.ws.ID, "link.created")); n != 1 {
+			t.Errorf("%d link.created events, want only the one of the valid link", n)
+		}
+	})
+}
+
+// Reserved words are every top-level route of the product, whatever the case, and the static list; routes mounted
+// later (the console) are reserved too.
+func TestReservedSlugs(t *testing.T) {
+	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
+		e := newLinkEnv(t, db, handlers.Config{})
+		e.srv.Mount(func(ec *echo.Echo) { ec.GET("/pricing-page/:x", func(echo.Context) error { return nil }) })
+		for _, slug := range []string{"api", "API", "docs", "Docs", "user", "healthz", "readyz", "metrics",
+			"problems", "static", "assets", "login", "logout", "admin", "www", "pricing-page"} {
+			p := e.call(http.MethodPost, "/api/v1/links", `{"destination_url":"https://example.com","slug":"`+slug+`"}`).
+				problem(t, http.StatusBadRequest, "validation_failed")
+			if len(p.Errors) != 1 || p.Errors[0]["pointer"] != "/slug" || !strings.Contains(p.Errors[0]["detail"], "reserved") {
+				t.Errorf("slug %q: %v", slug, p.Errors)
+			}
+		}
+		e.create(`{"destination_url":"https://example.com","slug":"apis"}`)
+	})
+}
