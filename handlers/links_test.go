@@ -3,6 +3,8 @@ package handlers_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"log/slog"
 	"net/http"
 	"slices"
 	"strings"
@@ -42,6 +44,9 @@ func newLinkEnv(t *testing.T, db *store.DB, cfg handlers.Config) *linkEnv {
 	if cfg.BaseURL == "" {
 		cfg.BaseURL = "http://app.switchboard.test"
 	}
+	if cfg.Logger == nil { // internal errors show in the test's output
+		cfg.Logger = slog.New(slog.NewTextHandler(testLog{t}, &slog.HandlerOptions{Level: slog.LevelError}))
+	}
 	e := &linkEnv{env: newEnv(t, db, cfg), domain: domain}
 	e.ws = e.workspace("Links " + domain)
 	e.key, _ = e.env.key(e.ws.ID, "links:write")
@@ -51,6 +56,14 @@ func newLinkEnv(t *testing.T, db *store.DB, cfg handlers.Config) *linkEnv {
 		e.changes = append(e.changes, k)
 	})
 	return e
+}
+
+// testLog writes log lines into the test's output.
+type testLog struct{ t *testing.T }
+
+func (w testLog) Write(b []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(b)))
+	return len(b), nil
 }
 
 // published returns the keys published since the last call.
@@ -237,5 +250,178 @@ func TestReservedSlugs(t *testing.T) {
 			}
 		}
 		e.create(`{"destination_url":"https://example.com","slug":"apis"}`)
+	})
+}
+
+// status sends a request outside the test goroutine's helpers (safe in goroutines) and returns its status.
+func status(t *testing.T, url, method, path, key, body string) int {
+	req, err := http.NewRequest(method, url+path, strings.NewReader(body))
+	if err != nil {
+		t.Error(err)
+		return 0
+	}
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", "application/json")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Error(err)
+		return 0
+	}
+	res.Body.Close()
+	return res.StatusCode
+}
+
+func TestSlugUniquenessAcrossWorkspaces(t *testing.T) {
+	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
+		e := newLinkEnv(t, db, handlers.Config{})
+		otherKey, _ := e.env.key(e.workspace("Other").ID, "links:write")
+		l := e.create(`{"destination_url":"https://example.com","slug":"Promo","external_id":"x-1"}`)
+		e.call(http.MethodPost, "/api/v1/links", `{"destination_url":"https://example.com","slug":"PROMO"}`).
+			problem(t, http.StatusConflict, "slug_taken")
+		e.do(request{method: http.MethodPost, path: "/api/v1/links", key: otherKey,
+			body: `{"destination_url":"https://example.com","slug":"promo"}`}).problem(t, http.StatusConflict, "slug_taken")
+		p := e.call(http.MethodPost, "/api/v1/links", `{"destination_url":"https://example.com","external_id":"x-1"}`).
+			problem(t, http.StatusConflict, "external_id_taken")
+		if !strings.Contains(p.Detail, "x-1") {
+			t.Errorf("detail %q", p.Detail)
+		}
+		// Another workspace may use the same external ID.
+		if s := status(t, e.url, http.MethodPost, "/api/v1/links", otherKey, `{"destination_url":"https://example.com","external_id":"x-1"}`); s != 201 {
+			t.Errorf("other workspace, same external_id: %d", s)
+		}
+		r := e.call(http.MethodGet, "/api/v1/links/lookup?slug=pROMO", "")
+		var found gen.Link
+		r.json(t, &found)
+		if r.StatusCode != 200 || found.Id != l.Id {
+			t.Errorf("lookup: %d %s", r.StatusCode, r.body)
+		}
+		r = e.call(http.MethodGet, "/api/v1/links/lookup?slug=Promo&domain="+strings.ToUpper(e.domain), "")
+		if r.StatusCode != 200 {
+			t.Errorf("lookup with domain: %d %s", r.StatusCode, r.body)
+		}
+		e.do(request{path: "/api/v1/links/lookup?slug=promo", key: otherKey}).problem(t, http.StatusNotFound, "not_found")
+		e.call(http.MethodGet, "/api/v1/links/lookup?slug=nope", "").problem(t, http.StatusNotFound, "not_found")
+		e.call(http.MethodGet, "/api/v1/links/lookup?slug=-x", "").problem(t, http.StatusBadRequest, "validation_failed")
+		if n := len(e.events(e.ws.ID, "link.created")); n != 1 {
+			t.Errorf("%d link.created events; refused creates must emit nothing", n)
+		}
+	})
+}
+
+// Of 20 concurrent creates of one slug (from two workspaces) exactly one wins.
+func TestConcurrentCustomSlug(t *testing.T) {
+	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
+		e := newLinkEnv(t, db, handlers.Config{})
+		otherKey, _ := e.env.key(e.workspace("Other").ID, "links:write")
+		var wg sync.WaitGroup
+		statuses := make([]int, 20)
+		for i := range statuses {
+			key := e.key
+			if i%2 == 1 {
+				key = otherKey
+			}
+			wg.Go(func() {
+				statuses[i] = status(t, e.url, http.MethodPost, "/api/v1/links", key,
+					fmt.Sprintf(`{"destination_url":"https://example.com/%d","slug":"Race"}`, i))
+			})
+		}
+		wg.Wait()
+		created, taken := 0, 0
+		for _, s := range statuses {
+			switch s {
+			case 201:
+				created++
+			case 409:
+				taken++
+			}
+		}
+		if created != 1 || taken != 19 {
+			t.Fatalf("statuses %v: want one 201 and nineteen 409", statuses)
+		}
+		var n int
+		if err := db.Bun().NewSelect().Table("links").ColumnExpr("count(*)").
+			Where("domain = ? AND slug_key = 'race'", e.domain).Scan(context.Background(), &n); err != nil || n != 1 {
+			t.Fatalf("%d links with the slug, %v", n, err)
+		}
+	})
+}
+
+func TestSlugTombstones(t *testing.T) {
+	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		e := newLinkEnv(t, db, handlers.Config{Links: handlers.LinkOptions{TombstonePeriod: time.Hour}})
+		otherKey, _ := e.env.key(e.workspace("Other").ID, "links:write")
+		other := func(slug string) int {
+			return status(t, e.url, http.MethodPost, "/api/v1/links", otherKey, `{"destination_url":"https://example.com","slug":"`+slug+`"}`)
+		}
+		l := e.create(`{"destination_url":"https://example.com","slug":"Gone","tags":["a"]}`)
+		e.published()
+		before := time.Now()
+		if r := e.call(http.MethodDelete, "/api/v1/links/"+l.Id, ""); r.StatusCode != http.StatusNoContent {
+			t.Fatalf("delete: %d %s", r.StatusCode, r.body)
+		}
+		key := store.LinkKey{Domain: e.domain, SlugKey: "gone"}
+		if got := e.published(); !slices.Equal(got, []store.LinkKey{key}) {
+			t.Errorf("published %v", got)
+		}
+		e.call(http.MethodGet, "/api/v1/links/"+l.Id, "").problem(t, http.StatusNotFound, "not_found")
+		e.call(http.MethodDelete, "/api/v1/links/"+l.Id, "").problem(t, http.StatusNotFound, "not_found")
+		var until time.Time
+		if err := db.Bun().NewSelect().Table("slug_tombstones").Column("until").
+			Where("domain = ? AND slug_key = 'gone' AND workspace_id = ?", e.domain, e.ws.ID).Scan(ctx, &until); err != nil {
+			t.Fatalf("tombstone: %v", err)
+		}
+		if d := until.Sub(before); d < time.Hour-time.Second || d > time.Hour+5*time.Second {
+			t.Errorf("tombstone until %v, want about an hour after %v", until, before)
+		}
+		for table, where := range map[string]string{"link_purges": "link_id = ?", "link_tags": "link_id = ?"} {
+			n, err := db.Bun().NewSelect().Table(table).Where(where, l.Id).Count(ctx)
+			want := map[string]int64{"link_purges": 1, "link_tags": 0}[table]
+			if err != nil || n != want {
+				t.Errorf("%s rows of the deleted link = %d, want %d (%v)", table, n, want, err)
+			}
+		}
+		deleted := e.events(e.ws.ID, "link.deleted")
+		if len(deleted) != 1 {
+			t.Fatalf("%d link.deleted events", len(deleted))
+		}
+		checkEventSchema(t, "LinkDeletedEvent", deleted[0].Data)
+		var data gen.LinkDeletedEvent
+		if err := json.Unmarshal(deleted[0].Data, &data); err != nil || data.Link.Id != l.Id || data.Link.Tags[0] != "a" {
+			t.Errorf("link.deleted data %s", deleted[0].Data)
+		}
+
+		if s := other("gone"); s != http.StatusConflict {
+			t.Errorf("other workspace takes a tombstoned slug: %d, want 409", s)
+		}
+		back := e.create(`{"destination_url":"https://example.com","slug":"GONE"}`)
+		if n, _ := db.Bun().NewSelect().Table("slug_tombstones").Where("domain = ? AND slug_key = 'gone'", e.domain).Count(ctx); n != 0 {
+			t.Errorf("tombstone left after its workspace took the slug back")
+		}
+		e.call(http.MethodDelete, "/api/v1/links/"+back.Id, "")
+		if _, err := db.Bun().NewUpdate().Table("slug_tombstones").Set("until = ?", time.Now().Add(-time.Second).UTC()).
+			Where("domain = ? AND slug_key = 'gone'", e.domain).Exec(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if s := other("gone"); s != http.StatusCreated {
+			t.Errorf("other workspace after the tombstone ran out: %d, want 201", s)
+		}
+
+		// A new slug frees the old one for this workspace only.
+		moved := e.create(`{"destination_url":"https://example.com","slug":"old-name"}`)
+		e.published()
+		r := e.call(http.MethodPatch, "/api/v1/links/"+moved.Id, `{"slug":"new-name"}`)
+		if r.StatusCode != 200 {
+			t.Fatalf("re-slug: %d %s", r.StatusCode, r.body)
+		}
+		got := e.published()
+		if !slices.Contains(got, store.LinkKey{Domain: e.domain, SlugKey: "old-name"}) ||
+			!slices.Contains(got, store.LinkKey{Domain: e.domain, SlugKey: "new-name"}) {
+			t.Errorf("re-slug published %v, want both keys", got)
+		}
+		if s := other("old-name"); s != http.StatusConflict {
+			t.Errorf("other workspace takes a re-slugged link's old slug: %d", s)
+		}
+		e.create(`{"destination_url":"https://example.com","slug":"old-name"}`)
 	})
 }

@@ -312,8 +312,8 @@ func (s *Links) Delete(ctx context.Context, tx bun.IDB, workspaceID, id string, 
 	if err := tombstone(ctx, tx, workspaceID, l.Key(), tombstoneUntil); err != nil {
 		return Link{}, err
 	}
-	_, err = tx.NewInsert().Table("link_purges").Value("link_id", "?", l.ID).Value("deleted_at", "?", now()).
-		On("CONFLICT DO NOTHING").Exec(ctx)
+	_, err = tx.ExecContext(ctx, "INSERT INTO link_purges (link_id, deleted_at) VALUES (?, ?) ON CONFLICT DO NOTHING",
+		l.ID, now())
 	return l, err
 }
 
