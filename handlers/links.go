@@ -453,23 +453,54 @@ func (s *Server) emit(ctx context.Context, tx bun.IDB, workspaceID, eventType st
 	return err
 }
 
-// createLink inserts l inside tx with its link.created event and announces its short URL; a taken generated slug
-// is drawn again. The caller publishes l.Key() after the commit.
-func (s *Server) createLink(ctx context.Context, tx bun.IDB, l *store.Link, generated bool) error {
-	for attempt := 1; ; attempt++ {
-		err := s.db.Links.Create(ctx, tx, l)
-		if err == nil {
+// createLinks inserts links inside tx with their link.created events and announces their short URLs; a taken
+// generated slug (generated[i]) is drawn again. refused[i] is nil for a created link, else store.ErrSlugTaken or
+// store.ErrExternalIDTaken; err is any other failure. The caller publishes the created links' keys after the
+// commit.
+func (s *Server) createLinks(ctx context.Context, tx bun.IDB, links []*store.Link, generated []bool) (refused []error, err error) {
+	if refused, err = s.db.Links.CreateMany(ctx, tx, links); err != nil {
+		return nil, err
+	}
+	for attempt := 1; attempt < maxSlugAttempts; attempt++ {
+		var retry []int
+		var again []*store.Link
+		for i, r := range refused {
+			if generated[i] && errors.Is(r, store.ErrSlugTaken) {
+				links[i].Slug = s.generateSlug()
+				retry, again = append(retry, i), append(again, links[i])
+			}
+		}
+		if len(retry) == 0 {
 			break
 		}
-		if !generated || !errors.Is(err, store.ErrSlugTaken) || attempt == maxSlugAttempts {
-			return err
+		second, err := s.db.Links.CreateMany(ctx, tx, again)
+		if err != nil {
+			return nil, err
 		}
-		l.Slug = s.generateSlug()
+		for j, i := range retry {
+			refused[i] = second[j]
+		}
 	}
-	if err := s.emit(ctx, tx, l.WorkspaceID, "link.created", gen.LinkCreatedEvent{Link: s.apiLink(*l)}); err != nil {
+	var keys []store.LinkKey
+	for i, l := range links {
+		if refused[i] != nil {
+			continue
+		}
+		if err := s.emit(ctx, tx, l.WorkspaceID, "link.created", gen.LinkCreatedEvent{Link: s.apiLink(*l)}); err != nil {
+			return nil, err
+		}
+		keys = append(keys, l.Key())
+	}
+	return refused, s.db.LinkChanges.Announce(ctx, tx, keys...)
+}
+
+// createLink is createLinks for one link: the refusal is the error.
+func (s *Server) createLink(ctx context.Context, tx bun.IDB, l *store.Link, generated bool) error {
+	refused, err := s.createLinks(ctx, tx, []*store.Link{l}, []bool{generated})
+	if err != nil {
 		return err
 	}
-	return s.db.LinkChanges.Announce(ctx, tx, l.Key())
+	return refused[0]
 }
 
 // updateLink writes l (read as old inside tx) when it differs, with its link.updated event, and announces both
@@ -557,22 +588,16 @@ func (s *Server) CreateLinksBulk(ctx context.Context, req gen.CreateLinksBulkReq
 
 // createBulkChunk creates the links of one chunk in one transaction and writes their outcomes into results.
 func (s *Server) createBulkChunk(ctx context.Context, chunk []bulkItem, results []gen.LinkBulkItem) {
-	var created []int
+	links := make([]*store.Link, len(chunk))
+	generated := make([]bool, len(chunk))
+	for j := range chunk {
+		links[j], generated[j] = &chunk[j].link, chunk[j].generated
+	}
+	var refused []error
 	err := s.db.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error {
-		created = created[:0]
-		for j := range chunk {
-			it := &chunk[j]
-			err := s.createLink(ctx, tx, &it.link, it.generated)
-			if errors.Is(err, store.ErrConflict) {
-				results[it.index] = bulkFailure(it.index, linkProblem(err, &it.link).(*Problem))
-				continue
-			}
-			if err != nil {
-				return err
-			}
-			created = append(created, j)
-		}
-		return nil
+		var err error
+		refused, err = s.createLinks(ctx, tx, links, generated)
+		return err
 	})
 	if err != nil {
 		loggerFrom(ctx, s.log).Error("bulk link creation failed", "error", err, "items", len(chunk))
@@ -582,12 +607,15 @@ func (s *Server) createBulkChunk(ctx context.Context, chunk []bulkItem, results 
 		}
 		return
 	}
-	keys := make([]store.LinkKey, 0, len(created))
-	for _, j := range created {
-		it := &chunk[j]
-		link := s.apiLink(it.link)
+	keys := make([]store.LinkKey, 0, len(chunk))
+	for j, it := range chunk {
+		if refused[j] != nil {
+			results[it.index] = bulkFailure(it.index, linkProblem(refused[j], links[j]).(*Problem))
+			continue
+		}
+		link := s.apiLink(*links[j])
 		results[it.index] = gen.LinkBulkItem{Index: it.index, Status: gen.LinkBulkItemStatusCreated, Link: &link}
-		keys = append(keys, it.link.Key())
+		keys = append(keys, links[j].Key())
 	}
 	s.db.LinkChanges.Published(keys...)
 }

@@ -425,3 +425,147 @@ func TestSlugTombstones(t *testing.T) {
 		e.create(`{"destination_url":"https://example.com","slug":"old-name"}`)
 	})
 }
+
+func TestCreateLinksBulk(t *testing.T) {
+	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
+		e := newLinkEnv(t, db, handlers.Config{})
+		otherKey, _ := e.env.key(e.workspace("Other").ID, "links:write")
+		if s := status(t, e.url, http.MethodPost, "/api/v1/links", otherKey, `{"destination_url":"https://example.com","slug":"theirs"}`); s != 201 {
+			t.Fatal(s)
+		}
+		e.create(`{"destination_url":"https://example.com","external_id":"ext-1"}`)
+		e.published()
+		r := e.call(http.MethodPost, "/api/v1/links/bulk", `{"links":[
+			{"destination_url":"https://example.com/a","slug":"bulk-a"},
+			{"destination_url":"https://`+e.domain+`/loop","expired_url":"https://evil.invalid"},
+			{"destination_url":"https://example.com/c","slug":"docs"},
+			{"destination_url":"https://example.com/d","slug":"dup"},
+			{"destination_url":"https://example.com/e","slug":"DUP"},
+			{"destination_url":"https://example.com/f","slug":"theirs"},
+			{"destination_url":"https://example.com/g","external_id":"ext-1"},
+			{"destination_url":"https://example.com/h"}]}`)
+		if r.StatusCode != 200 {
+			t.Fatalf("bulk: %d %s", r.StatusCode, r.body)
+		}
+		var res gen.LinkBulkResult
+		r.json(t, &res)
+		want := []struct{ status, code, pointer string }{
+			{"created", "", ""}, {"failed", "validation_failed", "/destination_url"}, {"failed", "validation_failed", "/slug"},
+			{"created", "", ""}, {"failed", "slug_taken", ""}, {"failed", "slug_taken", ""},
+			{"failed", "external_id_taken", ""}, {"created", "", ""},
+		}
+		if res.Created != 3 || res.Failed != 5 || len(res.Data) != len(want) {
+			t.Fatalf("result %s", r.body)
+		}
+		for i, w := range want {
+			d := res.Data[i]
+			if d.Index != i || string(d.Status) != w.status {
+				t.Errorf("item %d: %+v, want %s", i, d, w.status)
+				continue
+			}
+			if w.status == "created" {
+				if d.Link == nil || d.Error != nil {
+					t.Errorf("item %d: %s", i, r.body)
+				}
+				continue
+			}
+			if d.Error == nil || d.Error.Code != w.code {
+				t.Errorf("item %d: error %+v, want %s", i, d.Error, w.code)
+				continue
+			}
+			if w.pointer != "" && (d.Error.Errors == nil || (*d.Error.Errors)[0].Pointer == nil || *(*d.Error.Errors)[0].Pointer != w.pointer) {
+				t.Errorf("item %d: errors %+v, want pointer %s", i, d.Error.Errors, w.pointer)
+			}
+		}
+		if errs := *res.Data[1].Error.Errors; len(errs) != 1 {
+			t.Errorf("item 1: %d field errors, want 1 (the expired_url is fine): %s", len(errs), r.body)
+		}
+		evs := e.events(e.ws.ID, "link.created")
+		if len(evs) != 1+3 {
+			t.Errorf("%d link.created events, want one per created link (+1 before)", len(evs))
+		}
+		if n := len(e.published()); n != 3 {
+			t.Errorf("%d keys published, want 3", n)
+		}
+
+		var b strings.Builder
+		b.WriteString(`{"links":[`)
+		for i := range 1000 {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			fmt.Fprintf(&b, `{"destination_url":"https://example.com/p/%d","tags":["bulk"],"title":"Item %d"}`, i, i)
+		}
+		b.WriteString(`]}`)
+		start := time.Now()
+		r = e.call(http.MethodPost, "/api/v1/links/bulk", b.String())
+		elapsed := time.Since(start)
+		r.json(t, &res)
+		if r.StatusCode != 200 || res.Created != 1000 || res.Failed != 0 {
+			t.Fatalf("1000 items: %d created %d failed", res.Created, res.Failed)
+		}
+		t.Logf("POST /api/v1/links/bulk with 1000 links on %s: %v", db.Dialect(), elapsed.Round(time.Millisecond))
+		if n := len(e.events(e.ws.ID, "link.created")); n != 1004 {
+			t.Errorf("%d link.created events, want 1004", n)
+		}
+	})
+}
+
+func TestUpsertLinkByExternalID(t *testing.T) {
+	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
+		e := newLinkEnv(t, db, handlers.Config{})
+		body := `{"destination_url":"https://example.com/deal","title":"Deal","tags":["crm"],"slug":"deal-1","max_clicks":5}`
+		r := e.call(http.MethodPut, "/api/v1/links/external/crm-8841", body)
+		var l gen.Link
+		r.json(t, &l)
+		if r.StatusCode != 201 || r.Header.Get("Location") != "/api/v1/links/"+l.Id || *l.ExternalId != "crm-8841" || l.Slug != "deal-1" {
+			t.Fatalf("create: %d %s", r.StatusCode, r.body)
+		}
+		r = e.call(http.MethodPut, "/api/v1/links/external/crm-8841", body)
+		var same gen.Link
+		r.json(t, &same)
+		if r.StatusCode != 200 || same.Id != l.Id || !same.UpdatedAt.Equal(l.UpdatedAt) {
+			t.Fatalf("repeat: %d %s", r.StatusCode, r.body)
+		}
+		if n := len(e.events(e.ws.ID, "link.updated")); n != 0 {
+			t.Errorf("repeating the same body emitted %d link.updated", n)
+		}
+		r = e.call(http.MethodPut, "/api/v1/links/external/crm-8841", `{"destination_url":"https://example.com/deal-2"}`)
+		var repl gen.Link
+		r.json(t, &repl)
+		if r.StatusCode != 200 || repl.Id != l.Id || repl.Slug != "deal-1" || repl.Title != nil || len(repl.Tags) != 0 ||
+			repl.MaxClicks != nil || repl.DestinationUrl != "https://example.com/deal-2" {
+			t.Fatalf("replace: %d %s", r.StatusCode, r.body)
+		}
+		evs := e.events(e.ws.ID, "link.updated")
+		if len(evs) != 1 {
+			t.Fatalf("%d link.updated", len(evs))
+		}
+		checkEventSchema(t, "LinkUpdatedEvent", evs[0].Data)
+		var upd gen.LinkUpdatedEvent
+		_ = json.Unmarshal(evs[0].Data, &upd)
+		if !slices.Equal(upd.Changed, []string{"destination_url", "title", "tags", "max_clicks"}) {
+			t.Errorf("changed %v", upd.Changed)
+		}
+		e.call(http.MethodPut, "/api/v1/links/external/crm-2", `{"destination_url":"https://example.com","slug":"DEAL-1"}`).
+			problem(t, http.StatusConflict, "slug_taken")
+
+		var wg sync.WaitGroup
+		statuses := make([]int, 10)
+		for i := range statuses {
+			wg.Go(func() {
+				statuses[i] = status(t, e.url, http.MethodPut, "/api/v1/links/external/same", e.key,
+					`{"destination_url":"https://example.com/same","slug":"same-slug"}`)
+			})
+		}
+		wg.Wait()
+		slices.Sort(statuses)
+		if statuses[0] != 200 || statuses[8] != 200 || statuses[9] != 201 {
+			t.Errorf("concurrent upserts: %v, want one 201 and nine 200", statuses)
+		}
+		n, err := db.Bun().NewSelect().Table("links").Where("workspace_id = ? AND external_id = 'same'", e.ws.ID).Count(context.Background())
+		if err != nil || n != 1 {
+			t.Errorf("%d links with the external ID, %v", n, err)
+		}
+	})
+}

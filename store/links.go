@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -129,31 +130,66 @@ var linkColumns = []string{
 //
 // Returns ErrExternalIDTaken when the workspace has a link with l.ExternalID, ErrSlugTaken when the slug is used on
 // the domain or tombstoned by another workspace. After either, nothing was written and tx is still usable (the
-// caller may retry with another slug in the same transaction, as bulk creation does).
+// caller may retry with another slug in the same transaction).
 func (s *Links) Create(ctx context.Context, tx bun.IDB, l *Link) error {
-	t := now()
-	l.ID, l.SlugKey, l.CreatedAt, l.UpdatedAt = NewID("lnk"), SlugKey(l.Slug), t, t
-	l.normalize()
-	res, err := tx.NewInsert().Model(l).On("CONFLICT DO NOTHING").Exec(ctx)
+	refused, err := s.CreateMany(ctx, tx, []*Link{l})
 	if err != nil {
-		return mapErr(err)
-	}
-	if n, err := res.RowsAffected(); err != nil {
-		return err
-	} else if n == 0 {
-		return s.conflict(ctx, tx, l)
-	}
-	if err := claimSlug(ctx, tx, l.WorkspaceID, l.Key(), t); err != nil {
-		if _, derr := tx.NewDelete().Model((*Link)(nil)).Where("id = ?", l.ID).Exec(ctx); derr != nil {
-			return derr
-		}
 		return err
 	}
-	return insertTags(ctx, tx, l)
+	return refused[0]
 }
 
-// conflict tells which uniqueness rule refused l. The external ID is looked at first: two concurrent upserts of
-// one external ID that both send the same slug must learn that the link now exists, not that its slug is taken.
+// CreateMany is Create for many links in a few statements (bulk creation): refused[i] is nil when ls[i] was
+// created, else ErrExternalIDTaken or ErrSlugTaken as Create returns them. Links of ls that take the same slug or
+// external ID as an earlier one of ls are refused as if the earlier one existed already. err is any other failure.
+func (s *Links) CreateMany(ctx context.Context, tx bun.IDB, ls []*Link) (refused []error, err error) {
+	t := now()
+	rows := make([]Link, len(ls))
+	for i, l := range ls {
+		l.ID, l.SlugKey, l.CreatedAt, l.UpdatedAt = NewID("lnk"), SlugKey(l.Slug), t, t
+		l.normalize()
+		rows[i] = *l
+	}
+	var ids []string
+	if err := tx.NewInsert().Model(&rows).On("CONFLICT DO NOTHING").Returning("id").Scan(ctx, &ids); err != nil {
+		return nil, mapErr(err)
+	}
+	inserted := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		inserted[id] = true
+	}
+	refused = make([]error, len(ls))
+	var created []*Link
+	for i, l := range ls {
+		if !inserted[l.ID] {
+			if refused[i] = s.conflict(ctx, tx, l); !errors.Is(refused[i], ErrConflict) {
+				return nil, refused[i]
+			}
+			continue
+		}
+		created = append(created, l)
+	}
+	taken, err := claimSlugs(ctx, tx, created, t)
+	if err != nil {
+		return nil, err
+	}
+	if len(taken) > 0 {
+		if _, err := tx.NewDelete().Model((*Link)(nil)).Where("id IN (?)", bun.In(taken)).Exec(ctx); err != nil {
+			return nil, err
+		}
+		for i, l := range ls {
+			if slices.Contains(taken, l.ID) {
+				refused[i] = ErrSlugTaken
+			}
+		}
+		created = slices.DeleteFunc(created, func(l *Link) bool { return slices.Contains(taken, l.ID) })
+	}
+	return refused, insertTags(ctx, tx, created)
+}
+
+// conflict tells which uniqueness rule refused l: ErrExternalIDTaken or ErrSlugTaken, or another error when the
+// question itself failed. The external ID is looked at first: two concurrent upserts of one external ID that both
+// send the same slug must learn that the link now exists, not that its slug is taken.
 func (s *Links) conflict(ctx context.Context, tx bun.IDB, l *Link) error {
 	if l.ExternalID != nil {
 		exists, err := tx.NewSelect().Model((*Link)(nil)).
@@ -168,25 +204,40 @@ func (s *Links) conflict(ctx context.Context, tx bun.IDB, l *Link) error {
 	return ErrSlugTaken
 }
 
-// claimSlug checks the tombstone of key, just after the link's row took the key. A tombstone of another
-// workspace that still runs refuses it (ErrSlugTaken); any other tombstone is lifted. Checking after the insert is
-// what makes it safe on PostgreSQL: an insert that waited for a concurrent delete of the same key sees that
-// delete's tombstone in its next statement.
-func claimSlug(ctx context.Context, tx bun.IDB, workspaceID string, key LinkKey, t time.Time) error {
+// claimSlugs checks the tombstones of the keys that links just took and returns the IDs of the links whose key is
+// reserved to another workspace until after t; every other tombstone of those keys is lifted. Checking after the
+// insert is what makes it safe on PostgreSQL: an insert that waited for a concurrent delete of the same key sees
+// that delete's tombstone in its next statement.
+func claimSlugs(ctx context.Context, tx bun.IDB, links []*Link, t time.Time) (taken []string, err error) {
+	if len(links) == 0 {
+		return nil, nil
+	}
+	byKey := make(map[LinkKey]*Link, len(links))
+	var domains, slugKeys []string
+	for _, l := range links {
+		byKey[l.Key()] = l
+		domains, slugKeys = append(domains, l.Domain), append(slugKeys, l.SlugKey)
+	}
 	var ts []slugTombstone
-	if err := tx.NewSelect().Model(&ts).Where("domain = ? AND slug_key = ?", key.Domain, key.SlugKey).
+	if err := tx.NewSelect().Model(&ts).Where("domain IN (?) AND slug_key IN (?)", bun.In(domains), bun.In(slugKeys)).
 		Scan(ctx); err != nil {
-		return err
+		return nil, err
 	}
-	if len(ts) == 0 {
-		return nil
+	for _, tomb := range ts {
+		l, ok := byKey[LinkKey{Domain: tomb.Domain, SlugKey: tomb.SlugKey}]
+		if !ok {
+			continue
+		}
+		if tomb.WorkspaceID != l.WorkspaceID && tomb.Until.After(t) {
+			taken = append(taken, l.ID)
+			continue
+		}
+		if _, err := tx.NewDelete().Model((*slugTombstone)(nil)).
+			Where("domain = ? AND slug_key = ?", tomb.Domain, tomb.SlugKey).Exec(ctx); err != nil {
+			return nil, err
+		}
 	}
-	if ts[0].WorkspaceID != workspaceID && ts[0].Until.After(t) {
-		return ErrSlugTaken
-	}
-	_, err := tx.NewDelete().Model((*slugTombstone)(nil)).Where("domain = ? AND slug_key = ?", key.Domain, key.SlugKey).
-		Exec(ctx)
-	return err
+	return taken, nil
 }
 
 // tombstone reserves key to a workspace until a time (replacing an older tombstone of the key).
@@ -212,13 +263,15 @@ func (l *Link) normalize() {
 	}
 }
 
-func insertTags(ctx context.Context, tx bun.IDB, l *Link) error {
-	if len(l.Tags) == 0 {
-		return nil
+func insertTags(ctx context.Context, tx bun.IDB, links []*Link) error {
+	var rows []linkTag
+	for _, l := range links {
+		for _, tag := range l.Tags {
+			rows = append(rows, linkTag{LinkID: l.ID, WorkspaceID: l.WorkspaceID, Tag: tag})
+		}
 	}
-	rows := make([]linkTag, len(l.Tags))
-	for i, tag := range l.Tags {
-		rows[i] = linkTag{LinkID: l.ID, WorkspaceID: l.WorkspaceID, Tag: tag}
+	if len(rows) == 0 {
+		return nil
 	}
 	_, err := tx.NewInsert().Model(&rows).On("CONFLICT DO NOTHING").Exec(ctx)
 	return err
@@ -283,8 +336,10 @@ func (s *Links) Update(ctx context.Context, tx bun.IDB, l *Link, old Link, tombs
 		return err
 	}
 	if l.Key() != old.Key() {
-		if err := claimSlug(ctx, tx, l.WorkspaceID, l.Key(), t); err != nil {
+		if taken, err := claimSlugs(ctx, tx, []*Link{l}, t); err != nil {
 			return err
+		} else if len(taken) > 0 {
+			return ErrSlugTaken
 		}
 		if err := tombstone(ctx, tx, l.WorkspaceID, old.Key(), tombstoneUntil); err != nil {
 			return err
@@ -296,7 +351,7 @@ func (s *Links) Update(ctx context.Context, tx bun.IDB, l *Link, old Link, tombs
 	if _, err := tx.NewDelete().Model((*linkTag)(nil)).Where("link_id = ?", l.ID).Exec(ctx); err != nil {
 		return err
 	}
-	return insertTags(ctx, tx, l)
+	return insertTags(ctx, tx, []*Link{l})
 }
 
 // Delete removes a link of a workspace inside tx (its tags go with it), reserves its short URL to the workspace
