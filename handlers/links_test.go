@@ -730,3 +730,102 @@ func TestUpdateLinkKeepsUnsentRedirectType(t *testing.T) {
 		t.Errorf("redirect_type = %d after a PATCH that did not send it, want 308", got.RedirectType)
 	}
 }
+
+func TestListLinks(t *testing.T) {
+	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		e := newLinkEnv(t, db, handlers.Config{Links: handlers.LinkOptions{Domains: []string{"go.example.org"}}})
+		a := e.create(`{"destination_url":"https://example.com/Alpha","title":"Sale 100% off","tags":["x"]}`)
+		b := e.create(`{"destination_url":"https://example.com/b","slug":"beta_1","tags":["x","y"],"external_id":"b"}`)
+		c := e.create(`{"destination_url":"https://example.com/c","domain":"go.example.org","max_clicks":2}`)
+		d := e.create(`{"destination_url":"https://example.com/d","archived":true,"expires_at":"2099-01-01T00:00:00Z"}`)
+		if _, err := db.Bun().NewUpdate().Table("links").Set("admitted_clicks = 2").Where("id = ?", c.Id).Exec(ctx); err != nil {
+			t.Fatal(err)
+		}
+		e.call(http.MethodPatch, "/api/v1/links/"+d.Id, `{"expires_at":"2020-01-01T00:00:00Z"}`)
+		ids := func(q string) []string {
+			t.Helper()
+			r := e.call(http.MethodGet, "/api/v1/links"+q, "")
+			var l gen.LinkList
+			r.json(t, &l)
+			if r.StatusCode != 200 {
+				t.Fatalf("GET %s: %d %s", q, r.StatusCode, r.body)
+			}
+			var out []string
+			for _, x := range l.Data {
+				out = append(out, x.Id)
+			}
+			return out
+		}
+		for q, want := range map[string][]string{
+			"":                            {c.Id, b.Id, a.Id},
+			"?q=ALPHA":                    {a.Id},
+			"?q=100%25":                   {a.Id},
+			"?q=%25":                      {a.Id},
+			"?q=a_1":                      {b.Id},
+			"?q=_":                        {b.Id},
+			"?tag=x":                      {b.Id, a.Id},
+			"?tag=y":                      {b.Id},
+			"?domain=GO.example.org":      {c.Id},
+			"?external_id=b":              {b.Id},
+			"?archived=true":              {d.Id},
+			"?expired=true":               {c.Id},
+			"?expired=false":              {b.Id, a.Id},
+			"?archived=true&expired=true": {d.Id},
+			"?created_after=" + a.CreatedAt.Add(time.Microsecond).Format(time.RFC3339Nano): {c.Id, b.Id},
+			"?created_before=" + b.CreatedAt.Format(time.RFC3339Nano):                      {a.Id},
+		} {
+			if got := ids(q); !slices.Equal(got, want) {
+				t.Errorf("GET /api/v1/links%s = %v, want %v", q, got, want)
+			}
+		}
+
+		// Pages of one, newest first, until has_more is false.
+		var seen []string
+		next := ""
+		for range 5 {
+			r := e.call(http.MethodGet, "/api/v1/links?limit=1"+next, "")
+			var l gen.LinkList
+			r.json(t, &l)
+			seen = append(seen, l.Data[0].Id)
+			if !l.HasMore {
+				if l.NextCursor != nil {
+					t.Errorf("last page has a cursor")
+				}
+				break
+			}
+			next = "&cursor=" + *l.NextCursor
+		}
+		if !slices.Equal(seen, []string{c.Id, b.Id, a.Id}) {
+			t.Errorf("pages %v", seen)
+		}
+		for _, bad := range []string{"bm90LWEtY3Vyc29y", "!!", "Y2xrXzAxSkRBQzRENUU2RjdHOEg5SjBLMU0yTjNQ"} {
+			p := e.call(http.MethodGet, "/api/v1/links?cursor="+bad, "").problem(t, http.StatusBadRequest, "validation_failed")
+			if len(p.Errors) != 1 || p.Errors[0]["parameter"] != "cursor" {
+				t.Errorf("cursor %q: %v", bad, p.Errors)
+			}
+		}
+
+		// link.listed is recorded only while an endpoint subscribes to it.
+		if n := len(e.events(e.ws.ID, "link.listed")); n != 0 {
+			t.Fatalf("%d link.listed events without a subscriber", n)
+		}
+		_, err := db.Webhooks.Create(ctx, store.NewWebhookEndpoint{WorkspaceID: e.ws.ID, URL: "https://hooks.example.com/x",
+			Events: []string{"link.*"}, SealSecret: func(string) string { return "sealed" }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		reader, readerKey := e.env.key(e.ws.ID, "links:read")
+		e.do(request{path: "/api/v1/links?tag=x&limit=5", key: reader})
+		evs := e.events(e.ws.ID, "link.listed")
+		if len(evs) != 1 {
+			t.Fatalf("%d link.listed events", len(evs))
+		}
+		checkEventSchema(t, "LinkListedEvent", evs[0].Data)
+		var listed gen.LinkListedEvent
+		_ = json.Unmarshal(evs[0].Data, &listed)
+		if listed.ResultCount != 2 || listed.Filters["tag"] != "x" || listed.Filters["limit"] != float64(5) || listed.KeyId != readerKey.ID {
+			t.Errorf("link.listed %s", evs[0].Data)
+		}
+	})
+}
