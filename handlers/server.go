@@ -48,6 +48,8 @@ type Config struct {
 	TrustedProxies []*net.IPNet
 	// Links configures short links and their public redirects.
 	Links LinkOptions
+	// Redirects configures the public redirects of short links; they are served only with a click recorder.
+	Redirects RedirectOptions
 	// Webhooks is what the webhook API needs from the engine; zero fields take safe defaults (a throw-away server key,
 	// https-only public targets, 15 s attempts, no dispatcher to wake).
 	Webhooks WebhookEngine
@@ -92,9 +94,11 @@ type Server struct {
 	limiter  *ratelimit.Limiter
 	ops      *operations
 	links    *linkRules
-	metrics  *metrics
-	echo     *echo.Echo
-	models   map[string]gen.Model
+	// redirects is nil when no click recorder was configured.
+	redirects *redirector
+	metrics   *metrics
+	echo      *echo.Echo
+	models    map[string]gen.Model
 	// modelLists holds encoded ListModels bodies by set of enabled models (see ListModels).
 	modelLists     sync.Map
 	modelListCount atomic.Int64
@@ -183,6 +187,7 @@ func New(cfg Config, db *store.DB) (*Server, error) {
 	if err := s.registerPublicRoutes(e); err != nil {
 		return nil, err
 	}
+	s.registerRedirects(e)
 	s.links.reserveRoutes(e)
 	s.echo = e
 	return s, nil
@@ -198,8 +203,12 @@ func (s *Server) Mount(register func(*echo.Echo)) {
 // ServeHTTP makes the server an http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.echo.ServeHTTP(w, r) }
 
-// Close flushes background work (API key last-use times). Call it after the HTTP server has shut down.
-func (s *Server) Close() { s.verifier.Close() }
+// Close flushes background work (API key last-use times) and stops the redirects' (cache invalidation, expiry
+// events). Call it after the HTTP server has shut down.
+func (s *Server) Close() {
+	s.closeRedirects()
+	s.verifier.Close()
+}
 
 // ForgetKey drops a key from the verification cache; call it after revoking a key in this process.
 func (s *Server) ForgetKey(hash string) { s.verifier.Forget(hash) }
