@@ -20,6 +20,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -27,8 +28,10 @@ import (
 	"time"
 
 	"github.com/switchboard/switchboard/apikey"
+	"github.com/switchboard/switchboard/clicks"
 	"github.com/switchboard/switchboard/console"
 	"github.com/switchboard/switchboard/handlers"
+	"github.com/switchboard/switchboard/linkcache"
 	"github.com/switchboard/switchboard/modelcatalog"
 	"github.com/switchboard/switchboard/store"
 )
@@ -190,6 +193,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		"CIDRs of reverse proxies whose X-Forwarded-For is believed, e.g. 10.0.0.0/8 (env SWITCHBOARD_TRUSTED_PROXIES)")
 	logLevel := fs.String("log-level", envString("SWITCHBOARD_LOG_LEVEL", "info"),
 		"debug, info, warn or error (env SWITCHBOARD_LOG_LEVEL)")
+	links := linkFlags(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -219,6 +223,23 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	defer db.Close()
+	recorder, geo, err := links.recorder(db, log)
+	if err != nil {
+		return err
+	}
+	defer geo.Close()
+	// The recorder is drained last: after the HTTP server stopped serving redirects.
+	drained := false
+	drain := func() error {
+		if drained {
+			return nil
+		}
+		drained = true
+		drainCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		return recorder.Close(drainCtx)
+	}
+	defer drain()
 
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
@@ -230,8 +251,13 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	srv, err := handlers.New(handlers.Config{
 		BaseURL: strings.TrimSuffix(*baseURL, "/"), BodyLimit: *bodyLimit, KeyRateLimit: *keyRate,
 		WorkspaceRateLimit: *wsRate, KeyCacheTTL: *cacheTTL, Models: catalog, TrustedProxies: proxies, Logger: log,
+		Links: links.options(), Redirects: handlers.RedirectOptions{Clicks: recorder,
+			Cache: linkcache.Config{Size: *links.cacheSize}},
 	}, db)
 	if err != nil {
+		return err
+	}
+	if err := srv.RegisterMetrics(recorder.Collectors()...); err != nil {
 		return err
 	}
 	con, err := console.New(console.Config{BaseURL: strings.TrimSuffix(*baseURL, "/"), Logger: log}, db)
@@ -255,7 +281,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	select {
 	case err := <-errc:
 		srv.Close()
-		return err
+		return errors.Join(err, drain())
 	case <-ctx.Done():
 	}
 	log.Info("shutting down: draining in-flight requests")
@@ -263,8 +289,87 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	defer cancel()
 	err = httpSrv.Shutdown(shutdownCtx)
 	srv.Close()
+	log.Info("draining buffered clicks")
+	err = errors.Join(err, drain())
 	log.Info("stopped")
 	return err
+}
+
+// linkSettings are the flags of short links, redirects and click recording.
+type linkSettings struct {
+	shortBaseURL, shortDomains, allowedSchemes, blockedHosts *string
+	tombstone                                                *time.Duration
+	geoIP, dataDir                                           *string
+	clickBuffer, clickBatch, cacheSize                       *int
+	clickInterval                                            *time.Duration
+}
+
+func linkFlags(fs *flag.FlagSet) linkSettings {
+	return linkSettings{
+		shortBaseURL: fs.String("short-base-url", os.Getenv("SWITCHBOARD_SHORT_BASE_URL"),
+			"origin of short URLs, e.g. https://sb.example.com; its host is the default short domain (env SWITCHBOARD_SHORT_BASE_URL, default the base URL)"),
+		shortDomains: fs.String("short-domains", os.Getenv("SWITCHBOARD_SHORT_DOMAINS"),
+			"comma-separated further short domains (host[:port]) links may use (env SWITCHBOARD_SHORT_DOMAINS)"),
+		allowedSchemes: fs.String("link-allowed-schemes", os.Getenv("SWITCHBOARD_LINK_ALLOWED_SCHEMES"),
+			"comma-separated destination schemes allowed besides http and https, e.g. mailto,tel (env SWITCHBOARD_LINK_ALLOWED_SCHEMES)"),
+		blockedHosts: fs.String("link-blocked-hosts", os.Getenv("SWITCHBOARD_LINK_BLOCKED_HOSTS"),
+			"comma-separated hosts (and their subdomains) refused as destinations (env SWITCHBOARD_LINK_BLOCKED_HOSTS)"),
+		tombstone: fs.Duration("link-tombstone-period", envDuration("SWITCHBOARD_LINK_TOMBSTONE_PERIOD", 30*24*time.Hour),
+			"how long a deleted link's slug stays reserved to its workspace (env SWITCHBOARD_LINK_TOMBSTONE_PERIOD)"),
+		geoIP: fs.String("geoip-db", os.Getenv("SWITCHBOARD_GEOIP_DB"),
+			"MaxMind .mmdb file (GeoLite2-Country or compatible) for click countries (env SWITCHBOARD_GEOIP_DB, default none)"),
+		dataDir: fs.String("data-dir", os.Getenv("SWITCHBOARD_DATA_DIR"),
+			"directory of the click spool (env SWITCHBOARD_DATA_DIR, default the SQLite file's directory, or ./data with PostgreSQL)"),
+		clickBuffer: fs.Int("click-buffer", envInt("SWITCHBOARD_CLICK_BUFFER", 50_000),
+			"clicks buffered in memory before they spill to the spool on disk (env SWITCHBOARD_CLICK_BUFFER)"),
+		clickBatch: fs.Int("click-batch-size", envInt("SWITCHBOARD_CLICK_BATCH_SIZE", 1000),
+			"most clicks written in one transaction (env SWITCHBOARD_CLICK_BATCH_SIZE)"),
+		clickInterval: fs.Duration("click-interval", envDuration("SWITCHBOARD_CLICK_INTERVAL", 50*time.Millisecond),
+			"how often buffered clicks are written (env SWITCHBOARD_CLICK_INTERVAL)"),
+		cacheSize: fs.Int("link-cache-size", envInt("SWITCHBOARD_LINK_CACHE_SIZE", 100_000),
+			"short links kept resolved in memory (env SWITCHBOARD_LINK_CACHE_SIZE)"),
+	}
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, v := range strings.Split(s, ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+func (l linkSettings) options() handlers.LinkOptions {
+	return handlers.LinkOptions{ShortBaseURL: strings.TrimSuffix(*l.shortBaseURL, "/"), Domains: splitList(*l.shortDomains),
+		AllowedSchemes: splitList(*l.allowedSchemes), BlockedHosts: splitList(*l.blockedHosts), TombstonePeriod: *l.tombstone}
+}
+
+// recorder opens the GeoIP database (nil without one) and starts the click recorder, whose spool lives in the
+// data directory.
+func (l linkSettings) recorder(db *store.DB, log *slog.Logger) (*clicks.Recorder, *clicks.GeoIP, error) {
+	var geo *clicks.GeoIP
+	if *l.geoIP != "" {
+		var err error
+		if geo, err = clicks.OpenGeoIP(*l.geoIP); err != nil {
+			return nil, nil, err
+		}
+	}
+	dir := *l.dataDir
+	if dir == "" {
+		dir = db.DataDir()
+	}
+	if dir == "" {
+		dir = "data"
+	}
+	rec, err := clicks.New(db, clicks.Config{BatchSize: *l.clickBatch, Interval: *l.clickInterval,
+		HighWater: *l.clickBuffer, SpoolDir: filepath.Join(dir, "spool"), GeoIP: geo, Logger: log})
+	if err != nil {
+		_ = geo.Close()
+		return nil, nil, err
+	}
+	return rec, geo, nil
 }
 
 // displayAddr turns ":8080" into "localhost:8080" for links.

@@ -9,9 +9,12 @@
 // When the database fails, the batch is retried once; then it and everything after it goes to the spool (an
 // fsynced, checksummed file in the data directory) until the database answers again, and the spool is replayed.
 // While the database is merely slow, the buffer passing its high-water mark (or the writer being stuck on one
-// transaction for half a second) spills to the spool too. Close drains the buffer to the database, or to the spool. A
-// click is therefore lost only if the process is killed (kill -9, power loss) while it is in memory: at most about
-// one Interval plus one transaction's worth — see the README's crash window.
+// transaction for half a second) spills to the spool too. Close drains the buffer to the database, or to the
+// spool. A click is therefore lost only if the process is killed (kill -9, power loss) while it is in memory: the
+// clicks of about one Interval plus the batch being written — see the README's crash window.
+//
+// The recorder also keeps the click data tidy: it purges the clicks of deleted links and deletes visitor salts
+// older than two days.
 package clicks
 
 import (
@@ -85,8 +88,11 @@ type Config struct {
 	// SpoolDir is the directory of the spool (required).
 	SpoolDir string
 	// GeoIP, when set, gives clicks their country.
-	GeoIP  *GeoIP
-	Logger *slog.Logger
+	GeoIP *GeoIP
+	// Housekeeping is how often the clicks of deleted links are purged and visitor salts older than two days
+	// deleted (default 1 min).
+	Housekeeping time.Duration
+	Logger       *slog.Logger
 }
 
 // txTimeout bounds one batch transaction, so a database that stopped answering is noticed.
@@ -141,6 +147,9 @@ func New(db *store.DB, cfg Config) (*Recorder, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if cfg.Housekeeping <= 0 {
+		cfg.Housekeeping = time.Minute
+	}
 	if cfg.SpoolDir == "" {
 		return nil, errors.New("clicks: a spool directory is required")
 	}
@@ -152,9 +161,10 @@ func New(db *store.DB, cfg Config) (*Recorder, error) {
 		kick: make(chan struct{}, 1), spill: make(chan struct{}, 1), stop: make(chan struct{}),
 		healthy: true, backoff: minBackoff, salts: map[string]*visitorHasher{}}
 	r.m = newMetrics(r)
-	r.wg.Add(2)
+	r.wg.Add(3)
 	go r.loop(r.kick, r.cycle)
 	go r.loop(r.spill, r.spillOver)
+	go r.housekeep()
 	return r, nil
 }
 
@@ -525,6 +535,36 @@ func (r *Recorder) spillOver() {
 		return
 	}
 	r.left(len(batch))
+}
+
+// purgeBatch bounds the rows one purge statement deletes; purgeKeep is how long a purge row outlives the deletion
+// of its link, so that clicks written after it (a batch in flight, a spool replayed late) are purged too.
+const (
+	purgeBatch = 1000
+	purgeKeep  = 24 * time.Hour
+)
+
+// housekeep purges the clicks, rollups and visitors of deleted links and prunes old visitor salts, every
+// Housekeeping until Close.
+func (r *Recorder) housekeep() {
+	defer r.wg.Done()
+	t := time.NewTicker(r.cfg.Housekeeping)
+	defer t.Stop()
+	for {
+		select {
+		case <-r.stop:
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), r.cfg.Housekeeping)
+		if _, err := r.db.Clicks.PurgeDeleted(ctx, time.Now(), purgeBatch, purgeKeep); err != nil {
+			r.log.Warn("clicks: purging the clicks of deleted links failed; retrying later", "error", err)
+		}
+		if err := r.db.Clicks.PruneVisitors(ctx, time.Now()); err != nil {
+			r.log.Warn("clicks: pruning visitor salts failed; retrying later", "error", err)
+		}
+		cancel()
+	}
 }
 
 // Close stops taking clicks and drains the buffer: to the database when it answers, else to the spool. Call it

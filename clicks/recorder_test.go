@@ -429,3 +429,32 @@ func mustAddr(s string) netip.Addr {
 	a, _ := parseIP(s)
 	return a
 }
+
+// Housekeeping purges the clicks of deleted links and old visitor salts.
+func TestRecorderHousekeeping(t *testing.T) {
+	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
+		l := testLink(t, db)
+		r := newRecorder(t, db, Config{Housekeeping: 10 * time.Millisecond})
+		if err := r.Record(hit(l.ID, firefox, "203.0.113.9")); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, "the click", func() bool { return clickCount(t, db, l.ID) == 1 })
+		if _, err := db.Bun().ExecContext(ctx, "INSERT INTO click_salts (day, salt) VALUES ('2020-01-01', 'aa')"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.Bun().NewDelete().Table("links").Where("id = ?", l.ID).Exec(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.Bun().ExecContext(ctx, "INSERT INTO link_purges (link_id, deleted_at) VALUES (?, ?)", l.ID, time.Now().UTC()); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, "the purge", func() bool {
+			n, err := db.Bun().NewSelect().Table("click_rollups").Where("link_id = ?", l.ID).Count(ctx)
+			return err == nil && n == 0 && clickCount(t, db, l.ID) == 0
+		})
+		eventually(t, "the salt pruning", func() bool {
+			n, err := db.Bun().NewSelect().Table("click_salts").Where("day = '2020-01-01'").Count(ctx)
+			return err == nil && n == 0
+		})
+	})
+}

@@ -43,3 +43,13 @@ func (m *metrics) observe(operation, method string, status int, elapsed time.Dur
 func (m *metrics) handler() http.Handler {
 	return promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{})
 }
+
+// RegisterMetrics adds collectors of the process's engines (the click recorder, …) to the server's /metrics.
+func (s *Server) RegisterMetrics(cs ...prometheus.Collector) error {
+	for _, c := range cs {
+		if err := s.metrics.registry.Register(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
