@@ -162,9 +162,9 @@ func New(db *store.DB, cfg Config) (*Recorder, error) {
 		healthy: true, backoff: minBackoff, salts: map[string]*visitorHasher{}}
 	r.m = newMetrics(r)
 	r.wg.Add(3)
-	go r.loop(r.kick, r.cycle)
-	go r.loop(r.spill, r.spillOver)
-	go r.housekeep()
+	go r.loop(cfg.Interval, r.kick, r.cycle)
+	go r.loop(cfg.Interval, r.spill, r.spillOver)
+	go r.loop(cfg.Housekeeping, nil, r.housekeep)
 	return r, nil
 }
 
@@ -262,10 +262,10 @@ func (r *Recorder) giveBack(hits []Hit) {
 	r.pending = append(r.pending, hits...)
 }
 
-// loop calls fn every Interval and whenever wake fires, until Close.
-func (r *Recorder) loop(wake <-chan struct{}, fn func()) {
+// loop calls fn every period and whenever wake fires, until Close.
+func (r *Recorder) loop(every time.Duration, wake <-chan struct{}, fn func()) {
 	defer r.wg.Done()
-	t := time.NewTicker(r.cfg.Interval)
+	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
 		select {
@@ -544,26 +544,16 @@ const (
 	purgeKeep  = 24 * time.Hour
 )
 
-// housekeep purges the clicks, rollups and visitors of deleted links and prunes old visitor salts, every
-// Housekeeping until Close.
+// housekeep purges the clicks, rollups and visitors of deleted links and prunes old visitor salts (every
+// Housekeeping).
 func (r *Recorder) housekeep() {
-	defer r.wg.Done()
-	t := time.NewTicker(r.cfg.Housekeeping)
-	defer t.Stop()
-	for {
-		select {
-		case <-r.stop:
-			return
-		case <-t.C:
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), r.cfg.Housekeeping)
-		if _, err := r.db.Clicks.PurgeDeleted(ctx, time.Now(), purgeBatch, purgeKeep); err != nil {
-			r.log.Warn("clicks: purging the clicks of deleted links failed; retrying later", "error", err)
-		}
-		if err := r.db.Clicks.PruneVisitors(ctx, time.Now()); err != nil {
-			r.log.Warn("clicks: pruning visitor salts failed; retrying later", "error", err)
-		}
-		cancel()
+	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.Housekeeping)
+	defer cancel()
+	if _, err := r.db.Clicks.PurgeDeleted(ctx, time.Now(), purgeBatch, purgeKeep); err != nil {
+		r.log.Warn("clicks: purging the clicks of deleted links failed; retrying later", "error", err)
+	}
+	if err := r.db.Clicks.PruneVisitors(ctx, time.Now()); err != nil {
+		r.log.Warn("clicks: pruning visitor salts failed; retrying later", "error", err)
 	}
 }
 
