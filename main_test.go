@@ -141,52 +141,89 @@ func TestBootstrapFirstCallAndRevoke(t *testing.T) {
 // SIGTERM, asserts a clean exit and returns its logs.
 func startServer(t *testing.T, dbURL string) (string, func() string) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	p := runServer(t, dbURL, "")
+	return p.base, p.stop
+}
+
+// serverProcess is a running `switchboard serve`.
+type serverProcess struct {
+	t    *testing.T
+	base string
+	cmd  *exec.Cmd
+	logs *bytes.Buffer // read only once the process exited
+	done chan error
+	// exited is set by stop or kill.
+	exited bool
+}
+
+// runServer starts `switchboard serve` on addr ("" for a free port) with DATABASE_URL and extra environment
+// ("NAME=value"), waits until it is ready and stops it with SIGTERM when the test ends.
+func runServer(t *testing.T, dbURL, addr string, env ...string) *serverProcess {
+	t.Helper()
+	if addr == "" {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr = ln.Addr().String()
+		ln.Close()
 	}
-	addr := ln.Addr().String()
-	ln.Close()
 	cmd := exec.Command(binary, "serve", "--addr", addr)
-	cmd.Env = append(os.Environ(), "DATABASE_URL="+dbURL)
-	var logs bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &logs, &logs
+	cmd.Env = append(append(os.Environ(), "DATABASE_URL="+dbURL), env...)
+	p := &serverProcess{t: t, base: "http://" + addr, cmd: cmd, logs: &bytes.Buffer{}, done: make(chan error, 1)}
+	cmd.Stdout, cmd.Stderr = p.logs, p.logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	stopped := false
-	stop := func() string {
-		if stopped {
-			return logs.String()
-		}
-		stopped = true
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("server exited with %v\n%s", err, logs.String())
-			}
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			t.Errorf("server did not stop on SIGTERM\n%s", logs.String())
-		}
-		return logs.String()
-	}
-	t.Cleanup(func() { stop() })
-	base := "http://" + addr
+	go func() { p.done <- cmd.Wait() }()
+	t.Cleanup(func() { p.stop() })
 	for start := time.Now(); ; time.Sleep(50 * time.Millisecond) {
-		if res, err := http.Get(base + "/readyz"); err == nil {
+		if res, err := http.Get(p.base + "/readyz"); err == nil {
 			res.Body.Close()
 			if res.StatusCode == http.StatusOK {
-				return base, stop
+				return p
 			}
 		}
+		select {
+		case err := <-p.done:
+			p.exited = true
+			t.Fatalf("server exited before it was ready: %v\n%s", err, p.logs.String())
+		default:
+		}
 		if time.Since(start) > 20*time.Second {
-			t.Fatalf("server did not become ready\n%s", logs.String())
+			t.Fatalf("server did not become ready")
 		}
 	}
+}
+
+// stop sends SIGTERM, asserts a clean exit within 20 s and returns the logs.
+func (p *serverProcess) stop() string {
+	if p.exited {
+		return p.logs.String()
+	}
+	p.exited = true
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-p.done:
+		if err != nil {
+			p.t.Errorf("server exited with %v\n%s", err, p.logs.String())
+		}
+	case <-time.After(20 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+		p.t.Errorf("server did not stop on SIGTERM\n%s", p.logs.String())
+	}
+	return p.logs.String()
+}
+
+// kill ends the process with SIGKILL: no shutdown code runs.
+func (p *serverProcess) kill() {
+	if p.exited {
+		return
+	}
+	p.exited = true
+	_ = p.cmd.Process.Kill()
+	<-p.done
 }
 
 func TestCLIErrors(t *testing.T) {
