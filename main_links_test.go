@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"database/sql"
 	"encoding/hex"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -100,15 +101,22 @@ func startHammer(base, slug string) *hammer {
 	return h
 }
 
+// await polls cond until it holds, and fails the test with what() after 20 s.
+func await(t *testing.T, cond func() bool, what func() string) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal(what())
+		}
+	}
+}
+
 // waitServed waits until at least n more redirects were served than when it was called.
 func (h *hammer) waitServed(t *testing.T, n int64) {
 	t.Helper()
 	want := h.served.Load() + n
-	for deadline := time.Now().Add(20 * time.Second); h.served.Load() < want; time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("only %d redirects served, want %d", h.served.Load(), want)
-		}
-	}
+	await(t, func() bool { return h.served.Load() >= want },
+		func() string { return fmt.Sprintf("only %d redirects served, want %d", h.served.Load(), want) })
 }
 
 func (h *hammer) finish() int64 {
@@ -287,27 +295,18 @@ func TestClicksSurviveADatabaseOutage(t *testing.T) {
 	f := newLinkFixture(t, proxied, p)
 	h := startHammer(p.base, f.slug)
 	h.waitServed(t, 200)
-	for deadline := time.Now().Add(10 * time.Second); metric(t, p.base, "switchboard_clicks_persisted_total") < 200; time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("clicks were not persisted before the outage")
-		}
-	}
+	await(t, func() bool { return metric(t, p.base, "switchboard_clicks_persisted_total") >= 200 },
+		func() string { return "clicks were not persisted before the outage" })
 
 	proxy.cut()
 	h.waitServed(t, 500) // served from the cache while the database is away
-	for deadline := time.Now().Add(10 * time.Second); metric(t, p.base, "switchboard_clicks_spooled_total") == 0; time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("nothing was spooled during the outage")
-		}
-	}
+	await(t, func() bool { return metric(t, p.base, "switchboard_clicks_spooled_total") > 0 },
+		func() string { return "nothing was spooled during the outage" })
 	proxy.restore()
 	h.waitServed(t, 200)
 	served := h.finish()
-	for deadline := time.Now().Add(20 * time.Second); metric(t, p.base, "switchboard_clicks_spool_bytes") > 0; time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the spool was not replayed")
-		}
-	}
+	await(t, func() bool { return metric(t, p.base, "switchboard_clicks_spool_bytes") == 0 },
+		func() string { return "the spool was not replayed" })
 	spooled, replayed := metric(t, p.base, "switchboard_clicks_spooled_total"), metric(t, p.base, "switchboard_clicks_replayed_total")
 	if dropped := metric(t, p.base, "switchboard_clicks_dropped_total"); dropped != 0 {
 		t.Errorf("dropped = %v", dropped)
@@ -336,21 +335,15 @@ func TestKill9CrashWindow(t *testing.T) {
 	proxy.cut()
 	h.waitServed(t, 200)
 	served := h.finish()
-	for deadline := time.Now().Add(10 * time.Second); metric(t, p.base, "switchboard_clicks_in_flight") > 0; time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("clicks stayed in memory")
-		}
-	}
+	await(t, func() bool { return metric(t, p.base, "switchboard_clicks_in_flight") == 0 },
+		func() string { return "clicks stayed in memory" })
 	p.kill()
 	proxy.restore()
 	// Links answer on the host of the server's base URL: restarts keep the address.
 	addr := strings.TrimPrefix(p.base, "http://")
 	p = runServer(t, proxied, addr, dataDir)
-	for deadline := time.Now().Add(20 * time.Second); clickRows(t, direct, f.id) != served; time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d clicks after the restart, %d served", clickRows(t, direct, f.id), served)
-		}
-	}
+	await(t, func() bool { return clickRows(t, direct, f.id) == served },
+		func() string { return fmt.Sprintf("%d clicks after the restart, %d served", clickRows(t, direct, f.id), served) })
 	p.stop()
 
 	// Clicks still in memory (an hour-long interval keeps them there) die with the process.
