@@ -343,7 +343,9 @@ func TestKill9CrashWindow(t *testing.T) {
 	addr := strings.TrimPrefix(p.base, "http://")
 	p = runServer(t, proxied, addr, dataDir)
 	await(t, func() bool { return clickRows(t, direct, f.id) == served },
-		func() string { return fmt.Sprintf("%d clicks after the restart, %d served", clickRows(t, direct, f.id), served) })
+		func() string {
+			return fmt.Sprintf("%d clicks after the restart, %d served", clickRows(t, direct, f.id), served)
+		})
 	p.stop()
 
 	// Clicks still in memory (an hour-long interval keeps them there) die with the process.
