@@ -7,7 +7,7 @@
 // measurements, not tests: a ratio below its goal is reported, not failed. The command exits non-zero only when the
 // measurement itself is broken (wrk missing, a server that does not answer, non-2xx responses or socket errors).
 //
-//	go run ./bench [-duration 10s] [-rounds 3] [-connections 32] [-skip-postgres] [-cpuprofile file]
+//	go run ./bench [-duration 10s] [-rounds 3] [-connections 32] [-skip-postgres] [-rows regexp] [-cpuprofile file]
 package main
 
 import (
@@ -20,6 +20,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"runtime/pprof"
 	"syscall"
@@ -33,6 +34,7 @@ type options struct {
 	connections  int
 	skipPostgres bool
 	cpuProfile   string
+	rows         *regexp.Regexp
 }
 
 func main() {
@@ -43,7 +45,13 @@ func main() {
 	flag.BoolVar(&o.skipPostgres, "skip-postgres", false, "measure SQLite only")
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "",
 		"write a CPU profile of the measured rounds (all servers run in this process) to this file")
+	rows := flag.String("rows", "", "measure only the rows whose name matches this regular expression (and their baselines)")
 	flag.Parse()
+	var err error
+	if o.rows, err = regexp.Compile(*rows); err != nil {
+		fmt.Fprintln(os.Stderr, "bench: -rows:", err)
+		os.Exit(2)
+	}
 	if o.duration < time.Second || o.rounds < 1 || o.connections < 1 || flag.NArg() > 0 {
 		fmt.Fprintln(os.Stderr, "bench: -duration must be at least 1s, -rounds and -connections at least 1, and no arguments")
 		flag.Usage()
@@ -51,7 +59,7 @@ func main() {
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, o, os.Stdout, os.Stderr)
+	err = run(ctx, o, os.Stdout, os.Stderr)
 	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -66,7 +74,14 @@ const modelsGoal = 0.60
 // runtime grow its heap before the first measured round.
 const warmUp = 2 * time.Second
 
-// run starts every target, measures them and prints the table to out (progress goes to log).
+// database is a Switchboard server over one database, with its links.
+type database struct {
+	name  string
+	sb    *switchboard
+	links linkSetup
+}
+
+// run starts every target, measures them and prints the tables to out (progress goes to log).
 func run(ctx context.Context, o options, out, log io.Writer) error {
 	wrk, err := exec.LookPath("wrk")
 	if err != nil {
@@ -78,28 +93,12 @@ func run(ctx context.Context, o options, out, log io.Writer) error {
 	}
 	defer os.RemoveAll(tmp)
 
-	// The bare handler serves exactly the bytes Switchboard answers, so both rows write the same response and the
-	// ratio measures only what Switchboard does around it.
-	sqlite, err := startSwitchboard(ctx, "file:"+filepath.Join(tmp, "switchboard.db"))
+	sqlite, err := startSwitchboard(ctx, "file:"+filepath.Join(tmp, "switchboard.db"), filepath.Join(tmp, "spool-sqlite"))
 	if err != nil {
 		return fmt.Errorf("Switchboard on SQLite: %w", err)
 	}
 	defer sqlite.close()
-	body, err := fetch(ctx, sqlite.url+modelsPath, sqlite.headers())
-	if err != nil {
-		return fmt.Errorf("Switchboard on SQLite: %w", err)
-	}
-	bare, err := startBare(body)
-	if err != nil {
-		return fmt.Errorf("bare Echo: %w", err)
-	}
-	defer bare.close()
-
-	// The baseline gets the same headers, so that wrk sends byte for byte the same requests to both.
-	baseline := &scenario{name: "GET /api/v1/models — bare Echo (baseline)", url: bare.url + modelsPath,
-		headers: sqlite.headers()}
-	scenarios := []*scenario{baseline, modelsScenario("SQLite", sqlite, baseline)}
-
+	dbs := []*database{{name: "SQLite", sb: sqlite}}
 	var skipped string
 	if o.skipPostgres {
 		skipped = "-skip-postgres was given"
@@ -114,27 +113,94 @@ func run(ctx context.Context, o options, out, log io.Writer) error {
 					fmt.Fprintln(log, "bench:", err)
 				}
 			}()
-			pg, err := startSwitchboard(ctx, pgURL)
+			pg, err := startSwitchboard(ctx, pgURL, filepath.Join(tmp, "spool-postgres"))
 			if err != nil {
 				return fmt.Errorf("Switchboard on PostgreSQL: %w", err)
 			}
 			defer pg.close()
-			scenarios = append(scenarios, modelsScenario("PostgreSQL", pg, baseline))
+			dbs = append(dbs, &database{name: "PostgreSQL", sb: pg})
+		}
+	}
+	for _, db := range dbs {
+		if db.links, err = setupLinks(ctx, db.sb); err != nil {
+			return fmt.Errorf("links on %s: %w", db.name, err)
 		}
 	}
 
+	// The bare handlers serve exactly the bytes Switchboard answers, so both rows write the same response and the
+	// ratio measures only what Switchboard does around it.
+	body, err := fetch(ctx, sqlite.url+modelsPath, sqlite.headers())
+	if err != nil {
+		return fmt.Errorf("Switchboard on SQLite: %w", err)
+	}
+	bare, err := startBare(body)
+	if err != nil {
+		return fmt.Errorf("bare Echo: %w", err)
+	}
+	defer bare.close()
+	bareRedirect, err := startBareRedirect(redirectLocation)
+	if err != nil {
+		return fmt.Errorf("bare Echo: %w", err)
+	}
+	defer bareRedirect.close()
+	hotScript, uniformScript, err := writeScripts(tmp)
+	if err != nil {
+		return err
+	}
+
+	// The baseline gets the same headers, so that wrk sends byte for byte the same requests to both.
+	modelsBaseline := &scenario{name: "GET /api/v1/models — bare Echo (baseline)", url: bare.url + modelsPath,
+		headers: sqlite.headers()}
+	redirectBaseline := &scenario{name: "GET /{slug} 302 — bare Echo (baseline)", url: bareRedirect.url + "/hot",
+		script: hotScript}
+	scenarios := []*scenario{modelsBaseline}
+	for _, db := range dbs {
+		scenarios = append(scenarios, modelsScenario(db.name, db.sb, modelsBaseline))
+	}
+	scenarios = append(scenarios, redirectBaseline)
+	redirectRows := map[*scenario]*switchboard{}
+	for _, db := range dbs {
+		hot := &scenario{name: "GET /{slug} hot link, clicks recorded — " + db.name, url: db.sb.url + "/hot",
+			script: hotScript, baseline: redirectBaseline, goal: redirectGoal}
+		uniform := &scenario{name: fmt.Sprintf("GET /{slug} %d uniform links (vs hot) — %s", uniformLinks, db.name),
+			url: db.sb.url + "/u0", script: uniformScript, baseline: hot, goal: uniformGoal}
+		redirectRows[hot], redirectRows[uniform] = db.sb, db.sb
+		scenarios = append(scenarios, hot, uniform)
+	}
+	for _, db := range dbs {
+		scenarios = append(scenarios, &scenario{name: "GET stats of a link with 1M clicks (90 days by day) — " + db.name,
+			url: db.sb.url + db.links.statsPath, headers: []string{"Authorization: Bearer " + db.sb.linksKey},
+			maxP99: statsLatencyMax})
+	}
+
+	scenarios = selectRows(scenarios, o.rows)
 	for _, sc := range scenarios {
 		if err := sc.preflight(ctx); err != nil {
 			return err
 		}
 	}
-
 	w := wrkRunner{path: wrk, connections: o.connections}
-	for _, sc := range scenarios {
-		if err := w.measure(ctx, sc, min(warmUp, o.duration)); err != nil {
+	// measure runs one row and, for a redirect row, waits until its clicks are all in the database, so that the
+	// writing of one row's clicks never runs during the next row.
+	measure := func(sc *scenario, d time.Duration, label string) error {
+		if err := w.measure(ctx, sc, d); err != nil {
 			return err
 		}
-		fmt.Fprintf(log, "warm-up    %-45s %s\n", sc.name, sc.runs[0])
+		line := fmt.Sprintf("%-10s %-62s %s", label, sc.name, sc.runs[len(sc.runs)-1])
+		if sb := redirectRows[sc]; sb != nil {
+			took, err := sb.drain(ctx)
+			if err != nil {
+				return err
+			}
+			line += fmt.Sprintf("  (clicks stored %s after the run)", took.Round(time.Millisecond))
+		}
+		fmt.Fprintln(log, line)
+		return nil
+	}
+	for _, sc := range scenarios {
+		if err := measure(sc, min(warmUp, o.duration), "warm-up"); err != nil {
+			return err
+		}
 		sc.runs = nil // the warm-up's failures stay recorded; its numbers are not measurements
 	}
 	if o.cpuProfile != "" {
@@ -152,10 +218,31 @@ func run(ctx context.Context, o options, out, log io.Writer) error {
 	// over every target instead of penalising whichever ran last.
 	for r := 1; r <= o.rounds; r++ {
 		for _, sc := range scenarios {
-			if err := w.measure(ctx, sc, o.duration); err != nil {
+			if err := measure(sc, o.duration, fmt.Sprintf("round %d/%d", r, o.rounds)); err != nil {
 				return err
 			}
-			fmt.Fprintf(log, "round %d/%d  %-45s %s\n", r, o.rounds, sc.name, sc.runs[len(sc.runs)-1])
+		}
+	}
+
+	var ms []measurement
+	for _, db := range dbs {
+		bulk := fmt.Sprintf("POST /api/v1/links/bulk, %d links — %s", bulkSize, db.name)
+		if o.rows.MatchString(bulk) {
+			ms = append(ms, measurement{name: bulk, samples: db.links.bulk, goal: bulkGoal})
+		}
+		if idle := "redirect → counted in stats, idle — " + db.name; o.rows.MatchString(idle) {
+			samples, err := db.sb.measureVisibility(ctx, db.links.visibleID, 50)
+			if err != nil {
+				return fmt.Errorf("%s: %w", db.name, err)
+			}
+			ms = append(ms, measurement{name: idle, samples: samples, goal: visibleGoal})
+		}
+		if busy := "redirect → counted in stats, hot link under full load — " + db.name; o.rows.MatchString(busy) {
+			samples, err := visibleUnderLoad(ctx, w, db, hotScript, o.duration)
+			if err != nil {
+				return fmt.Errorf("%s: %w", db.name, err)
+			}
+			ms = append(ms, measurement{name: busy, samples: samples, goal: visibleGoal})
 		}
 	}
 
@@ -163,6 +250,10 @@ func run(ctx context.Context, o options, out, log io.Writer) error {
 		o.connections, wrkDuration(o.duration), o.rounds, runtime.Version(), runtime.GOOS, runtime.GOARCH,
 		runtime.NumCPU(), runtime.GOMAXPROCS(0))
 	failed := printTable(out, scenarios)
+	if len(ms) > 0 {
+		fmt.Fprintln(out)
+		printMeasurements(out, ms)
+	}
 	if skipped != "" {
 		fmt.Fprintf(out, "\nPostgreSQL rows skipped: %s\n", skipped)
 	}
@@ -170,6 +261,51 @@ func run(ctx context.Context, o options, out, log io.Writer) error {
 		return fmt.Errorf("%d row(s) FAILED: the measurement is not valid (see the table)", failed)
 	}
 	return nil
+}
+
+// selectRows keeps the rows whose names match and the baselines they are compared with, in their order.
+func selectRows(all []*scenario, match *regexp.Regexp) []*scenario {
+	keep := map[*scenario]bool{}
+	for _, sc := range all {
+		if match.MatchString(sc.name) {
+			for b := sc; b != nil; b = b.baseline {
+				keep[b] = true
+			}
+		}
+	}
+	var out []*scenario
+	for _, sc := range all {
+		if keep[sc] {
+			out = append(out, sc)
+		}
+	}
+	return out
+}
+
+// visibleUnderLoad measures the visibility of clicks of /vis while wrk loads the hot link of the same server.
+func visibleUnderLoad(ctx context.Context, w wrkRunner, db *database, hotScript string, d time.Duration) ([]time.Duration, error) {
+	load := &scenario{name: "load", url: db.sb.url + "/hot", script: hotScript}
+	done := make(chan error, 1)
+	go func() { done <- w.measure(ctx, load, d) }()
+	var samples []time.Duration
+	for {
+		select {
+		case err := <-done:
+			if err == nil && len(samples) == 0 {
+				err = errors.New("no sample during the load")
+			}
+			if _, derr := db.sb.drain(ctx); err == nil {
+				err = derr
+			}
+			return samples, err
+		default:
+		}
+		s, err := db.sb.measureVisibility(ctx, db.links.visibleID, 1)
+		if err != nil {
+			return nil, err
+		}
+		samples = append(samples, s...)
+	}
 }
 
 // modelsScenario is the GET /api/v1/models row of a Switchboard server on the named database.

@@ -16,11 +16,16 @@ import (
 // bytes and nothing else; a hot path added later (redirects, webhook deliveries) is a new baseline and the
 // Switchboard rows compared with it.
 type scenario struct {
-	name     string
-	url      string
-	headers  []string // "Name: value", as wrk -H takes them
+	name    string
+	url     string
+	headers []string // "Name: value", as wrk -H takes them
+	// script is a wrk Lua script that chooses the path of each request (wrk -s); url is then the first path it
+	// sends, for the preflight.
+	script   string
 	baseline *scenario
 	goal     float64 // least acceptable ratio to the baseline's req/s; unused for baselines
+	// maxP99, when set, is the goal instead of a ratio: the slowest acceptable 99th percentile latency.
+	maxP99 time.Duration
 
 	body     []byte      // the response to the preflight request
 	runs     []wrkResult // measured rounds
@@ -42,7 +47,10 @@ func (sc *scenario) preflight(ctx context.Context) error {
 	return nil
 }
 
-// fetch GETs url with headers and returns the body of a 2xx response.
+// noRedirects answers redirects as they are: a redirect row measures the redirect, not its destination.
+var noRedirects = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+
+// fetch GETs url with headers and returns the body of a 2xx or 3xx response (redirects are not followed).
 func fetch(ctx context.Context, url string, headers []string) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
@@ -54,7 +62,7 @@ func fetch(ctx context.Context, url string, headers []string) ([]byte, error) {
 		name, value, _ := strings.Cut(h, ":")
 		req.Header.Set(name, strings.TrimSpace(value))
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := noRedirects.Do(req)
 	if err != nil {
 		return nil, err
 	}
@@ -63,7 +71,7 @@ func fetch(ctx context.Context, url string, headers []string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+	if resp.StatusCode < 200 || resp.StatusCode > 399 {
 		return nil, fmt.Errorf("GET %s answered %s: %s", url, resp.Status, body)
 	}
 	return body, nil
@@ -86,12 +94,23 @@ func (sc *scenario) summary() summary {
 		p99: time.Duration(median(sc.runs, func(r wrkResult) float64 { return float64(r.p99) })),
 	}
 	s.ratio = 1
-	if sc.baseline != nil {
+	switch {
+	case sc.maxP99 > 0:
+		s.hasGoal, s.goalMet = true, s.p99 <= sc.maxP99
+	case sc.baseline != nil:
 		s.ratio = s.rps / median(sc.baseline.runs, func(r wrkResult) float64 { return r.rps })
 		s.hasGoal = true
 		s.goalMet = s.ratio >= sc.goal
 	}
 	return s
+}
+
+// goalText describes the row's goal.
+func (sc *scenario) goalText() string {
+	if sc.maxP99 > 0 {
+		return "p99 ≤ " + formatLatency(sc.maxP99)
+	}
+	return fmt.Sprintf("≥ %.2f", sc.goal)
 }
 
 func median(runs []wrkResult, value func(wrkResult) float64) float64 {
@@ -114,26 +133,34 @@ func printTable(w io.Writer, scenarios []*scenario) (failed int) {
 	var verdicts []string
 	for _, sc := range scenarios {
 		s := sc.summary()
-		goal, met := "—", "—"
+		goal, met, ratio := "—", "—", fmt.Sprintf("%.2f", s.ratio)
 		if s.hasGoal {
-			goal, met = fmt.Sprintf("≥ %.2f", sc.goal), "no"
+			goal, met = sc.goalText(), "no"
 			if s.goalMet {
 				met = "yes"
 			}
+		}
+		if sc.maxP99 > 0 {
+			ratio = "—"
 		}
 		if len(sc.failures) > 0 {
 			failed++
 			met = "**FAILED**"
 		}
-		fmt.Fprintf(w, "| %s | %.0f | %s | %s | %.2f | %s | %s |\n",
-			sc.name, s.rps, formatLatency(s.p50), formatLatency(s.p99), s.ratio, goal, met)
+		fmt.Fprintf(w, "| %s | %.0f | %s | %s | %s | %s | %s |\n",
+			sc.name, s.rps, formatLatency(s.p50), formatLatency(s.p99), ratio, goal, met)
 		switch {
 		case len(sc.failures) > 0:
 			verdicts = append(verdicts, fmt.Sprintf("FAILED %s: %s", sc.name, strings.Join(sc.failures, "; ")))
-		case s.hasGoal && s.goalMet:
-			verdicts = append(verdicts, fmt.Sprintf("goal met: %s at %.2f of the baseline (goal ≥ %.2f)", sc.name, s.ratio, sc.goal))
 		case s.hasGoal:
-			verdicts = append(verdicts, fmt.Sprintf("goal MISSED: %s at %.2f of the baseline (goal ≥ %.2f)", sc.name, s.ratio, sc.goal))
+			verdict, at := "goal met", fmt.Sprintf("%.2f of the baseline", s.ratio)
+			if !s.goalMet {
+				verdict = "goal MISSED"
+			}
+			if sc.maxP99 > 0 {
+				at = "p99 " + formatLatency(s.p99)
+			}
+			verdicts = append(verdicts, fmt.Sprintf("%s: %s at %s (goal %s)", verdict, sc.name, at, sc.goalText()))
 		}
 	}
 	fmt.Fprintln(w)

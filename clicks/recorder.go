@@ -224,6 +224,10 @@ func signal(ch chan struct{}) {
 	}
 }
 
+// Backlog is what waits to reach the database: clicks in memory and bytes in the spool. Both are zero when every
+// click received so far is stored.
+func (r *Recorder) Backlog() (inMemory int, spooledBytes int64) { return r.inFlight(), r.spool.bytes() }
+
 // inFlight is the number of clicks in memory: buffered, or in a batch being written.
 func (r *Recorder) inFlight() int {
 	r.mu.Lock()
@@ -347,14 +351,15 @@ func (r *Recorder) unhealthy(err error) {
 	r.backoff = min(r.backoff*2, maxBackoff)
 }
 
-// persist writes hits in one transaction, trying twice (a deadlock or a dropped connection is retried at once).
+// persist writes hits in one transaction, trying twice (a deadlock or a dropped connection is retried at once;
+// the first attempt may have committed before its error, so the second one looks for clicks stored already).
 func (r *Recorder) persist(ctx context.Context, hits []Hit, replayed bool) error {
 	var err error
 	for attempt := range 2 {
 		if attempt > 0 {
 			time.Sleep(100 * time.Millisecond)
 		}
-		if err = r.persistOnce(ctx, hits, replayed); err == nil {
+		if err = r.persistOnce(ctx, hits, replayed, replayed || attempt > 0); err == nil {
 			r.backoff = minBackoff
 			return nil
 		}
@@ -362,7 +367,7 @@ func (r *Recorder) persist(ctx context.Context, hits []Hit, replayed bool) error
 	return err
 }
 
-func (r *Recorder) persistOnce(ctx context.Context, hits []Hit, replayed bool) error {
+func (r *Recorder) persistOnce(ctx context.Context, hits []Hit, replayed, mayRepeat bool) error {
 	start := time.Now()
 	r.busySince.Store(start.UnixNano())
 	defer r.busySince.Store(0)
@@ -376,7 +381,7 @@ func (r *Recorder) persistOnce(ctx context.Context, hits []Hit, replayed bool) e
 		}
 		clicks[i] = c
 	}
-	res, err := r.db.Clicks.Record(ctx, clicks, ClickedEventData)
+	res, err := r.db.Clicks.Record(ctx, clicks, store.RecordOptions{MayRepeat: mayRepeat, EventData: ClickedEventData})
 	if err != nil {
 		return err
 	}
@@ -458,6 +463,10 @@ func (r *Recorder) hasher(ctx context.Context, day string) (*visitorHasher, erro
 	return h, nil
 }
 
+// replayBatches is how many batches of the spool go into one transaction. Spooled clicks are durable already, so
+// a replay can afford bigger transactions than live batches: one row update per link and hour serves more clicks.
+const replayBatches = 4
+
 // replaySome persists up to chunks batches from the spool: segments of earlier runs and of this run's outages,
 // oldest first, each removed once all of it is in the database.
 func (r *Recorder) replaySome(chunks int) {
@@ -467,7 +476,7 @@ func (r *Recorder) replaySome(chunks int) {
 		}
 		seg := r.replay
 		for r.replayN < len(seg.hits) && chunks > 0 {
-			end := min(r.replayN+r.cfg.BatchSize, len(seg.hits))
+			end := min(r.replayN+replayBatches*r.cfg.BatchSize, len(seg.hits))
 			if err := r.persist(context.Background(), seg.hits[r.replayN:end], true); err != nil {
 				r.unhealthy(err)
 				return

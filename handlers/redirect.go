@@ -92,9 +92,13 @@ func (s *Server) registerRedirects(e *echo.Echo) {
 	go func() { defer r.wg.Done(); r.cache.Follow(ctx, s.db.LinkChanges) }()
 	go func() { defer r.wg.Done(); s.announceExpiries(ctx, o.ExpiryCheck) }()
 	s.redirects = r
-	e.GET("/:slug", s.redirect)
-	e.HEAD("/:slug", s.redirect)
+	e.GET(redirectRoute, s.redirect)
+	e.HEAD(redirectRoute, s.redirect)
 }
+
+// redirectRoute is the route of short links. Its requests get no access log line: every redirect served is
+// recorded as a click, and the HTTP metrics count every answer.
+const redirectRoute = "/:slug"
 
 // closeRedirects stops the background work of the redirects (the recorder is closed by its owner).
 func (s *Server) closeRedirects() {

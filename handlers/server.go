@@ -248,6 +248,9 @@ func (s *Server) requestContext(next echo.HandlerFunc) echo.HandlerFunc {
 			label = c.Path()
 		}
 		s.metrics.observe(label, req.Method, status, elapsed)
+		if c.Path() == redirectRoute && status < http.StatusInternalServerError {
+			return nil // a redirect is recorded as a click; a log line each would cost more than the redirect
+		}
 		attrs := []slog.Attr{slog.String("request_id", id), slog.String("method", req.Method),
 			slog.String("path", st.Path), slog.Int("status", status),
 			slog.Int64("duration_us", elapsed.Microseconds()), slog.String("operation", label)}

@@ -3,11 +3,14 @@ package store
 import (
 	"context"
 	"crypto/rand"
+	"database/sql"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -112,22 +115,50 @@ type RecordResult struct {
 const ClickedEventType = "link.clicked"
 
 // Clicks is the repository of recorded clicks and their rollups.
-type Clicks struct{ db *DB }
+type Clicks struct {
+	db *DB
+	// stmts are the multi-row statements of Record, prepared once for the life of the database handle (see
+	// prepared).
+	mu    sync.Mutex
+	stmts map[stmtKey]*sql.Stmt
+}
 
-// recordChunk bounds the rows of one multi-row statement, well below PostgreSQL's and SQLite's limits.
-const recordChunk = 500
+// stmtKey names a prepared statement: a multi-row statement for n rows.
+type stmtKey struct {
+	m *multiRow
+	n int
+}
+
+// RecordOptions tune Clicks.Record.
+type RecordOptions struct {
+	// MayRepeat says that some clicks may be stored already (a replayed spool, a retried batch whose first attempt
+	// may have committed): they are looked up first. Fresh clicks are inserted without the lookup.
+	MayRepeat bool
+	// EventData builds the data of the link.clicked event of a click; nil records no events.
+	EventData func(Click, ClickedLink) any
+}
+
+// errUnexpectedDuplicate means a click thought fresh was stored already (or concurrently): the batch is rolled back,
+// and the caller retries it with MayRepeat.
+var errUnexpectedDuplicate = errors.New("store: a click of the batch is already recorded; retry with MayRepeat")
 
 // Record writes a batch of clicks in one transaction: the clicks (a click whose ID is already stored is skipped),
 // then — derived only from the rows actually inserted, so that a replay never counts twice — the visitors of the
 // day, the hourly rollups and dimension rollups, the links' clicks, bot_clicks and last_clicked_at (one update per
-// link), and a link.clicked event per click for the workspaces where an endpoint subscribes to it (eventData builds
-// its data; nothing is written for the others). Clicks of links that do not exist any more are left out.
-// WorkspaceID is taken from the link. On PostgreSQL the clicked links are locked in ID order first, so concurrent
-// batches of several processes never deadlock on them.
-func (s *Clicks) Record(ctx context.Context, clicks []Click, eventData func(Click, ClickedLink) any) (RecordResult, error) {
+// link), and a link.clicked event per click for the workspaces where an endpoint subscribes to it (nothing is
+// written for the others). Clicks of links that do not exist any more are left out. WorkspaceID is taken from the
+// link. On PostgreSQL the clicked links are locked in ID order first, so concurrent batches of several processes
+// never deadlock on them.
+//
+// Rows are written with multi-row statements prepared once per transaction and bound parameters: a batch of a
+// thousand clicks costs a dozen statement executions, not a thousand, and no statement text to parse per batch.
+func (s *Clicks) Record(ctx context.Context, clicks []Click, o RecordOptions) (RecordResult, error) {
 	var res RecordResult
 	if len(clicks) == 0 {
 		return res, nil
+	}
+	if err := s.prepare(ctx); err != nil {
+		return res, err
 	}
 	err := s.db.w.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		res = RecordResult{}
@@ -145,7 +176,7 @@ func (s *Clicks) Record(ctx context.Context, clicks []Click, eventData func(Clic
 			c.WorkspaceID = l.WorkspaceID
 			kept = append(kept, c)
 		}
-		inserted, err := s.insertClicks(ctx, tx, kept)
+		inserted, err := s.insertClicks(ctx, tx, kept, o.MayRepeat)
 		if err != nil {
 			return err
 		}
@@ -166,10 +197,16 @@ func (s *Clicks) Record(ctx context.Context, clicks []Click, eventData func(Clic
 		if err := s.updateLinks(ctx, tx, inserted); err != nil {
 			return err
 		}
-		return s.emitClicked(ctx, tx, inserted, links, eventData)
+		if o.EventData == nil {
+			return nil
+		}
+		return s.emitClicked(ctx, tx, inserted, links, o.EventData)
 	})
 	return res, err
 }
+
+// lockChunk bounds the IDs of one IN list.
+const lockChunk = 500
 
 func (s *Clicks) lockLinks(ctx context.Context, tx bun.Tx, clicks []Click) (map[string]ClickedLink, error) {
 	ids := make([]string, 0, 8)
@@ -179,7 +216,7 @@ func (s *Clicks) lockLinks(ctx context.Context, tx bun.Tx, clicks []Click) (map[
 	slices.Sort(ids)
 	ids = slices.Compact(ids)
 	out := make(map[string]ClickedLink, len(ids))
-	for chunk := range slices.Chunk(ids, recordChunk) {
+	for chunk := range slices.Chunk(ids, lockChunk) {
 		var rows []ClickedLink
 		q := tx.NewSelect().Model(&rows).Where("l.id IN (?)", bun.In(chunk)).Order("l.id")
 		if s.db.dialect == Postgres {
@@ -195,30 +232,180 @@ func (s *Clicks) lockLinks(ctx context.Context, tx bun.Tx, clicks []Click) (map[
 	return out, nil
 }
 
-// insertClicks inserts the clicks whose IDs are new and returns those, in the order given.
-func (s *Clicks) insertClicks(ctx context.Context, tx bun.Tx, clicks []Click) ([]Click, error) {
-	inserted := make(map[string]bool, len(clicks))
-	for chunk := range slices.Chunk(clicks, recordChunk) {
-		var ids []string
-		if err := tx.NewInsert().Model(&chunk).On("CONFLICT (id) DO NOTHING").Returning("id").Scan(ctx, &ids); err != nil {
-			return nil, err
+// multiRow is a statement that writes many rows at once: head, the rows' placeholders, tail.
+type multiRow struct {
+	head, tail string
+	// casts are PostgreSQL's type casts of each column's parameter ("" for none; its length is the number of
+	// columns). PostgreSQL needs them where a parameter's type cannot be inferred (VALUES in a CTE).
+	casts []string
+}
+
+func (m *multiRow) sql(pg bool, rows int) string {
+	var b strings.Builder
+	b.WriteString(m.head)
+	n := 0
+	for r := range rows {
+		if r > 0 {
+			b.WriteByte(',')
 		}
-		for _, id := range ids {
-			inserted[id] = true
+		b.WriteByte('(')
+		for c, cast := range m.casts {
+			if c > 0 {
+				b.WriteString(", ")
+			}
+			n++
+			if pg {
+				b.WriteString("$" + strconv.Itoa(n) + cast)
+			} else {
+				b.WriteByte('?')
+			}
+		}
+		b.WriteByte(')')
+	}
+	b.WriteString(m.tail)
+	return b.String()
+}
+
+// chunkRows is the most rows of one statement (well below both databases' parameter limits). Statements are
+// prepared for chunkRows rows and every smaller power of two, so a batch of any size is a handful of executions of
+// statements prepared once.
+const chunkRows = 128
+
+var multiRows = []*multiRow{&clickInsert, &visitorInsert, &rollupUpsert, &dimensionUpsert, &linksUpdate}
+
+// prepare prepares the statements of every multiRow for every chunk size, once (a failure is retried by the next
+// call). It runs outside transactions: on SQLite the transaction holds the only writer connection.
+func (s *Clicks) prepare(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stmts != nil {
+		return nil
+	}
+	stmts := map[stmtKey]*sql.Stmt{}
+	pg := s.db.dialect == Postgres
+	for _, m := range multiRows {
+		for n := 1; n <= chunkRows; n *= 2 {
+			st, err := s.db.w.DB.PrepareContext(ctx, m.sql(pg, n))
+			if err != nil {
+				for _, st := range stmts {
+					_ = st.Close()
+				}
+				return err
+			}
+			stmts[stmtKey{m, n}] = st
 		}
 	}
-	out := make([]Click, 0, len(inserted))
+	s.stmts = stmts
+	return nil
+}
+
+// run executes m over args (the columns of every row, row after row) in chunks of a power of two of rows, and
+// calls each with the statement of every chunk (bound to tx) and the arguments of its rows.
+func (s *Clicks) run(ctx context.Context, tx bun.Tx, m *multiRow, args []any, each func(*sql.Stmt, []any) error) error {
+	cols := len(m.casts)
+	for start, rows := 0, len(args)/cols; start < rows; {
+		n := chunkRows
+		for n > rows-start {
+			n /= 2
+		}
+		s.mu.Lock()
+		prepared := s.stmts[stmtKey{m, n}]
+		s.mu.Unlock()
+		stmt := tx.Tx.StmtContext(ctx, prepared)
+		err := each(stmt, args[start*cols:(start+n)*cols])
+		_ = stmt.Close()
+		if err != nil {
+			return err
+		}
+		start += n
+	}
+	return nil
+}
+
+// exec runs m over args and returns the rows affected.
+func (s *Clicks) exec(ctx context.Context, tx bun.Tx, m *multiRow, args []any) (int64, error) {
+	var total int64
+	err := s.run(ctx, tx, m, args, func(stmt *sql.Stmt, args []any) error {
+		res, err := stmt.ExecContext(ctx, args...)
+		if err != nil {
+			return err
+		}
+		n, err := res.RowsAffected()
+		total += n
+		return err
+	})
+	return total, err
+}
+
+// timeArg is a time as a bound parameter: PostgreSQL takes the time; SQLite stores text, which must be exactly what
+// Bun writes (rollup keys compare as text).
+func (s *Clicks) timeArg(t time.Time) any {
+	if s.db.dialect == Postgres {
+		return t.UTC()
+	}
+	return t.UTC().Format(sqliteTimeFormat)
+}
+
+// sqliteTimeFormat is Bun's format of times on SQLite.
+const sqliteTimeFormat = "2006-01-02 15:04:05.999999-07:00"
+
+var clickInsert = multiRow{
+	head: "INSERT INTO clicks (id, link_id, workspace_id, clicked_at, class, referrer_host, country, device, os, browser, " +
+		"user_agent, ip_prefix, visitor_hash) VALUES ",
+	tail:  " ON CONFLICT (id) DO NOTHING",
+	casts: make([]string, 13),
+}
+
+// insertClicks inserts the clicks that are not stored yet and returns those, in the order given. Unless mayRepeat,
+// the clicks are taken to be new, and one found stored fails the batch (errUnexpectedDuplicate).
+func (s *Clicks) insertClicks(ctx context.Context, tx bun.Tx, clicks []Click, mayRepeat bool) ([]Click, error) {
+	if mayRepeat {
+		stored := map[string]bool{}
+		for chunk := range slices.Chunk(clicks, lockChunk) {
+			ids := make([]string, len(chunk))
+			for i, c := range chunk {
+				ids[i] = c.ID
+			}
+			var found []string
+			if err := tx.NewSelect().Table("clicks").Column("id").Where("id IN (?)", bun.In(ids)).Scan(ctx, &found); err != nil {
+				return nil, err
+			}
+			for _, id := range found {
+				stored[id] = true
+			}
+		}
+		fresh := make([]Click, 0, len(clicks))
+		for _, c := range clicks {
+			if !stored[c.ID] {
+				stored[c.ID] = true // a click twice in one batch is recorded once
+				fresh = append(fresh, c)
+			}
+		}
+		clicks = fresh
+	}
+	args := make([]any, 0, len(clicks)*13)
 	for _, c := range clicks {
-		if inserted[c.ID] {
-			out = append(out, c)
-			delete(inserted, c.ID) // a click twice in one batch is recorded once
-		}
+		args = append(args, c.ID, c.LinkID, c.WorkspaceID, s.timeArg(c.ClickedAt), c.Class, c.ReferrerHost, c.Country,
+			c.Device, c.OS, c.Browser, c.UserAgent, c.IPPrefix, c.VisitorHash)
 	}
-	return out, nil
+	n, err := s.exec(ctx, tx, &clickInsert, args)
+	if err != nil {
+		return nil, err
+	}
+	if n != int64(len(clicks)) {
+		return nil, errUnexpectedDuplicate
+	}
+	return clicks, nil
 }
 
 // visitorKey is a human visitor of a link on the day of the salt in its hash.
 type visitorKey struct{ linkID, hash string }
+
+var visitorInsert = multiRow{
+	head:  "INSERT INTO click_visitors (link_id, day, visitor_hash) VALUES ",
+	tail:  " ON CONFLICT (link_id, visitor_hash) DO NOTHING RETURNING link_id, visitor_hash",
+	casts: make([]string, 3),
+}
 
 // insertVisitors records the human visitors of the clicks and returns, for each visitor seen for the first time
 // that day, the ID of its earliest click in the batch: that click's hour counts the unique visitor.
@@ -234,34 +421,29 @@ func (s *Clicks) insertVisitors(ctx context.Context, tx bun.Tx, clicks []Click) 
 		}
 	}
 	firsts := map[string]bool{}
-	if len(first) == 0 {
-		return firsts, nil
-	}
-	type visitor struct {
-		bun.BaseModel `bun:"table:click_visitors"`
-		LinkID        string `bun:"link_id"`
-		Day           string `bun:"day"`
-		VisitorHash   string `bun:"visitor_hash"`
-	}
-	rows := make([]visitor, 0, len(first))
-	for k, c := range first {
-		rows = append(rows, visitor{LinkID: k.linkID, Day: ClickDay(c.ClickedAt), VisitorHash: k.hash})
-	}
-	slices.SortFunc(rows, func(a, b visitor) int {
-		return strings.Compare(a.LinkID+" "+a.VisitorHash, b.LinkID+" "+b.VisitorHash)
+	keys := sortedKeys(first, func(a, b visitorKey) int {
+		return cmpOr(strings.Compare(a.linkID, b.linkID), strings.Compare(a.hash, b.hash))
 	})
-	for chunk := range slices.Chunk(rows, recordChunk) {
-		var added []visitor
-		err := tx.NewInsert().Model(&chunk).On("CONFLICT (link_id, visitor_hash) DO NOTHING").
-			Returning("link_id, visitor_hash").Scan(ctx, &added)
-		if err != nil {
-			return nil, err
-		}
-		for _, v := range added {
-			firsts[first[visitorKey{v.LinkID, v.VisitorHash}].ID] = true
-		}
+	args := make([]any, 0, len(keys)*3)
+	for _, k := range keys {
+		args = append(args, k.linkID, ClickDay(first[k].ClickedAt), k.hash)
 	}
-	return firsts, nil
+	err := s.run(ctx, tx, &visitorInsert, args, func(stmt *sql.Stmt, args []any) error {
+		rows, err := stmt.QueryContext(ctx, args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var k visitorKey
+			if err := rows.Scan(&k.linkID, &k.hash); err != nil {
+				return err
+			}
+			firsts[first[k].ID] = true
+		}
+		return rows.Err()
+	})
+	return firsts, err
 }
 
 // RollupBucket is the start of the UTC hour of t: the granularity of the rollups.
@@ -288,6 +470,13 @@ func (c *counts) add(class string, unique bool) {
 	}
 }
 
+var rollupUpsert = multiRow{
+	head: "INSERT INTO click_rollups (link_id, bucket, humans, bots, unique_humans) VALUES ",
+	tail: " ON CONFLICT (link_id, bucket) DO UPDATE SET humans = click_rollups.humans + excluded.humans," +
+		" bots = click_rollups.bots + excluded.bots, unique_humans = click_rollups.unique_humans + excluded.unique_humans",
+	casts: make([]string, 5),
+}
+
 func (s *Clicks) upsertRollups(ctx context.Context, tx bun.Tx, clicks []Click, firsts map[string]bool) error {
 	agg := map[rollupKey]*counts{}
 	for _, c := range clicks {
@@ -300,31 +489,26 @@ func (s *Clicks) upsertRollups(ctx context.Context, tx bun.Tx, clicks []Click, f
 	keys := sortedKeys(agg, func(a, b rollupKey) int {
 		return cmpOr(strings.Compare(a.linkID, b.linkID), a.bucket.Compare(b.bucket))
 	})
-	for chunk := range slices.Chunk(keys, recordChunk) {
-		var sb strings.Builder
-		args := make([]any, 0, len(chunk)*5)
-		sb.WriteString("INSERT INTO click_rollups (link_id, bucket, humans, bots, unique_humans) VALUES ")
-		for i, k := range chunk {
-			if i > 0 {
-				sb.WriteByte(',')
-			}
-			sb.WriteString("(?, ?, ?, ?, ?)")
-			c := agg[k]
-			args = append(args, k.linkID, k.bucket, c.humans, c.bots, c.uniques)
-		}
-		sb.WriteString(" ON CONFLICT (link_id, bucket) DO UPDATE SET humans = click_rollups.humans + excluded.humans," +
-			" bots = click_rollups.bots + excluded.bots, unique_humans = click_rollups.unique_humans + excluded.unique_humans")
-		if _, err := tx.ExecContext(ctx, sb.String(), args...); err != nil {
-			return err
-		}
+	args := make([]any, 0, len(keys)*5)
+	for _, k := range keys {
+		c := agg[k]
+		args = append(args, k.linkID, s.timeArg(k.bucket), c.humans, c.bots, c.uniques)
 	}
-	return nil
+	_, err := s.exec(ctx, tx, &rollupUpsert, args)
+	return err
 }
 
 type dimensionKey struct {
 	linkID, dimension string
 	bucket            time.Time
 	value             string
+}
+
+var dimensionUpsert = multiRow{
+	head: "INSERT INTO click_dimension_rollups (link_id, dimension, bucket, value, humans, bots) VALUES ",
+	tail: " ON CONFLICT (link_id, dimension, bucket, value) DO UPDATE SET" +
+		" humans = click_dimension_rollups.humans + excluded.humans, bots = click_dimension_rollups.bots + excluded.bots",
+	casts: make([]string, 6),
 }
 
 func (s *Clicks) upsertDimensions(ctx context.Context, tx bun.Tx, clicks []Click) error {
@@ -343,29 +527,27 @@ func (s *Clicks) upsertDimensions(ctx context.Context, tx bun.Tx, clicks []Click
 		return cmpOr(strings.Compare(a.linkID, b.linkID), strings.Compare(a.dimension, b.dimension),
 			a.bucket.Compare(b.bucket), strings.Compare(a.value, b.value))
 	})
-	for chunk := range slices.Chunk(keys, recordChunk) {
-		var sb strings.Builder
-		args := make([]any, 0, len(chunk)*6)
-		sb.WriteString("INSERT INTO click_dimension_rollups (link_id, dimension, bucket, value, humans, bots) VALUES ")
-		for i, k := range chunk {
-			if i > 0 {
-				sb.WriteByte(',')
-			}
-			sb.WriteString("(?, ?, ?, ?, ?, ?)")
-			c := agg[k]
-			args = append(args, k.linkID, k.dimension, k.bucket, k.value, c.humans, c.bots)
-		}
-		sb.WriteString(" ON CONFLICT (link_id, dimension, bucket, value) DO UPDATE SET" +
-			" humans = click_dimension_rollups.humans + excluded.humans, bots = click_dimension_rollups.bots + excluded.bots")
-		if _, err := tx.ExecContext(ctx, sb.String(), args...); err != nil {
-			return err
-		}
+	args := make([]any, 0, len(keys)*6)
+	for _, k := range keys {
+		c := agg[k]
+		args = append(args, k.linkID, k.dimension, s.timeArg(k.bucket), k.value, c.humans, c.bots)
 	}
-	return nil
+	_, err := s.exec(ctx, tx, &dimensionUpsert, args)
+	return err
 }
 
-// updateLinks adds the batch's clicks to each link's counters in one statement per chunk of links:
-// humans to clicks, the other classes to bot_clicks, and the latest human click to last_clicked_at.
+// linksUpdate adds a batch's counts to links: humans to clicks, the other classes to bot_clicks, and the latest
+// human click to last_clicked_at.
+var linksUpdate = multiRow{
+	head: "WITH v (id, humans, bots, last) AS (VALUES ",
+	tail: ") UPDATE links SET clicks = links.clicks + v.humans, bot_clicks = links.bot_clicks + v.bots," +
+		" last_clicked_at = CASE WHEN v.last IS NULL THEN links.last_clicked_at" +
+		" WHEN links.last_clicked_at IS NULL OR links.last_clicked_at < v.last THEN v.last" +
+		" ELSE links.last_clicked_at END FROM v WHERE links.id = v.id",
+	casts: []string{"::text", "::bigint", "::bigint", "::timestamptz"},
+}
+
+// updateLinks adds the batch's clicks to each link's counters, in one statement per chunk of links.
 func (s *Clicks) updateLinks(ctx context.Context, tx bun.Tx, clicks []Click) error {
 	type linkCounts struct {
 		humans, bots int64
@@ -389,40 +571,22 @@ func (s *Clicks) updateLinks(ctx context.Context, tx bun.Tx, clicks []Click) err
 		}
 	}
 	ids := sortedKeys(agg, strings.Compare)
-	// PostgreSQL types the columns of VALUES from their literals: the timestamp needs its type spelled out.
-	tsParam := "?"
-	if s.db.dialect == Postgres {
-		tsParam = "CAST(? AS TIMESTAMPTZ)"
-	}
-	for chunk := range slices.Chunk(ids, recordChunk) {
-		var sb strings.Builder
-		args := make([]any, 0, len(chunk)*4)
-		sb.WriteString("WITH v (id, humans, bots, last) AS (VALUES ")
-		for i, id := range chunk {
-			if i > 0 {
-				sb.WriteByte(',')
-			}
-			sb.WriteString("(?, ?, ?, " + tsParam + ")")
-			lc := agg[id]
-			args = append(args, id, lc.humans, lc.bots, lc.last)
+	args := make([]any, 0, len(ids)*4)
+	for _, id := range ids {
+		lc := agg[id]
+		var last any
+		if lc.last != nil {
+			last = s.timeArg(*lc.last)
 		}
-		sb.WriteString(") UPDATE links SET clicks = links.clicks + v.humans, bot_clicks = links.bot_clicks + v.bots," +
-			" last_clicked_at = CASE WHEN v.last IS NULL THEN links.last_clicked_at" +
-			" WHEN links.last_clicked_at IS NULL OR links.last_clicked_at < v.last THEN v.last" +
-			" ELSE links.last_clicked_at END FROM v WHERE links.id = v.id")
-		if _, err := tx.ExecContext(ctx, sb.String(), args...); err != nil {
-			return err
-		}
+		args = append(args, id, lc.humans, lc.bots, last)
 	}
-	return nil
+	_, err := s.exec(ctx, tx, &linksUpdate, args)
+	return err
 }
 
 // emitClicked emits link.clicked for the clicks of workspaces where an endpoint subscribes to it.
 func (s *Clicks) emitClicked(ctx context.Context, tx bun.Tx, clicks []Click, links map[string]ClickedLink,
 	eventData func(Click, ClickedLink) any) error {
-	if eventData == nil {
-		return nil
-	}
 	var workspaces []string
 	for _, c := range clicks {
 		workspaces = append(workspaces, c.WorkspaceID)

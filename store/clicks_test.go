@@ -85,13 +85,16 @@ func TestRecordCountsInsertedClicksOnce(t *testing.T) {
 			testClick(l.ID, hour.Add(65*time.Minute), store.ClickHuman, "v3"),
 			testClick(l.ID, hour.Add(66*time.Minute), store.ClickPreview, ""),
 		}
-		res, err := db.Clicks.Record(ctx, batch, nil)
+		res, err := db.Clicks.Record(ctx, batch, store.RecordOptions{})
 		if err != nil || res != (store.RecordResult{Inserted: 6}) {
 			t.Fatalf("Record = %+v, %v", res, err)
 		}
 		// A replay of the same clicks (a spool read twice) and one new click of a known visitor.
 		again := append(batch[:len(batch):len(batch)], testClick(l.ID, hour.Add(70*time.Minute), store.ClickHuman, "v1"))
-		res, err = db.Clicks.Record(ctx, again, nil)
+		if _, err := db.Clicks.Record(ctx, again, store.RecordOptions{}); err == nil {
+			t.Fatal("clicks already stored were accepted as new")
+		}
+		res, err = db.Clicks.Record(ctx, again, store.RecordOptions{MayRepeat: true})
 		if err != nil || res != (store.RecordResult{Inserted: 1, Duplicates: 6}) {
 			t.Fatalf("replay: Record = %+v, %v", res, err)
 		}
@@ -147,11 +150,11 @@ func TestRecordKeepsTheLatestClickTime(t *testing.T) {
 		l := seedLink(t, db, ws.ID, nil)
 		late := time.Now().UTC().Truncate(time.Microsecond)
 		early := late.Add(-90 * time.Minute)
-		if _, err := db.Clicks.Record(ctx, []store.Click{testClick(l.ID, late, store.ClickHuman, "a")}, nil); err != nil {
+		if _, err := db.Clicks.Record(ctx, []store.Click{testClick(l.ID, late, store.ClickHuman, "a")}, store.RecordOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := db.Clicks.Record(ctx, []store.Click{testClick(l.ID, early, store.ClickHuman, "b"),
-			testClick(l.ID, late.Add(time.Second), store.ClickBot, "")}, nil); err != nil {
+			testClick(l.ID, late.Add(time.Second), store.ClickBot, "")}, store.RecordOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		wantTimePtr(t, "last_clicked_at", readLink(t, db, l.ID).LastClickedAt, &late)
@@ -165,7 +168,7 @@ func TestRecordLeavesOutClicksOfDeletedLinks(t *testing.T) {
 		res, err := db.Clicks.Record(ctx, []store.Click{
 			testClick(l.ID, time.Now(), store.ClickHuman, "a"),
 			testClick("lnk_01JDAC4D5E6F7G8H9J0K1M2N3P", time.Now(), store.ClickHuman, "a"),
-		}, nil)
+		}, store.RecordOptions{})
 		if err != nil || res != (store.RecordResult{Inserted: 1, LinkDeleted: 1}) {
 			t.Fatalf("Record = %+v, %v", res, err)
 		}
@@ -187,13 +190,13 @@ func TestRecordEmitsClickedOnlyForSubscribers(t *testing.T) {
 		batch := []store.Click{testClick(a.ID, time.Now(), store.ClickHuman, "x"), testClick(a.ID, time.Now(), store.ClickBot, ""),
 			testClick(b.ID, time.Now(), store.ClickHuman, "x")}
 		var built []string
-		_, err := db.Clicks.Record(ctx, batch, func(c store.Click, l store.ClickedLink) any {
+		_, err := db.Clicks.Record(ctx, batch, store.RecordOptions{EventData: func(c store.Click, l store.ClickedLink) any {
 			if l.ID != c.LinkID || l.WorkspaceID != c.WorkspaceID || l.Domain != "sb.test" {
 				t.Errorf("event for %+v built with link %+v", c, l)
 			}
 			built = append(built, c.ID)
 			return map[string]string{"click": c.ID}
-		})
+		}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -234,7 +237,7 @@ func TestSaltsAreSharedAndPruned(t *testing.T) {
 		ws := newWorkspace(t, db, "visitors")
 		l := seedLink(t, db, ws.ID, nil)
 		if _, err := db.Clicks.Record(ctx, []store.Click{testClick(l.ID, today.Add(-26*time.Hour), store.ClickHuman, "old"),
-			testClick(l.ID, today, store.ClickHuman, "new")}, nil); err != nil {
+			testClick(l.ID, today, store.ClickHuman, "new")}, store.RecordOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		if err := db.Clicks.PruneVisitors(ctx, today.Add(24*time.Hour)); err != nil {
@@ -262,7 +265,7 @@ func TestPurgeDeletedRemovesEverythingOfDeletedLinks(t *testing.T) {
 			batch = append(batch, testClick(gone.ID, time.Now().Add(-time.Duration(i)*time.Hour), store.ClickHuman, "v"),
 				testClick(kept.ID, time.Now(), store.ClickHuman, "w"))
 		}
-		if _, err := db.Clicks.Record(ctx, batch, nil); err != nil {
+		if _, err := db.Clicks.Record(ctx, batch, store.RecordOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		deletedAt := time.Now().UTC().Truncate(time.Microsecond)
