@@ -167,11 +167,6 @@ func run(ctx context.Context, o options, out, log io.Writer) error {
 		redirectRows[hot], redirectRows[uniform] = db.sb, db.sb
 		scenarios = append(scenarios, hot, uniform)
 	}
-	for _, db := range dbs {
-		scenarios = append(scenarios, &scenario{name: "GET stats of a link with 1M clicks (90 days by day) — " + db.name,
-			url: db.sb.url + db.links.statsPath, headers: []string{"Authorization: Bearer " + db.sb.linksKey},
-			maxP99: statsLatencyMax})
-	}
 
 	scenarios = selectRows(scenarios, o.rows)
 	for _, sc := range scenarios {
@@ -237,7 +232,33 @@ func run(ctx context.Context, o options, out, log io.Writer) error {
 			}
 			ms = append(ms, measurement{name: idle, samples: samples, goal: visibleGoal})
 		}
-		if busy := "redirect → counted in stats, hot link under full load — " + db.name; o.rows.MatchString(busy) {
+		for _, st := range []struct{ name, path string }{
+			{"GET stats of a link with 1M clicks, 90 days by day — ", db.links.statsPath},
+			{"GET stats by country of a link with 1M clicks, 90 days — ", db.links.countriesPath},
+		} {
+			if name := st.name + db.name; o.rows.MatchString(name) {
+				samples, err := db.sb.timeRequests(ctx, st.path, 50)
+				if err != nil {
+					return fmt.Errorf("%s: %w", db.name, err)
+				}
+				ms = append(ms, measurement{name: name, samples: samples, goal: statsGoal})
+			}
+		}
+		if steady := fmt.Sprintf("redirect → counted in stats, hot link at %d redirects/s — %s", steadyRate, db.name); o.rows.MatchString(steady) {
+			stop := make(chan struct{})
+			load := db.sb.steadyLoad("/hot", steadyRate, stop)
+			samples, err := db.sb.measureVisibility(ctx, db.links.visibleID, 50)
+			close(stop)
+			load.Wait()
+			if _, derr := db.sb.drain(ctx); err == nil {
+				err = derr
+			}
+			if err != nil {
+				return fmt.Errorf("%s: %w", db.name, err)
+			}
+			ms = append(ms, measurement{name: steady, samples: samples, goal: visibleGoal})
+		}
+		if busy := "redirect → counted in stats, hot link under full load (wrk) — " + db.name; o.rows.MatchString(busy) {
 			samples, err := visibleUnderLoad(ctx, w, db, hotScript, o.duration)
 			if err != nil {
 				return fmt.Errorf("%s: %w", db.name, err)

@@ -24,8 +24,6 @@ type scenario struct {
 	script   string
 	baseline *scenario
 	goal     float64 // least acceptable ratio to the baseline's req/s; unused for baselines
-	// maxP99, when set, is the goal instead of a ratio: the slowest acceptable 99th percentile latency.
-	maxP99 time.Duration
 
 	body     []byte      // the response to the preflight request
 	runs     []wrkResult // measured rounds
@@ -94,23 +92,12 @@ func (sc *scenario) summary() summary {
 		p99: time.Duration(median(sc.runs, func(r wrkResult) float64 { return float64(r.p99) })),
 	}
 	s.ratio = 1
-	switch {
-	case sc.maxP99 > 0:
-		s.hasGoal, s.goalMet = true, s.p99 <= sc.maxP99
-	case sc.baseline != nil:
+	if sc.baseline != nil {
 		s.ratio = s.rps / median(sc.baseline.runs, func(r wrkResult) float64 { return r.rps })
 		s.hasGoal = true
 		s.goalMet = s.ratio >= sc.goal
 	}
 	return s
-}
-
-// goalText describes the row's goal.
-func (sc *scenario) goalText() string {
-	if sc.maxP99 > 0 {
-		return "p99 ≤ " + formatLatency(sc.maxP99)
-	}
-	return fmt.Sprintf("≥ %.2f", sc.goal)
 }
 
 func median(runs []wrkResult, value func(wrkResult) float64) float64 {
@@ -133,34 +120,26 @@ func printTable(w io.Writer, scenarios []*scenario) (failed int) {
 	var verdicts []string
 	for _, sc := range scenarios {
 		s := sc.summary()
-		goal, met, ratio := "—", "—", fmt.Sprintf("%.2f", s.ratio)
+		goal, met := "—", "—"
 		if s.hasGoal {
-			goal, met = sc.goalText(), "no"
+			goal, met = fmt.Sprintf("≥ %.2f", sc.goal), "no"
 			if s.goalMet {
 				met = "yes"
 			}
-		}
-		if sc.maxP99 > 0 {
-			ratio = "—"
 		}
 		if len(sc.failures) > 0 {
 			failed++
 			met = "**FAILED**"
 		}
-		fmt.Fprintf(w, "| %s | %.0f | %s | %s | %s | %s | %s |\n",
-			sc.name, s.rps, formatLatency(s.p50), formatLatency(s.p99), ratio, goal, met)
+		fmt.Fprintf(w, "| %s | %.0f | %s | %s | %.2f | %s | %s |\n",
+			sc.name, s.rps, formatLatency(s.p50), formatLatency(s.p99), s.ratio, goal, met)
 		switch {
 		case len(sc.failures) > 0:
 			verdicts = append(verdicts, fmt.Sprintf("FAILED %s: %s", sc.name, strings.Join(sc.failures, "; ")))
+		case s.hasGoal && s.goalMet:
+			verdicts = append(verdicts, fmt.Sprintf("goal met: %s at %.2f of the baseline (goal ≥ %.2f)", sc.name, s.ratio, sc.goal))
 		case s.hasGoal:
-			verdict, at := "goal met", fmt.Sprintf("%.2f of the baseline", s.ratio)
-			if !s.goalMet {
-				verdict = "goal MISSED"
-			}
-			if sc.maxP99 > 0 {
-				at = "p99 " + formatLatency(s.p99)
-			}
-			verdicts = append(verdicts, fmt.Sprintf("%s: %s at %s (goal %s)", verdict, sc.name, at, sc.goalText()))
+			verdicts = append(verdicts, fmt.Sprintf("goal MISSED: %s at %.2f of the baseline (goal ≥ %.2f)", sc.name, s.ratio, sc.goal))
 		}
 	}
 	fmt.Fprintln(w)

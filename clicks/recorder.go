@@ -122,6 +122,8 @@ type Recorder struct {
 	// busySince is when the writer started its current transaction (Unix nanoseconds; 0 when idle).
 	busySince    atomic.Int64
 	spoolFailing atomic.Bool
+	// behind is set while redirects come faster than the writer writes.
+	behind atomic.Bool
 
 	// Owned by the writer goroutine (and by Close after it stopped).
 	healthy bool
@@ -292,20 +294,53 @@ func (r *Recorder) cycle() {
 	for {
 		batch := r.take(r.cfg.BatchSize)
 		if len(batch) == 0 {
+			r.behind.Store(false)
 			break
 		}
+		start := time.Now()
 		if !r.write(batch) {
 			r.giveBack(batch)
 			return
 		}
 		r.left(len(batch))
 		if len(batch) < r.cfg.BatchSize {
+			r.behind.Store(false)
 			break
+		}
+		// A full batch, and more waiting: the writer is behind the redirects. It pauses, leaving the CPU to them,
+		// and the spill loop moves what arrives to the spool meanwhile, from where it is replayed.
+		r.behind.Store(true)
+		if !r.pause(time.Since(start)) {
+			return
 		}
 	}
 	if r.healthy {
 		r.replaySome(4)
 	}
+}
+
+// writerShare is the most of its time the writer spends writing while redirects keep coming faster than it writes:
+// under such a load, a visitor waiting for a redirect matters more than a click showing in statistics at once.
+const writerShare = 0.5
+
+// pause waits after a write that took d, so that writing takes at most writerShare of the time. It reports false
+// when the recorder is closing.
+func (r *Recorder) pause(d time.Duration) bool {
+	t := time.NewTimer(time.Duration(float64(d) * (1/writerShare - 1)))
+	defer t.Stop()
+	select {
+	case <-r.stop:
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// busy reports whether redirects are coming in: clicks wait in the buffer.
+func (r *Recorder) busy() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.pending) > 0
 }
 
 // write persists a chunk, or spools it when the database fails. It reports false when neither worked.
@@ -477,12 +512,17 @@ func (r *Recorder) replaySome(chunks int) {
 		seg := r.replay
 		for r.replayN < len(seg.hits) && chunks > 0 {
 			end := min(r.replayN+replayBatches*r.cfg.BatchSize, len(seg.hits))
+			start := time.Now()
 			if err := r.persist(context.Background(), seg.hits[r.replayN:end], true); err != nil {
 				r.unhealthy(err)
 				return
 			}
 			r.replayN = end
 			chunks--
+			// Catching up yields to live traffic the way live batches do.
+			if r.busy() && !r.pause(time.Since(start)) {
+				return
+			}
 		}
 		if r.replayN < len(seg.hits) {
 			return
@@ -527,15 +567,16 @@ func (r *Recorder) claimNext() bool {
 	return false
 }
 
-// spillOver moves the buffer to the spool when it passed the high-water mark or while the writer is stuck on a
-// transaction, so that memory stays bounded and a crash loses little. It runs beside the writer.
+// spillOver moves the buffer to the spool when it passed the high-water mark, while the writer is stuck on a
+// transaction, or while the writer is behind the redirects, so that memory stays bounded and a crash loses little.
+// It runs beside the writer.
 func (r *Recorder) spillOver() {
 	busy := r.busySince.Load()
 	stuck := busy != 0 && time.Since(time.Unix(0, busy)) > stuckAfter
 	r.mu.Lock()
-	over := len(r.pending) >= r.cfg.HighWater
+	n := len(r.pending)
 	r.mu.Unlock()
-	if !over && !stuck {
+	if n == 0 || n < r.cfg.HighWater && !stuck && !r.behind.Load() {
 		return
 	}
 	batch := r.take(math.MaxInt)
