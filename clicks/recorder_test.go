@@ -458,3 +458,22 @@ func TestRecorderHousekeeping(t *testing.T) {
 		})
 	})
 }
+
+// Clicks arriving faster than the writer writes go to the spool while it pauses, and reach the database from there.
+func TestRecorderSpillsWhileBehind(t *testing.T) {
+	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
+		l := testLink(t, db)
+		r := newRecorder(t, db, Config{BatchSize: 2})
+		for range 300 {
+			if err := r.Record(hit(l.ID, firefox, "203.0.113.9")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		eventually(t, "every click in the database", func() bool { return clickCount(t, db, l.ID) == 300 })
+		eventually(t, "the spool to be emptied", func() bool { _, b := r.Backlog(); return b == 0 })
+		if testutil.ToFloat64(r.m.spooled) == 0 {
+			t.Error("nothing was spooled although the writer was behind")
+		}
+		wantLinkClicks(t, db, l.ID, 300)
+	})
+}
