@@ -46,8 +46,8 @@ type redirector struct {
 // redirectTarget is a link resolved for redirects: everything a redirect needs, computed once when the link is
 // read, so that serving it builds one string at most.
 type redirectTarget struct {
-	id, workspaceID string
-	status          int
+	id     string
+	status int
 	// location is the destination with the link's UTM parameters; base and fragment are it cut before the "#",
 	// where forwarded visitor parameters go.
 	location, base, fragment string
@@ -68,10 +68,10 @@ type redirectTarget struct {
 }
 
 var (
-	noStore      = []string{"private, no-store"}
-	shortCache   = []string{"public, max-age=300"}
-	noIndex      = []string{"noindex"}
-	problemStore = []string{"no-store"}
+	noStore     = []string{"private, no-store"}
+	shortCache  = []string{"public, max-age=300"}
+	noIndex     = []string{"noindex"}
+	pageNoStore = []string{"no-store"}
 )
 
 // registerRedirects adds GET and HEAD /:slug (and /:slug+, the preview). Echo prefers static routes to parameters,
@@ -223,7 +223,7 @@ func (s *Server) resolveTarget(ctx context.Context, key store.LinkKey) (*redirec
 }
 
 func (s *Server) newTarget(l store.Link) *redirectTarget {
-	t := &redirectTarget{id: l.ID, workspaceID: l.WorkspaceID, status: l.RedirectType, capped: l.MaxClicks != nil,
+	t := &redirectTarget{id: l.ID, status: l.RedirectType, capped: l.MaxClicks != nil,
 		shortURL: s.links.shortURL(l.Domain, l.Slug), cacheControl: noStore}
 	if l.RedirectType == http.StatusMovedPermanently || l.RedirectType == http.StatusPermanentRedirect {
 		t.cacheControl = shortCache
@@ -460,7 +460,7 @@ func writeLinkPage(c echo.Context, status int, p linkPage) error {
 	}
 	h := c.Response().Header()
 	h.Set(echo.HeaderContentType, echo.MIMETextHTMLCharsetUTF8)
-	h["Cache-Control"] = problemStore
+	h["Cache-Control"] = pageNoStore
 	h["X-Robots-Tag"] = noIndex
 	h["Content-Security-Policy"] = pageSecurityPolicy
 	h.Set(echo.HeaderXContentTypeOptions, "nosniff")
