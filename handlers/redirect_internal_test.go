@@ -1,10 +1,17 @@
 package handlers
 
 import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
+	"github.com/switchboard/switchboard/clicks"
 	"github.com/switchboard/switchboard/shortlink"
+	"github.com/switchboard/switchboard/store/storetest"
 )
 
 // The Location of every combination of destination, UTM parameters and visitor query: the destination's bytes are
@@ -74,5 +81,43 @@ func TestLowerASCII(t *testing.T) {
 		if got := lowerASCII(in); got != want {
 			t.Errorf("lowerASCII(%q) = %q", in, got)
 		}
+	}
+}
+
+// A path that is not a slug answers 404 before any lookup: it never reaches the cache or the database. An unknown
+// slug is looked up once and remembered.
+func TestInvalidSlugsAreNotLookedUp(t *testing.T) {
+	db := storetest.SQLite(t)
+	rec, err := clicks.New(db, clicks.Config{SpoolDir: t.TempDir(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rec.Close(context.Background())
+	s, err := New(Config{BaseURL: "http://sb.test", Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Redirects: RedirectOptions{Clicks: rec}}, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	get := func(path string) int {
+		w := httptest.NewRecorder()
+		s.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "http://sb.test"+path, nil))
+		return w.Code
+	}
+	for _, path := range []string{"/-x", "/_x", "/a.b", "/a%2Fb", "/" + strings.Repeat("z", 64), "/a+b", "/a++"} {
+		if code := get(path); code != http.StatusNotFound {
+			t.Errorf("%s: %d", path, code)
+		}
+	}
+	if n := s.redirects.cache.Len(); n != 0 {
+		t.Fatalf("%d cache entries after paths that are no slugs", n)
+	}
+	for range 3 {
+		if code := get("/unknown-slug"); code != http.StatusNotFound {
+			t.Fatalf("unknown slug: %d", code)
+		}
+	}
+	if n := s.redirects.cache.Len(); n != 1 {
+		t.Fatalf("%d cache entries after an unknown slug, want its negative entry", n)
 	}
 }
