@@ -28,9 +28,11 @@ import (
 	"time"
 
 	"github.com/switchboard/switchboard/apikey"
+	"github.com/switchboard/switchboard/clicks"
 	"github.com/switchboard/switchboard/console"
 	"github.com/switchboard/switchboard/egress"
 	"github.com/switchboard/switchboard/handlers"
+	"github.com/switchboard/switchboard/linkcache"
 	"github.com/switchboard/switchboard/modelcatalog"
 	"github.com/switchboard/switchboard/store"
 	"github.com/switchboard/switchboard/webhook"
@@ -227,6 +229,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	logLevel := fs.String("log-level", envString("SWITCHBOARD_LOG_LEVEL", "info"),
 		"debug, info, warn or error (env SWITCHBOARD_LOG_LEVEL)")
 	wh := addWebhookFlags(fs)
+	links := linkFlags(fs)
 	if err := envFlags(fs, wh.env); err != nil {
 		return err
 	}
@@ -285,6 +288,23 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		whConfig.PostgresURL = *dbURL
 	}
 	dispatcher := webhook.NewDispatcher(db, box, guard, whConfig)
+	recorder, geo, err := links.recorder(db, log)
+	if err != nil {
+		return err
+	}
+	defer geo.Close()
+	// The recorder is drained last: after the HTTP server stopped serving redirects.
+	drained := false
+	drain := func() error {
+		if drained {
+			return nil
+		}
+		drained = true
+		drainCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		return recorder.Close(drainCtx)
+	}
+	defer drain()
 
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
@@ -297,11 +317,13 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		BaseURL: strings.TrimSuffix(*baseURL, "/"), BodyLimit: *bodyLimit, KeyRateLimit: *keyRate,
 		WorkspaceRateLimit: *wsRate, KeyCacheTTL: *cacheTTL, Models: catalog, TrustedProxies: proxies, Logger: log,
 		Webhooks: handlers.WebhookEngine{Box: box, Guard: guard, Sender: dispatcher.Sender(), Wake: dispatcher.Wake},
+		Links:    links.options(), Redirects: handlers.RedirectOptions{Clicks: recorder,
+			Cache: linkcache.Config{Size: *links.cacheSize}},
 	}, db)
 	if err != nil {
 		return err
 	}
-	if err := srv.RegisterMetrics(dispatcher.Collectors()...); err != nil {
+	if err := srv.RegisterMetrics(append(dispatcher.Collectors(), recorder.Collectors()...)...); err != nil {
 		return err
 	}
 	con, err := console.New(console.Config{BaseURL: strings.TrimSuffix(*baseURL, "/"), Logger: log}, db)
@@ -333,7 +355,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		stopDispatcher()
 		<-dispatched
 		srv.Close()
-		return err
+		return errors.Join(err, drain())
 	case <-ctx.Done():
 	}
 	log.Info("shutting down: draining in-flight requests and webhook attempts")
@@ -347,6 +369,8 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	stopDispatcher()
 	err = errors.Join(<-dispatched, <-shutdown)
 	srv.Close()
+	log.Info("draining buffered clicks")
+	err = errors.Join(err, drain())
 	log.Info("stopped")
 	return err
 }
@@ -427,6 +451,83 @@ func (w *webhookFlags) config() (webhook.Config, egress.Policy, error) {
 		return cfg, egress.Policy{}, usagef("--webhook-allowed-networks: %v", err)
 	}
 	return cfg, egress.Policy{AllowHTTP: w.allowHTTP, AllowedNetworks: networks}, nil
+}
+
+// linkSettings are the flags of short links, redirects and click recording.
+type linkSettings struct {
+	shortBaseURL, shortDomains, allowedSchemes, blockedHosts *string
+	tombstone                                                *time.Duration
+	geoIP, dataDir                                           *string
+	clickBuffer, clickBatch, cacheSize                       *int
+	clickInterval                                            *time.Duration
+}
+
+func linkFlags(fs *flag.FlagSet) linkSettings {
+	return linkSettings{
+		shortBaseURL: fs.String("short-base-url", os.Getenv("SWITCHBOARD_SHORT_BASE_URL"),
+			"origin of short URLs, e.g. https://sb.example.com; its host is the default short domain (env SWITCHBOARD_SHORT_BASE_URL, default the base URL)"),
+		shortDomains: fs.String("short-domains", os.Getenv("SWITCHBOARD_SHORT_DOMAINS"),
+			"comma-separated further short domains (host[:port]) links may use (env SWITCHBOARD_SHORT_DOMAINS)"),
+		allowedSchemes: fs.String("link-allowed-schemes", os.Getenv("SWITCHBOARD_LINK_ALLOWED_SCHEMES"),
+			"comma-separated destination schemes allowed besides http and https, e.g. mailto,tel (env SWITCHBOARD_LINK_ALLOWED_SCHEMES)"),
+		blockedHosts: fs.String("link-blocked-hosts", os.Getenv("SWITCHBOARD_LINK_BLOCKED_HOSTS"),
+			"comma-separated hosts (and their subdomains) refused as destinations (env SWITCHBOARD_LINK_BLOCKED_HOSTS)"),
+		tombstone: fs.Duration("link-tombstone-period", envDuration("SWITCHBOARD_LINK_TOMBSTONE_PERIOD", 30*24*time.Hour),
+			"how long a deleted link's slug stays reserved to its workspace (env SWITCHBOARD_LINK_TOMBSTONE_PERIOD)"),
+		geoIP: fs.String("geoip-db", os.Getenv("SWITCHBOARD_GEOIP_DB"),
+			"MaxMind .mmdb file (GeoLite2-Country or compatible) for click countries (env SWITCHBOARD_GEOIP_DB, default none)"),
+		dataDir: fs.String("data-dir", os.Getenv("SWITCHBOARD_DATA_DIR"),
+			"directory of the click spool (env SWITCHBOARD_DATA_DIR, default the SQLite file's directory, or ./data with PostgreSQL)"),
+		clickBuffer: fs.Int("click-buffer", envInt("SWITCHBOARD_CLICK_BUFFER", 50_000),
+			"clicks buffered in memory before they spill to the spool on disk (env SWITCHBOARD_CLICK_BUFFER)"),
+		clickBatch: fs.Int("click-batch-size", envInt("SWITCHBOARD_CLICK_BATCH_SIZE", 1000),
+			"most clicks written in one transaction (env SWITCHBOARD_CLICK_BATCH_SIZE)"),
+		clickInterval: fs.Duration("click-interval", envDuration("SWITCHBOARD_CLICK_INTERVAL", 50*time.Millisecond),
+			"how often buffered clicks are written (env SWITCHBOARD_CLICK_INTERVAL)"),
+		cacheSize: fs.Int("link-cache-size", envInt("SWITCHBOARD_LINK_CACHE_SIZE", 100_000),
+			"short links kept resolved in memory (env SWITCHBOARD_LINK_CACHE_SIZE)"),
+	}
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, v := range strings.Split(s, ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+func (l linkSettings) options() handlers.LinkOptions {
+	return handlers.LinkOptions{ShortBaseURL: strings.TrimSuffix(*l.shortBaseURL, "/"), Domains: splitList(*l.shortDomains),
+		AllowedSchemes: splitList(*l.allowedSchemes), BlockedHosts: splitList(*l.blockedHosts), TombstonePeriod: *l.tombstone}
+}
+
+// recorder opens the GeoIP database (nil without one) and starts the click recorder, whose spool lives in the
+// data directory.
+func (l linkSettings) recorder(db *store.DB, log *slog.Logger) (*clicks.Recorder, *clicks.GeoIP, error) {
+	var geo *clicks.GeoIP
+	if *l.geoIP != "" {
+		var err error
+		if geo, err = clicks.OpenGeoIP(*l.geoIP); err != nil {
+			return nil, nil, err
+		}
+	}
+	dir := *l.dataDir
+	if dir == "" {
+		dir = db.DataDir()
+	}
+	if dir == "" {
+		dir = "data"
+	}
+	rec, err := clicks.New(db, clicks.Config{BatchSize: *l.clickBatch, Interval: *l.clickInterval,
+		HighWater: *l.clickBuffer, SpoolDir: filepath.Join(dir, "spool"), GeoIP: geo, Logger: log})
+	if err != nil {
+		_ = geo.Close()
+		return nil, nil, err
+	}
+	return rec, geo, nil
 }
 
 // displayAddr turns ":8080" into "localhost:8080" for links.

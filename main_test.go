@@ -144,10 +144,13 @@ const testSecretKey = "c3dpdGNoYm9hcmQtdGVzdC1zZXJ2ZXItc2VjcmV0LWs="
 
 // server is a `switchboard serve` process started by a test.
 type server struct {
+	t    *testing.T
 	url  string
 	cmd  *exec.Cmd
 	logs *lockedBuffer
 	done chan error
+	// exited is set once the process ended (stop, kill, or a failed start).
+	exited bool
 }
 
 // lockedBuffer collects a process's output while the test reads it.
@@ -172,21 +175,30 @@ func (b *lockedBuffer) String() string {
 // SIGTERM, asserts a clean exit and returns its logs.
 func startServer(t *testing.T, dbURL string, env ...string) (string, func() string) {
 	t.Helper()
-	s := startProcess(t, dbURL, env...)
-	return s.url, func() string { return s.stop(t) }
+	s := runServer(t, dbURL, "", env...)
+	return s.url, s.stop
 }
 
-// startProcess runs `switchboard serve` with dbURL, the test server key and env on a free port, waits until it is
-// ready, and stops it (SIGTERM) when the test ends.
+// startProcess runs `switchboard serve` on a free port; see runServer.
 func startProcess(t *testing.T, dbURL string, env ...string) *server {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	return runServer(t, dbURL, "", env...)
+}
+
+// runServer starts `switchboard serve` on addr ("" for a free port) with DATABASE_URL, the test server key and
+// extra environment ("NAME=value"; later values win), waits until it is ready and stops it with SIGTERM when the
+// test ends.
+func runServer(t *testing.T, dbURL, addr string, env ...string) *server {
+	t.Helper()
+	if addr == "" {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr = ln.Addr().String()
+		ln.Close()
 	}
-	addr := ln.Addr().String()
-	ln.Close()
-	s := &server{url: "http://" + addr, cmd: exec.Command(binary, "serve", "--addr", addr), logs: &lockedBuffer{},
+	s := &server{t: t, url: "http://" + addr, cmd: exec.Command(binary, "serve", "--addr", addr), logs: &lockedBuffer{},
 		done: make(chan error, 1)}
 	s.cmd.Env = append(os.Environ(), append([]string{"DATABASE_URL=" + dbURL, "SWITCHBOARD_SECRET_KEY=" + testSecretKey}, env...)...)
 	s.cmd.Stdout, s.cmd.Stderr = s.logs, s.logs
@@ -194,7 +206,7 @@ func startProcess(t *testing.T, dbURL string, env ...string) *server {
 		t.Fatal(err)
 	}
 	go func() { s.done <- s.cmd.Wait() }()
-	t.Cleanup(func() { s.stop(t) })
+	t.Cleanup(func() { s.stop() })
 	for start := time.Now(); ; time.Sleep(50 * time.Millisecond) {
 		if res, err := http.Get(s.url + "/readyz"); err == nil {
 			res.Body.Close()
@@ -202,38 +214,47 @@ func startProcess(t *testing.T, dbURL string, env ...string) *server {
 				return s
 			}
 		}
+		select {
+		case err := <-s.done:
+			s.exited = true
+			t.Fatalf("server exited before it was ready: %v\n%s", err, s.logs.String())
+		default:
+		}
 		if time.Since(start) > 20*time.Second {
 			t.Fatalf("server did not become ready\n%s", s.logs.String())
 		}
 	}
 }
 
-// stop ends the server with SIGTERM, asserts a clean exit within 10 s and returns its logs; after kill or a first
+// stop ends the server with SIGTERM, asserts a clean exit within 20 s and returns its logs; after kill or a first
 // stop it only returns the logs.
-func (s *server) stop(t *testing.T) string {
-	if s.done == nil {
+func (s *server) stop() string {
+	if s.exited {
 		return s.logs.String()
 	}
+	s.exited = true
 	_ = s.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case err := <-s.done:
 		if err != nil {
-			t.Errorf("server exited with %v\n%s", err, s.logs.String())
+			s.t.Errorf("server exited with %v\n%s", err, s.logs.String())
 		}
-	case <-time.After(10 * time.Second):
+	case <-time.After(20 * time.Second):
 		_ = s.cmd.Process.Kill()
 		<-s.done
-		t.Errorf("server did not stop on SIGTERM\n%s", s.logs.String())
+		s.t.Errorf("server did not stop on SIGTERM\n%s", s.logs.String())
 	}
-	s.done = nil
 	return s.logs.String()
 }
 
 // kill ends the server with SIGKILL, as a crash would: nothing is drained or flushed.
 func (s *server) kill() {
+	if s.exited {
+		return
+	}
+	s.exited = true
 	_ = s.cmd.Process.Kill()
 	<-s.done
-	s.done = nil
 }
 
 func TestCLIErrors(t *testing.T) {

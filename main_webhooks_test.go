@@ -192,7 +192,7 @@ func TestKilledMidDeliveryRetriedAfterRestart(t *testing.T) {
 		if d.Attempts != 1 || len(attempts) != 1 || attempts[0].StatusCode == nil || *attempts[0].StatusCode != 200 {
 			t.Errorf("delivery %+v with attempts %+v; want one attempt recorded, the successful retry", d, attempts)
 		}
-		second.stop(t)
+		second.stop()
 	})
 }
 
@@ -286,7 +286,7 @@ func TestServerSecretKey(t *testing.T) {
 	dbURL := "file:" + filepath.Join(dir, "switchboard.db")
 	run := func() string {
 		s := startProcess(t, dbURL, "SWITCHBOARD_SECRET_KEY=")
-		return s.stop(t)
+		return s.stop()
 	}
 	logs := run()
 	key, err := os.ReadFile(filepath.Join(dir, webhook.KeyFile))

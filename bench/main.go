@@ -8,7 +8,7 @@
 // measurements, not tests: a ratio below its goal is reported, not failed. The command exits non-zero only when the
 // measurement itself is broken (wrk missing, a server that does not answer, non-2xx responses or socket errors).
 //
-//	go run ./bench [-duration 10s] [-rounds 3] [-connections 32] [-skip-postgres] [-webhooks-only] [-cpuprofile file]
+//	go run ./bench [-duration 10s] [-rounds 3] [-connections 32] [-skip-postgres] [-webhooks-only] [-rows regexp] [-cpuprofile file]
 package main
 
 import (
@@ -21,6 +21,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"runtime/pprof"
 	"syscall"
@@ -35,6 +36,7 @@ type options struct {
 	skipPostgres bool
 	webhooksOnly bool
 	cpuProfile   string
+	rows         *regexp.Regexp
 }
 
 func main() {
@@ -46,7 +48,13 @@ func main() {
 	flag.BoolVar(&o.webhooksOnly, "webhooks-only", false, "measure only the webhook dispatcher (wrk is not needed)")
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "",
 		"write a CPU profile of the measured rounds (all servers run in this process) to this file")
+	rows := flag.String("rows", "", "measure only the rows whose name matches this regular expression (and their baselines)")
 	flag.Parse()
+	var err error
+	if o.rows, err = regexp.Compile(*rows); err != nil {
+		fmt.Fprintln(os.Stderr, "bench: -rows:", err)
+		os.Exit(2)
+	}
 	if o.duration < time.Second || o.rounds < 1 || o.connections < 1 || flag.NArg() > 0 {
 		fmt.Fprintln(os.Stderr, "bench: -duration must be at least 1s, -rounds and -connections at least 1, and no arguments")
 		flag.Usage()
@@ -54,7 +62,7 @@ func main() {
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, o, os.Stdout, os.Stderr)
+	err = run(ctx, o, os.Stdout, os.Stderr)
 	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -68,6 +76,13 @@ const modelsGoal = 0.60
 // warmUp is the length of the unmeasured run per target that fills caches and connection pools and lets the
 // runtime grow its heap before the first measured round.
 const warmUp = 2 * time.Second
+
+// database is a Switchboard server over one database, with its links.
+type database struct {
+	name  string
+	sb    *switchboard
+	links linkSetup
+}
 
 // run measures the HTTP hot paths and then the webhook dispatcher, and prints their tables to out (progress goes to
 // log). The CPU profile, when asked for, covers every measured round.
@@ -135,28 +150,12 @@ func runHTTP(ctx context.Context, o options, prof *profile, out, log io.Writer) 
 	}
 	defer os.RemoveAll(tmp)
 
-	// The bare handler serves exactly the bytes Switchboard answers, so both rows write the same response and the
-	// ratio measures only what Switchboard does around it.
-	sqlite, err := startSwitchboard(ctx, "file:"+filepath.Join(tmp, "switchboard.db"))
+	sqlite, err := startSwitchboard(ctx, "file:"+filepath.Join(tmp, "switchboard.db"), filepath.Join(tmp, "spool-sqlite"))
 	if err != nil {
 		return 0, fmt.Errorf("Switchboard on SQLite: %w", err)
 	}
 	defer sqlite.close()
-	body, err := fetch(ctx, sqlite.url+modelsPath, sqlite.headers())
-	if err != nil {
-		return 0, fmt.Errorf("Switchboard on SQLite: %w", err)
-	}
-	bare, err := startBare(body)
-	if err != nil {
-		return 0, fmt.Errorf("bare Echo: %w", err)
-	}
-	defer bare.close()
-
-	// The baseline gets the same headers, so that wrk sends byte for byte the same requests to both.
-	baseline := &scenario{name: "GET /api/v1/models — bare Echo (baseline)", url: bare.url + modelsPath,
-		headers: sqlite.headers()}
-	scenarios := []*scenario{baseline, modelsScenario("SQLite", sqlite, baseline)}
-
+	dbs := []*database{{name: "SQLite", sb: sqlite}}
 	var skipped string
 	if o.skipPostgres {
 		skipped = "-skip-postgres was given"
@@ -171,27 +170,89 @@ func runHTTP(ctx context.Context, o options, prof *profile, out, log io.Writer) 
 					fmt.Fprintln(log, "bench:", err)
 				}
 			}()
-			pg, err := startSwitchboard(ctx, pgURL)
+			pg, err := startSwitchboard(ctx, pgURL, filepath.Join(tmp, "spool-postgres"))
 			if err != nil {
 				return 0, fmt.Errorf("Switchboard on PostgreSQL: %w", err)
 			}
 			defer pg.close()
-			scenarios = append(scenarios, modelsScenario("PostgreSQL", pg, baseline))
+			dbs = append(dbs, &database{name: "PostgreSQL", sb: pg})
+		}
+	}
+	for _, db := range dbs {
+		if db.links, err = setupLinks(ctx, db.sb); err != nil {
+			return 0, fmt.Errorf("links on %s: %w", db.name, err)
 		}
 	}
 
+	// The bare handlers serve exactly the bytes Switchboard answers, so both rows write the same response and the
+	// ratio measures only what Switchboard does around it.
+	body, err := fetch(ctx, sqlite.url+modelsPath, sqlite.headers())
+	if err != nil {
+		return 0, fmt.Errorf("Switchboard on SQLite: %w", err)
+	}
+	bare, err := startBare(body)
+	if err != nil {
+		return 0, fmt.Errorf("bare Echo: %w", err)
+	}
+	defer bare.close()
+	bareRedirect, err := startBareRedirect(redirectLocation)
+	if err != nil {
+		return 0, fmt.Errorf("bare Echo: %w", err)
+	}
+	defer bareRedirect.close()
+	hotScript, uniformScript, err := writeScripts(tmp)
+	if err != nil {
+		return 0, err
+	}
+
+	// The baseline gets the same headers, so that wrk sends byte for byte the same requests to both.
+	modelsBaseline := &scenario{name: "GET /api/v1/models — bare Echo (baseline)", url: bare.url + modelsPath,
+		headers: sqlite.headers()}
+	redirectBaseline := &scenario{name: "GET /{slug} 302 — bare Echo (baseline)", url: bareRedirect.url + "/hot",
+		script: hotScript}
+	scenarios := []*scenario{modelsBaseline}
+	for _, db := range dbs {
+		scenarios = append(scenarios, modelsScenario(db.name, db.sb, modelsBaseline))
+	}
+	scenarios = append(scenarios, redirectBaseline)
+	redirectRows := map[*scenario]*switchboard{}
+	for _, db := range dbs {
+		hot := &scenario{name: "GET /{slug} hot link, clicks recorded — " + db.name, url: db.sb.url + "/hot",
+			script: hotScript, baseline: redirectBaseline, goal: redirectGoal}
+		uniform := &scenario{name: fmt.Sprintf("GET /{slug} %d uniform links (vs hot) — %s", uniformLinks, db.name),
+			url: db.sb.url + "/u0", script: uniformScript, baseline: hot, goal: uniformGoal}
+		redirectRows[hot], redirectRows[uniform] = db.sb, db.sb
+		scenarios = append(scenarios, hot, uniform)
+	}
+
+	scenarios = selectRows(scenarios, o.rows)
 	for _, sc := range scenarios {
 		if err := sc.preflight(ctx); err != nil {
 			return 0, err
 		}
 	}
-
 	w := wrkRunner{path: wrk, connections: o.connections}
+	// measure runs one row and, for a redirect row, waits until its clicks are all in the database, so that the
+	// writing of one row's clicks never runs during the next row.
+	measure := func(sc *scenario, d time.Duration, label string) error {
+		if err := w.measure(ctx, sc, d); err != nil {
+			return err
+		}
+		line := fmt.Sprintf("%-10s %-62s %s", label, sc.name, sc.runs[len(sc.runs)-1])
+		if sb := redirectRows[sc]; sb != nil {
+			took, err := sb.drain(ctx)
+			if err != nil {
+				return err
+			}
+			line += fmt.Sprintf("  (clicks stored %s after the run)", took.Round(time.Millisecond))
+		}
+		fmt.Fprintln(log, line)
+		return nil
+	}
 	for _, sc := range scenarios {
-		if err := w.measure(ctx, sc, min(warmUp, o.duration)); err != nil {
+		if err := measure(sc, min(warmUp, o.duration), "warm-up"); err != nil {
 			return 0, err
 		}
-		fmt.Fprintf(log, "warm-up    %-45s %s\n", sc.name, sc.runs[0])
 		sc.runs = nil // the warm-up's failures stay recorded; its numbers are not measurements
 	}
 	if err := prof.start(); err != nil {
@@ -201,10 +262,57 @@ func runHTTP(ctx context.Context, o options, prof *profile, out, log io.Writer) 
 	// over every target instead of penalising whichever ran last.
 	for r := 1; r <= o.rounds; r++ {
 		for _, sc := range scenarios {
-			if err := w.measure(ctx, sc, o.duration); err != nil {
+			if err := measure(sc, o.duration, fmt.Sprintf("round %d/%d", r, o.rounds)); err != nil {
 				return 0, err
 			}
-			fmt.Fprintf(log, "round %d/%d  %-45s %s\n", r, o.rounds, sc.name, sc.runs[len(sc.runs)-1])
+		}
+	}
+
+	var ms []measurement
+	for _, db := range dbs {
+		bulk := fmt.Sprintf("POST /api/v1/links/bulk, %d links — %s", bulkSize, db.name)
+		if o.rows.MatchString(bulk) {
+			ms = append(ms, measurement{name: bulk, samples: db.links.bulk, goal: bulkGoal})
+		}
+		if idle := "redirect → counted in stats, idle — " + db.name; o.rows.MatchString(idle) {
+			samples, err := db.sb.measureVisibility(ctx, db.links.visibleID, 50)
+			if err != nil {
+				return 0, fmt.Errorf("%s: %w", db.name, err)
+			}
+			ms = append(ms, measurement{name: idle, samples: samples, goal: visibleGoal})
+		}
+		for _, st := range []struct{ name, path string }{
+			{"GET stats of a link with 1M clicks, 90 days by day — ", db.links.statsPath},
+			{"GET stats by country of a link with 1M clicks, 90 days — ", db.links.countriesPath},
+		} {
+			if name := st.name + db.name; o.rows.MatchString(name) {
+				samples, err := db.sb.timeRequests(ctx, st.path, 50)
+				if err != nil {
+					return 0, fmt.Errorf("%s: %w", db.name, err)
+				}
+				ms = append(ms, measurement{name: name, samples: samples, goal: statsGoal})
+			}
+		}
+		if steady := fmt.Sprintf("redirect → counted in stats, hot link at %d redirects/s — %s", steadyRate, db.name); o.rows.MatchString(steady) {
+			stop := make(chan struct{})
+			load := db.sb.steadyLoad("/hot", steadyRate, stop)
+			samples, err := db.sb.measureVisibility(ctx, db.links.visibleID, 50)
+			close(stop)
+			load.Wait()
+			if _, derr := db.sb.drain(ctx); err == nil {
+				err = derr
+			}
+			if err != nil {
+				return 0, fmt.Errorf("%s: %w", db.name, err)
+			}
+			ms = append(ms, measurement{name: steady, samples: samples, goal: visibleGoal})
+		}
+		if busy := "redirect → counted in stats, hot link under full load (wrk) — " + db.name; o.rows.MatchString(busy) {
+			samples, err := visibleUnderLoad(ctx, w, db, hotScript, o.duration)
+			if err != nil {
+				return 0, fmt.Errorf("%s: %w", db.name, err)
+			}
+			ms = append(ms, measurement{name: busy, samples: samples, goal: visibleGoal})
 		}
 	}
 
@@ -212,10 +320,59 @@ func runHTTP(ctx context.Context, o options, prof *profile, out, log io.Writer) 
 		o.connections, wrkDuration(o.duration), o.rounds, runtime.Version(), runtime.GOOS, runtime.GOARCH,
 		runtime.NumCPU(), runtime.GOMAXPROCS(0))
 	failed := printTable(out, scenarios)
+	if len(ms) > 0 {
+		fmt.Fprintln(out)
+		printMeasurements(out, ms)
+	}
 	if skipped != "" {
 		fmt.Fprintf(out, "\nPostgreSQL rows skipped: %s\n", skipped)
 	}
 	return failed, nil
+}
+
+// selectRows keeps the rows whose names match and the baselines they are compared with, in their order.
+func selectRows(all []*scenario, match *regexp.Regexp) []*scenario {
+	keep := map[*scenario]bool{}
+	for _, sc := range all {
+		if match.MatchString(sc.name) {
+			for b := sc; b != nil; b = b.baseline {
+				keep[b] = true
+			}
+		}
+	}
+	var out []*scenario
+	for _, sc := range all {
+		if keep[sc] {
+			out = append(out, sc)
+		}
+	}
+	return out
+}
+
+// visibleUnderLoad measures the visibility of clicks of /vis while wrk loads the hot link of the same server.
+func visibleUnderLoad(ctx context.Context, w wrkRunner, db *database, hotScript string, d time.Duration) ([]time.Duration, error) {
+	load := &scenario{name: "load", url: db.sb.url + "/hot", script: hotScript}
+	done := make(chan error, 1)
+	go func() { done <- w.measure(ctx, load, d) }()
+	var samples []time.Duration
+	for {
+		select {
+		case err := <-done:
+			if err == nil && len(samples) == 0 {
+				err = errors.New("no sample during the load")
+			}
+			if _, derr := db.sb.drain(ctx); err == nil {
+				err = derr
+			}
+			return samples, err
+		default:
+		}
+		s, err := db.sb.measureVisibility(ctx, db.links.visibleID, 1)
+		if err != nil {
+			return nil, err
+		}
+		samples = append(samples, s...)
+	}
 }
 
 // modelsScenario is the GET /api/v1/models row of a Switchboard server on the named database.

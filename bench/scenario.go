@@ -16,9 +16,12 @@ import (
 // bytes and nothing else; a hot path added later (redirects, webhook deliveries) is a new baseline and the
 // Switchboard rows compared with it.
 type scenario struct {
-	name     string
-	url      string
-	headers  []string // "Name: value", as wrk -H takes them
+	name    string
+	url     string
+	headers []string // "Name: value", as wrk -H takes them
+	// script is a wrk Lua script that chooses the path of each request (wrk -s); url is then the first path it
+	// sends, for the preflight.
+	script   string
 	baseline *scenario
 	goal     float64 // least acceptable ratio to the baseline's req/s; unused for baselines
 
@@ -42,7 +45,10 @@ func (sc *scenario) preflight(ctx context.Context) error {
 	return nil
 }
 
-// fetch GETs url with headers and returns the body of a 2xx response.
+// noRedirects answers redirects as they are: a redirect row measures the redirect, not its destination.
+var noRedirects = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+
+// fetch GETs url with headers and returns the body of a 2xx or 3xx response (redirects are not followed).
 func fetch(ctx context.Context, url string, headers []string) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
@@ -54,7 +60,7 @@ func fetch(ctx context.Context, url string, headers []string) ([]byte, error) {
 		name, value, _ := strings.Cut(h, ":")
 		req.Header.Set(name, strings.TrimSpace(value))
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := noRedirects.Do(req)
 	if err != nil {
 		return nil, err
 	}
@@ -63,7 +69,7 @@ func fetch(ctx context.Context, url string, headers []string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+	if resp.StatusCode < 200 || resp.StatusCode > 399 {
 		return nil, fmt.Errorf("GET %s answered %s: %s", url, resp.Status, body)
 	}
 	return body, nil

@@ -19,6 +19,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/switchboard/switchboard/apikey"
+	"github.com/switchboard/switchboard/clicks"
 	"github.com/switchboard/switchboard/handlers"
 	"github.com/switchboard/switchboard/store"
 	"github.com/switchboard/switchboard/store/storetest"
@@ -70,17 +71,39 @@ func startBare(body []byte) (*httpServer, error) {
 	return serve(ln, e), nil
 }
 
-// switchboard is the real server over one migrated database, with a workspace and a key that may read models.
-type switchboard struct {
-	*httpServer
-	key     string
-	handler *handlers.Server
-	db      *store.DB
+// startBareRedirect answers GET /:slug with a 302 to location, with the cache headers of a Switchboard redirect,
+// from an Echo router with no middleware: the baseline of the redirect rows.
+func startBareRedirect(location string) (*httpServer, error) {
+	ln, err := listen()
+	if err != nil {
+		return nil, err
+	}
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
+	e.GET("/:slug", func(c echo.Context) error {
+		h := c.Response().Header()
+		h.Set("Cache-Control", "private, no-store")
+		h.Set("X-Robots-Tag", "noindex")
+		return c.Redirect(http.StatusFound, location)
+	})
+	return serve(ln, e), nil
 }
 
-// startSwitchboard opens and migrates the database at dbURL, creates a workspace and a models:read key the way
-// `switchboard workspace create` and `switchboard key create` do, and serves handlers.New on a loopback port.
-func startSwitchboard(ctx context.Context, dbURL string) (_ *switchboard, err error) {
+// switchboard is the real server over one migrated database, with a workspace, a key that may read models, a key
+// that may write links, and a click recorder.
+type switchboard struct {
+	*httpServer
+	key      string
+	linksKey string
+	handler  *handlers.Server
+	recorder *clicks.Recorder
+	db       *store.DB
+}
+
+// startSwitchboard opens and migrates the database at dbURL, creates a workspace and its keys the way
+// `switchboard workspace create` and `switchboard key create` do, starts a click recorder with its spool in
+// spoolDir, and serves handlers.New on a loopback port.
+func startSwitchboard(ctx context.Context, dbURL, spoolDir string) (_ *switchboard, err error) {
 	db, err := openMigrated(ctx, dbURL)
 	if err != nil {
 		return nil, err
@@ -94,19 +117,23 @@ func startSwitchboard(ctx context.Context, dbURL string) (_ *switchboard, err er
 	if err != nil {
 		return nil, err
 	}
-	secret, err := apikey.Generate()
+	modelsKey, err := createKey(ctx, db, ws.ID, "models:read")
 	if err != nil {
 		return nil, err
 	}
-	if _, err := db.APIKeys.Create(ctx, store.NewAPIKey{
-		WorkspaceID: ws.ID, Name: "bench", SecretHash: secret.Hash, DisplayPrefix: secret.DisplayPrefix,
-		Last4: secret.Last4, Scopes: []string{"models:read"}, CreatedBy: "bench",
-	}); err != nil {
+	linksKey, err := createKey(ctx, db, ws.ID, "links:write")
+	if err != nil {
 		return nil, err
 	}
-
+	// Access logs are formatted as in production; only the write to a terminal or file is left out.
+	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
+	rec, err := clicks.New(db, clicks.Config{SpoolDir: spoolDir, Logger: log})
+	if err != nil {
+		return nil, err
+	}
 	ln, err := listen()
 	if err != nil {
+		_ = rec.Close(ctx)
 		return nil, err
 	}
 	h, err := handlers.New(handlers.Config{
@@ -114,14 +141,28 @@ func startSwitchboard(ctx context.Context, dbURL string) (_ *switchboard, err er
 		// High enough never to answer 429: the limiter's bookkeeping is measured, its refusals are not.
 		KeyRateLimit:       1_000_000_000,
 		WorkspaceRateLimit: 1_000_000_000,
-		// Access logs are formatted as in production; only the write to a terminal or file is left out.
-		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
+		Logger:             log,
+		Redirects:          handlers.RedirectOptions{Clicks: rec},
 	}, db)
 	if err != nil {
 		_ = ln.Close()
+		_ = rec.Close(ctx)
 		return nil, err
 	}
-	return &switchboard{httpServer: serve(ln, h), key: secret.Plain, handler: h, db: db}, nil
+	return &switchboard{httpServer: serve(ln, h), key: modelsKey, linksKey: linksKey, handler: h, recorder: rec, db: db}, nil
+}
+
+// createKey stores a new key of the workspace with the scopes and returns its secret.
+func createKey(ctx context.Context, db *store.DB, workspaceID string, scopes ...string) (string, error) {
+	secret, err := apikey.Generate()
+	if err != nil {
+		return "", err
+	}
+	_, err = db.APIKeys.Create(ctx, store.NewAPIKey{
+		WorkspaceID: workspaceID, Name: "bench", SecretHash: secret.Hash, DisplayPrefix: secret.DisplayPrefix,
+		Last4: secret.Last4, Scopes: scopes, CreatedBy: "bench",
+	})
+	return secret.Plain, err
 }
 
 // openMigrated opens and migrates the database at dbURL.
@@ -142,10 +183,12 @@ func (s *switchboard) headers() []string {
 	return []string{"Authorization: Bearer " + s.key, "Accept: application/json"}
 }
 
-// close stops serving, then flushes the handler's background work, then closes the database it writes to.
+// close stops serving, then flushes the handler's background work and the recorder, then closes the database they
+// write to.
 func (s *switchboard) close() {
 	s.httpServer.close()
 	s.handler.Close()
+	_ = s.recorder.Close(context.Background())
 	_ = s.db.Close()
 }
 

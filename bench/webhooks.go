@@ -286,11 +286,13 @@ func (b *webhookBench) measure(ctx context.Context, d time.Duration) error {
 	return nil
 }
 
-// percentile returns the nearest-rank percentile p of sorted durations.
-func percentile(sorted []time.Duration, p float64) time.Duration {
-	if len(sorted) == 0 {
+// percentile returns the nearest-rank percentile p of durations (0 for none).
+func percentile(samples []time.Duration, p float64) time.Duration {
+	if len(samples) == 0 {
 		return 0
 	}
+	sorted := slices.Clone(samples)
+	slices.Sort(sorted)
 	i := int(float64(len(sorted))*p+0.5) - 1
 	return sorted[min(max(i, 0), len(sorted)-1)]
 }

@@ -36,6 +36,9 @@ func (w wrkRunner) measure(ctx context.Context, sc *scenario, d time.Duration) e
 	for _, h := range sc.headers {
 		args = append(args, "-H", h)
 	}
+	if sc.script != "" {
+		args = append(args, "-s", sc.script)
+	}
 	args = append(args, sc.url)
 	out, err := exec.CommandContext(ctx, w.path, args...).CombinedOutput()
 	if err != nil {

@@ -24,6 +24,90 @@ import (
 	"github.com/oapi-codegen/runtime"
 )
 
+// Defines values for ClickDevice.
+const (
+	ClickDeviceBot     ClickDevice = "bot"
+	ClickDeviceDesktop ClickDevice = "desktop"
+	ClickDeviceMobile  ClickDevice = "mobile"
+	ClickDeviceOther   ClickDevice = "other"
+	ClickDeviceTablet  ClickDevice = "tablet"
+)
+
+// Valid indicates whether the value is a known member of the ClickDevice enum.
+func (e ClickDevice) Valid() bool {
+	switch e {
+	case ClickDeviceBot:
+		return true
+	case ClickDeviceDesktop:
+		return true
+	case ClickDeviceMobile:
+		return true
+	case ClickDeviceOther:
+		return true
+	case ClickDeviceTablet:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ClickObject.
+const (
+	ClickObjectClick ClickObject = "click"
+)
+
+// Valid indicates whether the value is a known member of the ClickObject enum.
+func (e ClickObject) Valid() bool {
+	switch e {
+	case ClickObjectClick:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ClickClass.
+const (
+	ClickClassBot     ClickClass = "bot"
+	ClickClassHead    ClickClass = "head"
+	ClickClassHuman   ClickClass = "human"
+	ClickClassMonitor ClickClass = "monitor"
+	ClickClassPreview ClickClass = "preview"
+)
+
+// Valid indicates whether the value is a known member of the ClickClass enum.
+func (e ClickClass) Valid() bool {
+	switch e {
+	case ClickClassBot:
+		return true
+	case ClickClassHead:
+		return true
+	case ClickClassHuman:
+		return true
+	case ClickClassMonitor:
+		return true
+	case ClickClassPreview:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ClickListObject.
+const (
+	ClickListObjectList ClickListObject = "list"
+)
+
+// Valid indicates whether the value is a known member of the ClickListObject enum.
+func (e ClickListObject) Valid() bool {
+	switch e {
+	case ClickListObjectList:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for EventApiVersion.
 const (
 	EventApiVersionV1 EventApiVersion = "v1"
@@ -84,6 +168,144 @@ func (e EventTypeListObject) Valid() bool {
 	}
 }
 
+// Defines values for LinkObject.
+const (
+	LinkObjectLink LinkObject = "link"
+)
+
+// Valid indicates whether the value is a known member of the LinkObject enum.
+func (e LinkObject) Valid() bool {
+	switch e {
+	case LinkObjectLink:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for LinkStatus.
+const (
+	LinkStatusActive           LinkStatus = "active"
+	LinkStatusExpired          LinkStatus = "expired"
+	LinkStatusMaxClicksReached LinkStatus = "max_clicks_reached"
+)
+
+// Valid indicates whether the value is a known member of the LinkStatus enum.
+func (e LinkStatus) Valid() bool {
+	switch e {
+	case LinkStatusActive:
+		return true
+	case LinkStatusExpired:
+		return true
+	case LinkStatusMaxClicksReached:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for LinkBulkItemStatus.
+const (
+	LinkBulkItemStatusCreated LinkBulkItemStatus = "created"
+	LinkBulkItemStatusFailed  LinkBulkItemStatus = "failed"
+)
+
+// Valid indicates whether the value is a known member of the LinkBulkItemStatus enum.
+func (e LinkBulkItemStatus) Valid() bool {
+	switch e {
+	case LinkBulkItemStatusCreated:
+		return true
+	case LinkBulkItemStatusFailed:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for LinkBulkResultObject.
+const (
+	LinkBulkResultObjectBulkResult LinkBulkResultObject = "bulk_result"
+)
+
+// Valid indicates whether the value is a known member of the LinkBulkResultObject enum.
+func (e LinkBulkResultObject) Valid() bool {
+	switch e {
+	case LinkBulkResultObjectBulkResult:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for LinkDimensionStatsObject.
+const (
+	LinkDimensionStatsObjectLinkDimensionStats LinkDimensionStatsObject = "link_dimension_stats"
+)
+
+// Valid indicates whether the value is a known member of the LinkDimensionStatsObject enum.
+func (e LinkDimensionStatsObject) Valid() bool {
+	switch e {
+	case LinkDimensionStatsObjectLinkDimensionStats:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for LinkListObject.
+const (
+	LinkListObjectList LinkListObject = "list"
+)
+
+// Valid indicates whether the value is a known member of the LinkListObject enum.
+func (e LinkListObject) Valid() bool {
+	switch e {
+	case LinkListObjectList:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for LinkStatsInterval.
+const (
+	LinkStatsIntervalDay   LinkStatsInterval = "day"
+	LinkStatsIntervalHour  LinkStatsInterval = "hour"
+	LinkStatsIntervalMonth LinkStatsInterval = "month"
+	LinkStatsIntervalWeek  LinkStatsInterval = "week"
+)
+
+// Valid indicates whether the value is a known member of the LinkStatsInterval enum.
+func (e LinkStatsInterval) Valid() bool {
+	switch e {
+	case LinkStatsIntervalDay:
+		return true
+	case LinkStatsIntervalHour:
+		return true
+	case LinkStatsIntervalMonth:
+		return true
+	case LinkStatsIntervalWeek:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for LinkStatsObject.
+const (
+	LinkStatsObjectLinkStats LinkStatsObject = "link_stats"
+)
+
+// Valid indicates whether the value is a known member of the LinkStatsObject enum.
+func (e LinkStatsObject) Valid() bool {
+	switch e {
+	case LinkStatsObjectLinkStats:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ModelCapabilities.
 const (
 	ModelCapabilitiesAudio      ModelCapabilities = "audio"
@@ -138,6 +360,57 @@ const (
 func (e ModelListObject) Valid() bool {
 	switch e {
 	case ModelListObjectList:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RedirectType.
+const (
+	RedirectTypeN301 RedirectType = 301
+	RedirectTypeN302 RedirectType = 302
+	RedirectTypeN307 RedirectType = 307
+	RedirectTypeN308 RedirectType = 308
+)
+
+// Valid indicates whether the value is a known member of the RedirectType enum.
+func (e RedirectType) Valid() bool {
+	switch e {
+	case RedirectTypeN301:
+		return true
+	case RedirectTypeN302:
+		return true
+	case RedirectTypeN307:
+		return true
+	case RedirectTypeN308:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for StatsDimension.
+const (
+	StatsDimensionBrowsers         StatsDimension = "browsers"
+	StatsDimensionCountries        StatsDimension = "countries"
+	StatsDimensionDevices          StatsDimension = "devices"
+	StatsDimensionOperatingSystems StatsDimension = "operating_systems"
+	StatsDimensionReferrers        StatsDimension = "referrers"
+)
+
+// Valid indicates whether the value is a known member of the StatsDimension enum.
+func (e StatsDimension) Valid() bool {
+	switch e {
+	case StatsDimensionBrowsers:
+		return true
+	case StatsDimensionCountries:
+		return true
+	case StatsDimensionDevices:
+		return true
+	case StatsDimensionOperatingSystems:
+		return true
+	case StatsDimensionReferrers:
 		return true
 	default:
 		return false
@@ -375,6 +648,125 @@ func (e WebhookWithSecretStatus) Valid() bool {
 	}
 }
 
+// Defines values for GetLinkStatsParamsInterval.
+const (
+	GetLinkStatsParamsIntervalDay   GetLinkStatsParamsInterval = "day"
+	GetLinkStatsParamsIntervalHour  GetLinkStatsParamsInterval = "hour"
+	GetLinkStatsParamsIntervalMonth GetLinkStatsParamsInterval = "month"
+	GetLinkStatsParamsIntervalWeek  GetLinkStatsParamsInterval = "week"
+)
+
+// Valid indicates whether the value is a known member of the GetLinkStatsParamsInterval enum.
+func (e GetLinkStatsParamsInterval) Valid() bool {
+	switch e {
+	case GetLinkStatsParamsIntervalDay:
+		return true
+	case GetLinkStatsParamsIntervalHour:
+		return true
+	case GetLinkStatsParamsIntervalMonth:
+		return true
+	case GetLinkStatsParamsIntervalWeek:
+		return true
+	default:
+		return false
+	}
+}
+
+// APIKeyID An API key ID (never the key itself).
+//
+// Example: key_01JDA9M3N4P5Q6R7S8T9V0W1X2
+type APIKeyID = string
+
+// BulkItemError Why one item of a bulk request failed, as the problem its own request would have answered.
+type BulkItemError struct {
+	// Code The problem code (`validation_failed`, `slug_taken`, `external_id_taken`).
+	Code string `json:"code"`
+
+	// Detail What is wrong.
+	Detail string `json:"detail"`
+
+	// Errors For `validation_failed`, every invalid field, with pointers relative to the item.
+	Errors *[]ProblemFieldError `json:"errors,omitempty"`
+
+	// Status The HTTP status the item alone would have had.
+	Status int `json:"status"`
+}
+
+// Click One recorded visit of a short link. Never contains the visitor's IP address.
+type Click struct {
+	// Browser The browser family (`unknown` when not recognised).
+	Browser string `json:"browser"`
+
+	// Class What made the request: a person (`human`), a crawler or script (`bot`), a chat or social app fetching a
+	// link preview (`preview`), a `HEAD` request (`head`) or an uptime monitor (`monitor`). Only `human` clicks
+	// count towards `clicks` and `max_clicks`.
+	Class ClickClass `json:"class"`
+
+	// ClickedAt When the redirect was served.
+	ClickedAt time.Time `json:"clicked_at"`
+
+	// Country ISO 3166-1 alpha-2, when a GeoIP database is configured.
+	Country *string `json:"country"`
+
+	// Device The device family.
+	Device ClickDevice `json:"device"`
+
+	// Id A click ID.
+	//
+	// Example: clk_01JDAD5E6F7G8H9J0K1M2N3P4Q
+	Id ClickID `json:"id"`
+
+	// LinkId A short link ID.
+	//
+	// Example: lnk_01JDAC4D5E6F7G8H9J0K1M2N3P
+	LinkId LinkID `json:"link_id"`
+
+	// Object Always `click`.
+	Object ClickObject `json:"object"`
+
+	// Os The operating system family (`unknown` when not recognised).
+	Os string `json:"os"`
+
+	// ReferrerHost The host of the `Referer`, if any.
+	ReferrerHost *string `json:"referrer_host"`
+
+	// UserAgent The `User-Agent` (first 512 bytes).
+	UserAgent string `json:"user_agent"`
+}
+
+// ClickDevice The device family.
+type ClickDevice string
+
+// ClickObject Always `click`.
+type ClickObject string
+
+// ClickClass What made the request: a person (`human`), a crawler or script (`bot`), a chat or social app fetching a
+// link preview (`preview`), a `HEAD` request (`head`) or an uptime monitor (`monitor`). Only `human` clicks
+// count towards `clicks` and `max_clicks`.
+type ClickClass string
+
+// ClickID A click ID.
+//
+// Example: clk_01JDAD5E6F7G8H9J0K1M2N3P4Q
+type ClickID = string
+
+// ClickList A page of clicks.
+type ClickList struct {
+	Data []Click `json:"data"`
+
+	// HasMore Whether another page follows.
+	HasMore bool `json:"has_more"`
+
+	// NextCursor Pass as `cursor` to get the next page; `null` on the last page.
+	NextCursor *string `json:"next_cursor"`
+
+	// Object Always `list`.
+	Object ClickListObject `json:"object"`
+}
+
+// ClickListObject Always `list`.
+type ClickListObject string
+
 // DeliveryID A webhook delivery ID.
 //
 // Example: dlv_01JDAB3C4D5E6F7G8H9J0K1M2N
@@ -487,6 +879,574 @@ type EventTypeName = string
 //
 // Example: link.*
 type EventTypePattern = string
+
+// ExternalID Your own ID for a link, unique in the workspace (letters, digits and `._:@-`).
+//
+// Example: crm-8841
+type ExternalID = string
+
+// Link A short link.
+type Link struct {
+	// Archived Whether it is archived (still redirects, left out of lists).
+	Archived bool `json:"archived"`
+
+	// Clicks Human clicks recorded so far (bots are in the stats, apart).
+	Clicks int64 `json:"clicks"`
+
+	// CreatedAt When it was created.
+	CreatedAt time.Time `json:"created_at"`
+
+	// DestinationUrl An absolute URL: `http` or `https` (other schemes only when the operator allows them), no user name or
+	// password, not a short link of this server, at most 2048 characters.
+	//
+	//
+	// Example: https://example.com/pricing
+	DestinationUrl LinkURL `json:"destination_url"`
+
+	// Domain A short-link domain configured by the operator (host name, no scheme).
+	//
+	// Example: sb.example.com
+	Domain ShortDomain `json:"domain"`
+
+	// ExpiredUrl Where visitors go once it expired.
+	ExpiredUrl *string `json:"expired_url"`
+
+	// ExpiresAt When it expires.
+	ExpiresAt *time.Time `json:"expires_at"`
+
+	// ExternalId Your own ID.
+	ExternalId *string `json:"external_id"`
+
+	// ForwardQuery Whether the visitor's query is passed on.
+	ForwardQuery bool `json:"forward_query"`
+
+	// Id A short link ID.
+	//
+	// Example: lnk_01JDAC4D5E6F7G8H9J0K1M2N3P
+	Id LinkID `json:"id"`
+
+	// LastClickedAt The last human click.
+	LastClickedAt *time.Time `json:"last_clicked_at"`
+
+	// MaxClicks The human click cap.
+	MaxClicks *int64 `json:"max_clicks"`
+
+	// Metadata Your own data, returned as it was sent (at most 50 keys and 8 KiB as JSON).
+	//
+	// Example: {"owner":"growth-team"}
+	Metadata LinkMetadata `json:"metadata"`
+
+	// Object Always `link`.
+	Object LinkObject `json:"object"`
+
+	// RedirectType The HTTP status of the redirect. `302` (the default) and `307` are never cached by browsers, so every click
+	// is counted; `301` and `308` are cached for a short while (`Cache-Control: max-age=300`), so repeat visits
+	// from one browser within that time are not counted.
+	RedirectType RedirectType `json:"redirect_type"`
+
+	// ShortUrl The short URL to share.
+	//
+	// Example: https://sb.example.com/black-friday
+	ShortUrl string `json:"short_url"`
+
+	// Slug The path of a short URL after the domain; 1–63 letters, digits, `_` and `-`, starting with a letter or digit.
+	//
+	// Example: black-friday
+	Slug Slug `json:"slug"`
+
+	// Status Whether it redirects to its destination now.
+	Status LinkStatus `json:"status"`
+
+	// Tags Labels.
+	Tags []LinkTag `json:"tags"`
+
+	// Title A name for people.
+	Title *string `json:"title"`
+
+	// UpdatedAt When it last changed.
+	UpdatedAt time.Time `json:"updated_at"`
+
+	// Utm UTM parameters added to the destination's query on every redirect (they win over the visitor's). In an update the object replaces the link's UTM parameters; `{}` removes them.
+	Utm LinkUTM `json:"utm"`
+}
+
+// LinkObject Always `link`.
+type LinkObject string
+
+// LinkStatus Whether it redirects to its destination now.
+type LinkStatus string
+
+// LinkBulkCreate Links to create.
+type LinkBulkCreate struct {
+	// Links The links, each like the body of `createLink`.
+	Links []LinkCreate `json:"links"`
+}
+
+// LinkBulkItem The outcome of one item.
+type LinkBulkItem struct {
+	// Error Why one item of a bulk request failed, as the problem its own request would have answered.
+	Error *BulkItemError `json:"error,omitempty"`
+
+	// Index The item's position in the request.
+	Index int `json:"index"`
+
+	// Link A short link.
+	Link *Link `json:"link,omitempty"`
+
+	// Status Whether the link was created.
+	Status LinkBulkItemStatus `json:"status"`
+}
+
+// LinkBulkItemStatus Whether the link was created.
+type LinkBulkItemStatus string
+
+// LinkBulkResult The outcome of a bulk creation.
+type LinkBulkResult struct {
+	// Created How many links were created.
+	Created int            `json:"created"`
+	Data    []LinkBulkItem `json:"data"`
+
+	// Failed How many items failed.
+	Failed int `json:"failed"`
+
+	// Object Always `bulk_result`.
+	Object LinkBulkResultObject `json:"object"`
+}
+
+// LinkBulkResultObject Always `bulk_result`.
+type LinkBulkResultObject string
+
+// LinkClickedEvent A short link was visited (every class: check `click.class`). High-volume and opt-in: subscribe by name or
+// with `link.*`; `*` does not include it. Written in the same transaction as the click itself, so it is as
+// durable as the click; while no endpoint subscribes to it, it is not recorded.
+//
+// Example: {"click":{"browser":"Firefox","class":"human","clicked_at":"2026-11-22T10:15:03.120Z","country":"DE","device":"desktop","id":"clk_01JDAD5E6F7G8H9J0K1M2N3P4Q","link_id":"lnk_01JDAC4D5E6F7G8H9J0K1M2N3P","object":"click","os":"macOS","referrer_host":"news.ycombinator.com","user_agent":"Mozilla/5.0 (Macintosh; Intel Mac OS X 14.6; rv:133.0) Gecko/20100101 Firefox/133.0"},"link":{"destination_url":"https://example.com/pricing","domain":"sb.example.com","external_id":"crm-8841","id":"lnk_01JDAC4D5E6F7G8H9J0K1M2N3P","slug":"black-friday"}}
+type LinkClickedEvent struct {
+	// Click One recorded visit of a short link. Never contains the visitor's IP address.
+	Click Click `json:"click"`
+
+	// Link The link that was clicked.
+	Link struct {
+		// DestinationUrl An absolute URL: `http` or `https` (other schemes only when the operator allows them), no user name or
+		// password, not a short link of this server, at most 2048 characters.
+		//
+		//
+		// Example: https://example.com/pricing
+		DestinationUrl LinkURL `json:"destination_url"`
+
+		// Domain A short-link domain configured by the operator (host name, no scheme).
+		//
+		// Example: sb.example.com
+		Domain ShortDomain `json:"domain"`
+
+		// ExternalId Your own ID of the link.
+		ExternalId *string `json:"external_id"`
+
+		// Id A short link ID.
+		//
+		// Example: lnk_01JDAC4D5E6F7G8H9J0K1M2N3P
+		Id LinkID `json:"id"`
+
+		// Slug The path of a short URL after the domain; 1–63 letters, digits, `_` and `-`, starting with a letter or digit.
+		//
+		// Example: black-friday
+		Slug Slug `json:"slug"`
+	} `json:"link"`
+}
+
+// LinkCreate A new short link.
+type LinkCreate struct {
+	// Archived Archived links still redirect but are left out of lists.
+	Archived *bool `json:"archived,omitempty"`
+
+	// DestinationUrl An absolute URL: `http` or `https` (other schemes only when the operator allows them), no user name or
+	// password, not a short link of this server, at most 2048 characters.
+	//
+	//
+	// Example: https://example.com/pricing
+	DestinationUrl LinkURL `json:"destination_url"`
+
+	// Domain A short-link domain configured by the operator (host name, no scheme).
+	//
+	// Example: sb.example.com
+	Domain *ShortDomain `json:"domain,omitempty"`
+
+	// ExpiredUrl An absolute URL: `http` or `https` (other schemes only when the operator allows them), no user name or
+	// password, not a short link of this server, at most 2048 characters.
+	//
+	//
+	// Example: https://example.com/pricing
+	ExpiredUrl *LinkURL `json:"expired_url,omitempty"`
+
+	// ExpiresAt After this time the link sends visitors to `expired_url`, or answers 410.
+	ExpiresAt *time.Time `json:"expires_at,omitempty"`
+
+	// ExternalId Your own ID for a link, unique in the workspace (letters, digits and `._:@-`).
+	//
+	// Example: crm-8841
+	ExternalId *ExternalID `json:"external_id,omitempty"`
+
+	// ForwardQuery Pass the visitor's query parameters on to the destination (the destination's own win on conflicts).
+	ForwardQuery *bool `json:"forward_query,omitempty"`
+
+	// MaxClicks After this many human clicks the link behaves as expired. Enforced exactly, also under load.
+	MaxClicks *int64 `json:"max_clicks,omitempty"`
+
+	// Metadata Your own data, returned as it was sent (at most 50 keys and 8 KiB as JSON).
+	//
+	// Example: {"owner":"growth-team"}
+	Metadata *LinkMetadata `json:"metadata,omitempty"`
+
+	// RedirectType The HTTP status of the redirect. `302` (the default) and `307` are never cached by browsers, so every click
+	// is counted; `301` and `308` are cached for a short while (`Cache-Control: max-age=300`), so repeat visits
+	// from one browser within that time are not counted.
+	RedirectType *RedirectType `json:"redirect_type,omitempty"`
+
+	// Slug The path of a short URL after the domain; 1–63 letters, digits, `_` and `-`, starting with a letter or digit.
+	//
+	// Example: black-friday
+	Slug *Slug `json:"slug,omitempty"`
+
+	// Tags Labels to group links.
+	Tags *[]LinkTag `json:"tags,omitempty"`
+
+	// Title A name for people.
+	Title *string `json:"title,omitempty"`
+
+	// Utm UTM parameters added to the destination's query on every redirect (they win over the visitor's). In an update the object replaces the link's UTM parameters; `{}` removes them.
+	Utm *LinkUTM `json:"utm,omitempty"`
+}
+
+// LinkCreatedEvent A short link was created (one event per link, also for bulk creation and upserts).
+//
+// Example: {"link":{"archived":false,"clicks":0,"created_at":"2026-11-22T10:00:00Z","destination_url":"https://example.com/pricing","domain":"sb.example.com","expired_url":null,"expires_at":null,"external_id":"crm-8841","forward_query":true,"id":"lnk_01JDAC4D5E6F7G8H9J0K1M2N3P","last_clicked_at":null,"max_clicks":null,"metadata":{},"object":"link","redirect_type":302,"short_url":"https://sb.example.com/black-friday","slug":"black-friday","status":"active","tags":["campaign"],"title":"Black Friday pricing","updated_at":"2026-11-22T10:00:00Z","utm":{}}}
+type LinkCreatedEvent struct {
+	// Link A short link.
+	Link Link `json:"link"`
+}
+
+// LinkDeletedEvent A short link was deleted; `link` is its last state.
+//
+// Example: {"link":{"archived":false,"clicks":3,"created_at":"2026-11-22T10:00:00Z","destination_url":"https://example.com/pricing","domain":"sb.example.com","expired_url":null,"expires_at":null,"external_id":null,"forward_query":true,"id":"lnk_01JDAC4D5E6F7G8H9J0K1M2N3P","last_clicked_at":"2026-11-22T10:30:00Z","max_clicks":null,"metadata":{},"object":"link","redirect_type":302,"short_url":"https://sb.example.com/black-friday","slug":"black-friday","status":"active","tags":[],"title":null,"updated_at":"2026-11-22T10:00:00Z","utm":{}}}
+type LinkDeletedEvent struct {
+	// Link A short link.
+	Link Link `json:"link"`
+}
+
+// LinkDimensionStats A link's clicks by one dimension.
+type LinkDimensionStats struct {
+	Data []struct {
+		// Bots Bot clicks.
+		Bots int64 `json:"bots"`
+
+		// Humans Human clicks.
+		Humans int64 `json:"humans"`
+
+		// Value The country code, referrer host, device, browser or OS (`unknown` when not known).
+		Value string `json:"value"`
+	} `json:"data"`
+
+	// Dimension A dimension of click statistics.
+	Dimension StatsDimension `json:"dimension"`
+
+	// From The start of the period.
+	From time.Time `json:"from"`
+
+	// LinkId A short link ID.
+	//
+	// Example: lnk_01JDAC4D5E6F7G8H9J0K1M2N3P
+	LinkId LinkID `json:"link_id"`
+
+	// Object Always `link_dimension_stats`.
+	Object LinkDimensionStatsObject `json:"object"`
+
+	// To The end of the period (exclusive).
+	To time.Time `json:"to"`
+}
+
+// LinkDimensionStatsObject Always `link_dimension_stats`.
+type LinkDimensionStatsObject string
+
+// LinkExpiredEvent A short link reached its `expires_at` (emitted once, within a minute of the time).
+//
+// Example: {"link":{"archived":false,"clicks":9120,"created_at":"2026-11-22T10:00:00Z","destination_url":"https://example.com/pricing","domain":"sb.example.com","expired_url":"https://example.com/offer-ended","expires_at":"2026-12-01T00:00:00Z","external_id":null,"forward_query":true,"id":"lnk_01JDAC4D5E6F7G8H9J0K1M2N3P","last_clicked_at":"2026-11-30T23:59:58Z","max_clicks":null,"metadata":{},"object":"link","redirect_type":302,"short_url":"https://sb.example.com/black-friday","slug":"black-friday","status":"expired","tags":[],"title":null,"updated_at":"2026-11-22T10:00:00Z","utm":{}}}
+type LinkExpiredEvent struct {
+	// Link A short link.
+	Link Link `json:"link"`
+}
+
+// LinkID A short link ID.
+//
+// Example: lnk_01JDAC4D5E6F7G8H9J0K1M2N3P
+type LinkID = string
+
+// LinkList A page of links.
+type LinkList struct {
+	Data []Link `json:"data"`
+
+	// HasMore Whether another page follows.
+	HasMore bool `json:"has_more"`
+
+	// NextCursor Pass as `cursor` (with the same filters) to get the next page; `null` on the last page.
+	NextCursor *string `json:"next_cursor"`
+
+	// Object Always `list`.
+	Object LinkListObject `json:"object"`
+}
+
+// LinkListObject Always `list`.
+type LinkListObject string
+
+// LinkListedEvent Links were listed through the API (an audit trail of who read the link inventory). Opt-in: subscribe by name
+// or with `link.*`.
+//
+// Example: {"filters":{"limit":20,"tag":"campaign"},"key_id":"key_01JDA9M3N4P5Q6R7S8T9V0W1X2","result_count":20}
+type LinkListedEvent struct {
+	// Filters The query parameters of the list call (the cursor left out).
+	Filters map[string]interface{} `json:"filters"`
+
+	// KeyId An API key ID (never the key itself).
+	//
+	// Example: key_01JDA9M3N4P5Q6R7S8T9V0W1X2
+	KeyId APIKeyID `json:"key_id"`
+
+	// ResultCount How many links the page returned.
+	ResultCount int `json:"result_count"`
+}
+
+// LinkMaxClicksReachedEvent A short link's human clicks reached `max_clicks` (emitted once, with the click that reached it).
+//
+// Example: {"link":{"archived":false,"clicks":10000,"created_at":"2026-11-22T10:00:00Z","destination_url":"https://example.com/pricing","domain":"sb.example.com","expired_url":null,"expires_at":null,"external_id":null,"forward_query":true,"id":"lnk_01JDAC4D5E6F7G8H9J0K1M2N3P","last_clicked_at":"2026-11-25T08:12:00Z","max_clicks":10000,"metadata":{},"object":"link","redirect_type":302,"short_url":"https://sb.example.com/black-friday","slug":"black-friday","status":"max_clicks_reached","tags":[],"title":null,"updated_at":"2026-11-22T10:00:00Z","utm":{}}}
+type LinkMaxClicksReachedEvent struct {
+	// Link A short link.
+	Link Link `json:"link"`
+}
+
+// LinkMetadata Your own data, returned as it was sent (at most 50 keys and 8 KiB as JSON).
+//
+// Example: {"owner":"growth-team"}
+type LinkMetadata map[string]interface{}
+
+// LinkStats A link's click statistics.
+type LinkStats struct {
+	// From The start of the period.
+	From time.Time `json:"from"`
+
+	// Interval The bucket size.
+	Interval LinkStatsInterval `json:"interval"`
+
+	// LinkId A short link ID.
+	//
+	// Example: lnk_01JDAC4D5E6F7G8H9J0K1M2N3P
+	LinkId LinkID `json:"link_id"`
+
+	// Object Always `link_stats`.
+	Object LinkStatsObject   `json:"object"`
+	Series []LinkStatsBucket `json:"series"`
+
+	// To The end of the period (exclusive).
+	To time.Time `json:"to"`
+
+	// Totals Click counts.
+	Totals LinkStatsCounts `json:"totals"`
+
+	// Tz The time zone buckets are aligned to.
+	Tz string `json:"tz"`
+}
+
+// LinkStatsInterval The bucket size.
+type LinkStatsInterval string
+
+// LinkStatsObject Always `link_stats`.
+type LinkStatsObject string
+
+// LinkStatsBucket The clicks of one bucket of the series.
+type LinkStatsBucket struct {
+	// Bots Clicks by crawlers, link previews, monitors and `HEAD` requests.
+	Bots int64 `json:"bots"`
+
+	// Humans Clicks by people.
+	Humans int64 `json:"humans"`
+
+	// Start The start of the bucket (in `tz`, as UTC).
+	Start time.Time `json:"start"`
+
+	// UniqueHumans Distinct people per day, summed over the days.
+	UniqueHumans int64 `json:"unique_humans"`
+}
+
+// LinkStatsCounts Click counts.
+type LinkStatsCounts struct {
+	// Bots Clicks by crawlers, link previews, monitors and `HEAD` requests.
+	Bots int64 `json:"bots"`
+
+	// Humans Clicks by people.
+	Humans int64 `json:"humans"`
+
+	// UniqueHumans Distinct people per day, summed over the days.
+	UniqueHumans int64 `json:"unique_humans"`
+}
+
+// LinkTag A label to group links (1–50 characters, no control characters).
+//
+// Example: campaign
+type LinkTag = string
+
+// LinkURL An absolute URL: `http` or `https` (other schemes only when the operator allows them), no user name or
+// password, not a short link of this server, at most 2048 characters.
+//
+// Example: https://example.com/pricing
+type LinkURL = string
+
+// LinkUTM UTM parameters added to the destination's query on every redirect (they win over the visitor's). In an update the object replaces the link's UTM parameters; `{}` removes them.
+type LinkUTM struct {
+	// Campaign utm_campaign
+	//
+	// Example: bf-2026
+	Campaign *string `json:"campaign,omitempty"`
+
+	// Content utm_content
+	Content *string `json:"content,omitempty"`
+
+	// Medium utm_medium
+	//
+	// Example: email
+	Medium *string `json:"medium,omitempty"`
+
+	// Source utm_source
+	//
+	// Example: newsletter
+	Source *string `json:"source,omitempty"`
+
+	// Term utm_term
+	Term *string `json:"term,omitempty"`
+}
+
+// LinkUpdate The fields to change; absent fields stay, `null` clears a clearable field.
+type LinkUpdate struct {
+	// Archived Archive or unarchive.
+	Archived *bool `json:"archived,omitempty"`
+
+	// DestinationUrl An absolute URL: `http` or `https` (other schemes only when the operator allows them), no user name or
+	// password, not a short link of this server, at most 2048 characters.
+	//
+	//
+	// Example: https://example.com/pricing
+	DestinationUrl *LinkURL `json:"destination_url,omitempty"`
+
+	// Domain A short-link domain configured by the operator (host name, no scheme).
+	//
+	// Example: sb.example.com
+	Domain *ShortDomain `json:"domain,omitempty"`
+
+	// ExpiredUrl Where expired visitors go; `null` makes the link answer 410 when expired.
+	ExpiredUrl nullable.Nullable[string] `json:"expired_url,omitempty"`
+
+	// ExpiresAt The expiry; `null` removes it (an expired link redirects again).
+	ExpiresAt nullable.Nullable[time.Time] `json:"expires_at,omitempty"`
+
+	// ExternalId Your own ID; `null` removes it.
+	ExternalId nullable.Nullable[string] `json:"external_id,omitempty"`
+
+	// ForwardQuery Pass the visitor's query parameters on.
+	ForwardQuery *bool `json:"forward_query,omitempty"`
+
+	// MaxClicks The click cap; `null` removes it.
+	MaxClicks nullable.Nullable[int64] `json:"max_clicks,omitempty"`
+
+	// Metadata Your own data, returned as it was sent (at most 50 keys and 8 KiB as JSON).
+	//
+	// Example: {"owner":"growth-team"}
+	Metadata *LinkMetadata `json:"metadata,omitempty"`
+
+	// RedirectType The HTTP status of the redirect. `302` (the default) and `307` are never cached by browsers, so every click
+	// is counted; `301` and `308` are cached for a short while (`Cache-Control: max-age=300`), so repeat visits
+	// from one browser within that time are not counted.
+	RedirectType *RedirectType `json:"redirect_type,omitempty"`
+
+	// Slug The path of a short URL after the domain; 1–63 letters, digits, `_` and `-`, starting with a letter or digit.
+	//
+	// Example: black-friday
+	Slug *Slug `json:"slug,omitempty"`
+
+	// Tags Labels; replaces the list.
+	Tags *[]LinkTag `json:"tags,omitempty"`
+
+	// Title A name for people; `null` removes it.
+	Title nullable.Nullable[string] `json:"title,omitempty"`
+
+	// Utm UTM parameters added to the destination's query on every redirect (they win over the visitor's). In an update the object replaces the link's UTM parameters; `{}` removes them.
+	Utm *LinkUTM `json:"utm,omitempty"`
+}
+
+// LinkUpdatedEvent A short link was changed (also by an upsert); `changed` names the fields that changed.
+//
+// Example: {"changed":["destination_url"],"link":{"archived":false,"clicks":12,"created_at":"2026-11-22T10:00:00Z","destination_url":"https://example.com/pricing-2027","domain":"sb.example.com","expired_url":null,"expires_at":null,"external_id":"crm-8841","forward_query":true,"id":"lnk_01JDAC4D5E6F7G8H9J0K1M2N3P","last_clicked_at":"2026-11-22T10:30:00Z","max_clicks":null,"metadata":{},"object":"link","redirect_type":302,"short_url":"https://sb.example.com/black-friday","slug":"black-friday","status":"active","tags":["campaign"],"title":"Black Friday pricing","updated_at":"2026-11-22T11:00:00Z","utm":{}}}
+type LinkUpdatedEvent struct {
+	// Changed The names of the fields whose value changed.
+	Changed []string `json:"changed"`
+
+	// Link A short link.
+	Link Link `json:"link"`
+}
+
+// LinkUpsert The whole state of a link identified by its external ID (optional fields left out are reset).
+type LinkUpsert struct {
+	// Archived Archived links still redirect but are left out of lists.
+	Archived *bool `json:"archived,omitempty"`
+
+	// DestinationUrl An absolute URL: `http` or `https` (other schemes only when the operator allows them), no user name or
+	// password, not a short link of this server, at most 2048 characters.
+	//
+	//
+	// Example: https://example.com/pricing
+	DestinationUrl LinkURL `json:"destination_url"`
+
+	// Domain A short-link domain configured by the operator (host name, no scheme).
+	//
+	// Example: sb.example.com
+	Domain *ShortDomain `json:"domain,omitempty"`
+
+	// ExpiredUrl An absolute URL: `http` or `https` (other schemes only when the operator allows them), no user name or
+	// password, not a short link of this server, at most 2048 characters.
+	//
+	//
+	// Example: https://example.com/pricing
+	ExpiredUrl *LinkURL `json:"expired_url,omitempty"`
+
+	// ExpiresAt After this time the link sends visitors to `expired_url`, or answers 410.
+	ExpiresAt *time.Time `json:"expires_at,omitempty"`
+
+	// ForwardQuery Pass the visitor's query parameters on to the destination.
+	ForwardQuery *bool `json:"forward_query,omitempty"`
+
+	// MaxClicks After this many human clicks the link behaves as expired.
+	MaxClicks *int64 `json:"max_clicks,omitempty"`
+
+	// Metadata Your own data, returned as it was sent (at most 50 keys and 8 KiB as JSON).
+	//
+	// Example: {"owner":"growth-team"}
+	Metadata *LinkMetadata `json:"metadata,omitempty"`
+
+	// RedirectType The HTTP status of the redirect. `302` (the default) and `307` are never cached by browsers, so every click
+	// is counted; `301` and `308` are cached for a short while (`Cache-Control: max-age=300`), so repeat visits
+	// from one browser within that time are not counted.
+	RedirectType *RedirectType `json:"redirect_type,omitempty"`
+
+	// Slug The path of a short URL after the domain; 1–63 letters, digits, `_` and `-`, starting with a letter or digit.
+	//
+	// Example: black-friday
+	Slug *Slug `json:"slug,omitempty"`
+
+	// Tags Labels to group links.
+	Tags *[]LinkTag `json:"tags,omitempty"`
+
+	// Title A name for people.
+	Title *string `json:"title,omitempty"`
+
+	// Utm UTM parameters added to the destination's query on every redirect (they win over the visitor's). In an update the object replaces the link's UTM parameters; `{}` removes them.
+	Utm *LinkUTM `json:"utm,omitempty"`
+}
 
 // Model An AI model the workspace can use. The first four fields are the OpenAI model object.
 type Model struct {
@@ -606,6 +1566,24 @@ type ProblemFieldError struct {
 	// Example: /destination_url
 	Pointer *string `json:"pointer,omitempty"`
 }
+
+// RedirectType The HTTP status of the redirect. `302` (the default) and `307` are never cached by browsers, so every click
+// is counted; `301` and `308` are cached for a short while (`Cache-Control: max-age=300`), so repeat visits
+// from one browser within that time are not counted.
+type RedirectType int
+
+// ShortDomain A short-link domain configured by the operator (host name, no scheme).
+//
+// Example: sb.example.com
+type ShortDomain = string
+
+// Slug The path of a short URL after the domain; 1–63 letters, digits, `_` and `-`, starting with a letter or digit.
+//
+// Example: black-friday
+type Slug = string
+
+// StatsDimension A dimension of click statistics.
+type StatsDimension string
 
 // Webhook A webhook endpoint. The signing secret is only in create and rotate answers.
 type Webhook struct {
@@ -1114,6 +2092,15 @@ type IdempotencyKey = string
 // Limit defines model for Limit.
 type Limit = int
 
+// StatsFrom defines model for StatsFrom.
+type StatsFrom = time.Time
+
+// StatsTZ defines model for StatsTZ.
+type StatsTZ = string
+
+// StatsTo defines model for StatsTo.
+type StatsTo = time.Time
+
 // BadRequest An RFC 9457 problem document. Switch on `code`, which is stable; `title` and `detail` are for humans.
 type BadRequest = Problem
 
@@ -1151,6 +2138,120 @@ type ListEventsParams struct {
 
 	// Cursor The `next_cursor` of the previous page; omit it for the first page.
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// ListLinksParams defines parameters for ListLinks.
+type ListLinksParams struct {
+	// Q Text to find in the slug, the title or the destination URL (case-insensitive).
+	Q *string `form:"q,omitempty" json:"q,omitempty"`
+
+	// Tag Only links with this tag.
+	Tag *LinkTag `form:"tag,omitempty" json:"tag,omitempty"`
+
+	// Domain Only links on this short domain.
+	Domain *ShortDomain `form:"domain,omitempty" json:"domain,omitempty"`
+
+	// ExternalId Only the link with this external ID.
+	ExternalId *ExternalID `form:"external_id,omitempty" json:"external_id,omitempty"`
+
+	// Archived `true`: only archived links; `false` (the default): only links that are not archived.
+	Archived *bool `form:"archived,omitempty" json:"archived,omitempty"`
+
+	// Expired `true`: only links that expired or reached `max_clicks`; `false`: only links that still redirect.
+	Expired *bool `form:"expired,omitempty" json:"expired,omitempty"`
+
+	// CreatedAfter Only links created at or after this time.
+	CreatedAfter *time.Time `form:"created_after,omitempty" json:"created_after,omitempty"`
+
+	// CreatedBefore Only links created before this time.
+	CreatedBefore *time.Time `form:"created_before,omitempty" json:"created_before,omitempty"`
+
+	// Limit How many items to return (1–100).
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `next_cursor` of the previous page; omit it for the first page.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// CreateLinkParams defines parameters for CreateLink.
+type CreateLinkParams struct {
+	// IdempotencyKey A unique value (a UUID, say) that makes retrying this request safe for 24 hours. The same key with the same
+	// body replays the first answer (with `Idempotent-Replayed: true`) instead of acting twice; the same key with
+	// another body answers `422 idempotency_key_reused`; while the first request still runs, `409
+	// idempotency_request_in_progress`. Keys are per API key.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// CreateLinksBulkParams defines parameters for CreateLinksBulk.
+type CreateLinksBulkParams struct {
+	// IdempotencyKey A unique value (a UUID, say) that makes retrying this request safe for 24 hours. The same key with the same
+	// body replays the first answer (with `Idempotent-Replayed: true`) instead of acting twice; the same key with
+	// another body answers `422 idempotency_key_reused`; while the first request still runs, `409
+	// idempotency_request_in_progress`. Keys are per API key.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// LookupLinkParams defines parameters for LookupLink.
+type LookupLinkParams struct {
+	// Slug The slug, as in the short URL.
+	Slug Slug `form:"slug" json:"slug"`
+
+	// Domain The short domain (default the server's).
+	Domain *ShortDomain `form:"domain,omitempty" json:"domain,omitempty"`
+}
+
+// UpdateLinkParams defines parameters for UpdateLink.
+type UpdateLinkParams struct {
+	// IdempotencyKey A unique value (a UUID, say) that makes retrying this request safe for 24 hours. The same key with the same
+	// body replays the first answer (with `Idempotent-Replayed: true`) instead of acting twice; the same key with
+	// another body answers `422 idempotency_key_reused`; while the first request still runs, `409
+	// idempotency_request_in_progress`. Keys are per API key.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// ListLinkClicksParams defines parameters for ListLinkClicks.
+type ListLinkClicksParams struct {
+	// Class Only clicks of this class.
+	Class *ClickClass `form:"class,omitempty" json:"class,omitempty"`
+
+	// Limit How many items to return (1–100).
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `next_cursor` of the previous page; omit it for the first page.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// GetLinkStatsParams defines parameters for GetLinkStats.
+type GetLinkStatsParams struct {
+	// From The start of the period (default 30 days before `to`).
+	From *StatsFrom `form:"from,omitempty" json:"from,omitempty"`
+
+	// To The end of the period, exclusive (default now).
+	To *StatsTo `form:"to,omitempty" json:"to,omitempty"`
+
+	// Interval The bucket size of the series.
+	Interval *GetLinkStatsParamsInterval `form:"interval,omitempty" json:"interval,omitempty"`
+
+	// Tz An IANA time zone name such as `Europe/Berlin` for aligning days, weeks and months (default `UTC`).
+	Tz *StatsTZ `form:"tz,omitempty" json:"tz,omitempty"`
+}
+
+// GetLinkStatsParamsInterval defines parameters for GetLinkStats.
+type GetLinkStatsParamsInterval string
+
+// GetLinkStatsByDimensionParams defines parameters for GetLinkStatsByDimension.
+type GetLinkStatsByDimensionParams struct {
+	// From The start of the period (default 30 days before `to`).
+	From *StatsFrom `form:"from,omitempty" json:"from,omitempty"`
+
+	// To The end of the period, exclusive (default now).
+	To *StatsTo `form:"to,omitempty" json:"to,omitempty"`
+
+	// Tz An IANA time zone name such as `Europe/Berlin` for aligning days, weeks and months (default `UTC`).
+	Tz *StatsTZ `form:"tz,omitempty" json:"tz,omitempty"`
+
+	// Limit How many items to return (1–100).
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
 }
 
 // ListWebhooksParams defines parameters for ListWebhooks.
@@ -1194,6 +2295,18 @@ type ListWebhookDeliveriesParams struct {
 	// Cursor The `next_cursor` of the previous page; omit it for the first page.
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
+
+// CreateLinkJSONRequestBody defines body for CreateLink for application/json ContentType.
+type CreateLinkJSONRequestBody = LinkCreate
+
+// CreateLinksBulkJSONRequestBody defines body for CreateLinksBulk for application/json ContentType.
+type CreateLinksBulkJSONRequestBody = LinkBulkCreate
+
+// UpsertLinkByExternalIdJSONRequestBody defines body for UpsertLinkByExternalId for application/json ContentType.
+type UpsertLinkByExternalIdJSONRequestBody = LinkUpsert
+
+// UpdateLinkJSONRequestBody defines body for UpdateLink for application/json ContentType.
+type UpdateLinkJSONRequestBody = LinkUpdate
 
 // CreateWebhookJSONRequestBody defines body for CreateWebhook for application/json ContentType.
 type CreateWebhookJSONRequestBody = WebhookCreate
@@ -1291,6 +2404,188 @@ func (t *Event_Data) MergeWebhookDeliveryExhaustedEvent(v WebhookDeliveryExhaust
 	return err
 }
 
+// AsLinkCreatedEvent returns the union data inside the Event_Data as a LinkCreatedEvent
+func (t Event_Data) AsLinkCreatedEvent() (LinkCreatedEvent, error) {
+	var body LinkCreatedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromLinkCreatedEvent overwrites any union data inside the Event_Data as the provided LinkCreatedEvent
+func (t *Event_Data) FromLinkCreatedEvent(v LinkCreatedEvent) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeLinkCreatedEvent performs a merge with any union data inside the Event_Data, using the provided LinkCreatedEvent
+func (t *Event_Data) MergeLinkCreatedEvent(v LinkCreatedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsLinkUpdatedEvent returns the union data inside the Event_Data as a LinkUpdatedEvent
+func (t Event_Data) AsLinkUpdatedEvent() (LinkUpdatedEvent, error) {
+	var body LinkUpdatedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromLinkUpdatedEvent overwrites any union data inside the Event_Data as the provided LinkUpdatedEvent
+func (t *Event_Data) FromLinkUpdatedEvent(v LinkUpdatedEvent) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeLinkUpdatedEvent performs a merge with any union data inside the Event_Data, using the provided LinkUpdatedEvent
+func (t *Event_Data) MergeLinkUpdatedEvent(v LinkUpdatedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsLinkDeletedEvent returns the union data inside the Event_Data as a LinkDeletedEvent
+func (t Event_Data) AsLinkDeletedEvent() (LinkDeletedEvent, error) {
+	var body LinkDeletedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromLinkDeletedEvent overwrites any union data inside the Event_Data as the provided LinkDeletedEvent
+func (t *Event_Data) FromLinkDeletedEvent(v LinkDeletedEvent) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeLinkDeletedEvent performs a merge with any union data inside the Event_Data, using the provided LinkDeletedEvent
+func (t *Event_Data) MergeLinkDeletedEvent(v LinkDeletedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsLinkClickedEvent returns the union data inside the Event_Data as a LinkClickedEvent
+func (t Event_Data) AsLinkClickedEvent() (LinkClickedEvent, error) {
+	var body LinkClickedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromLinkClickedEvent overwrites any union data inside the Event_Data as the provided LinkClickedEvent
+func (t *Event_Data) FromLinkClickedEvent(v LinkClickedEvent) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeLinkClickedEvent performs a merge with any union data inside the Event_Data, using the provided LinkClickedEvent
+func (t *Event_Data) MergeLinkClickedEvent(v LinkClickedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsLinkExpiredEvent returns the union data inside the Event_Data as a LinkExpiredEvent
+func (t Event_Data) AsLinkExpiredEvent() (LinkExpiredEvent, error) {
+	var body LinkExpiredEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromLinkExpiredEvent overwrites any union data inside the Event_Data as the provided LinkExpiredEvent
+func (t *Event_Data) FromLinkExpiredEvent(v LinkExpiredEvent) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeLinkExpiredEvent performs a merge with any union data inside the Event_Data, using the provided LinkExpiredEvent
+func (t *Event_Data) MergeLinkExpiredEvent(v LinkExpiredEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsLinkMaxClicksReachedEvent returns the union data inside the Event_Data as a LinkMaxClicksReachedEvent
+func (t Event_Data) AsLinkMaxClicksReachedEvent() (LinkMaxClicksReachedEvent, error) {
+	var body LinkMaxClicksReachedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromLinkMaxClicksReachedEvent overwrites any union data inside the Event_Data as the provided LinkMaxClicksReachedEvent
+func (t *Event_Data) FromLinkMaxClicksReachedEvent(v LinkMaxClicksReachedEvent) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeLinkMaxClicksReachedEvent performs a merge with any union data inside the Event_Data, using the provided LinkMaxClicksReachedEvent
+func (t *Event_Data) MergeLinkMaxClicksReachedEvent(v LinkMaxClicksReachedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsLinkListedEvent returns the union data inside the Event_Data as a LinkListedEvent
+func (t Event_Data) AsLinkListedEvent() (LinkListedEvent, error) {
+	var body LinkListedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromLinkListedEvent overwrites any union data inside the Event_Data as the provided LinkListedEvent
+func (t *Event_Data) FromLinkListedEvent(v LinkListedEvent) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeLinkListedEvent performs a merge with any union data inside the Event_Data, using the provided LinkListedEvent
+func (t *Event_Data) MergeLinkListedEvent(v LinkListedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
 func (t Event_Data) MarshalJSON() ([]byte, error) {
 	b, err := t.union.MarshalJSON()
 	return b, err
@@ -1315,6 +2610,39 @@ type ServerInterface interface {
 	// GetEvent Retrieve an event
 	// (GET /api/v1/events/{event_id})
 	GetEvent(ctx echo.Context, eventId EventID) error
+	// ListLinks List short links
+	// (GET /api/v1/links)
+	ListLinks(ctx echo.Context, params ListLinksParams) error
+	// CreateLink Create a short link
+	// (POST /api/v1/links)
+	CreateLink(ctx echo.Context, params CreateLinkParams) error
+	// CreateLinksBulk Create many short links
+	// (POST /api/v1/links/bulk)
+	CreateLinksBulk(ctx echo.Context, params CreateLinksBulkParams) error
+	// UpsertLinkByExternalId Create or replace a link by your ID
+	// (PUT /api/v1/links/external/{external_id})
+	UpsertLinkByExternalId(ctx echo.Context, externalId ExternalID) error
+	// LookupLink Find a link by its slug
+	// (GET /api/v1/links/lookup)
+	LookupLink(ctx echo.Context, params LookupLinkParams) error
+	// DeleteLink Delete a short link
+	// (DELETE /api/v1/links/{link_id})
+	DeleteLink(ctx echo.Context, linkId LinkID) error
+	// GetLink Retrieve a short link
+	// (GET /api/v1/links/{link_id})
+	GetLink(ctx echo.Context, linkId LinkID) error
+	// UpdateLink Update a short link
+	// (PATCH /api/v1/links/{link_id})
+	UpdateLink(ctx echo.Context, linkId LinkID, params UpdateLinkParams) error
+	// ListLinkClicks List the clicks of a link
+	// (GET /api/v1/links/{link_id}/clicks)
+	ListLinkClicks(ctx echo.Context, linkId LinkID, params ListLinkClicksParams) error
+	// GetLinkStats Click statistics of a link
+	// (GET /api/v1/links/{link_id}/stats)
+	GetLinkStats(ctx echo.Context, linkId LinkID, params GetLinkStatsParams) error
+	// GetLinkStatsByDimension Clicks of a link by country, referrer, device, browser or OS
+	// (GET /api/v1/links/{link_id}/stats/{dimension})
+	GetLinkStatsByDimension(ctx echo.Context, linkId LinkID, dimension StatsDimension, params GetLinkStatsByDimensionParams) error
 	// ListModels List models
 	// (GET /api/v1/models)
 	ListModels(ctx echo.Context) error
@@ -1447,6 +2775,393 @@ func (w *ServerInterfaceWrapper) GetEvent(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.GetEvent(ctx, eventId)
+	return err
+}
+
+// ListLinks converts echo context to params.
+func (w *ServerInterfaceWrapper) ListLinks(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListLinksParams
+	// ------------- Optional query parameter "q" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "q", ctx.QueryParams(), &params.Q, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter q: %s", err))
+	}
+
+	// ------------- Optional query parameter "tag" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "tag", ctx.QueryParams(), &params.Tag, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter tag: %s", err))
+	}
+
+	// ------------- Optional query parameter "domain" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "domain", ctx.QueryParams(), &params.Domain, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter domain: %s", err))
+	}
+
+	// ------------- Optional query parameter "external_id" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "external_id", ctx.QueryParams(), &params.ExternalId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter external_id: %s", err))
+	}
+
+	// ------------- Optional query parameter "archived" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "archived", ctx.QueryParams(), &params.Archived, runtime.BindQueryParameterOptions{Type: "boolean", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter archived: %s", err))
+	}
+
+	// ------------- Optional query parameter "expired" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "expired", ctx.QueryParams(), &params.Expired, runtime.BindQueryParameterOptions{Type: "boolean", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter expired: %s", err))
+	}
+
+	// ------------- Optional query parameter "created_after" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "created_after", ctx.QueryParams(), &params.CreatedAfter, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter created_after: %s", err))
+	}
+
+	// ------------- Optional query parameter "created_before" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "created_before", ctx.QueryParams(), &params.CreatedBefore, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter created_before: %s", err))
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListLinks(ctx, params)
+	return err
+}
+
+// CreateLink converts echo context to params.
+func (w *ServerInterfaceWrapper) CreateLink(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params CreateLinkParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.CreateLink(ctx, params)
+	return err
+}
+
+// CreateLinksBulk converts echo context to params.
+func (w *ServerInterfaceWrapper) CreateLinksBulk(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params CreateLinksBulkParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.CreateLinksBulk(ctx, params)
+	return err
+}
+
+// UpsertLinkByExternalId converts echo context to params.
+func (w *ServerInterfaceWrapper) UpsertLinkByExternalId(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "external_id" -------------
+	var externalId ExternalID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "external_id", ctx.Param("external_id"), &externalId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter external_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.UpsertLinkByExternalId(ctx, externalId)
+	return err
+}
+
+// LookupLink converts echo context to params.
+func (w *ServerInterfaceWrapper) LookupLink(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params LookupLinkParams
+	// ------------- Required query parameter "slug" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, true, "slug", ctx.QueryParams(), &params.Slug, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter slug: %s", err))
+	}
+
+	// ------------- Optional query parameter "domain" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "domain", ctx.QueryParams(), &params.Domain, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter domain: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.LookupLink(ctx, params)
+	return err
+}
+
+// DeleteLink converts echo context to params.
+func (w *ServerInterfaceWrapper) DeleteLink(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "link_id" -------------
+	var linkId LinkID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "link_id", ctx.Param("link_id"), &linkId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter link_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.DeleteLink(ctx, linkId)
+	return err
+}
+
+// GetLink converts echo context to params.
+func (w *ServerInterfaceWrapper) GetLink(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "link_id" -------------
+	var linkId LinkID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "link_id", ctx.Param("link_id"), &linkId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter link_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetLink(ctx, linkId)
+	return err
+}
+
+// UpdateLink converts echo context to params.
+func (w *ServerInterfaceWrapper) UpdateLink(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "link_id" -------------
+	var linkId LinkID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "link_id", ctx.Param("link_id"), &linkId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter link_id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params UpdateLinkParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.UpdateLink(ctx, linkId, params)
+	return err
+}
+
+// ListLinkClicks converts echo context to params.
+func (w *ServerInterfaceWrapper) ListLinkClicks(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "link_id" -------------
+	var linkId LinkID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "link_id", ctx.Param("link_id"), &linkId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter link_id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListLinkClicksParams
+	// ------------- Optional query parameter "class" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "class", ctx.QueryParams(), &params.Class, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter class: %s", err))
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListLinkClicks(ctx, linkId, params)
+	return err
+}
+
+// GetLinkStats converts echo context to params.
+func (w *ServerInterfaceWrapper) GetLinkStats(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "link_id" -------------
+	var linkId LinkID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "link_id", ctx.Param("link_id"), &linkId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter link_id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetLinkStatsParams
+	// ------------- Optional query parameter "from" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "from", ctx.QueryParams(), &params.From, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter from: %s", err))
+	}
+
+	// ------------- Optional query parameter "to" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "to", ctx.QueryParams(), &params.To, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter to: %s", err))
+	}
+
+	// ------------- Optional query parameter "interval" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "interval", ctx.QueryParams(), &params.Interval, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter interval: %s", err))
+	}
+
+	// ------------- Optional query parameter "tz" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "tz", ctx.QueryParams(), &params.Tz, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter tz: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetLinkStats(ctx, linkId, params)
+	return err
+}
+
+// GetLinkStatsByDimension converts echo context to params.
+func (w *ServerInterfaceWrapper) GetLinkStatsByDimension(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "link_id" -------------
+	var linkId LinkID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "link_id", ctx.Param("link_id"), &linkId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter link_id: %s", err))
+	}
+
+	// ------------- Path parameter "dimension" -------------
+	var dimension StatsDimension
+
+	err = runtime.BindStyledParameterWithOptions("simple", "dimension", ctx.Param("dimension"), &dimension, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter dimension: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetLinkStatsByDimensionParams
+	// ------------- Optional query parameter "from" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "from", ctx.QueryParams(), &params.From, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter from: %s", err))
+	}
+
+	// ------------- Optional query parameter "to" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "to", ctx.QueryParams(), &params.To, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter to: %s", err))
+	}
+
+	// ------------- Optional query parameter "tz" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "tz", ctx.QueryParams(), &params.Tz, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter tz: %s", err))
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetLinkStatsByDimension(ctx, linkId, dimension, params)
 	return err
 }
 
@@ -1838,6 +3553,17 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/api/v1/event-types/:event_type", wrapper.GetEventType, options.OperationMiddlewares["getEventType"]...)
 	router.GET(options.BaseURL+"/api/v1/events", wrapper.ListEvents, options.OperationMiddlewares["listEvents"]...)
 	router.GET(options.BaseURL+"/api/v1/events/:event_id", wrapper.GetEvent, options.OperationMiddlewares["getEvent"]...)
+	router.GET(options.BaseURL+"/api/v1/links", wrapper.ListLinks, options.OperationMiddlewares["listLinks"]...)
+	router.POST(options.BaseURL+"/api/v1/links", wrapper.CreateLink, options.OperationMiddlewares["createLink"]...)
+	router.POST(options.BaseURL+"/api/v1/links/bulk", wrapper.CreateLinksBulk, options.OperationMiddlewares["createLinksBulk"]...)
+	router.GET(options.BaseURL+"/api/v1/links/lookup", wrapper.LookupLink, options.OperationMiddlewares["lookupLink"]...)
+	router.PUT(options.BaseURL+"/api/v1/links/external/:external_id", wrapper.UpsertLinkByExternalId, options.OperationMiddlewares["upsertLinkByExternalId"]...)
+	router.DELETE(options.BaseURL+"/api/v1/links/:link_id", wrapper.DeleteLink, options.OperationMiddlewares["deleteLink"]...)
+	router.GET(options.BaseURL+"/api/v1/links/:link_id", wrapper.GetLink, options.OperationMiddlewares["getLink"]...)
+	router.PATCH(options.BaseURL+"/api/v1/links/:link_id", wrapper.UpdateLink, options.OperationMiddlewares["updateLink"]...)
+	router.GET(options.BaseURL+"/api/v1/links/:link_id/stats", wrapper.GetLinkStats, options.OperationMiddlewares["getLinkStats"]...)
+	router.GET(options.BaseURL+"/api/v1/links/:link_id/stats/:dimension", wrapper.GetLinkStatsByDimension, options.OperationMiddlewares["getLinkStatsByDimension"]...)
+	router.GET(options.BaseURL+"/api/v1/links/:link_id/clicks", wrapper.ListLinkClicks, options.OperationMiddlewares["listLinkClicks"]...)
 
 }
 
@@ -2541,6 +4267,1985 @@ type GetEventdefaultApplicationProblemPlusJSONResponse struct {
 }
 
 func (response GetEventdefaultApplicationProblemPlusJSONResponse) VisitGetEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListLinksRequestObject struct {
+	Params ListLinksParams
+}
+
+type ListLinksResponseObject interface {
+	VisitListLinksResponse(w http.ResponseWriter) error
+}
+
+type ListLinks200ResponseHeaders struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      *string
+}
+
+type ListLinks200JSONResponse struct {
+	Body    LinkList
+	Headers ListLinks200ResponseHeaders
+}
+
+func (response ListLinks200JSONResponse) VisitListLinksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListLinks400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response ListLinks400ApplicationProblemPlusJSONResponse) VisitListLinksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListLinks401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response ListLinks401ApplicationProblemPlusJSONResponse) VisitListLinksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListLinks403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response ListLinks403ApplicationProblemPlusJSONResponse) VisitListLinksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListLinks429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response ListLinks429ApplicationProblemPlusJSONResponse) VisitListLinksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListLinksdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	Headers    ProblemResponseHeaders
+	StatusCode int
+}
+
+func (response ListLinksdefaultApplicationProblemPlusJSONResponse) VisitListLinksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateLinkRequestObject struct {
+	Params CreateLinkParams
+	Body   *CreateLinkJSONRequestBody
+}
+
+type CreateLinkResponseObject interface {
+	VisitCreateLinkResponse(w http.ResponseWriter) error
+}
+
+type CreateLink201ResponseHeaders struct {
+	Location        *string
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      *string
+}
+
+type CreateLink201JSONResponse struct {
+	Body    Link
+	Headers CreateLink201ResponseHeaders
+}
+
+func (response CreateLink201JSONResponse) VisitCreateLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.Location != nil {
+		w.Header().Set("Location", fmt.Sprint(*response.Headers.Location))
+	}
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateLink400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response CreateLink400ApplicationProblemPlusJSONResponse) VisitCreateLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateLink401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response CreateLink401ApplicationProblemPlusJSONResponse) VisitCreateLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateLink403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response CreateLink403ApplicationProblemPlusJSONResponse) VisitCreateLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateLink409ApplicationProblemPlusJSONResponse struct {
+	ConflictApplicationProblemPlusJSONResponse
+}
+
+func (response CreateLink409ApplicationProblemPlusJSONResponse) VisitCreateLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateLink422ApplicationProblemPlusJSONResponse struct {
+	UnprocessableEntityApplicationProblemPlusJSONResponse
+}
+
+func (response CreateLink422ApplicationProblemPlusJSONResponse) VisitCreateLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateLink429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response CreateLink429ApplicationProblemPlusJSONResponse) VisitCreateLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateLinkdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	Headers    ProblemResponseHeaders
+	StatusCode int
+}
+
+func (response CreateLinkdefaultApplicationProblemPlusJSONResponse) VisitCreateLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateLinksBulkRequestObject struct {
+	Params CreateLinksBulkParams
+	Body   *CreateLinksBulkJSONRequestBody
+}
+
+type CreateLinksBulkResponseObject interface {
+	VisitCreateLinksBulkResponse(w http.ResponseWriter) error
+}
+
+type CreateLinksBulk200ResponseHeaders struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      *string
+}
+
+type CreateLinksBulk200JSONResponse struct {
+	Body    LinkBulkResult
+	Headers CreateLinksBulk200ResponseHeaders
+}
+
+func (response CreateLinksBulk200JSONResponse) VisitCreateLinksBulkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateLinksBulk400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response CreateLinksBulk400ApplicationProblemPlusJSONResponse) VisitCreateLinksBulkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateLinksBulk401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response CreateLinksBulk401ApplicationProblemPlusJSONResponse) VisitCreateLinksBulkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateLinksBulk403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response CreateLinksBulk403ApplicationProblemPlusJSONResponse) VisitCreateLinksBulkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateLinksBulk409ApplicationProblemPlusJSONResponse struct {
+	ConflictApplicationProblemPlusJSONResponse
+}
+
+func (response CreateLinksBulk409ApplicationProblemPlusJSONResponse) VisitCreateLinksBulkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateLinksBulk422ApplicationProblemPlusJSONResponse struct {
+	UnprocessableEntityApplicationProblemPlusJSONResponse
+}
+
+func (response CreateLinksBulk422ApplicationProblemPlusJSONResponse) VisitCreateLinksBulkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateLinksBulk429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response CreateLinksBulk429ApplicationProblemPlusJSONResponse) VisitCreateLinksBulkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateLinksBulkdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	Headers    ProblemResponseHeaders
+	StatusCode int
+}
+
+func (response CreateLinksBulkdefaultApplicationProblemPlusJSONResponse) VisitCreateLinksBulkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpsertLinkByExternalIdRequestObject struct {
+	ExternalId ExternalID `json:"external_id"`
+	Body       *UpsertLinkByExternalIdJSONRequestBody
+}
+
+type UpsertLinkByExternalIdResponseObject interface {
+	VisitUpsertLinkByExternalIdResponse(w http.ResponseWriter) error
+}
+
+type UpsertLinkByExternalId200ResponseHeaders struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      *string
+}
+
+type UpsertLinkByExternalId200JSONResponse struct {
+	Body    Link
+	Headers UpsertLinkByExternalId200ResponseHeaders
+}
+
+func (response UpsertLinkByExternalId200JSONResponse) VisitUpsertLinkByExternalIdResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpsertLinkByExternalId201ResponseHeaders struct {
+	Location        *string
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      *string
+}
+
+type UpsertLinkByExternalId201JSONResponse struct {
+	Body    Link
+	Headers UpsertLinkByExternalId201ResponseHeaders
+}
+
+func (response UpsertLinkByExternalId201JSONResponse) VisitUpsertLinkByExternalIdResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.Location != nil {
+		w.Header().Set("Location", fmt.Sprint(*response.Headers.Location))
+	}
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpsertLinkByExternalId400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response UpsertLinkByExternalId400ApplicationProblemPlusJSONResponse) VisitUpsertLinkByExternalIdResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpsertLinkByExternalId401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response UpsertLinkByExternalId401ApplicationProblemPlusJSONResponse) VisitUpsertLinkByExternalIdResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpsertLinkByExternalId403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response UpsertLinkByExternalId403ApplicationProblemPlusJSONResponse) VisitUpsertLinkByExternalIdResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpsertLinkByExternalId409ApplicationProblemPlusJSONResponse struct {
+	ConflictApplicationProblemPlusJSONResponse
+}
+
+func (response UpsertLinkByExternalId409ApplicationProblemPlusJSONResponse) VisitUpsertLinkByExternalIdResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpsertLinkByExternalId429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response UpsertLinkByExternalId429ApplicationProblemPlusJSONResponse) VisitUpsertLinkByExternalIdResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpsertLinkByExternalIddefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	Headers    ProblemResponseHeaders
+	StatusCode int
+}
+
+func (response UpsertLinkByExternalIddefaultApplicationProblemPlusJSONResponse) VisitUpsertLinkByExternalIdResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LookupLinkRequestObject struct {
+	Params LookupLinkParams
+}
+
+type LookupLinkResponseObject interface {
+	VisitLookupLinkResponse(w http.ResponseWriter) error
+}
+
+type LookupLink200ResponseHeaders struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      *string
+}
+
+type LookupLink200JSONResponse struct {
+	Body    Link
+	Headers LookupLink200ResponseHeaders
+}
+
+func (response LookupLink200JSONResponse) VisitLookupLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LookupLink400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response LookupLink400ApplicationProblemPlusJSONResponse) VisitLookupLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LookupLink401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response LookupLink401ApplicationProblemPlusJSONResponse) VisitLookupLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LookupLink403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response LookupLink403ApplicationProblemPlusJSONResponse) VisitLookupLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LookupLink404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response LookupLink404ApplicationProblemPlusJSONResponse) VisitLookupLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LookupLink429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response LookupLink429ApplicationProblemPlusJSONResponse) VisitLookupLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LookupLinkdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	Headers    ProblemResponseHeaders
+	StatusCode int
+}
+
+func (response LookupLinkdefaultApplicationProblemPlusJSONResponse) VisitLookupLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteLinkRequestObject struct {
+	LinkId LinkID `json:"link_id"`
+}
+
+type DeleteLinkResponseObject interface {
+	VisitDeleteLinkResponse(w http.ResponseWriter) error
+}
+
+type DeleteLink204ResponseHeaders struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      *string
+}
+
+type DeleteLink204Response struct {
+	Headers DeleteLink204ResponseHeaders
+}
+
+func (response DeleteLink204Response) VisitDeleteLinkResponse(w http.ResponseWriter) error {
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(204)
+	return nil
+}
+
+type DeleteLink400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteLink400ApplicationProblemPlusJSONResponse) VisitDeleteLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteLink401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteLink401ApplicationProblemPlusJSONResponse) VisitDeleteLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteLink403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteLink403ApplicationProblemPlusJSONResponse) VisitDeleteLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteLink404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteLink404ApplicationProblemPlusJSONResponse) VisitDeleteLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteLink429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteLink429ApplicationProblemPlusJSONResponse) VisitDeleteLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteLinkdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	Headers    ProblemResponseHeaders
+	StatusCode int
+}
+
+func (response DeleteLinkdefaultApplicationProblemPlusJSONResponse) VisitDeleteLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetLinkRequestObject struct {
+	LinkId LinkID `json:"link_id"`
+}
+
+type GetLinkResponseObject interface {
+	VisitGetLinkResponse(w http.ResponseWriter) error
+}
+
+type GetLink200ResponseHeaders struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      *string
+}
+
+type GetLink200JSONResponse struct {
+	Body    Link
+	Headers GetLink200ResponseHeaders
+}
+
+func (response GetLink200JSONResponse) VisitGetLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetLink400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response GetLink400ApplicationProblemPlusJSONResponse) VisitGetLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetLink401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response GetLink401ApplicationProblemPlusJSONResponse) VisitGetLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetLink403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response GetLink403ApplicationProblemPlusJSONResponse) VisitGetLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetLink404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response GetLink404ApplicationProblemPlusJSONResponse) VisitGetLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetLink429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response GetLink429ApplicationProblemPlusJSONResponse) VisitGetLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetLinkdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	Headers    ProblemResponseHeaders
+	StatusCode int
+}
+
+func (response GetLinkdefaultApplicationProblemPlusJSONResponse) VisitGetLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateLinkRequestObject struct {
+	LinkId LinkID `json:"link_id"`
+	Params UpdateLinkParams
+	Body   *UpdateLinkJSONRequestBody
+}
+
+type UpdateLinkResponseObject interface {
+	VisitUpdateLinkResponse(w http.ResponseWriter) error
+}
+
+type UpdateLink200ResponseHeaders struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      *string
+}
+
+type UpdateLink200JSONResponse struct {
+	Body    Link
+	Headers UpdateLink200ResponseHeaders
+}
+
+func (response UpdateLink200JSONResponse) VisitUpdateLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateLink400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateLink400ApplicationProblemPlusJSONResponse) VisitUpdateLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateLink401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateLink401ApplicationProblemPlusJSONResponse) VisitUpdateLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateLink403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateLink403ApplicationProblemPlusJSONResponse) VisitUpdateLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateLink404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateLink404ApplicationProblemPlusJSONResponse) VisitUpdateLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateLink409ApplicationProblemPlusJSONResponse struct {
+	ConflictApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateLink409ApplicationProblemPlusJSONResponse) VisitUpdateLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateLink422ApplicationProblemPlusJSONResponse struct {
+	UnprocessableEntityApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateLink422ApplicationProblemPlusJSONResponse) VisitUpdateLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateLink429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateLink429ApplicationProblemPlusJSONResponse) VisitUpdateLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateLinkdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	Headers    ProblemResponseHeaders
+	StatusCode int
+}
+
+func (response UpdateLinkdefaultApplicationProblemPlusJSONResponse) VisitUpdateLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListLinkClicksRequestObject struct {
+	LinkId LinkID `json:"link_id"`
+	Params ListLinkClicksParams
+}
+
+type ListLinkClicksResponseObject interface {
+	VisitListLinkClicksResponse(w http.ResponseWriter) error
+}
+
+type ListLinkClicks200ResponseHeaders struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      *string
+}
+
+type ListLinkClicks200JSONResponse struct {
+	Body    ClickList
+	Headers ListLinkClicks200ResponseHeaders
+}
+
+func (response ListLinkClicks200JSONResponse) VisitListLinkClicksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListLinkClicks400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response ListLinkClicks400ApplicationProblemPlusJSONResponse) VisitListLinkClicksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListLinkClicks401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response ListLinkClicks401ApplicationProblemPlusJSONResponse) VisitListLinkClicksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListLinkClicks403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response ListLinkClicks403ApplicationProblemPlusJSONResponse) VisitListLinkClicksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListLinkClicks404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response ListLinkClicks404ApplicationProblemPlusJSONResponse) VisitListLinkClicksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListLinkClicks429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response ListLinkClicks429ApplicationProblemPlusJSONResponse) VisitListLinkClicksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListLinkClicksdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	Headers    ProblemResponseHeaders
+	StatusCode int
+}
+
+func (response ListLinkClicksdefaultApplicationProblemPlusJSONResponse) VisitListLinkClicksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetLinkStatsRequestObject struct {
+	LinkId LinkID `json:"link_id"`
+	Params GetLinkStatsParams
+}
+
+type GetLinkStatsResponseObject interface {
+	VisitGetLinkStatsResponse(w http.ResponseWriter) error
+}
+
+type GetLinkStats200ResponseHeaders struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      *string
+}
+
+type GetLinkStats200JSONResponse struct {
+	Body    LinkStats
+	Headers GetLinkStats200ResponseHeaders
+}
+
+func (response GetLinkStats200JSONResponse) VisitGetLinkStatsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetLinkStats400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response GetLinkStats400ApplicationProblemPlusJSONResponse) VisitGetLinkStatsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetLinkStats401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response GetLinkStats401ApplicationProblemPlusJSONResponse) VisitGetLinkStatsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetLinkStats403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response GetLinkStats403ApplicationProblemPlusJSONResponse) VisitGetLinkStatsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetLinkStats404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response GetLinkStats404ApplicationProblemPlusJSONResponse) VisitGetLinkStatsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetLinkStats429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response GetLinkStats429ApplicationProblemPlusJSONResponse) VisitGetLinkStatsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetLinkStatsdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	Headers    ProblemResponseHeaders
+	StatusCode int
+}
+
+func (response GetLinkStatsdefaultApplicationProblemPlusJSONResponse) VisitGetLinkStatsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetLinkStatsByDimensionRequestObject struct {
+	LinkId    LinkID         `json:"link_id"`
+	Dimension StatsDimension `json:"dimension"`
+	Params    GetLinkStatsByDimensionParams
+}
+
+type GetLinkStatsByDimensionResponseObject interface {
+	VisitGetLinkStatsByDimensionResponse(w http.ResponseWriter) error
+}
+
+type GetLinkStatsByDimension200ResponseHeaders struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      *string
+}
+
+type GetLinkStatsByDimension200JSONResponse struct {
+	Body    LinkDimensionStats
+	Headers GetLinkStatsByDimension200ResponseHeaders
+}
+
+func (response GetLinkStatsByDimension200JSONResponse) VisitGetLinkStatsByDimensionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetLinkStatsByDimension400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response GetLinkStatsByDimension400ApplicationProblemPlusJSONResponse) VisitGetLinkStatsByDimensionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetLinkStatsByDimension401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response GetLinkStatsByDimension401ApplicationProblemPlusJSONResponse) VisitGetLinkStatsByDimensionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetLinkStatsByDimension403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response GetLinkStatsByDimension403ApplicationProblemPlusJSONResponse) VisitGetLinkStatsByDimensionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetLinkStatsByDimension404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response GetLinkStatsByDimension404ApplicationProblemPlusJSONResponse) VisitGetLinkStatsByDimensionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetLinkStatsByDimension429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response GetLinkStatsByDimension429ApplicationProblemPlusJSONResponse) VisitGetLinkStatsByDimensionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetLinkStatsByDimensiondefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	Headers    ProblemResponseHeaders
+	StatusCode int
+}
+
+func (response GetLinkStatsByDimensiondefaultApplicationProblemPlusJSONResponse) VisitGetLinkStatsByDimensionResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -5357,6 +9062,39 @@ type StrictServerInterface interface {
 	// GetEvent Retrieve an event
 	// (GET /api/v1/events/{event_id})
 	GetEvent(ctx context.Context, request GetEventRequestObject) (GetEventResponseObject, error)
+	// ListLinks List short links
+	// (GET /api/v1/links)
+	ListLinks(ctx context.Context, request ListLinksRequestObject) (ListLinksResponseObject, error)
+	// CreateLink Create a short link
+	// (POST /api/v1/links)
+	CreateLink(ctx context.Context, request CreateLinkRequestObject) (CreateLinkResponseObject, error)
+	// CreateLinksBulk Create many short links
+	// (POST /api/v1/links/bulk)
+	CreateLinksBulk(ctx context.Context, request CreateLinksBulkRequestObject) (CreateLinksBulkResponseObject, error)
+	// UpsertLinkByExternalId Create or replace a link by your ID
+	// (PUT /api/v1/links/external/{external_id})
+	UpsertLinkByExternalId(ctx context.Context, request UpsertLinkByExternalIdRequestObject) (UpsertLinkByExternalIdResponseObject, error)
+	// LookupLink Find a link by its slug
+	// (GET /api/v1/links/lookup)
+	LookupLink(ctx context.Context, request LookupLinkRequestObject) (LookupLinkResponseObject, error)
+	// DeleteLink Delete a short link
+	// (DELETE /api/v1/links/{link_id})
+	DeleteLink(ctx context.Context, request DeleteLinkRequestObject) (DeleteLinkResponseObject, error)
+	// GetLink Retrieve a short link
+	// (GET /api/v1/links/{link_id})
+	GetLink(ctx context.Context, request GetLinkRequestObject) (GetLinkResponseObject, error)
+	// UpdateLink Update a short link
+	// (PATCH /api/v1/links/{link_id})
+	UpdateLink(ctx context.Context, request UpdateLinkRequestObject) (UpdateLinkResponseObject, error)
+	// ListLinkClicks List the clicks of a link
+	// (GET /api/v1/links/{link_id}/clicks)
+	ListLinkClicks(ctx context.Context, request ListLinkClicksRequestObject) (ListLinkClicksResponseObject, error)
+	// GetLinkStats Click statistics of a link
+	// (GET /api/v1/links/{link_id}/stats)
+	GetLinkStats(ctx context.Context, request GetLinkStatsRequestObject) (GetLinkStatsResponseObject, error)
+	// GetLinkStatsByDimension Clicks of a link by country, referrer, device, browser or OS
+	// (GET /api/v1/links/{link_id}/stats/{dimension})
+	GetLinkStatsByDimension(ctx context.Context, request GetLinkStatsByDimensionRequestObject) (GetLinkStatsByDimensionResponseObject, error)
 	// ListModels List models
 	// (GET /api/v1/models)
 	ListModels(ctx context.Context, request ListModelsRequestObject) (ListModelsResponseObject, error)
@@ -5511,6 +9249,378 @@ func (sh *strictHandler) GetEvent(ctx echo.Context, eventId EventID) error {
 		return err
 	} else if validResponse, ok := response.(GetEventResponseObject); ok {
 		return validResponse.VisitGetEventResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListLinks operation middleware
+func (sh *strictHandler) ListLinks(ctx echo.Context, params ListLinksParams) error {
+	var request ListLinksRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListLinks(ctx.Request().Context(), request.(ListLinksRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListLinks")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListLinksResponseObject); ok {
+		return validResponse.VisitListLinksResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// CreateLink operation middleware
+func (sh *strictHandler) CreateLink(ctx echo.Context, params CreateLinkParams) error {
+	var request CreateLinkRequestObject
+
+	request.Params = params
+
+	var body CreateLinkJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateLink(ctx.Request().Context(), request.(CreateLinkRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateLink")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(CreateLinkResponseObject); ok {
+		return validResponse.VisitCreateLinkResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// CreateLinksBulk operation middleware
+func (sh *strictHandler) CreateLinksBulk(ctx echo.Context, params CreateLinksBulkParams) error {
+	var request CreateLinksBulkRequestObject
+
+	request.Params = params
+
+	var body CreateLinksBulkJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateLinksBulk(ctx.Request().Context(), request.(CreateLinksBulkRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateLinksBulk")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(CreateLinksBulkResponseObject); ok {
+		return validResponse.VisitCreateLinksBulkResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// UpsertLinkByExternalId operation middleware
+func (sh *strictHandler) UpsertLinkByExternalId(ctx echo.Context, externalId ExternalID) error {
+	var request UpsertLinkByExternalIdRequestObject
+
+	request.ExternalId = externalId
+
+	var body UpsertLinkByExternalIdJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.UpsertLinkByExternalId(ctx.Request().Context(), request.(UpsertLinkByExternalIdRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "UpsertLinkByExternalId")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(UpsertLinkByExternalIdResponseObject); ok {
+		return validResponse.VisitUpsertLinkByExternalIdResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// LookupLink operation middleware
+func (sh *strictHandler) LookupLink(ctx echo.Context, params LookupLinkParams) error {
+	var request LookupLinkRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.LookupLink(ctx.Request().Context(), request.(LookupLinkRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "LookupLink")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(LookupLinkResponseObject); ok {
+		return validResponse.VisitLookupLinkResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// DeleteLink operation middleware
+func (sh *strictHandler) DeleteLink(ctx echo.Context, linkId LinkID) error {
+	var request DeleteLinkRequestObject
+
+	request.LinkId = linkId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.DeleteLink(ctx.Request().Context(), request.(DeleteLinkRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DeleteLink")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(DeleteLinkResponseObject); ok {
+		return validResponse.VisitDeleteLinkResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetLink operation middleware
+func (sh *strictHandler) GetLink(ctx echo.Context, linkId LinkID) error {
+	var request GetLinkRequestObject
+
+	request.LinkId = linkId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetLink(ctx.Request().Context(), request.(GetLinkRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetLink")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetLinkResponseObject); ok {
+		return validResponse.VisitGetLinkResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// UpdateLink operation middleware
+func (sh *strictHandler) UpdateLink(ctx echo.Context, linkId LinkID, params UpdateLinkParams) error {
+	var request UpdateLinkRequestObject
+
+	request.LinkId = linkId
+	request.Params = params
+
+	var body UpdateLinkJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.UpdateLink(ctx.Request().Context(), request.(UpdateLinkRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "UpdateLink")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(UpdateLinkResponseObject); ok {
+		return validResponse.VisitUpdateLinkResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListLinkClicks operation middleware
+func (sh *strictHandler) ListLinkClicks(ctx echo.Context, linkId LinkID, params ListLinkClicksParams) error {
+	var request ListLinkClicksRequestObject
+
+	request.LinkId = linkId
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListLinkClicks(ctx.Request().Context(), request.(ListLinkClicksRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListLinkClicks")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListLinkClicksResponseObject); ok {
+		return validResponse.VisitListLinkClicksResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetLinkStats operation middleware
+func (sh *strictHandler) GetLinkStats(ctx echo.Context, linkId LinkID, params GetLinkStatsParams) error {
+	var request GetLinkStatsRequestObject
+
+	request.LinkId = linkId
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetLinkStats(ctx.Request().Context(), request.(GetLinkStatsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetLinkStats")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetLinkStatsResponseObject); ok {
+		return validResponse.VisitGetLinkStatsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetLinkStatsByDimension operation middleware
+func (sh *strictHandler) GetLinkStatsByDimension(ctx echo.Context, linkId LinkID, dimension StatsDimension, params GetLinkStatsByDimensionParams) error {
+	var request GetLinkStatsByDimensionRequestObject
+
+	request.LinkId = linkId
+	request.Dimension = dimension
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetLinkStatsByDimension(ctx.Request().Context(), request.(GetLinkStatsByDimensionRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetLinkStatsByDimension")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetLinkStatsByDimensionResponseObject); ok {
+		return validResponse.VisitGetLinkStatsByDimensionResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -6069,257 +10179,411 @@ func (sh *strictHandler) TestWebhook(ctx echo.Context, webhookId WebhookID) erro
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7H3rchu5te6roJi9a0SlSZGUZOtS/qHxZayMx+PYmszeMX3UYDdIdtQEOA20KMZ2Vd7h7Gc4/88rnEfJ",
-	"k5zCWgAafeFFF08miav2zsgkG43Lwrqvb31sRWI2F5xxJVsnH1tTRmOWwZ+vRERVIrj+O2YyypI5/rN1",
-	"MWXkp7eviBgTNWUkyhhVLCZi9BcWqW4raLEbOpunrHXS2qPzZO+6v7dgo6kQV3JvMb267PX/8OzsbPDH",
-	"o58P/vTovx7/99Gfj8963/afDp61gpaMpmxG9Utn9OYV4xM1bZ0MegdHQUst53pMqbKET1qfPwett1Sx",
-	"V8ksUfVJvhAZYTSakrlIk2gZwFQz9kvOpJJEqiRNCU1TsWAx4WJBdsIsbBPKY/ihZJHgsSQ5V0kKn/yS",
-	"C0VJIsk4T9MlyZhUImMx2QlV2C4veti6Ysth6zR7cnh8fKqe9AMybC1EdiXnNGLwxeAYv1m54MNHa9fb",
-	"eQOraj4bnCqsO2GS0Pk8TVhMlPD3gOycP794QeKMjlUnYWrcmSo1p/Okk1HFUniJoYb2CQl/CYvNm7OM",
-	"hIvQblLz4n958qjXO108edSrrv6XJ/s989Vtl89UtuycjRXL6it/Z45MCbKgiSIjNhaZXq7KlgmflGa5",
-	"X3pvwpNZPmud9Nw7E67YhGXw0p9//rlzlqsp4yqJqGLNe06LXySCExid6bnkkpGdty+ekkePD3vtgCwS",
-	"NYVzYFkmMhKJmJU38FtGM5aRjNF09mTYkotERdORoFk8bAX41JNhK+HXNE3iSyWuGHdfXHoTezKEiZ29",
-	"OSdXbKkplwtF4KnusLVq5w/7g6ad/6/OWzz9znncvAHnz5AfJLKgsKXIMxmQxZRxshQ5kYwrQnEOJPTH",
-	"DNunJFF6kjSVgiScsGuWLck8E6OUzUgsonzGeIW7ZOwXZCbH3+//MPjj42+Pnh4/6z3vvxh8t//yYNUS",
-	"+4MGXvI5aM1pRmdMGfb3NM+kyJrXGnJ2oy4j+EVo2eA8Y9eJyCWZ0wk7JWKm16PIWGTw9TjJpILv9BoS",
-	"PdQvOcuWraDF6UzPBcdbeyVmCXer0BNWimV6pP/1/qzzZ9r5a69zfNn58Pv/aDWd4TOWJnpTz5+tP0FG",
-	"YvPL8m7H6TXu9rf7Tw+eHT5/9OLxd0cvj//Q+77/w+C1XdScqmmxJjvSZRK3An1eeZKxuHWispz5C/2P",
-	"jI1bJ63f7RXiaA+/lXvevPUyzmM2mwvFeLT8njVwwDOS8+SXnGkyyxnZoeSnn86fBUTSZZuoKVVkRq+Y",
-	"dIyhTLOSjhmc2eCATDX5doneG0lnDK6Ru776kyEfiVjLgnlKl9I7ZsrlgmVkB34duhmrzlv4KYtPiN6B",
-	"sE0SLhWjsd55GimYziKJ2Kl7h3vrkFMu1JRlBF6Kr5AkPBgMSFLsyeUVW15mLJcsDk/JYpqkzJuYWybI",
-	"vyznMiDhQe94yP0hzK8uE345z8QkY1KGXfI9W0pCMwb837CV7pCXaOSI9faPHx+xzkEvPuwc7LOjzig6",
-	"3u88Ojo+oIePx8f7gwNLKShdClrxDrajT3blRThcdxGGw5tBvzMc3jx+vuoirNAYXooFmVG+JIliM5Aj",
-	"GVN5xslO/+9/+9/9Xq8s5ge95msMorM0+ZiNaZ4qfGRGb1Da9Hu9oJA9/WbZg2rT5htr9CvCeDwXSZVP",
-	"blS6Gm6uGfE+F7eYPfDXjMm54JIBe/2Wxob7639Fguvrof8EbQWl6J7h/r//i0Q11KwIBgAhAj+7HNMk",
-	"ZSCWZD6b0WwJXMCxcxILhsJvRlU0JYnW/3ABQQuYBE4h1suuDxu0YqZokpo9tzdoSiXpEyOGyThhaQyb",
-	"rsWwbJ28/1g8NsulfTcICqRW4jHtD8Wf3cuTzoePvaA/ePxZk69bhh5IxCxtff6gD0wqyiNfxYYv5d6I",
-	"xv856LlTg2scbyUrFVW5bJ0caLpUiQLK+ZPbDuK2w9CpPR25V98zOO/tiOQNjoKP1EncbnflDA3PHrOM",
-	"8YiRnXBG07HIZiy+1MQSBiSszQrVdM/CqSo1TdM0P98r/Rbm+lTwcZpEd6Vfe7/iRNJRjXz10u1d1lqR",
-	"+1WdYmsDlQg2kcU4C1oMREYsolo31bchYxHTItYIFRaTg36PfCc465LnXP9eazIgzN78+O6C3NKq22Mw",
-	"Buo9NbrddpCMyXzG7kHWxwVZ/1xhl/7+1si7tsEPT92RoSVZ6BdoTX+jTVWqNIXb32jark5Jf1aoWvxy",
-	"nCaTqQqDIQ83yfU2ivAHuxYvRDZK4pjxO96LhMt8PNaWK1eXMhJzVr4Z7/RHZJZIqcV5/To0PF+9ENYk",
-	"Sml0hVob/A6ZipizDBkeZyyWJwT56knGaLyCgvEXt6ZMK1RxllpmtLx3tT74tLtf0O65t0BiF1gj2oZt",
-	"eDiyLTaPuq1j1Z0jO2F9EjUe3GRdryO42u8bjNPbEexroV6InMd3pFc4sksu1OXYjlIQ60/8iosFJyIr",
-	"GC8K8TrhVgfyqPa1wKfIsDWZq87xsEWAr+OAaGEmkjgny1o63YMh7sFHDwpa/AFmpcWynXONEKvLehgq",
-	"fC2IzKOp4ZIk4UCBV2z5jbcNZCd079UcsjKVB9YH7Gzvyva0TkjTS1AgK7osJzlnN3MWKRYTyTItqvF3",
-	"TfyvNJBHRe/EjKmpNjEXmnUsMsEnRHAi8ozIJGZd8sdcKOY7CS+TmCRj8N3oNdFIEZnP5yJTD8sKLXEd",
-	"+rrnuVlJdcUNvK605IehsDO+JGhua+0xz1hAqCSUk7cvnpLjg8PHjb6pB6OmCyF+oHxpPpZ3pKqMKnYJ",
-	"BmmTgonXxTm2c8liks8baKo0jC9NhUCL2bmGHS8yMvYU3Sz6gvZ9f/HDk87BwNPv3mqVCSZM2E3EWNys",
-	"2VXWdZ2IlCoWd6zrXIvkK7ZsfXggkiJZMS+tjNu5kZ3Qn0rY7pKfaaJI6Dm8S+52j8xKIZB1NFb8cEUg",
-	"YauH7e/r3vi1j3s/vbfA/onTXE1FlvyV3VVo03li/GTX4mrF1YATsj+o34nqEKuUTG+ULnkKoTJCCWcL",
-	"+JYqspdLlulL8IXuRa9f3As7qWLStTtRXZfecaNtX5rvytv1WpAzcx6o/Tm/Xk3DqQzjyybGYy1mnGNR",
-	"M9thqzTwCTGhETm6lFeXf//b/xm23JZegXPy193NH3A9dsqN2k9lyQ+m/eSgTbrd2gkrb9L6jo0ReR9V",
-	"Ttf/iN3MtTXyG9TQf+LzTERMwpKfc5Wo5V21rEY/ecXANE73gBTe9iY9q3moKhuoOLWBHYCgBUOfkjgZ",
-	"gxOrcM0bXTalUnlBiJ+kzza0mMV/mac2+FbuIVUHnkJWrMVwEbPkukbWvDkPZ4GGlX0Ni401cV/cXxMx",
-	"cRHJcEWk5GFNAeNeeqfMdVlBqU0UOqd1inxDzT4XNIgpF5dUtU5ag97gUaff7wwGF/3eSU//359b1U3T",
-	"HxgL9DJjFN7M8zQNWuwakz/et3ZbH4KW1nY1H5EJkBL+Bpd6yekMlKIPQQvIaGNcAc2zwknZClo2THop",
-	"WZQxZdiOhKXgywpVyH5iqdHuTtDK53HzBvSLDcgzfQunSs3lyd4e3IOu2epuJGZ7XmT9NpRpDncVZRZe",
-	"Ww6+VX1JwYX3m9Hb7kPbbpdgDesiymcuJmUdk+T82S0Dyl7Ub79XCvrpf3pRPz3S+17n+Kzz8g/f//D6",
-	"TefiT50/f/g4ePS5IQIYtJ5fm9tYNfkIXIbA8mDGr1kq5swkI9QWFNEsgwwbCUetJUWXhDFVNCRjkaZi",
-	"Yd2LesuIGOufDbmeD9kJv3teeNLhvR39hdz7qP/z2Tpm55mYs0wlheJ6zTK5Mi9LKwTmB/p9OJlvJJFT",
-	"OsdEE57P9GW/7uvbXtsa/Xt4EV/+OIYw1hZ34U3CJ7inn4OtHnhuLskzw5Ju9bCluuc3U5pL5Z7+0Hgd",
-	"9XffSDKny1TQ+NSL/mmbF/yWnJmjIXgy5gM1ZZK1u3pXkngTV4A5nD/TP1bJjElFZ/P6Cf08ZZorkCmd",
-	"zxln4FAei2wGbExztI5+uIlk8YMt5nCxnLPXdAZql/OEXW5ewM/2tybNogj5vm8lTsj7qwtK1Fh5m6Gk",
-	"gsSMKLC3r5FlmPtHzp+d2kumr5eJceN3+s4t9R5S6eIgnSQOy6yFXavVrOXNbViLHum2rOVVIpvYC2T/",
-	"6NWgyO3Wbre9fJCAsNVp61fO6M05PgApBWZKNMsosPsplZczkbFGagTtyGpJMD3Dt7rF4kZCpIxyPZaX",
-	"91Qf7g2VwApDmxi1U0qWIaEeL4QUy5CCS6NNlCATpuA3emyTOxVqsR8S4WnCNnGqmhGlf6lZiM1MqB2I",
-	"VUFqp5Eu6FKSME2kCn3GqD9oYI2VK2GGNWTu7XJ5k1bS/4W5zytuADAim19LFU3FJGcNBOM/vYrZJJKw",
-	"WaIUsptNWbXeLfrYonGc6NFo+sZ7L+50feb4XCF2PBoqVj+msyRdkbg6p5nL2yxylmKhTkmIz3V3QyLz",
-	"kX5wxCBHB0Wz3a9EVdb46KBhhZjicktmuomQ4OAugcZ9cio+bpS3Yq4uk4bDe5lMpp1rkeYzhouDzLVw",
-	"NywyIRIepXnMTosNIaMl0WsjIiNmvxqvcaHobn/A+nz+8O7H1+SdU2aUJ19XnviqewNnUH6JIw63LW6q",
-	"BVWuvVHNjNfpAbiT6+7TrRkw3OMSEz5sYsK/ChdauzWvDc2vYzj6TAISZkyKPItYd06lulSMSxaSHckY",
-	"WaWzVjPg04RfdY2RWr6PNuvNSdty9h7t/PXDe5PI+mF3ZzjsVj5q/3612NXLfGMH27xSshP68wzbAaFk",
-	"kaRxRDNIyIyFZppknrFxcsOk/f2ul4HRdQl3u2FbX7twN2zYit31m1BOYdwZDnc/bbETu8Nhd8uf/r7d",
-	"uGsQvm3cqrNzE3GG5EIXUI0oJ7lkmBOL3Hks8gzT3zA5VD/w45xxN0JRFlK+axGd01GSJo2yrPWzZnd6",
-	"LBxEvzgW4OWyV9PelGhK9Q1QQoBf9zox6iibjVgcJ3yiP6V5nAh9CCI2SQqN3NhTpR7VLzG4cW7U5SLh",
-	"sVg08xmT3kl4PhuxDLikuGIclNiEz3N/UTSK2FyV6yf6g6Oepg5nFSRcPTpoBWurFALrEFqhBBSvxGhE",
-	"yqhksSZXGsdFZYhjjGAA/8STG1cHs2OONBJcX6JE8PKN7z8e9PuPB48P+g1Tr093g95SOvpEkokQmOaQ",
-	"cPKu8Npsp87EiZyndHnJmxkgmeYzyjsZozF41PXPyjf4uzcXnQNB9AE0KKC19202teDaoa24SS7AFpQE",
-	"A6aPNKoSC87iy9EK3UpkE8oTiSEaUCbmmbhOYiaLvS6vW8wZp5UlN9ZONBiLTjAVQsBNr0lM2S1pOB+k",
-	"gvNnZJyJWV0hLuY7mavOgejUzwkmvUXpxJos3GbWuVrdwOvS0YdPVaLpSgt0zQQwAHVP1QMZd9X2+y3p",
-	"HV42TE24rM6gMLdbW35hJGIWBmQxTaKpZgJS6ft5SkIIRxg7EoMtIUgezSDgMjfsLgZt6sSFgwZkRqNp",
-	"wlnBBlZVZzXlh1fMjdX6TCMl2XhRk8JyM08pxytri6tEFOUZZD1vac2ZhPSm+siGHOnAGFS1xPat6NKc",
-	"+gv90HNMxtnonyjCVs0moZpaW8OLdW1etx/vWl87YX4ZYOkZ1qjJSnladzMbbEjobNzzhqTIoEhClU2p",
-	"lKX932TcFtu9P6jvtg2lNG3Jy4uLNwR/4CjflascHh97SshBr1ENMZHChns2FZkiJqRVVMzh9dfjdLcR",
-	"rarZaUJ+envuFQOAcEtiraaME7Oh/qug0lDbOOk1uhAoer5w1FHCJ8aN4JUxr6l1CDaVTzYmFjWSRikJ",
-	"CIkCQm7O2LYeb0gk6mAikavz3QlNkN/p62iW3YFyjqqEU+H/zhesj9sRVYBstnT31sgGj0vUtuNHzhwL",
-	"Aq9QhQWQ5zc0UunSOu9DMMJYppfvKmZCMMgwlBWSVERUMWnOtupHa+bBoIom0uRKgjuzShpQ3DNihCoy",
-	"E1KRfq9XNfYGTZttsmQaLyL6cMaEFtVG8Ovym+v1chsvkFdMtP69yHYzArVtRSlV1bTFSrfNr8XDabq6",
-	"4FIy35s66eNev00SXilXh+Ba+VLGTKoExeNlnqVbbHuFjM2xN9GojfKuiWs60x8rRJMJ16wDw9qaaARP",
-	"IfExMklfPCaZUPgn1G42qCleXH+VO1ebcOZ324eP1hpcZ4QLhfrTnIl5WmXGvkerZFeV0wnqE1761lqR",
-	"AZ+okxVlR6GtOwrJTjjR/20HmgwTZcrPYJKHJNbKq76OIleEEplHEZOaA5rsBeOPMjqtHqjlMhtaAc/T",
-	"9MMWoQObGbHenyhRnMBS5NaaUs1htVlRqmRmNM3KuGRwq/TAs7mysU1UGxXJclAmTVaz3jSMtkBIptjM",
-	"9kri2rhv5WyRVYxG2olp6ZFEhsVJsqOmLMmwehtdSlyrpFqFWPCVAq2Z8RQ7OmjSPONbVLButqUMXyiZ",
-	"UzbvpcleX5cJU33Hs1w/pU8H2QswkkTwbySZZDSCmuxExAZroQRHYJ6QSsyl41JFdPXux+zn6TS6wrQ4",
-	"9MK4c32I4E+CO23ITl9oLjApuqRwaoO2UiG9YkqeArpKvQ1ppJJrFrqLamKwp1pdgAwwLepy1BZnBvYF",
-	"Kw7jUxK6OjuyMyoxtYBIxoY8rDDDsK1fJLLYjEclkVfJfM5if0MwpINlPKir6IeutbISUa4tkdjU1xtq",
-	"wkVAUbBNNrQ1iU0E5idJrZImEFyNppRPbiNOILVqq6vz09tXGzxEKLnLcSDDeSuspERyntZZlURVVrn2",
-	"qgW+0C3t2Rq14AxZa7PeCmaUx3xpCU+jonjmaOddzmQzIEEqwBwhSoir7kY3MILARCmVslkeF4IU4zlm",
-	"PRdMqrdM5qnqekOEbT8Ub+RCQ3x1I6dYZYPbTcLEsE3micUPuGQ3Ecvmap0IPOwPyGipCtPJPuz0yJoH",
-	"YeMqpKLZ2uvkq6vmx9tfKaTmy2ZHFdYKo7b0jfQNdZ+VWt6fMVASuTCKVbe1mXU2XVFvwUGJUsuzLZNd",
-	"wzmtuUiYvb86Ej2mqaznGkBSZRPkxS2yI+6m9G6rEgJ4CJyXuWhVfa9imt9TVZwl3P6zIQGoSDrdgmG/",
-	"NL+uCfgtni2lqt5PRqBUMNu9hoBsMmAzK8YjEZiJu6BLfS6CszU0Y1jSZSRyvg4jxvxOEm24kBk13rK1",
-	"3Nk+Ux/2OfhczfcBEak2bQ0r2wE7Eu52xlSWsOsE6jYLmKbtSakivrYIIOhBUrZJiwDZwGIWB76dBmE7",
-	"kQEzMurP3bXNjaZxkSKo3wfanFcb7Z/4dgyZ2SThrZLwMM3nVnmiXmbQbXORNr/HB80KWlrLKyqLG1gX",
-	"Rjs0A7cCExRDK6C3UhbuohnAxG4j+ox72kSI/UluI+VMcp695CtpiZI547FnKAF+nnmMxZCreHdS3tKQ",
-	"vLTvbrIo3ZeNmn9hBt0in/odPrSN4eCDxN3RhPDwpW4BI7XOkCghVrn7WLpnntFQZvR1wmigzdI9Wm03",
-	"VJjmFsKrksneoKu4za6w1xMTrvPMDdRCVbaENPc4T5lT+cGT5gEC+XA/7S45V9ruHHIEhxsxjIUhhl3G",
-	"zBTKhmoF/+2jJ+P6vaAE/7dFvUfBRNcncP+xfKq1fDOf3UEB0OXhzU3TiaKW55PippqmzysUBnl3XaHf",
-	"nCHj7dxtWP2vK4juKVj+KUTGQ3CqMg7mVpzKEdYmTlRjMEHrplMkZxbVd13nh3CBxAZmtKl4oew6vEcS",
-	"S1WD/y2XMvw71ik0qwd116pRlcITo3QHZMTAWe3UJbABEkA3xcplkE+nJHR2Q3hi5FY1IjS4uTkd8tBk",
-	"p1hxh/LNE2vND2uxpt+Ctod5RzMcnvWdDDnaELZCS6u+PHbwd07wtcueWbMHWsGwSzJuSPjDzKBRV3Ml",
-	"cUget/KE/Ah/AGu1fuT6pTRTXhU3OjNZL7Gv1Tn3tNljfYJaeFkvNoyFlpVW8MiOC38fYHCOTkR7W2Xw",
-	"82riay4UrGN/N4UZac1FtDnsuEW0ccitJ5ScKxtHgDgVuvz1mwt3P0YSTBUOAnZ1yTtXsGH5lSNKJciU",
-	"0czUslS1q0oI0FU+9x9D6fehqXy2Edki5HmrYuh7akT3iFPCNa7EJ4EMvdjxPQJWKwLVGGk+Wc1EoPwI",
-	"A8snlh68Ka6JNX+4f/DkYRSQksqBzrUV0ZLt1QnnUymQMd3FfVk4HZv52cctcmQql7wcJ3ap6ygSrG4T",
-	"IDAcxbwv/LFmBSK7GqdiQZQQ6TeSDFv2q1xNhy0STVl0JbvkDPnYkA96pyZMra82eNwxk//UD02bJhCM",
-	"R9kSRB3lsR+vJnRCEw4ZIkttXHGhEC4cuCcbcrsan4NJpiTZccWtUG/yFCEkOlr59v+NO6g/+UmyrHM2",
-	"YRwQQl8KqULbzmLIp2LeGS07UzG3+9euMZf/6rw+eg3QLfoQ9qNs33aA6CDwBCpo/iF6UfUa614PCuAY",
-	"XhUUYCOmxNaVu3qkW1TummlvUn+rC3ggLfir9vvb1H4LaIMGmlBMKgsZAb6S0ZKEzQjJHwsG/HlPP1cu",
-	"E/vYmjEp6UTP4SVLU4HVDpVil3uJZfeC+jomGWPK9EjZmFPz4NLITmx7wTMvX9k1XYDW56GUQwMuN+SU",
-	"cMEZmTHKpctNISO2FEZJTngHEZZJROelczzsrc9gqXsX7BpQSb+l/q+XB/o3lqTZnFEYqiHbYI1GxmiW",
-	"Jo6cMX4JRsG9NPugBfpv/ZVvcXCjPLuSb2dOmJYJhIvFbcwIn8ZWaDO1LV+uSPstNtLYtfX93NaRbwdq",
-	"dOTbLxt1RXzzGt+iR9dgoJm4F6odGyOSawgCgv+uvQSQ171P3eAj3XXUh+A8zdECmyeE83bbvo54IJP3",
-	"HaQT3cNox4TgDqYlNdjukNx3icl9l6YYs9RS5OgRlGKsSBxqSgS8YqwxEZCMmExiZqT8ggheLgB51Ds4",
-	"KrGz5nZZqzbswrT6uONGOZFZ3p87u643zBTjmys4g/MNQe0IKAH3zfBSXjbUQ6d6nZBQ3yiRg2EQCc5Z",
-	"BDPK2BhSH8ufRqkwH+Y8YzSaglspIGHMpf6PSiU0FhilIrqClEhl+wGiH47GccakrFbZmAZkpudeOyAh",
-	"Z0qbZfB+yiOWutEQ8XnIIXNgmitwHcZiwU9LO5VIkxIRY5q4Kjv+TRcmjD6EEAfq39zo18Hf+zc34ZDv",
-	"ZCxOMhYZHw5imRdzhF8eeE8den8f9HvF34Nj97epXDHRsdsGOH7dCM62MqzQWSvyS3/RKLseLl+P7KBJ",
-	"PRYZMWSnCU6275zI9yVT7VaUzIFNt0UGMzoXVxt5K/3kTZbeKuln37IpUG7DTeXsv7vn+/309lXjyrKS",
-	"5xmajAmpNO+inNCRFGmuGN4uGQKz2ZmnNOH4UUiKHKmifFJkyGw0J2qTxVRIcITIWvFfPkqTyLKtLgF0",
-	"XZY5JJ05lXIhstiiAv709lW17dm2ftUarZar0lf5JH6C5II72AYGl0MJk59xqvdS6/fmC6no0rjKlnrX",
-	"jdjxx+7/JrMqT60XDd18aWIgcP+J8ilvY6g6Z0vGZuLaLfr+JRPaxJ4Ia1/bH3dfmz/eJ1x98H/USWZz",
-	"kSlEqgVH4SRR03wEtC7oPOlohjFhfM+9+LP/uLxK5h0xRxLuuLpAPbc7pYyu4jM/J2rqKedpuj2YJcBQ",
-	"VuxmN1KDnVSu+9sJF1PJosuQ/J6MqGSPDrRE2x+QjPJYzFDItbvkTyxLxkvsUOySewwm9DtFeUyzeMjN",
-	"lCRJk1FGs2VAWHfS1YzozVJNBXc5eTv4+nb3Gsbd0VIzcK7eappOC+f4w/j7Px5nR999/9+/ZBeLv/z0",
-	"5tnR+as3fz4Xg1f0FX23uDX0h9mnOv//EGx2BJvqWlnZ0cA40oH5Jk6p0wwfoDl93Momf7PDLqo5muV6",
-	"COz15QhaUrMozxK1BEA0JJQRANSjC93+64W1bRG2fpj3evvR/pHmyBmNFMskfMRa9T3ygwIF0juOEzo1",
-	"lYyWZP+IpExzMwk+/ziZJEq2CzCDDUD6mkB8IH0j6SLBpUihtjl0wPphlzzXVKsnM2LaepE2rbrYbD2J",
-	"qQBMKCIZ+BEQ3gApEdsja0UFJlIoLlqQIrJywsfCYmdTVFBNZ0p/V2Y04Yom3HDY1VHhBGeSjjtTUCxI",
-	"zBDbNyPzlKqxyGYgtWZ5qpKOlpacpQRdkwmfBAbBIE34FW4xzZWYwXZ2h/yi3I4wkWTCuNZBWFzA1iAI",
-	"JqDqzJPuks7SEIObhcXT8CSGcKjp3EwVk5CikC0L3AopyEL/YilykjEaE9CnEkmYKZJfVN5igKdwHaYW",
-	"eciH/He/I98xNLZM7Yf+tN8lu7u2cwV3nV93d8m7ZIIXU5TJhcdaBeM+0Wjl2XbQsepZAM2x9ZNPX52f",
-	"6FcRQsIwlFP4y1OdfAgynEinA+rZsHUWzdiwRTqdv0jBa89pInVPFIMspKb6YhA0QqBxOel0DBCH14zN",
-	"Hz4MQzPVC2wUj2y/uEsBOTjwbncbwGuAhzEHWhCxbjnkp0TGbMm4kuTdy7PO4PARmVI57cLLoPsugt9S",
-	"E63MZ3D2lMwSqe9PbBt9Z+wv2CvKOFYpX5JUiKt8HsDh2JLQSFN5JqHacJzwmKSMXulDJwT5gANwtT1L",
-	"w+FwhCvFyNqfaeevHz7uH30eDkch0NBAU8sP9MpH8IxomgK92CwT0+CDWkYEkdU6BUR5lpLOy20agZif",
-	"AWGfkCrK/rBFhkMYkhDNYk729lIR0VTzgpOj3lGv3B6kcs7nRvTM6YQFZA7Ojd1dOyW2uxtoG8F0zoLO",
-	"EUpbIpq4d3cvEK1Y5Gp3lwgOZ+HgXU7M5k4YGeVJiuWiuHRt40RiNtPnpRmTvtwAIZBzaVCw0hT9vFLh",
-	"/PB2wyns61N4qykX8X/07j93CcQ5sgfKyXuLxfRhx9owi8Wim42jDosTJbKuyCZ72TjS/69/166BNsF0",
-	"d0oB6vIB+A05wrZVchB5qQ68hLhPNnJNwgJLJCRiDC9zq98pIfbAz0uoPUYBOoUeV9jD1Laip/IKAaNY",
-	"OtfqWLnPbZ4xJAJA7UJ2K8ZjUxMAxpPmeyFu7vsPoV1VGc7CoZIAtGQFmIQW0CSAOWeI7ZPNV/0EGDzk",
-	"E8Sh9Gs/4fedTsf9v3nioNcjn8hWPXDJp1KZ4vq2usX4fRj/oVrMkE+EuxY20CUM60sqnWNCbwL7egIN",
-	"0ElmPbWOlKdIOR4cU2jSORYG04Vj663iFQf6FWsbBuK8Ib8kE7kC74DfgdDvwegNfAibx9RUxDCYcYHq",
-	"4fS6gW7P9GeWYL1nj/Wzd2n9SjZ2fjVbV2k06ygCZqnvDBeLYkJ9OAg7nBLiMqXZBM5hJGLrvDEYRlox",
-	"6JMfkm+1impDesVQsC85Nx0FWXw5Y3FCEUIZ9obHZA1fASIvhhsMgESa+7uYta5pG9PYL6YYHM6hhM9E",
-	"PkFSa3OTNvfkIV7NcotC/SzApuoNOa3zOS2LjY0vJlrnZN54cACa1ScRu8w5vaZJiggCuMaYKqotT+8k",
-	"QcWzrfgQ52PlrOE9KCqA/yTSAmNBqh4JHRZWeEqolQbfSAvvvlP8YA9tHT0MmjhhW2sYuLQMOd4BCio5",
-	"15cIttaTVdRjBnHhErZtN/Rqz59fvCBhtc2JQQd0H4ewKmMOB6YqkBl7atgCxS9sw0NQKep1EB0WfQ30",
-	"bzwlBf5bffMJMcOd/vLkUa93unjyqBeQ0iCnvzzZ75mvymMUD2dPDo+PT9WTfvXZ7MngGL+pKClhFuqz",
-	"mtrAsGvJqKXdjC4JVvXApdI3GjZIhcYswOPHZFX9iWsKOc7TVA+GiW6oipoSOfebApYMgjNooCeShAeD",
-	"YyMZy+TmhHsNGC0kMzYbGSXmd78j0O1Z6n84mxPNSqOjm2gBmG8hkptFr0aSA/Uda5Yav15kiWLhKQnx",
-	"D5LM5qmmrRCe6w45UmIByKc1Aunj9WkOCf2OtUJw07FSx1gRqBR/Mm2SP5FJRrmCi+YJ8U9G1Egz20+o",
-	"d4C6p3U4/TaLp+zWXJI0nwhgU5sBAvsvs6hPNesVMXYop+lSJZE0Q9hsJTeK+8ANVEt/Q39D4bQ0y7GG",
-	"sxuq+MSNZa1siwApA2Nw678mmcjnOLpxAdixC8vbDe595EZP+EgLbXTvS+h7W560SwlFF9snQ3J/woYm",
-	"CZ8A2enjx665KeDG5FwL6NAYDGGX/Jzor8l13/jYUQKio/6agUl3ggF1S0MyMP9GN6i9qkOOXvnANHYz",
-	"3M5ia0Ni6cIDJpVd8jRNIIEGQOiSCdfGXm56TlcG6JIzXkxhyJVRgyYCajUWFCzHGc2uGOCqzjMGbNeq",
-	"tkDcMueSqVDLGOZ7D8wlf2aeSrRgBjC348cHh8BXhzx8Zx6GL44Ojw/aLpfXMR6O/qE0iRiXzHP6nM1p",
-	"NGWdQbdXS2bXBguFr8FYMc/KvVfnT5+/fvdcP9OdqlnqAVS2Kp61VtByXZVa/W6v28PeDOCqaZ209ru9",
-	"7j7g7qgpOPoaMPAhXaPJS4wcxAOf91/OtMQLCuen9ygCQFZ6LujfmA5TuP+27QZ4oTxsZH2a2qZU1gHl",
-	"a/bfSOIc4KYbEgBvCWka54V+5p02X6SAnjsQFB5ysBY8XVoCeO8FBGnweWzgcEJUljOE550WHS1Oyo0s",
-	"iv4V6EiaIRE4Yj2PocRTKhe58cOOsPGDXu+WjfbcRpV77f3ITb8N8Nj4Pfcwq/f9dlmgWyaBfvkcUNtu",
-	"xevAZ25UKZnSa9VXigLb9iQmwlg0DlmZW7oha2t9AGG7vNDPnz9484VM4Fv07ys3C1nRxc+Dwjc9Vf4l",
-	"2vcFrYNef9VD7kLtlTosw0P7mx96IbJREscM4qkHg+PNT1R7nMNJmLy2Tc8W/UED7/a+SooMVsMmFJ1A",
-	"c8vnDkqmpqN5lIeqT+uDHraxN19xOz6vZPgF8kxjG6egcKtuzdxr7HDCCm54f2YIPKDWBLtgbCU++JX9",
-	"/aPZ3x2Y3cp2pY5O/2UYXG8z9/iWxua51q/IE3sHm594LdQLbbb8A5noW0SZgmBfQR53Z6Ue7LRsUqAa",
-	"WlDZEr5yg6ZK/L58gfU1xZwUd8VLV7m4Z5gIc8v7Y7KGP1Tlwmq1/8K30b/BsmOubMnDzhWbK+eIypjC",
-	"rjoOx3W/h9UWheO0XWtLO+R2q60B3iUXC0EgcRNypSiALWs7tkN2d1+zhYMV290lO1y4RownZJSJhdP+",
-	"TeFXQNLkyna/hRwrHOhHH5/M4AabU9Tj4qBP2LWCeGjbRLnyNCVjmqYjGl05HACTxwjWKBTkiwUPirpF",
-	"QuYiTbWFqrJkMjE5oKViTtklULDmitDCJA7B62W6xrP41ORKkNCr+grJYpqk8I7Q1oWFJnSnX4qxNbMh",
-	"1PpJlQ12l18l6QIcPcYJOk5SyMUYLY0Qj5RLJ6SmNV/Rasz1FWuvNXxk69Y3qfl95duFDcvg+gDae3F/",
-	"bCbo7W6Ky6r7HNQVo3TpCuaBbLClCWdlzLtVE4JnbjcjLAFp/mGxmXtWgG384VOsGNQWyH11LqMxlG3P",
-	"urplzc5S6+fWdb9VNGteBQtgOsLXYAFMkfoXxQTYjOL0ptRNeOWsNxadV/scb8js0kdXlNIaza5UD4tN",
-	"5+9nYK4yLpuaAH/Vuv6VLdEHNEKd/ZnE21if1UBBva99TX9YaWd+CRvTg7XzsWYstp3PBdcwv38DxLl7",
-	"8NLDi/7BSa/XzEsb8MBuy0xvyRbXmqFfeeFXC7TZAv1ixme5ExyyTcwqg/i0hWDB5DMToLGhzkrP4433",
-	"c6WFCu6ee9inoOP6likGildKiFcuhG0iygaYys+L+EZW5EYRWBJZDJamVt0TaexXmzJWJHyeDLkLjUNe",
-	"K+xoKc6NQXEw9kQOASUuINaKLZVKsSw5g3xHHpuqzzzjANsmtAmnTdk5nZhmUCvNqB9wX+4tyor99Rym",
-	"C1HZzkYtvtz1eFX34g/1ZsO2MbDr9Ou33K30kqNSBSQVi04kpDIJ5alppKrPOGOY5ADB9ZRKmYzNcrut",
-	"asPcSvtbkAnlTqtOUcbWtH4jWttDVhtW1ZV7/ZkblnvUP+6XFts7PD44Oj5+XF3sczcMLE0ymmnrFpIS",
-	"OnHuDhJ6r5rsgoZVXrAbRdxYZB/pzS5YT63jJtzZ79hvt1n7fYJVRZvZFYLTkFw5IWRGl9Cm+2vI6p/E",
-	"UJhZxmSlnOFUq6Scx0XLZgJ+sfcR/rvaRngL/BM8L4YtjLDu4PwZpkiXAAtXyYUuOXNd4qki7AbkSmJw",
-	"NAvuPcqVrf6vjuhXDGEmSXjQOyDVxNvAlU6AQ5Jyl+UiOGvi9hOGzL61hfy3DaahPEVfUCypCr97XsSw",
-	"cF/DdQ2nG8S7ZQp3k+2uTfgDOJtmttO/b31p2UPsHJ2o+jeVULfkyWv58VdD5qshUzFk3D27L4e3Jklh",
-	"h+x99Jwe6/1C5UrjcuuAHZVA6K3o/xwQC/sQ+EDugVfZVcXtGHK7JW2X5YvhD7StAM3DBXtkMuEGMxMy",
-	"yJoZeRUn/N7M0GDGlNmhGZ7FFtDQQMSZ7Sk5o8o9ggZ+Z5/3FcSf/qAC1eN7h4BVUbXB71THUWnlc6ky",
-	"RmfEy/8vN+yqudOtC6jijNqHKI0/4+PKhNEbvnmqb5unCjkXGyZ2WJvYoNf7/KHafWjVk35roFXLdt18",
-	"1ngSv0D+yb2jICs8dybofTtf3fbuzjdVd2c12L6Vc9V3iiIV1d2hA0DFqTblqURgaj1vig43Jbx1v2/N",
-	"KmK51QFurxTUmhk0qwc+TthXDeGrhuBrCGXhrK0xrwWIVRssIsjdHaAbAtx+N5kPt9A79lyHIAxu3/md",
-	"QWsumiCY/+j683rdkARknlgVhotFYCtxxxmT00ojpAAS1gFKzDaeZmSHFu3rhtzv9yWxeWCktfqMnXpd",
-	"wbTdjA2V/b4WekzAR4a3YkMlRFuExE7Pmdwdci/4VW2XkQG0LBZpOaP4mDRUeeo5OWj8SlsnOeTwWK1g",
-	"tEnNcoe3Udka3FLZKhBMC6L/owdSukax6veqGgDKhUZ53z+uy/u7SLpKYO/2km6L8F9N3pWE1aBYxVYS",
-	"sOg9slL+eUP+NuSfvl4Fqu5XSfibkoS9LSThU1OS/g8UnYAm4olNy05uLyqhZrDRzN4+vbNWGAllfKWU",
-	"tnpAyk3xtlL6t5OvZpbbHOzawjAr72pDN3fD9G227fvWrj7QSsob/qbULf7k/QfDvje2lKiy2fUd483L",
-	"fDS/w57Hj12X/g3mCCz/Njl4XzxzzW+BsT53zW9+8ZV7/4tGpWos7Z52SKNa/5ZNEonAdYDrCs5B24mh",
-	"HCP6pui25XyH0G4jdGgHQ77z3sInEjvHMraRNF/bCcI1a7cx5cBCRnsIEysAHiGz/RRyHBy+F+CuQYoC",
-	"r0K7O1Ve8HQJ5bSAqGDwVTB3HBcXEkWvmCy5TV1Ct7TJ4rYmoh24vG5ZJJIXpftFvuxu2AYYhN0QjBVW",
-	"VCUPOYzPbiI2R5w4r1ZX2zp65HJBr16gHx/zauTCWvlGmgBQuJ7qNImmQw7l6iNcEfSWw3piCLshMgGm",
-	"rHctRJIMbVF9U8snsgMLQq5Zavs05Jv6PrGbOYuUbJ86DNwtezoFLqklQahghNC7MFjodokWshixHAB2",
-	"uAl1GGHPHW5xpI1aqFgooRzrQeZZck0VG3KDni7bXfIWgdwBE9uScHjQ65EG/CdjHluMKiVIuJdnaXhq",
-	"wwFmQhYfgAs15AaxiOykQsxHNLoK7DwCAJXoAJpaQGZMUS39icGnkZA6RPmSyDmDOo42mTCLn0FnzKZk",
-	"wI3AsPGURVckY9eMpi4fiNCRyH0Iw2+0pQ3rb7Jm8XL8XAjzW+lWHkbQ92xpVCdgL9+KeHlLrYk5/Iiy",
-	"7uSDAqy5eL5aVdGAbqU5fA5a/IhXAsCc8CNeFNMAZXi3Y3XRp37s73/7H8CjQEwRUxTz9O0PLV9VQ3ak",
-	"Z+spCdv0GSsvjh/x0tIMb9t7PO5Fg7jPOjCJO2g6iGqJD5aD9J9r+nL/tgADNgxeDroDhkeD0nx7XXnD",
-	"KWzUo4vD2UaZ9o/t11Os8ROLv7w9bvFDKONfjOo8cOpV6dCGQIJVqMhkB0WRqZ+KWLuiib8SSJqbdGH3",
-	"O18P/6q9P5jv5daulME28zKVjfp+P+cqUct/oKlgkYFr5sJDu2JK+AEolFKmWJNJUYDk1+HFndaYikmX",
-	"PCuQqxAgzTTQQn++awljAG7K1ojpFW3bKNhAPFHTTOSTaYOGLBud77iOQl2pCJ6D+gqfwRNffadfo4gu",
-	"eYU9/B0M1hSY2WtVrTHDpthGSAHKasVuOiVoGOvbZfqKUr/f2Kr0n/un/biC0XLej2sXDgXJzQ3CbX/w",
-	"+ylsTUqZrcVd795cVRv7D3N4Gr3MalleLe46PevwLk7PW6tXm5Sqr1zzK9es5l48CN+8Y8aF16zyA0AM",
-	"RtM6031qsCVV0dVJ6yQIHgygxaiG+C6zUoskqJQCAIud8OPnUiehGaFp2j4dcg/g+ISsajhE0IYN8ywF",
-	"xFlw2LDYZOYrbLeQCF7SrWiqN8d2UiUTMeTGWNVjuY5aZeaPrOS34sYxWC9e/NGHLQQnp7bARbPLxhjb",
-	"Qct3iWqS8rnqoHd7bmd6g23lwritxDS8vLzs19ZVhEt+eJG4wk9R37rfVgxwcLsYYP+OMcAHE4dmZl/F",
-	"4r9SIsY/nfcA2dev7T3YK7IY1yZ4+L4CbeoI7vvm/PyOwME5p0sD/4TxLFNPQW23c4e1tzIbpBCbm6rX",
-	"AE/Jw962TSggsXEViJLhUXdM7HqHT68Cd/ImA5ZhIiurbppRue/onXDZ/kkQnrykz2riqJomWWO1SQEA",
-	"VSs72To5sqkY4jeZHLm/KTkSrcjDh0yOvGtxwK+UjWNv3uasnOLyfZXlX03cIo/HS5k3jJnyf7ilu1FE",
-	"Y6n47YsJKuZ0Y9LRD5BhU4oPoMZuQB/RF+jj9Lss+0SRnWYnYWi9hNDs0KBZDbm2lUSuCCUy4RNtg2Pv",
-	"beD8h4DyCYk51v8IlZFzmksWdwmi3WAyxpTO5wxBT5KU2V/aiQ25noWelshiFkOK1FUynzO/O8cJNLMm",
-	"of7VNcvQcgq1/SqxNZ+QjOxAyznE4hKcyTaBn5lelcmMBUNOi0EQyB+DI1DemUinCzVZ9Xiuvlf3rka5",
-	"mUAlsQKGtzWlMbYo0Bs1S6RksVnLkknFspgufUlb2hVfSPQ96Xl7Bo4zMrDNTSrF+ottRtGKF2t9ZYoP",
-	"wBQtiRSX+tc1PuByfxnG9g6KkqQpUzIutiIGCozjirE5dMMpWtugEoptakxMEzx1CEOfMfA1Qi4XgD9B",
-	"I0YRRXkGoE9B0XnfvQpAmmQ+00zsDc0lJHEZtlb8ynbMcbBPZ/VypiEvVUFtVc4E71kfOPr3vXT/JOUd",
-	"mmp+fceAJ1Me/naaEkbUMSo5rBaCrrirWhaj8ewkf8JJ+B7EU4A9k9oh2QEQF6lI/wAhw+lEnA55CN+H",
-	"Fj0cksO4WLSLhtIVuE2tgyw8rQGZRXlOnr5huoAncsihTtLlV4gsmSScpqWCR8jvtCqT0Wc8fC6GKRSR",
-	"yDIWKcT/hjzRUh3nkNtCTtQ23Lwg2ZYLSLh1/GMnRE3D5lNXlR6EIKKKRFSy9in05jUMasjd0JAVjLwQ",
-	"m1QlyjA22VxHCe94CO1GKyf1lFHk1/75VRQaMhMZR4vXKTYNCk3v6O4KzVtzR7aKOTxEvejFgqXXJRvm",
-	"lxUVpDWfgDkQrefZkfuDYP2OBC046tX+ky9bQ/nWTnl9DaXeBlD5/b34avh/Fbd3DYaDuWSYCphPNfPx",
-	"S4tezVa/kF7MeGza1ZnrskK8oQAwbSA8dRj7iy+NKO6St3qyoNRy4zrwhMY2ai1Zr9WegCw1L69a9kNu",
-	"ziYAqYcrAhGrVSYn93awd8VKY5/N2s0yTJ/DV+35n/065zNWmFy/shbt1759mRt9LiXo0nBJy8nxgck3",
-	"tOEwUxEleLrskhciI+EkoxG7xF47l6b7cUh2bItywZlWpQNC1ZCDbi31TTwlYS8kzPbmFmlsEx0p4oS0",
-	"q0q9qyNcCJgjVXmGcTqnHLuPw2DI9YsRmk3r1m41vuqsOfHYArgl0K3csbIlwVSBLnmrDwDYE9gacZ6h",
-	"AQ4LH3JceWkpLKssppE1wLna642nex8ddyryivvue8bm1d01KC/wY0/XazrE1sn+o94dsmhgv1hRlHH/",
-	"3Bncqooii6+xzeY1nXX0qvBYTO+nL59Q8w8voF+FTbKx8mf/6k8XvDc/Wvwy+PPNX76bPX45+u/4bT96",
-	"NT47ls8P89ZvMwVnc8EPMLEVlT3YrNp62Oy+ehhEiB8EAYOv6v9XF3fBaBrq17+s3FdMqi+pwAPNm8J/",
-	"H5IwtK0bDKx0gT1tq8LFmIRFKkPYrvnGuVgEQ17DB8tlUG90vvDDcdjdrgSbCgFXg6npYFABA7MGkwoh",
-	"M3RnQSNVg5NtIEqx9Bz+bZR/08GnnJiUed0roKrpzEEpDLkZ0ZVwA7oyFKKDT1DbL/WS73Zhnphw5QmB",
-	"FAdTQB56EKEnQz5KBZT42/lit/1UurpuXFxEufHSgU6qBJlnYsS2ruvWgzyEa83rOVvueOtRS7X5ZTmn",
-	"93JzJx19W5p6Hs3LzrnbS5MLJh9IRxFX9S2ox7X1uH4+kg8We3TQiBbblGB0dvzt4On+s4Pnhy8efff4",
-	"5dEfjr/v/bABZ7TmzgMGsxZntgItaqjXeCfvtNfalEpXSm6Rq0jMXJdnoPMCmAJayTjZ7fYWvSztr+L6",
-	"q7j2ocxKDbfvIaY/g+KcZ4lagvwdMZqxDBEX3n/QQha5bXNHhESWMl/wp05H3gMhbSbXlDN7dm6bklCv",
-	"vUNEOTinEo7IprkSM2AjBuN/SjlnqcP9LyO6CBJndKxAVgFXguoRqi38kT65AkVEAKIJbmwC4cNIcL1S",
-	"lMUjNjagO4kkU8oNnAwtd5RtV9oPgQwtsFkEHycTwwRP0VIv1ikZ89odNfRXSpTDiZFTOofeRppSqEpG",
-	"KStaw/84Z7zYyrM35yfE+g3td++efa+N9XBEJbvMs5Q8IUNnwwzzXm8/mgqp4C9mFLdhK8SUJEJLp3zF",
-	"lsbHqd+F/+QxCaM0YVx1cRrdNJFqpx3ieknO0dEZo6w22bwG2L6eIPzcwkiVMJ5WQTz9/W//gwDccioy",
-	"hQAXgTlorV0YikHy8clJPwguUtQTX15cvKmiRHUJ1rBOEm4UD2nRbzJGXb/kZ3mmz627u0tca11Adyq1",
-	"AYP8CH31FONWPQNoG5VRLrUVqpVA3FrcLxt2xFAj0SRBXhulSdMlS2MkoYSTGZuJDAGjqNbbUInMNGFn",
-	"VE5JKqTnaMZ5v4OV7+7CK+8Gh0UWdHliwGDK0LWAVKRnjftx/iwoVixsVBvCtSd44aHM14/1tgt0qo5D",
-	"PkfVscErpl+1E173AyRoTeuPDsjLH86edt69PBscPtKSd9hK4q4bq6t16mEL6T5sd8mfPJ8Z5UtS2xKS",
-	"JqOMZks4ekLCMJwv1VTAP5AIq7vkOmcms7mmTzMSdKymy1TQmDyxH+4MWw4zbNhqd9GFt2OoEWYbWNrs",
-	"mj1vm3lYWsRaRX2oVJEekQE5xP+ZJRy6hcN/B2SqP5sGpN+D/z3Q/zvoEeyINTggU7Lz//7voEf+s23i",
-	"2b5eot9p9f7BzQ1sWMJJ/5DILgn1FJadM+yErelUcJFnLD4lGYuTjEVKOrwE7LetzY39mxv9Ywo6T56x",
-	"9ikkSupXQa6kjYyU0zFPTWakPlzzINpeJpPSpFCaZ5HIRJc8q0ZZJGQ7wbqMDWVa7zrwJXCbmtzAndDE",
-	"VcI22i2au9poCtCny3nU8syFUcy9O+dyziJlecbzUnuNRGrTbGKdf9a2XGsmEqs3nALZWrVSL0e/f4R5",
-	"WSbya3NFETtMCv31PE9T+8YVaBR64i9oksGMtSxzFvGU6mOL6BxSIwwUueZJCD6NeaKUu2RPklFlikTb",
-	"hmFJLVJ96kI4gJil0KLela6WBIhTeOoi5KJJVoANbLfPa1M49gw42SU+4lbiGDgqANKWcrpASRHNMwqK",
-	"t6vQV3/KMhaYXkWltBYI1sWAd8Djhnb1+Ku5SNPSqk1fy88fPv//AAAA//8=",
+	"7P17ciM31icMbwXB55kwWZ2kSEqqkqhwzKhuttp1c0nV7m6zhglmgmS2kgCdQIqiy4roPcysYf7/tvAt",
+	"pVfyBs4BkBcmb5KqXO7WG+88XRYzkbgcnPv5nU+1QExngjOuZK33qcau6XQWM/j3q4hf6v+V6XRKk0Wt",
+	"VzslAZ3OaDTmJNY/erUrGqdMP0STYBJdsbDWG9FYMq8WxFFwKWu9tlcLEkYVCwdU1Xq1brv7uNnpNLvd",
+	"i06719b//99rXi1kUkWcqkjwQZrEtV5totRM9vb2zJRagZjuzZIoiPhYPy+mNOK1Xk0OW7knal6NXc+i",
+	"hIVrRhGjEUuajIcsdM/L/Oy6zXbnop2bHbtWLOE0HkRhrVcLkmnz6OigU/NqI5HMaRIOfkmZ3iGVpMyr",
+	"wUMxvxy0O39+fvrs4Pnhi8cvn3x39P3xn9s/dF533+y/q3m1mEo1gF0yW8PTOPZqU3o9sHvXabfbba82",
+	"ZYqGVNFa79ONVxPDf7BAz9UcQcLCKGGBGqjFjNV6++2uV5MTkajSDhQ3am8Y0+CyOUqikC5qXk3G6bjW",
+	"q5X/qqhKZa1Xo4GKrljNqyk6lrXezzVLCDWvNhw19bbVPno1FamY1Xq1p3oY8hKGIdmhpbNwIyGkaqrp",
+	"yY3fc+PrjQijdFrr1diURrGen0iTQH+Qs7mMmVIsqd3c3HhAu68iqYr0+5azJcLFjf15DQV39o9WEnH7",
+	"SxAxEkaeTu1fclSJf7pPesyfUPu4d3jc63T1KvMUamj2aybQ25Jlu4Isb24+erUJlYOpSJgjFM6u1SBI",
+	"EykSuyO5PZAKSXLCaMgS5KwiACIB+mMySKIZ/mftYsLIh/eviBgRNWHEEB3B4VpAGLBDtV5tj86ivavO",
+	"3pwNJ0Jcyr35xJzwaffHo58O/vL4r0/+dvT349P2086z7nO9WcGETfUh6SN8xfhYTWq9bvvgyKvh0dSk",
+	"SvSW6Om+p4q9iqaRWp7kS5EQRoMJmYk4ChYeTDVhv6RMKkmkiuKY0DgWcxYSLuak7id+g1AewoOSBYKH",
+	"kqRcRTH85ZdUKEoiSUZpHC9IwqQSCQtJ3Vd+o7jofu2SLfq1k+Tbw+PjE/VtxyP92lwkl3JGAwY/dI/x",
+	"l5ULPny8dr3Nd7Cq6rPBqcK6IyYJnc3iiIVEifwekPrZi4uXJEzoSDUjpkZNTeJ0FjUTqlgMHzHU0OgR",
+	"/xc/27wZS4g/9+0mVS/+l28ft9sn828ft8ur/+Xb/bb5adflM5UsmqcjzUGXVn5ujkwJMqeRIkM2Eole",
+	"rkoWER8XZrlf+G7Eo6nm2G33zYgrNgY27dV++umn5mmqJoyrKKCKVe85zZ6IBCcwOtNzSSUj9fcvn5HH",
+	"Tw7bDY/MIzWBc2BJIhISiJAVN/ApowlLSMJoPP22X5PzSAWToaBJ2K95+Na3/VrEr2gchQMlLhl3Pwxy",
+	"E/u2DxM7fXdGLtlCUy4XisBbrX5t1c4fdrpVO//X5ns8/eZZWL0BZ8+RH0Qyo7CFSBPpkfmEcbIQKZGM",
+	"K0JxDsTPj+k3Tkik9CRpLAWJOGFXLNH8TwxjNiWhCNIp4yXukrBfkJkc/7D/uvvjk6dHz46ft190Xna/",
+	"2//+YNUSO90KXnLj1WY0oVOmDPt7Zlhl1Vr9HDP1LRucJewqEqkkMzpmJ0RM9XoUGYkEfh5FiVTwm14D",
+	"CFSUf16N06mei2HO667ENOJuFXrCWpfQI/3vn0+bf6fNX9vN40Hz45/+u1Z1hs9ZHOlNPXu+/gQZCc2T",
+	"xd0O4yvc7af7FeLZLmpG1SRbkx1JS38tZH9JtcZgZX620P9O2KjWq/3XXqbp7+Gvci83b72Ms5BNZ0Ix",
+	"Hix+YBUc8JSkPPolZQS0J1Kn5MOHs+cekXTRIGpCFZnSSyYdYyjSrKQjBmfWPSATTb4tovdG0imDa+Su",
+	"r/5Lnw9FqGXBLKYLmTtmyuWcJaQOT/tuxqr5Hh5lYY/oHfAbJOJSMRrqndfagZ7OPArYifuG+2qfUy7U",
+	"hCUEPoqfkMQ/6HZJlO3J4JItBglLJQv9EzKfRDHLTcwtE+RfknLpEf+gfdzn+SHMU4OID2aJGCdMSr9F",
+	"fmALSWjCgP8bttLq8wKNHLH2/vGTI9Y8aIeHzYN9dtQcBsf7zcdHxwf08MnoeL97YCkFpUtGK7mDbeqT",
+	"XXkRDtddhH7/uttp9vvXT16suggrNIbvxZxMKV+QSLEpyJGEqTThpN751z//T6fdLor5brv6GoPoLEw+",
+	"ZCOaxgpfmdJrlDYdsJqs7OlUyh5tIWy+rlqFLV7VjXp0xVXVo9zlmpq56mmfK6rky0RMq2cuFU2UY5ss",
+	"iURI6maTyH6bhPoyGfHtK4HqVdVWjxKwQ7L5jUQyBQVZ68pNFU1ZJQHA/C7+XsE7ODk7fXNK9JvkV8EZ",
+	"0V8iMg0mhEriv0gTMWN7T1kSR9wHPkHjaMz1vdWz9sicsUsJauRUcDWR2cL8DxfPVi9F/VpNMrUPF8/Q",
+	"nLH0/vhgsxz4mJMHf9prfnz032v2QVSfEuNh8Yw8wq6DOJXRFctWxcV89ZrEbQ7nJzQVNpO9sSn0RGci",
+	"KusGGw2NiitgRrzLLchmDzpFwuRMcIm+qqc0NBoPOA8E1yIB/FJaQ0fNcc9oPH/6h0TTK+/sAsUJLfcR",
+	"jWIWlj1fToUhoWCo8E2pCiYk0jYPLiDnVtDKZ61XMaxXC5miUWz23EqNCZWkQ4zqSUYRi0PYdK16SvBP",
+	"uNemqbTfBgpCEiU5RSVHo61Br/nxU9vrdJ/caEp1y9ADiZDFNW3SalFJeZA3K+FHuTek4f/ott2pgegK",
+	"t9IPjWV+oHmxNcD/4raDuO0wZGpPR+4t7xmc93ZE8g5HwVeWSdxud+kMjZ4yYgnjASN1f0pjfadYONDE",
+	"4nvEX5oVMpycVV9W5KumaR7fKzwLc30m+CiOgtvSr71fYSTpcIl8DdOBu6wtAffUMsUuDVQg2Ehm48xp",
+	"NhAZsoBqe0zfhoQFTKuVRpFiITnotMl3grMWecH181p7BwXu3dvzC7KjJ2OPwRjIGpfodttBEiZTYJO3",
+	"JevjjKx/KrHL/P4ukffSBt8/dQeGlmSmU6MH6RupNQSlKdw+o2lbxul4oOglA0rPuRXtH/vcL09bP5mZ",
+	"IHwwiqPxBEbbpO42ULO9t5vzUiTDKAwZv+XVibhMR6MoiBhXAxmIGStennP9JzKNpER3YfnGVLxfvjPW",
+	"UxDT4BKNGXgO+Y6YsQR5ImcslD2CrLeXMBquIHJ8YmfitXIXZwlu0ty3ah/z5L2fkfdZboHELnCJriu2",
+	"4f4oO9s86raOlXeO1P3lSSyx6Sqn0zqCW3q+wmezG8G+EeqlSHl4S3qFIxtwoQYjO0pGrB/4JRdzTkSS",
+	"8WaU88uEWx4oR7VvBL5F+rXxTDWP+zUCrB8HRMdLJInzPa6l0z0Y4g6s9iCjxdcwKy257ZyXCLG8rPuh",
+	"wjcCbRVkpCTiQIGXbPFNbhtI3Xff1aywNJV7VhnsbG/L9gybBx2zpO5yknJ2PWOBYiGRLNHSHJ+r4n+F",
+	"gXJUdC6mTE20BTfXrGOeCD4mghORJkRGIWuRH1OhWN53PohCEo3ApanXRANFZDqbiUTdLyu0xHWYV0/P",
+	"zErKK67gdYUl3w+FnfIFQS+UVjDThHnaMKacvH/5jBwfHD6pdNneGzVdCPGa8oX5s7wlVSVUsQH4aap0",
+	"ULwuLt6TShaSdFZBU4Vh8tJUCHQkuYiJ40VGxp6g91Ff0E4+jHL/pHPQzamA77VWBRPWpjxjYbXyV1rX",
+	"VSRiqljYtBElLZIv2aL28Z5IiiTZvLS+budG6n5+Kn6jRX6ikSJ+Lg5UiELlyKwQGVxHY9mDK+JrW71s",
+	"n18OUq19PffonQX2B05TNRFJ9Cu7rdCms8i4j6/E5YqrASdkH1i+E+UhVimZuVFa5BlEkAklnM3hV6rI",
+	"XipZoi/BZ7oX7U52L+ykskkv3YnyuvSOG217YH4rbtcbQU7NeaD259zdSxpOaZi8bGI81GLG+ds1s+3X",
+	"CgP3iIkYyuFAXg7+9c//16+5Lb0En/2X3c3XuB475Urtp7Tke9N+UtAm3W7V/dKXwPQzodPcn0qnm/+T",
+	"SXL5CjX0D3yWiIBJWPILriK1uK2WVRk+KhmYJhblkSwIVaVnVQ9VZgOlWA+wAxC04AugJIxG4OfKIlZG",
+	"l42pVLnY3AeZZxvgj4f/Mm9tcL/cQap2cwpZthbDRcySlzWy6s25PwvUL+2rn22siafg/ppAogvU+ysC",
+	"iPdrChgP1Lky12UFpVZR6IwuU+Q7avY5o8Htcjhzm6b/YCzQQcIofNnkrV1huunPtUe1j15Na7uaj8gI",
+	"SAmfwaUOOJ2CUvTRZLFtDD24xCtDiDWvZrMHBpIFCVOD5US6TBWyf3F5ZTO7EytzFzu5JLFCPhvcg0JK",
+	"Wy7hZBfKNIe7ijIzxy4H96u+pODl+2r0trvQttslWMPpu7MfWGWaxSl3ounsOalzpg04Y6LrbWHxqJRL",
+	"pi8jsqTX+28O3h3++Pj9k/Oji+O/tH/q/LW7HBksxdO82tM0vjxTbPrCGtDFGf00WRDBGcS8IQmBDNP4",
+	"0nEGjCKAjYc5Lmjb6RMUc+4em4s0DsmEXjHnTm8BUYsZS1TEZCYhqmJ6dlj9BKlXRDG2cP/Cvm3aDCuE",
+	"lneBQsgBjP/SQJW5h1nQqyrvsHIFmNBUCJ6ZbDC4GCzRCnFMVXTFbKqePhQQYYpN5Zai4aUeGA/7BtZx",
+	"hi9DuoFZBU0SCjRvOUjVoXx/cfGO4ANuMoTGmlhyxz1B929F7kIWP/0Zj959zp3DR/ei4Yg3Xu1ZHAWX",
+	"yzN6yxlJWCASbRdeRTJSSK2Qo4sZEOQNXCfwyEQcJw1PiuQbSc7eERqGCZNymTKHiZhLtiLZy/xIRnQa",
+	"xVqlTNF76WNeGxcKJjbmkWThVlQYxFRuPE7Yh2fw5I1J8zaMfZl4GTfeKcxhBqEP3iE4m23i7l4tEClX",
+	"SUU+1dn5W7Lfefy42SE0nk1os2sy+ij5jomzdySkig6pZPoCBYKPonFq7n/+Fnk1LbS0pLUB9YrbeRUF",
+	"K1gE/mYOAVgkT6eatEImL5WY6a+JYRRjdvUwZqrm1YZC/1/QdXK0ln0wCrc6hbPn+mGbH7NlGkwm5ZeE",
+	"QDynC0l8OFM/vxb4S+VMxYpLaoILfEzkQuoLen9UCpHmhCWDiZCq+uv6F5uN4b+HyHTieyQaEcoXZQI4",
+	"3N+CBLSZOqBjoxVWKLgfJEuap/oBn9Qxp+2w0yXDhWKyvKwVuax5xgQ5A+agvFwKVO6+2fta3pHsyjjK",
+	"hXPyHDspLGclr3tmuUGFSJrSsOB47hFKZiyRgpO6P0mnlPsNj1ASJHQes4SIhOAYpO4PhTI/6pH0LyKI",
+	"aEzobEZGTAXg8qZ9rheNyatsTuq++Re+6n//4vS5n7MTtALkN/RolJN0BnlSU8E1j9XGNv7Lb7TIWx4v",
+	"iJkiwUKMPocNI0rMaRLaCyB9yJbys4IN3yQVmksBY7jLbKZnlEa49fDNyltjb29Fjih8ipw9L2pbQWw0",
+	"94qsuYMfi9S13y7kYen/zCVi6ZF+bjePT5vf//mH12/eNS/+0vz7x0/dxzf/XVs1U1sLVJ7rjI6Zvma4",
+	"Pcviy1S1bKcmoHzdrBpkBSQV8gasR2tFwvRGIo7FXOZ0gaEQMaNcj1WoPSkP945KCcl1Np9aCTJmCshe",
+	"v2jyqX3NO3wicm4Am0xdzpLeyGU2ceY4kqrAmKFA5uMmZuL4CBxIbguLO1DFCdblZp+6TDebyrBEtxtT",
+	"s7emWz3SDnT74qqSVZ9C/j5XnnXbMH7FYjFjRgteWlBAkwRqVSTYFkMRLlrE1/voW9IyGQmaivVliJTs",
+	"cz0fUve/e5Hl58B3m/oHufdJ/8+NzeUoXho6iwZXLJErK5y0oWYe0N/DyXwjiZzQGcsTx1WnkvnYW0n5",
+	"4u0IkuO2MJ/fRXyMe3rjbfXCC2NXPzdejJ1etlT34npCU6m2fVurOOhf3uGFD+ia2P6F5yxmu00JZfb2",
+	"L7xA1+72L7ym1/AR+Z7RYLLLm5q1u+c/VjpI9G/fSDKji1jQ8CSXsqkVa8gk4cxQPkHCN39QEyZZo7Wd",
+	"RgtzQAVVS2+p6HS2wqaIFJnQ2YzxXewI/MMWc7hYzNgbOgVHuMtN2ELB/sk+a5LNl9Q5mEF+dV7hspe+",
+	"Zi5qFVO2W7WSvZGz5yeWh2nuZVRh/E2ztIXeQy3bDMNrRqFf5NzsSq3m3O924dx6pF059yaNA52gd9Q4",
+	"7C35ejWOeqGqh/h6PKOWUggyN/4jlRJ3TdfcAGBEthCYKhqLccoqCCb/9ipmE0nCppFSy86DFS44e4s+",
+	"1WgYRno0Gr/LfRd3ennm+F4m1XM0lK0eLekVDkuauALTrLgqFOqE+MZF8cgnMh3qF4cMiolQ87H7Falt",
+	"bHCsS9iRmW4iJDg4qHMvkFP252oPxEwNoorD+z4aT5pXIk6nDBcHJXb+Iz9LX494EKchO8k2hAwXWFkj",
+	"kpxLZ/kaZ6GH7Q9Yn8+fz9++IedOV1Q5+bryxFfdGziD4kcccbhtcVPNqHLtjapmvE4PwJ1cd592ZsBw",
+	"jwtM+LCKCX8RLrR2a94Yml/HcPSZeMRPGGJrtGZUqoFiXDKf1CVjZJVJUC7VB8exCRsW76Mtz3PStlhn",
+	"BUVWpsLq46N6v98q/anxp9ViVy/znR1s80pJ3c/PE10z8ygOA5pAjVYoNNMks4SNomsm7fOPfM9pHi1X",
+	"JfUI/Tf+I79iKx6t34RisVm933/02xY78ajfb2356J8a1btmwj1VytjfRJpAMOrsuUkA0CvxbBWwMUBz",
+	"2a8IwSI9EkZjrUuDnG8Nev+rWaaOHIbO9gWo+aqm/1VdjO052KKy4pULZyxbrA77ZZV+ZCrozXOkbqp8",
+	"TVhAeiRmI0VECk5bfXHRZbrMdy1yyhKzT6eUGz9UFo6RgoxoQupDobBA2Oy5VFR/lGpp2ShYEBFXjw9q",
+	"3lrohSKazSqdYU6lBSDZ3kZZgsDZwnx9/wreNGA4618416f4HB+9KeHkVCwkcXEqScaCCB5A7ZF5rVIX",
+	"2qhN5vMHVu2deWblvm3xkRy2z5p72aq4QBsHL6EEraL5YpQPHtaXYEalZCERvJrAd4njLGEOVYlt0P0n",
+	"2fW4/abmkYsqgy7ZR0hAZ5X3asVHcncrh4a02e1hn91KP+CXJf2AV4e0SohL66fx3jxstZgcNFNlhTmw",
+	"0Q/vX2nFW05oUsJY2Q7NKU+yBzllKVsD4j1tYAb6mTWx9hzzdpxaT1uLphyjIlzM8/vqsKQMmyhgXg0S",
+	"dFBVbjyCT5Wn8YoOWSy3zjbQdHFBx0WNsluhUJosuWVRB5qNFtgzJmbxks2s93tzuDCX77SKy8HNDCaU",
+	"j3cREQbhbaNYuHi9IaZoJIahlTzlLsshu1vmjIoMFudU4OxF0VJgHeX7VeanOQ7gZZpFLkXDjVNmfwW5",
+	"XDiCKrVeb9LTNDb+4tWWnEEpK9FkxC/hLuAXl1UizVxWsEn4yUMIsDi6RDsdkFO02Y8DvrLMamuSN8so",
+	"O7NQS7b/Xb4EJfrASa/bLD3Qinh/qgIxBQ+Czdpa3hVXK7VuNcW8MC0Seciuq7+qP/ONJDMh4eSsfpdL",
+	"sl2vyMVG2920u9uwSQt4Utb8XA6FM+ZMXf5G2xQX7r687mDeMwmoHBuOxiTRwVQiVEFKqXBmkqsxaIBI",
+	"yFzrhrlFrt/mnZwCBVqroOcyH88AJ9ai5uBjm+e6SY/QGzhIYLsL6kTu7zt4HZaIYo0jYimUtNZMAzIE",
+	"/VMbXOjjg3yRHgkmLLg0WQ4t+JvfaJG8v0xbnmKmmhHvVfrG+hwBpIw1f1LpViORapGfkkgp5m4muLFV",
+	"QrnUaoLgNn8TtUZMNPW03WYsRtnnYZpA6UT+SYsfxUWWv1t0akbKM2PYDCNtEZZQoT6ZxKZ8pl3tZZSw",
+	"kbh26TU9l+ixCt6z0+51Dnvt/VanC4nMLmOt9vxFloPTy2WEIRDuppwOl9i1GTbJJW7jgjAvqzalwdvz",
+	"pfwgxHttLQIxHWohLxIDm5rPcaq9Fr9GcUz3DlttUn9Ng4grIScn5IwrFpPXNCBvz8lfSeeg9fiEJFe9",
+	"zv5+q90g37HgUux12512u9PuELOZe/BrnuPeJ9jrCnTh7XauChkVQPeKfNHSyVYZLHGlE8UKf3REg5RA",
+	"gqqMSnxZP8B25nIZ12tn03kX63Z7E6ZKzS1rt8sabX7RHzc53e21KhmNjo9fN9GXi0zTrt/+1TyNvlI8",
+	"c8fQb6N+nmKVwtYuOQPZVT2WdcqhYC965sgwVeA4W/LPVXsvfl//1ZafWueBgpJXrIiGFEKn1EnGQ5l5",
+	"w5Qgfu7rvoeZh4h8eNBpb2/Ple7e2nBJ5myudkOZc64KPkFoucollYGLQrRYGJzNzLyvl/7wDVZYzCOu",
+	"X3BgOSsctuucRrnNBkVtknfiup0fsgm9wgws63gkL/hIJAELCbumgYoXHqKzpjxkCYkFDaudujmEQ/P/",
+	"rQc6vL036m4+pB2cN+t8JpAbkIh0hnf7nl0oXg0DGeZ3TXR39Krcp6+jzIlWKtT5dLHNCrWFFIcMJ4yG",
+	"zTTJQWAHaFAvsWBkgTKdziRLzCXJqZ9WUfhK+z9sBZ3/5Ro6/BvD5Xcr4fJvqtxK2/krKlw76/SWgoZi",
+	"bFJzQwrpjptvSIiPnxiPu7bAIiXR2enqKne5Avtf/xX4vN0jOu3evl3lH+I6ZJcAp/j1k7whWkfy0ZRx",
+	"GQkOOLRVRK/f+kZaXWWIpaqhfW2LtJhSnZ+o+sxToXKlFTvGqEGZ2hApv8WwWeeXJdvWuD2gWNYj1ucA",
+	"tVieKZPzXNGiSMjb88pqMPjvRlWm4nqfGs7MLdzDTa2S+xvSPd0xbtTBNHU4WgGdfBdo6e1thHuv8IMB",
+	"3ToHkA+xFBwtP1Ads9sWpJnUHUhzY9uVr/KaZuVw2Vl5FnQbwJ3XOlEL6fXrJZoJV4II8zMp4JO6SQiF",
+	"pAgsl444oWQa8VS5xFO9rJ11vuNO99+v7ddnFJH77Yvufu/wuHd49NWKyCwW/oeVkXYJa9D/C1enXAq2",
+	"8YS3LijQI+1QUJDvZraqnsAZyHfIZrWBwj9KNcEoihVL5H9mCUG59mnZhZLFOWN4jqhJItIxbuDpuzNS",
+	"p5zQNIwUUQmNYk1G84nQIiPMvFcR18OLZNFokberImp9LhJSiKgtBarMYeFtBxQacMhQzXSc9XnjASwL",
+	"MNSN+CwYqxyA1qZHW+IquU/uluS+7Fi0YQOpSEDjGH2KeDrOtdyoLHaw61l/9RywzU15XRvi2NgCYMxM",
+	"R5XNAeISBZrpeW6zSt+/U6gA6c5Sa3WN31oe/I0s+lStNpOvaa/SZHIhWYhVZVrQzsqMacL5n2zBH160",
+	"j3qdboUF//V0KK3I0PsDqyoVq7GXKOfP356puRCoftVzvAKLwg2oDVekThWZCqnIYdvgW/KQHJEfoqf6",
+	"yT+fv31Tvj5iziHnYJyIuZo0FaM25SU/pcP2CgG2lXsCvG6RVFFQoeB8JoMVYKOu6Iok2GEaXDJFZPRr",
+	"oVx9IlLAvwbKnDN2iSAaalJpeH4em3iFJbza/pVQYLuTjgin9hT2YJv8ps9qYevhFY23n/czLdYA+Un9",
+	"Wj2vrEUVnjNWXkA3Kuj1ubm8cLPZnzf1Ha152KvKLMgdzcd1l8ccg+YGcbwFGsLyPpRdeXBvtrhS5hLU",
+	"I0589asPSHYfLp7d1jeCn11ea2VJv1EHTK6mmYmZF+5aq7BLZrFLi3qGuf7wawV4mVj5DrhMDTaQ9Ege",
+	"6Ud6FrfHFEAVkH7u0xOazSQLSe44NEZAB6u+8FyzXR4o8wEIFYZ04RGZTqda47IoiyFd7L6yEgUU/Z7l",
+	"ua26BRd0XClA6JDFpfgxths8bJNgQhMaYKkaF4Brl4g49+dytVrW7TwPgrWugu/n/93vX7fbzX7/uvOy",
+	"379+8nJNvdqH968qqxXpUIo4VdATukd8rSj5UGEIKpNP6mhmY0tcSQSPF+iGzrqjQB89C/IybcB6U8mS",
+	"LBFyRqWciyT0wHmdx/1zbWexH4JHrHrQbR8c5Xar3Kpyvda7VHFV3MPqDbp4vWOG0YeL13kDjoZh1qe5",
+	"mAuCxp6wfXFd5pA28RaYJXJVroZqtMgZR6AuzeFyLZawZWnAsvyPbzRbzE/mhPifbjRDmIorfK4i0zxr",
+	"gF+mi1RNBzmCzLY91yi/lNZWAUno8IErBjc/bjGO7chfNYz5rQDJYfr2bxzXNvavGtf8lh831/5/i8EV",
+	"S1ZMGX7ZOMLNCk6EODw70ukFYBywGNtrYzHNib74Wh83P0ilWa5xZwUxo5qg8R+QWOzaBU4jnv9gZ/s6",
+	"V5NEp5lLys1jX2OGXFWFp3kkX+npnH/YkNg5s0z34INOG/nkukLQIlta7yHUVtxYWBPOPtt6Y/7xMz72",
+	"Mf9cM5rOBCpa0CqzVxtHapIOMVZBZ1EzECEbM77nPn2Tf11eRrOmmCGZNQ3QrctiWpciCLq3/n3htsny",
+	"okiBU9DuqIkg2dI5OqYRb9yy/nLTFulBWhfRlH3RXdoubbhin1obK9fL27FbJftXR1Ebioa3S8/cPcXS",
+	"afskoLMV57B7nuSGKt5Nmw/f+YJ7/4dO4jwpq0SmecTXksi5xeXeXDH71V3XHTNP1yg026eWYiUwqUMa",
+	"6XCB+rFkiWqcEN/86sP2247+qPdMaKGMOF/dhH9dkQ+72Xff/QyOe61kP/mDpKD+obPw7iUptbOFS99R",
+	"WZXwQXI1viVDsfOJkIxAvlaecB1L2wQ+lvGy/e6yv/RuEQbPLWfLWIPZuuzS6xt7CytmPhExM/2FoVIX",
+	"w8ch4yoaRSzUHCFSkljChz4dln/ZnXVlOjRhJGGSYcDuoTboj1kb9IVKfL5g5c5DWc5DWc6mshxoUlzd",
+	"oujM9FUuAqcFWlOSrEUuHOLlSFufhilSg4X5dsa4GwE/V+U4nNFhFEeV+KDY+0CPhYPoD4eicIAO7WEC",
+	"ICRKCIhF6SsJSapsOmRhGHFAUaFpGAmIcoamFXdljDEXIXy8LO/A33itBvOIh2JeLYXNFSM8nQ5ZAuJY",
+	"XDIOgjniszS/KBoEbIZM3KmSne4R3Mrb4aSt6QyDn8SemzGjgIyVFN3NDmwSMNs/8OjadlYldXOkgYAs",
+	"q0jwYuSh86Tb6TzpPjnoVEy9AqZiPRZs4egjScZCYDPviJPzrDfZdhCxYSRnMV0MeDWoJHLUZsJoCD5K",
+	"/VgxqPLdu4vmgSD6ADanym9TeQ3XbrtQOWxBIUqOTdIr4VnnnIWD4Qq8WpGMKY8kFsqBJTNLxFUUGhMH",
+	"hi2uW8wYp6Uld7pHu/VTyWA33PRWcqLqRFekgrPnZJSI6TLIcDbf8Uw1D0Rz+Zxg0lugNX4suLuaHz+1",
+	"vU73SXWqK0x4NYQrXpemPnyqIk1XkJInRricuybAIuPeIqXhd8NyzfV8XxIuq/uEm9utlSc/ECHzPTKf",
+	"RMFEMwEJPZ1OiA8S1mBzYxcxHySPZhAYg9228dypGdQjUxpMIs4yNgAASlBgUySypbZuyzkWqzFi/7u2",
+	"Q0M6QKmexdQUh9sQpwiCNEkYD9iXa1L3WRvQZc1Zq2G21cQatXmwqY3rznd1rRo4w9gwT5qqYohnUUn8",
+	"fINHv7WZDWY3ZCADMWOr9jziMh2NoiBiXOGTvmcam+i3ciFxgPxjLJT3aLNv2+7PUr4zGQ6Pj3NKSB4L",
+	"MSfXVyq/6IEzjVtdMpW5/nqc1jaiVVUD0ZMP78+wCk5fCxRuzpyXS586QZxFKeIrRDCimJiMow4jPjae",
+	"1ezWZ/17N9z/qn5jle3zK0mj0OoeiaLg1WG2SQu0y29iu3w7Jqn7ppW109cRzPgWlHO0Ab/O9ddAqMIM",
+	"MRCbPObu3hrZkOMSlb0eLQua5XK5LAsgLxCOwjZE8Y1bWS/fGeEmBQUatvokFgFVzmteRgHaoikoJmyX",
+	"SWOaSkWGzKWcdNrtMoB2t2qzTS/4la48dE3Ztmv4dPHLpUbP21wgtzWbvotsNym7Ncpw4dNIbfVZ6/Nf",
+	"vroA029+J3WtGTw+bncaJOLGKLE7AP2gipdyGWlo07Yv2cgre5AWXBJ5fxC4lNfzTkerOESL+Pvtrm/h",
+	"XWCcBqov++0nqLtgG+AAk/+HC1u8KwGhzULKRcFln0OHzZRj4f9+u+PbkY5wJDMGwqAj20UEt7r/TP/U",
+	"fIZJZD1tqjbpmH273277DfhQwmaMKvRqyT4HhRvyFk0psam9BAYLjjmYulB2RoWuffvtjqc3a7/9xNtv",
+	"H32skhd5T+IqqdEEDxd6JnPNRfUuFbLH6tCKEtsCcGFyzUr5cUsRkHJ3ym2shHrOTAAjoXvYucn93vif",
+	"9d7P+h+fOt7hTeN/Vmp958bFtVrjoTkIY2q8gMzswwnp/Ouf/+fxPikB2XvEHxiCaPoepsFGlnNR87S+",
+	"1/B4cW9WIx8/3t/VfBrAvjzuVttOpWruioN3xcau52Ept945f6ASXnPxDHtPOiTAXCdOCY06TKfUAXZK",
+	"rc4zt13M1zThc40UwA8mozGH9qvQtl2LC8hv1NQKxi+cRyIU/hOc0yvhQD8L0P1qV8upvr1rvJKHlV7J",
+	"pXb5VR3Fc34aYl8gkepBaCVhAYuuWOJahRP/oNMm3wnOfFL3x/p/G+DNj2wDcpjkIeTvAjlD7IXINAiY",
+	"1LqP6c5v+jcY8tAD1Vzn/prH0zj+uA2qven8v747i0RFEpayvXN5qf3HZhPJzH8go5V2knHG4lbpgacz",
+	"ZTvFocGoSJLCfdIPpQkojJhPgNzFbWbj9sD1qKaAq01uiFJCbzt9pwOj3EgQkFGC4UqZE4tyYnEqqlTZ",
+	"apVjPSL5Fi3m8Kpv56UzfKHgSDF/q2QxkIAvUjlAljFYFwt7nibQpdeyF2AkmBA8TmhgS1K8LJ/ajm7f",
+	"kErMpONSWa+62x9zZqescIJrSZxrijfThwieZLjThuz0heaCwDitpejUTnlQawxbH6P1vruopqPdiTYU",
+	"UslCXyu5qclvJilXUaytw3QKGpZlXT6pDwtMzSOSsT73S8zQbxgIXDMelUReRrMZC/Mbgg2yGNdvopWi",
+	"X7rSZkpAOYQ5ix2QXcoBzrmWMeFKAvuMoPibg7zm6kCcd61v2CHg57pqGc5bYiUFksvZm2VJVGaVa6/a",
+	"bij2ZlWnyFqrLVYwAnLMl7ruthUmZ4oensFUVtdOxwIcEUQJcbkZTBvcfINgVSPxRU6QYncss54LJhVC",
+	"mrdyQ/iNPCqBkQsV5WRbwtAucwi7SUuNYVb0oZczwSUbsOuAJTO1TgS6VvCZGYYvOwty9046oEevu055",
+	"Q9U8vP2VQmoeVLuoL2Bk1Ja+kXkzM89KLe9PGCiJXBjFqrVFI5iqK5pbsFeg1OJsi2RXcU5rLtId4HiX",
+	"1PDdek3eTundViVUwp6XuWhlfa/klLujqrim54TloXJLhv29eXpJwG/x7ntopaGfv7OMMJjRuN1rCMh2",
+	"rq5mxXgkgoOeOacLfS6AJLqSZgxL2ghnYZ4ziCVTavzka7mzfWd52Bfg2zG/e0TEoeYhyMrqWZ1cwrSV",
+	"e6UVOMC/M2vfnpRK4muL0KEeBLD61moRIBtYyEIvb6dBwF4kWLCP6s/ttc2NpnHWcFl/D7Q5nAYEzPIn",
+	"viVQtM0j3qqlMTZN3anrdq7P6q6dXTd/x96LXOcyVu1kB9aFcU7NwB14jFYMrYDeSlm4jWYAE9tF9Bnn",
+	"qskNyU+ytVW7M8Apspd8JS1RMmM8zBlK0ErOvMZCgG26PSlvaUgO7LerLEr3YzVKgjODdmj+f44vbWM4",
+	"oA/b7MztTAi7jp2M8LWGRG7E3H0s3LOc0VBk9MuEUUGbhXu02m4oMc0thNcLG9FbWbvgNrvEXnsmLJAz",
+	"N1ALVckCnN9hGjOn8oMnLeOFmd/toNNutMiZ0nZnn2Pe8ZBhFBxxshJmplA0VJdwszIZ12lrvQ2njVUD",
+	"YXy1usX9m/yhbWiH/2PxVJe69+bZHST7Dw6vr6tOFLW8PCnW5hNTtXDa/fHop4O/PP7rk78d/f34tP20",
+	"86z7vHazQmGQt9cVOtW5cbmd24XVf1lBdEfB8ocQGffBqfLHuSWncoS1iRNtLpywrZ+dH8KlEFQwo03Q",
+	"jUXX4R3S18oa/NcM5fifCNlYrR4su1aNquT3jNLtkSEDZ7VTl8AGiCAGiRFpkE8nxHd2g98zcqscEepe",
+	"X5/0uW/y0noO9UJlsrAukhUva7Gmv4K2h/mGk36Anm9jUtZ30udoQ0zobMY4+sl4CHE3IwdR8DWKnlmz",
+	"B1rBsEvK95gzM1gXaXzBkTx28oS8hX8Aa7V+5OVLaaa8Km50avLdwrxW59zTZo/1CWrhZb3YMFauNsdB",
+	"sXUOMDhHx2IXaKVVxPfCHNZzc04rFKTKMCNdchFtDjtuEW3sc+sJJWfKxhFMAZjpg55z92MkATvj4QmF",
+	"LXLuAEktv3JEqQSZMJpgbGwZlbQYAnSlg50nUCB6aEoHbUQ2C3nWioWPeldkofZRZjtYu6NGdIc4JVzj",
+	"UnwSyDAXO75DwGpFoBojzb3VTOSEuMByz9JDboprYs0f7x48uR8FpKByoHNtRbRke3XC+VRcFCq7uN9n",
+	"TsdqfvZpi+y40iUvxold0QqKBKvbeESmwcR2r8SHNSsQyeUoFnOihIi/kaRfsz+latKvYY9O2SKnyMf6",
+	"vNs+MWFqfbXB4441PCf50LRUQtMI40GyAFFHeZiPVyMICWSILLRxhc0xAV8ApY1dTZ6DSaYkqVs3QPOR",
+	"7xH/GaIcNbXynf9v3EH9lw+SJc3TMeNK/9f3QirMAcLPiFlzuGhOxMzuX2OJufy1+eboTfM0heJ+uR8k",
+	"+6qJDzex18MyUma3vZp1V9dxlFnyEmz5Bm6zA2y5HmkH2HIz7U3qb3kB96QFP2i/X6f2+y7i45VeGcWk",
+	"QgXAQ1/JcEH8d2/PL8genUV7V509Qy1y71PGgG/29Ht+CTtiyqSkYz2H71kcC6xzKpW53Uksuw8sr2Oc",
+	"MKa1863S7+9dGtmJbS94ZsUrm4WddsxDKYYGXG7ICeGCMzJllEuXm0KGbCGMkhzx5iiOxhNFAjornCOA",
+	"LK7JYFn2Ltg1oJJ+CyAD0L+xGNVmi8NQFdkGazQyRpM4cuSM8UswCu6k2Xs10H+XP/keBzfK85CNRFIw",
+	"J0yCNOFifmuE1mptZmnLFysS/rONNHbt8n5u68i3A1U68u2PlboifnmNbzFH12CgmbgXqh0bI5JrCKIA",
+	"novkdedTL8Eo7zrqfXCe6miBzRPCebttX0c8kMl7DulEdzDaMSG4iWlJFbY7JPcNMLlvYMqwC4UIR4+h",
+	"CGtF4lBVIuAlY5WJgGTIZBQyI+XnRPBi6dfj9sFRgZ1VQ+Su2rALJu+yUU5kFvfn1q7rDTPF+OYKzuB8",
+	"Q1A1BkrAXTO8VC4b6r5TvXrE1zdKpGAYBIJzFsCMEjaC1MfiX4NYmD+mHND8wa3kET/kUv+PiqXv9bk/",
+	"jEVwCSmRevIf3r8ixg9HwzBhUpbr6yKJiL1aK2VhwyM+Z0qbZfB9ygMWu9EQwbfPIXNgkipwHYZizk8K",
+	"OxVJkxIRYpq4Kjr+DXwmRh8AhHjQub7Wn4N/719f+31ezwFGmjoW1JxxjvDkQe6tw9y/Dzrt7N/dY/dv",
+	"U7NmomO7Bji+bARnWxmW6awl+aV/qJRd95evR+poUkOvXyQ7TXCycetEvs+ZareiWLazBpYvL5LRubja",
+	"yFvpJ6+y9FZJP/uVTYFyG24qZv/dPt+vEjoccXFzkkhfxJmQSvMumsMVt0DimtnUZzGNuEMZX4slHqkG",
+	"gqD1OZSHlcp+02EcBZZttcibIuQ4sYjjJMLRP7x/tQpCfJNfdVcwcbtrnxOq2bjKFnrXt0Fl/iqyKu+C",
+	"0vmV5FPuYqgugX7iou9eMrEFdOyXRAHdOWV0FZ/5KVKTnHK+Va+RzBO31GPEjVRhJxXr/ur+fCJZMPDJ",
+	"n8iQSvb4QEu0/S5JKA/FFIVco0X+wpJotCBav8qSe0yB5rmiPKRJ2OdmSpLE0TChycIjrDVuaUb0bqEm",
+	"grucvDp+vtG6gnHrWmp6ztVbTtOp4Rxfj3748Tg5+u6Hv/2SXMz/8eHd86OzV+/+fia6r+grej7fGfTH",
+	"7NMWXVEqHMGmrl6WdtQzjnRgvpFT6jTDh6YpP1mYgxX+ZodatuRolqZf3w/7r7s/Pnl69Oz4eftF52X3",
+	"u/3vD7bpmSNZkCaRWpxjPwtowcJowhJ0odv/emltWzkcyMtBP22394P9fEMK+BOrLe9RPihw+u6MXLIF",
+	"qfs4ju/UVDJckP0jWwQMPn+sA25kMCZ6SiKJfgUh3iNPYWYER/rXP/+fJhBMxcdGWkbSBYJLEQOqgb+n",
+	"ZeIenUV+i7zQVKsnM2TaepE2rTrbbD2JiQA0OCKx2Q0CmyAlYlm2VlRgIpniogVpDTBPIz4SiNnDFUUF",
+	"FbG7CsHeKY24ohE3HHZ1VDjCmcSj5gQUCxKyKxbrS05mMVUjkUxBak3TWEVNLS05iwm6JiM+9nLowbjF",
+	"NFViinCOfX4xAVPEYo9EkowZ1zoICzPAKmgC6gOe1ixqLeg09k0RvbN4Kt7EEA5VxGCOMAkpCpAEYRBr",
+	"pCBz/cRCpNgNE/SpSBJm4DHmpa8YyDlch6lF7vM+/6//It8xNLZM7Yf+a6dFHj16ZouYLSG2Hj0i59EY",
+	"L6YokgsPtQrG80SjlWfouUS5U888rWfBm89enfX0pwghvu/LCfwrpzrlwQdxIs0mqGf92mkwZf0aaTb/",
+	"IQVfek8TqXsjG2QuNdVng6ARcskWMJKB4EGMrh7saG543/fNVIH9W7af3SWPHBzkm/MAbBXwMObgSgLW",
+	"Kob8lEhsSxzNA8+/P212Dx+TCZWTFnzsB30vA5okC0JNtDKdwtlTMo2kvj+4XKBEzXY1Z0DHKvTfFOIy",
+	"nXlwOLYkNNBUnkioNhxFPCQxo5f60AlBPuCaU5qwGvH7/SGuFCNrf6fNXz9+2j+66feHPtBQV1PLa3rJ",
+	"DAJxYnqQAr3YLBM9T00LlhFBZHWZAoI0iUnze33K6/mXPjZ4DAi7R+hsFkcBPLwHB1cj/T4MSYhmMb29",
+	"vVgENNa8oHfUPmrbeA2eeemcz4zomdEx88gMnBuPHtkpsUePPG0jmL46l2wBmD0AkUkePbpIwBUjUvXo",
+	"EREczsIBO/WyhqjDNEJ0cYZL1zZOIKZTfV6aMenLDRACKZcG/y6O0c8rVb7vEZzCvj6F95pyEflL7/4L",
+	"l0CcInugnPxsUdg+1q0NM5/PW8koaLIwUiJpiWS8l4wC/f/0c40luDaYbr0QoC4egHnhT//Awlij5CDm",
+	"2jLkGiK+2cg18TMUIZ+IEXzMrb5ewOqCxwt4XUYBOiG/pNoqiRSaiLCV8hKh4lg80+qYA3RyWR3wKcDr",
+	"Q3YrRiNTEwDGk+Z7Pm7uzx99u6oikI3DI2p4hJYhiWgGSgRok4bYfrP5qr8B+hb5DeJQ+rO/4e/NZtP9",
+	"P/PGQbtNfiP+lMZajrFwAFvtVSG7kd8KZYqhYOiWm1IVTJCMMjmWjd+B8SMpIz4e0Fk0MCBTxtOV/5P5",
+	"5yBhV+ISHYn2TwaVWE8C+nrBgV+yxQnB+pKffoL0A8aVph3m5yawrydQAZpm1qMZSkyDS5Dy+ocTpJwc",
+	"EJuF8p8bNCcOWXq5TxzoT3ChBiORcpg3cINB9iecN+SXJCJV4B0wfbSseprJmGzgQ9g8piYihMGMC1QP",
+	"p9cNdHuq/2YJNvfusX43EHwURwH4b2WcjgeKXjI44Bwsf/ZHVyJiq9Y94mcJyHyAsUs4vgw8auAuGh/M",
+	"EjHWXM7uLq7RpFKzjGhgIfpacTHP5tyBs7LDKSEGMU3GcFRDEVr/jgE407pDh7yOnmot1kb9sqFg61Iu",
+	"05k2O1kIbboo+Khw+3hI1rAeuAfZcN0uUFFu0UioCACAa/VLgFo+OPj0E+aOmxwLe4OyweGoCuBt5DfI",
+	"eyX+e6aSRRNQvH2HpmvfPMTbC5xCHyUwFf0uYCrrDTlZZoVaXBs3gBhrtZTlxoMD0NIgCtgg5fSKRjGC",
+	"DPxm2h8qqo3T3EmCFnhiEmsRCmTlrOE7KE2ARUXSouZBNh/xHVCef0KoFRjfSOLjudWzB/bQHNLDoBXk",
+	"N7QSgktLkCkeoCyTM33PYGtz4ozm+EWYeY21omRR/85eXLwkvksSaL4TcRQsDECS+7MPqzIWs2cKB5kx",
+	"ufo10A19BOyCYlJ3z/Wv7r/0Mzk9Bv63/OUeMcOd/PLt43b7ZP7t47ZHCoOc/PLtftv8VBwjezn59vD4",
+	"+ER92ym/m3zbPcZfSnqMn/j6rCY2dmx7fIJAnNKFaTgAl0rfaNgg5RvLAY8f81kVdJ0XiurxRmkc68Ew",
+	"Fw61VVNF557JMAshfoM2fCSJf9A9NsKzSG5O/i+hJvpkyqZDo+f813+Rc+Du+j+cWYqWp1HjbS8MbeH5",
+	"SG4Jw658SHKg4WNZU+XP8yRSzD8hPv6DRNNZrGnLh/dafY6UmKF1QlOGPJin5pCMhWBX+9dNK5iMoYF6",
+	"82/4MPmNjBPKFVy0nJz/zUgjaWb7G6omoBFqNU9/zYKtuzUXhNFv2HLZDODZ/zKL+m3JwEUYHsppvFBR",
+	"IM0QNqHJjeL+4AZaypBDl0Tm1zTLsba1Gyr7ixvLGuIWHlZ6xibX/wJQfxzdeAns2Jlx7gbP/cmNHvGh",
+	"lusYAZATrWQVJ+2yRtEL95shub+wREZCK2VAdvr4FbwdA7RMyrUM941N4bfIT4iYd9UxbnjTohl8+VcM",
+	"rL4extwtDUnP/LfpN2Kuap+j4x5/ddzOAu9D7uk8h1osW+RZHEGODSBURmOu7cGUX3Jtj5YGaJFTnk2h",
+	"z5XRlMYCyjnmFIzLKU0uGYAuzxIGbNdqv0DcMuWSKZ+EFvPMduLAS/7cvBVpwQxIj8dPDg6Br/a5f25e",
+	"hh+ODo8PGi7d1zEeji6kOAoYlyznFzqdAbJht9VeynfXNg2Fn8GeMe/KvVdnz168OX+h32lN1DTOodfW",
+	"Ss63mle7wmOv9WqdVrvVhugpenNqvdp+q93aB2geNQFfoDUpsww2zOiociQjB8lCHQXfAJsCpp/zj+Ze",
+	"RXRYMDrAC0ktppavRbxv9p/YgFSfX+SB0/VparNTWR9VXvn/RhLnIyfGRU7qCloJ4VHmk/MMdGSkdcI5",
+	"Xcg+B4Mip25LQPa+gDgOvi9mWtnsEZWkDFErJ9F40rwScTplPeI/8jP9RLqKCfQ1TZEIHLGeQcOpSCoX",
+	"3MlHJmHju+229SeadM6ypggJJbhVpjeF2SiIASBqsQGWgEMCp46mC8iOdom/P2+XKLplnujnTxMd0WkU",
+	"L7L0yppnb1Qh3zLXZqsQKMZjdEFIJBUIEK1KP92Q2LU+xrBd6ujNzcdCWzCp0KuczW6rCOEr92JFm8es",
+	"T8Zw4RpG5IKDhbTUqs+ZZ/cKsCllbXHrl+3zN14t7wTZ9H7hWVjqQbuz6iV3ofY+cGr9X1D2cdDe3/zS",
+	"S5EMozBkEHI96B5vfuNCiNeUL8wUjY/fpL5tetc2H4Bzd7f3VZQluRo2YRu4vXBoM0s6Wo7yUPWpfdTD",
+	"VvD4vU/Z7bhZyfAzcBrgJEZfy5GU87xuzdyX2OGYZdzw7swQeECBD0LysWNsBT74wP5+b/Z3C2a3itFl",
+	"dPpvw+Dam7nHUxqa92pfkCe2Dza/8Uaol9ps+R2Z6HsEooJ4YEYet2elOUx6WaVA5b9iwL1tlZ+fx/7w",
+	"SyH+4gWG9qeQtuKueOEqZ/cMc2V2vD8msfhjWS6sVvsv8jb6N1iZzJWtiqhfsplyjqiEKWy55aBe99tY",
+	"kJE5ThuejdwzjtHtPrdbbQ3wFrmYCwK5nZBORQGPWduxTfLo0Rs2d8hjjx6ROhfEB2+g3+gZAHijvZva",
+	"MI/E0SUzIRJIw8KB3uYhzAy0sDlFPS4O+i27UhAybZhAWBrHZETjeEiDSwcVYFIdwRqFmn0x515W2kjI",
+	"TMSxtlBVEo3HJk20UO8pW8Q1a4Q6NT8KffB6zRIRMClZeGLSKYifKwzzETRff8O3pWO+ie7pj2L4zWwI",
+	"tX5SZePhxU9JOgdHj3GCjqIY0jWw8TBEhl3GISUolMg8isNA24B1JPNHFndgheEjazvfpOrvFW/XI7hX",
+	"cH2wNaa7PzZZdLeb4hLvbrxlxSheuJr6rOul4KwIi7dqQvDObjPCKpHqB7PN3LMCbOODz7CoUFsgd9W5",
+	"jMZQtD2X1S1rdtJZNMicFFcdW/i4BjnAtJZeQg4wdeyfFTZgM9DTO2gvM2VS0els9aw31qV7mYPcTG5t",
+	"8pc+uqza1mh2hZJZ7EJ9NwNzlXGZ1RrjPXjQuv7dLdF7NEKd/RmF21if5UDBkgJBlvSHlXbm57Axc8h3",
+	"eTgaC3+X54JrmN9/ACjdHXjp4UXnIGs7vxkybFdmuiNbXGuGPvDCBwu02gL9bMZnsU0ksk1MPIP4tEVp",
+	"wfw0E6Cxoc5S46mN93OlhQrunjvYp6Dj5i1TiPNubZjC0xB0zBRw8tJYMIGYDiNu7MLTN89b5DQJJtEV",
+	"C200OWEkZiNIgiQpj5mUfe5T89C3GP+pY4tXjJ1DHqyasOlKc+cVzH/T0bFrMMYgt9UINhmnYwybQaDP",
+	"lo3mushheVlAJWtGXDIuIUrbWGVx/FKwNsrN3NcWeK0wf3DXjAc4kkTR8Ur7i463NnZcP/u1nxUmkQ3T",
+	"AbDR2Kqv469bTyDf523VJLCwiV/mlm9z3EwFR9VEcmlw29t+5h1r/pUwwYAqe0iJtEDPgAYWS1bq5Wee",
+	"xV0EZcXWE9vXV9qs5vfC1B1/NObHcmXn2innpmGyLjWlQz03C4k/pdcD6Kgmfbec5TcxH8h1MFy5+TB+",
+	"YfabZ5sjOaMjEarAGZFZ/VpdWfVVh768ZPBvhxWyxXzKsCSbpoLP32ouX6/voeqD9jlgKcaM3YULbbZ8",
+	"4SAelL1/Y8M3l26WU91QrK/S3LL8NVTbRBVUG1YqSdc5E6SJEsQvNYo1eVlaJ4Gkar+QdDPTvJE8ydXx",
+	"2HIsQuPZhA6Z6nOLCRprBZDG0SWT6DJv+3v+W98jfsff82N/zz/zGy3yLJVKTEEDQaVoq/adKY9+SVmf",
+	"z1hi+58mbEyTUOtR0BmTSnZi+1uHKSRqizmHFqKS1H0sv/JDEQB+RyqhQfK//vn/Gga1FOpGQnSp0z4P",
+	"GWDXw8Z9I2G6UCgu3aMA51FIgkVfPbaYBc2YKsIFYDewGPJxOQmgxEC/pxI6GkUBuMMvSsqX66Rcrvuv",
+	"y4ap/McEbKwhlBtK/0GJxHB6n/MVlf2e69vcbR/kKzM9kN+RkiweFQnKNuLHmhvcO/2sMCjCdh7fSESs",
+	"gNAIFk4C7AqNTTmCsmX6hYKSlq0cgT2CuinKK3LTIYQDWP90xOJFLys0vGQAk5wmplwI/gguiQqNGiWY",
+	"vnzLKvUGiZOb0g9sYSQPsIqnIlzsnHE1ndFozMtOIPv3nGr44eK1pzVjU8Vo+sMGdFZKRCj0hs5c2Xkn",
+	"9iyJAowQGlVmzbNiNGJJk3EEeM63bDQOlW6z3bkAb4pxqOR1U73T0+bR0UEHC4yNDuYq962qZVxI0GVa",
+	"Qo/gcmNeyzDdjnm14aippwDZACaH8al+ibyEl0i2zFRNi7vt3vVqUxZG6VSrdVMKWFiYC13r1TibS2RV",
+	"KNcAZoDGxbP6s76+NH+jdz+PmKY8mOziONKUa1qJ3RQzJgyyQEkZ6uxKl8aLt40+tKMutMrdBVe1qAC9",
+	"EjjFTSqIey6v/jwoTffmIdtCaXpmKrZQy+puMy8TiqbDmL3gKlKL31FDs9XeOYm3o5IGOfbF+AT8sDdM",
+	"Y+iqvV55S2dQGNZut41NFnFAGIBKYhSjkWJTEklXF4/Yy9Z2Mz3fxNzU2JqSE3AveSTifW4LuEQSagHu",
+	"HA/GIWTLXDEMB0W8bErqVSWVII+MwNZKUkwhrR+zAPpcv7hF4R5mUEOjfRqSRMwtjrSxxxkBvUe2bOmV",
+	"WSlMGnLE9adQ9SsmxRjXOdlCjYBg0ETEehJaW0O1Yr3KIJ/qI/1d9QY1F6XcxLmwTkthXZOUwEaDQpsX",
+	"SsYV+vO24onWnFCWM23CN2nN+BO2eHtYqxbpNx93lHd613eRebs6AKbRNUq8YvaBISrcV4MgmN9NJyo7",
+	"XpaYEPGQXQOQIbAS/XXr87L+LasJtYut/sohf6tVbX9UxknZq8lhPnWhrO1hRD+v0Nm/5NQ3/NNIJHOa",
+	"hAN0AxlnPGh3MTdxuopQ4v47G+yDpZr14Yh5VdD8hSlqwpc3hUQD4MSVeqJm1aW9KC55z5HrMgFnPeOy",
+	"LtOG32f6JE4t3x1u1fGghnmTa0XnCENfFdcxCgOetYw3wtEqrXkaeCVtffYLV6VfI+AU13dZcFJcYyu3",
+	"koP2MQDJAO11clMxfVk0zzH/1D+7TdYiapAgAugtLuX73JvLep1IVSCmrChXIOxeEEgPvq8HNe6+1Dgo",
+	"9r29v22lKmdZ496nHJO8Qefxmqjc30SakLPnLrMVFJi6/i9zj7Fq24Vcn71/bVrrEIBht5BTpeBqzrKu",
+	"CqMWIkS3jKTmI0YfvdosrdBgX9NL49UpB1CrQ1rgPMQkWv3SUISLnhGyUDhc97vtjt/II44Cki5nXh+h",
+	"COaRZBkcIjIV9CghMgqUCENPEXSQmZJSiw1pI1UuQqu/2PYbLeL4rxgRyvucXUdSYZkrv9SzgARlDOha",
+	"H6qr9DunI4Z65YxRlXNMgVNwHFkUw7V+qXQmWQKx3qcLt/v2AG+nKsoFD4pazfmCB4TmyMyc1+6Oi5DR",
+	"WO4ZInQemmSad8k8ZzQm8MiOouUD7MXn0fUM9XxxBwfkc9uP/5uIvD+Mdwk233z7wdP076Gi/J5qBuQX",
+	"YGsrigQ2XJAFCvv7UjkQxW6nvKWc2AVhVtfaUEAla2jrwUfz0M9ajmQ4id8Us2Aay6mvOJ3quEkFVCyk",
+	"HlEHr4mDf3j/alVigfFU3E5bOdcvVyQ6XLgvm2hi5cobnyXn5+5pCQDE9Tv74R843X9q1unLCGKNlrkB",
+	"WjHe0VskMCwxt0/6f6wJhVH4ZRb3HP4uM8vJIlJhAHQSSSWSxQnOzTIYB8Jy0D5wgLScCJ5T8pdC/H1e",
+	"QrSzBlsutq3EdCiV4MxUJZJ6ZVWiFEvZAIpeMiIA81bJPrcpAeTFFErc4dqZTAS/yjTA315Zf1iBqRys",
+	"2rbw4SY/3GS4yUgP9xHh8lbX2GSZIoUSG4fkM0mnlNvMBZFiecNScU01je8qOK3j/UFuPty237Fa4/b3",
+	"bVW1xsbUWQ594D4CNFcwqYg5G0w2lTVMkYwr13MjiBlNJKQYMZoAZi261+o+OHVK4VzIsVNT/KuNJkHH",
+	"rFy8CeDushzsRoucAnQbuttcot8oYWZiIg4h4lbP5+BVyGfa55CF12iR966xlYVZ11+wzYsVoJB72gZC",
+	"l6FDj67wwoVfRXZYwhRNDLPNaOsddI+IFKgWc3CQapUojkbKgOrcPiWs2W13n9SW43M7u+7Czxam/dJ8",
+	"3UT/Hvj718nf/wOiWnibPktykrPA9uxtX+NoMvnRGDNgIepxpSo5zzBX7EEY8SBO9aM2ZgJ/9onUBpOL",
+	"5bTI2TvbjYzJPocyIkgFwnxeFpL6eaHHBZuZNGhKVJJyxEJ2LU3oUPP/CeUhoKRgumxIo3jRlDTWj06o",
+	"nOhH+xyTzVEZlWuL757hBm1we0FVDW6MS5mGRa+spTFN5bZjVDCJZ/DKHwrCI6f4VwJ5INJOAh6HhI3E",
+	"dc0zO9Orwbs1kzBTnYbROey191udLqRiwFmizfMCsiuuIkjnDZm8VELLRkxMjk3qSkXiysGPNczcGWyX",
+	"5eIyKewKhZ74lAZvz8GQGbEkYclgAimAkFfcWmAVKVUiMdk5qWTJgI5hn2uvxa9RHNO9w1ab1F/TIOJK",
+	"yMkJOeOKxeQ1Dcjbc/JX0jloPT4hyVWvs7/fajfIdyy4FHvddqfd7rQ7xGzmHvz6+VE+gDo31zrh9XiQ",
+	"pQ+2UlYdBYqrY5v097CX1ghHqeg6VDOhaGzLMqCdu0Tcb+MJMXLTLG/I1JwxTvxRIqam7EmJLB7Ty6C0",
+	"jGsRUc6GaXDJlOxzMTK9E65o7BMaR2NurSPTHP9XbTj56lef1M9O35waADkb9fA/XDzTBpgPjFUiEnFu",
+	"/yFBApjoSZ/7Q6GkT+pBQucxFAiBjwd6bLO59MhU8EgJ/YP//YvT574D2bfFVkZZgDZM0BSKzmiiPCPh",
+	"w0TMZgCi76MoHthZoUgmIaRgBIpcRRI+BF0iQ7ogdfcX+6ExjyS2h6Mo4m3rHQrBHqr63OKRgzqQ99MG",
+	"lJMhy3rM0SARUuL+A6g49FqZzRhNYNiIEzoUqYIua4HgYYucmpqqTrvd7nNzXjBd0yu3Qrsw7q5zILBd",
+	"SRfeepmI6TYiHh6+ELXqABnOlsjoVwfOikS8Sm+xFFhdw13Doh3bOnki0gTgaRYAmsX01Z4KriYVfZS3",
+	"Xsrf70NdgcksZVLrU8/rKfqq5pWOdqHgyW2FXfZtNAd4RxoywK1HzUgo26QVb0at91j/B/SrWz2nwmWq",
+	"9Q6O2npfzWCdbjbYk6OqwTrrBnvcPdA7r0RRD8u/oYAlQk9I+GQ3/8nOvv5madBOp31w49XUr9rguXi2",
+	"a7IQXqAVJrzeVs1Gggel40HpMCkcEIPICOOr1Tr2PoXRlHEZCX6zjXV+ey0D24ug/NQKhPuuh2INbmqf",
+	"mw8g0Gnd1hH70KfIN97WTNnotrX0BIvMNsI6O39L9juPHzc7WFne7GLrDtPOQ8te8h0TZ+/63PVtCgQf",
+	"ReM0wdkV6p7rvunu4WcehcYJsUYXfhO6oGP9cd1HL7Hpac8FZ41Nkvnp4rndjC8npLcVglu7Ae4uLQN7",
+	"kEWR+XRBrNFdadyjCMhJsCMtDsyD2krPZNN+9tBBu5M99PI9NlV2x9DLTcYrCuh2s7tfKM64tTx2n3OS",
+	"uSz0ss/sKLAcQa2VXMOE0ctQzPmD4HoQXJngyokrzQ/N5fMc09P89yoKmGcgrBMiEgK+qC8o2pbsjJ+g",
+	"K7NAos5bnJrAyXBRKm/IXe+K+oYwx5BvmS+oL17G14twcdhXbKXAfeU6npkGZIwD8G6+jd43sgQzmvUh",
+	"woonAl20I2ngzm0T0qyFcK/PXSc1ixBXaouGPdQAG1yk0H+IC2jNhYlOhdZHcgoddHmILZONax2qX/u8",
+	"zgWZ0bGJFK70hL/Gfbl7saXb36LlVdzOSnES0BkdRnGEnSZ+rgUTCmCIQsDEriI4zo8eTudaDeYRD8Uc",
+	"GvoD6ERWsfmk2+k86T456JR570sqlUdiMW8GWnPAFuUxzg7OOGHYEw9KsGMqZTQyy9VUHEZyFtPFwNDq",
+	"d+8umgeCTCMeWe/zeKaaB6Jp/uSkDnxA/2HOWTgY6l2BjlsRXKfyytl0yMIw4mNZtdyjznGnsNj24fHB",
+	"0fHxk/JiX7hhYGmS0SSYmB52zTB1B6mZjm1GV7FKAB90Y5F9pDe7YD21pptwc79pf91m7XfpbQQUu66v",
+	"kSG5Yv/AKV2QVD50OPrDwGtNLWOyEs5wqlUiLsdFi4FR/GHvE/zvapPrvYEa0pYSsgWTH3v2HA2LCLrA",
+	"bZALLXJq3jbIhSBXIoOplHHvYYotnIVaGjGjWZvz6h+0D0i5lbPnmvFD6R3lrimi4GyF/fPa3MiNif64",
+	"hLPnkOyvLyjaaf53L7KWR7ivpYYlRTZYIeYtU7idiIcF2OrF+5BYSzhNE2pIrwAJ8J8poXbkyWv58YO9",
+	"82DvlDMpLendlcNbBOsMtnrvUw4jf30bAQfPD7ElTHYxcPukriLo1ASwC+DU8kiYIk/1bJdafRU9k3up",
+	"Ff3DTpcMF8qFC/vcbknDNYXGbjkIxQ3RKtcbSGL0D6JrjKsVjPwnXPFzM/faPdTP6lMpoaWY4RGMKOuh",
+	"bben0LsA/zQAI6/W63q5lgVawphNG0ylZooe4mcMXEZI1kwAWBVVG9oU2NUO2HXAkpnCSmuVMDoluXbx",
+	"NRMJ2YD1UepdsA+Wbn7Gx6UJY1rF5qm+r54qtOjbMLHDpYl12+0bEDH60Da9uQ0CDaLOr2888RnaFd65",
+	"ac6KRg+mR9purR22747xrtwdo9ybbateHPkeGkhFy90zAHYd0njsrcpwdpzYtpseZizAocPINAgYQ4DH",
+	"DVg3QCw7HeD2SkGZSa1QD1yDjgcN4UFDKGkIReGsrTEnVjK1wdDZHfplbHCAWgoux/c26R17CTP/WQEp",
+	"s8s3VyFF/5iy1JRXuJ2ChFnuVBgu5p5NmxklTE4s3G4wYWEaMw/6mzNTxgiqDiN1ShwPAThlHNpAo0Dd",
+	"BZmKhJ0QSmaMg3tI281SiZkkcxoByIqeiR5TszL8aqNFzpRJ94UiyVzvkVaf53olDRlk+uIiWEiSaDyB",
+	"xeSN4mOS7TYfjGL9jK/nZNumEdtIzb7V5/CaY57mucr6THd4G5Wt7o7K1i/62Eq6FhxliP0Y1yhWnXZZ",
+	"A0C5UCnvO8fL8v42kq7UB2p3SbdFt6gleVcQVt1sFVtJQEOU6+RfbsivQ/7p64WU8SAJ/w2qUn4X0YkA",
+	"qRlJWXayu6isqDCxv20NXmJecFy43ICpMiDlprh7mPJraW9qllsd7NoOGjS3q+jcAzk1sN1NDbKnac78",
+	"c+1RzSBB5jqk4jN4PcEtaKAwt+Fyy2xWH0fCriKRyoFkQcLUYBlqNKGKDWJkVYftKkTOraA3d2jZ+tlL",
+	"IAw5btHq1BL5A/f+N45KLbG0O9ohlWr9ezaOJEBxU8A+AeegaSO+jMxoe00736H/7u35RZa33+f1n88V",
+	"5SFNQmLn+LFu79d8Pm9J87OdIFyzhgFQNMDjAU0g4w/8gNGYa/0cGQGp+/OJZAE2Qj+BHAfsvzbnxJUz",
+	"R5z4idDmRRNf850qL7hJ3ZdKJIxEoOhjq3FcnA9gK7LgNnX9v6XtLW7RwqFbCrYBl1nfcc9ZG1l75Ud+",
+	"g4iE+I98MFbQ+QvD9zmMz64DNsNilkk0njSvRJxOmbZ19MhipgYR7xHs/6cXmI+PwThNPYz0l7r9Y+kb",
+	"THUSBZM+t11j9Iqg09mUKuh0humRUWI6nLeIb+4s1nnQMMRiEZy8k/xLcKT4FpTX5zvLfyNJv2Z/S9Wk",
+	"XyPsesYCJRvQkmcBX4GD0eZUkCxmFqneoLtjDYhWNDyX1BJhixrpGuRoMrZLhGY40re4niJGqHlKZukw",
+	"jgJbOYrN6VxaaACNi/S0ZzHVe61HwUFmSXRFFetzzhTcDMAOAGBv/WFpSdg/aLfJKvh7agHwodXSXprE",
+	"/okNB5gJwT3EqG2fU1NXUo+FmA1pcOnZeWBJTTMWAY09YnGwAZ4gChiA9xMAtJ0xaPvfIGOLbQpYosbn",
+	"6mEfItbnwYQFlyRhV4zGLh/IVKsUwN7M+lej3f+UCfPfDwUBNhXWUNSdXmTXb93Fy6tVJQ1oJ83hxqvx",
+	"o3KjHk74ESfuhgBl5G5HCYchx7P1a//65/8FhArTgFBY8N9aXlVDdqRnm1MS/tp8c/Smeaq/0KvJ/SDZ",
+	"V038uYnfuykvjh/xwtIMb9t7MmoH3bDDmgiUvLum84W60OSD7nrPqpTm3XXlDaewUY/ODmcbZTp/bF9O",
+	"sca/4KPwQS16X49++PE4Ofruh7/9klzM//Hh3fOjs1fv/n4muq/oK3o+r92PMv7ZqO6nSE3OcUmrumcb",
+	"AsmhT5XVEBRFUKIveIANbx8wYR9g63+/7kNlc+G+XTF7nzLf5VrQxfdsKqzx4Jzi7iI5rTEW4xZ57sIZ",
+	"pn8ueiWNP981BUaU9JLPp8+NOSIVXRAXiCdqkoh0PKnQkOUacMRMXXnAR3yIIt4SH/Fe7+AarER3rcp4",
+	"iS1ypi8ECiltPpTtphOChrG+XUpoa4BQUGEEZ6016T93T/uxClEp78eGz7CTteYQxvtgK99ZSA46bfKd",
+	"4OxuCluVUlYb47Dr3Zvl8Q/N+L+bw9PoZVbLclu7Xs86vI3Tc2f1apNS9cA1H7hmOffiXvjmLTMuzAdu",
+	"CXuZtRoENSTvMnNdZrI+gRI8mJ9u9I9OSZoSGseNkz73syveIwinmXuMwA8W+9JPkxgayIDDBiAGLxmh",
+	"CntURIIXdCsa681ZWO1qLPrcGKt6rA/vX61Gsvxa3DhclSq+ztOhPqEhOPQs/IwQ1S4bY2x7tbxLVJNU",
+	"nqt227tzu8+JVml4eXHZb6yrKLCYcvcsElf4KZa37uuKAXZ3iwF2bhkDvDdxaKFBH8TiAzzoVwAP+kW9",
+	"B3tZFuPaBI+8r0CbOoLnfXNF6FDbqi1ekFEUK2bgPkw9BeVhLpa3NhskE5tb4XVmS8HSu8gkNq5sU4M8",
+	"6paJXef4dkWnmvJkLIBocdVVM8rl323d3E+/crGYsTd6iD8Mmmgu6bOcOKomUVJZbeKyaZbLTrZOjqwq",
+	"hvgqkyP3NyVHohV5eJ/JkbctDvhC2Tj25m3Oysku34MsfzBxi/CkRcZM+e9u6W4U0VgqvnsxQcmcrkw6",
+	"ytq+ZknzoLGjj9L4AvOw3S7LPlKkXu0k9K2X0PeISAgmXPS5tpUM1GbEx9oGTwOtfgHnPzToZSJx/keo",
+	"jJzRVLKwRV5ggAGSMSZ0NmMIehLFzD5pJ9bnehY5yFJJ5GU0m7Ewd/Y9MqNSEl8/dcUStJx8bb9KBtWa",
+	"QjJS17oKzh5yEBoEHsNJQJFon9NsEJ+EgkkMjkB5ZySdLlRl1eO55r26t+8wARMoJVbA8LamNISKD9io",
+	"aSQlC81aFkwqliDgpZO0hV0pAkreCinLrBFnpF9cYZGvv9hmFK14sdoDU7wHpmhJJLvUX9b4gMv9eRjb",
+	"ORQlSVOmZFxsWQwUGMclYzP9a5aaZJTQHianIMsBTx3CQicMfI2QywXgT0SM+lwEQZoA6JPn2l1nnwKQ",
+	"JplONRN7R1MJSVyGrWVPWUBjB/t0ulzO1OeFKqitypngO+sDR/+5l+4PUt6hqebLOwZyMuX+b6cpYUQd",
+	"o5TDagKpubuqZTEaz07yR5z4P4N48kjKVRQ3/AzFtHOAvRzpWJwAIrmKYt9imUJyGBdzC8tAlRXx+u6P",
+	"hYA83HlOa0BmUZxTTt9okRc0mJBI9jnUSbr8CpFE44jTuFDwCPmdVmUy+kwOn4thCkUgkoQFyoM5Qp5o",
+	"oY6zz20hJ2obbl6QbMsFJNw6/lH3UdOw+dRlpQchiKjC7sInRHDHoPrcDQ1ZwcgLYUO12oWMTVbXUcI3",
+	"7kO70crJcsoo8uv8+ZUUGjIVCUeL1yk2FQpN++j2Cs17c0e2ijncR73oxZzFVwUb5pcVFaRLPgFzIFrP",
+	"syN3ut76HfFqcNSr/Seft4byvZ3y+hpKvQ2g8uf34sHwfxC3tw2Gg7lkmAqYT0vm4+cWvZqtfia9mPFQ",
+	"oi1orssK8YYCwMOOyzl1mEoUBSiKW+S9niw26DKug5zQ2EatJeu12h7IUvPxsmXf5+ZsPJB6uCIQsVpl",
+	"cnKvDjJ5tbHPpo1qGabP4UF7/qNf53TKMpPrC2vR+dq3z3Ojz6QEXRobsRaS4z2Tb2jDYaYiSvB40SIv",
+	"RUL8cUIDNsAm6AME+pJZewFsIEAXHqGqz0G3lvomnhC/7RPgJLbJq0l0NP1ZG2Wl3tURzgXMkao0wTid",
+	"U47dn32vz/WHEZpN69ZuNXnVWXPikQVwi9SEJRkrWxBMFWiR9/oAgD2BrRGmCRrgsPA+N+3f80thSWkx",
+	"lawBztVebzzdu+i40FqnoOr9wNisvLsG5cX04XG6XtUh1nr7j9u3yKKB/WJZUcbdc2dwq0qKLH4mtEV4",
+	"grOmXhUei2nK//kTan73AvpV2CQbK3/2L/9ywduzo/kv3b9f/+O76ZPvh38L33eCV6PTY/niMK19nSk4",
+	"mwt+gImtqOwBZcx52Oy+5jCIED8IAgYP6v+DiztjNBX1659X7ism1edU4IHmTeF/HpLQN46yuoGVzrCn",
+	"bVW4GBE/S2XwG0u+cS7mXp8v4YOlEr1RVlsHzj3Ph+OwGVEBNhUCrgZT08GgAgbmEkwqhMzQnaU3z+Jk",
+	"G4hSLD2H/zbKP6JrlxKTcNG4BVDVdOqgFPrcjOhKuAFdGQrRwSeo7Zflku9GZp6YcGWPQIqDKSD3cxCh",
+	"vT4fxgJK/O18wUnFYunqunFxAeXGSwc6qRJklogh27quWw9yH641B+FdcDJNCtRCeS5zaSmnt4yL6XAd",
+	"2fWEplILfn1bZkt136dkVnTO7S5NLpi8Jx1FXC5vwXJcW4+bz0fKg8UeHVSixVYlGJ0eP+0+239+8OLw",
+	"5ePvnnx/9OfjH9qvN+CMLrnzgMGsxZktQYsa6jXeyVvttTal4pWSW6QqEFPXdxLoPAOmoLEUmex2e4te",
+	"lsaDuH4Q13koMyAeRCq+k5i+AcU5TSK1wB5mjCYsQcSFnz9qIYvctrojQiQLmS/4qNOR90BIm8lV5cye",
+	"ntmmJDTX3iGgHJxTEUdk01SJKbARg/E/oZyz2OH+FxFdBAkTOlIgq4ArQfUI1Rb+UJ9chiIiANEENzaC",
+	"8GEguF4pyuIhGxnQnUhCj32UQpQUYGIapfZDIEMzbBbTzQ9GPEFLPVunZCzX7qiiv1KkHE6MnNAZ9DbS",
+	"lEJVNIyN9a9ffTtjPNvK03dnPWL9hva38+c/aGPdH1LJBmkSk29J39kw/bTd3g8mQir4FzOKW7/mY0oS",
+	"oYVTvmQL4+PU38L/5CHxgzhiXLVwGq04kqre8HG9JDUNiUOU1Sab1wDbLycIv7AwUgWMp1UQT//65/9F",
+	"AG45EYlCgAvPHLTWLgzFmM7VOXLSL4KLFPXE7y8u3pVRoloEa1jHETeKh7ToNwmjPX0+TfLo0fM00efW",
+	"evSInFptANCdsipy2xZSXz3FuFXPANpGJZRLbYVqJRC3FvfLhh0x1Eg0SZA3RmnSdMniEEko4mTKpiJB",
+	"wCiq9TZUIhNN2AmVExILmXM047zPYeWPHsEnbweHReZ00TNgMEXoWkAq0rPG/Th77mUrFjaqDeHaHl54",
+	"KPPNx3obGTpV0yGfmy6fy14x/am6f9XxkKA1rT8+IN+/Pn3WPP/+tHv4WEvefi0KW26sltap+zWke7/R",
+	"In/J+cwoX5ClLSFxNExosoCjJ8T3/dlCTQT8BxJheZfsP0g0nWn6NCPpF2Z0EQsakm/tH+v9msMM69ca",
+	"LXTh1Q01wmw9S5sts+cNMw9Li1irqA+VKtIm0iOH+H+mEffIfhv/t0sm+m8Tj3Ta8H8P9P/ttgl2xOoe",
+	"kAmp////f902+R8NE8/O6yX6m1bv715f21bhnUMiW8TXU1g0T0eKJVD4NxFcpAkLT0jCsCupdHgJrhN5",
+	"ff/6Wj9MQedJE9Y4gURJ/SnIlbSRkWI65onJjNSHa15E28tkUpoUSvMuEplokeflKIuEbCdYl7GhAL4w",
+	"B74EblOTG1j3TVzFb6DdormrjaYAfbqcRy3PXBjF3LszLmcsUJZnvCi014ikNs3G1vlnbcu1ZiKxesMJ",
+	"kK1VK/VyTMd3SL3AyK/NFUXsMCn0z7M0ju0XV6BR6Im/pFECM9ayzFnEE6qPLaAzSI0wUOSaJyH4NOaJ",
+	"Uu6SPUlClSkSbRiGJbVIzVOX6ZvPYn22WelqQYA4hWdZhJxnssDAVQnOpPKIrYTAokRCOY0X0DJb3x99",
+	"ewyB6lXiRnyScTq+8XEV2P2/kbX+MLYoyp5QTCEpOO8CUFnTYkv9YCn2OewK8S2wjk+GaRQrZCNouktl",
+	"GhV6IEo+XLwmmTcECEHLMLAa/JFI5jQJB1AyA9dOIOoTcOGrSEZK6JnC74gil/vAN5KIOc+PPo+4HiEw",
+	"ESp5QqB1ovkdiMcIqTmgGdp19vlYMNloEX+/3fX3/P32Ex8vgP+MBhPWfCa4SkTcy4DhuGgClJ6vaQGv",
+	"HJ5OonUmi64IW32ih+3AsEcA9dfngX4GLjfmSU8jniomW+ZauU23IRb/r833YiiUbF7QcY9wEfGQXfst",
+	"LbptszB95O4YD9oHHqG8z9EzHWJD0rpIwMtkVBQKsIT+lF4PsNzVbyCYu3lpAFXQIiEHnXaLnM5msCN/",
+	"8lGrRPL58P5Vn9f9vWFMg8vmKIlCuvgTeqAks/scKaI32PE49OlKw6ESRkDzTLkCbUvTtOmlChwXblUs",
+	"JOonehfM3yI+io0jcJrxJCAbTNG0MeVcny1ghNDH2Pf63B8K5XvEB78zm+t/ahGl/3cquKY+H5Kn4gX2",
+	"2JY4TaLEHDApfbNvXmEXHbszhlOfZ93MPcv6csiadEYT1SLvYb56Z5YYiSWIni3FLqllQ4CYlF6fW9+a",
+	"M8tdo24taaRH5EyIGC2DMJKXriOeVPpjoZhz9AmGCY04NgySk1RBp+M8I8M2tctc7KJK4wVPnt2VXLPV",
+	"Uc4N5agf/xQ5NRQnK21Bugv3ZjkJxszKyYaE0RAQSz3Tca2QnAcpB9DaFqoBRFI0kcxTMxHHhSWjDKrd",
+	"fLz5/wIAAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

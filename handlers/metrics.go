@@ -44,8 +44,9 @@ func (m *metrics) handler() http.Handler {
 	return promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{})
 }
 
-// RegisterMetrics adds collectors of other parts of the process (the webhook dispatcher) to the server's registry, so
-// /metrics shows them too. Returns an error if one is already registered or clashes with an existing metric.
+// RegisterMetrics adds collectors of the process's engines (the webhook dispatcher, the click recorder) to the
+// server's registry, so /metrics shows them too. Returns an error if one is already registered or clashes with an
+// existing metric.
 func (s *Server) RegisterMetrics(cs ...prometheus.Collector) error {
 	for _, c := range cs {
 		if err := s.metrics.registry.Register(c); err != nil {

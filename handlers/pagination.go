@@ -55,9 +55,7 @@ func pageFrom(limit *int, cursor *string, prefix string, oldestFirstOK bool) (st
 }
 
 func invalidCursor() *Problem {
-	var bad invalidFields
-	bad.addParameter("cursor", "not a cursor of this list: pass the next_cursor of the previous page unchanged")
-	return bad.problem()
+	return invalidParameter("cursor", "not a cursor of this list: pass the next_cursor of the previous page unchanged")
 }
 
 // nextCursor returns the next_cursor of a page whose last item has the ID last: nil when no more follow.

@@ -46,10 +46,31 @@ type Config struct {
 	// TrustedProxies are the networks of reverse proxies whose X-Forwarded-For is believed; empty means the client
 	// address is the connection's.
 	TrustedProxies []*net.IPNet
+	// Links configures short links and their public redirects.
+	Links LinkOptions
+	// Redirects configures the public redirects of short links; they are served only with a click recorder.
+	Redirects RedirectOptions
 	// Webhooks is what the webhook API needs from the engine; zero fields take safe defaults (a throw-away server key,
 	// https-only public targets, 15 s attempts, no dispatcher to wake).
 	Webhooks WebhookEngine
 	Logger   *slog.Logger
+}
+
+// LinkOptions configures the short-link area; zero values take the documented defaults.
+type LinkOptions struct {
+	// ShortBaseURL is the origin short URLs are built on (SWITCHBOARD_SHORT_BASE_URL; default BaseURL). Its host is
+	// the default short domain; redirects answer on it and on the product's own host.
+	ShortBaseURL string
+	// Domains are further short domains links may be created on (host[:port]; SWITCHBOARD_SHORT_DOMAINS).
+	Domains []string
+	// AllowedSchemes are destination URL schemes allowed besides http and https, such as "mailto" or "tel"
+	// (SWITCHBOARD_LINK_ALLOWED_SCHEMES).
+	AllowedSchemes []string
+	// BlockedHosts refuses destinations on these hosts and their subdomains (SWITCHBOARD_LINK_BLOCKED_HOSTS).
+	BlockedHosts []string
+	// TombstonePeriod keeps a deleted link's slug reserved to its workspace (default 30 days;
+	// SWITCHBOARD_LINK_TOMBSTONE_PERIOD).
+	TombstonePeriod time.Duration
 }
 
 // WebhookEngine connects the webhook API to the delivery engine of the process.
@@ -72,9 +93,12 @@ type Server struct {
 	verifier *apikey.Verifier
 	limiter  *ratelimit.Limiter
 	ops      *operations
-	metrics  *metrics
-	echo     *echo.Echo
-	models   map[string]gen.Model
+	links    *linkRules
+	// redirects is nil when no click recorder was configured.
+	redirects *redirector
+	metrics   *metrics
+	echo      *echo.Echo
+	models    map[string]gen.Model
 	// eventTypes is the event catalogue, read from the spec's x-event-type schemas.
 	eventTypes *EventCatalogue
 	// modelLists holds encoded ListModels bodies by set of enabled models (see ListModels).
@@ -133,6 +157,9 @@ func New(cfg Config, db *store.DB) (*Server, error) {
 		models:          map[string]gen.Model{},
 		eventTypes:      eventTypes,
 	}
+	if s.links, err = newLinkRules(cfg.BaseURL, cfg.Links); err != nil {
+		return nil, err
+	}
 	s.policyHeader = []string{fmt.Sprintf(`"key";q=%d;w=60, "workspace";q=%d;w=60`, cfg.KeyRateLimit, cfg.WorkspaceRateLimit)}
 	for _, m := range cfg.Models.All() {
 		s.models[m.ID] = apiModel(m)
@@ -171,19 +198,28 @@ func New(cfg Config, db *store.DB) (*Server, error) {
 	if err := s.registerPublicRoutes(e); err != nil {
 		return nil, err
 	}
+	s.registerRedirects(e)
+	s.links.reserveRoutes(e)
 	s.echo = e
 	return s, nil
 }
 
 // Mount lets another part of the product (the console) add its routes; they get the same request ids, logs,
 // metrics, body limit and error handler as the API.
-func (s *Server) Mount(register func(*echo.Echo)) { register(s.echo) }
+func (s *Server) Mount(register func(*echo.Echo)) {
+	register(s.echo)
+	s.links.reserveRoutes(s.echo)
+}
 
 // ServeHTTP makes the server an http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.echo.ServeHTTP(w, r) }
 
-// Close flushes background work (API key last-use times). Call it after the HTTP server has shut down.
-func (s *Server) Close() { s.verifier.Close() }
+// Close flushes background work (API key last-use times) and stops the redirects' (cache invalidation, expiry
+// events). Call it after the HTTP server has shut down.
+func (s *Server) Close() {
+	s.closeRedirects()
+	s.verifier.Close()
+}
 
 // ForgetKey drops a key from the verification cache; call it after revoking a key in this process.
 func (s *Server) ForgetKey(hash string) { s.verifier.Forget(hash) }
@@ -223,6 +259,9 @@ func (s *Server) requestContext(next echo.HandlerFunc) echo.HandlerFunc {
 			label = c.Path()
 		}
 		s.metrics.observe(label, req.Method, status, elapsed)
+		if c.Path() == redirectRoute && status < http.StatusInternalServerError {
+			return nil // a redirect is recorded as a click; a log line each would cost more than the redirect
+		}
 		attrs := []slog.Attr{slog.String("request_id", id), slog.String("method", req.Method),
 			slog.String("path", st.Path), slog.Int("status", status),
 			slog.Int64("duration_us", elapsed.Microseconds()), slog.String("operation", label)}

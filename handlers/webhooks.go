@@ -445,31 +445,6 @@ func invalidHeaderValueChar(r rune) bool {
 	return r < ' ' && r != '\t' || r == 0x7f
 }
 
-// invalidFields collects the invalid fields of a request the spec's schema cannot judge.
-type invalidFields []gen.ProblemFieldError
-
-func (f *invalidFields) add(pointer, detail string) {
-	*f = append(*f, gen.ProblemFieldError{Pointer: &pointer, Detail: detail})
-}
-
-func (f *invalidFields) addParameter(name, detail string) {
-	*f = append(*f, gen.ProblemFieldError{Parameter: &name, Detail: detail})
-}
-
-// problem is the validation_failed problem of the fields, or nil when there are none.
-func (f invalidFields) problem() *Problem {
-	if len(f) == 0 {
-		return nil
-	}
-	detail := "The request has 1 invalid field."
-	if len(f) > 1 {
-		detail = fmt.Sprintf("The request has %d invalid fields.", len(f))
-	}
-	p := newProblem("validation_failed", detail)
-	p.Errors = f
-	return p
-}
-
 // storeProblem maps the store's errors to problems, the one table for every object of the webhook API; what and id
 // name the object a not-found error is about. Other errors are internal.
 func storeProblem(err error, what, id string) error {

@@ -73,6 +73,10 @@ type DB struct {
 	Events      *Events
 	Deliveries  *Deliveries
 	Idempotency *IdempotencyKeys
+	Links       *Links
+	Clicks      *Clicks
+	// LinkChanges announces link changes to redirect caches.
+	LinkChanges *LinkChanges
 }
 
 // Open connects to the database named by rawURL ("" means DefaultURL): postgres:// or postgresql:// URLs open
@@ -104,6 +108,9 @@ func Open(ctx context.Context, rawURL string) (*DB, error) {
 	db.Events = &Events{db: db}
 	db.Deliveries = &Deliveries{db: db}
 	db.Idempotency = &IdempotencyKeys{db: db}
+	db.Links = &Links{db: db}
+	db.Clicks = &Clicks{db: db}
+	db.LinkChanges = &LinkChanges{db: db}
 	return db, nil
 }
 

@@ -18,6 +18,90 @@ import (
 	"github.com/oapi-codegen/runtime"
 )
 
+// Defines values for ClickDevice.
+const (
+	ClickDeviceBot     ClickDevice = "bot"
+	ClickDeviceDesktop ClickDevice = "desktop"
+	ClickDeviceMobile  ClickDevice = "mobile"
+	ClickDeviceOther   ClickDevice = "other"
+	ClickDeviceTablet  ClickDevice = "tablet"
+)
+
+// Valid indicates whether the value is a known member of the ClickDevice enum.
+func (e ClickDevice) Valid() bool {
+	switch e {
+	case ClickDeviceBot:
+		return true
+	case ClickDeviceDesktop:
+		return true
+	case ClickDeviceMobile:
+		return true
+	case ClickDeviceOther:
+		return true
+	case ClickDeviceTablet:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ClickObject.
+const (
+	ClickObjectClick ClickObject = "click"
+)
+
+// Valid indicates whether the value is a known member of the ClickObject enum.
+func (e ClickObject) Valid() bool {
+	switch e {
+	case ClickObjectClick:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ClickClass.
+const (
+	ClickClassBot     ClickClass = "bot"
+	ClickClassHead    ClickClass = "head"
+	ClickClassHuman   ClickClass = "human"
+	ClickClassMonitor ClickClass = "monitor"
+	ClickClassPreview ClickClass = "preview"
+)
+
+// Valid indicates whether the value is a known member of the ClickClass enum.
+func (e ClickClass) Valid() bool {
+	switch e {
+	case ClickClassBot:
+		return true
+	case ClickClassHead:
+		return true
+	case ClickClassHuman:
+		return true
+	case ClickClassMonitor:
+		return true
+	case ClickClassPreview:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ClickListObject.
+const (
+	ClickListObjectList ClickListObject = "list"
+)
+
+// Valid indicates whether the value is a known member of the ClickListObject enum.
+func (e ClickListObject) Valid() bool {
+	switch e {
+	case ClickListObjectList:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for EventApiVersion.
 const (
 	EventApiVersionV1 EventApiVersion = "v1"
@@ -78,6 +162,144 @@ func (e EventTypeListObject) Valid() bool {
 	}
 }
 
+// Defines values for LinkObject.
+const (
+	LinkObjectLink LinkObject = "link"
+)
+
+// Valid indicates whether the value is a known member of the LinkObject enum.
+func (e LinkObject) Valid() bool {
+	switch e {
+	case LinkObjectLink:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for LinkStatus.
+const (
+	LinkStatusActive           LinkStatus = "active"
+	LinkStatusExpired          LinkStatus = "expired"
+	LinkStatusMaxClicksReached LinkStatus = "max_clicks_reached"
+)
+
+// Valid indicates whether the value is a known member of the LinkStatus enum.
+func (e LinkStatus) Valid() bool {
+	switch e {
+	case LinkStatusActive:
+		return true
+	case LinkStatusExpired:
+		return true
+	case LinkStatusMaxClicksReached:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for LinkBulkItemStatus.
+const (
+	LinkBulkItemStatusCreated LinkBulkItemStatus = "created"
+	LinkBulkItemStatusFailed  LinkBulkItemStatus = "failed"
+)
+
+// Valid indicates whether the value is a known member of the LinkBulkItemStatus enum.
+func (e LinkBulkItemStatus) Valid() bool {
+	switch e {
+	case LinkBulkItemStatusCreated:
+		return true
+	case LinkBulkItemStatusFailed:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for LinkBulkResultObject.
+const (
+	LinkBulkResultObjectBulkResult LinkBulkResultObject = "bulk_result"
+)
+
+// Valid indicates whether the value is a known member of the LinkBulkResultObject enum.
+func (e LinkBulkResultObject) Valid() bool {
+	switch e {
+	case LinkBulkResultObjectBulkResult:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for LinkDimensionStatsObject.
+const (
+	LinkDimensionStatsObjectLinkDimensionStats LinkDimensionStatsObject = "link_dimension_stats"
+)
+
+// Valid indicates whether the value is a known member of the LinkDimensionStatsObject enum.
+func (e LinkDimensionStatsObject) Valid() bool {
+	switch e {
+	case LinkDimensionStatsObjectLinkDimensionStats:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for LinkListObject.
+const (
+	LinkListObjectList LinkListObject = "list"
+)
+
+// Valid indicates whether the value is a known member of the LinkListObject enum.
+func (e LinkListObject) Valid() bool {
+	switch e {
+	case LinkListObjectList:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for LinkStatsInterval.
+const (
+	LinkStatsIntervalDay   LinkStatsInterval = "day"
+	LinkStatsIntervalHour  LinkStatsInterval = "hour"
+	LinkStatsIntervalMonth LinkStatsInterval = "month"
+	LinkStatsIntervalWeek  LinkStatsInterval = "week"
+)
+
+// Valid indicates whether the value is a known member of the LinkStatsInterval enum.
+func (e LinkStatsInterval) Valid() bool {
+	switch e {
+	case LinkStatsIntervalDay:
+		return true
+	case LinkStatsIntervalHour:
+		return true
+	case LinkStatsIntervalMonth:
+		return true
+	case LinkStatsIntervalWeek:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for LinkStatsObject.
+const (
+	LinkStatsObjectLinkStats LinkStatsObject = "link_stats"
+)
+
+// Valid indicates whether the value is a known member of the LinkStatsObject enum.
+func (e LinkStatsObject) Valid() bool {
+	switch e {
+	case LinkStatsObjectLinkStats:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ModelCapabilities.
 const (
 	ModelCapabilitiesAudio      ModelCapabilities = "audio"
@@ -132,6 +354,57 @@ const (
 func (e ModelListObject) Valid() bool {
 	switch e {
 	case ModelListObjectList:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RedirectType.
+const (
+	RedirectTypeN301 RedirectType = 301
+	RedirectTypeN302 RedirectType = 302
+	RedirectTypeN307 RedirectType = 307
+	RedirectTypeN308 RedirectType = 308
+)
+
+// Valid indicates whether the value is a known member of the RedirectType enum.
+func (e RedirectType) Valid() bool {
+	switch e {
+	case RedirectTypeN301:
+		return true
+	case RedirectTypeN302:
+		return true
+	case RedirectTypeN307:
+		return true
+	case RedirectTypeN308:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for StatsDimension.
+const (
+	StatsDimensionBrowsers         StatsDimension = "browsers"
+	StatsDimensionCountries        StatsDimension = "countries"
+	StatsDimensionDevices          StatsDimension = "devices"
+	StatsDimensionOperatingSystems StatsDimension = "operating_systems"
+	StatsDimensionReferrers        StatsDimension = "referrers"
+)
+
+// Valid indicates whether the value is a known member of the StatsDimension enum.
+func (e StatsDimension) Valid() bool {
+	switch e {
+	case StatsDimensionBrowsers:
+		return true
+	case StatsDimensionCountries:
+		return true
+	case StatsDimensionDevices:
+		return true
+	case StatsDimensionOperatingSystems:
+		return true
+	case StatsDimensionReferrers:
 		return true
 	default:
 		return false
@@ -369,6 +642,125 @@ func (e WebhookWithSecretStatus) Valid() bool {
 	}
 }
 
+// Defines values for GetLinkStatsParamsInterval.
+const (
+	GetLinkStatsParamsIntervalDay   GetLinkStatsParamsInterval = "day"
+	GetLinkStatsParamsIntervalHour  GetLinkStatsParamsInterval = "hour"
+	GetLinkStatsParamsIntervalMonth GetLinkStatsParamsInterval = "month"
+	GetLinkStatsParamsIntervalWeek  GetLinkStatsParamsInterval = "week"
+)
+
+// Valid indicates whether the value is a known member of the GetLinkStatsParamsInterval enum.
+func (e GetLinkStatsParamsInterval) Valid() bool {
+	switch e {
+	case GetLinkStatsParamsIntervalDay:
+		return true
+	case GetLinkStatsParamsIntervalHour:
+		return true
+	case GetLinkStatsParamsIntervalMonth:
+		return true
+	case GetLinkStatsParamsIntervalWeek:
+		return true
+	default:
+		return false
+	}
+}
+
+// APIKeyID An API key ID (never the key itself).
+//
+// Example: key_01JDA9M3N4P5Q6R7S8T9V0W1X2
+type APIKeyID = string
+
+// BulkItemError Why one item of a bulk request failed, as the problem its own request would have answered.
+type BulkItemError struct {
+	// Code The problem code (`validation_failed`, `slug_taken`, `external_id_taken`).
+	Code string `json:"code"`
+
+	// Detail What is wrong.
+	Detail string `json:"detail"`
+
+	// Errors For `validation_failed`, every invalid field, with pointers relative to the item.
+	Errors *[]ProblemFieldError `json:"errors,omitempty"`
+
+	// Status The HTTP status the item alone would have had.
+	Status int `json:"status"`
+}
+
+// Click One recorded visit of a short link. Never contains the visitor's IP address.
+type Click struct {
+	// Browser The browser family (`unknown` when not recognised).
+	Browser string `json:"browser"`
+
+	// Class What made the request: a person (`human`), a crawler or script (`bot`), a chat or social app fetching a
+	// link preview (`preview`), a `HEAD` request (`head`) or an uptime monitor (`monitor`). Only `human` clicks
+	// count towards `clicks` and `max_clicks`.
+	Class ClickClass `json:"class"`
+
+	// ClickedAt When the redirect was served.
+	ClickedAt time.Time `json:"clicked_at"`
+
+	// Country ISO 3166-1 alpha-2, when a GeoIP database is configured.
+	Country *string `json:"country"`
+
+	// Device The device family.
+	Device ClickDevice `json:"device"`
+
+	// Id A click ID.
+	//
+	// Example: clk_01JDAD5E6F7G8H9J0K1M2N3P4Q
+	Id ClickID `json:"id"`
+
+	// LinkId A short link ID.
+	//
+	// Example: lnk_01JDAC4D5E6F7G8H9J0K1M2N3P
+	LinkId LinkID `json:"link_id"`
+
+	// Object Always `click`.
+	Object ClickObject `json:"object"`
+
+	// Os The operating system family (`unknown` when not recognised).
+	Os string `json:"os"`
+
+	// ReferrerHost The host of the `Referer`, if any.
+	ReferrerHost *string `json:"referrer_host"`
+
+	// UserAgent The `User-Agent` (first 512 bytes).
+	UserAgent string `json:"user_agent"`
+}
+
+// ClickDevice The device family.
+type ClickDevice string
+
+// ClickObject Always `click`.
+type ClickObject string
+
+// ClickClass What made the request: a person (`human`), a crawler or script (`bot`), a chat or social app fetching a
+// link preview (`preview`), a `HEAD` request (`head`) or an uptime monitor (`monitor`). Only `human` clicks
+// count towards `clicks` and `max_clicks`.
+type ClickClass string
+
+// ClickID A click ID.
+//
+// Example: clk_01JDAD5E6F7G8H9J0K1M2N3P4Q
+type ClickID = string
+
+// ClickList A page of clicks.
+type ClickList struct {
+	Data []Click `json:"data"`
+
+	// HasMore Whether another page follows.
+	HasMore bool `json:"has_more"`
+
+	// NextCursor Pass as `cursor` to get the next page; `null` on the last page.
+	NextCursor *string `json:"next_cursor"`
+
+	// Object Always `list`.
+	Object ClickListObject `json:"object"`
+}
+
+// ClickListObject Always `list`.
+type ClickListObject string
+
 // DeliveryID A webhook delivery ID.
 //
 // Example: dlv_01JDAB3C4D5E6F7G8H9J0K1M2N
@@ -481,6 +873,574 @@ type EventTypeName = string
 //
 // Example: link.*
 type EventTypePattern = string
+
+// ExternalID Your own ID for a link, unique in the workspace (letters, digits and `._:@-`).
+//
+// Example: crm-8841
+type ExternalID = string
+
+// Link A short link.
+type Link struct {
+	// Archived Whether it is archived (still redirects, left out of lists).
+	Archived bool `json:"archived"`
+
+	// Clicks Human clicks recorded so far (bots are in the stats, apart).
+	Clicks int64 `json:"clicks"`
+
+	// CreatedAt When it was created.
+	CreatedAt time.Time `json:"created_at"`
+
+	// DestinationUrl An absolute URL: `http` or `https` (other schemes only when the operator allows them), no user name or
+	// password, not a short link of this server, at most 2048 characters.
+	//
+	//
+	// Example: https://example.com/pricing
+	DestinationUrl LinkURL `json:"destination_url"`
+
+	// Domain A short-link domain configured by the operator (host name, no scheme).
+	//
+	// Example: sb.example.com
+	Domain ShortDomain `json:"domain"`
+
+	// ExpiredUrl Where visitors go once it expired.
+	ExpiredUrl *string `json:"expired_url"`
+
+	// ExpiresAt When it expires.
+	ExpiresAt *time.Time `json:"expires_at"`
+
+	// ExternalId Your own ID.
+	ExternalId *string `json:"external_id"`
+
+	// ForwardQuery Whether the visitor's query is passed on.
+	ForwardQuery bool `json:"forward_query"`
+
+	// Id A short link ID.
+	//
+	// Example: lnk_01JDAC4D5E6F7G8H9J0K1M2N3P
+	Id LinkID `json:"id"`
+
+	// LastClickedAt The last human click.
+	LastClickedAt *time.Time `json:"last_clicked_at"`
+
+	// MaxClicks The human click cap.
+	MaxClicks *int64 `json:"max_clicks"`
+
+	// Metadata Your own data, returned as it was sent (at most 50 keys and 8 KiB as JSON).
+	//
+	// Example: {"owner":"growth-team"}
+	Metadata LinkMetadata `json:"metadata"`
+
+	// Object Always `link`.
+	Object LinkObject `json:"object"`
+
+	// RedirectType The HTTP status of the redirect. `302` (the default) and `307` are never cached by browsers, so every click
+	// is counted; `301` and `308` are cached for a short while (`Cache-Control: max-age=300`), so repeat visits
+	// from one browser within that time are not counted.
+	RedirectType RedirectType `json:"redirect_type"`
+
+	// ShortUrl The short URL to share.
+	//
+	// Example: https://sb.example.com/black-friday
+	ShortUrl string `json:"short_url"`
+
+	// Slug The path of a short URL after the domain; 1–63 letters, digits, `_` and `-`, starting with a letter or digit.
+	//
+	// Example: black-friday
+	Slug Slug `json:"slug"`
+
+	// Status Whether it redirects to its destination now.
+	Status LinkStatus `json:"status"`
+
+	// Tags Labels.
+	Tags []LinkTag `json:"tags"`
+
+	// Title A name for people.
+	Title *string `json:"title"`
+
+	// UpdatedAt When it last changed.
+	UpdatedAt time.Time `json:"updated_at"`
+
+	// Utm UTM parameters added to the destination's query on every redirect (they win over the visitor's). In an update the object replaces the link's UTM parameters; `{}` removes them.
+	Utm LinkUTM `json:"utm"`
+}
+
+// LinkObject Always `link`.
+type LinkObject string
+
+// LinkStatus Whether it redirects to its destination now.
+type LinkStatus string
+
+// LinkBulkCreate Links to create.
+type LinkBulkCreate struct {
+	// Links The links, each like the body of `createLink`.
+	Links []LinkCreate `json:"links"`
+}
+
+// LinkBulkItem The outcome of one item.
+type LinkBulkItem struct {
+	// Error Why one item of a bulk request failed, as the problem its own request would have answered.
+	Error *BulkItemError `json:"error,omitempty"`
+
+	// Index The item's position in the request.
+	Index int `json:"index"`
+
+	// Link A short link.
+	Link *Link `json:"link,omitempty"`
+
+	// Status Whether the link was created.
+	Status LinkBulkItemStatus `json:"status"`
+}
+
+// LinkBulkItemStatus Whether the link was created.
+type LinkBulkItemStatus string
+
+// LinkBulkResult The outcome of a bulk creation.
+type LinkBulkResult struct {
+	// Created How many links were created.
+	Created int            `json:"created"`
+	Data    []LinkBulkItem `json:"data"`
+
+	// Failed How many items failed.
+	Failed int `json:"failed"`
+
+	// Object Always `bulk_result`.
+	Object LinkBulkResultObject `json:"object"`
+}
+
+// LinkBulkResultObject Always `bulk_result`.
+type LinkBulkResultObject string
+
+// LinkClickedEvent A short link was visited (every class: check `click.class`). High-volume and opt-in: subscribe by name or
+// with `link.*`; `*` does not include it. Written in the same transaction as the click itself, so it is as
+// durable as the click; while no endpoint subscribes to it, it is not recorded.
+//
+// Example: {"click":{"browser":"Firefox","class":"human","clicked_at":"2026-11-22T10:15:03.120Z","country":"DE","device":"desktop","id":"clk_01JDAD5E6F7G8H9J0K1M2N3P4Q","link_id":"lnk_01JDAC4D5E6F7G8H9J0K1M2N3P","object":"click","os":"macOS","referrer_host":"news.ycombinator.com","user_agent":"Mozilla/5.0 (Macintosh; Intel Mac OS X 14.6; rv:133.0) Gecko/20100101 Firefox/133.0"},"link":{"destination_url":"https://example.com/pricing","domain":"sb.example.com","external_id":"crm-8841","id":"lnk_01JDAC4D5E6F7G8H9J0K1M2N3P","slug":"black-friday"}}
+type LinkClickedEvent struct {
+	// Click One recorded visit of a short link. Never contains the visitor's IP address.
+	Click Click `json:"click"`
+
+	// Link The link that was clicked.
+	Link struct {
+		// DestinationUrl An absolute URL: `http` or `https` (other schemes only when the operator allows them), no user name or
+		// password, not a short link of this server, at most 2048 characters.
+		//
+		//
+		// Example: https://example.com/pricing
+		DestinationUrl LinkURL `json:"destination_url"`
+
+		// Domain A short-link domain configured by the operator (host name, no scheme).
+		//
+		// Example: sb.example.com
+		Domain ShortDomain `json:"domain"`
+
+		// ExternalId Your own ID of the link.
+		ExternalId *string `json:"external_id"`
+
+		// Id A short link ID.
+		//
+		// Example: lnk_01JDAC4D5E6F7G8H9J0K1M2N3P
+		Id LinkID `json:"id"`
+
+		// Slug The path of a short URL after the domain; 1–63 letters, digits, `_` and `-`, starting with a letter or digit.
+		//
+		// Example: black-friday
+		Slug Slug `json:"slug"`
+	} `json:"link"`
+}
+
+// LinkCreate A new short link.
+type LinkCreate struct {
+	// Archived Archived links still redirect but are left out of lists.
+	Archived *bool `json:"archived,omitempty"`
+
+	// DestinationUrl An absolute URL: `http` or `https` (other schemes only when the operator allows them), no user name or
+	// password, not a short link of this server, at most 2048 characters.
+	//
+	//
+	// Example: https://example.com/pricing
+	DestinationUrl LinkURL `json:"destination_url"`
+
+	// Domain A short-link domain configured by the operator (host name, no scheme).
+	//
+	// Example: sb.example.com
+	Domain *ShortDomain `json:"domain,omitempty"`
+
+	// ExpiredUrl An absolute URL: `http` or `https` (other schemes only when the operator allows them), no user name or
+	// password, not a short link of this server, at most 2048 characters.
+	//
+	//
+	// Example: https://example.com/pricing
+	ExpiredUrl *LinkURL `json:"expired_url,omitempty"`
+
+	// ExpiresAt After this time the link sends visitors to `expired_url`, or answers 410.
+	ExpiresAt *time.Time `json:"expires_at,omitempty"`
+
+	// ExternalId Your own ID for a link, unique in the workspace (letters, digits and `._:@-`).
+	//
+	// Example: crm-8841
+	ExternalId *ExternalID `json:"external_id,omitempty"`
+
+	// ForwardQuery Pass the visitor's query parameters on to the destination (the destination's own win on conflicts).
+	ForwardQuery *bool `json:"forward_query,omitempty"`
+
+	// MaxClicks After this many human clicks the link behaves as expired. Enforced exactly, also under load.
+	MaxClicks *int64 `json:"max_clicks,omitempty"`
+
+	// Metadata Your own data, returned as it was sent (at most 50 keys and 8 KiB as JSON).
+	//
+	// Example: {"owner":"growth-team"}
+	Metadata *LinkMetadata `json:"metadata,omitempty"`
+
+	// RedirectType The HTTP status of the redirect. `302` (the default) and `307` are never cached by browsers, so every click
+	// is counted; `301` and `308` are cached for a short while (`Cache-Control: max-age=300`), so repeat visits
+	// from one browser within that time are not counted.
+	RedirectType *RedirectType `json:"redirect_type,omitempty"`
+
+	// Slug The path of a short URL after the domain; 1–63 letters, digits, `_` and `-`, starting with a letter or digit.
+	//
+	// Example: black-friday
+	Slug *Slug `json:"slug,omitempty"`
+
+	// Tags Labels to group links.
+	Tags *[]LinkTag `json:"tags,omitempty"`
+
+	// Title A name for people.
+	Title *string `json:"title,omitempty"`
+
+	// Utm UTM parameters added to the destination's query on every redirect (they win over the visitor's). In an update the object replaces the link's UTM parameters; `{}` removes them.
+	Utm *LinkUTM `json:"utm,omitempty"`
+}
+
+// LinkCreatedEvent A short link was created (one event per link, also for bulk creation and upserts).
+//
+// Example: {"link":{"archived":false,"clicks":0,"created_at":"2026-11-22T10:00:00Z","destination_url":"https://example.com/pricing","domain":"sb.example.com","expired_url":null,"expires_at":null,"external_id":"crm-8841","forward_query":true,"id":"lnk_01JDAC4D5E6F7G8H9J0K1M2N3P","last_clicked_at":null,"max_clicks":null,"metadata":{},"object":"link","redirect_type":302,"short_url":"https://sb.example.com/black-friday","slug":"black-friday","status":"active","tags":["campaign"],"title":"Black Friday pricing","updated_at":"2026-11-22T10:00:00Z","utm":{}}}
+type LinkCreatedEvent struct {
+	// Link A short link.
+	Link Link `json:"link"`
+}
+
+// LinkDeletedEvent A short link was deleted; `link` is its last state.
+//
+// Example: {"link":{"archived":false,"clicks":3,"created_at":"2026-11-22T10:00:00Z","destination_url":"https://example.com/pricing","domain":"sb.example.com","expired_url":null,"expires_at":null,"external_id":null,"forward_query":true,"id":"lnk_01JDAC4D5E6F7G8H9J0K1M2N3P","last_clicked_at":"2026-11-22T10:30:00Z","max_clicks":null,"metadata":{},"object":"link","redirect_type":302,"short_url":"https://sb.example.com/black-friday","slug":"black-friday","status":"active","tags":[],"title":null,"updated_at":"2026-11-22T10:00:00Z","utm":{}}}
+type LinkDeletedEvent struct {
+	// Link A short link.
+	Link Link `json:"link"`
+}
+
+// LinkDimensionStats A link's clicks by one dimension.
+type LinkDimensionStats struct {
+	Data []struct {
+		// Bots Bot clicks.
+		Bots int64 `json:"bots"`
+
+		// Humans Human clicks.
+		Humans int64 `json:"humans"`
+
+		// Value The country code, referrer host, device, browser or OS (`unknown` when not known).
+		Value string `json:"value"`
+	} `json:"data"`
+
+	// Dimension A dimension of click statistics.
+	Dimension StatsDimension `json:"dimension"`
+
+	// From The start of the period.
+	From time.Time `json:"from"`
+
+	// LinkId A short link ID.
+	//
+	// Example: lnk_01JDAC4D5E6F7G8H9J0K1M2N3P
+	LinkId LinkID `json:"link_id"`
+
+	// Object Always `link_dimension_stats`.
+	Object LinkDimensionStatsObject `json:"object"`
+
+	// To The end of the period (exclusive).
+	To time.Time `json:"to"`
+}
+
+// LinkDimensionStatsObject Always `link_dimension_stats`.
+type LinkDimensionStatsObject string
+
+// LinkExpiredEvent A short link reached its `expires_at` (emitted once, within a minute of the time).
+//
+// Example: {"link":{"archived":false,"clicks":9120,"created_at":"2026-11-22T10:00:00Z","destination_url":"https://example.com/pricing","domain":"sb.example.com","expired_url":"https://example.com/offer-ended","expires_at":"2026-12-01T00:00:00Z","external_id":null,"forward_query":true,"id":"lnk_01JDAC4D5E6F7G8H9J0K1M2N3P","last_clicked_at":"2026-11-30T23:59:58Z","max_clicks":null,"metadata":{},"object":"link","redirect_type":302,"short_url":"https://sb.example.com/black-friday","slug":"black-friday","status":"expired","tags":[],"title":null,"updated_at":"2026-11-22T10:00:00Z","utm":{}}}
+type LinkExpiredEvent struct {
+	// Link A short link.
+	Link Link `json:"link"`
+}
+
+// LinkID A short link ID.
+//
+// Example: lnk_01JDAC4D5E6F7G8H9J0K1M2N3P
+type LinkID = string
+
+// LinkList A page of links.
+type LinkList struct {
+	Data []Link `json:"data"`
+
+	// HasMore Whether another page follows.
+	HasMore bool `json:"has_more"`
+
+	// NextCursor Pass as `cursor` (with the same filters) to get the next page; `null` on the last page.
+	NextCursor *string `json:"next_cursor"`
+
+	// Object Always `list`.
+	Object LinkListObject `json:"object"`
+}
+
+// LinkListObject Always `list`.
+type LinkListObject string
+
+// LinkListedEvent Links were listed through the API (an audit trail of who read the link inventory). Opt-in: subscribe by name
+// or with `link.*`.
+//
+// Example: {"filters":{"limit":20,"tag":"campaign"},"key_id":"key_01JDA9M3N4P5Q6R7S8T9V0W1X2","result_count":20}
+type LinkListedEvent struct {
+	// Filters The query parameters of the list call (the cursor left out).
+	Filters map[string]interface{} `json:"filters"`
+
+	// KeyId An API key ID (never the key itself).
+	//
+	// Example: key_01JDA9M3N4P5Q6R7S8T9V0W1X2
+	KeyId APIKeyID `json:"key_id"`
+
+	// ResultCount How many links the page returned.
+	ResultCount int `json:"result_count"`
+}
+
+// LinkMaxClicksReachedEvent A short link's human clicks reached `max_clicks` (emitted once, with the click that reached it).
+//
+// Example: {"link":{"archived":false,"clicks":10000,"created_at":"2026-11-22T10:00:00Z","destination_url":"https://example.com/pricing","domain":"sb.example.com","expired_url":null,"expires_at":null,"external_id":null,"forward_query":true,"id":"lnk_01JDAC4D5E6F7G8H9J0K1M2N3P","last_clicked_at":"2026-11-25T08:12:00Z","max_clicks":10000,"metadata":{},"object":"link","redirect_type":302,"short_url":"https://sb.example.com/black-friday","slug":"black-friday","status":"max_clicks_reached","tags":[],"title":null,"updated_at":"2026-11-22T10:00:00Z","utm":{}}}
+type LinkMaxClicksReachedEvent struct {
+	// Link A short link.
+	Link Link `json:"link"`
+}
+
+// LinkMetadata Your own data, returned as it was sent (at most 50 keys and 8 KiB as JSON).
+//
+// Example: {"owner":"growth-team"}
+type LinkMetadata map[string]interface{}
+
+// LinkStats A link's click statistics.
+type LinkStats struct {
+	// From The start of the period.
+	From time.Time `json:"from"`
+
+	// Interval The bucket size.
+	Interval LinkStatsInterval `json:"interval"`
+
+	// LinkId A short link ID.
+	//
+	// Example: lnk_01JDAC4D5E6F7G8H9J0K1M2N3P
+	LinkId LinkID `json:"link_id"`
+
+	// Object Always `link_stats`.
+	Object LinkStatsObject   `json:"object"`
+	Series []LinkStatsBucket `json:"series"`
+
+	// To The end of the period (exclusive).
+	To time.Time `json:"to"`
+
+	// Totals Click counts.
+	Totals LinkStatsCounts `json:"totals"`
+
+	// Tz The time zone buckets are aligned to.
+	Tz string `json:"tz"`
+}
+
+// LinkStatsInterval The bucket size.
+type LinkStatsInterval string
+
+// LinkStatsObject Always `link_stats`.
+type LinkStatsObject string
+
+// LinkStatsBucket The clicks of one bucket of the series.
+type LinkStatsBucket struct {
+	// Bots Clicks by crawlers, link previews, monitors and `HEAD` requests.
+	Bots int64 `json:"bots"`
+
+	// Humans Clicks by people.
+	Humans int64 `json:"humans"`
+
+	// Start The start of the bucket (in `tz`, as UTC).
+	Start time.Time `json:"start"`
+
+	// UniqueHumans Distinct people per day, summed over the days.
+	UniqueHumans int64 `json:"unique_humans"`
+}
+
+// LinkStatsCounts Click counts.
+type LinkStatsCounts struct {
+	// Bots Clicks by crawlers, link previews, monitors and `HEAD` requests.
+	Bots int64 `json:"bots"`
+
+	// Humans Clicks by people.
+	Humans int64 `json:"humans"`
+
+	// UniqueHumans Distinct people per day, summed over the days.
+	UniqueHumans int64 `json:"unique_humans"`
+}
+
+// LinkTag A label to group links (1–50 characters, no control characters).
+//
+// Example: campaign
+type LinkTag = string
+
+// LinkURL An absolute URL: `http` or `https` (other schemes only when the operator allows them), no user name or
+// password, not a short link of this server, at most 2048 characters.
+//
+// Example: https://example.com/pricing
+type LinkURL = string
+
+// LinkUTM UTM parameters added to the destination's query on every redirect (they win over the visitor's). In an update the object replaces the link's UTM parameters; `{}` removes them.
+type LinkUTM struct {
+	// Campaign utm_campaign
+	//
+	// Example: bf-2026
+	Campaign *string `json:"campaign,omitempty"`
+
+	// Content utm_content
+	Content *string `json:"content,omitempty"`
+
+	// Medium utm_medium
+	//
+	// Example: email
+	Medium *string `json:"medium,omitempty"`
+
+	// Source utm_source
+	//
+	// Example: newsletter
+	Source *string `json:"source,omitempty"`
+
+	// Term utm_term
+	Term *string `json:"term,omitempty"`
+}
+
+// LinkUpdate The fields to change; absent fields stay, `null` clears a clearable field.
+type LinkUpdate struct {
+	// Archived Archive or unarchive.
+	Archived *bool `json:"archived,omitempty"`
+
+	// DestinationUrl An absolute URL: `http` or `https` (other schemes only when the operator allows them), no user name or
+	// password, not a short link of this server, at most 2048 characters.
+	//
+	//
+	// Example: https://example.com/pricing
+	DestinationUrl *LinkURL `json:"destination_url,omitempty"`
+
+	// Domain A short-link domain configured by the operator (host name, no scheme).
+	//
+	// Example: sb.example.com
+	Domain *ShortDomain `json:"domain,omitempty"`
+
+	// ExpiredUrl Where expired visitors go; `null` makes the link answer 410 when expired.
+	ExpiredUrl nullable.Nullable[string] `json:"expired_url,omitempty"`
+
+	// ExpiresAt The expiry; `null` removes it (an expired link redirects again).
+	ExpiresAt nullable.Nullable[time.Time] `json:"expires_at,omitempty"`
+
+	// ExternalId Your own ID; `null` removes it.
+	ExternalId nullable.Nullable[string] `json:"external_id,omitempty"`
+
+	// ForwardQuery Pass the visitor's query parameters on.
+	ForwardQuery *bool `json:"forward_query,omitempty"`
+
+	// MaxClicks The click cap; `null` removes it.
+	MaxClicks nullable.Nullable[int64] `json:"max_clicks,omitempty"`
+
+	// Metadata Your own data, returned as it was sent (at most 50 keys and 8 KiB as JSON).
+	//
+	// Example: {"owner":"growth-team"}
+	Metadata *LinkMetadata `json:"metadata,omitempty"`
+
+	// RedirectType The HTTP status of the redirect. `302` (the default) and `307` are never cached by browsers, so every click
+	// is counted; `301` and `308` are cached for a short while (`Cache-Control: max-age=300`), so repeat visits
+	// from one browser within that time are not counted.
+	RedirectType *RedirectType `json:"redirect_type,omitempty"`
+
+	// Slug The path of a short URL after the domain; 1–63 letters, digits, `_` and `-`, starting with a letter or digit.
+	//
+	// Example: black-friday
+	Slug *Slug `json:"slug,omitempty"`
+
+	// Tags Labels; replaces the list.
+	Tags *[]LinkTag `json:"tags,omitempty"`
+
+	// Title A name for people; `null` removes it.
+	Title nullable.Nullable[string] `json:"title,omitempty"`
+
+	// Utm UTM parameters added to the destination's query on every redirect (they win over the visitor's). In an update the object replaces the link's UTM parameters; `{}` removes them.
+	Utm *LinkUTM `json:"utm,omitempty"`
+}
+
+// LinkUpdatedEvent A short link was changed (also by an upsert); `changed` names the fields that changed.
+//
+// Example: {"changed":["destination_url"],"link":{"archived":false,"clicks":12,"created_at":"2026-11-22T10:00:00Z","destination_url":"https://example.com/pricing-2027","domain":"sb.example.com","expired_url":null,"expires_at":null,"external_id":"crm-8841","forward_query":true,"id":"lnk_01JDAC4D5E6F7G8H9J0K1M2N3P","last_clicked_at":"2026-11-22T10:30:00Z","max_clicks":null,"metadata":{},"object":"link","redirect_type":302,"short_url":"https://sb.example.com/black-friday","slug":"black-friday","status":"active","tags":["campaign"],"title":"Black Friday pricing","updated_at":"2026-11-22T11:00:00Z","utm":{}}}
+type LinkUpdatedEvent struct {
+	// Changed The names of the fields whose value changed.
+	Changed []string `json:"changed"`
+
+	// Link A short link.
+	Link Link `json:"link"`
+}
+
+// LinkUpsert The whole state of a link identified by its external ID (optional fields left out are reset).
+type LinkUpsert struct {
+	// Archived Archived links still redirect but are left out of lists.
+	Archived *bool `json:"archived,omitempty"`
+
+	// DestinationUrl An absolute URL: `http` or `https` (other schemes only when the operator allows them), no user name or
+	// password, not a short link of this server, at most 2048 characters.
+	//
+	//
+	// Example: https://example.com/pricing
+	DestinationUrl LinkURL `json:"destination_url"`
+
+	// Domain A short-link domain configured by the operator (host name, no scheme).
+	//
+	// Example: sb.example.com
+	Domain *ShortDomain `json:"domain,omitempty"`
+
+	// ExpiredUrl An absolute URL: `http` or `https` (other schemes only when the operator allows them), no user name or
+	// password, not a short link of this server, at most 2048 characters.
+	//
+	//
+	// Example: https://example.com/pricing
+	ExpiredUrl *LinkURL `json:"expired_url,omitempty"`
+
+	// ExpiresAt After this time the link sends visitors to `expired_url`, or answers 410.
+	ExpiresAt *time.Time `json:"expires_at,omitempty"`
+
+	// ForwardQuery Pass the visitor's query parameters on to the destination.
+	ForwardQuery *bool `json:"forward_query,omitempty"`
+
+	// MaxClicks After this many human clicks the link behaves as expired.
+	MaxClicks *int64 `json:"max_clicks,omitempty"`
+
+	// Metadata Your own data, returned as it was sent (at most 50 keys and 8 KiB as JSON).
+	//
+	// Example: {"owner":"growth-team"}
+	Metadata *LinkMetadata `json:"metadata,omitempty"`
+
+	// RedirectType The HTTP status of the redirect. `302` (the default) and `307` are never cached by browsers, so every click
+	// is counted; `301` and `308` are cached for a short while (`Cache-Control: max-age=300`), so repeat visits
+	// from one browser within that time are not counted.
+	RedirectType *RedirectType `json:"redirect_type,omitempty"`
+
+	// Slug The path of a short URL after the domain; 1–63 letters, digits, `_` and `-`, starting with a letter or digit.
+	//
+	// Example: black-friday
+	Slug *Slug `json:"slug,omitempty"`
+
+	// Tags Labels to group links.
+	Tags *[]LinkTag `json:"tags,omitempty"`
+
+	// Title A name for people.
+	Title *string `json:"title,omitempty"`
+
+	// Utm UTM parameters added to the destination's query on every redirect (they win over the visitor's). In an update the object replaces the link's UTM parameters; `{}` removes them.
+	Utm *LinkUTM `json:"utm,omitempty"`
+}
 
 // Model An AI model the workspace can use. The first four fields are the OpenAI model object.
 type Model struct {
@@ -600,6 +1560,24 @@ type ProblemFieldError struct {
 	// Example: /destination_url
 	Pointer *string `json:"pointer,omitempty"`
 }
+
+// RedirectType The HTTP status of the redirect. `302` (the default) and `307` are never cached by browsers, so every click
+// is counted; `301` and `308` are cached for a short while (`Cache-Control: max-age=300`), so repeat visits
+// from one browser within that time are not counted.
+type RedirectType int
+
+// ShortDomain A short-link domain configured by the operator (host name, no scheme).
+//
+// Example: sb.example.com
+type ShortDomain = string
+
+// Slug The path of a short URL after the domain; 1–63 letters, digits, `_` and `-`, starting with a letter or digit.
+//
+// Example: black-friday
+type Slug = string
+
+// StatsDimension A dimension of click statistics.
+type StatsDimension string
 
 // Webhook A webhook endpoint. The signing secret is only in create and rotate answers.
 type Webhook struct {
@@ -1108,6 +2086,15 @@ type IdempotencyKey = string
 // Limit defines model for Limit.
 type Limit = int
 
+// StatsFrom defines model for StatsFrom.
+type StatsFrom = time.Time
+
+// StatsTZ defines model for StatsTZ.
+type StatsTZ = string
+
+// StatsTo defines model for StatsTo.
+type StatsTo = time.Time
+
 // BadRequest An RFC 9457 problem document. Switch on `code`, which is stable; `title` and `detail` are for humans.
 type BadRequest = Problem
 
@@ -1145,6 +2132,120 @@ type ListEventsParams struct {
 
 	// Cursor The `next_cursor` of the previous page; omit it for the first page.
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// ListLinksParams defines parameters for ListLinks.
+type ListLinksParams struct {
+	// Q Text to find in the slug, the title or the destination URL (case-insensitive).
+	Q *string `form:"q,omitempty" json:"q,omitempty"`
+
+	// Tag Only links with this tag.
+	Tag *LinkTag `form:"tag,omitempty" json:"tag,omitempty"`
+
+	// Domain Only links on this short domain.
+	Domain *ShortDomain `form:"domain,omitempty" json:"domain,omitempty"`
+
+	// ExternalId Only the link with this external ID.
+	ExternalId *ExternalID `form:"external_id,omitempty" json:"external_id,omitempty"`
+
+	// Archived `true`: only archived links; `false` (the default): only links that are not archived.
+	Archived *bool `form:"archived,omitempty" json:"archived,omitempty"`
+
+	// Expired `true`: only links that expired or reached `max_clicks`; `false`: only links that still redirect.
+	Expired *bool `form:"expired,omitempty" json:"expired,omitempty"`
+
+	// CreatedAfter Only links created at or after this time.
+	CreatedAfter *time.Time `form:"created_after,omitempty" json:"created_after,omitempty"`
+
+	// CreatedBefore Only links created before this time.
+	CreatedBefore *time.Time `form:"created_before,omitempty" json:"created_before,omitempty"`
+
+	// Limit How many items to return (1–100).
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `next_cursor` of the previous page; omit it for the first page.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// CreateLinkParams defines parameters for CreateLink.
+type CreateLinkParams struct {
+	// IdempotencyKey A unique value (a UUID, say) that makes retrying this request safe for 24 hours. The same key with the same
+	// body replays the first answer (with `Idempotent-Replayed: true`) instead of acting twice; the same key with
+	// another body answers `422 idempotency_key_reused`; while the first request still runs, `409
+	// idempotency_request_in_progress`. Keys are per API key.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// CreateLinksBulkParams defines parameters for CreateLinksBulk.
+type CreateLinksBulkParams struct {
+	// IdempotencyKey A unique value (a UUID, say) that makes retrying this request safe for 24 hours. The same key with the same
+	// body replays the first answer (with `Idempotent-Replayed: true`) instead of acting twice; the same key with
+	// another body answers `422 idempotency_key_reused`; while the first request still runs, `409
+	// idempotency_request_in_progress`. Keys are per API key.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// LookupLinkParams defines parameters for LookupLink.
+type LookupLinkParams struct {
+	// Slug The slug, as in the short URL.
+	Slug Slug `form:"slug" json:"slug"`
+
+	// Domain The short domain (default the server's).
+	Domain *ShortDomain `form:"domain,omitempty" json:"domain,omitempty"`
+}
+
+// UpdateLinkParams defines parameters for UpdateLink.
+type UpdateLinkParams struct {
+	// IdempotencyKey A unique value (a UUID, say) that makes retrying this request safe for 24 hours. The same key with the same
+	// body replays the first answer (with `Idempotent-Replayed: true`) instead of acting twice; the same key with
+	// another body answers `422 idempotency_key_reused`; while the first request still runs, `409
+	// idempotency_request_in_progress`. Keys are per API key.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// ListLinkClicksParams defines parameters for ListLinkClicks.
+type ListLinkClicksParams struct {
+	// Class Only clicks of this class.
+	Class *ClickClass `form:"class,omitempty" json:"class,omitempty"`
+
+	// Limit How many items to return (1–100).
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `next_cursor` of the previous page; omit it for the first page.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// GetLinkStatsParams defines parameters for GetLinkStats.
+type GetLinkStatsParams struct {
+	// From The start of the period (default 30 days before `to`).
+	From *StatsFrom `form:"from,omitempty" json:"from,omitempty"`
+
+	// To The end of the period, exclusive (default now).
+	To *StatsTo `form:"to,omitempty" json:"to,omitempty"`
+
+	// Interval The bucket size of the series.
+	Interval *GetLinkStatsParamsInterval `form:"interval,omitempty" json:"interval,omitempty"`
+
+	// Tz An IANA time zone name such as `Europe/Berlin` for aligning days, weeks and months (default `UTC`).
+	Tz *StatsTZ `form:"tz,omitempty" json:"tz,omitempty"`
+}
+
+// GetLinkStatsParamsInterval defines parameters for GetLinkStats.
+type GetLinkStatsParamsInterval string
+
+// GetLinkStatsByDimensionParams defines parameters for GetLinkStatsByDimension.
+type GetLinkStatsByDimensionParams struct {
+	// From The start of the period (default 30 days before `to`).
+	From *StatsFrom `form:"from,omitempty" json:"from,omitempty"`
+
+	// To The end of the period, exclusive (default now).
+	To *StatsTo `form:"to,omitempty" json:"to,omitempty"`
+
+	// Tz An IANA time zone name such as `Europe/Berlin` for aligning days, weeks and months (default `UTC`).
+	Tz *StatsTZ `form:"tz,omitempty" json:"tz,omitempty"`
+
+	// Limit How many items to return (1–100).
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
 }
 
 // ListWebhooksParams defines parameters for ListWebhooks.
@@ -1188,6 +2289,18 @@ type ListWebhookDeliveriesParams struct {
 	// Cursor The `next_cursor` of the previous page; omit it for the first page.
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
+
+// CreateLinkJSONRequestBody defines body for CreateLink for application/json ContentType.
+type CreateLinkJSONRequestBody = LinkCreate
+
+// CreateLinksBulkJSONRequestBody defines body for CreateLinksBulk for application/json ContentType.
+type CreateLinksBulkJSONRequestBody = LinkBulkCreate
+
+// UpsertLinkByExternalIdJSONRequestBody defines body for UpsertLinkByExternalId for application/json ContentType.
+type UpsertLinkByExternalIdJSONRequestBody = LinkUpsert
+
+// UpdateLinkJSONRequestBody defines body for UpdateLink for application/json ContentType.
+type UpdateLinkJSONRequestBody = LinkUpdate
 
 // CreateWebhookJSONRequestBody defines body for CreateWebhook for application/json ContentType.
 type CreateWebhookJSONRequestBody = WebhookCreate
@@ -1275,6 +2388,188 @@ func (t *Event_Data) FromWebhookDeliveryExhaustedEvent(v WebhookDeliveryExhauste
 
 // MergeWebhookDeliveryExhaustedEvent performs a merge with any union data inside the Event_Data, using the provided WebhookDeliveryExhaustedEvent
 func (t *Event_Data) MergeWebhookDeliveryExhaustedEvent(v WebhookDeliveryExhaustedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsLinkCreatedEvent returns the union data inside the Event_Data as a LinkCreatedEvent
+func (t Event_Data) AsLinkCreatedEvent() (LinkCreatedEvent, error) {
+	var body LinkCreatedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromLinkCreatedEvent overwrites any union data inside the Event_Data as the provided LinkCreatedEvent
+func (t *Event_Data) FromLinkCreatedEvent(v LinkCreatedEvent) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeLinkCreatedEvent performs a merge with any union data inside the Event_Data, using the provided LinkCreatedEvent
+func (t *Event_Data) MergeLinkCreatedEvent(v LinkCreatedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsLinkUpdatedEvent returns the union data inside the Event_Data as a LinkUpdatedEvent
+func (t Event_Data) AsLinkUpdatedEvent() (LinkUpdatedEvent, error) {
+	var body LinkUpdatedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromLinkUpdatedEvent overwrites any union data inside the Event_Data as the provided LinkUpdatedEvent
+func (t *Event_Data) FromLinkUpdatedEvent(v LinkUpdatedEvent) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeLinkUpdatedEvent performs a merge with any union data inside the Event_Data, using the provided LinkUpdatedEvent
+func (t *Event_Data) MergeLinkUpdatedEvent(v LinkUpdatedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsLinkDeletedEvent returns the union data inside the Event_Data as a LinkDeletedEvent
+func (t Event_Data) AsLinkDeletedEvent() (LinkDeletedEvent, error) {
+	var body LinkDeletedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromLinkDeletedEvent overwrites any union data inside the Event_Data as the provided LinkDeletedEvent
+func (t *Event_Data) FromLinkDeletedEvent(v LinkDeletedEvent) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeLinkDeletedEvent performs a merge with any union data inside the Event_Data, using the provided LinkDeletedEvent
+func (t *Event_Data) MergeLinkDeletedEvent(v LinkDeletedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsLinkClickedEvent returns the union data inside the Event_Data as a LinkClickedEvent
+func (t Event_Data) AsLinkClickedEvent() (LinkClickedEvent, error) {
+	var body LinkClickedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromLinkClickedEvent overwrites any union data inside the Event_Data as the provided LinkClickedEvent
+func (t *Event_Data) FromLinkClickedEvent(v LinkClickedEvent) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeLinkClickedEvent performs a merge with any union data inside the Event_Data, using the provided LinkClickedEvent
+func (t *Event_Data) MergeLinkClickedEvent(v LinkClickedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsLinkExpiredEvent returns the union data inside the Event_Data as a LinkExpiredEvent
+func (t Event_Data) AsLinkExpiredEvent() (LinkExpiredEvent, error) {
+	var body LinkExpiredEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromLinkExpiredEvent overwrites any union data inside the Event_Data as the provided LinkExpiredEvent
+func (t *Event_Data) FromLinkExpiredEvent(v LinkExpiredEvent) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeLinkExpiredEvent performs a merge with any union data inside the Event_Data, using the provided LinkExpiredEvent
+func (t *Event_Data) MergeLinkExpiredEvent(v LinkExpiredEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsLinkMaxClicksReachedEvent returns the union data inside the Event_Data as a LinkMaxClicksReachedEvent
+func (t Event_Data) AsLinkMaxClicksReachedEvent() (LinkMaxClicksReachedEvent, error) {
+	var body LinkMaxClicksReachedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromLinkMaxClicksReachedEvent overwrites any union data inside the Event_Data as the provided LinkMaxClicksReachedEvent
+func (t *Event_Data) FromLinkMaxClicksReachedEvent(v LinkMaxClicksReachedEvent) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeLinkMaxClicksReachedEvent performs a merge with any union data inside the Event_Data, using the provided LinkMaxClicksReachedEvent
+func (t *Event_Data) MergeLinkMaxClicksReachedEvent(v LinkMaxClicksReachedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsLinkListedEvent returns the union data inside the Event_Data as a LinkListedEvent
+func (t Event_Data) AsLinkListedEvent() (LinkListedEvent, error) {
+	var body LinkListedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromLinkListedEvent overwrites any union data inside the Event_Data as the provided LinkListedEvent
+func (t *Event_Data) FromLinkListedEvent(v LinkListedEvent) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeLinkListedEvent performs a merge with any union data inside the Event_Data, using the provided LinkListedEvent
+func (t *Event_Data) MergeLinkListedEvent(v LinkListedEvent) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return err
@@ -1406,6 +2701,171 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /api/v1/events/{event_id} (the `GetEvent` operationId).
 	GetEvent(ctx context.Context, eventId EventID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListLinks List short links
+	//
+	// The workspace's links, newest first. Filters combine with AND. Archived links are left out unless
+	// `archived=true` (which lists only them).
+	//
+	// Corresponds with GET /api/v1/links (the `ListLinks` operationId).
+	ListLinks(ctx context.Context, params *ListLinksParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateLinkWithBody Create a short link
+	//
+	// Creates a short link to `destination_url`. Without `slug` Switchboard picks 7 characters from an alphabet
+	// without look-alikes (no `0`/`O`, `1`/`l`/`I`). Custom slugs are 1–63 letters, digits, `_` and `-`, unique
+	// per domain regardless of case; the product's own paths (`api`, `docs`, `user`, …) are reserved, and a
+	// deleted link's slug stays reserved to its workspace for a while so that nobody else can catch its traffic.
+	//
+	// The destination must be an absolute `http(s)` URL (other schemes only when the operator allows them), with
+	// no user name or password, at most 2048 characters, not itself a short link of this server, and not on the
+	// operator's blocklist. Each refusal names the field in `errors[].pointer`.
+	//
+	// Send an `Idempotency-Key` to retry safely: the same key returns the same link.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/links (the `CreateLink` operationId).
+	CreateLinkWithBody(ctx context.Context, params *CreateLinkParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateLink Create a short link
+	//
+	// Creates a short link to `destination_url`. Without `slug` Switchboard picks 7 characters from an alphabet
+	// without look-alikes (no `0`/`O`, `1`/`l`/`I`). Custom slugs are 1–63 letters, digits, `_` and `-`, unique
+	// per domain regardless of case; the product's own paths (`api`, `docs`, `user`, …) are reserved, and a
+	// deleted link's slug stays reserved to its workspace for a while so that nobody else can catch its traffic.
+	//
+	// The destination must be an absolute `http(s)` URL (other schemes only when the operator allows them), with
+	// no user name or password, at most 2048 characters, not itself a short link of this server, and not on the
+	// operator's blocklist. Each refusal names the field in `errors[].pointer`.
+	//
+	// Send an `Idempotency-Key` to retry safely: the same key returns the same link.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/links (the `CreateLink` operationId).
+	CreateLink(ctx context.Context, params *CreateLinkParams, body CreateLinkJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateLinksBulkWithBody Create many short links
+	//
+	// Creates up to 1000 links in one call. Each item is validated and created on its own: the answer lists, in
+	// request order, the link or the problem of every item (`validation_failed` with pointers relative to the
+	// item, `slug_taken`, `external_id_taken`), so one bad row never sinks the others. Every created link emits
+	// its own `link.created` event. Send an `Idempotency-Key` to retry the whole batch safely.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/links/bulk (the `CreateLinksBulk` operationId).
+	CreateLinksBulkWithBody(ctx context.Context, params *CreateLinksBulkParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateLinksBulk Create many short links
+	//
+	// Creates up to 1000 links in one call. Each item is validated and created on its own: the answer lists, in
+	// request order, the link or the problem of every item (`validation_failed` with pointers relative to the
+	// item, `slug_taken`, `external_id_taken`), so one bad row never sinks the others. Every created link emits
+	// its own `link.created` event. Send an `Idempotency-Key` to retry the whole batch safely.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/links/bulk (the `CreateLinksBulk` operationId).
+	CreateLinksBulk(ctx context.Context, params *CreateLinksBulkParams, body CreateLinksBulkJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpsertLinkByExternalIdWithBody Create or replace a link by your ID
+	//
+	// Makes the workspace's link with this external ID look like the body: creates it (`201`) when there is none,
+	// otherwise replaces every field sent and resets the optional fields that are left out (`200`). The slug of an
+	// existing link is kept unless `slug` is sent. Safe to repeat: the same body gives the same link.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PUT /api/v1/links/external/{external_id} (the `UpsertLinkByExternalId` operationId).
+	UpsertLinkByExternalIdWithBody(ctx context.Context, externalId ExternalID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpsertLinkByExternalId Create or replace a link by your ID
+	//
+	// Makes the workspace's link with this external ID look like the body: creates it (`201`) when there is none,
+	// otherwise replaces every field sent and resets the optional fields that are left out (`200`). The slug of an
+	// existing link is kept unless `slug` is sent. Safe to repeat: the same body gives the same link.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PUT /api/v1/links/external/{external_id} (the `UpsertLinkByExternalId` operationId).
+	UpsertLinkByExternalId(ctx context.Context, externalId ExternalID, body UpsertLinkByExternalIdJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// LookupLink Find a link by its slug
+	//
+	// The workspace's link with this slug (any case) on `domain` (default the server's short domain).
+	//
+	// Corresponds with GET /api/v1/links/lookup (the `LookupLink` operationId).
+	LookupLink(ctx context.Context, params *LookupLinkParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeleteLink Delete a short link
+	//
+	// Deletes the link and its click history; its short URL answers 404 from then on. The slug stays reserved to
+	// this workspace for the operator's tombstone period (30 days by default), so nobody else can take over its
+	// traffic. Emits `link.deleted`.
+	//
+	// Corresponds with DELETE /api/v1/links/{link_id} (the `DeleteLink` operationId).
+	DeleteLink(ctx context.Context, linkId LinkID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetLink Retrieve a short link
+	//
+	// One link of the workspace, with its human click count.
+	//
+	// Corresponds with GET /api/v1/links/{link_id} (the `GetLink` operationId).
+	GetLink(ctx context.Context, linkId LinkID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateLinkWithBody Update a short link
+	//
+	// Changes the fields sent; `null` clears a clearable field (`title`, `external_id`, `utm`, `expires_at`,
+	// `expired_url`, `max_clicks`). A new slug or domain frees the old one (reserved to this workspace for a
+	// while). Redirects use the new values at once, on every server.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PATCH /api/v1/links/{link_id} (the `UpdateLink` operationId).
+	UpdateLinkWithBody(ctx context.Context, linkId LinkID, params *UpdateLinkParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateLink Update a short link
+	//
+	// Changes the fields sent; `null` clears a clearable field (`title`, `external_id`, `utm`, `expires_at`,
+	// `expired_url`, `max_clicks`). A new slug or domain frees the old one (reserved to this workspace for a
+	// while). Redirects use the new values at once, on every server.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PATCH /api/v1/links/{link_id} (the `UpdateLink` operationId).
+	UpdateLink(ctx context.Context, linkId LinkID, params *UpdateLinkParams, body UpdateLinkJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListLinkClicks List the clicks of a link
+	//
+	// The link's recorded clicks, newest first, every class included unless `class` says otherwise. IP addresses
+	// are never returned (Switchboard keeps only a truncated form for abuse handling and a daily-salted hash for
+	// unique counts).
+	//
+	// Corresponds with GET /api/v1/links/{link_id}/clicks (the `ListLinkClicks` operationId).
+	ListLinkClicks(ctx context.Context, linkId LinkID, params *ListLinkClicksParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetLinkStats Click statistics of a link
+	//
+	// Totals and a time series of the link's clicks between `from` and `to` (default: the last 30 days), in buckets
+	// of `interval` aligned to the time zone `tz` (IANA name, default `UTC`). `humans` are the clicks that count;
+	// `bots` (crawlers, link previews, monitors, `HEAD` requests) are recorded and shown apart, never dropped.
+	// `unique_humans` counts distinct visitors per day (visitors are recognised by a hash with a salt that
+	// changes daily, so nobody can be followed across days). Clicks appear within about a second. At most 1000
+	// buckets per answer.
+	//
+	// Corresponds with GET /api/v1/links/{link_id}/stats (the `GetLinkStats` operationId).
+	GetLinkStats(ctx context.Context, linkId LinkID, params *GetLinkStatsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetLinkStatsByDimension Clicks of a link by country, referrer, device, browser or OS
+	//
+	// The link's clicks between `from` and `to` (default: the last 30 days) grouped by one dimension, most human
+	// clicks first (at most `limit` values, default 20). Countries are ISO 3166-1 alpha-2 codes and need a GeoIP
+	// database configured by the operator (`unknown` otherwise); referrers are host names (`direct` when none).
+	//
+	// Corresponds with GET /api/v1/links/{link_id}/stats/{dimension} (the `GetLinkStatsByDimension` operationId).
+	GetLinkStatsByDimension(ctx context.Context, linkId LinkID, dimension StatsDimension, params *GetLinkStatsByDimensionParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListModels List models
 	//
@@ -1722,6 +3182,321 @@ func (c *Client) ListEvents(ctx context.Context, params *ListEventsParams, reqEd
 // Corresponds with GET /api/v1/events/{event_id} (the `GetEvent` operationId).
 func (c *Client) GetEvent(ctx context.Context, eventId EventID, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetEventRequest(c.Server, eventId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListLinks List short links
+//
+// The workspace's links, newest first. Filters combine with AND. Archived links are left out unless
+// `archived=true` (which lists only them).
+//
+// Corresponds with GET /api/v1/links (the `ListLinks` operationId).
+func (c *Client) ListLinks(ctx context.Context, params *ListLinksParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListLinksRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateLinkWithBody Create a short link
+//
+// Creates a short link to `destination_url`. Without `slug` Switchboard picks 7 characters from an alphabet
+// without look-alikes (no `0`/`O`, `1`/`l`/`I`). Custom slugs are 1–63 letters, digits, `_` and `-`, unique
+// per domain regardless of case; the product's own paths (`api`, `docs`, `user`, …) are reserved, and a
+// deleted link's slug stays reserved to its workspace for a while so that nobody else can catch its traffic.
+//
+// The destination must be an absolute `http(s)` URL (other schemes only when the operator allows them), with
+// no user name or password, at most 2048 characters, not itself a short link of this server, and not on the
+// operator's blocklist. Each refusal names the field in `errors[].pointer`.
+//
+// Send an `Idempotency-Key` to retry safely: the same key returns the same link.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/links (the `CreateLink` operationId).
+func (c *Client) CreateLinkWithBody(ctx context.Context, params *CreateLinkParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateLinkRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateLink Create a short link
+//
+// Creates a short link to `destination_url`. Without `slug` Switchboard picks 7 characters from an alphabet
+// without look-alikes (no `0`/`O`, `1`/`l`/`I`). Custom slugs are 1–63 letters, digits, `_` and `-`, unique
+// per domain regardless of case; the product's own paths (`api`, `docs`, `user`, …) are reserved, and a
+// deleted link's slug stays reserved to its workspace for a while so that nobody else can catch its traffic.
+//
+// The destination must be an absolute `http(s)` URL (other schemes only when the operator allows them), with
+// no user name or password, at most 2048 characters, not itself a short link of this server, and not on the
+// operator's blocklist. Each refusal names the field in `errors[].pointer`.
+//
+// Send an `Idempotency-Key` to retry safely: the same key returns the same link.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/links (the `CreateLink` operationId).
+func (c *Client) CreateLink(ctx context.Context, params *CreateLinkParams, body CreateLinkJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateLinkRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateLinksBulkWithBody Create many short links
+//
+// Creates up to 1000 links in one call. Each item is validated and created on its own: the answer lists, in
+// request order, the link or the problem of every item (`validation_failed` with pointers relative to the
+// item, `slug_taken`, `external_id_taken`), so one bad row never sinks the others. Every created link emits
+// its own `link.created` event. Send an `Idempotency-Key` to retry the whole batch safely.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/links/bulk (the `CreateLinksBulk` operationId).
+func (c *Client) CreateLinksBulkWithBody(ctx context.Context, params *CreateLinksBulkParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateLinksBulkRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateLinksBulk Create many short links
+//
+// Creates up to 1000 links in one call. Each item is validated and created on its own: the answer lists, in
+// request order, the link or the problem of every item (`validation_failed` with pointers relative to the
+// item, `slug_taken`, `external_id_taken`), so one bad row never sinks the others. Every created link emits
+// its own `link.created` event. Send an `Idempotency-Key` to retry the whole batch safely.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/links/bulk (the `CreateLinksBulk` operationId).
+func (c *Client) CreateLinksBulk(ctx context.Context, params *CreateLinksBulkParams, body CreateLinksBulkJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateLinksBulkRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpsertLinkByExternalIdWithBody Create or replace a link by your ID
+//
+// Makes the workspace's link with this external ID look like the body: creates it (`201`) when there is none,
+// otherwise replaces every field sent and resets the optional fields that are left out (`200`). The slug of an
+// existing link is kept unless `slug` is sent. Safe to repeat: the same body gives the same link.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PUT /api/v1/links/external/{external_id} (the `UpsertLinkByExternalId` operationId).
+func (c *Client) UpsertLinkByExternalIdWithBody(ctx context.Context, externalId ExternalID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpsertLinkByExternalIdRequestWithBody(c.Server, externalId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpsertLinkByExternalId Create or replace a link by your ID
+//
+// Makes the workspace's link with this external ID look like the body: creates it (`201`) when there is none,
+// otherwise replaces every field sent and resets the optional fields that are left out (`200`). The slug of an
+// existing link is kept unless `slug` is sent. Safe to repeat: the same body gives the same link.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PUT /api/v1/links/external/{external_id} (the `UpsertLinkByExternalId` operationId).
+func (c *Client) UpsertLinkByExternalId(ctx context.Context, externalId ExternalID, body UpsertLinkByExternalIdJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpsertLinkByExternalIdRequest(c.Server, externalId, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// LookupLink Find a link by its slug
+//
+// The workspace's link with this slug (any case) on `domain` (default the server's short domain).
+//
+// Corresponds with GET /api/v1/links/lookup (the `LookupLink` operationId).
+func (c *Client) LookupLink(ctx context.Context, params *LookupLinkParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewLookupLinkRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DeleteLink Delete a short link
+//
+// Deletes the link and its click history; its short URL answers 404 from then on. The slug stays reserved to
+// this workspace for the operator's tombstone period (30 days by default), so nobody else can take over its
+// traffic. Emits `link.deleted`.
+//
+// Corresponds with DELETE /api/v1/links/{link_id} (the `DeleteLink` operationId).
+func (c *Client) DeleteLink(ctx context.Context, linkId LinkID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteLinkRequest(c.Server, linkId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetLink Retrieve a short link
+//
+// One link of the workspace, with its human click count.
+//
+// Corresponds with GET /api/v1/links/{link_id} (the `GetLink` operationId).
+func (c *Client) GetLink(ctx context.Context, linkId LinkID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetLinkRequest(c.Server, linkId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateLinkWithBody Update a short link
+//
+// Changes the fields sent; `null` clears a clearable field (`title`, `external_id`, `utm`, `expires_at`,
+// `expired_url`, `max_clicks`). A new slug or domain frees the old one (reserved to this workspace for a
+// while). Redirects use the new values at once, on every server.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PATCH /api/v1/links/{link_id} (the `UpdateLink` operationId).
+func (c *Client) UpdateLinkWithBody(ctx context.Context, linkId LinkID, params *UpdateLinkParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateLinkRequestWithBody(c.Server, linkId, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateLink Update a short link
+//
+// Changes the fields sent; `null` clears a clearable field (`title`, `external_id`, `utm`, `expires_at`,
+// `expired_url`, `max_clicks`). A new slug or domain frees the old one (reserved to this workspace for a
+// while). Redirects use the new values at once, on every server.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PATCH /api/v1/links/{link_id} (the `UpdateLink` operationId).
+func (c *Client) UpdateLink(ctx context.Context, linkId LinkID, params *UpdateLinkParams, body UpdateLinkJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateLinkRequest(c.Server, linkId, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListLinkClicks List the clicks of a link
+//
+// The link's recorded clicks, newest first, every class included unless `class` says otherwise. IP addresses
+// are never returned (Switchboard keeps only a truncated form for abuse handling and a daily-salted hash for
+// unique counts).
+//
+// Corresponds with GET /api/v1/links/{link_id}/clicks (the `ListLinkClicks` operationId).
+func (c *Client) ListLinkClicks(ctx context.Context, linkId LinkID, params *ListLinkClicksParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListLinkClicksRequest(c.Server, linkId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetLinkStats Click statistics of a link
+//
+// Totals and a time series of the link's clicks between `from` and `to` (default: the last 30 days), in buckets
+// of `interval` aligned to the time zone `tz` (IANA name, default `UTC`). `humans` are the clicks that count;
+// `bots` (crawlers, link previews, monitors, `HEAD` requests) are recorded and shown apart, never dropped.
+// `unique_humans` counts distinct visitors per day (visitors are recognised by a hash with a salt that
+// changes daily, so nobody can be followed across days). Clicks appear within about a second. At most 1000
+// buckets per answer.
+//
+// Corresponds with GET /api/v1/links/{link_id}/stats (the `GetLinkStats` operationId).
+func (c *Client) GetLinkStats(ctx context.Context, linkId LinkID, params *GetLinkStatsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetLinkStatsRequest(c.Server, linkId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetLinkStatsByDimension Clicks of a link by country, referrer, device, browser or OS
+//
+// The link's clicks between `from` and `to` (default: the last 30 days) grouped by one dimension, most human
+// clicks first (at most `limit` values, default 20). Countries are ISO 3166-1 alpha-2 codes and need a GeoIP
+// database configured by the operator (`unknown` otherwise); referrers are host names (`direct` when none).
+//
+// Corresponds with GET /api/v1/links/{link_id}/stats/{dimension} (the `GetLinkStatsByDimension` operationId).
+func (c *Client) GetLinkStatsByDimension(ctx context.Context, linkId LinkID, dimension StatsDimension, params *GetLinkStatsByDimensionParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetLinkStatsByDimensionRequest(c.Server, linkId, dimension, params)
 	if err != nil {
 		return nil, err
 	}
@@ -2373,6 +4148,803 @@ func NewGetEventRequest(server string, eventId EventID) (*http.Request, error) {
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewListLinksRequest constructs an http.Request for the ListLinks method
+func NewListLinksRequest(server string, params *ListLinksParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/links")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Q != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "q", *params.Q, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Tag != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "tag", *params.Tag, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Domain != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "domain", *params.Domain, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.ExternalId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "external_id", *params.ExternalId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Archived != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "archived", *params.Archived, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Expired != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "expired", *params.Expired, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.CreatedAfter != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "created_after", *params.CreatedAfter, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.CreatedBefore != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "created_before", *params.CreatedBefore, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCreateLinkRequest calls the generic CreateLink builder with application/json body
+func NewCreateLinkRequest(server string, params *CreateLinkParams, body CreateLinkJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateLinkRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewCreateLinkRequestWithBody constructs an http.Request for the CreateLink method, with any body, and a specified content type
+func NewCreateLinkRequestWithBody(server string, params *CreateLinkParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/links")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewCreateLinksBulkRequest calls the generic CreateLinksBulk builder with application/json body
+func NewCreateLinksBulkRequest(server string, params *CreateLinksBulkParams, body CreateLinksBulkJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateLinksBulkRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewCreateLinksBulkRequestWithBody constructs an http.Request for the CreateLinksBulk method, with any body, and a specified content type
+func NewCreateLinksBulkRequestWithBody(server string, params *CreateLinksBulkParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/links/bulk")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewUpsertLinkByExternalIdRequest calls the generic UpsertLinkByExternalId builder with application/json body
+func NewUpsertLinkByExternalIdRequest(server string, externalId ExternalID, body UpsertLinkByExternalIdJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewUpsertLinkByExternalIdRequestWithBody(server, externalId, "application/json", bodyReader)
+}
+
+// NewUpsertLinkByExternalIdRequestWithBody constructs an http.Request for the UpsertLinkByExternalId method, with any body, and a specified content type
+func NewUpsertLinkByExternalIdRequestWithBody(server string, externalId ExternalID, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "external_id", externalId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/links/external/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPut, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewLookupLinkRequest constructs an http.Request for the LookupLink method
+func NewLookupLinkRequest(server string, params *LookupLinkParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/links/lookup")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "slug", params.Slug, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if params.Domain != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "domain", *params.Domain, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewDeleteLinkRequest constructs an http.Request for the DeleteLink method
+func NewDeleteLinkRequest(server string, linkId LinkID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "link_id", linkId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/links/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetLinkRequest constructs an http.Request for the GetLink method
+func NewGetLinkRequest(server string, linkId LinkID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "link_id", linkId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/links/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewUpdateLinkRequest calls the generic UpdateLink builder with application/json body
+func NewUpdateLinkRequest(server string, linkId LinkID, params *UpdateLinkParams, body UpdateLinkJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewUpdateLinkRequestWithBody(server, linkId, params, "application/json", bodyReader)
+}
+
+// NewUpdateLinkRequestWithBody constructs an http.Request for the UpdateLink method, with any body, and a specified content type
+func NewUpdateLinkRequestWithBody(server string, linkId LinkID, params *UpdateLinkParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "link_id", linkId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/links/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPatch, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewListLinkClicksRequest constructs an http.Request for the ListLinkClicks method
+func NewListLinkClicksRequest(server string, linkId LinkID, params *ListLinkClicksParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "link_id", linkId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/links/%s/clicks", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Class != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "class", *params.Class, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetLinkStatsRequest constructs an http.Request for the GetLinkStats method
+func NewGetLinkStatsRequest(server string, linkId LinkID, params *GetLinkStatsParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "link_id", linkId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/links/%s/stats", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.From != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "from", *params.From, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.To != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "to", *params.To, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Interval != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "interval", *params.Interval, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Tz != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "tz", *params.Tz, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetLinkStatsByDimensionRequest constructs an http.Request for the GetLinkStatsByDimension method
+func NewGetLinkStatsByDimensionRequest(server string, linkId LinkID, dimension StatsDimension, params *GetLinkStatsByDimensionParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "link_id", linkId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "dimension", dimension, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/links/%s/stats/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.From != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "from", *params.From, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.To != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "to", *params.To, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Tz != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "tz", *params.Tz, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
@@ -3206,6 +5778,185 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /api/v1/events/{event_id} (the `GetEvent` operationId).
 	GetEventWithResponse(ctx context.Context, eventId EventID, reqEditors ...RequestEditorFn) (*GetEventResponse, error)
 
+	// ListLinksWithResponse List short links
+	//
+	// The workspace's links, newest first. Filters combine with AND. Archived links are left out unless
+	// `archived=true` (which lists only them).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/links (the `ListLinks` operationId).
+	ListLinksWithResponse(ctx context.Context, params *ListLinksParams, reqEditors ...RequestEditorFn) (*ListLinksResponse, error)
+
+	// CreateLinkWithBodyWithResponse Create a short link
+	//
+	// Creates a short link to `destination_url`. Without `slug` Switchboard picks 7 characters from an alphabet
+	// without look-alikes (no `0`/`O`, `1`/`l`/`I`). Custom slugs are 1–63 letters, digits, `_` and `-`, unique
+	// per domain regardless of case; the product's own paths (`api`, `docs`, `user`, …) are reserved, and a
+	// deleted link's slug stays reserved to its workspace for a while so that nobody else can catch its traffic.
+	//
+	// The destination must be an absolute `http(s)` URL (other schemes only when the operator allows them), with
+	// no user name or password, at most 2048 characters, not itself a short link of this server, and not on the
+	// operator's blocklist. Each refusal names the field in `errors[].pointer`.
+	//
+	// Send an `Idempotency-Key` to retry safely: the same key returns the same link.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/links (the `CreateLink` operationId).
+	CreateLinkWithBodyWithResponse(ctx context.Context, params *CreateLinkParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateLinkResponse, error)
+
+	// CreateLinkWithResponse Create a short link
+	//
+	// Creates a short link to `destination_url`. Without `slug` Switchboard picks 7 characters from an alphabet
+	// without look-alikes (no `0`/`O`, `1`/`l`/`I`). Custom slugs are 1–63 letters, digits, `_` and `-`, unique
+	// per domain regardless of case; the product's own paths (`api`, `docs`, `user`, …) are reserved, and a
+	// deleted link's slug stays reserved to its workspace for a while so that nobody else can catch its traffic.
+	//
+	// The destination must be an absolute `http(s)` URL (other schemes only when the operator allows them), with
+	// no user name or password, at most 2048 characters, not itself a short link of this server, and not on the
+	// operator's blocklist. Each refusal names the field in `errors[].pointer`.
+	//
+	// Send an `Idempotency-Key` to retry safely: the same key returns the same link.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/links (the `CreateLink` operationId).
+	CreateLinkWithResponse(ctx context.Context, params *CreateLinkParams, body CreateLinkJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateLinkResponse, error)
+
+	// CreateLinksBulkWithBodyWithResponse Create many short links
+	//
+	// Creates up to 1000 links in one call. Each item is validated and created on its own: the answer lists, in
+	// request order, the link or the problem of every item (`validation_failed` with pointers relative to the
+	// item, `slug_taken`, `external_id_taken`), so one bad row never sinks the others. Every created link emits
+	// its own `link.created` event. Send an `Idempotency-Key` to retry the whole batch safely.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/links/bulk (the `CreateLinksBulk` operationId).
+	CreateLinksBulkWithBodyWithResponse(ctx context.Context, params *CreateLinksBulkParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateLinksBulkResponse, error)
+
+	// CreateLinksBulkWithResponse Create many short links
+	//
+	// Creates up to 1000 links in one call. Each item is validated and created on its own: the answer lists, in
+	// request order, the link or the problem of every item (`validation_failed` with pointers relative to the
+	// item, `slug_taken`, `external_id_taken`), so one bad row never sinks the others. Every created link emits
+	// its own `link.created` event. Send an `Idempotency-Key` to retry the whole batch safely.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/links/bulk (the `CreateLinksBulk` operationId).
+	CreateLinksBulkWithResponse(ctx context.Context, params *CreateLinksBulkParams, body CreateLinksBulkJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateLinksBulkResponse, error)
+
+	// UpsertLinkByExternalIdWithBodyWithResponse Create or replace a link by your ID
+	//
+	// Makes the workspace's link with this external ID look like the body: creates it (`201`) when there is none,
+	// otherwise replaces every field sent and resets the optional fields that are left out (`200`). The slug of an
+	// existing link is kept unless `slug` is sent. Safe to repeat: the same body gives the same link.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /api/v1/links/external/{external_id} (the `UpsertLinkByExternalId` operationId).
+	UpsertLinkByExternalIdWithBodyWithResponse(ctx context.Context, externalId ExternalID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpsertLinkByExternalIdResponse, error)
+
+	// UpsertLinkByExternalIdWithResponse Create or replace a link by your ID
+	//
+	// Makes the workspace's link with this external ID look like the body: creates it (`201`) when there is none,
+	// otherwise replaces every field sent and resets the optional fields that are left out (`200`). The slug of an
+	// existing link is kept unless `slug` is sent. Safe to repeat: the same body gives the same link.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /api/v1/links/external/{external_id} (the `UpsertLinkByExternalId` operationId).
+	UpsertLinkByExternalIdWithResponse(ctx context.Context, externalId ExternalID, body UpsertLinkByExternalIdJSONRequestBody, reqEditors ...RequestEditorFn) (*UpsertLinkByExternalIdResponse, error)
+
+	// LookupLinkWithResponse Find a link by its slug
+	//
+	// The workspace's link with this slug (any case) on `domain` (default the server's short domain).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/links/lookup (the `LookupLink` operationId).
+	LookupLinkWithResponse(ctx context.Context, params *LookupLinkParams, reqEditors ...RequestEditorFn) (*LookupLinkResponse, error)
+
+	// DeleteLinkWithResponse Delete a short link
+	//
+	// Deletes the link and its click history; its short URL answers 404 from then on. The slug stays reserved to
+	// this workspace for the operator's tombstone period (30 days by default), so nobody else can take over its
+	// traffic. Emits `link.deleted`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /api/v1/links/{link_id} (the `DeleteLink` operationId).
+	DeleteLinkWithResponse(ctx context.Context, linkId LinkID, reqEditors ...RequestEditorFn) (*DeleteLinkResponse, error)
+
+	// GetLinkWithResponse Retrieve a short link
+	//
+	// One link of the workspace, with its human click count.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/links/{link_id} (the `GetLink` operationId).
+	GetLinkWithResponse(ctx context.Context, linkId LinkID, reqEditors ...RequestEditorFn) (*GetLinkResponse, error)
+
+	// UpdateLinkWithBodyWithResponse Update a short link
+	//
+	// Changes the fields sent; `null` clears a clearable field (`title`, `external_id`, `utm`, `expires_at`,
+	// `expired_url`, `max_clicks`). A new slug or domain frees the old one (reserved to this workspace for a
+	// while). Redirects use the new values at once, on every server.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /api/v1/links/{link_id} (the `UpdateLink` operationId).
+	UpdateLinkWithBodyWithResponse(ctx context.Context, linkId LinkID, params *UpdateLinkParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateLinkResponse, error)
+
+	// UpdateLinkWithResponse Update a short link
+	//
+	// Changes the fields sent; `null` clears a clearable field (`title`, `external_id`, `utm`, `expires_at`,
+	// `expired_url`, `max_clicks`). A new slug or domain frees the old one (reserved to this workspace for a
+	// while). Redirects use the new values at once, on every server.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /api/v1/links/{link_id} (the `UpdateLink` operationId).
+	UpdateLinkWithResponse(ctx context.Context, linkId LinkID, params *UpdateLinkParams, body UpdateLinkJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateLinkResponse, error)
+
+	// ListLinkClicksWithResponse List the clicks of a link
+	//
+	// The link's recorded clicks, newest first, every class included unless `class` says otherwise. IP addresses
+	// are never returned (Switchboard keeps only a truncated form for abuse handling and a daily-salted hash for
+	// unique counts).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/links/{link_id}/clicks (the `ListLinkClicks` operationId).
+	ListLinkClicksWithResponse(ctx context.Context, linkId LinkID, params *ListLinkClicksParams, reqEditors ...RequestEditorFn) (*ListLinkClicksResponse, error)
+
+	// GetLinkStatsWithResponse Click statistics of a link
+	//
+	// Totals and a time series of the link's clicks between `from` and `to` (default: the last 30 days), in buckets
+	// of `interval` aligned to the time zone `tz` (IANA name, default `UTC`). `humans` are the clicks that count;
+	// `bots` (crawlers, link previews, monitors, `HEAD` requests) are recorded and shown apart, never dropped.
+	// `unique_humans` counts distinct visitors per day (visitors are recognised by a hash with a salt that
+	// changes daily, so nobody can be followed across days). Clicks appear within about a second. At most 1000
+	// buckets per answer.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/links/{link_id}/stats (the `GetLinkStats` operationId).
+	GetLinkStatsWithResponse(ctx context.Context, linkId LinkID, params *GetLinkStatsParams, reqEditors ...RequestEditorFn) (*GetLinkStatsResponse, error)
+
+	// GetLinkStatsByDimensionWithResponse Clicks of a link by country, referrer, device, browser or OS
+	//
+	// The link's clicks between `from` and `to` (default: the last 30 days) grouped by one dimension, most human
+	// clicks first (at most `limit` values, default 20). Countries are ISO 3166-1 alpha-2 codes and need a GeoIP
+	// database configured by the operator (`unknown` otherwise); referrers are host names (`direct` when none).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/links/{link_id}/stats/{dimension} (the `GetLinkStatsByDimension` operationId).
+	GetLinkStatsByDimensionWithResponse(ctx context.Context, linkId LinkID, dimension StatsDimension, params *GetLinkStatsByDimensionParams, reqEditors ...RequestEditorFn) (*GetLinkStatsByDimensionResponse, error)
+
 	// ListModelsWithResponse List models
 	//
 	// Lists the models enabled for the key's workspace, in catalogue order. This is the reference first call:
@@ -3981,6 +6732,1588 @@ func (r GetEventResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetEventResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListLinksResponse200Headers the declared response headers of an HTTP 200 response for ListLinks
+type ListLinksResponse200Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      *string
+}
+
+// ListLinksResponse400Headers the declared response headers of an HTTP 400 response for ListLinks
+type ListLinksResponse400Headers struct {
+	XRequestId *string
+}
+
+// ListLinksResponse401Headers the declared response headers of an HTTP 401 response for ListLinks
+type ListLinksResponse401Headers struct {
+	WWWAuthenticate *string
+	XRequestId      *string
+}
+
+// ListLinksResponse403Headers the declared response headers of an HTTP 403 response for ListLinks
+type ListLinksResponse403Headers struct {
+	WWWAuthenticate *string
+	XRequestId      *string
+}
+
+// ListLinksResponse429Headers the declared response headers of an HTTP 429 response for ListLinks
+type ListLinksResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+	XRequestId      *string
+}
+
+// ListLinksResponseDefaultHeaders the declared response headers of an HTTP default response for ListLinks
+type ListLinksResponseDefaultHeaders struct {
+	XRequestId *string
+}
+
+type ListLinksResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *LinkList
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ListLinksResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *ListLinksResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListLinksResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *ListLinksResponse403Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListLinksResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *ListLinksResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListLinksResponse) GetJSON200() *LinkList {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ListLinksResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListLinksResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ListLinksResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ListLinksResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r ListLinksResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ListLinksResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListLinksResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListLinksResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListLinksResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CreateLinkResponse201Headers the declared response headers of an HTTP 201 response for CreateLink
+type CreateLinkResponse201Headers struct {
+	Location        *string
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      *string
+}
+
+// CreateLinkResponse400Headers the declared response headers of an HTTP 400 response for CreateLink
+type CreateLinkResponse400Headers struct {
+	XRequestId *string
+}
+
+// CreateLinkResponse401Headers the declared response headers of an HTTP 401 response for CreateLink
+type CreateLinkResponse401Headers struct {
+	WWWAuthenticate *string
+	XRequestId      *string
+}
+
+// CreateLinkResponse403Headers the declared response headers of an HTTP 403 response for CreateLink
+type CreateLinkResponse403Headers struct {
+	WWWAuthenticate *string
+	XRequestId      *string
+}
+
+// CreateLinkResponse409Headers the declared response headers of an HTTP 409 response for CreateLink
+type CreateLinkResponse409Headers struct {
+	XRequestId *string
+}
+
+// CreateLinkResponse422Headers the declared response headers of an HTTP 422 response for CreateLink
+type CreateLinkResponse422Headers struct {
+	XRequestId *string
+}
+
+// CreateLinkResponse429Headers the declared response headers of an HTTP 429 response for CreateLink
+type CreateLinkResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+	XRequestId      *string
+}
+
+// CreateLinkResponseDefaultHeaders the declared response headers of an HTTP default response for CreateLink
+type CreateLinkResponseDefaultHeaders struct {
+	XRequestId *string
+}
+
+type CreateLinkResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *Link
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Conflict
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *UnprocessableEntity
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+	// Headers201 the parsed response headers for an HTTP 201 response
+	Headers201 *CreateLinkResponse201Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *CreateLinkResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CreateLinkResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *CreateLinkResponse403Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *CreateLinkResponse409Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *CreateLinkResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CreateLinkResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *CreateLinkResponseDefaultHeaders
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r CreateLinkResponse) GetJSON201() *Link {
+	return r.JSON201
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r CreateLinkResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r CreateLinkResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r CreateLinkResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r CreateLinkResponse) GetApplicationproblemJSON409() *Conflict {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r CreateLinkResponse) GetApplicationproblemJSON422() *UnprocessableEntity {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r CreateLinkResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r CreateLinkResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateLinkResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateLinkResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateLinkResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateLinkResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CreateLinksBulkResponse200Headers the declared response headers of an HTTP 200 response for CreateLinksBulk
+type CreateLinksBulkResponse200Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      *string
+}
+
+// CreateLinksBulkResponse400Headers the declared response headers of an HTTP 400 response for CreateLinksBulk
+type CreateLinksBulkResponse400Headers struct {
+	XRequestId *string
+}
+
+// CreateLinksBulkResponse401Headers the declared response headers of an HTTP 401 response for CreateLinksBulk
+type CreateLinksBulkResponse401Headers struct {
+	WWWAuthenticate *string
+	XRequestId      *string
+}
+
+// CreateLinksBulkResponse403Headers the declared response headers of an HTTP 403 response for CreateLinksBulk
+type CreateLinksBulkResponse403Headers struct {
+	WWWAuthenticate *string
+	XRequestId      *string
+}
+
+// CreateLinksBulkResponse409Headers the declared response headers of an HTTP 409 response for CreateLinksBulk
+type CreateLinksBulkResponse409Headers struct {
+	XRequestId *string
+}
+
+// CreateLinksBulkResponse422Headers the declared response headers of an HTTP 422 response for CreateLinksBulk
+type CreateLinksBulkResponse422Headers struct {
+	XRequestId *string
+}
+
+// CreateLinksBulkResponse429Headers the declared response headers of an HTTP 429 response for CreateLinksBulk
+type CreateLinksBulkResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+	XRequestId      *string
+}
+
+// CreateLinksBulkResponseDefaultHeaders the declared response headers of an HTTP default response for CreateLinksBulk
+type CreateLinksBulkResponseDefaultHeaders struct {
+	XRequestId *string
+}
+
+type CreateLinksBulkResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *LinkBulkResult
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Conflict
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *UnprocessableEntity
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *CreateLinksBulkResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *CreateLinksBulkResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CreateLinksBulkResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *CreateLinksBulkResponse403Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *CreateLinksBulkResponse409Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *CreateLinksBulkResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CreateLinksBulkResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *CreateLinksBulkResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CreateLinksBulkResponse) GetJSON200() *LinkBulkResult {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r CreateLinksBulkResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r CreateLinksBulkResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r CreateLinksBulkResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r CreateLinksBulkResponse) GetApplicationproblemJSON409() *Conflict {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r CreateLinksBulkResponse) GetApplicationproblemJSON422() *UnprocessableEntity {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r CreateLinksBulkResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r CreateLinksBulkResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateLinksBulkResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateLinksBulkResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateLinksBulkResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateLinksBulkResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// UpsertLinkByExternalIdResponse200Headers the declared response headers of an HTTP 200 response for UpsertLinkByExternalId
+type UpsertLinkByExternalIdResponse200Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      *string
+}
+
+// UpsertLinkByExternalIdResponse201Headers the declared response headers of an HTTP 201 response for UpsertLinkByExternalId
+type UpsertLinkByExternalIdResponse201Headers struct {
+	Location        *string
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      *string
+}
+
+// UpsertLinkByExternalIdResponse400Headers the declared response headers of an HTTP 400 response for UpsertLinkByExternalId
+type UpsertLinkByExternalIdResponse400Headers struct {
+	XRequestId *string
+}
+
+// UpsertLinkByExternalIdResponse401Headers the declared response headers of an HTTP 401 response for UpsertLinkByExternalId
+type UpsertLinkByExternalIdResponse401Headers struct {
+	WWWAuthenticate *string
+	XRequestId      *string
+}
+
+// UpsertLinkByExternalIdResponse403Headers the declared response headers of an HTTP 403 response for UpsertLinkByExternalId
+type UpsertLinkByExternalIdResponse403Headers struct {
+	WWWAuthenticate *string
+	XRequestId      *string
+}
+
+// UpsertLinkByExternalIdResponse409Headers the declared response headers of an HTTP 409 response for UpsertLinkByExternalId
+type UpsertLinkByExternalIdResponse409Headers struct {
+	XRequestId *string
+}
+
+// UpsertLinkByExternalIdResponse429Headers the declared response headers of an HTTP 429 response for UpsertLinkByExternalId
+type UpsertLinkByExternalIdResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+	XRequestId      *string
+}
+
+// UpsertLinkByExternalIdResponseDefaultHeaders the declared response headers of an HTTP default response for UpsertLinkByExternalId
+type UpsertLinkByExternalIdResponseDefaultHeaders struct {
+	XRequestId *string
+}
+
+type UpsertLinkByExternalIdResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Link
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *Link
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Conflict
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *UpsertLinkByExternalIdResponse200Headers
+	// Headers201 the parsed response headers for an HTTP 201 response
+	Headers201 *UpsertLinkByExternalIdResponse201Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *UpsertLinkByExternalIdResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *UpsertLinkByExternalIdResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *UpsertLinkByExternalIdResponse403Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *UpsertLinkByExternalIdResponse409Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *UpsertLinkByExternalIdResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *UpsertLinkByExternalIdResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r UpsertLinkByExternalIdResponse) GetJSON200() *Link {
+	return r.JSON200
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r UpsertLinkByExternalIdResponse) GetJSON201() *Link {
+	return r.JSON201
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r UpsertLinkByExternalIdResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r UpsertLinkByExternalIdResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r UpsertLinkByExternalIdResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r UpsertLinkByExternalIdResponse) GetApplicationproblemJSON409() *Conflict {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r UpsertLinkByExternalIdResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r UpsertLinkByExternalIdResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r UpsertLinkByExternalIdResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r UpsertLinkByExternalIdResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UpsertLinkByExternalIdResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r UpsertLinkByExternalIdResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// LookupLinkResponse200Headers the declared response headers of an HTTP 200 response for LookupLink
+type LookupLinkResponse200Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      *string
+}
+
+// LookupLinkResponse400Headers the declared response headers of an HTTP 400 response for LookupLink
+type LookupLinkResponse400Headers struct {
+	XRequestId *string
+}
+
+// LookupLinkResponse401Headers the declared response headers of an HTTP 401 response for LookupLink
+type LookupLinkResponse401Headers struct {
+	WWWAuthenticate *string
+	XRequestId      *string
+}
+
+// LookupLinkResponse403Headers the declared response headers of an HTTP 403 response for LookupLink
+type LookupLinkResponse403Headers struct {
+	WWWAuthenticate *string
+	XRequestId      *string
+}
+
+// LookupLinkResponse404Headers the declared response headers of an HTTP 404 response for LookupLink
+type LookupLinkResponse404Headers struct {
+	XRequestId *string
+}
+
+// LookupLinkResponse429Headers the declared response headers of an HTTP 429 response for LookupLink
+type LookupLinkResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+	XRequestId      *string
+}
+
+// LookupLinkResponseDefaultHeaders the declared response headers of an HTTP default response for LookupLink
+type LookupLinkResponseDefaultHeaders struct {
+	XRequestId *string
+}
+
+type LookupLinkResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Link
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *LookupLinkResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *LookupLinkResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *LookupLinkResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *LookupLinkResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *LookupLinkResponse404Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *LookupLinkResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *LookupLinkResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r LookupLinkResponse) GetJSON200() *Link {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r LookupLinkResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r LookupLinkResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r LookupLinkResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r LookupLinkResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r LookupLinkResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r LookupLinkResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r LookupLinkResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r LookupLinkResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r LookupLinkResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r LookupLinkResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// DeleteLinkResponse204Headers the declared response headers of an HTTP 204 response for DeleteLink
+type DeleteLinkResponse204Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      *string
+}
+
+// DeleteLinkResponse400Headers the declared response headers of an HTTP 400 response for DeleteLink
+type DeleteLinkResponse400Headers struct {
+	XRequestId *string
+}
+
+// DeleteLinkResponse401Headers the declared response headers of an HTTP 401 response for DeleteLink
+type DeleteLinkResponse401Headers struct {
+	WWWAuthenticate *string
+	XRequestId      *string
+}
+
+// DeleteLinkResponse403Headers the declared response headers of an HTTP 403 response for DeleteLink
+type DeleteLinkResponse403Headers struct {
+	WWWAuthenticate *string
+	XRequestId      *string
+}
+
+// DeleteLinkResponse404Headers the declared response headers of an HTTP 404 response for DeleteLink
+type DeleteLinkResponse404Headers struct {
+	XRequestId *string
+}
+
+// DeleteLinkResponse429Headers the declared response headers of an HTTP 429 response for DeleteLink
+type DeleteLinkResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+	XRequestId      *string
+}
+
+// DeleteLinkResponseDefaultHeaders the declared response headers of an HTTP default response for DeleteLink
+type DeleteLinkResponseDefaultHeaders struct {
+	XRequestId *string
+}
+
+type DeleteLinkResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+	// Headers204 the parsed response headers for an HTTP 204 response
+	Headers204 *DeleteLinkResponse204Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *DeleteLinkResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *DeleteLinkResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *DeleteLinkResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *DeleteLinkResponse404Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *DeleteLinkResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *DeleteLinkResponseDefaultHeaders
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r DeleteLinkResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r DeleteLinkResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r DeleteLinkResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r DeleteLinkResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r DeleteLinkResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r DeleteLinkResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r DeleteLinkResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DeleteLinkResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeleteLinkResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DeleteLinkResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetLinkResponse200Headers the declared response headers of an HTTP 200 response for GetLink
+type GetLinkResponse200Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      *string
+}
+
+// GetLinkResponse400Headers the declared response headers of an HTTP 400 response for GetLink
+type GetLinkResponse400Headers struct {
+	XRequestId *string
+}
+
+// GetLinkResponse401Headers the declared response headers of an HTTP 401 response for GetLink
+type GetLinkResponse401Headers struct {
+	WWWAuthenticate *string
+	XRequestId      *string
+}
+
+// GetLinkResponse403Headers the declared response headers of an HTTP 403 response for GetLink
+type GetLinkResponse403Headers struct {
+	WWWAuthenticate *string
+	XRequestId      *string
+}
+
+// GetLinkResponse404Headers the declared response headers of an HTTP 404 response for GetLink
+type GetLinkResponse404Headers struct {
+	XRequestId *string
+}
+
+// GetLinkResponse429Headers the declared response headers of an HTTP 429 response for GetLink
+type GetLinkResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+	XRequestId      *string
+}
+
+// GetLinkResponseDefaultHeaders the declared response headers of an HTTP default response for GetLink
+type GetLinkResponseDefaultHeaders struct {
+	XRequestId *string
+}
+
+type GetLinkResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Link
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetLinkResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *GetLinkResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetLinkResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *GetLinkResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *GetLinkResponse404Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetLinkResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *GetLinkResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetLinkResponse) GetJSON200() *Link {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetLinkResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetLinkResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r GetLinkResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r GetLinkResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r GetLinkResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r GetLinkResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetLinkResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetLinkResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetLinkResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetLinkResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// UpdateLinkResponse200Headers the declared response headers of an HTTP 200 response for UpdateLink
+type UpdateLinkResponse200Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      *string
+}
+
+// UpdateLinkResponse400Headers the declared response headers of an HTTP 400 response for UpdateLink
+type UpdateLinkResponse400Headers struct {
+	XRequestId *string
+}
+
+// UpdateLinkResponse401Headers the declared response headers of an HTTP 401 response for UpdateLink
+type UpdateLinkResponse401Headers struct {
+	WWWAuthenticate *string
+	XRequestId      *string
+}
+
+// UpdateLinkResponse403Headers the declared response headers of an HTTP 403 response for UpdateLink
+type UpdateLinkResponse403Headers struct {
+	WWWAuthenticate *string
+	XRequestId      *string
+}
+
+// UpdateLinkResponse404Headers the declared response headers of an HTTP 404 response for UpdateLink
+type UpdateLinkResponse404Headers struct {
+	XRequestId *string
+}
+
+// UpdateLinkResponse409Headers the declared response headers of an HTTP 409 response for UpdateLink
+type UpdateLinkResponse409Headers struct {
+	XRequestId *string
+}
+
+// UpdateLinkResponse422Headers the declared response headers of an HTTP 422 response for UpdateLink
+type UpdateLinkResponse422Headers struct {
+	XRequestId *string
+}
+
+// UpdateLinkResponse429Headers the declared response headers of an HTTP 429 response for UpdateLink
+type UpdateLinkResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+	XRequestId      *string
+}
+
+// UpdateLinkResponseDefaultHeaders the declared response headers of an HTTP default response for UpdateLink
+type UpdateLinkResponseDefaultHeaders struct {
+	XRequestId *string
+}
+
+type UpdateLinkResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Link
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Conflict
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *UnprocessableEntity
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *UpdateLinkResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *UpdateLinkResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *UpdateLinkResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *UpdateLinkResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *UpdateLinkResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *UpdateLinkResponse409Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *UpdateLinkResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *UpdateLinkResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *UpdateLinkResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r UpdateLinkResponse) GetJSON200() *Link {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r UpdateLinkResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r UpdateLinkResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r UpdateLinkResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r UpdateLinkResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r UpdateLinkResponse) GetApplicationproblemJSON409() *Conflict {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r UpdateLinkResponse) GetApplicationproblemJSON422() *UnprocessableEntity {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r UpdateLinkResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r UpdateLinkResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r UpdateLinkResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r UpdateLinkResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UpdateLinkResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r UpdateLinkResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListLinkClicksResponse200Headers the declared response headers of an HTTP 200 response for ListLinkClicks
+type ListLinkClicksResponse200Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      *string
+}
+
+// ListLinkClicksResponse400Headers the declared response headers of an HTTP 400 response for ListLinkClicks
+type ListLinkClicksResponse400Headers struct {
+	XRequestId *string
+}
+
+// ListLinkClicksResponse401Headers the declared response headers of an HTTP 401 response for ListLinkClicks
+type ListLinkClicksResponse401Headers struct {
+	WWWAuthenticate *string
+	XRequestId      *string
+}
+
+// ListLinkClicksResponse403Headers the declared response headers of an HTTP 403 response for ListLinkClicks
+type ListLinkClicksResponse403Headers struct {
+	WWWAuthenticate *string
+	XRequestId      *string
+}
+
+// ListLinkClicksResponse404Headers the declared response headers of an HTTP 404 response for ListLinkClicks
+type ListLinkClicksResponse404Headers struct {
+	XRequestId *string
+}
+
+// ListLinkClicksResponse429Headers the declared response headers of an HTTP 429 response for ListLinkClicks
+type ListLinkClicksResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+	XRequestId      *string
+}
+
+// ListLinkClicksResponseDefaultHeaders the declared response headers of an HTTP default response for ListLinkClicks
+type ListLinkClicksResponseDefaultHeaders struct {
+	XRequestId *string
+}
+
+type ListLinkClicksResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ClickList
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ListLinkClicksResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *ListLinkClicksResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListLinkClicksResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *ListLinkClicksResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *ListLinkClicksResponse404Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListLinkClicksResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *ListLinkClicksResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListLinkClicksResponse) GetJSON200() *ClickList {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ListLinkClicksResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListLinkClicksResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ListLinkClicksResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r ListLinkClicksResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ListLinkClicksResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r ListLinkClicksResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ListLinkClicksResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListLinkClicksResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListLinkClicksResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListLinkClicksResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetLinkStatsResponse200Headers the declared response headers of an HTTP 200 response for GetLinkStats
+type GetLinkStatsResponse200Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      *string
+}
+
+// GetLinkStatsResponse400Headers the declared response headers of an HTTP 400 response for GetLinkStats
+type GetLinkStatsResponse400Headers struct {
+	XRequestId *string
+}
+
+// GetLinkStatsResponse401Headers the declared response headers of an HTTP 401 response for GetLinkStats
+type GetLinkStatsResponse401Headers struct {
+	WWWAuthenticate *string
+	XRequestId      *string
+}
+
+// GetLinkStatsResponse403Headers the declared response headers of an HTTP 403 response for GetLinkStats
+type GetLinkStatsResponse403Headers struct {
+	WWWAuthenticate *string
+	XRequestId      *string
+}
+
+// GetLinkStatsResponse404Headers the declared response headers of an HTTP 404 response for GetLinkStats
+type GetLinkStatsResponse404Headers struct {
+	XRequestId *string
+}
+
+// GetLinkStatsResponse429Headers the declared response headers of an HTTP 429 response for GetLinkStats
+type GetLinkStatsResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+	XRequestId      *string
+}
+
+// GetLinkStatsResponseDefaultHeaders the declared response headers of an HTTP default response for GetLinkStats
+type GetLinkStatsResponseDefaultHeaders struct {
+	XRequestId *string
+}
+
+type GetLinkStatsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *LinkStats
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetLinkStatsResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *GetLinkStatsResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetLinkStatsResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *GetLinkStatsResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *GetLinkStatsResponse404Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetLinkStatsResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *GetLinkStatsResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetLinkStatsResponse) GetJSON200() *LinkStats {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetLinkStatsResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetLinkStatsResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r GetLinkStatsResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r GetLinkStatsResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r GetLinkStatsResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r GetLinkStatsResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetLinkStatsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetLinkStatsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetLinkStatsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetLinkStatsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetLinkStatsByDimensionResponse200Headers the declared response headers of an HTTP 200 response for GetLinkStatsByDimension
+type GetLinkStatsByDimensionResponse200Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      *string
+}
+
+// GetLinkStatsByDimensionResponse400Headers the declared response headers of an HTTP 400 response for GetLinkStatsByDimension
+type GetLinkStatsByDimensionResponse400Headers struct {
+	XRequestId *string
+}
+
+// GetLinkStatsByDimensionResponse401Headers the declared response headers of an HTTP 401 response for GetLinkStatsByDimension
+type GetLinkStatsByDimensionResponse401Headers struct {
+	WWWAuthenticate *string
+	XRequestId      *string
+}
+
+// GetLinkStatsByDimensionResponse403Headers the declared response headers of an HTTP 403 response for GetLinkStatsByDimension
+type GetLinkStatsByDimensionResponse403Headers struct {
+	WWWAuthenticate *string
+	XRequestId      *string
+}
+
+// GetLinkStatsByDimensionResponse404Headers the declared response headers of an HTTP 404 response for GetLinkStatsByDimension
+type GetLinkStatsByDimensionResponse404Headers struct {
+	XRequestId *string
+}
+
+// GetLinkStatsByDimensionResponse429Headers the declared response headers of an HTTP 429 response for GetLinkStatsByDimension
+type GetLinkStatsByDimensionResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+	XRequestId      *string
+}
+
+// GetLinkStatsByDimensionResponseDefaultHeaders the declared response headers of an HTTP default response for GetLinkStatsByDimension
+type GetLinkStatsByDimensionResponseDefaultHeaders struct {
+	XRequestId *string
+}
+
+type GetLinkStatsByDimensionResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *LinkDimensionStats
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetLinkStatsByDimensionResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *GetLinkStatsByDimensionResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetLinkStatsByDimensionResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *GetLinkStatsByDimensionResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *GetLinkStatsByDimensionResponse404Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetLinkStatsByDimensionResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *GetLinkStatsByDimensionResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetLinkStatsByDimensionResponse) GetJSON200() *LinkDimensionStats {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetLinkStatsByDimensionResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetLinkStatsByDimensionResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r GetLinkStatsByDimensionResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r GetLinkStatsByDimensionResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r GetLinkStatsByDimensionResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r GetLinkStatsByDimensionResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetLinkStatsByDimensionResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetLinkStatsByDimensionResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetLinkStatsByDimensionResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetLinkStatsByDimensionResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -6331,6 +10664,275 @@ func (c *ClientWithResponses) GetEventWithResponse(ctx context.Context, eventId 
 	return ParseGetEventResponse(rsp)
 }
 
+// ListLinksWithResponse List short links
+//
+// The workspace's links, newest first. Filters combine with AND. Archived links are left out unless
+// `archived=true` (which lists only them).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/links (the `ListLinks` operationId).
+func (c *ClientWithResponses) ListLinksWithResponse(ctx context.Context, params *ListLinksParams, reqEditors ...RequestEditorFn) (*ListLinksResponse, error) {
+	rsp, err := c.ListLinks(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListLinksResponse(rsp)
+}
+
+// CreateLinkWithBodyWithResponse Create a short link
+//
+// Creates a short link to `destination_url`. Without `slug` Switchboard picks 7 characters from an alphabet
+// without look-alikes (no `0`/`O`, `1`/`l`/`I`). Custom slugs are 1–63 letters, digits, `_` and `-`, unique
+// per domain regardless of case; the product's own paths (`api`, `docs`, `user`, …) are reserved, and a
+// deleted link's slug stays reserved to its workspace for a while so that nobody else can catch its traffic.
+//
+// The destination must be an absolute `http(s)` URL (other schemes only when the operator allows them), with
+// no user name or password, at most 2048 characters, not itself a short link of this server, and not on the
+// operator's blocklist. Each refusal names the field in `errors[].pointer`.
+//
+// Send an `Idempotency-Key` to retry safely: the same key returns the same link.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/links (the `CreateLink` operationId).
+func (c *ClientWithResponses) CreateLinkWithBodyWithResponse(ctx context.Context, params *CreateLinkParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateLinkResponse, error) {
+	rsp, err := c.CreateLinkWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateLinkResponse(rsp)
+}
+
+// CreateLinkWithResponse Create a short link
+//
+// Creates a short link to `destination_url`. Without `slug` Switchboard picks 7 characters from an alphabet
+// without look-alikes (no `0`/`O`, `1`/`l`/`I`). Custom slugs are 1–63 letters, digits, `_` and `-`, unique
+// per domain regardless of case; the product's own paths (`api`, `docs`, `user`, …) are reserved, and a
+// deleted link's slug stays reserved to its workspace for a while so that nobody else can catch its traffic.
+//
+// The destination must be an absolute `http(s)` URL (other schemes only when the operator allows them), with
+// no user name or password, at most 2048 characters, not itself a short link of this server, and not on the
+// operator's blocklist. Each refusal names the field in `errors[].pointer`.
+//
+// Send an `Idempotency-Key` to retry safely: the same key returns the same link.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/links (the `CreateLink` operationId).
+func (c *ClientWithResponses) CreateLinkWithResponse(ctx context.Context, params *CreateLinkParams, body CreateLinkJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateLinkResponse, error) {
+	rsp, err := c.CreateLink(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateLinkResponse(rsp)
+}
+
+// CreateLinksBulkWithBodyWithResponse Create many short links
+//
+// Creates up to 1000 links in one call. Each item is validated and created on its own: the answer lists, in
+// request order, the link or the problem of every item (`validation_failed` with pointers relative to the
+// item, `slug_taken`, `external_id_taken`), so one bad row never sinks the others. Every created link emits
+// its own `link.created` event. Send an `Idempotency-Key` to retry the whole batch safely.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/links/bulk (the `CreateLinksBulk` operationId).
+func (c *ClientWithResponses) CreateLinksBulkWithBodyWithResponse(ctx context.Context, params *CreateLinksBulkParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateLinksBulkResponse, error) {
+	rsp, err := c.CreateLinksBulkWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateLinksBulkResponse(rsp)
+}
+
+// CreateLinksBulkWithResponse Create many short links
+//
+// Creates up to 1000 links in one call. Each item is validated and created on its own: the answer lists, in
+// request order, the link or the problem of every item (`validation_failed` with pointers relative to the
+// item, `slug_taken`, `external_id_taken`), so one bad row never sinks the others. Every created link emits
+// its own `link.created` event. Send an `Idempotency-Key` to retry the whole batch safely.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/links/bulk (the `CreateLinksBulk` operationId).
+func (c *ClientWithResponses) CreateLinksBulkWithResponse(ctx context.Context, params *CreateLinksBulkParams, body CreateLinksBulkJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateLinksBulkResponse, error) {
+	rsp, err := c.CreateLinksBulk(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateLinksBulkResponse(rsp)
+}
+
+// UpsertLinkByExternalIdWithBodyWithResponse Create or replace a link by your ID
+//
+// Makes the workspace's link with this external ID look like the body: creates it (`201`) when there is none,
+// otherwise replaces every field sent and resets the optional fields that are left out (`200`). The slug of an
+// existing link is kept unless `slug` is sent. Safe to repeat: the same body gives the same link.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /api/v1/links/external/{external_id} (the `UpsertLinkByExternalId` operationId).
+func (c *ClientWithResponses) UpsertLinkByExternalIdWithBodyWithResponse(ctx context.Context, externalId ExternalID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpsertLinkByExternalIdResponse, error) {
+	rsp, err := c.UpsertLinkByExternalIdWithBody(ctx, externalId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpsertLinkByExternalIdResponse(rsp)
+}
+
+// UpsertLinkByExternalIdWithResponse Create or replace a link by your ID
+//
+// Makes the workspace's link with this external ID look like the body: creates it (`201`) when there is none,
+// otherwise replaces every field sent and resets the optional fields that are left out (`200`). The slug of an
+// existing link is kept unless `slug` is sent. Safe to repeat: the same body gives the same link.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /api/v1/links/external/{external_id} (the `UpsertLinkByExternalId` operationId).
+func (c *ClientWithResponses) UpsertLinkByExternalIdWithResponse(ctx context.Context, externalId ExternalID, body UpsertLinkByExternalIdJSONRequestBody, reqEditors ...RequestEditorFn) (*UpsertLinkByExternalIdResponse, error) {
+	rsp, err := c.UpsertLinkByExternalId(ctx, externalId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpsertLinkByExternalIdResponse(rsp)
+}
+
+// LookupLinkWithResponse Find a link by its slug
+//
+// The workspace's link with this slug (any case) on `domain` (default the server's short domain).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/links/lookup (the `LookupLink` operationId).
+func (c *ClientWithResponses) LookupLinkWithResponse(ctx context.Context, params *LookupLinkParams, reqEditors ...RequestEditorFn) (*LookupLinkResponse, error) {
+	rsp, err := c.LookupLink(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseLookupLinkResponse(rsp)
+}
+
+// DeleteLinkWithResponse Delete a short link
+//
+// Deletes the link and its click history; its short URL answers 404 from then on. The slug stays reserved to
+// this workspace for the operator's tombstone period (30 days by default), so nobody else can take over its
+// traffic. Emits `link.deleted`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /api/v1/links/{link_id} (the `DeleteLink` operationId).
+func (c *ClientWithResponses) DeleteLinkWithResponse(ctx context.Context, linkId LinkID, reqEditors ...RequestEditorFn) (*DeleteLinkResponse, error) {
+	rsp, err := c.DeleteLink(ctx, linkId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeleteLinkResponse(rsp)
+}
+
+// GetLinkWithResponse Retrieve a short link
+//
+// One link of the workspace, with its human click count.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/links/{link_id} (the `GetLink` operationId).
+func (c *ClientWithResponses) GetLinkWithResponse(ctx context.Context, linkId LinkID, reqEditors ...RequestEditorFn) (*GetLinkResponse, error) {
+	rsp, err := c.GetLink(ctx, linkId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetLinkResponse(rsp)
+}
+
+// UpdateLinkWithBodyWithResponse Update a short link
+//
+// Changes the fields sent; `null` clears a clearable field (`title`, `external_id`, `utm`, `expires_at`,
+// `expired_url`, `max_clicks`). A new slug or domain frees the old one (reserved to this workspace for a
+// while). Redirects use the new values at once, on every server.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /api/v1/links/{link_id} (the `UpdateLink` operationId).
+func (c *ClientWithResponses) UpdateLinkWithBodyWithResponse(ctx context.Context, linkId LinkID, params *UpdateLinkParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateLinkResponse, error) {
+	rsp, err := c.UpdateLinkWithBody(ctx, linkId, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateLinkResponse(rsp)
+}
+
+// UpdateLinkWithResponse Update a short link
+//
+// Changes the fields sent; `null` clears a clearable field (`title`, `external_id`, `utm`, `expires_at`,
+// `expired_url`, `max_clicks`). A new slug or domain frees the old one (reserved to this workspace for a
+// while). Redirects use the new values at once, on every server.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /api/v1/links/{link_id} (the `UpdateLink` operationId).
+func (c *ClientWithResponses) UpdateLinkWithResponse(ctx context.Context, linkId LinkID, params *UpdateLinkParams, body UpdateLinkJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateLinkResponse, error) {
+	rsp, err := c.UpdateLink(ctx, linkId, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateLinkResponse(rsp)
+}
+
+// ListLinkClicksWithResponse List the clicks of a link
+//
+// The link's recorded clicks, newest first, every class included unless `class` says otherwise. IP addresses
+// are never returned (Switchboard keeps only a truncated form for abuse handling and a daily-salted hash for
+// unique counts).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/links/{link_id}/clicks (the `ListLinkClicks` operationId).
+func (c *ClientWithResponses) ListLinkClicksWithResponse(ctx context.Context, linkId LinkID, params *ListLinkClicksParams, reqEditors ...RequestEditorFn) (*ListLinkClicksResponse, error) {
+	rsp, err := c.ListLinkClicks(ctx, linkId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListLinkClicksResponse(rsp)
+}
+
+// GetLinkStatsWithResponse Click statistics of a link
+//
+// Totals and a time series of the link's clicks between `from` and `to` (default: the last 30 days), in buckets
+// of `interval` aligned to the time zone `tz` (IANA name, default `UTC`). `humans` are the clicks that count;
+// `bots` (crawlers, link previews, monitors, `HEAD` requests) are recorded and shown apart, never dropped.
+// `unique_humans` counts distinct visitors per day (visitors are recognised by a hash with a salt that
+// changes daily, so nobody can be followed across days). Clicks appear within about a second. At most 1000
+// buckets per answer.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/links/{link_id}/stats (the `GetLinkStats` operationId).
+func (c *ClientWithResponses) GetLinkStatsWithResponse(ctx context.Context, linkId LinkID, params *GetLinkStatsParams, reqEditors ...RequestEditorFn) (*GetLinkStatsResponse, error) {
+	rsp, err := c.GetLinkStats(ctx, linkId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetLinkStatsResponse(rsp)
+}
+
+// GetLinkStatsByDimensionWithResponse Clicks of a link by country, referrer, device, browser or OS
+//
+// The link's clicks between `from` and `to` (default: the last 30 days) grouped by one dimension, most human
+// clicks first (at most `limit` values, default 20). Countries are ISO 3166-1 alpha-2 codes and need a GeoIP
+// database configured by the operator (`unknown` otherwise); referrers are host names (`direct` when none).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/links/{link_id}/stats/{dimension} (the `GetLinkStatsByDimension` operationId).
+func (c *ClientWithResponses) GetLinkStatsByDimensionWithResponse(ctx context.Context, linkId LinkID, dimension StatsDimension, params *GetLinkStatsByDimensionParams, reqEditors ...RequestEditorFn) (*GetLinkStatsByDimensionResponse, error) {
+	rsp, err := c.GetLinkStatsByDimension(ctx, linkId, dimension, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetLinkStatsByDimensionResponse(rsp)
+}
+
 // ListModelsWithResponse List models
 //
 // Lists the models enabled for the key's workspace, in catalogue order. This is the reference first call:
@@ -7425,6 +12027,2188 @@ func ParseGetEventResponse(rsp *http.Response) (*GetEventResponse, error) {
 		response.Headers429 = &headers
 	case true:
 		var headers GetEventResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListLinksResponse parses an HTTP response from a ListLinksWithResponse call
+func ParseListLinksResponse(rsp *http.Response) (*ListLinksResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListLinksResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest LinkList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ListLinksResponse200Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers ListLinksResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers ListLinksResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers ListLinksResponse403Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListLinksResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers429 = &headers
+	case true:
+		var headers ListLinksResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCreateLinkResponse parses an HTTP response from a CreateLinkWithResponse call
+func ParseCreateLinkResponse(rsp *http.Response) (*CreateLinkResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateLinkResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest Link
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest UnprocessableEntity
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 201:
+		var headers CreateLinkResponse201Headers
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers201 = &headers
+	case rsp.StatusCode == 400:
+		var headers CreateLinkResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers CreateLinkResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers CreateLinkResponse403Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 409:
+		var headers CreateLinkResponse409Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 422:
+		var headers CreateLinkResponse422Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers CreateLinkResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers429 = &headers
+	case true:
+		var headers CreateLinkResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCreateLinksBulkResponse parses an HTTP response from a CreateLinksBulkWithResponse call
+func ParseCreateLinksBulkResponse(rsp *http.Response) (*CreateLinksBulkResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateLinksBulkResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest LinkBulkResult
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest UnprocessableEntity
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers CreateLinksBulkResponse200Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers CreateLinksBulkResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers CreateLinksBulkResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers CreateLinksBulkResponse403Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 409:
+		var headers CreateLinksBulkResponse409Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 422:
+		var headers CreateLinksBulkResponse422Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers CreateLinksBulkResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers429 = &headers
+	case true:
+		var headers CreateLinksBulkResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseUpsertLinkByExternalIdResponse parses an HTTP response from a UpsertLinkByExternalIdWithResponse call
+func ParseUpsertLinkByExternalIdResponse(rsp *http.Response) (*UpsertLinkByExternalIdResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UpsertLinkByExternalIdResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Link
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest Link
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers UpsertLinkByExternalIdResponse200Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 201:
+		var headers UpsertLinkByExternalIdResponse201Headers
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers201 = &headers
+	case rsp.StatusCode == 400:
+		var headers UpsertLinkByExternalIdResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers UpsertLinkByExternalIdResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers UpsertLinkByExternalIdResponse403Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 409:
+		var headers UpsertLinkByExternalIdResponse409Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 429:
+		var headers UpsertLinkByExternalIdResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers429 = &headers
+	case true:
+		var headers UpsertLinkByExternalIdResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseLookupLinkResponse parses an HTTP response from a LookupLinkWithResponse call
+func ParseLookupLinkResponse(rsp *http.Response) (*LookupLinkResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &LookupLinkResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Link
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers LookupLinkResponse200Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers LookupLinkResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers LookupLinkResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers LookupLinkResponse403Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers LookupLinkResponse404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 429:
+		var headers LookupLinkResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers429 = &headers
+	case true:
+		var headers LookupLinkResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseDeleteLinkResponse parses an HTTP response from a DeleteLinkWithResponse call
+func ParseDeleteLinkResponse(rsp *http.Response) (*DeleteLinkResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeleteLinkResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		var headers DeleteLinkResponse204Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers204 = &headers
+	case rsp.StatusCode == 400:
+		var headers DeleteLinkResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers DeleteLinkResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers DeleteLinkResponse403Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers DeleteLinkResponse404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 429:
+		var headers DeleteLinkResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers429 = &headers
+	case true:
+		var headers DeleteLinkResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetLinkResponse parses an HTTP response from a GetLinkWithResponse call
+func ParseGetLinkResponse(rsp *http.Response) (*GetLinkResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetLinkResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Link
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetLinkResponse200Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers GetLinkResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers GetLinkResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers GetLinkResponse403Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers GetLinkResponse404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetLinkResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers429 = &headers
+	case true:
+		var headers GetLinkResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseUpdateLinkResponse parses an HTTP response from a UpdateLinkWithResponse call
+func ParseUpdateLinkResponse(rsp *http.Response) (*UpdateLinkResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UpdateLinkResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Link
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest UnprocessableEntity
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers UpdateLinkResponse200Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers UpdateLinkResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers UpdateLinkResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers UpdateLinkResponse403Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers UpdateLinkResponse404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers UpdateLinkResponse409Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 422:
+		var headers UpdateLinkResponse422Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers UpdateLinkResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers429 = &headers
+	case true:
+		var headers UpdateLinkResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListLinkClicksResponse parses an HTTP response from a ListLinkClicksWithResponse call
+func ParseListLinkClicksResponse(rsp *http.Response) (*ListLinkClicksResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListLinkClicksResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ClickList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ListLinkClicksResponse200Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers ListLinkClicksResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers ListLinkClicksResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers ListLinkClicksResponse403Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers ListLinkClicksResponse404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListLinkClicksResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers429 = &headers
+	case true:
+		var headers ListLinkClicksResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetLinkStatsResponse parses an HTTP response from a GetLinkStatsWithResponse call
+func ParseGetLinkStatsResponse(rsp *http.Response) (*GetLinkStatsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetLinkStatsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest LinkStats
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetLinkStatsResponse200Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers GetLinkStatsResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers GetLinkStatsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers GetLinkStatsResponse403Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers GetLinkStatsResponse404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetLinkStatsResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers429 = &headers
+	case true:
+		var headers GetLinkStatsResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetLinkStatsByDimensionResponse parses an HTTP response from a GetLinkStatsByDimensionWithResponse call
+func ParseGetLinkStatsByDimensionResponse(rsp *http.Response) (*GetLinkStatsByDimensionResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetLinkStatsByDimensionResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest LinkDimensionStats
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetLinkStatsByDimensionResponse200Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers GetLinkStatsByDimensionResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers GetLinkStatsByDimensionResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers GetLinkStatsByDimensionResponse403Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers GetLinkStatsByDimensionResponse404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetLinkStatsByDimensionResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers429 = &headers
+	case true:
+		var headers GetLinkStatsByDimensionResponseDefaultHeaders
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {

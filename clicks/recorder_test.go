@@ -1,0 +1,479 @@
+package clicks
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/maxmind/mmdbwriter"
+	"github.com/maxmind/mmdbwriter/mmdbtype"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/uptrace/bun"
+
+	"github.com/switchboard/switchboard/store"
+	"github.com/switchboard/switchboard/store/storetest"
+)
+
+func TestMain(m *testing.M) { storetest.Main(m) }
+
+var ctx = context.Background()
+
+const firefox = "Mozilla/5.0 (Macintosh; Intel Mac OS X 14.6; rv:133.0) Gecko/20100101 Firefox/133.0"
+
+// testLink inserts a workspace and a link directly.
+func testLink(t *testing.T, db *store.DB) store.Link {
+	t.Helper()
+	ws, err := db.Workspaces.Create(ctx, "clicks")
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	id := store.NewID("lnk")
+	l := store.Link{ID: id, WorkspaceID: ws.ID, Domain: "sb.test", Slug: "c" + id[22:], SlugKey: "c" + id[22:],
+		DestinationURL: "https://example.com/", Tags: []string{}, UTM: map[string]string{}, RedirectType: 302,
+		ForwardQuery: true, Metadata: map[string]any{}, CreatedAt: now, UpdatedAt: now}
+	l.SlugKey = store.SlugKey(l.Slug)
+	if _, err := db.Bun().NewInsert().Model(&l).Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+func newRecorder(t *testing.T, db *store.DB, cfg Config) *Recorder {
+	t.Helper()
+	if cfg.SpoolDir == "" {
+		cfg.SpoolDir = t.TempDir()
+	}
+	if cfg.Interval == 0 {
+		cfg.Interval = 10 * time.Millisecond
+	}
+	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	r, err := New(db, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = r.Close(ctx) })
+	return r
+}
+
+func hit(linkID, ua, ip string) Hit {
+	now := time.Now()
+	return Hit{ID: NewHitID(now), At: now, LinkID: linkID, UserAgent: ua, IP: ip, Referer: "https://News.Example/item?id=1"}
+}
+
+func clickCount(t *testing.T, db *store.DB, linkID string) int {
+	t.Helper()
+	n, err := db.Bun().NewSelect().Table("clicks").Where("link_id = ?", linkID).Count(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return int(n)
+}
+
+// eventually polls cond until it holds or 10 s passed.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+}
+
+// Clicks reach the database enriched: class, families, referrer host, network, country, and a visitor hash for
+// humans only.
+func TestRecorderWritesEnrichedClicks(t *testing.T) {
+	geo := writeGeoIP(t)
+	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
+		l := testLink(t, db)
+		r := newRecorder(t, db, Config{GeoIP: geo})
+		human, bot := hit(l.ID, firefox, "203.0.113.9"), hit(l.ID, "curl/8.5.0", "2001:db8:1:2::7")
+		head := hit(l.ID, firefox, "::ffff:198.51.100.7")
+		head.Head = true
+		for _, h := range []Hit{human, bot, head} {
+			if err := r.Record(h); err != nil {
+				t.Fatal(err)
+			}
+		}
+		eventually(t, "three clicks", func() bool { return clickCount(t, db, l.ID) == 3 })
+		var got []store.Click
+		if err := db.Bun().NewSelect().Model(&got).Where("link_id = ?", l.ID).Order("id").Scan(ctx); err != nil {
+			t.Fatal(err)
+		}
+		byID := map[string]store.Click{}
+		for _, c := range got {
+			byID[c.ID] = c
+		}
+		c := byID["clk_"+human.ID.String()]
+		if c.Class != store.ClickHuman || c.Device != DeviceDesktop || c.OS != "macOS" || c.Browser != "Firefox" ||
+			c.UserAgent != firefox || deref(c.ReferrerHost) != "news.example" || deref(c.IPPrefix) != "203.0.113.0/24" ||
+			deref(c.Country) != "DE" || len(deref(c.VisitorHash)) != 64 || !c.ClickedAt.Equal(human.At.UTC().Truncate(time.Microsecond)) {
+			t.Errorf("human click %+v", c)
+		}
+		c = byID["clk_"+bot.ID.String()]
+		if c.Class != store.ClickBot || c.Device != DeviceBot || c.Browser != "curl" || deref(c.IPPrefix) != "2001:db8:1::/48" ||
+			deref(c.Country) != "FR" || c.VisitorHash != nil {
+			t.Errorf("bot click %+v", c)
+		}
+		c = byID["clk_"+head.ID.String()]
+		if c.Class != store.ClickHead || c.Device != DeviceBot || deref(c.IPPrefix) != "198.51.100.0/24" || c.Country != nil {
+			t.Errorf("HEAD click %+v", c)
+		}
+		if got := testutil.ToFloat64(r.m.persisted); got != 3 {
+			t.Errorf("persisted = %v, want 3", got)
+		}
+	})
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return "<nil>"
+	}
+	return *s
+}
+
+// writeGeoIP builds a tiny MaxMind database: 203.0.113.0/24 in Germany, 2001:db8::/32 registered in France.
+func writeGeoIP(t *testing.T) *GeoIP {
+	t.Helper()
+	tree, err := mmdbwriter.New(mmdbwriter.Options{DatabaseType: "GeoLite2-Country", IncludeReservedNetworks: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for cidr, rec := range map[string]mmdbtype.Map{
+		"203.0.113.0/24": {"country": mmdbtype.Map{"iso_code": mmdbtype.String("DE")}},
+		"2001:db8::/32":  {"registered_country": mmdbtype.Map{"iso_code": mmdbtype.String("FR")}},
+	} {
+		_, network, _ := net.ParseCIDR(cidr)
+		if err := tree.Insert(network, rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	path := filepath.Join(t.TempDir(), "country.mmdb")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tree.WriteTo(f); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	geo, err := OpenGeoIP(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = geo.Close() })
+	return geo
+}
+
+func TestGeoIPCountries(t *testing.T) {
+	geo := writeGeoIP(t)
+	for ip, want := range map[string]string{"203.0.113.200": "DE", "2001:db8:ffff::1": "FR", "192.0.2.1": "", "::1": ""} {
+		a, _ := parseIP(ip)
+		if got := geo.Country(a); got != want {
+			t.Errorf("Country(%s) = %q, want %q", ip, got, want)
+		}
+	}
+	if got := (*GeoIP)(nil).Country(mustAddr("203.0.113.1")); got != "" {
+		t.Errorf("no database answered %q", got)
+	}
+}
+
+// breakClicks makes every click batch fail (the clicks table is renamed away) until the returned function repairs it.
+func breakClicks(t *testing.T, db *store.DB) func() {
+	t.Helper()
+	if _, err := db.Bun().ExecContext(ctx, "ALTER TABLE clicks RENAME TO clicks_away"); err != nil {
+		t.Fatal(err)
+	}
+	repaired := false
+	repair := func() {
+		if !repaired {
+			repaired = true
+			if _, err := db.Bun().ExecContext(ctx, "ALTER TABLE clicks_away RENAME TO clicks"); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	t.Cleanup(repair)
+	return repair
+}
+
+// While the database fails, clicks go to the spool; when it is back they are replayed, each once.
+func TestRecorderSpoolsDuringAnOutageAndReplays(t *testing.T) {
+	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
+		l := testLink(t, db)
+		repair := breakClicks(t, db)
+		r := newRecorder(t, db, Config{BatchSize: 10})
+		for range 25 {
+			if err := r.Record(hit(l.ID, firefox, "203.0.113.9")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		eventually(t, "the clicks to be spooled", func() bool { return testutil.ToFloat64(r.m.spooled) == 25 })
+		if r.spool.bytes() == 0 {
+			t.Fatal("nothing on disk")
+		}
+		repair()
+		eventually(t, "the spool to be replayed", func() bool { return clickCount(t, db, l.ID) == 25 })
+		eventually(t, "the spool to be emptied", func() bool { return r.spool.bytes() == 0 })
+		if got := testutil.ToFloat64(r.m.replayed); got != 25 {
+			t.Errorf("replayed = %v, want 25", got)
+		}
+		if got := testutil.ToFloat64(r.m.dropped); got != 0 {
+			t.Errorf("dropped = %v", got)
+		}
+		wantLinkClicks(t, db, l.ID, 25)
+	})
+}
+
+// wantLinkClicks checks the link's counter and the rollups against the click rows.
+func wantLinkClicks(t *testing.T, db *store.DB, linkID string, humans int64) {
+	t.Helper()
+	var sum struct {
+		Humans int64 `bun:"humans"`
+	}
+	if err := db.Bun().NewSelect().Table("click_rollups").ColumnExpr("coalesce(sum(humans), 0) AS humans").
+		Where("link_id = ?", linkID).Scan(ctx, &sum); err != nil {
+		t.Fatal(err)
+	}
+	var l store.Link
+	if err := db.Bun().NewSelect().Model(&l).Where("id = ?", linkID).Scan(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if sum.Humans != humans || l.Clicks != humans {
+		t.Errorf("rollups count %d humans, links.clicks %d; want %d", sum.Humans, l.Clicks, humans)
+	}
+}
+
+// A spool holding the same clicks twice (a replay that crashed before removing its segment, then copied) and left
+// by an earlier run is replayed at start, and every click counts once.
+func TestRecorderReplaysALeftoverSpoolIdempotently(t *testing.T) {
+	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
+		l := testLink(t, db)
+		dir := t.TempDir()
+		hits := make([]Hit, 30)
+		for i := range hits {
+			hits[i] = hit(l.ID, firefox, fmt.Sprintf("203.0.113.%d", i))
+		}
+		for range 2 {
+			sp, err := openSpool(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := sp.append(hits); err != nil {
+				t.Fatal(err)
+			}
+			sp.seal()
+		}
+		r := newRecorder(t, db, Config{SpoolDir: dir, BatchSize: 7})
+		eventually(t, "the replay", func() bool { return testutil.ToFloat64(r.m.replayed) == 60 })
+		if n := clickCount(t, db, l.ID); n != 30 {
+			t.Fatalf("%d click rows, want 30", n)
+		}
+		if got := testutil.ToFloat64(r.m.discarded.WithLabelValues("already_recorded")); got != 30 {
+			t.Errorf("already_recorded = %v, want 30", got)
+		}
+		wantLinkClicks(t, db, l.ID, 30)
+		var uniques int64
+		if err := db.Bun().NewSelect().Table("click_rollups").ColumnExpr("coalesce(sum(unique_humans), 0)").
+			Where("link_id = ?", l.ID).Scan(ctx, &uniques); err != nil || uniques != 30 {
+			t.Errorf("unique humans %d (%v), want 30", uniques, err)
+		}
+	})
+}
+
+// A damaged record costs the clicks in it, counted as dropped; the others are replayed.
+func TestRecorderCountsDamagedSpoolRecordsAsDropped(t *testing.T) {
+	db := storetest.SQLite(t)
+	l := testLink(t, db)
+	dir := t.TempDir()
+	var buf []byte
+	for range 3 {
+		h := hit(l.ID, firefox, "203.0.113.1")
+		buf = appendRecord(buf, &h)
+	}
+	buf[len(buf)-3] ^= 0xff
+	if err := os.WriteFile(filepath.Join(dir, "clicks-01JDAC4D5E6F7G8H9J0K1M2N3P.spool"), buf, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := newRecorder(t, db, Config{SpoolDir: dir})
+	eventually(t, "the replay", func() bool { return clickCount(t, db, l.ID) == 2 })
+	eventually(t, "the dropped count", func() bool { return testutil.ToFloat64(r.m.dropped) == 1 })
+}
+
+// Close writes what is buffered to the database; when the database fails, to the spool, which the next recorder
+// replays.
+func TestRecorderCloseDrains(t *testing.T) {
+	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
+		l := testLink(t, db)
+		r := newRecorder(t, db, Config{Interval: time.Hour})
+		for range 5 {
+			if err := r.Record(hit(l.ID, firefox, "203.0.113.9")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := r.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if n := clickCount(t, db, l.ID); n != 5 {
+			t.Fatalf("%d clicks after Close, want 5", n)
+		}
+		if err := r.Record(hit(l.ID, firefox, "203.0.113.9")); err != ErrClosed {
+			t.Fatalf("Record after Close = %v, want ErrClosed", err)
+		}
+
+		dir := t.TempDir()
+		repair := breakClicks(t, db)
+		r = newRecorder(t, db, Config{Interval: time.Hour, SpoolDir: dir})
+		for range 4 {
+			if err := r.Record(hit(l.ID, firefox, "203.0.113.9")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := r.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if got := testutil.ToFloat64(r.m.spooled); got != 4 {
+			t.Fatalf("spooled at shutdown = %v, want 4", got)
+		}
+		repair()
+		newRecorder(t, db, Config{SpoolDir: dir})
+		eventually(t, "the replay at start", func() bool { return clickCount(t, db, l.ID) == 9 })
+	})
+}
+
+// A stalled database (a transaction that waits on a lock) does not hold clicks in memory: past the high-water
+// mark, or once the writer has waited half a second, the buffer goes to the spool.
+func TestRecorderSpillsWhileTheDatabaseStalls(t *testing.T) {
+	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
+		l := testLink(t, db)
+		r := newRecorder(t, db, Config{HighWater: 5, BatchSize: 2})
+		release := make(chan struct{})
+		locked := make(chan struct{})
+		go func() {
+			_ = db.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+				if db.Dialect() == store.Postgres {
+					if _, err := tx.ExecContext(ctx, "LOCK TABLE clicks IN ACCESS EXCLUSIVE MODE"); err != nil {
+						t.Error(err)
+					}
+				}
+				close(locked)
+				<-release
+				return nil
+			})
+		}()
+		<-locked
+		for range 20 {
+			if err := r.Record(hit(l.ID, firefox, "203.0.113.9")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		eventually(t, "a spill", func() bool { return testutil.ToFloat64(r.m.spooled) > 0 })
+		close(release)
+		eventually(t, "every click in the database", func() bool { return clickCount(t, db, l.ID) == 20 })
+		eventually(t, "the spool to be emptied", func() bool { return r.spool.bytes() == 0 })
+	})
+}
+
+// Clicks of a link deleted before they were written are counted as discarded, not stored and not lost.
+func TestRecorderDiscardsClicksOfDeletedLinks(t *testing.T) {
+	db := storetest.SQLite(t)
+	l := testLink(t, db)
+	r := newRecorder(t, db, Config{})
+	if err := r.Record(hit("lnk_01JDAC4D5E6F7G8H9J0K1M2N3P", firefox, "203.0.113.9")); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Record(hit(l.ID, firefox, "203.0.113.9")); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the discard", func() bool {
+		return testutil.ToFloat64(r.m.discarded.WithLabelValues("link_deleted")) == 1 && clickCount(t, db, l.ID) == 1
+	})
+}
+
+// With the database and the spool both failing, memory holds four times the high-water mark, then Record refuses.
+func TestRecorderRefusesWhenNothingCanTakeClicks(t *testing.T) {
+	db := storetest.SQLite(t)
+	l := testLink(t, db)
+	breakClicks(t, db)
+	dir := filepath.Join(t.TempDir(), "spool")
+	r := newRecorder(t, db, Config{HighWater: 3, SpoolDir: dir})
+	// The spool directory becomes a file: no segment can be created in it, whoever runs the test.
+	if err := os.Remove(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dir, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var refused int
+	for range 40 {
+		if err := r.Record(hit(l.ID, firefox, "203.0.113.9")); err == ErrOverloaded {
+			refused++
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if refused == 0 || r.inFlight() > 12 {
+		t.Fatalf("refused %d, in flight %d", refused, r.inFlight())
+	}
+}
+
+func mustAddr(s string) netip.Addr {
+	a, _ := parseIP(s)
+	return a
+}
+
+// Housekeeping purges the clicks of deleted links and old visitor salts.
+func TestRecorderHousekeeping(t *testing.T) {
+	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
+		l := testLink(t, db)
+		r := newRecorder(t, db, Config{Housekeeping: 10 * time.Millisecond})
+		if err := r.Record(hit(l.ID, firefox, "203.0.113.9")); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, "the click", func() bool { return clickCount(t, db, l.ID) == 1 })
+		if _, err := db.Bun().ExecContext(ctx, "INSERT INTO click_salts (day, salt) VALUES ('2020-01-01', 'aa')"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.Bun().NewDelete().Table("links").Where("id = ?", l.ID).Exec(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.Bun().ExecContext(ctx, "INSERT INTO link_purges (link_id, deleted_at) VALUES (?, ?)", l.ID, time.Now().UTC()); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, "the purge", func() bool {
+			n, err := db.Bun().NewSelect().Table("click_rollups").Where("link_id = ?", l.ID).Count(ctx)
+			return err == nil && n == 0 && clickCount(t, db, l.ID) == 0
+		})
+		eventually(t, "the salt pruning", func() bool {
+			n, err := db.Bun().NewSelect().Table("click_salts").Where("day = '2020-01-01'").Count(ctx)
+			return err == nil && n == 0
+		})
+	})
+}
+
+// Clicks arriving faster than the writer writes go to the spool while it pauses, and reach the database from there.
+func TestRecorderSpillsWhileBehind(t *testing.T) {
+	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
+		l := testLink(t, db)
+		r := newRecorder(t, db, Config{BatchSize: 2})
+		for range 300 {
+			if err := r.Record(hit(l.ID, firefox, "203.0.113.9")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		eventually(t, "every click in the database", func() bool { return clickCount(t, db, l.ID) == 300 })
+		eventually(t, "the spool to be emptied", func() bool { _, b := r.Backlog(); return b == 0 })
+		if testutil.ToFloat64(r.m.spooled) == 0 {
+			t.Error("nothing was spooled although the writer was behind")
+		}
+		wantLinkClicks(t, db, l.ID, 300)
+	})
+}

@@ -1,0 +1,135 @@
+package clicks
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+	"time"
+)
+
+func sampleHits(n int) []Hit {
+	hits := make([]Hit, n)
+	at := time.Date(2026, 11, 22, 10, 15, 3, 120_000_000, time.UTC)
+	for i := range hits {
+		hits[i] = Hit{ID: NewHitID(at), At: at.Add(time.Duration(i) * time.Millisecond), LinkID: "lnk_01JDAC4D5E6F7G8H9J0K1M2N3P",
+			UserAgent: "Mozilla/5.0 (Windows NT 10.0; Win64; x64) Firefox/133.0", Referer: "https://news.example/item?id=1",
+			IP: "203.0.113.9"}
+	}
+	hits[0].Head, hits[0].Class = true, "head"
+	hits[n-1].IP, hits[n-1].UserAgent = "2001:db8:1:2::7", "" // IPv6, no agent
+	return hits
+}
+
+func TestSpoolRecordsRoundTrip(t *testing.T) {
+	hits := sampleHits(5)
+	var buf []byte
+	for i := range hits {
+		buf = appendRecord(buf, &hits[i])
+	}
+	got, corrupt := readRecords(buf)
+	if corrupt != 0 || !reflect.DeepEqual(got, hits) {
+		t.Fatalf("read back %d damaged, hits\n%+v\nwant\n%+v", corrupt, got, hits)
+	}
+}
+
+// A torn tail (a write cut short by a crash) and a damaged record in the middle are skipped; everything else reads.
+func TestSpoolSkipsDamagedRecords(t *testing.T) {
+	hits := sampleHits(4)
+	var buf []byte
+	var ends []int
+	for i := range hits {
+		buf = appendRecord(buf, &hits[i])
+		ends = append(ends, len(buf))
+	}
+	tests := []struct {
+		name        string
+		damage      func([]byte) []byte
+		want        []Hit
+		wantCorrupt int
+	}{
+		{"torn tail", func(b []byte) []byte { return b[:ends[3]-5] }, hits[:3], 1},
+		{"flipped byte in the second record", func(b []byte) []byte { b[ends[0]+20] ^= 0xff; return b }, []Hit{hits[0], hits[2], hits[3]}, 1},
+		{"garbage between records", func(b []byte) []byte {
+			out := append([]byte{}, b[:ends[1]]...)
+			out = append(out, "garbage!"...)
+			return append(out, b[ends[1]:]...)
+		}, hits, 1},
+		{"lying length", func(b []byte) []byte { b[ends[2]+4] = 0xff; b[ends[2]+5] = 0xff; return b }, hits[:3], 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, corrupt := readRecords(tt.damage(append([]byte{}, buf...)))
+			if corrupt != tt.wantCorrupt || !reflect.DeepEqual(got, tt.want) {
+				t.Fatalf("got %d hits, %d damaged; want %d hits, %d damaged", len(got), corrupt, len(tt.want), tt.wantCorrupt)
+			}
+		})
+	}
+}
+
+// A segment being written is locked by its writer, and a claimed segment by its replayer: nobody else reads them.
+func TestSpoolSegmentsAreExclusive(t *testing.T) {
+	dir := t.TempDir()
+	sp, err := openSpool(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sp.append(sampleHits(3)); err != nil {
+		t.Fatal(err)
+	}
+	if names, err := sp.segments(); err != nil || len(names) != 0 {
+		t.Fatalf("segments while the only one is active = %v, %v", names, err)
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "*"+spoolSuffix))
+	if len(files) != 1 {
+		t.Fatalf("spool files %v", files)
+	}
+	if _, ok, err := claim(files[0]); ok || err != nil {
+		t.Fatalf("claimed the segment its writer holds: %v, %v", ok, err)
+	}
+	if !sp.seal() {
+		t.Fatal("seal found nothing to seal")
+	}
+	names, err := sp.segments()
+	if err != nil || len(names) != 1 {
+		t.Fatalf("segments after seal = %v, %v", names, err)
+	}
+	seg, ok, err := claim(names[0])
+	if !ok || err != nil || len(seg.hits) != 3 {
+		t.Fatalf("claim = %v, %v (%d hits)", ok, err, len(seg.hits))
+	}
+	if _, ok, _ := claim(names[0]); ok {
+		t.Fatal("a second replayer claimed a claimed segment")
+	}
+	if err := seg.done(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(names[0]); !os.IsNotExist(err) {
+		t.Fatalf("replayed segment still there: %v", err)
+	}
+	if _, ok, err := claim(names[0]); ok || err != nil {
+		t.Fatalf("claim of a removed segment = %v, %v", ok, err)
+	}
+}
+
+func TestSpoolRotatesLargeSegments(t *testing.T) {
+	sp, err := openSpool(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp.activeSize = maxSegment // as if the segment were full
+	if err := sp.append(sampleHits(1)); err != nil {
+		t.Fatal(err)
+	}
+	first := sp.active.Name()
+	sp.activeSize = maxSegment
+	if err := sp.append(sampleHits(1)); err != nil {
+		t.Fatal(err)
+	}
+	if sp.active.Name() == first {
+		t.Fatal("a full segment was not rotated")
+	}
+	if names, _ := sp.segments(); len(names) != 1 || names[0] != first {
+		t.Fatalf("sealed segments %v, want the first", names)
+	}
+}

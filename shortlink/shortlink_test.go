@@ -1,0 +1,155 @@
+package shortlink
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestGenerate(t *testing.T) {
+	seen := map[string]bool{}
+	counts := map[rune]int{}
+	for range 2000 {
+		s := Generate()
+		if len(s) != GeneratedLength || !ValidSlug(s) {
+			t.Fatalf("Generate() = %q: want %d characters of a valid slug", s, GeneratedLength)
+		}
+		for _, r := range s {
+			if !strings.ContainsRune(Alphabet, r) {
+				t.Fatalf("Generate() = %q contains %q, not in the alphabet", s, r)
+			}
+			counts[r]++
+		}
+		if seen[s] {
+			t.Fatalf("Generate() repeated %q within 2000 draws", s)
+		}
+		seen[s] = true
+	}
+	// 14000 characters over 56 symbols: 250 expected each; a biased or truncated alphabet shows up far outside.
+	for _, r := range Alphabet {
+		if n := counts[r]; n < 150 || n > 350 {
+			t.Errorf("character %q drawn %d times in 14000, want about 250", r, n)
+		}
+	}
+}
+
+func TestAlphabetHasNoLookAlikes(t *testing.T) {
+	for _, r := range "0Oo1lI" {
+		if strings.ContainsRune(Alphabet, r) {
+			t.Errorf("Alphabet contains the look-alike %q", r)
+		}
+	}
+}
+
+func TestValidSlug(t *testing.T) {
+	for _, tc := range []struct {
+		slug string
+		ok   bool
+	}{
+		{"a", true},
+		{"black-friday", true},
+		{"Black_Friday-2026", true},
+		{"9", true},
+		{strings.Repeat("a", 63), true},
+		{strings.Repeat("a", 64), false},
+		{"", false},
+		{"-lead", false},
+		{"_lead", false},
+		{"has space", false},
+		{"dot.ted", false},
+		{"slash/ed", false},
+		{"ümlaut", false},
+	} {
+		if got := ValidSlug(tc.slug); got != tc.ok {
+			t.Errorf("ValidSlug(%q) = %v, want %v", tc.slug, got, tc.ok)
+		}
+	}
+}
+
+func TestReserved(t *testing.T) {
+	r := NewReserved([]string{"Static", "www"}, []string{
+		"/api/v1/links", "/docs/*", "/openapi.yaml", "/:slug", "/*", "/", "/user/api", "/problems/:code",
+	})
+	for _, tc := range []struct {
+		slug string
+		want bool
+	}{
+		{"api", true}, {"API", true}, {"docs", true}, {"openapi.yaml", true}, {"user", true},
+		{"problems", true}, {"static", true}, {"STATIC", true}, {"www", true},
+		{"slug", false}, {":slug", false}, {"links", false}, {"v1", false}, {"apis", false},
+	} {
+		if got := r.Has(tc.slug); got != tc.want {
+			t.Errorf("Has(%q) = %v, want %v", tc.slug, got, tc.want)
+		}
+	}
+}
+
+func TestCheckDestination(t *testing.T) {
+	p := NewPolicy([]string{"MAILTO:", "tel"}, []string{"Evil.example.", "phish.test"},
+		[]string{"sb.example.com", "localhost:8080", "Go.Example.ORG"})
+	for _, tc := range []struct {
+		name, url string
+		want      string // a fragment of the error, "" for accepted
+	}{
+		{"https", "https://example.com/pricing?a=1#top", ""},
+		{"http with port", "http://example.com:8081/x", ""},
+		{"allowed scheme", "mailto:team@example.com", ""},
+		{"allowed scheme in other case", "TEL:+4930123456", ""},
+		{"uppercase https", "HTTPS://Example.com/", ""},
+		{"relative", "/pricing", "absolute URL"},
+		{"no scheme", "example.com/pricing", "absolute URL"},
+		{"scheme not allowed", "javascript:alert(1)", `scheme "javascript" is not allowed`},
+		{"ftp", "ftp://example.com/file", `scheme "ftp" is not allowed`},
+		{"no host", "https:///path", "must name a host"},
+		{"opaque http", "https:example.com", "must name a host"},
+		{"user info", "https://user:pass@example.com/", "user name or password"},
+		{"user only", "https://user@example.com/", "user name or password"},
+		{"too long", "https://example.com/" + strings.Repeat("a", 2049-len("https://example.com/")), "at most 2048"},
+		{"exactly 2048", "https://example.com/" + strings.Repeat("a", 2048-len("https://example.com/")), ""},
+		{"loop to short domain", "https://sb.example.com/abc", "would loop"},
+		{"loop in other case and port", "http://SB.EXAMPLE.COM.:443/abc", "would loop"},
+		{"loop to product host", "http://localhost:8080/docs", "would loop"},
+		{"loop to product host other port", "http://localhost/x", "would loop"},
+		{"loop to second domain", "https://go.example.org/x", "would loop"},
+		{"subdomain of own host is fine", "https://www.sb.example.com/", ""},
+		{"blocked", "https://evil.example/x", "blocked"},
+		{"blocked subdomain", "https://a.b.EVIL.example./x", "blocked"},
+		{"blocked other entry", "http://phish.test", "blocked"},
+		{"suffix but not subdomain", "https://notevil.example/x", ""},
+		{"unicode host", "https://bücher.example/", "ASCII form"},
+		{"punycode host", "https://xn--bcher-kva.example/", ""},
+		{"ipv6", "https://[2001:db8::1]:8443/x", ""},
+		{"invalid", "https://exa mple.com/", "valid absolute URL"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := p.CheckDestination(tc.url)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("CheckDestination(%q) = %v, want accepted", tc.url, err)
+			case tc.want != "" && err == nil:
+				t.Fatalf("CheckDestination(%q) accepted, want an error with %q", tc.url, tc.want)
+			case tc.want != "" && !strings.Contains(err.Error(), tc.want):
+				t.Fatalf("CheckDestination(%q) = %q, want it to contain %q", tc.url, err, tc.want)
+			}
+		})
+	}
+}
+
+func TestNormalizeHost(t *testing.T) {
+	for in, want := range map[string]string{
+		"Example.COM":       "example.com",
+		"example.com.":      "example.com",
+		"example.com:8080":  "example.com",
+		"[2001:DB8::1]:443": "2001:db8::1",
+		" sb.example.com ":  "sb.example.com",
+	} {
+		if got := NormalizeHost(in); got != want {
+			t.Errorf("NormalizeHost(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestShortURL(t *testing.T) {
+	if got := ShortURL("https", "sb.example.com", "Black-Friday"); got != "https://sb.example.com/Black-Friday" {
+		t.Errorf("ShortURL = %q", got)
+	}
+}
