@@ -66,11 +66,18 @@ test('sign up, create a workspace and a models:read key, call the API, revoke', 
   assert.equal(ok.status, 200);
   assert.equal(ok.body.object, 'list');
 
-  // Outside its scope: the same workspace's models with a key that holds only links:read.
+  // Outside its scope: the console's models:read key on the links API, and a links:read key on the models.
+  const noLinks = await api('/api/v1/links', secret);
+  assert.equal(noLinks.status, 403);
+  assert.equal(noLinks.body.code, 'insufficient_scope');
+  assert.deepEqual(noLinks.body.required_scopes, ['links:read']);
   const other = sb.cli(['key', 'create', '--workspace', (sb.cli(['workspace', 'list']))[0].id, '--name', 'links only', '--scopes', 'links:read']);
   const forbidden = await api('/api/v1/models', other.secret);
   assert.equal(forbidden.status, 403);
   assert.equal(forbidden.body.code, 'insufficient_scope');
+  const links = await api('/api/v1/links', other.secret);
+  assert.equal(links.status, 200);
+  assert.equal(links.body.object, 'list');
 
   // The builder sends the request from the page.
   await page.getByRole('button', { name: 'Send request' }).click();

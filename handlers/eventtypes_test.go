@@ -74,7 +74,8 @@ func TestEventTypes(t *testing.T) {
 		for _, et := range l.Data {
 			names = append(names, et.Name)
 			component := specDoc.Components.Schemas[schemas[et.Name]].Value
-			if et.Object != "event_type" || et.Family != strings.Split(et.Name, ".")[0] || et.OptIn ||
+			optIn, _ := component.Extensions["x-event-opt-in"].(bool)
+			if et.Object != "event_type" || et.Family != strings.Split(et.Name, ".")[0] || et.OptIn != optIn ||
 				et.Description != strings.TrimSpace(component.Description) {
 				t.Errorf("%s: %+v", et.Name, et)
 			}

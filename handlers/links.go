@@ -340,7 +340,7 @@ func (s *Server) linkPatch(in gen.LinkUpdate) (func(*store.Link), *Problem) {
 			l.UTM = storeUTM(in.Utm)
 		}
 		assign(&l.Tags, in.Tags)
-		assign((*gen.RedirectType)(&l.RedirectType), in.RedirectType)
+		assign((*gen.LinkUpdateRedirectType)(&l.RedirectType), in.RedirectType)
 		assign(&l.ForwardQuery, in.ForwardQuery)
 		assign(&l.Archived, in.Archived)
 		assign((*gen.LinkMetadata)(&l.Metadata), in.Metadata)

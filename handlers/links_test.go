@@ -723,12 +723,11 @@ func TestUpdateLinkKeepsUnsentRedirectType(t *testing.T) {
 	r := e.call(http.MethodPatch, "/api/v1/links/"+l.Id, `{"title":"x"}`)
 	var got gen.Link
 	r.json(t, &got)
-	if got.RedirectType == 302 {
-		t.Skip("known contract flaw: LinkUpdate.redirect_type inherits default 302, so an unsent redirect_type resets the link")
-	}
 	if got.RedirectType != 308 {
 		t.Errorf("redirect_type = %d after a PATCH that did not send it, want 308", got.RedirectType)
 	}
+	// An empty patch is refused (minProperties: 1) rather than silently filled with defaults.
+	e.call(http.MethodPatch, "/api/v1/links/"+l.Id, `{}`).problem(t, http.StatusBadRequest, "validation_failed")
 }
 
 func TestListLinks(t *testing.T) {

@@ -300,6 +300,30 @@ func (e LinkStatsObject) Valid() bool {
 	}
 }
 
+// Defines values for LinkUpdateRedirectType.
+const (
+	LinkUpdateRedirectTypeN301 LinkUpdateRedirectType = 301
+	LinkUpdateRedirectTypeN302 LinkUpdateRedirectType = 302
+	LinkUpdateRedirectTypeN307 LinkUpdateRedirectType = 307
+	LinkUpdateRedirectTypeN308 LinkUpdateRedirectType = 308
+)
+
+// Valid indicates whether the value is a known member of the LinkUpdateRedirectType enum.
+func (e LinkUpdateRedirectType) Valid() bool {
+	switch e {
+	case LinkUpdateRedirectTypeN301:
+		return true
+	case LinkUpdateRedirectTypeN302:
+		return true
+	case LinkUpdateRedirectTypeN307:
+		return true
+	case LinkUpdateRedirectTypeN308:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ModelCapabilities.
 const (
 	ModelCapabilitiesAudio      ModelCapabilities = "audio"
@@ -1353,10 +1377,8 @@ type LinkUpdate struct {
 	// Example: {"owner":"growth-team"}
 	Metadata *LinkMetadata `json:"metadata,omitempty"`
 
-	// RedirectType The HTTP status of the redirect. `302` (the default) and `307` are never cached by browsers, so every click
-	// is counted; `301` and `308` are cached for a short while (`Cache-Control: max-age=300`), so repeat visits
-	// from one browser within that time are not counted.
-	RedirectType *RedirectType `json:"redirect_type,omitempty"`
+	// RedirectType The HTTP status of the redirect (see `RedirectType`).
+	RedirectType *LinkUpdateRedirectType `json:"redirect_type,omitempty"`
 
 	// Slug The path of a short URL after the domain; 1–63 letters, digits, `_` and `-`, starting with a letter or digit.
 	//
@@ -1372,6 +1394,9 @@ type LinkUpdate struct {
 	// Utm UTM parameters added to the destination's query on every redirect (they win over the visitor's). In an update the object replaces the link's UTM parameters; `{}` removes them.
 	Utm *LinkUTM `json:"utm,omitempty"`
 }
+
+// LinkUpdateRedirectType The HTTP status of the redirect (see `RedirectType`).
+type LinkUpdateRedirectType int
 
 // LinkUpdatedEvent A short link was changed (also by an upsert); `changed` names the fields that changed.
 //
@@ -2241,9 +2266,6 @@ type GetLinkStatsByDimensionParams struct {
 	// To The end of the period, exclusive (default now).
 	To *StatsTo `form:"to,omitempty" json:"to,omitempty"`
 
-	// Tz An IANA time zone name such as `Europe/Berlin` for aligning days, weeks and months (default `UTC`).
-	Tz *StatsTZ `form:"tz,omitempty" json:"tz,omitempty"`
-
 	// Limit How many items to return (1–100).
 	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
 }
@@ -2748,10 +2770,13 @@ type ClientInterface interface {
 
 	// CreateLinksBulkWithBody Create many short links
 	//
-	// Creates up to 1000 links in one call. Each item is validated and created on its own: the answer lists, in
-	// request order, the link or the problem of every item (`validation_failed` with pointers relative to the
-	// item, `slug_taken`, `external_id_taken`), so one bad row never sinks the others. Every created link emits
-	// its own `link.created` event. Send an `Idempotency-Key` to retry the whole batch safely.
+	// Creates up to 1000 links in one call. A body that does not match the schema (a slug too long, a field
+	// unknown) is refused whole with `400 validation_failed`, every offending field named by its pointer
+	// (`/links/3/slug`), so nothing is half-created. Of a well-formed body, each item is then checked and created
+	// on its own: the answer lists, in request order, the link or the problem of every item
+	// (`validation_failed` with pointers relative to the item, such as a destination that is not allowed or a
+	// reserved slug; `slug_taken`; `external_id_taken`), so one refused link never sinks the others. Every
+	// created link emits its own `link.created` event. Send an `Idempotency-Key` to retry the whole batch safely.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -2760,10 +2785,13 @@ type ClientInterface interface {
 
 	// CreateLinksBulk Create many short links
 	//
-	// Creates up to 1000 links in one call. Each item is validated and created on its own: the answer lists, in
-	// request order, the link or the problem of every item (`validation_failed` with pointers relative to the
-	// item, `slug_taken`, `external_id_taken`), so one bad row never sinks the others. Every created link emits
-	// its own `link.created` event. Send an `Idempotency-Key` to retry the whole batch safely.
+	// Creates up to 1000 links in one call. A body that does not match the schema (a slug too long, a field
+	// unknown) is refused whole with `400 validation_failed`, every offending field named by its pointer
+	// (`/links/3/slug`), so nothing is half-created. Of a well-formed body, each item is then checked and created
+	// on its own: the answer lists, in request order, the link or the problem of every item
+	// (`validation_failed` with pointers relative to the item, such as a destination that is not allowed or a
+	// reserved slug; `slug_taken`; `external_id_taken`), so one refused link never sinks the others. Every
+	// created link emits its own `link.created` event. Send an `Idempotency-Key` to retry the whole batch safely.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -2817,9 +2845,10 @@ type ClientInterface interface {
 
 	// UpdateLinkWithBody Update a short link
 	//
-	// Changes the fields sent; `null` clears a clearable field (`title`, `external_id`, `utm`, `expires_at`,
-	// `expired_url`, `max_clicks`). A new slug or domain frees the old one (reserved to this workspace for a
-	// while). Redirects use the new values at once, on every server.
+	// Changes the fields sent; `null` clears a clearable field (`title`, `external_id`, `expires_at`,
+	// `expired_url`, `max_clicks`), `utm: {}` removes the UTM parameters and `tags: []` the tags. A new slug or
+	// domain frees the old one (reserved to this workspace for a while). Redirects use the new values at once, on
+	// every server.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -2828,9 +2857,10 @@ type ClientInterface interface {
 
 	// UpdateLink Update a short link
 	//
-	// Changes the fields sent; `null` clears a clearable field (`title`, `external_id`, `utm`, `expires_at`,
-	// `expired_url`, `max_clicks`). A new slug or domain frees the old one (reserved to this workspace for a
-	// while). Redirects use the new values at once, on every server.
+	// Changes the fields sent; `null` clears a clearable field (`title`, `external_id`, `expires_at`,
+	// `expired_url`, `max_clicks`), `utm: {}` removes the UTM parameters and `tags: []` the tags. A new slug or
+	// domain frees the old one (reserved to this workspace for a while). Redirects use the new values at once, on
+	// every server.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -3268,10 +3298,13 @@ func (c *Client) CreateLink(ctx context.Context, params *CreateLinkParams, body 
 
 // CreateLinksBulkWithBody Create many short links
 //
-// Creates up to 1000 links in one call. Each item is validated and created on its own: the answer lists, in
-// request order, the link or the problem of every item (`validation_failed` with pointers relative to the
-// item, `slug_taken`, `external_id_taken`), so one bad row never sinks the others. Every created link emits
-// its own `link.created` event. Send an `Idempotency-Key` to retry the whole batch safely.
+// Creates up to 1000 links in one call. A body that does not match the schema (a slug too long, a field
+// unknown) is refused whole with `400 validation_failed`, every offending field named by its pointer
+// (`/links/3/slug`), so nothing is half-created. Of a well-formed body, each item is then checked and created
+// on its own: the answer lists, in request order, the link or the problem of every item
+// (`validation_failed` with pointers relative to the item, such as a destination that is not allowed or a
+// reserved slug; `slug_taken`; `external_id_taken`), so one refused link never sinks the others. Every
+// created link emits its own `link.created` event. Send an `Idempotency-Key` to retry the whole batch safely.
 //
 // Takes any type of body and a specified content type.
 //
@@ -3290,10 +3323,13 @@ func (c *Client) CreateLinksBulkWithBody(ctx context.Context, params *CreateLink
 
 // CreateLinksBulk Create many short links
 //
-// Creates up to 1000 links in one call. Each item is validated and created on its own: the answer lists, in
-// request order, the link or the problem of every item (`validation_failed` with pointers relative to the
-// item, `slug_taken`, `external_id_taken`), so one bad row never sinks the others. Every created link emits
-// its own `link.created` event. Send an `Idempotency-Key` to retry the whole batch safely.
+// Creates up to 1000 links in one call. A body that does not match the schema (a slug too long, a field
+// unknown) is refused whole with `400 validation_failed`, every offending field named by its pointer
+// (`/links/3/slug`), so nothing is half-created. Of a well-formed body, each item is then checked and created
+// on its own: the answer lists, in request order, the link or the problem of every item
+// (`validation_failed` with pointers relative to the item, such as a destination that is not allowed or a
+// reserved slug; `slug_taken`; `external_id_taken`), so one refused link never sinks the others. Every
+// created link emits its own `link.created` event. Send an `Idempotency-Key` to retry the whole batch safely.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -3407,9 +3443,10 @@ func (c *Client) GetLink(ctx context.Context, linkId LinkID, reqEditors ...Reque
 
 // UpdateLinkWithBody Update a short link
 //
-// Changes the fields sent; `null` clears a clearable field (`title`, `external_id`, `utm`, `expires_at`,
-// `expired_url`, `max_clicks`). A new slug or domain frees the old one (reserved to this workspace for a
-// while). Redirects use the new values at once, on every server.
+// Changes the fields sent; `null` clears a clearable field (`title`, `external_id`, `expires_at`,
+// `expired_url`, `max_clicks`), `utm: {}` removes the UTM parameters and `tags: []` the tags. A new slug or
+// domain frees the old one (reserved to this workspace for a while). Redirects use the new values at once, on
+// every server.
 //
 // Takes any type of body and a specified content type.
 //
@@ -3428,9 +3465,10 @@ func (c *Client) UpdateLinkWithBody(ctx context.Context, linkId LinkID, params *
 
 // UpdateLink Update a short link
 //
-// Changes the fields sent; `null` clears a clearable field (`title`, `external_id`, `utm`, `expires_at`,
-// `expired_url`, `max_clicks`). A new slug or domain frees the old one (reserved to this workspace for a
-// while). Redirects use the new values at once, on every server.
+// Changes the fields sent; `null` clears a clearable field (`title`, `external_id`, `expires_at`,
+// `expired_url`, `max_clicks`), `utm: {}` removes the UTM parameters and `tags: []` the tags. A new slug or
+// domain frees the old one (reserved to this workspace for a while). Redirects use the new values at once, on
+// every server.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -4917,18 +4955,6 @@ func NewGetLinkStatsByDimensionRequest(server string, linkId LinkID, dimension S
 
 		}
 
-		if params.Tz != nil {
-
-			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "tz", *params.Tz, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
-				return nil, err
-			} else {
-				for _, qp := range strings.Split(queryFrag, "&") {
-					rawQueryFragments = append(rawQueryFragments, qp)
-				}
-			}
-
-		}
-
 		if params.Limit != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
@@ -5826,10 +5852,13 @@ type ClientWithResponsesInterface interface {
 
 	// CreateLinksBulkWithBodyWithResponse Create many short links
 	//
-	// Creates up to 1000 links in one call. Each item is validated and created on its own: the answer lists, in
-	// request order, the link or the problem of every item (`validation_failed` with pointers relative to the
-	// item, `slug_taken`, `external_id_taken`), so one bad row never sinks the others. Every created link emits
-	// its own `link.created` event. Send an `Idempotency-Key` to retry the whole batch safely.
+	// Creates up to 1000 links in one call. A body that does not match the schema (a slug too long, a field
+	// unknown) is refused whole with `400 validation_failed`, every offending field named by its pointer
+	// (`/links/3/slug`), so nothing is half-created. Of a well-formed body, each item is then checked and created
+	// on its own: the answer lists, in request order, the link or the problem of every item
+	// (`validation_failed` with pointers relative to the item, such as a destination that is not allowed or a
+	// reserved slug; `slug_taken`; `external_id_taken`), so one refused link never sinks the others. Every
+	// created link emits its own `link.created` event. Send an `Idempotency-Key` to retry the whole batch safely.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -5838,10 +5867,13 @@ type ClientWithResponsesInterface interface {
 
 	// CreateLinksBulkWithResponse Create many short links
 	//
-	// Creates up to 1000 links in one call. Each item is validated and created on its own: the answer lists, in
-	// request order, the link or the problem of every item (`validation_failed` with pointers relative to the
-	// item, `slug_taken`, `external_id_taken`), so one bad row never sinks the others. Every created link emits
-	// its own `link.created` event. Send an `Idempotency-Key` to retry the whole batch safely.
+	// Creates up to 1000 links in one call. A body that does not match the schema (a slug too long, a field
+	// unknown) is refused whole with `400 validation_failed`, every offending field named by its pointer
+	// (`/links/3/slug`), so nothing is half-created. Of a well-formed body, each item is then checked and created
+	// on its own: the answer lists, in request order, the link or the problem of every item
+	// (`validation_failed` with pointers relative to the item, such as a destination that is not allowed or a
+	// reserved slug; `slug_taken`; `external_id_taken`), so one refused link never sinks the others. Every
+	// created link emits its own `link.created` event. Send an `Idempotency-Key` to retry the whole batch safely.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -5901,9 +5933,10 @@ type ClientWithResponsesInterface interface {
 
 	// UpdateLinkWithBodyWithResponse Update a short link
 	//
-	// Changes the fields sent; `null` clears a clearable field (`title`, `external_id`, `utm`, `expires_at`,
-	// `expired_url`, `max_clicks`). A new slug or domain frees the old one (reserved to this workspace for a
-	// while). Redirects use the new values at once, on every server.
+	// Changes the fields sent; `null` clears a clearable field (`title`, `external_id`, `expires_at`,
+	// `expired_url`, `max_clicks`), `utm: {}` removes the UTM parameters and `tags: []` the tags. A new slug or
+	// domain frees the old one (reserved to this workspace for a while). Redirects use the new values at once, on
+	// every server.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -5912,9 +5945,10 @@ type ClientWithResponsesInterface interface {
 
 	// UpdateLinkWithResponse Update a short link
 	//
-	// Changes the fields sent; `null` clears a clearable field (`title`, `external_id`, `utm`, `expires_at`,
-	// `expired_url`, `max_clicks`). A new slug or domain frees the old one (reserved to this workspace for a
-	// while). Redirects use the new values at once, on every server.
+	// Changes the fields sent; `null` clears a clearable field (`title`, `external_id`, `expires_at`,
+	// `expired_url`, `max_clicks`), `utm: {}` removes the UTM parameters and `tags: []` the tags. A new slug or
+	// domain frees the old one (reserved to this workspace for a while). Redirects use the new values at once, on
+	// every server.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -10730,10 +10764,13 @@ func (c *ClientWithResponses) CreateLinkWithResponse(ctx context.Context, params
 
 // CreateLinksBulkWithBodyWithResponse Create many short links
 //
-// Creates up to 1000 links in one call. Each item is validated and created on its own: the answer lists, in
-// request order, the link or the problem of every item (`validation_failed` with pointers relative to the
-// item, `slug_taken`, `external_id_taken`), so one bad row never sinks the others. Every created link emits
-// its own `link.created` event. Send an `Idempotency-Key` to retry the whole batch safely.
+// Creates up to 1000 links in one call. A body that does not match the schema (a slug too long, a field
+// unknown) is refused whole with `400 validation_failed`, every offending field named by its pointer
+// (`/links/3/slug`), so nothing is half-created. Of a well-formed body, each item is then checked and created
+// on its own: the answer lists, in request order, the link or the problem of every item
+// (`validation_failed` with pointers relative to the item, such as a destination that is not allowed or a
+// reserved slug; `slug_taken`; `external_id_taken`), so one refused link never sinks the others. Every
+// created link emits its own `link.created` event. Send an `Idempotency-Key` to retry the whole batch safely.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -10748,10 +10785,13 @@ func (c *ClientWithResponses) CreateLinksBulkWithBodyWithResponse(ctx context.Co
 
 // CreateLinksBulkWithResponse Create many short links
 //
-// Creates up to 1000 links in one call. Each item is validated and created on its own: the answer lists, in
-// request order, the link or the problem of every item (`validation_failed` with pointers relative to the
-// item, `slug_taken`, `external_id_taken`), so one bad row never sinks the others. Every created link emits
-// its own `link.created` event. Send an `Idempotency-Key` to retry the whole batch safely.
+// Creates up to 1000 links in one call. A body that does not match the schema (a slug too long, a field
+// unknown) is refused whole with `400 validation_failed`, every offending field named by its pointer
+// (`/links/3/slug`), so nothing is half-created. Of a well-formed body, each item is then checked and created
+// on its own: the answer lists, in request order, the link or the problem of every item
+// (`validation_failed` with pointers relative to the item, such as a destination that is not allowed or a
+// reserved slug; `slug_taken`; `external_id_taken`), so one refused link never sinks the others. Every
+// created link emits its own `link.created` event. Send an `Idempotency-Key` to retry the whole batch safely.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -10847,9 +10887,10 @@ func (c *ClientWithResponses) GetLinkWithResponse(ctx context.Context, linkId Li
 
 // UpdateLinkWithBodyWithResponse Update a short link
 //
-// Changes the fields sent; `null` clears a clearable field (`title`, `external_id`, `utm`, `expires_at`,
-// `expired_url`, `max_clicks`). A new slug or domain frees the old one (reserved to this workspace for a
-// while). Redirects use the new values at once, on every server.
+// Changes the fields sent; `null` clears a clearable field (`title`, `external_id`, `expires_at`,
+// `expired_url`, `max_clicks`), `utm: {}` removes the UTM parameters and `tags: []` the tags. A new slug or
+// domain frees the old one (reserved to this workspace for a while). Redirects use the new values at once, on
+// every server.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -10864,9 +10905,10 @@ func (c *ClientWithResponses) UpdateLinkWithBodyWithResponse(ctx context.Context
 
 // UpdateLinkWithResponse Update a short link
 //
-// Changes the fields sent; `null` clears a clearable field (`title`, `external_id`, `utm`, `expires_at`,
-// `expired_url`, `max_clicks`). A new slug or domain frees the old one (reserved to this workspace for a
-// while). Redirects use the new values at once, on every server.
+// Changes the fields sent; `null` clears a clearable field (`title`, `external_id`, `expires_at`,
+// `expired_url`, `max_clicks`), `utm: {}` removes the UTM parameters and `tags: []` the tags. A new slug or
+// domain frees the old one (reserved to this workspace for a while). Redirects use the new values at once, on
+// every server.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
