@@ -21,7 +21,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strconv"
+	"regexp"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -147,9 +147,23 @@ func parseWithNotes(fs *flag.FlagSet, args []string, notes string) error {
 // errHelp ends a command after its --help was printed.
 var errHelp = errors.New("help printed")
 
+// envInUsage finds the environment variable a flag's usage names: "(env SWITCHBOARD_ADDR)".
+var envInUsage = regexp.MustCompile(`\(env ([A-Z][A-Z0-9_]*)`)
+
+// flagEnv maps each flag of fs to the environment variable its usage names, so that the help text is the one list
+// of what the environment can set.
+func flagEnv(fs *flag.FlagSet) map[string]string {
+	vars := map[string]string{}
+	fs.VisitAll(func(f *flag.Flag) {
+		if m := envInUsage.FindStringSubmatch(f.Usage); m != nil {
+			vars[f.Name] = m[1]
+		}
+	})
+	return vars
+}
+
 // envFlags gives flags their values from the environment (flag name → variable name) before the command line is
-// parsed, so the command line wins. Unlike the envX helpers, a malformed value is an error naming the variable, not
-// silently the default.
+// parsed, so the command line wins. A malformed value is an error naming the variable, never silently the default.
 func envFlags(fs *flag.FlagSet, vars map[string]string) error {
 	for name, env := range vars {
 		if v, ok := os.LookupEnv(env); ok && v != "" {
@@ -187,50 +201,29 @@ func loadCatalog(path string) (*modelcatalog.Catalog, error) {
 	return modelcatalog.Load(path)
 }
 
-func envInt(name string, def int) int {
-	if v, err := strconv.Atoi(os.Getenv(name)); err == nil {
-		return v
-	}
-	return def
-}
-
-func envDuration(name string, def time.Duration) time.Duration {
-	if v, err := time.ParseDuration(os.Getenv(name)); err == nil {
-		return v
-	}
-	return def
-}
-
-func envString(name, def string) string {
-	if v := os.Getenv(name); v != "" {
-		return v
-	}
-	return def
-}
-
 func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	fs := newFlagSet("serve")
 	dbURL := databaseFlag(fs)
-	addr := fs.String("addr", envString("SWITCHBOARD_ADDR", ":8080"), "listen address (env SWITCHBOARD_ADDR)")
-	baseURL := fs.String("base-url", os.Getenv("SWITCHBOARD_BASE_URL"),
+	addr := fs.String("addr", ":8080", "listen address (env SWITCHBOARD_ADDR)")
+	baseURL := fs.String("base-url", "",
 		"public URL of the server, used in links it returns (env SWITCHBOARD_BASE_URL, default http://localhost<addr>)")
-	modelsFile := fs.String("models-file", os.Getenv("SWITCHBOARD_MODELS_FILE"),
+	modelsFile := fs.String("models-file", "",
 		"YAML or JSON model catalogue (env SWITCHBOARD_MODELS_FILE, default: the built-in list)")
-	keyRate := fs.Int("rate-limit", envInt("SWITCHBOARD_RATE_LIMIT_PER_MINUTE", 600),
+	keyRate := fs.Int("rate-limit", 600,
 		"requests per minute per API key (env SWITCHBOARD_RATE_LIMIT_PER_MINUTE)")
-	wsRate := fs.Int("workspace-rate-limit", envInt("SWITCHBOARD_WORKSPACE_RATE_LIMIT_PER_MINUTE", 3000),
+	wsRate := fs.Int("workspace-rate-limit", 3000,
 		"requests per minute per workspace (env SWITCHBOARD_WORKSPACE_RATE_LIMIT_PER_MINUTE)")
-	bodyLimit := fs.Int64("body-limit", int64(envInt("SWITCHBOARD_BODY_LIMIT_BYTES", 1<<20)),
+	bodyLimit := fs.Int64("body-limit", int64(1<<20),
 		"maximum request body in bytes (env SWITCHBOARD_BODY_LIMIT_BYTES)")
-	cacheTTL := fs.Duration("key-cache-ttl", envDuration("SWITCHBOARD_KEY_CACHE_TTL", 30*time.Second),
+	cacheTTL := fs.Duration("key-cache-ttl", 30*time.Second,
 		"longest time a verified API key is trusted without a lookup (env SWITCHBOARD_KEY_CACHE_TTL)")
-	trusted := fs.String("trusted-proxies", os.Getenv("SWITCHBOARD_TRUSTED_PROXIES"),
+	trusted := fs.String("trusted-proxies", "",
 		"CIDRs of reverse proxies whose X-Forwarded-For is believed, e.g. 10.0.0.0/8 (env SWITCHBOARD_TRUSTED_PROXIES)")
-	logLevel := fs.String("log-level", envString("SWITCHBOARD_LOG_LEVEL", "info"),
+	logLevel := fs.String("log-level", "info",
 		"debug, info, warn or error (env SWITCHBOARD_LOG_LEVEL)")
 	wh := addWebhookFlags(fs)
 	links := linkFlags(fs)
-	if err := envFlags(fs, wh.env); err != nil {
+	if err := envFlags(fs, flagEnv(fs)); err != nil {
 		return err
 	}
 	if err := parseWithNotes(fs, args, serveNotes); err != nil {
@@ -382,23 +375,16 @@ Environment only (a secret does not belong on a command line):
     	base64 of 32 random bytes (openssl rand -base64 32) that encrypts webhook secrets at rest. Required on
     	PostgreSQL; on SQLite generated into the data directory (secret.key) on first start when unset.`
 
-// webhookFlags are the webhook engine's settings of serve; env maps each flag to its environment variable.
+// webhookFlags are the webhook engine's settings of serve.
 type webhookFlags struct {
 	schedule, networks                                     string
 	allowHTTP                                              bool
 	timeout, lease, retention, throttledWait, disableAfter time.Duration
 	workers                                                int
-	env                                                    map[string]string
 }
 
 func addWebhookFlags(fs *flag.FlagSet) *webhookFlags {
-	w := &webhookFlags{env: map[string]string{
-		"webhook-retry-schedule": "SWITCHBOARD_WEBHOOK_RETRY_SCHEDULE", "webhook-allow-http": "SWITCHBOARD_WEBHOOK_ALLOW_HTTP",
-		"webhook-allowed-networks": "SWITCHBOARD_WEBHOOK_ALLOWED_NETWORKS", "webhook-timeout": "SWITCHBOARD_WEBHOOK_TIMEOUT",
-		"webhook-lease": "SWITCHBOARD_WEBHOOK_LEASE", "webhook-workers": "SWITCHBOARD_WEBHOOK_WORKERS",
-		"webhook-retention": "SWITCHBOARD_WEBHOOK_RETENTION", "webhook-throttled-wait": "SWITCHBOARD_WEBHOOK_THROTTLED_WAIT",
-		"webhook-disable-after": "SWITCHBOARD_WEBHOOK_DISABLE_AFTER",
-	}}
+	w := &webhookFlags{}
 	fs.StringVar(&w.schedule, "webhook-retry-schedule", "",
 		"delays of a delivery's attempts, comma-separated: the first from the event, each next from the attempt before "+
 			"(env SWITCHBOARD_WEBHOOK_RETRY_SCHEDULE, default 0s,5s,5m,30m,2h,5h,10h,14h,20h,24h; ±20 % jitter)")
@@ -464,27 +450,27 @@ type linkSettings struct {
 
 func linkFlags(fs *flag.FlagSet) linkSettings {
 	return linkSettings{
-		shortBaseURL: fs.String("short-base-url", os.Getenv("SWITCHBOARD_SHORT_BASE_URL"),
+		shortBaseURL: fs.String("short-base-url", "",
 			"origin of short URLs, e.g. https://sb.example.com; its host is the default short domain (env SWITCHBOARD_SHORT_BASE_URL, default the base URL)"),
-		shortDomains: fs.String("short-domains", os.Getenv("SWITCHBOARD_SHORT_DOMAINS"),
+		shortDomains: fs.String("short-domains", "",
 			"comma-separated further short domains (host[:port]) links may use (env SWITCHBOARD_SHORT_DOMAINS)"),
-		allowedSchemes: fs.String("link-allowed-schemes", os.Getenv("SWITCHBOARD_LINK_ALLOWED_SCHEMES"),
+		allowedSchemes: fs.String("link-allowed-schemes", "",
 			"comma-separated destination schemes allowed besides http and https, e.g. mailto,tel (env SWITCHBOARD_LINK_ALLOWED_SCHEMES)"),
-		blockedHosts: fs.String("link-blocked-hosts", os.Getenv("SWITCHBOARD_LINK_BLOCKED_HOSTS"),
+		blockedHosts: fs.String("link-blocked-hosts", "",
 			"comma-separated hosts (and their subdomains) refused as destinations (env SWITCHBOARD_LINK_BLOCKED_HOSTS)"),
-		tombstone: fs.Duration("link-tombstone-period", envDuration("SWITCHBOARD_LINK_TOMBSTONE_PERIOD", 30*24*time.Hour),
+		tombstone: fs.Duration("link-tombstone-period", 30*24*time.Hour,
 			"how long a deleted link's slug stays reserved to its workspace (env SWITCHBOARD_LINK_TOMBSTONE_PERIOD)"),
-		geoIP: fs.String("geoip-db", os.Getenv("SWITCHBOARD_GEOIP_DB"),
+		geoIP: fs.String("geoip-db", "",
 			"MaxMind .mmdb file (GeoLite2-Country or compatible) for click countries (env SWITCHBOARD_GEOIP_DB, default none)"),
-		dataDir: fs.String("data-dir", os.Getenv("SWITCHBOARD_DATA_DIR"),
+		dataDir: fs.String("data-dir", "",
 			"directory of the click spool (env SWITCHBOARD_DATA_DIR, default the SQLite file's directory, or ./data with PostgreSQL)"),
-		clickBuffer: fs.Int("click-buffer", envInt("SWITCHBOARD_CLICK_BUFFER", 50_000),
+		clickBuffer: fs.Int("click-buffer", 50_000,
 			"clicks buffered in memory before they spill to the spool on disk (env SWITCHBOARD_CLICK_BUFFER)"),
-		clickBatch: fs.Int("click-batch-size", envInt("SWITCHBOARD_CLICK_BATCH_SIZE", 1000),
+		clickBatch: fs.Int("click-batch-size", 1000,
 			"most clicks written in one transaction (env SWITCHBOARD_CLICK_BATCH_SIZE)"),
-		clickInterval: fs.Duration("click-interval", envDuration("SWITCHBOARD_CLICK_INTERVAL", 50*time.Millisecond),
+		clickInterval: fs.Duration("click-interval", 50*time.Millisecond,
 			"how often buffered clicks are written (env SWITCHBOARD_CLICK_INTERVAL)"),
-		cacheSize: fs.Int("link-cache-size", envInt("SWITCHBOARD_LINK_CACHE_SIZE", 100_000),
+		cacheSize: fs.Int("link-cache-size", 100_000,
 			"short links kept resolved in memory (env SWITCHBOARD_LINK_CACHE_SIZE)"),
 	}
 }
@@ -630,7 +616,7 @@ func workspaceCmd(ctx context.Context, args []string, stdout io.Writer) error {
 		wsID := fs.String("workspace", "", "workspace ID (required)")
 		enable := fs.String("enable", "", "comma-separated model IDs the workspace may use")
 		all := fs.Bool("all", false, "enable every model of the catalogue")
-		modelsFile := fs.String("models-file", os.Getenv("SWITCHBOARD_MODELS_FILE"), "model catalogue to check IDs against")
+		modelsFile := fs.String("models-file", "", "model catalogue to check IDs against")
 		if err := parse(fs, args); err != nil {
 			return err
 		}
