@@ -130,6 +130,11 @@ func parse(fs *flag.FlagSet, args []string) error {
 // parseWithNotes is parse for commands whose --help adds notes after the flags (settings read from the environment
 // only).
 func parseWithNotes(fs *flag.FlagSet, args []string, notes string) error {
+	// Every command reads the environment the same way: the variable a flag's help names sets it first (strictly), the
+	// command line wins.
+	if err := envFlags(fs, flagEnv(fs)); err != nil {
+		return err
+	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fs.SetOutput(os.Stdout)
@@ -176,7 +181,7 @@ func envFlags(fs *flag.FlagSet, vars map[string]string) error {
 }
 
 func databaseFlag(fs *flag.FlagSet) *string {
-	return fs.String("database-url", os.Getenv("DATABASE_URL"),
+	return fs.String("database-url", "",
 		"database: postgres://… or file:path for SQLite (env DATABASE_URL, default "+store.DefaultURL+")")
 }
 
@@ -223,9 +228,6 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		"debug, info, warn or error (env SWITCHBOARD_LOG_LEVEL)")
 	wh := addWebhookFlags(fs)
 	links := linkFlags(fs)
-	if err := envFlags(fs, flagEnv(fs)); err != nil {
-		return err
-	}
 	if err := parseWithNotes(fs, args, serveNotes); err != nil {
 		return err
 	}
@@ -616,7 +618,8 @@ func workspaceCmd(ctx context.Context, args []string, stdout io.Writer) error {
 		wsID := fs.String("workspace", "", "workspace ID (required)")
 		enable := fs.String("enable", "", "comma-separated model IDs the workspace may use")
 		all := fs.Bool("all", false, "enable every model of the catalogue")
-		modelsFile := fs.String("models-file", "", "model catalogue to check IDs against")
+		modelsFile := fs.String("models-file", "",
+			"model catalogue to check IDs against (env SWITCHBOARD_MODELS_FILE, default: the built-in list)")
 		if err := parse(fs, args); err != nil {
 			return err
 		}

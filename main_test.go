@@ -319,4 +319,23 @@ func TestKeyExpiryAndWorkspaceModels(t *testing.T) {
 	if len(updated.EnabledModels) != 2 {
 		t.Errorf("enabled_models %v", updated.EnabledModels)
 	}
+
+	// The operator's catalogue comes from the environment, as for serve.
+	catalogue := filepath.Join(t.TempDir(), "models.yaml")
+	if err := os.WriteFile(catalogue, []byte("models:\n  - id: local-llama\n    owned_by: ops\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("SWITCHBOARD_MODELS_FILE", catalogue)
+	out, stderr, code = cli(t, dbURL, "workspace", "models", "--workspace", ws.ID, "--enable", "local-llama", "--json")
+	if code != 0 {
+		t.Fatal(stderr)
+	}
+	mustJSON(t, out, &updated)
+	if strings.Join(updated.EnabledModels, ",") != "local-llama" {
+		t.Errorf("enabled_models %v, want the operator's model", updated.EnabledModels)
+	}
+	t.Setenv("SWITCHBOARD_MODELS_FILE", "")
+	if _, stderr, code = cli(t, dbURL, "workspace", "models", "--workspace", ws.ID, "--enable", "local-llama"); code != 2 {
+		t.Errorf("without the catalogue: exit %d, stderr %q; want 2", code, stderr)
+	}
 }
