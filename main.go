@@ -279,9 +279,6 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	guard := egress.NewGuard(whPolicy)
 	whConfig.Logger = log
-	if db.Dialect() == store.Postgres {
-		whConfig.PostgresURL = *dbURL
-	}
 	dispatcher := webhook.NewDispatcher(db, box, guard, whConfig)
 	recorder, geo, err := links.recorder(db, log)
 	if err != nil {

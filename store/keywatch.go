@@ -5,7 +5,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/uptrace/bun"
 )
 
@@ -26,8 +25,9 @@ func (db *DB) announceAccessChange(ctx context.Context, tx bun.Tx) error {
 	return err
 }
 
-// pgKeyWatch LISTENs on keysChannel on a connection of its own, started on first use. A lost connection counts as
-// a change (notifications may have been missed) and the watch reconnects with backoff.
+// pgKeyWatch LISTENs on accessChannel on a connection of its own, started on first use. A lost connection counts as
+// a change (notifications may have been missed) and the watch reconnects with backoff; while it is down no cached
+// key is trusted (see counterWatch).
 type pgKeyWatch struct {
 	counterWatch
 	url    string
@@ -59,36 +59,21 @@ func (w *pgKeyWatch) version(ctx context.Context) (uint64, error) {
 func (w *pgKeyWatch) run(connected chan struct{}) {
 	defer close(w.done)
 	var signalled bool
-	backoff := 100 * time.Millisecond
-	for w.ctx.Err() == nil {
-		conn, err := pgx.Connect(w.ctx, w.url)
-		if err == nil {
-			_, err = conn.Exec(w.ctx, "LISTEN "+accessChannel)
-		}
-		if err == nil {
-			backoff = 100 * time.Millisecond
+	listen(w.ctx, w.url, accessChannel, Listener{
+		Connected: func() {
 			w.bump()
 			w.connected.Store(true)
 			if !signalled {
 				close(connected)
 				signalled = true
 			}
-			for err == nil {
-				_, err = conn.WaitForNotification(w.ctx)
-				w.bump()
-			}
-		}
-		w.connected.Store(false)
-		w.bump()
-		if conn != nil {
-			_ = conn.Close(context.Background())
-		}
-		select {
-		case <-w.ctx.Done():
-		case <-time.After(backoff):
-		}
-		backoff = min(backoff*2, 5*time.Second)
-	}
+		},
+		Notified: func(string) { w.bump() },
+		Disconnected: func() {
+			w.connected.Store(false)
+			w.bump()
+		},
+	})
 }
 
 func (w *pgKeyWatch) changed() { w.bump() }

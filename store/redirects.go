@@ -6,8 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/uptrace/bun"
 )
 
@@ -107,39 +105,21 @@ type LinkWatch struct {
 	Disconnected func()
 }
 
-// Watch LISTENs on LinksChannel on a connection of its own until ctx ends, reconnecting with backoff (100 ms
-// doubling to 5 s), and reports to w. It reports nothing on SQLite, where one process serves redirects and this
-// process's own changes arrive through Subscribe; it returns at once there (and reports Connected, since no change
-// can go unheard).
+// Watch LISTENs on LinksChannel on a connection of its own until ctx ends, reconnecting with backoff (see Listen),
+// and reports to w. It reports nothing on SQLite, where one process serves redirects and this process's own changes
+// arrive through Subscribe; it returns at once there (and reports Connected, since no change can go unheard).
 func (c *LinkChanges) Watch(ctx context.Context, w LinkWatch) {
 	if c.db.dialect != Postgres {
 		w.Connected()
 		return
 	}
-	backoff := 100 * time.Millisecond
-	for ctx.Err() == nil {
-		conn, err := pgx.Connect(ctx, c.db.url)
-		if err == nil {
-			if _, err = conn.Exec(ctx, "LISTEN "+LinksChannel); err == nil {
-				backoff = 100 * time.Millisecond
-				w.Connected()
-				for err == nil {
-					var n *pgconn.Notification
-					n, err = conn.WaitForNotification(ctx)
-					if err == nil {
-						if domain, slugKey, ok := strings.Cut(n.Payload, " "); ok {
-							w.Changed(LinkKey{Domain: domain, SlugKey: slugKey})
-						}
-					}
-				}
-				w.Disconnected()
+	c.db.Listen(ctx, LinksChannel, Listener{
+		Connected:    w.Connected,
+		Disconnected: w.Disconnected,
+		Notified: func(payload string) {
+			if domain, slugKey, ok := strings.Cut(payload, " "); ok {
+				w.Changed(LinkKey{Domain: domain, SlugKey: slugKey})
 			}
-			_ = conn.Close(context.Background())
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(backoff):
-		}
-		backoff = min(backoff*2, 5*time.Second)
-	}
+		},
+	})
 }

@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/uptrace/bun"
 
@@ -41,9 +40,7 @@ type Config struct {
 	// often they are pruned (default hourly, and once at start). Events with a pending delivery are always kept.
 	Retention  time.Duration
 	PruneEvery time.Duration
-	// PostgresURL, when set, makes the dispatcher LISTEN for queued deliveries.
-	PostgresURL string
-	Logger      *slog.Logger
+	Logger     *slog.Logger
 }
 
 // Defaults of Config.
@@ -148,9 +145,11 @@ func (d *Dispatcher) Wake() {
 // finish or time out), so that a graceful shutdown loses nothing and leaves no delivery leased.
 func (d *Dispatcher) Run(ctx context.Context) error {
 	var background sync.WaitGroup
-	if d.cfg.PostgresURL != "" {
-		background.Go(func() { d.listen(ctx) })
-	}
+	// On PostgreSQL, a transaction that queued deliveries notifies; deliveries may also have been queued while the
+	// listener was down. (On SQLite, Listen returns at once: the commit watch below wakes the dispatcher.)
+	background.Go(func() {
+		d.db.Listen(ctx, store.DeliveriesChannel, store.Listener{Connected: d.Wake, Notified: func(string) { d.Wake() }})
+	})
 	if w := d.db.WatchCommits(); w != nil {
 		background.Go(func() { d.watch(ctx, w) })
 	}
@@ -471,32 +470,5 @@ func (d *Dispatcher) watch(ctx context.Context, w *store.CommitWatch) {
 				d.Wake()
 			}
 		}
-	}
-}
-
-// listen wakes the dispatcher whenever a PostgreSQL transaction queued deliveries, reconnecting with backoff.
-func (d *Dispatcher) listen(ctx context.Context) {
-	backoff := 100 * time.Millisecond
-	for ctx.Err() == nil {
-		conn, err := pgx.Connect(ctx, d.cfg.PostgresURL)
-		if err == nil {
-			if _, err = conn.Exec(ctx, "LISTEN "+store.DeliveriesChannel); err == nil {
-				backoff = 100 * time.Millisecond
-				// Deliveries may have been queued while the listener was down.
-				d.Wake()
-				for err == nil {
-					_, err = conn.WaitForNotification(ctx)
-					d.Wake()
-				}
-			}
-			_ = conn.Close(context.Background())
-		}
-		timer := time.NewTimer(backoff)
-		select {
-		case <-ctx.Done():
-		case <-timer.C:
-		}
-		timer.Stop()
-		backoff = min(2*backoff, 5*time.Second)
 	}
 }

@@ -197,9 +197,6 @@ func (h *harness) start(cfg webhook.Config) *webhook.Dispatcher {
 }
 
 func (h *harness) startWith(guard *egress.Guard, cfg webhook.Config) *webhook.Dispatcher {
-	if h.db.Dialect() == store.Postgres {
-		cfg.PostgresURL = storetest.PostgresURL(h.t)
-	}
 	d := webhook.NewDispatcher(h.db, h.box, guard, quiet(cfg))
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan struct{})
