@@ -40,21 +40,19 @@ type Deliveries struct{ db *DB }
 // receiver to come back or for an endpoint to resume — goes out in event order.
 //
 // On PostgreSQL, FOR UPDATE SKIP LOCKED lets any number of dispatchers claim concurrently without taking the same
-// delivery; on SQLite the single writer serialises claims. A delivery whose lease ran out (its dispatcher died) is
-// due again and keeps its ID, so the receiver sees the same webhook-id.
+// delivery; on SQLite the single writer serialises claims, and a read connection first checks whether anything is
+// claimable at all: the one dispatcher is woken by every commit (click batches included), and most of those wake-ups
+// find nothing due, which must not take the writer. A delivery whose lease ran out (its dispatcher died) is due
+// again and keeps its ID, so the receiver sees the same webhook-id.
 func (s *Deliveries) Claim(ctx context.Context, now time.Time, lease time.Duration, limit int, exclude []string) ([]Delivery, error) {
 	now = now.UTC().Truncate(time.Microsecond)
-	// The endpoint's status is checked with NOT EXISTS rather than a join: an anti-join keeps the deliveries as the
-	// driving side, so the planner walks the pending index in order and stops at the limit even when its statistics
-	// predate a sudden backlog (a join lets it start from the endpoints and sort every due delivery).
-	sub := s.db.w.NewSelect().TableExpr("webhook_deliveries AS d2").Column("d2.id").
-		Where("d2.status = ?", DeliveryPending).Where("d2.next_attempt_at <= ?", now).
-		Where("(d2.lease_until IS NULL OR d2.lease_until <= ?)", now).
-		Where("NOT EXISTS (SELECT 1 FROM webhook_endpoints AS e WHERE e.id = d2.endpoint_id AND e.status <> ?)", EndpointActive).
-		OrderExpr("d2.next_attempt_at, d2.id").Limit(int64(limit))
-	if len(exclude) > 0 {
-		sub = sub.Where("d2.endpoint_id NOT IN (?)", bun.In(exclude))
+	if s.db.dialect == SQLite {
+		due, err := claimable(s.db.r.NewSelect(), now, exclude).Exists(ctx)
+		if err != nil || !due {
+			return nil, err
+		}
 	}
+	sub := claimable(s.db.w.NewSelect(), now, exclude).Column("d2.id").OrderExpr("d2.next_attempt_at, d2.id").Limit(int64(limit))
 	if s.db.dialect == Postgres {
 		sub = sub.For("UPDATE OF d2 SKIP LOCKED")
 	}
@@ -71,6 +69,22 @@ func (s *Deliveries) Claim(ctx context.Context, now time.Time, lease time.Durati
 	// UPDATE … RETURNING returns rows in no particular order.
 	sortDeliveries(out)
 	return out, nil
+}
+
+// claimable selects, as d2, the deliveries Claim may take at now: pending, due, not leased, of an active endpoint
+// not in exclude. The pending partial index serves it in due order.
+func claimable(q *bun.SelectQuery, now time.Time, exclude []string) *bun.SelectQuery {
+	// The endpoint's status is checked with NOT EXISTS rather than a join: an anti-join keeps the deliveries as the
+	// driving side, so the planner walks the pending index in order and stops at the limit even when its statistics
+	// predate a sudden backlog (a join lets it start from the endpoints and sort every due delivery).
+	q = q.TableExpr("webhook_deliveries AS d2").
+		Where("d2.status = ?", DeliveryPending).Where("d2.next_attempt_at <= ?", now).
+		Where("(d2.lease_until IS NULL OR d2.lease_until <= ?)", now).
+		Where("NOT EXISTS (SELECT 1 FROM webhook_endpoints AS e WHERE e.id = d2.endpoint_id AND e.status <> ?)", EndpointActive)
+	if len(exclude) > 0 {
+		q = q.Where("d2.endpoint_id NOT IN (?)", bun.In(exclude))
+	}
+	return q
 }
 
 // sortDeliveries orders deliveries as Claim promises: by due time, then ID.
@@ -181,6 +195,9 @@ func (s *Deliveries) RecordAttempt(ctx context.Context, r AttemptResult, then fu
 // atomically with the change. One transaction for many attempts is what lets one SQLite writer keep up with
 // thousands of attempts a second.
 //
+// A delivery appears at most once in a batch unless its results carry LeaseUntil: the first recorded result
+// releases the lease, so a later one is Superseded.
+//
 // The effects are returned in the order of rs; an attempt of a delivery that no longer exists is skipped (Missing).
 // Any error rolls back every attempt of the batch.
 func (s *Deliveries) RecordAttempts(ctx context.Context, rs []AttemptResult, then func(ctx context.Context, tx bun.Tx, fx AttemptEffects) error) ([]AttemptEffects, error) {
@@ -201,10 +218,8 @@ func (s *Deliveries) RecordAttempts(ctx context.Context, rs []AttemptResult, the
 		}
 		attempts := make([]Attempt, 0, len(rs))
 		changed := make([]Delivery, 0, len(rs))
-		at := map[string]int{} // position in changed, should one delivery come twice
 		for i, r := range rs {
 			fx := &fxs[i]
-			*fx = AttemptEffects{}
 			d, ok := byID[r.DeliveryID]
 			if !ok {
 				fx.Missing = true
@@ -219,12 +234,7 @@ func (s *Deliveries) RecordAttempts(ctx context.Context, rs []AttemptResult, the
 			}
 			fx.Exhausted = applyAttempt(&d, r, t)
 			fx.Delivery, byID[d.ID] = d, d
-			if j, seen := at[d.ID]; seen {
-				changed[j] = d
-			} else {
-				at[d.ID] = len(changed)
-				changed = append(changed, d)
-			}
+			changed = append(changed, d)
 		}
 		if len(changed) > 0 {
 			// One statement for the whole batch: a round trip per delivery is what limits a recorder on PostgreSQL.
@@ -246,18 +256,15 @@ func (s *Deliveries) RecordAttempts(ctx context.Context, rs []AttemptResult, the
 				return err
 			}
 		}
-		for i, r := range rs {
-			fx := &fxs[i]
-			if fx.Missing || fx.Superseded {
-				continue
-			}
-			if !r.Succeeded {
-				if err := s.recordFailure(ctx, tx, fx, r, t); err != nil {
-					return err
+		if err := s.recordFailures(ctx, tx, rs, fxs, t); err != nil {
+			return err
+		}
+		if then != nil {
+			for _, fx := range fxs {
+				if fx.Missing || fx.Superseded {
+					continue
 				}
-			}
-			if then != nil {
-				if err := then(ctx, tx, *fx); err != nil {
+				if err := then(ctx, tx, fx); err != nil {
 					return err
 				}
 			}
@@ -292,35 +299,74 @@ func applyAttempt(d *Delivery, r AttemptResult, t time.Time) (exhausted bool) {
 	return false
 }
 
-// recordFailure extends the endpoint's run of failures and disables it when it is gone or has been failing for
-// too long, noting in fx when it disabled it now.
-func (s *Deliveries) recordFailure(ctx context.Context, tx bun.Tx, fx *AttemptEffects, r AttemptResult, t time.Time) error {
-	var e WebhookEndpoint
-	if err := tx.NewSelect().Model(&e).Column("id", "url", "status", "failing_since").
-		Where("e.id = ?", fx.Delivery.EndpointID).Scan(ctx); err != nil {
+// failingEndpoint is an endpoint of a batch's failed attempts, as the batch leaves it.
+type failingEndpoint struct {
+	WebhookEndpoint
+	// startRun and disable say what the batch changed: the run of failures started, the endpoint disabled.
+	startRun, disable bool
+}
+
+// recordFailures extends the run of failures of the endpoints of the failed attempts and disables those that are
+// gone or have been failing for too long, noting in fxs which attempt disabled its endpoint. The endpoints are
+// read once and judged attempt by attempt, in order, so that an attempt sees what an earlier one of the batch did
+// (only the first attempt to cross the limit disables); only endpoints that changed are written.
+func (s *Deliveries) recordFailures(ctx context.Context, tx bun.Tx, rs []AttemptResult, fxs []AttemptEffects, t time.Time) error {
+	var ids []string
+	for i, r := range rs {
+		if fx := fxs[i]; !r.Succeeded && !fx.Missing && !fx.Superseded && !slices.Contains(ids, fx.Delivery.EndpointID) {
+			ids = append(ids, fx.Delivery.EndpointID)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	var es []WebhookEndpoint
+	if err := tx.NewSelect().Model(&es).Column("id", "url", "status", "failing_since").
+		Where("e.id IN (?)", bun.In(ids)).Scan(ctx); err != nil {
 		return err
 	}
-	since := r.StartedAt.UTC().Truncate(time.Microsecond)
-	if e.FailingSince != nil {
-		since = *e.FailingSince
+	endpoints := make(map[string]*failingEndpoint, len(es))
+	for _, e := range es {
+		endpoints[e.ID] = &failingEndpoint{WebhookEndpoint: e}
 	}
-	reason := ""
-	switch {
-	case e.Status == EndpointDisabled:
-	case r.Gone:
-		reason = "gone"
-	case r.DisableAfter > 0 && t.Sub(since) >= r.DisableAfter:
-		reason = "failing"
+	for i, r := range rs {
+		fx := &fxs[i]
+		if r.Succeeded || fx.Missing || fx.Superseded {
+			continue
+		}
+		e := endpoints[fx.Delivery.EndpointID]
+		if e == nil {
+			continue // deleted with its deliveries: nothing left to judge
+		}
+		if e.FailingSince == nil {
+			since := r.StartedAt.UTC().Truncate(time.Microsecond)
+			e.FailingSince, e.startRun = &since, true
+		}
+		reason := ""
+		switch {
+		case e.Status == EndpointDisabled:
+		case r.Gone:
+			reason = "gone"
+		case r.DisableAfter > 0 && t.Sub(*e.FailingSince) >= r.DisableAfter:
+			reason = "failing"
+		}
+		if reason != "" {
+			e.Status, e.DisabledReason, e.disable = EndpointDisabled, &reason, true
+			fx.EndpointDisabled, fx.EndpointURL, fx.FailingSince = reason, e.URL, e.FailingSince
+		}
 	}
-	q := tx.NewUpdate().Table("webhook_endpoints").Where("id = ?", e.ID)
-	if e.FailingSince == nil {
-		q = q.Set("failing_since = ?", since)
-	}
-	if reason != "" {
-		q = q.Set("status = ?", EndpointDisabled).Set("disabled_reason = ?", reason).Set("updated_at = ?", t)
-		fx.EndpointDisabled, fx.EndpointURL, fx.FailingSince = reason, e.URL, &since
-	}
-	if e.FailingSince == nil || reason != "" {
+	for _, id := range ids {
+		e := endpoints[id]
+		if e == nil || !e.startRun && !e.disable {
+			continue
+		}
+		q := tx.NewUpdate().Table("webhook_endpoints").Where("id = ?", e.ID)
+		if e.startRun {
+			q = q.Set("failing_since = ?", *e.FailingSince)
+		}
+		if e.disable {
+			q = q.Set("status = ?", EndpointDisabled).Set("disabled_reason = ?", *e.DisabledReason).Set("updated_at = ?", t)
+		}
 		if _, err := q.Exec(ctx); err != nil {
 			return err
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -317,4 +318,123 @@ func TestQueueStats(t *testing.T) {
 			t.Errorf("oldest due %v, want %v (the paused endpoint's older delivery left out)", st.OldestDue, due)
 		}
 	})
+}
+
+// Failed attempts to one endpoint in one batch are all recorded, judged in order: the first starts the endpoint's
+// run of failures, the one that crosses its limit disables the endpoint, and the later ones find it disabled.
+func TestRecordAttemptsFailuresOfOneEndpoint(t *testing.T) {
+	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		w := newWorkspace(t, db, "failing batch")
+		e := newEndpoint(t, db, w.ID, "*")
+		ids := queue(t, db, w.ID, 4)
+		next := time.Now().Add(time.Minute)
+		started := time.Now().Add(-6 * 24 * time.Hour).UTC().Truncate(time.Microsecond)
+		fail := func(id string, disableAfter time.Duration) store.AttemptResult {
+			return store.AttemptResult{DeliveryID: id, StartedAt: started, ErrorClass: ptr("timeout"), NextAttemptAt: &next,
+				DisableAfter: disableAfter}
+		}
+		var disabledBy []string
+		fxs, err := db.Deliveries.RecordAttempts(ctx, []store.AttemptResult{
+			fail(ids[0], 0),              // starts the run of failures, six days ago; no limit
+			fail(ids[1], 7*24*time.Hour), // within its limit
+			fail(ids[2], 5*24*time.Hour), // crosses its limit
+			fail(ids[3], 5*24*time.Hour), // the endpoint is disabled already
+		}, func(_ context.Context, _ bun.Tx, fx store.AttemptEffects) error {
+			if fx.EndpointDisabled != "" {
+				disabledBy = append(disabledBy, fx.Delivery.ID)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, fx := range fxs {
+			want := ""
+			if i == 2 {
+				want = "failing"
+			}
+			if fx.EndpointDisabled != want || fx.Delivery.Status != store.DeliveryPending || fx.Delivery.Attempts != 1 {
+				t.Errorf("attempt %d: %+v, want disabled %q", i, fx, want)
+			}
+		}
+		if fx := fxs[2]; fx.EndpointURL != e.URL || fx.FailingSince == nil || !fx.FailingSince.Equal(started) {
+			t.Errorf("the disabling attempt's effects %+v, want the run of failures from %v", fx, started)
+		}
+		if len(disabledBy) != 1 || disabledBy[0] != ids[2] {
+			t.Errorf("the endpoint was disabled by %v, want once, by %s", disabledBy, ids[2])
+		}
+		for _, id := range ids {
+			if as, err := db.Deliveries.Attempts(ctx, id); err != nil || len(as) != 1 {
+				t.Errorf("delivery %s: %d attempts logged (%v), want 1", id, len(as), err)
+			}
+		}
+		endpoint, err := db.Webhooks.Get(ctx, w.ID, e.ID)
+		if err != nil || endpoint.Status != store.EndpointDisabled || endpoint.DisabledReason == nil ||
+			*endpoint.DisabledReason != "failing" || endpoint.FailingSince == nil || !endpoint.FailingSince.Equal(started) {
+			t.Errorf("endpoint %+v, %v", endpoint, err)
+		}
+	})
+}
+
+// The first result of a delivery releases its lease, so a second result of the same claim in the batch is only
+// logged.
+func TestRecordAttemptsSameDeliveryTwice(t *testing.T) {
+	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		w := newWorkspace(t, db, "twice")
+		newEndpoint(t, db, w.ID, "*")
+		id := queue(t, db, w.ID, 1)[0]
+		claimed, err := db.Deliveries.Claim(ctx, time.Now().Add(time.Second), time.Minute, 100, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var lease *time.Time
+		for _, d := range claimed {
+			if d.ID == id {
+				lease = d.LeaseUntil
+			}
+		}
+		if lease == nil {
+			t.Fatal("the delivery was not claimed")
+		}
+		r := store.AttemptResult{DeliveryID: id, LeaseUntil: lease, StartedAt: time.Now(), StatusCode: ptr(200), Succeeded: true}
+		fxs, err := db.Deliveries.RecordAttempts(ctx, []store.AttemptResult{r, r}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fxs[0].Superseded || fxs[0].Delivery.Status != store.DeliverySucceeded || !fxs[1].Superseded {
+			t.Fatalf("effects %+v", fxs)
+		}
+		if got, _ := db.Deliveries.Get(ctx, w.ID, id); got.Attempts != 1 {
+			t.Errorf("the delivery counts %d attempts, want 1", got.Attempts)
+		}
+		if as, _ := db.Deliveries.Attempts(ctx, id); len(as) != 2 {
+			t.Errorf("%d attempts logged, want both", len(as))
+		}
+	})
+}
+
+// On SQLite a claim that finds nothing due does not take the writer: the one dispatcher is woken by every commit,
+// and most wake-ups find nothing to send.
+func TestClaimWithNothingDueLeavesTheWriter(t *testing.T) {
+	db := storetest.SQLite(t)
+	ctx := context.Background()
+	held, release := make(chan struct{}), make(chan struct{})
+	var writer sync.WaitGroup
+	writer.Go(func() {
+		_ = db.RunInTx(ctx, func(context.Context, bun.Tx) error {
+			close(held)
+			<-release
+			return nil
+		})
+	})
+	defer writer.Wait()
+	defer close(release)
+	<-held
+	claimCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	if ds, err := db.Deliveries.Claim(claimCtx, time.Now(), time.Minute, 10, nil); err != nil || len(ds) != 0 {
+		t.Errorf("Claim with nothing due while another transaction writes: %d deliveries, %v", len(ds), err)
+	}
 }
