@@ -65,7 +65,6 @@ type webhookBench struct {
 	db        *store.DB
 	box       *webhook.Box
 	guard     *egress.Guard
-	pgURL     string
 	ws        store.Workspace
 	receivers []*httpServer
 	arrivals  *arrivals
@@ -122,9 +121,6 @@ func startWebhookBench(ctx context.Context, database, dbURL string) (_ *webhookB
 			b.close()
 		}
 	}()
-	if db.Dialect() == store.Postgres {
-		b.pgURL = dbURL
-	}
 	if b.ws, err = db.Workspaces.Create(ctx, "webhook bench"); err != nil {
 		return nil, err
 	}
@@ -159,8 +155,7 @@ func (b *webhookBench) close() {
 
 // dispatch runs a dispatcher with the production settings until the returned function stops it and waits for it.
 func (b *webhookBench) dispatch() func() {
-	d := webhook.NewDispatcher(b.db, b.box, b.guard, webhook.Config{PostgresURL: b.pgURL,
-		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+	d := webhook.NewDispatcher(b.db, b.box, b.guard, webhook.Config{Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { _ = d.Run(ctx); close(done) }()
