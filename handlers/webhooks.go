@@ -305,13 +305,8 @@ func (s *Server) TestWebhook(ctx context.Context, req gen.TestWebhookRequestObje
 	ev := store.Event{ID: store.NewID("evt"), WorkspaceID: key.WorkspaceID, Type: eventType, Data: raw,
 		CreatedAt: time.Now().UTC().Truncate(time.Microsecond)}
 	res := gen.WebhookTestResult{Object: gen.WebhookTestResultObjectWebhookTest, EventId: ev.ID, EventType: eventType}
-	blocked := webhook.ClassBlocked
-	// The policy may have changed since the URL was registered. A URL it refuses now (a forbidden scheme as much as
-	// a blocked address) is not even dialled.
-	if err := s.cfg.Webhooks.Guard.CheckURL(ctx, e.URL); errors.Is(err, egress.ErrBlocked) || errors.Is(err, egress.ErrInvalidURL) {
-		res.ErrorClass = &blocked
-		return gen.TestWebhook200JSONResponse{Body: res}, nil
-	}
+	// The policy may have changed since the URL was registered: the Sender refuses a target it no longer allows (a
+	// forbidden scheme as much as a blocked address) before any connection, as "blocked" with no status or excerpt.
 	sent, err := s.cfg.Webhooks.Sender.Send(ctx, e, ev)
 	if err != nil {
 		return nil, fmt.Errorf("test webhook %s: %w", e.ID, err)
@@ -320,11 +315,9 @@ func (s *Server) TestWebhook(ctx context.Context, req gen.TestWebhookRequestObje
 	if sent.Outcome.Class != "" {
 		res.ErrorClass = &sent.Outcome.Class
 	}
-	if sent.Outcome.Class != webhook.ClassBlocked { // a blocked attempt tells nothing about the destination
-		res.ResponseExcerpt = sent.Excerpt
-		if sent.StatusCode != nil && *sent.StatusCode >= 100 && *sent.StatusCode <= 599 {
-			res.StatusCode = sent.StatusCode
-		}
+	res.ResponseExcerpt = sent.Excerpt
+	if sent.StatusCode != nil && *sent.StatusCode >= 100 && *sent.StatusCode <= 599 {
+		res.StatusCode = sent.StatusCode
 	}
 	return gen.TestWebhook200JSONResponse{Body: res}, nil
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -132,8 +133,11 @@ func (h *hooks) exec(query string, args ...any) {
 type receiver struct {
 	srv    *httptest.Server
 	status atomic.Int32
-	mu     sync.Mutex
-	got    []received
+	// conns counts the connections that reached it, whether or not a request followed (a TLS handshake to this
+	// plain-HTTP server fails, but its connection counts).
+	conns atomic.Int32
+	mu    sync.Mutex
+	got   []received
 }
 
 type received struct {
@@ -144,7 +148,7 @@ type received struct {
 func newReceiver(t *testing.T) *receiver {
 	rc := &receiver{}
 	rc.status.Store(http.StatusOK)
-	rc.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	rc.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		rc.mu.Lock()
 		rc.got = append(rc.got, received{header: r.Header.Clone(), body: body})
@@ -152,6 +156,12 @@ func newReceiver(t *testing.T) *receiver {
 		w.WriteHeader(int(rc.status.Load()))
 		_, _ = fmt.Fprint(w, "ok")
 	}))
+	rc.srv.Config.ConnState = func(_ net.Conn, state http.ConnState) {
+		if state == http.StateNew {
+			rc.conns.Add(1)
+		}
+	}
+	rc.srv.Start()
 	t.Cleanup(rc.srv.Close)
 	return rc
 }
@@ -615,8 +625,9 @@ func TestTestWebhookBlocked(t *testing.T) {
 				t.Errorf("status_code and response_excerpt must be null: %s", res.body)
 			}
 		}
-		if n := len(rc.requests()); n != 0 {
-			t.Errorf("the blocked receiver got %d requests", n)
+		// Send refuses at dial time: not even a connection reaches the receiver.
+		if n, conns := len(rc.requests()), rc.conns.Load(); n != 0 || conns != 0 {
+			t.Errorf("the blocked receiver got %d requests over %d connections", n, conns)
 		}
 	})
 }
