@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -36,10 +37,10 @@ const (
 	// takes it over rather than answering 409 until the record expires.
 	idempotencyStaleAfter = 2 * time.Minute
 	// Expired records are deleted as keys are used: after every idempotencyPruneEvery claims of this process, up to
-	// idempotencyPruneBatch of them. Deleting ten times as many as were claimed keeps up with any traffic, each
-	// delete is short (the SQLite writer is never held for long), and no background loop has to be started and
-	// stopped. When traffic stops, at most idempotencyPruneEvery expired rows wait for the next requests; they are
-	// never replayed (Claim ignores expired records).
+	// idempotencyPruneBatch of them, in the background (one delete at a time), so no request waits for it. Deleting
+	// ten times as many as were claimed keeps up with any traffic, and each delete is short (the SQLite writer is
+	// never held for long). When traffic stops, at most idempotencyPruneEvery expired rows wait for the next
+	// requests; they are never replayed (Claim ignores expired records).
 	idempotencyPruneEvery = 100
 	idempotencyPruneBatch = 1000
 )
@@ -56,6 +57,9 @@ type idempotency struct {
 	box    *webhook.Box
 	log    *slog.Logger
 	claims atomic.Uint64
+	// pruning is set while a delete of expired records runs; pruned waits for it (Server.Close).
+	pruning atomic.Bool
+	pruned  sync.WaitGroup
 }
 
 func newIdempotency(s *Server) *idempotency {
@@ -140,7 +144,7 @@ func (m *idempotency) run(c echo.Context, next echo.HandlerFunc, claim store.Ide
 	} else {
 		m.release(ctx, claim)
 	}
-	m.prune(ctx)
+	m.prune()
 	return nil
 }
 
@@ -179,18 +183,25 @@ func (m *idempotency) release(ctx context.Context, claim store.IdempotencyRecord
 	}
 }
 
-func (m *idempotency) prune(ctx context.Context) {
-	if m.claims.Add(1)%idempotencyPruneEvery != 0 {
+// prune counts a claim and, every idempotencyPruneEvery claims, starts deleting expired records in the background
+// unless a delete still runs.
+func (m *idempotency) prune() {
+	if m.claims.Add(1)%idempotencyPruneEvery != 0 || !m.pruning.CompareAndSwap(false, true) {
 		return
 	}
-	n, err := m.keys.DeleteExpired(ctx, time.Now(), idempotencyPruneBatch)
-	log := loggerFrom(ctx, m.log)
-	if err != nil {
-		log.Warn("could not delete expired idempotency keys", "error", err)
-	} else if n > 0 {
-		log.Debug("deleted expired idempotency keys", "count", n)
-	}
+	m.pruned.Go(func() {
+		defer m.pruning.Store(false)
+		n, err := m.keys.DeleteExpired(context.Background(), time.Now(), idempotencyPruneBatch)
+		if err != nil {
+			m.log.Warn("could not delete expired idempotency keys", "error", err)
+		} else if n > 0 {
+			m.log.Debug("deleted expired idempotency keys", "count", n)
+		}
+	})
 }
+
+// close waits for a delete of expired records that is running; call it once no request is served any more.
+func (m *idempotency) close() { m.pruned.Wait() }
 
 // replay answers with a stored answer: its status, the headers that describe it and its body byte for byte, with
 // Idempotent-Replayed: true. A stored problem names the request_id of the new request, like its X-Request-Id, so
@@ -243,8 +254,8 @@ func requestBody(req *http.Request) ([]byte, error) {
 			req.Body = io.NopCloser(bytes.NewReader(body))
 		}
 	}
-	if tooLarge(err) {
-		return nil, newProblem("request_too_large", "The request body is larger than the server accepts.")
+	if p := tooLarge(err); p != nil {
+		return nil, p
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read request body: %w", err)

@@ -49,7 +49,7 @@ type idemServer struct {
 func newIdemServer(t *testing.T, db *store.DB) *idemServer {
 	t.Helper()
 	return startIdemServer(t, db, Config{}, func(e *idemServer, s *Server) {
-		e.mw = newIdempotency(s)
+		e.mw = s.idempotency // the server's own, so that Close waits for its deletes
 		for _, id := range []string{"createWebhook", "updateWebhook"} {
 			op := s.ops.byID[id]
 			if !op.Idempotent {
@@ -590,7 +590,7 @@ func TestIdempotencyStaleClaimIsTakenOver(t *testing.T) {
 	})
 }
 
-// Every idempotencyPruneEvery claims, the middleware deletes expired records (of any API key).
+// Every idempotencyPruneEvery claims, the middleware deletes expired records (of any API key), in the background.
 func TestIdempotencyPrunesExpiredRecords(t *testing.T) {
 	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
 		e := newIdemServer(t, db)
@@ -612,10 +612,12 @@ func TestIdempotencyPrunesExpiredRecords(t *testing.T) {
 		}
 		e.mw.claims.Store(idempotencyPruneEvery - 2)
 		e.send(idemRequest{key: secret, idemKey: "new-1", body: webhookBody})
+		e.mw.close()
 		if count() != 2 {
 			t.Fatal("expired records were deleted before the pruning claim")
 		}
 		e.send(idemRequest{key: secret, idemKey: "new-2", body: webhookBody})
+		e.mw.close() // waits for the delete the pruning claim started
 		if n := count(); n != 0 {
 			t.Errorf("%d expired records left after the pruning claim", n)
 		}

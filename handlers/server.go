@@ -51,7 +51,7 @@ type Config struct {
 	// Redirects configures the public redirects of short links; they are served only with a click recorder.
 	Redirects RedirectOptions
 	// Webhooks is what the webhook API needs from the engine; zero fields take safe defaults (a throw-away server key,
-	// https-only public targets, 15 s attempts, no dispatcher to wake).
+	// https-only public targets, attempts of webhook.DefaultTimeout, no dispatcher to wake).
 	Webhooks WebhookEngine
 	Logger   *slog.Logger
 }
@@ -95,10 +95,11 @@ type Server struct {
 	ops      *operations
 	links    *linkRules
 	// redirects is nil when no click recorder was configured.
-	redirects *redirector
-	metrics   *metrics
-	echo      *echo.Echo
-	models    map[string]gen.Model
+	redirects   *redirector
+	idempotency *idempotency
+	metrics     *metrics
+	echo        *echo.Echo
+	models      map[string]gen.Model
 	// eventTypes is the event catalogue, read from the spec's x-event-type schemas.
 	eventTypes *EventCatalogue
 	// modelLists holds encoded ListModels bodies by set of enabled models (see ListModels).
@@ -186,11 +187,11 @@ func New(cfg Config, db *store.DB) (*Server, error) {
 		return nil, err
 	}
 	perOp := map[string][]echo.MiddlewareFunc{}
-	idempotent := newIdempotency(s)
+	s.idempotency = newIdempotency(s)
 	for id, route := range routes {
 		perOp[id] = []echo.MiddlewareFunc{s.validatorFor(route)}
 		if ops.byID[id].Idempotent {
-			perOp[id] = append(perOp[id], idempotent.middleware)
+			perOp[id] = append(perOp[id], s.idempotency.middleware)
 		}
 	}
 	gen.RegisterHandlersWithOptions(e, gen.NewStrictHandler(s, nil),
@@ -214,10 +215,11 @@ func (s *Server) Mount(register func(*echo.Echo)) {
 // ServeHTTP makes the server an http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.echo.ServeHTTP(w, r) }
 
-// Close flushes background work (API key last-use times) and stops the redirects' (cache invalidation, expiry
-// events). Call it after the HTTP server has shut down.
+// Close flushes background work (API key last-use times), waits for a delete of expired idempotency keys and
+// stops the redirects' (cache invalidation, expiry events). Call it after the HTTP server has shut down.
 func (s *Server) Close() {
 	s.closeRedirects()
+	s.idempotency.close()
 	s.verifier.Close()
 }
 
@@ -301,8 +303,7 @@ func (s *Server) bodyLimit(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		req := c.Request()
 		if req.ContentLength > s.cfg.BodyLimit {
-			return newProblem("request_too_large",
-				fmt.Sprintf("The request body is %d bytes; the limit is %d bytes.", req.ContentLength, s.cfg.BodyLimit))
+			return bodyTooLarge(req.ContentLength, s.cfg.BodyLimit)
 		}
 		if req.Body != nil && req.Body != http.NoBody {
 			req.Body = http.MaxBytesReader(c.Response(), req.Body, s.cfg.BodyLimit)
@@ -328,7 +329,7 @@ func (w *WebhookEngine) fillDefaults() error {
 		w.Guard = egress.NewGuard(egress.Policy{})
 	}
 	if w.Sender == nil {
-		w.Sender = webhook.NewSender(w.Box, w.Guard, 15*time.Second)
+		w.Sender = webhook.NewSender(w.Box, w.Guard, webhook.DefaultTimeout)
 	}
 	if w.Wake == nil {
 		w.Wake = func() {}

@@ -87,16 +87,16 @@ func validationProblem(errs []error) *Problem {
 				}
 			}
 			for _, e := range sre.Errors {
-				if tooLarge(e) {
-					return newProblem("request_too_large", "The request body is larger than the server accepts.")
+				if p := tooLarge(e); p != nil {
+					return p
 				}
 			}
 			return nil
 		}
 	}
 	for _, err := range errs {
-		if tooLarge(err) {
-			return newProblem("request_too_large", "The request body is larger than the server accepts.")
+		if p := tooLarge(err); p != nil {
+			return p
 		}
 		var re *openapi3filter.RequestError
 		if !errors.As(err, &re) {
@@ -112,17 +112,15 @@ func validationProblem(errs []error) *Problem {
 		}
 		fields = append(fields, fieldErrors(re)...)
 	}
-	detail := "The request has 1 invalid field."
-	if len(fields) != 1 {
-		detail = fmt.Sprintf("The request has %d invalid fields.", len(fields))
+	p := invalidFields(fields).problem()
+	if p != nil && len(p.Errors) > maxFieldErrors {
+		p.Errors = p.Errors[:maxFieldErrors] // the detail still counts them all
 	}
-	p := newProblem("validation_failed", detail)
-	if len(fields) > 100 {
-		fields = fields[:100]
-	}
-	p.Errors = fields
 	return p
 }
+
+// maxFieldErrors is how many invalid fields a problem lists (the spec's maxItems of errors).
+const maxFieldErrors = 100
 
 // fieldErrors locates each failure of one request error: a parameter or header by name, a body field by JSON pointer.
 func fieldErrors(re *openapi3filter.RequestError) []gen.ProblemFieldError {
@@ -170,10 +168,23 @@ func fieldErrors(re *openapi3filter.RequestError) []gen.ProblemFieldError {
 	return out
 }
 
-// tooLarge reports whether reading the body failed on the body limit.
-func tooLarge(err error) bool {
+// tooLarge returns the request_too_large problem when reading the body failed on the body limit, else nil.
+func tooLarge(err error) *Problem {
 	var e *http.MaxBytesError
-	return errors.As(err, &e)
+	if !errors.As(err, &e) {
+		return nil
+	}
+	return bodyTooLarge(-1, e.Limit)
+}
+
+// bodyTooLarge is the request_too_large problem of a body over limit bytes; length is the size its Content-Length
+// declares, or -1 when reading it passed the limit.
+func bodyTooLarge(length, limit int64) *Problem {
+	detail := fmt.Sprintf("The request body is larger than the limit of %d bytes.", limit)
+	if length >= 0 {
+		detail = fmt.Sprintf("The request body is %d bytes; the limit is %d bytes.", length, limit)
+	}
+	return newProblem("request_too_large", detail)
 }
 
 var pointerEscaper = strings.NewReplacer("~", "~0", "/", "~1")
