@@ -20,6 +20,7 @@ import (
 	"github.com/switchboard/switchboard/clicks"
 	"github.com/switchboard/switchboard/gen"
 	"github.com/switchboard/switchboard/linkcache"
+	"github.com/switchboard/switchboard/shortlink"
 	"github.com/switchboard/switchboard/store"
 )
 
@@ -41,6 +42,9 @@ type redirector struct {
 	cache  *linkcache.Cache[*redirectTarget]
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+	// refusing is set from the first redirect refused because its click could not be recorded until one is served
+	// again: at overload every redirect is refused, and one log line says so (the recorder counts the refusals).
+	refusing atomic.Bool
 }
 
 // redirectTarget is a link resolved for redirects: everything a redirect needs, computed once when the link is
@@ -114,15 +118,15 @@ func (s *Server) closeRedirects() {
 func (s *Server) redirect(c echo.Context) error {
 	req := c.Request()
 	slug, preview := strings.CutSuffix(c.Param("slug"), "+")
-	if !validSlug(slug) {
+	if !shortlink.ValidSlug(slug) {
 		return s.noSuchLink(c)
 	}
 	now := time.Now()
-	key := store.LinkKey{Domain: s.redirectDomain(req.Host), SlugKey: lowerASCII(slug)}
+	key := store.LinkKey{Domain: s.redirectDomain(req.Host), SlugKey: store.SlugKey(slug)}
 	t, found, err := s.redirects.cache.Get(req.Context(), key, now)
 	if err != nil {
 		loggerFrom(req.Context(), s.log).Warn("short link lookup failed", "error", err)
-		return newProblem("service_unavailable", "The short link cannot be looked up right now.").withHeader("Retry-After", "5")
+		return s.linkUnavailable(c, "The short link cannot be looked up right now.")
 	}
 	if !found {
 		return s.noSuchLink(c)
@@ -149,7 +153,7 @@ func (s *Server) redirect(c echo.Context) error {
 				s.redirects.cache.Invalidate(key)
 			case err != nil:
 				loggerFrom(req.Context(), s.log).Warn("max_clicks admission failed", "link_id", t.id, "error", err)
-				return newProblem("service_unavailable", "The short link cannot be checked right now.").withHeader("Retry-After", "5")
+				return s.linkUnavailable(c, "The short link cannot be checked right now.")
 			case !admitted:
 				t.reached.Store(true)
 				return s.linkExpired(c, t)
@@ -159,8 +163,14 @@ func (s *Server) redirect(c echo.Context) error {
 	err = s.redirects.clicks.Record(clicks.Hit{ID: clicks.NewHitID(now), At: now, LinkID: t.id, Class: class, Head: head,
 		UserAgent: ua, Referer: req.Header.Get("Referer"), IP: c.RealIP()})
 	if err != nil {
-		loggerFrom(req.Context(), s.log).Error("a redirect was refused: its click cannot be recorded", "error", err)
-		return newProblem("service_unavailable", "Clicks cannot be recorded right now.").withHeader("Retry-After", "5")
+		if !s.redirects.refusing.Swap(true) {
+			loggerFrom(req.Context(), s.log).Error("redirects are refused: their clicks cannot be recorded "+
+				"(logged once until a redirect is served again)", "error", err)
+		}
+		return s.linkUnavailable(c, "Clicks cannot be recorded right now.")
+	}
+	if s.redirects.refusing.Load() && s.redirects.refusing.Swap(false) {
+		loggerFrom(req.Context(), s.log).Info("redirects are served again: their clicks are recorded")
 	}
 	h := c.Response().Header()
 	h["Location"] = []string{t.locationFor(req.URL.RawQuery)}
@@ -180,34 +190,6 @@ func (s *Server) redirectDomain(host string) string {
 		return lower
 	}
 	return s.links.defaultDomain
-}
-
-// validSlug is shortlink.ValidSlug without a regular expression: the check runs on every request, before any
-// lookup, so that nothing else ever reaches the cache or the database.
-func validSlug(s string) bool {
-	if len(s) == 0 || len(s) > 63 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		b := s[i]
-		switch {
-		case b >= 'a' && b <= 'z', b >= 'A' && b <= 'Z', b >= '0' && b <= '9':
-		case (b == '_' || b == '-') && i > 0:
-		default:
-			return false
-		}
-	}
-	return true
-}
-
-// lowerASCII is store.SlugKey for a valid slug, without allocating when the slug is lower-case already.
-func lowerASCII(s string) string {
-	for i := 0; i < len(s); i++ {
-		if s[i] >= 'A' && s[i] <= 'Z' {
-			return store.SlugKey(s)
-		}
-	}
-	return s
 }
 
 // resolveTarget reads a link for the cache and precomputes its redirect.
@@ -389,13 +371,32 @@ func (s *Server) announceExpired(ctx context.Context, now time.Time) (int, error
 // acceptsHTML tells browsers (which ask for text/html) from API clients and tools.
 func acceptsHTML(r *http.Request) bool { return strings.Contains(r.Header.Get("Accept"), "text/html") }
 
-// noSuchLink answers an unknown slug: a page for browsers, a problem for programs.
-func (s *Server) noSuchLink(c echo.Context) error {
-	if acceptsHTML(c.Request()) {
-		return writeLinkPage(c, http.StatusNotFound, linkPage{Heading: "This short link does not exist",
-			Text: "Check the address for typing mistakes, or ask whoever shared it for a new one."})
+// refuseVisit answers a visit that is not redirected: with page for browsers, with p for programs, either way
+// with p's status and headers (Retry-After).
+func refuseVisit(c echo.Context, p *Problem, page linkPage) error {
+	if !acceptsHTML(c.Request()) {
+		return p
 	}
-	return newProblem("not_found", "No short link answers at this address.")
+	h := c.Response().Header()
+	for name, values := range p.Header {
+		h[name] = values
+	}
+	return writeLinkPage(c, p.Status(), page)
+}
+
+// noSuchLink answers an unknown slug: 404.
+func (s *Server) noSuchLink(c echo.Context) error {
+	return refuseVisit(c, newProblem("not_found", "No short link answers at this address."),
+		linkPage{Heading: "This short link does not exist",
+			Text: "Check the address for typing mistakes, or ask whoever shared it for a new one."})
+}
+
+// linkUnavailable answers a visit that cannot be served right now (the database does not answer, clicks cannot be
+// recorded): 503 with Retry-After.
+func (s *Server) linkUnavailable(c echo.Context, detail string) error {
+	return refuseVisit(c, newProblem("service_unavailable", detail).withHeader("Retry-After", "5"),
+		linkPage{Heading: "This short link is unavailable right now",
+			Text: "It cannot be followed at the moment. Try again shortly."})
 }
 
 // linkExpired answers a link past its expires_at or max_clicks: its expired_url (302, never cached), else 410.
@@ -408,11 +409,8 @@ func (s *Server) linkExpired(c echo.Context, t *redirectTarget) error {
 		c.Response().WriteHeader(http.StatusFound)
 		return nil
 	}
-	if acceptsHTML(c.Request()) {
-		return writeLinkPage(c, http.StatusGone, linkPage{Heading: "This short link has expired",
-			Text: "The link you followed is no longer active."})
-	}
-	return newProblem("link_expired", "This short link has expired or reached its click limit.")
+	return refuseVisit(c, newProblem("link_expired", "This short link has expired or reached its click limit."),
+		linkPage{Heading: "This short link has expired", Text: "The link you followed is no longer active."})
 }
 
 // previewPage shows where a short link goes, without sending the visitor there or counting a click.

@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/switchboard/switchboard/clicks"
-	"github.com/switchboard/switchboard/shortlink"
 	"github.com/switchboard/switchboard/store/storetest"
 )
 
@@ -62,25 +61,6 @@ func TestLocationMerge(t *testing.T) {
 				t.Errorf("Location = %q, want %q", got, tt.want)
 			}
 		})
-	}
-}
-
-// validSlug is the API's slug pattern without a regular expression.
-func TestValidSlugAgreesWithThePattern(t *testing.T) {
-	cases := []string{"", "a", "A", "0", "black-friday", "Black_Friday-2026", "-a", "_a", "a-", "a_", "a b", "a.b",
-		"a+", "é", "a/b", strings.Repeat("a", 63), strings.Repeat("a", 64), "a%20", "abc\x00"}
-	for _, s := range cases {
-		if got, want := validSlug(s), shortlink.ValidSlug(s); got != want {
-			t.Errorf("validSlug(%q) = %v, the pattern says %v", s, got, want)
-		}
-	}
-}
-
-func TestLowerASCII(t *testing.T) {
-	for in, want := range map[string]string{"abc": "abc", "AbC-1": "abc-1", "": ""} {
-		if got := lowerASCII(in); got != want {
-			t.Errorf("lowerASCII(%q) = %q", in, got)
-		}
 	}
 }
 

@@ -247,6 +247,99 @@ func TestUnknownSlugs(t *testing.T) {
 	})
 }
 
+// A visit that cannot be served right now answers 503 with Retry-After, as a problem to programs and as a page to
+// browsers, whichever part failed: the lookup of a link that is not cached, the max_clicks admission, or the click
+// recorder. A refused redirect is logged once, not once per visit.
+func TestRedirectUnavailable(t *testing.T) {
+	db := storetest.SQLite(t)
+	logs := &errorLines{}
+	rec := newClickRecorder(t, db)
+	e := newLinkEnv(t, db, handlers.Config{Redirects: handlers.RedirectOptions{Clicks: rec},
+		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelError}))})
+	exec := func(query string) {
+		t.Helper()
+		if _, err := db.Bun().ExecContext(context.Background(), query); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want503 := func(what, path string) {
+		t.Helper()
+		// A person's browser asks for HTML; the same person's script does not (only people spend max_clicks).
+		r := e.visit(visit{path: path, accept: "application/json"})
+		var p problem
+		_ = json.Unmarshal([]byte(r.body), &p)
+		if r.status != 503 || r.header.Get("Retry-After") != "5" || r.header.Get("Content-Type") != "application/problem+json" ||
+			p.Code != "service_unavailable" {
+			t.Errorf("%s, for a program: %d, Retry-After %q, %s %s", what, r.status, r.header.Get("Retry-After"),
+				r.header.Get("Content-Type"), r.body)
+		}
+		r = e.visit(visit{path: path, accept: browserAccept})
+		if r.status != 503 || r.header.Get("Retry-After") != "5" || !strings.HasPrefix(r.header.Get("Content-Type"), "text/html") ||
+			!strings.Contains(r.body, "Try again shortly") || r.header.Get("Cache-Control") != "no-store" ||
+			r.header.Get("X-Robots-Tag") != "noindex" {
+			t.Errorf("%s, for a browser: %d, Retry-After %q, %s %s", what, r.status, r.header.Get("Retry-After"),
+				r.header.Get("Content-Type"), r.body)
+		}
+	}
+
+	// The database cannot be read and the link is not cached.
+	l := e.create(`{"destination_url":"https://example.com/a"}`)
+	exec("ALTER TABLE links RENAME TO links_away")
+	want503("lookup failed", "/"+l.Slug)
+	exec("ALTER TABLE links_away RENAME TO links")
+	if r := e.visit(visit{path: "/" + l.Slug}); r.status != 302 {
+		t.Errorf("after the database came back: %d", r.status)
+	}
+
+	// The admission of a person's click on a capped link fails.
+	capped := e.create(`{"destination_url":"https://example.com/a","max_clicks":5}`)
+	exec("CREATE TRIGGER refuse_admissions BEFORE UPDATE OF admitted_clicks ON links BEGIN SELECT RAISE(ABORT, 'unavailable'); END")
+	want503("admission failed", "/"+capped.Slug)
+	exec("DROP TRIGGER refuse_admissions")
+	if r := e.visit(visit{path: "/" + capped.Slug}); r.status != 302 {
+		t.Errorf("after the admission works again: %d", r.status)
+	}
+	if n := logs.count("redirects are refused"); n != 0 {
+		t.Fatalf("%d refusals logged before any", n)
+	}
+
+	// The recorder refuses the click.
+	if err := rec.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	want503("recorder closed", "/"+l.Slug)
+	want503("recorder closed", "/"+l.Slug)
+	if n := logs.count("redirects are refused"); n != 1 {
+		t.Errorf("4 refused redirects logged %d times, want once", n)
+	}
+}
+
+// errorLines is a log destination that counts lines by content.
+type errorLines struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (w *errorLines) Write(b []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.lines = append(w.lines, string(b))
+	return len(b), nil
+}
+
+// count is how many lines contain text.
+func (w *errorLines) count(text string) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := 0
+	for _, l := range w.lines {
+		if strings.Contains(l, text) {
+			n++
+		}
+	}
+	return n
+}
+
 // Every route of the product keeps its path: /:slug only gets what no other route takes.
 func TestRedirectRouteLeavesTheProductsRoutes(t *testing.T) {
 	db := storetest.SQLite(t)

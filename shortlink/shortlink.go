@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net"
 	"net/url"
-	"regexp"
 	"slices"
 	"strings"
 )
@@ -36,11 +35,24 @@ func Generate() string {
 	return string(out)
 }
 
-var slugPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$`)
-
-// ValidSlug reports whether s has the shape of a slug (the API's Slug pattern): 1–63 letters, digits, "_" and "-",
-// starting with a letter or digit.
-func ValidSlug(s string) bool { return slugPattern.MatchString(s) }
+// ValidSlug reports whether s has the shape of a slug (the API's Slug pattern, ^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$):
+// 1–63 letters, digits, "_" and "-", starting with a letter or digit. It runs on every redirect, before any lookup,
+// so it is a byte loop rather than a regular expression.
+func ValidSlug(s string) bool {
+	if len(s) == 0 || len(s) > 63 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		b := s[i]
+		switch {
+		case b >= 'a' && b <= 'z', b >= 'A' && b <= 'Z', b >= '0' && b <= '9':
+		case (b == '_' || b == '-') && i > 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
 
 // StaticReserved are slugs refused besides the first segments of the product's own routes: paths that browsers,
 // crawlers and operators expect to mean something on any host, and names that would invite phishing.

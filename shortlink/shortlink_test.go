@@ -1,6 +1,7 @@
 package shortlink
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -40,15 +41,21 @@ func TestAlphabetHasNoLookAlikes(t *testing.T) {
 	}
 }
 
+// slugPattern is the API's Slug pattern (api/openapi.yaml): the oracle ValidSlug must agree with.
+var slugPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$`)
+
 func TestValidSlug(t *testing.T) {
 	for _, tc := range []struct {
 		slug string
 		ok   bool
 	}{
 		{"a", true},
+		{"A", true},
 		{"black-friday", true},
 		{"Black_Friday-2026", true},
 		{"9", true},
+		{"a-", true},
+		{"a_", true},
 		{strings.Repeat("a", 63), true},
 		{strings.Repeat("a", 64), false},
 		{"", false},
@@ -57,11 +64,37 @@ func TestValidSlug(t *testing.T) {
 		{"has space", false},
 		{"dot.ted", false},
 		{"slash/ed", false},
+		{"plus+", false},
+		{"a%20", false},
+		{"nul\x00", false},
 		{"ümlaut", false},
 	} {
 		if got := ValidSlug(tc.slug); got != tc.ok {
 			t.Errorf("ValidSlug(%q) = %v, want %v", tc.slug, got, tc.ok)
 		}
+		if want := slugPattern.MatchString(tc.slug); tc.ok != want {
+			t.Errorf("the table says %q is valid: %v; the spec's pattern says %v", tc.slug, tc.ok, want)
+		}
+	}
+}
+
+// ValidSlug agrees with the spec's pattern on every string of up to two bytes and on every length around the limit.
+func TestValidSlugAgreesWithThePattern(t *testing.T) {
+	check := func(s string) {
+		if got, want := ValidSlug(s), slugPattern.MatchString(s); got != want {
+			t.Errorf("ValidSlug(%q) = %v, the pattern says %v", s, got, want)
+		}
+	}
+	check("")
+	for a := range 256 {
+		check(string([]byte{byte(a)}))
+		for b := range 256 {
+			check(string([]byte{byte(a), byte(b)}))
+		}
+	}
+	for n := 60; n <= 66; n++ {
+		check(strings.Repeat("a", n))
+		check("a" + strings.Repeat("-", n-1))
 	}
 }
 
