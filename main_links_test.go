@@ -101,16 +101,6 @@ func startHammer(base, slug string) *hammer {
 	return h
 }
 
-// await polls cond until it holds, and fails the test with what() after 20 s.
-func await(t *testing.T, cond func() bool, what func() string) {
-	t.Helper()
-	for deadline := time.Now().Add(20 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal(what())
-		}
-	}
-}
-
 // waitServed waits until at least n more redirects were served than when it was called.
 func (h *hammer) waitServed(t *testing.T, n int64) {
 	t.Helper()

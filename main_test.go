@@ -100,7 +100,8 @@ func TestBootstrapFirstCallAndRevoke(t *testing.T) {
 			t.Fatalf("key list %s", out)
 		}
 
-		base, stop := startServer(t, dbURL)
+		srv := runServer(t, dbURL, "")
+		base, stop := srv.url, srv.stop
 		call := func() (int, string) {
 			req, _ := http.NewRequest(http.MethodGet, base+"/api/v1/models", nil)
 			req.Header.Set("Authorization", "Bearer "+key.Secret)
@@ -171,20 +172,6 @@ func (b *lockedBuffer) String() string {
 	return b.buf.String()
 }
 
-// startServer runs `switchboard serve` on a free port and returns its URL and a function that stops it with
-// SIGTERM, asserts a clean exit and returns its logs.
-func startServer(t *testing.T, dbURL string, env ...string) (string, func() string) {
-	t.Helper()
-	s := runServer(t, dbURL, "", env...)
-	return s.url, s.stop
-}
-
-// startProcess runs `switchboard serve` on a free port; see runServer.
-func startProcess(t *testing.T, dbURL string, env ...string) *server {
-	t.Helper()
-	return runServer(t, dbURL, "", env...)
-}
-
 // runServer starts `switchboard serve` on addr ("" for a free port) with DATABASE_URL, the test server key and
 // extra environment ("NAME=value"; later values win), waits until it is ready and stops it with SIGTERM when the
 // test ends.
@@ -222,6 +209,16 @@ func runServer(t *testing.T, dbURL, addr string, env ...string) *server {
 		}
 		if time.Since(start) > 20*time.Second {
 			t.Fatalf("server did not become ready\n%s", s.logs.String())
+		}
+	}
+}
+
+// await polls cond until it holds, and fails the test with what() after 30 s.
+func await(t *testing.T, cond func() bool, what func() string) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal(what())
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/base64"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -128,17 +129,6 @@ func (h *hits) all() []hit {
 	return append([]hit(nil), h.got...)
 }
 
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within 30 s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // A server killed (SIGKILL) while a delivery is in flight leaves it leased; restarted, it retries the delivery once
 // the lease has run out, with the same webhook-id, and records it once, as succeeded.
 func TestKilledMidDeliveryRetriedAfterRestart(t *testing.T) {
@@ -156,7 +146,7 @@ func TestKilledMidDeliveryRetriedAfterRestart(t *testing.T) {
 		e, secret := f.endpoint(rc.URL + "/hook")
 		env := append([]string{"SWITCHBOARD_WEBHOOK_TIMEOUT=2s", "SWITCHBOARD_WEBHOOK_LEASE=3s"}, webhookEnv...)
 
-		first := startProcess(t, dbURL, env...)
+		first := runServer(t, dbURL, "", env...)
 		ev := f.emit()
 		select {
 		case <-arrived:
@@ -165,8 +155,8 @@ func TestKilledMidDeliveryRetriedAfterRestart(t *testing.T) {
 		}
 		first.kill()
 
-		second := startProcess(t, dbURL, env...)
-		waitUntil(t, "delivered after the restart", func() bool { return f.succeeded() == 1 })
+		second := runServer(t, dbURL, "", env...)
+		await(t, func() bool { return f.succeeded() == 1 }, func() string { return "not delivered within 30 s of the restart" })
 		hs := got.all()
 		if len(hs) != 2 {
 			t.Fatalf("the receiver got %d requests, want 2 (the one cut off, the retry)", len(hs))
@@ -249,12 +239,15 @@ func TestTwoServersShareDeliveries(t *testing.T) {
 		f.endpoint(rc.URL + "/hook/" + strconv.Itoa(i))
 	}
 	env := append([]string{"SWITCHBOARD_WEBHOOK_LEASE=10m"}, webhookEnv...)
-	a, b := startProcess(t, dbURL, env...), startProcess(t, dbURL, env...)
+	a, b := runServer(t, dbURL, "", env...), runServer(t, dbURL, "", env...)
 	ids := map[string]bool{}
 	for range events {
 		ids[f.emit().ID] = true
 	}
-	waitUntil(t, "every delivery", func() bool { return f.succeeded() == endpoints*events })
+	await(t, func() bool { return f.succeeded() == endpoints*events },
+		func() string {
+			return fmt.Sprintf("%d of %d deliveries succeeded within 30 s", f.succeeded(), endpoints*events)
+		})
 
 	seen := map[string]int{}
 	for _, h := range got.all() {
@@ -285,7 +278,7 @@ func TestServerSecretKey(t *testing.T) {
 	dir := t.TempDir()
 	dbURL := "file:" + filepath.Join(dir, "switchboard.db")
 	run := func() string {
-		s := startProcess(t, dbURL, "SWITCHBOARD_SECRET_KEY=")
+		s := runServer(t, dbURL, "", "SWITCHBOARD_SECRET_KEY=")
 		return s.stop()
 	}
 	logs := run()
