@@ -697,7 +697,8 @@ type APIKeyID = string
 
 // BulkItemError Why one item of a bulk request failed, as the problem its own request would have answered.
 type BulkItemError struct {
-	// Code The problem code (`validation_failed`, `slug_taken`, `external_id_taken`).
+	// Code The problem code: `validation_failed` (400), `slug_taken` or `external_id_taken` (409), or
+	// `internal_error` (500) when the database failed while storing the item's chunk of the request.
 	Code string `json:"code"`
 
 	// Detail What is wrong.
@@ -706,7 +707,7 @@ type BulkItemError struct {
 	// Errors For `validation_failed`, every invalid field, with pointers relative to the item.
 	Errors *[]ProblemFieldError `json:"errors,omitempty"`
 
-	// Status The HTTP status the item alone would have had.
+	// Status The HTTP status the item alone would have had (`500` for `internal_error`).
 	Status int `json:"status"`
 }
 
@@ -949,7 +950,10 @@ type Link struct {
 	// MaxClicks The human click cap.
 	MaxClicks *int64 `json:"max_clicks"`
 
-	// Metadata Your own data, returned as it was sent (at most 50 keys and 8 KiB as JSON).
+	// Metadata Your own data, returned as it was sent: at most 50 keys, 8 KiB as JSON, and 5 levels of nesting (a flat
+	// object is one level; each object or array inside adds one). Deeper data is refused with
+	// `validation_failed`.
+	//
 	//
 	// Example: {"owner":"growth-team"}
 	Metadata LinkMetadata `json:"metadata"`
@@ -1110,7 +1114,10 @@ type LinkCreate struct {
 	// MaxClicks After this many human clicks the link behaves as expired. Enforced exactly, also under load.
 	MaxClicks *int64 `json:"max_clicks,omitempty"`
 
-	// Metadata Your own data, returned as it was sent (at most 50 keys and 8 KiB as JSON).
+	// Metadata Your own data, returned as it was sent: at most 50 keys, 8 KiB as JSON, and 5 levels of nesting (a flat
+	// object is one level; each object or array inside adds one). Deeper data is refused with
+	// `validation_failed`.
+	//
 	//
 	// Example: {"owner":"growth-team"}
 	Metadata *LinkMetadata `json:"metadata,omitempty"`
@@ -1240,7 +1247,9 @@ type LinkMaxClicksReachedEvent struct {
 	Link Link `json:"link"`
 }
 
-// LinkMetadata Your own data, returned as it was sent (at most 50 keys and 8 KiB as JSON).
+// LinkMetadata Your own data, returned as it was sent: at most 50 keys, 8 KiB as JSON, and 5 levels of nesting (a flat
+// object is one level; each object or array inside adds one). Deeper data is refused with
+// `validation_failed`.
 //
 // Example: {"owner":"growth-team"}
 type LinkMetadata map[string]interface{}
@@ -1372,7 +1381,10 @@ type LinkUpdate struct {
 	// MaxClicks The click cap; `null` removes it.
 	MaxClicks nullable.Nullable[int64] `json:"max_clicks,omitempty"`
 
-	// Metadata Your own data, returned as it was sent (at most 50 keys and 8 KiB as JSON).
+	// Metadata Your own data, returned as it was sent: at most 50 keys, 8 KiB as JSON, and 5 levels of nesting (a flat
+	// object is one level; each object or array inside adds one). Deeper data is refused with
+	// `validation_failed`.
+	//
 	//
 	// Example: {"owner":"growth-team"}
 	Metadata *LinkMetadata `json:"metadata,omitempty"`
@@ -1442,7 +1454,10 @@ type LinkUpsert struct {
 	// MaxClicks After this many human clicks the link behaves as expired.
 	MaxClicks *int64 `json:"max_clicks,omitempty"`
 
-	// Metadata Your own data, returned as it was sent (at most 50 keys and 8 KiB as JSON).
+	// Metadata Your own data, returned as it was sent: at most 50 keys, 8 KiB as JSON, and 5 levels of nesting (a flat
+	// object is one level; each object or array inside adds one). Deeper data is refused with
+	// `validation_failed`.
+	//
 	//
 	// Example: {"owner":"growth-team"}
 	Metadata *LinkMetadata `json:"metadata,omitempty"`
@@ -2776,7 +2791,10 @@ type ClientInterface interface {
 	// on its own: the answer lists, in request order, the link or the problem of every item
 	// (`validation_failed` with pointers relative to the item, such as a destination that is not allowed or a
 	// reserved slug; `slug_taken`; `external_id_taken`), so one refused link never sinks the others. Every
-	// created link emits its own `link.created` event. Send an `Idempotency-Key` to retry the whole batch safely.
+	// created link emits its own `link.created` event. Valid items are stored in chunks of 200, each in one
+	// transaction: should the database fail while storing a chunk, the answer is still `200`, and every item of
+	// that chunk fails with `internal_error` (status `500`) and is not created, while the other chunks keep their
+	// outcomes; retry the failed items. Send an `Idempotency-Key` to retry the whole batch safely.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -2791,7 +2809,10 @@ type ClientInterface interface {
 	// on its own: the answer lists, in request order, the link or the problem of every item
 	// (`validation_failed` with pointers relative to the item, such as a destination that is not allowed or a
 	// reserved slug; `slug_taken`; `external_id_taken`), so one refused link never sinks the others. Every
-	// created link emits its own `link.created` event. Send an `Idempotency-Key` to retry the whole batch safely.
+	// created link emits its own `link.created` event. Valid items are stored in chunks of 200, each in one
+	// transaction: should the database fail while storing a chunk, the answer is still `200`, and every item of
+	// that chunk fails with `internal_error` (status `500`) and is not created, while the other chunks keep their
+	// outcomes; retry the failed items. Send an `Idempotency-Key` to retry the whole batch safely.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -3304,7 +3325,10 @@ func (c *Client) CreateLink(ctx context.Context, params *CreateLinkParams, body 
 // on its own: the answer lists, in request order, the link or the problem of every item
 // (`validation_failed` with pointers relative to the item, such as a destination that is not allowed or a
 // reserved slug; `slug_taken`; `external_id_taken`), so one refused link never sinks the others. Every
-// created link emits its own `link.created` event. Send an `Idempotency-Key` to retry the whole batch safely.
+// created link emits its own `link.created` event. Valid items are stored in chunks of 200, each in one
+// transaction: should the database fail while storing a chunk, the answer is still `200`, and every item of
+// that chunk fails with `internal_error` (status `500`) and is not created, while the other chunks keep their
+// outcomes; retry the failed items. Send an `Idempotency-Key` to retry the whole batch safely.
 //
 // Takes any type of body and a specified content type.
 //
@@ -3329,7 +3353,10 @@ func (c *Client) CreateLinksBulkWithBody(ctx context.Context, params *CreateLink
 // on its own: the answer lists, in request order, the link or the problem of every item
 // (`validation_failed` with pointers relative to the item, such as a destination that is not allowed or a
 // reserved slug; `slug_taken`; `external_id_taken`), so one refused link never sinks the others. Every
-// created link emits its own `link.created` event. Send an `Idempotency-Key` to retry the whole batch safely.
+// created link emits its own `link.created` event. Valid items are stored in chunks of 200, each in one
+// transaction: should the database fail while storing a chunk, the answer is still `200`, and every item of
+// that chunk fails with `internal_error` (status `500`) and is not created, while the other chunks keep their
+// outcomes; retry the failed items. Send an `Idempotency-Key` to retry the whole batch safely.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -5858,7 +5885,10 @@ type ClientWithResponsesInterface interface {
 	// on its own: the answer lists, in request order, the link or the problem of every item
 	// (`validation_failed` with pointers relative to the item, such as a destination that is not allowed or a
 	// reserved slug; `slug_taken`; `external_id_taken`), so one refused link never sinks the others. Every
-	// created link emits its own `link.created` event. Send an `Idempotency-Key` to retry the whole batch safely.
+	// created link emits its own `link.created` event. Valid items are stored in chunks of 200, each in one
+	// transaction: should the database fail while storing a chunk, the answer is still `200`, and every item of
+	// that chunk fails with `internal_error` (status `500`) and is not created, while the other chunks keep their
+	// outcomes; retry the failed items. Send an `Idempotency-Key` to retry the whole batch safely.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -5873,7 +5903,10 @@ type ClientWithResponsesInterface interface {
 	// on its own: the answer lists, in request order, the link or the problem of every item
 	// (`validation_failed` with pointers relative to the item, such as a destination that is not allowed or a
 	// reserved slug; `slug_taken`; `external_id_taken`), so one refused link never sinks the others. Every
-	// created link emits its own `link.created` event. Send an `Idempotency-Key` to retry the whole batch safely.
+	// created link emits its own `link.created` event. Valid items are stored in chunks of 200, each in one
+	// transaction: should the database fail while storing a chunk, the answer is still `200`, and every item of
+	// that chunk fails with `internal_error` (status `500`) and is not created, while the other chunks keep their
+	// outcomes; retry the failed items. Send an `Idempotency-Key` to retry the whole batch safely.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -10770,7 +10803,10 @@ func (c *ClientWithResponses) CreateLinkWithResponse(ctx context.Context, params
 // on its own: the answer lists, in request order, the link or the problem of every item
 // (`validation_failed` with pointers relative to the item, such as a destination that is not allowed or a
 // reserved slug; `slug_taken`; `external_id_taken`), so one refused link never sinks the others. Every
-// created link emits its own `link.created` event. Send an `Idempotency-Key` to retry the whole batch safely.
+// created link emits its own `link.created` event. Valid items are stored in chunks of 200, each in one
+// transaction: should the database fail while storing a chunk, the answer is still `200`, and every item of
+// that chunk fails with `internal_error` (status `500`) and is not created, while the other chunks keep their
+// outcomes; retry the failed items. Send an `Idempotency-Key` to retry the whole batch safely.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -10791,7 +10827,10 @@ func (c *ClientWithResponses) CreateLinksBulkWithBodyWithResponse(ctx context.Co
 // on its own: the answer lists, in request order, the link or the problem of every item
 // (`validation_failed` with pointers relative to the item, such as a destination that is not allowed or a
 // reserved slug; `slug_taken`; `external_id_taken`), so one refused link never sinks the others. Every
-// created link emits its own `link.created` event. Send an `Idempotency-Key` to retry the whole batch safely.
+// created link emits its own `link.created` event. Valid items are stored in chunks of 200, each in one
+// transaction: should the database fail while storing a chunk, the answer is still `200`, and every item of
+// that chunk fails with `internal_error` (status `500`) and is not created, while the other chunks keep their
+// outcomes; retry the failed items. Send an `Idempotency-Key` to retry the whole batch safely.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
