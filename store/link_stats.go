@@ -59,19 +59,13 @@ var apiClickColumns = []string{"id", "link_id", "clicked_at", "class", "referrer
 func (s *Links) RecordedClicks(ctx context.Context, linkID, class string, p Page) ([]Click, bool, error) {
 	var cs []Click
 	q := s.db.r.NewSelect().Model(&cs).Column(apiClickColumns...).
-		Where("c.link_id = ?", linkID).Order("c.id DESC").Limit(int64(p.Limit) + 1)
-	if p.Before != "" {
-		q = q.Where("c.id < ?", p.Before)
-	}
+		Where("c.link_id = ?", linkID)
 	if class != "" {
 		q = q.Where("c.class = ?", class)
 	}
-	if err := q.Scan(ctx); err != nil {
+	if err := p.apply(q, "c.id").Scan(ctx); err != nil {
 		return nil, false, err
 	}
-	more := len(cs) > p.Limit
-	if more {
-		cs = cs[:p.Limit]
-	}
+	cs, more := pageOf(cs, p)
 	return cs, more, nil
 }
