@@ -12,7 +12,6 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 
 	"github.com/switchboard/switchboard/gen"
-	"github.com/switchboard/switchboard/store"
 )
 
 // Extensions of the spec's component schemas that make the event catalogue.
@@ -24,18 +23,18 @@ const (
 )
 
 // EventCatalogue is every event type Switchboard emits, read from the spec's component schemas marked
-// x-event-type: the one source for GET /api/v1/event-types, for the subscriptions endpoints may take, for test
-// pings, and for whether an area's event is opt-in. It is immutable.
+// x-event-type: the one source for GET /api/v1/event-types, for the subscriptions endpoints may take and for test
+// pings. Which types are opt-in at run time is the store's to decide (store.OptInEventTypes); the catalogue shows
+// the spec's x-event-opt-in, and a test keeps the two equal. It is immutable.
 type EventCatalogue struct {
-	types    []gen.EventType // by name
-	byName   map[string]*gen.EventType
-	families map[string]bool
+	types  []gen.EventType // by name
+	byName map[string]*gen.EventType
 }
 
 // NewEventCatalogue reads the catalogue of a spec. It fails when a marked schema has no description or example, or
 // names a type twice.
 func NewEventCatalogue(spec *openapi3.T) (*EventCatalogue, error) {
-	c := &EventCatalogue{byName: map[string]*gen.EventType{}, families: map[string]bool{}}
+	c := &EventCatalogue{byName: map[string]*gen.EventType{}}
 	for component, ref := range spec.Components.Schemas {
 		name, ok := ref.Value.Extensions[extEventType].(string)
 		if !ok {
@@ -54,7 +53,6 @@ func NewEventCatalogue(spec *openapi3.T) (*EventCatalogue, error) {
 		family, _, _ := strings.Cut(name, ".")
 		c.types = append(c.types, gen.EventType{Object: gen.EventTypeObjectEventType, Name: name, Family: family,
 			Description: strings.TrimSpace(s.Description), OptIn: optIn, Schema: schema, Example: example})
-		c.families[family] = true
 	}
 	sort.Slice(c.types, func(i, j int) bool { return c.types[i].Name < c.types[j].Name })
 	for i := range c.types {
@@ -76,27 +74,6 @@ func (c *EventCatalogue) Type(name string) (gen.EventType, bool) {
 		return *t, true
 	}
 	return gen.EventType{}, false
-}
-
-// OptIn reports whether the event type called name is high-volume, so that only endpoints naming it or its family
-// receive it ("*" does not); known is false for a type that is not in the catalogue.
-func (c *EventCatalogue) OptIn(name string) (optIn, known bool) {
-	t := c.byName[name]
-	if t == nil {
-		return false, false
-	}
-	return t.OptIn, true
-}
-
-// NewEvent is what an area passes to store.Events.Emit for an event of the catalogue: the catalogue decides whether
-// it is opt-in, so no area can get that wrong. It fails for a type that is not in the catalogue (add its schema, with
-// x-event-type, to the spec and to Event.data's anyOf first).
-func (c *EventCatalogue) NewEvent(workspaceID, eventType string, data any) (store.NewEvent, error) {
-	optIn, known := c.OptIn(eventType)
-	if !known {
-		return store.NewEvent{}, fmt.Errorf("handlers: event type %q is not in the catalogue", eventType)
-	}
-	return store.NewEvent{WorkspaceID: workspaceID, Type: eventType, Data: data, OptIn: optIn}, nil
 }
 
 // subscribable reports whether an endpoint may subscribe to pattern: "*", a type of the catalogue, or the wildcard

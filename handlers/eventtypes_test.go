@@ -175,29 +175,22 @@ func loadFixture(t *testing.T, text string) *openapi3.T {
 	return doc
 }
 
-// Other areas ask the catalogue whether their events are opt-in by emitting through it.
+// The catalogue reads each marked schema of a spec: its type, family, x-event-opt-in and plain JSON Schema.
 func TestEventCatalogue(t *testing.T) {
 	c, err := handlers.NewEventCatalogue(loadFixture(t, eventFixture))
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, err := c.NewEvent("ws_1", "link.clicked", map[string]string{"link_id": "lnk_1"})
-	if err != nil || !n.OptIn || n.Type != "link.clicked" || n.WorkspaceID != "ws_1" {
-		t.Errorf("opt-in event %+v, %v", n, err)
+	if created, ok := c.Type("link.created"); !ok || created.OptIn {
+		t.Errorf("link.created: %+v, %v; want an ordinary type", created, ok)
 	}
-	if n, err := c.NewEvent("ws_1", "link.created", nil); err != nil || n.OptIn {
-		t.Errorf("ordinary event %+v, %v", n, err)
-	}
-	if _, err := c.NewEvent("ws_1", "link.deleted", nil); err == nil {
-		t.Error("an event type outside the catalogue was accepted")
-	}
-	if optIn, known := c.OptIn("link.clicked"); !optIn || !known {
-		t.Errorf("OptIn(link.clicked) = %v, %v", optIn, known)
-	}
-	if _, known := c.OptIn("link.deleted"); known {
-		t.Error("OptIn knows an unknown type")
+	if _, ok := c.Type("link.deleted"); ok {
+		t.Error("a type outside the spec is in the catalogue")
 	}
 	clicked, _ := c.Type("link.clicked")
+	if !clicked.OptIn {
+		t.Errorf("link.clicked is marked x-event-opt-in but the catalogue says %+v", clicked)
+	}
 	props := clicked.Schema["properties"].(map[string]any)
 	country := props["place"].(map[string]any)["properties"].(map[string]any)["country"].(map[string]any)
 	tags := props["tags"].(map[string]any)["items"].(map[string]any)
@@ -215,6 +208,28 @@ func TestEventCatalogue(t *testing.T) {
 	}
 	if _, err := handlers.NewEventCatalogue(real); err != nil {
 		t.Errorf("the real spec: %v", err)
+	}
+}
+
+// The spec's x-event-opt-in (what GET /api/v1/event-types shows) and the store's opt-in types (what "*" leaves
+// out at run time) name the same types, so the contract and the engine cannot drift apart.
+func TestOptInTypesMatchTheStore(t *testing.T) {
+	real, err := gen.GetSwagger()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := handlers.NewEventCatalogue(real)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var spec []string
+	for _, et := range c.Types() { // by name, as OptInEventTypes
+		if et.OptIn {
+			spec = append(spec, et.Name)
+		}
+	}
+	if engine := store.OptInEventTypes(); len(spec) == 0 || !slices.Equal(spec, engine) {
+		t.Errorf("the spec marks %v x-event-opt-in; the store treats %v as opt-in", spec, engine)
 	}
 }
 

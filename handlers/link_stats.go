@@ -114,14 +114,19 @@ func foldHours(rows []store.HourlyClicks, starts []time.Time) ([]gen.LinkStatsBu
 	return series, totals
 }
 
-// statsLink checks that the link is the workspace's before its statistics are read.
+// statsLink checks that the link is the workspace's before its statistics are read (an existence check by primary
+// key: the row itself is not needed).
 func (s *Server) statsLink(ctx context.Context, linkID string) error {
 	key, err := principal(ctx)
 	if err != nil {
 		return err
 	}
-	if _, err := s.db.Links.Get(ctx, key.WorkspaceID, linkID); err != nil {
-		return linkProblem(err, &store.Link{ID: linkID})
+	exists, err := s.db.Links.Exists(ctx, key.WorkspaceID, linkID)
+	if err != nil {
+		return err
+	}
+	if !exists {
+		return storeProblem(store.ErrNotFound, "link", linkID)
 	}
 	return nil
 }
@@ -204,16 +209,16 @@ func (s *Server) ListLinkClicks(ctx context.Context, req gen.ListLinkClicksReque
 	if err != nil {
 		return nil, err
 	}
-	out := gen.ClickList{Object: "list", Data: make([]gen.Click, len(cs)), HasMore: more}
-	for i, c := range cs {
-		out.Data[i] = gen.Click{
-			Id: c.ID, Object: "click", LinkId: c.LinkID, ClickedAt: c.ClickedAt, Class: gen.ClickClass(c.Class),
-			ReferrerHost: c.ReferrerHost, Country: c.Country, Device: gen.ClickDevice(c.Device), Os: c.OS,
-			Browser: c.Browser, UserAgent: c.UserAgent,
-		}
+	data, next, err := listPage(cs, more, page, func(c store.Click) string { return c.ID },
+		func(c store.Click) (gen.Click, error) {
+			return gen.Click{
+				Id: c.ID, Object: "click", LinkId: c.LinkID, ClickedAt: c.ClickedAt, Class: gen.ClickClass(c.Class),
+				ReferrerHost: c.ReferrerHost, Country: c.Country, Device: gen.ClickDevice(c.Device), Os: c.OS,
+				Browser: c.Browser, UserAgent: c.UserAgent,
+			}, nil
+		})
+	if err != nil {
+		return nil, err
 	}
-	if len(cs) > 0 {
-		out.NextCursor = nextCursor(page, more, cs[len(cs)-1].ID)
-	}
-	return gen.ListLinkClicks200JSONResponse{Body: out}, nil
+	return gen.ListLinkClicks200JSONResponse{Body: gen.ClickList{Object: "list", Data: data, HasMore: more, NextCursor: next}}, nil
 }

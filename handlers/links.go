@@ -35,6 +35,8 @@ type linkRules struct {
 	tombstone time.Duration
 	// reserved is recomputed whenever routes are added (New, Mount).
 	reserved atomic.Pointer[shortlink.Reserved]
+	// drawSlug draws a random slug (shortlink.Generate; tests draw collisions with their own).
+	drawSlug func() string
 }
 
 // newLinkRules applies the defaults of LinkOptions: the short base URL is the product's base URL (or
@@ -56,7 +58,7 @@ func newLinkRules(baseURL string, o LinkOptions) (*linkRules, error) {
 		return nil, fmt.Errorf("base URL %q: %w", baseURL, err)
 	}
 	r := &linkRules{scheme: u.Scheme, defaultDomain: strings.ToLower(u.Host), tombstone: o.TombstonePeriod,
-		domains: map[string]bool{strings.ToLower(u.Host): true}}
+		domains: map[string]bool{strings.ToLower(u.Host): true}, drawSlug: shortlink.Generate}
 	if r.tombstone <= 0 {
 		r.tombstone = 30 * 24 * time.Hour
 	}
@@ -234,7 +236,7 @@ func micro(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
 // generateSlug draws a slug that is not reserved (a generated "metrics" is possible, if unlikely).
 func (s *Server) generateSlug() string {
 	for {
-		if slug := shortlink.Generate(); !s.links.reserved.Load().Has(slug) {
+		if slug := s.links.drawSlug(); !s.links.reserved.Load().Has(slug) {
 			return slug
 		}
 	}
@@ -407,36 +409,20 @@ func rearmLimitEvents(l *store.Link, now time.Time) {
 	}
 }
 
-// linkProblem maps the store's errors about a link to problems; other errors stay internal.
-func linkProblem(err error, l *store.Link) error {
-	switch {
-	case errors.Is(err, store.ErrExternalIDTaken):
-		return newProblem("external_id_taken", fmt.Sprintf("Another link of this workspace has external_id %q.", *l.ExternalID))
-	case errors.Is(err, store.ErrSlugTaken):
-		return newProblem("slug_taken", fmt.Sprintf("The slug %q is taken on %s.", l.Slug, l.Domain))
-	case errors.Is(err, store.ErrNotFound):
-		return linkNotFound(l.ID)
-	}
-	return err
-}
-
-func linkNotFound(id string) *Problem {
-	return newProblem("not_found", fmt.Sprintf("This workspace has no link %s.", id))
-}
-
 // emit records an event of the workspace inside tx (the transactional outbox).
 func (s *Server) emit(ctx context.Context, tx bun.IDB, workspaceID, eventType string, data any) error {
 	_, err := s.db.Events.Emit(ctx, tx, store.NewEvent{WorkspaceID: workspaceID, Type: eventType, Data: data})
 	return err
 }
 
-// createLinks inserts links inside tx with their link.created events and announces their short URLs; a taken
-// generated slug (generated[i]) is drawn again. refused[i] is nil for a created link, else store.ErrSlugTaken or
-// store.ErrExternalIDTaken; err is any other failure. The caller publishes the created links' keys after the
-// commit.
-func (s *Server) createLinks(ctx context.Context, tx bun.IDB, links []*store.Link, generated []bool) (refused []error, err error) {
+// createLinks inserts links inside tx with their link.created events (one EmitMany for all of them) and announces
+// their short URLs; a taken generated slug (generated[i]) is drawn again, up to maxSlugAttempts draws. refused[i]
+// is nil for a created link, else the store's conflict (store.ErrSlugTaken or store.ErrExternalIDTaken). keys are
+// the short URLs it announced, read from the links the store created (the store sets their slug keys), for the
+// caller to publish after the commit. err is any other failure.
+func (s *Server) createLinks(ctx context.Context, tx bun.IDB, links []*store.Link, generated []bool) (refused []error, keys []store.LinkKey, err error) {
 	if refused, err = s.db.Links.CreateMany(ctx, tx, links); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	for attempt := 1; attempt < maxSlugAttempts; attempt++ {
 		var retry []int
@@ -452,32 +438,34 @@ func (s *Server) createLinks(ctx context.Context, tx bun.IDB, links []*store.Lin
 		}
 		second, err := s.db.Links.CreateMany(ctx, tx, again)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		for j, i := range retry {
 			refused[i] = second[j]
 		}
 	}
-	var keys []store.LinkKey
+	var events []store.NewEvent
 	for i, l := range links {
 		if refused[i] != nil {
 			continue
 		}
-		if err := s.emit(ctx, tx, l.WorkspaceID, "link.created", gen.LinkCreatedEvent{Link: s.apiLink(*l)}); err != nil {
-			return nil, err
-		}
+		events = append(events, store.NewEvent{WorkspaceID: l.WorkspaceID, Type: "link.created",
+			Data: gen.LinkCreatedEvent{Link: s.apiLink(*l)}})
 		keys = append(keys, l.Key())
 	}
-	return refused, s.db.LinkChanges.Announce(ctx, tx, keys...)
+	if _, err := s.db.Events.EmitMany(ctx, tx, events); err != nil {
+		return nil, nil, err
+	}
+	return refused, keys, s.db.LinkChanges.Announce(ctx, tx, keys...)
 }
 
 // createLink is createLinks for one link: the refusal is the error.
-func (s *Server) createLink(ctx context.Context, tx bun.IDB, l *store.Link, generated bool) error {
-	refused, err := s.createLinks(ctx, tx, []*store.Link{l}, []bool{generated})
+func (s *Server) createLink(ctx context.Context, tx bun.IDB, l *store.Link, generated bool) ([]store.LinkKey, error) {
+	refused, keys, err := s.createLinks(ctx, tx, []*store.Link{l}, []bool{generated})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return refused[0]
+	return keys, refused[0]
 }
 
 // updateLink writes l (read as old inside tx) when it differs, with its link.updated event, and announces both
@@ -516,11 +504,16 @@ func (s *Server) CreateLink(ctx context.Context, req gen.CreateLinkRequestObject
 	if p != nil {
 		return nil, p
 	}
-	err = s.db.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error { return s.createLink(ctx, tx, &l, generated) })
+	var keys []store.LinkKey
+	err = s.db.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		var err error
+		keys, err = s.createLink(ctx, tx, &l, generated)
+		return err
+	})
 	if err != nil {
-		return nil, linkProblem(err, &l)
+		return nil, storeProblem(err, "link", l.ID)
 	}
-	s.db.LinkChanges.Published(l.Key())
+	s.db.LinkChanges.Published(keys...)
 	return gen.CreateLink201JSONResponse{Body: s.apiLink(l), Headers: gen.CreateLink201ResponseHeaders{Location: linkLocation(l.ID)}}, nil
 }
 
@@ -563,7 +556,8 @@ func (s *Server) CreateLinksBulk(ctx context.Context, req gen.CreateLinksBulkReq
 	return gen.CreateLinksBulk200JSONResponse{Body: out}, nil
 }
 
-// createBulkChunk creates the links of one chunk in one transaction and writes their outcomes into results.
+// createBulkChunk creates the links of one chunk in one transaction and writes their outcomes into results: a
+// failure of the transaction fails every item of the chunk with internal_error.
 func (s *Server) createBulkChunk(ctx context.Context, chunk []bulkItem, results []gen.LinkBulkItem) {
 	links := make([]*store.Link, len(chunk))
 	generated := make([]bool, len(chunk))
@@ -571,9 +565,10 @@ func (s *Server) createBulkChunk(ctx context.Context, chunk []bulkItem, results 
 		links[j], generated[j] = &chunk[j].link, chunk[j].generated
 	}
 	var refused []error
+	var keys []store.LinkKey
 	err := s.db.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error {
 		var err error
-		refused, err = s.createLinks(ctx, tx, links, generated)
+		refused, keys, err = s.createLinks(ctx, tx, links, generated)
 		return err
 	})
 	if err != nil {
@@ -584,20 +579,23 @@ func (s *Server) createBulkChunk(ctx context.Context, chunk []bulkItem, results 
 		}
 		return
 	}
-	keys := make([]store.LinkKey, 0, len(chunk))
 	for j, it := range chunk {
 		if refused[j] != nil {
-			results[it.index] = bulkFailure(it.index, linkProblem(refused[j], links[j]).(*Problem))
+			results[it.index] = bulkFailure(it.index, storeProblem(refused[j], "link", links[j].ID))
 			continue
 		}
 		link := s.apiLink(*links[j])
 		results[it.index] = gen.LinkBulkItem{Index: it.index, Status: gen.LinkBulkItemStatusCreated, Link: &link}
-		keys = append(keys, links[j].Key())
 	}
 	s.db.LinkChanges.Published(keys...)
 }
 
-func bulkFailure(index int, p *Problem) gen.LinkBulkItem {
+// bulkFailure is the failed outcome of an item: err is its problem (anything else is an internal error).
+func bulkFailure(index int, err error) gen.LinkBulkItem {
+	var p *Problem
+	if !errors.As(err, &p) {
+		p = newProblem("internal_error", "The link could not be stored; retry the request.")
+	}
 	e := gen.BulkItemError{Code: p.Code, Status: p.Status(), Detail: p.Detail}
 	if len(p.Errors) > 0 {
 		e.Errors = &p.Errors
@@ -613,7 +611,7 @@ func (s *Server) GetLink(ctx context.Context, req gen.GetLinkRequestObject) (gen
 	}
 	l, err := s.db.Links.Get(ctx, key.WorkspaceID, req.LinkId)
 	if err != nil {
-		return nil, linkProblem(err, &store.Link{ID: req.LinkId})
+		return nil, storeProblem(err, "link", req.LinkId)
 	}
 	return gen.GetLink200JSONResponse{Body: s.apiLink(l)}, nil
 }
@@ -663,7 +661,7 @@ func (s *Server) UpdateLink(ctx context.Context, req gen.UpdateLinkRequestObject
 		return err
 	})
 	if err != nil {
-		return nil, linkProblem(err, &l)
+		return nil, storeProblem(err, "link", req.LinkId)
 	}
 	s.db.LinkChanges.Published(keys...)
 	return gen.UpdateLink200JSONResponse{Body: s.apiLink(l)}, nil
@@ -696,8 +694,9 @@ func (s *Server) UpsertLinkByExternalId(ctx context.Context, req gen.UpsertLinkB
 		err = s.db.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error {
 			old, err := s.db.Links.LockByExternalID(ctx, tx, key.WorkspaceID, req.ExternalId)
 			if errors.Is(err, store.ErrNotFound) {
-				created, keys = true, []store.LinkKey{l.Key()}
-				return s.createLink(ctx, tx, &l, generated)
+				created = true
+				keys, err = s.createLink(ctx, tx, &l, generated)
+				return err
 			}
 			if err != nil {
 				return err
@@ -710,7 +709,7 @@ func (s *Server) UpsertLinkByExternalId(ctx context.Context, req gen.UpsertLinkB
 			continue // a concurrent upsert created the link first: replace it
 		}
 		if err != nil {
-			return nil, linkProblem(err, &l)
+			return nil, storeProblem(err, "link", l.ID)
 		}
 		s.db.LinkChanges.Published(keys...)
 		if created {
@@ -755,7 +754,7 @@ func (s *Server) DeleteLink(ctx context.Context, req gen.DeleteLinkRequestObject
 		return s.db.LinkChanges.Announce(ctx, tx, l.Key())
 	})
 	if err != nil {
-		return nil, linkProblem(err, &store.Link{ID: req.LinkId})
+		return nil, storeProblem(err, "link", req.LinkId)
 	}
 	s.db.LinkChanges.Published(l.Key())
 	return gen.DeleteLink204Response{}, nil
@@ -792,18 +791,16 @@ func (s *Server) ListLinks(ctx context.Context, req gen.ListLinksRequestObject) 
 	if err != nil {
 		return nil, err
 	}
-	out := gen.LinkList{Object: "list", Data: make([]gen.Link, len(ls)), HasMore: more}
-	for i, l := range ls {
-		out.Data[i] = s.apiLink(l)
-	}
-	if len(ls) > 0 {
-		out.NextCursor = nextCursor(page, more, ls[len(ls)-1].ID)
+	data, next, err := listPage(ls, more, page, func(l store.Link) string { return l.ID },
+		func(l store.Link) (gen.Link, error) { return s.apiLink(l), nil })
+	if err != nil {
+		return nil, err
 	}
 	listed := gen.LinkListedEvent{KeyId: key.ID, Filters: listFilters(q), ResultCount: len(ls)}
 	if err := s.db.Links.AuditListing(ctx, key.WorkspaceID, listed); err != nil {
 		return nil, err
 	}
-	return gen.ListLinks200JSONResponse{Body: out}, nil
+	return gen.ListLinks200JSONResponse{Body: gen.LinkList{Object: "list", Data: data, HasMore: more, NextCursor: next}}, nil
 }
 
 // listFilters are the query parameters a list call sent, cursor left out, as link.listed reports them.

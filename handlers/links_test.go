@@ -511,6 +511,91 @@ func TestCreateLinksBulk(t *testing.T) {
 	})
 }
 
+// failInserts makes every insert of a link with destination fail inside the database, until the test ends: a
+// storage failure in the middle of a request.
+func failInserts(t *testing.T, db *store.DB, destination string) {
+	t.Helper()
+	ctx := context.Background()
+	name := "fail_" + strings.ToLower(ulid.Make().String())
+	stmts := []string{fmt.Sprintf(`CREATE TRIGGER %s BEFORE INSERT ON links WHEN NEW.destination_url = '%s'
+		BEGIN SELECT RAISE(ABORT, 'injected failure'); END`, name, destination)}
+	drop := []string{"DROP TRIGGER " + name}
+	if db.Dialect() == store.Postgres {
+		stmts = []string{
+			fmt.Sprintf(`CREATE FUNCTION %s() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+				IF NEW.destination_url = '%s' THEN RAISE EXCEPTION 'injected failure'; END IF; RETURN NEW; END $$`,
+				name, destination),
+			fmt.Sprintf("CREATE TRIGGER %s BEFORE INSERT ON links FOR EACH ROW EXECUTE FUNCTION %[1]s()", name),
+		}
+		drop = []string{"DROP TRIGGER " + name + " ON links", "DROP FUNCTION " + name}
+	}
+	for _, q := range stmts {
+		if _, err := db.Bun().ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		for _, q := range drop {
+			if _, err := db.Bun().ExecContext(ctx, q); err != nil {
+				t.Error(err)
+			}
+		}
+	})
+}
+
+// A database failure while a chunk is stored fails the items of that chunk, and only those, with internal_error;
+// the answer is still 200, and nothing of the failed chunk was created, announced or emitted.
+func TestCreateLinksBulkChunkFailure(t *testing.T) {
+	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
+		e := newLinkEnv(t, db, handlers.Config{})
+		poison := "https://example.com/poison-" + strings.ToLower(ulid.Make().String())
+		failInserts(t, db, poison)
+		const bulkChunk = 200   // the chunk size the spec states
+		const n = bulkChunk + 5 // a full chunk, then a short one with the poisoned item
+		var b strings.Builder
+		b.WriteString(`{"links":[`)
+		for i := range n {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			destination := fmt.Sprintf("https://example.com/c/%d", i)
+			if i == n-2 {
+				destination = poison
+			}
+			fmt.Fprintf(&b, `{"destination_url":%q}`, destination)
+		}
+		b.WriteString(`]}`)
+		r := e.call(http.MethodPost, "/api/v1/links/bulk", b.String())
+		var res gen.LinkBulkResult
+		r.json(t, &res)
+		if r.StatusCode != 200 || res.Created != bulkChunk || res.Failed != n-bulkChunk || len(res.Data) != n {
+			t.Fatalf("%d: %d created, %d failed of %d", r.StatusCode, res.Created, res.Failed, len(res.Data))
+		}
+		for i, d := range res.Data {
+			if i < bulkChunk {
+				if d.Status != gen.LinkBulkItemStatusCreated || d.Link == nil {
+					t.Errorf("item %d of the stored chunk: %+v", i, d)
+				}
+				continue
+			}
+			if d.Status != gen.LinkBulkItemStatusFailed || d.Error == nil || d.Error.Code != "internal_error" ||
+				d.Error.Status != http.StatusInternalServerError || strings.Contains(d.Error.Detail, "injected") {
+				t.Errorf("item %d of the failed chunk: %+v %+v", i, d, d.Error)
+			}
+		}
+		if got := len(e.events(e.ws.ID, "link.created")); got != bulkChunk {
+			t.Errorf("%d link.created events, want %d (none of the failed chunk)", got, bulkChunk)
+		}
+		if got := len(e.published()); got != bulkChunk {
+			t.Errorf("%d keys published, want %d", got, bulkChunk)
+		}
+		stored, err := db.Bun().NewSelect().Table("links").Where("workspace_id = ?", e.ws.ID).Count(context.Background())
+		if err != nil || stored != bulkChunk {
+			t.Errorf("%d links stored, want %d (%v)", stored, bulkChunk, err)
+		}
+	})
+}
+
 func TestUpsertLinkByExternalID(t *testing.T) {
 	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
 		e := newLinkEnv(t, db, handlers.Config{})
@@ -521,11 +606,19 @@ func TestUpsertLinkByExternalID(t *testing.T) {
 		if r.StatusCode != 201 || r.Header.Get("Location") != "/api/v1/links/"+l.Id || *l.ExternalId != "crm-8841" || l.Slug != "deal-1" {
 			t.Fatalf("create: %d %s", r.StatusCode, r.body)
 		}
+		// The new short URL is published (so a cached "unknown slug" is dropped), with its slug key.
+		deal := store.LinkKey{Domain: e.domain, SlugKey: "deal-1"}
+		if got := e.published(); !slices.Equal(got, []store.LinkKey{deal}) {
+			t.Errorf("create published %v, want %v", got, deal)
+		}
 		r = e.call(http.MethodPut, "/api/v1/links/external/crm-8841", body)
 		var same gen.Link
 		r.json(t, &same)
 		if r.StatusCode != 200 || same.Id != l.Id || !same.UpdatedAt.Equal(l.UpdatedAt) {
 			t.Fatalf("repeat: %d %s", r.StatusCode, r.body)
+		}
+		if got := e.published(); len(got) != 0 {
+			t.Errorf("a repeat that changed nothing published %v", got)
 		}
 		if n := len(e.events(e.ws.ID, "link.updated")); n != 0 {
 			t.Errorf("repeating the same body emitted %d link.updated", n)
@@ -536,6 +629,9 @@ func TestUpsertLinkByExternalID(t *testing.T) {
 		if r.StatusCode != 200 || repl.Id != l.Id || repl.Slug != "deal-1" || repl.Title != nil || len(repl.Tags) != 0 ||
 			repl.MaxClicks != nil || repl.DestinationUrl != "https://example.com/deal-2" {
 			t.Fatalf("replace: %d %s", r.StatusCode, r.body)
+		}
+		if got := e.published(); !slices.Equal(got, []store.LinkKey{deal}) {
+			t.Errorf("replace published %v, want %v", got, deal)
 		}
 		evs := e.events(e.ws.ID, "link.updated")
 		if len(evs) != 1 {
@@ -549,6 +645,18 @@ func TestUpsertLinkByExternalID(t *testing.T) {
 		}
 		e.call(http.MethodPut, "/api/v1/links/external/crm-2", `{"destination_url":"https://example.com","slug":"DEAL-1"}`).
 			problem(t, http.StatusConflict, "slug_taken")
+		if got := e.published(); len(got) != 0 {
+			t.Errorf("a refused upsert published %v", got)
+		}
+		r = e.call(http.MethodPut, "/api/v1/links/external/crm-3", `{"destination_url":"https://example.com/drawn"}`)
+		var drawn gen.Link
+		r.json(t, &drawn)
+		if r.StatusCode != 201 {
+			t.Fatalf("create with a generated slug: %d %s", r.StatusCode, r.body)
+		}
+		if got, want := e.published(), (store.LinkKey{Domain: e.domain, SlugKey: strings.ToLower(drawn.Slug)}); !slices.Equal(got, []store.LinkKey{want}) {
+			t.Errorf("create with a generated slug published %v, want %v", got, want)
+		}
 
 		var wg sync.WaitGroup
 		statuses := make([]int, 10)
@@ -712,11 +820,9 @@ func TestLinkTenantIsolationAndScopes(t *testing.T) {
 	})
 }
 
-// An update leaves the fields it does not send alone. The request validator fills in schema defaults, and the
-// spec's RedirectType component carries "default: 302", so today a PATCH without redirect_type arrives with 302 and
-// resets a 301/307/308 link: a flaw of the contract (the default belongs on LinkCreate and LinkUpsert only) or of
-// the validator's options (SkipSettingDefaults). This test skips while the flaw is there and guards the behaviour
-// once it is fixed.
+// An update leaves the fields it does not send alone. The request validator fills in schema defaults, so a default
+// of redirect_type on LinkUpdate would make a PATCH without it arrive with 302 and reset a 301/307/308 link; the
+// default lives on LinkCreate and LinkUpsert only, and this test guards that.
 func TestUpdateLinkKeepsUnsentRedirectType(t *testing.T) {
 	e := newLinkEnv(t, storetest.SQLite(t), handlers.Config{})
 	l := e.create(`{"destination_url":"https://example.com","redirect_type":308}`)

@@ -437,28 +437,3 @@ func notTokenChar(r rune) bool {
 func invalidHeaderValueChar(r rune) bool {
 	return r < ' ' && r != '\t' || r == 0x7f
 }
-
-// storeProblem maps the store's errors to problems, the one table for every object of the webhook API; what and id
-// name the object a not-found error is about. Other errors are internal.
-func storeProblem(err error, what, id string) error {
-	var disabled *store.EndpointDisabledError
-	switch {
-	case errors.As(err, &disabled):
-		why := "Switchboard disabled this endpoint"
-		switch disabled.Reason {
-		case "gone":
-			why = "This endpoint was disabled because its receiver answered 410 Gone"
-		case "failing":
-			why = "This endpoint was disabled because its deliveries kept failing without a success"
-		}
-		return newProblem("webhook_disabled", fmt.Sprintf("%s. Enable it with POST /api/v1/webhooks/%s/enable "+
-			"(with recover_since to send what it missed).", why, disabled.EndpointID))
-	case errors.Is(err, store.ErrDeliveryInFlight):
-		return newProblem("delivery_in_flight", "The delivery is being attempted right now; retry when the attempt is recorded (GET the delivery to see it).")
-	case errors.Is(err, store.ErrNotFound):
-		return newProblem("not_found", fmt.Sprintf("There is no %s %s in this workspace.", what, id))
-	case errors.Is(err, store.ErrConflict):
-		return newProblem("conflict", "The request conflicts with the current state of the object.")
-	}
-	return err
-}

@@ -584,36 +584,27 @@ func (s *Clicks) updateLinks(ctx context.Context, tx bun.Tx, clicks []Click) err
 	return err
 }
 
-// emitClicked emits link.clicked for the clicks of workspaces where an endpoint subscribes to it.
+// emitClicked emits link.clicked for the clicks of workspaces where an endpoint subscribes to it, with one
+// EmitMany for the batch; no event data is built for the other workspaces.
 func (s *Clicks) emitClicked(ctx context.Context, tx bun.Tx, clicks []Click, links map[string]ClickedLink,
 	eventData func(Click, ClickedLink) any) error {
-	var workspaces []string
-	for _, c := range clicks {
-		workspaces = append(workspaces, c.WorkspaceID)
+	workspaces := make([]string, len(clicks))
+	for i, c := range clicks {
+		workspaces[i] = c.WorkspaceID
 	}
-	slices.Sort(workspaces)
-	workspaces = slices.Compact(workspaces)
-	var endpoints []WebhookEndpoint
-	if err := tx.NewSelect().Model(&endpoints).Column("workspace_id", "events").
-		Where("e.workspace_id IN (?)", bun.In(workspaces)).Scan(ctx); err != nil {
+	subscribed, err := subscribers(ctx, tx, ClickedEventType, workspaces...)
+	if err != nil || len(subscribed) == 0 {
 		return err
 	}
-	subscribed := map[string]bool{}
-	for _, e := range endpoints {
-		if Subscribed(e.Events, ClickedEventType, true) {
-			subscribed[e.WorkspaceID] = true
-		}
-	}
+	var events []NewEvent
 	for _, c := range clicks {
-		if !subscribed[c.WorkspaceID] {
-			continue
-		}
-		if _, err := s.db.Events.Emit(ctx, tx, NewEvent{WorkspaceID: c.WorkspaceID, Type: ClickedEventType,
-			Data: eventData(c, links[c.LinkID]), OptIn: true}); err != nil {
-			return err
+		if subscribed[c.WorkspaceID] {
+			events = append(events, NewEvent{WorkspaceID: c.WorkspaceID, Type: ClickedEventType,
+				Data: eventData(c, links[c.LinkID])})
 		}
 	}
-	return nil
+	_, err = s.db.Events.EmitMany(ctx, tx, events)
+	return err
 }
 
 // sortedKeys returns the keys of m sorted by cmp: rows written in key order keep concurrent writers from

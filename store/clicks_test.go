@@ -298,3 +298,39 @@ func TestPurgeDeletedRemovesEverythingOfDeletedLinks(t *testing.T) {
 		}
 	})
 }
+
+// A batch of clicks of several workspaces emits link.clicked for each click of the workspaces where an endpoint
+// subscribes to it (by name or family; "*" does not take opt-in types), and writes nothing for the others.
+func TestRecordEmitsClickedOnlyWhereSubscribed(t *testing.T) {
+	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
+		named, family, star := newWorkspace(t, db, "clicked by name"), newWorkspace(t, db, "clicked by family"), newWorkspace(t, db, "star")
+		newEndpoint(t, db, named.ID, "link.clicked")
+		newEndpoint(t, db, family.ID, "link.*")
+		newEndpoint(t, db, star.ID, "*")
+		at := time.Now().UTC().Add(-time.Minute)
+		var batch []store.Click
+		for _, ws := range []store.Workspace{named, family, star} {
+			l := seedLink(t, db, ws.ID, nil)
+			batch = append(batch, testClick(l.ID, at, store.ClickHuman, "v"), testClick(l.ID, at, store.ClickBot, ""))
+		}
+		built := 0
+		_, err := db.Clicks.Record(ctx, batch, store.RecordOptions{EventData: func(c store.Click, l store.ClickedLink) any {
+			built++
+			return map[string]string{"click_id": c.ID, "link_id": l.ID}
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if built != 4 {
+			t.Errorf("event data built for %d clicks, want 4 (none for the unsubscribed workspace)", built)
+		}
+		for ws, want := range map[string]int{named.ID: 2, family.ID: 2, star.ID: 0} {
+			if n := countRows(t, db, "events", "workspace_id = ? AND type = 'link.clicked'", ws); n != want {
+				t.Errorf("workspace %s: %d link.clicked events, want %d", ws, n, want)
+			}
+			if n := countRows(t, db, "webhook_deliveries", "workspace_id = ?", ws); n != want {
+				t.Errorf("workspace %s: %d deliveries, want %d", ws, n, want)
+			}
+		}
+	})
+}

@@ -21,7 +21,7 @@ func claimOne(t *testing.T, db *store.DB) (store.Workspace, store.WebhookEndpoin
 	t.Helper()
 	w := newWorkspace(t, db, "attempts")
 	e := newEndpoint(t, db, w.ID, "*")
-	ev := emit(t, db, w.ID, "link.created", false)
+	ev := emit(t, db, w.ID, "link.created")
 	d := deliveriesOf(t, db, ev.ID)[0]
 	return w, e, d
 }
@@ -139,7 +139,7 @@ func queue(t *testing.T, db *store.DB, workspaceID string, n int) []string {
 	t.Helper()
 	ids := make([]string, n)
 	for i := range ids {
-		ids[i] = deliveriesOf(t, db, emit(t, db, workspaceID, "link.created", false).ID)[0].ID
+		ids[i] = deliveriesOf(t, db, emit(t, db, workspaceID, "link.created").ID)[0].ID
 	}
 	return ids
 }
@@ -190,7 +190,7 @@ func TestForSending(t *testing.T) {
 		ctx := context.Background()
 		w := newWorkspace(t, db, "sending")
 		a, b := newEndpoint(t, db, w.ID, "*"), newEndpoint(t, db, w.ID, "*")
-		ev1, ev2 := emit(t, db, w.ID, "link.created", false), emit(t, db, w.ID, "link.deleted", false)
+		ev1, ev2 := emit(t, db, w.ID, "link.created"), emit(t, db, w.ID, "link.deleted")
 		ds := append(deliveriesOf(t, db, ev1.ID), deliveriesOf(t, db, ev2.ID)...)
 		endpoints, events, err := db.Deliveries.ForSending(ctx, ds)
 		if err != nil {
@@ -262,8 +262,8 @@ func TestRelease(t *testing.T) {
 		ctx := context.Background()
 		w := newWorkspace(t, db, "release")
 		e := newEndpoint(t, db, w.ID, "*")
-		a := deliveriesOf(t, db, emit(t, db, w.ID, "link.created", false).ID)[0]
-		b := deliveriesOf(t, db, emit(t, db, w.ID, "link.created", false).ID)[0]
+		a := deliveriesOf(t, db, emit(t, db, w.ID, "link.created").ID)[0]
+		b := deliveriesOf(t, db, emit(t, db, w.ID, "link.created").ID)[0]
 		now := time.Now().Add(time.Second)
 		if _, err := db.Deliveries.Claim(ctx, now, time.Hour, 100, nil); err != nil {
 			t.Fatal(err)
@@ -296,7 +296,7 @@ func TestQueueStats(t *testing.T) {
 		if err := db.Webhooks.SetStatus(ctx, w.ID, paused.ID, store.EndpointPaused, nil); err != nil {
 			t.Fatal(err)
 		}
-		ev := emit(t, db, w.ID, "link.created", false)
+		ev := emit(t, db, w.ID, "link.created")
 		// Long before anything other tests (sharing PostgreSQL) leave due.
 		due := time.Date(2001, 1, 1, 0, 0, 0, 0, time.UTC)
 		if _, err := db.Bun().NewUpdate().Table("webhook_deliveries").Set("next_attempt_at = ?", due.Add(-time.Hour)).

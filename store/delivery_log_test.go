@@ -48,7 +48,7 @@ func TestDeliveryLogList(t *testing.T) {
 		newEndpoint(t, db, w.ID, "*") // its deliveries are not in e's log
 		var ids []string
 		for _, typ := range []string{"link.created", "link.deleted", "link.created"} {
-			ev := emit(t, db, w.ID, typ, false)
+			ev := emit(t, db, w.ID, typ)
 			for _, d := range deliveriesOf(t, db, ev.ID) {
 				if d.EndpointID == e.ID {
 					ids = append(ids, d.ID)
@@ -143,7 +143,7 @@ func newRecoverFixture(t *testing.T, db *store.DB) recoverFixture {
 	f.e = newEndpoint(t, db, f.w.ID, "*")
 	ids := make([]string, 5)
 	for i := range ids {
-		ids[i] = deliveriesOf(t, db, emit(t, db, f.w.ID, "link.created", false).ID)[0].ID
+		ids[i] = deliveriesOf(t, db, emit(t, db, f.w.ID, "link.created").ID)[0].ID
 	}
 	f.failed, f.skipped, f.pending, f.succeeded, f.old = ids[0], ids[1], ids[2], ids[3], ids[4]
 	setDelivery(t, db, f.failed, store.DeliveryFailed, 10, f.at)

@@ -2,7 +2,9 @@ package store_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -25,12 +27,12 @@ func newEndpoint(t *testing.T, db *store.DB, workspaceID string, events ...strin
 	return e
 }
 
-func emit(t *testing.T, db *store.DB, workspaceID, eventType string, optIn bool) store.Event {
+func emit(t *testing.T, db *store.DB, workspaceID, eventType string) store.Event {
 	t.Helper()
 	var ev store.Event
 	err := db.RunInTx(context.Background(), func(ctx context.Context, tx bun.Tx) error {
 		var err error
-		ev, err = db.Events.Emit(ctx, tx, store.NewEvent{WorkspaceID: workspaceID, Type: eventType, Data: map[string]any{"n": 1}, OptIn: optIn})
+		ev, err = db.Events.Emit(ctx, tx, store.NewEvent{WorkspaceID: workspaceID, Type: eventType, Data: map[string]any{"n": 1}})
 		return err
 	})
 	if err != nil {
@@ -52,24 +54,80 @@ func TestSubscribed(t *testing.T) {
 	tests := []struct {
 		patterns []string
 		typ      string
-		optIn    bool
 		want     bool
 	}{
-		{[]string{"link.created"}, "link.created", false, true},
-		{[]string{"link.created"}, "link.deleted", false, false},
-		{[]string{"link.*"}, "link.max_clicks_reached", false, true},
-		{[]string{"link.*"}, "linked.created", false, false},
-		{[]string{"link.*"}, "link.clicked", true, true},
-		{[]string{"*"}, "message.received", false, true},
-		{[]string{"*"}, "link.clicked", true, false},
-		{[]string{"*", "link.clicked"}, "link.clicked", true, true},
-		{nil, "link.created", false, false},
+		{[]string{"link.created"}, "link.created", true},
+		{[]string{"link.created"}, "link.deleted", false},
+		{[]string{"link.*"}, "link.max_clicks_reached", true},
+		{[]string{"link.*"}, "linked.created", false},
+		{[]string{"link.*"}, "link.clicked", true},
+		{[]string{"*"}, "message.received", true},
+		{[]string{"*"}, "link.clicked", false},
+		{[]string{"*"}, "link.listed", false},
+		{[]string{"*", "link.clicked"}, "link.clicked", true},
+		{nil, "link.created", false},
 	}
 	for _, tt := range tests {
-		if got := store.Subscribed(tt.patterns, tt.typ, tt.optIn); got != tt.want {
-			t.Errorf("Subscribed(%v, %s, optIn=%v) = %v", tt.patterns, tt.typ, tt.optIn, got)
+		if got := store.Subscribed(tt.patterns, tt.typ); got != tt.want {
+			t.Errorf("Subscribed(%v, %s) = %v", tt.patterns, tt.typ, got)
 		}
 	}
+	if got := store.OptInEventTypes(); !slices.Equal(got, []string{"link.clicked", "link.listed"}) {
+		t.Errorf("OptInEventTypes() = %v", got)
+	}
+}
+
+// EmitMany records events of several workspaces with their deliveries, in order, as Emit would one by one.
+func TestEmitMany(t *testing.T) {
+	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		a, b, quiet := newWorkspace(t, db, "many A"), newWorkspace(t, db, "many B"), newWorkspace(t, db, "many quiet")
+		aAll, aLinks := newEndpoint(t, db, a.ID, "*"), newEndpoint(t, db, a.ID, "link.*")
+		bClicks := newEndpoint(t, db, b.ID, "link.clicked")
+		ns := []store.NewEvent{
+			{WorkspaceID: a.ID, Type: "link.created", Data: map[string]int{"n": 0}},
+			{WorkspaceID: b.ID, Type: "link.created", Data: map[string]int{"n": 1}},
+			{WorkspaceID: a.ID, Type: "link.clicked", Data: map[string]int{"n": 2}},
+			{WorkspaceID: quiet.ID, Type: "link.created", Data: map[string]int{"n": 3}},
+			{WorkspaceID: b.ID, Type: "link.clicked", Data: map[string]int{"n": 4}},
+		}
+		var evs []store.Event
+		err := db.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+			var err error
+			evs, err = db.Events.EmitMany(ctx, tx, ns)
+			return err
+		})
+		if err != nil || len(evs) != len(ns) {
+			t.Fatalf("%d events, %v", len(evs), err)
+		}
+		want := [][]string{{aAll.ID, aLinks.ID}, nil, {aLinks.ID}, nil, {bClicks.ID}}
+		for i, ev := range evs {
+			stored, err := db.Events.Get(ctx, ns[i].WorkspaceID, ev.ID)
+			var data map[string]int
+			_ = json.Unmarshal(stored.Data, &data)
+			if err != nil || stored.Type != ns[i].Type || data["n"] != i {
+				t.Errorf("event %d: %+v %s, %v", i, stored, stored.Data, err)
+			}
+			if i > 0 && ev.ID <= evs[i-1].ID {
+				t.Errorf("event %d: ID %s not after %s", i, ev.ID, evs[i-1].ID)
+			}
+			var got []string
+			for _, d := range deliveriesOf(t, db, ev.ID) {
+				got = append(got, d.EndpointID)
+				if d.Status != store.DeliveryPending || d.EventType != ns[i].Type || d.WorkspaceID != ns[i].WorkspaceID {
+					t.Errorf("event %d: delivery %+v", i, d)
+				}
+			}
+			w := slices.Clone(want[i])
+			slices.Sort(w)
+			if !slices.Equal(got, w) {
+				t.Errorf("event %d (%s of %s): deliveries to %v, want %v", i, ns[i].Type, ns[i].WorkspaceID, got, w)
+			}
+		}
+		if evs, err := db.Events.EmitMany(ctx, db.Bun(), nil); err != nil || len(evs) != 0 {
+			t.Errorf("no events: %v, %v", evs, err)
+		}
+	})
 }
 
 // The change, its event and its deliveries commit together or not at all.
@@ -114,7 +172,7 @@ func TestEmitFansOutBySubscription(t *testing.T) {
 		other := newWorkspace(t, db, "someone else")
 		newEndpoint(t, db, other.ID, "*")
 
-		ev := emit(t, db, w.ID, "link.created", false)
+		ev := emit(t, db, w.ID, "link.created")
 		ds := deliveriesOf(t, db, ev.ID)
 		got := map[string]string{}
 		for _, d := range ds {
@@ -132,7 +190,7 @@ func TestEmitFansOutBySubscription(t *testing.T) {
 				t.Errorf("endpoint %s: %q, want %q", id, got[id], status)
 			}
 		}
-		clicked := emit(t, db, w.ID, "link.clicked", true)
+		clicked := emit(t, db, w.ID, "link.clicked")
 		if ds := deliveriesOf(t, db, clicked.ID); len(ds) != 1 || ds[0].EndpointID != links.ID {
 			t.Errorf("opt-in event reached %v, want only the link.* endpoint", ds)
 		}
@@ -146,7 +204,7 @@ func TestClaimIsExclusiveAndLeased(t *testing.T) {
 		w := newWorkspace(t, db, "claims")
 		e := newEndpoint(t, db, w.ID, "*")
 		for range 40 {
-			emit(t, db, w.ID, "link.created", false)
+			emit(t, db, w.ID, "link.created")
 		}
 		now := time.Now().Add(time.Second)
 		var mu sync.Mutex
@@ -223,9 +281,9 @@ func TestEventsList(t *testing.T) {
 		var ids []string
 		// "link_x" would match the family "link." under LIKE, where "_" is a wildcard: it must not.
 		for _, typ := range []string{"link.created", "message.received", "link.deleted", "linkxcreated.y", "link_x.created"} {
-			ids = append(ids, emit(t, db, w.ID, typ, false).ID)
+			ids = append(ids, emit(t, db, w.ID, typ).ID)
 		}
-		emit(t, db, newWorkspace(t, db, "other").ID, "link.created", false)
+		emit(t, db, newWorkspace(t, db, "other").ID, "link.created")
 
 		tests := []struct {
 			name string

@@ -24,7 +24,7 @@ func TestHourlyClicksOfAMillionClicks(t *testing.T) {
 		ws := newWorkspace(t, db, "Stats")
 		l := store.Link{WorkspaceID: ws.ID, Domain: "stats.example", Slug: store.NewID("s")[2:20], DestinationURL: "https://example.com",
 			RedirectType: 302, ForwardQuery: true}
-		if err := db.Links.Create(ctx, db.Bun(), &l); err != nil {
+		if err := createLink(db, db.Bun(), &l); err != nil {
 			t.Fatal(err)
 		}
 		end := time.Now().UTC().Truncate(time.Hour)

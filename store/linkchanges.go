@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect/pgdialect"
 )
 
 // LinksChannel is the PostgreSQL notification channel on which link changes are announced to every process, so
@@ -30,18 +31,19 @@ func (c *LinkChanges) Subscribe(fn func(LinkKey)) {
 	c.subs = append(c.subs, fn)
 }
 
-// Announce queues a notification for each key inside tx (PostgreSQL only; a no-op on SQLite, where one process
-// serves redirects).
+// Announce queues a notification for each key inside tx, in one statement (PostgreSQL only; a no-op on SQLite,
+// where one process serves redirects).
 func (c *LinkChanges) Announce(ctx context.Context, tx bun.IDB, keys ...LinkKey) error {
-	if c.db.dialect != Postgres {
+	if c.db.dialect != Postgres || len(keys) == 0 {
 		return nil
 	}
-	for _, k := range keys {
-		if _, err := tx.ExecContext(ctx, "SELECT pg_notify(?, ?)", LinksChannel, k.Domain+" "+k.SlugKey); err != nil {
-			return err
-		}
+	payloads := make([]string, len(keys))
+	for i, k := range keys {
+		payloads[i] = k.Domain + " " + k.SlugKey
 	}
-	return nil
+	_, err := tx.ExecContext(ctx, "SELECT pg_notify(?, k) FROM unnest(?::text[]) AS k", LinksChannel,
+		pgdialect.Array(payloads))
+	return err
 }
 
 // Published tells this process's subscribers that keys changed; call it after the change committed.

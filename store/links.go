@@ -91,11 +91,42 @@ type Links struct{ db *DB }
 
 var (
 	// ErrSlugTaken means the slug is used on its domain, or reserved there to another workspace by a tombstone. It
-	// wraps ErrConflict.
+	// wraps ErrConflict; the store returns it as a *SlugTakenError.
 	ErrSlugTaken = fmt.Errorf("%w: slug taken", ErrConflict)
-	// ErrExternalIDTaken means another link of the workspace has the external ID. It wraps ErrConflict.
+	// ErrExternalIDTaken means another link of the workspace has the external ID. It wraps ErrConflict; the store
+	// returns it as an *ExternalIDTakenError.
 	ErrExternalIDTaken = fmt.Errorf("%w: external_id taken", ErrConflict)
 )
+
+// SlugTakenError is ErrSlugTaken with the short URL that was taken.
+type SlugTakenError struct{ Domain, Slug string }
+
+func (e *SlugTakenError) Error() string {
+	return fmt.Sprintf("store: slug %q is taken on %s", e.Slug, e.Domain)
+}
+
+// Unwrap makes the error an ErrSlugTaken (and so an ErrConflict).
+func (e *SlugTakenError) Unwrap() error { return ErrSlugTaken }
+
+// ExternalIDTakenError is ErrExternalIDTaken with the external ID that was taken.
+type ExternalIDTakenError struct{ ExternalID string }
+
+func (e *ExternalIDTakenError) Error() string {
+	return fmt.Sprintf("store: external_id %q is taken in the workspace", e.ExternalID)
+}
+
+// Unwrap makes the error an ErrExternalIDTaken (and so an ErrConflict).
+func (e *ExternalIDTakenError) Unwrap() error { return ErrExternalIDTaken }
+
+func slugTaken(l *Link) error { return &SlugTakenError{Domain: l.Domain, Slug: l.Slug} }
+
+func externalIDTaken(l *Link) error {
+	e := &ExternalIDTakenError{}
+	if l.ExternalID != nil {
+		e.ExternalID = *l.ExternalID
+	}
+	return e
+}
 
 // linkTag is a row of link_tags, the index that tag filters use (the link's own tags column is the truth).
 type linkTag struct {
@@ -124,24 +155,16 @@ var linkColumns = []string{
 	"max_clicks_event_at", "updated_at",
 }
 
-// Create inserts l inside tx, with its tags: ID, SlugKey and the timestamps are set here. Exactly one of concurrent
-// creates of one short URL succeeds (INSERT … ON CONFLICT DO NOTHING, never check-then-insert). A tombstone of the
-// link's own workspace is lifted: a workspace may take back a slug it gave up.
+// CreateMany inserts links inside tx, with their tags, in a few statements whatever their number: ID, SlugKey and
+// the timestamps are set here. Exactly one of concurrent creates of one short URL succeeds (INSERT … ON CONFLICT DO
+// NOTHING, never check-then-insert). A tombstone of the link's own workspace is lifted: a workspace may take back a
+// slug it gave up.
 //
-// Returns ErrExternalIDTaken when the workspace has a link with l.ExternalID, ErrSlugTaken when the slug is used on
-// the domain or tombstoned by another workspace. After either, nothing was written and tx is still usable (the
-// caller may retry with another slug in the same transaction).
-func (s *Links) Create(ctx context.Context, tx bun.IDB, l *Link) error {
-	refused, err := s.CreateMany(ctx, tx, []*Link{l})
-	if err != nil {
-		return err
-	}
-	return refused[0]
-}
-
-// CreateMany is Create for many links in a few statements (bulk creation): refused[i] is nil when ls[i] was
-// created, else ErrExternalIDTaken or ErrSlugTaken as Create returns them. Links of ls that take the same slug or
-// external ID as an earlier one of ls are refused as if the earlier one existed already. err is any other failure.
+// refused[i] is nil when ls[i] was created, else an *ExternalIDTakenError (ErrExternalIDTaken) when the workspace
+// has a link with its external ID, or a *SlugTakenError (ErrSlugTaken) when its slug is used on the domain or
+// tombstoned by another workspace. Links of ls that take the same slug or external ID as an earlier one of ls are
+// refused as if the earlier one existed already. Refused links wrote nothing and tx stays usable (the caller may
+// retry them with other slugs in the same transaction). err is any other failure.
 func (s *Links) CreateMany(ctx context.Context, tx bun.IDB, ls []*Link) (refused []error, err error) {
 	t := now()
 	rows := make([]Link, len(ls))
@@ -179,7 +202,7 @@ func (s *Links) CreateMany(ctx context.Context, tx bun.IDB, ls []*Link) (refused
 		}
 		for i, l := range ls {
 			if slices.Contains(taken, l.ID) {
-				refused[i] = ErrSlugTaken
+				refused[i] = slugTaken(l)
 			}
 		}
 		created = slices.DeleteFunc(created, func(l *Link) bool { return slices.Contains(taken, l.ID) })
@@ -198,10 +221,10 @@ func (s *Links) conflict(ctx context.Context, tx bun.IDB, l *Link) error {
 			return err
 		}
 		if exists {
-			return ErrExternalIDTaken
+			return externalIDTaken(l)
 		}
 	}
-	return ErrSlugTaken
+	return slugTaken(l)
 }
 
 // claimSlugs checks the tombstones of the keys that links just took and returns the IDs of the links whose key is
@@ -284,6 +307,12 @@ func (s *Links) Get(ctx context.Context, workspaceID, id string) (Link, error) {
 	return l, mapErr(err)
 }
 
+// Exists reports whether the workspace has the link, by its primary key and without reading the row. It returns
+// no sentinel errors.
+func (s *Links) Exists(ctx context.Context, workspaceID, id string) (bool, error) {
+	return s.db.r.NewSelect().Model((*Link)(nil)).Where("l.id = ? AND l.workspace_id = ?", id, workspaceID).Exists(ctx)
+}
+
 // ByKey returns the workspace's link at a short URL. Returns ErrNotFound if there is none, or it belongs to another
 // workspace.
 func (s *Links) ByKey(ctx context.Context, workspaceID string, key LinkKey) (Link, error) {
@@ -316,9 +345,9 @@ func (s *Links) lock(ctx context.Context, tx bun.IDB, where string, args ...any)
 
 // Update writes the API-owned fields of l (read with Lock as old) inside tx and sets l.SlugKey and l.UpdatedAt.
 // When the short URL changed, the old one is reserved to the workspace until tombstoneUntil and the new one is
-// claimed as by Create.
+// claimed as by CreateMany.
 //
-// Returns ErrNotFound if the link is gone, ErrSlugTaken or ErrExternalIDTaken as Create does; after those the
+// Returns ErrNotFound if the link is gone, ErrSlugTaken or ErrExternalIDTaken as CreateMany does; after those the
 // transaction must be rolled back (PostgreSQL aborts it on a unique violation).
 func (s *Links) Update(ctx context.Context, tx bun.IDB, l *Link, old Link, tombstoneUntil time.Time) error {
 	t := now()
@@ -328,9 +357,9 @@ func (s *Links) Update(ctx context.Context, tx bun.IDB, l *Link, old Link, tombs
 		Where("id = ? AND workspace_id = ?", l.ID, l.WorkspaceID).Exec(ctx)
 	if err != nil && isUniqueViolation(err) {
 		if strings.Contains(err.Error(), "external_id") {
-			return ErrExternalIDTaken
+			return externalIDTaken(l)
 		}
-		return ErrSlugTaken
+		return slugTaken(l)
 	}
 	if err := expectOneRow(res, err); err != nil {
 		return err
@@ -339,7 +368,7 @@ func (s *Links) Update(ctx context.Context, tx bun.IDB, l *Link, old Link, tombs
 		if taken, err := claimSlugs(ctx, tx, []*Link{l}, t); err != nil {
 			return err
 		} else if len(taken) > 0 {
-			return ErrSlugTaken
+			return slugTaken(l)
 		}
 		if err := tombstone(ctx, tx, l.WorkspaceID, old.Key(), tombstoneUntil); err != nil {
 			return err
@@ -394,11 +423,7 @@ var likeEscaper = strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
 // List returns a page of a workspace's links matching f, newest first, and whether more follow.
 func (s *Links) List(ctx context.Context, workspaceID string, f LinkFilter, p Page) ([]Link, bool, error) {
 	var ls []Link
-	q := s.db.r.NewSelect().Model(&ls).Where("l.workspace_id = ?", workspaceID).Where("l.archived = ?", f.Archived).
-		Order("l.id DESC").Limit(int64(p.Limit) + 1)
-	if p.Before != "" {
-		q = q.Where("l.id < ?", p.Before)
-	}
+	q := s.db.r.NewSelect().Model(&ls).Where("l.workspace_id = ?", workspaceID).Where("l.archived = ?", f.Archived)
 	if f.Query != "" {
 		pattern := "%" + likeEscaper.Replace(strings.ToLower(f.Query)) + "%"
 		q = q.WhereGroup(" AND ", func(q *bun.SelectQuery) *bun.SelectQuery {
@@ -433,31 +458,27 @@ func (s *Links) List(ctx context.Context, workspaceID string, f LinkFilter, p Pa
 	if f.CreatedBefore != nil {
 		q = q.Where("l.created_at < ?", f.CreatedBefore.UTC())
 	}
-	if err := q.Scan(ctx); err != nil {
+	if err := p.apply(q, "l.id").Scan(ctx); err != nil {
 		return nil, false, err
 	}
-	more := len(ls) > p.Limit
-	if more {
-		ls = ls[:p.Limit]
-	}
+	ls, more := pageOf(ls, p)
 	return ls, more, nil
 }
 
-// AuditListing records link.listed (an opt-in event) with data, in a transaction of its own, when an endpoint of
-// the workspace subscribes to it. A list is a read: while nobody subscribes, it writes nothing, so listing costs no
-// write transaction (and no SQLite write lock) and the event log does not fill with entries nobody receives.
+// ListedEventType is the opt-in audit event of a list of links.
+const ListedEventType = "link.listed"
+
+// AuditListing records link.listed with data, in a transaction of its own, when an endpoint of the workspace
+// subscribes to it. A list is a read: while nobody subscribes, it writes nothing, so listing costs no write
+// transaction (and no SQLite write lock) and the event log does not fill with entries nobody receives. It returns
+// no sentinel errors.
 func (s *Links) AuditListing(ctx context.Context, workspaceID string, data any) error {
-	const eventType = "link.listed"
-	var endpoints []WebhookEndpoint
-	if err := s.db.r.NewSelect().Model(&endpoints).Column("events").Where("e.workspace_id = ?", workspaceID).
-		Scan(ctx); err != nil {
+	subscribed, err := subscribers(ctx, s.db.r, ListedEventType, workspaceID)
+	if err != nil || !subscribed[workspaceID] {
 		return err
 	}
-	if !slices.ContainsFunc(endpoints, func(e WebhookEndpoint) bool { return Subscribed(e.Events, eventType, true) }) {
-		return nil
-	}
 	return s.db.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error {
-		_, err := s.db.Events.Emit(ctx, tx, NewEvent{WorkspaceID: workspaceID, Type: eventType, Data: data, OptIn: true})
+		_, err := s.db.Events.Emit(ctx, tx, NewEvent{WorkspaceID: workspaceID, Type: ListedEventType, Data: data})
 		return err
 	})
 }

@@ -17,6 +17,15 @@ func newLink(ws, domain, slug string, externalID *string) *store.Link {
 		ExternalID: externalID, RedirectType: 302, ForwardQuery: true, Tags: []string{"t"}}
 }
 
+// createLink creates one link with CreateMany; the refusal is the error.
+func createLink(db *store.DB, tx bun.IDB, l *store.Link) error {
+	refused, err := db.Links.CreateMany(ctx, tx, []*store.Link{l})
+	if err != nil {
+		return err
+	}
+	return refused[0]
+}
+
 // CreateMany refuses what breaks a uniqueness rule or a tombstone of another workspace, item by item, inside one
 // transaction that stays usable.
 func TestLinksCreateMany(t *testing.T) {
@@ -24,11 +33,11 @@ func TestLinksCreateMany(t *testing.T) {
 		a, b := newWorkspace(t, db, "A"), newWorkspace(t, db, "B")
 		domain := store.NewID("d")[2:14] + ".example"
 		ext := "ext"
-		if err := db.Links.Create(ctx, db.Bun(), newLink(a.ID, domain, "Taken", &ext)); err != nil {
+		if err := createLink(db, db.Bun(), newLink(a.ID, domain, "Taken", &ext)); err != nil {
 			t.Fatal(err)
 		}
 		gone := newLink(a.ID, domain, "gone", nil)
-		if err := db.Links.Create(ctx, db.Bun(), gone); err != nil {
+		if err := createLink(db, db.Bun(), gone); err != nil {
 			t.Fatal(err)
 		}
 		err := db.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error {
@@ -55,7 +64,7 @@ func TestLinksCreateMany(t *testing.T) {
 				return err
 			}
 			// The transaction is still usable after refusals (PostgreSQL aborts one on a failed statement).
-			return db.Links.Create(ctx, tx, newLink(a.ID, domain, "after", nil))
+			return createLink(db, tx, newLink(a.ID, domain, "after", nil))
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -69,6 +78,14 @@ func TestLinksCreateMany(t *testing.T) {
 				t.Errorf("item %d: %v does not wrap ErrConflict", i, refused[i])
 			}
 		}
+		var slug *store.SlugTakenError
+		if !errors.As(refused[1], &slug) || *slug != (store.SlugTakenError{Domain: domain, Slug: "taken"}) {
+			t.Errorf("item 1: %#v does not name the taken slug", refused[1])
+		}
+		var external *store.ExternalIDTakenError
+		if !errors.As(refused[2], &external) || external.ExternalID != ext {
+			t.Errorf("item 2: %#v does not name the taken external ID", refused[2])
+		}
 		n, err := db.Bun().NewSelect().Table("link_tags").Where("workspace_id = ?", b.ID).Count(ctx)
 		if err != nil || n != 3 {
 			t.Errorf("%d tag rows of B's created links, want 3 (%v)", n, err)
@@ -77,7 +94,7 @@ func TestLinksCreateMany(t *testing.T) {
 			t.Errorf("the link refused by a tombstone was kept: %v", err)
 		}
 		back := newLink(a.ID, domain, "GONE", nil)
-		if err := db.Links.Create(ctx, db.Bun(), back); err != nil {
+		if err := createLink(db, db.Bun(), back); err != nil {
 			t.Errorf("the tombstone's workspace takes its slug back: %v", err)
 		}
 		got, err := db.Links.ByKey(ctx, a.ID, store.LinkKey{Domain: domain, SlugKey: "gone"})

@@ -208,19 +208,7 @@ func TestWatchHearsOtherProcesses(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer other.Close()
-	wctx, cancel := context.WithCancel(ctx)
-	changed := make(chan store.LinkKey, 16)
-	connected := make(chan struct{}, 16)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		db.LinkChanges.Watch(wctx, store.LinkWatch{
-			Changed:      func(k store.LinkKey) { changed <- k },
-			Connected:    func() { connected <- struct{}{} },
-			Disconnected: func() {},
-		})
-	}()
-	defer func() { cancel(); <-done }()
+	changed, connected := watchLinks(t, db)
 	awaitValue(t, connected, "the first connection")
 
 	key := store.LinkKey{Domain: "sb.test", SlugKey: "promo"}

@@ -26,15 +26,15 @@ func TestPrune(t *testing.T) {
 		}
 		var old []store.Event
 		for range 5 {
-			ev := emit(t, db, w.ID, "link.created", false)
+			ev := emit(t, db, w.ID, "link.created")
 			d := deliveriesOf(t, db, ev.ID)[0]
 			if _, err := db.Deliveries.RecordAttempt(ctx, store.AttemptResult{DeliveryID: d.ID, StartedAt: time.Now(), StatusCode: ptr(200), Succeeded: true}, nil); err != nil {
 				t.Fatal(err)
 			}
 			old = append(old, ev)
 		}
-		pending := emit(t, db, w.ID, "link.created", false)
-		recent := emit(t, db, w.ID, "link.created", false)
+		pending := emit(t, db, w.ID, "link.created")
+		recent := emit(t, db, w.ID, "link.created")
 		age(old...)
 		age(pending)
 
