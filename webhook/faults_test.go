@@ -171,7 +171,7 @@ func TestServerErrorStorm(t *testing.T) {
 		rc := newReceiver(t, statuses(codes...))
 		e, _ := h.endpoint(rc.url(), nil)
 		h.start(webhook.Config{Schedule: fastRetries(200, 20*time.Millisecond)})
-		evs := h.emitN(30, "link.clicked")
+		evs := h.emitN(30, "link.created")
 		eventually(t, "every event delivered", func() bool { return h.allSucceeded(evs, e.ID) })
 		deliveredOnce(t, rc, failures, evs)
 	})
