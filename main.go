@@ -27,15 +27,15 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/switchboard/switchboard/apikey"
-	"github.com/switchboard/switchboard/clicks"
 	"github.com/switchboard/switchboard/console"
-	"github.com/switchboard/switchboard/egress"
 	"github.com/switchboard/switchboard/handlers"
-	"github.com/switchboard/switchboard/linkcache"
-	"github.com/switchboard/switchboard/modelcatalog"
+	"github.com/switchboard/switchboard/internal/apikey"
+	"github.com/switchboard/switchboard/internal/egress"
+	"github.com/switchboard/switchboard/internal/links/clicks"
+	"github.com/switchboard/switchboard/internal/links/linkcache"
+	"github.com/switchboard/switchboard/internal/modelcatalog"
+	"github.com/switchboard/switchboard/internal/webhook"
 	"github.com/switchboard/switchboard/store"
-	"github.com/switchboard/switchboard/webhook"
 )
 
 func main() {

@@ -21,9 +21,9 @@ import (
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 	"github.com/uptrace/bun"
 
+	"github.com/switchboard/switchboard/internal/webhook"
 	"github.com/switchboard/switchboard/store"
 	"github.com/switchboard/switchboard/store/storetest"
-	"github.com/switchboard/switchboard/webhook"
 )
 
 // webhookEnv lets the servers of these tests deliver to receivers on the loopback interface.

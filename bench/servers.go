@@ -18,9 +18,9 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver for the admin connection
 	"github.com/labstack/echo/v4"
 
-	"github.com/switchboard/switchboard/apikey"
-	"github.com/switchboard/switchboard/clicks"
 	"github.com/switchboard/switchboard/handlers"
+	"github.com/switchboard/switchboard/internal/apikey"
+	"github.com/switchboard/switchboard/internal/links/clicks"
 	"github.com/switchboard/switchboard/store"
 	"github.com/switchboard/switchboard/store/storetest"
 )

@@ -18,9 +18,9 @@ import (
 
 	"github.com/uptrace/bun"
 
-	"github.com/switchboard/switchboard/egress"
+	"github.com/switchboard/switchboard/internal/egress"
+	"github.com/switchboard/switchboard/internal/webhook"
 	"github.com/switchboard/switchboard/store"
-	"github.com/switchboard/switchboard/webhook"
 )
 
 // The webhook rows measure the dispatcher with its production settings (32 workers, 4 per endpoint) delivering to

@@ -28,7 +28,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/switchboard/switchboard/ratelimit"
+	"github.com/switchboard/switchboard/internal/ratelimit"
 	"github.com/switchboard/switchboard/store"
 )
 

@@ -10,7 +10,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/switchboard/switchboard/apikey"
+	"github.com/switchboard/switchboard/internal/apikey"
 	"github.com/switchboard/switchboard/store"
 )
 

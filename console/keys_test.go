@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/switchboard/switchboard/apikey"
 	"github.com/switchboard/switchboard/console"
+	"github.com/switchboard/switchboard/internal/apikey"
 	"github.com/switchboard/switchboard/store"
 	"github.com/switchboard/switchboard/store/storetest"
 )

@@ -13,8 +13,8 @@ import (
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/labstack/echo/v4"
 
-	"github.com/switchboard/switchboard/apikey"
-	"github.com/switchboard/switchboard/ratelimit"
+	"github.com/switchboard/switchboard/internal/apikey"
+	"github.com/switchboard/switchboard/internal/ratelimit"
 )
 
 // authenticate is the validator's AuthenticationFunc for bearerAuth. In order: header shape, key checksum, cache,

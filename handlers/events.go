@@ -6,8 +6,8 @@ import (
 	"fmt"
 
 	"github.com/switchboard/switchboard/gen"
+	"github.com/switchboard/switchboard/internal/webhook"
 	"github.com/switchboard/switchboard/store"
-	"github.com/switchboard/switchboard/webhook"
 )
 
 // ListEvents answers GET /api/v1/events: newest first, or with after=evt_… oldest first from that event (the pull

@@ -17,8 +17,8 @@ import (
 	"github.com/getkin/kin-openapi/routers/gorillamux"
 
 	"github.com/switchboard/switchboard/api"
-	"github.com/switchboard/switchboard/apikey"
 	"github.com/switchboard/switchboard/handlers"
+	"github.com/switchboard/switchboard/internal/apikey"
 	"github.com/switchboard/switchboard/store"
 	"github.com/switchboard/switchboard/store/storetest"
 )

@@ -19,8 +19,8 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/labstack/echo/v4"
 
+	"github.com/switchboard/switchboard/internal/webhook"
 	"github.com/switchboard/switchboard/store"
-	"github.com/switchboard/switchboard/webhook"
 )
 
 // Idempotency-Key (DESIGN §4). An operation opts in by declaring the header parameter in the spec; for requests

@@ -25,9 +25,9 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/uptrace/bun"
 
-	"github.com/switchboard/switchboard/apikey"
-	"github.com/switchboard/switchboard/egress"
 	"github.com/switchboard/switchboard/gen"
+	"github.com/switchboard/switchboard/internal/apikey"
+	"github.com/switchboard/switchboard/internal/egress"
 	"github.com/switchboard/switchboard/store"
 	"github.com/switchboard/switchboard/store/storetest"
 )

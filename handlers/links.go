@@ -18,7 +18,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/switchboard/switchboard/gen"
-	"github.com/switchboard/switchboard/shortlink"
+	"github.com/switchboard/switchboard/internal/links"
 	"github.com/switchboard/switchboard/store"
 )
 
@@ -30,12 +30,12 @@ type linkRules struct {
 	defaultDomain string
 	// domains are the short domains links may be created on (the default one included), lower-case.
 	domains map[string]bool
-	policy  shortlink.Policy
+	policy  links.Policy
 	// tombstone is how long a deleted or re-slugged link's slug stays reserved to its workspace.
 	tombstone time.Duration
 	// reserved is recomputed whenever routes are added (New, Mount).
-	reserved atomic.Pointer[shortlink.Reserved]
-	// drawSlug draws a random slug (shortlink.Generate; tests draw collisions with their own).
+	reserved atomic.Pointer[links.Reserved]
+	// drawSlug draws a random slug (links.Generate; tests draw collisions with their own).
 	drawSlug func() string
 }
 
@@ -58,7 +58,7 @@ func newLinkRules(baseURL string, o LinkOptions) (*linkRules, error) {
 		return nil, fmt.Errorf("base URL %q: %w", baseURL, err)
 	}
 	r := &linkRules{scheme: u.Scheme, defaultDomain: strings.ToLower(u.Host), tombstone: o.TombstonePeriod,
-		domains: map[string]bool{strings.ToLower(u.Host): true}, drawSlug: shortlink.Generate}
+		domains: map[string]bool{strings.ToLower(u.Host): true}, drawSlug: links.Generate}
 	if r.tombstone <= 0 {
 		r.tombstone = 30 * 24 * time.Hour
 	}
@@ -71,8 +71,8 @@ func newLinkRules(baseURL string, o LinkOptions) (*linkRules, error) {
 		r.domains[d] = true
 		own = append(own, d)
 	}
-	r.policy = shortlink.NewPolicy(o.AllowedSchemes, o.BlockedHosts, own)
-	empty := shortlink.NewReserved(shortlink.StaticReserved, nil)
+	r.policy = links.NewPolicy(o.AllowedSchemes, o.BlockedHosts, own)
+	empty := links.NewReserved(links.StaticReserved, nil)
 	r.reserved.Store(&empty)
 	return r, nil
 }
@@ -84,13 +84,13 @@ func (r *linkRules) reserveRoutes(e *echo.Echo) {
 	for _, rt := range e.Routes() {
 		paths = append(paths, rt.Path)
 	}
-	set := shortlink.NewReserved(shortlink.StaticReserved, paths)
+	set := links.NewReserved(links.StaticReserved, paths)
 	r.reserved.Store(&set)
 }
 
 // shortURL is where a link answers.
 func (r *linkRules) shortURL(domain, slug string) string {
-	return shortlink.ShortURL(r.scheme, domain, slug)
+	return links.ShortURL(r.scheme, domain, slug)
 }
 
 // utmParams maps the API's UTM members to the query parameters stored on the link (and added by redirects).

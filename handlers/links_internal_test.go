@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/switchboard/switchboard/apikey"
 	"github.com/switchboard/switchboard/gen"
+	"github.com/switchboard/switchboard/internal/apikey"
 	"github.com/switchboard/switchboard/store"
 	"github.com/switchboard/switchboard/store/storetest"
 )

@@ -18,7 +18,7 @@ import (
 
 	"github.com/switchboard/switchboard/gen"
 	"github.com/switchboard/switchboard/handlers"
-	"github.com/switchboard/switchboard/shortlink"
+	"github.com/switchboard/switchboard/internal/links"
 	"github.com/switchboard/switchboard/store"
 	"github.com/switchboard/switchboard/store/storetest"
 )
@@ -123,8 +123,8 @@ func TestCreateLink(t *testing.T) {
 	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
 		e := newLinkEnv(t, db, handlers.Config{})
 		l := e.create(`{"destination_url":"https://example.com/launch"}`)
-		if len(l.Slug) != shortlink.GeneratedLength || strings.Trim(l.Slug, shortlink.Alphabet) != "" {
-			t.Errorf("generated slug %q: want %d characters of the alphabet", l.Slug, shortlink.GeneratedLength)
+		if len(l.Slug) != links.GeneratedLength || strings.Trim(l.Slug, links.Alphabet) != "" {
+			t.Errorf("generated slug %q: want %d characters of the alphabet", l.Slug, links.GeneratedLength)
 		}
 		if l.Domain != e.domain || l.ShortUrl != "https://"+e.domain+"/"+l.Slug || l.Status != "active" ||
 			l.RedirectType != 302 || !l.ForwardQuery || l.Archived || l.Clicks != 0 || len(l.Tags) != 0 {

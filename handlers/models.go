@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/switchboard/switchboard/gen"
-	"github.com/switchboard/switchboard/modelcatalog"
+	"github.com/switchboard/switchboard/internal/modelcatalog"
 )
 
 // ListModels answers GET /api/v1/models with the models enabled for the key's workspace. The JSON of each distinct

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/switchboard/switchboard/handlers"
-	"github.com/switchboard/switchboard/modelcatalog"
+	"github.com/switchboard/switchboard/internal/modelcatalog"
 	"github.com/switchboard/switchboard/store"
 	"github.com/switchboard/switchboard/store/storetest"
 )

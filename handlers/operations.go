@@ -11,7 +11,7 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3"
 
-	"github.com/switchboard/switchboard/apikey"
+	"github.com/switchboard/switchboard/internal/apikey"
 )
 
 // operation is what the server enforces for one operation of the spec, read once at start-up. Scopes, deprecation

@@ -17,10 +17,10 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/uptrace/bun"
 
-	"github.com/switchboard/switchboard/clicks"
 	"github.com/switchboard/switchboard/gen"
-	"github.com/switchboard/switchboard/linkcache"
-	"github.com/switchboard/switchboard/shortlink"
+	"github.com/switchboard/switchboard/internal/links"
+	"github.com/switchboard/switchboard/internal/links/clicks"
+	"github.com/switchboard/switchboard/internal/links/linkcache"
 	"github.com/switchboard/switchboard/store"
 )
 
@@ -118,7 +118,7 @@ func (s *Server) closeRedirects() {
 func (s *Server) redirect(c echo.Context) error {
 	req := c.Request()
 	slug, preview := strings.CutSuffix(c.Param("slug"), "+")
-	if !shortlink.ValidSlug(slug) {
+	if !links.ValidSlug(slug) {
 		return s.noSuchLink(c)
 	}
 	now := time.Now()

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/switchboard/switchboard/clicks"
+	"github.com/switchboard/switchboard/internal/links/clicks"
 	"github.com/switchboard/switchboard/store/storetest"
 )
 

@@ -14,9 +14,9 @@ import (
 
 	"github.com/uptrace/bun"
 
-	"github.com/switchboard/switchboard/clicks"
 	"github.com/switchboard/switchboard/gen"
 	"github.com/switchboard/switchboard/handlers"
+	"github.com/switchboard/switchboard/internal/links/clicks"
 	"github.com/switchboard/switchboard/store"
 	"github.com/switchboard/switchboard/store/storetest"
 )

@@ -6,7 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 
-	"github.com/switchboard/switchboard/apikey"
+	"github.com/switchboard/switchboard/internal/apikey"
 )
 
 // requestState is what the layers of one request share: set up by requestContext, completed by authenticate, read

@@ -20,13 +20,13 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/oklog/ulid/v2"
 
-	"github.com/switchboard/switchboard/apikey"
-	"github.com/switchboard/switchboard/egress"
 	"github.com/switchboard/switchboard/gen"
-	"github.com/switchboard/switchboard/modelcatalog"
-	"github.com/switchboard/switchboard/ratelimit"
+	"github.com/switchboard/switchboard/internal/apikey"
+	"github.com/switchboard/switchboard/internal/egress"
+	"github.com/switchboard/switchboard/internal/modelcatalog"
+	"github.com/switchboard/switchboard/internal/ratelimit"
+	"github.com/switchboard/switchboard/internal/webhook"
 	"github.com/switchboard/switchboard/store"
-	"github.com/switchboard/switchboard/webhook"
 )
 
 // Config is the HTTP layer's configuration; zero values take the documented defaults.

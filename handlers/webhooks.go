@@ -10,10 +10,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/switchboard/switchboard/egress"
 	"github.com/switchboard/switchboard/gen"
+	"github.com/switchboard/switchboard/internal/egress"
+	"github.com/switchboard/switchboard/internal/webhook"
 	"github.com/switchboard/switchboard/store"
-	"github.com/switchboard/switchboard/webhook"
 )
 
 // Webhook endpoint limits the spec does not state as schema constraints.

@@ -21,13 +21,13 @@ import (
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 	"github.com/uptrace/bun"
 
-	"github.com/switchboard/switchboard/egress"
 	"github.com/switchboard/switchboard/gen"
 	"github.com/switchboard/switchboard/gen/client"
 	"github.com/switchboard/switchboard/handlers"
+	"github.com/switchboard/switchboard/internal/egress"
+	"github.com/switchboard/switchboard/internal/webhook"
 	"github.com/switchboard/switchboard/store"
 	"github.com/switchboard/switchboard/store/storetest"
-	"github.com/switchboard/switchboard/webhook"
 )
 
 // hooks is a server whose webhook engine may reach receivers on 127.0.0.0/8 over http, with a workspace, keys and

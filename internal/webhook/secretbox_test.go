@@ -12,7 +12,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/switchboard/switchboard/webhook"
+	"github.com/switchboard/switchboard/internal/webhook"
 )
 
 // sealedShape is the text Seal stores in a TEXT column.

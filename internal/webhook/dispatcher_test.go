@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchboard/switchboard/internal/webhook"
 	"github.com/switchboard/switchboard/store"
 	"github.com/switchboard/switchboard/store/storetest"
-	"github.com/switchboard/switchboard/webhook"
 )
 
 // A queued event arrives signed, verifiable with the official Standard Webhooks library, in the DESIGN's envelope,

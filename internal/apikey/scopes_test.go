@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/switchboard/switchboard/apikey"
+	"github.com/switchboard/switchboard/internal/apikey"
 )
 
 func TestAllListsTheCatalogueInDisplayOrder(t *testing.T) {

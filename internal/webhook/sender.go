@@ -11,7 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/switchboard/switchboard/egress"
+	"github.com/switchboard/switchboard/internal/egress"
 	"github.com/switchboard/switchboard/store"
 )
 

@@ -19,7 +19,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/switchboard/switchboard/webhook"
+	"github.com/switchboard/switchboard/internal/webhook"
 )
 
 func TestDefaultSchedule(t *testing.T) {

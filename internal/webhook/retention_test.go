@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchboard/switchboard/internal/webhook"
 	"github.com/switchboard/switchboard/store"
 	"github.com/switchboard/switchboard/store/storetest"
-	"github.com/switchboard/switchboard/webhook"
 )
 
 // The dispatcher prunes events past the retention period as it starts, with their deliveries, but keeps an old

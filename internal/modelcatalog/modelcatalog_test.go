@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/switchboard/switchboard/modelcatalog"
+	"github.com/switchboard/switchboard/internal/modelcatalog"
 )
 
 func ids(ms []modelcatalog.Model) []string {

@@ -20,10 +20,10 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/switchboard/switchboard/api"
-	"github.com/switchboard/switchboard/egress"
+	"github.com/switchboard/switchboard/internal/egress"
+	"github.com/switchboard/switchboard/internal/webhook"
 	"github.com/switchboard/switchboard/store"
 	"github.com/switchboard/switchboard/store/storetest"
-	"github.com/switchboard/switchboard/webhook"
 )
 
 func TestMain(m *testing.M) { storetest.Main(m) }

@@ -11,8 +11,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/uptrace/bun"
 
-	"github.com/switchboard/switchboard/egress"
-	"github.com/switchboard/switchboard/ratelimit"
+	"github.com/switchboard/switchboard/internal/egress"
+	"github.com/switchboard/switchboard/internal/ratelimit"
 	"github.com/switchboard/switchboard/store"
 )
 

@@ -13,7 +13,7 @@ import (
 
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
-	"github.com/switchboard/switchboard/webhook"
+	"github.com/switchboard/switchboard/internal/webhook"
 )
 
 // secretShape is "whsec_" and the padded standard base64 of 32 bytes.

@@ -1,6 +1,6 @@
-// Package shortlink holds the rules of short links that need no database: slug generation and validation, the
+// Package links holds the rules of short links that need no database: slug generation and validation, the
 // reserved words, destination URL checks and short URL building. Everything here is a pure function of its inputs.
-package shortlink
+package links
 
 import (
 	"crypto/rand"

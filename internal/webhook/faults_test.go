@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/switchboard/switchboard/egress"
+	"github.com/switchboard/switchboard/internal/egress"
+	"github.com/switchboard/switchboard/internal/webhook"
 	"github.com/switchboard/switchboard/store"
 	"github.com/switchboard/switchboard/store/storetest"
-	"github.com/switchboard/switchboard/webhook"
 )
 
 // fastRetries is a schedule of n attempts, the retries every step apart.

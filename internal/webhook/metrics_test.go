@@ -9,9 +9,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/switchboard/switchboard/internal/webhook"
 	"github.com/switchboard/switchboard/store"
 	"github.com/switchboard/switchboard/store/storetest"
-	"github.com/switchboard/switchboard/webhook"
 )
 
 // metricValue sums the samples of a metric family whose labels include want (a counter's value, a gauge's, or a
