@@ -3,4 +3,3 @@ package main
 // Code generation. Tool versions are pinned by the `tool` directives in go.mod; run `make generate` from the root.
 
 //go:generate go tool oapi-codegen -config oapi-codegen.yaml api/openapi.yaml
-//go:generate go tool oapi-codegen -config api/client.oapi-codegen.yaml api/openapi.yaml

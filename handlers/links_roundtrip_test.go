@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/switchboard/switchboard/gen/client"
+	"github.com/switchboard/switchboard/gen"
 	"github.com/switchboard/switchboard/handlers"
 	"github.com/switchboard/switchboard/store"
 	"github.com/switchboard/switchboard/store/storetest"
@@ -16,7 +16,7 @@ import (
 func TestLinksThroughGeneratedClient(t *testing.T) {
 	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
 		e := newLinkEnv(t, db, handlers.Config{})
-		c, err := client.NewClientWithResponses(e.url, client.WithRequestEditorFn(func(_ context.Context, r *http.Request) error {
+		c, err := gen.NewClientWithResponses(e.url, gen.WithRequestEditorFn(func(_ context.Context, r *http.Request) error {
 			r.Header.Set("Authorization", "Bearer "+e.key)
 			return nil
 		}))
@@ -25,11 +25,11 @@ func TestLinksThroughGeneratedClient(t *testing.T) {
 		}
 		ctx := context.Background()
 		slug := "sdk-link"
-		created, err := c.CreateLinkWithResponse(ctx, nil, client.CreateLinkJSONRequestBody{DestinationUrl: "https://example.com/sdk", Slug: &slug})
+		created, err := c.CreateLinkWithResponse(ctx, nil, gen.CreateLinkJSONRequestBody{DestinationUrl: "https://example.com/sdk", Slug: &slug})
 		if err != nil || created.JSON201 == nil || created.JSON201.Slug != slug {
 			t.Fatalf("create: %v %s", err, created.Body)
 		}
-		again, err := c.CreateLinkWithResponse(ctx, nil, client.CreateLinkJSONRequestBody{DestinationUrl: "https://example.com/sdk", Slug: &slug})
+		again, err := c.CreateLinkWithResponse(ctx, nil, gen.CreateLinkJSONRequestBody{DestinationUrl: "https://example.com/sdk", Slug: &slug})
 		if err != nil || again.ApplicationproblemJSON409 == nil || again.ApplicationproblemJSON409.Code != "slug_taken" {
 			t.Fatalf("second create: %v %s", err, again.Body)
 		}
@@ -38,7 +38,7 @@ func TestLinksThroughGeneratedClient(t *testing.T) {
 		if err != nil || upd.JSON200 == nil || *upd.JSON200.Title != "SDK" {
 			t.Fatalf("update: %v %s", err, upd.Body)
 		}
-		stats, err := c.GetLinkStatsWithResponse(ctx, id, &client.GetLinkStatsParams{})
+		stats, err := c.GetLinkStatsWithResponse(ctx, id, &gen.GetLinkStatsParams{})
 		if err != nil || stats.JSON200 == nil || stats.JSON200.LinkId != id || stats.JSON200.Totals.Humans != 0 {
 			t.Fatalf("stats: %v %s", err, stats.Body)
 		}

@@ -5,7 +5,7 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/switchboard/switchboard/gen/client"
+	"github.com/switchboard/switchboard/gen"
 	"github.com/switchboard/switchboard/handlers"
 	"github.com/switchboard/switchboard/store"
 	"github.com/switchboard/switchboard/store/storetest"
@@ -16,7 +16,7 @@ func TestGeneratedClientRoundTrip(t *testing.T) {
 	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db, handlers.Config{})
 		key, _ := e.key(e.workspace("Acme").ID, "models:read")
-		c, err := client.NewClientWithResponses(e.url, client.WithRequestEditorFn(func(_ context.Context, r *http.Request) error {
+		c, err := gen.NewClientWithResponses(e.url, gen.WithRequestEditorFn(func(_ context.Context, r *http.Request) error {
 			r.Header.Set("Authorization", "Bearer "+key)
 			return nil
 		}))

@@ -22,7 +22,6 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/switchboard/switchboard/gen"
-	"github.com/switchboard/switchboard/gen/client"
 	"github.com/switchboard/switchboard/handlers"
 	"github.com/switchboard/switchboard/internal/egress"
 	"github.com/switchboard/switchboard/internal/webhook"
@@ -639,8 +638,8 @@ func TestWebhookClientRoundTrip(t *testing.T) {
 		c := newClient(t, h.url, h.write)
 		ctx := context.Background()
 		desc := "via the client"
-		created, err := c.CreateWebhookWithResponse(ctx, nil, client.WebhookCreate{Url: "http://127.0.0.1:9/hook",
-			Events: []string{"webhook.*"}, Description: &desc, Headers: &client.WebhookHeaders{"X-Auth": "v"}})
+		created, err := c.CreateWebhookWithResponse(ctx, nil, gen.WebhookCreate{Url: "http://127.0.0.1:9/hook",
+			Events: []string{"webhook.*"}, Description: &desc, Headers: &gen.WebhookHeaders{"X-Auth": "v"}})
 		if err != nil || created.JSON201 == nil || created.JSON201.Secret == "" || created.JSON201.HeaderNames[0] != "X-Auth" {
 			t.Fatalf("create: %v %s", err, created.Body)
 		}
@@ -650,24 +649,24 @@ func TestWebhookClientRoundTrip(t *testing.T) {
 			t.Fatalf("get: %v %s", err, got.Body)
 		}
 		limit := nullable.NewNullableWithValue(7)
-		upd, err := c.UpdateWebhookWithResponse(ctx, id, nil, client.WebhookUpdate{RateLimit: limit})
+		upd, err := c.UpdateWebhookWithResponse(ctx, id, nil, gen.WebhookUpdate{RateLimit: limit})
 		if err != nil || upd.JSON200 == nil || upd.JSON200.RateLimit == nil || *upd.JSON200.RateLimit != 7 {
 			t.Fatalf("update: %v %s", err, upd.Body)
 		}
-		upd, err = c.UpdateWebhookWithResponse(ctx, id, nil, client.WebhookUpdate{RateLimit: nullable.NewNullNullable[int]()})
+		upd, err = c.UpdateWebhookWithResponse(ctx, id, nil, gen.WebhookUpdate{RateLimit: nullable.NewNullNullable[int]()})
 		if err != nil || upd.JSON200 == nil || upd.JSON200.RateLimit != nil {
 			t.Fatalf("clear the rate limit: %v %s", err, upd.Body)
 		}
-		list, err := c.ListWebhooksWithResponse(ctx, &client.ListWebhooksParams{})
+		list, err := c.ListWebhooksWithResponse(ctx, &gen.ListWebhooksParams{})
 		if err != nil || list.JSON200 == nil || len(list.JSON200.Data) != 1 || list.JSON200.NextCursor != nil {
 			t.Fatalf("list: %v %s", err, list.Body)
 		}
 		paused, err := c.PauseWebhookWithResponse(ctx, id)
-		if err != nil || paused.JSON200 == nil || paused.JSON200.Status != client.WebhookStatusPaused {
+		if err != nil || paused.JSON200 == nil || paused.JSON200.Status != gen.WebhookStatusPaused {
 			t.Fatalf("pause: %v %s", err, paused.Body)
 		}
 		ev := h.ping()
-		dls, err := c.ListWebhookDeliveriesWithResponse(ctx, id, &client.ListWebhookDeliveriesParams{})
+		dls, err := c.ListWebhookDeliveriesWithResponse(ctx, id, &gen.ListWebhookDeliveriesParams{})
 		if err != nil || dls.JSON200 == nil || len(dls.JSON200.Data) != 1 || dls.JSON200.Data[0].EventId != ev.ID {
 			t.Fatalf("deliveries: %v %s", err, dls.Body)
 		}
@@ -675,7 +674,7 @@ func TestWebhookClientRoundTrip(t *testing.T) {
 		if err != nil || one.JSON200 == nil || one.JSON200.Event == nil || one.JSON200.Event.Id != ev.ID {
 			t.Fatalf("delivery: %v %s", err, one.Body)
 		}
-		evs, err := c.ListEventsWithResponse(ctx, &client.ListEventsParams{After: nil})
+		evs, err := c.ListEventsWithResponse(ctx, &gen.ListEventsParams{After: nil})
 		if err != nil || evs.JSON200 == nil || len(evs.JSON200.Data) != 1 {
 			t.Fatalf("events: %v %s", err, evs.Body)
 		}
@@ -699,9 +698,9 @@ func TestWebhookClientRoundTrip(t *testing.T) {
 }
 
 // newClient returns the generated client, authenticated with key.
-func newClient(t *testing.T, url, key string) *client.ClientWithResponses {
+func newClient(t *testing.T, url, key string) *gen.ClientWithResponses {
 	t.Helper()
-	c, err := client.NewClientWithResponses(url, client.WithRequestEditorFn(func(_ context.Context, r *http.Request) error {
+	c, err := gen.NewClientWithResponses(url, gen.WithRequestEditorFn(func(_ context.Context, r *http.Request) error {
 		r.Header.Set("Authorization", "Bearer "+key)
 		return nil
 	}))
