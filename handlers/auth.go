@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/switchboard/switchboard/internal/problem"
 	"math"
 	"net/http"
 	"strconv"
@@ -30,11 +31,11 @@ func (s *Server) authenticate(_ context.Context, in *openapi3filter.Authenticati
 	key, err := s.verifier.Verify(req.Context(), token)
 	switch {
 	case errors.Is(err, apikey.ErrMalformed), errors.Is(err, apikey.ErrUnknown):
-		return unauthorized("invalid_api_key", "The API key is not valid. Check that it was copied whole; create keys at /user/api.")
+		return unauthorized(problem.InvalidAPIKey, "The API key is not valid. Check that it was copied whole; create keys at /user/api.")
 	case errors.Is(err, apikey.ErrRevoked):
-		return unauthorized("api_key_revoked", "This API key was revoked. Create a new key at /user/api.")
+		return unauthorized(problem.APIKeyRevoked, "This API key was revoked. Create a new key at /user/api.")
 	case errors.Is(err, apikey.ErrExpired):
-		return unauthorized("api_key_expired", fmt.Sprintf("This API key expired at %s. Create a new key at /user/api.",
+		return unauthorized(problem.APIKeyExpired, fmt.Sprintf("This API key expired at %s. Create a new key at /user/api.",
 			key.ExpiresAt.UTC().Format(time.RFC3339)))
 	case err != nil:
 		return fmt.Errorf("verify API key: %w", err)
@@ -45,7 +46,7 @@ func (s *Server) authenticate(_ context.Context, in *openapi3filter.Authenticati
 		if op != nil {
 			required = op.Scopes
 		}
-		p := newProblem("insufficient_scope", "This API key lacks the scope this operation needs: "+strings.Join(required, ", ")+".")
+		p := newProblem(problem.InsufficientScope, "This API key lacks the scope this operation needs: "+strings.Join(required, ", ")+".")
 		p.RequiredScopes = required
 		return p.withHeader(echo.HeaderWWWAuthenticate,
 			fmt.Sprintf(`Bearer realm="switchboard", error="insufficient_scope", scope=%q`, strings.Join(required, " ")))
@@ -60,19 +61,19 @@ func (s *Server) authenticate(_ context.Context, in *openapi3filter.Authenticati
 // bearerToken extracts the token of an "Authorization: Bearer …" header.
 func bearerToken(header string) (string, *Problem) {
 	if header == "" {
-		return "", newProblem("missing_api_key", `Send your API key as "Authorization: Bearer sb_sk_…". Create keys at /user/api.`).
+		return "", newProblem(problem.MissingAPIKey, `Send your API key as "Authorization: Bearer sb_sk_…". Create keys at /user/api.`).
 			withHeader(echo.HeaderWWWAuthenticate, `Bearer realm="switchboard"`)
 	}
 	scheme, token, ok := strings.Cut(header, " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
-		return "", unauthorized("invalid_api_key", `Use the Bearer scheme: "Authorization: Bearer sb_sk_…".`)
+		return "", unauthorized(problem.InvalidAPIKey, `Use the Bearer scheme: "Authorization: Bearer sb_sk_…".`)
 	}
 	return strings.TrimSpace(token), nil
 }
 
-func unauthorized(code, detail string) *Problem {
+func unauthorized(code problem.Code, detail string) *Problem {
 	return newProblem(code, detail).withHeader(echo.HeaderWWWAuthenticate,
-		fmt.Sprintf(`Bearer realm="switchboard", error="invalid_token", error_description=%q`, problemTypes[code].Title))
+		fmt.Sprintf(`Bearer realm="switchboard", error="invalid_token", error_description=%q`, title(code)))
 }
 
 // limit applies the key's and then the workspace's quota and sets the RateLimit-Policy and RateLimit headers.
@@ -115,7 +116,7 @@ func (s *Server) limit(h http.Header, key apikey.Key) *Problem {
 		violated = []string{"workspace"}
 	}
 	secs := max(1, ceilSeconds(retry))
-	p := newProblem("rate_limited", fmt.Sprintf("Too many requests for %s; retry in %d seconds.", who, secs))
+	p := newProblem(problem.RateLimited, fmt.Sprintf("Too many requests for %s; retry in %d seconds.", who, secs))
 	p.ViolatedPolicies = violated
 	return p.withHeader("Retry-After", strconv.Itoa(secs))
 }

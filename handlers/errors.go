@@ -3,6 +3,7 @@ package handlers
 import (
 	"errors"
 	"fmt"
+	"github.com/switchboard/switchboard/internal/problem"
 
 	"github.com/switchboard/switchboard/store"
 )
@@ -25,19 +26,19 @@ func storeProblem(err error, what, id string) error {
 		case "failing":
 			why = "This endpoint was disabled because its deliveries kept failing without a success"
 		}
-		return newProblem("webhook_disabled", fmt.Sprintf("%s. Enable it with POST /api/v1/webhooks/%s/enable "+
+		return newProblem(problem.WebhookDisabled, fmt.Sprintf("%s. Enable it with POST /api/v1/webhooks/%s/enable "+
 			"(with recover_since to send what it missed).", why, disabled.EndpointID))
 	case errors.As(err, &slug):
-		return newProblem("slug_taken", fmt.Sprintf("The slug %q is taken on %s.", slug.Slug, slug.Domain))
+		return newProblem(problem.SlugTaken, fmt.Sprintf("The slug %q is taken on %s.", slug.Slug, slug.Domain))
 	case errors.As(err, &external):
-		return newProblem("external_id_taken", fmt.Sprintf("Another link of this workspace has external_id %q.",
+		return newProblem(problem.ExternalIDTaken, fmt.Sprintf("Another link of this workspace has external_id %q.",
 			external.ExternalID))
 	case errors.Is(err, store.ErrDeliveryInFlight):
-		return newProblem("delivery_in_flight", "The delivery is being attempted right now; retry when the attempt is recorded (GET the delivery to see it).")
+		return newProblem(problem.DeliveryInFlight, "The delivery is being attempted right now; retry when the attempt is recorded (GET the delivery to see it).")
 	case errors.Is(err, store.ErrNotFound):
-		return newProblem("not_found", fmt.Sprintf("There is no %s %s in this workspace.", what, id))
+		return newProblem(problem.NotFound, fmt.Sprintf("There is no %s %s in this workspace.", what, id))
 	case errors.Is(err, store.ErrConflict):
-		return newProblem("conflict", "The request conflicts with the current state of the object.")
+		return newProblem(problem.Conflict, "The request conflicts with the current state of the object.")
 	}
 	return err
 }

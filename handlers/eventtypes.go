@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/switchboard/switchboard/internal/problem"
 	"slices"
 	"sort"
 	"strings"
@@ -105,7 +106,7 @@ func (s *Server) ListEventTypes(context.Context, gen.ListEventTypesRequestObject
 func (s *Server) GetEventType(_ context.Context, req gen.GetEventTypeRequestObject) (gen.GetEventTypeResponseObject, error) {
 	t, ok := s.eventTypes.Type(req.EventType)
 	if !ok {
-		return nil, newProblem("not_found", fmt.Sprintf("There is no event type %q. GET /api/v1/event-types lists them.", req.EventType))
+		return nil, newProblem(problem.NotFound, fmt.Sprintf("There is no event type %q. GET /api/v1/event-types lists them.", req.EventType))
 	}
 	return gen.GetEventType200JSONResponse{Body: t}, nil
 }

@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/switchboard/switchboard/internal/problem"
 	"io"
 	"log/slog"
 	"net/http"
@@ -111,10 +112,10 @@ func (m *idempotency) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 		case claimed:
 			return m.run(c, next, rec)
 		case rec.Fingerprint != fp:
-			return newProblem("idempotency_key_reused",
+			return newProblem(problem.IdempotencyKeyReused,
 				"This Idempotency-Key was used with a different request in the last 24 hours. Use a new key for a new request.")
 		case rec.CompletedAt == nil:
-			return newProblem("idempotency_request_in_progress",
+			return newProblem(problem.IdempotencyRequestInProgress,
 				"A request with this Idempotency-Key is still running. Retry in a moment to get its answer.").
 				withHeader("Retry-After", "1")
 		}

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/switchboard/switchboard/internal/problem"
 	"io"
 	"log/slog"
 	"net/http"
@@ -25,7 +26,6 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/uptrace/bun"
 
-	"github.com/switchboard/switchboard/gen"
 	"github.com/switchboard/switchboard/internal/apikey"
 	"github.com/switchboard/switchboard/internal/egress"
 	"github.com/switchboard/switchboard/store"
@@ -507,10 +507,7 @@ func TestIdempotencyClientErrorsAreReplayed(t *testing.T) {
 		e := newIdemServer(t, db)
 		secret, _ := e.apiKey("")
 		e.answerOnce(func(echo.Context) error {
-			p := newProblem("validation_failed", "The request has 1 invalid field.")
-			pointer := "/url"
-			p.Errors = []gen.ProblemFieldError{{Pointer: &pointer, Detail: "This URL cannot receive webhooks."}}
-			return p
+			return fromError(problem.Invalid("/url", "This URL cannot receive webhooks."))
 		})
 		r := idemRequest{key: secret, idemKey: "refused", body: webhookBody}
 		first := e.send(r)

@@ -114,14 +114,14 @@ func TestValidationProblems(t *testing.T) {
 			t.Fatalf("code %s", p.Code)
 		}
 		got := map[string]bool{}
-		for _, f := range p.Errors {
+		for _, f := range p.Fields {
 			switch {
-			case f.Parameter != nil:
-				got["parameter "+*f.Parameter] = true
-			case f.Header != nil:
-				got["header "+*f.Header] = true
-			case f.Pointer != nil:
-				got["pointer "+*f.Pointer] = true
+			case f.Parameter != "":
+				got["parameter "+f.Parameter] = true
+			case f.Header != "":
+				got["header "+f.Header] = true
+			case f.Pointer != "":
+				got["pointer "+f.Pointer] = true
 			}
 			if f.Detail == "" {
 				t.Errorf("field error without detail: %+v", f)
@@ -154,7 +154,7 @@ func TestValidationProblems(t *testing.T) {
 		req := httptest.NewRequest(http.MethodPost, "/api/v1/things", nil)
 		req.Header.Set("Content-Type", "application/json")
 		p := validate(t, req)
-		if p.Code != "validation_failed" || len(p.Errors) != 1 || p.Errors[0].Detail != "a request body is required" {
+		if p.Code != "validation_failed" || len(p.Fields) != 1 || p.Fields[0].Detail != "a request body is required" {
 			t.Errorf("problem %+v", p)
 		}
 	})

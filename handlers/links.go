@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/switchboard/switchboard/internal/problem"
 	"maps"
 	"net/url"
 	"reflect"
@@ -163,7 +164,7 @@ const (
 )
 
 // checkDomain returns the short domain a request names (the default one when it names none), lower-case.
-func (s *Server) checkDomain(errs *invalidFields, domain *string) string {
+func (s *Server) checkDomain(errs *problem.Fields, domain *string) string {
 	if domain == nil {
 		return s.links.defaultDomain
 	}
@@ -174,34 +175,34 @@ func (s *Server) checkDomain(errs *invalidFields, domain *string) string {
 			known = append(known, k)
 		}
 		slices.Sort(known)
-		errs.add("/domain", fmt.Sprintf("%s is not a short domain of this server; use one of: %s", *domain,
+		errs.Add("/domain", fmt.Sprintf("%s is not a short domain of this server; use one of: %s", *domain,
 			strings.Join(known, ", ")))
 	}
 	return d
 }
 
-func (s *Server) checkSlug(errs *invalidFields, slug string) {
+func (s *Server) checkSlug(errs *problem.Fields, slug string) {
 	if s.links.reserved.Load().Has(slug) {
-		errs.add("/slug", fmt.Sprintf("%q is reserved for the product's own pages; choose another slug", slug))
+		errs.Add("/slug", fmt.Sprintf("%q is reserved for the product's own pages; choose another slug", slug))
 	}
 }
 
 // checkLinkURL records why a destination or expired_url cannot be used.
-func (s *Server) checkLinkURL(errs *invalidFields, pointer, raw string) {
+func (s *Server) checkLinkURL(errs *problem.Fields, pointer, raw string) {
 	if err := s.links.policy.CheckDestination(raw); err != nil {
-		errs.add(pointer, err.Error())
+		errs.Add(pointer, err.Error())
 	}
 }
 
-func checkMetadata(errs *invalidFields, m gen.LinkMetadata) {
+func checkMetadata(errs *problem.Fields, m gen.LinkMetadata) {
 	b, err := json.Marshal(m)
 	switch {
 	case err != nil:
-		errs.add("/metadata", "must be a JSON object")
+		errs.Add("/metadata", "must be a JSON object")
 	case len(b) > maxMetadataBytes:
-		errs.add("/metadata", fmt.Sprintf("is %d bytes as JSON; the limit is %d", len(b), maxMetadataBytes))
+		errs.Add("/metadata", fmt.Sprintf("is %d bytes as JSON; the limit is %d", len(b), maxMetadataBytes))
 	case jsonDepth(map[string]any(m)) > maxMetadataDepth:
-		errs.add("/metadata", fmt.Sprintf("nests deeper than %d levels", maxMetadataDepth))
+		errs.Add("/metadata", fmt.Sprintf("nests deeper than %d levels", maxMetadataDepth))
 	}
 }
 
@@ -246,7 +247,7 @@ func (s *Server) generateSlug() string {
 // slug was drawn here (so a conflict is retried with another). A create may not expire at birth: an expires_at in
 // the past is refused (an update may set one, to expire a link at once).
 func (s *Server) newLink(workspaceID string, in gen.LinkCreate, now time.Time) (l store.Link, generated bool, p *Problem) {
-	var errs invalidFields
+	var errs problem.Fields
 	l = store.Link{WorkspaceID: workspaceID, DestinationURL: in.DestinationUrl, Title: in.Title,
 		ExternalID: in.ExternalId, ExpiredURL: in.ExpiredUrl, MaxClicks: in.MaxClicks, RedirectType: 302,
 		ForwardQuery: true, UTM: storeUTM(in.Utm)}
@@ -264,7 +265,7 @@ func (s *Server) newLink(workspaceID string, in gen.LinkCreate, now time.Time) (
 	if in.ExpiresAt != nil {
 		t := micro(*in.ExpiresAt)
 		if !t.After(now) {
-			errs.add("/expires_at", "must be in the future")
+			errs.Add("/expires_at", "must be in the future")
 		}
 		l.ExpiresAt = &t
 	}
@@ -277,7 +278,7 @@ func (s *Server) newLink(workspaceID string, in gen.LinkCreate, now time.Time) (
 	}
 	assign((*gen.LinkMetadata)(&l.Metadata), in.Metadata)
 	if len(errs) > 0 {
-		return l, false, errs.problem()
+		return l, false, fieldsProblem(errs)
 	}
 	return l, generated, nil
 }
@@ -303,7 +304,7 @@ func patchNullable[T any, N nullable[T]](dst **T, n N) {
 
 // linkPatch checks a LinkUpdate beyond its schema and returns the change it makes to a link.
 func (s *Server) linkPatch(in gen.LinkUpdate) (func(*store.Link), *Problem) {
-	var errs invalidFields
+	var errs problem.Fields
 	var domain string
 	if in.Domain != nil {
 		domain = s.checkDomain(&errs, in.Domain)
@@ -321,7 +322,7 @@ func (s *Server) linkPatch(in gen.LinkUpdate) (func(*store.Link), *Problem) {
 		checkMetadata(&errs, *in.Metadata)
 	}
 	if len(errs) > 0 {
-		return nil, errs.problem()
+		return nil, fieldsProblem(errs)
 	}
 	return func(l *store.Link) {
 		if in.Domain != nil {
@@ -573,7 +574,7 @@ func (s *Server) createBulkChunk(ctx context.Context, chunk []bulkItem, results 
 	})
 	if err != nil {
 		loggerFrom(ctx, s.log).Error("bulk link creation failed", "error", err, "items", len(chunk))
-		p := newProblem("internal_error", "The links of this item's batch could not be stored; retry the request.")
+		p := newProblem(problem.InternalError, "The links of this item's batch could not be stored; retry the request.")
 		for _, it := range chunk {
 			results[it.index] = bulkFailure(it.index, p)
 		}
@@ -594,11 +595,12 @@ func (s *Server) createBulkChunk(ctx context.Context, chunk []bulkItem, results 
 func bulkFailure(index int, err error) gen.LinkBulkItem {
 	var p *Problem
 	if !errors.As(err, &p) {
-		p = newProblem("internal_error", "The link could not be stored; retry the request.")
+		p = newProblem(problem.InternalError, "The link could not be stored; retry the request.")
 	}
-	e := gen.BulkItemError{Code: p.Code, Status: p.Status(), Detail: p.Detail}
-	if len(p.Errors) > 0 {
-		e.Errors = &p.Errors
+	e := gen.BulkItemError{Code: gen.ProblemCode(p.Code), Status: p.Status(), Detail: p.Detail}
+	if len(p.Fields) > 0 {
+		errs := fieldErrors(p.Fields)
+		e.Errors = &errs
 	}
 	return gen.LinkBulkItem{Index: index, Status: gen.LinkBulkItemStatusFailed, Error: &e}
 }
@@ -628,7 +630,7 @@ func (s *Server) LookupLink(ctx context.Context, req gen.LookupLinkRequestObject
 	}
 	l, err := s.db.Links.ByKey(ctx, key.WorkspaceID, store.LinkKey{Domain: domain, SlugKey: store.SlugKey(req.Params.Slug)})
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, newProblem("not_found", fmt.Sprintf("This workspace has no link %s/%s.", domain, req.Params.Slug))
+		return nil, newProblem(problem.NotFound, fmt.Sprintf("This workspace has no link %s/%s.", domain, req.Params.Slug))
 	}
 	if err != nil {
 		return nil, err

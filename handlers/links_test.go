@@ -469,7 +469,7 @@ func TestCreateLinksBulk(t *testing.T) {
 				}
 				continue
 			}
-			if d.Error == nil || d.Error.Code != w.code {
+			if d.Error == nil || string(d.Error.Code) != w.code {
 				t.Errorf("item %d: error %+v, want %s", i, d.Error, w.code)
 				continue
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/switchboard/switchboard/internal/problem"
 	"net/http"
 	"strings"
 
@@ -62,7 +63,7 @@ func (s *Server) GetModel(ctx context.Context, req gen.GetModelRequestObject) (g
 	}
 	m, ok := s.cfg.Models.Get(req.Model, key.EnabledModels)
 	if !ok {
-		p := newProblem("model_not_found", fmt.Sprintf("No model %q is enabled for this workspace. GET /api/v1/models lists them.", req.Model))
+		p := newProblem(problem.ModelNotFound, fmt.Sprintf("No model %q is enabled for this workspace. GET /api/v1/models lists them.", req.Model))
 		return gen.GetModel404ApplicationProblemPlusJSONResponse{NotFoundApplicationProblemPlusJSONResponse: gen.NotFoundApplicationProblemPlusJSONResponse{Body: p.body(ctx)}}, nil
 	}
 	return gen.GetModel200JSONResponse{Body: s.models[m.ID]}, nil

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/switchboard/switchboard/internal/problem"
 	"html/template"
 	"net/http"
 	"strings"
@@ -70,7 +71,7 @@ func (s *Server) readyz(c echo.Context) error {
 	defer cancel()
 	if err := s.db.Ping(ctx); err != nil {
 		loggerFrom(ctx, s.log).Warn("readiness check failed", "error", err)
-		return newProblem("service_unavailable", "The database does not answer.").withHeader("Retry-After", "5")
+		return newProblem(problem.ServiceUnavailable, "The database does not answer.").withHeader("Retry-After", "5")
 	}
 	return c.JSON(http.StatusOK, map[string]string{"status": "ok", "database": string(s.db.Dialect())})
 }
@@ -91,21 +92,13 @@ The <a href="/docs/">API reference</a> lists which operation returns which.</p>
 // problemsPage documents every problem code; /problems/{code} is the page's anchor for that code.
 func (s *Server) problemsPage(c echo.Context) error {
 	if code := c.Param("code"); code != "" {
-		if _, ok := problemTypes[code]; !ok {
-			return newProblem("not_found", fmt.Sprintf("There is no error code %q.", code))
+		if _, ok := problem.Lookup(problem.Code(code)); !ok {
+			return newProblem(problem.NotFound, fmt.Sprintf("There is no error code %q.", code))
 		}
 		return c.Redirect(http.StatusFound, "/problems#"+code)
 	}
-	type row struct {
-		Code string
-		problemType
-	}
-	var rows []row
-	for _, code := range problemCodes() {
-		rows = append(rows, row{code, problemTypes[code]})
-	}
 	var buf bytes.Buffer
-	if err := problemsTemplate.Execute(&buf, rows); err != nil {
+	if err := problemsTemplate.Execute(&buf, problem.All()); err != nil {
 		return err
 	}
 	return c.HTMLBlob(http.StatusOK, buf.Bytes())

@@ -2,15 +2,21 @@ package handlers_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"reflect"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/getkin/kin-openapi/openapi3"
 
 	"gopkg.in/yaml.v3"
 
 	"github.com/switchboard/switchboard/api"
 	"github.com/switchboard/switchboard/handlers"
+	problemtable "github.com/switchboard/switchboard/internal/problem"
 	"github.com/switchboard/switchboard/store"
 	"github.com/switchboard/switchboard/store/storetest"
 )
@@ -70,12 +76,61 @@ func TestInteractiveReference(t *testing.T) {
 	}
 }
 
+// The problem table in code is the truth; the spec's ProblemCode enum, the error table of the spec's introduction
+// and the /problems page must say the same, code for code and status for status.
 func TestProblemCatalogue(t *testing.T) {
+	want := map[string]int{}
+	for _, pt := range problemtable.All() {
+		want[string(pt.Code)] = pt.Status
+	}
+
+	doc, err := openapi3.NewLoader().LoadFromData(api.Spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	enum := map[string]bool{}
+	for _, v := range doc.Components.Schemas["ProblemCode"].Value.Enum {
+		enum[v.(string)] = true
+	}
+	for code := range want {
+		if !enum[code] {
+			t.Errorf("ProblemCode enum of the spec lacks %s", code)
+		}
+	}
+	for code := range enum {
+		if _, ok := want[code]; !ok {
+			t.Errorf("ProblemCode enum of the spec has %s, which is not in the problem table", code)
+		}
+	}
+
+	// Rows of the introduction's table: | 409 | `conflict`, `slug_taken` | meaning |
+	row := regexp.MustCompile("(?m)^\\s*\\| (\\d{3}) \\| ((?:`[a-z_]+`(?:, )?)+) \\|")
+	documented := map[string]int{}
+	for _, m := range row.FindAllStringSubmatch(doc.Info.Description, -1) {
+		status, _ := strconv.Atoi(m[1])
+		for _, code := range regexp.MustCompile("`([a-z_]+)`").FindAllStringSubmatch(m[2], -1) {
+			if _, twice := documented[code[1]]; twice {
+				t.Errorf("the spec's error table lists %s twice", code[1])
+			}
+			documented[code[1]] = status
+		}
+	}
+	for code, status := range want {
+		if got, ok := documented[code]; !ok || got != status {
+			t.Errorf("the spec's error table has %s at %d, want %d", code, got, status)
+		}
+	}
+	for code := range documented {
+		if _, ok := want[code]; !ok {
+			t.Errorf("the spec's error table lists %s, which is not in the problem table", code)
+		}
+	}
+
 	e := newEnv(t, storetest.SQLite(t), handlers.Config{})
 	page := string(e.do(request{path: "/problems"}).body)
-	for _, code := range []string{"validation_failed", "missing_api_key", "insufficient_scope", "rate_limited", "internal_error"} {
-		if !strings.Contains(page, `id="`+code+`"`) {
-			t.Errorf("/problems lacks %s", code)
+	for _, pt := range problemtable.All() {
+		if !strings.Contains(page, fmt.Sprintf(`<tr id="%s"><td>%d</td>`, pt.Code, pt.Status)) {
+			t.Errorf("/problems lacks %s with status %d", pt.Code, pt.Status)
 		}
 	}
 	e.do(request{path: "/problems/no_such_code"}).problem(t, http.StatusNotFound, "not_found")

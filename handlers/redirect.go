@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/switchboard/switchboard/internal/problem"
 	"html/template"
 	"maps"
 	"net/http"
@@ -386,7 +387,7 @@ func refuseVisit(c echo.Context, p *Problem, page linkPage) error {
 
 // noSuchLink answers an unknown slug: 404.
 func (s *Server) noSuchLink(c echo.Context) error {
-	return refuseVisit(c, newProblem("not_found", "No short link answers at this address."),
+	return refuseVisit(c, newProblem(problem.NotFound, "No short link answers at this address."),
 		linkPage{Heading: "This short link does not exist",
 			Text: "Check the address for typing mistakes, or ask whoever shared it for a new one."})
 }
@@ -394,7 +395,7 @@ func (s *Server) noSuchLink(c echo.Context) error {
 // linkUnavailable answers a visit that cannot be served right now (the database does not answer, clicks cannot be
 // recorded): 503 with Retry-After.
 func (s *Server) linkUnavailable(c echo.Context, detail string) error {
-	return refuseVisit(c, newProblem("service_unavailable", detail).withHeader("Retry-After", "5"),
+	return refuseVisit(c, newProblem(problem.ServiceUnavailable, detail).withHeader("Retry-After", "5"),
 		linkPage{Heading: "This short link is unavailable right now",
 			Text: "It cannot be followed at the moment. Try again shortly."})
 }
@@ -409,7 +410,7 @@ func (s *Server) linkExpired(c echo.Context, t *redirectTarget) error {
 		c.Response().WriteHeader(http.StatusFound)
 		return nil
 	}
-	return refuseVisit(c, newProblem("link_expired", "This short link has expired or reached its click limit."),
+	return refuseVisit(c, newProblem(problem.LinkExpired, "This short link has expired or reached its click limit."),
 		linkPage{Heading: "This short link has expired", Text: "The link you followed is no longer active."})
 }
 

@@ -3,6 +3,7 @@ package handlers
 import (
 	"errors"
 	"fmt"
+	"github.com/switchboard/switchboard/internal/problem"
 	"net/http"
 	"net/url"
 	"strings"
@@ -76,7 +77,7 @@ func apiRoutes() (map[string]*routers.Route, error) {
 // is too large, of the wrong media type or not JSON, and otherwise validation_failed with every field. It returns
 // nil when authentication failed for a reason of the server's own.
 func validationProblem(errs []error) *Problem {
-	var fields []gen.ProblemFieldError
+	var fields problem.Fields
 	for _, err := range errs {
 		var sre *openapi3filter.SecurityRequirementsError
 		if errors.As(err, &sre) {
@@ -100,21 +101,21 @@ func validationProblem(errs []error) *Problem {
 		}
 		var re *openapi3filter.RequestError
 		if !errors.As(err, &re) {
-			fields = append(fields, gen.ProblemFieldError{Detail: err.Error()})
+			fields = append(fields, problem.Field{Detail: err.Error()})
 			continue
 		}
 		if re.RequestBody != nil && re.Err == nil && strings.HasPrefix(re.Reason, "header Content-Type has unexpected value") {
-			return newProblem("unsupported_media_type", "Send the request body with Content-Type: application/json.")
+			return newProblem(problem.UnsupportedMediaType, "Send the request body with Content-Type: application/json.")
 		}
 		var pe *openapi3filter.ParseError
 		if re.RequestBody != nil && errors.As(re.Err, &pe) {
-			return newProblem("malformed_json", "The request body is not valid JSON: "+pe.Error())
+			return newProblem(problem.MalformedJSON, "The request body is not valid JSON: "+pe.Error())
 		}
-		fields = append(fields, fieldErrors(re)...)
+		fields = append(fields, requestFields(re)...)
 	}
-	p := invalidFields(fields).problem()
-	if p != nil && len(p.Errors) > maxFieldErrors {
-		p.Errors = p.Errors[:maxFieldErrors] // the detail still counts them all
+	p := fieldsProblem(fields)
+	if p != nil && len(p.Fields) > maxFieldErrors {
+		p.Fields = p.Fields[:maxFieldErrors] // the detail still counts them all
 	}
 	return p
 }
@@ -123,7 +124,7 @@ func validationProblem(errs []error) *Problem {
 const maxFieldErrors = 100
 
 // fieldErrors locates each failure of one request error: a parameter or header by name, a body field by JSON pointer.
-func fieldErrors(re *openapi3filter.RequestError) []gen.ProblemFieldError {
+func requestFields(re *openapi3filter.RequestError) []problem.Field {
 	var schemaErrs []*openapi3.SchemaError
 	var me openapi3.MultiError
 	var se *openapi3.SchemaError
@@ -137,14 +138,14 @@ func fieldErrors(re *openapi3filter.RequestError) []gen.ProblemFieldError {
 	case errors.As(re.Err, &se):
 		schemaErrs = append(schemaErrs, se)
 	}
-	locate := func(f *gen.ProblemFieldError, pointer string) {
+	locate := func(f *problem.Field, pointer string) {
 		switch {
 		case re.Parameter != nil && re.Parameter.In == openapi3.ParameterInHeader:
-			f.Header = &re.Parameter.Name
+			f.Header = re.Parameter.Name
 		case re.Parameter != nil:
-			f.Parameter = &re.Parameter.Name
+			f.Parameter = re.Parameter.Name
 		default:
-			f.Pointer = &pointer
+			f.Pointer = pointer
 		}
 	}
 	if len(schemaErrs) == 0 {
@@ -155,13 +156,13 @@ func fieldErrors(re *openapi3filter.RequestError) []gen.ProblemFieldError {
 		if re.Parameter == nil && errors.Is(re.Err, openapi3filter.ErrInvalidRequired) {
 			reason = "a request body is required"
 		}
-		f := gen.ProblemFieldError{Detail: reason}
+		f := problem.Field{Detail: reason}
 		locate(&f, "")
-		return []gen.ProblemFieldError{f}
+		return []problem.Field{f}
 	}
-	out := make([]gen.ProblemFieldError, 0, len(schemaErrs))
+	out := make([]problem.Field, 0, len(schemaErrs))
 	for _, se := range schemaErrs {
-		f := gen.ProblemFieldError{Detail: se.Reason}
+		f := problem.Field{Detail: se.Reason}
 		locate(&f, jsonPointer(se.JSONPointer()))
 		out = append(out, f)
 	}
@@ -184,7 +185,7 @@ func bodyTooLarge(length, limit int64) *Problem {
 	if length >= 0 {
 		detail = fmt.Sprintf("The request body is %d bytes; the limit is %d bytes.", length, limit)
 	}
-	return newProblem("request_too_large", detail)
+	return newProblem(problem.RequestTooLarge, detail)
 }
 
 var pointerEscaper = strings.NewReplacer("~", "~0", "/", "~1")

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/switchboard/switchboard/internal/problem"
 	"slices"
 	"strconv"
 	"strings"
@@ -36,13 +37,13 @@ func (s *Server) CreateWebhook(ctx context.Context, req gen.CreateWebhookRequest
 		return nil, err
 	}
 	b := req.Body
-	var bad invalidFields
+	var bad problem.Fields
 	s.checkURL(ctx, b.Url, &bad)
 	s.checkEvents(b.Events, &bad)
 	if b.Headers != nil {
 		checkHeaders(*b.Headers, &bad)
 	}
-	if p := bad.problem(); p != nil {
+	if p := fieldsProblem(bad); p != nil {
 		return nil, p
 	}
 	secret, err := webhook.NewSecret()
@@ -113,7 +114,7 @@ func (s *Server) UpdateWebhook(ctx context.Context, req gen.UpdateWebhookRequest
 	}
 	b := req.Body
 	c := store.WebhookEndpointChange{URL: b.Url, Description: b.Description}
-	var bad invalidFields
+	var bad problem.Fields
 	if b.Url != nil {
 		s.checkURL(ctx, *b.Url, &bad)
 	}
@@ -132,7 +133,7 @@ func (s *Server) UpdateWebhook(ctx context.Context, req gen.UpdateWebhookRequest
 			c.RateLimit = &limit
 		}
 	}
-	if p := bad.problem(); p != nil {
+	if p := fieldsProblem(bad); p != nil {
 		return nil, p
 	}
 	e, err := s.db.Webhooks.Update(ctx, key.WorkspaceID, req.WebhookId, c)
@@ -224,9 +225,9 @@ func (s *Server) RecoverWebhook(ctx context.Context, req gen.RecoverWebhookReque
 		return nil, p
 	}
 	if !until.After(since) {
-		var bad invalidFields
-		bad.add("/until", "must be later than since")
-		return nil, bad.problem()
+		var bad problem.Fields
+		bad.Add("/until", "must be later than since")
+		return nil, fieldsProblem(bad)
 	}
 	n, err := s.db.Deliveries.Recover(ctx, key.WorkspaceID, req.WebhookId, since, until)
 	if err != nil {
@@ -242,9 +243,9 @@ func (s *Server) RecoverWebhook(ctx context.Context, req gen.RecoverWebhookReque
 // checkRecoverSince refuses a recovery that reaches further back than maxRecoverAge.
 func checkRecoverSince(since time.Time, pointer string) *Problem {
 	if since.Before(time.Now().Add(-maxRecoverAge)) {
-		var bad invalidFields
-		bad.add(pointer, "must be at most 14 days ago")
-		return bad.problem()
+		var bad problem.Fields
+		bad.Add(pointer, "must be at most 14 days ago")
+		return fieldsProblem(bad)
 	}
 	return nil
 }
@@ -286,9 +287,9 @@ func (s *Server) TestWebhook(ctx context.Context, req gen.TestWebhookRequestObje
 	}
 	t, ok := s.eventTypes.Type(eventType)
 	if !ok {
-		var bad invalidFields
-		bad.add("/event_type", fmt.Sprintf("there is no event type %q; GET /api/v1/event-types lists them", eventType))
-		return nil, bad.problem()
+		var bad problem.Fields
+		bad.Add("/event_type", fmt.Sprintf("there is no event type %q; GET /api/v1/event-types lists them", eventType))
+		return nil, fieldsProblem(bad)
 	}
 	e, err := s.db.Webhooks.Get(ctx, key.WorkspaceID, req.WebhookId)
 	if err != nil {
@@ -367,22 +368,22 @@ func withSecret(w gen.Webhook, secret string) gen.WebhookWithSecret {
 
 // checkURL records why a target URL cannot be registered. The egress errors' messages are written for clients, and
 // the same for every blocked address.
-func (s *Server) checkURL(ctx context.Context, url string, bad *invalidFields) {
+func (s *Server) checkURL(ctx context.Context, url string, bad *problem.Fields) {
 	err := s.cfg.Webhooks.Guard.CheckURL(ctx, url)
 	switch {
 	case err == nil:
 	case errors.Is(err, egress.ErrInvalidURL), errors.Is(err, egress.ErrUnresolvable):
-		bad.add("/url", err.Error())
+		bad.Add("/url", err.Error())
 	default:
-		bad.add("/url", egress.ErrBlocked.Error())
+		bad.Add("/url", egress.ErrBlocked.Error())
 	}
 }
 
 // checkEvents records the subscriptions the catalogue does not know.
-func (s *Server) checkEvents(patterns []string, bad *invalidFields) {
+func (s *Server) checkEvents(patterns []string, bad *problem.Fields) {
 	for i, p := range patterns {
 		if !s.eventTypes.subscribable(p) {
-			bad.add("/events/"+strconv.Itoa(i), fmt.Sprintf(
+			bad.Add("/events/"+strconv.Itoa(i), fmt.Sprintf(
 				`%q is not "*", an event type or a family wildcard such as "link.*" of the catalogue (GET /api/v1/event-types)`, p))
 		}
 	}
@@ -390,7 +391,7 @@ func (s *Server) checkEvents(patterns []string, bad *invalidFields) {
 
 // checkHeaders records the static headers that cannot be sent: names that are not HTTP tokens or that would replace
 // a header Switchboard sets, names given twice in different case, and values with control characters.
-func checkHeaders(headers map[string]string, bad *invalidFields) {
+func checkHeaders(headers map[string]string, bad *problem.Fields) {
 	names := make([]string, 0, len(headers))
 	for name := range headers {
 		names = append(names, name)
@@ -402,13 +403,13 @@ func checkHeaders(headers map[string]string, bad *invalidFields) {
 		lower := strings.ToLower(name)
 		switch {
 		case name == "" || len(name) > maxHeaderNameLen || strings.IndexFunc(name, notTokenChar) >= 0:
-			bad.add(pointer, fmt.Sprintf("a header name is an HTTP token of 1 to %d letters, digits and !#$%%&'*+-.^_`|~", maxHeaderNameLen))
+			bad.Add(pointer, fmt.Sprintf("a header name is an HTTP token of 1 to %d letters, digits and !#$%%&'*+-.^_`|~", maxHeaderNameLen))
 		case reservedHeader(lower):
-			bad.add(pointer, "Switchboard sets this header itself (webhook-*, Content-Type, Content-Length, User-Agent, Host and hop-by-hop headers)")
+			bad.Add(pointer, "Switchboard sets this header itself (webhook-*, Content-Type, Content-Length, User-Agent, Host and hop-by-hop headers)")
 		case seen[lower]:
-			bad.add(pointer, "header names are case-insensitive: this one is given twice")
+			bad.Add(pointer, "header names are case-insensitive: this one is given twice")
 		case strings.IndexFunc(headers[name], invalidHeaderValueChar) >= 0:
-			bad.add(pointer, "a header value cannot contain control characters (line breaks included)")
+			bad.Add(pointer, "a header value cannot contain control characters (line breaks included)")
 		}
 		seen[lower] = true
 	}

@@ -1,0 +1,194 @@
+// Package problem is the product's one error vocabulary: every failure a client can be told about has a stable code
+// in this table, with exactly one HTTP status and title. Capability services return *Error values; each adapter
+// shows them its own way (the API as RFC 9457 problem+json, the console as a message on the page, the CLI on
+// stderr), so a rule that refuses something is written once and reads the same everywhere.
+//
+// Codes are never repurposed: a new failure gets a new code. The API reference lists the same codes (the Problem
+// schema's enum and the error table of its introduction), and a test keeps the three in step.
+package problem
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+)
+
+// Code is a stable, snake_case error code. Clients switch on it; titles and details are for people.
+type Code string
+
+// The codes, grouped by status.
+const (
+	MalformedJSON                Code = "malformed_json"
+	ValidationFailed             Code = "validation_failed"
+	MissingAPIKey                Code = "missing_api_key"
+	InvalidAPIKey                Code = "invalid_api_key"
+	APIKeyRevoked                Code = "api_key_revoked"
+	APIKeyExpired                Code = "api_key_expired"
+	InsufficientScope            Code = "insufficient_scope"
+	NotFound                     Code = "not_found"
+	ModelNotFound                Code = "model_not_found"
+	MethodNotAllowed             Code = "method_not_allowed"
+	Conflict                     Code = "conflict"
+	SlugTaken                    Code = "slug_taken"
+	ExternalIDTaken              Code = "external_id_taken"
+	WebhookDisabled              Code = "webhook_disabled"
+	DeliveryInFlight             Code = "delivery_in_flight"
+	IdempotencyRequestInProgress Code = "idempotency_request_in_progress"
+	LinkExpired                  Code = "link_expired"
+	RequestTooLarge              Code = "request_too_large"
+	UnsupportedMediaType         Code = "unsupported_media_type"
+	IdempotencyKeyReused         Code = "idempotency_key_reused"
+	RateLimited                  Code = "rate_limited"
+	InternalError                Code = "internal_error"
+	ServiceUnavailable           Code = "service_unavailable"
+)
+
+// Type is one row of the table.
+type Type struct {
+	Code   Code
+	Status int
+	Title  string
+	// Description says when the code is used and what to do about it (the /problems page shows it).
+	Description string
+}
+
+// table is the one place that maps codes to statuses and titles.
+var table = map[Code]Type{}
+
+func init() {
+	for _, t := range []Type{
+		{MalformedJSON, 400, "Malformed JSON", "The request body is not valid JSON."},
+		{ValidationFailed, 400, "Validation failed", "The request does not match the API reference; errors[] lists every invalid field."},
+		{MissingAPIKey, 401, "Missing API key", `No "Authorization: Bearer sb_sk_…" header was sent.`},
+		{InvalidAPIKey, 401, "Invalid API key", "The key is malformed, mistyped or unknown."},
+		{APIKeyRevoked, 401, "API key revoked", "The key was revoked; create a new one at /user/api."},
+		{APIKeyExpired, 401, "API key expired", "The key's expiry date has passed; create a new one at /user/api."},
+		{InsufficientScope, 403, "Insufficient scope", "The key lacks a scope the operation needs; required_scopes names them."},
+		{NotFound, 404, "Not found", "No such route, no such object in the key's workspace, or no short link at this address."},
+		{ModelNotFound, 404, "Model not found", "No model with this ID is enabled for the workspace."},
+		{MethodNotAllowed, 405, "Method not allowed", "The route exists but not for this method; the Allow header lists the methods it takes."},
+		{Conflict, 409, "Conflict", "The request conflicts with the current state of the object."},
+		{SlugTaken, 409, "Slug taken", "The slug is already used on this domain (or reserved for a while after a link was deleted)."},
+		{ExternalIDTaken, 409, "External ID taken", "Another link of the workspace has this external_id."},
+		{WebhookDisabled, 409, "Webhook endpoint disabled", "Switchboard disabled the endpoint (its receiver answered 410 or failed for days); enable it first."},
+		{DeliveryInFlight, 409, "Delivery in flight", "The delivery is being attempted right now; retry when the attempt is recorded."},
+		{IdempotencyRequestInProgress, 409, "Idempotent request in progress", "A request with this Idempotency-Key is still running; retry when it has finished."},
+		{LinkExpired, 410, "Link expired", "The short link expired or reached its click limit, and has no expired_url to send visitors to."},
+		{RequestTooLarge, 413, "Request too large", "The request body exceeds the size limit."},
+		{UnsupportedMediaType, 415, "Unsupported media type", "The request body has a Content-Type the operation does not accept; send application/json."},
+		{IdempotencyKeyReused, 422, "Idempotency key reused", "The Idempotency-Key was used with a different request in the last 24 hours; use a new key for a new request."},
+		{RateLimited, 429, "Rate limit exceeded", "A rate limit of the key or its workspace is exhausted; wait Retry-After seconds."},
+		{InternalError, 500, "Internal server error", "Something failed on the server; the request_id finds the log line."},
+		{ServiceUnavailable, 503, "Service unavailable", "A dependency of the server (its database) does not answer; retry after Retry-After seconds."},
+	} {
+		register(t)
+	}
+}
+
+// register adds a row; a code twice is a programming error.
+func register(t Type) {
+	if _, dup := table[t.Code]; dup {
+		panic("problem: code registered twice: " + string(t.Code))
+	}
+	table[t.Code] = t
+}
+
+// Lookup returns the row of a code.
+func Lookup(c Code) (Type, bool) {
+	t, ok := table[c]
+	return t, ok
+}
+
+// All returns every row, by status and then code: the order of the /problems page.
+func All() []Type {
+	out := make([]Type, 0, len(table))
+	for _, t := range table {
+		out = append(out, t)
+	}
+	slices.SortFunc(out, func(a, b Type) int {
+		return cmp.Or(cmp.Compare(a.Status, b.Status), cmp.Compare(a.Code, b.Code))
+	})
+	return out
+}
+
+// Error is a failure with a code of the table, as a capability service reports it.
+type Error struct {
+	Code   Code
+	Detail string
+	// Fields are the invalid parts of the request of a ValidationFailed error.
+	Fields []Field
+}
+
+// Field is one invalid part of a request. Exactly one of Pointer (a JSON pointer into the body), Parameter or
+// Header locates it.
+type Field struct {
+	Pointer, Parameter, Header string
+	Detail                     string
+}
+
+// New returns an error of a code of the table; a code outside it is a programming error.
+func New(code Code, detail string) *Error {
+	if _, ok := table[code]; !ok {
+		panic("problem: code not in the table: " + string(code))
+	}
+	return &Error{Code: code, Detail: detail}
+}
+
+// Errorf is New with a formatted detail.
+func Errorf(code Code, format string, args ...any) *Error {
+	return New(code, fmt.Sprintf(format, args...))
+}
+
+func (e *Error) Error() string { return string(e.Code) + ": " + e.Detail }
+
+// Status is the HTTP status of the error's code.
+func (e *Error) Status() int { return table[e.Code].Status }
+
+// Fields collects the invalid fields of a request that its schema cannot judge (a URL that is not allowed, a name
+// too long in characters), or of one item of a bulk request, with pointers relative to it.
+type Fields []Field
+
+// Add records an invalid member of the body.
+func (f *Fields) Add(pointer, detail string) { *f = append(*f, Field{Pointer: pointer, Detail: detail}) }
+
+// AddParameter records an invalid path or query parameter.
+func (f *Fields) AddParameter(name, detail string) {
+	*f = append(*f, Field{Parameter: name, Detail: detail})
+}
+
+// Err is the ValidationFailed error of the fields, or nil when there are none. Its type is error so that callers
+// can return it directly without a typed nil.
+func (f Fields) Err() error {
+	if e := f.Problem(); e != nil {
+		return e
+	}
+	return nil
+}
+
+// Problem is Err as an *Error (nil when there are no fields).
+func (f Fields) Problem() *Error {
+	if len(f) == 0 {
+		return nil
+	}
+	detail := "The request has 1 invalid field."
+	if len(f) > 1 {
+		detail = fmt.Sprintf("The request has %d invalid fields.", len(f))
+	}
+	e := New(ValidationFailed, detail)
+	e.Fields = f
+	return e
+}
+
+// Invalid is the ValidationFailed error of one body member.
+func Invalid(pointer, detail string) *Error {
+	var f Fields
+	f.Add(pointer, detail)
+	return f.Problem()
+}
+
+// InvalidParameter is the ValidationFailed error of one path or query parameter.
+func InvalidParameter(name, detail string) *Error {
+	var f Fields
+	f.AddParameter(name, detail)
+	return f.Problem()
+}
