@@ -21,6 +21,7 @@ import (
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 	"github.com/uptrace/bun"
 
+	"github.com/switchboard/switchboard/internal/events"
 	"github.com/switchboard/switchboard/internal/webhook"
 	"github.com/switchboard/switchboard/store"
 	"github.com/switchboard/switchboard/store/storetest"
@@ -83,7 +84,7 @@ func (f *fixture) emit() store.Event {
 	var ev store.Event
 	err := f.db.RunInTx(context.Background(), func(ctx context.Context, tx bun.Tx) error {
 		var err error
-		ev, err = f.db.Events.Emit(ctx, tx, store.NewEvent{WorkspaceID: f.ws.ID, Type: "link.created", Data: map[string]string{"link_id": "lnk_1"}})
+		ev, err = events.NewOutbox(f.db, events.Builtin()).EmitJSON(ctx, tx, f.ws.ID, "link.created", []byte(`{"link_id":"lnk_1"}`))
 		return err
 	})
 	if err != nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/switchboard/switchboard/internal/egress"
+	"github.com/switchboard/switchboard/internal/events"
 	"github.com/switchboard/switchboard/internal/webhook"
 	"github.com/switchboard/switchboard/store"
 )
@@ -61,11 +62,13 @@ func (r webhookResult) String() string {
 
 // webhookBench is the dispatcher on one database, with its endpoints and receivers.
 type webhookBench struct {
-	name      string
-	db        *store.DB
-	box       *webhook.Box
-	guard     *egress.Guard
-	ws        store.Workspace
+	name  string
+	db    *store.DB
+	box   *webhook.Box
+	guard *egress.Guard
+	ws    store.Workspace
+	// outbox holds one run-time event type per endpoint, so events spread evenly over the receivers.
+	outbox    *events.Outbox
 	receivers []*httpServer
 	arrivals  *arrivals
 	runs      []webhookResult
@@ -124,7 +127,13 @@ func startWebhookBench(ctx context.Context, database, dbURL string) (_ *webhookB
 	if b.ws, err = db.Workspaces.Create(ctx, "webhook bench"); err != nil {
 		return nil, err
 	}
+	types := events.Builtin()
+	b.outbox = events.NewOutbox(db, types)
 	for i := range webhookEndpoints {
+		if err := types.Define(events.Type{WorkspaceID: b.ws.ID, Name: eventType(i), Description: "A benchmark event.",
+			Schema: map[string]any{"type": "object"}, Example: map[string]any{}}); err != nil {
+			return nil, err
+		}
 		ln, err := listen()
 		if err != nil {
 			return nil, err
@@ -155,7 +164,8 @@ func (b *webhookBench) close() {
 
 // dispatch runs a dispatcher with the production settings until the returned function stops it and waits for it.
 func (b *webhookBench) dispatch() func() {
-	d := webhook.NewDispatcher(b.db, b.box, b.guard, webhook.Config{Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+	d := webhook.NewDispatcher(b.db, b.box, b.guard, webhook.Config{Events: b.outbox,
+		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { _ = d.Run(ctx); close(done) }()
@@ -167,8 +177,8 @@ func (b *webhookBench) emit(ctx context.Context, first, n int) ([]string, time.T
 	ids := make([]string, 0, n)
 	err := b.db.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error {
 		for i := range n {
-			ev, err := b.db.Events.Emit(ctx, tx, store.NewEvent{WorkspaceID: b.ws.ID, Type: eventType(first + i),
-				Data: map[string]any{"n": first + i, "note": "benchmark event"}})
+			data := fmt.Appendf(nil, `{"n":%d,"note":"benchmark event"}`, first+i)
+			ev, err := b.outbox.EmitJSON(ctx, tx, b.ws.ID, eventType(first+i), data)
 			if err != nil {
 				return err
 			}

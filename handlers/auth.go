@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/switchboard/switchboard/internal/problem"
 	"math"
 	"net/http"
 	"strconv"
@@ -15,6 +14,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/switchboard/switchboard/internal/apikey"
+	"github.com/switchboard/switchboard/internal/problem"
 	"github.com/switchboard/switchboard/internal/ratelimit"
 )
 

@@ -3,8 +3,8 @@ package handlers
 import (
 	"errors"
 	"fmt"
-	"github.com/switchboard/switchboard/internal/problem"
 
+	"github.com/switchboard/switchboard/internal/problem"
 	"github.com/switchboard/switchboard/store"
 )
 

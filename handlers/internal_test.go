@@ -120,7 +120,7 @@ func TestValidationProblems(t *testing.T) {
 				got["parameter "+f.Parameter] = true
 			case f.Header != "":
 				got["header "+f.Header] = true
-			case f.Pointer != "":
+			default:
 				got["pointer "+f.Pointer] = true
 			}
 			if f.Detail == "" {

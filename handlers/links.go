@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/switchboard/switchboard/internal/problem"
 	"maps"
 	"net/url"
 	"reflect"
@@ -19,7 +18,9 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/switchboard/switchboard/gen"
+	"github.com/switchboard/switchboard/internal/events"
 	"github.com/switchboard/switchboard/internal/links"
+	"github.com/switchboard/switchboard/internal/problem"
 	"github.com/switchboard/switchboard/store"
 )
 
@@ -410,9 +411,9 @@ func rearmLimitEvents(l *store.Link, now time.Time) {
 	}
 }
 
-// emit records an event of the workspace inside tx (the transactional outbox).
-func (s *Server) emit(ctx context.Context, tx bun.IDB, workspaceID, eventType string, data any) error {
-	_, err := s.db.Events.Emit(ctx, tx, store.NewEvent{WorkspaceID: workspaceID, Type: eventType, Data: data})
+// emit records an event of the workspace inside tx (the transactional outbox); its type follows from the payload.
+func (s *Server) emit(ctx context.Context, tx bun.IDB, workspaceID string, payload any) error {
+	_, err := s.events.Emit(ctx, tx, workspaceID, payload)
 	return err
 }
 
@@ -445,16 +446,15 @@ func (s *Server) createLinks(ctx context.Context, tx bun.IDB, links []*store.Lin
 			refused[i] = second[j]
 		}
 	}
-	var events []store.NewEvent
+	var created []events.Pending
 	for i, l := range links {
 		if refused[i] != nil {
 			continue
 		}
-		events = append(events, store.NewEvent{WorkspaceID: l.WorkspaceID, Type: "link.created",
-			Data: gen.LinkCreatedEvent{Link: s.apiLink(*l)}})
+		created = append(created, events.Pending{WorkspaceID: l.WorkspaceID, Payload: gen.LinkCreatedEvent{Link: s.apiLink(*l)}})
 		keys = append(keys, l.Key())
 	}
-	if _, err := s.db.Events.EmitMany(ctx, tx, events); err != nil {
+	if _, err := s.events.EmitMany(ctx, tx, created); err != nil {
 		return nil, nil, err
 	}
 	return refused, keys, s.db.LinkChanges.Announce(ctx, tx, keys...)
@@ -480,7 +480,7 @@ func (s *Server) updateLink(ctx context.Context, tx bun.IDB, l *store.Link, old 
 	if err := s.db.Links.Update(ctx, tx, l, old, now.Add(s.links.tombstone)); err != nil {
 		return nil, err
 	}
-	if err := s.emit(ctx, tx, l.WorkspaceID, "link.updated", gen.LinkUpdatedEvent{Link: s.apiLink(*l), Changed: changed}); err != nil {
+	if err := s.emit(ctx, tx, l.WorkspaceID, gen.LinkUpdatedEvent{Link: s.apiLink(*l), Changed: changed}); err != nil {
 		return nil, err
 	}
 	keys := []store.LinkKey{l.Key()}
@@ -750,7 +750,7 @@ func (s *Server) DeleteLink(ctx context.Context, req gen.DeleteLinkRequestObject
 		if l, err = s.db.Links.Delete(ctx, tx, key.WorkspaceID, req.LinkId, time.Now().Add(s.links.tombstone)); err != nil {
 			return err
 		}
-		if err := s.emit(ctx, tx, l.WorkspaceID, "link.deleted", gen.LinkDeletedEvent{Link: s.apiLink(l)}); err != nil {
+		if err := s.emit(ctx, tx, l.WorkspaceID, gen.LinkDeletedEvent{Link: s.apiLink(l)}); err != nil {
 			return err
 		}
 		return s.db.LinkChanges.Announce(ctx, tx, l.Key())
@@ -799,7 +799,7 @@ func (s *Server) ListLinks(ctx context.Context, req gen.ListLinksRequestObject) 
 		return nil, err
 	}
 	listed := gen.LinkListedEvent{KeyId: key.ID, Filters: listFilters(q), ResultCount: len(ls)}
-	if err := s.db.Links.AuditListing(ctx, key.WorkspaceID, listed); err != nil {
+	if err := s.auditListing(ctx, key.WorkspaceID, listed); err != nil {
 		return nil, err
 	}
 	return gen.ListLinks200JSONResponse{Body: gen.LinkList{Object: "list", Data: data, HasMore: more, NextCursor: next}}, nil
@@ -817,4 +817,15 @@ func listFilters(q gen.ListLinksParams) map[string]any {
 		}
 	}
 	return f
+}
+
+// auditListing records link.listed, in a transaction of its own, when an endpoint of the workspace receives it. A
+// list is a read: while nobody subscribes, it writes nothing, so listing costs no write transaction (and no SQLite
+// write lock) and the event log does not fill with entries nobody receives.
+func (s *Server) auditListing(ctx context.Context, workspaceID string, listed gen.LinkListedEvent) error {
+	subscribed, err := s.events.Subscribers(ctx, s.db.Reader(), listed, workspaceID)
+	if err != nil || !subscribed[workspaceID] {
+		return err
+	}
+	return s.db.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error { return s.emit(ctx, tx, workspaceID, listed) })
 }

@@ -4,12 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/switchboard/switchboard/internal/problem"
 	"net/http"
 	"strings"
 
 	"github.com/switchboard/switchboard/gen"
 	"github.com/switchboard/switchboard/internal/modelcatalog"
+	"github.com/switchboard/switchboard/internal/problem"
 )
 
 // ListModels answers GET /api/v1/models with the models enabled for the key's workspace. The JSON of each distinct

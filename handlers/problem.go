@@ -64,12 +64,12 @@ func fieldErrors(fields []problem.Field) []gen.ProblemFieldError {
 	for i, f := range fields {
 		out[i].Detail = f.Detail
 		switch {
-		case f.Pointer != "":
-			out[i].Pointer = &f.Pointer
 		case f.Parameter != "":
 			out[i].Parameter = &f.Parameter
 		case f.Header != "":
 			out[i].Header = &f.Header
+		default:
+			out[i].Pointer = &f.Pointer // "" points at the whole body
 		}
 	}
 	return out

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/switchboard/switchboard/internal/problem"
 	"html/template"
 	"net/http"
 	"strings"
@@ -17,6 +16,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/switchboard/switchboard/api"
+	"github.com/switchboard/switchboard/internal/problem"
 )
 
 // registerPublicRoutes adds the routes that need no API key: the reference, the spec, the problem catalogue,

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"github.com/switchboard/switchboard/internal/problem"
 	"html/template"
 	"maps"
 	"net/http"
@@ -22,6 +21,7 @@ import (
 	"github.com/switchboard/switchboard/internal/links"
 	"github.com/switchboard/switchboard/internal/links/clicks"
 	"github.com/switchboard/switchboard/internal/links/linkcache"
+	"github.com/switchboard/switchboard/internal/problem"
 	"github.com/switchboard/switchboard/store"
 )
 
@@ -335,7 +335,7 @@ func (t *redirectTarget) locationFor(rawQuery string) string {
 // the event counts them already.
 func (s *Server) maxClicksReached(ctx context.Context, tx bun.Tx, l store.Link) error {
 	l.Clicks = max(l.Clicks, l.AdmittedClicks)
-	return s.emit(ctx, tx, l.WorkspaceID, "link.max_clicks_reached", gen.LinkMaxClicksReachedEvent{Link: s.apiLink(l)})
+	return s.emit(ctx, tx, l.WorkspaceID, gen.LinkMaxClicksReachedEvent{Link: s.apiLink(l)})
 }
 
 // announceExpiries emits link.expired, once per link, for links whose expires_at has passed, every interval until
@@ -360,7 +360,7 @@ func (s *Server) announceExpired(ctx context.Context, now time.Time) (int, error
 	total := 0
 	for {
 		n, err := s.db.Links.AnnounceExpired(ctx, now, 100, func(ctx context.Context, tx bun.Tx, l store.Link) error {
-			return s.emit(ctx, tx, l.WorkspaceID, "link.expired", gen.LinkExpiredEvent{Link: s.apiLink(l)})
+			return s.emit(ctx, tx, l.WorkspaceID, gen.LinkExpiredEvent{Link: s.apiLink(l)})
 		})
 		total += n
 		if err != nil || n < 100 {

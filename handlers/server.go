@@ -23,6 +23,7 @@ import (
 	"github.com/switchboard/switchboard/gen"
 	"github.com/switchboard/switchboard/internal/apikey"
 	"github.com/switchboard/switchboard/internal/egress"
+	"github.com/switchboard/switchboard/internal/events"
 	"github.com/switchboard/switchboard/internal/modelcatalog"
 	"github.com/switchboard/switchboard/internal/ratelimit"
 	"github.com/switchboard/switchboard/internal/webhook"
@@ -53,7 +54,9 @@ type Config struct {
 	// Webhooks is what the webhook API needs from the engine; zero fields take safe defaults (a throw-away server key,
 	// https-only public targets, attempts of webhook.DefaultTimeout, no dispatcher to wake).
 	Webhooks WebhookEngine
-	Logger   *slog.Logger
+	// Events is the outbox changes record their events in (default: one of the built-in types over the database).
+	Events *events.Outbox
+	Logger *slog.Logger
 }
 
 // LinkOptions configures the short-link area; zero values take the documented defaults.
@@ -100,8 +103,8 @@ type Server struct {
 	metrics     *metrics
 	echo        *echo.Echo
 	models      map[string]gen.Model
-	// eventTypes is the event catalogue, read from the spec's x-event-type schemas.
-	eventTypes *EventCatalogue
+	// events is the outbox and, through it, the event catalogue.
+	events *events.Outbox
 	// modelLists holds encoded ListModels bodies by set of enabled models (see ListModels).
 	modelLists     sync.Map
 	modelListCount atomic.Int64
@@ -144,9 +147,8 @@ func New(cfg Config, db *store.DB) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("spec: %w", err)
 	}
-	eventTypes, err := NewEventCatalogue(spec)
-	if err != nil {
-		return nil, fmt.Errorf("spec: %w", err)
+	if cfg.Events == nil {
+		cfg.Events = events.NewOutbox(db, events.Builtin())
 	}
 	s := &Server{
 		cfg: cfg, db: db, log: cfg.Logger, ops: ops,
@@ -156,7 +158,7 @@ func New(cfg Config, db *store.DB) (*Server, error) {
 		keyPolicy:       ratelimit.Policy{Name: "key", Quota: cfg.KeyRateLimit, Window: time.Minute},
 		workspacePolicy: ratelimit.Policy{Name: "workspace", Quota: cfg.WorkspaceRateLimit, Window: time.Minute},
 		models:          map[string]gen.Model{},
-		eventTypes:      eventTypes,
+		events:          cfg.Events,
 	}
 	if s.links, err = newLinkRules(cfg.BaseURL, cfg.Links); err != nil {
 		return nil, err

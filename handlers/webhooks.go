@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/switchboard/switchboard/internal/problem"
 	"slices"
 	"strconv"
 	"strings"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/switchboard/switchboard/gen"
 	"github.com/switchboard/switchboard/internal/egress"
+	"github.com/switchboard/switchboard/internal/problem"
 	"github.com/switchboard/switchboard/internal/webhook"
 	"github.com/switchboard/switchboard/store"
 )
@@ -39,7 +39,7 @@ func (s *Server) CreateWebhook(ctx context.Context, req gen.CreateWebhookRequest
 	b := req.Body
 	var bad problem.Fields
 	s.checkURL(ctx, b.Url, &bad)
-	s.checkEvents(b.Events, &bad)
+	s.checkEvents(key.WorkspaceID, b.Events, &bad)
 	if b.Headers != nil {
 		checkHeaders(*b.Headers, &bad)
 	}
@@ -119,7 +119,7 @@ func (s *Server) UpdateWebhook(ctx context.Context, req gen.UpdateWebhookRequest
 		s.checkURL(ctx, *b.Url, &bad)
 	}
 	if b.Events != nil {
-		s.checkEvents(*b.Events, &bad)
+		s.checkEvents(key.WorkspaceID, *b.Events, &bad)
 		c.Events = *b.Events
 	}
 	if b.Headers != nil {
@@ -285,7 +285,7 @@ func (s *Server) TestWebhook(ctx context.Context, req gen.TestWebhookRequestObje
 	if req.Body != nil && req.Body.EventType != nil {
 		eventType = *req.Body.EventType
 	}
-	t, ok := s.eventTypes.Type(eventType)
+	t, ok := s.events.Types().Lookup(key.WorkspaceID, eventType)
 	if !ok {
 		var bad problem.Fields
 		bad.Add("/event_type", fmt.Sprintf("there is no event type %q; GET /api/v1/event-types lists them", eventType))
@@ -380,9 +380,9 @@ func (s *Server) checkURL(ctx context.Context, url string, bad *problem.Fields) 
 }
 
 // checkEvents records the subscriptions the catalogue does not know.
-func (s *Server) checkEvents(patterns []string, bad *problem.Fields) {
+func (s *Server) checkEvents(workspaceID string, patterns []string, bad *problem.Fields) {
 	for i, p := range patterns {
-		if !s.eventTypes.subscribable(p) {
+		if !s.events.Types().Subscribable(workspaceID, p) {
 			bad.Add("/events/"+strconv.Itoa(i), fmt.Sprintf(
 				`%q is not "*", an event type or a family wildcard such as "link.*" of the catalogue (GET /api/v1/event-types)`, p))
 		}

@@ -24,6 +24,7 @@ import (
 	"github.com/switchboard/switchboard/gen"
 	"github.com/switchboard/switchboard/handlers"
 	"github.com/switchboard/switchboard/internal/egress"
+	"github.com/switchboard/switchboard/internal/events"
 	"github.com/switchboard/switchboard/internal/webhook"
 	"github.com/switchboard/switchboard/store"
 	"github.com/switchboard/switchboard/store/storetest"
@@ -106,7 +107,11 @@ func (h *hooks) emit(eventType string, data any) store.Event {
 	var ev store.Event
 	err := h.db.RunInTx(context.Background(), func(ctx context.Context, tx bun.Tx) error {
 		var err error
-		ev, err = h.db.Events.Emit(ctx, tx, store.NewEvent{WorkspaceID: h.ws.ID, Type: eventType, Data: data})
+		b, err := json.Marshal(data)
+		if err != nil {
+			return err
+		}
+		ev, err = events.NewOutbox(h.db, events.Builtin()).EmitJSON(ctx, tx, h.ws.ID, eventType, b)
 		return err
 	})
 	if err != nil {

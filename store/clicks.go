@@ -111,9 +111,6 @@ type RecordResult struct {
 	LinkDeleted int
 }
 
-// ClickedEventType is the opt-in event emitted for every recorded click of a workspace that subscribes to it.
-const ClickedEventType = "link.clicked"
-
 // Clicks is the repository of recorded clicks and their rollups.
 type Clicks struct {
 	db *DB
@@ -134,8 +131,9 @@ type RecordOptions struct {
 	// MayRepeat says that some clicks may be stored already (a replayed spool, a retried batch whose first attempt
 	// may have committed): they are looked up first. Fresh clicks are inserted without the lookup.
 	MayRepeat bool
-	// EventData builds the data of the link.clicked event of a click; nil records no events.
-	EventData func(Click, ClickedLink) any
+	// Recorded, when set, runs inside the batch's transaction with the clicks actually inserted and their links:
+	// where the caller records what follows from them (link.clicked events) atomically with the clicks.
+	Recorded func(ctx context.Context, tx bun.Tx, inserted []Click, links map[string]ClickedLink) error
 }
 
 // errUnexpectedDuplicate means a click thought fresh was stored already (or concurrently): the batch is rolled back,
@@ -145,8 +143,7 @@ var errUnexpectedDuplicate = errors.New("store: a click of the batch is already 
 // Record writes a batch of clicks in one transaction: the clicks (a click whose ID is already stored is skipped),
 // then — derived only from the rows actually inserted, so that a replay never counts twice — the visitors of the
 // day, the hourly rollups and dimension rollups, the links' clicks, bot_clicks and last_clicked_at (one update per
-// link), and a link.clicked event per click for the workspaces where an endpoint subscribes to it (nothing is
-// written for the others). Clicks of links that do not exist any more are left out. WorkspaceID is taken from the
+// link), and then runs RecordOptions.Recorded. Clicks of links that do not exist any more are left out. WorkspaceID is taken from the
 // link. On PostgreSQL the clicked links are locked in ID order first, so concurrent batches of several processes
 // never deadlock on them.
 //
@@ -197,10 +194,10 @@ func (s *Clicks) Record(ctx context.Context, clicks []Click, o RecordOptions) (R
 		if err := s.updateLinks(ctx, tx, inserted); err != nil {
 			return err
 		}
-		if o.EventData == nil {
+		if o.Recorded == nil {
 			return nil
 		}
-		return s.emitClicked(ctx, tx, inserted, links, o.EventData)
+		return o.Recorded(ctx, tx, inserted, links)
 	})
 	return res, err
 }
@@ -581,29 +578,6 @@ func (s *Clicks) updateLinks(ctx context.Context, tx bun.Tx, clicks []Click) err
 		args = append(args, id, lc.humans, lc.bots, last)
 	}
 	_, err := s.exec(ctx, tx, &linksUpdate, args)
-	return err
-}
-
-// emitClicked emits link.clicked for the clicks of workspaces where an endpoint subscribes to it, with one
-// EmitMany for the batch; no event data is built for the other workspaces.
-func (s *Clicks) emitClicked(ctx context.Context, tx bun.Tx, clicks []Click, links map[string]ClickedLink,
-	eventData func(Click, ClickedLink) any) error {
-	workspaces := make([]string, len(clicks))
-	for i, c := range clicks {
-		workspaces[i] = c.WorkspaceID
-	}
-	subscribed, err := subscribers(ctx, tx, ClickedEventType, workspaces...)
-	if err != nil || len(subscribed) == 0 {
-		return err
-	}
-	var events []NewEvent
-	for _, c := range clicks {
-		if subscribed[c.WorkspaceID] {
-			events = append(events, NewEvent{WorkspaceID: c.WorkspaceID, Type: ClickedEventType,
-				Data: eventData(c, links[c.LinkID])})
-		}
-	}
-	_, err = s.db.Events.EmitMany(ctx, tx, events)
 	return err
 }
 

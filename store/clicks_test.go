@@ -1,9 +1,12 @@
 package store_test
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/uptrace/bun"
 
 	"github.com/switchboard/switchboard/store"
 	"github.com/switchboard/switchboard/store/storetest"
@@ -178,39 +181,31 @@ func TestRecordLeavesOutClicksOfDeletedLinks(t *testing.T) {
 	})
 }
 
-// link.clicked is recorded only for workspaces where an endpoint names it (or link.*): "*" does not include it.
-func TestRecordEmitsClickedOnlyForSubscribers(t *testing.T) {
+// Recorded runs inside the batch's transaction with the clicks actually inserted (a repeat is left out) and their
+// links; its error rolls the whole batch back.
+func TestRecordRunsRecordedInTheTransaction(t *testing.T) {
 	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
-		subscribed := newWorkspace(t, db, "subscribed")
-		newEndpoint(t, db, subscribed.ID, "link.*")
-		wildcard := newWorkspace(t, db, "wildcard")
-		newEndpoint(t, db, wildcard.ID, "*")
-		a := seedLink(t, db, subscribed.ID, nil)
-		b := seedLink(t, db, wildcard.ID, nil)
-		batch := []store.Click{testClick(a.ID, time.Now(), store.ClickHuman, "x"), testClick(a.ID, time.Now(), store.ClickBot, ""),
-			testClick(b.ID, time.Now(), store.ClickHuman, "x")}
-		var built []string
-		_, err := db.Clicks.Record(ctx, batch, store.RecordOptions{EventData: func(c store.Click, l store.ClickedLink) any {
-			if l.ID != c.LinkID || l.WorkspaceID != c.WorkspaceID || l.Domain != "sb.test" {
-				t.Errorf("event for %+v built with link %+v", c, l)
-			}
-			built = append(built, c.ID)
-			return map[string]string{"click": c.ID}
-		}})
-		if err != nil {
+		ws := newWorkspace(t, db, "recorded")
+		l := seedLink(t, db, ws.ID, nil)
+		first := testClick(l.ID, time.Now(), store.ClickHuman, "x")
+		if _, err := db.Clicks.Record(ctx, []store.Click{first}, store.RecordOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		if len(built) != 2 {
-			t.Fatalf("event data built for %d clicks, want the 2 of the subscribed workspace", len(built))
+		batch := []store.Click{first, testClick(l.ID, time.Now(), store.ClickBot, "")}
+		boom := errors.New("event could not be written")
+		_, err := db.Clicks.Record(ctx, batch, store.RecordOptions{MayRepeat: true,
+			Recorded: func(ctx context.Context, tx bun.Tx, inserted []store.Click, links map[string]store.ClickedLink) error {
+				if len(inserted) != 1 || inserted[0].ID != batch[1].ID || inserted[0].WorkspaceID != ws.ID ||
+					links[l.ID].WorkspaceID != ws.ID || links[l.ID].Domain != "sb.test" {
+					t.Errorf("Recorded with %+v and %+v", inserted, links)
+				}
+				return boom
+			}})
+		if !errors.Is(err, boom) {
+			t.Fatalf("Record = %v, want the error of Recorded", err)
 		}
-		if n := countRows(t, db, "events", "workspace_id = ? AND type = 'link.clicked'", subscribed.ID); n != 2 {
-			t.Errorf("%d link.clicked events in the subscribed workspace, want 2", n)
-		}
-		if n := countRows(t, db, "events", "workspace_id = ?", wildcard.ID); n != 0 {
-			t.Errorf("%d events in the workspace subscribed to *, want none", n)
-		}
-		if n := countRows(t, db, "webhook_deliveries", "workspace_id = ? AND event_type = 'link.clicked'", subscribed.ID); n != 2 {
-			t.Errorf("%d deliveries of link.clicked, want 2", n)
+		if n := countRows(t, db, "clicks", "link_id = ?", l.ID); n != 1 {
+			t.Errorf("%d clicks after a rolled-back batch, want the first one only", n)
 		}
 	})
 }
@@ -295,42 +290,6 @@ func TestPurgeDeletedRemovesEverythingOfDeletedLinks(t *testing.T) {
 		}
 		if countRows(t, db, "link_purges", "link_id = ?", gone.ID) != 0 {
 			t.Fatal("the purge row outlived its day")
-		}
-	})
-}
-
-// A batch of clicks of several workspaces emits link.clicked for each click of the workspaces where an endpoint
-// subscribes to it (by name or family; "*" does not take opt-in types), and writes nothing for the others.
-func TestRecordEmitsClickedOnlyWhereSubscribed(t *testing.T) {
-	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
-		named, family, star := newWorkspace(t, db, "clicked by name"), newWorkspace(t, db, "clicked by family"), newWorkspace(t, db, "star")
-		newEndpoint(t, db, named.ID, "link.clicked")
-		newEndpoint(t, db, family.ID, "link.*")
-		newEndpoint(t, db, star.ID, "*")
-		at := time.Now().UTC().Add(-time.Minute)
-		var batch []store.Click
-		for _, ws := range []store.Workspace{named, family, star} {
-			l := seedLink(t, db, ws.ID, nil)
-			batch = append(batch, testClick(l.ID, at, store.ClickHuman, "v"), testClick(l.ID, at, store.ClickBot, ""))
-		}
-		built := 0
-		_, err := db.Clicks.Record(ctx, batch, store.RecordOptions{EventData: func(c store.Click, l store.ClickedLink) any {
-			built++
-			return map[string]string{"click_id": c.ID, "link_id": l.ID}
-		}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if built != 4 {
-			t.Errorf("event data built for %d clicks, want 4 (none for the unsubscribed workspace)", built)
-		}
-		for ws, want := range map[string]int{named.ID: 2, family.ID: 2, star.ID: 0} {
-			if n := countRows(t, db, "events", "workspace_id = ? AND type = 'link.clicked'", ws); n != want {
-				t.Errorf("workspace %s: %d link.clicked events, want %d", ws, n, want)
-			}
-			if n := countRows(t, db, "webhook_deliveries", "workspace_id = ?", ws); n != want {
-				t.Errorf("workspace %s: %d deliveries, want %d", ws, n, want)
-			}
 		}
 	})
 }

@@ -2,9 +2,6 @@ package store_test
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
-	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -27,13 +24,23 @@ func newEndpoint(t *testing.T, db *store.DB, workspaceID string, events ...strin
 	return e
 }
 
+// emit writes an event of a type with a pending delivery to every endpoint of the workspace, as the outbox would
+// for endpoints subscribed to "*" (which decides who receives what is package events' business, tested there).
 func emit(t *testing.T, db *store.DB, workspaceID, eventType string) store.Event {
 	t.Helper()
-	var ev store.Event
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	ev := store.Event{ID: store.NewID("evt"), WorkspaceID: workspaceID, Type: eventType, Data: []byte(`{"n":1}`), CreatedAt: now}
+	var endpoints []store.WebhookEndpoint
+	if err := db.Bun().NewSelect().Model(&endpoints).Where("e.workspace_id = ?", workspaceID).Scan(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var ds []store.Delivery
+	for _, e := range endpoints {
+		ds = append(ds, store.Delivery{ID: store.NewID("dlv"), WorkspaceID: workspaceID, EndpointID: e.ID, EventID: ev.ID,
+			EventType: eventType, Status: store.DeliveryPending, NextAttemptAt: &now, CreatedAt: now, UpdatedAt: now})
+	}
 	err := db.RunInTx(context.Background(), func(ctx context.Context, tx bun.Tx) error {
-		var err error
-		ev, err = db.Events.Emit(ctx, tx, store.NewEvent{WorkspaceID: workspaceID, Type: eventType, Data: map[string]any{"n": 1}})
-		return err
+		return db.Events.Insert(ctx, tx, []store.Event{ev}, ds)
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -48,153 +55,6 @@ func deliveriesOf(t *testing.T, db *store.DB, eventID string) []store.Delivery {
 		t.Fatal(err)
 	}
 	return ds
-}
-
-func TestSubscribed(t *testing.T) {
-	tests := []struct {
-		patterns []string
-		typ      string
-		want     bool
-	}{
-		{[]string{"link.created"}, "link.created", true},
-		{[]string{"link.created"}, "link.deleted", false},
-		{[]string{"link.*"}, "link.max_clicks_reached", true},
-		{[]string{"link.*"}, "linked.created", false},
-		{[]string{"link.*"}, "link.clicked", true},
-		{[]string{"*"}, "message.received", true},
-		{[]string{"*"}, "link.clicked", false},
-		{[]string{"*"}, "link.listed", false},
-		{[]string{"*", "link.clicked"}, "link.clicked", true},
-		{nil, "link.created", false},
-	}
-	for _, tt := range tests {
-		if got := store.Subscribed(tt.patterns, tt.typ); got != tt.want {
-			t.Errorf("Subscribed(%v, %s) = %v", tt.patterns, tt.typ, got)
-		}
-	}
-	if got := store.OptInEventTypes(); !slices.Equal(got, []string{"link.clicked", "link.listed"}) {
-		t.Errorf("OptInEventTypes() = %v", got)
-	}
-}
-
-// EmitMany records events of several workspaces with their deliveries, in order, as Emit would one by one.
-func TestEmitMany(t *testing.T) {
-	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
-		ctx := context.Background()
-		a, b, quiet := newWorkspace(t, db, "many A"), newWorkspace(t, db, "many B"), newWorkspace(t, db, "many quiet")
-		aAll, aLinks := newEndpoint(t, db, a.ID, "*"), newEndpoint(t, db, a.ID, "link.*")
-		bClicks := newEndpoint(t, db, b.ID, "link.clicked")
-		ns := []store.NewEvent{
-			{WorkspaceID: a.ID, Type: "link.created", Data: map[string]int{"n": 0}},
-			{WorkspaceID: b.ID, Type: "link.created", Data: map[string]int{"n": 1}},
-			{WorkspaceID: a.ID, Type: "link.clicked", Data: map[string]int{"n": 2}},
-			{WorkspaceID: quiet.ID, Type: "link.created", Data: map[string]int{"n": 3}},
-			{WorkspaceID: b.ID, Type: "link.clicked", Data: map[string]int{"n": 4}},
-		}
-		var evs []store.Event
-		err := db.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error {
-			var err error
-			evs, err = db.Events.EmitMany(ctx, tx, ns)
-			return err
-		})
-		if err != nil || len(evs) != len(ns) {
-			t.Fatalf("%d events, %v", len(evs), err)
-		}
-		want := [][]string{{aAll.ID, aLinks.ID}, nil, {aLinks.ID}, nil, {bClicks.ID}}
-		for i, ev := range evs {
-			stored, err := db.Events.Get(ctx, ns[i].WorkspaceID, ev.ID)
-			var data map[string]int
-			_ = json.Unmarshal(stored.Data, &data)
-			if err != nil || stored.Type != ns[i].Type || data["n"] != i {
-				t.Errorf("event %d: %+v %s, %v", i, stored, stored.Data, err)
-			}
-			if i > 0 && ev.ID <= evs[i-1].ID {
-				t.Errorf("event %d: ID %s not after %s", i, ev.ID, evs[i-1].ID)
-			}
-			var got []string
-			for _, d := range deliveriesOf(t, db, ev.ID) {
-				got = append(got, d.EndpointID)
-				if d.Status != store.DeliveryPending || d.EventType != ns[i].Type || d.WorkspaceID != ns[i].WorkspaceID {
-					t.Errorf("event %d: delivery %+v", i, d)
-				}
-			}
-			w := slices.Clone(want[i])
-			slices.Sort(w)
-			if !slices.Equal(got, w) {
-				t.Errorf("event %d (%s of %s): deliveries to %v, want %v", i, ns[i].Type, ns[i].WorkspaceID, got, w)
-			}
-		}
-		if evs, err := db.Events.EmitMany(ctx, db.Bun(), nil); err != nil || len(evs) != 0 {
-			t.Errorf("no events: %v, %v", evs, err)
-		}
-	})
-}
-
-// The change, its event and its deliveries commit together or not at all.
-func TestEmitIsTransactional(t *testing.T) {
-	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
-		ctx := context.Background()
-		w := newWorkspace(t, db, "outbox")
-		newEndpoint(t, db, w.ID, "*")
-		boom := errors.New("business change failed")
-		var evID string
-		err := db.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error {
-			ev, err := db.Events.Emit(ctx, tx, store.NewEvent{WorkspaceID: w.ID, Type: "link.created", Data: map[string]string{}})
-			evID = ev.ID
-			if err != nil {
-				return err
-			}
-			return boom
-		})
-		if !errors.Is(err, boom) {
-			t.Fatal(err)
-		}
-		if _, err := db.Events.Get(ctx, w.ID, evID); !errors.Is(err, store.ErrNotFound) {
-			t.Errorf("the event of a rolled-back change exists: %v", err)
-		}
-		if ds := deliveriesOf(t, db, evID); len(ds) != 0 {
-			t.Errorf("%d deliveries of a rolled-back change", len(ds))
-		}
-	})
-}
-
-func TestEmitFansOutBySubscription(t *testing.T) {
-	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
-		ctx := context.Background()
-		w := newWorkspace(t, db, "fan-out")
-		all := newEndpoint(t, db, w.ID, "*")
-		links := newEndpoint(t, db, w.ID, "link.*")
-		newEndpoint(t, db, w.ID, "message.received")
-		disabled := newEndpoint(t, db, w.ID, "link.created")
-		if err := db.Webhooks.SetStatus(ctx, w.ID, disabled.ID, store.EndpointDisabled, nil); err != nil {
-			t.Fatal(err)
-		}
-		other := newWorkspace(t, db, "someone else")
-		newEndpoint(t, db, other.ID, "*")
-
-		ev := emit(t, db, w.ID, "link.created")
-		ds := deliveriesOf(t, db, ev.ID)
-		got := map[string]string{}
-		for _, d := range ds {
-			got[d.EndpointID] = d.Status
-			if d.WorkspaceID != w.ID || d.EventType != "link.created" {
-				t.Errorf("delivery %+v", d)
-			}
-		}
-		want := map[string]string{all.ID: store.DeliveryPending, links.ID: store.DeliveryPending, disabled.ID: store.DeliverySkipped}
-		if len(got) != len(want) {
-			t.Fatalf("deliveries %v, want %v", got, want)
-		}
-		for id, status := range want {
-			if got[id] != status {
-				t.Errorf("endpoint %s: %q, want %q", id, got[id], status)
-			}
-		}
-		clicked := emit(t, db, w.ID, "link.clicked")
-		if ds := deliveriesOf(t, db, clicked.ID); len(ds) != 1 || ds[0].EndpointID != links.ID {
-			t.Errorf("opt-in event reached %v, want only the link.* endpoint", ds)
-		}
-	})
 }
 
 // Two dispatchers claiming at once never get the same delivery; an expired lease makes it due again.

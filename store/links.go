@@ -464,21 +464,3 @@ func (s *Links) List(ctx context.Context, workspaceID string, f LinkFilter, p Pa
 	ls, more := pageOf(ls, p)
 	return ls, more, nil
 }
-
-// ListedEventType is the opt-in audit event of a list of links.
-const ListedEventType = "link.listed"
-
-// AuditListing records link.listed with data, in a transaction of its own, when an endpoint of the workspace
-// subscribes to it. A list is a read: while nobody subscribes, it writes nothing, so listing costs no write
-// transaction (and no SQLite write lock) and the event log does not fill with entries nobody receives. It returns
-// no sentinel errors.
-func (s *Links) AuditListing(ctx context.Context, workspaceID string, data any) error {
-	subscribed, err := subscribers(ctx, s.db.r, ListedEventType, workspaceID)
-	if err != nil || !subscribed[workspaceID] {
-		return err
-	}
-	return s.db.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error {
-		_, err := s.db.Events.Emit(ctx, tx, NewEvent{WorkspaceID: workspaceID, Type: ListedEventType, Data: data})
-		return err
-	})
-}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/uptrace/bun"
 
+	"github.com/switchboard/switchboard/internal/events"
 	"github.com/switchboard/switchboard/store"
 	"github.com/switchboard/switchboard/store/storetest"
 )
@@ -79,7 +80,7 @@ func TestAdmitClickIsExactUnderConcurrency(t *testing.T) {
 					if got.ID != l.ID || got.AdmittedClicks != maxClicks || got.MaxClicksEventAt == nil {
 						t.Errorf("reached with %+v", got)
 					}
-					_, err := db.Events.Emit(ctx, tx, store.NewEvent{WorkspaceID: ws.ID, Type: "link.max_clicks_reached", Data: map[string]string{"id": got.ID}})
+					_, err := events.NewOutbox(db, events.Builtin()).EmitJSON(ctx, tx, ws.ID, "link.max_clicks_reached", []byte(`{"id":"`+got.ID+`"}`))
 					return err
 				})
 				if err != nil {

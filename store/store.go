@@ -212,6 +212,10 @@ func (db *DB) RunInTx(ctx context.Context, fn func(ctx context.Context, tx bun.T
 	return db.w.RunInTx(ctx, nil, fn)
 }
 
+// Reader is the handle for reads outside a transaction: on SQLite the pool of read-only connections, which never
+// waits for the single writer.
+func (db *DB) Reader() bun.IDB { return db.r }
+
 // Bun exposes the writer handle for tests and tools that need raw SQL.
 func (db *DB) Bun() *bun.DB { return db.w }
 

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -285,4 +286,23 @@ func (s *WebhookEndpoints) change(ctx context.Context, workspaceID, id string,
 		return WebhookEndpoint{}, mapErr(err)
 	}
 	return e, nil
+}
+
+// Subscriptions reads what routing events needs of the endpoints of the workspaces (duplicates allowed) — ID,
+// workspace, subscribed patterns and status — by workspace, in one statement on db (a transaction that emits, so
+// that its view is consistent with the change). It returns no sentinel errors.
+func (s *WebhookEndpoints) Subscriptions(ctx context.Context, db bun.IDB, workspaceIDs []string) (map[string][]WebhookEndpoint, error) {
+	ids := slices.Clone(workspaceIDs)
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
+	var endpoints []WebhookEndpoint
+	if err := db.NewSelect().Model(&endpoints).Column("id", "workspace_id", "events", "status").
+		Where("e.workspace_id IN (?)", bun.In(ids)).Scan(ctx); err != nil {
+		return nil, err
+	}
+	out := make(map[string][]WebhookEndpoint, len(ids))
+	for _, e := range endpoints {
+		out[e.WorkspaceID] = append(out[e.WorkspaceID], e)
+	}
+	return out, nil
 }

@@ -119,8 +119,8 @@ type Error struct {
 	Fields []Field
 }
 
-// Field is one invalid part of a request. Exactly one of Pointer (a JSON pointer into the body), Parameter or
-// Header locates it.
+// Field is one invalid part of a request, located by a Parameter name, else a Header name, else a JSON Pointer into
+// the body ("" is the whole body).
 type Field struct {
 	Pointer, Parameter, Header string
 	Detail                     string
@@ -149,7 +149,9 @@ func (e *Error) Status() int { return table[e.Code].Status }
 type Fields []Field
 
 // Add records an invalid member of the body.
-func (f *Fields) Add(pointer, detail string) { *f = append(*f, Field{Pointer: pointer, Detail: detail}) }
+func (f *Fields) Add(pointer, detail string) {
+	*f = append(*f, Field{Pointer: pointer, Detail: detail})
+}
 
 // AddParameter records an invalid path or query parameter.
 func (f *Fields) AddParameter(name, detail string) {

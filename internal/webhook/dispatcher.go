@@ -11,7 +11,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/uptrace/bun"
 
+	"github.com/switchboard/switchboard/gen"
 	"github.com/switchboard/switchboard/internal/egress"
+	"github.com/switchboard/switchboard/internal/events"
 	"github.com/switchboard/switchboard/internal/ratelimit"
 	"github.com/switchboard/switchboard/store"
 )
@@ -40,7 +42,10 @@ type Config struct {
 	// often they are pruned (default hourly, and once at start). Events with a pending delivery are always kept.
 	Retention  time.Duration
 	PruneEvery time.Duration
-	Logger     *slog.Logger
+	// Events records the operational events (an endpoint disabled, a delivery exhausted) in the transaction of the
+	// attempt that caused them (default: an outbox of the built-in types).
+	Events *events.Outbox
+	Logger *slog.Logger
 }
 
 // Defaults of Config.
@@ -62,14 +67,17 @@ const maxRecordBatch = 128
 // An endpoint's rate limit is enforced per dispatcher process: with several processes on one database a receiver
 // may get up to that many times its rate.
 type Dispatcher struct {
-	db      *store.DB
-	sender  *Sender
-	cfg     Config
-	retry   RetryPolicy
-	log     *slog.Logger
-	wake    chan struct{}
-	limiter *ratelimit.Limiter
-	metrics *metrics
+	db     *store.DB
+	events *events.Outbox
+	// exhaustedType is the name of webhook.delivery.exhausted: its own exhaustion emits nothing.
+	exhaustedType string
+	sender        *Sender
+	cfg           Config
+	retry         RetryPolicy
+	log           *slog.Logger
+	wake          chan struct{}
+	limiter       *ratelimit.Limiter
+	metrics       *metrics
 	// results carries finished attempts to the recorder, which writes them in batches.
 	results chan store.AttemptResult
 
@@ -118,7 +126,14 @@ func NewDispatcher(db *store.DB, box *Box, guard *egress.Guard, cfg Config) *Dis
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	d := &Dispatcher{db: db, sender: NewSender(box, guard, cfg.Timeout), cfg: cfg,
+	if cfg.Events == nil {
+		cfg.Events = events.NewOutbox(db, events.Builtin())
+	}
+	exhausted, err := cfg.Events.Types().TypeOf(gen.WebhookDeliveryExhaustedEvent{})
+	if err != nil {
+		panic(err) // the built-in payloads are compiled in; the events package's tests cover them
+	}
+	d := &Dispatcher{events: cfg.Events, exhaustedType: exhausted.Name, db: db, sender: NewSender(box, guard, cfg.Timeout), cfg: cfg,
 		retry: RetryPolicy{Schedule: cfg.Schedule, ThrottledWait: cfg.ThrottledWait}, log: cfg.Logger,
 		wake: make(chan struct{}, 1), limiter: ratelimit.New(), results: make(chan store.AttemptResult, cfg.Workers),
 		inFlight: map[string]int{}, throttled: map[string]time.Time{}}
@@ -380,50 +395,22 @@ func (d *Dispatcher) recordBatch(batch []store.AttemptResult) {
 	}
 }
 
-// Operational event types the dispatcher emits to the workspace.
-const (
-	EventEndpointDisabled  = "webhook.endpoint.disabled"
-	EventDeliveryExhausted = "webhook.delivery.exhausted"
-)
-
-// EndpointDisabledData is the data of a webhook.endpoint.disabled event (WebhookEndpointDisabledEvent in the spec).
-type EndpointDisabledData struct {
-	WebhookID string `json:"webhook_id"`
-	URL       string `json:"url"`
-	// Reason is "gone" (the receiver answered 410) or "failing" (it failed for DisableAfter).
-	Reason       string     `json:"reason"`
-	FailingSince *time.Time `json:"failing_since"`
-}
-
-// DeliveryExhaustedData is the data of a webhook.delivery.exhausted event (WebhookDeliveryExhaustedEvent in the
-// spec).
-type DeliveryExhaustedData struct {
-	DeliveryID     string  `json:"delivery_id"`
-	WebhookID      string  `json:"webhook_id"`
-	EventID        string  `json:"event_id"`
-	EventType      string  `json:"event_type"`
-	Attempts       int     `json:"attempts"`
-	LastStatusCode *int    `json:"last_status_code"`
-	LastError      *string `json:"last_error"`
-}
-
 // emitOperational tells the workspace, in the attempt's transaction, that an endpoint was disabled or a delivery
 // exhausted its retries. An exhausted delivery of an exhausted-event emits nothing, so a broken receiver cannot
 // start an endless chain.
 func (d *Dispatcher) emitOperational(ctx context.Context, tx bun.Tx, fx store.AttemptEffects) error {
 	dl := fx.Delivery
 	if fx.EndpointDisabled != "" {
-		if _, err := d.db.Events.Emit(ctx, tx, store.NewEvent{WorkspaceID: dl.WorkspaceID, Type: EventEndpointDisabled,
-			Data: EndpointDisabledData{WebhookID: dl.EndpointID, URL: fx.EndpointURL, Reason: fx.EndpointDisabled,
-				FailingSince: fx.FailingSince}}); err != nil {
+		if _, err := d.events.Emit(ctx, tx, dl.WorkspaceID, gen.WebhookEndpointDisabledEvent{WebhookId: dl.EndpointID,
+			Url: fx.EndpointURL, Reason: gen.WebhookEndpointDisabledEventReason(fx.EndpointDisabled),
+			FailingSince: fx.FailingSince}); err != nil {
 			return err
 		}
 	}
-	if fx.Exhausted && dl.EventType != EventDeliveryExhausted {
-		if _, err := d.db.Events.Emit(ctx, tx, store.NewEvent{WorkspaceID: dl.WorkspaceID, Type: EventDeliveryExhausted,
-			Data: DeliveryExhaustedData{DeliveryID: dl.ID, WebhookID: dl.EndpointID, EventID: dl.EventID,
-				EventType: dl.EventType, Attempts: dl.Attempts, LastStatusCode: dl.LastStatusCode,
-				LastError: dl.LastError}}); err != nil {
+	if fx.Exhausted && dl.EventType != d.exhaustedType {
+		if _, err := d.events.Emit(ctx, tx, dl.WorkspaceID, gen.WebhookDeliveryExhaustedEvent{DeliveryId: dl.ID,
+			WebhookId: dl.EndpointID, EventId: dl.EventID, EventType: dl.EventType, Attempts: dl.Attempts,
+			LastStatusCode: dl.LastStatusCode, LastError: dl.LastError}); err != nil {
 			return err
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchboard/switchboard/gen"
 	"github.com/switchboard/switchboard/internal/webhook"
 	"github.com/switchboard/switchboard/store"
 	"github.com/switchboard/switchboard/store/storetest"
@@ -91,21 +92,21 @@ func TestGoneDisablesEndpoint(t *testing.T) {
 		if d.Status != store.DeliveryFailed || d.Attempts != 1 {
 			t.Errorf("the delivery answered 410 is not failed for good: %+v", d)
 		}
-		disabled := h.events(webhook.EventEndpointDisabled)
-		exhausted := h.events(webhook.EventDeliveryExhausted)
+		disabled := h.events("webhook.endpoint.disabled")
+		exhausted := h.events("webhook.delivery.exhausted")
 		if len(disabled) != 1 || len(exhausted) != 1 {
 			t.Fatalf("%d disabled and %d exhausted events, want one of each", len(disabled), len(exhausted))
 		}
 		conformsTo(t, disabled[0], "WebhookEndpointDisabledEvent")
 		conformsTo(t, exhausted[0], "WebhookDeliveryExhaustedEvent")
-		var dd webhook.EndpointDisabledData
+		var dd gen.WebhookEndpointDisabledEvent
 		_ = json.Unmarshal(disabled[0].Data, &dd)
-		if dd.WebhookID != e.ID || dd.URL != gone.url() || dd.Reason != "gone" || dd.FailingSince == nil {
+		if dd.WebhookId != e.ID || dd.Url != gone.url() || dd.Reason != "gone" || dd.FailingSince == nil {
 			t.Errorf("disabled data %s", disabled[0].Data)
 		}
-		var xd webhook.DeliveryExhaustedData
+		var xd gen.WebhookDeliveryExhaustedEvent
 		_ = json.Unmarshal(exhausted[0].Data, &xd)
-		if xd.DeliveryID != d.ID || xd.WebhookID != e.ID || xd.EventID != first.ID || xd.EventType != "link.deleted" ||
+		if xd.DeliveryId != d.ID || xd.WebhookId != e.ID || xd.EventId != first.ID || xd.EventType != "link.deleted" ||
 			xd.Attempts != 1 || xd.LastStatusCode == nil || *xd.LastStatusCode != 410 || xd.LastError == nil || *xd.LastError != "http_410" {
 			t.Errorf("exhausted data %s", exhausted[0].Data)
 		}
@@ -140,14 +141,14 @@ func TestFailingEndpointDisabledAfterAWhile(t *testing.T) {
 		}
 		h.start(webhook.Config{Schedule: schedule, DisableAfter: 300 * time.Millisecond})
 		ev := h.emit("link.created")
-		eventually(t, "disabled", func() bool { return len(h.events(webhook.EventEndpointDisabled)) == 1 })
+		eventually(t, "disabled", func() bool { return len(h.events("webhook.endpoint.disabled")) == 1 })
 		got, _ := db.Webhooks.Get(context.Background(), h.ws.ID, e.ID)
 		if got.Status != store.EndpointDisabled || *got.DisabledReason != "failing" {
 			t.Errorf("endpoint %+v", got)
 		}
-		disabled := h.events(webhook.EventEndpointDisabled)[0]
+		disabled := h.events("webhook.endpoint.disabled")[0]
 		conformsTo(t, disabled, "WebhookEndpointDisabledEvent")
-		var data webhook.EndpointDisabledData
+		var data gen.WebhookEndpointDisabledEvent
 		_ = json.Unmarshal(disabled.Data, &data)
 		d := h.delivery(ev.ID, e.ID)
 		first := h.attempts(d.ID)[0].StartedAt

@@ -21,6 +21,7 @@ import (
 
 	"github.com/switchboard/switchboard/api"
 	"github.com/switchboard/switchboard/internal/egress"
+	"github.com/switchboard/switchboard/internal/events"
 	"github.com/switchboard/switchboard/internal/webhook"
 	"github.com/switchboard/switchboard/store"
 	"github.com/switchboard/switchboard/store/storetest"
@@ -211,7 +212,7 @@ func (h *harness) emit(typ string) store.Event {
 	var ev store.Event
 	if err := h.db.RunInTx(context.Background(), func(ctx context.Context, tx bun.Tx) error {
 		var err error
-		ev, err = h.db.Events.Emit(ctx, tx, store.NewEvent{WorkspaceID: h.ws.ID, Type: typ, Data: map[string]string{"link_id": "lnk_1"}})
+		ev, err = events.NewOutbox(h.db, events.Builtin()).EmitJSON(ctx, tx, h.ws.ID, typ, []byte(`{"link_id":"lnk_1"}`))
 		return err
 	}); err != nil {
 		h.t.Fatal(err)

@@ -1,47 +1,45 @@
 package clicks
 
 import (
-	"time"
+	"context"
 
+	"github.com/uptrace/bun"
+
+	"github.com/switchboard/switchboard/gen"
+	"github.com/switchboard/switchboard/internal/events"
 	"github.com/switchboard/switchboard/store"
 )
 
-// ClickedEvent is the data of a link.clicked event (the API's LinkClickedEvent schema).
-type ClickedEvent struct {
-	Click ClickJSON   `json:"click"`
-	Link  ClickedLink `json:"link"`
+// emitClicked emits link.clicked, in the batch's transaction, for the clicks of workspaces where an endpoint
+// receives it (it is opt-in): no event data is built or written for the other workspaces, so clicks cost nothing
+// more while nobody listens.
+func (r *Recorder) emitClicked(ctx context.Context, tx bun.Tx, inserted []store.Click, links map[string]store.ClickedLink) error {
+	workspaces := make([]string, len(inserted))
+	for i, c := range inserted {
+		workspaces[i] = c.WorkspaceID
+	}
+	subscribed, err := r.cfg.Events.Subscribers(ctx, tx, gen.LinkClickedEvent{}, workspaces...)
+	if err != nil || len(subscribed) == 0 {
+		return err
+	}
+	var ps []events.Pending
+	for _, c := range inserted {
+		if subscribed[c.WorkspaceID] {
+			ps = append(ps, events.Pending{WorkspaceID: c.WorkspaceID, Payload: clickedEvent(c, links[c.LinkID])})
+		}
+	}
+	_, err = r.cfg.Events.EmitMany(ctx, tx, ps)
+	return err
 }
 
-// ClickJSON is the API's Click: never the address prefix or the visitor hash.
-type ClickJSON struct {
-	ID           string    `json:"id"`
-	Object       string    `json:"object"`
-	LinkID       string    `json:"link_id"`
-	ClickedAt    time.Time `json:"clicked_at"`
-	Class        string    `json:"class"`
-	ReferrerHost *string   `json:"referrer_host"`
-	Country      *string   `json:"country"`
-	Device       string    `json:"device"`
-	OS           string    `json:"os"`
-	Browser      string    `json:"browser"`
-	UserAgent    string    `json:"user_agent"`
-}
-
-// ClickedLink is the link of a link.clicked event.
-type ClickedLink struct {
-	ID             string  `json:"id"`
-	Domain         string  `json:"domain"`
-	Slug           string  `json:"slug"`
-	DestinationURL string  `json:"destination_url"`
-	ExternalID     *string `json:"external_id"`
-}
-
-// ClickedEventData builds the data of the link.clicked event of a click.
-func ClickedEventData(c store.Click, l store.ClickedLink) any {
-	return ClickedEvent{
-		Click: ClickJSON{ID: c.ID, Object: "click", LinkID: c.LinkID, ClickedAt: c.ClickedAt, Class: c.Class,
-			ReferrerHost: c.ReferrerHost, Country: c.Country, Device: c.Device, OS: c.OS, Browser: c.Browser,
-			UserAgent: c.UserAgent},
-		Link: ClickedLink{ID: l.ID, Domain: l.Domain, Slug: l.Slug, DestinationURL: l.DestinationURL, ExternalID: l.ExternalID},
+// clickedEvent is the data of the link.clicked event of a click: the API's Click (never the address prefix or the
+// visitor hash) and the link it belongs to.
+func clickedEvent(c store.Click, l store.ClickedLink) gen.LinkClickedEvent {
+	return gen.LinkClickedEvent{
+		Click: gen.Click{Id: c.ID, Object: gen.ClickObjectClick, LinkId: c.LinkID, ClickedAt: c.ClickedAt,
+			Class: gen.ClickClass(c.Class), ReferrerHost: c.ReferrerHost, Country: c.Country,
+			Device: gen.ClickDevice(c.Device), Os: c.OS, Browser: c.Browser, UserAgent: c.UserAgent},
+		Link: gen.ClickedLink{Id: l.ID, Domain: l.Domain, Slug: l.Slug, DestinationUrl: l.DestinationURL,
+			ExternalId: l.ExternalID},
 	}
 }

@@ -31,6 +31,7 @@ import (
 	"github.com/oklog/ulid/v2"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/switchboard/switchboard/internal/events"
 	"github.com/switchboard/switchboard/store"
 )
 
@@ -92,7 +93,9 @@ type Config struct {
 	// Housekeeping is how often the clicks of deleted links are purged and visitor salts older than two days
 	// deleted (default 1 min).
 	Housekeeping time.Duration
-	Logger       *slog.Logger
+	// Events records link.clicked in each batch's transaction (default: an outbox of the built-in types).
+	Events *events.Outbox
+	Logger *slog.Logger
 }
 
 // txTimeout bounds one batch transaction, so a database that stopped answering is noticed.
@@ -154,6 +157,9 @@ func New(db *store.DB, cfg Config) (*Recorder, error) {
 	}
 	if cfg.SpoolDir == "" {
 		return nil, errors.New("clicks: a spool directory is required")
+	}
+	if cfg.Events == nil {
+		cfg.Events = events.NewOutbox(db, events.Builtin())
 	}
 	sp, err := openSpool(cfg.SpoolDir)
 	if err != nil {
@@ -416,7 +422,7 @@ func (r *Recorder) persistOnce(ctx context.Context, hits []Hit, replayed, mayRep
 		}
 		clicks[i] = c
 	}
-	res, err := r.db.Clicks.Record(ctx, clicks, store.RecordOptions{MayRepeat: mayRepeat, EventData: ClickedEventData})
+	res, err := r.db.Clicks.Record(ctx, clicks, store.RecordOptions{MayRepeat: mayRepeat, Recorded: r.emitClicked})
 	if err != nil {
 		return err
 	}
