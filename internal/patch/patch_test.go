@@ -1,0 +1,30 @@
+package patch
+
+import "testing"
+
+func TestApply(t *testing.T) {
+	three := 3
+	for name, tc := range map[string]struct {
+		f    Field[int]
+		want *int
+	}{
+		"left alone": {Field[int]{}, &three},
+		"cleared":    {Clear[int](), nil},
+		"set":        {Set(7), new(int)},
+	} {
+		got := &three
+		tc.f.Apply(&got)
+		switch {
+		case tc.want == nil && got != nil, tc.want != nil && got == nil:
+			t.Errorf("%s: %v", name, got)
+		case name == "set" && *got != 7, name == "left alone" && got != &three:
+			t.Errorf("%s: %v", name, *got)
+		}
+	}
+	if v, ok := Set("x").Value(); !ok || v != "x" {
+		t.Error("Value of a set field")
+	}
+	if _, ok := Clear[string]().Value(); ok || !Clear[string]().Given() || (Field[string]{}).Given() {
+		t.Error("Given/Value of cleared and absent fields")
+	}
+}
