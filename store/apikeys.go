@@ -29,18 +29,6 @@ type APIKey struct {
 	Workspace *Workspace `bun:"rel:belongs-to,join:workspace_id=id"`
 }
 
-var _ bun.AfterScanRowHook = (*APIKey)(nil)
-
-// AfterScanRow normalises timestamps to UTC.
-func (k *APIKey) AfterScanRow(ctx context.Context) error {
-	k.CreatedAt = utc(k.CreatedAt)
-	k.ExpiresAt, k.RevokedAt, k.LastUsedAt = utcPtr(k.ExpiresAt), utcPtr(k.RevokedAt), utcPtr(k.LastUsedAt)
-	if k.Workspace != nil { // Bun does not run the hook of a joined model
-		return k.Workspace.AfterScanRow(ctx)
-	}
-	return nil
-}
-
 // Status is "revoked", "expired" or "active" at time t.
 func (k APIKey) Status(t time.Time) string {
 	switch {
@@ -65,7 +53,7 @@ type NewAPIKey struct {
 }
 
 // APIKeys is the repository of API keys.
-type APIKeys struct{ db *DB }
+type APIKeys struct{ workspaceScoped[APIKey] }
 
 // Create stores a new key. Returns ErrNotFound if the workspace does not exist and ErrConflict if the secret hash
 // is already taken (a 190-bit collision: in practice never).
@@ -73,37 +61,24 @@ func (s *APIKeys) Create(ctx context.Context, n NewAPIKey) (APIKey, error) {
 	k := APIKey{
 		ID: NewID("key"), WorkspaceID: n.WorkspaceID, Name: n.Name, SecretHash: n.SecretHash,
 		DisplayPrefix: n.DisplayPrefix, Last4: n.Last4, Scopes: n.Scopes, CreatedBy: n.CreatedBy,
-		CreatedAt: now(), ExpiresAt: utcPtr(n.ExpiresAt),
+		CreatedAt: now(),
 	}
-	if k.ExpiresAt != nil {
-		t := k.ExpiresAt.Truncate(time.Microsecond)
+	if n.ExpiresAt != nil {
+		t := n.ExpiresAt.UTC().Truncate(time.Microsecond)
 		k.ExpiresAt = &t
 	}
 	if len(n.Scopes) == 0 {
 		return APIKey{}, errors.New("store: an API key needs at least one scope")
 	}
-	err := s.db.w.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		exists, err := tx.NewSelect().Table("workspaces").Where("id = ?", n.WorkspaceID).Exists(ctx)
-		if err != nil {
-			return err
-		}
-		if !exists {
-			return ErrNotFound
-		}
-		_, err = tx.NewInsert().Model(&k).Exec(ctx)
-		return err
-	})
-	if err != nil {
-		return APIKey{}, mapErr(err)
+	if err := s.create(ctx, s.db.w, &k); err != nil {
+		return APIKey{}, err
 	}
 	return k, nil
 }
 
 // Get returns one key of a workspace. Returns ErrNotFound if it does not exist in that workspace.
 func (s *APIKeys) Get(ctx context.Context, workspaceID, id string) (APIKey, error) {
-	var k APIKey
-	err := s.db.r.NewSelect().Model(&k).Where("k.id = ? AND k.workspace_id = ?", id, workspaceID).Scan(ctx)
-	return k, mapErr(err)
+	return s.get(ctx, workspaceID, id)
 }
 
 // ByHash returns the key whose secret hashes to hash, with its Workspace, revoked and expired ones included (the

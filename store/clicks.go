@@ -66,14 +66,6 @@ type Click struct {
 	VisitorHash *string `bun:"visitor_hash"`
 }
 
-var _ bun.AfterScanRowHook = (*Click)(nil)
-
-// AfterScanRow normalises timestamps to UTC.
-func (c *Click) AfterScanRow(context.Context) error {
-	c.ClickedAt = utc(c.ClickedAt)
-	return nil
-}
-
 // Dimensions returns the click's value in each dimension of the rollups, in the order of the Dimension constants.
 func (c Click) Dimensions() [5][2]string {
 	country, referrer := UnknownDimensionValue, DirectReferrer
@@ -342,9 +334,6 @@ func (s *Clicks) timeArg(t time.Time) any {
 	}
 	return t.UTC().Format(sqliteTimeFormat)
 }
-
-// sqliteTimeFormat is Bun's format of times on SQLite.
-const sqliteTimeFormat = "2006-01-02 15:04:05.999999-07:00"
 
 var clickInsert = multiRow{
 	head: "INSERT INTO clicks (id, link_id, workspace_id, clicked_at, class, referrer_host, country, device, os, browser, " +

@@ -23,16 +23,8 @@ type Attempt struct {
 	ResponseExcerpt *string   `bun:"response_excerpt"`
 }
 
-var _ bun.AfterScanRowHook = (*Attempt)(nil)
-
-// AfterScanRow normalises timestamps to UTC.
-func (a *Attempt) AfterScanRow(context.Context) error {
-	a.StartedAt = utc(a.StartedAt)
-	return nil
-}
-
 // Deliveries is the queue and log of webhook deliveries.
-type Deliveries struct{ db *DB }
+type Deliveries struct{ workspaceScoped[Delivery] }
 
 // Claim leases up to limit due deliveries of active endpoints until now+lease, leaving out the endpoints in exclude
 // (those at their in-flight cap or rate limit). Deliveries come in the order they fell due, and those due at the
@@ -62,9 +54,6 @@ func (s *Deliveries) Claim(ctx context.Context, now time.Time, lease time.Durati
 		Where("d.id IN (?)", sub).Returning("*").Exec(ctx, &out)
 	if err != nil {
 		return nil, err
-	}
-	for i := range out {
-		_ = out[i].AfterScanRow(ctx)
 	}
 	// UPDATE … RETURNING returns rows in no particular order.
 	sortDeliveries(out)
@@ -383,9 +372,7 @@ func (s *Deliveries) Attempts(ctx context.Context, deliveryID string) ([]Attempt
 
 // Get returns a delivery of a workspace. Returns ErrNotFound if it is not in that workspace.
 func (s *Deliveries) Get(ctx context.Context, workspaceID, id string) (Delivery, error) {
-	var d Delivery
-	err := s.db.r.NewSelect().Model(&d).Where("d.id = ? AND d.workspace_id = ?", id, workspaceID).Scan(ctx)
-	return d, mapErr(err)
+	return s.get(ctx, workspaceID, id)
 }
 
 // Release gives back leased deliveries without an attempt: a dispatcher claimed more of one endpoint than its
@@ -432,8 +419,7 @@ func (s *Deliveries) QueueStats(ctx context.Context, now time.Time) (QueueStats,
 		return st, err
 	}
 	if len(due) == 1 {
-		oldest := due[0].UTC()
-		st.OldestDue = &oldest
+		st.OldestDue = &due[0]
 	}
 	return st, nil
 }

@@ -20,27 +20,23 @@ type DeliveryFilter struct {
 // List returns a page of the delivery log of an endpoint of a workspace and whether more follow. Returns ErrNotFound
 // if the endpoint is not in the workspace.
 func (s *Deliveries) List(ctx context.Context, workspaceID, endpointID string, f DeliveryFilter, p Page) ([]Delivery, bool, error) {
-	exists, err := s.db.r.NewSelect().Table("webhook_endpoints").
-		Where("id = ? AND workspace_id = ?", endpointID, workspaceID).Exists(ctx)
+	exists, err := s.db.Webhooks.exists(ctx, workspaceID, endpointID)
 	if err != nil {
 		return nil, false, err
 	}
 	if !exists {
 		return nil, false, ErrNotFound
 	}
-	ds := []Delivery{}
-	q := s.db.r.NewSelect().Model(&ds).Where("d.endpoint_id = ? AND d.workspace_id = ?", endpointID, workspaceID)
-	if f.Status != "" {
-		q = q.Where("d.status = ?", f.Status)
-	}
-	if f.EventType != "" {
-		q = q.Where("d.event_type = ?", f.EventType)
-	}
-	if err := p.apply(q, "d.id").Scan(ctx); err != nil {
-		return nil, false, err
-	}
-	ds, more := pageOf(ds, p)
-	return ds, more, nil
+	return s.list(ctx, workspaceID, p, func(q *bun.SelectQuery) *bun.SelectQuery {
+		q = q.Where("d.endpoint_id = ?", endpointID)
+		if f.Status != "" {
+			q = q.Where("d.status = ?", f.Status)
+		}
+		if f.EventType != "" {
+			q = q.Where("d.event_type = ?", f.EventType)
+		}
+		return q
+	})
 }
 
 // Redeliver queues a delivery of a workspace for an attempt now, whatever its status, and returns it. It keeps its
@@ -50,11 +46,9 @@ func (s *Deliveries) List(ctx context.Context, workspaceID, endpointID string, f
 func (s *Deliveries) Redeliver(ctx context.Context, workspaceID, id string) (Delivery, error) {
 	var d Delivery
 	err := s.db.w.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		q := tx.NewSelect().Model(&d).Where("d.id = ? AND d.workspace_id = ?", id, workspaceID)
-		if s.db.dialect == Postgres {
-			q = q.For("UPDATE") // waits for a claim in progress, whose lease it then sees
-		}
-		if err := q.Scan(ctx); err != nil {
+		var err error
+		// On PostgreSQL the lock waits for a claim in progress, whose lease it then sees.
+		if d, err = s.lock(ctx, tx, workspaceID, id); err != nil {
 			return err
 		}
 		var e WebhookEndpoint

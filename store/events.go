@@ -21,14 +21,6 @@ type Event struct {
 	CreatedAt   time.Time       `bun:"created_at"`
 }
 
-var _ bun.AfterScanRowHook = (*Event)(nil)
-
-// AfterScanRow normalises timestamps to UTC.
-func (e *Event) AfterScanRow(context.Context) error {
-	e.CreatedAt = utc(e.CreatedAt)
-	return nil
-}
-
 // Delivery statuses.
 const (
 	DeliveryPending   = "pending"
@@ -60,17 +52,8 @@ type Delivery struct {
 	CompletedAt    *time.Time `bun:"completed_at"`
 }
 
-var _ bun.AfterScanRowHook = (*Delivery)(nil)
-
-// AfterScanRow normalises timestamps to UTC.
-func (d *Delivery) AfterScanRow(context.Context) error {
-	d.CreatedAt, d.UpdatedAt = utc(d.CreatedAt), utc(d.UpdatedAt)
-	d.NextAttemptAt, d.LeaseUntil, d.CompletedAt = utcPtr(d.NextAttemptAt), utcPtr(d.LeaseUntil), utcPtr(d.CompletedAt)
-	return nil
-}
-
 // Events is the event log and the table side of the transactional outbox (package events decides what is written).
-type Events struct{ db *DB }
+type Events struct{ workspaceScoped[Event] }
 
 // insertChunk bounds the rows of one multi-row insert, so that a batch of clicks fanned out to several endpoints
 // does not become one statement of megabytes.
@@ -117,9 +100,7 @@ func (db *DB) notifyQueued(ctx context.Context, tx bun.IDB) error {
 
 // Get returns an event of a workspace. Returns ErrNotFound if it is not in that workspace.
 func (s *Events) Get(ctx context.Context, workspaceID, id string) (Event, error) {
-	var ev Event
-	err := s.db.r.NewSelect().Model(&ev).Where("ev.id = ? AND ev.workspace_id = ?", id, workspaceID).Scan(ctx)
-	return ev, mapErr(err)
+	return s.get(ctx, workspaceID, id)
 }
 
 // EventFilter narrows a list of events; the zero value lists them all.
@@ -130,19 +111,15 @@ type EventFilter struct {
 
 // List returns a page of a workspace's events and whether more follow. It returns no sentinel errors.
 func (s *Events) List(ctx context.Context, workspaceID string, f EventFilter, p Page) ([]Event, bool, error) {
-	evs := []Event{}
-	q := s.db.r.NewSelect().Model(&evs).Where("ev.workspace_id = ?", workspaceID)
-	switch prefix, family := strings.CutSuffix(f.Type, "*"); {
-	case f.Type == "" || f.Type == "*":
-	case family:
-		// A prefix comparison rather than LIKE, where the "_" of type names would be a wildcard.
-		q = q.Where("substr(ev.type, 1, ?) = ?", len(prefix), prefix)
-	default:
-		q = q.Where("ev.type = ?", f.Type)
-	}
-	if err := p.apply(q, "ev.id").Scan(ctx); err != nil {
-		return nil, false, err
-	}
-	evs, more := pageOf(evs, p)
-	return evs, more, nil
+	return s.list(ctx, workspaceID, p, func(q *bun.SelectQuery) *bun.SelectQuery {
+		switch prefix, family := strings.CutSuffix(f.Type, "*"); {
+		case f.Type == "" || f.Type == "*":
+		case family:
+			// A prefix comparison rather than LIKE, where the "_" of type names would be a wildcard.
+			q = q.Where("substr(ev.type, 1, ?) = ?", len(prefix), prefix)
+		default:
+			q = q.Where("ev.type = ?", f.Type)
+		}
+		return q
+	})
 }

@@ -39,15 +39,6 @@ type IdempotentResponse struct {
 	Body string `bun:"body"`
 }
 
-var _ bun.AfterScanRowHook = (*IdempotencyRecord)(nil)
-
-// AfterScanRow normalises timestamps to UTC.
-func (r *IdempotencyRecord) AfterScanRow(context.Context) error {
-	r.LockedAt, r.CreatedAt, r.ExpiresAt = utc(r.LockedAt), utc(r.CreatedAt), utc(r.ExpiresAt)
-	r.CompletedAt = utcPtr(r.CompletedAt)
-	return nil
-}
-
 // NewIdempotencyClaim is what IdempotencyKeys.Claim needs.
 type NewIdempotencyClaim struct {
 	APIKeyID    string

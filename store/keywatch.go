@@ -59,7 +59,8 @@ func (w *pgKeyWatch) version(ctx context.Context) (uint64, error) {
 func (w *pgKeyWatch) run(connected chan struct{}) {
 	defer close(w.done)
 	var signalled bool
-	listen(w.ctx, w.url, accessChannel, Listener{
+	listen(w.ctx, w.url, Listener{
+		Channel: accessChannel,
 		Connected: func() {
 			w.bump()
 			w.connected.Store(true)

@@ -23,9 +23,6 @@ func (s *Links) HourlyClicks(ctx context.Context, linkID string, from, to time.T
 	err := s.db.r.NewSelect().Table("click_rollups").Column("bucket", "humans", "bots", "unique_humans").
 		Where("link_id = ? AND bucket >= ? AND bucket < ?", linkID, from.UTC().Truncate(time.Hour), to.UTC()).
 		Order("bucket").Scan(ctx, &rows)
-	for i := range rows {
-		rows[i].Hour = utc(rows[i].Hour)
-	}
 	return rows, err
 }
 

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/uptrace/bun"
 )
 
@@ -46,16 +47,6 @@ type Link struct {
 	UpdatedAt        time.Time  `bun:"updated_at"`
 }
 
-var _ bun.AfterScanRowHook = (*Link)(nil)
-
-// AfterScanRow normalises timestamps to UTC.
-func (l *Link) AfterScanRow(context.Context) error {
-	l.CreatedAt, l.UpdatedAt = utc(l.CreatedAt), utc(l.UpdatedAt)
-	l.ExpiresAt, l.LastClickedAt = utcPtr(l.ExpiresAt), utcPtr(l.LastClickedAt)
-	l.ExpiredEventAt, l.MaxClicksEventAt = utcPtr(l.ExpiredEventAt), utcPtr(l.MaxClicksEventAt)
-	return nil
-}
-
 // Link statuses: whether a link sends visitors to its destination at a given time.
 const (
 	LinkActive           = "active"
@@ -87,7 +78,7 @@ type LinkKey struct {
 func SlugKey(slug string) string { return strings.ToLower(slug) }
 
 // Links is the repository of short links.
-type Links struct{ db *DB }
+type Links struct{ workspaceScoped[Link] }
 
 var (
 	// ErrSlugTaken means the slug is used on its domain, or reserved there to another workspace by a tombstone. It
@@ -302,15 +293,13 @@ func insertTags(ctx context.Context, tx bun.IDB, links []*Link) error {
 
 // Get returns a link of a workspace. Returns ErrNotFound if it is not in that workspace.
 func (s *Links) Get(ctx context.Context, workspaceID, id string) (Link, error) {
-	var l Link
-	err := s.db.r.NewSelect().Model(&l).Where("l.id = ? AND l.workspace_id = ?", id, workspaceID).Scan(ctx)
-	return l, mapErr(err)
+	return s.get(ctx, workspaceID, id)
 }
 
 // Exists reports whether the workspace has the link, by its primary key and without reading the row. It returns
 // no sentinel errors.
 func (s *Links) Exists(ctx context.Context, workspaceID, id string) (bool, error) {
-	return s.db.r.NewSelect().Model((*Link)(nil)).Where("l.id = ? AND l.workspace_id = ?", id, workspaceID).Exists(ctx)
+	return s.exists(ctx, workspaceID, id)
 }
 
 // ByKey returns the workspace's link at a short URL. Returns ErrNotFound if there is none, or it belongs to another
@@ -325,21 +314,14 @@ func (s *Links) ByKey(ctx context.Context, workspaceID string, key LinkKey) (Lin
 // Lock reads a link of a workspace inside tx for a change (SELECT … FOR UPDATE on PostgreSQL; SQLite's write
 // transaction already excludes other writers). Returns ErrNotFound if it is not in that workspace.
 func (s *Links) Lock(ctx context.Context, tx bun.IDB, workspaceID, id string) (Link, error) {
-	return s.lock(ctx, tx, "l.id = ? AND l.workspace_id = ?", id, workspaceID)
+	return s.lock(ctx, tx, workspaceID, id)
 }
 
 // LockByExternalID is Lock by the workspace's external ID. Returns ErrNotFound if no link has it.
 func (s *Links) LockByExternalID(ctx context.Context, tx bun.IDB, workspaceID, externalID string) (Link, error) {
-	return s.lock(ctx, tx, "l.workspace_id = ? AND l.external_id = ?", workspaceID, externalID)
-}
-
-func (s *Links) lock(ctx context.Context, tx bun.IDB, where string, args ...any) (Link, error) {
 	var l Link
-	q := tx.NewSelect().Model(&l).Where(where, args...)
-	if s.db.dialect == Postgres {
-		q = q.For("UPDATE")
-	}
-	err := q.Scan(ctx)
+	err := s.db.forUpdate(tx.NewSelect().Model(&l).Where("l.workspace_id = ? AND l.external_id = ?", workspaceID, externalID)).
+		Scan(ctx)
 	return l, mapErr(err)
 }
 
@@ -355,11 +337,8 @@ func (s *Links) Update(ctx context.Context, tx bun.IDB, l *Link, old Link, tombs
 	l.normalize()
 	res, err := tx.NewUpdate().Model(l).Column(linkColumns...).
 		Where("id = ? AND workspace_id = ?", l.ID, l.WorkspaceID).Exec(ctx)
-	if err != nil && isUniqueViolation(err) {
-		if strings.Contains(err.Error(), "external_id") {
-			return externalIDTaken(l)
-		}
-		return slugTaken(l)
+	if isUniqueViolation(err) {
+		return s.updateConflict(ctx, tx, l, err)
 	}
 	if err := expectOneRow(res, err); err != nil {
 		return err
@@ -383,15 +362,27 @@ func (s *Links) Update(ctx context.Context, tx bun.IDB, l *Link, old Link, tombs
 	return insertTags(ctx, tx, []*Link{l})
 }
 
+// updateConflict tells which uniqueness rule refused the update of l (err, a unique violation): ErrExternalIDTaken
+// or ErrSlugTaken, or another error when the question itself failed. PostgreSQL has aborted the transaction but
+// names the index; SQLite rolled back the statement only, so the transaction can still ask.
+func (s *Links) updateConflict(ctx context.Context, tx bun.IDB, l *Link, err error) error {
+	if pgErr, ok := errors.AsType[*pgconn.PgError](err); ok {
+		if pgErr.ConstraintName == "links_workspace_external_id" {
+			return externalIDTaken(l)
+		}
+		return slugTaken(l)
+	}
+	return s.conflict(ctx, tx, l)
+}
+
 // Delete removes a link of a workspace inside tx (its tags go with it), reserves its short URL to the workspace
 // until tombstoneUntil and queues its clicks and rollups for the background purge (link_purges), so deleting a link
 // with millions of clicks stays fast. It returns the link's last state. Returns ErrNotFound if the link is not in
 // the workspace.
 func (s *Links) Delete(ctx context.Context, tx bun.IDB, workspaceID, id string, tombstoneUntil time.Time) (Link, error) {
-	var l Link
-	err := tx.NewDelete().Model(&l).Where("id = ? AND workspace_id = ?", id, workspaceID).Returning("*").Scan(ctx)
+	l, err := s.delete(ctx, tx, workspaceID, id)
 	if err != nil {
-		return Link{}, mapErr(err)
+		return Link{}, err
 	}
 	if err := tombstone(ctx, tx, workspaceID, l.Key(), tombstoneUntil); err != nil {
 		return Link{}, err
@@ -422,8 +413,14 @@ var likeEscaper = strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
 
 // List returns a page of a workspace's links matching f, newest first, and whether more follow.
 func (s *Links) List(ctx context.Context, workspaceID string, f LinkFilter, p Page) ([]Link, bool, error) {
-	var ls []Link
-	q := s.db.r.NewSelect().Model(&ls).Where("l.workspace_id = ?", workspaceID).Where("l.archived = ?", f.Archived)
+	return s.list(ctx, workspaceID, p, func(q *bun.SelectQuery) *bun.SelectQuery {
+		return f.apply(q, workspaceID)
+	})
+}
+
+// apply narrows a query of a workspace's links to those matching f.
+func (f LinkFilter) apply(q *bun.SelectQuery, workspaceID string) *bun.SelectQuery {
+	q = q.Where("l.archived = ?", f.Archived)
 	if f.Query != "" {
 		pattern := "%" + likeEscaper.Replace(strings.ToLower(f.Query)) + "%"
 		q = q.WhereGroup(" AND ", func(q *bun.SelectQuery) *bun.SelectQuery {
@@ -458,9 +455,5 @@ func (s *Links) List(ctx context.Context, workspaceID string, f LinkFilter, p Pa
 	if f.CreatedBefore != nil {
 		q = q.Where("l.created_at < ?", f.CreatedBefore.UTC())
 	}
-	if err := p.apply(q, "l.id").Scan(ctx); err != nil {
-		return nil, false, err
-	}
-	ls, more := pageOf(ls, p)
-	return ls, more, nil
+	return q
 }

@@ -113,7 +113,8 @@ func (c *LinkChanges) Watch(ctx context.Context, w LinkWatch) {
 		w.Connected()
 		return
 	}
-	c.db.Listen(ctx, LinksChannel, Listener{
+	c.db.Listen(ctx, Listener{
+		Channel:      LinksChannel,
 		Connected:    w.Connected,
 		Disconnected: w.Disconnected,
 		Notified: func(payload string) {

@@ -223,10 +223,22 @@ func TestWatchHearsOtherProcesses(t *testing.T) {
 	}
 
 	// End the listener's backend: the watch must reconnect and say so.
-	if _, err := other.Bun().ExecContext(ctx, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query = 'LISTEN ' || ? AND datname = current_database()", store.LinksChannel); err != nil {
+	terminateListener(t, other, store.LinksChannel)
+	awaitValue(t, connected, "the reconnection")
+}
+
+// terminateListener ends the backend of every connection of the test database whose last statement was a LISTEN on
+// channel (however it is quoted), and fails unless there was one.
+func terminateListener(t *testing.T, db *store.DB, channel string) {
+	t.Helper()
+	var ended []bool
+	if err := db.Bun().NewRaw("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() "+
+		"AND query ILIKE ('listen %' || ? || '%')", channel).Scan(ctx, &ended); err != nil {
 		t.Fatal(err)
 	}
-	awaitValue(t, connected, "the reconnection")
+	if len(ended) == 0 {
+		t.Fatalf("no connection listens on %s", channel)
+	}
 }
 
 func awaitValue[T any](t *testing.T, ch <-chan T, what string) T {

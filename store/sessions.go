@@ -26,17 +26,6 @@ type Session struct {
 	User *User `bun:"rel:belongs-to,join:user_id=id"`
 }
 
-var _ bun.AfterScanRowHook = (*Session)(nil)
-
-// AfterScanRow normalises timestamps to UTC.
-func (s *Session) AfterScanRow(ctx context.Context) error {
-	s.CreatedAt, s.LastSeenAt, s.ExpiresAt = utc(s.CreatedAt), utc(s.LastSeenAt), utc(s.ExpiresAt)
-	if s.User != nil {
-		return s.User.AfterScanRow(ctx)
-	}
-	return nil
-}
-
 // NewSession is what Sessions.Create needs.
 type NewSession struct {
 	TokenHash, UserID, CSRFToken, UserAgent, IP string
@@ -47,25 +36,14 @@ type NewSession struct {
 // Sessions is the repository of console sessions.
 type Sessions struct{ db *DB }
 
-// Create stores a session. Returns ErrNotFound if the user does not exist.
+// Create stores a session. Returns ErrNotFound if the user (or the workspace it shows) does not exist.
 func (s *Sessions) Create(ctx context.Context, n NewSession) (Session, error) {
 	t := now()
 	ses := Session{
 		ID: NewID("ses"), TokenHash: n.TokenHash, UserID: n.UserID, CSRFToken: n.CSRFToken, WorkspaceID: n.WorkspaceID,
 		UserAgent: n.UserAgent, IP: n.IP, CreatedAt: t, LastSeenAt: t, ExpiresAt: n.ExpiresAt.UTC().Truncate(time.Microsecond),
 	}
-	err := s.db.w.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		exists, err := tx.NewSelect().Table("users").Where("id = ?", n.UserID).Exists(ctx)
-		if err != nil {
-			return err
-		}
-		if !exists {
-			return ErrNotFound
-		}
-		_, err = tx.NewInsert().Model(&ses).Exec(ctx)
-		return err
-	})
-	return ses, mapErr(err)
+	return ses, insert(ctx, s.db.w, &ses)
 }
 
 // ByTokenHash returns the session with that token hash and its User, expired or not (the caller decides).

@@ -13,20 +13,21 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/oklog/ulid/v2"
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect/pgdialect"
 	"github.com/uptrace/bun/dialect/sqlitedialect"
 	"github.com/uptrace/bun/migrate"
-
-	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver
-	_ "modernc.org/sqlite"             // registers the pure-Go "sqlite" database/sql driver
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/switchboard/switchboard/store/migrations"
 )
@@ -101,21 +102,21 @@ func Open(ctx context.Context, rawURL string) (*DB, error) {
 		return nil, fmt.Errorf("store: connect to %s database: %w", db.dialect, err)
 	}
 	db.Workspaces = &Workspaces{db: db}
-	db.APIKeys = &APIKeys{db: db}
+	db.APIKeys = &APIKeys{workspaceScoped[APIKey]{db}}
 	db.Users = &Users{db: db}
 	db.Sessions = &Sessions{db: db}
-	db.Webhooks = &WebhookEndpoints{db: db}
-	db.Events = &Events{db: db}
-	db.Deliveries = &Deliveries{db: db}
+	db.Webhooks = &WebhookEndpoints{workspaceScoped[WebhookEndpoint]{db}}
+	db.Events = &Events{workspaceScoped[Event]{db}}
+	db.Deliveries = &Deliveries{workspaceScoped[Delivery]{db}}
 	db.Idempotency = &IdempotencyKeys{db: db}
-	db.Links = &Links{db: db}
+	db.Links = &Links{workspaceScoped[Link]{db}}
 	db.Clicks = &Clicks{db: db}
 	db.LinkChanges = &LinkChanges{db: db}
 	return db, nil
 }
 
 func (db *DB) openPostgres(rawURL string) error {
-	sqldb, err := sql.Open("pgx", rawURL)
+	sqldb, err := openPostgresDB(rawURL)
 	if err != nil {
 		return fmt.Errorf("store: open postgres: %w", err)
 	}
@@ -164,14 +165,14 @@ func (db *DB) openSQLite(rawURL string) error {
 		"&_pragma=synchronous(NORMAL)&_txlock=immediate"
 	// The writer gets a 32 MiB page cache (SQLite's default is 2 MiB): click batches update rollup rows of many
 	// links, and with the default the writer reads pages back from disk once there are many links.
-	wdb, err := sql.Open("sqlite", base+"&_pragma=cache_size(-32768)")
+	wdb, err := openSQLiteDB(base + "&_pragma=cache_size(-32768)")
 	if err != nil {
 		return fmt.Errorf("store: open sqlite: %w", err)
 	}
 	wdb.SetMaxOpenConns(1)
 	wdb.SetMaxIdleConns(1)
 	wdb.SetConnMaxLifetime(0)
-	rdb, err := sql.Open("sqlite", base+"&_pragma=query_only(1)")
+	rdb, err := openSQLiteDB(base + "&_pragma=query_only(1)")
 	if err != nil {
 		_ = wdb.Close()
 		return fmt.Errorf("store: open sqlite: %w", err)
@@ -306,17 +307,6 @@ func NewID(prefix string) string {
 // now is the store's clock: UTC with the microsecond precision both databases keep.
 func now() time.Time { return time.Now().UTC().Truncate(time.Microsecond) }
 
-// utc normalises a time read from the database (pgx returns local time).
-func utc(t time.Time) time.Time { return t.UTC() }
-
-func utcPtr(t *time.Time) *time.Time {
-	if t == nil {
-		return nil
-	}
-	u := t.UTC()
-	return &u
-}
-
 // mapErr turns "no rows" into ErrNotFound and unique violations into ErrConflict.
 func mapErr(err error) error {
 	switch {
@@ -330,9 +320,42 @@ func mapErr(err error) error {
 	return err
 }
 
+// Constraint violations, as the drivers report them: PostgreSQL by SQLSTATE, SQLite by extended result code (modernc
+// turns extended codes on for every connection).
+const (
+	pgUniqueViolation     = "23505"
+	pgForeignKeyViolation = "23503"
+)
+
+// isUniqueViolation reports whether err is a unique or primary key violation.
 func isUniqueViolation(err error) bool {
-	msg := err.Error()
-	return strings.Contains(msg, "SQLSTATE 23505") || strings.Contains(msg, "UNIQUE constraint failed")
+	return hasViolation(err, pgUniqueViolation, sqlite3.SQLITE_CONSTRAINT_UNIQUE, sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY)
+}
+
+// isForeignKeyViolation reports whether err is a foreign key violation: a row referenced what does not exist.
+func isForeignKeyViolation(err error) bool {
+	return hasViolation(err, pgForeignKeyViolation, sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY)
+}
+
+func hasViolation(err error, pgCode string, sqliteCodes ...int) bool {
+	if pgErr, ok := errors.AsType[*pgconn.PgError](err); ok {
+		return pgErr.Code == pgCode
+	}
+	if sqliteErr, ok := errors.AsType[*sqlite.Error](err); ok {
+		return slices.Contains(sqliteCodes, sqliteErr.Code())
+	}
+	return false
+}
+
+// insert inserts model (a row or a slice of rows) with one statement, whose foreign keys check that what it
+// references exists (no read first, no transaction of its own). Returns ErrNotFound if a referenced row does not
+// exist (the workspace, the user, …) and ErrConflict if the row breaks a uniqueness rule.
+func insert(ctx context.Context, db bun.IDB, model any) error {
+	_, err := db.NewInsert().Model(model).Exec(ctx)
+	if isForeignKeyViolation(err) {
+		return fmt.Errorf("%w: %v", ErrNotFound, err)
+	}
+	return mapErr(err)
 }
 
 // keyWatch tells whether API keys may have changed in the database since a previous call, including changes
@@ -376,7 +399,7 @@ type keyWatchState struct {
 }
 
 func newSQLiteKeyWatch(dsn, path string) (*sqliteKeyWatch, error) {
-	db, err := sql.Open("sqlite", dsn+"&_pragma=query_only(1)")
+	db, err := openSQLiteDB(dsn + "&_pragma=query_only(1)")
 	if err != nil {
 		return nil, fmt.Errorf("store: open sqlite: %w", err)
 	}

@@ -19,14 +19,6 @@ type User struct {
 	UpdatedAt    time.Time `bun:"updated_at"`
 }
 
-var _ bun.AfterScanRowHook = (*User)(nil)
-
-// AfterScanRow normalises timestamps to UTC.
-func (u *User) AfterScanRow(context.Context) error {
-	u.CreatedAt, u.UpdatedAt = utc(u.CreatedAt), utc(u.UpdatedAt)
-	return nil
-}
-
 // NormalizeEmail is the form in which emails are stored and compared.
 func NormalizeEmail(email string) string { return strings.ToLower(strings.TrimSpace(email)) }
 
@@ -103,24 +95,13 @@ const RoleOwner = "owner"
 // AddMember gives a user a role in a workspace. Returns ErrNotFound if either does not exist and ErrConflict if
 // the user is already a member.
 func (s *Workspaces) AddMember(ctx context.Context, workspaceID, userID, role string) error {
-	return mapErr(s.db.w.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		return addMember(ctx, tx, workspaceID, userID, role)
-	}))
+	return addMember(ctx, s.db.w, workspaceID, userID, role)
 }
 
-func addMember(ctx context.Context, tx bun.Tx, workspaceID, userID, role string) error {
-	for table, id := range map[string]string{"workspaces": workspaceID, "users": userID} {
-		exists, err := tx.NewSelect().Table(table).Where("id = ?", id).Exists(ctx)
-		if err != nil {
-			return err
-		}
-		if !exists {
-			return ErrNotFound
-		}
-	}
-	m := Membership{WorkspaceID: workspaceID, UserID: userID, Role: role, CreatedAt: now()}
-	_, err := tx.NewInsert().Model(&m).Exec(ctx)
-	return err
+// addMember inserts the membership on db. Returns ErrNotFound if the workspace or the user does not exist and
+// ErrConflict if the user is already a member.
+func addMember(ctx context.Context, db bun.IDB, workspaceID, userID, role string) error {
+	return insert(ctx, db, &Membership{WorkspaceID: workspaceID, UserID: userID, Role: role, CreatedAt: now()})
 }
 
 // CreateOwned creates a workspace with userID as its owner, in one transaction. Returns ErrNotFound if the user
@@ -146,9 +127,6 @@ func (s *Workspaces) ForUser(ctx context.Context, userID string) ([]MemberWorksp
 	err := s.db.r.NewSelect().Model((*Workspace)(nil)).ColumnExpr("workspace.*").ColumnExpr("m.role AS role").
 		Join("JOIN memberships AS m ON m.workspace_id = workspace.id").
 		Where("m.user_id = ?", userID).Order("workspace.id DESC").Scan(ctx, &out)
-	for i := range out {
-		_ = out[i].AfterScanRow(ctx)
-	}
 	return out, mapErr(err)
 }
 

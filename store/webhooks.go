@@ -38,15 +38,6 @@ type WebhookEndpoint struct {
 	UpdatedAt           time.Time  `bun:"updated_at"`
 }
 
-var _ bun.AfterScanRowHook = (*WebhookEndpoint)(nil)
-
-// AfterScanRow normalises timestamps to UTC.
-func (e *WebhookEndpoint) AfterScanRow(context.Context) error {
-	e.CreatedAt, e.UpdatedAt = utc(e.CreatedAt), utc(e.UpdatedAt)
-	e.PreviousSecretUntil, e.FailingSince = utcPtr(e.PreviousSecretUntil), utcPtr(e.FailingSince)
-	return nil
-}
-
 // NewWebhookEndpoint is what WebhookEndpoints.Create needs. SealSecret seals the endpoint's secret for its ID,
 // which is only known inside Create (the ID is the associated data of the encryption).
 type NewWebhookEndpoint struct {
@@ -61,7 +52,9 @@ type NewWebhookEndpoint struct {
 }
 
 // WebhookEndpoints is the repository of webhook endpoints.
-type WebhookEndpoints struct{ db *DB }
+type WebhookEndpoints struct {
+	workspaceScoped[WebhookEndpoint]
+}
 
 // Create stores a new active endpoint. Returns ErrNotFound if the workspace does not exist.
 func (s *WebhookEndpoints) Create(ctx context.Context, n NewWebhookEndpoint) (WebhookEndpoint, error) {
@@ -74,28 +67,15 @@ func (s *WebhookEndpoints) Create(ctx context.Context, n NewWebhookEndpoint) (We
 	if n.SealHeaders != nil {
 		e.SealedHeaders = n.SealHeaders(e.ID)
 	}
-	err := s.db.w.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		exists, err := tx.NewSelect().Table("workspaces").Where("id = ?", n.WorkspaceID).Exists(ctx)
-		if err != nil {
-			return err
-		}
-		if !exists {
-			return ErrNotFound
-		}
-		_, err = tx.NewInsert().Model(&e).Exec(ctx)
-		return err
-	})
-	if err != nil {
-		return WebhookEndpoint{}, mapErr(err)
+	if err := s.create(ctx, s.db.w, &e); err != nil {
+		return WebhookEndpoint{}, err
 	}
 	return e, nil
 }
 
 // Get returns an endpoint of a workspace. Returns ErrNotFound if it is not in that workspace.
 func (s *WebhookEndpoints) Get(ctx context.Context, workspaceID, id string) (WebhookEndpoint, error) {
-	var e WebhookEndpoint
-	err := s.db.r.NewSelect().Model(&e).Where("e.id = ? AND e.workspace_id = ?", id, workspaceID).Scan(ctx)
-	return e, mapErr(err)
+	return s.get(ctx, workspaceID, id)
 }
 
 // ByID returns an endpoint whatever its workspace (for the dispatcher). Returns ErrNotFound if there is none.
@@ -107,13 +87,7 @@ func (s *WebhookEndpoints) ByID(ctx context.Context, id string) (WebhookEndpoint
 
 // List returns a page of a workspace's endpoints and whether more follow. It returns no sentinel errors.
 func (s *WebhookEndpoints) List(ctx context.Context, workspaceID string, p Page) ([]WebhookEndpoint, bool, error) {
-	es := []WebhookEndpoint{}
-	q := s.db.r.NewSelect().Model(&es).Where("e.workspace_id = ?", workspaceID)
-	if err := p.apply(q, "e.id").Scan(ctx); err != nil {
-		return nil, false, err
-	}
-	es, more := pageOf(es, p)
-	return es, more, nil
+	return s.list(ctx, workspaceID, p, nil)
 }
 
 // SetStatus changes an endpoint's status (and why it is disabled, for EndpointDisabled). Returns ErrNotFound if the
@@ -130,8 +104,8 @@ func (s *WebhookEndpoints) SetStatus(ctx context.Context, workspaceID, id, statu
 
 // Delete removes an endpoint with its deliveries and attempts. Returns ErrNotFound if it is not in the workspace.
 func (s *WebhookEndpoints) Delete(ctx context.Context, workspaceID, id string) error {
-	res, err := s.db.w.NewDelete().Table("webhook_endpoints").Where("id = ? AND workspace_id = ?", id, workspaceID).Exec(ctx)
-	return expectOneRow(res, err)
+	_, err := s.delete(ctx, s.db.w, workspaceID, id)
+	return err
 }
 
 // WebhookEndpointChange lists what Update changes; nil fields (and false Set… flags) leave a field as it is.
@@ -267,11 +241,8 @@ func (s *WebhookEndpoints) change(ctx context.Context, workspaceID, id string,
 	edit func(ctx context.Context, tx bun.Tx, e *WebhookEndpoint) ([]string, error)) (WebhookEndpoint, error) {
 	var e WebhookEndpoint
 	err := s.db.w.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		q := tx.NewSelect().Model(&e).Where("e.id = ? AND e.workspace_id = ?", id, workspaceID)
-		if s.db.dialect == Postgres {
-			q = q.For("UPDATE") // on SQLite the transaction holds the database's write lock already
-		}
-		if err := q.Scan(ctx); err != nil {
+		var err error
+		if e, err = s.lock(ctx, tx, workspaceID, id); err != nil {
 			return err
 		}
 		cols, err := edit(ctx, tx, &e)

@@ -19,14 +19,6 @@ type Workspace struct {
 	UpdatedAt     time.Time `bun:"updated_at"`
 }
 
-var _ bun.AfterScanRowHook = (*Workspace)(nil)
-
-// AfterScanRow normalises timestamps to UTC.
-func (w *Workspace) AfterScanRow(context.Context) error {
-	w.CreatedAt, w.UpdatedAt = utc(w.CreatedAt), utc(w.UpdatedAt)
-	return nil
-}
-
 // Workspaces is the repository of workspaces.
 type Workspaces struct{ db *DB }
 

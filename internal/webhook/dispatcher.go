@@ -163,7 +163,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	// On PostgreSQL, a transaction that queued deliveries notifies; deliveries may also have been queued while the
 	// listener was down. (On SQLite, Listen returns at once: the commit watch below wakes the dispatcher.)
 	background.Go(func() {
-		d.db.Listen(ctx, store.DeliveriesChannel, store.Listener{Connected: d.Wake, Notified: func(string) { d.Wake() }})
+		d.db.Listen(ctx, store.Listener{Channel: store.DeliveriesChannel, Connected: d.Wake, Notified: func(string) { d.Wake() }})
 	})
 	if w := d.db.WatchCommits(); w != nil {
 		background.Go(func() { d.watch(ctx, w) })

@@ -1,0 +1,159 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jackc/pgx/v5/stdlib"
+	"modernc.org/sqlite"
+)
+
+// Every time the store reads comes back in UTC, whatever the process's time.Local, so that equal instants print and
+// compare (==, map keys) alike. The connections do it, for every path that reads a time: Bun models, RETURNING
+// scans, and raw database/sql scans and prepared statements (the click recorder's). This file is the one place;
+// models need no hooks.
+
+// openPostgresDB opens a pool of PostgreSQL connections that scan timestamptz in UTC (pgx returns time.Local otherwise).
+func openPostgresDB(rawURL string) (*sql.DB, error) {
+	cfg, err := pgx.ParseConfig(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	return stdlib.OpenDB(*cfg, stdlib.OptionAfterConnect(func(_ context.Context, conn *pgx.Conn) error {
+		conn.TypeMap().RegisterType(&pgtype.Type{Name: "timestamptz", OID: pgtype.TimestamptzOID,
+			Codec: &pgtype.TimestamptzCodec{ScanLocation: time.UTC}})
+		return nil
+	})), nil
+}
+
+// openSQLiteDB opens a pool of SQLite connections that read TIMESTAMPTZ columns as times in UTC.
+//
+// modernc turns text into time.Time only for columns declared DATE, DATETIME, TIME or TIMESTAMP; the migrations
+// declare TIMESTAMPTZ (one schema for both databases), so it returns the text Bun wrote ("2006-01-02
+// 15:04:05.999999+00:00"). Bun would parse that into a zone of offset 0 that is not time.UTC, and database/sql
+// cannot scan it into a time.Time at all. The connections therefore convert those columns as they read them.
+func openSQLiteDB(dsn string) (*sql.DB, error) {
+	c, err := sqlite.NewConnector(dsn)
+	if err != nil {
+		return nil, err
+	}
+	return sql.OpenDB(utcSQLiteConnector{c}), nil
+}
+
+// sqliteTimeFormat is how Bun writes times on SQLite (and how the click recorder's raw statements write them).
+const sqliteTimeFormat = "2006-01-02 15:04:05.999999-07:00"
+
+// sqliteTimeType is the declared type of every time column.
+const sqliteTimeType = "TIMESTAMPTZ"
+
+type utcSQLiteConnector struct{ driver.Connector }
+
+// sqliteConn is what database/sql uses of a modernc connection; utcSQLiteConn passes all of it through.
+type sqliteConn interface {
+	driver.Conn
+	driver.ConnBeginTx
+	driver.ConnPrepareContext
+	driver.ExecerContext
+	driver.QueryerContext
+	driver.Pinger
+	driver.SessionResetter
+	driver.Validator
+}
+
+// sqliteStmt is what database/sql uses of a modernc prepared statement.
+type sqliteStmt interface {
+	driver.Stmt
+	driver.StmtExecContext
+	driver.StmtQueryContext
+}
+
+func (c utcSQLiteConnector) Connect(ctx context.Context) (driver.Conn, error) {
+	conn, err := c.Connector.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	sc, ok := conn.(sqliteConn)
+	if !ok {
+		_ = conn.Close()
+		return nil, fmt.Errorf("store: the sqlite driver's connection (%T) lacks a method the store relies on", conn)
+	}
+	return utcSQLiteConn{sc}, nil
+}
+
+type utcSQLiteConn struct{ sqliteConn }
+
+func (c utcSQLiteConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
+	rows, err := c.sqliteConn.QueryContext(ctx, query, args)
+	if err != nil {
+		return nil, err
+	}
+	return utcRows(rows), nil
+}
+
+func (c utcSQLiteConn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
+	st, err := c.sqliteConn.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	ss, ok := st.(sqliteStmt)
+	if !ok {
+		_ = st.Close()
+		return nil, fmt.Errorf("store: the sqlite driver's statement (%T) lacks a method the store relies on", st)
+	}
+	return utcSQLiteStmt{ss}, nil
+}
+
+type utcSQLiteStmt struct{ sqliteStmt }
+
+func (s utcSQLiteStmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
+	rows, err := s.sqliteStmt.QueryContext(ctx, args)
+	if err != nil {
+		return nil, err
+	}
+	return utcRows(rows), nil
+}
+
+// utcTimeRows converts the text of the TIMESTAMPTZ columns of its rows to times in UTC.
+type utcTimeRows struct {
+	driver.Rows
+	times []int // indexes of the TIMESTAMPTZ columns
+}
+
+// utcRows wraps rows that have TIMESTAMPTZ columns (the declared type survives RETURNING, joins, subqueries and
+// CTEs; only aggregates lose it) and returns other rows as they are.
+func utcRows(rows driver.Rows) driver.Rows {
+	typed, ok := rows.(driver.RowsColumnTypeDatabaseTypeName)
+	if !ok {
+		return rows
+	}
+	var times []int
+	for i := range rows.Columns() {
+		if typed.ColumnTypeDatabaseTypeName(i) == sqliteTimeType {
+			times = append(times, i)
+		}
+	}
+	if times == nil {
+		return rows
+	}
+	return &utcTimeRows{Rows: rows, times: times}
+}
+
+func (r *utcTimeRows) Next(dest []driver.Value) error {
+	if err := r.Rows.Next(dest); err != nil {
+		return err
+	}
+	for _, i := range r.times {
+		// Anything else (NULL, text that is not a time) is left for the scan to judge, as before.
+		if s, ok := dest[i].(string); ok {
+			if t, err := time.Parse(sqliteTimeFormat, s); err == nil {
+				dest[i] = t.UTC()
+			}
+		}
+	}
+	return nil
+}
