@@ -201,13 +201,14 @@ func (s *Links) CreateMany(ctx context.Context, tx bun.IDB, ls []*Link) (refused
 	return refused, insertTags(ctx, tx, created)
 }
 
-// conflict tells which uniqueness rule refused l: ErrExternalIDTaken or ErrSlugTaken, or another error when the
-// question itself failed. The external ID is looked at first: two concurrent upserts of one external ID that both
-// send the same slug must learn that the link now exists, not that its slug is taken.
+// conflict tells which uniqueness rule refused l (a new link, or a change of l.ID): ErrExternalIDTaken or
+// ErrSlugTaken, or another error when the question itself failed. The external ID is looked at first: two concurrent
+// upserts of one external ID that both send the same slug must learn that the link now exists, not that its slug is
+// taken.
 func (s *Links) conflict(ctx context.Context, tx bun.IDB, l *Link) error {
 	if l.ExternalID != nil {
 		exists, err := tx.NewSelect().Model((*Link)(nil)).
-			Where("workspace_id = ? AND external_id = ?", l.WorkspaceID, *l.ExternalID).Exists(ctx)
+			Where("workspace_id = ? AND external_id = ? AND id <> ?", l.WorkspaceID, *l.ExternalID, l.ID).Exists(ctx)
 		if err != nil {
 			return err
 		}

@@ -104,3 +104,42 @@ func TestLinksCreateMany(t *testing.T) {
 		wantTime(t, "created_at", got.CreatedAt, back.CreatedAt)
 	})
 }
+
+// Update tells the two uniqueness rules apart by the violation itself (PostgreSQL names the index; SQLite's
+// transaction can still ask), also for a link that keeps an external ID of its own.
+func TestLinksUpdateConflicts(t *testing.T) {
+	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
+		ws := newWorkspace(t, db, "update conflicts")
+		domain := store.NewID("d")[2:14] + ".example"
+		mine, theirs := "mine", "theirs"
+		for _, l := range []*store.Link{newLink(ws.ID, domain, "busy", &theirs), newLink(ws.ID, domain, "free", &mine)} {
+			if err := createLink(db, db.Bun(), l); err != nil {
+				t.Fatal(err)
+			}
+		}
+		l, err := db.Links.ByKey(ctx, ws.ID, store.LinkKey{Domain: domain, SlugKey: "free"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tc := range []struct {
+			edit func(*store.Link)
+			want error
+		}{
+			{func(l *store.Link) { l.Slug = "BUSY" }, store.ErrSlugTaken},
+			{func(l *store.Link) { l.ExternalID = &theirs }, store.ErrExternalIDTaken},
+		} {
+			changed := l
+			tc.edit(&changed)
+			err := db.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+				old, err := db.Links.Lock(ctx, tx, ws.ID, l.ID)
+				if err != nil {
+					return err
+				}
+				return db.Links.Update(ctx, tx, &changed, old, time.Now().Add(time.Hour))
+			})
+			if !errors.Is(err, tc.want) {
+				t.Errorf("Update to slug %s, external_id %s = %v, want %v", changed.Slug, *changed.ExternalID, err, tc.want)
+			}
+		}
+	})
+}
