@@ -73,8 +73,10 @@ type listenState struct {
 }
 
 func (s *listenState) connect(ctx context.Context) (*pgx.Conn, error) {
-	if s.wait > 0 {
-		timer := time.NewTimer(s.wait)
+	wait := s.wait
+	s.wait = min(max(2*wait, listenBackoffMin), listenBackoffMax)
+	if wait > 0 {
+		timer := time.NewTimer(wait)
 		defer timer.Stop()
 		select {
 		case <-ctx.Done():
@@ -82,7 +84,6 @@ func (s *listenState) connect(ctx context.Context) (*pgx.Conn, error) {
 		case <-timer.C:
 		}
 	}
-	s.wait = min(max(2*s.wait, listenBackoffMin), listenBackoffMax)
 	return pgx.Connect(ctx, s.url)
 }
 
