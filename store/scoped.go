@@ -12,7 +12,7 @@ import (
 // Tenant isolation is the point: every statement names the workspace, so an object of another workspace is
 // indistinguishable from a missing one (ErrNotFound), and create lets the foreign key check that the workspace
 // exists, in the insert itself. Reads use the read pool; writes run on the handle they are given, s.db.w or the
-// caller's transaction (to Emit an event with the change).
+// caller's transaction (so that the change and its events commit together).
 //
 // A repository embeds it (which also gives it s.db) and keeps its exported methods, with the doc comments that name
 // their sentinel errors:

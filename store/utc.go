@@ -13,10 +13,10 @@ import (
 	"modernc.org/sqlite"
 )
 
-// Every time the store reads comes back in UTC, whatever the process's time.Local, so that equal instants print and
-// compare (==, map keys) alike. The connections do it, for every path that reads a time: Bun models, RETURNING
-// scans, and raw database/sql scans and prepared statements (the click recorder's). This file is the one place;
-// models need no hooks.
+// Every timestamp the store reads comes back in UTC, whatever the process's time.Local, so that equal instants print
+// and compare (==, map keys) alike. The connections do it, so it holds for every path that reads a time: Bun models,
+// RETURNING scans, and raw database/sql scans and prepared statements (the click recorder's). This file is the one
+// place; models need no hooks.
 
 // openPostgresDB opens a pool of PostgreSQL connections that scan timestamptz in UTC (pgx returns time.Local otherwise).
 func openPostgresDB(rawURL string) (*sql.DB, error) {
@@ -73,49 +73,46 @@ type sqliteStmt interface {
 }
 
 func (c utcSQLiteConnector) Connect(ctx context.Context) (driver.Conn, error) {
-	conn, err := c.Connector.Connect(ctx)
+	conn, err := whole[sqliteConn](c.Connector.Connect(ctx))
 	if err != nil {
 		return nil, err
 	}
-	sc, ok := conn.(sqliteConn)
-	if !ok {
-		_ = conn.Close()
-		return nil, fmt.Errorf("store: the sqlite driver's connection (%T) lacks a method the store relies on", conn)
-	}
-	return utcSQLiteConn{sc}, nil
+	return utcSQLiteConn{conn}, nil
 }
 
 type utcSQLiteConn struct{ sqliteConn }
 
 func (c utcSQLiteConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
-	rows, err := c.sqliteConn.QueryContext(ctx, query, args)
-	if err != nil {
-		return nil, err
-	}
-	return utcRows(rows), nil
+	return utcRows(c.sqliteConn.QueryContext(ctx, query, args))
 }
 
 func (c utcSQLiteConn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
-	st, err := c.sqliteConn.PrepareContext(ctx, query)
+	st, err := whole[sqliteStmt](c.sqliteConn.PrepareContext(ctx, query))
 	if err != nil {
 		return nil, err
 	}
-	ss, ok := st.(sqliteStmt)
-	if !ok {
-		_ = st.Close()
-		return nil, fmt.Errorf("store: the sqlite driver's statement (%T) lacks a method the store relies on", st)
-	}
-	return utcSQLiteStmt{ss}, nil
+	return utcSQLiteStmt{st}, nil
 }
 
 type utcSQLiteStmt struct{ sqliteStmt }
 
 func (s utcSQLiteStmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
-	rows, err := s.sqliteStmt.QueryContext(ctx, args)
+	return utcRows(s.sqliteStmt.QueryContext(ctx, args))
+}
+
+// whole returns what the driver opened as an I, everything of it that database/sql uses, which a wrapper passes
+// through; one that lacks part of it is closed and refused, rather than quietly losing that part behind the wrapper.
+func whole[I any](v interface{ Close() error }, err error) (I, error) {
+	var i I
 	if err != nil {
-		return nil, err
+		return i, err
 	}
-	return utcRows(rows), nil
+	i, ok := v.(I)
+	if !ok {
+		_ = v.Close()
+		return i, fmt.Errorf("store: the sqlite driver's %T lacks a method the store relies on", v)
+	}
+	return i, nil
 }
 
 // utcTimeRows converts the text of the TIMESTAMPTZ columns of its rows to times in UTC.
@@ -124,12 +121,12 @@ type utcTimeRows struct {
 	times []int // indexes of the TIMESTAMPTZ columns
 }
 
-// utcRows wraps rows that have TIMESTAMPTZ columns (the declared type survives RETURNING, joins, subqueries and
-// CTEs; only aggregates lose it) and returns other rows as they are.
-func utcRows(rows driver.Rows) driver.Rows {
+// utcRows wraps the rows of a query that have TIMESTAMPTZ columns (the declared type survives RETURNING, joins,
+// subqueries and CTEs; only aggregates lose it) and returns other rows, and errors, as they are.
+func utcRows(rows driver.Rows, err error) (driver.Rows, error) {
 	typed, ok := rows.(driver.RowsColumnTypeDatabaseTypeName)
-	if !ok {
-		return rows
+	if err != nil || !ok {
+		return rows, err
 	}
 	var times []int
 	for i := range rows.Columns() {
@@ -138,9 +135,9 @@ func utcRows(rows driver.Rows) driver.Rows {
 		}
 	}
 	if times == nil {
-		return rows
+		return rows, nil
 	}
-	return &utcTimeRows{Rows: rows, times: times}
+	return &utcTimeRows{Rows: rows, times: times}, nil
 }
 
 func (r *utcTimeRows) Next(dest []driver.Value) error {
