@@ -13,8 +13,8 @@ import (
 	"github.com/switchboard/switchboard/store/storetest"
 )
 
-// A queued event arrives signed, verifiable with the official Standard Webhooks library, in the DESIGN's envelope,
-// with the endpoint's static headers but never letting them replace the signature.
+// A queued event arrives signed, verifiable with the official Standard Webhooks library, in the envelope (the
+// event as GET /events shows it), with the endpoint's static headers but never letting them replace the signature.
 func TestDeliverySignedAndVerifiable(t *testing.T) {
 	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
 		h := newHarness(t, db)
