@@ -10,6 +10,7 @@ import (
 
 	"github.com/uptrace/bun"
 
+	"github.com/switchboard/switchboard/internal/await"
 	"github.com/switchboard/switchboard/store"
 	"github.com/switchboard/switchboard/store/storetest"
 )
@@ -209,7 +210,7 @@ func TestWatchHearsOtherProcesses(t *testing.T) {
 	}
 	defer other.Close()
 	changed, connected := watchLinks(t, db)
-	awaitValue(t, connected, "the first connection")
+	await.Receive(t, "the first connection", connected)
 
 	key := store.LinkKey{Domain: "sb.test", SlugKey: "promo"}
 	if err := other.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error {
@@ -217,7 +218,7 @@ func TestWatchHearsOtherProcesses(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if got := awaitValue(t, changed, "the change"); got != key {
+	if got := await.Receive(t, "the change", changed); got != key {
 		t.Fatalf("heard %v, want %v", got, key)
 	}
 
@@ -225,19 +226,7 @@ func TestWatchHearsOtherProcesses(t *testing.T) {
 	if _, err := other.Bun().ExecContext(ctx, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query = 'LISTEN ' || ? AND datname = current_database()", store.LinksChannel); err != nil {
 		t.Fatal(err)
 	}
-	awaitValue(t, connected, "the reconnection")
-}
-
-func awaitValue[T any](t *testing.T, ch <-chan T, what string) T {
-	t.Helper()
-	select {
-	case v := <-ch:
-		return v
-	case <-time.After(10 * time.Second):
-		t.Fatalf("timed out waiting for %s", what)
-	}
-	var zero T
-	return zero
+	await.Receive(t, "the reconnection", connected)
 }
 
 func TestWatchOnSQLiteIsConnectedAtOnce(t *testing.T) {
