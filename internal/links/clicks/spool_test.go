@@ -1,6 +1,9 @@
 package clicks
 
 import (
+	"bytes"
+	"encoding/binary"
+	"hash/crc32"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -132,4 +135,76 @@ func TestSpoolRotatesLargeSegments(t *testing.T) {
 	if names, _ := sp.segments(); len(names) != 1 || names[0] != first {
 		t.Fatalf("sealed segments %v, want the first", names)
 	}
+}
+
+// Any bytes read as a segment (a disk that returns garbage, a torn write, a file that is not a segment) never make
+// the reader panic or loop; it returns exactly the records that are intact — the magic, a length within bounds, a
+// CRC-32C that matches the payload, a payload that decodes — found scanning from the start, and counts each
+// damaged stretch between them once.
+func FuzzReadRecords(f *testing.F) {
+	hits := sampleHits(4)
+	var segment []byte
+	for i := range hits {
+		segment = appendRecord(segment, &hits[i])
+	}
+	f.Add(segment)
+	f.Add([]byte{})
+	f.Add([]byte(spoolMagic))
+	f.Add(append(append([]byte{}, segment[:len(segment)-5]...), segment...))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		got, corrupt := readRecords(data)
+		want, wantCorrupt := intactRecords(data)
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("read %d records, want the %d intact ones:\n%+v\nwant\n%+v", len(got), len(want), got, want)
+		}
+		if corrupt != wantCorrupt {
+			t.Fatalf("counted %d damaged stretches, want %d", corrupt, wantCorrupt)
+		}
+	})
+}
+
+// intactRecords is the reader's specification, written for clarity rather than speed: from each position, the
+// next record is the first intact one at or after it; the bytes skipped to reach it, and those after the last
+// record, are damaged stretches.
+func intactRecords(data []byte) (hits []Hit, damaged int) {
+	for pos := 0; pos < len(data); {
+		start := pos
+		var h Hit
+		var size int
+		for ; start < len(data); start++ {
+			if h, size = intactAt(data[start:]); size > 0 {
+				break
+			}
+		}
+		if start > pos {
+			damaged++
+		}
+		if start == len(data) {
+			break
+		}
+		hits = append(hits, h)
+		pos = start + size
+	}
+	return hits, damaged
+}
+
+// intactAt decodes the record at the start of b, checking its frame and CRC-32C independently of readRecord; size
+// is 0 when there is no intact record there.
+func intactAt(b []byte) (h Hit, size int) {
+	if !bytes.HasPrefix(b, []byte(spoolMagic)) || len(b) < spoolHeader {
+		return Hit{}, 0
+	}
+	n := uint64(binary.LittleEndian.Uint32(b[4:8]))
+	if n > maxSpoolRecord || uint64(len(b)-spoolHeader) < n {
+		return Hit{}, 0
+	}
+	payload := b[spoolHeader : spoolHeader+int(n)]
+	if crc32.Checksum(payload, crc32.MakeTable(crc32.Castagnoli)) != binary.LittleEndian.Uint32(b[8:12]) {
+		return Hit{}, 0
+	}
+	h, err := decodeHit(payload)
+	if err != nil {
+		return Hit{}, 0
+	}
+	return h, spoolHeader + int(n)
 }
