@@ -155,7 +155,9 @@ func TestFailingEndpointDisabledAfterAWhile(t *testing.T) {
 		if data.Reason != "failing" || data.FailingSince == nil || !data.FailingSince.Equal(first) {
 			t.Errorf("disabled data %s, want failing since the first attempt at %v", disabled.Data, first)
 		}
-		if d.Status != store.DeliveryPending || d.Attempts < 2 {
+		// How many attempts failed first depends on how soon each was recorded: on a loaded machine the first one
+		// may be recorded more than DisableAfter after it started, and disable the endpoint by itself.
+		if d.Status != store.DeliveryPending || d.Attempts < 1 {
 			t.Errorf("the delivery should wait for the endpoint to be enabled: %+v", d)
 		}
 	})
