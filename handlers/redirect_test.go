@@ -115,8 +115,9 @@ func (e *linkEnv) clickRows(linkID string) []store.Click {
 // awaitClicks waits until the link has n recorded clicks, and fails if it has more.
 func (e *linkEnv) awaitClicks(linkID string, n int) []store.Click {
 	e.t.Helper()
-	cs := await.Until(e.t, fmt.Sprintf("%d recorded clicks", n), func() []store.Click { return e.clickRows(linkID) },
-		func(cs []store.Click) bool { return len(cs) >= n })
+	await.Until(e.t, fmt.Sprintf("%d recorded clicks", n), func() int { return len(e.clickRows(linkID)) },
+		func(got int) bool { return got >= n })
+	cs := e.clickRows(linkID)
 	if len(cs) > n {
 		e.t.Fatalf("%d clicks recorded, want %d", len(cs), n)
 	}
@@ -557,8 +558,13 @@ func TestExpiryUnderConcurrency(t *testing.T) {
 		check.Clicks = newClickRecorder(t, db)
 		newEnv(t, db, handlers.Config{Redirects: check, BaseURL: "http://app.switchboard.test",
 			Links: handlers.LinkOptions{ShortBaseURL: "https://" + e.domain}})
-		soon := time.Now().Add(300 * time.Millisecond).UTC().Format(time.RFC3339Nano)
-		l := e.create(`{"destination_url":"https://example.com/a","expires_at":"` + soon + `"}`)
+		// The link expires once created: an expiry a moment ahead could pass before a loaded server validates it.
+		later := time.Now().Add(time.Hour).UTC().Format(time.RFC3339Nano)
+		l := e.create(`{"destination_url":"https://example.com/a","expires_at":"` + later + `"}`)
+		if _, err := db.Bun().NewUpdate().Table("links").Set("expires_at = ?", time.Now().Add(-time.Second).UTC().Truncate(time.Microsecond)).
+			Where("id = ?", l.Id).Exec(context.Background()); err != nil {
+			t.Fatal(err)
+		}
 		await.Until(t, "link.expired", func() int { return len(e.events(e.ws.ID, "link.expired")) },
 			func(n int) bool { return n > 0 })
 		var wg sync.WaitGroup

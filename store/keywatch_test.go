@@ -176,8 +176,18 @@ func listenForAccessChanges(t *testing.T, db *store.DB) accessChanges {
 	go func() {
 		defer close(done)
 		db.Listen(lctx, "switchboard_access", store.Listener{
-			Connected: func() { connected <- struct{}{} },
-			Notified:  func(payload string) { heard <- payload },
+			Connected: func() {
+				select {
+				case connected <- struct{}{}:
+				default: // a reconnection: the test waits for the first connection only
+				}
+			},
+			Notified: func(payload string) {
+				select {
+				case heard <- payload:
+				case <-lctx.Done():
+				}
+			},
 		})
 	}()
 	t.Cleanup(func() { cancel(); <-done })

@@ -17,8 +17,9 @@ const base62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 // keyShape is the pattern secret scanners are told to match: the prefix, then 38 base62 characters.
 var keyShape = regexp.MustCompile(`^sb_sk_[0-9A-Za-z]{38}$`)
 
-// withChecksum builds a key from 32 random characters the way the key format is published (so secret scanners can
-// check it offline), independently of the package: the CRC32 (IEEE) of the random part written as 6 base62 digits, most significant first.
+// withChecksum builds a key from 32 random characters the way the key format is published (so secret scanners can check
+// it offline), independently of the package: the CRC32 (IEEE) of the random part written as 6 base62 digits, most
+// significant first.
 func withChecksum(random string) string {
 	c := crc32.ChecksumIEEE([]byte(random))
 	var sum [6]byte
