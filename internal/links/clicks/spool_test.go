@@ -36,21 +36,24 @@ func TestSpoolRecordsRoundTrip(t *testing.T) {
 	}
 }
 
-// A torn tail (a write cut short by a crash) and a damaged record in the middle are skipped; everything else reads.
-func TestSpoolSkipsDamagedRecords(t *testing.T) {
+// spoolDamage is a way a segment gets damaged on disk, and what reading it must return.
+type spoolDamage struct {
+	name        string
+	damage      func([]byte) []byte
+	want        []Hit
+	wantCorrupt int
+}
+
+// damagedSegments returns a segment of four records and the damages the tests apply to it: a torn tail (a write cut
+// short by a crash), a damaged record in the middle, garbage between records and a length that lies.
+func damagedSegments() (segment []byte, damages []spoolDamage) {
 	hits := sampleHits(4)
-	var buf []byte
 	var ends []int
 	for i := range hits {
-		buf = appendRecord(buf, &hits[i])
-		ends = append(ends, len(buf))
+		segment = appendRecord(segment, &hits[i])
+		ends = append(ends, len(segment))
 	}
-	tests := []struct {
-		name        string
-		damage      func([]byte) []byte
-		want        []Hit
-		wantCorrupt int
-	}{
+	return segment, []spoolDamage{
 		{"torn tail", func(b []byte) []byte { return b[:ends[3]-5] }, hits[:3], 1},
 		{"flipped byte in the second record", func(b []byte) []byte { b[ends[0]+20] ^= 0xff; return b }, []Hit{hits[0], hits[2], hits[3]}, 1},
 		{"garbage between records", func(b []byte) []byte {
@@ -60,9 +63,14 @@ func TestSpoolSkipsDamagedRecords(t *testing.T) {
 		}, hits, 1},
 		{"lying length", func(b []byte) []byte { b[ends[2]+4] = 0xff; b[ends[2]+5] = 0xff; return b }, hits[:3], 1},
 	}
-	for _, tt := range tests {
+}
+
+// Damaged records are skipped; everything else reads.
+func TestSpoolSkipsDamagedRecords(t *testing.T) {
+	segment, damages := damagedSegments()
+	for _, tt := range damages {
 		t.Run(tt.name, func(t *testing.T) {
-			got, corrupt := readRecords(tt.damage(append([]byte{}, buf...)))
+			got, corrupt := readRecords(tt.damage(bytes.Clone(segment)))
 			if corrupt != tt.wantCorrupt || !reflect.DeepEqual(got, tt.want) {
 				t.Fatalf("got %d hits, %d damaged; want %d hits, %d damaged", len(got), corrupt, len(tt.want), tt.wantCorrupt)
 			}
@@ -142,15 +150,13 @@ func TestSpoolRotatesLargeSegments(t *testing.T) {
 // CRC-32C that matches the payload, a payload that decodes — found scanning from the start, and counts each
 // damaged stretch between them once.
 func FuzzReadRecords(f *testing.F) {
-	hits := sampleHits(4)
-	var segment []byte
-	for i := range hits {
-		segment = appendRecord(segment, &hits[i])
-	}
+	segment, damages := damagedSegments()
 	f.Add(segment)
+	for _, d := range damages {
+		f.Add(d.damage(bytes.Clone(segment)))
+	}
 	f.Add([]byte{})
 	f.Add([]byte(spoolMagic))
-	f.Add(append(append([]byte{}, segment[:len(segment)-5]...), segment...))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		got, corrupt := readRecords(data)
 		want, wantCorrupt := intactRecords(data)
