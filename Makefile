@@ -2,8 +2,9 @@
 GO      ?= go
 NPM     ?= npm
 PKGS    := ./...
+FUZZTIME ?= 5s
 
-.PHONY: run build test test-go test-e2e test-short generate check-generated tidy-check lint-spec vet ci bench tools browser help
+.PHONY: run build test test-go test-e2e test-short fuzz generate check-generated tidy-check lint-spec vet ci bench tools browser help
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -24,6 +25,12 @@ test-e2e: build browser node_modules/.package-lock.json ## browser tests in head
 
 test-short: ## the tests without the race detector and the code generator
 	$(GO) test -short -count=1 $(PKGS)
+
+fuzz: ## each fuzz target for FUZZTIME (5s); go test fuzzes one target per run, and failures land in testdata/fuzz
+	$(GO) test -run='^$$' -fuzz='^FuzzValidSlug$$' -fuzztime=$(FUZZTIME) ./internal/links
+	$(GO) test -run='^$$' -fuzz='^FuzzReadRecords$$' -fuzztime=$(FUZZTIME) ./internal/links/clicks
+	$(GO) test -run='^$$' -fuzz='^FuzzLiteralAddr$$' -fuzztime=$(FUZZTIME) ./internal/egress
+	$(GO) test -run='^$$' -fuzz='^FuzzCheck$$' -fuzztime=$(FUZZTIME) ./internal/apikey
 
 generate: ## regenerate gen/ from api/openapi.yaml (always from the repository root)
 	$(GO) generate ./...
@@ -48,7 +55,7 @@ lint-spec: node_modules/.package-lock.json ## Redocly recommended ruleset: 0 err
 vet: ## go vet
 	$(GO) vet $(PKGS)
 
-ci: tidy-check check-generated lint-spec vet test ## everything CI checks
+ci: tidy-check check-generated lint-spec vet fuzz test ## everything CI checks
 
 browser: ## install Debian's Chromium for the browser tests when missing (never a downloaded browser)
 	@command -v chromium >/dev/null || { apt-get update -qq && apt-get install -y -qq chromium; }

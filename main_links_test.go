@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchboard/switchboard/internal/await"
 	"github.com/switchboard/switchboard/store/storetest"
 )
 
@@ -105,8 +106,7 @@ func startHammer(base, slug string) *hammer {
 func (h *hammer) waitServed(t *testing.T, n int64) {
 	t.Helper()
 	want := h.served.Load() + n
-	await(t, func() bool { return h.served.Load() >= want },
-		func() string { return fmt.Sprintf("only %d redirects served, want %d", h.served.Load(), want) })
+	await.Until(t, fmt.Sprintf("%d redirects served", want), h.served.Load, func(n int64) bool { return n >= want })
 }
 
 func (h *hammer) finish() int64 {
@@ -285,18 +285,19 @@ func TestClicksSurviveADatabaseOutage(t *testing.T) {
 	f := newLinkFixture(t, proxied, p)
 	h := startHammer(p.url, f.slug)
 	h.waitServed(t, 200)
-	await(t, func() bool { return metric(t, p.url, "switchboard_clicks_persisted_total") >= 200 },
-		func() string { return "clicks were not persisted before the outage" })
+	await.Until(t, "200 clicks persisted before the outage", func() float64 {
+		return metric(t, p.url, "switchboard_clicks_persisted_total")
+	}, func(n float64) bool { return n >= 200 })
 
 	proxy.cut()
 	h.waitServed(t, 500) // served from the cache while the database is away
-	await(t, func() bool { return metric(t, p.url, "switchboard_clicks_spooled_total") > 0 },
-		func() string { return "nothing was spooled during the outage" })
+	await.Until(t, "clicks spooled during the outage", func() float64 {
+		return metric(t, p.url, "switchboard_clicks_spooled_total")
+	}, func(n float64) bool { return n > 0 })
 	proxy.restore()
 	h.waitServed(t, 200)
 	served := h.finish()
-	await(t, func() bool { return metric(t, p.url, "switchboard_clicks_spool_bytes") == 0 },
-		func() string { return "the spool was not replayed" })
+	await.Equal(t, "the spool to be replayed", func() float64 { return metric(t, p.url, "switchboard_clicks_spool_bytes") }, 0)
 	spooled, replayed := metric(t, p.url, "switchboard_clicks_spooled_total"), metric(t, p.url, "switchboard_clicks_replayed_total")
 	if dropped := metric(t, p.url, "switchboard_clicks_dropped_total"); dropped != 0 {
 		t.Errorf("dropped = %v", dropped)
@@ -325,17 +326,13 @@ func TestKill9CrashWindow(t *testing.T) {
 	proxy.cut()
 	h.waitServed(t, 200)
 	served := h.finish()
-	await(t, func() bool { return metric(t, p.url, "switchboard_clicks_in_flight") == 0 },
-		func() string { return "clicks stayed in memory" })
+	await.Equal(t, "no click left in memory", func() float64 { return metric(t, p.url, "switchboard_clicks_in_flight") }, 0)
 	p.kill()
 	proxy.restore()
 	// Links answer on the host of the server's base URL: restarts keep the address.
 	addr := strings.TrimPrefix(p.url, "http://")
 	p = runServer(t, proxied, addr, dataDir)
-	await(t, func() bool { return clickRows(t, direct, f.id) == served },
-		func() string {
-			return fmt.Sprintf("%d clicks after the restart, %d served", clickRows(t, direct, f.id), served)
-		})
+	await.Equal(t, "a click for every served redirect after the restart", func() int64 { return clickRows(t, direct, f.id) }, served)
 	p.stop()
 
 	// Clicks still in memory (an hour-long interval keeps them there) die with the process.

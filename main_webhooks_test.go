@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/base64"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -21,6 +20,7 @@ import (
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 	"github.com/uptrace/bun"
 
+	"github.com/switchboard/switchboard/internal/await"
 	"github.com/switchboard/switchboard/internal/events"
 	"github.com/switchboard/switchboard/internal/webhook"
 	"github.com/switchboard/switchboard/store"
@@ -149,15 +149,11 @@ func TestKilledMidDeliveryRetriedAfterRestart(t *testing.T) {
 
 		first := runServer(t, dbURL, "", env...)
 		ev := f.emit()
-		select {
-		case <-arrived:
-		case <-time.After(30 * time.Second):
-			t.Fatalf("the delivery never arrived\n%s", first.logs.String())
-		}
+		await.Receive(t, "the delivery", arrived)
 		first.kill()
 
 		second := runServer(t, dbURL, "", env...)
-		await(t, func() bool { return f.succeeded() == 1 }, func() string { return "not delivered within 30 s of the restart" })
+		await.Equal(t, "the delivery to succeed after the restart", f.succeeded, 1)
 		hs := got.all()
 		if len(hs) != 2 {
 			t.Fatalf("the receiver got %d requests, want 2 (the one cut off, the retry)", len(hs))
@@ -245,10 +241,7 @@ func TestTwoServersShareDeliveries(t *testing.T) {
 	for range events {
 		ids[f.emit().ID] = true
 	}
-	await(t, func() bool { return f.succeeded() == endpoints*events },
-		func() string {
-			return fmt.Sprintf("%d of %d deliveries succeeded within 30 s", f.succeeded(), endpoints*events)
-		})
+	await.Equal(t, "every delivery to succeed", f.succeeded, endpoints*events)
 
 	seen := map[string]int{}
 	for _, h := range got.all() {

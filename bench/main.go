@@ -1,7 +1,7 @@
-// Command bench is `make bench`: it measures Switchboard's hot paths with wrk against a bare Echo handler that
-// serves the same bytes, in the same run on the same machine, and prints a Markdown table of absolute numbers and
-// ratios (DESIGN.md §8), then measures the webhook dispatcher (deliveries per second and commit-to-receiver latency,
-// see webhooks.go).
+// Command bench is `make bench`: it measures Switchboard's hot paths with wrk against a bare Echo handler that serves
+// the same bytes, in the same run on the same machine, and prints a Markdown table of absolute numbers and ratios to
+// the bare handler (the goals are ratios, see below), then measures the webhook dispatcher (deliveries per second and
+// commit-to-receiver latency, see webhooks.go).
 //
 // Absolute req/s depend on the machine; the ratio to the bare handler is what stays comparable between machines and
 // runs, because it divides out the cost of the Go HTTP stack, the loopback network and wrk itself. Benchmarks are

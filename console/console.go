@@ -2,8 +2,17 @@
 // console at /user/api where people create, copy (once) and revoke API keys and build cURL commands.
 //
 // Pages are server-rendered html/template with a little vanilla JavaScript; every asset is embedded, so the console
-// works offline. Sessions live in the database (the cookie holds a random token, the table its hash); every form
-// carries a CSRF token; sign-in failures are rate-limited per account and per address.
+// works offline. Sessions live in the database (the cookie holds a random token, the table its hash); sign-in
+// failures are rate-limited per account and per address.
+//
+// Cross-site request forgery is refused twice. First by the standard library's cross-origin protection
+// (http.CrossOriginProtection): a state-changing request is refused unless the browser says it came from the
+// console's own origin (Sec-Fetch-Site: same-origin or none; else an Origin naming the request's Host, or the
+// origin of Config.BaseURL, which is what browsers name when a reverse proxy rewrites Host). Then by a token in
+// every form: the session's for signed-in pages, a double-submit cookie for sign-in and sign-up. The tokens stay
+// as defence in depth because the first check lets through every request that carries neither header, as browsers
+// from before 2020 send them, and as any non-browser client does; a token is what still stops a forged form there.
+// A refusal of either kind is the console's error page, 403.
 package console
 
 import (
@@ -61,6 +70,8 @@ type Console struct {
 	created   map[string]createdKey
 	// lastSweep is when expired sessions were last deleted (Unix seconds); sign-ins sweep at most hourly.
 	lastSweep atomic.Int64
+	// origins refuses state-changing requests from other origins.
+	origins *http.CrossOriginProtection
 }
 
 type createdKey struct {
@@ -90,7 +101,16 @@ func New(cfg Config, db *store.DB) (*Console, error) {
 		cfg.Logger = slog.Default()
 	}
 	c := &Console{cfg: cfg, db: db, log: cfg.Logger, pages: map[string]*template.Template{},
-		attempts: ratelimit.New(), created: map[string]createdKey{}}
+		attempts: ratelimit.New(), created: map[string]createdKey{}, origins: http.NewCrossOriginProtection()}
+	if cfg.BaseURL != "" {
+		u, err := url.Parse(cfg.BaseURL)
+		if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+			return nil, fmt.Errorf("console: base URL %q must be an absolute http(s) URL", cfg.BaseURL)
+		}
+		if err := c.origins.AddTrustedOrigin(u.Scheme + "://" + u.Host); err != nil {
+			return nil, fmt.Errorf("console: base URL %q: %w", cfg.BaseURL, err)
+		}
+	}
 	names, err := fs.Glob(templateFS, "templates/*.html")
 	if err != nil {
 		return nil, err
@@ -123,11 +143,11 @@ func (c *Console) Register(e *echo.Echo) {
 	e.GET("/user/", func(ec echo.Context) error { return ec.Redirect(http.StatusFound, "/user/api") })
 
 	e.GET("/user/sign-up", c.signUpPage)
-	e.POST("/user/sign-up", c.signUp)
+	e.POST("/user/sign-up", c.signUp, c.sameOrigin)
 	e.GET("/user/sign-in", c.signInPage)
-	e.POST("/user/sign-in", c.signIn)
+	e.POST("/user/sign-in", c.signIn, c.sameOrigin)
 
-	g := e.Group("/user", c.requireSession)
+	g := e.Group("/user", c.sameOrigin, c.requireSession)
 	g.POST("/sign-out", c.signOut)
 	g.GET("/workspaces", c.workspacesPage)
 	g.POST("/workspaces", c.createWorkspace)
@@ -242,6 +262,19 @@ func (c *Console) requireSession(next echo.HandlerFunc) echo.HandlerFunc {
 				Error: "This form has expired or did not come from this site. Go back, reload the page and try again."})
 		}
 		ec.Set(sessionKey, ses)
+		return next(ec)
+	}
+}
+
+// sameOrigin refuses a state-changing request that the browser says came from another origin, with the console's
+// error page. It runs before the session is loaded: a refused request does not even extend the session.
+func (c *Console) sameOrigin(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(ec echo.Context) error {
+		if err := c.origins.Check(ec.Request()); err != nil {
+			return c.render(ec, http.StatusForbidden, "error", page{Title: "Request refused",
+				Error: "This form was sent from another site, so nothing was done. If you sent it yourself, go back, " +
+					"reload the page and try again."})
+		}
 		return next(ec)
 	}
 }

@@ -559,8 +559,9 @@ func TestRevokeIsTenantIsolated(t *testing.T) {
 	})
 }
 
-// Revoking in the console must take effect on the very next request to the same server, on both databases
-// (DESIGN.md §4: "on the node that revoked it"). One revocation rarely shows a lag, so this repeats the cycle.
+// Revoking in the console must take effect on the very next request to the same server, on both databases: the process
+// that revoked a key never serves it again from its cache, whatever the notification delay. One revocation rarely shows
+// a lag, so this repeats the cycle.
 func TestRevokeTakesEffectOnTheNextRequest(t *testing.T) {
 	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db, console.Config{})

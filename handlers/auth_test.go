@@ -10,6 +10,7 @@ import (
 
 	"github.com/switchboard/switchboard/handlers"
 	"github.com/switchboard/switchboard/internal/apikey"
+	"github.com/switchboard/switchboard/internal/await"
 	"github.com/switchboard/switchboard/store"
 	"github.com/switchboard/switchboard/store/storetest"
 )
@@ -29,18 +30,6 @@ func reopen(t *testing.T, db *store.DB) *store.DB {
 	}
 	t.Cleanup(func() { _ = other.Close() })
 	return other
-}
-
-// eventually polls cond for up to two seconds (PostgreSQL notifications are asynchronous).
-func eventually(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(2 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met within 2s")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 func TestAuthenticationFailures(t *testing.T) {
@@ -144,9 +133,10 @@ func TestRevocationByAnotherProcess(t *testing.T) {
 			e.do(request{path: "/api/v1/models", key: key}).problem(t, http.StatusUnauthorized, "api_key_revoked")
 			return
 		}
-		eventually(t, func() bool {
-			return e.do(request{path: "/api/v1/models", key: key}).StatusCode == http.StatusUnauthorized
-		})
+		// PostgreSQL: as soon as the notification arrives.
+		await.Equal(t, "the revocation to be heard", func() int {
+			return e.do(request{path: "/api/v1/models", key: key}).StatusCode
+		}, http.StatusUnauthorized)
 		e.do(request{path: "/api/v1/models", key: key}).problem(t, http.StatusUnauthorized, "api_key_revoked")
 	})
 }
@@ -161,10 +151,13 @@ func TestLastUsedIsRecorded(t *testing.T) {
 		}
 		before := time.Now().Add(-time.Second)
 		e.do(request{path: "/api/v1/models", key: key})
-		eventually(t, func() bool {
+		await.Until(t, "the last use to be recorded", func() *time.Time {
 			got, err := db.APIKeys.Get(context.Background(), ws.ID, k.ID)
-			return err == nil && got.LastUsedAt != nil && got.LastUsedAt.After(before)
-		})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return got.LastUsedAt
+		}, func(at *time.Time) bool { return at != nil && at.After(before) })
 	})
 }
 

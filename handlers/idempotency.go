@@ -24,11 +24,12 @@ import (
 	"github.com/switchboard/switchboard/store"
 )
 
-// Idempotency-Key (DESIGN §4). An operation opts in by declaring the header parameter in the spec; for requests
-// that send it, the first answer is stored per (API key, Idempotency-Key) for 24 hours and replayed to a retry with
-// the same method, path, query and body. Only requests that passed authentication and validation get here: a 400
-// or 401 of the validator is not stored (nothing ran, so there is nothing to protect, and the same bytes get the
-// same answer again anyway), so a client may fix an invalid request and send it with the same key.
+// Idempotency-Key lets a client retry a POST or PATCH safely. An operation opts in by declaring the header parameter
+// in the spec; for requests that send it, the first answer is stored per (API key, Idempotency-Key) for 24 hours and
+// replayed to a retry with the same method, path, query and body. Only requests that passed authentication and
+// validation get here: a 400 or 401 of the validator is not stored (nothing ran, so there is nothing to protect, and
+// the same bytes get the same answer again anyway), so a client may fix an invalid request and send it with the
+// same key.
 const (
 	idempotencyKeyHeader = "Idempotency-Key"
 	replayedHeader       = "Idempotent-Replayed"
@@ -236,8 +237,9 @@ func sealedFor(rec store.IdempotencyRecord) []byte {
 
 // requestBody returns the request body's bytes without consuming it. The validator read the body and left GetBody
 // to read it again, and a Body that carries the validated value the generated code binds: that Body must stay, or
-// binding falls back to a second, case-insensitive decode of the bytes (DESIGN §10.4). Only a body the operation
-// does not declare (so the validator did not read it) is read here and put back.
+// binding falls back to a second decode of the bytes, and encoding/json matches field names case-insensitively, so
+// it could bind a field spelt in a case the validator never checked. Only a body the operation does not declare (so
+// the validator did not read it) is read here and put back.
 func requestBody(req *http.Request) ([]byte, error) {
 	var (
 		body []byte

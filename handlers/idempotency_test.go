@@ -26,6 +26,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/switchboard/switchboard/internal/apikey"
+	"github.com/switchboard/switchboard/internal/await"
 	"github.com/switchboard/switchboard/internal/egress"
 	"github.com/switchboard/switchboard/internal/problem"
 	"github.com/switchboard/switchboard/store"
@@ -159,6 +160,9 @@ func (r *idemReply) json(t *testing.T, v any) {
 		t.Fatalf("decode %s: %v", r.body, err)
 	}
 }
+
+// String is the status and body, as failures show a reply.
+func (r *idemReply) String() string { return fmt.Sprintf("%d %s", r.StatusCode, r.body) }
 
 func (r *idemReply) problemCode() string {
 	var p struct {
@@ -357,7 +361,7 @@ func TestIdempotencyConcurrentDuplicates(t *testing.T) {
 		e := newIdemServer(t, db)
 		secret, _ := e.apiKey("")
 		slow := func(c echo.Context) error {
-			time.Sleep(50 * time.Millisecond)
+			time.Sleep(50 * time.Millisecond) // a slow operation: the duplicates arrive while it runs
 			return webhookAnswer(c)
 		}
 		e.answer.Store(&slow)
@@ -454,16 +458,11 @@ func TestIdempotencyAnswerStoredAfterTheClientLeft(t *testing.T) {
 			t.Fatalf("the hung-up request returned %v", err)
 		}
 		close(proceed)
-		deadline := time.Now().Add(5 * time.Second)
-		for {
-			reply := e.send(r)
-			if reply.StatusCode != http.StatusConflict || time.Now().After(deadline) {
-				if reply.StatusCode != http.StatusCreated || reply.Header.Get(replayedHeader) != "true" {
-					t.Errorf("retry after hanging up: %d %s, want the stored 201", reply.StatusCode, reply.body)
-				}
-				break
-			}
-			time.Sleep(10 * time.Millisecond)
+		// The retry answers 409 while the first request still runs, then its stored answer.
+		reply := await.Until(t, "the hung-up request to finish", func() *idemReply { return e.send(r) },
+			func(reply *idemReply) bool { return reply.StatusCode != http.StatusConflict })
+		if reply.StatusCode != http.StatusCreated || reply.Header.Get(replayedHeader) != "true" {
+			t.Errorf("retry after hanging up: %d %s, want the stored 201", reply.StatusCode, reply.body)
 		}
 		e.wantCalls(1)
 	})

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/switchboard/switchboard/handlers"
+	"github.com/switchboard/switchboard/internal/await"
 	"github.com/switchboard/switchboard/internal/modelcatalog"
 	"github.com/switchboard/switchboard/store"
 	"github.com/switchboard/switchboard/store/storetest"
@@ -102,11 +103,12 @@ func TestModelsFollowWorkspaceSettings(t *testing.T) {
 		if _, err := cli.Workspaces.SetEnabledModels(context.Background(), ws.ID, []string{"gpt-4o", "text-embedding-3-small"}); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, func() bool {
+		visible := func() int {
 			var l modelList
 			e.do(request{path: "/api/v1/models", key: key}).json(t, &l)
-			return len(l.Data) == 2
-		})
+			return len(l.Data)
+		}
+		await.Equal(t, "the models the CLI enabled", visible, 2)
 		var l modelList
 		e.do(request{path: "/api/v1/models", key: key}).json(t, &l)
 		if ids := l.ids(); ids[0] != "gpt-4o" || ids[1] != "text-embedding-3-small" {
@@ -123,11 +125,7 @@ func TestModelsFollowWorkspaceSettings(t *testing.T) {
 		if _, err := cli.Workspaces.SetEnabledModels(context.Background(), ws.ID, []string{}); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, func() bool {
-			var l modelList
-			e.do(request{path: "/api/v1/models", key: key}).json(t, &l)
-			return len(l.Data) == 0
-		})
+		await.Equal(t, "no model once the CLI enabled none", visible, 0)
 	})
 }
 

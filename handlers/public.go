@@ -13,7 +13,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/swaggest/swgui"
 	"github.com/swaggest/swgui/v5emb"
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/switchboard/switchboard/api"
 	"github.com/switchboard/switchboard/internal/problem"

@@ -11,8 +11,7 @@ import (
 	"testing"
 
 	"github.com/getkin/kin-openapi/openapi3"
-
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/switchboard/switchboard/api"
 	"github.com/switchboard/switchboard/handlers"

@@ -16,6 +16,7 @@ import (
 
 	"github.com/switchboard/switchboard/gen"
 	"github.com/switchboard/switchboard/handlers"
+	"github.com/switchboard/switchboard/internal/await"
 	"github.com/switchboard/switchboard/internal/links/clicks"
 	"github.com/switchboard/switchboard/store"
 	"github.com/switchboard/switchboard/store/storetest"
@@ -111,18 +112,16 @@ func (e *linkEnv) clickRows(linkID string) []store.Click {
 	return cs
 }
 
-// awaitClicks waits until the link has n recorded clicks.
+// awaitClicks waits until the link has n recorded clicks, and fails if it has more.
 func (e *linkEnv) awaitClicks(linkID string, n int) []store.Click {
 	e.t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		cs := e.clickRows(linkID)
-		if len(cs) == n {
-			return cs
-		}
-		if len(cs) > n || time.Now().After(deadline) {
-			e.t.Fatalf("%d clicks recorded, want %d", len(cs), n)
-		}
+	await.Until(e.t, fmt.Sprintf("%d recorded clicks", n), func() int { return len(e.clickRows(linkID)) },
+		func(got int) bool { return got >= n })
+	cs := e.clickRows(linkID)
+	if len(cs) > n {
+		e.t.Fatalf("%d clicks recorded, want %d", len(cs), n)
 	}
+	return cs
 }
 
 func TestRedirectTypesAndHeaders(t *testing.T) {
@@ -462,14 +461,8 @@ func TestRedirectCacheHearsOtherProcesses(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		if r := e.visit(visit{path: "/" + l.Slug}); r.location() == "https://example.com/after" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the other process's change never reached the cache")
-		}
-	}
+	await.Equal(t, "the other process's change to reach the cache",
+		func() string { return e.visit(visit{path: "/" + l.Slug}).location() }, "https://example.com/after")
 }
 
 // Every visit is recorded with its class; bots, previews, monitors and HEAD requests are flagged, never dropped.
@@ -565,13 +558,15 @@ func TestExpiryUnderConcurrency(t *testing.T) {
 		check.Clicks = newClickRecorder(t, db)
 		newEnv(t, db, handlers.Config{Redirects: check, BaseURL: "http://app.switchboard.test",
 			Links: handlers.LinkOptions{ShortBaseURL: "https://" + e.domain}})
-		soon := time.Now().Add(300 * time.Millisecond).UTC().Format(time.RFC3339Nano)
-		l := e.create(`{"destination_url":"https://example.com/a","expires_at":"` + soon + `"}`)
-		for deadline := time.Now().Add(10 * time.Second); len(e.events(e.ws.ID, "link.expired")) == 0; time.Sleep(10 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatal("link.expired was never emitted")
-			}
+		// The link expires once created: an expiry a moment ahead could pass before a loaded server validates it.
+		later := time.Now().Add(time.Hour).UTC().Format(time.RFC3339Nano)
+		l := e.create(`{"destination_url":"https://example.com/a","expires_at":"` + later + `"}`)
+		if _, err := db.Bun().NewUpdate().Table("links").Set("expires_at = ?", time.Now().Add(-time.Second).UTC().Truncate(time.Microsecond)).
+			Where("id = ?", l.Id).Exec(context.Background()); err != nil {
+			t.Fatal(err)
 		}
+		await.Until(t, "link.expired", func() int { return len(e.events(e.ws.ID, "link.expired")) },
+			func(n int) bool { return n > 0 })
 		var wg sync.WaitGroup
 		var mu sync.Mutex
 		answers := map[int]int{}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchboard/switchboard/internal/await"
 	"github.com/switchboard/switchboard/store"
 	"github.com/switchboard/switchboard/store/storetest"
 )
@@ -254,7 +255,10 @@ func TestAPIKeyRevoke(t *testing.T) {
 		want.RevokedAt = first.RevokedAt
 		sameKey(t, "Revoke", first, want)
 
-		time.Sleep(2 * time.Millisecond) // a second revocation would record a visibly later time
+		// Once the store's clock (microseconds) has passed the first revocation, a second one that overwrote it would
+		// record a visibly later time.
+		await.Until(t, "the clock to pass the first revocation", func() time.Time { return time.Now().UTC().Truncate(time.Microsecond) },
+			func(now time.Time) bool { return now.After(*first.RevokedAt) })
 		second, err := db.APIKeys.Revoke(ctx, k.ID)
 		if err != nil {
 			t.Fatalf("second Revoke: %v", err)

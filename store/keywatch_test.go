@@ -1,16 +1,14 @@
 package store_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
+	"github.com/switchboard/switchboard/internal/await"
 	"github.com/switchboard/switchboard/store"
 	"github.com/switchboard/switchboard/store/storetest"
 )
-
-// notifyWithin is how long an announced change may take to reach another process's KeysVersion. SQLite sees it at
-// once (PRAGMA data_version); PostgreSQL notifications are asynchronous.
-var notifyWithin = map[store.Dialect]time.Duration{store.SQLite: 0, store.Postgres: 2 * time.Second}
 
 // processes runs fn on SQLite and PostgreSQL with two store.DBs open on one database: the server, and the CLI
 // (or another replica) changing keys behind the server's back.
@@ -46,38 +44,30 @@ func keysVersion(t *testing.T, db *store.DB) uint64 {
 	return v
 }
 
-// settledVersion returns KeysVersion once it holds still. On PostgreSQL the version moves on every call until the
-// listener is connected (no cached key is trusted while changes could be missed).
+// settledVersion returns KeysVersion once two reads in a row agree. On PostgreSQL the version moves on every call
+// until the listener is connected (no cached key is trusted while changes could be missed).
 func settledVersion(t *testing.T, db *store.DB) uint64 {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
 	prev := keysVersion(t, db)
-	for {
-		time.Sleep(10 * time.Millisecond)
-		v := keysVersion(t, db)
-		if v == prev {
-			return v
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("KeysVersion still moving after 5 s (%d → %d)", prev, v)
-		}
+	return await.Until(t, "KeysVersion to hold still", func() uint64 { return keysVersion(t, db) }, func(v uint64) bool {
+		settled := v == prev
 		prev = v
-	}
+		return settled
+	})
 }
 
-// wantVersionChange fails unless db's KeysVersion differs from before within the dialect's notification delay.
+// wantVersionChange fails unless db's KeysVersion differs from before: on SQLite at once (the next read sees
+// PRAGMA data_version move), on PostgreSQL as soon as the notification arrives (it is asynchronous).
 func wantVersionChange(t *testing.T, db *store.DB, before uint64, what string) {
 	t.Helper()
-	deadline := time.Now().Add(notifyWithin[db.Dialect()])
-	for {
-		if keysVersion(t, db) != before {
-			return
+	if db.Dialect() == store.SQLite {
+		if keysVersion(t, db) == before {
+			t.Fatalf("KeysVersion still %d after %s", before, what)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("KeysVersion still %d %v after %s", before, notifyWithin[db.Dialect()], what)
-		}
-		time.Sleep(10 * time.Millisecond)
+		return
 	}
+	await.Until(t, "KeysVersion to move after "+what, func() uint64 { return keysVersion(t, db) },
+		func(v uint64) bool { return v != before })
 }
 
 func TestKeysVersionSeesARevocationByAnotherProcess(t *testing.T) {
@@ -129,6 +119,7 @@ func TestKeysVersionHoldsStillWhenNothingChanges(t *testing.T) {
 		w := newWorkspace(t, server, "quiet")
 		secret, k := newKey(t, server, w.ID, nil)
 		v := settledVersion(t, server)
+		announced := listenForAccessChanges(t, server)
 		for i := range 5 {
 			if _, err := server.APIKeys.ByHash(ctx, secret.Hash); err != nil {
 				t.Fatal(err)
@@ -139,11 +130,11 @@ func TestKeysVersionHoldsStillWhenNothingChanges(t *testing.T) {
 			if _, err := server.Workspaces.List(ctx); err != nil {
 				t.Fatal(err)
 			}
-			time.Sleep(10 * time.Millisecond)
 			if got := keysVersion(t, server); got != v {
 				t.Fatalf("KeysVersion moved from %d to %d on read %d with nothing written", v, got, i+1)
 			}
 		}
+		announced.wantNone(t, cli, "reads")
 	})
 }
 
@@ -154,6 +145,7 @@ func TestKeysVersionIgnoresUnrelatedWrites(t *testing.T) {
 		w := newWorkspace(t, server, "busy")
 		_, k := newKey(t, server, w.ID, nil)
 		v := settledVersion(t, server)
+		announced := listenForAccessChanges(t, server)
 		if err := cli.APIKeys.TouchLastUsed(ctx, map[string]time.Time{k.ID: time.Now()}); err != nil {
 			t.Fatal(err)
 		}
@@ -161,5 +153,61 @@ func TestKeysVersionIgnoresUnrelatedWrites(t *testing.T) {
 		if got := keysVersion(t, server); got != v {
 			t.Errorf("KeysVersion moved from %d to %d on writes that change no access", v, got)
 		}
+		announced.wantNone(t, cli, "writes that change no access")
 	})
+}
+
+// accessChanges hears what is announced on the PostgreSQL channel that key changes are announced on
+// ("switchboard_access"). It is how a test asserts that nothing was announced, which KeysVersion alone cannot show
+// on PostgreSQL: a notification moves it only when it arrives, asynchronously.
+type accessChanges struct {
+	heard chan string // nil on SQLite, where KeysVersion reads the database and sees every change at once
+}
+
+// listenForAccessChanges listens from now until the test ends (on PostgreSQL; on SQLite it does nothing).
+func listenForAccessChanges(t *testing.T, db *store.DB) accessChanges {
+	t.Helper()
+	if db.Dialect() != store.Postgres {
+		return accessChanges{}
+	}
+	heard, connected := make(chan string, 64), make(chan struct{}, 1)
+	lctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		db.Listen(lctx, store.Listener{Channel: "switchboard_access",
+			Connected: func() {
+				select {
+				case connected <- struct{}{}:
+				default: // a reconnection: the test waits for the first connection only
+				}
+			},
+			Notified: func(payload string) {
+				select {
+				case heard <- payload:
+				case <-lctx.Done():
+				}
+			},
+		})
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	await.Receive(t, "the test's listener", connected)
+	return accessChanges{heard: heard}
+}
+
+// wantNone fails t if anything was announced since listening began. The proof is positive: db notifies a barrier
+// now, and PostgreSQL delivers a channel's notifications in commit order, so once the barrier is heard, anything
+// announced before it has been heard too.
+func (a accessChanges) wantNone(t *testing.T, db *store.DB, since string) {
+	t.Helper()
+	if a.heard == nil {
+		return
+	}
+	const barrier = "test barrier"
+	if _, err := db.Bun().ExecContext(ctx, "SELECT pg_notify('switchboard_access', ?)", barrier); err != nil {
+		t.Fatal(err)
+	}
+	if got := await.Receive(t, "the barrier notification", a.heard); got != barrier {
+		t.Fatalf("a change was announced after %s (payload %q)", since, got)
+	}
 }

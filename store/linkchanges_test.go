@@ -8,6 +8,7 @@ import (
 
 	"github.com/uptrace/bun"
 
+	"github.com/switchboard/switchboard/internal/await"
 	"github.com/switchboard/switchboard/store"
 	"github.com/switchboard/switchboard/store/storetest"
 )
@@ -33,7 +34,7 @@ func watchLinks(t *testing.T, db *store.DB) (changed <-chan store.LinkKey, conne
 func TestAnnounceManyKeys(t *testing.T) {
 	db := storetest.Postgres(t)
 	changed, connected := watchLinks(t, db)
-	awaitValue(t, connected, "the connection")
+	await.Receive(t, "the connection", connected)
 
 	domain := store.NewID("d")[2:14] + ".example"
 	keys := []store.LinkKey{{Domain: domain, SlugKey: "a"}, {Domain: domain, SlugKey: "b"}, {Domain: domain, SlugKey: "c d"}}
@@ -44,7 +45,7 @@ func TestAnnounceManyKeys(t *testing.T) {
 	}
 	var heard []store.LinkKey
 	for len(heard) < len(keys) {
-		if k := awaitValue(t, changed, "the changes"); k.Domain == domain { // other tests share the database
+		if k := await.Receive(t, "the changes", changed); k.Domain == domain { // other tests share the database
 			heard = append(heard, k)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchboard/switchboard/internal/await"
 	"github.com/switchboard/switchboard/store"
 	"github.com/switchboard/switchboard/store/storetest"
 )
@@ -35,7 +36,7 @@ func TestListenSharesOneConnection(t *testing.T) {
 		t.Helper()
 		var got []string
 		for range want {
-			got = append(got, awaitValue(t, reports, what))
+			got = append(got, await.Receive(t, what, reports))
 		}
 		slices.Sort(got)
 		slices.Sort(want)

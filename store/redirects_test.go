@@ -10,6 +10,7 @@ import (
 
 	"github.com/uptrace/bun"
 
+	"github.com/switchboard/switchboard/internal/await"
 	"github.com/switchboard/switchboard/internal/events"
 	"github.com/switchboard/switchboard/store"
 	"github.com/switchboard/switchboard/store/storetest"
@@ -210,7 +211,7 @@ func TestWatchHearsOtherProcesses(t *testing.T) {
 	}
 	defer other.Close()
 	changed, connected := watchLinks(t, db)
-	awaitValue(t, connected, "the first connection")
+	await.Receive(t, "the first connection", connected)
 
 	key := store.LinkKey{Domain: "sb.test", SlugKey: "promo"}
 	if err := other.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error {
@@ -218,13 +219,13 @@ func TestWatchHearsOtherProcesses(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if got := awaitValue(t, changed, "the change"); got != key {
+	if got := await.Receive(t, "the change", changed); got != key {
 		t.Fatalf("heard %v, want %v", got, key)
 	}
 
 	// End the listener's backend: the watch must reconnect and say so.
 	terminateListener(t, other, store.LinksChannel)
-	awaitValue(t, connected, "the reconnection")
+	await.Receive(t, "the reconnection", connected)
 }
 
 // terminateListener ends the backend of every connection of the test database whose last statement was a LISTEN on
@@ -239,18 +240,6 @@ func terminateListener(t *testing.T, db *store.DB, channel string) {
 	if len(ended) == 0 {
 		t.Fatalf("no connection listens on %s", channel)
 	}
-}
-
-func awaitValue[T any](t *testing.T, ch <-chan T, what string) T {
-	t.Helper()
-	select {
-	case v := <-ch:
-		return v
-	case <-time.After(10 * time.Second):
-		t.Fatalf("timed out waiting for %s", what)
-	}
-	var zero T
-	return zero
 }
 
 func TestWatchOnSQLiteIsConnectedAtOnce(t *testing.T) {

@@ -14,11 +14,12 @@ import (
 
 const base62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 
-// keyShape is the pattern secret scanners are told to match (DESIGN §4).
+// keyShape is the pattern secret scanners are told to match: the prefix, then 38 base62 characters.
 var keyShape = regexp.MustCompile(`^sb_sk_[0-9A-Za-z]{38}$`)
 
-// withChecksum builds a key from 32 random characters the way DESIGN §4 specifies it, independently of the
-// package: the CRC32 (IEEE) of the random part written as 6 base62 digits, most significant first.
+// withChecksum builds a key from 32 random characters the way the key format is published (so secret scanners can check
+// it offline), independently of the package: the CRC32 (IEEE) of the random part written as 6 base62 digits, most
+// significant first.
 func withChecksum(random string) string {
 	c := crc32.ChecksumIEEE([]byte(random))
 	var sum [6]byte
@@ -83,25 +84,26 @@ func TestGenerateUsesTheWholeAlphabet(t *testing.T) {
 	}
 }
 
+// documentedRandoms are random parts whose keys, built as the format is published, Check accepts.
+var documentedRandoms = []string{
+	strings.Repeat("0", 32),
+	strings.Repeat("z", 32),
+	"0123456789ABCDEFGHIJKLMNOPQRSTUV",
+	"WXYZabcdefghijklmnopqrstuvwxyz01",
+}
+
 func TestCheckAcceptsTheDocumentedFormat(t *testing.T) {
-	for _, random := range []string{
-		strings.Repeat("0", 32),
-		strings.Repeat("z", 32),
-		"0123456789ABCDEFGHIJKLMNOPQRSTUV",
-		"WXYZabcdefghijklmnopqrstuvwxyz01",
-	} {
+	for _, random := range documentedRandoms {
 		if key := withChecksum(random); apikey.Check(key) != nil {
 			t.Errorf("Check(%q) = %v, want nil", key, apikey.Check(key))
 		}
 	}
 }
 
-func TestCheckRejects(t *testing.T) {
+// rejectedKeys are strings Check must refuse, by what is wrong with them.
+func rejectedKeys() []struct{ name, key string } {
 	valid := withChecksum("0123456789ABCDEFGHIJKLMNOPQRSTUV")
-	tests := []struct {
-		name string
-		key  string
-	}{
+	return []struct{ name, key string }{
 		{"empty", ""},
 		{"prefix only", "sb_sk_"},
 		{"publishable prefix", "sb_pk_" + valid[6:]},
@@ -119,13 +121,37 @@ func TestCheckRejects(t *testing.T) {
 		{"checksum of another random part", valid[:38] + withChecksum(strings.Repeat("1", 32))[38:]},
 		{"random part and checksum swapped", "sb_sk_" + valid[38:] + valid[6:38]},
 	}
-	for _, tt := range tests {
+}
+
+func TestCheckRejects(t *testing.T) {
+	for _, tt := range rejectedKeys() {
 		t.Run(tt.name, func(t *testing.T) {
 			if err := apikey.Check(tt.key); !errors.Is(err, apikey.ErrMalformed) {
 				t.Errorf("Check(%q) = %v, want ErrMalformed", tt.key, err)
 			}
 		})
 	}
+}
+
+// Check never panics, and accepts exactly the strings of the key's shape whose last six characters are the
+// checksum of the random part, computed independently of the package (withChecksum); everything else is
+// ErrMalformed.
+func FuzzCheck(f *testing.F) {
+	for _, random := range documentedRandoms {
+		f.Add(withChecksum(random))
+	}
+	for _, tt := range rejectedKeys() {
+		f.Add(tt.key)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		valid := keyShape.MatchString(s) && s == withChecksum(s[6:38])
+		switch err := apikey.Check(s); {
+		case valid && err != nil:
+			t.Fatalf("Check(%q) = %v for a key of the right shape and checksum", s, err)
+		case !valid && !errors.Is(err, apikey.ErrMalformed):
+			t.Fatalf("Check(%q) = %v, want ErrMalformed", s, err)
+		}
+	})
 }
 
 // Any single changed character — in the prefix, the random part or the checksum — is caught without a lookup.

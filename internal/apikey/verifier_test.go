@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchboard/switchboard/internal/await"
 	"github.com/switchboard/switchboard/store"
 )
 
@@ -111,11 +112,7 @@ func (s *fakeStore) lastUse() []time.Time {
 // waitTouch waits for the next TouchLastUsed call of the background writer.
 func (s *fakeStore) waitTouch(t *testing.T) {
 	t.Helper()
-	select {
-	case <-s.touched:
-	case <-time.After(2 * time.Second):
-		t.Fatal("TouchLastUsed was not called within 2 s")
-	}
+	await.Receive(t, "a TouchLastUsed call", s.touched)
 }
 
 // clock is a manual clock for the Verifier.
@@ -553,22 +550,14 @@ func TestLastUsedRetriedAfterAFailedWrite(t *testing.T) {
 	s.mu.Lock()
 	s.touchErr = nil
 	s.mu.Unlock()
-	// The writer forgets the key right after the failed call returns; poll for that.
-	deadline := time.Now().Add(2 * time.Second)
-	for {
+	// The writer forgets the key right after the failed call returns; use the key until it writes again.
+	await.Until(t, "a second last-use write after a failed one", func() int {
 		c.advance(time.Millisecond)
 		verify(t, v, plain)
 		s.mu.Lock()
-		n := len(s.touches)
-		s.mu.Unlock()
-		if n >= 2 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no second last-use write within 2 s of a failed one")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		defer s.mu.Unlock()
+		return len(s.touches)
+	}, func(writes int) bool { return writes >= 2 })
 }
 
 func TestVerifyConcurrently(t *testing.T) {

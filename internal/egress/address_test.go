@@ -3,61 +3,64 @@ package egress
 import (
 	"errors"
 	"net/netip"
+	"strings"
 	"testing"
 )
 
+// literalCases are hosts and what they denote: the address, "name" for a host name, "invalid" for an error.
+var literalCases = []struct {
+	host string
+	want string
+}{
+	{"127.0.0.1", "127.0.0.1"},
+	{"127.0.0.1.", "127.0.0.1"},
+	{"127.1", "127.0.0.1"},
+	{"127.0.1", "127.0.0.1"},
+	{"2130706433", "127.0.0.1"},
+	{"0x7f000001", "127.0.0.1"},
+	{"0X7f000001", "127.0.0.1"},
+	{"0x7f.0.0.1", "127.0.0.1"},
+	{"0x7f.0x0.0x0.0x1", "127.0.0.1"},
+	{"0177.0.0.1", "127.0.0.1"},
+	{"017700000001", "127.0.0.1"},
+	{"0177.1", "127.0.0.1"},
+	{"0x", "0.0.0.0"},
+	{"0", "0.0.0.0"},
+	{"00", "0.0.0.0"},
+	{"169.254.43518", "169.254.169.254"},
+	{"0xa9fea9fe", "169.254.169.254"},
+	{"10.0.0.1", "10.0.0.1"},
+	{"4294967295", "255.255.255.255"},
+	{"::1", "::1"},
+	{"::ffff:127.0.0.1", "::ffff:127.0.0.1"},
+	{"64:ff9b::a00:1", "64:ff9b::a00:1"},
+
+	{"hooks.example", "name"},
+	{"127.0.0.1.example", "name"},
+	{"0x7f000001.example", "name"},
+	{"0xg", "name"},
+	{"xn--bcher-kva.example", "name"},
+
+	{"1.2.3.256", "invalid"},
+	{"1.256.3", "invalid"},
+	{"1.2.65536", "invalid"},
+	{"1.16777216", "invalid"},
+	{"4294967296", "invalid"},
+	{"0x100000000", "invalid"},
+	{"1.2.3.4.5", "invalid"},
+	{"127..1", "invalid"},
+	{".1", "invalid"},
+	{"08.0.0.1", "invalid"},
+	{"0x7g.1", "invalid"},
+	{"+1.2.3.4", "invalid"},
+	{"hooks.123", "invalid"},
+	{"hooks.0x1", "invalid"},
+	{"::1::", "invalid"},
+	{"fe80::1%eth0", "invalid"},
+}
+
 func TestLiteralAddr(t *testing.T) {
-	tests := []struct {
-		host string
-		want string // the address denoted; "name" for a host name, "invalid" for an error
-	}{
-		{"127.0.0.1", "127.0.0.1"},
-		{"127.0.0.1.", "127.0.0.1"},
-		{"127.1", "127.0.0.1"},
-		{"127.0.1", "127.0.0.1"},
-		{"2130706433", "127.0.0.1"},
-		{"0x7f000001", "127.0.0.1"},
-		{"0X7f000001", "127.0.0.1"},
-		{"0x7f.0.0.1", "127.0.0.1"},
-		{"0x7f.0x0.0x0.0x1", "127.0.0.1"},
-		{"0177.0.0.1", "127.0.0.1"},
-		{"017700000001", "127.0.0.1"},
-		{"0177.1", "127.0.0.1"},
-		{"0x", "0.0.0.0"},
-		{"0", "0.0.0.0"},
-		{"00", "0.0.0.0"},
-		{"169.254.43518", "169.254.169.254"},
-		{"0xa9fea9fe", "169.254.169.254"},
-		{"10.0.0.1", "10.0.0.1"},
-		{"4294967295", "255.255.255.255"},
-		{"::1", "::1"},
-		{"::ffff:127.0.0.1", "::ffff:127.0.0.1"},
-		{"64:ff9b::a00:1", "64:ff9b::a00:1"},
-
-		{"hooks.example", "name"},
-		{"127.0.0.1.example", "name"},
-		{"0x7f000001.example", "name"},
-		{"0xg", "name"},
-		{"xn--bcher-kva.example", "name"},
-
-		{"1.2.3.256", "invalid"},
-		{"1.256.3", "invalid"},
-		{"1.2.65536", "invalid"},
-		{"1.16777216", "invalid"},
-		{"4294967296", "invalid"},
-		{"0x100000000", "invalid"},
-		{"1.2.3.4.5", "invalid"},
-		{"127..1", "invalid"},
-		{".1", "invalid"},
-		{"08.0.0.1", "invalid"},
-		{"0x7g.1", "invalid"},
-		{"+1.2.3.4", "invalid"},
-		{"hooks.123", "invalid"},
-		{"hooks.0x1", "invalid"},
-		{"::1::", "invalid"},
-		{"fe80::1%eth0", "invalid"},
-	}
-	for _, tt := range tests {
+	for _, tt := range literalCases {
 		t.Run(tt.host, func(t *testing.T) {
 			addr, isLiteral, err := literalAddr(tt.host)
 			var got string
@@ -153,4 +156,39 @@ func TestAllows(t *testing.T) {
 	if open.allows(netip.Addr{}) {
 		t.Error("the zero Addr is allowed")
 	}
+}
+
+// Whatever host literalAddr reads as an address is read consistently with net/netip: a host netip parses (without a
+// zone) denotes that very address; an address accepted is valid, zone-free, IPv4 when the host has no colon, and
+// its text parses back to it; and an address netip calls loopback, private, link-local, multicast, unspecified or
+// otherwise not global unicast is never allowed without an allowed network.
+func FuzzLiteralAddr(f *testing.F) {
+	for _, tt := range literalCases {
+		f.Add(tt.host)
+	}
+	open := NewGuard(Policy{})
+	f.Fuzz(func(t *testing.T, host string) {
+		addr, isLiteral, err := literalAddr(host)
+		if err != nil && !errors.Is(err, ErrInvalidURL) {
+			t.Fatalf("literalAddr(%q) error %v does not wrap ErrInvalidURL", host, err)
+		}
+		if want, perr := netip.ParseAddr(host); perr == nil && want.Zone() == "" && (err != nil || !isLiteral || addr != want) {
+			t.Fatalf("literalAddr(%q) = %v, %v, %v; netip reads %v", host, addr, isLiteral, err, want)
+		}
+		if err != nil || !isLiteral {
+			if addr.IsValid() {
+				t.Fatalf("literalAddr(%q) returned %v with %v, %v", host, addr, isLiteral, err)
+			}
+			return
+		}
+		if !addr.IsValid() || addr.Zone() != "" || (!strings.Contains(host, ":") && !addr.Is4()) {
+			t.Fatalf("literalAddr(%q) = %v", host, addr)
+		}
+		if back, err := netip.ParseAddr(addr.String()); err != nil || back != addr {
+			t.Fatalf("literalAddr(%q) = %v, which netip reads back as %v, %v", host, addr, back, err)
+		}
+		if u := addr.Unmap(); open.allows(addr) && (!u.IsGlobalUnicast() || u.IsPrivate()) {
+			t.Fatalf("%q denotes %v, which netip does not call public, and it is allowed", host, addr)
+		}
+	})
 }

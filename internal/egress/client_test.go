@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/switchboard/switchboard/internal/await"
 )
 
 // receiver is a local webhook receiver on 127.0.0.1 that counts the requests reaching it.
@@ -282,11 +284,7 @@ func TestClientCloseIdleConnections(t *testing.T) {
 	resp.Body.Close()
 
 	client.CloseIdleConnections()
-	select {
-	case <-closed:
-	case <-time.After(5 * time.Second):
-		t.Fatal("the idle connection was not closed")
-	}
+	await.Receive(t, "the idle connection to be closed", closed)
 }
 
 // TestControl checks the dial-time hook on its own, for addresses no test may connect to: whatever the lookup

@@ -4,6 +4,10 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/switchboard/switchboard/api"
 )
 
 func TestGenerate(t *testing.T) {
@@ -41,34 +45,52 @@ func TestAlphabetHasNoLookAlikes(t *testing.T) {
 	}
 }
 
-// slugPattern is the API's Slug pattern (api/openapi.yaml): the oracle ValidSlug must agree with.
-var slugPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$`)
+// slugPattern is the API's Slug pattern, read from api/openapi.yaml: the oracle ValidSlug must agree with.
+var slugPattern = func() *regexp.Regexp {
+	var spec struct {
+		Components struct {
+			Schemas struct {
+				Slug struct {
+					Pattern string `yaml:"pattern"`
+				} `yaml:"Slug"`
+			} `yaml:"schemas"`
+		} `yaml:"components"`
+	}
+	if err := yaml.Unmarshal(api.Spec, &spec); err != nil {
+		panic(err)
+	}
+	return regexp.MustCompile(spec.Components.Schemas.Slug.Pattern)
+}()
+
+// slugCases are slugs and whether they are valid.
+var slugCases = []struct {
+	slug string
+	ok   bool
+}{
+	{"a", true},
+	{"A", true},
+	{"black-friday", true},
+	{"Black_Friday-2026", true},
+	{"9", true},
+	{"a-", true},
+	{"a_", true},
+	{strings.Repeat("a", 63), true},
+	{strings.Repeat("a", 64), false},
+	{"", false},
+	{"-lead", false},
+	{"_lead", false},
+	{"has space", false},
+	{"dot.ted", false},
+	{"slash/ed", false},
+	{"plus+", false},
+	{"a%20", false},
+	{"nul\x00", false},
+	{"ümlaut", false},
+	{"trailing\n", false},
+}
 
 func TestValidSlug(t *testing.T) {
-	for _, tc := range []struct {
-		slug string
-		ok   bool
-	}{
-		{"a", true},
-		{"A", true},
-		{"black-friday", true},
-		{"Black_Friday-2026", true},
-		{"9", true},
-		{"a-", true},
-		{"a_", true},
-		{strings.Repeat("a", 63), true},
-		{strings.Repeat("a", 64), false},
-		{"", false},
-		{"-lead", false},
-		{"_lead", false},
-		{"has space", false},
-		{"dot.ted", false},
-		{"slash/ed", false},
-		{"plus+", false},
-		{"a%20", false},
-		{"nul\x00", false},
-		{"ümlaut", false},
-	} {
+	for _, tc := range slugCases {
 		if got := ValidSlug(tc.slug); got != tc.ok {
 			t.Errorf("ValidSlug(%q) = %v, want %v", tc.slug, got, tc.ok)
 		}
@@ -96,6 +118,18 @@ func TestValidSlugAgreesWithThePattern(t *testing.T) {
 		check(strings.Repeat("a", n))
 		check("a" + strings.Repeat("-", n-1))
 	}
+}
+
+// ValidSlug agrees with the spec's pattern on any string.
+func FuzzValidSlug(f *testing.F) {
+	for _, tc := range slugCases {
+		f.Add(tc.slug)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, want := ValidSlug(s), slugPattern.MatchString(s); got != want {
+			t.Errorf("ValidSlug(%q) = %v, the spec's pattern says %v", s, got, want)
+		}
+	})
 }
 
 func TestReserved(t *testing.T) {

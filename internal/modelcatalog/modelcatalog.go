@@ -11,7 +11,7 @@ import (
 	"regexp"
 	"slices"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 )
 
 // Model is one entry of the catalogue.

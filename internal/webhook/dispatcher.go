@@ -253,6 +253,9 @@ func (d *Dispatcher) claimAndStart(ctx context.Context) (started int, retryAt ti
 	}
 	// Deliveries that may not start now, by when they may.
 	giveBack := map[time.Time][]string{}
+	// Admission is judged at the moment the attempts start, not when the claim began: a claim slowed down by the
+	// database, followed by a quick one, would otherwise send two deliveries closer together than the rate.
+	admitAt := time.Now()
 	for _, dl := range ds {
 		e, ok := endpoints[dl.EndpointID]
 		ev, ok2 := events[dl.EventID]
@@ -260,7 +263,7 @@ func (d *Dispatcher) claimAndStart(ctx context.Context) (started int, retryAt ti
 			continue // deleted since the claim, and the delivery with it
 		}
 		d.mu.Lock()
-		notBefore, ok := d.admit(e, now)
+		notBefore, ok := d.admit(e, admitAt)
 		if !ok {
 			d.mu.Unlock()
 			giveBack[notBefore] = append(giveBack[notBefore], dl.ID)

@@ -6,10 +6,12 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/switchboard/switchboard/internal/await"
 	"github.com/switchboard/switchboard/internal/egress"
 	"github.com/switchboard/switchboard/internal/webhook"
 	"github.com/switchboard/switchboard/store"
@@ -34,14 +36,23 @@ func (h *harness) emitN(n int, typ string) []store.Event {
 	return evs
 }
 
-// allSucceeded reports whether every event's delivery to an endpoint succeeded.
-func (h *harness) allSucceeded(evs []store.Event, endpointID string) bool {
-	for _, ev := range evs {
-		if h.status(ev.ID, endpointID) != store.DeliverySucceeded {
-			return false
+// awaitSucceeded waits until every event's delivery to an endpoint succeeded.
+func (h *harness) awaitSucceeded(what string, evs []store.Event, endpointID string) {
+	h.t.Helper()
+	await.Until(h.t, what, func() []string {
+		statuses := make([]string, len(evs))
+		for i, ev := range evs {
+			statuses[i] = h.status(ev.ID, endpointID)
 		}
-	}
-	return true
+		return statuses
+	}, func(statuses []string) bool {
+		for _, s := range statuses {
+			if s != store.DeliverySucceeded {
+				return false
+			}
+		}
+		return true
+	})
 }
 
 // deliveredOnce checks that the receiver acknowledged every event exactly once: among the requests it answered 2xx
@@ -86,14 +97,13 @@ func TestReceiverDownThenBack(t *testing.T) {
 		e, secret := h.endpoint("http://"+addr+"/hook", nil)
 		h.start(webhook.Config{Schedule: fastRetries(200, 50*time.Millisecond)})
 		evs := h.emitN(5, "link.created")
-		eventually(t, "two failed attempts of every delivery", func() bool {
-			for _, ev := range evs {
-				if h.delivery(ev.ID, e.ID).Attempts < 2 {
-					return false
-				}
+		await.Until(t, "two failed attempts of every delivery", func() []int {
+			attempts := make([]int, len(evs))
+			for i, ev := range evs {
+				attempts[i] = h.delivery(ev.ID, e.ID).Attempts
 			}
-			return true
-		})
+			return attempts
+		}, func(attempts []int) bool { return slices.Min(attempts) >= 2 })
 
 		ln, err = net.Listen("tcp", addr)
 		if err != nil {
@@ -101,7 +111,7 @@ func TestReceiverDownThenBack(t *testing.T) {
 		}
 		const failures = 5
 		rc := serveReceiver(t, ln, statuses(503, 503, 503, 503, 503))
-		eventually(t, "every event delivered", func() bool { return h.allSucceeded(evs, e.ID) })
+		h.awaitSucceeded("every event delivered", evs, e.ID)
 		deliveredOnce(t, rc, failures, evs)
 		for _, r := range rc.requests() {
 			if err := verify(t, secret, r); err != nil {
@@ -134,8 +144,8 @@ func TestSlowReceiverTimesOutWithoutDelayingOthers(t *testing.T) {
 		cfg := webhook.Config{Timeout: timeout, PerEndpoint: capacity, Workers: 8, Schedule: fastRetries(4, 10*time.Millisecond)}
 		h.start(cfg)
 		evs := h.emitN(4, "link.created")
-		eventually(t, "the fast endpoint's deliveries", func() bool { return h.allSucceeded(evs, f.ID) })
-		eventually(t, "the slow endpoint's deliveries", func() bool { return h.allSucceeded(evs, s.ID) })
+		h.awaitSucceeded("the fast endpoint's deliveries", evs, f.ID)
+		h.awaitSucceeded("the slow endpoint's deliveries", evs, s.ID)
 
 		firstSlow := slow.requests()[0].at
 		if last := fast.requests()[3].at; !last.Before(firstSlow.Add(timeout)) {
@@ -172,7 +182,7 @@ func TestServerErrorStorm(t *testing.T) {
 		e, _ := h.endpoint(rc.url(), nil)
 		h.start(webhook.Config{Schedule: fastRetries(200, 20*time.Millisecond)})
 		evs := h.emitN(30, "link.created")
-		eventually(t, "every event delivered", func() bool { return h.allSucceeded(evs, e.ID) })
+		h.awaitSucceeded("every event delivered", evs, e.ID)
 		deliveredOnce(t, rc, failures, evs)
 	})
 }
@@ -191,7 +201,7 @@ func TestRetryAfterHonoured(t *testing.T) {
 		e, _ := h.endpoint(rc.url(), nil)
 		h.start(webhook.Config{Schedule: []time.Duration{0, 10 * time.Millisecond}})
 		ev := h.emit("link.created")
-		eventually(t, "delivered", func() bool { return h.status(ev.ID, e.ID) == store.DeliverySucceeded })
+		await.Equal(t, "delivered", func() string { return h.status(ev.ID, e.ID) }, store.DeliverySucceeded)
 		reqs := rc.requests()
 		if gap := reqs[1].at.Sub(reqs[0].at); gap < time.Second {
 			t.Errorf("retried %v after 429 with Retry-After: 1", gap)
@@ -233,7 +243,7 @@ func TestSSRFBlockedAtDialTime(t *testing.T) {
 		h.startWith(guard, webhook.Config{Schedule: []time.Duration{0}})
 		ev := h.emit("link.created")
 		for name, e := range endpoints {
-			eventually(t, name, func() bool { return h.status(ev.ID, e.ID) == store.DeliveryFailed })
+			await.Equal(t, name, func() string { return h.status(ev.ID, e.ID) }, store.DeliveryFailed)
 			as := h.attempts(h.delivery(ev.ID, e.ID).ID)
 			if len(as) != 1 || as[0].ErrorClass == nil || *as[0].ErrorClass != webhook.ClassBlocked || as[0].StatusCode != nil || as[0].ResponseExcerpt != nil {
 				t.Errorf("%s (%s): attempts %+v, want one classed blocked", name, targets[name], as)
@@ -255,7 +265,7 @@ func TestSchemeForbiddenAtSendTimeIsBlocked(t *testing.T) {
 		h.startWith(egress.NewGuard(egress.Policy{AllowedNetworks: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}),
 			webhook.Config{Schedule: []time.Duration{0}})
 		ev := h.emit("link.created")
-		eventually(t, "failed", func() bool { return h.status(ev.ID, e.ID) == store.DeliveryFailed })
+		await.Equal(t, "failed", func() string { return h.status(ev.ID, e.ID) }, store.DeliveryFailed)
 		as := h.attempts(h.delivery(ev.ID, e.ID).ID)
 		if len(as) != 1 || as[0].ErrorClass == nil || *as[0].ErrorClass != webhook.ClassBlocked {
 			t.Errorf("attempts %+v, want one classed blocked", as)
@@ -277,7 +287,7 @@ func TestRedirectNotFollowed(t *testing.T) {
 		e, _ := h.endpoint(outer.url(), nil)
 		h.start(webhook.Config{Schedule: []time.Duration{0}})
 		ev := h.emit("link.created")
-		eventually(t, "failed", func() bool { return h.status(ev.ID, e.ID) == store.DeliveryFailed })
+		await.Equal(t, "failed", func() string { return h.status(ev.ID, e.ID) }, store.DeliveryFailed)
 		as := h.attempts(h.delivery(ev.ID, e.ID).ID)
 		if len(as) != 1 || *as[0].ErrorClass != "http_3xx" || *as[0].StatusCode != http.StatusFound {
 			t.Errorf("attempts %+v", as)
@@ -303,7 +313,7 @@ func TestSecretRotation(t *testing.T) {
 			"previous_secret_until": time.Now().Add(time.Hour).UTC().Truncate(time.Microsecond)})
 		h.start(webhook.Config{})
 		h.emit("link.created")
-		eventually(t, "delivery during the grace period", func() bool { return rc.count() == 1 })
+		await.Equal(t, "delivery during the grace period", rc.count, 1)
 		during := rc.requests()[0]
 		if sigs := strings.Fields(during.header.Get("webhook-signature")); len(sigs) != 2 {
 			t.Errorf("signatures during the grace period: %q, want two", sigs)
@@ -316,7 +326,7 @@ func TestSecretRotation(t *testing.T) {
 
 		h.set(e.ID, map[string]any{"previous_secret_until": time.Now().Add(-time.Second).UTC().Truncate(time.Microsecond)})
 		h.emit("link.created")
-		eventually(t, "delivery after the grace period", func() bool { return rc.count() == 2 })
+		await.Equal(t, "delivery after the grace period", rc.count, 2)
 		after := rc.requests()[1]
 		if err := verify(t, newSecret, after); err != nil {
 			t.Errorf("after the grace period the new secret does not verify: %v", err)

@@ -29,21 +29,6 @@ import (
 
 func TestMain(m *testing.M) { storetest.Main(m) }
 
-// waitFor bounds every wait of these tests; they poll conditions and never sleep to assert.
-const waitFor = 20 * time.Second
-
-// eventually polls cond until it holds, failing the test after waitFor.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(waitFor)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v", what, waitFor)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // received is one request a receiver got.
 type received struct {
 	at     time.Time

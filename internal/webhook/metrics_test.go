@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/switchboard/switchboard/internal/await"
 	"github.com/switchboard/switchboard/internal/webhook"
 	"github.com/switchboard/switchboard/store"
 	"github.com/switchboard/switchboard/store/storetest"
@@ -84,13 +85,14 @@ func TestMetrics(t *testing.T) {
 		if depth := value("switchboard_webhook_queue_depth", nil); depth < depth0+3 {
 			t.Errorf("queue depth %v after queuing 3 deliveries, was %v", depth, depth0)
 		}
-		eventually(t, "the oldest due delivery ages", func() bool { return value("switchboard_webhook_oldest_pending_seconds", nil) > 0 })
+		await.Until(t, "the oldest due delivery to age", func() float64 { return value("switchboard_webhook_oldest_pending_seconds", nil) },
+			func(age float64) bool { return age > 0 })
 
 		ctx, stop := context.WithCancel(context.Background())
 		done := make(chan struct{})
 		go func() { _ = d.Run(ctx); close(done) }()
 		t.Cleanup(func() { stop(); <-done })
-		eventually(t, "every delivery", func() bool { return h.allSucceeded(evs, e.ID) })
+		h.awaitSucceeded("every delivery", evs, e.ID)
 		if got := value("switchboard_webhook_attempts_total", delivered) - attempts0; got != 3 {
 			t.Errorf("delivered attempts counted %v, want 3", got)
 		}

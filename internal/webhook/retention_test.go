@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchboard/switchboard/internal/await"
 	"github.com/switchboard/switchboard/internal/webhook"
 	"github.com/switchboard/switchboard/store"
 	"github.com/switchboard/switchboard/store/storetest"
@@ -34,10 +35,10 @@ func TestDispatcherPrunesAtStart(t *testing.T) {
 			t.Fatal(err)
 		}
 		h.start(webhook.Config{Retention: time.Hour})
-		eventually(t, "the old delivered event pruned", func() bool {
+		await.Equal(t, "the old delivered event pruned", func() error {
 			_, err := db.Events.Get(ctx, h.ws.ID, old.ID)
-			return err == store.ErrNotFound
-		})
+			return err
+		}, store.ErrNotFound)
 		if n, _ := db.Bun().NewSelect().Table("webhook_deliveries").Where("event_id = ?", old.ID).Count(ctx); n != 0 {
 			t.Errorf("%d deliveries of the pruned event remain", n)
 		}

@@ -15,10 +15,10 @@ import (
 	"time"
 )
 
-// DefaultSchedule is the retry schedule of DESIGN §5. A schedule holds the delay of each attempt of a delivery:
-// schedule[0] counted from the event (0: at once), schedule[n] counted from attempt n (see NextAttempt). Here that
-// is ten attempts over a little more than three days, quick at first for blips, then spaced out for real outages.
-// Operators replace it with SWITCHBOARD_WEBHOOK_RETRY_SCHEDULE (see ParseSchedule).
+// DefaultSchedule is the retry schedule of the Standard Webhooks specification's example. A schedule holds the delay of
+// each attempt of a delivery: schedule[0] counted from the event (0: at once), schedule[n] counted from attempt n (see
+// NextAttempt). Here that is ten attempts over a little more than three days, quick at first for blips, then spaced out
+// for real outages. Operators replace it with SWITCHBOARD_WEBHOOK_RETRY_SCHEDULE (see ParseSchedule).
 var DefaultSchedule = []time.Duration{
 	0, 5 * time.Second, 5 * time.Minute, 30 * time.Minute,
 	2 * time.Hour, 5 * time.Hour, 10 * time.Hour, 14 * time.Hour, 20 * time.Hour, 24 * time.Hour,
@@ -27,7 +27,7 @@ var DefaultSchedule = []time.Duration{
 // maxScheduleLen bounds a custom schedule so a typo cannot keep deliveries (and their rows) alive for months.
 const maxScheduleLen = 50
 
-// DefaultThrottledWait is the least wait after a timeout or a 429 (DESIGN §5): the receiver is overloaded, and an
+// DefaultThrottledWait is the least wait after a timeout or a 429: the receiver is overloaded, and an
 // early retry (the 5 s step of the schedule) would only add to its load. Operators change it with
 // SWITCHBOARD_WEBHOOK_THROTTLED_WAIT (tests shorten it).
 const DefaultThrottledWait = 60 * time.Second

@@ -23,7 +23,7 @@ import (
 )
 
 func TestDefaultSchedule(t *testing.T) {
-	// DESIGN §5, which is also the example schedule of the Standard Webhooks specification.
+	// The example schedule of the Standard Webhooks specification, which receivers written against it expect.
 	want := []time.Duration{0, 5 * time.Second, 5 * time.Minute, 30 * time.Minute, 2 * time.Hour, 5 * time.Hour,
 		10 * time.Hour, 14 * time.Hour, 20 * time.Hour, 24 * time.Hour}
 	if !slices.Equal(webhook.DefaultSchedule, want) {

@@ -43,7 +43,8 @@ type Sent struct {
 // ExcerptLen is how much of a response body the delivery log keeps.
 const ExcerptLen = 512
 
-// Envelope is the body of every delivery (DESIGN.md §5).
+// Envelope is the body of every delivery: the event as the API's event list shows it, so a receiver and a client
+// pulling missed events parse the same document.
 type Envelope struct {
 	ID          string          `json:"id"`
 	Type        string          `json:"type"`

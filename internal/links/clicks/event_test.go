@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/switchboard/switchboard/gen"
+	"github.com/switchboard/switchboard/internal/await"
 	"github.com/switchboard/switchboard/store"
 	"github.com/switchboard/switchboard/store/storetest"
 )
@@ -36,7 +37,7 @@ func TestRecorderEmitsClickedOnlyWhereSubscribed(t *testing.T) {
 			}
 		}
 		for _, l := range links {
-			eventually(t, "the clicks", func() bool { return clickCount(t, db, l.ID) == 2 })
+			await.Equal(t, "the clicks of "+l.ID, func() int { return clickCount(t, db, l.ID) }, 2)
 		}
 		for ws, n := range want {
 			var evs []store.Event

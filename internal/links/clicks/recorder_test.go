@@ -2,6 +2,7 @@ package clicks
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -17,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/uptrace/bun"
 
+	"github.com/switchboard/switchboard/internal/await"
 	"github.com/switchboard/switchboard/store"
 	"github.com/switchboard/switchboard/store/storetest"
 )
@@ -77,16 +79,6 @@ func clickCount(t *testing.T, db *store.DB, linkID string) int {
 	return int(n)
 }
 
-// eventually polls cond until it holds or 10 s passed.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-	}
-}
-
 // Clicks reach the database enriched: class, families, referrer host, network, country, and a visitor hash for
 // humans only.
 func TestRecorderWritesEnrichedClicks(t *testing.T) {
@@ -102,7 +94,7 @@ func TestRecorderWritesEnrichedClicks(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		eventually(t, "three clicks", func() bool { return clickCount(t, db, l.ID) == 3 })
+		await.Equal(t, "three clicks", func() int { return clickCount(t, db, l.ID) }, 3)
 		var got []store.Click
 		if err := db.Bun().NewSelect().Model(&got).Where("link_id = ?", l.ID).Order("id").Scan(ctx); err != nil {
 			t.Fatal(err)
@@ -217,13 +209,13 @@ func TestRecorderSpoolsDuringAnOutageAndReplays(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		eventually(t, "the clicks to be spooled", func() bool { return testutil.ToFloat64(r.m.spooled) == 25 })
+		await.Equal(t, "the clicks to be spooled", func() float64 { return testutil.ToFloat64(r.m.spooled) }, 25)
 		if r.spool.bytes() == 0 {
 			t.Fatal("nothing on disk")
 		}
 		repair()
-		eventually(t, "the spool to be replayed", func() bool { return clickCount(t, db, l.ID) == 25 })
-		eventually(t, "the spool to be emptied", func() bool { return r.spool.bytes() == 0 })
+		await.Equal(t, "the spool to be replayed", func() int { return clickCount(t, db, l.ID) }, 25)
+		await.Equal(t, "the spool to be emptied", r.spool.bytes, 0)
 		if got := testutil.ToFloat64(r.m.replayed); got != 25 {
 			t.Errorf("replayed = %v, want 25", got)
 		}
@@ -274,7 +266,7 @@ func TestRecorderReplaysALeftoverSpoolIdempotently(t *testing.T) {
 			sp.seal()
 		}
 		r := newRecorder(t, db, Config{SpoolDir: dir, BatchSize: 7})
-		eventually(t, "the replay", func() bool { return testutil.ToFloat64(r.m.replayed) == 60 })
+		await.Equal(t, "the replay", func() float64 { return testutil.ToFloat64(r.m.replayed) }, 60)
 		if n := clickCount(t, db, l.ID); n != 30 {
 			t.Fatalf("%d click rows, want 30", n)
 		}
@@ -305,8 +297,8 @@ func TestRecorderCountsDamagedSpoolRecordsAsDropped(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := newRecorder(t, db, Config{SpoolDir: dir})
-	eventually(t, "the replay", func() bool { return clickCount(t, db, l.ID) == 2 })
-	eventually(t, "the dropped count", func() bool { return testutil.ToFloat64(r.m.dropped) == 1 })
+	await.Equal(t, "the replay", func() int { return clickCount(t, db, l.ID) }, 2)
+	await.Equal(t, "the dropped count", func() float64 { return testutil.ToFloat64(r.m.dropped) }, 1)
 }
 
 // Close writes what is buffered to the database; when the database fails, to the spool, which the next recorder
@@ -346,7 +338,7 @@ func TestRecorderCloseDrains(t *testing.T) {
 		}
 		repair()
 		newRecorder(t, db, Config{SpoolDir: dir})
-		eventually(t, "the replay at start", func() bool { return clickCount(t, db, l.ID) == 9 })
+		await.Equal(t, "the replay at start", func() int { return clickCount(t, db, l.ID) }, 9)
 	})
 }
 
@@ -376,10 +368,10 @@ func TestRecorderSpillsWhileTheDatabaseStalls(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		eventually(t, "a spill", func() bool { return testutil.ToFloat64(r.m.spooled) > 0 })
+		await.Until(t, "a spill", func() float64 { return testutil.ToFloat64(r.m.spooled) }, func(n float64) bool { return n > 0 })
 		close(release)
-		eventually(t, "every click in the database", func() bool { return clickCount(t, db, l.ID) == 20 })
-		eventually(t, "the spool to be emptied", func() bool { return r.spool.bytes() == 0 })
+		await.Equal(t, "every click in the database", func() int { return clickCount(t, db, l.ID) }, 20)
+		await.Equal(t, "the spool to be emptied", r.spool.bytes, 0)
 	})
 }
 
@@ -394,9 +386,9 @@ func TestRecorderDiscardsClicksOfDeletedLinks(t *testing.T) {
 	if err := r.Record(hit(l.ID, firefox, "203.0.113.9")); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the discard", func() bool {
-		return testutil.ToFloat64(r.m.discarded.WithLabelValues("link_deleted")) == 1 && clickCount(t, db, l.ID) == 1
-	})
+	await.Equal(t, "the discard (link_deleted discards, rows)", func() [2]int {
+		return [2]int{int(testutil.ToFloat64(r.m.discarded.WithLabelValues("link_deleted"))), clickCount(t, db, l.ID)}
+	}, [2]int{1, 1})
 }
 
 // With the database and the spool both failing, memory holds four times the high-water mark, then Record refuses.
@@ -413,15 +405,11 @@ func TestRecorderRefusesWhenNothingCanTakeClicks(t *testing.T) {
 	if err := os.WriteFile(dir, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	var refused int
-	for range 40 {
-		if err := r.Record(hit(l.ID, firefox, "203.0.113.9")); err == ErrOverloaded {
-			refused++
-		}
-		time.Sleep(time.Millisecond)
-	}
-	if refused == 0 || r.inFlight() > 12 {
-		t.Fatalf("refused %d, in flight %d", refused, r.inFlight())
+	// Clicks keep coming while the writer takes them and gives them back, failing both ways.
+	await.Until(t, "a click refused", func() error { return r.Record(hit(l.ID, firefox, "203.0.113.9")) },
+		func(err error) bool { return errors.Is(err, ErrOverloaded) })
+	if n := r.inFlight(); n > 12 {
+		t.Fatalf("%d clicks in memory, want at most 12", n)
 	}
 }
 
@@ -438,7 +426,7 @@ func TestRecorderHousekeeping(t *testing.T) {
 		if err := r.Record(hit(l.ID, firefox, "203.0.113.9")); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, "the click", func() bool { return clickCount(t, db, l.ID) == 1 })
+		await.Equal(t, "the click", func() int { return clickCount(t, db, l.ID) }, 1)
 		if _, err := db.Bun().ExecContext(ctx, "INSERT INTO click_salts (day, salt) VALUES ('2020-01-01', 'aa')"); err != nil {
 			t.Fatal(err)
 		}
@@ -448,14 +436,19 @@ func TestRecorderHousekeeping(t *testing.T) {
 		if _, err := db.Bun().ExecContext(ctx, "INSERT INTO link_purges (link_id, deleted_at) VALUES (?, ?)", l.ID, time.Now().UTC()); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, "the purge", func() bool {
-			n, err := db.Bun().NewSelect().Table("click_rollups").Where("link_id = ?", l.ID).Count(ctx)
-			return err == nil && n == 0 && clickCount(t, db, l.ID) == 0
-		})
-		eventually(t, "the salt pruning", func() bool {
-			n, err := db.Bun().NewSelect().Table("click_salts").Where("day = '2020-01-01'").Count(ctx)
-			return err == nil && n == 0
-		})
+		count := func(q *bun.SelectQuery) int64 {
+			n, err := q.Count(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+		await.Equal(t, "the purge (rollups, clicks)", func() [2]int64 {
+			return [2]int64{count(db.Bun().NewSelect().Table("click_rollups").Where("link_id = ?", l.ID)), int64(clickCount(t, db, l.ID))}
+		}, [2]int64{0, 0})
+		await.Equal(t, "the salt pruning", func() int64 {
+			return count(db.Bun().NewSelect().Table("click_salts").Where("day = '2020-01-01'"))
+		}, 0)
 	})
 }
 
@@ -469,8 +462,8 @@ func TestRecorderSpillsWhileBehind(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		eventually(t, "every click in the database", func() bool { return clickCount(t, db, l.ID) == 300 })
-		eventually(t, "the spool to be emptied", func() bool { _, b := r.Backlog(); return b == 0 })
+		await.Equal(t, "every click in the database", func() int { return clickCount(t, db, l.ID) }, 300)
+		await.Equal(t, "the spool to be emptied", func() int64 { _, b := r.Backlog(); return b }, 0)
 		if testutil.ToFloat64(r.m.spooled) == 0 {
 			t.Error("nothing was spooled although the writer was behind")
 		}

@@ -210,17 +210,23 @@ func (c *claimedSegment) done() error {
 func (c *claimedSegment) release() { _ = c.f.Close() }
 
 // readRecords decodes every intact record of a segment and counts the damaged stretches between them (a torn
-// tail after a crash, or corruption on disk).
+// tail after a crash, or corruption on disk), each once: a stretch may hold bytes that look like a magic but start
+// no intact record.
 func readRecords(data []byte) (hits []Hit, corrupt int) {
 	magic := []byte(spoolMagic)
+	damaged := false // whether off is inside a damaged stretch already counted
 	for off := 0; off < len(data); {
 		h, n, err := readRecord(data[off:])
 		if err == nil {
 			hits = append(hits, h)
 			off += n
+			damaged = false
 			continue
 		}
-		corrupt++
+		if !damaged {
+			corrupt++
+			damaged = true
+		}
 		next := bytes.Index(data[off+1:], magic)
 		if next < 0 {
 			break

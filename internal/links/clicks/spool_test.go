@@ -1,6 +1,9 @@
 package clicks
 
 import (
+	"bytes"
+	"encoding/binary"
+	"hash/crc32"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -33,21 +36,24 @@ func TestSpoolRecordsRoundTrip(t *testing.T) {
 	}
 }
 
-// A torn tail (a write cut short by a crash) and a damaged record in the middle are skipped; everything else reads.
-func TestSpoolSkipsDamagedRecords(t *testing.T) {
+// spoolDamage is a way a segment gets damaged on disk, and what reading it must return.
+type spoolDamage struct {
+	name        string
+	damage      func([]byte) []byte
+	want        []Hit
+	wantCorrupt int
+}
+
+// damagedSegments returns a segment of four records and the damages the tests apply to it: a torn tail (a write cut
+// short by a crash), a damaged record in the middle, garbage between records and a length that lies.
+func damagedSegments() (segment []byte, damages []spoolDamage) {
 	hits := sampleHits(4)
-	var buf []byte
 	var ends []int
 	for i := range hits {
-		buf = appendRecord(buf, &hits[i])
-		ends = append(ends, len(buf))
+		segment = appendRecord(segment, &hits[i])
+		ends = append(ends, len(segment))
 	}
-	tests := []struct {
-		name        string
-		damage      func([]byte) []byte
-		want        []Hit
-		wantCorrupt int
-	}{
+	return segment, []spoolDamage{
 		{"torn tail", func(b []byte) []byte { return b[:ends[3]-5] }, hits[:3], 1},
 		{"flipped byte in the second record", func(b []byte) []byte { b[ends[0]+20] ^= 0xff; return b }, []Hit{hits[0], hits[2], hits[3]}, 1},
 		{"garbage between records", func(b []byte) []byte {
@@ -57,9 +63,14 @@ func TestSpoolSkipsDamagedRecords(t *testing.T) {
 		}, hits, 1},
 		{"lying length", func(b []byte) []byte { b[ends[2]+4] = 0xff; b[ends[2]+5] = 0xff; return b }, hits[:3], 1},
 	}
-	for _, tt := range tests {
+}
+
+// Damaged records are skipped; everything else reads.
+func TestSpoolSkipsDamagedRecords(t *testing.T) {
+	segment, damages := damagedSegments()
+	for _, tt := range damages {
 		t.Run(tt.name, func(t *testing.T) {
-			got, corrupt := readRecords(tt.damage(append([]byte{}, buf...)))
+			got, corrupt := readRecords(tt.damage(bytes.Clone(segment)))
 			if corrupt != tt.wantCorrupt || !reflect.DeepEqual(got, tt.want) {
 				t.Fatalf("got %d hits, %d damaged; want %d hits, %d damaged", len(got), corrupt, len(tt.want), tt.wantCorrupt)
 			}
@@ -132,4 +143,74 @@ func TestSpoolRotatesLargeSegments(t *testing.T) {
 	if names, _ := sp.segments(); len(names) != 1 || names[0] != first {
 		t.Fatalf("sealed segments %v, want the first", names)
 	}
+}
+
+// Any bytes read as a segment (a disk that returns garbage, a torn write, a file that is not a segment) never make
+// the reader panic or loop; it returns exactly the records that are intact — the magic, a length within bounds, a
+// CRC-32C that matches the payload, a payload that decodes — found scanning from the start, and counts each
+// damaged stretch between them once.
+func FuzzReadRecords(f *testing.F) {
+	segment, damages := damagedSegments()
+	f.Add(segment)
+	for _, d := range damages {
+		f.Add(d.damage(bytes.Clone(segment)))
+	}
+	f.Add([]byte{})
+	f.Add([]byte(spoolMagic))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		got, corrupt := readRecords(data)
+		want, wantCorrupt := intactRecords(data)
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("read %d records, want the %d intact ones:\n%+v\nwant\n%+v", len(got), len(want), got, want)
+		}
+		if corrupt != wantCorrupt {
+			t.Fatalf("counted %d damaged stretches, want %d", corrupt, wantCorrupt)
+		}
+	})
+}
+
+// intactRecords is the reader's specification, written for clarity rather than speed: from each position, the
+// next record is the first intact one at or after it; the bytes skipped to reach it, and those after the last
+// record, are damaged stretches.
+func intactRecords(data []byte) (hits []Hit, damaged int) {
+	for pos := 0; pos < len(data); {
+		start := pos
+		var h Hit
+		var size int
+		for ; start < len(data); start++ {
+			if h, size = intactAt(data[start:]); size > 0 {
+				break
+			}
+		}
+		if start > pos {
+			damaged++
+		}
+		if start == len(data) {
+			break
+		}
+		hits = append(hits, h)
+		pos = start + size
+	}
+	return hits, damaged
+}
+
+// intactAt decodes the record at the start of b, checking its frame and CRC-32C independently of readRecord; size
+// is 0 when there is no intact record there.
+func intactAt(b []byte) (h Hit, size int) {
+	if !bytes.HasPrefix(b, []byte(spoolMagic)) || len(b) < spoolHeader {
+		return Hit{}, 0
+	}
+	n := uint64(binary.LittleEndian.Uint32(b[4:8]))
+	if n > maxSpoolRecord || uint64(len(b)-spoolHeader) < n {
+		return Hit{}, 0
+	}
+	payload := b[spoolHeader : spoolHeader+int(n)]
+	if crc32.Checksum(payload, crc32.MakeTable(crc32.Castagnoli)) != binary.LittleEndian.Uint32(b[8:12]) {
+		return Hit{}, 0
+	}
+	h, err := decodeHit(payload)
+	if err != nil {
+		return Hit{}, 0
+	}
+	return h, spoolHeader + int(n)
 }

@@ -113,6 +113,14 @@ func TestParseAgent(t *testing.T) {
 		{"HeadlessChrome", "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) HeadlessChrome/131.0.0.0 Safari/537.36",
 			Agent{b, DeviceBot, "Linux", "HeadlessChrome"}},
 		{"a program that is not a browser", "MyScanner/0.1", Agent{b, DeviceBot, Unknown, Unknown}},
+
+		// Bots only the crawler list knows: they call themselves a browser and no bot.
+		{"Qwant", "Mozilla/5.0 (compatible; Qwantify/2.4w; +https://www.qwant.com/)/2.4w", Agent{b, DeviceBot, Unknown, Unknown}},
+		{"Netcraft", "Mozilla/5.0 (compatible; NetcraftSurveyAgent/1.0; +info@netcraft.com)", Agent{b, DeviceBot, Unknown, Unknown}},
+		{"Siteimprove", "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/70.0.3538.102 Safari/537.36 SiteCheck-sitecrawl by Siteimprove.com",
+			Agent{b, DeviceBot, "Windows", "Chrome"}},
+		{"Google Read Aloud", "Mozilla/5.0 (Linux; Android 7.0; SM-G930V Build/NRD90M) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/59.0.3071.125 Mobile Safari/537.36 (compatible; Google-Read-Aloud; +https://support.google.com/webmasters/answer/1061943)",
+			Agent{b, DeviceBot, "Android", "Chrome"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -136,5 +144,32 @@ func TestAgentCacheAnswersLikeTheParserAndStaysBounded(t *testing.T) {
 	}
 	if len(c.m) > agentCacheSize {
 		t.Fatalf("cache holds %d agents, bound %d", len(c.m), agentCacheSize)
+	}
+}
+
+// benchAgents are agents of every class, long and short.
+var benchAgents = []string{
+	"Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36",
+	"Mozilla/5.0 (iPhone; CPU iPhone OS 18_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/18.1 Mobile/15E148 Safari/604.1",
+	"Mozilla/5.0 (Linux; Android 10; K) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Mobile Safari/537.36",
+	"Mozilla/5.0 (Macintosh; Intel Mac OS X 14.6; rv:133.0) Gecko/20100101 Firefox/133.0",
+	"Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)",
+	"facebookexternalhit/1.1 (+http://www.facebook.com/externalhit_uatext.php)",
+	"Mozilla/5.0+(compatible; UptimeRobot/2.0; http://www.uptimerobot.com/)",
+	"curl/8.5.0",
+}
+
+// The cost of classifying an agent seen for the first time (what a click of a new agent pays once).
+func BenchmarkParseAgent(b *testing.B) {
+	for i := 0; b.Loop(); i++ {
+		ParseAgent(benchAgents[i%len(benchAgents)])
+	}
+}
+
+// The cost of classifying an agent seen before (what nearly every click pays).
+func BenchmarkAgentCache(b *testing.B) {
+	var c agentCache
+	for i := 0; b.Loop(); i++ {
+		c.parse(benchAgents[i%len(benchAgents)])
 	}
 }

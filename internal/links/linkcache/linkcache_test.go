@@ -10,6 +10,7 @@ import (
 
 	"github.com/uptrace/bun"
 
+	"github.com/switchboard/switchboard/internal/await"
 	"github.com/switchboard/switchboard/store"
 	"github.com/switchboard/switchboard/store/storetest"
 )
@@ -145,9 +146,7 @@ func TestAReadRacingAnInvalidationIsNotStored(t *testing.T) {
 		v, _, _ := c.Get(context.Background(), key, time.Now())
 		done <- v
 	}()
-	for f.reads.Load() == 0 {
-		time.Sleep(time.Millisecond)
-	}
+	await.Until(t, "the read to start", f.reads.Load, func(n int64) bool { return n > 0 })
 	c.Invalidate(key) // the change commits while the old value is being read
 	f.mu.Lock()
 	close(f.block)
@@ -167,9 +166,7 @@ func TestConcurrentMissesShareOneRead(t *testing.T) {
 	for range 50 {
 		wg.Go(func() { get(t, c, key, time.Now()) })
 	}
-	for f.reads.Load() == 0 {
-		time.Sleep(time.Millisecond)
-	}
+	await.Until(t, "the read to start", f.reads.Load, func(n int64) bool { return n > 0 })
 	f.mu.Lock()
 	close(f.block)
 	f.block = nil
@@ -234,7 +231,7 @@ func TestFollowHearsOtherProcesses(t *testing.T) {
 	done := make(chan struct{})
 	go func() { defer close(done); c.Follow(ctx, db.LinkChanges) }()
 	defer func() { cancel(); <-done }()
-	waitUntil(t, "the listener", c.trusted.Load)
+	await.Equal(t, "the listener", c.trusted.Load, true)
 
 	get(t, c, key, time.Now())
 	f.set(key, "https://example.com/b")
@@ -243,10 +240,10 @@ func TestFollowHearsOtherProcesses(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, "the notification", func() bool {
+	await.Equal(t, "the notification", func() string {
 		v, _ := get(t, c, key, time.Now())
-		return v == "https://example.com/b"
-	})
+		return v
+	}, "https://example.com/b")
 }
 
 func TestFollowOnSQLiteTrustsAtOnceAndHearsThisProcess(t *testing.T) {
@@ -262,14 +259,5 @@ func TestFollowOnSQLiteTrustsAtOnceAndHearsThisProcess(t *testing.T) {
 	db.LinkChanges.Published(key)
 	if v, _ := get(t, c, key, time.Now()); v != "https://example.com/b" {
 		t.Fatalf("after Published: %q", v)
-	}
-}
-
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
 	}
 }
