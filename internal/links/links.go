@@ -23,15 +23,15 @@ import (
 // NewLink is a link as a client describes it to create (or replace) it. Nil members were not sent and take their
 // defaults: a generated slug on the default short domain, redirect type 302, the visitor's query forwarded.
 type NewLink struct {
-	DestinationURL                             string
+	DestinationURL                              string
 	Slug, Domain, Title, ExternalID, ExpiredURL *string
-	Tags                                       []string
-	UTM                                        *UTM
-	ExpiresAt                                  *time.Time
-	MaxClicks                                  *int64
-	RedirectType                               *int
-	ForwardQuery, Archived                     *bool
-	Metadata                                   map[string]any
+	Tags                                        []string
+	UTM                                         *UTM
+	ExpiresAt                                   *time.Time
+	MaxClicks                                   *int64
+	RedirectType                                *int
+	ForwardQuery, Archived                      *bool
+	Metadata                                    map[string]any
 }
 
 // Update is a partial update of a link: a nil pointer or a zero patch.Field leaves its field alone.
@@ -591,8 +591,8 @@ func (s *Service) Delete(ctx context.Context, workspaceID, id string) error {
 // ListQuery is what a list call asks for: its filters as sent (nil: not sent) and its page.
 type ListQuery struct {
 	Query, Tag, Domain, ExternalID *string
-	Archived, Expired             *bool
-	CreatedAfter, CreatedBefore   *time.Time
+	Archived, Expired              *bool
+	CreatedAfter, CreatedBefore    *time.Time
 	// Limit is the page size as sent, for the audit (Page.Limit is the size used).
 	Limit *int
 	Page  store.Page

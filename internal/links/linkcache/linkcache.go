@@ -47,9 +47,9 @@ type Cache[V any] struct {
 	load    Loader[V]
 	changes *store.LinkChanges
 	cfg     Config
-	seed   maphash.Seed
-	shards [shardCount]shard[V]
-	group  singleflight.Group
+	seed    maphash.Seed
+	shards  [shardCount]shard[V]
+	group   singleflight.Group
 	// trusted is false while changes could go unheard (before the PostgreSQL listener connects, and while it
 	// reconnects).
 	trusted atomic.Bool
