@@ -41,7 +41,8 @@ type Config struct {
 	// ExpiryCheck is how often Run looks for links that reached expires_at, to emit link.expired (default
 	// DefaultExpiryCheck).
 	ExpiryCheck time.Duration
-	Logger      *slog.Logger
+	// Logger receives the failures that reach no client: expiry checks and bulk chunks (default slog.Default()).
+	Logger *slog.Logger
 }
 
 // Service is the short-link capability: it checks links beyond the API's schema, stores them with their events
