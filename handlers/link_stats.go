@@ -5,6 +5,7 @@ import (
 
 	"github.com/switchboard/switchboard/gen"
 	"github.com/switchboard/switchboard/internal/links"
+	"github.com/switchboard/switchboard/internal/links/clicks"
 	"github.com/switchboard/switchboard/store"
 )
 
@@ -81,13 +82,7 @@ func (s *Server) ListLinkClicks(ctx context.Context, req gen.ListLinkClicksReque
 		return nil, err
 	}
 	data, next, err := listPage(cs, more, page, func(c store.Click) string { return c.ID },
-		func(c store.Click) (gen.Click, error) {
-			return gen.Click{
-				Id: c.ID, Object: "click", LinkId: c.LinkID, ClickedAt: c.ClickedAt, Class: gen.ClickClass(c.Class),
-				ReferrerHost: c.ReferrerHost, Country: c.Country, Device: gen.ClickDevice(c.Device), Os: c.OS,
-				Browser: c.Browser, UserAgent: c.UserAgent,
-			}, nil
-		})
+		func(c store.Click) (gen.Click, error) { return clicks.API(c), nil })
 	if err != nil {
 		return nil, err
 	}
