@@ -31,9 +31,12 @@ import (
 	"github.com/switchboard/switchboard/handlers"
 	"github.com/switchboard/switchboard/internal/apikey"
 	"github.com/switchboard/switchboard/internal/egress"
+	"github.com/switchboard/switchboard/internal/events"
+	"github.com/switchboard/switchboard/internal/links"
 	"github.com/switchboard/switchboard/internal/links/clicks"
 	"github.com/switchboard/switchboard/internal/links/linkcache"
 	"github.com/switchboard/switchboard/internal/modelcatalog"
+	"github.com/switchboard/switchboard/internal/runner"
 	"github.com/switchboard/switchboard/internal/webhook"
 	"github.com/switchboard/switchboard/store"
 )
@@ -227,7 +230,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	logLevel := fs.String("log-level", "info",
 		"debug, info, warn or error (env SWITCHBOARD_LOG_LEVEL)")
 	wh := addWebhookFlags(fs)
-	links := linkFlags(fs)
+	shortLinks := linkFlags(fs)
 	if err := parseWithNotes(fs, args, serveNotes); err != nil {
 		return err
 	}
@@ -280,7 +283,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	guard := egress.NewGuard(whPolicy)
 	whConfig.Logger = log
 	dispatcher := webhook.NewDispatcher(db, box, guard, whConfig)
-	recorder, geo, err := links.recorder(db, log)
+	recorder, geo, err := shortLinks.recorder(db, log)
 	if err != nil {
 		return err
 	}
@@ -305,12 +308,18 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	if *baseURL == "" {
 		*baseURL = "http://" + displayAddr(ln.Addr())
 	}
+	outbox := events.NewOutbox(db, events.Builtin())
+	linkService, err := links.New(db, outbox, shortLinks.config(strings.TrimSuffix(*baseURL, "/"), log))
+	if err != nil {
+		return err
+	}
+	redirectCache := linkcache.New(linkService.Resolve, db.LinkChanges, linkcache.Config{Size: *shortLinks.cacheSize})
 	srv, err := handlers.New(handlers.Config{
 		BaseURL: strings.TrimSuffix(*baseURL, "/"), BodyLimit: *bodyLimit, KeyRateLimit: *keyRate,
 		WorkspaceRateLimit: *wsRate, KeyCacheTTL: *cacheTTL, Models: catalog, TrustedProxies: proxies, Logger: log,
 		Webhooks: handlers.WebhookEngine{Box: box, Guard: guard, Sender: dispatcher.Sender(), Wake: dispatcher.Wake},
-		Links:    links.options(), Redirects: handlers.RedirectOptions{Clicks: recorder,
-			Cache: linkcache.Config{Size: *links.cacheSize}},
+		Events:   outbox, Links: linkService,
+		Redirects: handlers.RedirectOptions{Clicks: recorder, Cache: redirectCache},
 	}, db)
 	if err != nil {
 		return err
@@ -339,6 +348,13 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	dispatchCtx, stopDispatcher := context.WithCancel(context.Background())
 	dispatched := make(chan error, 1)
 	go func() { dispatched <- dispatcher.Run(dispatchCtx) }()
+	// The link jobs stop once the HTTP server drained: redirects in flight still hear of link changes.
+	jobs := runner.New(log)
+	jobs.Go(0, "link expiry announcer", linkService.Run)
+	jobs.Go(0, "redirect cache watch", redirectCache.Run)
+	jobsCtx, stopJobs := context.WithCancel(context.Background())
+	jobsDone := make(chan error, 1)
+	go func() { jobsDone <- jobs.Run(jobsCtx) }()
 
 	errc := make(chan error, 1)
 	go func() { errc <- httpSrv.Serve(ln) }()
@@ -346,6 +362,8 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	case err := <-errc:
 		stopDispatcher()
 		<-dispatched
+		stopJobs()
+		err = errors.Join(err, <-jobsDone)
 		srv.Close()
 		return errors.Join(err, drain())
 	case <-ctx.Done():
@@ -360,6 +378,8 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	go func() { shutdown <- httpSrv.Shutdown(shutdownCtx) }()
 	stopDispatcher()
 	err = errors.Join(<-dispatched, <-shutdown)
+	stopJobs()
+	err = errors.Join(err, <-jobsDone)
 	srv.Close()
 	log.Info("draining buffered clicks")
 	err = errors.Join(err, drain())
@@ -457,7 +477,7 @@ func linkFlags(fs *flag.FlagSet) linkSettings {
 			"comma-separated destination schemes allowed besides http and https, e.g. mailto,tel (env SWITCHBOARD_LINK_ALLOWED_SCHEMES)"),
 		blockedHosts: fs.String("link-blocked-hosts", "",
 			"comma-separated hosts (and their subdomains) refused as destinations (env SWITCHBOARD_LINK_BLOCKED_HOSTS)"),
-		tombstone: fs.Duration("link-tombstone-period", 30*24*time.Hour,
+		tombstone: fs.Duration("link-tombstone-period", links.DefaultTombstonePeriod,
 			"how long a deleted link's slug stays reserved to its workspace (env SWITCHBOARD_LINK_TOMBSTONE_PERIOD)"),
 		geoIP: fs.String("geoip-db", "",
 			"MaxMind .mmdb file (GeoLite2-Country or compatible) for click countries (env SWITCHBOARD_GEOIP_DB, default none)"),
@@ -484,9 +504,11 @@ func splitList(s string) []string {
 	return out
 }
 
-func (l linkSettings) options() handlers.LinkOptions {
-	return handlers.LinkOptions{ShortBaseURL: strings.TrimSuffix(*l.shortBaseURL, "/"), Domains: splitList(*l.shortDomains),
-		AllowedSchemes: splitList(*l.allowedSchemes), BlockedHosts: splitList(*l.blockedHosts), TombstonePeriod: *l.tombstone}
+// config is the configuration of the links service of a server at baseURL.
+func (l linkSettings) config(baseURL string, log *slog.Logger) links.Config {
+	return links.Config{BaseURL: baseURL, ShortBaseURL: strings.TrimSuffix(*l.shortBaseURL, "/"),
+		Domains: splitList(*l.shortDomains), AllowedSchemes: splitList(*l.allowedSchemes),
+		BlockedHosts: splitList(*l.blockedHosts), TombstonePeriod: *l.tombstone, Logger: log}
 }
 
 // recorder opens the GeoIP database (nil without one) and starts the click recorder, whose spool lives in the

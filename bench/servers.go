@@ -20,7 +20,11 @@ import (
 
 	"github.com/switchboard/switchboard/handlers"
 	"github.com/switchboard/switchboard/internal/apikey"
+	"github.com/switchboard/switchboard/internal/events"
+	"github.com/switchboard/switchboard/internal/links"
 	"github.com/switchboard/switchboard/internal/links/clicks"
+	"github.com/switchboard/switchboard/internal/links/linkcache"
+	"github.com/switchboard/switchboard/internal/runner"
 	"github.com/switchboard/switchboard/store"
 	"github.com/switchboard/switchboard/store/storetest"
 )
@@ -97,6 +101,9 @@ type switchboard struct {
 	linksKey string
 	handler  *handlers.Server
 	recorder *clicks.Recorder
+	// stopJobs stops the server's background jobs (link expiries, the redirect cache's change watch) and waits for
+	// them.
+	stopJobs func()
 	db       *store.DB
 }
 
@@ -136,20 +143,39 @@ func startSwitchboard(ctx context.Context, dbURL, spoolDir string) (_ *switchboa
 		_ = rec.Close(ctx)
 		return nil, err
 	}
+	outbox := events.NewOutbox(db, events.Builtin())
+	linkService, err := links.New(db, outbox, links.Config{BaseURL: "http://" + ln.Addr().String(), Logger: log})
+	if err != nil {
+		_ = ln.Close()
+		_ = rec.Close(ctx)
+		return nil, err
+	}
+	cache := linkcache.New(linkService.Resolve, db.LinkChanges, linkcache.Config{})
 	h, err := handlers.New(handlers.Config{
 		BaseURL: "http://" + ln.Addr().String(),
 		// High enough never to answer 429: the limiter's bookkeeping is measured, its refusals are not.
 		KeyRateLimit:       1_000_000_000,
 		WorkspaceRateLimit: 1_000_000_000,
 		Logger:             log,
-		Redirects:          handlers.RedirectOptions{Clicks: rec},
+		Events:             outbox,
+		Links:              linkService,
+		Redirects:          handlers.RedirectOptions{Clicks: rec, Cache: cache},
 	}, db)
 	if err != nil {
 		_ = ln.Close()
 		_ = rec.Close(ctx)
 		return nil, err
 	}
-	return &switchboard{httpServer: serve(ln, h), key: modelsKey, linksKey: linksKey, handler: h, recorder: rec, db: db}, nil
+	// The jobs main runs for the links service and the cache.
+	jobs := runner.New(log)
+	jobs.Go(0, "link expiry announcer", linkService.Run)
+	jobs.Go(0, "redirect cache watch", cache.Run)
+	jobsCtx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = jobs.Run(jobsCtx) }()
+	stopJobs := func() { cancel(); <-done }
+	return &switchboard{httpServer: serve(ln, h), key: modelsKey, linksKey: linksKey, handler: h, recorder: rec,
+		stopJobs: stopJobs, db: db}, nil
 }
 
 // createKey stores a new key of the workspace with the scopes and returns its secret.
@@ -187,6 +213,7 @@ func (s *switchboard) headers() []string {
 // write to.
 func (s *switchboard) close() {
 	s.httpServer.close()
+	s.stopJobs()
 	s.handler.Close()
 	_ = s.recorder.Close(context.Background())
 	_ = s.db.Close()

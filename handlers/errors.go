@@ -8,14 +8,12 @@ import (
 	"github.com/switchboard/switchboard/store"
 )
 
-// storeProblem maps the store's errors to problems: the one table for every object of the API (links, webhook
-// endpoints, deliveries, events). what and id name the object a not-found error is about. Other errors are
-// internal and returned as they are.
+// storeProblem maps the store's errors to problems for the objects whose handlers read the store (webhook endpoints,
+// deliveries, events; the links service maps its own). what and id name the object a not-found error is about. Other
+// errors are internal and returned as they are.
 func storeProblem(err error, what, id string) error {
 	var (
 		disabled *store.EndpointDisabledError
-		slug     *store.SlugTakenError
-		external *store.ExternalIDTakenError
 	)
 	switch {
 	case errors.As(err, &disabled):
@@ -28,11 +26,6 @@ func storeProblem(err error, what, id string) error {
 		}
 		return newProblem(problem.WebhookDisabled, fmt.Sprintf("%s. Enable it with POST /api/v1/webhooks/%s/enable "+
 			"(with recover_since to send what it missed).", why, disabled.EndpointID))
-	case errors.As(err, &slug):
-		return newProblem(problem.SlugTaken, fmt.Sprintf("The slug %q is taken on %s.", slug.Slug, slug.Domain))
-	case errors.As(err, &external):
-		return newProblem(problem.ExternalIDTaken, fmt.Sprintf("Another link of this workspace has external_id %q.",
-			external.ExternalID))
 	case errors.Is(err, store.ErrDeliveryInFlight):
 		return newProblem(problem.DeliveryInFlight, "The delivery is being attempted right now; retry when the attempt is recorded (GET the delivery to see it).")
 	case errors.Is(err, store.ErrNotFound):

@@ -18,7 +18,10 @@ import (
 
 	"github.com/switchboard/switchboard/gen"
 	"github.com/switchboard/switchboard/handlers"
+	"github.com/switchboard/switchboard/internal/events"
 	"github.com/switchboard/switchboard/internal/links"
+	"github.com/switchboard/switchboard/internal/links/linkcache"
+	"github.com/switchboard/switchboard/internal/runner"
 	"github.com/switchboard/switchboard/store"
 	"github.com/switchboard/switchboard/store/storetest"
 )
@@ -37,9 +40,15 @@ type linkEnv struct {
 
 func newLinkEnv(t *testing.T, db *store.DB, cfg handlers.Config) *linkEnv {
 	t.Helper()
+	return newLinkEnvWith(t, db, cfg, links.Config{})
+}
+
+// newLinkEnvWith is newLinkEnv with a links service configured by lc.
+func newLinkEnvWith(t *testing.T, db *store.DB, cfg handlers.Config, lc links.Config) *linkEnv {
+	t.Helper()
 	domain := strings.ToLower("t" + ulid.Make().String()[20:] + ".sb.test")
-	if cfg.Links.ShortBaseURL == "" {
-		cfg.Links.ShortBaseURL = "https://" + domain
+	if lc.ShortBaseURL == "" {
+		lc.ShortBaseURL = "https://" + domain
 	}
 	if cfg.BaseURL == "" {
 		cfg.BaseURL = "http://app.switchboard.test"
@@ -47,7 +56,7 @@ func newLinkEnv(t *testing.T, db *store.DB, cfg handlers.Config) *linkEnv {
 	if cfg.Logger == nil { // internal errors show in the test's output
 		cfg.Logger = slog.New(slog.NewTextHandler(testLog{t}, &slog.HandlerOptions{Level: slog.LevelError}))
 	}
-	e := &linkEnv{env: newEnv(t, db, cfg), domain: domain}
+	e := &linkEnv{env: newEnv(t, db, withLinks(t, db, cfg, lc)), domain: domain}
 	e.ws = e.workspace("Links " + domain)
 	e.key, _ = e.env.key(e.ws.ID, "links:write")
 	db.LinkChanges.Subscribe(func(k store.LinkKey) {
@@ -56,6 +65,42 @@ func newLinkEnv(t *testing.T, db *store.DB, cfg handlers.Config) *linkEnv {
 		e.changes = append(e.changes, k)
 	})
 	return e
+}
+
+// withLinks gives cfg the links service of lc (over cfg's outbox, made when cfg has none) and, when cfg has a click
+// recorder, the redirect cache; as main does, it runs the service's expiry announcer and the cache's change watch
+// (until the test ends) when redirects are served.
+func withLinks(t *testing.T, db *store.DB, cfg handlers.Config, lc links.Config) handlers.Config {
+	t.Helper()
+	if cfg.Events == nil {
+		cfg.Events = events.NewOutbox(db, events.Builtin())
+	}
+	if lc.BaseURL == "" {
+		lc.BaseURL = cfg.BaseURL
+	}
+	lc.Logger = cfg.Logger
+	svc, err := links.New(db, cfg.Events, lc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Links = svc
+	if cfg.Redirects.Clicks == nil {
+		return cfg
+	}
+	cfg.Redirects.Cache = linkcache.New(svc.Resolve, db.LinkChanges, linkcache.Config{})
+	jobs := runner.New(cfg.Logger)
+	jobs.Go(0, "link expiry announcer", svc.Run)
+	jobs.Go(0, "redirect cache watch", cfg.Redirects.Cache.Run)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- jobs.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	})
+	return cfg
 }
 
 // testLog writes log lines into the test's output.
@@ -174,9 +219,9 @@ func TestCreateLink(t *testing.T) {
 // Every field's refusal names its pointer: the schema's (kin-openapi) and the server's own rules alike.
 func TestCreateLinkValidation(t *testing.T) {
 	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
-		e := newLinkEnv(t, db, handlers.Config{Links: handlers.LinkOptions{
+		e := newLinkEnvWith(t, db, handlers.Config{}, links.Config{
 			Domains: []string{"Go.Example.org"}, AllowedSchemes: []string{"mailto"}, BlockedHosts: []string{"evil.example"},
-		}})
+		})
 		deep := `{"a":{"b":{"c":{"d":{"e":{"f":1}}}}}}`
 		for _, tc := range []struct {
 			name, body, pointer, detail string
@@ -349,7 +394,7 @@ func TestConcurrentCustomSlug(t *testing.T) {
 func TestSlugTombstones(t *testing.T) {
 	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
-		e := newLinkEnv(t, db, handlers.Config{Links: handlers.LinkOptions{TombstonePeriod: time.Hour}})
+		e := newLinkEnvWith(t, db, handlers.Config{}, links.Config{TombstonePeriod: time.Hour})
 		otherKey, _ := e.env.key(e.workspace("Other").ID, "links:write")
 		other := func(slug string) int {
 			return status(t, e.url, http.MethodPost, "/api/v1/links", otherKey, `{"destination_url":"https://example.com","slug":"`+slug+`"}`)
@@ -511,45 +556,13 @@ func TestCreateLinksBulk(t *testing.T) {
 	})
 }
 
-// failInserts makes every insert of a link with destination fail inside the database, until the test ends: a
-// storage failure in the middle of a request.
-func failInserts(t *testing.T, db *store.DB, destination string) {
-	t.Helper()
-	ctx := context.Background()
-	name := "fail_" + strings.ToLower(ulid.Make().String())
-	stmts := []string{fmt.Sprintf(`CREATE TRIGGER %s BEFORE INSERT ON links WHEN NEW.destination_url = '%s'
-		BEGIN SELECT RAISE(ABORT, 'injected failure'); END`, name, destination)}
-	drop := []string{"DROP TRIGGER " + name}
-	if db.Dialect() == store.Postgres {
-		stmts = []string{
-			fmt.Sprintf(`CREATE FUNCTION %s() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
-				IF NEW.destination_url = '%s' THEN RAISE EXCEPTION 'injected failure'; END IF; RETURN NEW; END $$`,
-				name, destination),
-			fmt.Sprintf("CREATE TRIGGER %s BEFORE INSERT ON links FOR EACH ROW EXECUTE FUNCTION %[1]s()", name),
-		}
-		drop = []string{"DROP TRIGGER " + name + " ON links", "DROP FUNCTION " + name}
-	}
-	for _, q := range stmts {
-		if _, err := db.Bun().ExecContext(ctx, q); err != nil {
-			t.Fatal(err)
-		}
-	}
-	t.Cleanup(func() {
-		for _, q := range drop {
-			if _, err := db.Bun().ExecContext(ctx, q); err != nil {
-				t.Error(err)
-			}
-		}
-	})
-}
-
 // A database failure while a chunk is stored fails the items of that chunk, and only those, with internal_error;
 // the answer is still 200, and nothing of the failed chunk was created, announced or emitted.
 func TestCreateLinksBulkChunkFailure(t *testing.T) {
 	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
 		e := newLinkEnv(t, db, handlers.Config{})
 		poison := "https://example.com/poison-" + strings.ToLower(ulid.Make().String())
-		failInserts(t, db, poison)
+		storetest.FailInserts(t, db, "links", "destination_url", poison)
 		const bulkChunk = 200   // the chunk size the spec states
 		const n = bulkChunk + 5 // a full chunk, then a short one with the poisoned item
 		var b strings.Builder
@@ -681,7 +694,7 @@ func TestUpsertLinkByExternalID(t *testing.T) {
 func TestUpdateLink(t *testing.T) {
 	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
-		e := newLinkEnv(t, db, handlers.Config{Links: handlers.LinkOptions{Domains: []string{"go.example.org"}}})
+		e := newLinkEnvWith(t, db, handlers.Config{}, links.Config{Domains: []string{"go.example.org"}})
 		l := e.create(`{"destination_url":"https://example.com","slug":"upd","title":"T","external_id":"e-1",
 			"utm":{"source":"s"},"expires_at":"2099-01-01T00:00:00Z","expired_url":"https://example.com/over","max_clicks":3}`)
 		e.create(`{"destination_url":"https://example.com","slug":"busy","external_id":"e-2"}`)
@@ -839,7 +852,7 @@ func TestUpdateLinkKeepsUnsentRedirectType(t *testing.T) {
 func TestListLinks(t *testing.T) {
 	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
-		e := newLinkEnv(t, db, handlers.Config{Links: handlers.LinkOptions{Domains: []string{"go.example.org"}}})
+		e := newLinkEnvWith(t, db, handlers.Config{}, links.Config{Domains: []string{"go.example.org"}})
 		a := e.create(`{"destination_url":"https://example.com/Alpha","title":"Sale 100% off","tags":["x"]}`)
 		b := e.create(`{"destination_url":"https://example.com/b","slug":"beta_1","tags":["x","y"],"external_id":"b"}`)
 		c := e.create(`{"destination_url":"https://example.com/c","domain":"go.example.org","max_clicks":2}`)

@@ -17,6 +17,7 @@ import (
 	"github.com/switchboard/switchboard/gen"
 	"github.com/switchboard/switchboard/handlers"
 	"github.com/switchboard/switchboard/internal/await"
+	"github.com/switchboard/switchboard/internal/links"
 	"github.com/switchboard/switchboard/internal/links/clicks"
 	"github.com/switchboard/switchboard/store"
 	"github.com/switchboard/switchboard/store/storetest"
@@ -30,8 +31,14 @@ const (
 // newRedirectEnv is a link env whose server serves redirects, with a recorder that writes every 10 ms.
 func newRedirectEnv(t *testing.T, db *store.DB, cfg handlers.Config) *linkEnv {
 	t.Helper()
+	return newRedirectEnvWith(t, db, cfg, links.Config{})
+}
+
+// newRedirectEnvWith is newRedirectEnv with a links service configured by lc.
+func newRedirectEnvWith(t *testing.T, db *store.DB, cfg handlers.Config, lc links.Config) *linkEnv {
+	t.Helper()
 	cfg.Redirects.Clicks = newClickRecorder(t, db)
-	return newLinkEnv(t, db, cfg)
+	return newLinkEnvWith(t, db, cfg, lc)
 }
 
 // newClickRecorder is a recorder closed (drained) after the servers using it stopped.
@@ -153,7 +160,7 @@ func TestRedirectTypesAndHeaders(t *testing.T) {
 func TestRedirectHostsAndCase(t *testing.T) {
 	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
 		other := "go-" + strings.ToLower(store.NewID("d")[6:14]) + ".example"
-		e := newRedirectEnv(t, db, handlers.Config{Links: handlers.LinkOptions{Domains: []string{other}}})
+		e := newRedirectEnvWith(t, db, handlers.Config{}, links.Config{Domains: []string{other}})
 		def := e.create(`{"destination_url":"https://example.com/default","slug":"Promo-` + e.domain[:6] + `"}`)
 		alt := e.create(`{"destination_url":"https://example.com/other","domain":"` + other + `","slug":"` + def.Slug + `"}`)
 		for _, tt := range []struct{ host, path, want string }{
@@ -552,12 +559,12 @@ func TestMaxClicksUnderConcurrency(t *testing.T) {
 // Concurrent visits of an expired link all get the expired answer, and two notifiers emit link.expired once.
 func TestExpiryUnderConcurrency(t *testing.T) {
 	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
-		check := handlers.RedirectOptions{ExpiryCheck: 20 * time.Millisecond}
-		e := newRedirectEnv(t, db, handlers.Config{Redirects: check})
+		check := links.Config{ExpiryCheck: 20 * time.Millisecond}
+		e := newRedirectEnvWith(t, db, handlers.Config{}, check)
 		// A second server over the same database: two notifiers race for the same expired link.
-		check.Clicks = newClickRecorder(t, db)
-		newEnv(t, db, handlers.Config{Redirects: check, BaseURL: "http://app.switchboard.test",
-			Links: handlers.LinkOptions{ShortBaseURL: "https://" + e.domain}})
+		check.ShortBaseURL = "https://" + e.domain
+		newEnv(t, db, withLinks(t, db, handlers.Config{BaseURL: "http://app.switchboard.test",
+			Redirects: handlers.RedirectOptions{Clicks: newClickRecorder(t, db)}}, check))
 		// The link expires once created: an expiry a moment ahead could pass before a loaded server validates it.
 		later := time.Now().Add(time.Hour).UTC().Format(time.RFC3339Nano)
 		l := e.create(`{"destination_url":"https://example.com/a","expires_at":"` + later + `"}`)

@@ -24,6 +24,7 @@ import (
 	"github.com/switchboard/switchboard/internal/apikey"
 	"github.com/switchboard/switchboard/internal/egress"
 	"github.com/switchboard/switchboard/internal/events"
+	"github.com/switchboard/switchboard/internal/links"
 	"github.com/switchboard/switchboard/internal/modelcatalog"
 	"github.com/switchboard/switchboard/internal/ratelimit"
 	"github.com/switchboard/switchboard/internal/webhook"
@@ -47,9 +48,10 @@ type Config struct {
 	// TrustedProxies are the networks of reverse proxies whose X-Forwarded-For is believed; empty means the client
 	// address is the connection's.
 	TrustedProxies []*net.IPNet
-	// Links configures short links and their public redirects.
-	Links LinkOptions
-	// Redirects configures the public redirects of short links; they are served only with a click recorder.
+	// Links is the short-link capability (default: links.New over the database and Events, with BaseURL as the
+	// short base URL and the other settings at their defaults).
+	Links *links.Service
+	// Redirects configures the public redirects of short links; without them no short link is answered.
 	Redirects RedirectOptions
 	// Webhooks is what the webhook API needs from the engine; zero fields take safe defaults (a throw-away server key,
 	// https-only public targets, attempts of webhook.DefaultTimeout, no dispatcher to wake).
@@ -57,23 +59,6 @@ type Config struct {
 	// Events is the outbox changes record their events in (default: one of the built-in types over the database).
 	Events *events.Outbox
 	Logger *slog.Logger
-}
-
-// LinkOptions configures the short-link area; zero values take the documented defaults.
-type LinkOptions struct {
-	// ShortBaseURL is the origin short URLs are built on (SWITCHBOARD_SHORT_BASE_URL; default BaseURL). Its host is
-	// the default short domain; redirects answer on it and on the product's own host.
-	ShortBaseURL string
-	// Domains are further short domains links may be created on (host[:port]; SWITCHBOARD_SHORT_DOMAINS).
-	Domains []string
-	// AllowedSchemes are destination URL schemes allowed besides http and https, such as "mailto" or "tel"
-	// (SWITCHBOARD_LINK_ALLOWED_SCHEMES).
-	AllowedSchemes []string
-	// BlockedHosts refuses destinations on these hosts and their subdomains (SWITCHBOARD_LINK_BLOCKED_HOSTS).
-	BlockedHosts []string
-	// TombstonePeriod keeps a deleted link's slug reserved to its workspace (default 30 days;
-	// SWITCHBOARD_LINK_TOMBSTONE_PERIOD).
-	TombstonePeriod time.Duration
 }
 
 // WebhookEngine connects the webhook API to the delivery engine of the process.
@@ -96,8 +81,8 @@ type Server struct {
 	verifier *apikey.Verifier
 	limiter  *ratelimit.Limiter
 	ops      *operations
-	links    *linkRules
-	// redirects is nil when no click recorder was configured.
+	links    *links.Service
+	// redirects is nil when the server answers no short links.
 	redirects   *redirector
 	idempotency *idempotency
 	metrics     *metrics
@@ -160,8 +145,10 @@ func New(cfg Config, db *store.DB) (*Server, error) {
 		models:          map[string]gen.Model{},
 		events:          cfg.Events,
 	}
-	if s.links, err = newLinkRules(cfg.BaseURL, cfg.Links); err != nil {
-		return nil, err
+	if s.links = cfg.Links; s.links == nil {
+		if s.links, err = links.New(db, cfg.Events, links.Config{BaseURL: cfg.BaseURL, Logger: cfg.Logger}); err != nil {
+			return nil, err
+		}
 	}
 	s.policyHeader = []string{fmt.Sprintf(`"key";q=%d;w=60, "workspace";q=%d;w=60`, cfg.KeyRateLimit, cfg.WorkspaceRateLimit)}
 	for _, m := range cfg.Models.All() {
@@ -201,9 +188,11 @@ func New(cfg Config, db *store.DB) (*Server, error) {
 	if err := s.registerPublicRoutes(e); err != nil {
 		return nil, err
 	}
-	s.registerRedirects(e)
-	s.links.reserveRoutes(e)
+	if err := s.registerRedirects(e); err != nil {
+		return nil, err
+	}
 	s.echo = e
+	s.reserveRoutes()
 	return s, nil
 }
 
@@ -211,16 +200,25 @@ func New(cfg Config, db *store.DB) (*Server, error) {
 // metrics, body limit and error handler as the API.
 func (s *Server) Mount(register func(*echo.Echo)) {
 	register(s.echo)
-	s.links.reserveRoutes(s.echo)
+	s.reserveRoutes()
+}
+
+// reserveRoutes hands the paths of every route to the links service, so that no link can shadow a page of the
+// product (or a page added later under a new top-level path).
+func (s *Server) reserveRoutes() {
+	var paths []string
+	for _, rt := range s.echo.Routes() {
+		paths = append(paths, rt.Path)
+	}
+	s.links.ReserveRoutes(paths)
 }
 
 // ServeHTTP makes the server an http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.echo.ServeHTTP(w, r) }
 
-// Close flushes background work (API key last-use times), waits for a delete of expired idempotency keys and
-// stops the redirects' (cache invalidation, expiry events). Call it after the HTTP server has shut down.
+// Close flushes background work (API key last-use times) and waits for a delete of expired idempotency keys. Call
+// it after the HTTP server has shut down.
 func (s *Server) Close() {
-	s.closeRedirects()
 	s.idempotency.close()
 	s.verifier.Close()
 }

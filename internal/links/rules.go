@@ -1,5 +1,8 @@
-// Package links holds the rules of short links that need no database: slug generation and validation, the
-// reserved words, destination URL checks and short URL building. Everything here is a pure function of its inputs.
+// Package links is the short-link capability. Its Service owns every rule of links: it checks them beyond the API's
+// schema, creates, changes and deletes them in transactions with their events, reads their statistics, and serves the
+// redirect side (links resolved for the redirect cache, clicks admitted against max_clicks, expiries announced by
+// Run). The rules that need no database — slug generation and validation, the reserved words, destination URL checks
+// and short URL building — are pure functions of their inputs (rules.go).
 package links
 
 import (

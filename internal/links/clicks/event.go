@@ -32,14 +32,19 @@ func (r *Recorder) emitClicked(ctx context.Context, tx bun.Tx, inserted []store.
 	return err
 }
 
-// clickedEvent is the data of the link.clicked event of a click: the API's Click (never the address prefix or the
-// visitor hash) and the link it belongs to.
+// clickedEvent is the data of the link.clicked event of a click: the API's Click and the link it belongs to.
 func clickedEvent(c store.Click, l store.ClickedLink) gen.LinkClickedEvent {
 	return gen.LinkClickedEvent{
-		Click: gen.Click{Id: c.ID, Object: gen.ClickObjectClick, LinkId: c.LinkID, ClickedAt: c.ClickedAt,
-			Class: gen.ClickClass(c.Class), ReferrerHost: c.ReferrerHost, Country: c.Country,
-			Device: gen.ClickDevice(c.Device), Os: c.OS, Browser: c.Browser, UserAgent: c.UserAgent},
+		Click: API(c),
 		Link: gen.ClickedLink{Id: l.ID, Domain: l.Domain, Slug: l.Slug, DestinationUrl: l.DestinationURL,
 			ExternalId: l.ExternalID},
 	}
+}
+
+// API is the API's Click of a recorded click (never its address prefix or visitor hash): the one shape of a click
+// in answers and in event payloads.
+func API(c store.Click) gen.Click {
+	return gen.Click{Id: c.ID, Object: gen.ClickObjectClick, LinkId: c.LinkID, ClickedAt: c.ClickedAt,
+		Class: gen.ClickClass(c.Class), ReferrerHost: c.ReferrerHost, Country: c.Country,
+		Device: gen.ClickDevice(c.Device), Os: c.OS, Browser: c.Browser, UserAgent: c.UserAgent}
 }

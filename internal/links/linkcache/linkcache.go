@@ -2,7 +2,7 @@
 //
 // Entries are keyed by short URL (domain and lower-case slug) and dropped when the link changes: at once for
 // changes made in this process (store.LinkChanges.Subscribe), within milliseconds for changes made by other
-// processes (PostgreSQL LISTEN, store.LinkChanges.Watch). Unknown slugs are cached too (for NegativeTTL, and
+// processes (PostgreSQL LISTEN, store.LinkChanges.Watch), for as long as Run runs. Unknown slugs are cached too (for NegativeTTL, and
 // dropped when a link is created there), so that a flood of requests for a missing slug does not reach the
 // database. A TTL bounds the life of every entry in case a change notice is ever lost, concurrent misses of one
 // key share one database read (singleflight), and the cache holds at most Size entries (random eviction: no
@@ -44,11 +44,12 @@ const shardCount = 64
 
 // Cache maps short URLs to values of type V.
 type Cache[V any] struct {
-	load   Loader[V]
-	cfg    Config
-	seed   maphash.Seed
-	shards [shardCount]shard[V]
-	group  singleflight.Group
+	load    Loader[V]
+	changes *store.LinkChanges
+	cfg     Config
+	seed    maphash.Seed
+	shards  [shardCount]shard[V]
+	group   singleflight.Group
 	// trusted is false while changes could go unheard (before the PostgreSQL listener connects, and while it
 	// reconnects).
 	trusted atomic.Bool
@@ -73,9 +74,9 @@ type entry[V any] struct {
 // failBackoff is how long stale entries are served without a new database read after a read failed.
 const failBackoff = time.Second
 
-// New returns an empty cache over load. It trusts its entries only once told (SetTrusted), or after Follow
-// connected.
-func New[V any](load Loader[V], cfg Config) *Cache[V] {
+// New returns an empty cache over load whose entries changes invalidate (once Run runs). It trusts its entries only
+// once told (SetTrusted), or after Run connected.
+func New[V any](load Loader[V], changes *store.LinkChanges, cfg Config) *Cache[V] {
 	if cfg.Size <= 0 {
 		cfg.Size = 100_000
 	}
@@ -88,7 +89,7 @@ func New[V any](load Loader[V], cfg Config) *Cache[V] {
 	if cfg.LoadTimeout <= 0 {
 		cfg.LoadTimeout = 2 * time.Second
 	}
-	c := &Cache[V]{load: load, cfg: cfg, seed: maphash.MakeSeed()}
+	c := &Cache[V]{load: load, changes: changes, cfg: cfg, seed: maphash.MakeSeed()}
 	for i := range c.shards {
 		c.shards[i].m = map[store.LinkKey]*entry[V]{}
 	}
@@ -201,13 +202,13 @@ func (c *Cache[V]) Len() int {
 	return n
 }
 
-// Follow keeps the cache in step with link changes: this process's through Subscribe, other processes' through
-// Watch (PostgreSQL), whose reconnections drop everything and whose outages make entries untrusted. On PostgreSQL
-// it returns when ctx ends; on SQLite at once, the cache trusted (one process serves redirects there, and its
+// Run keeps the cache in step with link changes: this process's through Subscribe, other processes' through Watch
+// (PostgreSQL), whose reconnections drop everything and whose outages make entries untrusted. On PostgreSQL it
+// returns nil when ctx ends; on SQLite at once, the cache trusted (one process serves redirects there, and its
 // changes are all heard through Subscribe).
-func (c *Cache[V]) Follow(ctx context.Context, changes *store.LinkChanges) {
-	changes.Subscribe(c.Invalidate)
-	changes.Watch(ctx, store.LinkWatch{
+func (c *Cache[V]) Run(ctx context.Context) error {
+	c.changes.Subscribe(c.Invalidate)
+	c.changes.Watch(ctx, store.LinkWatch{
 		Changed: c.Invalidate,
 		Connected: func() {
 			c.Reset()
@@ -215,4 +216,5 @@ func (c *Cache[V]) Follow(ctx context.Context, changes *store.LinkChanges) {
 		},
 		Disconnected: func() { c.SetTrusted(false) },
 	})
+	return nil
 }

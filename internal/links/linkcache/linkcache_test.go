@@ -57,7 +57,7 @@ var key = store.LinkKey{Domain: "sb.test", SlugKey: "promo"}
 
 func newTestCache(cfg Config) (*Cache[string], *fakeDB) {
 	f := &fakeDB{links: map[store.LinkKey]string{key: "https://example.com/a"}}
-	c := New(f.load, cfg)
+	c := New(f.load, nil, cfg)
 	c.SetTrusted(true)
 	return c, f
 }
@@ -216,9 +216,9 @@ func TestSizeIsBounded(t *testing.T) {
 	}
 }
 
-// Follow on PostgreSQL: a change announced by another process drops the entry; the cache is trusted only while the
+// Run on PostgreSQL: a change announced by another process drops the entry; the cache is trusted only while the
 // listener is connected.
-func TestFollowHearsOtherProcesses(t *testing.T) {
+func TestRunHearsOtherProcesses(t *testing.T) {
 	db := storetest.Postgres(t)
 	other, err := store.Open(context.Background(), storetest.PostgresURL(t))
 	if err != nil {
@@ -226,10 +226,10 @@ func TestFollowHearsOtherProcesses(t *testing.T) {
 	}
 	defer other.Close()
 	f := &fakeDB{links: map[store.LinkKey]string{key: "https://example.com/a"}}
-	c := New(f.load, Config{})
+	c := New(f.load, db.LinkChanges, Config{})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { defer close(done); c.Follow(ctx, db.LinkChanges) }()
+	go func() { defer close(done); _ = c.Run(ctx) }()
 	defer func() { cancel(); <-done }()
 	await.Equal(t, "the listener", c.trusted.Load, true)
 
@@ -246,11 +246,13 @@ func TestFollowHearsOtherProcesses(t *testing.T) {
 	}, "https://example.com/b")
 }
 
-func TestFollowOnSQLiteTrustsAtOnceAndHearsThisProcess(t *testing.T) {
+func TestRunOnSQLiteTrustsAtOnceAndHearsThisProcess(t *testing.T) {
 	db := storetest.SQLite(t)
-	c, f := newTestCache(Config{})
-	c.SetTrusted(false)
-	c.Follow(context.Background(), db.LinkChanges)
+	f := &fakeDB{links: map[store.LinkKey]string{key: "https://example.com/a"}}
+	c := New(f.load, db.LinkChanges, Config{})
+	if err := c.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	if !c.trusted.Load() {
 		t.Fatal("not trusted on SQLite")
 	}
