@@ -34,6 +34,7 @@ import (
 	"github.com/switchboard/switchboard/internal/links/clicks"
 	"github.com/switchboard/switchboard/internal/links/linkcache"
 	"github.com/switchboard/switchboard/internal/modelcatalog"
+	"github.com/switchboard/switchboard/internal/runner"
 	"github.com/switchboard/switchboard/internal/webhook"
 	"github.com/switchboard/switchboard/store"
 )
@@ -334,11 +335,14 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	log.Info("switchboard listening", "addr", ln.Addr().String(), "base_url", *baseURL,
 		"database", string(db.Dialect()), "docs", *baseURL+"/docs/", "models", len(catalog.All()))
 
-	// The dispatcher runs on a context of its own: on shutdown it is stopped after the listener is closed, and
-	// waited for before the database is.
+	// The dispatcher and the pruning of expired idempotency keys run on a context of their own: on shutdown they are
+	// stopped after the listener is closed, and waited for before the database is.
+	jobs := runner.New(log)
+	jobs.Go(0, "webhook dispatcher", dispatcher.Run)
+	jobs.Go(0, "idempotency key pruning", srv.PruneIdempotencyKeys)
 	dispatchCtx, stopDispatcher := context.WithCancel(context.Background())
 	dispatched := make(chan error, 1)
-	go func() { dispatched <- dispatcher.Run(dispatchCtx) }()
+	go func() { dispatched <- jobs.Run(dispatchCtx) }()
 
 	errc := make(chan error, 1)
 	go func() { errc <- httpSrv.Serve(ln) }()
