@@ -150,8 +150,12 @@ func TestRecordExhaustedAndGone(t *testing.T) {
 			t.Fatalf("%d disabled events, want 1, and a second exhausted event", len(disabled))
 		}
 		conformsTo(t, disabled[0], "WebhookEndpointDisabledEvent")
-		if !strings.Contains(string(disabled[0].Data), `"reason":"gone"`) || !strings.Contains(string(disabled[0].Data), e.ID) {
-			t.Errorf("disabled event %s", disabled[0].Data)
+		var gone struct {
+			WebhookID string `json:"webhook_id"`
+			Reason    string `json:"reason"`
+		}
+		if err := json.Unmarshal(disabled[0].Data, &gone); err != nil || gone.Reason != "gone" || gone.WebhookID != e.ID {
+			t.Errorf("disabled event %s (%v)", disabled[0].Data, err)
 		}
 	})
 }
