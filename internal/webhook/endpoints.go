@@ -86,7 +86,7 @@ func (s *Service) Get(ctx context.Context, workspaceID, id string) (store.Webhoo
 	return e, clientError(err, "webhook endpoint", id)
 }
 
-// List returns a page of a workspace's endpoints and whether more follow.
+// List returns a page of a workspace's endpoints and whether more follow. Its errors are internal.
 func (s *Service) List(ctx context.Context, workspaceID string, p store.Page) ([]store.WebhookEndpoint, bool, error) {
 	return s.db.Webhooks.List(ctx, workspaceID, p)
 }

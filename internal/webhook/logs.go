@@ -6,7 +6,7 @@ import (
 	"github.com/switchboard/switchboard/store"
 )
 
-// Events returns a page of a workspace's event log and whether more follow.
+// Events returns a page of a workspace's event log and whether more follow. Its errors are internal.
 func (s *Service) Events(ctx context.Context, workspaceID string, f store.EventFilter, p store.Page) ([]store.Event, bool, error) {
 	return s.db.Events.List(ctx, workspaceID, f, p)
 }
