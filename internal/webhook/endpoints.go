@@ -17,15 +17,18 @@ import (
 	"github.com/switchboard/switchboard/store"
 )
 
-// Endpoint limits the API's schema does not state.
+// Endpoint rules the API's schema does not state.
 const (
-	// DefaultGracePeriod is how long a rotated secret keeps signing when RotateSecret is not told.
-	DefaultGracePeriod = 24 * time.Hour
+	// defaultGracePeriod is how long a rotated secret keeps signing when RotateSecret is not told.
+	defaultGracePeriod = 24 * time.Hour
 	// maxRecoverAge is how far back recover and enable's recover_since reach.
 	maxRecoverAge = 14 * 24 * time.Hour
 	// maxHeaderNameLen bounds a static header's name (header_names items are at most 256 characters).
 	maxHeaderNameLen = 256
-	// pingType is the event type of a test ping when none is asked for; pingMessage is its data.message.
+)
+
+// pingType is the event type of a test when none is asked for; pingMessage is its data.message.
+const (
 	pingType    = "webhook.ping"
 	pingMessage = "Hello from Switchboard."
 )
@@ -202,10 +205,10 @@ func checkRecoverSince(since time.Time, pointer string) error {
 }
 
 // RotateSecret gives an endpoint a new signing secret, returned this once. The current one keeps signing beside it
-// for grace (nil: DefaultGracePeriod; zero: it is dropped at once). Returns a NotFound problem if the endpoint is
+// for grace (nil: a day; zero: it is dropped at once). Returns a NotFound problem if the endpoint is
 // not in the workspace.
 func (s *Service) RotateSecret(ctx context.Context, workspaceID, id string, grace *time.Duration) (store.WebhookEndpoint, string, error) {
-	g := DefaultGracePeriod
+	g := defaultGracePeriod
 	if grace != nil {
 		g = *grace
 	}
