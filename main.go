@@ -343,18 +343,21 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	log.Info("switchboard listening", "addr", ln.Addr().String(), "base_url", *baseURL,
 		"database", string(db.Dialect()), "docs", *baseURL+"/docs/", "models", len(catalog.All()))
 
-	// The dispatcher runs on a context of its own: on shutdown it is stopped after the listener is closed, and
-	// waited for before the database is.
+	// The dispatcher and the pruning of expired idempotency keys run on a context of their own: on shutdown they are
+	// stopped after the listener is closed, and waited for before the database is.
+	jobs := runner.New(log)
+	jobs.Go(0, "webhook dispatcher", dispatcher.Run)
+	jobs.Go(0, "idempotency key pruning", srv.PruneIdempotencyKeys)
 	dispatchCtx, stopDispatcher := context.WithCancel(context.Background())
 	dispatched := make(chan error, 1)
-	go func() { dispatched <- dispatcher.Run(dispatchCtx) }()
+	go func() { dispatched <- jobs.Run(dispatchCtx) }()
 	// The link jobs stop once the HTTP server drained: redirects in flight still hear of link changes.
-	jobs := runner.New(log)
-	jobs.Go(0, "link expiry announcer", linkService.Run)
-	jobs.Go(0, "redirect cache watch", redirectCache.Run)
+	linkJobs := runner.New(log)
+	linkJobs.Go(0, "link expiry announcer", linkService.Run)
+	linkJobs.Go(0, "redirect cache watch", redirectCache.Run)
 	jobsCtx, stopJobs := context.WithCancel(context.Background())
 	jobsDone := make(chan error, 1)
-	go func() { jobsDone <- jobs.Run(jobsCtx) }()
+	go func() { jobsDone <- linkJobs.Run(jobsCtx) }()
 
 	errc := make(chan error, 1)
 	go func() { errc <- httpSrv.Serve(ln) }()

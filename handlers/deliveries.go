@@ -25,9 +25,9 @@ func (s *Server) ListWebhookDeliveries(ctx context.Context, req gen.ListWebhookD
 	if req.Params.EventType != nil {
 		f.EventType = *req.Params.EventType
 	}
-	ds, more, err := s.db.Deliveries.List(ctx, key.WorkspaceID, req.WebhookId, f, page)
+	ds, more, err := s.webhooks.Deliveries(ctx, key.WorkspaceID, req.WebhookId, f, page)
 	if err != nil {
-		return nil, storeProblem(err, "webhook endpoint", req.WebhookId)
+		return nil, err
 	}
 	data, next, err := listPage(ds, more, page, func(d store.Delivery) string { return d.ID },
 		func(d store.Delivery) (gen.WebhookDelivery, error) { return apiDelivery(d), nil })
@@ -45,25 +45,17 @@ func (s *Server) GetWebhookDelivery(ctx context.Context, req gen.GetWebhookDeliv
 	if err != nil {
 		return nil, err
 	}
-	d, err := s.db.Deliveries.Get(ctx, key.WorkspaceID, req.DeliveryId)
-	if err != nil {
-		return nil, storeProblem(err, "delivery", req.DeliveryId)
-	}
-	attempts, err := s.db.Deliveries.Attempts(ctx, d.ID)
+	detail, err := s.webhooks.Delivery(ctx, key.WorkspaceID, req.DeliveryId)
 	if err != nil {
 		return nil, err
 	}
-	ev, err := s.db.Events.Get(ctx, key.WorkspaceID, d.EventID)
-	if err != nil {
-		return nil, err // the delivery's event goes only with it (ON DELETE CASCADE)
-	}
-	event, err := apiEvent(ev)
+	event, err := apiEvent(detail.Event)
 	if err != nil {
 		return nil, err
 	}
-	out := apiDelivery(d)
-	list := make([]gen.WebhookAttempt, len(attempts))
-	for i, a := range attempts {
+	out := apiDelivery(detail.Delivery)
+	list := make([]gen.WebhookAttempt, len(detail.Attempts))
+	for i, a := range detail.Attempts {
 		list[i] = gen.WebhookAttempt{Id: a.ID, StartedAt: a.StartedAt, DurationMs: a.DurationMS, StatusCode: a.StatusCode,
 			ErrorClass: a.ErrorClass, ResponseExcerpt: a.ResponseExcerpt}
 	}
@@ -78,11 +70,10 @@ func (s *Server) RedeliverWebhookDelivery(ctx context.Context, req gen.Redeliver
 	if err != nil {
 		return nil, err
 	}
-	d, err := s.db.Deliveries.Redeliver(ctx, key.WorkspaceID, req.DeliveryId)
+	d, err := s.webhooks.Redeliver(ctx, key.WorkspaceID, req.DeliveryId)
 	if err != nil {
-		return nil, storeProblem(err, "delivery", req.DeliveryId)
+		return nil, err
 	}
-	s.cfg.Webhooks.Wake()
 	return gen.RedeliverWebhookDelivery202JSONResponse{Body: apiDelivery(d)}, nil
 }
 

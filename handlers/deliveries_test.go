@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchboard/switchboard/internal/webhook"
 	"github.com/switchboard/switchboard/store"
 	"github.com/switchboard/switchboard/store/storetest"
 )
@@ -57,9 +58,9 @@ func (h *hooks) deliveryOf(eventID, endpointID string) store.Delivery {
 func (h *hooks) attempt(d store.Delivery, status int, class *string, next *time.Time) {
 	h.t.Helper()
 	excerpt := http.StatusText(status)
-	_, err := h.db.Deliveries.RecordAttempt(context.Background(), store.AttemptResult{DeliveryID: d.ID, StartedAt: time.Now(),
-		Duration: 12 * time.Millisecond, StatusCode: &status, ErrorClass: class, Excerpt: &excerpt,
-		Succeeded: status < 300, NextAttemptAt: next}, nil)
+	_, err := webhook.NewRecorder(h.db, nil, 0).Record(context.Background(), []webhook.AttemptResult{{DeliveryID: d.ID,
+		StartedAt: time.Now(), Duration: 12 * time.Millisecond, StatusCode: &status, ErrorClass: class, Excerpt: &excerpt,
+		Succeeded: status < 300, NextAttemptAt: next}})
 	if err != nil {
 		h.t.Fatal(err)
 	}

@@ -29,7 +29,7 @@ func (s *Server) ListEvents(ctx context.Context, req gen.ListEventsRequestObject
 	if req.Params.Type != nil {
 		f.Type = *req.Params.Type
 	}
-	evs, more, err := s.db.Events.List(ctx, key.WorkspaceID, f, page)
+	evs, more, err := s.webhooks.Events(ctx, key.WorkspaceID, f, page)
 	if err != nil {
 		return nil, err
 	}
@@ -47,9 +47,9 @@ func (s *Server) GetEvent(ctx context.Context, req gen.GetEventRequestObject) (g
 	if err != nil {
 		return nil, err
 	}
-	ev, err := s.db.Events.Get(ctx, key.WorkspaceID, req.EventId)
+	ev, err := s.webhooks.Event(ctx, key.WorkspaceID, req.EventId)
 	if err != nil {
-		return nil, storeProblem(err, "event", req.EventId)
+		return nil, err
 	}
 	out, err := apiEvent(ev)
 	if err != nil {

@@ -2,11 +2,9 @@ package handlers
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/switchboard/switchboard/gen"
 	"github.com/switchboard/switchboard/internal/events"
-	"github.com/switchboard/switchboard/internal/problem"
 )
 
 // ListEventTypes answers GET /api/v1/event-types with the whole catalogue.
@@ -15,7 +13,7 @@ func (s *Server) ListEventTypes(ctx context.Context, _ gen.ListEventTypesRequest
 	if err != nil {
 		return nil, err
 	}
-	return gen.ListEventTypes200JSONResponse{Body: gen.EventTypeList{Object: gen.EventTypeListObjectList, Data: apiEventTypes(s.events.Types().Types(key.WorkspaceID))}}, nil
+	return gen.ListEventTypes200JSONResponse{Body: gen.EventTypeList{Object: gen.EventTypeListObjectList, Data: apiEventTypes(s.webhooks.EventTypes(key.WorkspaceID))}}, nil
 }
 
 // GetEventType answers GET /api/v1/event-types/{event_type}.
@@ -24,9 +22,9 @@ func (s *Server) GetEventType(ctx context.Context, req gen.GetEventTypeRequestOb
 	if err != nil {
 		return nil, err
 	}
-	t, ok := s.events.Types().Lookup(key.WorkspaceID, req.EventType)
-	if !ok {
-		return nil, newProblem(problem.NotFound, fmt.Sprintf("There is no event type %q. GET /api/v1/event-types lists them.", req.EventType))
+	t, err := s.webhooks.EventType(key.WorkspaceID, req.EventType)
+	if err != nil {
+		return nil, err
 	}
 	return gen.GetEventType200JSONResponse{Body: apiEventType(t)}, nil
 }

@@ -12,7 +12,6 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -39,10 +38,10 @@ const (
 	// takes it over rather than answering 409 until the record expires.
 	idempotencyStaleAfter = 2 * time.Minute
 	// Expired records are deleted as keys are used: after every idempotencyPruneEvery claims of this process, up to
-	// idempotencyPruneBatch of them, in the background (one delete at a time), so no request waits for it. Deleting
-	// ten times as many as were claimed keeps up with any traffic, and each delete is short (the SQLite writer is
-	// never held for long). When traffic stops, at most idempotencyPruneEvery expired rows wait for the next
-	// requests; they are never replayed (Claim ignores expired records).
+	// idempotencyPruneBatch of them, by the pruning job (Server.PruneIdempotencyKeys, one delete at a time), so no
+	// request waits for it. Deleting ten times as many as were claimed keeps up with any traffic, and each delete is
+	// short (the SQLite writer is never held for long). When traffic stops, at most idempotencyPruneEvery expired rows
+	// wait for the next requests; they are never replayed (Claim ignores expired records).
 	idempotencyPruneEvery = 100
 	idempotencyPruneBatch = 1000
 )
@@ -59,13 +58,13 @@ type idempotency struct {
 	box    *webhook.Box
 	log    *slog.Logger
 	claims atomic.Uint64
-	// pruning is set while a delete of expired records runs; pruned waits for it (Server.Close).
-	pruning atomic.Bool
-	pruned  sync.WaitGroup
+	// pruneDue tells the pruning job that idempotencyPruneEvery more claims were made. It holds one signal: claims
+	// made while a delete runs ask for one more delete, not for one each.
+	pruneDue chan struct{}
 }
 
 func newIdempotency(s *Server) *idempotency {
-	return &idempotency{keys: s.db.Idempotency, box: s.cfg.Webhooks.Box, log: s.log}
+	return &idempotency{keys: s.db.Idempotency, box: s.cfg.Webhooks.Box, log: s.log, pruneDue: make(chan struct{}, 1)}
 }
 
 // declaresIdempotencyKey reports whether an operation takes the Idempotency-Key header, declared on the operation
@@ -185,25 +184,34 @@ func (m *idempotency) release(ctx context.Context, claim store.IdempotencyRecord
 	}
 }
 
-// prune counts a claim and, every idempotencyPruneEvery claims, starts deleting expired records in the background
-// unless a delete still runs.
+// prune counts a claim and, every idempotencyPruneEvery claims, asks the pruning job for a delete of expired
+// records.
 func (m *idempotency) prune() {
-	if m.claims.Add(1)%idempotencyPruneEvery != 0 || !m.pruning.CompareAndSwap(false, true) {
+	if m.claims.Add(1)%idempotencyPruneEvery != 0 {
 		return
 	}
-	m.pruned.Go(func() {
-		defer m.pruning.Store(false)
-		n, err := m.keys.DeleteExpired(context.Background(), time.Now(), idempotencyPruneBatch)
+	select {
+	case m.pruneDue <- struct{}{}:
+	default: // a delete is asked for already
+	}
+}
+
+// runPruning deletes expired records each time prune asks, until ctx ends; a delete that started is finished.
+func (m *idempotency) runPruning(ctx context.Context) error {
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-m.pruneDue:
+		}
+		n, err := m.keys.DeleteExpired(context.WithoutCancel(ctx), time.Now(), idempotencyPruneBatch)
 		if err != nil {
 			m.log.Warn("could not delete expired idempotency keys", "error", err)
 		} else if n > 0 {
 			m.log.Debug("deleted expired idempotency keys", "count", n)
 		}
-	})
+	}
 }
-
-// close waits for a delete of expired records that is running; call it once no request is served any more.
-func (m *idempotency) close() { m.pruned.Wait() }
 
 // replay answers with a stored answer: its status, the headers that describe it and its body byte for byte, with
 // Idempotent-Replayed: true. A stored problem names the request_id of the new request, like its X-Request-Id, so

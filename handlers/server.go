@@ -4,6 +4,7 @@
 package handlers
 
 import (
+	"context"
 	crand "crypto/rand"
 	"encoding/binary"
 	"fmt"
@@ -54,24 +55,16 @@ type Config struct {
 	// Redirects configures the public redirects of short links; without them no short link is answered.
 	Redirects RedirectOptions
 	// Webhooks is what the webhook API needs from the engine; zero fields take safe defaults (a throw-away server key,
-	// https-only public targets, attempts of webhook.DefaultTimeout, no dispatcher to wake).
+	// https-only public targets, attempts of webhook.DefaultTimeout, no dispatcher to wake, the server's logger).
 	Webhooks WebhookEngine
 	// Events is the outbox changes record their events in (default: one of the built-in types over the database).
 	Events *events.Outbox
 	Logger *slog.Logger
 }
 
-// WebhookEngine connects the webhook API to the delivery engine of the process.
-type WebhookEngine struct {
-	// Box seals endpoint secrets and static headers with the server key.
-	Box *webhook.Box
-	// Guard checks target URLs at registration (the Sender checks again at dial time).
-	Guard *egress.Guard
-	// Sender posts test pings; build it with the same Box and Guard as the dispatcher.
-	Sender *webhook.Sender
-	// Wake tells the process's dispatcher that deliveries were queued (redeliver, recover, enable); nil when none runs.
-	Wake func()
-}
+// WebhookEngine connects the webhook API to the delivery engine of the process: it configures the webhook
+// service the server is built with (its Box also seals the stored answers of idempotent requests).
+type WebhookEngine = webhook.ServiceConfig
 
 // Server serves the whole product over HTTP.
 type Server struct {
@@ -82,6 +75,7 @@ type Server struct {
 	limiter  *ratelimit.Limiter
 	ops      *operations
 	links    *links.Service
+	webhooks *webhook.Service
 	// redirects is nil when the server answers no short links.
 	redirects   *redirector
 	idempotency *idempotency
@@ -121,7 +115,7 @@ func New(cfg Config, db *store.DB) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	if err := cfg.Webhooks.fillDefaults(); err != nil {
+	if err := webhookDefaults(&cfg.Webhooks, cfg.Logger); err != nil {
 		return nil, err
 	}
 	spec, err := gen.GetSwagger()
@@ -149,6 +143,9 @@ func New(cfg Config, db *store.DB) (*Server, error) {
 		if s.links, err = links.New(db, cfg.Events, links.Config{BaseURL: cfg.BaseURL, Logger: cfg.Logger}); err != nil {
 			return nil, err
 		}
+	}
+	if s.webhooks, err = webhook.NewService(db, cfg.Events, cfg.Webhooks); err != nil {
+		return nil, err
 	}
 	s.policyHeader = []string{fmt.Sprintf(`"key";q=%d;w=60, "workspace";q=%d;w=60`, cfg.KeyRateLimit, cfg.WorkspaceRateLimit)}
 	for _, m := range cfg.Models.All() {
@@ -216,11 +213,16 @@ func (s *Server) reserveRoutes() {
 // ServeHTTP makes the server an http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.echo.ServeHTTP(w, r) }
 
-// Close flushes background work (API key last-use times) and waits for a delete of expired idempotency keys. Call
-// it after the HTTP server has shut down.
+// Close flushes background work (API key last-use times). Call it after the HTTP server has shut down.
 func (s *Server) Close() {
-	s.idempotency.close()
 	s.verifier.Close()
+}
+
+// PruneIdempotencyKeys is the job that deletes expired Idempotency-Key records while the server runs (run it with
+// the process's other background work): a bounded batch every so many claims of this server, one delete at a time,
+// so that no request waits for it. It returns once ctx ends and a delete in progress has finished.
+func (s *Server) PruneIdempotencyKeys(ctx context.Context) error {
+	return s.idempotency.runPruning(ctx)
 }
 
 // ForgetKey drops a key from the verification cache; call it after revoking a key in this process.
@@ -312,8 +314,8 @@ func (s *Server) bodyLimit(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// fillDefaults gives a server built without a webhook engine (tests, tools) a working, safe one.
-func (w *WebhookEngine) fillDefaults() error {
+// webhookDefaults gives a server built without a webhook engine (tests, tools) a working, safe one.
+func webhookDefaults(w *WebhookEngine, log *slog.Logger) error {
 	if w.Box == nil {
 		key := make([]byte, webhook.KeySize)
 		if _, err := crand.Read(key); err != nil {
@@ -331,8 +333,8 @@ func (w *WebhookEngine) fillDefaults() error {
 	if w.Sender == nil {
 		w.Sender = webhook.NewSender(w.Box, w.Guard, webhook.DefaultTimeout)
 	}
-	if w.Wake == nil {
-		w.Wake = func() {}
+	if w.Logger == nil {
+		w.Logger = log
 	}
 	return nil
 }

@@ -163,7 +163,7 @@ func requestFields(re *openapi3filter.RequestError) []problem.Field {
 	out := make([]problem.Field, 0, len(schemaErrs))
 	for _, se := range schemaErrs {
 		f := problem.Field{Detail: se.Reason}
-		locate(&f, jsonPointer(se.JSONPointer()))
+		locate(&f, problem.Pointer(se.JSONPointer()...))
 		out = append(out, f)
 	}
 	return out
@@ -186,16 +186,4 @@ func bodyTooLarge(length, limit int64) *Problem {
 		detail = fmt.Sprintf("The request body is %d bytes; the limit is %d bytes.", length, limit)
 	}
 	return newProblem(problem.RequestTooLarge, detail)
-}
-
-var pointerEscaper = strings.NewReplacer("~", "~0", "/", "~1")
-
-// jsonPointer renders path segments as an RFC 6901 pointer.
-func jsonPointer(segments []string) string {
-	var b strings.Builder
-	for _, s := range segments {
-		b.WriteByte('/')
-		b.WriteString(pointerEscaper.Replace(s))
-	}
-	return b.String()
 }

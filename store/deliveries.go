@@ -127,240 +127,34 @@ func (s *Deliveries) ForSending(ctx context.Context, ds []Delivery) (map[string]
 	return endpoints, events, nil
 }
 
-// AttemptResult is what a dispatcher learned from one attempt of a leased delivery, and what follows from it.
-type AttemptResult struct {
-	DeliveryID string
-	// LeaseUntil is the lease the claim returned (nil: not checked). If the delivery holds another lease by the time
-	// the attempt is recorded, its lease ran out and another dispatcher claimed it meanwhile: the attempt is logged,
-	// and the delivery is left to its new holder.
-	LeaseUntil *time.Time
-	StartedAt  time.Time
-	Duration   time.Duration
-	StatusCode *int
-	ErrorClass *string
-	Excerpt    *string
-	Succeeded  bool
-	// Gone disables the endpoint (the receiver answered 410).
-	Gone bool
-	// NextAttemptAt schedules a retry of a failed attempt; nil means the schedule is exhausted (failed for good).
-	NextAttemptAt *time.Time
-	// DisableAfter disables the endpoint when its failures have lasted this long (zero: never).
-	DisableAfter time.Duration
+// ForRecording reads, inside tx, the deliveries among ids that still exist (those deleted with their endpoint or
+// event are missing), so that recording attempts judges them as the transaction sees them. It returns no sentinel
+// errors.
+func (s *Deliveries) ForRecording(ctx context.Context, tx bun.IDB, ids []string) ([]Delivery, error) {
+	var ds []Delivery
+	err := tx.NewSelect().Model(&ds).Where("d.id IN (?)", bun.In(ids)).Scan(ctx)
+	return ds, err
 }
 
-// AttemptEffects tells the caller what recording an attempt changed beyond the delivery.
-type AttemptEffects struct {
-	// Delivery is the delivery after the attempt.
-	Delivery Delivery
-	// Missing is set when the delivery no longer exists (its endpoint or event was deleted): nothing was recorded.
-	Missing bool
-	// Superseded is set when another dispatcher holds the delivery now: only the attempt was logged.
-	Superseded bool
-	// EndpointDisabled is set to the reason ("gone", "failing") when this attempt disabled the endpoint; EndpointURL
-	// and FailingSince (the start of the run of failures) are then set too.
-	EndpointDisabled string
-	EndpointURL      string
-	FailingSince     *time.Time
-	// Exhausted is set when the delivery failed for good.
-	Exhausted bool
-}
-
-// RecordAttempt records one attempt; see RecordAttempts. Returns ErrNotFound if the delivery no longer exists.
-func (s *Deliveries) RecordAttempt(ctx context.Context, r AttemptResult, then func(ctx context.Context, tx bun.Tx, fx AttemptEffects) error) (AttemptEffects, error) {
-	fxs, err := s.RecordAttempts(ctx, []AttemptResult{r}, then)
-	if err != nil {
-		return AttemptEffects{}, err
-	}
-	if fxs[0].Missing {
-		return fxs[0], ErrNotFound
-	}
-	return fxs[0], nil
-}
-
-// RecordAttempts stores attempts and their consequences in one transaction: for each, the attempt log, the
-// delivery's state (succeeded, scheduled again or failed) with its lease released, the endpoint's run of failures,
-// and the endpoint disabled when it is gone or has failed for too long. then runs inside the same transaction with
-// the effects of each recorded attempt, so operational events (endpoint disabled, delivery exhausted) are emitted
-// atomically with the change. One transaction for many attempts is what lets one SQLite writer keep up with
-// thousands of attempts a second.
-//
-// A delivery appears at most once in a batch unless its results carry LeaseUntil: the first recorded result
-// releases the lease, so a later one is Superseded.
-//
-// The effects are returned in the order of rs; an attempt of a delivery that no longer exists is skipped (Missing).
-// Any error rolls back every attempt of the batch.
-func (s *Deliveries) RecordAttempts(ctx context.Context, rs []AttemptResult, then func(ctx context.Context, tx bun.Tx, fx AttemptEffects) error) ([]AttemptEffects, error) {
-	fxs := make([]AttemptEffects, len(rs))
-	err := s.db.w.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		t := now()
-		ids := make([]string, len(rs))
-		for i, r := range rs {
-			ids[i] = r.DeliveryID
-		}
-		var current []Delivery
-		if err := tx.NewSelect().Model(&current).Where("d.id IN (?)", bun.In(ids)).Scan(ctx); err != nil {
-			return err
-		}
-		byID := make(map[string]Delivery, len(current))
-		for _, d := range current {
-			byID[d.ID] = d
-		}
-		attempts := make([]Attempt, 0, len(rs))
-		changed := make([]Delivery, 0, len(rs))
-		for i, r := range rs {
-			fx := &fxs[i]
-			d, ok := byID[r.DeliveryID]
-			if !ok {
-				fx.Missing = true
-				continue
-			}
-			attempts = append(attempts, Attempt{ID: NewID("att"), DeliveryID: d.ID,
-				StartedAt: r.StartedAt.UTC().Truncate(time.Microsecond), DurationMS: int(r.Duration.Milliseconds()),
-				StatusCode: r.StatusCode, ErrorClass: r.ErrorClass, ResponseExcerpt: r.Excerpt})
-			if r.LeaseUntil != nil && (d.LeaseUntil == nil || !d.LeaseUntil.Equal(*r.LeaseUntil)) {
-				fx.Delivery, fx.Superseded = d, true
-				continue
-			}
-			fx.Exhausted = applyAttempt(&d, r, t)
-			fx.Delivery, byID[d.ID] = d, d
-			changed = append(changed, d)
-		}
-		if len(changed) > 0 {
-			// One statement for the whole batch: a round trip per delivery is what limits a recorder on PostgreSQL.
-			if _, err := tx.NewUpdate().Model(&changed).Column("status", "attempts", "next_attempt_at", "lease_until",
-				"last_status_code", "last_error", "updated_at", "completed_at").Bulk().Exec(ctx); err != nil {
-				return err
-			}
-		}
-		// A success ends its endpoint's run of failures: one statement for the endpoints of the batch.
-		var succeeded []string
-		for i, r := range rs {
-			if fx := fxs[i]; r.Succeeded && !fx.Missing && !fx.Superseded {
-				succeeded = append(succeeded, fx.Delivery.EndpointID)
-			}
-		}
-		if len(succeeded) > 0 {
-			if _, err := tx.NewUpdate().Table("webhook_endpoints").Set("failing_since = NULL").
-				Where("id IN (?) AND failing_since IS NOT NULL", bun.In(succeeded)).Exec(ctx); err != nil {
-				return err
-			}
-		}
-		if err := s.recordFailures(ctx, tx, rs, fxs, t); err != nil {
-			return err
-		}
-		if then != nil {
-			for _, fx := range fxs {
-				if fx.Missing || fx.Superseded {
-					continue
-				}
-				if err := then(ctx, tx, fx); err != nil {
-					return err
-				}
-			}
-		}
-		if len(attempts) > 0 {
-			if _, err := tx.NewInsert().Model(&attempts).Exec(ctx); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, mapErr(err)
-	}
-	return fxs, nil
-}
-
-// applyAttempt moves a delivery to the state an attempt leads to at t, and reports whether it failed for good.
-func applyAttempt(d *Delivery, r AttemptResult, t time.Time) (exhausted bool) {
-	d.Attempts++
-	d.LastStatusCode, d.LastError, d.LeaseUntil, d.UpdatedAt = r.StatusCode, r.ErrorClass, nil, t
-	switch {
-	case r.Succeeded:
-		d.Status, d.NextAttemptAt, d.CompletedAt = DeliverySucceeded, nil, &t
-	case r.NextAttemptAt != nil && !r.Gone:
-		next := r.NextAttemptAt.UTC().Truncate(time.Microsecond)
-		d.Status, d.NextAttemptAt = DeliveryPending, &next
-	default:
-		d.Status, d.NextAttemptAt, d.CompletedAt = DeliveryFailed, nil, &t
-		return true
-	}
-	return false
-}
-
-// failingEndpoint is an endpoint of a batch's failed attempts, as the batch leaves it.
-type failingEndpoint struct {
-	WebhookEndpoint
-	// startRun and disable say what the batch changed: the run of failures started, the endpoint disabled.
-	startRun, disable bool
-}
-
-// recordFailures extends the run of failures of the endpoints of the failed attempts and disables those that are
-// gone or have been failing for too long, noting in fxs which attempt disabled its endpoint. The endpoints are
-// read once and judged attempt by attempt, in order, so that an attempt sees what an earlier one of the batch did
-// (only the first attempt to cross the limit disables); only endpoints that changed are written.
-func (s *Deliveries) recordFailures(ctx context.Context, tx bun.Tx, rs []AttemptResult, fxs []AttemptEffects, t time.Time) error {
-	var ids []string
-	for i, r := range rs {
-		if fx := fxs[i]; !r.Succeeded && !fx.Missing && !fx.Superseded && !slices.Contains(ids, fx.Delivery.EndpointID) {
-			ids = append(ids, fx.Delivery.EndpointID)
-		}
-	}
-	if len(ids) == 0 {
+// UpdateStates writes, inside tx and in one statement, what attempts changed of deliveries: status, attempts,
+// next_attempt_at, lease_until, last_status_code, last_error, updated_at and completed_at. A statement per delivery
+// is what would limit a recorder on PostgreSQL. It returns no sentinel errors.
+func (s *Deliveries) UpdateStates(ctx context.Context, tx bun.IDB, ds []Delivery) error {
+	if len(ds) == 0 {
 		return nil
 	}
-	var es []WebhookEndpoint
-	if err := tx.NewSelect().Model(&es).Column("id", "url", "status", "failing_since").
-		Where("e.id IN (?)", bun.In(ids)).Scan(ctx); err != nil {
-		return err
+	_, err := tx.NewUpdate().Model(&ds).Column("status", "attempts", "next_attempt_at", "lease_until",
+		"last_status_code", "last_error", "updated_at", "completed_at").Bulk().Exec(ctx)
+	return err
+}
+
+// LogAttempts adds attempts to the delivery log inside tx, in one statement. It returns no sentinel errors.
+func (s *Deliveries) LogAttempts(ctx context.Context, tx bun.IDB, as []Attempt) error {
+	if len(as) == 0 {
+		return nil
 	}
-	endpoints := make(map[string]*failingEndpoint, len(es))
-	for _, e := range es {
-		endpoints[e.ID] = &failingEndpoint{WebhookEndpoint: e}
-	}
-	for i, r := range rs {
-		fx := &fxs[i]
-		if r.Succeeded || fx.Missing || fx.Superseded {
-			continue
-		}
-		e := endpoints[fx.Delivery.EndpointID]
-		if e == nil {
-			continue // deleted with its deliveries: nothing left to judge
-		}
-		if e.FailingSince == nil {
-			since := r.StartedAt.UTC().Truncate(time.Microsecond)
-			e.FailingSince, e.startRun = &since, true
-		}
-		reason := ""
-		switch {
-		case e.Status == EndpointDisabled:
-		case r.Gone:
-			reason = "gone"
-		case r.DisableAfter > 0 && t.Sub(*e.FailingSince) >= r.DisableAfter:
-			reason = "failing"
-		}
-		if reason != "" {
-			e.Status, e.DisabledReason, e.disable = EndpointDisabled, &reason, true
-			fx.EndpointDisabled, fx.EndpointURL, fx.FailingSince = reason, e.URL, e.FailingSince
-		}
-	}
-	for _, id := range ids {
-		e := endpoints[id]
-		if e == nil || !e.startRun && !e.disable {
-			continue
-		}
-		q := tx.NewUpdate().Table("webhook_endpoints").Where("id = ?", e.ID)
-		if e.startRun {
-			q = q.Set("failing_since = ?", *e.FailingSince)
-		}
-		if e.disable {
-			q = q.Set("status = ?", EndpointDisabled).Set("disabled_reason = ?", *e.DisabledReason).Set("updated_at = ?", t)
-		}
-		if _, err := q.Exec(ctx); err != nil {
-			return err
-		}
-	}
-	return nil
+	_, err := tx.NewInsert().Model(&as).Exec(ctx)
+	return err
 }
 
 // Attempts returns a delivery's attempts, oldest first.

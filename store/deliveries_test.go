@@ -2,7 +2,6 @@ package store_test
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -24,114 +23,6 @@ func claimOne(t *testing.T, db *store.DB) (store.Workspace, store.WebhookEndpoin
 	ev := emit(t, db, w.ID, "link.created")
 	d := deliveriesOf(t, db, ev.ID)[0]
 	return w, e, d
-}
-
-func TestRecordAttemptLifecycle(t *testing.T) {
-	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
-		ctx := context.Background()
-		w, e, d := claimOne(t, db)
-		start := time.Now()
-
-		next := start.Add(5 * time.Second)
-		fx, err := db.Deliveries.RecordAttempt(ctx, store.AttemptResult{DeliveryID: d.ID, StartedAt: start,
-			Duration: 120 * time.Millisecond, StatusCode: ptr(503), ErrorClass: ptr("http_5xx"), Excerpt: ptr("busy"),
-			NextAttemptAt: &next}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if fx.Delivery.Status != store.DeliveryPending || fx.Delivery.Attempts != 1 || fx.Exhausted || fx.EndpointDisabled != "" {
-			t.Fatalf("after a retryable failure: %+v", fx)
-		}
-		got, _ := db.Deliveries.Get(ctx, w.ID, d.ID)
-		if got.NextAttemptAt == nil || !got.NextAttemptAt.Equal(next.UTC().Truncate(time.Microsecond)) || got.LeaseUntil != nil {
-			t.Errorf("retry not scheduled or lease kept: %+v", got)
-		}
-		endpoint, _ := db.Webhooks.Get(ctx, w.ID, e.ID)
-		if endpoint.FailingSince == nil {
-			t.Error("the endpoint's run of failures was not recorded")
-		}
-
-		fx, err = db.Deliveries.RecordAttempt(ctx, store.AttemptResult{DeliveryID: d.ID, StartedAt: time.Now(),
-			StatusCode: ptr(200), Succeeded: true}, nil)
-		if err != nil || fx.Delivery.Status != store.DeliverySucceeded || fx.Delivery.CompletedAt == nil || fx.Delivery.Attempts != 2 {
-			t.Fatalf("after a success: %+v, %v", fx, err)
-		}
-		endpoint, _ = db.Webhooks.Get(ctx, w.ID, e.ID)
-		if endpoint.FailingSince != nil {
-			t.Error("a success must end the run of failures")
-		}
-		attempts, err := db.Deliveries.Attempts(ctx, d.ID)
-		if err != nil || len(attempts) != 2 || *attempts[0].StatusCode != 503 || *attempts[0].ResponseExcerpt != "busy" ||
-			attempts[0].DurationMS != 120 {
-			t.Errorf("attempt log %+v, %v", attempts, err)
-		}
-	})
-}
-
-func TestRecordAttemptExhaustedAndGone(t *testing.T) {
-	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
-		ctx := context.Background()
-		_, _, d := claimOne(t, db)
-		fx, err := db.Deliveries.RecordAttempt(ctx, store.AttemptResult{DeliveryID: d.ID, StartedAt: time.Now(),
-			StatusCode: ptr(500)}, nil)
-		if err != nil || fx.Delivery.Status != store.DeliveryFailed || !fx.Exhausted {
-			t.Fatalf("no retry left: %+v, %v", fx, err)
-		}
-
-		w, e, d := claimOne(t, db)
-		next := time.Now().Add(time.Minute)
-		fx, err = db.Deliveries.RecordAttempt(ctx, store.AttemptResult{DeliveryID: d.ID, StartedAt: time.Now(),
-			StatusCode: ptr(410), Gone: true, NextAttemptAt: &next}, nil)
-		if err != nil || fx.EndpointDisabled != "gone" || fx.Delivery.Status != store.DeliveryFailed {
-			t.Fatalf("410: %+v, %v", fx, err)
-		}
-		endpoint, _ := db.Webhooks.Get(ctx, w.ID, e.ID)
-		if endpoint.Status != store.EndpointDisabled || endpoint.DisabledReason == nil || *endpoint.DisabledReason != "gone" {
-			t.Errorf("endpoint after 410: %+v", endpoint)
-		}
-	})
-}
-
-func TestRecordAttemptDisablesAfterLongFailure(t *testing.T) {
-	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
-		ctx := context.Background()
-		w, e, d := claimOne(t, db)
-		next := time.Now().Add(time.Minute)
-		started := time.Now().Add(-6 * 24 * time.Hour) // the run of failures began six days ago
-		fx, err := db.Deliveries.RecordAttempt(ctx, store.AttemptResult{DeliveryID: d.ID, StartedAt: started,
-			ErrorClass: ptr("timeout"), NextAttemptAt: &next, DisableAfter: 5 * 24 * time.Hour}, nil)
-		if err != nil || fx.EndpointDisabled != "failing" {
-			t.Fatalf("%+v, %v", fx, err)
-		}
-		endpoint, _ := db.Webhooks.Get(ctx, w.ID, e.ID)
-		if endpoint.Status != store.EndpointDisabled {
-			t.Errorf("endpoint %+v", endpoint)
-		}
-	})
-}
-
-// What the callback writes commits with the attempt, or neither does.
-func TestRecordAttemptCallbackIsAtomic(t *testing.T) {
-	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
-		ctx := context.Background()
-		w, _, d := claimOne(t, db)
-		boom := errors.New("boom")
-		_, err := db.Deliveries.RecordAttempt(ctx, store.AttemptResult{DeliveryID: d.ID, StartedAt: time.Now(), Succeeded: true},
-			func(context.Context, bun.Tx, store.AttemptEffects) error { return boom })
-		if !errors.Is(err, boom) {
-			t.Fatal(err)
-		}
-		got, _ := db.Deliveries.Get(ctx, w.ID, d.ID)
-		if got.Status != store.DeliveryPending || got.Attempts != 0 {
-			t.Errorf("a failed callback left %+v", got)
-		}
-		if as, _ := db.Deliveries.Attempts(ctx, d.ID); len(as) != 0 {
-			t.Errorf("a failed callback left %d attempts", len(as))
-		}
-		if _, err := db.Deliveries.RecordAttempt(ctx, store.AttemptResult{DeliveryID: "dlv_missing", StartedAt: time.Now()}, nil); !errors.Is(err, store.ErrNotFound) {
-			t.Errorf("missing delivery: %v", err)
-		}
-	})
 }
 
 // queue emits n events to a workspace with one endpoint and returns their deliveries' IDs in order.
@@ -205,57 +96,6 @@ func TestForSending(t *testing.T) {
 	})
 }
 
-// A batch records every attempt in one transaction, skipping deliveries deleted meanwhile; an attempt whose lease
-// was taken over by another dispatcher is logged without touching the delivery.
-func TestRecordAttemptsBatch(t *testing.T) {
-	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
-		ctx := context.Background()
-		w := newWorkspace(t, db, "batch")
-		e := newEndpoint(t, db, w.ID, "*")
-		ids := queue(t, db, w.ID, 3)
-		claimed, err := db.Deliveries.Claim(ctx, time.Now().Add(time.Second), time.Minute, 100, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		lease := map[string]*time.Time{}
-		for _, d := range claimed {
-			lease[d.ID] = d.LeaseUntil
-		}
-		// The third delivery's lease ran out and another dispatcher claimed it.
-		if err := db.Deliveries.Release(ctx, ids[2:], time.Time{}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := db.Deliveries.Claim(ctx, time.Now().Add(5*time.Second), time.Minute, 100, nil); err != nil {
-			t.Fatal(err)
-		}
-		var calls int
-		fxs, err := db.Deliveries.RecordAttempts(ctx, []store.AttemptResult{
-			{DeliveryID: ids[0], LeaseUntil: lease[ids[0]], StartedAt: time.Now(), StatusCode: ptr(200), Succeeded: true},
-			{DeliveryID: "dlv_deleted", StartedAt: time.Now(), Succeeded: true},
-			{DeliveryID: ids[2], LeaseUntil: lease[ids[2]], StartedAt: time.Now(), StatusCode: ptr(200), Succeeded: true},
-		}, func(context.Context, bun.Tx, store.AttemptEffects) error { calls++; return nil })
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(fxs) != 3 || fxs[0].Delivery.Status != store.DeliverySucceeded || !fxs[1].Missing || !fxs[2].Superseded {
-			t.Fatalf("effects %+v", fxs)
-		}
-		if calls != 1 {
-			t.Errorf("the callback ran %d times, want once (for the one recorded attempt)", calls)
-		}
-		taken, _ := db.Deliveries.Get(ctx, w.ID, ids[2])
-		if taken.Status != store.DeliveryPending || taken.Attempts != 0 || taken.LeaseUntil == nil {
-			t.Errorf("a superseded attempt changed the delivery: %+v", taken)
-		}
-		if as, _ := db.Deliveries.Attempts(ctx, ids[2]); len(as) != 1 {
-			t.Errorf("the superseded attempt is not in the log: %d attempts", len(as))
-		}
-		if endpoint, _ := db.Webhooks.Get(ctx, w.ID, e.ID); endpoint.FailingSince != nil {
-			t.Errorf("endpoint %+v", endpoint)
-		}
-	})
-}
-
 // Released deliveries are due again at once, or not before the time given.
 func TestRelease(t *testing.T) {
 	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
@@ -320,97 +160,74 @@ func TestQueueStats(t *testing.T) {
 	})
 }
 
-// Failed attempts to one endpoint in one batch are all recorded, judged in order: the first starts the endpoint's
-// run of failures, the one that crosses its limit disables the endpoint, and the later ones find it disabled.
-func TestRecordAttemptsFailuresOfOneEndpoint(t *testing.T) {
+// The statements attempts are recorded with, in one transaction: the deliveries read as it sees them, their new
+// state written in one statement, the attempts logged, and the endpoints' runs of failures started, ended or
+// turned into a disabling, each writing only what it is given.
+func TestRecordingStatements(t *testing.T) {
 	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
-		w := newWorkspace(t, db, "failing batch")
-		e := newEndpoint(t, db, w.ID, "*")
-		ids := queue(t, db, w.ID, 4)
-		next := time.Now().Add(time.Minute)
-		started := time.Now().Add(-6 * 24 * time.Hour).UTC().Truncate(time.Microsecond)
-		fail := func(id string, disableAfter time.Duration) store.AttemptResult {
-			return store.AttemptResult{DeliveryID: id, StartedAt: started, ErrorClass: ptr("timeout"), NextAttemptAt: &next,
-				DisableAfter: disableAfter}
+		w := newWorkspace(t, db, "recording")
+		failing, recovered := newEndpoint(t, db, w.ID, "*"), newEndpoint(t, db, w.ID, "*")
+		ids := queue(t, db, w.ID, 1) // one delivery to each endpoint
+		ev := emit(t, db, w.ID, "link.created")
+		ds := deliveriesOf(t, db, ev.ID)
+		since := time.Now().Add(-time.Hour).UTC().Truncate(time.Microsecond)
+		if err := db.Webhooks.SetStatus(ctx, w.ID, recovered.ID, store.EndpointPaused, nil); err != nil {
+			t.Fatal(err)
 		}
-		var disabledBy []string
-		fxs, err := db.Deliveries.RecordAttempts(ctx, []store.AttemptResult{
-			fail(ids[0], 0),              // starts the run of failures, six days ago; no limit
-			fail(ids[1], 7*24*time.Hour), // within its limit
-			fail(ids[2], 5*24*time.Hour), // crosses its limit
-			fail(ids[3], 5*24*time.Hour), // the endpoint is disabled already
-		}, func(_ context.Context, _ bun.Tx, fx store.AttemptEffects) error {
-			if fx.EndpointDisabled != "" {
-				disabledBy = append(disabledBy, fx.Delivery.ID)
+		if _, err := db.Bun().NewUpdate().Table("webhook_endpoints").Set("failing_since = ?", since).
+			Where("id = ?", recovered.ID).Exec(ctx); err != nil {
+			t.Fatal(err)
+		}
+		at := time.Now().UTC().Truncate(time.Microsecond)
+		next := at.Add(time.Minute)
+		err := db.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+			got, err := db.Deliveries.ForRecording(ctx, tx, []string{ds[0].ID, ds[1].ID, "dlv_missing", ids[0]})
+			if err != nil || len(got) != 3 {
+				t.Errorf("ForRecording: %d deliveries, %v; want the 3 that exist", len(got), err)
 			}
-			return nil
+			for i := range ds {
+				ds[i].Attempts, ds[i].LastStatusCode, ds[i].LastError, ds[i].UpdatedAt = 1, ptr(503), ptr("http_5xx"), at
+				ds[i].NextAttemptAt = &next
+			}
+			if err := db.Deliveries.UpdateStates(ctx, tx, ds); err != nil {
+				return err
+			}
+			if err := db.Deliveries.LogAttempts(ctx, tx, []store.Attempt{{ID: store.NewID("att"), DeliveryID: ds[0].ID,
+				StartedAt: at, DurationMS: 7, StatusCode: ptr(503), ErrorClass: ptr("http_5xx")}}); err != nil {
+				return err
+			}
+			runs, err := db.Webhooks.FailureRuns(ctx, tx, []string{failing.ID, recovered.ID, "whk_missing"})
+			if err != nil || len(runs) != 2 {
+				t.Errorf("FailureRuns: %+v, %v", runs, err)
+			}
+			if err := db.Webhooks.EndFailureRuns(ctx, tx, []string{recovered.ID}); err != nil {
+				return err
+			}
+			return db.Webhooks.ApplyFailureChanges(ctx, tx, []store.FailureChange{
+				{EndpointID: failing.ID, FailingSince: &since, DisabledReason: ptr("gone")},
+				{EndpointID: recovered.ID},
+			}, at)
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
-		for i, fx := range fxs {
-			want := ""
-			if i == 2 {
-				want = "failing"
-			}
-			if fx.EndpointDisabled != want || fx.Delivery.Status != store.DeliveryPending || fx.Delivery.Attempts != 1 {
-				t.Errorf("attempt %d: %+v, want disabled %q", i, fx, want)
+		for _, d := range ds {
+			got, _ := db.Deliveries.Get(ctx, w.ID, d.ID)
+			if got.Attempts != 1 || *got.LastStatusCode != 503 || got.NextAttemptAt == nil || !got.NextAttemptAt.Equal(next) {
+				t.Errorf("delivery %+v", got)
 			}
 		}
-		if fx := fxs[2]; fx.EndpointURL != e.URL || fx.FailingSince == nil || !fx.FailingSince.Equal(started) {
-			t.Errorf("the disabling attempt's effects %+v, want the run of failures from %v", fx, started)
+		if as, _ := db.Deliveries.Attempts(ctx, ds[0].ID); len(as) != 1 || as[0].DurationMS != 7 {
+			t.Errorf("attempts %+v", as)
 		}
-		if len(disabledBy) != 1 || disabledBy[0] != ids[2] {
-			t.Errorf("the endpoint was disabled by %v, want once, by %s", disabledBy, ids[2])
+		e, _ := db.Webhooks.Get(ctx, w.ID, failing.ID)
+		if e.Status != store.EndpointDisabled || *e.DisabledReason != "gone" || !e.FailingSince.Equal(since) || !e.UpdatedAt.Equal(at) {
+			t.Errorf("disabled endpoint %+v", e)
 		}
-		for _, id := range ids {
-			if as, err := db.Deliveries.Attempts(ctx, id); err != nil || len(as) != 1 {
-				t.Errorf("delivery %s: %d attempts logged (%v), want 1", id, len(as), err)
-			}
-		}
-		endpoint, err := db.Webhooks.Get(ctx, w.ID, e.ID)
-		if err != nil || endpoint.Status != store.EndpointDisabled || endpoint.DisabledReason == nil ||
-			*endpoint.DisabledReason != "failing" || endpoint.FailingSince == nil || !endpoint.FailingSince.Equal(started) {
-			t.Errorf("endpoint %+v, %v", endpoint, err)
-		}
-	})
-}
-
-// The first result of a delivery releases its lease, so a second result of the same claim in the batch is only
-// logged.
-func TestRecordAttemptsSameDeliveryTwice(t *testing.T) {
-	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
-		ctx := context.Background()
-		w := newWorkspace(t, db, "twice")
-		newEndpoint(t, db, w.ID, "*")
-		id := queue(t, db, w.ID, 1)[0]
-		claimed, err := db.Deliveries.Claim(ctx, time.Now().Add(time.Second), time.Minute, 100, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var lease *time.Time
-		for _, d := range claimed {
-			if d.ID == id {
-				lease = d.LeaseUntil
-			}
-		}
-		if lease == nil {
-			t.Fatal("the delivery was not claimed")
-		}
-		r := store.AttemptResult{DeliveryID: id, LeaseUntil: lease, StartedAt: time.Now(), StatusCode: ptr(200), Succeeded: true}
-		fxs, err := db.Deliveries.RecordAttempts(ctx, []store.AttemptResult{r, r}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if fxs[0].Superseded || fxs[0].Delivery.Status != store.DeliverySucceeded || !fxs[1].Superseded {
-			t.Fatalf("effects %+v", fxs)
-		}
-		if got, _ := db.Deliveries.Get(ctx, w.ID, id); got.Attempts != 1 {
-			t.Errorf("the delivery counts %d attempts, want 1", got.Attempts)
-		}
-		if as, _ := db.Deliveries.Attempts(ctx, id); len(as) != 2 {
-			t.Errorf("%d attempts logged, want both", len(as))
+		e, _ = db.Webhooks.Get(ctx, w.ID, recovered.ID)
+		if e.Status != store.EndpointPaused || e.FailingSince != nil {
+			t.Errorf("an endpoint whose run ended %+v, want it paused still, without a run of failures", e)
 		}
 	})
 }

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/uptrace/bun"
+
 	"github.com/switchboard/switchboard/store"
 	"github.com/switchboard/switchboard/store/storetest"
 )
@@ -28,9 +30,7 @@ func TestPrune(t *testing.T) {
 		for range 5 {
 			ev := emit(t, db, w.ID, "link.created")
 			d := deliveriesOf(t, db, ev.ID)[0]
-			if _, err := db.Deliveries.RecordAttempt(ctx, store.AttemptResult{DeliveryID: d.ID, StartedAt: time.Now(), StatusCode: ptr(200), Succeeded: true}, nil); err != nil {
-				t.Fatal(err)
-			}
+			delivered(t, db, d)
 			old = append(old, ev)
 		}
 		pending := emit(t, db, w.ID, "link.created")
@@ -65,4 +65,20 @@ func TestPrune(t *testing.T) {
 			t.Errorf("a second prune deleted %d, %v", n, err)
 		}
 	})
+}
+
+// delivered records a successful attempt of a delivery, as the webhook engine does.
+func delivered(t *testing.T, db *store.DB, d store.Delivery) {
+	t.Helper()
+	at := time.Now().UTC().Truncate(time.Microsecond)
+	d.Status, d.Attempts, d.NextAttemptAt, d.CompletedAt, d.LastStatusCode = store.DeliverySucceeded, d.Attempts+1, nil, &at, ptr(200)
+	if err := db.RunInTx(context.Background(), func(ctx context.Context, tx bun.Tx) error {
+		if err := db.Deliveries.UpdateStates(ctx, tx, []store.Delivery{d}); err != nil {
+			return err
+		}
+		return db.Deliveries.LogAttempts(ctx, tx, []store.Attempt{{ID: store.NewID("att"), DeliveryID: d.ID, StartedAt: at,
+			StatusCode: ptr(200)}})
+	}); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -277,3 +277,54 @@ func (s *WebhookEndpoints) Subscriptions(ctx context.Context, db bun.IDB, worksp
 	}
 	return out, nil
 }
+
+// FailureRuns reads, inside tx, what judging failed attempts needs of the endpoints among ids that still exist: ID,
+// URL, status and the start of their run of failures. It returns no sentinel errors.
+func (s *WebhookEndpoints) FailureRuns(ctx context.Context, tx bun.IDB, ids []string) ([]WebhookEndpoint, error) {
+	var es []WebhookEndpoint
+	err := tx.NewSelect().Model(&es).Column("id", "url", "status", "failing_since").
+		Where("e.id IN (?)", bun.In(ids)).Scan(ctx)
+	return es, err
+}
+
+// EndFailureRuns ends, inside tx and in one statement, the runs of failures of endpoints (a delivery to each
+// succeeded); endpoints without one are not written. It returns no sentinel errors.
+func (s *WebhookEndpoints) EndFailureRuns(ctx context.Context, tx bun.IDB, ids []string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	_, err := tx.NewUpdate().Table("webhook_endpoints").Set("failing_since = NULL").
+		Where("id IN (?) AND failing_since IS NOT NULL", bun.In(ids)).Exec(ctx)
+	return err
+}
+
+// FailureChange is what failed attempts changed of an endpoint. A nil field is not written: the statement must not
+// put back a status that changed since it was read (an endpoint paused meanwhile).
+type FailureChange struct {
+	EndpointID string
+	// FailingSince starts the endpoint's run of failures.
+	FailingSince *time.Time
+	// DisabledReason disables the endpoint for this reason.
+	DisabledReason *string
+}
+
+// ApplyFailureChanges writes failure changes inside tx, one statement per endpoint, in their order; disabling an
+// endpoint sets its updated_at to t. It returns no sentinel errors.
+func (s *WebhookEndpoints) ApplyFailureChanges(ctx context.Context, tx bun.IDB, cs []FailureChange, t time.Time) error {
+	for _, c := range cs {
+		if c.FailingSince == nil && c.DisabledReason == nil {
+			continue
+		}
+		q := tx.NewUpdate().Table("webhook_endpoints").Where("id = ?", c.EndpointID)
+		if c.FailingSince != nil {
+			q = q.Set("failing_since = ?", *c.FailingSince)
+		}
+		if c.DisabledReason != nil {
+			q = q.Set("status = ?", EndpointDisabled).Set("disabled_reason = ?", *c.DisabledReason).Set("updated_at = ?", t)
+		}
+		if _, err := q.Exec(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -11,6 +11,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strings"
 )
 
 // Code is a stable, snake_case error code. Clients switch on it; titles and details are for people.
@@ -179,6 +180,19 @@ func (f Fields) Problem() *Error {
 	e := New(ValidationFailed, detail)
 	e.Fields = f
 	return e
+}
+
+var pointerEscaper = strings.NewReplacer("~", "~0", "/", "~1")
+
+// Pointer renders the path of a body member as an RFC 6901 JSON Pointer: "/headers/X-A~1B" for the segments
+// "headers" and "X-A/B".
+func Pointer(segments ...string) string {
+	var b strings.Builder
+	for _, s := range segments {
+		b.WriteByte('/')
+		b.WriteString(pointerEscaper.Replace(s))
+	}
+	return b.String()
 }
 
 // Invalid is the ValidationFailed error of one body member.

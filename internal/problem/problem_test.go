@@ -43,3 +43,19 @@ func TestFields(t *testing.T) {
 		t.Fatalf("got %+v", e)
 	}
 }
+
+func TestPointer(t *testing.T) {
+	for _, c := range []struct {
+		segments []string
+		want     string
+	}{
+		{nil, ""},
+		{[]string{"url"}, "/url"},
+		{[]string{"headers", "X-A/B~C"}, "/headers/X-A~1B~0C"},
+		{[]string{"events", "0"}, "/events/0"},
+	} {
+		if got := Pointer(c.segments...); got != c.want {
+			t.Errorf("Pointer(%q) = %q, want %q", c.segments, got, c.want)
+		}
+	}
+}

@@ -9,9 +9,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/uptrace/bun"
 
-	"github.com/switchboard/switchboard/gen"
 	"github.com/switchboard/switchboard/internal/egress"
 	"github.com/switchboard/switchboard/internal/events"
 	"github.com/switchboard/switchboard/internal/ratelimit"
@@ -67,19 +65,17 @@ const maxRecordBatch = 128
 // An endpoint's rate limit is enforced per dispatcher process: with several processes on one database a receiver
 // may get up to that many times its rate.
 type Dispatcher struct {
-	db     *store.DB
-	events *events.Outbox
-	// exhaustedType is the name of webhook.delivery.exhausted: its own exhaustion emits nothing.
-	exhaustedType string
-	sender        *Sender
-	cfg           Config
-	retry         RetryPolicy
-	log           *slog.Logger
-	wake          chan struct{}
-	limiter       *ratelimit.Limiter
-	metrics       *metrics
+	db       *store.DB
+	recorder *Recorder
+	sender   *Sender
+	cfg      Config
+	retry    RetryPolicy
+	log      *slog.Logger
+	wake     chan struct{}
+	limiter  *ratelimit.Limiter
+	metrics  *metrics
 	// results carries finished attempts to the recorder, which writes them in batches.
-	results chan store.AttemptResult
+	results chan AttemptResult
 
 	mu sync.Mutex
 	// inFlight counts the requests running per endpoint (the in-flight cap).
@@ -126,16 +122,9 @@ func NewDispatcher(db *store.DB, box *Box, guard *egress.Guard, cfg Config) *Dis
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	if cfg.Events == nil {
-		cfg.Events = events.NewOutbox(db, events.Builtin())
-	}
-	exhausted, err := cfg.Events.Types().TypeOf(gen.WebhookDeliveryExhaustedEvent{})
-	if err != nil {
-		panic(err) // the built-in payloads are compiled in; the events package's tests cover them
-	}
-	d := &Dispatcher{events: cfg.Events, exhaustedType: exhausted.Name, db: db, sender: NewSender(box, guard, cfg.Timeout), cfg: cfg,
-		retry: RetryPolicy{Schedule: cfg.Schedule, ThrottledWait: cfg.ThrottledWait}, log: cfg.Logger,
-		wake: make(chan struct{}, 1), limiter: ratelimit.New(), results: make(chan store.AttemptResult, cfg.Workers),
+	d := &Dispatcher{db: db, recorder: NewRecorder(db, cfg.Events, cfg.DisableAfter), sender: NewSender(box, guard, cfg.Timeout),
+		cfg: cfg, retry: RetryPolicy{Schedule: cfg.Schedule, ThrottledWait: cfg.ThrottledWait}, log: cfg.Logger,
+		wake: make(chan struct{}, 1), limiter: ratelimit.New(), results: make(chan AttemptResult, cfg.Workers),
 		inFlight: map[string]int{}, throttled: map[string]time.Time{}}
 	d.idle = sync.NewCond(&d.mu)
 	d.metrics = newMetrics(d)
@@ -328,8 +317,8 @@ func (d *Dispatcher) attempt(c claimed) {
 		return
 	}
 	d.metrics.observeAttempt(sent)
-	res := store.AttemptResult{DeliveryID: dl.ID, LeaseUntil: dl.LeaseUntil, StartedAt: sent.StartedAt,
-		Duration: sent.Duration, StatusCode: sent.StatusCode, Excerpt: sent.Excerpt, DisableAfter: d.cfg.DisableAfter,
+	res := AttemptResult{DeliveryID: dl.ID, LeaseUntil: dl.LeaseUntil, StartedAt: sent.StartedAt,
+		Duration: sent.Duration, StatusCode: sent.StatusCode, Excerpt: sent.Excerpt,
 		Succeeded: sent.Outcome.Result == Delivered, Gone: sent.Outcome.Result == Gone}
 	if sent.Outcome.Class != "" {
 		class := sent.Outcome.Class
@@ -353,7 +342,7 @@ func (d *Dispatcher) finished(n int) {
 // record writes the attempts the workers finish, as many per transaction as are waiting, until results is closed.
 func (d *Dispatcher) record() {
 	for first := range d.results {
-		batch := []store.AttemptResult{first}
+		batch := []AttemptResult{first}
 	more:
 		for len(batch) < maxRecordBatch {
 			select {
@@ -374,12 +363,11 @@ func (d *Dispatcher) record() {
 // recordBatch records attempts in one transaction or, when that fails, one by one, so that one attempt that cannot
 // be recorded does not hold back the others. An attempt that is not recorded keeps its lease: when it runs out the
 // delivery is attempted again.
-func (d *Dispatcher) recordBatch(batch []store.AttemptResult) {
-	ctx := context.Background()
-	fxs, err := d.db.Deliveries.RecordAttempts(ctx, batch, d.emitOperational)
+func (d *Dispatcher) recordBatch(batch []AttemptResult) {
+	fxs, err := d.recorder.Record(context.Background(), batch)
 	if err != nil && len(batch) > 1 {
 		for _, r := range batch {
-			d.recordBatch([]store.AttemptResult{r})
+			d.recordBatch([]AttemptResult{r})
 		}
 		return
 	}
@@ -396,28 +384,6 @@ func (d *Dispatcher) recordBatch(batch []store.AttemptResult) {
 			d.log.Info("webhook endpoint disabled", "webhook_id", fx.Delivery.EndpointID, "workspace_id", fx.Delivery.WorkspaceID, "reason", fx.EndpointDisabled)
 		}
 	}
-}
-
-// emitOperational tells the workspace, in the attempt's transaction, that an endpoint was disabled or a delivery
-// exhausted its retries. An exhausted delivery of an exhausted-event emits nothing, so a broken receiver cannot
-// start an endless chain.
-func (d *Dispatcher) emitOperational(ctx context.Context, tx bun.Tx, fx store.AttemptEffects) error {
-	dl := fx.Delivery
-	if fx.EndpointDisabled != "" {
-		if _, err := d.events.Emit(ctx, tx, dl.WorkspaceID, gen.WebhookEndpointDisabledEvent{WebhookId: dl.EndpointID,
-			Url: fx.EndpointURL, Reason: gen.WebhookEndpointDisabledEventReason(fx.EndpointDisabled),
-			FailingSince: fx.FailingSince}); err != nil {
-			return err
-		}
-	}
-	if fx.Exhausted && dl.EventType != d.exhaustedType {
-		if _, err := d.events.Emit(ctx, tx, dl.WorkspaceID, gen.WebhookDeliveryExhaustedEvent{DeliveryId: dl.ID,
-			WebhookId: dl.EndpointID, EventId: dl.EventID, EventType: dl.EventType, Attempts: dl.Attempts,
-			LastStatusCode: dl.LastStatusCode, LastError: dl.LastError}); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // prune deletes events older than the retention period at start and then every PruneEvery, until ctx ends.

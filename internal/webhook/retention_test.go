@@ -26,10 +26,7 @@ func TestDispatcherPrunesAtStart(t *testing.T) {
 		recent := h.emit("link.created")
 		// Delivered long ago: mark the first delivery succeeded and age both old events.
 		ctx := context.Background()
-		if _, err := db.Deliveries.RecordAttempt(ctx, store.AttemptResult{DeliveryID: h.delivery(old.ID, d.ID).ID,
-			StartedAt: time.Now(), Succeeded: true}, nil); err != nil {
-			t.Fatal(err)
-		}
+		h.record(0, webhook.AttemptResult{DeliveryID: h.delivery(old.ID, d.ID).ID, StartedAt: time.Now(), Succeeded: true})
 		if _, err := db.Bun().NewUpdate().Table("events").Set("created_at = ?", time.Now().Add(-2*time.Hour).UTC().Truncate(time.Microsecond)).
 			Where("id IN (?, ?)", old.ID, waiting.ID).Exec(ctx); err != nil {
 			t.Fatal(err)

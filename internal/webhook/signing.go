@@ -1,5 +1,7 @@
-// Package webhook is Switchboard's one webhook engine: every area's events reach receivers through it, signed the
-// Standard Webhooks way (signing, secrets, retry policy; the outbox and dispatcher live beside them).
+// Package webhook is the webhooks capability and Switchboard's one webhook engine. The Service owns a workspace's
+// endpoints, its delivery and event logs and the catalogue view; every area's events reach receivers through the
+// engine, signed the Standard Webhooks way (signing, secrets, retry policy), sent by the Dispatcher, whose Recorder
+// decides what each attempt changes.
 package webhook
 
 import (

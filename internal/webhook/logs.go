@@ -1,0 +1,62 @@
+package webhook
+
+import (
+	"context"
+
+	"github.com/switchboard/switchboard/store"
+)
+
+// Events returns a page of a workspace's event log and whether more follow. Its errors are internal.
+func (s *Service) Events(ctx context.Context, workspaceID string, f store.EventFilter, p store.Page) ([]store.Event, bool, error) {
+	return s.db.Events.List(ctx, workspaceID, f, p)
+}
+
+// Event returns an event of a workspace. Returns a NotFound problem if it is not in the workspace.
+func (s *Service) Event(ctx context.Context, workspaceID, id string) (store.Event, error) {
+	ev, err := s.db.Events.Get(ctx, workspaceID, id)
+	return ev, clientError(err, "event", id)
+}
+
+// Deliveries returns a page of the delivery log of an endpoint of a workspace and whether more follow. Returns a
+// NotFound problem if the endpoint is not in the workspace.
+func (s *Service) Deliveries(ctx context.Context, workspaceID, endpointID string, f store.DeliveryFilter, p store.Page) ([]store.Delivery, bool, error) {
+	ds, more, err := s.db.Deliveries.List(ctx, workspaceID, endpointID, f, p)
+	return ds, more, clientError(err, "webhook endpoint", endpointID)
+}
+
+// DeliveryDetail is one delivery with its attempts, oldest first, and the event as it was signed and sent.
+type DeliveryDetail struct {
+	Delivery store.Delivery
+	Attempts []store.Attempt
+	Event    store.Event
+}
+
+// Delivery returns a delivery of a workspace with its attempts and event. Returns a NotFound problem if it is not in
+// the workspace.
+func (s *Service) Delivery(ctx context.Context, workspaceID, id string) (DeliveryDetail, error) {
+	d, err := s.db.Deliveries.Get(ctx, workspaceID, id)
+	if err != nil {
+		return DeliveryDetail{}, clientError(err, "delivery", id)
+	}
+	attempts, err := s.db.Deliveries.Attempts(ctx, d.ID)
+	if err != nil {
+		return DeliveryDetail{}, err
+	}
+	ev, err := s.db.Events.Get(ctx, workspaceID, d.EventID)
+	if err != nil {
+		return DeliveryDetail{}, err // the delivery's event goes only with it (ON DELETE CASCADE)
+	}
+	return DeliveryDetail{Delivery: d, Attempts: attempts, Event: ev}, nil
+}
+
+// Redeliver queues a delivery of a workspace for an attempt now, whatever its status, with a fresh retry schedule;
+// it keeps its webhook-id and its attempt log. Returns a NotFound problem if it is not in the workspace, a
+// DeliveryInFlight problem while a dispatcher attempts it and a WebhookDisabled problem if its endpoint is disabled.
+func (s *Service) Redeliver(ctx context.Context, workspaceID, id string) (store.Delivery, error) {
+	d, err := s.db.Deliveries.Redeliver(ctx, workspaceID, id)
+	if err != nil {
+		return d, clientError(err, "delivery", id)
+	}
+	s.wake()
+	return d, nil
+}

@@ -1,0 +1,352 @@
+package webhook_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/uptrace/bun"
+
+	"github.com/switchboard/switchboard/internal/webhook"
+	"github.com/switchboard/switchboard/store"
+	"github.com/switchboard/switchboard/store/storetest"
+)
+
+func ptr[T any](v T) *T { return &v }
+
+// record records attempts in one batch with a recorder that disables endpoints failing for disableAfter (zero:
+// never), and returns their effects.
+func (h *harness) record(disableAfter time.Duration, rs ...webhook.AttemptResult) []webhook.AttemptEffects {
+	h.t.Helper()
+	fxs, err := webhook.NewRecorder(h.db, nil, disableAfter).Record(context.Background(), rs)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return fxs
+}
+
+// queue registers an endpoint of the harness's workspace that no dispatcher sends to, queues n events for it and
+// returns it with their deliveries, in event order.
+func (h *harness) queue(n int) (store.WebhookEndpoint, []store.Delivery) {
+	h.t.Helper()
+	e, _ := h.endpoint("https://receiver.example/hook", nil)
+	ds := make([]store.Delivery, n)
+	for i := range ds {
+		ds[i] = h.delivery(h.emit("link.created").ID, e.ID)
+	}
+	return e, ds
+}
+
+// endpointNow reads an endpoint of the harness's workspace.
+func (h *harness) endpointNow(id string) store.WebhookEndpoint {
+	h.t.Helper()
+	e, err := h.db.Webhooks.Get(context.Background(), h.ws.ID, id)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return e
+}
+
+// claim leases the deliveries due at now+1s and returns the leases of those among ids (PostgreSQL is shared with
+// other tests' deliveries).
+func (h *harness) claim(ids ...string) map[string]*time.Time {
+	h.t.Helper()
+	claimed, err := h.db.Deliveries.Claim(context.Background(), time.Now().Add(time.Second), time.Minute, 1000, nil)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	leases := map[string]*time.Time{}
+	for _, d := range claimed {
+		for _, id := range ids {
+			if d.ID == id {
+				leases[id] = d.LeaseUntil
+			}
+		}
+	}
+	if len(leases) != len(ids) {
+		h.t.Fatalf("claimed %d of the deliveries %v", len(leases), ids)
+	}
+	return leases
+}
+
+// A retryable failure schedules the next attempt and starts the endpoint's run of failures; a success completes
+// the delivery and ends the run. Every attempt is logged.
+func TestRecordLifecycle(t *testing.T) {
+	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
+		h := newHarness(t, db)
+		e, ds := h.queue(1)
+		d := ds[0]
+		next := time.Now().Add(5 * time.Second)
+		fx := h.record(0, webhook.AttemptResult{DeliveryID: d.ID, StartedAt: time.Now(), Duration: 120 * time.Millisecond,
+			StatusCode: ptr(503), ErrorClass: ptr("http_5xx"), Excerpt: ptr("busy"), NextAttemptAt: &next})[0]
+		if fx.Delivery.Status != store.DeliveryPending || fx.Delivery.Attempts != 1 || fx.Exhausted || fx.EndpointDisabled != "" {
+			t.Fatalf("after a retryable failure: %+v", fx)
+		}
+		got := h.delivery(d.EventID, e.ID)
+		if got.NextAttemptAt == nil || !got.NextAttemptAt.Equal(next.UTC().Truncate(time.Microsecond)) || got.LeaseUntil != nil ||
+			*got.LastStatusCode != 503 || *got.LastError != "http_5xx" {
+			t.Errorf("retry not scheduled or lease kept: %+v", got)
+		}
+		if h.endpointNow(e.ID).FailingSince == nil {
+			t.Error("the endpoint's run of failures was not recorded")
+		}
+
+		fx = h.record(0, webhook.AttemptResult{DeliveryID: d.ID, StartedAt: time.Now(), StatusCode: ptr(200), Succeeded: true})[0]
+		if fx.Delivery.Status != store.DeliverySucceeded || fx.Delivery.CompletedAt == nil || fx.Delivery.Attempts != 2 {
+			t.Fatalf("after a success: %+v", fx)
+		}
+		if h.endpointNow(e.ID).FailingSince != nil {
+			t.Error("a success must end the run of failures")
+		}
+		attempts := h.attempts(d.ID)
+		if len(attempts) != 2 || *attempts[0].StatusCode != 503 || *attempts[0].ResponseExcerpt != "busy" ||
+			attempts[0].DurationMS != 120 || *attempts[1].StatusCode != 200 {
+			t.Errorf("attempt log %+v", attempts)
+		}
+	})
+}
+
+// A failure with no retry left fails the delivery for good and tells the workspace; a 410 fails it at once and
+// disables the endpoint, and the workspace hears of both.
+func TestRecordExhaustedAndGone(t *testing.T) {
+	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
+		h := newHarness(t, db)
+		e, ds := h.queue(2)
+		fx := h.record(0, webhook.AttemptResult{DeliveryID: ds[0].ID, StartedAt: time.Now(), StatusCode: ptr(500),
+			ErrorClass: ptr("http_5xx")})[0]
+		if fx.Delivery.Status != store.DeliveryFailed || fx.Delivery.CompletedAt == nil || !fx.Exhausted || fx.EndpointDisabled != "" {
+			t.Fatalf("no retry left: %+v", fx)
+		}
+		exhausted := h.events("webhook.delivery.exhausted")
+		if len(exhausted) != 1 {
+			t.Fatalf("%d exhausted events, want 1", len(exhausted))
+		}
+		conformsTo(t, exhausted[0], "WebhookDeliveryExhaustedEvent")
+		var data struct {
+			DeliveryID string `json:"delivery_id"`
+			Attempts   int    `json:"attempts"`
+			LastError  string `json:"last_error"`
+		}
+		if err := json.Unmarshal(exhausted[0].Data, &data); err != nil || data.DeliveryID != ds[0].ID || data.Attempts != 1 ||
+			data.LastError != "http_5xx" {
+			t.Errorf("exhausted event %s (%v)", exhausted[0].Data, err)
+		}
+
+		next := time.Now().Add(time.Minute)
+		fx = h.record(0, webhook.AttemptResult{DeliveryID: ds[1].ID, StartedAt: time.Now(), StatusCode: ptr(410),
+			ErrorClass: ptr("http_410"), Gone: true, NextAttemptAt: &next})[0]
+		if fx.EndpointDisabled != "gone" || fx.Delivery.Status != store.DeliveryFailed || !fx.Exhausted {
+			t.Fatalf("410: %+v", fx)
+		}
+		endpoint := h.endpointNow(e.ID)
+		if endpoint.Status != store.EndpointDisabled || endpoint.DisabledReason == nil || *endpoint.DisabledReason != "gone" {
+			t.Errorf("endpoint after 410: %+v", endpoint)
+		}
+		disabled := h.events("webhook.endpoint.disabled")
+		if len(disabled) != 1 || len(h.events("webhook.delivery.exhausted")) != 2 {
+			t.Fatalf("%d disabled events, want 1, and a second exhausted event", len(disabled))
+		}
+		conformsTo(t, disabled[0], "WebhookEndpointDisabledEvent")
+		var gone struct {
+			WebhookID string `json:"webhook_id"`
+			Reason    string `json:"reason"`
+		}
+		if err := json.Unmarshal(disabled[0].Data, &gone); err != nil || gone.Reason != "gone" || gone.WebhookID != e.ID {
+			t.Errorf("disabled event %s (%v)", disabled[0].Data, err)
+		}
+	})
+}
+
+// An exhausted delivery of an exhausted-event emits nothing: a broken receiver cannot start an endless chain.
+func TestRecordExhaustedEventExhaustsQuietly(t *testing.T) {
+	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
+		h := newHarness(t, db)
+		e, _ := h.endpoint("https://receiver.example/hook", nil)
+		ev := h.emit("webhook.delivery.exhausted")
+		fx := h.record(0, webhook.AttemptResult{DeliveryID: h.delivery(ev.ID, e.ID).ID, StartedAt: time.Now(),
+			StatusCode: ptr(500)})[0]
+		if !fx.Exhausted {
+			t.Fatalf("effects %+v", fx)
+		}
+		if n := len(h.events("webhook.delivery.exhausted")); n != 1 {
+			t.Errorf("%d exhausted events, want only the one that was delivered", n)
+		}
+	})
+}
+
+// An endpoint failing for longer than the recorder's limit is disabled, with the start of its run of failures.
+func TestRecordDisablesAfterLongFailure(t *testing.T) {
+	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
+		h := newHarness(t, db)
+		e, ds := h.queue(1)
+		next := time.Now().Add(time.Minute)
+		started := time.Now().Add(-6 * 24 * time.Hour).UTC().Truncate(time.Microsecond) // the run began six days ago
+		fx := h.record(5*24*time.Hour, webhook.AttemptResult{DeliveryID: ds[0].ID, StartedAt: started,
+			ErrorClass: ptr("timeout"), NextAttemptAt: &next})[0]
+		if fx.EndpointDisabled != "failing" || fx.Delivery.Status != store.DeliveryPending {
+			t.Fatalf("%+v", fx)
+		}
+		endpoint := h.endpointNow(e.ID)
+		if endpoint.Status != store.EndpointDisabled || *endpoint.DisabledReason != "failing" || !endpoint.FailingSince.Equal(started) {
+			t.Errorf("endpoint %+v", endpoint)
+		}
+		var data struct {
+			FailingSince time.Time `json:"failing_since"`
+			URL          string    `json:"url"`
+		}
+		disabled := h.events("webhook.endpoint.disabled")
+		if len(disabled) != 1 || json.Unmarshal(disabled[0].Data, &data) != nil || !data.FailingSince.Equal(started) || data.URL != e.URL {
+			t.Errorf("disabled events %+v", disabled)
+		}
+	})
+}
+
+// rollbackAt fails the statement of a transaction that contains marker, as a database that fails mid-transaction
+// would: bun runs the query with the context the hook returns, and database/sql refuses a cancelled one.
+type rollbackAt struct{ marker string }
+
+func (r rollbackAt) BeforeQuery(ctx context.Context, q *bun.QueryEvent) context.Context {
+	if !strings.Contains(q.Query, r.marker) {
+		return ctx
+	}
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	return cancelled
+}
+
+func (rollbackAt) AfterQuery(context.Context, *bun.QueryEvent) {}
+
+// A batch is recorded whole or not at all: when its last statement (the attempt log) fails, the delivery, the
+// endpoint and the operational events it had written are rolled back.
+func TestRecordIsAtomic(t *testing.T) {
+	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
+		h := newHarness(t, db)
+		e, ds := h.queue(1)
+		db.Bun().AddQueryHook(rollbackAt{marker: `INSERT INTO "webhook_attempts"`})
+		_, err := webhook.NewRecorder(db, nil, 0).Record(context.Background(), []webhook.AttemptResult{{DeliveryID: ds[0].ID,
+			StartedAt: time.Now(), StatusCode: ptr(410), ErrorClass: ptr("http_410"), Gone: true}})
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("Record = %v, want the failed statement's error", err)
+		}
+		if got := h.delivery(ds[0].EventID, e.ID); got.Status != store.DeliveryPending || got.Attempts != 0 {
+			t.Errorf("a failed batch left the delivery %+v", got)
+		}
+		if endpoint := h.endpointNow(e.ID); endpoint.Status != store.EndpointActive || endpoint.FailingSince != nil {
+			t.Errorf("a failed batch left the endpoint %+v", endpoint)
+		}
+		if n := len(h.events("webhook.endpoint.disabled")) + len(h.events("webhook.delivery.exhausted")); n != 0 {
+			t.Errorf("a failed batch left %d operational events", n)
+		}
+		if n := len(h.attempts(ds[0].ID)); n != 0 {
+			t.Errorf("a failed batch left %d attempts", n)
+		}
+	})
+}
+
+// A batch records every attempt in one transaction, skipping deliveries deleted meanwhile; an attempt whose lease
+// was taken over by another dispatcher is logged without touching the delivery.
+func TestRecordBatch(t *testing.T) {
+	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		h := newHarness(t, db)
+		e, ds := h.queue(3)
+		lease := h.claim(ds[0].ID, ds[2].ID)
+		// The third delivery's lease ran out and another dispatcher claimed it.
+		if err := db.Deliveries.Release(ctx, []string{ds[2].ID}, time.Time{}); err != nil {
+			t.Fatal(err)
+		}
+		h.claim(ds[2].ID)
+		fxs := h.record(0,
+			webhook.AttemptResult{DeliveryID: ds[0].ID, LeaseUntil: lease[ds[0].ID], StartedAt: time.Now(), StatusCode: ptr(200), Succeeded: true},
+			webhook.AttemptResult{DeliveryID: "dlv_deleted", StartedAt: time.Now(), Succeeded: true},
+			webhook.AttemptResult{DeliveryID: ds[2].ID, LeaseUntil: lease[ds[2].ID], StartedAt: time.Now(), StatusCode: ptr(500)},
+		)
+		if len(fxs) != 3 || fxs[0].Delivery.Status != store.DeliverySucceeded || !fxs[1].Missing || !fxs[2].Superseded {
+			t.Fatalf("effects %+v", fxs)
+		}
+		taken := h.delivery(ds[2].EventID, e.ID)
+		if taken.Status != store.DeliveryPending || taken.Attempts != 0 || taken.LeaseUntil == nil {
+			t.Errorf("a superseded attempt changed the delivery: %+v", taken)
+		}
+		if as := h.attempts(ds[2].ID); len(as) != 1 {
+			t.Errorf("the superseded attempt is not in the log: %d attempts", len(as))
+		}
+		if endpoint := h.endpointNow(e.ID); endpoint.FailingSince != nil {
+			t.Errorf("a superseded failure started the endpoint's run of failures: %+v", endpoint)
+		}
+		if n := len(h.events("webhook.delivery.exhausted")); n != 0 {
+			t.Errorf("a superseded failure emitted %d exhausted events", n)
+		}
+	})
+}
+
+// Failed attempts to one endpoint in one batch are all recorded, judged in order: the first starts the endpoint's
+// run of failures, the first that disables it (a 410) is the only one that does, and the later ones find it
+// disabled.
+func TestRecordFailuresOfOneEndpoint(t *testing.T) {
+	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
+		h := newHarness(t, db)
+		e, ds := h.queue(4)
+		next := time.Now().Add(time.Minute)
+		first := time.Now().Add(-time.Hour).UTC().Truncate(time.Microsecond)
+		fail := func(d store.Delivery, started time.Time, gone bool) webhook.AttemptResult {
+			return webhook.AttemptResult{DeliveryID: d.ID, StartedAt: started, ErrorClass: ptr("timeout"),
+				NextAttemptAt: &next, Gone: gone}
+		}
+		fxs := h.record(0,
+			fail(ds[0], first, false),                   // starts the run of failures
+			fail(ds[1], first.Add(time.Minute), false),  // extends it
+			fail(ds[2], first.Add(2*time.Minute), true), // disables the endpoint
+			fail(ds[3], first.Add(3*time.Minute), true), // finds it disabled already
+		)
+		for i, fx := range fxs {
+			want, status := "", store.DeliveryPending
+			if i == 2 {
+				want = "gone"
+			}
+			if i >= 2 {
+				status = store.DeliveryFailed
+			}
+			if fx.EndpointDisabled != want || fx.Delivery.Status != status || fx.Delivery.Attempts != 1 {
+				t.Errorf("attempt %d: %+v, want disabled %q and %s", i, fx, want, status)
+			}
+		}
+		for _, d := range ds {
+			if as := h.attempts(d.ID); len(as) != 1 {
+				t.Errorf("delivery %s: %d attempts logged, want 1", d.ID, len(as))
+			}
+		}
+		endpoint := h.endpointNow(e.ID)
+		if endpoint.Status != store.EndpointDisabled || *endpoint.DisabledReason != "gone" || !endpoint.FailingSince.Equal(first) {
+			t.Errorf("endpoint %+v, want disabled as gone, failing since %v", endpoint, first)
+		}
+		if disabled := h.events("webhook.endpoint.disabled"); len(disabled) != 1 {
+			t.Errorf("%d disabled events, want one", len(disabled))
+		}
+	})
+}
+
+// The first result of a delivery releases its lease, so a second result of the same claim in the batch is only
+// logged.
+func TestRecordSameDeliveryTwice(t *testing.T) {
+	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
+		h := newHarness(t, db)
+		e, ds := h.queue(1)
+		lease := h.claim(ds[0].ID)
+		r := webhook.AttemptResult{DeliveryID: ds[0].ID, LeaseUntil: lease[ds[0].ID], StartedAt: time.Now(), StatusCode: ptr(200),
+			Succeeded: true}
+		fxs := h.record(0, r, r)
+		if fxs[0].Superseded || fxs[0].Delivery.Status != store.DeliverySucceeded || !fxs[1].Superseded {
+			t.Fatalf("effects %+v", fxs)
+		}
+		if got := h.delivery(ds[0].EventID, e.ID); got.Attempts != 1 {
+			t.Errorf("the delivery counts %d attempts, want 1", got.Attempts)
+		}
+		if as := h.attempts(ds[0].ID); len(as) != 2 {
+			t.Errorf("%d attempts logged, want both", len(as))
+		}
+	})
+}
