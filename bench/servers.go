@@ -21,6 +21,7 @@ import (
 	"github.com/switchboard/switchboard/handlers"
 	"github.com/switchboard/switchboard/internal/apikey"
 	"github.com/switchboard/switchboard/internal/links/clicks"
+	"github.com/switchboard/switchboard/internal/runner"
 	"github.com/switchboard/switchboard/store"
 	"github.com/switchboard/switchboard/store/storetest"
 )
@@ -97,12 +98,14 @@ type switchboard struct {
 	linksKey string
 	handler  *handlers.Server
 	recorder *clicks.Recorder
+	// stopJobs stops the recorder and the key verifier as serve does (the recorder drains first) and waits for them.
+	stopJobs func()
 	db       *store.DB
 }
 
 // startSwitchboard opens and migrates the database at dbURL, creates a workspace and its keys the way
-// `switchboard workspace create` and `switchboard key create` do, starts a click recorder with its spool in
-// spoolDir, and serves handlers.New on a loopback port.
+// `switchboard workspace create` and `switchboard key create` do, runs a click recorder with its spool in spoolDir
+// and a key verifier, and serves handlers.New on a loopback port.
 func startSwitchboard(ctx context.Context, dbURL, spoolDir string) (_ *switchboard, err error) {
 	db, err := openMigrated(ctx, dbURL)
 	if err != nil {
@@ -133,23 +136,30 @@ func startSwitchboard(ctx context.Context, dbURL, spoolDir string) (_ *switchboa
 	}
 	ln, err := listen()
 	if err != nil {
-		_ = rec.Close(ctx)
 		return nil, err
 	}
+	verifier := apikey.NewVerifier(db.APIKeys, 0, log)
 	h, err := handlers.New(handlers.Config{
 		BaseURL: "http://" + ln.Addr().String(),
 		// High enough never to answer 429: the limiter's bookkeeping is measured, its refusals are not.
 		KeyRateLimit:       1_000_000_000,
 		WorkspaceRateLimit: 1_000_000_000,
+		Verifier:           verifier,
 		Logger:             log,
 		Redirects:          handlers.RedirectOptions{Clicks: rec},
 	}, db)
 	if err != nil {
 		_ = ln.Close()
-		_ = rec.Close(ctx)
 		return nil, err
 	}
-	return &switchboard{httpServer: serve(ln, h), key: modelsKey, linksKey: linksKey, handler: h, recorder: rec, db: db}, nil
+	jobs := runner.New(log)
+	jobs.Go(1, "click recorder", rec.Run)
+	jobs.Go(2, "api key verifier", verifier.Run)
+	running, stop := context.WithCancel(context.WithoutCancel(ctx))
+	stopped := make(chan struct{})
+	go func() { _ = jobs.Run(running); close(stopped) }()
+	return &switchboard{httpServer: serve(ln, h), key: modelsKey, linksKey: linksKey, handler: h, recorder: rec,
+		stopJobs: func() { stop(); <-stopped }, db: db}, nil
 }
 
 // createKey stores a new key of the workspace with the scopes and returns its secret.
@@ -183,12 +193,12 @@ func (s *switchboard) headers() []string {
 	return []string{"Authorization: Bearer " + s.key, "Accept: application/json"}
 }
 
-// close stops serving, then flushes the handler's background work and the recorder, then closes the database they
-// write to.
+// close stops serving, then the handler's background work, the recorder and the verifier, then closes the database
+// they write to.
 func (s *switchboard) close() {
 	s.httpServer.close()
 	s.handler.Close()
-	_ = s.recorder.Close(context.Background())
+	s.stopJobs()
 	_ = s.db.Close()
 }
 

@@ -62,7 +62,7 @@ func newLinkRules(baseURL string, o LinkOptions) (*linkRules, error) {
 	r := &linkRules{scheme: u.Scheme, defaultDomain: strings.ToLower(u.Host), tombstone: o.TombstonePeriod,
 		domains: map[string]bool{strings.ToLower(u.Host): true}, drawSlug: links.Generate}
 	if r.tombstone <= 0 {
-		r.tombstone = 30 * 24 * time.Hour
+		r.tombstone = DefaultTombstonePeriod
 	}
 	own := []string{u.Host, base.Host}
 	for _, d := range o.Domains {

@@ -72,7 +72,10 @@ func TestInvalidSlugsAreNotLookedUp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer rec.Close(context.Background())
+	running, stop := context.WithCancel(context.Background())
+	drained := make(chan error, 1)
+	go func() { drained <- rec.Run(running) }()
+	defer func() { stop(); <-drained }()
 	s, err := New(Config{BaseURL: "http://sb.test", Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Redirects: RedirectOptions{Clicks: rec}}, db)
 	if err != nil {

@@ -29,24 +29,32 @@ const (
 // newRedirectEnv is a link env whose server serves redirects, with a recorder that writes every 10 ms.
 func newRedirectEnv(t *testing.T, db *store.DB, cfg handlers.Config) *linkEnv {
 	t.Helper()
-	cfg.Redirects.Clicks = newClickRecorder(t, db)
+	cfg.Redirects.Clicks, _ = newClickRecorder(t, db)
 	return newLinkEnv(t, db, cfg)
 }
 
-// newClickRecorder is a recorder closed (drained) after the servers using it stopped.
-func newClickRecorder(t *testing.T, db *store.DB) *clicks.Recorder {
+// newClickRecorder is a running recorder, stopped (drained) after the servers using it stopped, or earlier by stop.
+func newClickRecorder(t *testing.T, db *store.DB) (rec *clicks.Recorder, stop func() error) {
 	t.Helper()
 	rec, err := clicks.New(db, clicks.Config{SpoolDir: t.TempDir(), Interval: 10 * time.Millisecond,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- rec.Run(ctx) }()
+	var once sync.Once
+	stop = func() (err error) {
+		once.Do(func() { cancel(); err = <-done })
+		return err
+	}
 	t.Cleanup(func() {
-		if err := rec.Close(context.Background()); err != nil {
+		if err := stop(); err != nil {
 			t.Error(err)
 		}
 	})
-	return rec
+	return rec, stop
 }
 
 // visit is a request to the redirect route, as a browser or a program makes it; redirects are not followed.
@@ -253,7 +261,7 @@ func TestUnknownSlugs(t *testing.T) {
 func TestRedirectUnavailable(t *testing.T) {
 	db := storetest.SQLite(t)
 	logs := &errorLines{}
-	rec := newClickRecorder(t, db)
+	rec, stopRecorder := newClickRecorder(t, db)
 	e := newLinkEnv(t, db, handlers.Config{Redirects: handlers.RedirectOptions{Clicks: rec},
 		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelError}))})
 	exec := func(query string) {
@@ -304,7 +312,7 @@ func TestRedirectUnavailable(t *testing.T) {
 	}
 
 	// The recorder refuses the click.
-	if err := rec.Close(context.Background()); err != nil {
+	if err := stopRecorder(); err != nil {
 		t.Fatal(err)
 	}
 	want503("recorder closed", "/"+l.Slug)
@@ -562,7 +570,7 @@ func TestExpiryUnderConcurrency(t *testing.T) {
 		check := handlers.RedirectOptions{ExpiryCheck: 20 * time.Millisecond}
 		e := newRedirectEnv(t, db, handlers.Config{Redirects: check})
 		// A second server over the same database: two notifiers race for the same expired link.
-		check.Clicks = newClickRecorder(t, db)
+		check.Clicks, _ = newClickRecorder(t, db)
 		newEnv(t, db, handlers.Config{Redirects: check, BaseURL: "http://app.switchboard.test",
 			Links: handlers.LinkOptions{ShortBaseURL: "https://" + e.domain}})
 		soon := time.Now().Add(300 * time.Millisecond).UTC().Format(time.RFC3339Nano)

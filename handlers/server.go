@@ -34,14 +34,16 @@ import (
 type Config struct {
 	// BaseURL is the public URL of the server, used in links it returns.
 	BaseURL string
-	// BodyLimit caps request bodies in bytes (default 1 MiB).
+	// BodyLimit caps request bodies in bytes (default DefaultBodyLimit).
 	BodyLimit int64
-	// KeyRateLimit and WorkspaceRateLimit are requests per minute (defaults 600 and 3000).
+	// KeyRateLimit and WorkspaceRateLimit are requests per minute (defaults DefaultKeyRateLimit and
+	// DefaultWorkspaceRateLimit).
 	KeyRateLimit       int
 	WorkspaceRateLimit int
-	// KeyCacheTTL bounds how long a verified key is trusted without a lookup (default 30 s); revocations are seen
-	// sooner through the store's change watch.
-	KeyCacheTTL time.Duration
+	// Verifier authenticates API keys. Its Run is the process's to run: it writes last-use times and follows the
+	// revocations of other processes. Without one the server verifies keys with a Verifier nobody runs: every key is
+	// looked up on PostgreSQL and no last-use time is written (enough for tests of other things).
+	Verifier *apikey.Verifier
 	// Models is the operator's model catalogue (default modelcatalog.Default()).
 	Models *modelcatalog.Catalog
 	// TrustedProxies are the networks of reverse proxies whose X-Forwarded-For is believed; empty means the client
@@ -71,7 +73,7 @@ type LinkOptions struct {
 	AllowedSchemes []string
 	// BlockedHosts refuses destinations on these hosts and their subdomains (SWITCHBOARD_LINK_BLOCKED_HOSTS).
 	BlockedHosts []string
-	// TombstonePeriod keeps a deleted link's slug reserved to its workspace (default 30 days;
+	// TombstonePeriod keeps a deleted link's slug reserved to its workspace (default DefaultTombstonePeriod;
 	// SWITCHBOARD_LINK_TOMBSTONE_PERIOD).
 	TombstonePeriod time.Duration
 }
@@ -87,6 +89,14 @@ type WebhookEngine struct {
 	// Wake tells the process's dispatcher that deliveries were queued (redeliver, recover, enable); nil when none runs.
 	Wake func()
 }
+
+// Defaults of Config.
+const (
+	DefaultBodyLimit          = 1 << 20
+	DefaultKeyRateLimit       = 600
+	DefaultWorkspaceRateLimit = 3000
+	DefaultTombstonePeriod    = 30 * 24 * time.Hour
+)
 
 // Server serves the whole product over HTTP.
 type Server struct {
@@ -119,22 +129,22 @@ var _ gen.StrictServerInterface = (*Server)(nil)
 // New builds the server over an open, migrated database.
 func New(cfg Config, db *store.DB) (*Server, error) {
 	if cfg.BodyLimit <= 0 {
-		cfg.BodyLimit = 1 << 20
+		cfg.BodyLimit = DefaultBodyLimit
 	}
 	if cfg.KeyRateLimit <= 0 {
-		cfg.KeyRateLimit = 600
+		cfg.KeyRateLimit = DefaultKeyRateLimit
 	}
 	if cfg.WorkspaceRateLimit <= 0 {
-		cfg.WorkspaceRateLimit = 3000
-	}
-	if cfg.KeyCacheTTL <= 0 {
-		cfg.KeyCacheTTL = 30 * time.Second
+		cfg.WorkspaceRateLimit = DefaultWorkspaceRateLimit
 	}
 	if cfg.Models == nil {
 		cfg.Models = modelcatalog.Default()
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if cfg.Verifier == nil {
+		cfg.Verifier = apikey.NewVerifier(db.APIKeys, apikey.DefaultCacheTTL, cfg.Logger)
 	}
 	if err := cfg.Webhooks.fillDefaults(); err != nil {
 		return nil, err
@@ -152,7 +162,7 @@ func New(cfg Config, db *store.DB) (*Server, error) {
 	}
 	s := &Server{
 		cfg: cfg, db: db, log: cfg.Logger, ops: ops,
-		verifier:        apikey.NewVerifier(db.APIKeys, cfg.KeyCacheTTL, cfg.Logger),
+		verifier:        cfg.Verifier,
 		limiter:         ratelimit.New(),
 		metrics:         newMetrics(),
 		keyPolicy:       ratelimit.Policy{Name: "key", Quota: cfg.KeyRateLimit, Window: time.Minute},
@@ -217,16 +227,12 @@ func (s *Server) Mount(register func(*echo.Echo)) {
 // ServeHTTP makes the server an http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.echo.ServeHTTP(w, r) }
 
-// Close flushes background work (API key last-use times), waits for a delete of expired idempotency keys and
-// stops the redirects' (cache invalidation, expiry events). Call it after the HTTP server has shut down.
+// Close waits for a delete of expired idempotency keys and stops the redirects' background work (cache
+// invalidation, expiry events). Call it after the HTTP server has shut down.
 func (s *Server) Close() {
 	s.closeRedirects()
 	s.idempotency.close()
-	s.verifier.Close()
 }
-
-// ForgetKey drops a key from the verification cache; call it after revoking a key in this process.
-func (s *Server) ForgetKey(hash string) { s.verifier.Forget(hash) }
 
 var requestIDPattern = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,128}$`)
 
