@@ -63,13 +63,9 @@ type Console struct {
 
 	// attempts limits failed sign-ins per account and per address, and sign-ups per address.
 	attempts *ratelimit.Limiter
-	// created remembers the key each create form produced, so a resubmitted form does not make a second key.
+	// created remembers when each create form's nonce was spent, so a resubmitted form does not make a second key.
 	createdMu sync.Mutex
-	created   map[string]createdKey
-}
-
-type createdKey struct {
-	at time.Time
+	created   map[string]time.Time
 }
 
 // Sign-in and sign-up limits.
@@ -97,7 +93,7 @@ func New(cfg Config, db *store.DB) (*Console, error) {
 		cfg.Logger = slog.Default()
 	}
 	c := &Console{cfg: cfg, db: db, workspaces: cfg.Workspaces, log: cfg.Logger, pages: map[string]*template.Template{},
-		attempts: ratelimit.New(), created: map[string]createdKey{}}
+		attempts: ratelimit.New(), created: map[string]time.Time{}}
 	names, err := fs.Glob(templateFS, "templates/*.html")
 	if err != nil {
 		return nil, err

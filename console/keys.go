@@ -246,8 +246,8 @@ func (c *Console) claimNonce(nonce string) bool {
 	defer c.createdMu.Unlock()
 	now := time.Now()
 	if len(c.created) > 10_000 {
-		for n, ck := range c.created {
-			if now.Sub(ck.at) > 24*time.Hour {
+		for n, at := range c.created {
+			if now.Sub(at) > 24*time.Hour {
 				delete(c.created, n)
 			}
 		}
@@ -255,7 +255,7 @@ func (c *Console) claimNonce(nonce string) bool {
 	if _, used := c.created[nonce]; used {
 		return false
 	}
-	c.created[nonce] = createdKey{at: now}
+	c.created[nonce] = now
 	return true
 }
 
