@@ -101,15 +101,15 @@ type switchboard struct {
 	linksKey string
 	handler  *handlers.Server
 	recorder *clicks.Recorder
-	// stopJobs stops the server's background jobs (link expiries, the redirect cache's change watch) and waits for
-	// them.
+	// stopJobs stops the server's background jobs as serve does (the recorder drains after the link jobs, the key
+	// verifier last) and waits for them.
 	stopJobs func()
 	db       *store.DB
 }
 
 // startSwitchboard opens and migrates the database at dbURL, creates a workspace and its keys the way
-// `switchboard workspace create` and `switchboard key create` do, starts a click recorder with its spool in
-// spoolDir, and serves handlers.New on a loopback port.
+// `switchboard workspace create` and `switchboard key create` do, runs a click recorder with its spool in spoolDir
+// and a key verifier, and serves handlers.New on a loopback port.
 func startSwitchboard(ctx context.Context, dbURL, spoolDir string) (_ *switchboard, err error) {
 	db, err := openMigrated(ctx, dbURL)
 	if err != nil {
@@ -140,22 +140,22 @@ func startSwitchboard(ctx context.Context, dbURL, spoolDir string) (_ *switchboa
 	}
 	ln, err := listen()
 	if err != nil {
-		_ = rec.Close(ctx)
 		return nil, err
 	}
 	outbox := events.NewOutbox(db, events.Builtin())
 	linkService, err := links.New(db, outbox, links.Config{BaseURL: "http://" + ln.Addr().String(), Logger: log})
 	if err != nil {
 		_ = ln.Close()
-		_ = rec.Close(ctx)
 		return nil, err
 	}
 	cache := linkcache.New(linkService.Resolve, db.LinkChanges, linkcache.Config{})
+	verifier := apikey.NewVerifier(db.APIKeys, 0, log)
 	h, err := handlers.New(handlers.Config{
 		BaseURL: "http://" + ln.Addr().String(),
 		// High enough never to answer 429: the limiter's bookkeeping is measured, its refusals are not.
 		KeyRateLimit:       1_000_000_000,
 		WorkspaceRateLimit: 1_000_000_000,
+		Verifier:           verifier,
 		Logger:             log,
 		Events:             outbox,
 		Links:              linkService,
@@ -163,19 +163,18 @@ func startSwitchboard(ctx context.Context, dbURL, spoolDir string) (_ *switchboa
 	}, db)
 	if err != nil {
 		_ = ln.Close()
-		_ = rec.Close(ctx)
 		return nil, err
 	}
-	// The jobs main runs for the links service and the cache.
 	jobs := runner.New(log)
-	jobs.Go(0, "link expiry announcer", linkService.Run)
-	jobs.Go(0, "redirect cache watch", cache.Run)
-	jobsCtx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = jobs.Run(jobsCtx) }()
-	stopJobs := func() { cancel(); <-done }
+	jobs.Go(1, "link expiry announcer", linkService.Run)
+	jobs.Go(1, "redirect cache watch", cache.Run)
+	jobs.Go(1, "click recorder", rec.Run)
+	jobs.Go(2, "api key verifier", verifier.Run)
+	running, stop := context.WithCancel(context.WithoutCancel(ctx))
+	stopped := make(chan struct{})
+	go func() { _ = jobs.Run(running); close(stopped) }()
 	return &switchboard{httpServer: serve(ln, h), key: modelsKey, linksKey: linksKey, handler: h, recorder: rec,
-		stopJobs: stopJobs, db: db}, nil
+		stopJobs: func() { stop(); <-stopped }, db: db}, nil
 }
 
 // createKey stores a new key of the workspace with the scopes and returns its secret.
@@ -209,13 +208,11 @@ func (s *switchboard) headers() []string {
 	return []string{"Authorization: Bearer " + s.key, "Accept: application/json"}
 }
 
-// close stops serving, then flushes the handler's background work and the recorder, then closes the database they
-// write to.
+// close stops serving, then the server's background jobs (the recorder drains, the verifier writes last-use times),
+// then closes the database they write to.
 func (s *switchboard) close() {
 	s.httpServer.close()
 	s.stopJobs()
-	s.handler.Close()
-	_ = s.recorder.Close(context.Background())
 	_ = s.db.Close()
 }
 

@@ -1,6 +1,7 @@
 package console_test
 
 import (
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -520,6 +521,29 @@ func TestExpiredSession(t *testing.T) {
 			t.Errorf("sign-in notice = %q, want it to say the session expired", got)
 		}
 		b.signIn(t, u.email, u.password, p.field(t, "next")).wantRedirect(t, "/user/api")
+	})
+}
+
+// Sessions abandoned after they expired are deleted by the console's background work, which sweeps as soon as it
+// runs; live sessions stay.
+func TestRunDeletesExpiredSessions(t *testing.T) {
+	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
+		u, err := db.Users.Create(ctx, uniqueEmail("abandoned"), "hash")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, expires := range []time.Time{time.Now().Add(-time.Minute), time.Now().Add(time.Hour)} {
+			if _, err := db.Sessions.Create(ctx, store.NewSession{TokenHash: tokenHash(fmt.Sprint("token ", i)), UserID: u.ID,
+				CSRFToken: "csrf", ExpiresAt: expires}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		newEnv(t, db, console.Config{})
+		for deadline := time.Now().Add(10 * time.Second); sessionCount(t, db, u.ID) != 1; time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("sessions = %d, want the live one only", sessionCount(t, db, u.ID))
+			}
+		}
 	})
 }
 

@@ -16,6 +16,7 @@
 package console
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -31,13 +32,13 @@ import (
 	"net/url"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/switchboard/switchboard/internal/ratelimit"
+	"github.com/switchboard/switchboard/internal/workspaces"
 	"github.com/switchboard/switchboard/store"
 )
 
@@ -51,32 +52,31 @@ var staticFS embed.FS
 type Config struct {
 	// BaseURL is the public URL of the server; an https URL makes cookies Secure.
 	BaseURL string
-	// SessionTTL is how long a session lasts without activity (default 7 days).
+	// SessionTTL is how long a session lasts without activity (default DefaultSessionTTL).
 	SessionTTL time.Duration
+	// Workspaces is the service behind the workspace and key pages (required).
+	Workspaces *workspaces.Service
 	Logger     *slog.Logger
 }
 
-// Console serves /user.
+// DefaultSessionTTL is how long a session lasts without activity when Config.SessionTTL is not set.
+const DefaultSessionTTL = 7 * 24 * time.Hour
+
+// Console serves /user. Its accounts and sessions are its own; workspaces and keys are the Workspaces service's.
 type Console struct {
-	cfg   Config
-	db    *store.DB
-	log   *slog.Logger
-	pages map[string]*template.Template
+	cfg        Config
+	db         *store.DB
+	workspaces *workspaces.Service
+	log        *slog.Logger
+	pages      map[string]*template.Template
 
 	// attempts limits failed sign-ins per account and per address, and sign-ups per address.
 	attempts *ratelimit.Limiter
-	// created remembers the key each create form produced, so a resubmitted form does not make a second key.
+	// created remembers when each create form's nonce was spent, so a resubmitted form does not make a second key.
 	createdMu sync.Mutex
-	created   map[string]createdKey
-	// lastSweep is when expired sessions were last deleted (Unix seconds); sign-ins sweep at most hourly.
-	lastSweep atomic.Int64
+	created   map[string]time.Time
 	// origins refuses state-changing requests from other origins.
 	origins *http.CrossOriginProtection
-}
-
-type createdKey struct {
-	id string
-	at time.Time
 }
 
 // Sign-in and sign-up limits.
@@ -94,14 +94,17 @@ const (
 
 // New parses the templates and returns the console.
 func New(cfg Config, db *store.DB) (*Console, error) {
+	if cfg.Workspaces == nil {
+		return nil, errors.New("console: a workspaces service is required")
+	}
 	if cfg.SessionTTL <= 0 {
-		cfg.SessionTTL = 7 * 24 * time.Hour
+		cfg.SessionTTL = DefaultSessionTTL
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	c := &Console{cfg: cfg, db: db, log: cfg.Logger, pages: map[string]*template.Template{},
-		attempts: ratelimit.New(), created: map[string]createdKey{}, origins: http.NewCrossOriginProtection()}
+	c := &Console{cfg: cfg, db: db, workspaces: cfg.Workspaces, log: cfg.Logger, pages: map[string]*template.Template{},
+		attempts: ratelimit.New(), created: map[string]time.Time{}, origins: http.NewCrossOriginProtection()}
 	if cfg.BaseURL != "" {
 		u, err := url.Parse(cfg.BaseURL)
 		if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
@@ -350,21 +353,28 @@ func (c *Console) startSession(ec echo.Context, u store.User, next string) error
 	}
 	c.setCookie(ec, sessionCookie, token, c.cfg.SessionTTL)
 	c.setCookie(ec, csrfCookie, "", -1)
-	c.sweepSessions(ec)
 	return ec.Redirect(http.StatusSeeOther, localPath(next, "/user/api"))
 }
 
-// sweepSessions deletes expired sessions, at most once an hour, so abandoned sessions do not pile up.
-func (c *Console) sweepSessions(ec echo.Context) {
-	now := time.Now()
-	last := c.lastSweep.Load()
-	if now.Unix()-last < 3600 || !c.lastSweep.CompareAndSwap(last, now.Unix()) {
-		return
-	}
-	if n, err := c.db.Sessions.DeleteExpired(ec.Request().Context(), now); err != nil {
-		c.log.Warn("could not delete expired sessions", "error", err)
-	} else if n > 0 {
-		c.log.Info("deleted expired sessions", "count", n)
+// sessionSweepInterval is how often Run deletes expired sessions.
+const sessionSweepInterval = time.Hour
+
+// Run deletes expired sessions at once and then every hour until ctx ends, so that abandoned sessions do not pile
+// up (an expired session is refused anyway: this only frees its row).
+func (c *Console) Run(ctx context.Context) error {
+	tick := time.NewTicker(sessionSweepInterval)
+	defer tick.Stop()
+	for {
+		if n, err := c.db.Sessions.DeleteExpired(ctx, time.Now()); err != nil && ctx.Err() == nil {
+			c.log.Warn("could not delete expired sessions", "error", err)
+		} else if n > 0 {
+			c.log.Info("deleted expired sessions", "count", n)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
 	}
 }
 

@@ -5,6 +5,8 @@ import (
 	"html/template"
 	"strings"
 	"time"
+
+	"github.com/switchboard/switchboard/internal/workspaces"
 )
 
 var templateFuncs = template.FuncMap{
@@ -14,6 +16,8 @@ var templateFuncs = template.FuncMap{
 	"join":  strings.Join,
 	"upper": strings.ToUpper,
 	"eq2":   func(a, b string) bool { return a == b },
+	// maxName is the longest name of a workspace or key, for the forms' maxlength (the service judges names).
+	"maxName": func() int { return workspaces.MaxNameLength },
 }
 
 // ago renders a past time the way people read it: "just now", "2 minutes ago", "3 days ago", then a date.

@@ -14,11 +14,14 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/switchboard/switchboard/console"
 	"github.com/switchboard/switchboard/handlers"
+	"github.com/switchboard/switchboard/internal/apikey"
+	"github.com/switchboard/switchboard/internal/workspaces"
 	"github.com/switchboard/switchboard/store"
 )
 
@@ -34,26 +37,39 @@ type env struct {
 	url string
 }
 
-// newEnv starts handlers.New + console.New + Mount over db, as main.go does. cfg's zero values take the defaults.
+// newEnv starts handlers.New + console.New + Mount over db with one key verifier and workspaces service, and runs
+// the verifier and the console's background work, as serve does. cfg's zero values take the defaults.
 func newEnv(t *testing.T, db *store.DB, cfg console.Config) *env {
 	t.Helper()
 	discard := slog.New(slog.NewTextHandler(io.Discard, nil))
-	srv, err := handlers.New(handlers.Config{Logger: discard}, db)
+	verifier := apikey.NewVerifier(db.APIKeys, 0, discard)
+	srv, err := handlers.New(handlers.Config{Logger: discard, Verifier: verifier}, db)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = discard
 	}
+	cfg.Workspaces = workspaces.New(db, workspaces.Config{ForgetKey: verifier.Forget})
 	con, err := console.New(cfg, db)
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv.Mount(con.Register)
+	running, stop := context.WithCancel(ctx)
+	var jobs sync.WaitGroup
+	for _, run := range []func(context.Context) error{verifier.Run, con.Run} {
+		jobs.Go(func() {
+			if err := run(running); err != nil {
+				t.Error(err)
+			}
+		})
+	}
 	hs := httptest.NewServer(srv)
 	t.Cleanup(func() {
 		hs.Close()
-		srv.Close()
+		stop()
+		jobs.Wait()
 	})
 	return &env{db: db, srv: srv, url: hs.URL}
 }

@@ -2,15 +2,19 @@ package console
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/switchboard/switchboard/internal/apikey"
+	"github.com/switchboard/switchboard/internal/problem"
+	"github.com/switchboard/switchboard/internal/workspaces"
 	"github.com/switchboard/switchboard/store"
 )
 
@@ -28,7 +32,7 @@ type apiData struct {
 	Keys         []keyRow
 	RevokedCount int
 	ShowRevoked  bool
-	Presets      []apikey.Preset
+	Presets      []workspaces.Preset
 	Resources    []apikey.Resource
 	Expiries     []expiry
 	Form         keyForm
@@ -72,7 +76,7 @@ func (c *Console) pageNotice(ec echo.Context) string {
 	case ec.QueryParam("workspace-created") == "1":
 		return "Your workspace is ready. Create your first API key below."
 	case ec.QueryParam("revoked") != "" && ses.Workspace != nil:
-		k, err := c.db.APIKeys.Get(ec.Request().Context(), ses.Workspace.ID, ec.QueryParam("revoked"))
+		k, err := c.workspaces.Key(ec.Request().Context(), ses.Workspace.ID, ec.QueryParam("revoked"))
 		if err == nil && k.RevokedAt != nil {
 			return "The key “" + k.Name + "” was revoked. Requests with it now answer 401 api_key_revoked."
 		}
@@ -83,7 +87,7 @@ func (c *Console) pageNotice(ec echo.Context) string {
 func (c *Console) renderAPI(ec echo.Context, status int, notice, errMsg string, form keyForm, newKey *store.APIKey, secret string) error {
 	ses := sessionFrom(ec)
 	p := page{Title: "API keys", Session: ses, Notice: notice, Error: errMsg}
-	data := apiData{Presets: apikey.Presets, Resources: apikey.Resources, Expiries: expiries, NewKey: newKey,
+	data := apiData{Presets: workspaces.Presets, Resources: apikey.Resources, Expiries: expiries, NewKey: newKey,
 		NewSecret: secret, BaseURL: c.baseURL(ec), ShowRevoked: ec.QueryParam("show") == "revoked"}
 	if form.Preset == "" {
 		form = keyForm{Preset: "full", Expiry: "90d", Custom: map[string]string{}}
@@ -91,7 +95,7 @@ func (c *Console) renderAPI(ec echo.Context, status int, notice, errMsg string, 
 	form.Nonce = randomToken()
 	data.Form = form
 	if ses.Workspace != nil {
-		keys, err := c.db.APIKeys.List(ec.Request().Context(), ses.Workspace.ID)
+		keys, err := c.workspaces.Keys(ec.Request().Context(), ses.Workspace.ID)
 		if err != nil {
 			return err
 		}
@@ -106,11 +110,11 @@ func (c *Console) renderAPI(ec echo.Context, status int, notice, errMsg string, 
 		now := time.Now()
 		for _, k := range keys {
 			row := keyRow{APIKey: k, Masked: apikey.Mask(k.DisplayPrefix, k.Last4), Status: k.Status(now)}
-			if pr, ok := apikey.PresetFor(k.Scopes); ok {
+			if pr, ok := workspaces.PresetFor(k.Scopes); ok {
 				row.Preset = pr.Name
 			}
 			switch {
-			case k.CreatedBy == "cli":
+			case k.CreatedBy == workspaces.CreatedByCLI:
 				row.CreatedBy = "CLI"
 			case emails[k.CreatedBy] != "":
 				row.CreatedBy = emails[k.CreatedBy]
@@ -153,17 +157,23 @@ func (c *Console) createKey(ec echo.Context) error {
 	fail := func(msg string) error {
 		return c.renderAPI(ec, http.StatusUnprocessableEntity, "", msg, form, nil, "")
 	}
-	if form.Name == "" || len([]rune(form.Name)) > 100 {
-		return fail("Give the key a name of 1 to 100 characters, so you know later where it is used.")
-	}
-	scopes, err := formScopes(form)
-	if err != nil {
-		return fail(err.Error())
+	// The form's own choices are read here; what they ask for is judged by the service.
+	n := workspaces.NewKey{WorkspaceID: ses.Workspace.ID, Name: form.Name, Preset: form.Preset, CreatedBy: ses.UserID}
+	switch form.Preset {
+	case "":
+		return fail(chooseAccess)
+	case "custom":
+		scopes, ok := customScopes(form.Custom)
+		if !ok {
+			return fail("Choose none, read or write for each resource.")
+		}
+		n.Preset, n.Scopes = "", scopes
 	}
 	exp := slices.IndexFunc(expiries, func(e expiry) bool { return e.Value == form.Expiry })
 	if exp < 0 {
 		return fail("Choose when the key expires.")
 	}
+	n.ExpiresIn = expiries[exp].TTL
 	if form.Nonce == "" {
 		return fail("This form has expired. Reload the page and try again.")
 	}
@@ -172,50 +182,62 @@ func (c *Console) createKey(ec echo.Context) error {
 			"The secret of the key it created was shown once and cannot be shown again; if you lost it, revoke that key and create a new one.",
 			keyForm{}, nil, "")
 	}
-	var expiresAt *time.Time
-	if ttl := expiries[exp].TTL; ttl > 0 {
-		t := time.Now().Add(ttl)
-		expiresAt = &t
-	}
-	k, secret, err := apikey.Issue(ec.Request().Context(), c.db.APIKeys, store.NewAPIKey{
-		WorkspaceID: ses.Workspace.ID, Name: form.Name, Scopes: scopes, CreatedBy: ses.UserID, ExpiresAt: expiresAt,
-	})
+	k, secret, err := c.workspaces.CreateKey(ec.Request().Context(), n)
 	if err != nil {
+		// Nothing was created: the form, corrected, may be sent again.
+		c.releaseNonce(form.Nonce)
+		if msg := keyFormMessage(err, n.Scopes); msg != "" {
+			return fail(msg)
+		}
 		return err
 	}
 	c.log.Info("console created API key", "key_id", k.ID, "workspace_id", k.WorkspaceID, "user_id", ses.UserID)
 	return c.renderAPI(ec, http.StatusCreated, "", "", keyForm{}, &k, secret)
 }
 
-// formScopes turns the preset or the custom matrix into scopes.
-func formScopes(f keyForm) ([]string, error) {
-	if f.Preset != "custom" {
-		for _, p := range apikey.Presets {
-			if p.ID == f.Preset {
-				return p.Scopes, nil
-			}
-		}
-		return nil, errors.New("Choose what the key may do.")
-	}
+const chooseAccess = "Choose what the key may do."
+
+// customScopes turns the custom matrix (resource → none, read or write) into scopes; false when a level is none of
+// those. Whether the resource can be written is the service's to judge.
+func customScopes(levels map[string]string) ([]string, bool) {
 	var scopes []string
 	for _, r := range apikey.Resources {
-		switch f.Custom[r.Name] {
+		switch level := levels[r.Name]; level {
 		case "", "none":
-		case "read":
-			scopes = append(scopes, r.Name+":read")
-		case "write":
-			if !r.Writable {
-				return nil, errors.New("“" + r.Name + "” can only be read.")
-			}
-			scopes = append(scopes, r.Name+":write")
+		case "read", "write":
+			scopes = append(scopes, r.Name+":"+level)
 		default:
-			return nil, errors.New("Choose none, read or write for each resource.")
+			return nil, false
 		}
 	}
-	if len(scopes) == 0 {
-		return nil, errors.New("A custom key needs at least one permission: choose read or write for a resource.")
+	return scopes, true
+}
+
+// keyFormMessage tells what to correct in the create form when the service refused the key (the first invalid field
+// of the form, in its order), or "" when err is no refusal. scopes are the custom scopes asked for.
+func keyFormMessage(err error, scopes []string) string {
+	var p *problem.Error
+	if !errors.As(err, &p) || p.Code != problem.ValidationFailed || len(p.Fields) == 0 {
+		return ""
 	}
-	return scopes, nil
+	f := p.Fields[0]
+	switch {
+	case f.Pointer == workspaces.FieldName:
+		return fmt.Sprintf("Give the key a name of 1 to %d characters, so you know later where it is used.",
+			workspaces.MaxNameLength)
+	case f.Pointer == workspaces.FieldPreset:
+		return chooseAccess
+	case f.Pointer == workspaces.FieldScopes:
+		return "A custom key needs at least one permission: choose read or write for a resource."
+	case strings.HasPrefix(f.Pointer, workspaces.FieldScopes+"/"):
+		// The matrix offers read and write on known resources only, so a refused scope is a write where there is
+		// nothing to write.
+		if i, err := strconv.Atoi(strings.TrimPrefix(f.Pointer, workspaces.FieldScopes+"/")); err == nil && i < len(scopes) {
+			resource, _, _ := strings.Cut(scopes[i], ":")
+			return "“" + resource + "” can only be read."
+		}
+	}
+	return f.Detail
 }
 
 // claimNonce records a create form's nonce; false when it was used already. Nonces are kept for a day.
@@ -224,8 +246,8 @@ func (c *Console) claimNonce(nonce string) bool {
 	defer c.createdMu.Unlock()
 	now := time.Now()
 	if len(c.created) > 10_000 {
-		for n, ck := range c.created {
-			if now.Sub(ck.at) > 24*time.Hour {
+		for n, at := range c.created {
+			if now.Sub(at) > 24*time.Hour {
 				delete(c.created, n)
 			}
 		}
@@ -233,8 +255,15 @@ func (c *Console) claimNonce(nonce string) bool {
 	if _, used := c.created[nonce]; used {
 		return false
 	}
-	c.created[nonce] = createdKey{at: now}
+	c.created[nonce] = now
 	return true
+}
+
+// releaseNonce makes a claimed nonce usable again, when its form created nothing.
+func (c *Console) releaseNonce(nonce string) {
+	c.createdMu.Lock()
+	defer c.createdMu.Unlock()
+	delete(c.created, nonce)
 }
 
 // revokePage asks for confirmation, naming the key.
@@ -243,8 +272,8 @@ func (c *Console) revokePage(ec echo.Context) error {
 	if ses.Workspace == nil {
 		return c.notFound(ec)
 	}
-	k, err := c.db.APIKeys.Get(ec.Request().Context(), ses.Workspace.ID, ec.Param("id"))
-	if errors.Is(err, store.ErrNotFound) {
+	k, err := c.workspaces.Key(ec.Request().Context(), ses.Workspace.ID, ec.Param("id"))
+	if isNotFound(err) {
 		return c.notFound(ec)
 	}
 	if err != nil {
@@ -259,8 +288,8 @@ func (c *Console) revokeKey(ec echo.Context) error {
 	if ses.Workspace == nil {
 		return c.notFound(ec)
 	}
-	k, err := c.db.APIKeys.RevokeInWorkspace(ec.Request().Context(), ses.Workspace.ID, ec.Param("id"))
-	if errors.Is(err, store.ErrNotFound) {
+	k, err := c.workspaces.RevokeWorkspaceKey(ec.Request().Context(), ses.Workspace.ID, ec.Param("id"))
+	if isNotFound(err) {
 		return c.notFound(ec)
 	}
 	if err != nil {
@@ -273,4 +302,10 @@ func (c *Console) revokeKey(ec echo.Context) error {
 func (c *Console) notFound(ec echo.Context) error {
 	return c.render(ec, http.StatusNotFound, "error", page{Title: "Not found", Session: sessionFrom(ec),
 		Error: "There is no such key in this workspace."})
+}
+
+// isNotFound reports whether the service answered that the object does not exist.
+func isNotFound(err error) bool {
+	var p *problem.Error
+	return errors.As(err, &p) && p.Code == problem.NotFound
 }

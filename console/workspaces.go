@@ -1,10 +1,14 @@
 package console
 
 import (
+	"errors"
+	"fmt"
 	"net/http"
-	"strings"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/switchboard/switchboard/internal/problem"
+	"github.com/switchboard/switchboard/internal/workspaces"
 )
 
 func (c *Console) workspacesPage(ec echo.Context) error {
@@ -14,13 +18,13 @@ func (c *Console) workspacesPage(ec echo.Context) error {
 // createWorkspace makes the user the owner of a new workspace and switches the console to it.
 func (c *Console) createWorkspace(ec echo.Context) error {
 	ses := sessionFrom(ec)
-	name := strings.TrimSpace(ec.FormValue("name"))
-	if name == "" || len([]rune(name)) > 100 {
-		return c.render(ec, http.StatusUnprocessableEntity, "workspaces", page{Title: "Workspaces", Session: ses,
-			Error: "Give the workspace a name of 1 to 100 characters."})
-	}
 	ctx := ec.Request().Context()
-	w, err := c.db.Workspaces.CreateOwned(ctx, name, ses.UserID)
+	w, err := c.workspaces.CreateWorkspace(ctx, ec.FormValue("name"), ses.UserID)
+	var p *problem.Error
+	if errors.As(err, &p) && p.Code == problem.ValidationFailed {
+		return c.render(ec, http.StatusUnprocessableEntity, "workspaces", page{Title: "Workspaces", Session: ses,
+			Error: fmt.Sprintf("Give the workspace a name of 1 to %d characters.", workspaces.MaxNameLength)})
+	}
 	if err != nil {
 		return err
 	}

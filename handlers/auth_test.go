@@ -117,7 +117,7 @@ func TestScopes(t *testing.T) {
 // server had it cached.
 func TestRevocationByAnotherProcess(t *testing.T) {
 	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
-		e := newEnv(t, db, handlers.Config{KeyCacheTTL: time.Hour})
+		e := newEnv(t, db, handlers.Config{Verifier: apikey.NewVerifier(db.APIKeys, time.Hour, nil)})
 		key, k := e.key(e.workspace("Acme").ID, "models:read")
 		for range 3 {
 			if res := e.do(request{path: "/api/v1/models", key: key}); res.StatusCode != http.StatusOK {

@@ -33,20 +33,30 @@ type env struct {
 	url string
 }
 
-// newEnv starts the server over db; cfg zero values take the server's defaults.
+// newEnv starts the server over db and runs its key verifier, as serve does; cfg zero values take the server's
+// defaults.
 func newEnv(t *testing.T, db *store.DB, cfg handlers.Config) *env {
 	t.Helper()
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewJSONHandler(io.Discard, nil))
 	}
+	if cfg.Verifier == nil {
+		cfg.Verifier = apikey.NewVerifier(db.APIKeys, 0, cfg.Logger)
+	}
 	srv, err := handlers.New(cfg, db)
 	if err != nil {
 		t.Fatal(err)
 	}
+	verifying, stopVerifier := context.WithCancel(context.Background())
+	verified := make(chan error, 1)
+	go func() { verified <- cfg.Verifier.Run(verifying) }()
 	hs := httptest.NewServer(srv)
 	t.Cleanup(func() {
 		hs.Close()
-		srv.Close()
+		stopVerifier()
+		if err := <-verified; err != nil {
+			t.Errorf("verifier: %v", err)
+		}
 	})
 	return &env{t: t, db: db, srv: srv, url: hs.URL}
 }

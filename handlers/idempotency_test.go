@@ -77,10 +77,7 @@ func startIdemServer(t *testing.T, db *store.DB, cfg Config, setup func(*idemSer
 		setup(e, s)
 	}
 	hs := httptest.NewServer(s)
-	t.Cleanup(func() {
-		hs.Close()
-		s.Close()
-	})
+	t.Cleanup(hs.Close)
 	e.url = hs.URL
 	return e
 }

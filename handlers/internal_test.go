@@ -201,7 +201,6 @@ func newTestServer(t *testing.T) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(s.Close)
 	return s
 }
 
@@ -238,7 +237,6 @@ func TestPanicIsAnInternalProblem(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(s.Close)
 	s.echo.GET("/boom", func(echo.Context) error { panic("secret internal detail") })
 	rec := httptest.NewRecorder()
 	s.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/boom", nil))

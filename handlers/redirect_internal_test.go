@@ -24,7 +24,10 @@ func TestInvalidSlugsAreNotLookedUp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer rec.Close(context.Background())
+	running, stop := context.WithCancel(context.Background())
+	drained := make(chan error, 1)
+	go func() { drained <- rec.Run(running) }()
+	defer func() { stop(); <-drained }()
 	svc, err := links.New(db, events.NewOutbox(db, events.Builtin()), links.Config{BaseURL: "http://sb.test"})
 	if err != nil {
 		t.Fatal(err)
@@ -38,7 +41,6 @@ func TestInvalidSlugsAreNotLookedUp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
 	get := func(path string) int {
 		w := httptest.NewRecorder()
 		s.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "http://sb.test"+path, nil))

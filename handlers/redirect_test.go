@@ -37,24 +37,32 @@ func newRedirectEnv(t *testing.T, db *store.DB, cfg handlers.Config) *linkEnv {
 // newRedirectEnvWith is newRedirectEnv with a links service configured by lc.
 func newRedirectEnvWith(t *testing.T, db *store.DB, cfg handlers.Config, lc links.Config) *linkEnv {
 	t.Helper()
-	cfg.Redirects.Clicks = newClickRecorder(t, db)
+	cfg.Redirects.Clicks, _ = newClickRecorder(t, db)
 	return newLinkEnvWith(t, db, cfg, lc)
 }
 
-// newClickRecorder is a recorder closed (drained) after the servers using it stopped.
-func newClickRecorder(t *testing.T, db *store.DB) *clicks.Recorder {
+// newClickRecorder is a running recorder, stopped (drained) after the servers using it stopped, or earlier by stop.
+func newClickRecorder(t *testing.T, db *store.DB) (rec *clicks.Recorder, stop func() error) {
 	t.Helper()
 	rec, err := clicks.New(db, clicks.Config{SpoolDir: t.TempDir(), Interval: 10 * time.Millisecond,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- rec.Run(ctx) }()
+	var once sync.Once
+	stop = func() (err error) {
+		once.Do(func() { cancel(); err = <-done })
+		return err
+	}
 	t.Cleanup(func() {
-		if err := rec.Close(context.Background()); err != nil {
+		if err := stop(); err != nil {
 			t.Error(err)
 		}
 	})
-	return rec
+	return rec, stop
 }
 
 // visit is a request to the redirect route, as a browser or a program makes it; redirects are not followed.
@@ -259,7 +267,7 @@ func TestUnknownSlugs(t *testing.T) {
 func TestRedirectUnavailable(t *testing.T) {
 	db := storetest.SQLite(t)
 	logs := &errorLines{}
-	rec := newClickRecorder(t, db)
+	rec, stopRecorder := newClickRecorder(t, db)
 	e := newLinkEnv(t, db, handlers.Config{Redirects: handlers.RedirectOptions{Clicks: rec},
 		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelError}))})
 	exec := func(query string) {
@@ -310,7 +318,7 @@ func TestRedirectUnavailable(t *testing.T) {
 	}
 
 	// The recorder refuses the click.
-	if err := rec.Close(context.Background()); err != nil {
+	if err := stopRecorder(); err != nil {
 		t.Fatal(err)
 	}
 	want503("recorder closed", "/"+l.Slug)
@@ -563,8 +571,9 @@ func TestExpiryUnderConcurrency(t *testing.T) {
 		e := newRedirectEnvWith(t, db, handlers.Config{}, check)
 		// A second server over the same database: two notifiers race for the same expired link.
 		check.ShortBaseURL = "https://" + e.domain
+		second, _ := newClickRecorder(t, db)
 		newEnv(t, db, withLinks(t, db, handlers.Config{BaseURL: "http://app.switchboard.test",
-			Redirects: handlers.RedirectOptions{Clicks: newClickRecorder(t, db)}}, check))
+			Redirects: handlers.RedirectOptions{Clicks: second}}, check))
 		// The link expires once created: an expiry a moment ahead could pass before a loaded server validates it.
 		later := time.Now().Add(time.Hour).UTC().Format(time.RFC3339Nano)
 		l := e.create(`{"destination_url":"https://example.com/a","expires_at":"` + later + `"}`)

@@ -36,14 +36,16 @@ import (
 type Config struct {
 	// BaseURL is the public URL of the server, used in links it returns.
 	BaseURL string
-	// BodyLimit caps request bodies in bytes (default 1 MiB).
+	// BodyLimit caps request bodies in bytes (default DefaultBodyLimit).
 	BodyLimit int64
-	// KeyRateLimit and WorkspaceRateLimit are requests per minute (defaults 600 and 3000).
+	// KeyRateLimit and WorkspaceRateLimit are requests per minute (defaults DefaultKeyRateLimit and
+	// DefaultWorkspaceRateLimit).
 	KeyRateLimit       int
 	WorkspaceRateLimit int
-	// KeyCacheTTL bounds how long a verified key is trusted without a lookup (default 30 s); revocations are seen
-	// sooner through the store's change watch.
-	KeyCacheTTL time.Duration
+	// Verifier authenticates API keys. Its Run is the process's to run: it writes last-use times and follows the
+	// revocations of other processes. Without one the server verifies keys with a Verifier nobody runs: every key is
+	// looked up on PostgreSQL and no last-use time is written (enough for tests of other things).
+	Verifier *apikey.Verifier
 	// Models is the operator's model catalogue (default modelcatalog.Default()).
 	Models *modelcatalog.Catalog
 	// TrustedProxies are the networks of reverse proxies whose X-Forwarded-For is believed; empty means the client
@@ -65,6 +67,14 @@ type Config struct {
 // WebhookEngine connects the webhook API to the delivery engine of the process: it configures the webhook
 // service the server is built with (its Box also seals the stored answers of idempotent requests).
 type WebhookEngine = webhook.ServiceConfig
+
+// Defaults of Config.
+const (
+	DefaultBodyLimit          = 1 << 20
+	DefaultKeyRateLimit       = 600
+	DefaultWorkspaceRateLimit = 3000
+	DefaultTombstonePeriod    = 30 * 24 * time.Hour
+)
 
 // Server serves the whole product over HTTP.
 type Server struct {
@@ -98,22 +108,22 @@ var _ gen.StrictServerInterface = (*Server)(nil)
 // New builds the server over an open, migrated database.
 func New(cfg Config, db *store.DB) (*Server, error) {
 	if cfg.BodyLimit <= 0 {
-		cfg.BodyLimit = 1 << 20
+		cfg.BodyLimit = DefaultBodyLimit
 	}
 	if cfg.KeyRateLimit <= 0 {
-		cfg.KeyRateLimit = 600
+		cfg.KeyRateLimit = DefaultKeyRateLimit
 	}
 	if cfg.WorkspaceRateLimit <= 0 {
-		cfg.WorkspaceRateLimit = 3000
-	}
-	if cfg.KeyCacheTTL <= 0 {
-		cfg.KeyCacheTTL = 30 * time.Second
+		cfg.WorkspaceRateLimit = DefaultWorkspaceRateLimit
 	}
 	if cfg.Models == nil {
 		cfg.Models = modelcatalog.Default()
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if cfg.Verifier == nil {
+		cfg.Verifier = apikey.NewVerifier(db.APIKeys, apikey.DefaultCacheTTL, cfg.Logger)
 	}
 	if err := webhookDefaults(&cfg.Webhooks, cfg.Logger); err != nil {
 		return nil, err
@@ -131,7 +141,7 @@ func New(cfg Config, db *store.DB) (*Server, error) {
 	}
 	s := &Server{
 		cfg: cfg, db: db, log: cfg.Logger, ops: ops,
-		verifier:        apikey.NewVerifier(db.APIKeys, cfg.KeyCacheTTL, cfg.Logger),
+		verifier:        cfg.Verifier,
 		limiter:         ratelimit.New(),
 		metrics:         newMetrics(),
 		keyPolicy:       ratelimit.Policy{Name: "key", Quota: cfg.KeyRateLimit, Window: time.Minute},
@@ -213,20 +223,12 @@ func (s *Server) reserveRoutes() {
 // ServeHTTP makes the server an http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.echo.ServeHTTP(w, r) }
 
-// Close flushes background work (API key last-use times). Call it after the HTTP server has shut down.
-func (s *Server) Close() {
-	s.verifier.Close()
-}
-
 // PruneIdempotencyKeys is the job that deletes expired Idempotency-Key records while the server runs (run it with
 // the process's other background work): a bounded batch every so many claims of this server, one delete at a time,
 // so that no request waits for it. It returns once ctx ends and a delete in progress has finished.
 func (s *Server) PruneIdempotencyKeys(ctx context.Context) error {
 	return s.idempotency.runPruning(ctx)
 }
-
-// ForgetKey drops a key from the verification cache; call it after revoking a key in this process.
-func (s *Server) ForgetKey(hash string) { s.verifier.Forget(hash) }
 
 var requestIDPattern = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,128}$`)
 

@@ -2,8 +2,6 @@ package store
 
 import (
 	"context"
-	"sync"
-	"time"
 
 	"github.com/uptrace/bun"
 )
@@ -25,49 +23,22 @@ func (db *DB) announceAccessChange(ctx context.Context, tx bun.Tx) error {
 	return err
 }
 
-// pgKeyWatch LISTENs on accessChannel on a connection of its own, started on first use. A lost connection counts as
-// a change (notifications may have been missed) and the watch reconnects with backoff; while it is down no cached
-// key is trusted (see counterWatch).
+// pgKeyWatch counts the changes announced on accessChannel, heard by a LISTEN connection of its own while watch runs.
+// A lost connection counts as a change (notifications may have been missed) and the watch reconnects with backoff;
+// while it is down, or not running, no cached key is trusted (see counterWatch).
 type pgKeyWatch struct {
 	counterWatch
-	url    string
-	once   sync.Once
-	ctx    context.Context
-	cancel context.CancelFunc
-	done   chan struct{}
+	url string
 }
 
-func newPGKeyWatch(url string) *pgKeyWatch {
-	ctx, cancel := context.WithCancel(context.Background())
-	return &pgKeyWatch{url: url, ctx: ctx, cancel: cancel, done: make(chan struct{})}
-}
+func newPGKeyWatch(url string) *pgKeyWatch { return &pgKeyWatch{url: url} }
 
-func (w *pgKeyWatch) version(ctx context.Context) (uint64, error) {
-	w.once.Do(func() {
-		connected := make(chan struct{})
-		go w.run(connected)
-		// Give the first connection a moment so that the very first requests can already use the cache.
-		select {
-		case <-connected:
-		case <-time.After(2 * time.Second):
-		case <-ctx.Done():
-		}
-	})
-	return w.counterWatch.version(ctx)
-}
-
-func (w *pgKeyWatch) run(connected chan struct{}) {
-	defer close(w.done)
-	var signalled bool
-	listen(w.ctx, w.url, Listener{
+func (w *pgKeyWatch) watch(ctx context.Context) {
+	listen(ctx, w.url, Listener{
 		Channel: accessChannel,
 		Connected: func() {
 			w.bump()
 			w.connected.Store(true)
-			if !signalled {
-				close(connected)
-				signalled = true
-			}
 		},
 		Notified: func(string) { w.bump() },
 		Disconnected: func() {
@@ -75,22 +46,23 @@ func (w *pgKeyWatch) run(connected chan struct{}) {
 			w.bump()
 		},
 	})
+	w.connected.Store(false) // however listen ended, nothing is heard any more
 }
 
 func (w *pgKeyWatch) changed() { w.bump() }
 
-func (w *pgKeyWatch) close() error {
-	w.cancel()
-	w.once.Do(func() { close(w.done) }) // never started: nothing to wait for
-	select {
-	case <-w.done:
-	case <-time.After(2 * time.Second):
-	}
-	return nil
-}
+func (w *pgKeyWatch) close() error { return nil }
 
 // KeysVersion returns a value that changes whenever a key or its workspace's access settings may have changed in the
 // database, in this process or another. Callers cache verified keys together with the version and re-read a key when it differs.
 func (s *APIKeys) KeysVersion(ctx context.Context) (uint64, error) {
 	return s.db.keys.version(ctx)
+}
+
+// Watch follows the access changes other processes announce until ctx ends. On PostgreSQL KeysVersion trusts its
+// counter only while Watch listens (without it every call answers a new version, and no cached key is trusted); on
+// SQLite, where KeysVersion reads the database's own change counter, there is nothing to follow and Watch returns at
+// once.
+func (s *APIKeys) Watch(ctx context.Context) {
+	s.db.keys.watch(ctx)
 }

@@ -22,6 +22,7 @@ func processes(t *testing.T, fn func(t *testing.T, server, cli *store.DB)) {
 	t.Run("postgres", func(t *testing.T) { run(t, storetest.PostgresURL(t)) })
 }
 
+// open opens and migrates the database at url and runs its key watch, as a server process does.
 func open(t *testing.T, url string) *store.DB {
 	t.Helper()
 	db, err := store.Open(ctx, url)
@@ -32,6 +33,10 @@ func open(t *testing.T, url string) *store.DB {
 	if err := db.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
+	watchCtx, stop := context.WithCancel(ctx)
+	watched := make(chan struct{})
+	go func() { defer close(watched); db.APIKeys.Watch(watchCtx) }()
+	t.Cleanup(func() { stop(); <-watched })
 	return db
 }
 
@@ -210,4 +215,31 @@ func (a accessChanges) wantNone(t *testing.T, db *store.DB, since string) {
 	if got := await.Receive(t, "the barrier notification", a.heard); got != barrier {
 		t.Fatalf("a change was announced after %s (payload %q)", since, got)
 	}
+}
+
+// Where changes are announced (PostgreSQL), a process that does not run Watch would miss them: its KeysVersion must
+// then never hold still, so no cached key is trusted. Once the watch stops, the same holds again.
+func TestKeysVersionMovesWithoutTheWatch(t *testing.T) {
+	db, err := store.Open(ctx, storetest.PostgresURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	if err := db.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	moving := func(when string) {
+		t.Helper()
+		if a, b := keysVersion(t, db), keysVersion(t, db); a == b {
+			t.Errorf("KeysVersion held still (%d) %s", a, when)
+		}
+	}
+	moving("before the watch ran")
+	watchCtx, stop := context.WithCancel(ctx)
+	watched := make(chan struct{})
+	go func() { defer close(watched); db.APIKeys.Watch(watchCtx) }()
+	settledVersion(t, db)
+	stop()
+	<-watched
+	moving("after the watch stopped")
 }

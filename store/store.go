@@ -365,6 +365,8 @@ type keyWatch interface {
 	// changed records that this process just committed an access change, so its own next request sees it without
 	// waiting for a notification.
 	changed()
+	// watch follows the changes of other processes until ctx ends, where they are announced rather than read.
+	watch(ctx context.Context)
 	close() error
 }
 
@@ -484,6 +486,9 @@ func (w *sqliteKeyWatch) reset() {
 
 // changed needs nothing on SQLite: the commit rewrote the WAL-index header.
 func (w *sqliteKeyWatch) changed() {}
+
+// watch needs nothing on SQLite: every commit, by any process, changes PRAGMA data_version.
+func (w *sqliteKeyWatch) watch(context.Context) {}
 
 // close runs when no request is served any more: the mapping goes away with it.
 func (w *sqliteKeyWatch) close() error {

@@ -3,15 +3,12 @@
 package apikey
 
 import (
-	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"hash/crc32"
 	"math/big"
-
-	"github.com/switchboard/switchboard/store"
 )
 
 // Prefix starts every secret key. Secret scanners can match keys with `\bsb_sk_[0-9A-Za-z]{38}\b`.
@@ -109,19 +106,4 @@ func Hash(plain string) string {
 // Mask shows a stored key the way people recognise it: "sb_sk_ABCD…WXYZ".
 func Mask(displayPrefix, last4 string) string {
 	return displayPrefix + "…" + last4
-}
-
-// Issue generates a key and stores it with n's workspace, name, scopes, creator and expiry. The returned secret is
-// the only copy there will ever be: show it once. Errors are those of store.APIKeys.Create.
-func Issue(ctx context.Context, keys *store.APIKeys, n store.NewAPIKey) (store.APIKey, string, error) {
-	secret, err := Generate()
-	if err != nil {
-		return store.APIKey{}, "", err
-	}
-	n.SecretHash, n.DisplayPrefix, n.Last4 = secret.Hash, secret.DisplayPrefix, secret.Last4
-	k, err := keys.Create(ctx, n)
-	if err != nil {
-		return store.APIKey{}, "", err
-	}
-	return k, secret.Plain, nil
 }

@@ -40,12 +40,16 @@ type Store interface {
 	KeysVersion(ctx context.Context) (uint64, error)
 	// TouchLastUsed records last-use times.
 	TouchLastUsed(ctx context.Context, used map[string]time.Time) error
+	// Watch follows the changes other processes announce until ctx ends; KeysVersion relies on it where changes are
+	// announced rather than read from the database itself.
+	Watch(ctx context.Context)
 }
 
 // Verifier authenticates keys: shape and checksum first (garbage never reaches the database), then an in-process
 // cache of verified keys, then an indexed lookup by hash. A cached key is trusted only while the store's KeysVersion
 // is unchanged and for at most TTL, so a revocation — by this process, the CLI or another replica — takes effect on
-// the next request. last_used_at is written at most once a minute per key, in the background.
+// the next request. last_used_at is written at most once a minute per key, in the background: by Run, which also
+// runs the store's change watch.
 type Verifier struct {
 	store Store
 	ttl   time.Duration
@@ -59,8 +63,6 @@ type Verifier struct {
 	recorded map[string]time.Time // last time written (or queued) per key ID
 	pending  map[string]time.Time
 	wake     chan struct{}
-	stop     chan struct{}
-	done     chan struct{}
 }
 
 type cached struct {
@@ -75,15 +77,44 @@ const lastUsedResolution = time.Minute
 // maxCached bounds the cache; past it the cache starts over (only real keys are ever cached).
 const maxCached = 100_000
 
-// NewVerifier returns a Verifier and starts its last-used writer; call Close to flush it.
+// DefaultCacheTTL is how long a verified key is trusted without a lookup when NewVerifier is given no TTL.
+const DefaultCacheTTL = 30 * time.Second
+
+// NewVerifier returns a Verifier over s that trusts a verified key for at most ttl (DefaultCacheTTL when ttl is not
+// positive) while s reports no change. Run it for as long as keys are verified.
 func NewVerifier(s Store, ttl time.Duration, log *slog.Logger) *Verifier {
-	v := &Verifier{
+	if ttl <= 0 {
+		ttl = DefaultCacheTTL
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Verifier{
 		store: s, ttl: ttl, log: log, now: time.Now,
 		cache: map[string]cached{}, recorded: map[string]time.Time{}, pending: map[string]time.Time{},
-		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
+		wake: make(chan struct{}, 1),
 	}
-	go v.writeLastUsed()
-	return v
+}
+
+// Run is the Verifier's background work: it runs the store's change watch and writes last-use times as they become
+// due until ctx ends, then writes the pending ones and returns once the watch has stopped. Uses recorded after Run
+// returned are not written.
+func (v *Verifier) Run(ctx context.Context) error {
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		v.store.Watch(ctx)
+	}()
+	for {
+		select {
+		case <-v.wake:
+			v.flush()
+		case <-ctx.Done():
+			v.flush()
+			<-watched
+			return nil
+		}
+	}
 }
 
 // Verify authenticates a presented key. It returns ErrMalformed, ErrUnknown, ErrRevoked, ErrExpired, or another
@@ -165,19 +196,6 @@ func (v *Verifier) markUsed(id string, now time.Time) {
 	}
 }
 
-func (v *Verifier) writeLastUsed() {
-	defer close(v.done)
-	for {
-		select {
-		case <-v.wake:
-			v.flush()
-		case <-v.stop:
-			v.flush()
-			return
-		}
-	}
-}
-
 func (v *Verifier) flush() {
 	v.usedMu.Lock()
 	batch := v.pending
@@ -197,14 +215,4 @@ func (v *Verifier) flush() {
 		}
 		v.usedMu.Unlock()
 	}
-}
-
-// Close writes the pending last-use times and stops the writer.
-func (v *Verifier) Close() {
-	select {
-	case <-v.stop:
-	default:
-		close(v.stop)
-	}
-	<-v.done
 }

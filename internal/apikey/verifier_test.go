@@ -28,6 +28,7 @@ type fakeStore struct {
 	touchErr     error
 	touches      []map[string]time.Time
 	touched      chan struct{} // receives after every TouchLastUsed
+	watchEnded   bool
 }
 
 func newFakeStore() *fakeStore {
@@ -53,6 +54,14 @@ func (s *fakeStore) KeysVersion(context.Context) (uint64, error) {
 	defer s.mu.Unlock()
 	s.versionCalls++
 	return s.version, s.versionErr
+}
+
+// Watch blocks until ctx ends, as the PostgreSQL watch does, and records that it returned.
+func (s *fakeStore) Watch(ctx context.Context) {
+	<-ctx.Done()
+	s.mu.Lock()
+	s.watchEnded = true
+	s.mu.Unlock()
 }
 
 func (s *fakeStore) TouchLastUsed(_ context.Context, used map[string]time.Time) error {
@@ -137,16 +146,34 @@ var t0 = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 
 const ttl = 30 * time.Second
 
-func newTestVerifier(t *testing.T, s *fakeStore) (*Verifier, *clock) {
+// running is a Verifier whose Run runs until stop (or the end of the test).
+type running struct {
+	*Verifier
+	stop func()
+}
+
+func newTestVerifier(t *testing.T, s *fakeStore) (running, *clock) {
 	t.Helper()
 	c := &clock{t: t0}
 	v := NewVerifier(s, ttl, slog.New(slog.DiscardHandler))
 	v.now = c.now
-	t.Cleanup(v.Close)
-	return v, c
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- v.Run(ctx) }()
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("Run: %v", err)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return running{v, stop}, c
 }
 
-func verify(t *testing.T, v *Verifier, plain string) Key {
+func verify(t *testing.T, v running, plain string) Key {
 	t.Helper()
 	k, err := v.Verify(context.Background(), plain)
 	if err != nil {
@@ -452,7 +479,7 @@ func TestVerifyRefusedKeysAreNotMarkedUsed(t *testing.T) {
 			t.Fatalf("Verify(%s) succeeded", k.ID)
 		}
 	}
-	v.Close()
+	v.stop()
 	if got := s.lastUse(); len(got) != 0 {
 		t.Errorf("refused keys were marked used at %v", got)
 	}
@@ -487,9 +514,9 @@ func TestLastUsedIsWrittenAtMostOnceAMinute(t *testing.T) {
 			t.Fatalf("after step %d last-use writes = %v, want %v", i, got, want)
 		}
 	}
-	v.Close()
+	v.stop()
 	if got := s.lastUse(); !slices.EqualFunc(got, want, time.Time.Equal) {
-		t.Errorf("after Close last-use writes = %v, want %v", got, want)
+		t.Errorf("after stop last-use writes = %v, want %v", got, want)
 	}
 }
 
@@ -501,7 +528,7 @@ func TestLastUsedIsPerKey(t *testing.T) {
 	verify(t, v, a)
 	verify(t, v, b)
 	verify(t, v, a)
-	v.Close()
+	v.stop()
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -519,23 +546,29 @@ func TestLastUsedIsPerKey(t *testing.T) {
 	}
 }
 
-func TestCloseFlushesPendingLastUse(t *testing.T) {
-	for range 20 { // Close races the background writer: either one must write the use
+func TestStopFlushesPendingLastUse(t *testing.T) {
+	for range 20 { // stopping races the background writer: either one must write the use
 		s := newFakeStore()
 		v, _ := newTestVerifier(t, s)
 		plain := s.add(t, store.APIKey{ID: "key_1"})
 		verify(t, v, plain)
-		v.Close()
+		v.stop()
 		if got := s.lastUse(); len(got) != 1 || !got[0].Equal(t0) {
-			t.Fatalf("after Close last-use writes = %v, want [%v]", got, t0)
+			t.Fatalf("after stop last-use writes = %v, want [%v]", got, t0)
 		}
 	}
 }
 
-func TestCloseTwice(t *testing.T) {
-	v, _ := newTestVerifier(t, newFakeStore())
-	v.Close()
-	v.Close()
+// Run returns once stopped, and only after the store's watch has returned.
+func TestRunStopsTheWatch(t *testing.T) {
+	s := newFakeStore()
+	v, _ := newTestVerifier(t, s)
+	v.stop()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.watchEnded {
+		t.Error("Run returned before the store's watch")
+	}
 }
 
 // A failed write is not lost: the next use writes again instead of waiting a minute.

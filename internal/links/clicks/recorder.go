@@ -9,9 +9,9 @@
 // When the database fails, the batch is retried once; then it and everything after it goes to the spool (an
 // fsynced, checksummed file in the data directory) until the database answers again, and the spool is replayed.
 // While the database is merely slow, the buffer passing its high-water mark (or the writer being stuck on one
-// transaction for half a second) spills to the spool too. Close drains the buffer to the database, or to the
-// spool. A click is therefore lost only if the process is killed (kill -9, power loss) while it is in memory: the
-// clicks of about one Interval plus the batch being written — see the README's crash window.
+// transaction for half a second) spills to the spool too. When Run is stopped it drains the buffer to the database,
+// or to the spool. A click is therefore lost only if the process is killed (kill -9, power loss) while it is in
+// memory: the clicks of about one Interval plus the batch being written — see the README's crash window.
 //
 // The recorder also keeps the click data tidy: it purges the clicks of deleted links and deletes visitor salts
 // older than two days.
@@ -77,14 +77,14 @@ var (
 
 // Config tunes the Recorder; zero values take the defaults.
 type Config struct {
-	// BatchSize is the most clicks written in one transaction (default 1000).
+	// BatchSize is the most clicks written in one transaction (default DefaultBatchSize).
 	BatchSize int
-	// Interval is how often the buffer is written (default 50 ms): the delay until a click shows in statistics,
-	// and the order of what a kill -9 can lose.
+	// Interval is how often the buffer is written (default DefaultInterval): the delay until a click shows in
+	// statistics, and the order of what a kill -9 can lose.
 	Interval time.Duration
-	// HighWater is the number of buffered clicks above which the buffer spills to the spool (default 50 000;
-	// SWITCHBOARD_CLICK_BUFFER). Four times as many are kept in memory while the spool itself fails; beyond that
-	// Record refuses clicks.
+	// HighWater is the number of buffered clicks above which the buffer spills to the spool (default
+	// DefaultHighWater; SWITCHBOARD_CLICK_BUFFER). Four times as many are kept in memory while the spool itself
+	// fails; beyond that Record refuses clicks.
 	HighWater int
 	// SpoolDir is the directory of the spool (required).
 	SpoolDir string
@@ -98,13 +98,20 @@ type Config struct {
 	Logger *slog.Logger
 }
 
+// Defaults of Config.
+const (
+	DefaultBatchSize = 1000
+	DefaultInterval  = 50 * time.Millisecond
+	DefaultHighWater = 50_000
+)
+
 // txTimeout bounds one batch transaction, so a database that stopped answering is noticed.
 const txTimeout = 5 * time.Second
 
 // stuckAfter is how long the writer may wait on one transaction before the buffer goes to the spool anyway.
 const stuckAfter = 500 * time.Millisecond
 
-// Recorder buffers, batches, persists and spools clicks. Create it with New; it runs until Close.
+// Recorder buffers, batches, persists and spools clicks. Create it with New; Run writes what it buffers.
 type Recorder struct {
 	db     *store.DB
 	cfg    Config
@@ -128,7 +135,7 @@ type Recorder struct {
 	// behind is set while redirects come faster than the writer writes.
 	behind atomic.Bool
 
-	// Owned by the writer goroutine (and by Close after it stopped).
+	// Owned by the writer goroutine (and by the drain after it stopped).
 	healthy bool
 	retryAt time.Time
 	backoff time.Duration
@@ -137,17 +144,17 @@ type Recorder struct {
 	replayN int // position in replay.hits
 }
 
-// New opens the spool and starts the recorder. Segments left in the spool by an earlier run (a crash, or a
-// shutdown while the database was down) are replayed first.
+// New opens the spool and returns the recorder; it takes clicks at once and writes them once Run runs. Segments
+// left in the spool by an earlier run (a crash, or a shutdown while the database was down) are replayed first.
 func New(db *store.DB, cfg Config) (*Recorder, error) {
 	if cfg.BatchSize <= 0 {
-		cfg.BatchSize = 1000
+		cfg.BatchSize = DefaultBatchSize
 	}
 	if cfg.Interval <= 0 {
-		cfg.Interval = 50 * time.Millisecond
+		cfg.Interval = DefaultInterval
 	}
 	if cfg.HighWater <= 0 {
-		cfg.HighWater = 50_000
+		cfg.HighWater = DefaultHighWater
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -169,11 +176,26 @@ func New(db *store.DB, cfg Config) (*Recorder, error) {
 		kick: make(chan struct{}, 1), spill: make(chan struct{}, 1), stop: make(chan struct{}),
 		healthy: true, backoff: minBackoff, salts: map[string]*visitorHasher{}}
 	r.m = newMetrics(r)
-	r.wg.Add(3)
-	go r.loop(cfg.Interval, r.kick, r.cycle)
-	go r.loop(cfg.Interval, r.spill, r.spillOver)
-	go r.loop(cfg.Housekeeping, nil, r.housekeep)
 	return r, nil
+}
+
+// drainTimeout bounds the attempts at the database while draining; what they cannot write goes to the spool.
+const drainTimeout = 30 * time.Second
+
+// Run writes the buffered clicks in batches, spills to the spool and replays it, and purges the clicks of deleted
+// links, until ctx ends. Then it stops taking clicks and drains the buffer — to the database when it answers, else
+// to the spool — and returns: stop it only after redirects are no longer served. Clicks that can go nowhere (the
+// database and the disk both fail) are counted as dropped and reported in the error. Run runs once.
+func (r *Recorder) Run(ctx context.Context) error {
+	r.wg.Add(3)
+	go r.loop(r.cfg.Interval, r.kick, r.cycle)
+	go r.loop(r.cfg.Interval, r.spill, r.spillOver)
+	go r.loop(r.cfg.Housekeeping, nil, r.housekeep)
+	<-ctx.Done()
+	r.log.Info("draining buffered clicks")
+	drainCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), drainTimeout)
+	defer cancel()
+	return r.drain(drainCtx)
 }
 
 // Collectors are the recorder's Prometheus metrics.
@@ -274,7 +296,7 @@ func (r *Recorder) giveBack(hits []Hit) {
 	r.pending = append(r.pending, hits...)
 }
 
-// loop calls fn every period and whenever wake fires, until Close.
+// loop calls fn every period and whenever wake fires, until the drain starts.
 func (r *Recorder) loop(every time.Duration, wake <-chan struct{}, fn func()) {
 	defer r.wg.Done()
 	t := time.NewTicker(every)
@@ -613,15 +635,9 @@ func (r *Recorder) housekeep() {
 	}
 }
 
-// Close stops taking clicks and drains the buffer: to the database when it answers, else to the spool. Call it
-// after the HTTP server has stopped serving redirects. Clicks that can go nowhere (the database and the disk both
-// fail) are counted as dropped and reported in the error. ctx bounds the attempts at the database.
-func (r *Recorder) Close(ctx context.Context) error {
+// drain stops taking clicks and the loops, and writes what is left; ctx bounds the attempts at the database.
+func (r *Recorder) drain(ctx context.Context) error {
 	r.mu.Lock()
-	if r.closed {
-		r.mu.Unlock()
-		return nil
-	}
 	r.closed = true
 	r.mu.Unlock()
 	close(r.stop)

@@ -10,6 +10,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -48,7 +49,14 @@ func testLink(t *testing.T, db *store.DB) store.Link {
 	return l
 }
 
-func newRecorder(t *testing.T, db *store.DB, cfg Config) *Recorder {
+// running is a Recorder whose Run runs until stop (or the end of the test).
+type running struct {
+	*Recorder
+	// stop ends Run and returns its error (nil after the first call).
+	stop func() error
+}
+
+func newRecorder(t *testing.T, db *store.DB, cfg Config) running {
 	t.Helper()
 	if cfg.SpoolDir == "" {
 		cfg.SpoolDir = t.TempDir()
@@ -61,8 +69,16 @@ func newRecorder(t *testing.T, db *store.DB, cfg Config) *Recorder {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = r.Close(ctx) })
-	return r
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- r.Run(runCtx) }()
+	var once sync.Once
+	stop := func() (err error) {
+		once.Do(func() { cancel(); err = <-done })
+		return err
+	}
+	t.Cleanup(func() { _ = stop() })
+	return running{r, stop}
 }
 
 func hit(linkID, ua, ip string) Hit {
@@ -301,9 +317,9 @@ func TestRecorderCountsDamagedSpoolRecordsAsDropped(t *testing.T) {
 	await.Equal(t, "the dropped count", func() float64 { return testutil.ToFloat64(r.m.dropped) }, 1)
 }
 
-// Close writes what is buffered to the database; when the database fails, to the spool, which the next recorder
-// replays.
-func TestRecorderCloseDrains(t *testing.T) {
+// A stopped recorder writes what is buffered to the database; when the database fails, to the spool, which the next
+// recorder replays.
+func TestRecorderStopDrains(t *testing.T) {
 	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
 		l := testLink(t, db)
 		r := newRecorder(t, db, Config{Interval: time.Hour})
@@ -312,14 +328,14 @@ func TestRecorderCloseDrains(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if err := r.Close(ctx); err != nil {
+		if err := r.stop(); err != nil {
 			t.Fatal(err)
 		}
 		if n := clickCount(t, db, l.ID); n != 5 {
-			t.Fatalf("%d clicks after Close, want 5", n)
+			t.Fatalf("%d clicks after the drain, want 5", n)
 		}
 		if err := r.Record(hit(l.ID, firefox, "203.0.113.9")); err != ErrClosed {
-			t.Fatalf("Record after Close = %v, want ErrClosed", err)
+			t.Fatalf("Record after the drain = %v, want ErrClosed", err)
 		}
 
 		dir := t.TempDir()
@@ -330,7 +346,7 @@ func TestRecorderCloseDrains(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if err := r.Close(ctx); err != nil {
+		if err := r.stop(); err != nil {
 			t.Fatal(err)
 		}
 		if got := testutil.ToFloat64(r.m.spooled); got != 4 {

@@ -31,7 +31,7 @@ type Loader[V any] func(ctx context.Context, key store.LinkKey) (v V, found bool
 
 // Config tunes a Cache; zero values take the defaults.
 type Config struct {
-	// Size is the most entries kept (default 100 000).
+	// Size is the most entries kept (default DefaultSize).
 	Size int
 	// TTL is the longest a link is served from memory without reading it again (default 5 min); NegativeTTL the
 	// same for an unknown slug (default 30 s).
@@ -39,6 +39,9 @@ type Config struct {
 	// LoadTimeout bounds a database read (default 2 s).
 	LoadTimeout time.Duration
 }
+
+// DefaultSize is Config.Size when it is not set.
+const DefaultSize = 100_000
 
 const shardCount = 64
 
@@ -78,7 +81,7 @@ const failBackoff = time.Second
 // once told (SetTrusted), or after Run connected.
 func New[V any](load Loader[V], changes *store.LinkChanges, cfg Config) *Cache[V] {
 	if cfg.Size <= 0 {
-		cfg.Size = 100_000
+		cfg.Size = DefaultSize
 	}
 	if cfg.TTL <= 0 {
 		cfg.TTL = 5 * time.Minute

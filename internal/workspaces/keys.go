@@ -1,0 +1,221 @@
+package workspaces
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/switchboard/switchboard/internal/apikey"
+	"github.com/switchboard/switchboard/internal/problem"
+	"github.com/switchboard/switchboard/store"
+)
+
+// Preset is a named set of scopes to choose instead of listing scopes one by one.
+type Preset struct {
+	ID          string
+	Name        string
+	Description string
+	Scopes      []apikey.Scope
+}
+
+// Presets are the scope presets, in display order; a custom set of scopes is not one of them.
+var Presets = []Preset{
+	{ID: "full", Name: "Full access", Description: "Read and write everything in the workspace.", Scopes: apikey.All()},
+	{ID: "read", Name: "Read only", Description: "Read everything, change nothing.", Scopes: readScopes()},
+	{ID: "links", Name: "Short links", Description: "Create and manage short links and read their analytics.",
+		Scopes: []apikey.Scope{"links:write"}},
+	{ID: "messaging", Name: "Messaging", Description: "Channel instances, messages, groups and contacts.",
+		Scopes: []apikey.Scope{"messaging:write"}},
+	{ID: "automation", Name: "Automation", Description: "Inbound publishing endpoints and webhooks for workflow tools.",
+		Scopes: []apikey.Scope{"webhooks:write", "automation:write"}},
+}
+
+func readScopes() []apikey.Scope {
+	var out []apikey.Scope
+	for _, r := range apikey.Resources {
+		out = append(out, r.Name+":read")
+	}
+	return out
+}
+
+// PresetFor names the preset whose scopes are exactly scopes (in any order), or returns false.
+func PresetFor(scopes []apikey.Scope) (Preset, bool) {
+	for _, p := range Presets {
+		if len(p.Scopes) == len(scopes) && sameSet(p.Scopes, scopes) {
+			return p, true
+		}
+	}
+	return Preset{}, false
+}
+
+func sameSet(a, b []apikey.Scope) bool {
+	for _, s := range a {
+		if !slices.Contains(b, s) {
+			return false
+		}
+	}
+	return true
+}
+
+// ParseScopes validates a custom set of scopes: each of the catalogue (white space around it dropped, blanks
+// ignored), at least one — a key that can do nothing is a mistake. It returns them without duplicates in catalogue
+// order, or a ValidationFailed error at FieldScopes (an unknown scope at FieldScopes/i).
+func ParseScopes(in []string) ([]apikey.Scope, error) {
+	scopes, invalid := parseScopes(in)
+	return scopes, invalid.Err()
+}
+
+// parseScopes is ParseScopes for callers that collect the invalid fields of a whole input.
+func parseScopes(in []string) ([]apikey.Scope, problem.Fields) {
+	known := apikey.All()
+	seen := map[string]bool{}
+	var invalid problem.Fields
+	for i, s := range in {
+		s = strings.TrimSpace(s)
+		if s == "" {
+			continue
+		}
+		if !slices.Contains(known, s) {
+			invalid.Add(fmt.Sprintf("%s/%d", FieldScopes, i),
+				fmt.Sprintf("unknown scope %q (known scopes: %s)", s, strings.Join(known, ", ")))
+		}
+		seen[s] = true
+	}
+	if len(invalid) > 0 {
+		return nil, invalid
+	}
+	if len(seen) == 0 {
+		invalid.Add(FieldScopes, fmt.Sprintf("at least one scope is required (known scopes: %s)", strings.Join(known, ", ")))
+		return nil, invalid
+	}
+	var out []apikey.Scope
+	for _, s := range known {
+		if seen[s] {
+			out = append(out, s)
+		}
+	}
+	return out, nil
+}
+
+// CreatedByCLI is the creator recorded for keys the operator's CLI creates; other keys record their console user.
+const CreatedByCLI = "cli"
+
+// NewKey is what CreateKey needs.
+type NewKey struct {
+	WorkspaceID string
+	// Name tells people where the key is used (see Name).
+	Name string
+	// Preset is the ID of one of Presets, whose scopes the key gets; empty for the custom set Scopes.
+	Preset string
+	// Scopes is the custom set of scopes (see ParseScopes), used only without a Preset.
+	Scopes []string
+	// ExpiresIn is the key's lifetime from now; 0 means it never expires.
+	ExpiresIn time.Duration
+	// CreatedBy is the ID of the console user creating the key, or CreatedByCLI.
+	CreatedBy string
+}
+
+// CreateKey generates a key and stores it — only the SHA-256 of its secret and the characters that let people
+// recognise it. The returned secret is the only copy there will ever be: show it once, never log it. Errors:
+// ValidationFailed (every invalid field of n at once: FieldName, FieldPreset, FieldScopes, FieldExpiresIn), NotFound
+// (no such workspace).
+func (s *Service) CreateKey(ctx context.Context, n NewKey) (key store.APIKey, secret string, err error) {
+	name, invalid := checkName(n.Name)
+	scopes, invalidScopes := keyScopes(n)
+	invalid = append(invalid, invalidScopes...)
+	if n.ExpiresIn < 0 {
+		invalid.Add(FieldExpiresIn, "must be positive")
+	}
+	if err := invalid.Err(); err != nil {
+		return store.APIKey{}, "", err
+	}
+	var expiresAt *time.Time
+	if n.ExpiresIn > 0 {
+		t := time.Now().Add(n.ExpiresIn)
+		expiresAt = &t
+	}
+	generated, err := apikey.Generate()
+	if err != nil {
+		return store.APIKey{}, "", err
+	}
+	k, err := s.db.APIKeys.Create(ctx, store.NewAPIKey{
+		WorkspaceID: n.WorkspaceID, Name: name, Scopes: scopes, CreatedBy: n.CreatedBy, ExpiresAt: expiresAt,
+		SecretHash: generated.Hash, DisplayPrefix: generated.DisplayPrefix, Last4: generated.Last4,
+	})
+	if errors.Is(err, store.ErrNotFound) {
+		return store.APIKey{}, "", noWorkspace(n.WorkspaceID)
+	}
+	if err != nil {
+		return store.APIKey{}, "", err
+	}
+	return k, generated.Plain, nil
+}
+
+// keyScopes are the scopes of n's preset, or its custom set.
+func keyScopes(n NewKey) ([]apikey.Scope, problem.Fields) {
+	if n.Preset == "" {
+		return parseScopes(n.Scopes)
+	}
+	for _, p := range Presets {
+		if p.ID == n.Preset {
+			return p.Scopes, nil
+		}
+	}
+	var invalid problem.Fields
+	invalid.Add(FieldPreset, fmt.Sprintf("unknown preset %q", n.Preset))
+	return nil, invalid
+}
+
+// Keys lists the keys of a workspace, newest first, revoked ones included; never their secrets, which are not
+// stored. Errors: NotFound (no such workspace).
+func (s *Service) Keys(ctx context.Context, workspaceID string) ([]store.APIKey, error) {
+	if _, err := s.db.Workspaces.Get(ctx, workspaceID); errors.Is(err, store.ErrNotFound) {
+		return nil, noWorkspace(workspaceID)
+	} else if err != nil {
+		return nil, err
+	}
+	return s.db.APIKeys.List(ctx, workspaceID)
+}
+
+// Key returns one key of a workspace. Errors: NotFound (no such key in that workspace).
+func (s *Service) Key(ctx context.Context, workspaceID, id string) (store.APIKey, error) {
+	k, err := s.db.APIKeys.Get(ctx, workspaceID, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return store.APIKey{}, noKey(id)
+	}
+	return k, err
+}
+
+// RevokeKey revokes a key of any workspace: the operator's revoke. The key is refused from the next request on, by
+// every process; revoking a revoked key changes nothing and returns it as it is. Errors: NotFound (no such key).
+func (s *Service) RevokeKey(ctx context.Context, id string) (store.APIKey, error) {
+	k, err := s.db.APIKeys.Revoke(ctx, id)
+	return s.revoked(id, k, err)
+}
+
+// RevokeWorkspaceKey is RevokeKey limited to the keys of one workspace: a member's revoke. Errors: NotFound (no such
+// key in that workspace).
+func (s *Service) RevokeWorkspaceKey(ctx context.Context, workspaceID, id string) (store.APIKey, error) {
+	k, err := s.db.APIKeys.RevokeInWorkspace(ctx, workspaceID, id)
+	return s.revoked(id, k, err)
+}
+
+// revoked finishes the revocation of key id: the store announced it to every process, and this process's cache
+// forgets the key at once.
+func (s *Service) revoked(id string, k store.APIKey, err error) (store.APIKey, error) {
+	if errors.Is(err, store.ErrNotFound) {
+		return store.APIKey{}, noKey(id)
+	}
+	if err != nil {
+		return store.APIKey{}, err
+	}
+	s.cfg.ForgetKey(k.SecretHash)
+	return k, nil
+}
+
+func noKey(id string) error {
+	return problem.Errorf(problem.NotFound, "There is no API key %s.", id)
+}

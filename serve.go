@@ -1,0 +1,362 @@
+package main
+
+// serve: the server's settings (flags mirroring the environment, each default taken from the package that owns
+// the setting), its wiring, and the one runner of every background job.
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/switchboard/switchboard/console"
+	"github.com/switchboard/switchboard/handlers"
+	"github.com/switchboard/switchboard/internal/apikey"
+	"github.com/switchboard/switchboard/internal/egress"
+	"github.com/switchboard/switchboard/internal/events"
+	"github.com/switchboard/switchboard/internal/links"
+	"github.com/switchboard/switchboard/internal/links/clicks"
+	"github.com/switchboard/switchboard/internal/links/linkcache"
+	"github.com/switchboard/switchboard/internal/runner"
+	"github.com/switchboard/switchboard/internal/webhook"
+	"github.com/switchboard/switchboard/internal/workspaces"
+	"github.com/switchboard/switchboard/store"
+)
+
+func serve(ctx context.Context, args []string, stderr io.Writer) error {
+	fs := newFlagSet("serve")
+	dbURL := databaseFlag(fs)
+	addr := fs.String("addr", ":8080", "listen address (env SWITCHBOARD_ADDR)")
+	baseURL := fs.String("base-url", "",
+		"public URL of the server, used in links it returns (env SWITCHBOARD_BASE_URL, default http://localhost<addr>)")
+	modelsFile := fs.String("models-file", "",
+		"YAML or JSON model catalogue (env SWITCHBOARD_MODELS_FILE, default: the built-in list)")
+	keyRate := fs.Int("rate-limit", handlers.DefaultKeyRateLimit,
+		"requests per minute per API key (env SWITCHBOARD_RATE_LIMIT_PER_MINUTE)")
+	wsRate := fs.Int("workspace-rate-limit", handlers.DefaultWorkspaceRateLimit,
+		"requests per minute per workspace (env SWITCHBOARD_WORKSPACE_RATE_LIMIT_PER_MINUTE)")
+	bodyLimit := fs.Int64("body-limit", handlers.DefaultBodyLimit,
+		"maximum request body in bytes (env SWITCHBOARD_BODY_LIMIT_BYTES)")
+	cacheTTL := fs.Duration("key-cache-ttl", apikey.DefaultCacheTTL,
+		"longest time a verified API key is trusted without a lookup (env SWITCHBOARD_KEY_CACHE_TTL)")
+	trusted := fs.String("trusted-proxies", "",
+		"CIDRs of reverse proxies whose X-Forwarded-For is believed, e.g. 10.0.0.0/8 (env SWITCHBOARD_TRUSTED_PROXIES)")
+	logLevel := fs.String("log-level", "info",
+		"debug, info, warn or error (env SWITCHBOARD_LOG_LEVEL)")
+	wh := addWebhookFlags(fs)
+	shortLinks := linkFlags(fs)
+	if err := parseWithNotes(fs, args, serveNotes); err != nil {
+		return err
+	}
+	whConfig, whPolicy, err := wh.config()
+	if err != nil {
+		return err
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		return usagef("--log-level: %v", err)
+	}
+	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
+
+	catalog, err := loadCatalog(*modelsFile)
+	if err != nil {
+		return err
+	}
+	var proxies []*net.IPNet
+	for _, cidr := range splitList(*trusted) {
+		_, n, err := net.ParseCIDR(cidr)
+		if err != nil {
+			return usagef("--trusted-proxies: %v", err)
+		}
+		proxies = append(proxies, n)
+	}
+	db, err := store.Open(ctx, *dbURL)
+	if err != nil {
+		return err
+	}
+	// Closed last: after every job that uses it has returned.
+	defer db.Close()
+	// The key is checked before migrating, so that a misconfigured start changes nothing.
+	key, created, err := webhook.LoadOrCreateKey(os.Getenv("SWITCHBOARD_SECRET_KEY"), db.DataDir())
+	if err != nil {
+		return err
+	}
+	if err := db.Migrate(ctx); err != nil {
+		return err
+	}
+	if created {
+		log.Warn("generated the server secret key that encrypts webhook secrets: back it up, without it they cannot be opened",
+			"path", filepath.Join(db.DataDir(), webhook.KeyFile))
+	}
+	box, err := webhook.NewBox(key)
+	if err != nil {
+		return err
+	}
+	guard := egress.NewGuard(whPolicy)
+	whConfig.Logger = log
+	dispatcher := webhook.NewDispatcher(db, box, guard, whConfig)
+	recorder, geo, err := shortLinks.recorder(db, log)
+	if err != nil {
+		return err
+	}
+	defer geo.Close()
+	verifier := apikey.NewVerifier(db.APIKeys, *cacheTTL, log)
+
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return err
+	}
+	if *baseURL == "" {
+		*baseURL = "http://" + displayAddr(ln.Addr())
+	}
+	outbox := events.NewOutbox(db, events.Builtin())
+	linkService, err := links.New(db, outbox, shortLinks.config(strings.TrimSuffix(*baseURL, "/"), log))
+	if err != nil {
+		_ = ln.Close()
+		return err
+	}
+	redirectCache := linkcache.New(linkService.Resolve, db.LinkChanges, linkcache.Config{Size: *shortLinks.cacheSize})
+	srv, err := handlers.New(handlers.Config{
+		BaseURL: strings.TrimSuffix(*baseURL, "/"), BodyLimit: *bodyLimit, KeyRateLimit: *keyRate,
+		WorkspaceRateLimit: *wsRate, Verifier: verifier, Models: catalog, TrustedProxies: proxies, Logger: log,
+		Webhooks: handlers.WebhookEngine{Box: box, Guard: guard, Sender: dispatcher.Sender(), Wake: dispatcher.Wake},
+		Events:   outbox, Links: linkService,
+		Redirects: handlers.RedirectOptions{Clicks: recorder, Cache: redirectCache},
+	}, db)
+	if err != nil {
+		_ = ln.Close()
+		return err
+	}
+	if err := srv.RegisterMetrics(append(dispatcher.Collectors(), recorder.Collectors()...)...); err != nil {
+		_ = ln.Close()
+		return err
+	}
+	con, err := console.New(console.Config{BaseURL: strings.TrimSuffix(*baseURL, "/"), Logger: log,
+		Workspaces: workspaces.New(db, workspaces.Config{Models: catalog, ForgetKey: verifier.Forget})}, db)
+	if err != nil {
+		_ = ln.Close()
+		return err
+	}
+	srv.Mount(con.Register)
+	httpSrv := &http.Server{
+		Handler:           srv,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       60 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+
+	// Every background job of the process, stopped in stages when ctx ends (SIGTERM), so that a shutdown loses
+	// nothing: stage 0 stops taking work and drains it side by side — the requests in flight and the webhook
+	// attempts in flight; stage 1 then drains the clicks those last requests recorded; stage 2 writes the key
+	// last-use times they left. Only then does serve return and close the database. A job that fails stops them all
+	// the same way.
+	jobs := runner.New(log)
+	jobs.Go(0, "http server", serveHTTP(httpSrv, ln, srv, log))
+	jobs.Go(0, "webhook dispatcher", dispatcher.Run)
+	jobs.Go(0, "console session sweep", con.Run)
+	jobs.Go(0, "idempotency key pruning", srv.PruneIdempotencyKeys)
+	// Redirects in flight still hear of link changes: the link jobs stop once the HTTP server drained.
+	jobs.Go(1, "link expiry announcer", linkService.Run)
+	jobs.Go(1, "redirect cache watch", redirectCache.Run)
+	jobs.Go(1, "click recorder", recorder.Run)
+	jobs.Go(2, "api key verifier", verifier.Run)
+
+	log.Info("switchboard listening", "addr", ln.Addr().String(), "base_url", *baseURL,
+		"database", string(db.Dialect()), "docs", *baseURL+"/docs/", "models", len(catalog.All()))
+	err = jobs.Run(ctx)
+	log.Info("stopped")
+	return err
+}
+
+// shutdownTimeout bounds the drain of the requests in flight.
+const shutdownTimeout = 30 * time.Second
+
+// serveHTTP is the HTTP server's job: it serves on ln until ctx ends, then closes the listener and waits for the
+// requests in flight.
+func serveHTTP(httpSrv *http.Server, ln net.Listener, srv *handlers.Server, log *slog.Logger) func(context.Context) error {
+	return func(ctx context.Context) error {
+		served := make(chan error, 1)
+		go func() { served <- httpSrv.Serve(ln) }()
+		select {
+		case err := <-served:
+			return err
+		case <-ctx.Done():
+		}
+		log.Info("shutting down: draining in-flight requests and webhook attempts")
+		shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
+		defer cancel()
+		err := httpSrv.Shutdown(shutdownCtx)
+		if served := <-served; !errors.Is(served, http.ErrServerClosed) {
+			err = errors.Join(err, served)
+		}
+		return err
+	}
+}
+
+// serveNotes ends `serve --help`: the settings read from the environment only.
+const serveNotes = `
+Environment only (a secret does not belong on a command line):
+  SWITCHBOARD_SECRET_KEY
+    	base64 of 32 random bytes (openssl rand -base64 32) that encrypts webhook secrets at rest. Required on
+    	PostgreSQL; on SQLite generated into the data directory (secret.key) on first start when unset.`
+
+// webhookFlags are the webhook engine's settings of serve.
+type webhookFlags struct {
+	schedule, networks                                     string
+	allowHTTP                                              bool
+	timeout, lease, retention, throttledWait, disableAfter time.Duration
+	workers                                                int
+}
+
+func addWebhookFlags(fs *flag.FlagSet) *webhookFlags {
+	w := &webhookFlags{}
+	fs.StringVar(&w.schedule, "webhook-retry-schedule", "",
+		"delays of a delivery's attempts, comma-separated: the first from the event, each next from the attempt before "+
+			"(env SWITCHBOARD_WEBHOOK_RETRY_SCHEDULE, default 0s,5s,5m,30m,2h,5h,10h,14h,20h,24h; ±20 % jitter)")
+	fs.BoolVar(&w.allowHTTP, "webhook-allow-http", false,
+		"allow plain http:// webhook URLs; https only by default (env SWITCHBOARD_WEBHOOK_ALLOW_HTTP=true)")
+	fs.StringVar(&w.networks, "webhook-allowed-networks", "",
+		"CIDRs webhooks may reach although they are not public, e.g. 10.0.0.0/8,127.0.0.0/8 (env SWITCHBOARD_WEBHOOK_ALLOWED_NETWORKS)")
+	fs.DurationVar(&w.timeout, "webhook-timeout", webhook.DefaultTimeout,
+		"longest webhook attempt, response included (env SWITCHBOARD_WEBHOOK_TIMEOUT)")
+	fs.DurationVar(&w.lease, "webhook-lease", 0,
+		"how long a claimed delivery is held: after a crash it is retried once this has passed; must exceed the timeout "+
+			"(env SWITCHBOARD_WEBHOOK_LEASE, default timeout + 1m)")
+	fs.IntVar(&w.workers, "webhook-workers", webhook.DefaultWorkers,
+		"webhook attempts this process runs at once (env SWITCHBOARD_WEBHOOK_WORKERS)")
+	fs.DurationVar(&w.retention, "webhook-retention", webhook.DefaultRetention,
+		"how long events, deliveries and attempts are kept; events still being delivered are kept longer (env SWITCHBOARD_WEBHOOK_RETENTION)")
+	fs.DurationVar(&w.throttledWait, "webhook-throttled-wait", webhook.DefaultThrottledWait,
+		"least wait before retrying after a timeout or a 429 (env SWITCHBOARD_WEBHOOK_THROTTLED_WAIT)")
+	fs.DurationVar(&w.disableAfter, "webhook-disable-after", webhook.DefaultDisableAfter,
+		"disable an endpoint that has failed this long without a success (env SWITCHBOARD_WEBHOOK_DISABLE_AFTER)")
+	return w
+}
+
+// config checks the settings and returns the dispatcher's configuration (without logger and database) and the
+// egress policy.
+func (w *webhookFlags) config() (webhook.Config, egress.Policy, error) {
+	cfg := webhook.Config{Timeout: w.timeout, Lease: w.lease, Workers: w.workers, Retention: w.retention,
+		ThrottledWait: w.throttledWait, DisableAfter: w.disableAfter}
+	for name, d := range map[string]time.Duration{"--webhook-timeout": w.timeout, "--webhook-retention": w.retention,
+		"--webhook-throttled-wait": w.throttledWait, "--webhook-disable-after": w.disableAfter} {
+		if d <= 0 {
+			return cfg, egress.Policy{}, usagef("%s must be positive", name)
+		}
+	}
+	if w.lease != 0 && w.lease <= w.timeout {
+		return cfg, egress.Policy{}, usagef("--webhook-lease (%s) must exceed --webhook-timeout (%s)", w.lease, w.timeout)
+	}
+	if w.workers < 1 {
+		return cfg, egress.Policy{}, usagef("--webhook-workers must be at least 1")
+	}
+	if w.schedule != "" {
+		schedule, err := webhook.ParseSchedule(w.schedule)
+		if err != nil {
+			return cfg, egress.Policy{}, usagef("--webhook-retry-schedule: %v", err)
+		}
+		cfg.Schedule = schedule
+	}
+	networks, err := egress.ParseNetworks(w.networks)
+	if err != nil {
+		return cfg, egress.Policy{}, usagef("--webhook-allowed-networks: %v", err)
+	}
+	return cfg, egress.Policy{AllowHTTP: w.allowHTTP, AllowedNetworks: networks}, nil
+}
+
+// linkSettings are the flags of short links, redirects and click recording.
+type linkSettings struct {
+	shortBaseURL, shortDomains, allowedSchemes, blockedHosts *string
+	tombstone                                                *time.Duration
+	geoIP, dataDir                                           *string
+	clickBuffer, clickBatch, cacheSize                       *int
+	clickInterval                                            *time.Duration
+}
+
+func linkFlags(fs *flag.FlagSet) linkSettings {
+	return linkSettings{
+		shortBaseURL: fs.String("short-base-url", "",
+			"origin of short URLs, e.g. https://sb.example.com; its host is the default short domain (env SWITCHBOARD_SHORT_BASE_URL, default the base URL)"),
+		shortDomains: fs.String("short-domains", "",
+			"comma-separated further short domains (host[:port]) links may use (env SWITCHBOARD_SHORT_DOMAINS)"),
+		allowedSchemes: fs.String("link-allowed-schemes", "",
+			"comma-separated destination schemes allowed besides http and https, e.g. mailto,tel (env SWITCHBOARD_LINK_ALLOWED_SCHEMES)"),
+		blockedHosts: fs.String("link-blocked-hosts", "",
+			"comma-separated hosts (and their subdomains) refused as destinations (env SWITCHBOARD_LINK_BLOCKED_HOSTS)"),
+		tombstone: fs.Duration("link-tombstone-period", links.DefaultTombstonePeriod,
+			"how long a deleted link's slug stays reserved to its workspace (env SWITCHBOARD_LINK_TOMBSTONE_PERIOD)"),
+		geoIP: fs.String("geoip-db", "",
+			"MaxMind .mmdb file (GeoLite2-Country or compatible) for click countries (env SWITCHBOARD_GEOIP_DB, default none)"),
+		dataDir: fs.String("data-dir", "",
+			"directory of the click spool (env SWITCHBOARD_DATA_DIR, default the SQLite file's directory, or ./data with PostgreSQL)"),
+		clickBuffer: fs.Int("click-buffer", clicks.DefaultHighWater,
+			"clicks buffered in memory before they spill to the spool on disk (env SWITCHBOARD_CLICK_BUFFER)"),
+		clickBatch: fs.Int("click-batch-size", clicks.DefaultBatchSize,
+			"most clicks written in one transaction (env SWITCHBOARD_CLICK_BATCH_SIZE)"),
+		clickInterval: fs.Duration("click-interval", clicks.DefaultInterval,
+			"how often buffered clicks are written (env SWITCHBOARD_CLICK_INTERVAL)"),
+		cacheSize: fs.Int("link-cache-size", linkcache.DefaultSize,
+			"short links kept resolved in memory (env SWITCHBOARD_LINK_CACHE_SIZE)"),
+	}
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, v := range strings.Split(s, ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// config is the configuration of the links service of a server at baseURL.
+func (l linkSettings) config(baseURL string, log *slog.Logger) links.Config {
+	return links.Config{BaseURL: baseURL, ShortBaseURL: strings.TrimSuffix(*l.shortBaseURL, "/"),
+		Domains: splitList(*l.shortDomains), AllowedSchemes: splitList(*l.allowedSchemes),
+		BlockedHosts: splitList(*l.blockedHosts), TombstonePeriod: *l.tombstone, Logger: log}
+}
+
+// recorder opens the GeoIP database (nil without one) and the click recorder, whose spool lives in the data
+// directory.
+func (l linkSettings) recorder(db *store.DB, log *slog.Logger) (*clicks.Recorder, *clicks.GeoIP, error) {
+	var geo *clicks.GeoIP
+	if *l.geoIP != "" {
+		var err error
+		if geo, err = clicks.OpenGeoIP(*l.geoIP); err != nil {
+			return nil, nil, err
+		}
+	}
+	dir := *l.dataDir
+	if dir == "" {
+		dir = db.DataDir()
+	}
+	if dir == "" {
+		dir = "data"
+	}
+	rec, err := clicks.New(db, clicks.Config{BatchSize: *l.clickBatch, Interval: *l.clickInterval,
+		HighWater: *l.clickBuffer, SpoolDir: filepath.Join(dir, "spool"), GeoIP: geo, Logger: log})
+	if err != nil {
+		_ = geo.Close()
+		return nil, nil, err
+	}
+	return rec, geo, nil
+}
+
+// displayAddr turns ":8080" into "localhost:8080" for links.
+func displayAddr(a net.Addr) string {
+	host, port, err := net.SplitHostPort(a.String())
+	if err != nil || host == "" || host == "::" || host == "0.0.0.0" {
+		return "localhost:" + port
+	}
+	return net.JoinHostPort(host, port)
+}
