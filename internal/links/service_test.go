@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/switchboard/switchboard/gen"
-	"github.com/switchboard/switchboard/internal/events"
 	"github.com/switchboard/switchboard/internal/await"
+	"github.com/switchboard/switchboard/internal/events"
 	"github.com/switchboard/switchboard/internal/patch"
 	"github.com/switchboard/switchboard/internal/problem"
 	"github.com/switchboard/switchboard/store"
