@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -127,44 +128,78 @@ func TestReceiverDownThenBack(t *testing.T) {
 	})
 }
 
-// A receiver that never answers holds at most its in-flight cap of workers: another endpoint's deliveries arrive
-// before the slow one's attempts time out. The timed-out attempts are retried no sooner than ThrottledWait.
-func TestSlowReceiverTimesOutWithoutDelayingOthers(t *testing.T) {
+// A receiver that does not answer holds at most its in-flight cap of workers: another endpoint's deliveries get
+// through while it holds them, and no more of its own are sent until one of its attempts ends. The slow receiver
+// holds its requests until the other endpoint has all its deliveries (a barrier, not a race against a timeout):
+// without the cap it would hold every worker and the test would wait for the attempts' timeout and fail.
+func TestSlowReceiverWithoutDelayingOthers(t *testing.T) {
 	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
 		h := newHarness(t, db)
-		const timeout, capacity = time.Second, 2
+		const capacity, events = 2, 4
+		fastDone := make(chan struct{})
+		var heldWhileFastDone atomic.Int32
 		slow := newReceiver(t, func(n int, w http.ResponseWriter, r *http.Request) {
-			if n < capacity {
+			if n >= capacity {
+				return
+			}
+			select {
+			case <-fastDone:
+				heldWhileFastDone.Add(1)
+			case <-r.Context().Done():
+			}
+		})
+		fast := newReceiver(t, func(n int, w http.ResponseWriter, r *http.Request) {
+			if n == events-1 {
+				close(fastDone)
+			}
+		})
+		s, _ := h.endpoint(slow.url(), nil)
+		f, _ := h.endpoint(fast.url(), nil)
+		h.start(webhook.Config{Timeout: 20 * time.Second, PerEndpoint: capacity, Workers: capacity + 1})
+		evs := h.emitN(events, "link.created")
+		h.awaitSucceeded("the fast endpoint's deliveries", evs, f.ID)
+		h.awaitSucceeded("the slow endpoint's deliveries", evs, s.ID)
+		if n := heldWhileFastDone.Load(); n != capacity {
+			t.Errorf("%d of the slow endpoint's first %d requests were still held when the fast endpoint had all its deliveries", n, capacity)
+		}
+		// The slow endpoint's third request is only sent once one of the held ones ended.
+		got := slow.requests()
+		if len(got) <= capacity {
+			t.Fatalf("the slow endpoint got %d requests", len(got))
+		}
+		if third := got[capacity].at; !fast.requests()[events-1].at.Before(third) {
+			t.Errorf("the slow endpoint's request %d came before the fast endpoint had all its deliveries: past its in-flight cap", capacity+1)
+		}
+	})
+}
+
+// An attempt that gets no answer within the timeout fails as a timeout, and is retried no sooner than
+// ThrottledWait (the schedule's next step is shorter).
+func TestTimedOutAttemptRetriedAfterThrottledWait(t *testing.T) {
+	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
+		h := newHarness(t, db)
+		slow := newReceiver(t, func(n int, w http.ResponseWriter, r *http.Request) {
+			if n == 0 {
 				<-r.Context().Done() // until the dispatcher gives up
 			}
 		})
-		fast := newReceiver(t, nil)
-		s, _ := h.endpoint(slow.url(), nil)
-		f, _ := h.endpoint(fast.url(), nil)
-		cfg := webhook.Config{Timeout: timeout, PerEndpoint: capacity, Workers: 8, Schedule: fastRetries(4, 10*time.Millisecond)}
+		e, _ := h.endpoint(slow.url(), nil)
+		cfg := webhook.Config{Timeout: time.Second, Schedule: fastRetries(4, 10*time.Millisecond)}
 		h.start(cfg)
-		evs := h.emitN(4, "link.created")
-		h.awaitSucceeded("the fast endpoint's deliveries", evs, f.ID)
-		h.awaitSucceeded("the slow endpoint's deliveries", evs, s.ID)
-
-		firstSlow := slow.requests()[0].at
-		if last := fast.requests()[3].at; !last.Before(firstSlow.Add(timeout)) {
-			t.Errorf("the fast endpoint's last delivery came %v after the slow endpoint's first request, not before its timeout", last.Sub(firstSlow))
+		ev := h.emit("link.created")
+		await.Equal(t, "the delivery", func() string { return h.status(ev.ID, e.ID) }, store.DeliverySucceeded)
+		as := h.attempts(h.delivery(ev.ID, e.ID).ID)
+		if len(as) < 2 || as[0].ErrorClass == nil || *as[0].ErrorClass != webhook.ClassTimeout {
+			t.Fatalf("attempts %+v, want a timeout first", as)
 		}
-		timedOut := 0
-		for _, ev := range evs {
-			as := h.attempts(h.delivery(ev.ID, s.ID).ID)
-			if as[0].ErrorClass == nil || *as[0].ErrorClass != webhook.ClassTimeout {
+		for i, a := range as[:len(as)-1] {
+			if a.ErrorClass == nil || *a.ErrorClass != webhook.ClassTimeout {
 				continue
 			}
-			timedOut++
-			ended := as[0].StartedAt.Add(time.Duration(as[0].DurationMS) * time.Millisecond)
-			if wait := as[1].StartedAt.Sub(ended); wait < quiet(cfg).ThrottledWait-time.Millisecond {
-				t.Errorf("retried %v after a timeout, want at least %v", wait, quiet(cfg).ThrottledWait)
+			ended := a.StartedAt.Add(time.Duration(a.DurationMS) * time.Millisecond)
+			if wait := as[i+1].StartedAt.Sub(ended); wait < quiet(cfg).ThrottledWait-time.Millisecond {
+				t.Errorf("attempt %d was retried %v after its timeout, want at least %v", i+1, wait, quiet(cfg).ThrottledWait)
 			}
-		}
-		if timedOut != capacity {
-			t.Errorf("%d attempts timed out, want %d (the in-flight cap)", timedOut, capacity)
 		}
 	})
 }
