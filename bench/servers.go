@@ -166,7 +166,7 @@ func startSwitchboard(ctx context.Context, dbURL, spoolDir string) (_ *switchboa
 		_ = rec.Close(ctx)
 		return nil, err
 	}
-	// The jobs main runs for the links service and the cache.
+	// The background jobs of the links service and the cache, run as main runs them.
 	jobs := runner.New(log)
 	jobs.Go(0, "link expiry announcer", linkService.Run)
 	jobs.Go(0, "redirect cache watch", cache.Run)
