@@ -1,8 +1,8 @@
 // Package linkcache keeps resolved short links in memory, so that a redirect of a known link does no database I/O.
 //
-// Entries are keyed by short URL (domain and lower-case slug) and dropped when the link changes: at once for
-// changes made in this process (store.LinkChanges.Subscribe), within milliseconds for changes made by other
-// processes (PostgreSQL LISTEN, store.LinkChanges.Watch), for as long as Run runs. Unknown slugs are cached too (for NegativeTTL, and
+// Entries are keyed by short URL (domain and lower-case slug) and dropped when the link changes, for as long as Run
+// runs: at once for changes made in this process (store.LinkChanges.Subscribe), within milliseconds for changes made
+// by other processes (PostgreSQL LISTEN, store.LinkChanges.Watch). Unknown slugs are cached too (for NegativeTTL, and
 // dropped when a link is created there), so that a flood of requests for a missing slug does not reach the
 // database. A TTL bounds the life of every entry in case a change notice is ever lost, concurrent misses of one
 // key share one database read (singleflight), and the cache holds at most Size entries (random eviction: no
