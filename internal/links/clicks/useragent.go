@@ -119,8 +119,8 @@ func ParseAgent(ua string) Agent {
 }
 
 // isCrawler reports whether crawlerdetect lists the agent as a crawler, unless it is one of peopleAgents. The list
-// is one regular expression of some 1,400 patterns: tens of times the cost of the signature lists above (hundreds of
-// microseconds per agent, see BenchmarkParseAgent), which is why agentCache runs it once per agent.
+// is one regular expression of some 1,400 patterns: about 35 times the cost of the rest of ParseAgent (some 90 µs per
+// agent against 3 µs, see BenchmarkParseAgent), which is why agentCache runs it once per agent.
 func isCrawler(ua, lower string) bool {
 	for _, p := range peopleAgents {
 		if strings.Contains(lower, p) {
@@ -204,8 +204,8 @@ func device(ua, os string) string {
 	return DeviceOther
 }
 
-// agentCache memoises ParseAgent: a site's visitors share a few thousand user agents, so parsing (hundreds of
-// microseconds, nearly all of it in crawlerdetect) is done once per agent, not per click.
+// agentCache memoises ParseAgent: a site's visitors share a few thousand user agents, so parsing (about 0.1 ms,
+// nearly all of it in crawlerdetect) is done once per agent, not per click.
 type agentCache struct {
 	mu sync.RWMutex
 	m  map[string]Agent
