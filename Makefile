@@ -18,7 +18,7 @@ build: ## build bin/switchboard
 test: test-go test-e2e ## every test: Go (SQLite and PostgreSQL) and the browser tests
 
 test-go: ## Go tests, race detector on, against SQLite and PostgreSQL (127.0.0.1:5432 or SWITCHBOARD_TEST_POSTGRES_URL)
-	$(GO) test -race -count=1 $(PKGS)
+	$(GO) test -race -count=1 -timeout 45m $(PKGS)
 
 test-e2e: build browser node_modules/.package-lock.json ## browser tests in headless Debian Chromium (screenshots in e2e/screenshots)
 	node --test --test-reporter=spec e2e/
