@@ -1,0 +1,362 @@
+// Package channels is the messaging capability: instances (connected channel accounts), messages, chats, groups and
+// contacts over any network a Provider connects to. Handlers, the console and the CLI call its Service; providers
+// live in sub-packages (internal/channels/<provider>) and never see the API's types, and the API never sees theirs.
+//
+// The seams, from the outside in:
+//
+//   - Provider describes a network (its capabilities, auth methods, config schema) and opens Sessions.
+//   - Session is one live connection of one instance. Optional interfaces (Sender, ReadMarker, GroupManager,
+//     ContactDirectory, Pairer, Controller) add what a network can do; the capabilities a Provider lists must match
+//     the interfaces its sessions implement, and a call that needs a missing capability is refused with
+//     capability_not_supported before anything is queued.
+//   - Sink is how a session reports what happened (state, QR codes, inbound messages, receipts, group and contact
+//     changes). The Service implements it; every Sink method returns only after the change and its event committed,
+//     so a provider acknowledges upstream only what is durable.
+//   - Sessions (the runtime) holds each instance's session in exactly one process and carries Commands to it.
+package channels
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+)
+
+// Capability is something a provider can do, named as in the API (`GET /api/v1/providers`).
+type Capability string
+
+// The capabilities. A provider lists those its sessions implement.
+const (
+	CapText           Capability = "messages.text"
+	CapMedia          Capability = "messages.media"
+	CapLocation       Capability = "messages.location"
+	CapContactCard    Capability = "messages.contact"
+	CapReaction       Capability = "messages.reaction"
+	CapReply          Capability = "messages.reply"
+	CapEdit           Capability = "messages.edit"
+	CapDelete         Capability = "messages.delete"
+	CapDelivered      Capability = "receipts.delivered"
+	CapRead           Capability = "receipts.read"
+	CapMarkRead       Capability = "chats.mark_read"
+	CapGroupsCreate   Capability = "groups.create"
+	CapGroupsManage   Capability = "groups.participants"
+	CapGroupsInvite   Capability = "groups.invite"
+	CapContactsLookup Capability = "contacts.lookup"
+	CapContactsBlock  Capability = "contacts.block"
+	CapAuthQR         Capability = "auth.qr"
+	CapAuthPairing    Capability = "auth.pairing_code"
+	CapAuthToken      Capability = "auth.token"
+)
+
+// AuthMethod is how an instance proves it owns its account.
+type AuthMethod string
+
+const (
+	AuthQR          AuthMethod = "qr"           // a code shown to the user, scanned with the account's app
+	AuthPairingCode AuthMethod = "pairing_code" // a short code typed into the account's app
+	AuthToken       AuthMethod = "token"        // a credential in the instance's config (bot token, password)
+)
+
+// Info describes a provider as `GET /api/v1/providers/{provider}` shows it.
+type Info struct {
+	Name         string // stable identifier: "sandbox", "xmpp", "telegram", "whatsapp_cloud"
+	Title        string
+	Description  string
+	Capabilities []Capability
+	AuthMethods  []AuthMethod
+	// ConfigSchema is the JSON Schema (2020-12) of an instance's config. Properties marked "writeOnly": true are
+	// secrets: stored sealed, never returned.
+	ConfigSchema map[string]any
+	// AddressFormat explains the addresses of the network ("E.164 phone number", "XMPP JID", …) and AddressExample
+	// is one.
+	AddressFormat  string
+	AddressExample string
+}
+
+// Has reports whether the provider lists capability c.
+func (i Info) Has(c Capability) bool {
+	for _, x := range i.Capabilities {
+		if x == c {
+			return true
+		}
+	}
+	return false
+}
+
+// Provider is a network instances connect to. Implementations are safe for concurrent use.
+type Provider interface {
+	Info() Info
+	// NormalizeAddress returns the canonical form of an address of the network (E.164 for phones, a bare lower-case
+	// JID, …) or an error saying what is wrong with it. Two addresses of the same account normalize equal.
+	NormalizeAddress(raw string) (string, error)
+	// ValidateConfig checks an instance's config against the provider's rules beyond its JSON Schema; the error's
+	// message is shown to the client.
+	ValidateConfig(config map[string]any) error
+	// Open starts a session for an instance. It returns at once; the session connects in Run and reports its state
+	// through the sink.
+	Open(inst Instance, sink Sink) (Session, error)
+}
+
+// Instance is what a provider knows of an instance.
+type Instance struct {
+	ID          string
+	WorkspaceID string
+	Config      map[string]any // with secrets unsealed
+	// Credentials is what the session saved through Sink.Connected the last time it paired (nil before the first
+	// pairing and after a logout): a session restores from it without asking the user again.
+	Credentials []byte
+}
+
+// Session is one live connection of one instance, held by one process at a time.
+type Session interface {
+	// Run connects and keeps the connection until ctx is canceled (disconnect: credentials kept) or the connection
+	// ends for good (logged out, banned, bad credentials: report it through the sink, then return). A returned error
+	// is a failure the runtime retries with backoff; a nil return after ctx is done is a clean stop.
+	Run(ctx context.Context) error
+	// Logout ends the session and invalidates its credentials on the network (best effort when offline).
+	Logout(ctx context.Context) error
+}
+
+// Sender is a session that sends messages (every provider with messages.text).
+type Sender interface {
+	// Send delivers one message to the network. It is called again with the same Outbound.MessageID when an earlier
+	// call's outcome is unknown (a crash mid-send): providers that can deduplicate by it do. A *Failure error is the
+	// network's refusal; any other error is treated as transient.
+	Send(ctx context.Context, m Outbound) (Sent, error)
+}
+
+// ReadMarker is a session that can mark a chat read (chats.mark_read).
+type ReadMarker interface {
+	MarkRead(ctx context.Context, chat string, upTo string) error
+}
+
+// GroupManager is a session that manages groups (groups.*).
+type GroupManager interface {
+	CreateGroup(ctx context.Context, subject string, participants []string) (Group, error)
+	GetGroup(ctx context.Context, group string) (Group, error)
+	UpdateGroup(ctx context.Context, group string, subject, description *string) (Group, error)
+	// ChangeParticipants applies action (add, remove, promote, demote) to each participant and returns one result
+	// per participant, in order.
+	ChangeParticipants(ctx context.Context, group, action string, participants []string) ([]ParticipantResult, error)
+	InviteLink(ctx context.Context, group string, revoke bool) (string, error)
+	JoinGroup(ctx context.Context, invite string) (Group, error)
+	LeaveGroup(ctx context.Context, group string) error
+}
+
+// ContactDirectory is a session that can look addresses up (contacts.lookup) and block them (contacts.block).
+type ContactDirectory interface {
+	Lookup(ctx context.Context, addresses []string) ([]LookupResult, error)
+	Block(ctx context.Context, address string, blocked bool) error
+}
+
+// Pairer is a session that pairs by a code typed into the account's app (auth.pairing_code).
+type Pairer interface {
+	PairingCode(ctx context.Context, phone string) (string, error)
+}
+
+// Controller is a session of a simulated network that takes test controls (the sandbox).
+type Controller interface {
+	Control(ctx context.Context, c Control) error
+}
+
+// Control is a test control of a simulated network.
+type Control struct {
+	Kind string // "scan", "inbound", "receipt", "disconnect", "logout", "fail_sends"
+	// inbound: a message from From (an address) to this instance; receipt: a receipt of MessageID (a provider
+	// message id) with Status; fail_sends: the next Count sends fail with Failure.
+	From      string
+	Text      string
+	MessageID string
+	Status    string
+	Count     int
+	Failure   *Failure
+}
+
+// MessageType is the kind of a message's content.
+type MessageType string
+
+const (
+	TypeText     MessageType = "text"
+	TypeMedia    MessageType = "media"
+	TypeLocation MessageType = "location"
+	TypeContact  MessageType = "contact"
+	TypeReaction MessageType = "reaction"
+	TypeEdit     MessageType = "edit"
+	TypeDelete   MessageType = "delete"
+)
+
+// Outbound is a message to send, in the network-neutral shape the API takes.
+type Outbound struct {
+	MessageID string // msg_…, stable across retries of the same message
+	Chat      string // normalized address of a person or a group
+	Type      MessageType
+	Text      string
+	Media     *Media
+	Location  *Location
+	Contact   *ContactCard
+	// ReplyTo, Target (the message a reaction, edit or delete is about) are provider message ids.
+	ReplyTo string
+	Target  string
+	Emoji   string
+}
+
+// Media is a message's attachment. Open reads its bytes (from the media store; providers that take a URL use URL).
+type Media struct {
+	Kind     string // image, video, audio, document, sticker
+	MIMEType string
+	Filename string
+	Size     int64
+	Caption  string
+	URL      string
+	Open     func(ctx context.Context) (io.ReadCloser, error) `json:"-"`
+}
+
+// Location is a point on the map.
+type Location struct {
+	Latitude, Longitude float64
+	Name, Address       string
+}
+
+// ContactCard is a shared contact.
+type ContactCard struct {
+	Name   string
+	Phones []string
+}
+
+// Sent is a network's acknowledgement of a sent message.
+type Sent struct {
+	ProviderID string
+	At         time.Time
+}
+
+// Failure is a network's refusal of a call, with a stable code the API shows (`recipient_not_on_network`,
+// `rate_limited`, `media_rejected`, `not_connected`, `network_error`, …).
+type Failure struct {
+	Code      string
+	Detail    string
+	Retryable bool
+	// RetryAfter is how long the network asked to wait (0: the runtime's backoff decides).
+	RetryAfter time.Duration
+}
+
+func (f *Failure) Error() string { return fmt.Sprintf("%s: %s", f.Code, f.Detail) }
+
+// Group is a group as the network reports it.
+type Group struct {
+	Address      string
+	Subject      string
+	Description  string
+	Participants []Participant
+	CreatedAt    time.Time
+}
+
+// Participant is a member of a group.
+type Participant struct {
+	Address     string
+	DisplayName string
+	Role        string // member, admin, owner
+}
+
+// ParticipantResult is the outcome of a participant change for one participant.
+type ParticipantResult struct {
+	Address string
+	OK      bool
+	Failure *Failure
+}
+
+// LookupResult says whether an address is on the network.
+type LookupResult struct {
+	Address     string // as asked
+	Normalized  string
+	OnNetwork   bool
+	DisplayName string
+	// IDs are the other identifiers the network knows for the same account (a provider id, a username), so that one
+	// person is one contact whatever address they write from.
+	IDs []string
+}
+
+// Status is an instance's connection state.
+type Status string
+
+const (
+	StatusCreated      Status = "created"
+	StatusConnecting   Status = "connecting"
+	StatusAwaitingAuth Status = "awaiting_auth"
+	StatusConnected    Status = "connected"
+	StatusReconnecting Status = "reconnecting"
+	StatusDisconnected Status = "disconnected"
+	StatusLoggedOut    Status = "logged_out"
+	StatusFailed       Status = "failed"
+)
+
+// Party is someone a message is from or to, as the network names them.
+type Party struct {
+	Address     string // normalized
+	DisplayName string
+	IDs         []string // other identifiers of the same account
+}
+
+// Inbound is a message the network delivered to an instance.
+type Inbound struct {
+	ProviderID string
+	Chat       string // the person or group the message belongs to
+	From       Party
+	At         time.Time
+	Type       MessageType
+	Text       string
+	Media      *Media
+	Location   *Location
+	Contact    *ContactCard
+	ReplyTo    string
+	Target     string
+	Emoji      string
+	// FromMe marks a message the account sent from another device.
+	FromMe bool
+}
+
+// Receipt is a network's report that a sent message was delivered or read.
+type Receipt struct {
+	ProviderID string
+	Status     string // delivered, read
+	At         time.Time
+}
+
+// Sink receives what a session reports. Every method returns once the change is durable; a session acknowledges
+// upstream only after that, so a crash never loses what the network handed over.
+type Sink interface {
+	// State reports a state change with a reason a person can read ("qr expired", "stream error 401", …).
+	State(ctx context.Context, s Status, reason string) error
+	// QR shows a pairing code to scan, valid until expires.
+	QR(ctx context.Context, code string, expires time.Time) error
+	// Connected reports a paired, connected account and the credentials to keep for the next Open.
+	Connected(ctx context.Context, account Party, credentials []byte) error
+	Inbound(ctx context.Context, m Inbound) error
+	Receipt(ctx context.Context, r Receipt) error
+	GroupChanged(ctx context.Context, g Group, change string) error
+	ContactChanged(ctx context.Context, p Party) error
+}
+
+// Command is a call to an instance's live session, carried to the process that holds it. Op names a session method
+// ("groups.create", "contacts.lookup", "chats.mark_read", "auth.pairing_code", "sandbox.control", …); Args and the
+// result are JSON so that a command can cross processes.
+type Command struct {
+	Op   string          `json:"op"`
+	Args json.RawMessage `json:"args"`
+}
+
+// ErrNotConnected is the error of a command to an instance that has no live session.
+var ErrNotConnected = errors.New("channels: instance not connected")
+
+// Sessions is the runtime that holds sessions: each instance's session lives in exactly one process (a lease in
+// the database), and Do runs a command on it wherever it is.
+type Sessions interface {
+	// Start asks for the instance to be connected (now, by whichever process takes its lease); Stop disconnects it
+	// keeping credentials; both return at once.
+	Start(ctx context.Context, instanceID string) error
+	Stop(ctx context.Context, instanceID string) error
+	// Do runs c on the instance's session and returns its JSON result; an instance without a live session answers
+	// an error wrapping ErrNotConnected.
+	Do(ctx context.Context, instanceID string, c Command) (json.RawMessage, error)
+}
