@@ -1,0 +1,53 @@
+package channels
+
+import (
+	"context"
+	"time"
+
+	"github.com/uptrace/bun"
+)
+
+// SendJob is an outbound message waiting in the send queue. Jobs of one instance and chat are sent in the order
+// they were enqueued, one at a time.
+type SendJob struct {
+	MessageID   string
+	WorkspaceID string
+	InstanceID  string
+	Chat        string
+}
+
+// QueueStats is the state of an instance's send queue (`GET /api/v1/instances/{id}/queue`).
+type QueueStats struct {
+	Depth    int        // messages waiting, in flight included
+	InFlight int        // messages being sent now
+	Oldest   *time.Time // enqueue time of the oldest waiting message
+	// Rate and Burst are the instance's pacing: at most Rate messages a minute on average, with jitter.
+	Rate  int
+	Burst int
+}
+
+// SendQueue is the durable send queue (implemented by the runtime over the shared queue engine). Enqueue, Cancel
+// and Purge run in the caller's transaction, beside the message rows they concern.
+type SendQueue interface {
+	Enqueue(ctx context.Context, tx bun.IDB, jobs ...SendJob) error
+	// Cancel removes a waiting message; false when it is already being sent or gone.
+	Cancel(ctx context.Context, tx bun.IDB, instanceID, messageID string) (bool, error)
+	// Purge removes every waiting message of an instance and returns their ids.
+	Purge(ctx context.Context, tx bun.IDB, instanceID string) ([]string, error)
+	Stats(ctx context.Context, instanceID string) (QueueStats, error)
+}
+
+// Ledger is what the runtime needs from the messaging service: which instances to hold, how to open them, and where
+// to record what happens to outbound messages. The service implements it; every method commits before returning.
+type Ledger interface {
+	// Wanted lists the instances that should be connected (not disconnected, logged out, failed or deleted).
+	Wanted(ctx context.Context) ([]string, error)
+	// Open loads an instance for a session: what its provider needs, the provider, and the sink to report to.
+	Open(ctx context.Context, instanceID string) (Instance, Provider, Sink, error)
+	// Outbound loads a queued message for sending.
+	Outbound(ctx context.Context, messageID string) (Outbound, error)
+	// Sending, Sent and Failed move a message along its status (never backwards). Failed is terminal.
+	Sending(ctx context.Context, messageID string) error
+	Sent(ctx context.Context, messageID string, s Sent) error
+	Failed(ctx context.Context, messageID string, f *Failure) error
+}
