@@ -169,6 +169,13 @@ type Controller interface {
 	Control(ctx context.Context, c Control) error
 }
 
+// Handler is a session that runs commands of its provider's own: ops the runtime does not map to a method of the
+// interfaces above (the sandbox's "sandbox.deliver", by which one sandbox session wakes another across processes).
+// The runtime hands such a Command to Handle and returns its result from Sessions.Do.
+type Handler interface {
+	Handle(ctx context.Context, c Command) (json.RawMessage, error)
+}
+
 // Control is a test control of a simulated network.
 type Control struct {
 	Kind string // "scan", "inbound", "receipt", "disconnect", "logout", "fail_sends"
@@ -258,7 +265,19 @@ type Group struct {
 	Description  string
 	Participants []Participant
 	CreatedAt    time.Time
+	// Rejected lists the participants CreateGroup could not add, each with its Failure (not on the network, blocked,
+	// …); the group is created with the others.
+	Rejected []ParticipantResult
 }
+
+// The changes Sink.GroupChanged reports. An instance is told of changes made by others; the result of its own call
+// (CreateGroup, UpdateGroup, ChangeParticipants, JoinGroup, LeaveGroup) is that call's return value.
+const (
+	GroupCreated             = "created"              // the group is new to the instance: it was made a participant
+	GroupUpdated             = "updated"              // subject or description
+	GroupParticipantsChanged = "participants_changed" // participants joined, left, were added, removed, promoted or demoted
+	GroupLeft                = "left"                 // the instance is no longer a participant (removed by an admin)
+)
 
 // Participant is a member of a group.
 type Participant struct {
