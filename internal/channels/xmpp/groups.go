@@ -135,13 +135,22 @@ func (s *session) CreateGroup(ctx context.Context, subject string, participants 
 			return channels.Group{}, err
 		}
 	}
+	var rejected []channels.ParticipantResult
 	if len(participants) > 0 {
-		if _, err := s.ChangeParticipants(ctx, addr.String(), "add", participants); err != nil {
+		results, err := s.ChangeParticipants(ctx, addr.String(), "add", participants)
+		if err != nil {
 			return channels.Group{}, err
+		}
+		for _, r := range results {
+			if !r.OK {
+				rejected = append(rejected, r)
+			}
 		}
 	}
 	s.saveRooms(ctx, xs)
-	return s.GetGroup(ctx, addr.String())
+	g, err := s.GetGroup(ctx, addr.String())
+	g.Rejected = rejected
+	return g, err
 }
 
 // join enters a room and waits for its answer.
@@ -505,18 +514,19 @@ func (s *session) onSubject(ctx context.Context, addr jid.JID, subject string) {
 	r.subject = subject
 	g := s.groupLocked(r)
 	s.mu.Unlock()
-	if err := s.sink.GroupChanged(ctx, g, "updated"); err != nil {
+	if err := s.sink.GroupChanged(ctx, g, channels.GroupUpdated); err != nil {
 		s.logf("group change not stored", "error", err)
 	}
 }
 
-// onInvite reports an invitation to a room as a group the account may join (JoinGroup with its address).
+// onInvite reports an invitation: the inviter made the account a member of the room (as ChangeParticipants does),
+// so the group is new to the instance; JoinGroup with its address enters it.
 func (s *session) onInvite(ctx context.Context, addr jid.JID, from string) {
 	g := channels.Group{Address: addr.String()}
 	if j, err := jid.Parse(from); err == nil {
 		g.Participants = []channels.Participant{{Address: j.Bare().String(), Role: "member"}}
 	}
-	if err := s.sink.GroupChanged(ctx, g, "invited"); err != nil {
+	if err := s.sink.GroupChanged(ctx, g, channels.GroupCreated); err != nil {
 		s.logf("invitation not stored", "error", err)
 	}
 }
@@ -553,7 +563,7 @@ func (s *session) onRoomPresence(ctx context.Context, p inPresence, from jid.JID
 		if p.Type == "unavailable" {
 			delete(s.rooms, addr.String())
 			if p.MUCUser.has(307) || p.MUCUser.has(301) || p.MUCUser.has(321) {
-				change = "left"
+				change = channels.GroupLeft
 			}
 		} else if !r.joined {
 			r.joined = true
@@ -568,12 +578,12 @@ func (s *session) onRoomPresence(ctx context.Context, p inPresence, from jid.JID
 		if p.Type == "unavailable" {
 			delete(r.occupants, nick)
 			if was && r.joined {
-				change = "participants_changed"
+				change = channels.GroupParticipantsChanged
 			}
 		} else {
 			r.occupants[nick] = occupant{jid: realJID, role: item.Role, affiliation: item.Affiliation}
 			if !was && r.joined {
-				change = "participants_changed"
+				change = channels.GroupParticipantsChanged
 			}
 		}
 	}
@@ -585,7 +595,7 @@ func (s *session) onRoomPresence(ctx context.Context, p inPresence, from jid.JID
 	if err := s.sink.GroupChanged(ctx, g, change); err != nil {
 		s.logf("group change not stored", "error", err)
 	}
-	if change == "left" {
+	if change == channels.GroupLeft {
 		go s.saveRoomsAsync()
 	}
 }

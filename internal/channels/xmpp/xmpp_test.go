@@ -255,11 +255,12 @@ func TestGroups(t *testing.T) {
 	account, bobAccount := alice.cfg.JID.String(), bob.jid.Bare().String()
 	ctx := ctxT(t)
 
-	g, err := alice.CreateGroup(ctx, "Launch", []string{bobAccount})
+	g, err := alice.CreateGroup(ctx, "Launch", []string{bobAccount, "xmpp:"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if g.Subject != "Launch" || !hasParticipant(g, account, "owner") || !hasParticipant(g, bobAccount, "member") {
+	if g.Subject != "Launch" || !hasParticipant(g, account, "owner") || !hasParticipant(g, bobAccount, "member") ||
+		len(g.Rejected) != 1 || g.Rejected[0].Failure.Code != "invalid_address" {
 		t.Fatalf("created %+v", g)
 	}
 	invite := bob.message("the invitation", func(m inMessage) bool { return m.MUCUser != nil && m.MUCUser.Invite != nil })
@@ -268,7 +269,7 @@ func TestGroups(t *testing.T) {
 	}
 	bob.send(`<presence to="` + g.Address + `/bob"><x xmlns="http://jabber.org/protocol/muc"/></presence>`)
 	bob.presence("bob's own presence in the room", func(p inPresence) bool { return p.From == g.Address+"/bob" && p.MUCUser.has(110) })
-	await.Until(t, "bob to show in the group", func() bool { return alice.sink.groupChange(g.Address, "participants_changed") }, func(b bool) bool { return b })
+	await.Until(t, "bob to show in the group", func() bool { return alice.sink.groupChange(g.Address, channels.GroupParticipantsChanged) }, func(b bool) bool { return b })
 
 	// A message in the room reaches bob, and his reaches alice's sink as the group's, from his account.
 	if _, err := alice.Send(ctx, channels.Outbound{MessageID: "msg_g1", Chat: g.Address, Type: channels.TypeText, Text: "hello room"}); err != nil {
