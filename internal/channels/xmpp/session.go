@@ -1,0 +1,565 @@
+package xmpp
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"reflect"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"mellium.im/sasl"
+	"mellium.im/xmlstream"
+	"mellium.im/xmpp"
+	"mellium.im/xmpp/jid"
+	"mellium.im/xmpp/ping"
+	"mellium.im/xmpp/stanza"
+	"mellium.im/xmpp/stream"
+
+	"github.com/switchboard/switchboard/internal/channels"
+)
+
+// State reasons: the stable first word of a failure's reason, as the instance shows it.
+const (
+	ReasonAuthFailed        = "auth_failed"
+	ReasonServerUnreachable = "server_unreachable"
+	ReasonTLSError          = "tls_error"
+	ReasonStreamError       = "stream_error"
+)
+
+// session is one instance's connection. Run connects and serves; between two runs (a reconnect) it keeps what must
+// outlive a connection: the rooms joined.
+type session struct {
+	p    *Provider
+	inst channels.Instance
+	cfg  config
+	sink channels.Sink
+
+	mu          sync.Mutex
+	xs          *xmpp.Session // nil while not connected
+	features    serverFeatures
+	rooms       map[string]*room             // joined rooms by bare address
+	joinWaiters map[string]chan joinResult   // joins waiting for the room's answer, by bare room address
+	roster      map[string]string            // display names of contacts by bare address
+	presence    map[string]map[string]string // resources online (and their show) by bare address
+}
+
+// serverFeatures is what the server offered when the session connected.
+type serverFeatures struct {
+	blocking   bool
+	upload     jid.JID // HTTP File Upload service (zero: none)
+	uploadMax  int64   // its largest file, 0 when it does not say
+	muc        jid.JID // multi-user chat service (zero: none)
+	privateXML bool
+}
+
+func newSession(p *Provider, inst channels.Instance, cfg config, sink channels.Sink) *session {
+	return &session{
+		p: p, inst: inst, cfg: cfg, sink: sink,
+		rooms: map[string]*room{}, joinWaiters: map[string]chan joinResult{},
+		roster: map[string]string{}, presence: map[string]map[string]string{},
+	}
+}
+
+// Capabilities reports what this instance can do on its server (channels.Discoverer): everything the provider lists,
+// less media without an HTTP File Upload service, groups without a multi-user chat service and blocking without
+// XEP-0191. Before the first connection it answers the provider's list.
+func (s *session) Capabilities() []channels.Capability {
+	s.mu.Lock()
+	f, connected := s.features, s.xs != nil
+	s.mu.Unlock()
+	if !connected {
+		return append([]channels.Capability(nil), capabilities...)
+	}
+	var out []channels.Capability
+	for _, c := range capabilities {
+		switch c {
+		case channels.CapMedia:
+			if f.upload.Equal(jid.JID{}) {
+				continue
+			}
+		case channels.CapGroupsCreate, channels.CapGroupsManage, channels.CapGroupsInvite:
+			if f.muc.Equal(jid.JID{}) {
+				continue
+			}
+		case channels.CapContactsBlock:
+			if !f.blocking {
+				continue
+			}
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// conn returns the live XMPP session or the not_connected failure.
+func (s *session) conn() (*xmpp.Session, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.xs == nil {
+		return nil, &channels.Failure{Code: "not_connected", Detail: "the XMPP connection is down", Retryable: true}
+	}
+	return s.xs, nil
+}
+
+// Run implements channels.Session.
+func (s *session) Run(ctx context.Context) error {
+	connectCtx, cancel := context.WithTimeout(ctx, s.p.opts.ConnectTimeout)
+	xs, err := s.dial(connectCtx)
+	cancel()
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return s.fail(ctx, err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- xs.Serve(xmpp.HandlerFunc(s.handle)) }()
+	stop := func() {
+		s.mu.Lock()
+		s.xs = nil
+		s.mu.Unlock()
+		_ = xs.Close()
+		_ = xs.Conn().Close()
+	}
+
+	if err := s.setUp(ctx, xs); err != nil {
+		stop()
+		if ctx.Err() != nil {
+			return nil
+		}
+		select {
+		case serr := <-served:
+			if serr != nil {
+				return s.fail(ctx, serr)
+			}
+		default:
+		}
+		return s.fail(ctx, err)
+	}
+
+	tick := time.NewTicker(s.p.opts.PingInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			// A clean goodbye: unavailable presence, then the end of the stream.
+			byeCtx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			_ = xs.Send(byeCtx, stanza.Presence{Type: stanza.UnavailablePresence}.Wrap(nil))
+			cancel()
+			stop()
+			<-served
+			return nil
+		case err := <-served:
+			stop()
+			if ctx.Err() != nil {
+				return nil
+			}
+			if err == nil {
+				err = io.EOF
+			}
+			return s.fail(ctx, err)
+		case <-tick.C:
+			pctx, cancel := context.WithTimeout(ctx, s.p.opts.PingTimeout)
+			err := ping.Send(pctx, xs, jid.JID{})
+			cancel()
+			var se stanza.Error
+			if err != nil && !errors.As(err, &se) && ctx.Err() == nil {
+				// An error answer is an answer; only silence means the connection is gone.
+				stop()
+				<-served
+				return &channels.Failure{Code: ReasonServerUnreachable, Detail: "the server did not answer a ping", Retryable: true}
+			}
+		}
+	}
+}
+
+// dial connects, secures, authenticates and binds.
+func (s *session) dial(ctx context.Context) (*xmpp.Session, error) {
+	origin, err := jid.New(s.cfg.JID.Localpart(), s.cfg.JID.Domainpart(), s.cfg.Resource)
+	if err != nil {
+		return nil, err
+	}
+	addrs := s.addresses(ctx)
+	var conn net.Conn
+	for _, a := range addrs {
+		if conn, err = s.p.opts.Dial(ctx, "tcp", a); err == nil {
+			break
+		}
+	}
+	if conn == nil {
+		return nil, &channels.Failure{Code: ReasonServerUnreachable, Detail: "cannot connect to " + strings.Join(addrs, ", ") + ": " + dialDetail(err), Retryable: true}
+	}
+	mechanisms := []sasl.Mechanism{sasl.ScramSha256Plus, sasl.ScramSha1Plus, sasl.ScramSha256, sasl.ScramSha1}
+	features := []xmpp.StreamFeature{xmpp.SASL("", s.cfg.Password, mechanisms...), bindResource(origin)}
+	var state xmpp.SessionState
+	var rw net.Conn = conn
+	if s.cfg.TLS == TLSDirect {
+		tc := tls.Client(conn, s.cfg.tlsConfig())
+		if err := tc.HandshakeContext(ctx); err != nil {
+			conn.Close()
+			return nil, &channels.Failure{Code: ReasonTLSError, Detail: err.Error(), Retryable: true}
+		}
+		rw, state = tc, xmpp.Secure
+	} else {
+		features = append([]xmpp.StreamFeature{xmpp.StartTLS(s.cfg.tlsConfig())}, features...)
+	}
+	xs, err := xmpp.NewSession(ctx, origin.Domain(), origin, rw, state, xmpp.NewNegotiator(func(*xmpp.Session, *xmpp.StreamConfig) xmpp.StreamConfig {
+		return xmpp.StreamConfig{Features: features}
+	}))
+	if err != nil {
+		conn.Close()
+		return nil, err
+	}
+	return xs, nil
+}
+
+// bindResource binds origin's resource (RFC 6120 §7). mellium's BindResource sends an empty resource element when
+// asked for a resource (v0.23.0), so the server would pick a random one and two holders of one instance would never
+// be told of each other.
+func bindResource(origin jid.JID) xmpp.StreamFeature {
+	f := xmpp.BindResource()
+	f.Negotiate = func(ctx context.Context, session *xmpp.Session, _ any) (xmpp.SessionState, io.ReadWriter, error) {
+		r := session.TokenReader()
+		defer r.Close()
+		w := session.TokenWriter()
+		defer w.Close()
+		id := newID()
+		req := struct {
+			XMLName xml.Name `xml:"iq"`
+			ID      string   `xml:"id,attr"`
+			Type    string   `xml:"type,attr"`
+			Bind    struct {
+				XMLName  xml.Name `xml:"urn:ietf:params:xml:ns:xmpp-bind bind"`
+				Resource string   `xml:"resource"`
+			}
+		}{ID: id, Type: "set"}
+		req.Bind.Resource = origin.Resourcepart()
+		if _, err := xmlstream.Copy(w, rawTokens(req)); err != nil {
+			return 0, nil, err
+		}
+		if err := w.Flush(); err != nil {
+			return 0, nil, err
+		}
+		d := xml.NewTokenDecoder(r)
+		var resp struct {
+			ID    string `xml:"id,attr"`
+			Type  string `xml:"type,attr"`
+			Bound string `xml:"urn:ietf:params:xml:ns:xmpp-bind bind>jid"`
+			Error *struct {
+				Cond []struct {
+					XMLName xml.Name
+				} `xml:",any"`
+			} `xml:"error"`
+		}
+		if err := d.Decode(&resp); err != nil {
+			return 0, nil, err
+		}
+		switch {
+		case resp.ID != id:
+			return 0, nil, stream.UndefinedCondition
+		case resp.Type == "error":
+			cond := "undefined-condition"
+			if resp.Error != nil && len(resp.Error.Cond) > 0 {
+				cond = resp.Error.Cond[0].XMLName.Local
+			}
+			if cond == "conflict" {
+				return 0, nil, stream.Conflict
+			}
+			return 0, nil, stanza.Error{Condition: stanza.Condition(cond)}
+		}
+		bound, err := jid.Parse(resp.Bound)
+		if err != nil {
+			return 0, nil, err
+		}
+		session.UpdateAddr(bound)
+		return xmpp.Ready, nil, nil
+	}
+	return f
+}
+
+// addresses are where the server is: the configured host:port, else the domain's SRV records, else the domain on the
+// standard port.
+func (s *session) addresses(ctx context.Context) []string {
+	if s.cfg.Server != "" {
+		return []string{s.cfg.Server}
+	}
+	domain := s.cfg.JID.Domainpart()
+	service, port := "xmpp-client", "5222"
+	if s.cfg.TLS == TLSDirect {
+		service, port = "xmpps-client", "5223"
+	}
+	var out []string
+	if _, srvs, err := net.DefaultResolver.LookupSRV(ctx, service, "tcp", domain); err == nil {
+		for _, r := range srvs {
+			if r.Target != "." {
+				out = append(out, net.JoinHostPort(strings.TrimSuffix(r.Target, "."), strconv.Itoa(int(r.Port))))
+			}
+		}
+	}
+	return append(out, net.JoinHostPort(domain, port))
+}
+
+// dialDetail is a dial error without the local address the operating system names in it.
+func dialDetail(err error) string {
+	var op *net.OpError
+	if errors.As(err, &op) && op.Err != nil {
+		return op.Err.Error()
+	}
+	if err == nil {
+		return "no address"
+	}
+	return err.Error()
+}
+
+// fail classifies a connection's end. Bad credentials and a resource taken by another client end the session for
+// good (reported as failed: retrying would lock the account or fight the other client); everything else is a
+// *channels.Failure the runtime retries with backoff, its Code the state reason.
+func (s *session) fail(ctx context.Context, err error) error {
+	f := classify(err)
+	if f.Retryable {
+		return f
+	}
+	reason := f.Code
+	if f.Code == ReasonStreamError {
+		reason = f.Code + ": " + f.Detail
+	}
+	if serr := s.sink.State(ctx, channels.StatusFailed, reason); serr != nil {
+		return serr
+	}
+	return nil
+}
+
+func classify(err error) *channels.Failure {
+	var f *channels.Failure
+	if errors.As(err, &f) {
+		return f
+	}
+	var se stream.Error
+	if errors.As(err, &se) {
+		switch se.Err {
+		case "conflict":
+			return &channels.Failure{Code: ReasonStreamError, Detail: "conflict"}
+		case "not-authorized":
+			return &channels.Failure{Code: ReasonAuthFailed, Detail: "the server refused the account"}
+		}
+		return &channels.Failure{Code: ReasonStreamError, Detail: se.Err, Retryable: true}
+	}
+	var (
+		certErr    *tls.CertificateVerificationError
+		unknownCA  x509.UnknownAuthorityError
+		hostErr    x509.HostnameError
+		invalidErr x509.CertificateInvalidError
+		recordErr  tls.RecordHeaderError
+		alertErr   tls.AlertError
+	)
+	if errors.As(err, &certErr) || errors.As(err, &unknownCA) || errors.As(err, &hostErr) ||
+		errors.As(err, &invalidErr) || errors.As(err, &recordErr) || errors.As(err, &alertErr) {
+		return &channels.Failure{Code: ReasonTLSError, Detail: err.Error(), Retryable: true}
+	}
+	if cond, ok := saslCondition(err); ok {
+		return &channels.Failure{Code: ReasonAuthFailed, Detail: cond}
+	}
+	msg := err.Error()
+	if strings.Contains(msg, "no matching mechanisms") || strings.Contains(msg, "sasl:") {
+		return &channels.Failure{Code: ReasonAuthFailed, Detail: msg}
+	}
+	if strings.Contains(msg, "starttls") || strings.Contains(msg, "tls:") {
+		return &channels.Failure{Code: ReasonTLSError, Detail: msg, Retryable: true}
+	}
+	return &channels.Failure{Code: ReasonServerUnreachable, Detail: msg, Retryable: true}
+}
+
+// saslCondition finds a SASL failure (RFC 6120 §6.5) in err's chain. mellium reports it with a type of an internal
+// package, whose message is the server's text when there is one; its Condition field names the condition.
+func saslCondition(err error) (string, bool) {
+	for e := err; e != nil; e = errors.Unwrap(e) {
+		v := reflect.ValueOf(e)
+		if v.Kind() == reflect.Pointer {
+			v = v.Elem()
+		}
+		if v.Kind() != reflect.Struct || !strings.HasSuffix(v.Type().PkgPath(), "/saslerr") {
+			continue
+		}
+		if c := v.FieldByName("Condition"); c.IsValid() {
+			if st, ok := c.Interface().(fmt.Stringer); ok {
+				return st.String(), true
+			}
+		}
+		return e.Error(), true
+	}
+	return "", false
+}
+
+// setUp runs once per connection, with Serve running: presence, what the server offers, the roster, the rooms to
+// rejoin, and then the connected state.
+func (s *session) setUp(ctx context.Context, xs *xmpp.Session) error {
+	sctx, cancel := context.WithTimeout(ctx, s.p.opts.ConnectTimeout)
+	defer cancel()
+	features := s.discover(sctx, xs)
+	s.mu.Lock()
+	s.xs, s.features = xs, features
+	s.mu.Unlock()
+	if err := s.loadRoster(sctx, xs); err != nil {
+		return err
+	}
+	if err := xs.Send(sctx, stanza.Presence{}.Wrap(nil)); err != nil {
+		return err
+	}
+	s.rejoinRooms(sctx, xs)
+	account := channels.Party{Address: s.cfg.JID.Bare().String(), IDs: []string{xs.LocalAddr().String()}}
+	creds, _ := json.Marshal(map[string]string{"jid": xs.LocalAddr().String()})
+	return s.sink.Connected(ctx, account, creds)
+}
+
+// discover asks the server what it offers (disco#info of the domain, disco#items for its services).
+func (s *session) discover(ctx context.Context, xs *xmpp.Session) serverFeatures {
+	var f serverFeatures
+	domain := s.cfg.JID.Domain()
+	if info, err := discoInfo(ctx, xs, domain); err == nil {
+		f.blocking = info.has(nsBlocking)
+		f.privateXML = true // jabber:iq:private is not always advertised; an error answer is handled where used
+		if info.has(nsUpload) {
+			f.upload, f.uploadMax = domain, info.uploadMax()
+		}
+	}
+	items, _ := discoItems(ctx, xs, domain)
+	for _, it := range items {
+		j, err := jid.Parse(it.JID)
+		if err != nil || it.Node != "" {
+			continue
+		}
+		info, err := discoInfo(ctx, xs, j)
+		if err != nil {
+			continue
+		}
+		if f.upload.Equal(jid.JID{}) && info.has(nsUpload) {
+			f.upload, f.uploadMax = j, info.uploadMax()
+		}
+		if f.muc.Equal(jid.JID{}) && info.has(nsMUC) && info.hasIdentity("conference", "text") {
+			f.muc = j
+		}
+	}
+	if !s.cfg.MUCService.Equal(jid.JID{}) {
+		f.muc = s.cfg.MUCService
+	}
+	return f
+}
+
+// Logout implements channels.Session. An XMPP account has no session token to invalidate: the password stays valid,
+// so logging out is ending the connection (what Run does when its context ends).
+func (s *session) Logout(ctx context.Context) error {
+	xs, err := s.conn()
+	if err != nil {
+		return nil
+	}
+	_ = xs.Send(ctx, stanza.Presence{Type: stanza.UnavailablePresence}.Wrap(nil))
+	return xs.Close()
+}
+
+// handle is the Serve handler: every top-level element the server sends.
+func (s *session) handle(t xmlstream.TokenReadEncoder, start *xml.StartElement) error {
+	d := xml.NewTokenDecoder(xmlstream.MultiReader(xmlstream.Token(*start), t))
+	ctx := context.Background()
+	switch start.Name.Local {
+	case "message":
+		var m inMessage
+		if err := d.Decode(&m); err != nil {
+			return nil // a malformed stanza is dropped by every client; it must not end the session
+		}
+		return s.onMessage(ctx, t, m)
+	case "presence":
+		var p inPresence
+		if err := d.Decode(&p); err != nil {
+			return nil
+		}
+		return s.onPresence(ctx, t, p)
+	case "iq":
+		var iq inIQ
+		if err := d.Decode(&iq); err != nil {
+			return nil
+		}
+		return s.onIQ(ctx, t, iq)
+	}
+	return nil
+}
+
+// inIQ is a request from the server or another entity.
+type inIQ struct {
+	XMLName xml.Name  `xml:"iq"`
+	ID      string    `xml:"id,attr"`
+	From    string    `xml:"from,attr"`
+	Type    string    `xml:"type,attr"`
+	Ping    *struct{} `xml:"urn:xmpp:ping ping"`
+	Disco   *struct {
+		Node string `xml:"node,attr"`
+	} `xml:"http://jabber.org/protocol/disco#info query"`
+	Roster  *rosterQuery `xml:"jabber:iq:roster query"`
+	Block   *blockList   `xml:"urn:xmpp:blocking block"`
+	Unblock *blockList   `xml:"urn:xmpp:blocking unblock"`
+}
+
+// The features this client announces when asked (disco#info).
+var clientFeatures = []string{
+	"http://jabber.org/protocol/disco#info", nsPing, nsReceipts, nsMarkers, nsCorrect, nsRetract, nsReactions,
+	nsReply, nsOOB, nsMUC, "jabber:x:conference",
+}
+
+func (s *session) onIQ(ctx context.Context, t xmlstream.TokenReadEncoder, iq inIQ) error {
+	if iq.Type != "get" && iq.Type != "set" {
+		return nil
+	}
+	from := iq.From
+	// Pushes (roster, blocklist) are only believed from our own account (the server speaks for it).
+	ownPush := from == "" || from == s.cfg.JID.Bare().String()
+	reply := func(payload any) error {
+		return t.Encode(struct {
+			XMLName xml.Name `xml:"iq"`
+			ID      string   `xml:"id,attr"`
+			To      string   `xml:"to,attr,omitempty"`
+			Type    string   `xml:"type,attr"`
+			Payload any
+		}{ID: iq.ID, To: from, Type: "result", Payload: payload})
+	}
+	switch {
+	case iq.Ping != nil:
+		return reply(nil)
+	case iq.Disco != nil && iq.Type == "get":
+		q := discoInfoResult{Node: iq.Disco.Node, Identity: []discoIdentity{{Category: "client", Type: "bot", Name: "Switchboard"}}}
+		for _, f := range clientFeatures {
+			q.Features = append(q.Features, discoFeature{Var: f})
+		}
+		return reply(q)
+	case iq.Roster != nil && iq.Type == "set" && ownPush:
+		if err := reply(nil); err != nil {
+			return err
+		}
+		for _, it := range iq.Roster.Items {
+			s.rosterItem(ctx, it)
+		}
+		return nil
+	case (iq.Block != nil || iq.Unblock != nil) && iq.Type == "set" && ownPush:
+		return reply(nil)
+	}
+	return nil
+}
+
+// logf logs what a session cannot report anywhere else (a sink that refused an event is retried by the server's
+// redelivery only for some stanzas).
+func (s *session) logf(msg string, args ...any) {
+	slog.Warn("xmpp: "+msg, append([]any{"instance", s.inst.ID}, args...)...)
+}
+
+// errorf is a failure of a call the network refused (not retryable).
+func refusal(code string, format string, args ...any) *channels.Failure {
+	return &channels.Failure{Code: code, Detail: fmt.Sprintf(format, args...)}
+}
