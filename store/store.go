@@ -78,6 +78,8 @@ type DB struct {
 	Clicks      *Clicks
 	// LinkChanges announces link changes to redirect caches.
 	LinkChanges *LinkChanges
+	// Sandbox is the data of the sandbox messaging network.
+	Sandbox *SandboxNetwork
 }
 
 // Open connects to the database named by rawURL ("" means DefaultURL): postgres:// or postgresql:// URLs open
@@ -112,6 +114,7 @@ func Open(ctx context.Context, rawURL string) (*DB, error) {
 	db.Links = &Links{workspaceScoped[Link]{db}}
 	db.Clicks = &Clicks{db: db}
 	db.LinkChanges = &LinkChanges{db: db}
+	db.Sandbox = &SandboxNetwork{db: db}
 	return db, nil
 }
 
