@@ -106,6 +106,15 @@ func (s *SandboxNetwork) Accounts(ctx context.Context, db bun.IDB, numbers []str
 	return rows, err
 }
 
+// Recipient reads, for a direct message from sender to number, the instance that holds number and whether number
+// blocks sender, in one statement. Returns ErrNotFound if the number has no account.
+func (s *SandboxNetwork) Recipient(ctx context.Context, db bun.IDB, number, sender string) (instanceID string, blocked bool, err error) {
+	err = db.NewSelect().Model((*SandboxAccount)(nil)).Column("sa.instance_id").
+		ColumnExpr("EXISTS (SELECT 1 FROM sandbox_blocks AS b WHERE b.number = sa.number AND b.blocked = ?)", sender).
+		Where("sa.number = ?", number).Scan(ctx, &instanceID, &blocked)
+	return instanceID, blocked, mapErr(err)
+}
+
 // CreateAccount inserts an account unless the number or the instance has one already, and reports whether it did.
 // It returns no sentinel errors (a conflict does not end a PostgreSQL transaction: the caller may draw another
 // number in it).

@@ -356,7 +356,7 @@ func (s *session) takeMessage(ctx context.Context, rs *runState, m store.Sandbox
 		return err
 	}
 	var letters []letter
-	if !msg.Injected {
+	if !msg.Injected && (s.p.opts.Delivered >= 0 || s.p.opts.Read >= 0) {
 		sender, err := s.p.db.Sandbox.Account(ctx, s.p.db.Reader(), msg.From)
 		if err != nil && !errors.Is(err, store.ErrNotFound) {
 			return err
