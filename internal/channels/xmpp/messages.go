@@ -252,11 +252,25 @@ func (s *session) upload(ctx context.Context, xs interface {
 // for the sink. Receipts the sender asked for are sent only after the sink took the message, so a receipt always
 // means "stored".
 func (s *session) onMessage(ctx context.Context, t xmlstream.TokenReadEncoder, m inMessage) error {
-	from, err := jid.Parse(m.From)
-	if err != nil || m.Type == "error" {
+	own := s.cfg.JID.Bare()
+	from := own // mellium clears a from that is the account's own address
+	if m.From != "" {
+		f, err := jid.Parse(m.From)
+		if err != nil {
+			return nil
+		}
+		from = f
+	}
+	if m.Type == "error" {
 		return nil
 	}
 	bare := from.Bare()
+	if (m.CarbonSent != nil || m.CarbonReceived != nil) && m.Body == nil {
+		if !bare.Equal(own) {
+			return nil // only the account's own server speaks for its other clients
+		}
+		return s.onCarbon(ctx, m)
+	}
 	var receipts []channels.Receipt
 	if m.Received != nil && m.Received.ID != "" {
 		receipts = append(receipts, channels.Receipt{ProviderID: m.Received.ID, Status: "delivered", At: m.at()})
@@ -301,6 +315,51 @@ func (s *session) onMessage(ctx context.Context, t xmlstream.TokenReadEncoder, m
 		}
 	}
 	return nil
+}
+
+// onCarbon reports what the account's other clients sent (FromMe) and received. Receipts and markers are theirs to
+// send; receipts of the account's messages count whichever client they reach.
+func (s *session) onCarbon(ctx context.Context, m inMessage) error {
+	sent := m.CarbonSent != nil
+	c := m.CarbonReceived
+	if sent {
+		c = m.CarbonSent
+	}
+	if c.Forwarded.Message == nil || c.Forwarded.Message.Type == "groupchat" {
+		return nil // rooms send every occupant's copy themselves
+	}
+	fwd := *c.Forwarded.Message
+	if fwd.Received != nil && fwd.Received.ID != "" && !sent {
+		if err := s.sink.Receipt(ctx, channels.Receipt{ProviderID: fwd.Received.ID, Status: "delivered", At: fwd.at()}); err != nil {
+			return err
+		}
+	}
+	if fwd.Displayed != nil && fwd.Displayed.ID != "" && !sent {
+		if err := s.sink.Receipt(ctx, channels.Receipt{ProviderID: fwd.Displayed.ID, Status: "read", At: fwd.at()}); err != nil {
+			return err
+		}
+	}
+	peerAddr := fwd.From
+	if sent {
+		peerAddr = fwd.To
+	}
+	peer, err := jid.Parse(peerAddr)
+	if err != nil {
+		return nil
+	}
+	from := peer
+	if sent {
+		from = s.cfg.JID.Bare()
+	}
+	in, ok := s.inbound(fwd, from)
+	if !ok {
+		return nil
+	}
+	if sent {
+		in.FromMe = true
+		in.Chat = peer.Bare().String()
+	}
+	return s.sink.Inbound(ctx, in)
 }
 
 // inbound maps a message onto the sink's shape; false for messages that carry nothing for it (our own echoes from a

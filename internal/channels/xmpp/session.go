@@ -65,6 +65,7 @@ type serverFeatures struct {
 	uploadMax  int64   // its largest file, 0 when it does not say
 	muc        jid.JID // multi-user chat service (zero: none)
 	privateXML bool
+	carbons    bool // message carbons (XEP-0280): the account's other clients' messages are copied here
 }
 
 func newSession(p *Provider, inst channels.Instance, cfg config, sink channels.Sink) *session {
@@ -416,6 +417,15 @@ func (s *session) setUp(ctx context.Context, xs *xmpp.Session) error {
 	defer cancel()
 	s.enableSM(sctx, xs)
 	features := s.discover(sctx, xs)
+	if features.carbons {
+		err := s.query(sctx, xs, stanza.SetIQ, jid.JID{}, struct {
+			XMLName xml.Name `xml:"urn:xmpp:carbons:2 enable"`
+		}{}, nil)
+		var se stanza.Error
+		if err != nil && !errors.As(err, &se) {
+			return err
+		}
+	}
 	s.mu.Lock()
 	s.xs, s.features = xs, features
 	s.mu.Unlock()
@@ -437,6 +447,7 @@ func (s *session) discover(ctx context.Context, xs *xmpp.Session) serverFeatures
 	domain := s.cfg.JID.Domain()
 	if info, err := s.discoInfo(ctx, xs, domain); err == nil {
 		f.blocking = info.has(nsBlocking)
+		f.carbons = info.has(nsCarbons)
 		f.privateXML = true // jabber:iq:private is not always advertised; an error answer is handled where used
 		if info.has(nsUpload) {
 			f.upload, f.uploadMax = domain, info.uploadMax()
