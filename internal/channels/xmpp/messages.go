@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"mellium.im/xmlstream"
+	"mellium.im/xmpp"
 	"mellium.im/xmpp/jid"
 	"mellium.im/xmpp/stanza"
 
@@ -145,10 +146,45 @@ func (s *session) Send(ctx context.Context, m channels.Outbound) (channels.Sent,
 		}
 		out.Markable = &xmlNS{nsMarkers}
 	}
-	if err := xs.Send(ctx, tokens(out)); err != nil {
+	if err := s.sendAcked(ctx, xs, tokens(out)); err != nil {
 		return channels.Sent{}, &channels.Failure{Code: "network_error", Detail: err.Error(), Retryable: true}
 	}
 	return channels.Sent{ProviderID: m.MessageID, At: time.Now().UTC()}, nil
+}
+
+// sendAcked sends a stanza and, with stream management on, asks the server for an acknowledgement right behind it
+// and waits for the answer: the server handles a stream in order, so its answer to that request means it took the
+// stanza, and `sent` means the server has the message, not only the socket. Without stream management it returns
+// once the stanza is written. A timeout is an error: the message is sent again, with the same id.
+func (s *session) sendAcked(ctx context.Context, xs *xmpp.Session, stanza xml.TokenReader) error {
+	s.sm.sendMu.Lock()
+	if err := xs.Send(ctx, stanza); err != nil {
+		s.sm.sendMu.Unlock()
+		return err
+	}
+	if !s.sm.on.Load() {
+		s.sm.sendMu.Unlock()
+		return nil
+	}
+	acked := make(chan struct{})
+	s.sm.mu.Lock()
+	s.sm.waiting = append(s.sm.waiting, acked)
+	s.sm.mu.Unlock()
+	err := xs.Send(ctx, tokens(struct {
+		XMLName xml.Name `xml:"urn:xmpp:sm:3 r"`
+	}{}))
+	s.sm.sendMu.Unlock()
+	if err != nil {
+		return err
+	}
+	wait, cancel := context.WithTimeout(ctx, s.p.opts.PingTimeout)
+	defer cancel()
+	select {
+	case <-acked:
+		return nil
+	case <-wait.Done():
+		return errors.New("the server did not acknowledge the message")
+	}
 }
 
 // MarkRead implements channels.ReadMarker: a displayed chat marker (XEP-0333) for the newest message read.

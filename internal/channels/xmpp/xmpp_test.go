@@ -547,3 +547,28 @@ func TestCarbons(t *testing.T) {
 		t.Fatalf("received carbon %+v", in)
 	}
 }
+
+// With stream management, sent means the server acknowledged the message: a server that takes the bytes but does
+// not answer leaves the message to be sent again.
+func TestSentMeansAcknowledged(t *testing.T) {
+	srv := prosodytest.Start(t)
+	account := srv.Register("alice", "secret-a")
+	p := New(Options{PingInterval: time.Hour, PingTimeout: time.Second})
+	alice := connect(t, p, "ins_alice", srv.Config(account, "secret-a"))
+	if !alice.sm.on.Load() {
+		t.Fatal("stream management is not on")
+	}
+	ctx := ctxT(t)
+	if _, err := alice.Send(ctx, channels.Outbound{MessageID: "msg_ok", Chat: "bob@" + srv.Domain, Type: channels.TypeText, Text: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Signal(syscall.SIGCONT)
+	_, err := alice.Send(ctx, channels.Outbound{MessageID: "msg_unacked", Chat: "bob@" + srv.Domain, Type: channels.TypeText, Text: "x"})
+	var f *channels.Failure
+	if !errors.As(err, &f) || f.Code != "network_error" || !f.Retryable {
+		t.Fatalf("Send to a server that does not answer = %v, want a retryable network_error", err)
+	}
+}
