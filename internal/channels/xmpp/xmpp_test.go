@@ -572,3 +572,35 @@ func TestSentMeansAcknowledged(t *testing.T) {
 		t.Fatalf("Send to a server that does not answer = %v, want a retryable network_error", err)
 	}
 }
+
+// A connection lost without a goodbye is resumed (XEP-0198): what arrived meanwhile is delivered on the resumed
+// stream, and the account keeps its address.
+func TestResumption(t *testing.T) {
+	_, alice, bob := twoAccounts(t)
+	account := alice.cfg.JID.String()
+	bound := alice.xs.LocalAddr()
+	// The network fails: the socket closes under the session, no stream end is sent.
+	_ = alice.xs.Conn().Close()
+	var f *channels.Failure
+	if err := alice.ended(t); !errors.As(err, &f) || !f.Retryable {
+		t.Fatalf("Run after the connection dropped = %v", err)
+	}
+	bob.send(`<message to="` + account + `" id="whiledown1" type="chat"><body>while you were away</body></message>`)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- alice.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	alice.sink.inboundWhere(t, "the message sent while the connection was down", func(m channels.Inbound) bool { return m.ProviderID == "whiledown1" })
+	await.Equal(t, "the session to resume", func() int32 { return alice.sm.resumes.Load() }, 1)
+	alice.mu.Lock()
+	now := alice.xs
+	alice.mu.Unlock()
+	if now == nil || !now.LocalAddr().Equal(bound) {
+		t.Fatalf("address after resuming: %v, want %v", now, bound)
+	}
+	if _, err := alice.Send(ctxT(t), channels.Outbound{MessageID: "msg_after", Chat: bob.jid.Bare().String(), Type: channels.TypeText, Text: "back"}); err != nil {
+		t.Fatal(err)
+	}
+	bob.message("the message after resuming", func(m inMessage) bool { return m.ID == "msg_after" })
+}
