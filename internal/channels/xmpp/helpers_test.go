@@ -9,6 +9,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -30,6 +31,8 @@ type recorder struct {
 	receipts  []channels.Receipt
 	groups    []groupChange
 	contacts  map[string]channels.Party
+	// failInbound makes the next Inbound calls fail, as a sink whose database is down.
+	failInbound atomic.Int32
 }
 
 type groupChange struct {
@@ -55,6 +58,10 @@ func (r *recorder) Connected(_ context.Context, account channels.Party, _ []byte
 	return nil
 }
 func (r *recorder) Inbound(_ context.Context, m channels.Inbound) error {
+	if r.failInbound.Add(-1) >= 0 {
+		return errors.New("the database is down")
+	}
+	r.failInbound.Store(0)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.inbound = append(r.inbound, m)

@@ -257,15 +257,19 @@ func (s *session) onMessage(ctx context.Context, t xmlstream.TokenReadEncoder, m
 		return nil
 	}
 	bare := from.Bare()
+	var receipts []channels.Receipt
 	if m.Received != nil && m.Received.ID != "" {
-		s.receipt(ctx, m.Received.ID, "delivered", m.at())
+		receipts = append(receipts, channels.Receipt{ProviderID: m.Received.ID, Status: "delivered", At: m.at()})
 	}
 	if m.MarkerRcv != nil && m.MarkerRcv.ID != "" {
-		s.receipt(ctx, m.MarkerRcv.ID, "delivered", m.at())
+		receipts = append(receipts, channels.Receipt{ProviderID: m.MarkerRcv.ID, Status: "delivered", At: m.at()})
 	}
-	if m.Displayed != nil && m.Displayed.ID != "" {
-		if m.Type != "groupchat" || !s.fromSelf(bare, from.Resourcepart()) {
-			s.receipt(ctx, m.Displayed.ID, "read", m.at())
+	if m.Displayed != nil && m.Displayed.ID != "" && (m.Type != "groupchat" || !s.fromSelf(bare, from.Resourcepart())) {
+		receipts = append(receipts, channels.Receipt{ProviderID: m.Displayed.ID, Status: "read", At: m.at()})
+	}
+	for _, r := range receipts {
+		if err := s.sink.Receipt(ctx, r); err != nil {
+			return err
 		}
 	}
 	if m.MUCUser != nil && m.MUCUser.Invite != nil {
@@ -285,9 +289,7 @@ func (s *session) onMessage(ctx context.Context, t xmlstream.TokenReadEncoder, m
 		return nil
 	}
 	if err := s.sink.Inbound(ctx, in); err != nil {
-		// Not acknowledged: the sender gets no receipt, and the message is not lost silently in the log.
-		s.logf("inbound message not stored", "error", err)
-		return nil
+		return err // not acknowledged: the server delivers it again, and the sender gets no receipt meanwhile
 	}
 	if m.Type != "groupchat" && m.ID != "" {
 		ack := outMessage{ID: newID(), To: from.String(), Type: m.Type}
@@ -383,10 +385,4 @@ func geoURI(s string) (float64, float64, bool) {
 		return 0, 0, false
 	}
 	return lat, lon, true
-}
-
-func (s *session) receipt(ctx context.Context, id, status string, at time.Time) {
-	if err := s.sink.Receipt(ctx, channels.Receipt{ProviderID: id, Status: status, At: at}); err != nil {
-		s.logf("receipt not stored", "error", err, "status", status)
-	}
 }

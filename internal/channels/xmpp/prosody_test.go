@@ -111,7 +111,7 @@ func (p *prosody) write(name, content string) {
 }
 
 func (p *prosody) writeConfig() {
-	modules := `"roster", "saslauth", "tls", "disco", "ping", "smacks", "carbons", "private", "vcard_legacy", "posix"`
+	modules := `"roster", "saslauth", "tls", "disco", "ping", "smacks", "carbons", "private", "vcard_legacy", "posix", "offline"`
 	if p.blocking {
 		modules += `, "blocklist"`
 	}

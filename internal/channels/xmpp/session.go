@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"mellium.im/sasl"
@@ -34,6 +35,8 @@ const (
 	ReasonServerUnreachable = "server_unreachable"
 	ReasonTLSError          = "tls_error"
 	ReasonStreamError       = "stream_error"
+	// ReasonSinkError ends a connection whose delivery could not be stored; the server delivers it again.
+	ReasonSinkError = "storage_error"
 )
 
 // session is one instance's connection. Run connects and serves; between two runs (a reconnect) it keeps what must
@@ -51,6 +54,8 @@ type session struct {
 	joinWaiters map[string]chan joinResult   // joins waiting for the room's answer, by bare room address
 	roster      map[string]string            // display names of contacts by bare address
 	presence    map[string]map[string]string // resources online (and their show) by bare address
+
+	sm streamManagement // touched by Run and the stanza handler only
 }
 
 // serverFeatures is what the server offered when the session connected.
@@ -123,6 +128,8 @@ func (s *session) Run(ctx context.Context) error {
 		return s.fail(ctx, err)
 	}
 	served := make(chan error, 1)
+	s.sm.handled.Store(0)
+	s.sm.enabled = make(chan bool, 1)
 	go func() { served <- xs.Serve(xmpp.HandlerFunc(s.handle)) }()
 	stop := func() {
 		s.mu.Lock()
@@ -173,7 +180,9 @@ func (s *session) Run(ctx context.Context) error {
 			err := ping.Send(pctx, xs, jid.JID{})
 			cancel()
 			var se stanza.Error
-			if err != nil && !errors.As(err, &se) && ctx.Err() == nil {
+			if err == nil || errors.As(err, &se) {
+				s.sm.handled.Add(1)
+			} else if ctx.Err() == nil {
 				// An error answer is an answer; only silence means the connection is gone.
 				stop()
 				<-served
@@ -405,6 +414,7 @@ func saslCondition(err error) (string, bool) {
 func (s *session) setUp(ctx context.Context, xs *xmpp.Session) error {
 	sctx, cancel := context.WithTimeout(ctx, s.p.opts.ConnectTimeout)
 	defer cancel()
+	s.enableSM(sctx, xs)
 	features := s.discover(sctx, xs)
 	s.mu.Lock()
 	s.xs, s.features = xs, features
@@ -425,20 +435,20 @@ func (s *session) setUp(ctx context.Context, xs *xmpp.Session) error {
 func (s *session) discover(ctx context.Context, xs *xmpp.Session) serverFeatures {
 	var f serverFeatures
 	domain := s.cfg.JID.Domain()
-	if info, err := discoInfo(ctx, xs, domain); err == nil {
+	if info, err := s.discoInfo(ctx, xs, domain); err == nil {
 		f.blocking = info.has(nsBlocking)
 		f.privateXML = true // jabber:iq:private is not always advertised; an error answer is handled where used
 		if info.has(nsUpload) {
 			f.upload, f.uploadMax = domain, info.uploadMax()
 		}
 	}
-	items, _ := discoItems(ctx, xs, domain)
+	items, _ := s.discoItems(ctx, xs, domain)
 	for _, it := range items {
 		j, err := jid.Parse(it.JID)
 		if err != nil || it.Node != "" {
 			continue
 		}
-		info, err := discoInfo(ctx, xs, j)
+		info, err := s.discoInfo(ctx, xs, j)
 		if err != nil {
 			continue
 		}
@@ -467,30 +477,83 @@ func (s *session) Logout(ctx context.Context) error {
 }
 
 // handle is the Serve handler: every top-level element the server sends.
+//
+// With stream management on, a stanza counts as handled (and is acknowledged to the server) only once its handling
+// returned without error: a sink that could not store a message ends the connection unacknowledged, and the server
+// delivers the message again (to offline storage, then to the next session).
 func (s *session) handle(t xmlstream.TokenReadEncoder, start *xml.StartElement) error {
+	if start.Name.Space == nsSM {
+		return s.onSM(t, start)
+	}
 	d := xml.NewTokenDecoder(xmlstream.MultiReader(xmlstream.Token(*start), t))
 	ctx := context.Background()
+	var err error
 	switch start.Name.Local {
 	case "message":
 		var m inMessage
-		if err := d.Decode(&m); err != nil {
-			return nil // a malformed stanza is dropped by every client; it must not end the session
+		if d.Decode(&m) == nil { // a malformed stanza is dropped by every client; it must not end the session
+			err = s.onMessage(ctx, t, m)
 		}
-		return s.onMessage(ctx, t, m)
 	case "presence":
 		var p inPresence
-		if err := d.Decode(&p); err != nil {
-			return nil
+		if d.Decode(&p) == nil {
+			err = s.onPresence(ctx, t, p)
 		}
-		return s.onPresence(ctx, t, p)
 	case "iq":
 		var iq inIQ
-		if err := d.Decode(&iq); err != nil {
-			return nil
+		if d.Decode(&iq) == nil {
+			err = s.onIQ(ctx, t, iq)
 		}
-		return s.onIQ(ctx, t, iq)
+	default:
+		return nil
+	}
+	if err != nil {
+		return &channels.Failure{Code: ReasonSinkError, Detail: err.Error(), Retryable: true}
+	}
+	s.sm.handled.Add(1)
+	return nil
+}
+
+// streamManagement is the session's side of XEP-0198: how many stanzas from the server it handled, which it tells
+// the server when asked. Stanzas are counted from the server's <enabled/>, which setUp waits for before sending
+// anything that is answered; IQ answers (which mellium hands to the waiting call, not to the handler) are counted
+// when the call returns with one.
+type streamManagement struct {
+	handled atomic.Uint32 // h, modulo 2^32 as the XEP counts
+	enabled chan bool     // the server's answer to <enable/>
+}
+
+func (s *session) onSM(t xmlstream.TokenReadEncoder, start *xml.StartElement) error {
+	switch start.Name.Local {
+	case "enabled", "failed":
+		select {
+		case s.sm.enabled <- start.Name.Local == "enabled":
+		default:
+		}
+	case "r":
+		return t.Encode(struct {
+			XMLName xml.Name `xml:"urn:xmpp:sm:3 a"`
+			H       uint32   `xml:"h,attr"`
+		}{H: s.sm.handled.Load()})
 	}
 	return nil
+}
+
+// enableSM turns stream management on when the server offers it (without resumption: a new connection binds the
+// same resource, so the server hands what the old one left unacknowledged to offline storage and then to it).
+func (s *session) enableSM(ctx context.Context, xs *xmpp.Session) {
+	if _, offered := xs.Feature(nsSM); !offered {
+		return
+	}
+	if err := xs.Send(ctx, tokens(struct {
+		XMLName xml.Name `xml:"urn:xmpp:sm:3 enable"`
+	}{})); err != nil {
+		return
+	}
+	select {
+	case <-s.sm.enabled:
+	case <-ctx.Done():
+	}
 }
 
 // inIQ is a request from the server or another entity.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"syscall"
 	"testing"
 	"time"
 
@@ -493,4 +494,38 @@ func TestServerRestart(t *testing.T) {
 	// The room was rejoined: bob (not a member) sees alice as its occupant.
 	bob.send(`<presence to="` + g.Address + `/bob"><x xmlns="http://jabber.org/protocol/muc"/></presence>`)
 	bob.presence("alice in the room after the restart", func(p inPresence) bool { return p.From == g.Address+"/alice" })
+}
+
+// A message the sink could not store is not acknowledged (stream management): the connection ends with
+// storage_error, and the server delivers the message again to the next connection.
+func TestUnstoredMessageIsDeliveredAgain(t *testing.T) {
+	_, alice, bob := twoAccounts(t)
+	account := alice.cfg.JID.String()
+	alice.sink.failInbound.Store(1)
+	bob.send(`<message to="` + account + `" id="lost1" type="chat"><body>do not lose me</body><request xmlns="urn:xmpp:receipts"/></message>`)
+	assertFailure(t, alice.ended(t), ReasonSinkError)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- alice.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	in := alice.sink.inboundWhere(t, "the message delivered again", func(m channels.Inbound) bool { return m.ProviderID == "lost1" })
+	if in.Text != "do not lose me" {
+		t.Fatalf("inbound %+v", in)
+	}
+	bob.message("the receipt, once stored", func(m inMessage) bool { return m.Received != nil && m.Received.ID == "lost1" })
+}
+
+// A server that stops answering (SIGSTOP: the connection stays open) is found by the ping keepalive.
+func TestPingKeepalive(t *testing.T) {
+	srv := startProsody(t)
+	account := srv.register("alice", "secret-a")
+	p := New(Options{PingInterval: 100 * time.Millisecond, PingTimeout: 500 * time.Millisecond})
+	alice := connect(t, p, "ins_alice", srv.config(account, "secret-a"))
+	if err := srv.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	defer srv.cmd.Process.Signal(syscall.SIGCONT)
+	err := alice.ended(t)
+	assertFailure(t, err, ReasonServerUnreachable)
 }
