@@ -20,6 +20,7 @@ import (
 
 	"github.com/switchboard/switchboard/internal/await"
 	"github.com/switchboard/switchboard/internal/channels"
+	"github.com/switchboard/switchboard/internal/channels/xmpp/prosodytest"
 )
 
 // recorder is a Sink that keeps everything a session reports.
@@ -206,19 +207,19 @@ type peer struct {
 	pres []inPresence
 }
 
-func dialPeer(t testing.TB, srv *prosody, account, password string) *peer {
+func dialPeer(t testing.TB, srv *prosodytest.Server, account, password string) *peer {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	conn, err := net.Dial("tcp", srv.addr())
+	conn, err := net.Dial("tcp", srv.Addr())
 	if err != nil {
 		t.Fatal(err)
 	}
 	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM([]byte(srv.caPEM))
+	pool.AppendCertsFromPEM([]byte(srv.CAPEM))
 	origin := jid.MustParse(account + "/phone")
 	xs, err := xmpp.NewClientSession(ctx, origin, conn,
-		xmpp.StartTLS(&tls.Config{ServerName: srv.domain, RootCAs: pool}),
+		xmpp.StartTLS(&tls.Config{ServerName: srv.Domain, RootCAs: pool}),
 		xmpp.SASL("", password, sasl.ScramSha1),
 		xmpp.BindResource())
 	if err != nil {

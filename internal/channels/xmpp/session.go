@@ -65,6 +65,7 @@ type serverFeatures struct {
 	uploadMax  int64   // its largest file, 0 when it does not say
 	muc        jid.JID // multi-user chat service (zero: none)
 	privateXML bool
+	carbons    bool // message carbons (XEP-0280): the account's other clients' messages are copied here
 }
 
 func newSession(p *Provider, inst channels.Instance, cfg config, sink channels.Sink) *session {
@@ -72,6 +73,7 @@ func newSession(p *Provider, inst channels.Instance, cfg config, sink channels.S
 		p: p, inst: inst, cfg: cfg, sink: sink,
 		rooms: map[string]*room{}, joinWaiters: map[string]chan joinResult{},
 		roster: map[string]string{}, presence: map[string]map[string]string{},
+		sm: streamManagement{enabled: make(chan bool, 1)},
 	}
 }
 
@@ -128,8 +130,7 @@ func (s *session) Run(ctx context.Context) error {
 		return s.fail(ctx, err)
 	}
 	served := make(chan error, 1)
-	s.sm.handled.Store(0)
-	s.sm.enabled = make(chan bool, 1)
+	s.sm.reset()
 	go func() { served <- xs.Serve(xmpp.HandlerFunc(s.handle)) }()
 	stop := func() {
 		s.mu.Lock()
@@ -416,6 +417,15 @@ func (s *session) setUp(ctx context.Context, xs *xmpp.Session) error {
 	defer cancel()
 	s.enableSM(sctx, xs)
 	features := s.discover(sctx, xs)
+	if features.carbons {
+		err := s.query(sctx, xs, stanza.SetIQ, jid.JID{}, struct {
+			XMLName xml.Name `xml:"urn:xmpp:carbons:2 enable"`
+		}{}, nil)
+		var se stanza.Error
+		if err != nil && !errors.As(err, &se) {
+			return err
+		}
+	}
 	s.mu.Lock()
 	s.xs, s.features = xs, features
 	s.mu.Unlock()
@@ -437,6 +447,7 @@ func (s *session) discover(ctx context.Context, xs *xmpp.Session) serverFeatures
 	domain := s.cfg.JID.Domain()
 	if info, err := s.discoInfo(ctx, xs, domain); err == nil {
 		f.blocking = info.has(nsBlocking)
+		f.carbons = info.has(nsCarbons)
 		f.privateXML = true // jabber:iq:private is not always advertised; an error answer is handled where used
 		if info.has(nsUpload) {
 			f.upload, f.uploadMax = domain, info.uploadMax()
@@ -521,15 +532,43 @@ func (s *session) handle(t xmlstream.TokenReadEncoder, start *xml.StartElement) 
 type streamManagement struct {
 	handled atomic.Uint32 // h, modulo 2^32 as the XEP counts
 	enabled chan bool     // the server's answer to <enable/>
+	on      atomic.Bool   // the server enabled it on this connection
+
+	// Acknowledgement requests (<r/>) sent by sendAcked, oldest first; each <a/> answers the oldest. sendMu keeps a
+	// stanza and its request together and the requests in the order of waiting.
+	sendMu  sync.Mutex
+	mu      sync.Mutex
+	waiting []chan struct{}
+}
+
+// reset forgets a connection's state before the next one; requests still waiting fail by their timeout.
+func (sm *streamManagement) reset() {
+	sm.handled.Store(0)
+	sm.on.Store(false)
+	select {
+	case <-sm.enabled:
+	default:
+	}
+	sm.mu.Lock()
+	sm.waiting = nil
+	sm.mu.Unlock()
 }
 
 func (s *session) onSM(t xmlstream.TokenReadEncoder, start *xml.StartElement) error {
 	switch start.Name.Local {
 	case "enabled", "failed":
+		s.sm.on.Store(start.Name.Local == "enabled")
 		select {
 		case s.sm.enabled <- start.Name.Local == "enabled":
 		default:
 		}
+	case "a":
+		s.sm.mu.Lock()
+		if len(s.sm.waiting) > 0 {
+			close(s.sm.waiting[0])
+			s.sm.waiting = s.sm.waiting[1:]
+		}
+		s.sm.mu.Unlock()
 	case "r":
 		return t.Encode(struct {
 			XMLName xml.Name `xml:"urn:xmpp:sm:3 a"`

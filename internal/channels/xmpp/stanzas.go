@@ -37,6 +37,7 @@ const (
 	nsDataForms  = "jabber:x:data"                        // XEP-0004
 	nsRooms      = "urn:switchboard:xmpp:rooms:0"         // our rooms, kept in the account's private storage
 	nsSM         = "urn:xmpp:sm:3"                        // XEP-0198
+	nsCarbons    = "urn:xmpp:carbons:2"                   // XEP-0280
 )
 
 // idRef is an element that points at a message by its id.
@@ -82,6 +83,15 @@ type inMessage struct {
 	Error *struct {
 		Type string `xml:"type,attr"`
 	} `xml:"error"`
+	// Message carbons (XEP-0280): copies of what the account's other clients sent and received.
+	CarbonSent     *carbon `xml:"urn:xmpp:carbons:2 sent"`
+	CarbonReceived *carbon `xml:"urn:xmpp:carbons:2 received"`
+}
+
+type carbon struct {
+	Forwarded struct {
+		Message *inMessage `xml:"message"`
+	} `xml:"urn:xmpp:forward:0 forwarded"`
 }
 
 // at is when the message was sent: its delay stamp (offline storage, room history) or now.
