@@ -205,6 +205,8 @@ type peer struct {
 	mu   sync.Mutex
 	msgs []inMessage
 	pres []inPresence
+	// autoReceipts answers receipt requests, as a person's app does.
+	autoReceipts bool
 }
 
 func dialPeer(t testing.TB, srv *prosodytest.Server, account, password string) *peer {
@@ -221,7 +223,7 @@ func dialPeer(t testing.TB, srv *prosodytest.Server, account, password string) *
 	xs, err := xmpp.NewClientSession(ctx, origin, conn,
 		xmpp.StartTLS(&tls.Config{ServerName: srv.Domain, RootCAs: pool}),
 		xmpp.SASL("", password, sasl.ScramSha1),
-		xmpp.BindResource())
+		bindResource(origin))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,7 +237,12 @@ func dialPeer(t testing.TB, srv *prosodytest.Server, account, password string) *
 				if d.Decode(&m) == nil {
 					p.mu.Lock()
 					p.msgs = append(p.msgs, m)
+					receipts := p.autoReceipts
 					p.mu.Unlock()
+					if receipts && m.Request != nil && m.ID != "" {
+						// As a person's app does: the receipt goes out as the message arrives.
+						return r.Encode(outMessage{ID: newID(), To: m.From, Type: m.Type, Received: &xmlNSID{nsReceipts, m.ID}})
+					}
 				}
 			case "presence":
 				var pr inPresence
