@@ -153,6 +153,16 @@ func (s *SandboxNetwork) Message(ctx context.Context, db bun.IDB, id string) (Sa
 	return m, mapErr(err)
 }
 
+// Messages reads the messages with the ids that the network carried. It returns no sentinel errors.
+func (s *SandboxNetwork) Messages(ctx context.Context, db bun.IDB, ids []string) ([]SandboxMessage, error) {
+	rows := []SandboxMessage{}
+	if len(ids) == 0 {
+		return rows, nil
+	}
+	err := db.NewSelect().Model(&rows).Where("sm.id IN (?)", bun.In(ids)).Scan(ctx)
+	return rows, err
+}
+
 // MessageByClientID reads the message a sender recorded with a client id. Returns ErrNotFound if there is none.
 func (s *SandboxNetwork) MessageByClientID(ctx context.Context, db bun.IDB, sender, clientID string) (SandboxMessage, error) {
 	var m SandboxMessage
@@ -219,10 +229,13 @@ func (s *SandboxNetwork) NextDue(ctx context.Context, db bun.IDB, number string,
 	return due[0].UTC(), true, nil
 }
 
-// Take removes a piece of mail once its instance took it. It returns no sentinel errors: mail taken already (by an
-// earlier owner of the instance) is gone either way.
-func (s *SandboxNetwork) Take(ctx context.Context, db bun.IDB, id string) error {
-	_, err := db.NewDelete().Model((*SandboxMail)(nil)).Where("id = ?", id).Exec(ctx)
+// Take removes mail once its instance took it. It returns no sentinel errors: mail taken already (by an earlier
+// owner of the instance) is gone either way.
+func (s *SandboxNetwork) Take(ctx context.Context, db bun.IDB, ids []string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	_, err := db.NewDelete().Model((*SandboxMail)(nil)).Where("id IN (?)", bun.In(ids)).Exec(ctx)
 	return err
 }
 

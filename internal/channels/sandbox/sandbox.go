@@ -37,7 +37,7 @@ const (
 	DefaultQRLimit   = 6
 	DefaultDelivered = 500 * time.Millisecond
 	DefaultRead      = 2 * time.Second
-	DefaultPoll      = 2 * time.Second
+	DefaultPoll      = 30 * time.Second
 	DefaultMaxMedia  = 16 << 20
 )
 
@@ -57,6 +57,8 @@ type Options struct {
 	Shuffle bool
 	// Poll is how often a connected session looks for mail it was not woken for (default DefaultPoll): mail is
 	// never lost when a wake-up is (the recipient connected while it was being posted, a process in between died).
+	// Wake-ups carry the mail's latency; the poll is a safety net, kept rare because every connected instance
+	// pays one query per poll.
 	Poll time.Duration
 	// MaxMedia is the largest attachment the network carries, in bytes (default DefaultMaxMedia).
 	MaxMedia int64
