@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"mellium.im/xmpp"
+
 	"github.com/switchboard/switchboard/internal/await"
 	"github.com/switchboard/switchboard/internal/channels"
 	"github.com/switchboard/switchboard/internal/channels/xmpp/prosodytest"
@@ -380,6 +382,8 @@ func TestContacts(t *testing.T) {
 		t.Fatal(err)
 	}
 	bob.send(`<message to="` + account + `" id="blocked1" type="chat"><body>let me in</body></message>`)
+	// The server refuses it to bob (so it handled it before the unblocking below).
+	bob.message("the refusal of the blocked message", func(m inMessage) bool { return m.ID == "blocked1" && m.Type == "error" })
 	if err := alice.Block(ctx, bobAccount, false); err != nil {
 		t.Fatal(err)
 	}
@@ -553,7 +557,7 @@ func TestCarbons(t *testing.T) {
 func TestSentMeansAcknowledged(t *testing.T) {
 	srv := prosodytest.Start(t)
 	account := srv.Register("alice", "secret-a")
-	p := New(Options{PingInterval: time.Hour, PingTimeout: time.Second})
+	p := New(Options{PingInterval: time.Hour, PingTimeout: 3 * time.Second})
 	alice := connect(t, p, "ins_alice", srv.Config(account, "secret-a"))
 	if !alice.sm.on.Load() {
 		t.Fatal("stream management is not on")
@@ -593,11 +597,14 @@ func TestResumption(t *testing.T) {
 	t.Cleanup(func() { cancel(); <-done })
 	alice.sink.inboundWhere(t, "the message sent while the connection was down", func(m channels.Inbound) bool { return m.ProviderID == "whiledown1" })
 	await.Equal(t, "the session to resume", func() int32 { return alice.sm.resumes.Load() }, 1)
-	alice.mu.Lock()
-	now := alice.xs
-	alice.mu.Unlock()
-	if now == nil || !now.LocalAddr().Equal(bound) {
-		t.Fatalf("address after resuming: %v, want %v", now, bound)
+	// What the resumed stream held arrives while the session is still setting up; it is connected after that.
+	now := await.Until(t, "the session to be connected", func() *xmpp.Session {
+		alice.mu.Lock()
+		defer alice.mu.Unlock()
+		return alice.xs
+	}, func(xs *xmpp.Session) bool { return xs != nil })
+	if !now.LocalAddr().Equal(bound) {
+		t.Fatalf("address after resuming: %v, want %v", now.LocalAddr(), bound)
 	}
 	if _, err := alice.Send(ctxT(t), channels.Outbound{MessageID: "msg_after", Chat: bob.jid.Bare().String(), Type: channels.TypeText, Text: "back"}); err != nil {
 		t.Fatal(err)
