@@ -149,7 +149,8 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	con, err := console.New(console.Config{BaseURL: strings.TrimSuffix(*baseURL, "/"), Logger: log,
-		Workspaces: workspaces.New(db, workspaces.Config{Models: catalog, ForgetKey: verifier.Forget})}, db)
+		Workspaces: workspaces.New(db, workspaces.Config{Models: catalog, ForgetKey: verifier.Forget}),
+		Links:      linkService}, db)
 	if err != nil {
 		_ = ln.Close()
 		return err

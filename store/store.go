@@ -82,6 +82,8 @@ type DB struct {
 	EventTypes     *EventTypeDefs
 	Sources        *Sources
 	SourceRequests *SourceRequests
+	// Sandbox is the data of the sandbox messaging network.
+	Sandbox *SandboxNetwork
 }
 
 // Open connects to the database named by rawURL ("" means DefaultURL): postgres:// or postgresql:// URLs open
@@ -119,6 +121,7 @@ func Open(ctx context.Context, rawURL string) (*DB, error) {
 	db.EventTypes = &EventTypeDefs{db: db}
 	db.Sources = &Sources{workspaceScoped[Source]{db}}
 	db.SourceRequests = &SourceRequests{db: db}
+	db.Sandbox = &SandboxNetwork{db: db}
 	return db, nil
 }
 

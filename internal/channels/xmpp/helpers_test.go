@@ -9,6 +9,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 
 	"github.com/switchboard/switchboard/internal/await"
 	"github.com/switchboard/switchboard/internal/channels"
+	"github.com/switchboard/switchboard/internal/channels/xmpp/prosodytest"
 )
 
 // recorder is a Sink that keeps everything a session reports.
@@ -30,6 +32,8 @@ type recorder struct {
 	receipts  []channels.Receipt
 	groups    []groupChange
 	contacts  map[string]channels.Party
+	// failInbound makes the next Inbound calls fail, as a sink whose database is down.
+	failInbound atomic.Int32
 }
 
 type groupChange struct {
@@ -55,6 +59,10 @@ func (r *recorder) Connected(_ context.Context, account channels.Party, _ []byte
 	return nil
 }
 func (r *recorder) Inbound(_ context.Context, m channels.Inbound) error {
+	if r.failInbound.Add(-1) >= 0 {
+		return errors.New("the database is down")
+	}
+	r.failInbound.Store(0)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.inbound = append(r.inbound, m)
@@ -197,23 +205,25 @@ type peer struct {
 	mu   sync.Mutex
 	msgs []inMessage
 	pres []inPresence
+	// autoReceipts answers receipt requests, as a person's app does.
+	autoReceipts bool
 }
 
-func dialPeer(t testing.TB, srv *prosody, account, password string) *peer {
+func dialPeer(t testing.TB, srv *prosodytest.Server, account, password string) *peer {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	conn, err := net.Dial("tcp", srv.addr())
+	conn, err := net.Dial("tcp", srv.Addr())
 	if err != nil {
 		t.Fatal(err)
 	}
 	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM([]byte(srv.caPEM))
+	pool.AppendCertsFromPEM([]byte(srv.CAPEM))
 	origin := jid.MustParse(account + "/phone")
 	xs, err := xmpp.NewClientSession(ctx, origin, conn,
-		xmpp.StartTLS(&tls.Config{ServerName: srv.domain, RootCAs: pool}),
+		xmpp.StartTLS(&tls.Config{ServerName: srv.Domain, RootCAs: pool}),
 		xmpp.SASL("", password, sasl.ScramSha1),
-		xmpp.BindResource())
+		bindResource(origin, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,7 +237,12 @@ func dialPeer(t testing.TB, srv *prosody, account, password string) *peer {
 				if d.Decode(&m) == nil {
 					p.mu.Lock()
 					p.msgs = append(p.msgs, m)
+					receipts := p.autoReceipts
 					p.mu.Unlock()
+					if receipts && m.Request != nil && m.ID != "" {
+						// As a person's app does: the receipt goes out as the message arrives.
+						return r.Encode(outMessage{ID: newID(), To: m.From, Type: m.Type, Received: &xmlNSID{nsReceipts, m.ID}})
+					}
 				}
 			case "presence":
 				var pr inPresence
