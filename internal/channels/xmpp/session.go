@@ -54,6 +54,7 @@ type session struct {
 	joinWaiters map[string]chan joinResult   // joins waiting for the room's answer, by bare room address
 	roster      map[string]string            // display names of contacts by bare address
 	presence    map[string]map[string]string // resources online (and their show) by bare address
+	lastSeen    map[string]time.Time         // time of the last message seen in each room
 
 	sm streamManagement // touched by Run and the stanza handler only
 }
@@ -72,7 +73,7 @@ func newSession(p *Provider, inst channels.Instance, cfg config, sink channels.S
 	return &session{
 		p: p, inst: inst, cfg: cfg, sink: sink,
 		rooms: map[string]*room{}, joinWaiters: map[string]chan joinResult{},
-		roster: map[string]string{}, presence: map[string]map[string]string{},
+		roster: map[string]string{}, presence: map[string]map[string]string{}, lastSeen: map[string]time.Time{},
 		sm: streamManagement{enabled: make(chan bool, 1)},
 	}
 }
