@@ -177,11 +177,23 @@ func (s *session) join(ctx context.Context, xs *xmpp.Session, addr jid.JID) (joi
 			X       struct {
 				XMLNS   string `xml:"xmlns,attr"`
 				History struct {
-					MaxStanzas int `xml:"maxstanzas,attr"`
+					MaxStanzas string `xml:"maxstanzas,attr,omitempty"`
+					Since      string `xml:"since,attr,omitempty"`
 				} `xml:"history"`
 			} `xml:"x"`
 		}{To: full.String()}
 		presence.X.XMLNS = nsMUC
+		// The room's history since the last message this process saw there (what was said while the instance was
+		// away; those it had have the same ids), or none for a room it has not seen: a new room, or one joined
+		// before this process held the instance, whose old messages are not news.
+		s.mu.Lock()
+		seen, ok := s.lastSeen[addr.String()]
+		s.mu.Unlock()
+		if ok {
+			presence.X.History.Since = seen.UTC().Format(time.RFC3339Nano)
+		} else {
+			presence.X.History.MaxStanzas = "0"
+		}
 		if err := xs.Send(ctx, tokens(presence)); err != nil {
 			return joinResult{}, &channels.Failure{Code: "network_error", Detail: err.Error(), Retryable: true}
 		}

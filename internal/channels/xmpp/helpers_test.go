@@ -223,7 +223,7 @@ func dialPeer(t testing.TB, srv *prosodytest.Server, account, password string) *
 	xs, err := xmpp.NewClientSession(ctx, origin, conn,
 		xmpp.StartTLS(&tls.Config{ServerName: srv.Domain, RootCAs: pool}),
 		xmpp.SASL("", password, sasl.ScramSha1),
-		bindResource(origin))
+		bindResource(origin, nil))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -409,6 +409,11 @@ func (s *session) inbound(m inMessage, from jid.JID) (channels.Inbound, bool) {
 			return in, false
 		}
 		in.From = s.occupant(bare, from.Resourcepart())
+		s.mu.Lock()
+		if in.At.After(s.lastSeen[bare.String()]) {
+			s.lastSeen[bare.String()] = in.At
+		}
+		s.mu.Unlock()
 	} else {
 		in.From.DisplayName = s.displayName(bare.String())
 	}

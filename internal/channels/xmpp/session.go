@@ -54,6 +54,7 @@ type session struct {
 	joinWaiters map[string]chan joinResult   // joins waiting for the room's answer, by bare room address
 	roster      map[string]string            // display names of contacts by bare address
 	presence    map[string]map[string]string // resources online (and their show) by bare address
+	lastSeen    map[string]time.Time         // time of the last message seen in each room
 
 	sm streamManagement // touched by Run and the stanza handler only
 }
@@ -72,7 +73,7 @@ func newSession(p *Provider, inst channels.Instance, cfg config, sink channels.S
 	return &session{
 		p: p, inst: inst, cfg: cfg, sink: sink,
 		rooms: map[string]*room{}, joinWaiters: map[string]chan joinResult{},
-		roster: map[string]string{}, presence: map[string]map[string]string{},
+		roster: map[string]string{}, presence: map[string]map[string]string{}, lastSeen: map[string]time.Time{},
 		sm: streamManagement{enabled: make(chan bool, 1)},
 	}
 }
@@ -164,6 +165,7 @@ func (s *session) Run(ctx context.Context) error {
 			byeCtx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			_ = xs.Send(byeCtx, stanza.Presence{Type: stanza.UnavailablePresence}.Wrap(nil))
 			cancel()
+			s.forgetSM()
 			stop()
 			<-served
 			return nil
@@ -210,7 +212,7 @@ func (s *session) dial(ctx context.Context) (*xmpp.Session, error) {
 		return nil, &channels.Failure{Code: ReasonServerUnreachable, Detail: "cannot connect to " + strings.Join(addrs, ", ") + ": " + dialDetail(err), Retryable: true}
 	}
 	mechanisms := []sasl.Mechanism{sasl.ScramSha256Plus, sasl.ScramSha1Plus, sasl.ScramSha256, sasl.ScramSha1}
-	features := []xmpp.StreamFeature{xmpp.SASL("", s.cfg.Password, mechanisms...), bindResource(origin)}
+	features := []xmpp.StreamFeature{xmpp.SASL("", s.cfg.Password, mechanisms...), bindResource(origin, s.resume)}
 	var state xmpp.SessionState
 	var rw net.Conn = conn
 	if s.cfg.TLS == TLSDirect {
@@ -236,9 +238,16 @@ func (s *session) dial(ctx context.Context) (*xmpp.Session, error) {
 // bindResource binds origin's resource (RFC 6120 §7). mellium's BindResource sends an empty resource element when
 // asked for a resource (v0.23.0), so the server would pick a random one and two holders of one instance would never
 // be told of each other.
-func bindResource(origin jid.JID) xmpp.StreamFeature {
+//
+// resume, when not nil, is tried first: a resumed stream management session (XEP-0198) needs no binding.
+func bindResource(origin jid.JID, resume func(*xmpp.Session) (bool, error)) xmpp.StreamFeature {
 	f := xmpp.BindResource()
 	f.Negotiate = func(ctx context.Context, session *xmpp.Session, _ any) (xmpp.SessionState, io.ReadWriter, error) {
+		if resume != nil {
+			if ok, err := resume(session); err != nil || ok {
+				return xmpp.Ready, nil, err
+			}
+		}
 		r := session.TokenReader()
 		defer r.Close()
 		w := session.TokenWriter()
@@ -295,6 +304,53 @@ func bindResource(origin jid.JID) xmpp.StreamFeature {
 		return xmpp.Ready, nil, nil
 	}
 	return f
+}
+
+// resume asks the server to resume the previous connection's session (XEP-0198 §5), in place of binding. It
+// reports false, without error, when there is nothing to resume or the server cannot.
+func (s *session) resume(session *xmpp.Session) (bool, error) {
+	s.mu.Lock()
+	id, bound := s.sm.id, s.sm.bound
+	s.mu.Unlock()
+	if id == "" {
+		s.sm.handled.Store(0) // a fresh session counts from its own <enabled/>
+		return false, nil
+	}
+	r := session.TokenReader()
+	defer r.Close()
+	w := session.TokenWriter()
+	defer w.Close()
+	req := struct {
+		XMLName xml.Name `xml:"urn:xmpp:sm:3 resume"`
+		H       uint32   `xml:"h,attr"`
+		PrevID  string   `xml:"previd,attr"`
+	}{H: s.sm.handled.Load(), PrevID: id}
+	if _, err := xmlstream.Copy(w, rawTokens(req)); err != nil {
+		return false, err
+	}
+	if err := w.Flush(); err != nil {
+		return false, err
+	}
+	var resp struct {
+		XMLName xml.Name
+	}
+	if err := xml.NewTokenDecoder(r).Decode(&resp); err != nil {
+		return false, err
+	}
+	s.mu.Lock()
+	s.sm.id = ""
+	s.mu.Unlock()
+	if resp.XMLName.Local != "resumed" {
+		s.sm.handled.Store(0)
+		return false, nil
+	}
+	s.mu.Lock()
+	s.sm.id = id
+	s.mu.Unlock()
+	session.UpdateAddr(bound)
+	s.sm.resumed.Store(true)
+	s.sm.resumes.Add(1)
+	return true, nil
 }
 
 // addresses are where the server is: the configured host:port, else the domain's SRV records, else the domain on the
@@ -415,6 +471,9 @@ func saslCondition(err error) (string, bool) {
 func (s *session) setUp(ctx context.Context, xs *xmpp.Session) error {
 	sctx, cancel := context.WithTimeout(ctx, s.p.opts.ConnectTimeout)
 	defer cancel()
+	s.mu.Lock()
+	s.sm.bound = xs.LocalAddr()
+	s.mu.Unlock()
 	s.enableSM(sctx, xs)
 	features := s.discover(sctx, xs)
 	if features.carbons {
@@ -484,6 +543,7 @@ func (s *session) Logout(ctx context.Context) error {
 		return nil
 	}
 	_ = xs.Send(ctx, stanza.Presence{Type: stanza.UnavailablePresence}.Wrap(nil))
+	s.forgetSM()
 	return xs.Close()
 }
 
@@ -533,6 +593,14 @@ type streamManagement struct {
 	handled atomic.Uint32 // h, modulo 2^32 as the XEP counts
 	enabled chan bool     // the server's answer to <enable/>
 	on      atomic.Bool   // the server enabled it on this connection
+	resumed atomic.Bool   // this connection resumed the previous one's session
+
+	// What resuming takes: the server's id of the session (empty: not resumable) and the address it was bound to.
+	// Written by the stanza handler and the negotiation, which never run at once.
+	id    string
+	bound jid.JID
+	// resumes counts resumed connections.
+	resumes atomic.Int32
 
 	// Acknowledgement requests (<r/>) sent by sendAcked, oldest first; each <a/> answers the oldest. sendMu keeps a
 	// stanza and its request together and the requests in the order of waiting.
@@ -541,10 +609,11 @@ type streamManagement struct {
 	waiting []chan struct{}
 }
 
-// reset forgets a connection's state before the next one; requests still waiting fail by their timeout.
+// reset forgets a connection's state before the next one (the count and the session id stay, for resuming);
+// requests still waiting fail by their timeout.
 func (sm *streamManagement) reset() {
-	sm.handled.Store(0)
 	sm.on.Store(false)
+	sm.resumed.Store(false)
 	select {
 	case <-sm.enabled:
 	default:
@@ -554,10 +623,33 @@ func (sm *streamManagement) reset() {
 	sm.mu.Unlock()
 }
 
+// forgetSM drops the resumable session: the stream is being closed on purpose, so the server ends it.
+func (s *session) forgetSM() {
+	s.mu.Lock()
+	s.sm.id = ""
+	s.mu.Unlock()
+}
+
 func (s *session) onSM(t xmlstream.TokenReadEncoder, start *xml.StartElement) error {
 	switch start.Name.Local {
 	case "enabled", "failed":
 		s.sm.on.Store(start.Name.Local == "enabled")
+		if start.Name.Local == "enabled" {
+			var id, resume string
+			for _, a := range start.Attr {
+				switch a.Name.Local {
+				case "id":
+					id = a.Value
+				case "resume":
+					resume = a.Value
+				}
+			}
+			if resume == "true" || resume == "1" {
+				s.mu.Lock()
+				s.sm.id = id
+				s.mu.Unlock()
+			}
+		}
 		select {
 		case s.sm.enabled <- start.Name.Local == "enabled":
 		default:
@@ -578,15 +670,22 @@ func (s *session) onSM(t xmlstream.TokenReadEncoder, start *xml.StartElement) er
 	return nil
 }
 
-// enableSM turns stream management on when the server offers it (without resumption: a new connection binds the
-// same resource, so the server hands what the old one left unacknowledged to offline storage and then to it).
+// enableSM turns stream management on, resumable, when the server offers it. A connection lost without a goodbye is
+// resumed by the next one (resume, from the binding); when it cannot be (the server forgot it, another process took
+// the instance over), the new connection binds the same resource and the server hands what the old one left
+// unacknowledged to offline storage and then to it.
 func (s *session) enableSM(ctx context.Context, xs *xmpp.Session) {
+	if s.sm.resumed.Load() {
+		s.sm.on.Store(true)
+		return
+	}
 	if _, offered := xs.Feature(nsSM); !offered {
 		return
 	}
 	if err := xs.Send(ctx, tokens(struct {
 		XMLName xml.Name `xml:"urn:xmpp:sm:3 enable"`
-	}{})); err != nil {
+		Resume  bool     `xml:"resume,attr"`
+	}{Resume: true})); err != nil {
 		return
 	}
 	select {

@@ -572,3 +572,92 @@ func TestSentMeansAcknowledged(t *testing.T) {
 		t.Fatalf("Send to a server that does not answer = %v, want a retryable network_error", err)
 	}
 }
+
+// A connection lost without a goodbye is resumed (XEP-0198): what arrived meanwhile is delivered on the resumed
+// stream, and the account keeps its address.
+func TestResumption(t *testing.T) {
+	_, alice, bob := twoAccounts(t)
+	account := alice.cfg.JID.String()
+	bound := alice.xs.LocalAddr()
+	// The network fails: the socket closes under the session, no stream end is sent.
+	_ = alice.xs.Conn().Close()
+	var f *channels.Failure
+	if err := alice.ended(t); !errors.As(err, &f) || !f.Retryable {
+		t.Fatalf("Run after the connection dropped = %v", err)
+	}
+	bob.send(`<message to="` + account + `" id="whiledown1" type="chat"><body>while you were away</body></message>`)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- alice.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	alice.sink.inboundWhere(t, "the message sent while the connection was down", func(m channels.Inbound) bool { return m.ProviderID == "whiledown1" })
+	await.Equal(t, "the session to resume", func() int32 { return alice.sm.resumes.Load() }, 1)
+	alice.mu.Lock()
+	now := alice.xs
+	alice.mu.Unlock()
+	if now == nil || !now.LocalAddr().Equal(bound) {
+		t.Fatalf("address after resuming: %v, want %v", now, bound)
+	}
+	if _, err := alice.Send(ctxT(t), channels.Outbound{MessageID: "msg_after", Chat: bob.jid.Bare().String(), Type: channels.TypeText, Text: "back"}); err != nil {
+		t.Fatal(err)
+	}
+	bob.message("the message after resuming", func(m inMessage) bool { return m.ID == "msg_after" })
+}
+
+// What is said in a room while the instance is disconnected arrives when it connects again (room history since
+// the last message it saw).
+func TestRoomHistoryAcrossConnections(t *testing.T) {
+	_, alice, bob := twoAccounts(t)
+	bobAccount := bob.jid.Bare().String()
+	ctx := ctxT(t)
+	g, err := alice.CreateGroup(ctx, "History", []string{bobAccount})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bob.send(`<presence to="` + g.Address + `/bob"><x xmlns="http://jabber.org/protocol/muc"/></presence>`)
+	bob.presence("bob in the room", func(p inPresence) bool { return p.From == g.Address+"/bob" && p.MUCUser.has(110) })
+	bob.send(`<message to="` + g.Address + `" id="h1" type="groupchat"><body>before</body></message>`)
+	alice.sink.inboundWhere(t, "the first room message", func(m channels.Inbound) bool { return m.ProviderID == "h1" })
+
+	alice.cancel() // disconnect: a clean goodbye, the rooms are left server-side
+	if err := alice.ended(t); err != nil {
+		t.Fatal(err)
+	}
+	bob.presence("alice gone from the room", func(p inPresence) bool { return p.From == g.Address+"/alice" && p.Type == "unavailable" })
+	bob.send(`<message to="` + g.Address + `" id="h2" type="groupchat"><body>while you were away</body></message>`)
+
+	// Connecting again is the same session's next Run.
+	runCtx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- alice.Run(runCtx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	in := alice.sink.inboundWhere(t, "the message said while away", func(m channels.Inbound) bool { return m.ProviderID == "h2" })
+	if in.Chat != g.Address || in.From.Address != bobAccount {
+		t.Fatalf("history message %+v", in)
+	}
+}
+
+// Rooms others own: an invitation makes the group new to the instance, being removed makes it left.
+func TestInvitedAndRemoved(t *testing.T) {
+	_, alice, bob := twoAccounts(t)
+	account := alice.cfg.JID.String()
+	room := "bobs-room@conference." + bob.jid.Domainpart()
+	bob.send(`<presence to="` + room + `/bob"><x xmlns="http://jabber.org/protocol/muc"/></presence>`)
+	bob.presence("bob's room created", func(p inPresence) bool { return p.From == room+"/bob" && p.MUCUser.has(110) })
+	bob.send(`<iq type="set" id="cfg1" to="` + room + `"><query xmlns="http://jabber.org/protocol/muc#owner"><x xmlns="jabber:x:data" type="submit"/></query></iq>`)
+	bob.send(`<message to="` + room + `"><x xmlns="http://jabber.org/protocol/muc#user"><invite to="` + account + `"/></x></message>`)
+	await.Until(t, "the invitation as a new group", func() bool { return alice.sink.groupChange(room, channels.GroupCreated) }, func(b bool) bool { return b })
+
+	if _, err := alice.JoinGroup(ctxT(t), "xmpp:"+room+"?join"); err != nil {
+		t.Fatal(err)
+	}
+	bob.send(`<iq type="set" id="kick1" to="` + room + `"><query xmlns="http://jabber.org/protocol/muc#admin"><item nick="alice" role="none"/></query></iq>`)
+	await.Until(t, "the removal as a left group", func() bool { return alice.sink.groupChange(room, channels.GroupLeft) }, func(b bool) bool { return b })
+	alice.mu.Lock()
+	_, still := alice.rooms[room]
+	alice.mu.Unlock()
+	if still {
+		t.Error("the room is still among the joined ones")
+	}
+}
