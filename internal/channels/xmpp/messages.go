@@ -298,6 +298,13 @@ func (s *session) onMessage(ctx context.Context, t xmlstream.TokenReadEncoder, m
 		from = f
 	}
 	if m.Type == "error" {
+		// A refusal of a message sent earlier (no such account, blocked, …). The seams have no way to report a sent
+		// message failed after the fact, so it is logged; its status stays sent and never becomes delivered.
+		cond := "undefined-condition"
+		if m.Error != nil && len(m.Error.Cond) > 0 {
+			cond = m.Error.Cond[0].XMLName.Local
+		}
+		s.logf("the network refused a sent message", "provider_message_id", m.ID, "condition", cond)
 		return nil
 	}
 	bare := from.Bare()
