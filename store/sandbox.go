@@ -218,11 +218,12 @@ func (s *SandboxNetwork) Due(ctx context.Context, db bun.IDB, number string, now
 	return rows, err
 }
 
-// NextDue reports when the number's earliest mail not due at now falls due; ok is false when it has none.
-func (s *SandboxNetwork) NextDue(ctx context.Context, db bun.IDB, number string, now time.Time) (at time.Time, ok bool, err error) {
+// NextDue reports when the number's earliest mail falls due (or fell due: mail that came due since the caller last
+// read what was due); ok is false when it has none.
+func (s *SandboxNetwork) NextDue(ctx context.Context, db bun.IDB, number string) (at time.Time, ok bool, err error) {
 	var due []time.Time
 	err = db.NewSelect().Model((*SandboxMail)(nil)).Column("due_at").
-		Where("number = ? AND due_at > ?", number, now).Order("due_at").Limit(1).Scan(ctx, &due)
+		Where("number = ?", number).Order("due_at").Limit(1).Scan(ctx, &due)
 	if err != nil || len(due) == 0 {
 		return time.Time{}, false, err
 	}

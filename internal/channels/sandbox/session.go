@@ -24,6 +24,8 @@ type session struct {
 	inst channels.Instance
 	cfg  instanceConfig
 	sink channels.Sink
+	// schedule is when the instance is told its messages were delivered and read.
+	schedule schedule
 
 	// wake tells Run that mail may be waiting.
 	wake chan struct{}
@@ -49,7 +51,17 @@ var (
 )
 
 func newSession(p *Provider, inst channels.Instance, cfg instanceConfig, sink channels.Sink) *session {
-	return &session{p: p, inst: inst, cfg: cfg, sink: sink, wake: make(chan struct{}, 1)}
+	sc := schedule{Delivered: p.opts.Delivered, Read: p.opts.Read, Shuffle: p.opts.Shuffle}
+	if cfg.Delivered != nil {
+		sc.Delivered = *cfg.Delivered
+	}
+	if cfg.Read != nil {
+		sc.Read = *cfg.Read
+	}
+	if cfg.Shuffle != nil {
+		sc.Shuffle = *cfg.Shuffle
+	}
+	return &session{p: p, inst: inst, cfg: cfg, sink: sink, schedule: sc, wake: make(chan struct{}, 1)}
 }
 
 // runState lives as long as one Run.
@@ -329,7 +341,8 @@ func (s *session) drain(ctx context.Context, rs *runState, number string) (time.
 			return time.Time{}, false, handErr
 		}
 		if len(due) < drainBatch {
-			return s.p.db.Sandbox.NextDue(ctx, s.p.db.Reader(), number, now())
+			// The earliest mail left, due in the future or since Due read (then the timer fires at once).
+			return s.p.db.Sandbox.NextDue(ctx, s.p.db.Reader(), number)
 		}
 	}
 }
@@ -358,7 +371,7 @@ func (s *session) handOver(ctx context.Context, due []store.SandboxMail, h *hand
 		if r := envs[i].Receipt; r != nil {
 			receiptIDs = append(receiptIDs, r.ID)
 		}
-		if msg := envs[i].Message; msg != nil && !msg.Injected {
+		if msg := envs[i].Message; msg != nil && msg.Schedule != nil && msg.Schedule.any() {
 			senders = append(senders, msg.From)
 		}
 	}
@@ -370,15 +383,13 @@ func (s *session) handOver(ctx context.Context, due []store.SandboxMail, h *hand
 	for _, m := range sent {
 		messages[m.ID] = m
 	}
+	accounts, err := s.p.db.Sandbox.Accounts(ctx, s.p.db.Reader(), senders)
+	if err != nil {
+		return err
+	}
 	instances := map[string]string{}
-	if s.p.opts.Delivered >= 0 || s.p.opts.Read >= 0 {
-		accounts, err := s.p.db.Sandbox.Accounts(ctx, s.p.db.Reader(), senders)
-		if err != nil {
-			return err
-		}
-		for _, a := range accounts {
-			instances[a.Number] = a.InstanceID
-		}
+	for _, a := range accounts {
+		instances[a.Number] = a.InstanceID
 	}
 	for i, m := range due {
 		env := envs[i]
@@ -387,8 +398,9 @@ func (s *session) handOver(ctx context.Context, due []store.SandboxMail, h *hand
 			if err := s.sink.Inbound(ctx, env.Message.inbound()); err != nil {
 				return err
 			}
-			if id, ok := instances[env.Message.From]; ok && !env.Message.Injected {
-				h.letters = append(h.letters, s.p.receipts(env.Message.From, id, env.Message.ID, now())...)
+			if id, ok := instances[env.Message.From]; ok && env.Message.Schedule != nil {
+				h.letters = append(h.letters, s.p.receipts(*env.Message.Schedule, env.Message.From, id,
+					env.Message.ID, now())...)
 			}
 		case env.Receipt != nil:
 			if err := s.tellReceipt(ctx, env.Receipt, messages, h); err != nil {
