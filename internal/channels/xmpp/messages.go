@@ -421,6 +421,11 @@ func (s *session) inbound(m inMessage, from jid.JID) (channels.Inbound, bool) {
 			s.lastSeen[bare.String()] = in.At
 		}
 		s.mu.Unlock()
+	} else if s.inRoom(bare) && from.Resourcepart() != "" {
+		// A private message from an occupant: from the person when the room shows who they are (the chat is then
+		// theirs, and a reply goes to their account), else from their address in the room.
+		in.From = s.occupant(bare, from.Resourcepart())
+		in.Chat = in.From.Address
 	} else {
 		in.From.DisplayName = s.displayName(bare.String())
 	}
