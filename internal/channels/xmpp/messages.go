@@ -488,7 +488,7 @@ func geoURI(s string) (float64, float64, bool) {
 	b, _, _ = strings.Cut(b, ",") // an altitude
 	lat, err1 := strconv.ParseFloat(a, 64)
 	lon, err2 := strconv.ParseFloat(b, 64)
-	if err1 != nil || err2 != nil || lat < -90 || lat > 90 || lon < -180 || lon > 180 {
+	if err1 != nil || err2 != nil || !(lat >= -90 && lat <= 90) || !(lon >= -180 && lon <= 180) { // NaN too
 		return 0, 0, false
 	}
 	return lat, lon, true
