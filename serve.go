@@ -20,6 +20,8 @@ import (
 	"github.com/switchboard/switchboard/handlers"
 	"github.com/switchboard/switchboard/internal/apikey"
 	"github.com/switchboard/switchboard/internal/automation"
+	"github.com/switchboard/switchboard/internal/channels"
+	"github.com/switchboard/switchboard/internal/channels/sandbox"
 	"github.com/switchboard/switchboard/internal/egress"
 	"github.com/switchboard/switchboard/internal/events"
 	"github.com/switchboard/switchboard/internal/links"
@@ -133,11 +135,16 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	redirectCache := linkcache.New(linkService.Resolve, db.LinkChanges, linkcache.Config{Size: *shortLinks.cacheSize})
+	messaging, err := messagingService(db, outbox, box, guard, log)
+	if err != nil {
+		_ = ln.Close()
+		return err
+	}
 	srv, err := handlers.New(handlers.Config{
 		BaseURL: strings.TrimSuffix(*baseURL, "/"), BodyLimit: *bodyLimit, KeyRateLimit: *keyRate,
 		WorkspaceRateLimit: *wsRate, Verifier: verifier, Models: catalog, TrustedProxies: proxies, Logger: log,
 		Webhooks: handlers.WebhookEngine{Box: box, Guard: guard, Sender: dispatcher.Sender(), Wake: dispatcher.Wake},
-		Events:   outbox, Links: linkService, Automation: automations,
+		Events:   outbox, Links: linkService, Automation: automations, Channels: messaging,
 		Redirects: handlers.RedirectOptions{Clicks: recorder, Cache: redirectCache},
 	}, db)
 	if err != nil {
@@ -371,4 +378,20 @@ func displayAddr(a net.Addr) string {
 		return "localhost:" + port
 	}
 	return net.JoinHostPort(host, port)
+}
+
+// messagingService builds the messaging capability with its providers. Media bytes live in the data directory on
+// SQLite (files beside the database, out of its single writer) and in the database on PostgreSQL (shared by every
+// process). Until the channel runtime joins the process, instances can be created and read but not connected:
+// the service answers instance_not_connected for what needs a live session.
+func messagingService(db *store.DB, outbox *events.Outbox, box *webhook.Box, guard *egress.Guard, log *slog.Logger) (*channels.Service, error) {
+	var media channels.MediaStore = channels.DatabaseMedia{DB: db}
+	if db.Dialect() == store.SQLite {
+		media = channels.DirMedia{DB: db, Dir: filepath.Join(db.DataDir(), "media")}
+	}
+	svc, err := channels.New(db, outbox, channels.Config{Sealer: box, Media: media, Guard: guard, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	return svc, svc.AddProvider(sandbox.New(db, nil, sandbox.Options{Logger: log}))
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/switchboard/switchboard/gen"
 	"github.com/switchboard/switchboard/internal/links"
 	"github.com/switchboard/switchboard/internal/problem"
+	"github.com/switchboard/switchboard/internal/qrcode"
 	"github.com/switchboard/switchboard/store"
 )
 
@@ -512,7 +513,7 @@ func (c *Console) linkQR(ec echo.Context) error {
 		return err
 	}
 	short := c.links.ShortURL(l)
-	code, err := qrCode(short)
+	code, err := qrcode.Encode(short)
 	if err != nil {
 		return err
 	}
@@ -529,13 +530,13 @@ func (c *Console) linkQR(ec echo.Context) error {
 		h.Set("Content-Disposition", fmt.Sprintf(`attachment; filename="qr-%s.%s"`, l.Slug, ext))
 	}
 	if ext == "png" {
-		b, err := qrPNG(code)
+		b, err := qrcode.PNG(code)
 		if err != nil {
 			return err
 		}
 		return ec.Blob(http.StatusOK, "image/png", b)
 	}
-	return ec.Blob(http.StatusOK, "image/svg+xml", qrSVG(code, "QR code of "+short))
+	return ec.Blob(http.StatusOK, "image/svg+xml", qrcode.SVG(code, "QR code of "+short))
 }
 
 // linkFieldsData is what the link-fields template (shared by the create and the edit form) shows.

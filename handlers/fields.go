@@ -14,3 +14,12 @@ func fieldsProblem(f problem.Fields) *Problem {
 func invalidParameter(name, detail string) *Problem {
 	return fromError(problem.InvalidParameter(name, detail))
 }
+
+// deref is the value v points to, or the zero value (a nil slice or map) when it is nil.
+func deref[T any](v *T) T {
+	var zero T
+	if v == nil {
+		return zero
+	}
+	return *v
+}

@@ -24,6 +24,7 @@ import (
 	"github.com/switchboard/switchboard/gen"
 	"github.com/switchboard/switchboard/internal/apikey"
 	"github.com/switchboard/switchboard/internal/automation"
+	"github.com/switchboard/switchboard/internal/channels"
 	"github.com/switchboard/switchboard/internal/egress"
 	"github.com/switchboard/switchboard/internal/events"
 	"github.com/switchboard/switchboard/internal/links"
@@ -39,6 +40,9 @@ type Config struct {
 	BaseURL string
 	// BodyLimit caps request bodies in bytes (default DefaultBodyLimit).
 	BodyLimit int64
+	// MediaBodyLimit caps the bodies of media uploads (default: the largest file, channels.DefaultMaxMedia, and
+	// room for the multipart framing).
+	MediaBodyLimit int64
 	// KeyRateLimit and WorkspaceRateLimit are requests per minute (defaults DefaultKeyRateLimit and
 	// DefaultWorkspaceRateLimit).
 	KeyRateLimit       int
@@ -62,6 +66,9 @@ type Config struct {
 	Webhooks WebhookEngine
 	// Events is the outbox changes record their events in (default: one of the built-in types over the database).
 	Events *events.Outbox
+	// Channels is the messaging capability (default: channels.New over the database and Events with no providers,
+	// no runtime and no send queue, sealing secrets with the webhook engine's Box).
+	Channels *channels.Service
 	// Automation is the automation capability (default: automation.New over the database and Events, sealing with
 	// the webhook engine's Box, ingest URLs on BaseURL).
 	Automation *automation.Service
@@ -90,6 +97,7 @@ type Server struct {
 	ops      *operations
 	links    *links.Service
 	webhooks *webhook.Service
+	channels *channels.Service
 	// automation serves sources, their ingest URLs and custom event types.
 	automation *automation.Service
 	// redirects is nil when the server answers no short links.
@@ -115,6 +123,9 @@ var _ gen.StrictServerInterface = (*Server)(nil)
 func New(cfg Config, db *store.DB) (*Server, error) {
 	if cfg.BodyLimit <= 0 {
 		cfg.BodyLimit = DefaultBodyLimit
+	}
+	if cfg.MediaBodyLimit <= 0 {
+		cfg.MediaBodyLimit = channels.DefaultMaxMedia + 64<<10
 	}
 	if cfg.KeyRateLimit <= 0 {
 		cfg.KeyRateLimit = DefaultKeyRateLimit
@@ -162,6 +173,11 @@ func New(cfg Config, db *store.DB) (*Server, error) {
 	}
 	if s.webhooks, err = webhook.NewService(db, cfg.Events, cfg.Webhooks); err != nil {
 		return nil, err
+	}
+	if s.channels = cfg.Channels; s.channels == nil {
+		if s.channels, err = channels.New(db, cfg.Events, channels.Config{Sealer: cfg.Webhooks.Box, Logger: cfg.Logger}); err != nil {
+			return nil, err
+		}
 	}
 	if s.automation = cfg.Automation; s.automation == nil {
 		if s.automation, err = automation.New(db, cfg.Events, automation.Config{BaseURL: cfg.BaseURL,
@@ -315,15 +331,22 @@ func recovered(next echo.HandlerFunc, c echo.Context) (err error) {
 	return next(c)
 }
 
+// mediaUploadPath takes files, so its bodies have a limit of their own.
+const mediaUploadPath = "/api/v1/media"
+
 // bodyLimit refuses bodies over the limit: at once when Content-Length says so, else when reading passes it.
 func (s *Server) bodyLimit(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		req := c.Request()
-		if req.ContentLength > s.cfg.BodyLimit {
-			return bodyTooLarge(req.ContentLength, s.cfg.BodyLimit)
+		limit := s.cfg.BodyLimit
+		if req.Method == http.MethodPost && req.URL.Path == mediaUploadPath {
+			limit = s.cfg.MediaBodyLimit
+		}
+		if req.ContentLength > limit {
+			return bodyTooLarge(req.ContentLength, limit)
 		}
 		if req.Body != nil && req.Body != http.NoBody {
-			req.Body = http.MaxBytesReader(c.Response(), req.Body, s.cfg.BodyLimit)
+			req.Body = http.MaxBytesReader(c.Response(), req.Body, limit)
 		}
 		return next(c)
 	}

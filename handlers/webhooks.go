@@ -17,7 +17,7 @@ func (s *Server) CreateWebhook(ctx context.Context, req gen.CreateWebhookRequest
 		return nil, err
 	}
 	b := req.Body
-	n := webhook.NewEndpoint{URL: b.Url, Events: b.Events, RateLimit: b.RateLimit}
+	n := webhook.NewEndpoint{URL: b.Url, Events: b.Events, InstanceIDs: deref(b.InstanceIds), RateLimit: b.RateLimit}
 	if b.Description != nil {
 		n.Description = *b.Description
 	}
@@ -76,7 +76,7 @@ func (s *Server) UpdateWebhook(ctx context.Context, req gen.UpdateWebhookRequest
 		return nil, err
 	}
 	b := req.Body
-	c := webhook.EndpointChange{URL: b.Url, Description: b.Description, Events: b.Events}
+	c := webhook.EndpointChange{URL: b.Url, Description: b.Description, Events: b.Events, InstanceIDs: b.InstanceIds}
 	if b.Headers != nil {
 		headers := map[string]string(*b.Headers)
 		c.Headers = &headers
@@ -217,7 +217,7 @@ func (s *Server) TestWebhook(ctx context.Context, req gen.TestWebhookRequestObje
 // withSecret is the answer of create and rotate-secret: the endpoint and its new secret.
 func withSecret(w gen.Webhook, secret string) gen.WebhookWithSecret {
 	out := gen.WebhookWithSecret{Id: w.Id, Object: gen.WebhookWithSecretObject(w.Object), Url: w.Url,
-		Description: w.Description, Events: w.Events, HeaderNames: w.HeaderNames, RateLimit: w.RateLimit,
+		Description: w.Description, Events: w.Events, InstanceIds: w.InstanceIds, HeaderNames: w.HeaderNames, RateLimit: w.RateLimit,
 		Status: gen.WebhookWithSecretStatus(w.Status), FailingSince: w.FailingSince,
 		PreviousSecretExpiresAt: w.PreviousSecretExpiresAt, CreatedAt: w.CreatedAt, UpdatedAt: w.UpdatedAt, Secret: secret}
 	if w.DisabledReason != nil {

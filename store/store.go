@@ -76,6 +76,12 @@ type DB struct {
 	Idempotency *IdempotencyKeys
 	Links       *Links
 	Clicks      *Clicks
+	Instances   *Instances
+	Messages    *Messages
+	Chats       *Chats
+	Contacts    *Contacts
+	Groups      *Groups
+	Media       *MediaFiles
 	// LinkChanges announces link changes to redirect caches.
 	LinkChanges *LinkChanges
 	// EventTypes are the workspaces' custom event types; Sources and SourceRequests their ingest endpoints.
@@ -117,6 +123,12 @@ func Open(ctx context.Context, rawURL string) (*DB, error) {
 	db.Idempotency = &IdempotencyKeys{db: db}
 	db.Links = &Links{workspaceScoped[Link]{db}}
 	db.Clicks = &Clicks{db: db}
+	db.Instances = &Instances{workspaceScoped[Instance]{db}}
+	db.Messages = &Messages{workspaceScoped[Message]{db}}
+	db.Chats = &Chats{workspaceScoped[Chat]{db}}
+	db.Contacts = &Contacts{workspaceScoped[Contact]{db}}
+	db.Groups = &Groups{workspaceScoped[ChatGroup]{db}}
+	db.Media = &MediaFiles{workspaceScoped[Media]{db}}
 	db.LinkChanges = &LinkChanges{db: db}
 	db.EventTypes = &EventTypeDefs{db: db}
 	db.Sources = &Sources{workspaceScoped[Source]{db}}

@@ -25,6 +25,8 @@ type WebhookEndpoint struct {
 	URL         string   `bun:"url"`
 	Description string   `bun:"description"`
 	Events      []string `bun:"events,type:json"`
+	// InstanceIDs narrows the messaging events it receives to those of these instances (nil or empty: all).
+	InstanceIDs []string `bun:"instance_ids,type:json"`
 	// SealedHeaders is the JSON object of static delivery headers, sealed like the secret; nil when there are none.
 	SealedHeaders       *string    `bun:"sealed_headers"`
 	RateLimit           *int       `bun:"rate_limit"`
@@ -45,6 +47,7 @@ type NewWebhookEndpoint struct {
 	URL         string
 	Description string
 	Events      []string
+	InstanceIDs []string
 	RateLimit   *int
 	SealSecret  func(endpointID string) string
 	// SealHeaders, when set, returns the sealed static headers for the endpoint's ID (nil for none).
@@ -61,7 +64,7 @@ func (s *WebhookEndpoints) Create(ctx context.Context, n NewWebhookEndpoint) (We
 	t := now()
 	e := WebhookEndpoint{
 		ID: NewID("whk"), WorkspaceID: n.WorkspaceID, URL: n.URL, Description: n.Description, Events: n.Events,
-		RateLimit: n.RateLimit, Status: EndpointActive, CreatedAt: t, UpdatedAt: t,
+		InstanceIDs: n.InstanceIDs, RateLimit: n.RateLimit, Status: EndpointActive, CreatedAt: t, UpdatedAt: t,
 	}
 	e.Secret = n.SealSecret(e.ID)
 	if n.SealHeaders != nil {
@@ -113,6 +116,8 @@ type WebhookEndpointChange struct {
 	URL         *string
 	Description *string
 	Events      []string
+	// InstanceIDs, when not nil, replaces the instance filter (empty: every instance).
+	InstanceIDs []string
 	// SetHeaders replaces the static headers with SealedHeaders (nil: none).
 	SetHeaders    bool
 	SealedHeaders *string
@@ -134,6 +139,9 @@ func (s *WebhookEndpoints) Update(ctx context.Context, workspaceID, id string, c
 		}
 		if c.Events != nil {
 			e.Events, cols = c.Events, append(cols, "events")
+		}
+		if c.InstanceIDs != nil {
+			e.InstanceIDs, cols = c.InstanceIDs, append(cols, "instance_ids")
 		}
 		if c.SetHeaders {
 			e.SealedHeaders, cols = c.SealedHeaders, append(cols, "sealed_headers")
@@ -267,7 +275,7 @@ func (s *WebhookEndpoints) Subscriptions(ctx context.Context, db bun.IDB, worksp
 	slices.Sort(ids)
 	ids = slices.Compact(ids)
 	var endpoints []WebhookEndpoint
-	if err := db.NewSelect().Model(&endpoints).Column("id", "workspace_id", "events", "status").
+	if err := db.NewSelect().Model(&endpoints).Column("id", "workspace_id", "events", "instance_ids", "status").
 		Where("e.workspace_id IN (?)", bun.In(ids)).Scan(ctx); err != nil {
 		return nil, err
 	}

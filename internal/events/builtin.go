@@ -20,6 +20,21 @@ var builtinPayloads = []any{
 	gen.LinkExpiredEvent{},
 	gen.LinkMaxClicksReachedEvent{},
 	gen.LinkListedEvent{},
+	gen.InstanceCreatedEvent{},
+	gen.InstanceUpdatedEvent{},
+	gen.InstanceDeletedEvent{},
+	gen.InstanceStatusChangedEvent{},
+	gen.InstanceQrUpdatedEvent{},
+	gen.MessageReceivedEvent{},
+	gen.MessageSentEvent{},
+	gen.MessageStatusUpdatedEvent{},
+	gen.MessageFailedEvent{},
+	gen.ChatUpdatedEvent{},
+	gen.GroupCreatedEvent{},
+	gen.GroupUpdatedEvent{},
+	gen.GroupParticipantsChangedEvent{},
+	gen.GroupLeftEvent{},
+	gen.ContactUpdatedEvent{},
 }
 
 // Builtin returns a new registry of the built-in event types of the embedded spec. The embedded spec and the

@@ -31,6 +31,9 @@ func (o *Outbox) Types() *Registry { return o.types }
 type Pending struct {
 	WorkspaceID string
 	Payload     any
+	// InstanceID is the messaging instance the event is about ("" for events of no instance): endpoints with an
+	// instance filter receive it only when it names the instance.
+	InstanceID string
 }
 
 // Emit records one event inside tx. It fails only on a payload that is not a registered type (a programming error)
@@ -59,7 +62,7 @@ func (o *Outbox) EmitMany(ctx context.Context, tx bun.IDB, ps []Pending) ([]stor
 		if err != nil {
 			return nil, fmt.Errorf("events: encode %s: %w", t.Name, err)
 		}
-		items[i] = recorded{workspaceID: p.WorkspaceID, typ: t, data: data}
+		items[i] = recorded{workspaceID: p.WorkspaceID, instanceID: p.InstanceID, typ: t, data: data}
 	}
 	return o.record(ctx, tx, items)
 }
@@ -81,6 +84,7 @@ func (o *Outbox) EmitJSON(ctx context.Context, tx bun.IDB, workspaceID, typeName
 // recorded is an event on its way into the outbox.
 type recorded struct {
 	workspaceID string
+	instanceID  string
 	typ         Type
 	data        json.RawMessage
 }
@@ -104,7 +108,7 @@ func (o *Outbox) record(ctx context.Context, tx bun.IDB, items []recorded) ([]st
 		evs[i] = store.Event{ID: store.NewID("evt"), WorkspaceID: it.workspaceID, Type: it.typ.Name, Data: it.data,
 			CreatedAt: t}
 		for _, e := range endpoints[it.workspaceID] {
-			if !Receives(e.Events, it.typ) {
+			if !Receives(e.Events, it.typ) || !forInstance(e.InstanceIDs, it.instanceID) {
 				continue
 			}
 			d := store.Delivery{ID: store.NewID("dlv"), WorkspaceID: it.workspaceID, EndpointID: e.ID,
@@ -120,6 +124,12 @@ func (o *Outbox) record(ctx context.Context, tx bun.IDB, items []recorded) ([]st
 		return nil, err
 	}
 	return evs, nil
+}
+
+// forInstance reports whether an endpoint with an instance filter receives an event of an instance: an event of no
+// instance, and every event of an endpoint without a filter, passes.
+func forInstance(filter []string, instanceID string) bool {
+	return instanceID == "" || len(filter) == 0 || slices.Contains(filter, instanceID)
 }
 
 // Subscribers returns the workspaces among workspaceIDs where an endpoint receives events of payload's type: the

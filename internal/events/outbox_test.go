@@ -243,3 +243,42 @@ func TestEmitJSON(t *testing.T) {
 		}
 	})
 }
+
+// An endpoint with an instance filter receives the events of its instances and the events of no instance; an
+// endpoint without one receives every instance's.
+func TestEmitInstanceFilter(t *testing.T) {
+	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
+		o := events.NewOutbox(db, events.Builtin())
+		w := newWorkspace(t, db, "instance filter")
+		all := newEndpoint(t, db, w.ID, "*")
+		one, err := db.Webhooks.Create(ctx, store.NewWebhookEndpoint{WorkspaceID: w.ID, URL: "https://receiver.example/one",
+			Events: []string{"*"}, InstanceIDs: []string{"ins_A"}, SealSecret: func(id string) string { return "s-" + id }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ps := []events.Pending{
+			{WorkspaceID: w.ID, InstanceID: "ins_A", Payload: gen.InstanceDeletedEvent{Instance: gen.Instance{Id: "ins_A"}, InstanceId: "ins_A", Sequence: 1}},
+			{WorkspaceID: w.ID, InstanceID: "ins_B", Payload: gen.InstanceDeletedEvent{Instance: gen.Instance{Id: "ins_B"}, InstanceId: "ins_B", Sequence: 1}},
+			{WorkspaceID: w.ID, Payload: gen.LinkCreatedEvent{Link: link("lnk_0")}},
+		}
+		var evs []store.Event
+		err = db.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+			evs, err = o.EmitMany(ctx, tx, ps)
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := [][]string{{all.ID, one.ID}, {all.ID}, {all.ID, one.ID}}
+		for i, ev := range evs {
+			var got []string
+			for _, d := range deliveriesOf(t, db, ev.ID) {
+				got = append(got, d.EndpointID)
+			}
+			slices.Sort(want[i])
+			if !slices.Equal(got, want[i]) {
+				t.Errorf("event %d delivered to %v, want %v", i, got, want[i])
+			}
+		}
+	})
+}

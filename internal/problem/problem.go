@@ -39,6 +39,11 @@ const (
 	EventTypeExists              Code = "event_type_exists"
 	EventTypeArchived            Code = "event_type_archived"
 	LinkExpired                  Code = "link_expired"
+	InstanceNotConnected         Code = "instance_not_connected"
+	InstanceRestricted           Code = "instance_restricted"
+	MessageNotCancelable         Code = "message_not_cancelable"
+	CapabilityNotSupported       Code = "capability_not_supported"
+	RecipientNotOnNetwork        Code = "recipient_not_on_network"
 	RequestTooLarge              Code = "request_too_large"
 	UnsupportedMediaType         Code = "unsupported_media_type"
 	IdempotencyKeyReused         Code = "idempotency_key_reused"
@@ -79,12 +84,17 @@ func init() {
 		{WebhookDisabled, 409, "Webhook endpoint disabled", "Switchboard disabled the endpoint (its receiver answered 410 or failed for days); enable it first."},
 		{DeliveryInFlight, 409, "Delivery in flight", "The delivery is being attempted right now; retry when the attempt is recorded."},
 		{IdempotencyRequestInProgress, 409, "Idempotent request in progress", "A request with this Idempotency-Key is still running; retry when it has finished."},
+		{InstanceNotConnected, 409, "Instance not connected", "The call needs the instance's live session and it has none (created, disconnected, logged out, failed, or not yet paired); connect it first."},
+		{InstanceRestricted, 409, "Instance restricted", "The network restricts the instance's account (banned, rate-limited for hours, or paused by the operator); status_reason says why."},
+		{MessageNotCancelable, 409, "Message not cancelable", "The message is being sent or was sent already; only a queued message can be canceled."},
 		{EventTypeExists, 409, "Event type exists", "The workspace already has a custom event type of this name; change it with PATCH /api/v1/event-types/{name}."},
 		{EventTypeArchived, 409, "Event type archived", "The custom event type is archived and refuses new events; un-archive it with PATCH /api/v1/event-types/{name}."},
 		{LinkExpired, 410, "Link expired", "The short link expired or reached its click limit, and has no expired_url to send visitors to."},
 		{RequestTooLarge, 413, "Request too large", "The request body exceeds the size limit."},
 		{UnsupportedMediaType, 415, "Unsupported media type", "The request body has a Content-Type the operation does not accept; send application/json."},
 		{IdempotencyKeyReused, 422, "Idempotency key reused", "The Idempotency-Key was used with a different request in the last 24 hours; use a new key for a new request."},
+		{CapabilityNotSupported, 422, "Capability not supported", "The instance's provider cannot do this call; GET /api/v1/providers/{provider} lists its capabilities. Nothing was queued."},
+		{RecipientNotOnNetwork, 422, "Recipient not on network", "No account of the instance's network has this address."},
 		{EventDataInvalid, 422, "Event data invalid", "The event's data does not match the JSON Schema of its type; errors[] points at each failure."},
 		{RateLimited, 429, "Rate limit exceeded", "A rate limit of the key or its workspace is exhausted; wait Retry-After seconds."},
 		{InternalError, 500, "Internal server error", "Something failed on the server; the request_id finds the log line."},

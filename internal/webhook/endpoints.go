@@ -39,6 +39,8 @@ type NewEndpoint struct {
 	Description string
 	// Events are the subscriptions: "*", event type names and family wildcards ("link.*").
 	Events []string
+	// InstanceIDs narrows the messaging events the endpoint receives to those of these instances (nil: all).
+	InstanceIDs []string
 	// Headers are static headers added to every delivery; nil or empty for none.
 	Headers map[string]string
 	// RateLimit is the most deliveries per second; nil for no limit.
@@ -51,6 +53,8 @@ type EndpointChange struct {
 	Description *string
 	// Events replaces the subscriptions.
 	Events *[]string
+	// InstanceIDs replaces the instance filter (empty: every instance).
+	InstanceIDs *[]string
 	// Headers replaces the static headers (empty: none).
 	Headers *map[string]string
 	// RateLimit sets the most deliveries per second, or clears the limit.
@@ -74,7 +78,7 @@ func (s *Service) Create(ctx context.Context, workspaceID string, n NewEndpoint)
 		return store.WebhookEndpoint{}, "", err
 	}
 	e, err := s.db.Webhooks.Create(ctx, store.NewWebhookEndpoint{WorkspaceID: workspaceID, URL: n.URL,
-		Description: n.Description, Events: n.Events, RateLimit: n.RateLimit,
+		Description: n.Description, Events: n.Events, InstanceIDs: n.InstanceIDs, RateLimit: n.RateLimit,
 		SealSecret:  func(id string) string { return s.box.Seal([]byte(secret), []byte(id)) },
 		SealHeaders: func(id string) *string { return s.box.SealHeaders(n.Headers, id) }})
 	if err != nil {
@@ -106,6 +110,9 @@ func (s *Service) Update(ctx context.Context, workspaceID, id string, c Endpoint
 	if c.Events != nil {
 		s.checkEvents(workspaceID, *c.Events, &bad)
 		change.Events = *c.Events
+	}
+	if c.InstanceIDs != nil {
+		change.InstanceIDs = append([]string{}, *c.InstanceIDs...)
 	}
 	if c.Headers != nil {
 		checkHeaders(*c.Headers, &bad)

@@ -78,6 +78,7 @@ func (s *Service) API(e store.WebhookEndpoint) gen.Webhook {
 	if w.Events == nil {
 		w.Events = []string{}
 	}
+	w.InstanceIds = append([]string{}, e.InstanceIDs...)
 	if e.DisabledReason != nil {
 		reason := gen.WebhookDisabledReason(*e.DisabledReason)
 		w.DisabledReason = &reason

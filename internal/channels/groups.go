@@ -1,0 +1,353 @@
+package channels
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/uptrace/bun"
+
+	"github.com/switchboard/switchboard/gen"
+	"github.com/switchboard/switchboard/internal/problem"
+	"github.com/switchboard/switchboard/store"
+)
+
+// GroupAPI is the API's Group of a stored group, its participants' contacts and its chat resolved on db.
+func (s *Service) GroupAPI(ctx context.Context, db bun.IDB, g store.ChatGroup) (gen.Group, error) {
+	out := gen.Group{Id: g.ID, Object: gen.GroupObjectGroup, InstanceId: g.InstanceID, Address: g.Address,
+		Subject: g.Subject, Description: g.Description, Participants: []gen.Participant{}, CreatedAt: g.CreatedAt,
+		UpdatedAt: g.UpdatedAt}
+	var addresses []string
+	for _, p := range g.Participants {
+		addresses = append(addresses, p.Address)
+	}
+	owners, err := s.db.Contacts.Owners(ctx, db, g.InstanceID, addresses)
+	if err != nil {
+		return out, err
+	}
+	for _, p := range g.Participants {
+		gp := gen.Participant{Address: p.Address, DisplayName: nonEmpty(p.DisplayName), Role: gen.ParticipantRole(p.Role)}
+		if id, ok := owners[p.Address]; ok {
+			gp.ContactId = &id
+		}
+		out.Participants = append(out.Participants, gp)
+	}
+	if c, err := s.db.Chats.ByAddress(ctx, db, g.InstanceID, g.Address); err == nil {
+		out.ChatId = &c.ID
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return out, err
+	}
+	return out, nil
+}
+
+// ChatAPI is the API's Chat of a stored chat with its newest message, read on db.
+func (s *Service) ChatAPI(ctx context.Context, db bun.IDB, c store.Chat) (gen.Chat, error) {
+	out := gen.Chat{Id: c.ID, Object: gen.ChatObjectChat, InstanceId: c.InstanceID, Type: gen.ChatType(c.Type),
+		Address: c.Address, Name: c.Name, ContactId: c.ContactID, GroupId: c.GroupID, UnreadCount: c.UnreadCount,
+		LastMessageAt: c.LastMessageAt, CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt}
+	if c.LastMessageID != nil {
+		m, err := s.db.Messages.ByID(ctx, db, *c.LastMessageID)
+		if err == nil {
+			api, err := s.MessageAPI(ctx, db, m)
+			if err != nil {
+				return out, err
+			}
+			out.LastMessage = &api
+		} else if !errors.Is(err, store.ErrNotFound) {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+// GetChat returns a chat of a workspace's instance. Returns a NotFound problem if it is not there.
+func (s *Service) GetChat(ctx context.Context, workspaceID, instanceID, id string) (store.Chat, error) {
+	c, err := s.db.Chats.Get(ctx, workspaceID, instanceID, id)
+	return c, storeError(err, "chat", id)
+}
+
+// ListChats returns a page of an instance's chats and whether more follow. Returns a NotFound problem if the
+// instance is not in the workspace.
+func (s *Service) ListChats(ctx context.Context, workspaceID, instanceID string, unread *bool, p store.Page) ([]store.Chat, bool, error) {
+	if _, err := s.Get(ctx, workspaceID, instanceID); err != nil {
+		return nil, false, err
+	}
+	return s.db.Chats.List(ctx, workspaceID, instanceID, unread, p)
+}
+
+// MarkRead marks every inbound message of a chat read, tells the network when the provider can (read receipts to
+// the senders), and emits chat.updated. Returns NotFound, and InstanceNotConnected when the network must be told
+// and the instance has no live session.
+func (s *Service) MarkRead(ctx context.Context, workspaceID, instanceID, chatID string) (store.Chat, error) {
+	inst, p, err := s.capable(ctx, workspaceID, instanceID, "")
+	if err != nil {
+		return store.Chat{}, err
+	}
+	c, err := s.GetChat(ctx, workspaceID, instanceID, chatID)
+	if err != nil {
+		return c, err
+	}
+	if p.Info().Has(CapMarkRead) && c.LastMessageID != nil {
+		last, err := s.db.Messages.ByID(ctx, s.db.Reader(), *c.LastMessageID)
+		if err != nil {
+			return c, err
+		}
+		if err := s.call(ctx, inst, OpMarkRead, markReadArgs{Chat: c.Address, UpTo: deref(last.ProviderMessageID)}, nil); err != nil {
+			return c, err
+		}
+	}
+	err = s.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		if c, err = s.db.Chats.Lock(ctx, tx, instanceID, chatID); err != nil {
+			return err
+		}
+		unread, err := s.db.Messages.MarkRead(ctx, tx, chatID)
+		if err != nil {
+			return err
+		}
+		for _, m := range unread {
+			m.Status = msgRead
+			m.StatusHistory = append(m.StatusHistory, store.StatusChange{Status: msgRead, At: micro(time.Now())})
+			if err := s.db.Messages.Save(ctx, tx, &m); err != nil {
+				return err
+			}
+		}
+		if c.UnreadCount == 0 && len(unread) == 0 {
+			return nil
+		}
+		c.UnreadCount = 0
+		if err := s.db.Chats.Save(ctx, tx, &c); err != nil {
+			return err
+		}
+		return s.emitChat(ctx, tx, c)
+	})
+	return c, storeError(err, "chat", chatID)
+}
+
+// GetGroup returns a group of a workspace's instance. Returns a NotFound problem if it is not there.
+func (s *Service) GetGroup(ctx context.Context, workspaceID, instanceID, id string) (store.ChatGroup, error) {
+	g, err := s.db.Groups.Get(ctx, workspaceID, instanceID, id)
+	return g, storeError(err, "group", id)
+}
+
+// ListGroups returns a page of the groups an instance is in and whether more follow. Returns a NotFound problem if
+// the instance is not in the workspace.
+func (s *Service) ListGroups(ctx context.Context, workspaceID, instanceID string, p store.Page) ([]store.ChatGroup, bool, error) {
+	if _, err := s.Get(ctx, workspaceID, instanceID); err != nil {
+		return nil, false, err
+	}
+	return s.db.Groups.List(ctx, workspaceID, instanceID, p)
+}
+
+// normalizeAll normalizes addresses of a request, each refused one a field of errs under pointer.
+func normalizeAll(p Provider, errs *problem.Fields, pointer string, addresses []string) []string {
+	out := make([]string, len(addresses))
+	for i, a := range addresses {
+		n, err := p.NormalizeAddress(a)
+		if err != nil {
+			errs.Add(problem.Pointer(pointer, itoa(i)), err.Error())
+		}
+		out[i] = n
+	}
+	return out
+}
+
+// CreateGroup creates a group on the network with the instance as owner and records it (group.created). The
+// participants the network refused come back with why. Returns NotFound, CapabilityNotSupported, ValidationFailed
+// and InstanceNotConnected.
+func (s *Service) CreateGroup(ctx context.Context, workspaceID, instanceID, subject string, description *string, participants []string) (store.ChatGroup, []ParticipantResult, error) {
+	inst, p, err := s.capable(ctx, workspaceID, instanceID, CapGroupsCreate)
+	if err != nil {
+		return store.ChatGroup{}, nil, err
+	}
+	var errs problem.Fields
+	addresses := normalizeAll(p, &errs, "participants", participants)
+	if err := errs.Err(); err != nil {
+		return store.ChatGroup{}, nil, err
+	}
+	var g Group
+	if err := s.call(ctx, inst, OpGroupCreate, groupCreateArgs{Subject: subject, Participants: addresses}, &g); err != nil {
+		return store.ChatGroup{}, nil, err
+	}
+	if description != nil && *description != "" && p.Info().Has(CapGroupsManage) {
+		var updated Group
+		if err := s.call(ctx, inst, OpGroupUpdate, groupUpdateArgs{Group: g.Address, Description: description}, &updated); err == nil {
+			g = updated
+		}
+	}
+	stored, err := s.recordGroup(ctx, inst, g, GroupCreated)
+	return stored, g.Rejected, err
+}
+
+// recordGroup stores a group as the network reports it, inside its own transaction, and emits the event of the
+// change (group.created for a group new to the instance).
+func (s *Service) recordGroup(ctx context.Context, inst store.Instance, g Group, change string) (store.ChatGroup, error) {
+	var stored store.ChatGroup
+	err := s.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		var err error
+		stored, err = s.saveGroup(ctx, tx, inst, g, change)
+		return err
+	})
+	return stored, err
+}
+
+// saveGroup is recordGroup inside tx.
+func (s *Service) saveGroup(ctx context.Context, tx bun.IDB, inst store.Instance, g Group, change string) (store.ChatGroup, error) {
+	row := store.ChatGroup{WorkspaceID: inst.WorkspaceID, InstanceID: inst.ID, Address: g.Address, Subject: g.Subject,
+		Description: g.Description, Participants: []store.Participant{}}
+	for _, p := range g.Participants {
+		row.Participants = append(row.Participants, store.Participant{Address: p.Address, DisplayName: p.DisplayName, Role: p.Role})
+		if p.Address != accountAddress(inst) {
+			if _, err := s.resolve(ctx, tx, inst, Party{Address: p.Address, DisplayName: p.DisplayName}); err != nil {
+				return row, err
+			}
+		}
+	}
+	if change == GroupLeft {
+		t := micro(time.Now())
+		row.LeftAt = &t
+	}
+	created, err := s.db.Groups.Upsert(ctx, tx, &row)
+	if err != nil {
+		return row, err
+	}
+	if created && change != GroupLeft {
+		change = GroupCreated
+	}
+	api, err := s.GroupAPI(ctx, tx, row)
+	if err != nil {
+		return row, err
+	}
+	seq, err := s.db.Instances.NextSequence(ctx, tx, inst.ID)
+	if err != nil {
+		return row, err
+	}
+	var payload any
+	switch change {
+	case GroupCreated:
+		payload = gen.GroupCreatedEvent{Group: api, InstanceId: inst.ID, Sequence: seq}
+	case GroupLeft:
+		payload = gen.GroupLeftEvent{Group: api, InstanceId: inst.ID, Sequence: seq}
+	case GroupParticipantsChanged:
+		payload = gen.GroupParticipantsChangedEvent{Group: api, InstanceId: inst.ID, Sequence: seq}
+	default:
+		payload = gen.GroupUpdatedEvent{Group: api, Changed: []string{"subject", "description"}, InstanceId: inst.ID, Sequence: seq}
+	}
+	return row, s.emitPayload(ctx, tx, inst.WorkspaceID, inst.ID, payload)
+}
+
+func accountAddress(inst store.Instance) string {
+	if inst.Account == nil {
+		return ""
+	}
+	return inst.Account.Address
+}
+
+// UpdateGroup changes a group's subject or description on the network (group.updated). Returns NotFound,
+// CapabilityNotSupported and InstanceNotConnected.
+func (s *Service) UpdateGroup(ctx context.Context, workspaceID, instanceID, groupID string, subject, description *string) (store.ChatGroup, error) {
+	inst, _, err := s.capable(ctx, workspaceID, instanceID, CapGroupsManage)
+	if err != nil {
+		return store.ChatGroup{}, err
+	}
+	g, err := s.GetGroup(ctx, workspaceID, instanceID, groupID)
+	if err != nil {
+		return g, err
+	}
+	var out Group
+	if err := s.call(ctx, inst, OpGroupUpdate, groupUpdateArgs{Group: g.Address, Subject: subject, Description: description}, &out); err != nil {
+		return g, err
+	}
+	return s.recordGroup(ctx, inst, out, GroupUpdated)
+}
+
+// ChangeParticipants adds, removes, promotes or demotes participants, one result per participant, and records the
+// group as it is afterwards (group.participants_changed when any changed). Returns NotFound,
+// CapabilityNotSupported, ValidationFailed and InstanceNotConnected.
+func (s *Service) ChangeParticipants(ctx context.Context, workspaceID, instanceID, groupID, action string, participants []string) (store.ChatGroup, []ParticipantResult, error) {
+	inst, p, err := s.capable(ctx, workspaceID, instanceID, CapGroupsManage)
+	if err != nil {
+		return store.ChatGroup{}, nil, err
+	}
+	g, err := s.GetGroup(ctx, workspaceID, instanceID, groupID)
+	if err != nil {
+		return g, nil, err
+	}
+	var errs problem.Fields
+	addresses := normalizeAll(p, &errs, "participants", participants)
+	if err := errs.Err(); err != nil {
+		return g, nil, err
+	}
+	var results []ParticipantResult
+	if err := s.call(ctx, inst, OpGroupParticipants, participantsArgs{Group: g.Address, Action: action, Participants: addresses}, &results); err != nil {
+		return g, nil, err
+	}
+	if slices.ContainsFunc(results, func(r ParticipantResult) bool { return r.OK }) {
+		var now Group
+		if err := s.call(ctx, inst, OpGroupGet, groupArgs{Group: g.Address}, &now); err == nil {
+			if g, err = s.recordGroup(ctx, inst, now, GroupParticipantsChanged); err != nil {
+				return g, nil, err
+			}
+		}
+	}
+	return g, results, nil
+}
+
+// GroupInvite returns a group's invite link, a new one when revoke is set. Returns NotFound,
+// CapabilityNotSupported and InstanceNotConnected.
+func (s *Service) GroupInvite(ctx context.Context, workspaceID, instanceID, groupID string, revoke bool) (string, error) {
+	inst, _, err := s.capable(ctx, workspaceID, instanceID, CapGroupsInvite)
+	if err != nil {
+		return "", err
+	}
+	g, err := s.GetGroup(ctx, workspaceID, instanceID, groupID)
+	if err != nil {
+		return "", err
+	}
+	var out inviteResult
+	if err := s.call(ctx, inst, OpGroupInvite, inviteArgs{Group: g.Address, Revoke: revoke}, &out); err != nil {
+		return "", err
+	}
+	return out.Invite, nil
+}
+
+// JoinGroup joins the group of an invite and records it (group.created). Returns NotFound,
+// CapabilityNotSupported and InstanceNotConnected.
+func (s *Service) JoinGroup(ctx context.Context, workspaceID, instanceID, invite string) (store.ChatGroup, error) {
+	inst, _, err := s.capable(ctx, workspaceID, instanceID, CapGroupsInvite)
+	if err != nil {
+		return store.ChatGroup{}, err
+	}
+	var g Group
+	if err := s.call(ctx, inst, OpGroupJoin, joinArgs{Invite: invite}, &g); err != nil {
+		return store.ChatGroup{}, err
+	}
+	return s.recordGroup(ctx, inst, g, GroupCreated)
+}
+
+// LeaveGroup makes the instance leave a group (group.left); the group is listed no more. Returns NotFound,
+// CapabilityNotSupported and InstanceNotConnected.
+func (s *Service) LeaveGroup(ctx context.Context, workspaceID, instanceID, groupID string) error {
+	inst, _, err := s.capable(ctx, workspaceID, instanceID, CapGroupsManage)
+	if err != nil {
+		return err
+	}
+	g, err := s.GetGroup(ctx, workspaceID, instanceID, groupID)
+	if err != nil {
+		return err
+	}
+	if err := s.call(ctx, inst, OpGroupLeave, groupArgs{Group: g.Address}, nil); err != nil {
+		return err
+	}
+	_, err = s.recordGroup(ctx, inst, Group{Address: g.Address, Subject: g.Subject, Description: g.Description,
+		Participants: participantsOf(g)}, GroupLeft)
+	return err
+}
+
+func participantsOf(g store.ChatGroup) []Participant {
+	out := make([]Participant, len(g.Participants))
+	for i, p := range g.Participants {
+		out[i] = Participant{Address: p.Address, DisplayName: p.DisplayName, Role: p.Role}
+	}
+	return out
+}

@@ -1,0 +1,477 @@
+package channels
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/uptrace/bun"
+
+	"github.com/switchboard/switchboard/gen"
+	"github.com/switchboard/switchboard/internal/problem"
+	"github.com/switchboard/switchboard/store"
+)
+
+// Message statuses. Outbound messages move up the ranks, never down; failed and canceled are final. Inbound
+// messages are received, then read.
+const (
+	msgQueued    = "queued"
+	msgSending   = "sending"
+	msgSent      = "sent"
+	msgDelivered = "delivered"
+	msgRead      = "read"
+	msgFailed    = "failed"
+	msgCanceled  = "canceled"
+	msgReceived  = "received"
+)
+
+// rank orders the statuses a message moves through.
+var rank = map[string]int{msgQueued: 0, msgReceived: 0, msgSending: 1, msgSent: 2, msgDelivered: 3, msgRead: 4}
+
+// final reports whether a status never changes again.
+func final(status string) bool { return status == msgFailed || status == msgCanceled }
+
+// capabilityOf is what sending a message of a type needs.
+var capabilityOf = map[string]Capability{
+	string(TypeText): CapText, string(TypeMedia): CapMedia, string(TypeLocation): CapLocation,
+	string(TypeContact): CapContactCard, string(TypeReaction): CapReaction, string(TypeEdit): CapEdit,
+	string(TypeDelete): CapDelete,
+}
+
+func micro(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
+
+// Send queues a message of an instance and returns it with created = true; a client_message_id the instance has
+// seen returns the message it names with created = false, sending nothing. The capability the message needs is
+// checked before anything is stored. Returns a NotFound problem for an instance, chat, media or target message not
+// in the workspace; CapabilityNotSupported when the provider cannot send it; ValidationFailed for content that does
+// not fit its type or an address the network cannot have; InstanceNotConnected on a server without a send queue.
+func (s *Service) Send(ctx context.Context, workspaceID, instanceID string, in gen.MessageCreate) (store.Message, bool, error) {
+	inst, err := s.Get(ctx, workspaceID, instanceID)
+	if err != nil {
+		return store.Message{}, false, err
+	}
+	p, ok := s.provider(inst.Provider)
+	if !ok {
+		return store.Message{}, false, problem.Errorf(problem.Conflict, "The provider %q of this instance is not available on this server.", inst.Provider)
+	}
+	info := p.Info()
+	need := []Capability{capabilityOf[string(in.Type)]}
+	if in.ReplyToMessageId != nil {
+		need = append(need, CapReply)
+	}
+	for _, c := range need {
+		if !info.Has(c) {
+			return store.Message{}, false, notSupported(inst.Provider, c)
+		}
+	}
+	if in.ClientMessageId != nil {
+		if m, err := s.db.Messages.ByClientID(ctx, s.db.Reader(), instanceID, *in.ClientMessageId); err == nil {
+			return m, false, nil
+		} else if !errors.Is(err, store.ErrNotFound) {
+			return store.Message{}, false, err
+		}
+	}
+	_, queue := s.runtime()
+	if queue == nil {
+		return store.Message{}, false, problem.New(problem.InstanceNotConnected,
+			"This server runs no send queue, so no message can be sent; start Switchboard with `switchboard serve`.")
+	}
+	m, to, err := s.outboundOf(ctx, p, inst, in)
+	if err != nil {
+		return store.Message{}, false, err
+	}
+	err = s.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		chat, err := s.chatFor(ctx, tx, inst, to, in.ChatId)
+		if err != nil {
+			return err
+		}
+		m.ChatID = chat.ID
+		m.To = store.Party{Address: chat.Address, DisplayName: deref(chat.Name)}
+		if err := s.db.Messages.Create(ctx, tx, &m); err != nil {
+			return err
+		}
+		if err := queue.Enqueue(ctx, tx, SendJob{MessageID: m.ID, WorkspaceID: workspaceID, InstanceID: instanceID,
+			Chat: chat.Address}); err != nil {
+			return err
+		}
+		return s.touchChat(ctx, tx, &chat, m, false)
+	})
+	if errors.Is(err, store.ErrConflict) && in.ClientMessageId != nil {
+		// A concurrent send with the same client_message_id won: answer its message.
+		if prior, err := s.db.Messages.ByClientID(ctx, s.db.Reader(), instanceID, *in.ClientMessageId); err == nil {
+			return prior, false, nil
+		}
+	}
+	if err != nil {
+		return store.Message{}, false, storeError(err, "instance", instanceID)
+	}
+	return m, true, nil
+}
+
+// outboundOf checks a message to send beyond the schema and turns it into the message to store (without its chat)
+// and the normalized address it goes to ("" when a chat_id names it).
+func (s *Service) outboundOf(ctx context.Context, p Provider, inst store.Instance, in gen.MessageCreate) (store.Message, string, error) {
+	var errs problem.Fields
+	now := micro(time.Now())
+	m := store.Message{ID: store.NewID("msg"), WorkspaceID: inst.WorkspaceID, InstanceID: inst.ID, Direction: "outbound",
+		Type: string(in.Type), Text: in.Text, Emoji: in.Emoji, ClientMessageID: in.ClientMessageId, Status: msgQueued,
+		StatusHistory: []store.StatusChange{{Status: msgQueued, At: now}}, Metadata: deref(in.Metadata)}
+	if inst.Account != nil {
+		m.From = store.Party{Address: inst.Account.Address, DisplayName: inst.Account.DisplayName}
+	}
+	if m.Metadata != nil {
+		checkMetadata(&errs, m.Metadata)
+	}
+	var to string
+	switch {
+	case (in.To == nil) == (in.ChatId == nil):
+		errs.Add("", "name the recipient with exactly one of to and chat_id")
+	case in.To != nil:
+		n, err := p.NormalizeAddress(*in.To)
+		if err != nil {
+			errs.Add("/to", err.Error())
+		}
+		to = n
+	}
+	has := func(set bool, pointer string) {
+		if !set {
+			errs.Add(pointer, fmt.Sprintf("a %s message needs it", in.Type))
+		}
+	}
+	switch in.Type {
+	case gen.MessageTypeText, gen.MessageTypeEdit:
+		has(in.Text != nil, "/text")
+	case gen.MessageTypeMedia:
+		has(in.Media != nil, "/media")
+	case gen.MessageTypeLocation:
+		has(in.Location != nil, "/location")
+	case gen.MessageTypeContact:
+		has(in.Contact != nil, "/contact")
+	case gen.MessageTypeReaction:
+		has(in.Emoji != nil, "/emoji")
+	}
+	switch in.Type {
+	case gen.MessageTypeReaction, gen.MessageTypeEdit, gen.MessageTypeDelete:
+		has(in.TargetMessageId != nil, "/target_message_id")
+	}
+	if err := errs.Err(); err != nil {
+		return m, "", err
+	}
+	for _, ref := range []struct {
+		id  *string
+		dst **string
+	}{{in.TargetMessageId, &m.TargetMessageID}, {in.ReplyToMessageId, &m.ReplyToMessageID}} {
+		if ref.id == nil {
+			continue
+		}
+		if _, err := s.db.Messages.Get(ctx, inst.WorkspaceID, inst.ID, *ref.id); err != nil {
+			return m, "", storeError(err, "message", *ref.id)
+		}
+		*ref.dst = ref.id
+	}
+	if in.Location != nil {
+		m.Location = &store.Location{Latitude: in.Location.Latitude, Longitude: in.Location.Longitude,
+			Name: deref(in.Location.Name), Address: deref(in.Location.Address)}
+	}
+	if in.Contact != nil {
+		m.Contact = &store.ContactCard{Name: in.Contact.Name, Phones: in.Contact.Phones}
+	}
+	if in.Media != nil {
+		media, err := s.mediaFor(ctx, inst.WorkspaceID, *in.Media)
+		if err != nil {
+			return m, "", err
+		}
+		m.Media = &store.MessageMedia{MediaID: media.ID, Kind: media.Kind, MIMEType: media.MIMEType,
+			Filename: deref(media.Filename), Size: media.Size, Caption: deref(in.Media.Caption)}
+		if in.Media.Filename != nil {
+			m.Media.Filename = *in.Media.Filename
+		}
+	}
+	return m, to, nil
+}
+
+// chatFor returns, inside tx, the chat a message goes to: the one chatID names, or the instance's chat with the
+// address (created, with the person's contact, when there is none). Returns ErrNotFound for a chat not the
+// instance's.
+func (s *Service) chatFor(ctx context.Context, tx bun.IDB, inst store.Instance, address string, chatID *string) (store.Chat, error) {
+	if chatID != nil {
+		c, err := s.db.Chats.Lock(ctx, tx, inst.ID, *chatID)
+		if err != nil {
+			return c, storeError(err, "chat", *chatID)
+		}
+		return c, nil
+	}
+	return s.upsertChat(ctx, tx, inst, address, Party{Address: address})
+}
+
+// upsertChat returns, inside tx, the instance's chat with an address, creating it when there is none: a group chat
+// when the instance knows a group with the address, else a direct chat with the person's contact.
+func (s *Service) upsertChat(ctx context.Context, tx bun.IDB, inst store.Instance, address string, person Party) (store.Chat, error) {
+	c, err := s.db.Chats.ByAddress(ctx, tx, inst.ID, address)
+	if !errors.Is(err, store.ErrNotFound) {
+		return c, err
+	}
+	c = store.Chat{WorkspaceID: inst.WorkspaceID, InstanceID: inst.ID, Type: "direct", Address: address}
+	if g, err := s.db.Groups.ByAddress(ctx, tx, inst.ID, address); err == nil {
+		c.Type, c.GroupID, c.Name = "group", &g.ID, &g.Subject
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return c, err
+	} else {
+		contact, err := s.resolve(ctx, tx, inst, Party{Address: address, DisplayName: person.DisplayName, IDs: person.IDs})
+		if err != nil {
+			return c, err
+		}
+		c.ContactID, c.Name = &contact.ID, contact.DisplayName
+	}
+	return c, s.db.Chats.Create(ctx, tx, &c)
+}
+
+// touchChat makes m the chat's newest message (counting it unread when it is an inbound one), and emits
+// chat.updated.
+func (s *Service) touchChat(ctx context.Context, tx bun.IDB, c *store.Chat, m store.Message, unread bool) error {
+	if c.LastMessageAt == nil || !m.CreatedAt.Before(*c.LastMessageAt) {
+		c.LastMessageID, c.LastMessageAt = &m.ID, &m.CreatedAt
+	}
+	if unread {
+		c.UnreadCount++
+	}
+	if err := s.db.Chats.Save(ctx, tx, c); err != nil {
+		return err
+	}
+	return s.emitChat(ctx, tx, *c)
+}
+
+// emitChat records chat.updated for a chat inside tx.
+func (s *Service) emitChat(ctx context.Context, tx bun.IDB, c store.Chat) error {
+	api, err := s.ChatAPI(ctx, tx, c)
+	if err != nil {
+		return err
+	}
+	seq, err := s.db.Instances.NextSequence(ctx, tx, c.InstanceID)
+	if err != nil {
+		return err
+	}
+	return s.emitPayload(ctx, tx, c.WorkspaceID, c.InstanceID, gen.ChatUpdatedEvent{Chat: api, InstanceId: c.InstanceID, Sequence: seq})
+}
+
+// GetMessage returns a message of a workspace's instance. Returns a NotFound problem if it is not there.
+func (s *Service) GetMessage(ctx context.Context, workspaceID, instanceID, id string) (store.Message, error) {
+	m, err := s.db.Messages.Get(ctx, workspaceID, instanceID, id)
+	return m, storeError(err, "message", id)
+}
+
+// ListMessages returns a page of an instance's messages and whether more follow. Returns a NotFound problem if the
+// instance is not in the workspace.
+func (s *Service) ListMessages(ctx context.Context, workspaceID, instanceID string, f store.MessageFilter, p store.Page) ([]store.Message, bool, error) {
+	if _, err := s.Get(ctx, workspaceID, instanceID); err != nil {
+		return nil, false, err
+	}
+	return s.db.Messages.List(ctx, workspaceID, instanceID, f, p)
+}
+
+// Cancel takes a queued message out of the send queue (status canceled). Returns a NotFound problem if it is not
+// the instance's, and MessageNotCancelable once it is being sent, was sent, or is not an outbound message.
+func (s *Service) Cancel(ctx context.Context, workspaceID, instanceID, id string) (store.Message, error) {
+	m, err := s.GetMessage(ctx, workspaceID, instanceID, id)
+	if err != nil {
+		return m, err
+	}
+	_, queue := s.runtime()
+	if m.Status != msgQueued || queue == nil {
+		return m, notCancelable(m)
+	}
+	err = s.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		ok, err := queue.Cancel(ctx, tx, instanceID, id)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return notCancelable(m)
+		}
+		m, err = s.advance(ctx, tx, id, msgCanceled, time.Now(), "canceled by request", nil)
+		return err
+	})
+	return m, err
+}
+
+func notCancelable(m store.Message) *problem.Error {
+	return problem.Errorf(problem.MessageNotCancelable, "Message %s is %s; only a queued message can be canceled.", m.ID, m.Status)
+}
+
+// QueueStats returns the state of an instance's send queue. Returns a NotFound problem if the instance is not in
+// the workspace and InstanceNotConnected on a server without a send queue.
+func (s *Service) QueueStats(ctx context.Context, workspaceID, instanceID string) (QueueStats, error) {
+	if _, err := s.Get(ctx, workspaceID, instanceID); err != nil {
+		return QueueStats{}, err
+	}
+	_, queue := s.runtime()
+	if queue == nil {
+		return QueueStats{}, problem.New(problem.InstanceNotConnected, "This server runs no send queue.")
+	}
+	return queue.Stats(ctx, instanceID)
+}
+
+// Purge cancels every message waiting in an instance's send queue and returns their IDs. Returns a NotFound
+// problem if the instance is not in the workspace.
+func (s *Service) Purge(ctx context.Context, workspaceID, instanceID string) ([]string, error) {
+	if _, err := s.Get(ctx, workspaceID, instanceID); err != nil {
+		return nil, err
+	}
+	_, queue := s.runtime()
+	if queue == nil {
+		return []string{}, nil
+	}
+	var ids []string
+	err := s.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		var err error
+		if ids, err = queue.Purge(ctx, tx, instanceID); err != nil {
+			return err
+		}
+		for _, id := range ids {
+			if _, err := s.advance(ctx, tx, id, msgCanceled, time.Now(), "send queue purged", nil); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if ids == nil {
+		ids = []string{}
+	}
+	return ids, err
+}
+
+// advance moves a message to a status inside tx, if that is a move forward: a status of lower rank than the
+// current one (a delivered receipt after the read one) changes nothing, and a final status stays. Every move is
+// recorded in the status history and emitted as message.status_updated, with message.sent and message.failed
+// besides. It returns the message as it is afterwards.
+func (s *Service) advance(ctx context.Context, tx bun.IDB, id, to string, at time.Time, detail string, f *Failure) (store.Message, error) {
+	m, err := s.db.Messages.Lock(ctx, tx, id)
+	if err != nil {
+		return m, err
+	}
+	from := m.Status
+	switch {
+	case final(from) || from == to:
+		return m, nil
+	case to == msgCanceled && from != msgQueued:
+		return m, nil
+	case to == msgFailed && rank[from] >= rank[msgSent]:
+		return m, nil
+	case !final(to) && rank[to] <= rank[from]:
+		return m, nil
+	}
+	m.Status = to
+	m.StatusHistory = append(m.StatusHistory, store.StatusChange{Status: to, At: micro(at), Detail: detail})
+	if f != nil {
+		m.Failure = &store.Failure{Code: f.Code, Detail: f.Detail}
+	}
+	if err := s.db.Messages.Save(ctx, tx, &m); err != nil {
+		return m, err
+	}
+	api, err := s.MessageAPI(ctx, tx, m)
+	if err != nil {
+		return m, err
+	}
+	payloads := []any{gen.MessageStatusUpdatedEvent{Message: api, PreviousStatus: gen.MessageStatus(from), Status: gen.MessageStatus(to)}}
+	switch to {
+	case msgSent:
+		payloads = append(payloads, gen.MessageSentEvent{Message: api})
+	case msgFailed:
+		payloads = append(payloads, gen.MessageFailedEvent{Message: api})
+	}
+	for _, p := range payloads {
+		seq, err := s.db.Instances.NextSequence(ctx, tx, m.InstanceID)
+		if err != nil {
+			return m, err
+		}
+		switch v := p.(type) {
+		case gen.MessageStatusUpdatedEvent:
+			v.InstanceId, v.Sequence = m.InstanceID, seq
+			p = v
+		case gen.MessageSentEvent:
+			v.InstanceId, v.Sequence = m.InstanceID, seq
+			p = v
+		case gen.MessageFailedEvent:
+			v.InstanceId, v.Sequence = m.InstanceID, seq
+			p = v
+		}
+		if err := s.emitPayload(ctx, tx, m.WorkspaceID, m.InstanceID, p); err != nil {
+			return m, err
+		}
+	}
+	return m, nil
+}
+
+// MessageAPI is the API's Message of a stored message, its parties' contacts resolved on db.
+func (s *Service) MessageAPI(ctx context.Context, db bun.IDB, m store.Message) (gen.Message, error) {
+	ms, err := s.MessagesAPI(ctx, db, []store.Message{m})
+	if err != nil {
+		return gen.Message{}, err
+	}
+	return ms[0], nil
+}
+
+// MessagesAPI is MessageAPI for several messages of one instance, with one read of their contacts.
+func (s *Service) MessagesAPI(ctx context.Context, db bun.IDB, ms []store.Message) ([]gen.Message, error) {
+	out := make([]gen.Message, len(ms))
+	if len(ms) == 0 {
+		return out, nil
+	}
+	var addresses []string
+	for _, m := range ms {
+		addresses = append(addresses, m.From.Address, m.To.Address)
+	}
+	owners, err := s.db.Contacts.Owners(ctx, db, ms[0].InstanceID, addresses)
+	if err != nil {
+		return nil, err
+	}
+	party := func(p store.Party) gen.Party {
+		out := gen.Party{Address: p.Address, DisplayName: nonEmpty(p.DisplayName)}
+		if id, ok := owners[p.Address]; ok {
+			out.ContactId = &id
+		}
+		return out
+	}
+	for i, m := range ms {
+		g := gen.Message{Id: m.ID, Object: gen.MessageObjectMessage, InstanceId: m.InstanceID, ChatId: m.ChatID,
+			Direction: gen.MessageDirection(m.Direction), From: party(m.From), To: party(m.To),
+			Type: gen.MessageType(m.Type), Text: m.Text, ReplyToMessageId: m.ReplyToMessageID,
+			TargetMessageId: m.TargetMessageID, Emoji: m.Emoji, ProviderMessageId: m.ProviderMessageID,
+			ClientMessageId: m.ClientMessageID, Status: gen.MessageStatus(m.Status),
+			StatusHistory: make([]gen.StatusChange, len(m.StatusHistory)), Metadata: m.Metadata,
+			CreatedAt: m.CreatedAt, UpdatedAt: m.UpdatedAt}
+		if g.Metadata == nil {
+			g.Metadata = gen.Metadata{}
+		}
+		for j, h := range m.StatusHistory {
+			g.StatusHistory[j] = gen.StatusChange{Status: gen.MessageStatus(h.Status), At: h.At, Detail: nonEmpty(h.Detail)}
+		}
+		if m.Media != nil {
+			g.Media = &gen.MessageMedia{MediaId: m.Media.MediaID, Kind: gen.MessageMediaKind(m.Media.Kind),
+				MimeType: m.Media.MIMEType, Filename: nonEmpty(m.Media.Filename), Size: int(m.Media.Size),
+				Caption: nonEmpty(m.Media.Caption)}
+		}
+		if m.Location != nil {
+			g.Location = &gen.MessageLocation{Latitude: m.Location.Latitude, Longitude: m.Location.Longitude,
+				Name: nonEmpty(m.Location.Name), Address: nonEmpty(m.Location.Address)}
+		}
+		if m.Contact != nil {
+			g.Contact = &gen.MessageContactCard{Name: m.Contact.Name, Phones: m.Contact.Phones}
+		}
+		if m.Failure != nil {
+			g.Failure = &gen.MessageFailure{Code: m.Failure.Code, Detail: m.Failure.Detail}
+		}
+		out[i] = g
+	}
+	return out, nil
+}
+
+// deref is the value v points to, or the zero value when it is nil.
+func deref[T any](v *T) T {
+	var zero T
+	if v == nil {
+		return zero
+	}
+	return *v
+}

@@ -1,0 +1,202 @@
+package channels
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/uptrace/bun"
+
+	"github.com/switchboard/switchboard/internal/egress"
+	"github.com/switchboard/switchboard/internal/events"
+	"github.com/switchboard/switchboard/internal/problem"
+	"github.com/switchboard/switchboard/store"
+)
+
+// Sealer encrypts secrets at rest with the server key (the webhook engine's Box): an instance's secret config and
+// its session credentials. The associated data binds a sealed value to its instance.
+type Sealer interface {
+	Seal(plaintext, associatedData []byte) string
+	Open(sealed string, associatedData []byte) ([]byte, error)
+}
+
+// Config configures the messaging capability.
+type Config struct {
+	// Providers are the networks instances can connect to.
+	Providers []Provider
+	// Sealer seals secrets at rest (required).
+	Sealer Sealer
+	// Sessions is the runtime that holds sessions; nil on a server that runs none, where calls that need a live
+	// session answer instance_not_connected.
+	Sessions Sessions
+	// Queue is the durable send queue; nil on a server that runs none, where sends are refused.
+	Queue SendQueue
+	// LookupTTL is how long a contacts lookup's answer is trusted (default DefaultLookupTTL).
+	LookupTTL time.Duration
+	// Media stores the bytes of media (default: the database's media_content table).
+	Media MediaStore
+	// Guard fetches media by URL (default: public https targets only).
+	Guard *egress.Guard
+	// MaxMedia is the largest file uploaded or fetched, in bytes (default DefaultMaxMedia).
+	MaxMedia int64
+	// Logger receives what reaches no client (default slog.Default()).
+	Logger *slog.Logger
+}
+
+// Service is the messaging capability: instances and their state, messages, chats, contacts and groups. Handlers,
+// the console and the runtime call it; its failures a client can be told about are *problem.Error values. It is
+// also the Ledger of the runtime and the Sink of every session (see SinkFor).
+type Service struct {
+	db        *store.DB
+	events    *events.Outbox
+	sealer    Sealer
+	log       *slog.Logger
+	providers map[string]Provider
+	names     []string
+	lookupTTL time.Duration
+	media     MediaStore
+	fetch     *http.Client
+	maxMedia  int64
+
+	early earlyReceipts
+
+	mu       sync.RWMutex
+	sessions Sessions
+	queue    SendQueue
+}
+
+// New returns the messaging service over an open, migrated database.
+func New(db *store.DB, outbox *events.Outbox, cfg Config) (*Service, error) {
+	if cfg.Sealer == nil {
+		return nil, errors.New("channels: the service needs a Sealer")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.LookupTTL <= 0 {
+		cfg.LookupTTL = DefaultLookupTTL
+	}
+	if cfg.Media == nil {
+		cfg.Media = DatabaseMedia{DB: db}
+	}
+	if cfg.Guard == nil {
+		cfg.Guard = egress.NewGuard(egress.Policy{})
+	}
+	if cfg.MaxMedia <= 0 {
+		cfg.MaxMedia = DefaultMaxMedia
+	}
+	s := &Service{db: db, events: outbox, sealer: cfg.Sealer, log: cfg.Logger, providers: map[string]Provider{},
+		sessions: cfg.Sessions, queue: cfg.Queue, lookupTTL: cfg.LookupTTL, media: cfg.Media,
+		fetch: cfg.Guard.Client(mediaFetchTimeout), maxMedia: cfg.MaxMedia}
+	for _, p := range cfg.Providers {
+		name := p.Info().Name
+		if _, dup := s.providers[name]; dup {
+			return nil, fmt.Errorf("channels: provider %q registered twice", name)
+		}
+		s.providers[name] = p
+		s.names = append(s.names, name)
+	}
+	sort.Strings(s.names)
+	return s, nil
+}
+
+// Attach sets the runtime and the send queue once they exist: they are built over the service (its Ledger), so
+// serve creates the service first.
+func (s *Service) Attach(sessions Sessions, queue SendQueue) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sessions, s.queue = sessions, queue
+}
+
+// AddProvider registers a provider built after the service (one that needs the runtime, like the sandbox). It
+// fails when the name is taken.
+func (s *Service) AddProvider(p Provider) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	name := p.Info().Name
+	if _, dup := s.providers[name]; dup {
+		return fmt.Errorf("channels: provider %q registered twice", name)
+	}
+	s.providers[name] = p
+	s.names = append(s.names, name)
+	sort.Strings(s.names)
+	return nil
+}
+
+func (s *Service) runtime() (Sessions, SendQueue) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.sessions, s.queue
+}
+
+func (s *Service) provider(name string) (Provider, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	p, ok := s.providers[name]
+	return p, ok
+}
+
+// Providers returns every provider's Info, by name.
+func (s *Service) Providers() []Info {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make([]Info, 0, len(s.names))
+	for _, n := range s.names {
+		out = append(out, s.providers[n].Info())
+	}
+	return out
+}
+
+// Provider returns a provider's Info. Returns a NotFound problem if there is no such provider.
+func (s *Service) Provider(name string) (Info, error) {
+	p, ok := s.provider(name)
+	if !ok {
+		return Info{}, problem.Errorf(problem.NotFound, "There is no provider %q; GET /api/v1/providers lists them.", name)
+	}
+	return p.Info(), nil
+}
+
+// providerNames lists the registered providers for messages.
+func (s *Service) providerNames() string {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return strings.Join(s.names, ", ")
+}
+
+// inTx runs fn in a write transaction.
+func (s *Service) inTx(ctx context.Context, fn func(ctx context.Context, tx bun.Tx) error) error {
+	return s.db.RunInTx(ctx, fn)
+}
+
+// notFound is the problem of an object of a kind the workspace does not have.
+func notFound(kind, id string) *problem.Error {
+	return problem.Errorf(problem.NotFound, "There is no %s %s in this workspace.", kind, id)
+}
+
+// notSupported is the problem of a call the instance's provider cannot make.
+func notSupported(provider string, c Capability) *problem.Error {
+	return problem.Errorf(problem.CapabilityNotSupported,
+		"The %s provider cannot do this (it lacks the capability %s); GET /api/v1/providers/%s lists what it can do.",
+		provider, c, provider)
+}
+
+// storeError maps the store's sentinel errors about an object to problems; other errors are internal.
+func storeError(err error, kind, id string) error {
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return notFound(kind, id)
+	case errors.Is(err, store.ErrConflict):
+		return problem.New(problem.Conflict, "The request conflicts with the current state of the object.")
+	}
+	return err
+}
+
+// capabilities is what an instance of a provider can do.
+func capabilities(info Info) []Capability { return slices.Clone(info.Capabilities) }

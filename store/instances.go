@@ -1,0 +1,135 @@
+package store
+
+import (
+	"context"
+	"time"
+
+	"github.com/uptrace/bun"
+)
+
+// Instance statuses the store itself needs to know: the states in which an instance should hold a session.
+var instanceStatusesOffline = []string{"created", "disconnected", "logged_out", "failed"}
+
+// Account is the identity an instance is connected as.
+type Account struct {
+	Address     string   `json:"address"`
+	DisplayName string   `json:"display_name,omitempty"`
+	IDs         []string `json:"ids,omitempty"`
+}
+
+// Instance is a connected channel account of a workspace. Its secrets (the config's writeOnly properties and the
+// session's credentials) are stored sealed by the messaging service; the store never sees them in clear.
+type Instance struct {
+	bun.BaseModel `bun:"table:instances,alias:i"`
+
+	ID               string         `bun:"id,pk"`
+	WorkspaceID      string         `bun:"workspace_id"`
+	Name             string         `bun:"name"`
+	Provider         string         `bun:"provider"`
+	Status           string         `bun:"status"`
+	StatusReason     string         `bun:"status_reason"`
+	StatusSince      time.Time      `bun:"status_since"`
+	AuthMethod       *string        `bun:"auth_method"`
+	QRCode           *string        `bun:"qr_code"`
+	QRExpiresAt      *time.Time     `bun:"qr_expires_at"`
+	Account          *Account       `bun:"account,type:json"`
+	Credentials      *string        `bun:"credentials"`
+	Config           map[string]any `bun:"config,type:json"`
+	SealedSecrets    *string        `bun:"sealed_secrets"`
+	Metadata         map[string]any `bun:"metadata,type:json"`
+	ReconnectAttempt int            `bun:"reconnect_attempt"`
+	ReconnectNextAt  *time.Time     `bun:"reconnect_next_at"`
+	EventSequence    int64          `bun:"event_sequence"`
+	CreatedAt        time.Time      `bun:"created_at"`
+	UpdatedAt        time.Time      `bun:"updated_at"`
+}
+
+// Instances is the repository of instances.
+type Instances struct {
+	workspaceScoped[Instance]
+}
+
+// Create inserts an instance on db (the caller's transaction, beside its event), stamping its times. The caller
+// gives it its ID (NewID("ins")): its secrets are sealed for it before the insert. Returns ErrNotFound if the
+// workspace does not exist.
+func (s *Instances) Create(ctx context.Context, db bun.IDB, i *Instance) error {
+	t := now()
+	i.CreatedAt, i.UpdatedAt, i.StatusSince = t, t, t
+	if i.Config == nil {
+		i.Config = map[string]any{}
+	}
+	if i.Metadata == nil {
+		i.Metadata = map[string]any{}
+	}
+	return s.create(ctx, db, i)
+}
+
+// Get returns an instance of a workspace. Returns ErrNotFound if it is not in that workspace.
+func (s *Instances) Get(ctx context.Context, workspaceID, id string) (Instance, error) {
+	return s.get(ctx, workspaceID, id)
+}
+
+// ByID returns an instance whatever its workspace (for the runtime, which holds instances of every workspace).
+// Returns ErrNotFound if there is none.
+func (s *Instances) ByID(ctx context.Context, db bun.IDB, id string) (Instance, error) {
+	var i Instance
+	err := db.NewSelect().Model(&i).Where("i.id = ?", id).Scan(ctx)
+	return i, mapErr(err)
+}
+
+// Lock reads an instance inside tx for a change. Returns ErrNotFound if it does not exist.
+func (s *Instances) Lock(ctx context.Context, tx bun.IDB, id string) (Instance, error) {
+	var i Instance
+	err := s.db.forUpdate(tx.NewSelect().Model(&i).Where("i.id = ?", id)).Scan(ctx)
+	return i, mapErr(err)
+}
+
+// InstanceFilter narrows a list of instances; empty fields do not.
+type InstanceFilter struct {
+	Status, Provider string
+}
+
+// List returns a page of a workspace's instances and whether more follow. It returns no sentinel errors.
+func (s *Instances) List(ctx context.Context, workspaceID string, f InstanceFilter, p Page) ([]Instance, bool, error) {
+	return s.list(ctx, workspaceID, p, func(q *bun.SelectQuery) *bun.SelectQuery {
+		if f.Status != "" {
+			q = q.Where("i.status = ?", f.Status)
+		}
+		if f.Provider != "" {
+			q = q.Where("i.provider = ?", f.Provider)
+		}
+		return q
+	})
+}
+
+// Save writes every column of an instance read with Lock inside tx, stamping updated_at. Returns ErrNotFound if
+// it no longer exists.
+func (s *Instances) Save(ctx context.Context, tx bun.IDB, i *Instance) error {
+	i.UpdatedAt = now()
+	res, err := tx.NewUpdate().Model(i).WherePK().ExcludeColumn("id", "workspace_id", "created_at", "event_sequence").Exec(ctx)
+	return expectOneRow(res, err)
+}
+
+// NextSequence counts one more event of an instance inside tx and returns its number. Returns ErrNotFound if the
+// instance does not exist.
+func (s *Instances) NextSequence(ctx context.Context, tx bun.IDB, id string) (int64, error) {
+	var seq int64
+	err := tx.NewUpdate().Model((*Instance)(nil)).Set("event_sequence = event_sequence + 1").Where("id = ?", id).
+		Returning("event_sequence").Scan(ctx, &seq)
+	return seq, mapErr(err)
+}
+
+// Delete removes an instance of a workspace inside tx, with its messages, chats, contacts and groups, and returns
+// its last state. Returns ErrNotFound if it is not in that workspace.
+func (s *Instances) Delete(ctx context.Context, tx bun.IDB, workspaceID, id string) (Instance, error) {
+	return s.delete(ctx, tx, workspaceID, id)
+}
+
+// Wanted lists the IDs of the instances that should hold a session: every one not created, disconnected, logged
+// out or failed. It returns no sentinel errors.
+func (s *Instances) Wanted(ctx context.Context) ([]string, error) {
+	var ids []string
+	err := s.db.r.NewSelect().Model((*Instance)(nil)).Column("id").
+		Where("i.status NOT IN (?)", bun.In(instanceStatusesOffline)).OrderExpr("i.id").Scan(ctx, &ids)
+	return ids, err
+}

@@ -1,0 +1,264 @@
+package store
+
+import (
+	"context"
+	"time"
+
+	"github.com/uptrace/bun"
+)
+
+// Party is who a message is from or to, as stored: the contact is resolved from the address when it is read, so
+// that merging two contacts of one person never leaves a message pointing at the one that went.
+type Party struct {
+	Address     string `json:"address"`
+	DisplayName string `json:"display_name,omitempty"`
+}
+
+// MessageMedia is a message's attachment.
+type MessageMedia struct {
+	MediaID  string `json:"media_id"`
+	Kind     string `json:"kind"`
+	MIMEType string `json:"mime_type"`
+	Filename string `json:"filename,omitempty"`
+	Size     int64  `json:"size"`
+	Caption  string `json:"caption,omitempty"`
+}
+
+// Location is a point on the map.
+type Location struct {
+	Latitude  float64 `json:"latitude"`
+	Longitude float64 `json:"longitude"`
+	Name      string  `json:"name,omitempty"`
+	Address   string  `json:"address,omitempty"`
+}
+
+// ContactCard is a shared contact.
+type ContactCard struct {
+	Name   string   `json:"name"`
+	Phones []string `json:"phones"`
+}
+
+// StatusChange is one step of a message's status history.
+type StatusChange struct {
+	Status string    `json:"status"`
+	At     time.Time `json:"at"`
+	Detail string    `json:"detail,omitempty"`
+}
+
+// Failure is why a message failed.
+type Failure struct {
+	Code   string `json:"code"`
+	Detail string `json:"detail"`
+}
+
+// Message is a message an instance sent or received.
+type Message struct {
+	bun.BaseModel `bun:"table:messages,alias:m"`
+
+	ID                string         `bun:"id,pk"`
+	WorkspaceID       string         `bun:"workspace_id"`
+	InstanceID        string         `bun:"instance_id"`
+	ChatID            string         `bun:"chat_id"`
+	Direction         string         `bun:"direction"`
+	From              Party          `bun:"from_party,type:json"`
+	To                Party          `bun:"to_party,type:json"`
+	Type              string         `bun:"type"`
+	Text              *string        `bun:"text"`
+	Media             *MessageMedia  `bun:"media,type:json"`
+	Location          *Location      `bun:"location,type:json"`
+	Contact           *ContactCard   `bun:"contact,type:json"`
+	ReplyToMessageID  *string        `bun:"reply_to_message_id"`
+	TargetMessageID   *string        `bun:"target_message_id"`
+	Emoji             *string        `bun:"emoji"`
+	ProviderMessageID *string        `bun:"provider_message_id"`
+	ClientMessageID   *string        `bun:"client_message_id"`
+	Status            string         `bun:"status"`
+	StatusHistory     []StatusChange `bun:"status_history,type:json"`
+	Failure           *Failure       `bun:"failure,type:json"`
+	Metadata          map[string]any `bun:"metadata,type:json"`
+	CreatedAt         time.Time      `bun:"created_at"`
+	UpdatedAt         time.Time      `bun:"updated_at"`
+}
+
+// Messages is the repository of messages.
+type Messages struct {
+	workspaceScoped[Message]
+}
+
+// Create inserts a message inside tx (its ID given by the caller), stamping its times. Returns ErrConflict if the
+// instance has a message with its client_message_id already.
+func (s *Messages) Create(ctx context.Context, tx bun.IDB, m *Message) error {
+	t := now()
+	m.CreatedAt, m.UpdatedAt = t, t
+	if m.Metadata == nil {
+		m.Metadata = map[string]any{}
+	}
+	return s.create(ctx, tx, m)
+}
+
+// Get returns a message of a workspace's instance. Returns ErrNotFound if it is not there.
+func (s *Messages) Get(ctx context.Context, workspaceID, instanceID, id string) (Message, error) {
+	m, err := s.get(ctx, workspaceID, id)
+	if err == nil && m.InstanceID != instanceID {
+		return Message{}, ErrNotFound
+	}
+	return m, err
+}
+
+// ByID reads a message whatever its workspace, on db. Returns ErrNotFound if there is none.
+func (s *Messages) ByID(ctx context.Context, db bun.IDB, id string) (Message, error) {
+	var m Message
+	err := db.NewSelect().Model(&m).Where("m.id = ?", id).Scan(ctx)
+	return m, mapErr(err)
+}
+
+// Lock reads a message inside tx for a change. Returns ErrNotFound if there is none.
+func (s *Messages) Lock(ctx context.Context, tx bun.IDB, id string) (Message, error) {
+	var m Message
+	err := s.db.forUpdate(tx.NewSelect().Model(&m).Where("m.id = ?", id)).Scan(ctx)
+	return m, mapErr(err)
+}
+
+// ByClientID reads an instance's message by its client_message_id on db. Returns ErrNotFound if there is none.
+func (s *Messages) ByClientID(ctx context.Context, db bun.IDB, instanceID, clientID string) (Message, error) {
+	var m Message
+	err := db.NewSelect().Model(&m).Where("m.instance_id = ? AND m.client_message_id = ?", instanceID, clientID).Scan(ctx)
+	return m, mapErr(err)
+}
+
+// ByProviderID reads, for a change inside tx, an instance's message by the network's ID. Returns ErrNotFound if
+// there is none.
+func (s *Messages) ByProviderID(ctx context.Context, tx bun.IDB, instanceID, providerID string) (Message, error) {
+	var m Message
+	err := s.db.forUpdate(tx.NewSelect().Model(&m).
+		Where("m.instance_id = ? AND m.provider_message_id = ?", instanceID, providerID).Limit(1)).Scan(ctx)
+	return m, mapErr(err)
+}
+
+// Save writes a message's status, provider ID, history and failure inside tx, stamping updated_at.
+func (s *Messages) Save(ctx context.Context, tx bun.IDB, m *Message) error {
+	m.UpdatedAt = now()
+	res, err := tx.NewUpdate().Model(m).WherePK().
+		Column("status", "status_history", "failure", "provider_message_id", "updated_at").Exec(ctx)
+	return expectOneRow(res, err)
+}
+
+// MessageFilter narrows a list of messages; empty fields do not.
+type MessageFilter struct {
+	ChatID, Direction, Status string
+}
+
+// List returns a page of an instance's messages and whether more follow. It returns no sentinel errors.
+func (s *Messages) List(ctx context.Context, workspaceID, instanceID string, f MessageFilter, p Page) ([]Message, bool, error) {
+	return s.list(ctx, workspaceID, p, func(q *bun.SelectQuery) *bun.SelectQuery {
+		q = q.Where("m.instance_id = ?", instanceID)
+		if f.ChatID != "" {
+			q = q.Where("m.chat_id = ?", f.ChatID)
+		}
+		if f.Direction != "" {
+			q = q.Where("m.direction = ?", f.Direction)
+		}
+		if f.Status != "" {
+			q = q.Where("m.status = ?", f.Status)
+		}
+		return q
+	})
+}
+
+// Several reads messages by ID on db, in no order. It returns no sentinel errors.
+func (s *Messages) Several(ctx context.Context, db bun.IDB, ids []string) ([]Message, error) {
+	var ms []Message
+	if len(ids) == 0 {
+		return ms, nil
+	}
+	err := db.NewSelect().Model(&ms).Where("m.id IN (?)", bun.In(ids)).Scan(ctx)
+	return ms, err
+}
+
+// MarkRead moves an instance's received messages of a chat to read inside tx and returns them. It returns no
+// sentinel errors.
+func (s *Messages) MarkRead(ctx context.Context, tx bun.IDB, chatID string) ([]Message, error) {
+	var ms []Message
+	if err := s.db.forUpdate(tx.NewSelect().Model(&ms).
+		Where("m.chat_id = ? AND m.direction = 'inbound' AND m.status = 'received'", chatID)).Scan(ctx); err != nil {
+		return nil, err
+	}
+	return ms, nil
+}
+
+// Chat is a conversation of an instance with one person or a group.
+type Chat struct {
+	bun.BaseModel `bun:"table:chats,alias:c"`
+
+	ID            string     `bun:"id,pk"`
+	WorkspaceID   string     `bun:"workspace_id"`
+	InstanceID    string     `bun:"instance_id"`
+	Type          string     `bun:"type"`
+	Address       string     `bun:"address"`
+	Name          *string    `bun:"name"`
+	ContactID     *string    `bun:"contact_id"`
+	GroupID       *string    `bun:"group_id"`
+	LastMessageID *string    `bun:"last_message_id"`
+	LastMessageAt *time.Time `bun:"last_message_at"`
+	UnreadCount   int        `bun:"unread_count"`
+	CreatedAt     time.Time  `bun:"created_at"`
+	UpdatedAt     time.Time  `bun:"updated_at"`
+}
+
+// Chats is the repository of chats.
+type Chats struct {
+	workspaceScoped[Chat]
+}
+
+// ByAddress reads, for a change inside tx, an instance's chat with an address. Returns ErrNotFound if there is
+// none.
+func (s *Chats) ByAddress(ctx context.Context, tx bun.IDB, instanceID, address string) (Chat, error) {
+	var c Chat
+	err := s.db.forUpdate(tx.NewSelect().Model(&c).Where("c.instance_id = ? AND c.address = ?", instanceID, address)).Scan(ctx)
+	return c, mapErr(err)
+}
+
+// Create inserts a chat inside tx, giving it its ID and times. Returns ErrConflict if the instance has a chat with
+// the address already.
+func (s *Chats) Create(ctx context.Context, tx bun.IDB, c *Chat) error {
+	t := now()
+	c.ID, c.CreatedAt, c.UpdatedAt = NewID("cht"), t, t
+	return s.create(ctx, tx, c)
+}
+
+// Save writes every column of a chat inside tx, stamping updated_at.
+func (s *Chats) Save(ctx context.Context, tx bun.IDB, c *Chat) error {
+	c.UpdatedAt = now()
+	res, err := tx.NewUpdate().Model(c).WherePK().ExcludeColumn("id", "workspace_id", "instance_id", "created_at").Exec(ctx)
+	return expectOneRow(res, err)
+}
+
+// Get returns a chat of a workspace's instance. Returns ErrNotFound if it is not there.
+func (s *Chats) Get(ctx context.Context, workspaceID, instanceID, id string) (Chat, error) {
+	c, err := s.get(ctx, workspaceID, id)
+	if err == nil && c.InstanceID != instanceID {
+		return Chat{}, ErrNotFound
+	}
+	return c, err
+}
+
+// Lock reads a chat of an instance inside tx for a change. Returns ErrNotFound if it is not the instance's.
+func (s *Chats) Lock(ctx context.Context, tx bun.IDB, instanceID, id string) (Chat, error) {
+	var c Chat
+	err := s.db.forUpdate(tx.NewSelect().Model(&c).Where("c.id = ? AND c.instance_id = ?", id, instanceID)).Scan(ctx)
+	return c, mapErr(err)
+}
+
+// List returns a page of an instance's chats (only those with unread messages when unread) and whether more
+// follow. It returns no sentinel errors.
+func (s *Chats) List(ctx context.Context, workspaceID, instanceID string, unread *bool, p Page) ([]Chat, bool, error) {
+	return s.list(ctx, workspaceID, p, func(q *bun.SelectQuery) *bun.SelectQuery {
+		q = q.Where("c.instance_id = ?", instanceID)
+		if unread != nil && *unread {
+			q = q.Where("c.unread_count > 0")
+		} else if unread != nil {
+			q = q.Where("c.unread_count = 0")
+		}
+		return q
+	})
+}
