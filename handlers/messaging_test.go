@@ -27,6 +27,12 @@ import (
 // provider, over a runtime in this process.
 func newSandboxEnv(t *testing.T, db *store.DB) *msgEnv {
 	t.Helper()
+	return newSandboxEnvWith(t, db, sandbox.Options{})
+}
+
+// newSandboxEnvWith is newSandboxEnv with the sandbox network configured by opts.
+func newSandboxEnvWith(t *testing.T, db *store.DB, opts sandbox.Options) *msgEnv {
+	t.Helper()
 	rt := newTestRuntime(t)
 	box, err := webhook.NewBox(make([]byte, 32))
 	if err != nil {
@@ -34,7 +40,7 @@ func newSandboxEnv(t *testing.T, db *store.DB) *msgEnv {
 	}
 	outbox := events.NewOutbox(db, events.Builtin())
 	svc, err := channels.New(db, outbox, channels.Config{Sealer: box, Sessions: rt, Queue: rt,
-		Providers: []channels.Provider{bareProvider{}, sandbox.New(db, rt, sandbox.Options{})}})
+		Providers: []channels.Provider{bareProvider{}, sandbox.New(db, rt, opts)}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -316,6 +322,37 @@ func TestCapabilityNotSupported(t *testing.T) {
 		e.get(base+"/messages", &msgs)
 		if len(msgs.Data) != 0 {
 			t.Fatalf("messages stored: %+v", msgs.Data)
+		}
+	})
+}
+
+// Receipts in either order (the sandbox shuffles them): every message ends read, and its history only climbs.
+func TestStatusNeverMovesBackwards(t *testing.T) {
+	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
+		e := newSandboxEnvWith(t, db, sandbox.Options{Shuffle: true})
+		a, b := e.connected("A"), e.connected("B")
+		rank := map[gen.MessageStatus]int{"queued": 0, "sending": 1, "sent": 2, "delivered": 3, "read": 4}
+		var ids []string
+		for i := range 10 {
+			res := e.post("/api/v1/instances/"+a.Id+"/messages",
+				fmt.Sprintf(`{"to":%q,"type":"text","text":"m%d"}`, b.Account.Address, i))
+			var m gen.Message
+			if res.json(t, &m); res.StatusCode != 202 {
+				t.Fatalf("send: %d %s", res.StatusCode, res.body)
+			}
+			ids = append(ids, m.Id)
+		}
+		for _, id := range ids {
+			m := await.Until(t, "message "+id+" read", func() gen.Message {
+				var m gen.Message
+				e.get("/api/v1/instances/"+a.Id+"/messages/"+id, &m)
+				return m
+			}, func(m gen.Message) bool { return m.Status == "read" })
+			for i := 1; i < len(m.StatusHistory); i++ {
+				if rank[m.StatusHistory[i].Status] <= rank[m.StatusHistory[i-1].Status] {
+					t.Errorf("%s: history %+v goes backwards", id, m.StatusHistory)
+				}
+			}
 		}
 	})
 }

@@ -417,7 +417,7 @@ func (s *Service) stop(ctx context.Context, workspaceID, id string, to Status, r
 // noRuntime is the problem of a call that needs a live session on a server without a channel runtime.
 func noRuntime() *problem.Error {
 	return problem.New(problem.InstanceNotConnected,
-		"This server runs no channel runtime, so no instance can hold a live session; start Switchboard with `switchboard serve`.")
+		"This server process runs no channel runtime, so no instance can hold a live session.")
 }
 
 // move changes an instance's status inside tx (the caller saves nothing else afterwards): the reason, the time,

@@ -72,14 +72,14 @@ func (s *Service) Send(ctx context.Context, workspaceID, instanceID string, in g
 			return store.Message{}, false, err
 		}
 	}
-	_, queue := s.runtime()
-	if queue == nil {
-		return store.Message{}, false, problem.New(problem.InstanceNotConnected,
-			"This server runs no send queue, so no message can be sent; start Switchboard with `switchboard serve`.")
-	}
 	m, to, err := s.outboundOf(ctx, p, inst, in)
 	if err != nil {
 		return store.Message{}, false, err
+	}
+	_, queue := s.runtime()
+	if queue == nil {
+		return store.Message{}, false, problem.New(problem.InstanceNotConnected,
+			"This server process runs no send queue, so no message can be queued.")
 	}
 	err = s.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
 		chat, err := s.chatFor(ctx, tx, inst, to, in.ChatId)
