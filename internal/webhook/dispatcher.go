@@ -386,7 +386,8 @@ func (d *Dispatcher) recordBatch(batch []AttemptResult) {
 	}
 }
 
-// prune deletes events older than the retention period at start and then every PruneEvery, until ctx ends.
+// prune deletes events older than the retention period, and expired subscriptions, at start and then every
+// PruneEvery, until ctx ends.
 func (d *Dispatcher) prune(ctx context.Context) {
 	for {
 		cutoff := time.Now().Add(-d.cfg.Retention)
@@ -397,6 +398,14 @@ func (d *Dispatcher) prune(ctx context.Context) {
 		}
 		if err != nil && ctx.Err() == nil {
 			d.log.Warn("could not prune webhook events", "error", err)
+		}
+		// Expired subscriptions already receive nothing (routing leaves them out); here they go for good.
+		expired, err := d.db.Webhooks.DeleteExpired(ctx, store.PruneBatch)
+		if expired > 0 {
+			d.log.Info("deleted expired webhook subscriptions", "webhooks", expired)
+		}
+		if err != nil && ctx.Err() == nil {
+			d.log.Warn("could not delete expired webhook subscriptions", "error", err)
 		}
 		timer := time.NewTimer(d.cfg.PruneEvery)
 		select {
