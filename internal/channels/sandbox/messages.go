@@ -34,7 +34,7 @@ func (s *session) Send(ctx context.Context, m channels.Outbound) (channels.Sent,
 		return channels.Sent{}, err
 	}
 	at := now()
-	msg.ID, msg.At, msg.From, msg.FromName = newID(), at, number, s.cfg.DisplayName
+	msg.ID, msg.At, msg.From, msg.FromName, msg.Schedule = newID(), at, number, s.cfg.DisplayName, &s.schedule
 	row := &store.SandboxMessage{ID: msg.ID, Sender: number, Chat: chat, SentAt: at}
 	if m.MessageID != "" {
 		row.ClientID = &m.MessageID
@@ -90,8 +90,8 @@ func (s *session) route(ctx context.Context, number, chat string, msg *mailMessa
 	switch {
 	case chat == EchoNumber:
 		echo := *msg
-		echo.ID, echo.Chat, echo.From, echo.FromName, echo.Injected, echo.ReplyTo = newID(), EchoNumber, EchoNumber,
-			echoName, true, msg.ID
+		echo.ID, echo.Chat, echo.From, echo.FromName, echo.Schedule, echo.ReplyTo = newID(), EchoNumber, EchoNumber,
+			echoName, nil, msg.ID
 		switch msg.Type {
 		case channels.TypeText:
 			echo.Text = "echo: " + msg.Text
@@ -101,10 +101,10 @@ func (s *session) route(ctx context.Context, number, chat string, msg *mailMessa
 			echo.Media = &media
 		case channels.TypeLocation, channels.TypeContact:
 		default: // reactions, edits and deletes change a message; they are not one to answer
-			return s.p.receipts(number, s.inst.ID, msg.ID, msg.At), nil
+			return s.p.receipts(s.schedule, number, s.inst.ID, msg.ID, msg.At), nil
 		}
 		own := letter{to: number, instance: s.inst.ID, due: msg.At, env: envelope{Message: &echo}}
-		return append([]letter{own}, s.p.receipts(number, s.inst.ID, msg.ID, msg.At)...), nil
+		return append([]letter{own}, s.p.receipts(s.schedule, number, s.inst.ID, msg.ID, msg.At)...), nil
 	case isGroup(chat):
 		g, err := s.p.db.Sandbox.Group(ctx, db, chat)
 		if errors.Is(err, store.ErrNotFound) {
@@ -273,7 +273,7 @@ func (s *session) injectInbound(ctx context.Context, from, text string) error {
 	}
 	at := now()
 	msg := &mailMessage{ID: newID(), Chat: sender, From: sender, FromName: fromName, At: at,
-		Type: channels.TypeText, Text: text, Injected: true}
+		Type: channels.TypeText, Text: text}
 	letters := []letter{{to: acc.Number, instance: s.inst.ID, due: at, env: envelope{Message: msg}}}
 	err = s.p.db.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error {
 		if _, err := s.p.db.Sandbox.CreateMessage(ctx, tx, &store.SandboxMessage{ID: msg.ID, Sender: sender,

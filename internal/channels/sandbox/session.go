@@ -24,6 +24,8 @@ type session struct {
 	inst channels.Instance
 	cfg  instanceConfig
 	sink channels.Sink
+	// schedule is when the instance is told its messages were delivered and read.
+	schedule schedule
 
 	// wake tells Run that mail may be waiting.
 	wake chan struct{}
@@ -49,7 +51,17 @@ var (
 )
 
 func newSession(p *Provider, inst channels.Instance, cfg instanceConfig, sink channels.Sink) *session {
-	return &session{p: p, inst: inst, cfg: cfg, sink: sink, wake: make(chan struct{}, 1)}
+	sc := schedule{Delivered: p.opts.Delivered, Read: p.opts.Read, Shuffle: p.opts.Shuffle}
+	if cfg.Delivered != nil {
+		sc.Delivered = *cfg.Delivered
+	}
+	if cfg.Read != nil {
+		sc.Read = *cfg.Read
+	}
+	if cfg.Shuffle != nil {
+		sc.Shuffle = *cfg.Shuffle
+	}
+	return &session{p: p, inst: inst, cfg: cfg, sink: sink, schedule: sc, wake: make(chan struct{}, 1)}
 }
 
 // runState lives as long as one Run.
@@ -146,6 +158,9 @@ func (s *session) connectAndServe(ctx context.Context, rs *runState) error {
 	s.mu.Lock()
 	s.number = number
 	s.mu.Unlock()
+	if err := s.announceName(ctx, rs, number); err != nil {
+		return err
+	}
 	if err := s.sink.State(ctx, channels.StatusConnected, "connected to the sandbox network as "+number); err != nil {
 		return err
 	}
@@ -185,6 +200,32 @@ func (s *session) connect(ctx context.Context, rs *runState) (string, error) {
 
 func (s *session) loggedOut(ctx context.Context, reason string) error {
 	return s.sink.State(ctx, channels.StatusLoggedOut, reason)
+}
+
+// announceName gives the account the display name of the instance's config and, when that changed it, tells the
+// accounts that know the number (the nudges go out once Run's waker starts).
+func (s *session) announceName(ctx context.Context, rs *runState, number string) error {
+	var letters []letter
+	err := s.p.db.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		changed, err := s.p.db.Sandbox.Rename(ctx, tx, number, s.cfg.DisplayName)
+		if err != nil || !changed {
+			return err
+		}
+		known, err := s.p.db.Sandbox.Counterparts(ctx, tx, number)
+		if err != nil {
+			return err
+		}
+		at := now()
+		for _, a := range known {
+			letters = append(letters, letter{to: a.Number, instance: a.InstanceID, due: at,
+				env: envelope{Contact: &channels.Party{Address: number, DisplayName: s.cfg.DisplayName}}})
+		}
+		return s.p.post(ctx, tx, letters)
+	})
+	if err == nil {
+		s.wakeAll(rs, letters)
+	}
+	return err
 }
 
 // pair shows QR codes until one is scanned or a pairing code entered (at once with auto_pair), then makes the
@@ -329,7 +370,8 @@ func (s *session) drain(ctx context.Context, rs *runState, number string) (time.
 			return time.Time{}, false, handErr
 		}
 		if len(due) < drainBatch {
-			return s.p.db.Sandbox.NextDue(ctx, s.p.db.Reader(), number, now())
+			// The earliest mail left, due in the future or since Due read (then the timer fires at once).
+			return s.p.db.Sandbox.NextDue(ctx, s.p.db.Reader(), number)
 		}
 	}
 }
@@ -358,7 +400,7 @@ func (s *session) handOver(ctx context.Context, due []store.SandboxMail, h *hand
 		if r := envs[i].Receipt; r != nil {
 			receiptIDs = append(receiptIDs, r.ID)
 		}
-		if msg := envs[i].Message; msg != nil && !msg.Injected {
+		if msg := envs[i].Message; msg != nil && msg.Schedule != nil && msg.Schedule.any() {
 			senders = append(senders, msg.From)
 		}
 	}
@@ -370,15 +412,13 @@ func (s *session) handOver(ctx context.Context, due []store.SandboxMail, h *hand
 	for _, m := range sent {
 		messages[m.ID] = m
 	}
+	accounts, err := s.p.db.Sandbox.Accounts(ctx, s.p.db.Reader(), senders)
+	if err != nil {
+		return err
+	}
 	instances := map[string]string{}
-	if s.p.opts.Delivered >= 0 || s.p.opts.Read >= 0 {
-		accounts, err := s.p.db.Sandbox.Accounts(ctx, s.p.db.Reader(), senders)
-		if err != nil {
-			return err
-		}
-		for _, a := range accounts {
-			instances[a.Number] = a.InstanceID
-		}
+	for _, a := range accounts {
+		instances[a.Number] = a.InstanceID
 	}
 	for i, m := range due {
 		env := envs[i]
@@ -387,8 +427,9 @@ func (s *session) handOver(ctx context.Context, due []store.SandboxMail, h *hand
 			if err := s.sink.Inbound(ctx, env.Message.inbound()); err != nil {
 				return err
 			}
-			if id, ok := instances[env.Message.From]; ok && !env.Message.Injected {
-				h.letters = append(h.letters, s.p.receipts(env.Message.From, id, env.Message.ID, now())...)
+			if id, ok := instances[env.Message.From]; ok && env.Message.Schedule != nil {
+				h.letters = append(h.letters, s.p.receipts(*env.Message.Schedule, env.Message.From, id,
+					env.Message.ID, now())...)
 			}
 		case env.Receipt != nil:
 			if err := s.tellReceipt(ctx, env.Receipt, messages, h); err != nil {
@@ -396,6 +437,10 @@ func (s *session) handOver(ctx context.Context, due []store.SandboxMail, h *hand
 			}
 		case env.Group != nil:
 			if err := s.sink.GroupChanged(ctx, env.Group.Group, env.Group.Change); err != nil {
+				return err
+			}
+		case env.Contact != nil:
+			if err := s.sink.ContactChanged(ctx, *env.Contact); err != nil {
 				return err
 			}
 		}

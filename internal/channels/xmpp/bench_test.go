@@ -64,9 +64,7 @@ func BenchmarkProsody(b *testing.B) {
 	b.Cleanup(func() { cancel(); <-done })
 	await.Until(b, "the session to connect", sink.connections, func(n int) bool { return n > 0 })
 	bob := dialPeer(b, srv, bobAccount, "secret-b")
-	bob.mu.Lock()
-	bob.autoReceipts = true
-	bob.mu.Unlock()
+	bob.AnswerReceipts()
 	sender := s.(channels.Sender)
 
 	b.Run("send", func(b *testing.B) {

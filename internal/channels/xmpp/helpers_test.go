@@ -2,21 +2,11 @@ package xmpp
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
-	"encoding/xml"
 	"errors"
-	"net"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"mellium.im/sasl"
-	"mellium.im/xmlstream"
-	"mellium.im/xmpp"
-	"mellium.im/xmpp/jid"
 
 	"github.com/switchboard/switchboard/internal/await"
 	"github.com/switchboard/switchboard/internal/channels"
@@ -156,8 +146,19 @@ type running struct {
 
 func openSession(t testing.TB, p *Provider, id string, cfg map[string]any) *running {
 	t.Helper()
-	sink := newRecorder()
-	s, err := p.Open(channels.Instance{ID: id, WorkspaceID: "ws_test", Config: cfg}, sink)
+	return runSession(t, p, channels.Instance{ID: id, WorkspaceID: "ws_test", Config: cfg}, newRecorder())
+}
+
+// reopen opens the instance's next session and runs it, as the runtime does for every reconnect (a new session,
+// the same sink).
+func (r *running) reopen(t testing.TB) *running {
+	t.Helper()
+	return runSession(t, r.p, r.inst, r.sink)
+}
+
+func runSession(t testing.TB, p *Provider, inst channels.Instance, sink *recorder) *running {
+	t.Helper()
+	s, err := p.Open(inst, sink)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,104 +200,47 @@ func connect(t testing.TB, p *Provider, id string, cfg map[string]any) *running 
 
 // peer is a second account driven by a plain XMPP client, as a person's app would.
 type peer struct {
-	t    testing.TB
-	jid  jid.JID
-	xs   *xmpp.Session
-	mu   sync.Mutex
-	msgs []inMessage
-	pres []inPresence
-	// autoReceipts answers receipt requests, as a person's app does.
-	autoReceipts bool
+	*prosodytest.Client
+	t testing.TB
 }
 
 func dialPeer(t testing.TB, srv *prosodytest.Server, account, password string) *peer {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	conn, err := net.Dial("tcp", srv.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM([]byte(srv.CAPEM))
-	origin := jid.MustParse(account + "/phone")
-	xs, err := xmpp.NewClientSession(ctx, origin, conn,
-		xmpp.StartTLS(&tls.Config{ServerName: srv.Domain, RootCAs: pool}),
-		xmpp.SASL("", password, sasl.ScramSha1),
-		bindResource(origin, nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &peer{t: t, jid: origin, xs: xs}
-	go func() {
-		_ = xs.Serve(xmpp.HandlerFunc(func(r xmlstream.TokenReadEncoder, start *xml.StartElement) error {
-			d := xml.NewTokenDecoder(xmlstream.MultiReader(xmlstream.Token(*start), r))
-			switch start.Name.Local {
-			case "message":
-				var m inMessage
-				if d.Decode(&m) == nil {
-					p.mu.Lock()
-					p.msgs = append(p.msgs, m)
-					receipts := p.autoReceipts
-					p.mu.Unlock()
-					if receipts && m.Request != nil && m.ID != "" {
-						// As a person's app does: the receipt goes out as the message arrives.
-						return r.Encode(outMessage{ID: newID(), To: m.From, Type: m.Type, Received: &xmlNSID{nsReceipts, m.ID}})
-					}
-				}
-			case "presence":
-				var pr inPresence
-				if d.Decode(&pr) == nil {
-					p.mu.Lock()
-					p.pres = append(p.pres, pr)
-					p.mu.Unlock()
-				}
-			}
-			return nil
-		}))
-	}()
-	t.Cleanup(func() { xs.Close(); conn.Close() })
-	p.send(`<presence/>`)
-	return p
+	return &peer{Client: srv.Dial(account, password), t: t}
 }
 
-// send writes one raw stanza to the peer's stream.
 func (p *peer) send(raw string) {
 	p.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := p.xs.Send(ctx, xml.NewDecoder(strings.NewReader(raw))); err != nil {
-		p.t.Fatalf("peer send %s: %v", raw, err)
-	}
+	p.Send(raw)
 }
 
 // message waits for a message match accepts.
 func (p *peer) message(what string, match func(inMessage) bool) inMessage {
 	p.t.Helper()
-	return await.Until(p.t, what, func() inMessage {
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		for _, m := range p.msgs {
-			if match(m) {
-				return m
-			}
+	var m inMessage
+	p.Wait(what, func(s prosodytest.Stanza) bool {
+		var got inMessage
+		if s.Name != "message" || s.Decode(&got) != nil || !match(got) {
+			return false
 		}
-		return inMessage{}
-	}, func(m inMessage) bool { return m.XMLName.Local != "" })
+		m = got
+		return true
+	})
+	return m
 }
 
 func (p *peer) presence(what string, match func(inPresence) bool) inPresence {
 	p.t.Helper()
-	return await.Until(p.t, what, func() inPresence {
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		for _, pr := range p.pres {
-			if match(pr) {
-				return pr
-			}
+	var pr inPresence
+	p.Wait(what, func(s prosodytest.Stanza) bool {
+		var got inPresence
+		if s.Name != "presence" || s.Decode(&got) != nil || !match(got) {
+			return false
 		}
-		return inPresence{}
-	}, func(pr inPresence) bool { return pr.XMLName.Local != "" })
+		pr = got
+		return true
+	})
+	return pr
 }
 
 func body(m inMessage) string {

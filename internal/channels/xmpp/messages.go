@@ -298,6 +298,13 @@ func (s *session) onMessage(ctx context.Context, t xmlstream.TokenReadEncoder, m
 		from = f
 	}
 	if m.Type == "error" {
+		// A refusal of a message sent earlier (no such account, blocked, …). The seams have no way to report a sent
+		// message failed after the fact, so it is logged; its status stays sent and never becomes delivered.
+		cond := "undefined-condition"
+		if m.Error != nil && len(m.Error.Cond) > 0 {
+			cond = m.Error.Cond[0].XMLName.Local
+		}
+		s.logf("the network refused a sent message", "provider_message_id", m.ID, "condition", cond)
 		return nil
 	}
 	bare := from.Bare()
@@ -414,6 +421,11 @@ func (s *session) inbound(m inMessage, from jid.JID) (channels.Inbound, bool) {
 			s.lastSeen[bare.String()] = in.At
 		}
 		s.mu.Unlock()
+	} else if s.inRoom(bare) && from.Resourcepart() != "" {
+		// A private message from an occupant: from the person when the room shows who they are (the chat is then
+		// theirs, and a reply goes to their account), else from their address in the room.
+		in.From = s.occupant(bare, from.Resourcepart())
+		in.Chat = in.From.Address
 	} else {
 		in.From.DisplayName = s.displayName(bare.String())
 	}
@@ -481,7 +493,7 @@ func geoURI(s string) (float64, float64, bool) {
 	b, _, _ = strings.Cut(b, ",") // an altitude
 	lat, err1 := strconv.ParseFloat(a, 64)
 	lon, err2 := strconv.ParseFloat(b, 64)
-	if err1 != nil || err2 != nil || lat < -90 || lat > 90 || lon < -180 || lon > 180 {
+	if err1 != nil || err2 != nil || !(lat >= -90 && lat <= 90) || !(lon >= -180 && lon <= 180) { // NaN too
 		return 0, 0, false
 	}
 	return lat, lon, true

@@ -82,6 +82,9 @@ type inMessage struct {
 	} `xml:"urn:xmpp:delay delay"`
 	Error *struct {
 		Type string `xml:"type,attr"`
+		Cond []struct {
+			XMLName xml.Name
+		} `xml:",any"`
 	} `xml:"error"`
 	// Message carbons (XEP-0280): copies of what the account's other clients sent and received.
 	CarbonSent     *carbon `xml:"urn:xmpp:carbons:2 sent"`

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"mellium.im/xmpp"
+
 	"github.com/switchboard/switchboard/internal/await"
 	"github.com/switchboard/switchboard/internal/channels"
 	"github.com/switchboard/switchboard/internal/channels/xmpp/prosodytest"
@@ -156,7 +158,7 @@ func startsWith(s, prefix string) bool { return len(s) >= len(prefix) && s[:len(
 
 func TestMessages(t *testing.T) {
 	srv, alice, bob := twoAccounts(t)
-	account, bobAccount := alice.cfg.JID.String(), bob.jid.Bare().String()
+	account, bobAccount := alice.cfg.JID.String(), bob.JID().Bare().String()
 	ctx := ctxT(t)
 
 	t.Run("text with receipts and markers", func(t *testing.T) {
@@ -254,7 +256,7 @@ func TestMessages(t *testing.T) {
 
 func TestGroups(t *testing.T) {
 	srv, alice, bob := twoAccounts(t)
-	account, bobAccount := alice.cfg.JID.String(), bob.jid.Bare().String()
+	account, bobAccount := alice.cfg.JID.String(), bob.JID().Bare().String()
 	ctx := ctxT(t)
 
 	g, err := alice.CreateGroup(ctx, "Launch", []string{bobAccount, "xmpp:"})
@@ -284,6 +286,12 @@ func TestGroups(t *testing.T) {
 	in := alice.sink.inboundWhere(t, "bob's room message", func(m channels.Inbound) bool { return m.ProviderID == "bg1" })
 	if in.Chat != g.Address || in.From.Address != bobAccount || in.From.DisplayName != "bob" || in.Text != "hi all" {
 		t.Fatalf("room inbound %+v", in)
+	}
+
+	// A private message from an occupant is a direct message from the person.
+	bob.send(`<message to="` + g.Address + `/alice" id="pm1" type="chat"><body>just you</body><x xmlns="http://jabber.org/protocol/muc#user"/></message>`)
+	if in := alice.sink.inboundWhere(t, "bob's private message", func(m channels.Inbound) bool { return m.ProviderID == "pm1" }); in.Chat != bobAccount || in.From.Address != bobAccount || in.From.DisplayName != "bob" {
+		t.Fatalf("private message %+v", in)
 	}
 
 	subject, desc := "Launch day", "Where we launch"
@@ -352,7 +360,7 @@ func hasParticipant(g channels.Group, addr, role string) bool {
 
 func TestContacts(t *testing.T) {
 	srv, alice, bob := twoAccounts(t)
-	account, bobAccount := alice.cfg.JID.String(), bob.jid.Bare().String()
+	account, bobAccount := alice.cfg.JID.String(), bob.JID().Bare().String()
 	ctx := ctxT(t)
 
 	// Bob adds alice (with a name for her in his roster); alice approves, subscribes back, and bob approves.
@@ -380,6 +388,8 @@ func TestContacts(t *testing.T) {
 		t.Fatal(err)
 	}
 	bob.send(`<message to="` + account + `" id="blocked1" type="chat"><body>let me in</body></message>`)
+	// The server refuses it to bob (so it handled it before the unblocking below).
+	bob.message("the refusal of the blocked message", func(m inMessage) bool { return m.ID == "blocked1" && m.Type == "error" })
 	if err := alice.Block(ctx, bobAccount, false); err != nil {
 		t.Fatal(err)
 	}
@@ -396,7 +406,7 @@ func TestContacts(t *testing.T) {
 
 func TestMedia(t *testing.T) {
 	_, alice, bob := twoAccounts(t)
-	account, bobAccount := alice.cfg.JID.String(), bob.jid.Bare().String()
+	account, bobAccount := alice.cfg.JID.String(), bob.JID().Bare().String()
 	ctx := ctxT(t)
 
 	content := bytes.Repeat([]byte("switchboard "), 1000)
@@ -477,15 +487,11 @@ func TestServerRestart(t *testing.T) {
 	if _, err := alice.Send(ctxT(t), channels.Outbound{MessageID: "msg_down", Chat: bobAccount, Type: channels.TypeText, Text: "x"}); !errors.As(err, &f) || f.Code != "not_connected" {
 		t.Fatalf("Send while down = %v", err)
 	}
-	// While the server is down a new Run fails at once with server_unreachable.
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	assertFailure(t, alice.Run(ctx), ReasonServerUnreachable)
+	// While the server is down the next session fails at once with server_unreachable.
+	assertFailure(t, alice.reopen(t).ended(t), ReasonServerUnreachable)
 
 	srv.Start()
-	done := make(chan error, 1)
-	go func() { done <- alice.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	alice = alice.reopen(t)
 	await.Until(t, "the session to connect again", func() int { return alice.sink.connections() }, func(n int) bool { return n == 2 })
 	bob := dialPeer(t, srv, bobAccount, "secret-b")
 	if _, err := alice.Send(ctxT(t), channels.Outbound{MessageID: "msg_up", Chat: bobAccount, Type: channels.TypeText, Text: "back"}); err != nil {
@@ -506,10 +512,7 @@ func TestUnstoredMessageIsDeliveredAgain(t *testing.T) {
 	bob.send(`<message to="` + account + `" id="lost1" type="chat"><body>do not lose me</body><request xmlns="urn:xmpp:receipts"/></message>`)
 	assertFailure(t, alice.ended(t), ReasonSinkError)
 
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- alice.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	alice = alice.reopen(t)
 	in := alice.sink.inboundWhere(t, "the message delivered again", func(m channels.Inbound) bool { return m.ProviderID == "lost1" })
 	if in.Text != "do not lose me" {
 		t.Fatalf("inbound %+v", in)
@@ -534,14 +537,14 @@ func TestPingKeepalive(t *testing.T) {
 // Message carbons: what the account's other clients send shows as FromMe, what they alone receive shows too.
 func TestCarbons(t *testing.T) {
 	srv, alice, bob := twoAccounts(t)
-	account, bobAccount := alice.cfg.JID.String(), bob.jid.Bare().String()
+	account, bobAccount := alice.cfg.JID.String(), bob.JID().Bare().String()
 	phone := dialPeer(t, srv, account, "secret-a") // alice's phone
 	phone.send(`<message to="` + bobAccount + `" id="fromphone1" type="chat"><body>sent from my phone</body></message>`)
 	in := alice.sink.inboundWhere(t, "the phone's message", func(m channels.Inbound) bool { return m.ProviderID == "fromphone1" })
 	if !in.FromMe || in.Chat != bobAccount || in.From.Address != account || in.Text != "sent from my phone" {
 		t.Fatalf("sent carbon %+v", in)
 	}
-	bob.send(`<message to="` + account + `/phone" id="tophone1" type="chat"><body>to your phone</body></message>`)
+	bob.send(`<message to="` + phone.JID().String() + `" id="tophone1" type="chat"><body>to your phone</body></message>`)
 	in = alice.sink.inboundWhere(t, "the message to the phone", func(m channels.Inbound) bool { return m.ProviderID == "tophone1" })
 	if in.FromMe || in.Chat != bobAccount || in.From.Address != bobAccount || in.Text != "to your phone" {
 		t.Fatalf("received carbon %+v", in)
@@ -553,7 +556,7 @@ func TestCarbons(t *testing.T) {
 func TestSentMeansAcknowledged(t *testing.T) {
 	srv := prosodytest.Start(t)
 	account := srv.Register("alice", "secret-a")
-	p := New(Options{PingInterval: time.Hour, PingTimeout: time.Second})
+	p := New(Options{PingInterval: time.Hour, PingTimeout: 3 * time.Second})
 	alice := connect(t, p, "ins_alice", srv.Config(account, "secret-a"))
 	if !alice.sm.on.Load() {
 		t.Fatal("stream management is not on")
@@ -587,19 +590,19 @@ func TestResumption(t *testing.T) {
 	}
 	bob.send(`<message to="` + account + `" id="whiledown1" type="chat"><body>while you were away</body></message>`)
 
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- alice.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	alice = alice.reopen(t)
 	alice.sink.inboundWhere(t, "the message sent while the connection was down", func(m channels.Inbound) bool { return m.ProviderID == "whiledown1" })
 	await.Equal(t, "the session to resume", func() int32 { return alice.sm.resumes.Load() }, 1)
-	alice.mu.Lock()
-	now := alice.xs
-	alice.mu.Unlock()
-	if now == nil || !now.LocalAddr().Equal(bound) {
-		t.Fatalf("address after resuming: %v, want %v", now, bound)
+	// What the resumed stream held arrives while the session is still setting up; it is connected after that.
+	now := await.Until(t, "the session to be connected", func() *xmpp.Session {
+		alice.mu.Lock()
+		defer alice.mu.Unlock()
+		return alice.xs
+	}, func(xs *xmpp.Session) bool { return xs != nil })
+	if !now.LocalAddr().Equal(bound) {
+		t.Fatalf("address after resuming: %v, want %v", now.LocalAddr(), bound)
 	}
-	if _, err := alice.Send(ctxT(t), channels.Outbound{MessageID: "msg_after", Chat: bob.jid.Bare().String(), Type: channels.TypeText, Text: "back"}); err != nil {
+	if _, err := alice.Send(ctxT(t), channels.Outbound{MessageID: "msg_after", Chat: bob.JID().Bare().String(), Type: channels.TypeText, Text: "back"}); err != nil {
 		t.Fatal(err)
 	}
 	bob.message("the message after resuming", func(m inMessage) bool { return m.ID == "msg_after" })
@@ -609,7 +612,7 @@ func TestResumption(t *testing.T) {
 // the last message it saw).
 func TestRoomHistoryAcrossConnections(t *testing.T) {
 	_, alice, bob := twoAccounts(t)
-	bobAccount := bob.jid.Bare().String()
+	bobAccount := bob.JID().Bare().String()
 	ctx := ctxT(t)
 	g, err := alice.CreateGroup(ctx, "History", []string{bobAccount})
 	if err != nil {
@@ -627,11 +630,7 @@ func TestRoomHistoryAcrossConnections(t *testing.T) {
 	bob.presence("alice gone from the room", func(p inPresence) bool { return p.From == g.Address+"/alice" && p.Type == "unavailable" })
 	bob.send(`<message to="` + g.Address + `" id="h2" type="groupchat"><body>while you were away</body></message>`)
 
-	// Connecting again is the same session's next Run.
-	runCtx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- alice.Run(runCtx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	alice = alice.reopen(t)
 	in := alice.sink.inboundWhere(t, "the message said while away", func(m channels.Inbound) bool { return m.ProviderID == "h2" })
 	if in.Chat != g.Address || in.From.Address != bobAccount {
 		t.Fatalf("history message %+v", in)
@@ -642,7 +641,7 @@ func TestRoomHistoryAcrossConnections(t *testing.T) {
 func TestInvitedAndRemoved(t *testing.T) {
 	_, alice, bob := twoAccounts(t)
 	account := alice.cfg.JID.String()
-	room := "bobs-room@conference." + bob.jid.Domainpart()
+	room := "bobs-room@conference." + bob.JID().Domainpart()
 	bob.send(`<presence to="` + room + `/bob"><x xmlns="http://jabber.org/protocol/muc"/></presence>`)
 	bob.presence("bob's room created", func(p inPresence) bool { return p.From == room+"/bob" && p.MUCUser.has(110) })
 	bob.send(`<iq type="set" id="cfg1" to="` + room + `"><query xmlns="http://jabber.org/protocol/muc#owner"><x xmlns="jabber:x:data" type="submit"/></query></iq>`)
