@@ -151,6 +151,14 @@ type ContactDirectory interface {
 	Block(ctx context.Context, address string, blocked bool) error
 }
 
+// Discoverer is a connected session whose capabilities depend on the account's server (XMPP discovers them from
+// the server's service discovery: no HTTP File Upload service, no messages.media). The service consults it, when a
+// session implements it, instead of Info().Capabilities, which then lists what the provider can do at best. Before a
+// session has connected it answers the provider's list.
+type Discoverer interface {
+	Capabilities() []Capability
+}
+
 // Pairer is a session that pairs by a code typed into the account's app (auth.pairing_code).
 type Pairer interface {
 	PairingCode(ctx context.Context, phone string) (string, error)
@@ -315,6 +323,9 @@ type Party struct {
 	Address     string // normalized
 	DisplayName string
 	IDs         []string // other identifiers of the same account
+	// Presence is a contact's availability where the network shares it (available, chat, away, xa, dnd,
+	// unavailable); empty when it does not.
+	Presence string
 }
 
 // Inbound is a message the network delivered to an instance.

@@ -129,3 +129,12 @@ func (s schemeCheck) RoundTrip(req *http.Request) (*http.Response, error) {
 func (s schemeCheck) CloseIdleConnections() {
 	s.next.CloseIdleConnections()
 }
+
+// DialContext opens a TCP connection to a customer-controlled host:port (a channel's server) under the same rules as
+// the Client: the host is resolved with the guard's lookup and every address is judged at dial time, so a channel
+// config can aim neither at the operator's network nor, through DNS, at anything it could not name directly. The
+// errors are those of the Client (ErrBlocked, ErrUnresolvable, or the dialer's own).
+func (g *Guard) DialContext(ctx context.Context, network, address string) (net.Conn, error) {
+	dialer := &net.Dialer{Timeout: connectTimeout, KeepAlive: tcpKeepAlive, Control: g.control}
+	return g.dial(ctx, dialer, network, address)
+}

@@ -317,3 +317,45 @@ func TestControl(t *testing.T) {
 		})
 	}
 }
+
+// DialContext, for channels that hold a TCP connection to a server a customer named, judges the address it dials
+// like the client: a blocked address is refused without a packet sent (ErrBlocked, no address named), an allowed
+// one connects, and a name is resolved by the guard.
+func TestDialContext(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	_, port, _ := net.SplitHostPort(l.Addr().String())
+	ctx := context.Background()
+
+	blocked := NewGuard(Policy{}, WithLookup(testLookup(t, map[string][]string{"xmpp.example": {"127.0.0.1"}})))
+	for _, addr := range []string{"127.0.0.1:" + port, "xmpp.example:" + port, "[::ffff:127.0.0.1]:" + port} {
+		if c, err := blocked.DialContext(ctx, "tcp", addr); !errors.Is(err, ErrBlocked) || err.Error() != ErrBlocked.Error() {
+			if c != nil {
+				c.Close()
+			}
+			t.Errorf("DialContext(%s) = %v, want the bare ErrBlocked", addr, err)
+		}
+	}
+	allowed := NewGuard(Policy{AllowedNetworks: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}},
+		WithLookup(testLookup(t, map[string][]string{"xmpp.example": {"127.0.0.1"}, "unknown.example": {}})))
+	c, err := allowed.DialContext(ctx, "tcp", "xmpp.example:"+port)
+	if err != nil {
+		t.Fatalf("DialContext to an allowed network: %v", err)
+	}
+	c.Close()
+	if _, err := allowed.DialContext(ctx, "tcp", "unknown.example:"+port); !errors.Is(err, ErrUnresolvable) {
+		t.Errorf("DialContext to a name without addresses = %v, want ErrUnresolvable", err)
+	}
+}
