@@ -288,6 +288,12 @@ func TestGroups(t *testing.T) {
 		t.Fatalf("room inbound %+v", in)
 	}
 
+	// A private message from an occupant is a direct message from the person.
+	bob.send(`<message to="` + g.Address + `/alice" id="pm1" type="chat"><body>just you</body><x xmlns="http://jabber.org/protocol/muc#user"/></message>`)
+	if in := alice.sink.inboundWhere(t, "bob's private message", func(m channels.Inbound) bool { return m.ProviderID == "pm1" }); in.Chat != bobAccount || in.From.Address != bobAccount || in.From.DisplayName != "bob" {
+		t.Fatalf("private message %+v", in)
+	}
+
 	subject, desc := "Launch day", "Where we launch"
 	g, err = alice.UpdateGroup(ctx, g.Address, &subject, &desc)
 	if err != nil || g.Subject != subject || g.Description != desc {
