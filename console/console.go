@@ -37,6 +37,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/switchboard/switchboard/internal/automation"
 	"github.com/switchboard/switchboard/internal/links"
 	"github.com/switchboard/switchboard/internal/ratelimit"
 	"github.com/switchboard/switchboard/internal/workspaces"
@@ -58,8 +59,10 @@ type Config struct {
 	// Workspaces is the service behind the workspace and key pages (required).
 	Workspaces *workspaces.Service
 	// Links is the service behind the short links pages; without it the console has none.
-	Links  *links.Service
-	Logger *slog.Logger
+	Links *links.Service
+	// Automation is the service behind the Sources pages; without it the console has none.
+	Automation *automation.Service
+	Logger     *slog.Logger
 }
 
 // DefaultSessionTTL is how long a session lasts without activity when Config.SessionTTL is not set.
@@ -71,6 +74,7 @@ type Console struct {
 	db         *store.DB
 	workspaces *workspaces.Service
 	links      *links.Service
+	automation *automation.Service
 	log        *slog.Logger
 	pages      map[string]*template.Template
 
@@ -107,7 +111,7 @@ func New(cfg Config, db *store.DB) (*Console, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	c := &Console{cfg: cfg, db: db, workspaces: cfg.Workspaces, links: cfg.Links, log: cfg.Logger, pages: map[string]*template.Template{},
+	c := &Console{cfg: cfg, db: db, workspaces: cfg.Workspaces, links: cfg.Links, automation: cfg.Automation, log: cfg.Logger, pages: map[string]*template.Template{},
 		attempts: ratelimit.New(), created: map[string]time.Time{}, origins: http.NewCrossOriginProtection()}
 	if cfg.BaseURL != "" {
 		u, err := url.Parse(cfg.BaseURL)
@@ -169,6 +173,9 @@ func (c *Console) Register(e *echo.Echo) {
 	g.POST("/account/password", c.changePassword)
 	if c.links != nil {
 		c.registerLinks(g)
+	}
+	if c.automation != nil {
+		c.registerSources(g)
 	}
 }
 
