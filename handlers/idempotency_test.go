@@ -126,7 +126,7 @@ func webhookAnswer(c echo.Context) error {
 	t := time.Now().UTC().Format(time.RFC3339)
 	w := map[string]any{
 		"id": c.Param("webhook_id"), "object": "webhook", "url": "https://hooks.example.com/a", "description": "",
-		"events": []string{"*"}, "header_names": []string{}, "rate_limit": nil, "status": "active",
+		"events": []string{"*"}, "instance_ids": []string{}, "header_names": []string{}, "rate_limit": nil, "status": "active",
 		"disabled_reason": nil, "failing_since": nil, "previous_secret_expires_at": nil, "created_at": t, "updated_at": t,
 	}
 	if c.Request().Method == http.MethodPatch {
