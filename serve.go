@@ -122,11 +122,13 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		_ = ln.Close()
 		return err
 	}
+	// The API and the console call webhook services of the same engine.
+	webhookEngine := handlers.WebhookEngine{Box: box, Guard: guard, Sender: dispatcher.Sender(), Wake: dispatcher.Wake, Logger: log}
 	redirectCache := linkcache.New(linkService.Resolve, db.LinkChanges, linkcache.Config{Size: *shortLinks.cacheSize})
 	srv, err := handlers.New(handlers.Config{
 		BaseURL: strings.TrimSuffix(*baseURL, "/"), BodyLimit: *bodyLimit, KeyRateLimit: *keyRate,
 		WorkspaceRateLimit: *wsRate, Verifier: verifier, Models: catalog, TrustedProxies: proxies, Logger: log,
-		Webhooks: handlers.WebhookEngine{Box: box, Guard: guard, Sender: dispatcher.Sender(), Wake: dispatcher.Wake},
+		Webhooks: webhookEngine,
 		Events:   outbox, Links: linkService,
 		Redirects: handlers.RedirectOptions{Clicks: recorder, Cache: redirectCache},
 	}, db)
@@ -138,9 +140,14 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		_ = ln.Close()
 		return err
 	}
+	webhookService, err := webhook.NewService(db, outbox, webhookEngine)
+	if err != nil {
+		_ = ln.Close()
+		return err
+	}
 	con, err := console.New(console.Config{BaseURL: strings.TrimSuffix(*baseURL, "/"), Logger: log,
 		Workspaces: workspaces.New(db, workspaces.Config{Models: catalog, ForgetKey: verifier.Forget}),
-		Links:      linkService}, db)
+		Links:      linkService, Webhooks: webhookService}, db)
 	if err != nil {
 		_ = ln.Close()
 		return err

@@ -39,6 +39,7 @@ import (
 
 	"github.com/switchboard/switchboard/internal/links"
 	"github.com/switchboard/switchboard/internal/ratelimit"
+	"github.com/switchboard/switchboard/internal/webhook"
 	"github.com/switchboard/switchboard/internal/workspaces"
 	"github.com/switchboard/switchboard/store"
 )
@@ -58,8 +59,10 @@ type Config struct {
 	// Workspaces is the service behind the workspace and key pages (required).
 	Workspaces *workspaces.Service
 	// Links is the service behind the short links pages; without it the console has none.
-	Links  *links.Service
-	Logger *slog.Logger
+	Links *links.Service
+	// Webhooks is the service behind the webhooks and events pages; without it the console has none.
+	Webhooks *webhook.Service
+	Logger   *slog.Logger
 }
 
 // DefaultSessionTTL is how long a session lasts without activity when Config.SessionTTL is not set.
@@ -71,6 +74,7 @@ type Console struct {
 	db         *store.DB
 	workspaces *workspaces.Service
 	links      *links.Service
+	webhooks   *webhook.Service
 	log        *slog.Logger
 	pages      map[string]*template.Template
 
@@ -107,7 +111,7 @@ func New(cfg Config, db *store.DB) (*Console, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	c := &Console{cfg: cfg, db: db, workspaces: cfg.Workspaces, links: cfg.Links, log: cfg.Logger, pages: map[string]*template.Template{},
+	c := &Console{cfg: cfg, db: db, workspaces: cfg.Workspaces, links: cfg.Links, webhooks: cfg.Webhooks, log: cfg.Logger, pages: map[string]*template.Template{},
 		attempts: ratelimit.New(), created: map[string]time.Time{}, origins: http.NewCrossOriginProtection()}
 	if cfg.BaseURL != "" {
 		u, err := url.Parse(cfg.BaseURL)
@@ -170,6 +174,10 @@ func (c *Console) Register(e *echo.Echo) {
 	if c.links != nil {
 		c.registerLinks(g)
 	}
+	if c.webhooks != nil {
+		c.registerWebhooks(g)
+		c.registerEvents(g)
+	}
 }
 
 // page is what every template receives.
@@ -181,6 +189,9 @@ type page struct {
 	Error   string
 	Notice  string
 	Data    any
+	// NeedsTZ is set on a page loaded without ?tz=: a page that shows times in the browser's zone then reloads once
+	// with it (a page answering a form must not: it would load the form's address).
+	NeedsTZ bool
 }
 
 func (c *Console) render(ec echo.Context, status int, name string, p page) error {
@@ -191,6 +202,7 @@ func (c *Console) render(ec echo.Context, status int, name string, p page) error
 	if p.Session != nil {
 		p.CSRF = p.Session.CSRFToken
 	}
+	p.NeedsTZ = ec.Request().Method == http.MethodGet && ec.QueryParam("tz") == ""
 	var b strings.Builder
 	if err := t.Execute(&b, p); err != nil {
 		return fmt.Errorf("console: render %s: %w", name, err)

@@ -16,15 +16,7 @@ func (s *Server) CreateWebhook(ctx context.Context, req gen.CreateWebhookRequest
 	if err != nil {
 		return nil, err
 	}
-	b := req.Body
-	n := webhook.NewEndpoint{URL: b.Url, Events: b.Events, RateLimit: b.RateLimit}
-	if b.Description != nil {
-		n.Description = *b.Description
-	}
-	if b.Headers != nil {
-		n.Headers = *b.Headers
-	}
-	e, secret, err := s.webhooks.Create(ctx, key.WorkspaceID, n)
+	e, secret, err := s.webhooks.Create(ctx, key.WorkspaceID, webhook.NewEndpointOf(*req.Body))
 	if err != nil {
 		return nil, err
 	}

@@ -319,6 +319,7 @@ func (d *Dispatcher) attempt(c claimed) {
 	d.metrics.observeAttempt(sent)
 	res := AttemptResult{DeliveryID: dl.ID, LeaseUntil: dl.LeaseUntil, StartedAt: sent.StartedAt,
 		Duration: sent.Duration, StatusCode: sent.StatusCode, Excerpt: sent.Excerpt,
+		ResponseHeaders: sent.ResponseHeaders, Signature: sent.Signature,
 		Succeeded: sent.Outcome.Result == Delivered, Gone: sent.Outcome.Result == Gone}
 	if sent.Outcome.Class != "" {
 		class := sent.Outcome.Class

@@ -45,6 +45,19 @@ type NewEndpoint struct {
 	RateLimit *int
 }
 
+// NewEndpointOf reads the API's WebhookCreate (checked against its schema) as a NewEndpoint: the one reading of a
+// registration, whether it came to the API or from a console form.
+func NewEndpointOf(b gen.WebhookCreate) NewEndpoint {
+	n := NewEndpoint{URL: b.Url, Events: b.Events, RateLimit: b.RateLimit}
+	if b.Description != nil {
+		n.Description = *b.Description
+	}
+	if b.Headers != nil {
+		n.Headers = *b.Headers
+	}
+	return n
+}
+
 // EndpointChange is what Update changes; nil fields and a RateLimit left alone keep their value.
 type EndpointChange struct {
 	URL         *string
