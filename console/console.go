@@ -37,6 +37,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/switchboard/switchboard/internal/events"
 	"github.com/switchboard/switchboard/internal/links"
 	"github.com/switchboard/switchboard/internal/ratelimit"
 	"github.com/switchboard/switchboard/internal/webhook"
@@ -62,7 +63,15 @@ type Config struct {
 	Links *links.Service
 	// Webhooks is the service behind the webhooks and events pages; without it the console has none.
 	Webhooks *webhook.Service
-	Logger   *slog.Logger
+	// EventTypes is the catalogue of event types a workspace sees, built-in and its own (the automation service);
+	// the webhooks and events pages need it.
+	EventTypes EventTypes
+	Logger     *slog.Logger
+}
+
+// EventTypes is the catalogue of event types, by workspace.
+type EventTypes interface {
+	Types(ctx context.Context, workspaceID string) ([]events.Type, error)
 }
 
 // DefaultSessionTTL is how long a session lasts without activity when Config.SessionTTL is not set.
@@ -174,7 +183,7 @@ func (c *Console) Register(e *echo.Echo) {
 	if c.links != nil {
 		c.registerLinks(g)
 	}
-	if c.webhooks != nil {
+	if c.webhooks != nil && c.cfg.EventTypes != nil {
 		c.registerWebhooks(g)
 		c.registerEvents(g)
 	}

@@ -52,7 +52,11 @@ func (c *Console) eventsPage(ec echo.Context) error {
 	if ses.Workspace != nil {
 		ctx := ec.Request().Context()
 		ws := ses.Workspace.ID
-		for _, t := range c.webhooks.EventTypes(ws) {
+		types, err := c.cfg.EventTypes.Types(ctx, ws)
+		if err != nil {
+			return err
+		}
+		for _, t := range types {
 			if n := len(d.Families); n == 0 || d.Families[n-1] != t.Family+".*" {
 				d.Families = append(d.Families, t.Family+".*")
 			}

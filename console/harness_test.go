@@ -22,6 +22,7 @@ import (
 	"github.com/switchboard/switchboard/console"
 	"github.com/switchboard/switchboard/handlers"
 	"github.com/switchboard/switchboard/internal/apikey"
+	"github.com/switchboard/switchboard/internal/automation"
 	"github.com/switchboard/switchboard/internal/egress"
 	"github.com/switchboard/switchboard/internal/events"
 	"github.com/switchboard/switchboard/internal/links"
@@ -62,8 +63,13 @@ func newEnv(t *testing.T, db *store.DB, cfg console.Config) *env {
 	}
 	guard := egress.NewGuard(egress.Policy{AllowHTTP: true, AllowedNetworks: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}})
 	engine := handlers.WebhookEngine{Box: box, Guard: guard, Sender: webhook.NewSender(box, guard, 5*time.Second), Logger: discard}
+	automations, err := automation.New(db, outbox, automation.Config{Box: box, Logger: discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.EventTypes = automations
 	srv, err := handlers.New(handlers.Config{Logger: discard, Verifier: verifier, Events: outbox, Links: linkService,
-		Webhooks: engine}, db)
+		Webhooks: engine, Automation: automations}, db)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -121,9 +121,18 @@ type eventType struct {
 	ExampleJSON string
 }
 
-func (c *Console) catalogueOf(workspaceID string) catalogue {
+// catalogueOf is what the workspace can subscribe to (archived types of its own refuse new events: they are left
+// out).
+func (c *Console) catalogueOf(ec echo.Context, workspaceID string) (catalogue, error) {
 	var out catalogue
-	for _, t := range c.webhooks.EventTypes(workspaceID) {
+	types, err := c.cfg.EventTypes.Types(ec.Request().Context(), workspaceID)
+	if err != nil {
+		return out, err
+	}
+	for _, t := range types {
+		if t.Archived {
+			continue
+		}
 		if n := len(out.Families); n == 0 || out.Families[n-1].Name != t.Family {
 			out.Families = append(out.Families, family{Name: t.Family})
 		}
@@ -131,7 +140,17 @@ func (c *Console) catalogueOf(workspaceID string) catalogue {
 		f := &out.Families[len(out.Families)-1]
 		f.Types = append(f.Types, eventType{Type: t, ExampleJSON: string(example)})
 	}
-	return out
+	return out, nil
+}
+
+// typeNames are the names of the event types a workspace sees.
+func (c *Console) typeNames(ec echo.Context, workspaceID string) ([]string, error) {
+	types, err := c.cfg.EventTypes.Types(ec.Request().Context(), workspaceID)
+	names := make([]string, len(types))
+	for i, t := range types {
+		names[i] = t.Name
+	}
+	return names, err
 }
 
 const webhooksPageSize = 25
@@ -152,7 +171,10 @@ func (c *Console) renderWebhooks(ec echo.Context, status int, notice, errMsg str
 		d.Form.Nonce = randomToken()
 	}
 	if ses.Workspace != nil {
-		d.Catalogue = c.catalogueOf(ses.Workspace.ID)
+		var err error
+		if d.Catalogue, err = c.catalogueOf(ec, ses.Workspace.ID); err != nil {
+			return err
+		}
 		es, more, err := c.webhooks.List(ec.Request().Context(), ses.Workspace.ID, store.Page{Limit: webhooksPageSize, Before: d.Before})
 		if err != nil {
 			return err
@@ -290,8 +312,8 @@ func (c *Console) renderWebhook(ec echo.Context, status int, notice, errMsg stri
 	if e.Status == store.EndpointDisabled && e.DisabledReason != nil {
 		d.DisabledWhy = disabledReasons[*e.DisabledReason]
 	}
-	for _, t := range c.webhooks.EventTypes(e.WorkspaceID) {
-		d.Types = append(d.Types, t.Name)
+	if d.Types, err = c.typeNames(ec, e.WorkspaceID); err != nil {
+		return err
 	}
 	if d.Health, err = c.webhooks.Health(ctx, e.WorkspaceID, e.ID, healthWindow); err != nil {
 		return err

@@ -168,6 +168,21 @@ func (e EventTypeListObject) Valid() bool {
 	}
 }
 
+// Defines values for IngestResultObject.
+const (
+	IngestResultObjectIngestResult IngestResultObject = "ingest_result"
+)
+
+// Valid indicates whether the value is a known member of the IngestResultObject enum.
+func (e IngestResultObject) Valid() bool {
+	switch e {
+	case IngestResultObjectIngestResult:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for LinkObject.
 const (
 	LinkObjectLink LinkObject = "link"
@@ -330,6 +345,21 @@ func (e LinkUpdateRedirectType) Valid() bool {
 	}
 }
 
+// Defines values for MeObject.
+const (
+	MeObjectMe MeObject = "me"
+)
+
+// Valid indicates whether the value is a known member of the MeObject enum.
+func (e MeObject) Valid() bool {
+	switch e {
+	case MeObjectMe:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ModelCapabilities.
 const (
 	ModelCapabilitiesAudio      ModelCapabilities = "audio"
@@ -396,6 +426,9 @@ const (
 	ProblemCodeApiKeyRevoked                ProblemCode = "api_key_revoked"
 	ProblemCodeConflict                     ProblemCode = "conflict"
 	ProblemCodeDeliveryInFlight             ProblemCode = "delivery_in_flight"
+	ProblemCodeEventDataInvalid             ProblemCode = "event_data_invalid"
+	ProblemCodeEventTypeArchived            ProblemCode = "event_type_archived"
+	ProblemCodeEventTypeExists              ProblemCode = "event_type_exists"
 	ProblemCodeExternalIdTaken              ProblemCode = "external_id_taken"
 	ProblemCodeIdempotencyKeyReused         ProblemCode = "idempotency_key_reused"
 	ProblemCodeIdempotencyRequestInProgress ProblemCode = "idempotency_request_in_progress"
@@ -411,6 +444,7 @@ const (
 	ProblemCodeRateLimited                  ProblemCode = "rate_limited"
 	ProblemCodeRequestTooLarge              ProblemCode = "request_too_large"
 	ProblemCodeServiceUnavailable           ProblemCode = "service_unavailable"
+	ProblemCodeSignatureInvalid             ProblemCode = "signature_invalid"
 	ProblemCodeSlugTaken                    ProblemCode = "slug_taken"
 	ProblemCodeUnsupportedMediaType         ProblemCode = "unsupported_media_type"
 	ProblemCodeValidationFailed             ProblemCode = "validation_failed"
@@ -427,6 +461,12 @@ func (e ProblemCode) Valid() bool {
 	case ProblemCodeConflict:
 		return true
 	case ProblemCodeDeliveryInFlight:
+		return true
+	case ProblemCodeEventDataInvalid:
+		return true
+	case ProblemCodeEventTypeArchived:
+		return true
+	case ProblemCodeEventTypeExists:
 		return true
 	case ProblemCodeExternalIdTaken:
 		return true
@@ -457,6 +497,8 @@ func (e ProblemCode) Valid() bool {
 	case ProblemCodeRequestTooLarge:
 		return true
 	case ProblemCodeServiceUnavailable:
+		return true
+	case ProblemCodeSignatureInvalid:
 		return true
 	case ProblemCodeSlugTaken:
 		return true
@@ -489,6 +531,228 @@ func (e RedirectType) Valid() bool {
 	case RedirectTypeN307:
 		return true
 	case RedirectTypeN308:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SourceObject.
+const (
+	SourceObjectSource SourceObject = "source"
+)
+
+// Valid indicates whether the value is a known member of the SourceObject enum.
+func (e SourceObject) Valid() bool {
+	switch e {
+	case SourceObjectSource:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SourceListObject.
+const (
+	SourceListObjectList SourceListObject = "list"
+)
+
+// Valid indicates whether the value is a known member of the SourceListObject enum.
+func (e SourceListObject) Valid() bool {
+	switch e {
+	case SourceListObjectList:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SourceRequestObject.
+const (
+	SourceRequestObjectSourceRequest SourceRequestObject = "source_request"
+)
+
+// Valid indicates whether the value is a known member of the SourceRequestObject enum.
+func (e SourceRequestObject) Valid() bool {
+	switch e {
+	case SourceRequestObjectSourceRequest:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SourceRequestListObject.
+const (
+	SourceRequestListObjectList SourceRequestListObject = "list"
+)
+
+// Valid indicates whether the value is a known member of the SourceRequestListObject enum.
+func (e SourceRequestListObject) Valid() bool {
+	switch e {
+	case SourceRequestListObjectList:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SourceRequestOutcome.
+const (
+	SourceRequestOutcomeAccepted  SourceRequestOutcome = "accepted"
+	SourceRequestOutcomeDuplicate SourceRequestOutcome = "duplicate"
+	SourceRequestOutcomeHandshake SourceRequestOutcome = "handshake"
+	SourceRequestOutcomeRefused   SourceRequestOutcome = "refused"
+)
+
+// Valid indicates whether the value is a known member of the SourceRequestOutcome enum.
+func (e SourceRequestOutcome) Valid() bool {
+	switch e {
+	case SourceRequestOutcomeAccepted:
+		return true
+	case SourceRequestOutcomeDuplicate:
+		return true
+	case SourceRequestOutcomeHandshake:
+		return true
+	case SourceRequestOutcomeRefused:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SourceScheme.
+const (
+	SourceSchemeApiKey           SourceScheme = "api_key"
+	SourceSchemeBasic            SourceScheme = "basic"
+	SourceSchemeGithub           SourceScheme = "github"
+	SourceSchemeHmac             SourceScheme = "hmac"
+	SourceSchemeNone             SourceScheme = "none"
+	SourceSchemeShopify          SourceScheme = "shopify"
+	SourceSchemeSlack            SourceScheme = "slack"
+	SourceSchemeStandardWebhooks SourceScheme = "standard_webhooks"
+	SourceSchemeStripe           SourceScheme = "stripe"
+)
+
+// Valid indicates whether the value is a known member of the SourceScheme enum.
+func (e SourceScheme) Valid() bool {
+	switch e {
+	case SourceSchemeApiKey:
+		return true
+	case SourceSchemeBasic:
+		return true
+	case SourceSchemeGithub:
+		return true
+	case SourceSchemeHmac:
+		return true
+	case SourceSchemeNone:
+		return true
+	case SourceSchemeShopify:
+		return true
+	case SourceSchemeSlack:
+		return true
+	case SourceSchemeStandardWebhooks:
+		return true
+	case SourceSchemeStripe:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SourceVerificationAlgorithm.
+const (
+	SourceVerificationAlgorithmLessThannil SourceVerificationAlgorithm = "<nil>"
+	SourceVerificationAlgorithmSha1        SourceVerificationAlgorithm = "sha1"
+	SourceVerificationAlgorithmSha256      SourceVerificationAlgorithm = "sha256"
+	SourceVerificationAlgorithmSha512      SourceVerificationAlgorithm = "sha512"
+)
+
+// Valid indicates whether the value is a known member of the SourceVerificationAlgorithm enum.
+func (e SourceVerificationAlgorithm) Valid() bool {
+	switch e {
+	case SourceVerificationAlgorithmLessThannil:
+		return true
+	case SourceVerificationAlgorithmSha1:
+		return true
+	case SourceVerificationAlgorithmSha256:
+		return true
+	case SourceVerificationAlgorithmSha512:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SourceVerificationEncoding.
+const (
+	SourceVerificationEncodingBase64      SourceVerificationEncoding = "base64"
+	SourceVerificationEncodingHex         SourceVerificationEncoding = "hex"
+	SourceVerificationEncodingLessThannil SourceVerificationEncoding = "<nil>"
+)
+
+// Valid indicates whether the value is a known member of the SourceVerificationEncoding enum.
+func (e SourceVerificationEncoding) Valid() bool {
+	switch e {
+	case SourceVerificationEncodingBase64:
+		return true
+	case SourceVerificationEncodingHex:
+		return true
+	case SourceVerificationEncodingLessThannil:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SourceVerificationInputAlgorithm.
+const (
+	SourceVerificationInputAlgorithmSha1   SourceVerificationInputAlgorithm = "sha1"
+	SourceVerificationInputAlgorithmSha256 SourceVerificationInputAlgorithm = "sha256"
+	SourceVerificationInputAlgorithmSha512 SourceVerificationInputAlgorithm = "sha512"
+)
+
+// Valid indicates whether the value is a known member of the SourceVerificationInputAlgorithm enum.
+func (e SourceVerificationInputAlgorithm) Valid() bool {
+	switch e {
+	case SourceVerificationInputAlgorithmSha1:
+		return true
+	case SourceVerificationInputAlgorithmSha256:
+		return true
+	case SourceVerificationInputAlgorithmSha512:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SourceVerificationInputEncoding.
+const (
+	SourceVerificationInputEncodingBase64 SourceVerificationInputEncoding = "base64"
+	SourceVerificationInputEncodingHex    SourceVerificationInputEncoding = "hex"
+)
+
+// Valid indicates whether the value is a known member of the SourceVerificationInputEncoding enum.
+func (e SourceVerificationInputEncoding) Valid() bool {
+	switch e {
+	case SourceVerificationInputEncodingBase64:
+		return true
+	case SourceVerificationInputEncodingHex:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SourceWithIngestURLObject.
+const (
+	SourceWithIngestURLObjectSource SourceWithIngestURLObject = "source"
+)
+
+// Valid indicates whether the value is a known member of the SourceWithIngestURLObject enum.
+func (e SourceWithIngestURLObject) Valid() bool {
+	switch e {
+	case SourceWithIngestURLObjectSource:
 		return true
 	default:
 		return false
@@ -901,6 +1165,14 @@ type ClickedLink struct {
 	Slug Slug `json:"slug"`
 }
 
+// CustomEventData The data of an event of a custom type; it matches the type's schema.
+type CustomEventData map[string]interface{}
+
+// CustomEventTypeName The name of a custom event type of the workspace; custom names start with `custom.`.
+//
+// Example: custom.order.paid
+type CustomEventTypeName = string
+
 // DeliveryID A webhook delivery ID.
 //
 // Example: dlv_01JDAB3C4D5E6F7G8H9J0K1M2N
@@ -964,8 +1236,25 @@ type EventList struct {
 // EventListObject Always `list`.
 type EventListObject string
 
+// EventPublish An event to publish.
+type EventPublish struct {
+	// Data The event's data; it must match the type's schema.
+	Data map[string]interface{} `json:"data"`
+
+	// Type The name of a custom event type of the workspace; custom names start with `custom.`.
+	//
+	// Example: custom.order.paid
+	Type CustomEventTypeName `json:"type"`
+}
+
 // EventType An event type of the catalogue.
 type EventType struct {
+	// Archived Whether it refuses new events (custom types only).
+	Archived bool `json:"archived"`
+
+	// Custom Whether the workspace defined it (`custom.…`); built-in types are `false`.
+	Custom bool `json:"custom"`
+
 	// Description When it is emitted.
 	Description string `json:"description"`
 
@@ -993,6 +1282,23 @@ type EventType struct {
 // EventTypeObject Always `event_type`.
 type EventTypeObject string
 
+// EventTypeCreate A new custom event type.
+type EventTypeCreate struct {
+	// Description When it is published.
+	Description string `json:"description"`
+
+	// Example An example of `data`; it must match `schema` (default `{}`).
+	Example *map[string]interface{} `json:"example,omitempty"`
+
+	// Name The name of a custom event type of the workspace; custom names start with `custom.`.
+	//
+	// Example: custom.order.paid
+	Name CustomEventTypeName `json:"name"`
+
+	// Schema A JSON Schema (draft 2020-12) of the events' `data` (at most 64 KiB as JSON).
+	Schema map[string]interface{} `json:"schema"`
+}
+
 // EventTypeList The event type catalogue.
 type EventTypeList struct {
 	Data []EventType `json:"data"`
@@ -1014,10 +1320,43 @@ type EventTypeName = string
 // Example: link.*
 type EventTypePattern = string
 
+// EventTypeUpdate Changes to a custom event type.
+type EventTypeUpdate struct {
+	// Archived Whether the type refuses new events.
+	Archived *bool `json:"archived,omitempty"`
+
+	// Description When it is published.
+	Description *string `json:"description,omitempty"`
+
+	// Example A new example; it must match the schema.
+	Example *map[string]interface{} `json:"example,omitempty"`
+
+	// Schema A new JSON Schema of the events' `data`.
+	Schema *map[string]interface{} `json:"schema,omitempty"`
+}
+
 // ExternalID Your own ID for a link, unique in the workspace (letters, digits and `._:@-`).
 //
 // Example: crm-8841
 type ExternalID = string
+
+// IngestResult What a source did with a request.
+type IngestResult struct {
+	// Challenge For a Slack `url_verification` request, its challenge.
+	Challenge *string `json:"challenge"`
+
+	// Duplicate Whether the request repeated one seen within the source's de-duplication window.
+	Duplicate bool `json:"duplicate"`
+
+	// EventId The event stored for it (for a duplicate, the first one); `null` for a handshake.
+	EventId *string `json:"event_id"`
+
+	// Object Always `ingest_result`.
+	Object IngestResultObject `json:"object"`
+}
+
+// IngestResultObject Always `ingest_result`.
+type IngestResultObject string
 
 // Link A short link.
 type Link struct {
@@ -1572,6 +1911,38 @@ type LinkUpsert struct {
 	Utm *LinkUTM `json:"utm,omitempty"`
 }
 
+// Me The API key of the request and its workspace.
+type Me struct {
+	// Key The key (never its secret).
+	Key struct {
+		// Id The key's ID.
+		Id string `json:"id"`
+
+		// Name The key's name.
+		Name string `json:"name"`
+
+		// Scopes The key's scopes.
+		Scopes []string `json:"scopes"`
+	} `json:"key"`
+
+	// Object Always `me`.
+	Object MeObject `json:"object"`
+
+	// Workspace The key's workspace.
+	Workspace struct {
+		// Id A workspace ID.
+		//
+		// Example: ws_01JDA9K3M2Q7B8C9D0E1F2G3H4
+		Id WorkspaceID `json:"id"`
+
+		// Name The workspace's name.
+		Name string `json:"name"`
+	} `json:"workspace"`
+}
+
+// MeObject Always `me`.
+type MeObject string
+
 // Model An AI model the workspace can use. The first four fields are the OpenAI model object.
 type Model struct {
 	// Capabilities What the model can do.
@@ -1713,6 +2084,412 @@ type ShortDomain = string
 //
 // Example: black-friday
 type Slug = string
+
+// Source A source. Its token (in the ingest URL) and its verification secret are never shown again.
+type Source struct {
+	// CreatedAt When it was created.
+	CreatedAt time.Time `json:"created_at"`
+
+	// Dedup The de-duplication key (one of `header` and `pointer`), or `null` when every request makes an event.
+	Dedup *struct {
+		// Header The header whose value is the key.
+		Header *string `json:"header"`
+
+		// Pointer The JSON pointer whose value is the key.
+		Pointer *string `json:"pointer"`
+
+		// WindowSeconds How long a key is remembered.
+		WindowSeconds int `json:"window_seconds"`
+	} `json:"dedup"`
+
+	// EventType The name of a custom event type of the workspace; custom names start with `custom.`.
+	//
+	// Example: custom.order.paid
+	EventType CustomEventTypeName `json:"event_type"`
+
+	// Id A source ID.
+	//
+	// Example: src_01JDAC0A1B2C3D4E5F6G7H8J9K
+	Id SourceID `json:"id"`
+
+	// Limits A source's limits.
+	Limits SourceLimits `json:"limits"`
+
+	// Name A name for people.
+	Name string `json:"name"`
+
+	// Object Always `source`.
+	Object SourceObject `json:"object"`
+
+	// PreviousTokenExpiresAt After a rotation, until when the previous token still works.
+	PreviousTokenExpiresAt *time.Time `json:"previous_token_expires_at"`
+
+	// TokenLast4 The last four characters of the current token, to tell URLs apart.
+	TokenLast4 string `json:"token_last4"`
+
+	// UpdatedAt When it last changed.
+	UpdatedAt time.Time `json:"updated_at"`
+
+	// Verification A source's verification scheme as configured (never its secret).
+	Verification SourceVerification `json:"verification"`
+}
+
+// SourceObject Always `source`.
+type SourceObject string
+
+// SourceCreate A new source.
+type SourceCreate struct {
+	// Dedup De-duplication: a request whose key (a header, or a string or number at a JSON pointer of the body) was seen
+	// within the window answers `200` with the first event's ID instead of making a new event. Exactly one of
+	// `header` and `pointer`.
+	Dedup *SourceDedupInput `json:"dedup,omitempty"`
+
+	// EventType The name of a custom event type of the workspace; custom names start with `custom.`.
+	//
+	// Example: custom.order.paid
+	EventType CustomEventTypeName `json:"event_type"`
+
+	// Limits A source's limits; fields not sent keep their value (their defaults at creation).
+	Limits *SourceLimitsInput `json:"limits,omitempty"`
+
+	// Name A name for people.
+	Name string `json:"name"`
+
+	// Verification A verification scheme with its secret. The secret is stored encrypted and never shown again; fields a
+	// scheme does not use are refused.
+	Verification SourceVerificationInput `json:"verification"`
+}
+
+// SourceDedupInput De-duplication: a request whose key (a header, or a string or number at a JSON pointer of the body) was seen
+// within the window answers `200` with the first event's ID instead of making a new event. Exactly one of
+// `header` and `pointer`.
+type SourceDedupInput struct {
+	// Header A header whose value identifies a request, such as `X-GitHub-Delivery` or `webhook-id`.
+	Header *string `json:"header,omitempty"`
+
+	// Pointer A JSON pointer into the body, such as `/id`.
+	Pointer *string `json:"pointer,omitempty"`
+
+	// WindowSeconds How long a key is remembered.
+	WindowSeconds *int `json:"window_seconds,omitempty"`
+}
+
+// SourceID A source ID.
+//
+// Example: src_01JDAC0A1B2C3D4E5F6G7H8J9K
+type SourceID = string
+
+// SourceLimits A source's limits.
+type SourceLimits struct {
+	// MaxBodyBytes The largest body accepted.
+	MaxBodyBytes int `json:"max_body_bytes"`
+
+	// RateLimitPerMinute The most requests a minute.
+	RateLimitPerMinute int `json:"rate_limit_per_minute"`
+}
+
+// SourceLimitsInput A source's limits; fields not sent keep their value (their defaults at creation).
+type SourceLimitsInput struct {
+	// MaxBodyBytes The largest body accepted (default 262144); larger requests answer `413`.
+	MaxBodyBytes *int `json:"max_body_bytes,omitempty"`
+
+	// RateLimitPerMinute The most requests a minute (default 3000, bursts up to that); more answer `429`.
+	RateLimitPerMinute *int `json:"rate_limit_per_minute,omitempty"`
+}
+
+// SourceList A page of sources.
+type SourceList struct {
+	Data []Source `json:"data"`
+
+	// HasMore Whether another page follows.
+	HasMore bool `json:"has_more"`
+
+	// NextCursor Pass as `cursor` to get the next page; `null` on the last page.
+	NextCursor *string `json:"next_cursor"`
+
+	// Object Always `list`.
+	Object SourceListObject `json:"object"`
+}
+
+// SourceListObject Always `list`.
+type SourceListObject string
+
+// SourceRequest A request a source received.
+type SourceRequest struct {
+	// BodyExcerpt The start of its body (2 KiB), as text.
+	BodyExcerpt string `json:"body_excerpt"`
+
+	// BodyTruncated Whether the body was longer than the excerpt.
+	BodyTruncated bool `json:"body_truncated"`
+
+	// ContentType Its `Content-Type` ('' when none).
+	ContentType string `json:"content_type"`
+
+	// Detail The explanation the sender was given.
+	Detail *string `json:"detail"`
+
+	// EventId The event it made (or, for a duplicate, the first one).
+	EventId *string `json:"event_id"`
+
+	// Headers Its headers; values that may carry credentials are `[redacted]`.
+	Headers map[string]string `json:"headers"`
+
+	// Id The ID of the record (`srq_…`).
+	Id string `json:"id"`
+
+	// Method The HTTP method.
+	Method string `json:"method"`
+
+	// Object Always `source_request`.
+	Object SourceRequestObject `json:"object"`
+
+	// Outcome `accepted` made an event, `duplicate` matched an earlier one, `handshake` answered a URL check, `refused` was turned away (see `reason`).
+	//
+	// Example: refused
+	Outcome SourceRequestOutcome `json:"outcome"`
+
+	// Reason Why it was refused: `missing_signature`, `invalid_signature`, `stale_timestamp`, `invalid_credentials`,
+	// `too_large`, `unsupported_media_type`, `malformed_body`, `rate_limited`, `event_type_archived`,
+	// `event_data_invalid`.
+	Reason *string `json:"reason"`
+
+	// ReceivedAt When it arrived.
+	ReceivedAt time.Time `json:"received_at"`
+
+	// SizeBytes The size of its body (as far as it was read).
+	SizeBytes int `json:"size_bytes"`
+
+	// SourceId A source ID.
+	//
+	// Example: src_01JDAC0A1B2C3D4E5F6G7H8J9K
+	SourceId SourceID `json:"source_id"`
+
+	// Status The HTTP status it was answered with.
+	Status int `json:"status"`
+}
+
+// SourceRequestObject Always `source_request`.
+type SourceRequestObject string
+
+// SourceRequestList A page of a source's requests.
+type SourceRequestList struct {
+	Data []SourceRequest `json:"data"`
+
+	// HasMore Whether another page follows.
+	HasMore bool `json:"has_more"`
+
+	// NextCursor Pass as `cursor` to get the next page; `null` on the last page.
+	NextCursor *string `json:"next_cursor"`
+
+	// Object Always `list`.
+	Object SourceRequestListObject `json:"object"`
+}
+
+// SourceRequestListObject Always `list`.
+type SourceRequestListObject string
+
+// SourceRequestOutcome `accepted` made an event, `duplicate` matched an earlier one, `handshake` answered a URL check, `refused` was turned away (see `reason`).
+//
+// Example: refused
+type SourceRequestOutcome string
+
+// SourceRotateToken Options of `rotate-token`.
+type SourceRotateToken struct {
+	// GracePeriodSeconds How long the previous token keeps working.
+	GracePeriodSeconds *int `json:"grace_period_seconds,omitempty"`
+}
+
+// SourceScheme How a source authenticates its senders, besides the token in its URL:
+//
+//   - `none`: the token only.
+//   - `hmac`: an HMAC of the raw body in `header` (`algorithm` sha256, sha1 or sha512; `encoding` hex or
+//     base64; an optional `prefix` such as `sha256=`).
+//   - `standard_webhooks`: the [Standard Webhooks](https://www.standardwebhooks.com/) headers `webhook-id`,
+//     `webhook-timestamp`, `webhook-signature` (secret `whsec_…`), within `tolerance_seconds`.
+//   - `github`: `X-Hub-Signature-256` (`sha256=` + hex HMAC-SHA256).
+//   - `stripe`: `Stripe-Signature` (`t=…,v1=…`) within `tolerance_seconds`.
+//   - `shopify`: `X-Shopify-Hmac-Sha256` (base64 HMAC-SHA256).
+//   - `slack`: `X-Slack-Signature` (`v0=` + hex HMAC-SHA256 of `v0:timestamp:body`) and
+//     `X-Slack-Request-Timestamp` within `tolerance_seconds`; signed `url_verification` requests are answered.
+//   - `basic`: HTTP Basic authentication with `username` and `secret` as the password.
+//   - `api_key`: the header `header` (default `X-API-Key`) carries `secret`.
+//
+// Example: github
+type SourceScheme string
+
+// SourceUpdate Changes to a source.
+type SourceUpdate struct {
+	// Dedup The new de-duplication key, or `null` to turn it off.
+	Dedup nullable.Nullable[SourceDedupInput] `json:"dedup,omitempty"`
+
+	// EventType The name of a custom event type of the workspace; custom names start with `custom.`.
+	//
+	// Example: custom.order.paid
+	EventType *CustomEventTypeName `json:"event_type,omitempty"`
+
+	// Limits A source's limits; fields not sent keep their value (their defaults at creation).
+	Limits *SourceLimitsInput `json:"limits,omitempty"`
+
+	// Name A name for people.
+	Name *string `json:"name,omitempty"`
+
+	// Verification A verification scheme with its secret. The secret is stored encrypted and never shown again; fields a
+	// scheme does not use are refused.
+	Verification *SourceVerificationInput `json:"verification,omitempty"`
+}
+
+// SourceVerification A source's verification scheme as configured (never its secret).
+type SourceVerification struct {
+	// Algorithm The HMAC hash, for schemes that use one.
+	Algorithm *SourceVerificationAlgorithm `json:"algorithm"`
+
+	// Encoding How the signature is written.
+	Encoding *SourceVerificationEncoding `json:"encoding"`
+
+	// Header The header that carries the signature or key.
+	Header *string `json:"header"`
+
+	// Prefix Text before the signature.
+	Prefix *string `json:"prefix"`
+
+	// Scheme How a source authenticates its senders, besides the token in its URL:
+	//
+	// - `none`: the token only.
+	// - `hmac`: an HMAC of the raw body in `header` (`algorithm` sha256, sha1 or sha512; `encoding` hex or
+	//   base64; an optional `prefix` such as `sha256=`).
+	// - `standard_webhooks`: the [Standard Webhooks](https://www.standardwebhooks.com/) headers `webhook-id`,
+	//   `webhook-timestamp`, `webhook-signature` (secret `whsec_…`), within `tolerance_seconds`.
+	// - `github`: `X-Hub-Signature-256` (`sha256=` + hex HMAC-SHA256).
+	// - `stripe`: `Stripe-Signature` (`t=…,v1=…`) within `tolerance_seconds`.
+	// - `shopify`: `X-Shopify-Hmac-Sha256` (base64 HMAC-SHA256).
+	// - `slack`: `X-Slack-Signature` (`v0=` + hex HMAC-SHA256 of `v0:timestamp:body`) and
+	//   `X-Slack-Request-Timestamp` within `tolerance_seconds`; signed `url_verification` requests are answered.
+	// - `basic`: HTTP Basic authentication with `username` and `secret` as the password.
+	// - `api_key`: the header `header` (default `X-API-Key`) carries `secret`.
+	//
+	//
+	// Example: github
+	Scheme SourceScheme `json:"scheme"`
+
+	// ToleranceSeconds The largest age of a signed timestamp.
+	ToleranceSeconds *int `json:"tolerance_seconds"`
+
+	// Username The Basic user name.
+	Username *string `json:"username"`
+}
+
+// SourceVerificationAlgorithm The HMAC hash, for schemes that use one.
+type SourceVerificationAlgorithm string
+
+// SourceVerificationEncoding How the signature is written.
+type SourceVerificationEncoding string
+
+// SourceVerificationInput A verification scheme with its secret. The secret is stored encrypted and never shown again; fields a
+// scheme does not use are refused.
+type SourceVerificationInput struct {
+	// Algorithm For `hmac`, the hash (default `sha256`).
+	Algorithm *SourceVerificationInputAlgorithm `json:"algorithm,omitempty"`
+
+	// Encoding For `hmac`, how the signature is written (default `hex`).
+	Encoding *SourceVerificationInputEncoding `json:"encoding,omitempty"`
+
+	// Header For `hmac` (required) the signature header; for `api_key` the key header (default `X-API-Key`).
+	Header *string `json:"header,omitempty"`
+
+	// Prefix For `hmac`, text before the signature, such as `sha256=`.
+	Prefix *string `json:"prefix,omitempty"`
+
+	// Scheme How a source authenticates its senders, besides the token in its URL:
+	//
+	// - `none`: the token only.
+	// - `hmac`: an HMAC of the raw body in `header` (`algorithm` sha256, sha1 or sha512; `encoding` hex or
+	//   base64; an optional `prefix` such as `sha256=`).
+	// - `standard_webhooks`: the [Standard Webhooks](https://www.standardwebhooks.com/) headers `webhook-id`,
+	//   `webhook-timestamp`, `webhook-signature` (secret `whsec_…`), within `tolerance_seconds`.
+	// - `github`: `X-Hub-Signature-256` (`sha256=` + hex HMAC-SHA256).
+	// - `stripe`: `Stripe-Signature` (`t=…,v1=…`) within `tolerance_seconds`.
+	// - `shopify`: `X-Shopify-Hmac-Sha256` (base64 HMAC-SHA256).
+	// - `slack`: `X-Slack-Signature` (`v0=` + hex HMAC-SHA256 of `v0:timestamp:body`) and
+	//   `X-Slack-Request-Timestamp` within `tolerance_seconds`; signed `url_verification` requests are answered.
+	// - `basic`: HTTP Basic authentication with `username` and `secret` as the password.
+	// - `api_key`: the header `header` (default `X-API-Key`) carries `secret`.
+	//
+	//
+	// Example: github
+	Scheme SourceScheme `json:"scheme"`
+
+	// Secret The shared secret (signing secret, API key value or Basic password); every scheme but `none` needs one.
+	Secret *string `json:"secret,omitempty"`
+
+	// ToleranceSeconds For `standard_webhooks`, `stripe` and `slack`, the largest age (or skew) of a request's timestamp (default 300).
+	ToleranceSeconds *int `json:"tolerance_seconds,omitempty"`
+
+	// Username For `basic`, the user name.
+	Username *string `json:"username,omitempty"`
+}
+
+// SourceVerificationInputAlgorithm For `hmac`, the hash (default `sha256`).
+type SourceVerificationInputAlgorithm string
+
+// SourceVerificationInputEncoding For `hmac`, how the signature is written (default `hex`).
+type SourceVerificationInputEncoding string
+
+// SourceWithIngestURL A source with its ingest URL (which holds its token), shown in this answer only.
+type SourceWithIngestURL struct {
+	// CreatedAt When it was created.
+	CreatedAt time.Time `json:"created_at"`
+
+	// Dedup The de-duplication key (one of `header` and `pointer`), or `null` when every request makes an event.
+	Dedup *struct {
+		// Header The header whose value is the key.
+		Header *string `json:"header"`
+
+		// Pointer The JSON pointer whose value is the key.
+		Pointer *string `json:"pointer"`
+
+		// WindowSeconds How long a key is remembered.
+		WindowSeconds int `json:"window_seconds"`
+	} `json:"dedup"`
+
+	// EventType The name of a custom event type of the workspace; custom names start with `custom.`.
+	//
+	// Example: custom.order.paid
+	EventType CustomEventTypeName `json:"event_type"`
+
+	// Id A source ID.
+	//
+	// Example: src_01JDAC0A1B2C3D4E5F6G7H8J9K
+	Id SourceID `json:"id"`
+
+	// IngestUrl Where senders post (`{base}/in/{token}`). Keep it secret; rotate the token when it leaks.
+	//
+	// Example: https://switchboard.example.com/in/in_4kTq2m9XbV7cR1sL0pW3yZ8aE5uN6hJdFgx9Qz
+	IngestUrl string `json:"ingest_url"`
+
+	// Limits A source's limits.
+	Limits SourceLimits `json:"limits"`
+
+	// Name A name for people.
+	Name string `json:"name"`
+
+	// Object Always `source`.
+	Object SourceWithIngestURLObject `json:"object"`
+
+	// PreviousTokenExpiresAt After a rotation, until when the previous token still works.
+	PreviousTokenExpiresAt *time.Time `json:"previous_token_expires_at"`
+
+	// TokenLast4 The last four characters of the current token, to tell URLs apart.
+	TokenLast4 string `json:"token_last4"`
+
+	// UpdatedAt When it last changed.
+	UpdatedAt time.Time `json:"updated_at"`
+
+	// Verification A source's verification scheme as configured (never its secret).
+	Verification SourceVerification `json:"verification"`
+}
+
+// SourceWithIngestURLObject Always `source`.
+type SourceWithIngestURLObject string
 
 // StatsDimension A dimension of click statistics.
 type StatsDimension string
@@ -2260,6 +3037,9 @@ type Forbidden = Problem
 // NotFound An RFC 9457 problem document. Switch on `code`, which is stable; `title` and `detail` are for humans.
 type NotFound = Problem
 
+// TooLarge An RFC 9457 problem document. Switch on `code`, which is stable; `title` and `detail` are for humans.
+type TooLarge = Problem
+
 // TooManyRequests An RFC 9457 problem document. Switch on `code`, which is stable; `title` and `detail` are for humans.
 type TooManyRequests = Problem
 
@@ -2269,8 +3049,29 @@ type Unauthorized = Problem
 // UnprocessableEntity An RFC 9457 problem document. Switch on `code`, which is stable; `title` and `detail` are for humans.
 type UnprocessableEntity = Problem
 
+// UnsupportedMediaType An RFC 9457 problem document. Switch on `code`, which is stable; `title` and `detail` are for humans.
+type UnsupportedMediaType = Problem
+
 // WebhookState A webhook endpoint. The signing secret is only in create and rotate answers.
 type WebhookState = Webhook
+
+// CreateEventTypeParams defines parameters for CreateEventType.
+type CreateEventTypeParams struct {
+	// IdempotencyKey A unique value (a UUID, say) that makes retrying this request safe for 24 hours. The same key with the same
+	// body replays the first answer (with `Idempotent-Replayed: true`) instead of acting twice; the same key with
+	// another body answers `422 idempotency_key_reused`; while the first request still runs, `409
+	// idempotency_request_in_progress`. Keys are per API key.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// UpdateEventTypeParams defines parameters for UpdateEventType.
+type UpdateEventTypeParams struct {
+	// IdempotencyKey A unique value (a UUID, say) that makes retrying this request safe for 24 hours. The same key with the same
+	// body replays the first answer (with `Idempotent-Replayed: true`) instead of acting twice; the same key with
+	// another body answers `422 idempotency_key_reused`; while the first request still runs, `409
+	// idempotency_request_in_progress`. Keys are per API key.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
 
 // ListEventsParams defines parameters for ListEvents.
 type ListEventsParams struct {
@@ -2285,6 +3086,15 @@ type ListEventsParams struct {
 
 	// Cursor The `next_cursor` of the previous page; omit it for the first page.
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// PublishEventParams defines parameters for PublishEvent.
+type PublishEventParams struct {
+	// IdempotencyKey A unique value (a UUID, say) that makes retrying this request safe for 24 hours. The same key with the same
+	// body replays the first answer (with `Idempotent-Replayed: true`) instead of acting twice; the same key with
+	// another body answers `422 idempotency_key_reused`; while the first request still runs, `409
+	// idempotency_request_in_progress`. Keys are per API key.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
 // ListLinksParams defines parameters for ListLinks.
@@ -2398,6 +3208,45 @@ type GetLinkStatsByDimensionParams struct {
 	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
 }
 
+// ListSourcesParams defines parameters for ListSources.
+type ListSourcesParams struct {
+	// Limit How many items to return (1–100).
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `next_cursor` of the previous page; omit it for the first page.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// CreateSourceParams defines parameters for CreateSource.
+type CreateSourceParams struct {
+	// IdempotencyKey A unique value (a UUID, say) that makes retrying this request safe for 24 hours. The same key with the same
+	// body replays the first answer (with `Idempotent-Replayed: true`) instead of acting twice; the same key with
+	// another body answers `422 idempotency_key_reused`; while the first request still runs, `409
+	// idempotency_request_in_progress`. Keys are per API key.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// UpdateSourceParams defines parameters for UpdateSource.
+type UpdateSourceParams struct {
+	// IdempotencyKey A unique value (a UUID, say) that makes retrying this request safe for 24 hours. The same key with the same
+	// body replays the first answer (with `Idempotent-Replayed: true`) instead of acting twice; the same key with
+	// another body answers `422 idempotency_key_reused`; while the first request still runs, `409
+	// idempotency_request_in_progress`. Keys are per API key.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// ListSourceRequestsParams defines parameters for ListSourceRequests.
+type ListSourceRequestsParams struct {
+	// Outcome Only requests with this outcome.
+	Outcome *SourceRequestOutcome `form:"outcome,omitempty" json:"outcome,omitempty"`
+
+	// Limit How many items to return (1–100).
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `next_cursor` of the previous page; omit it for the first page.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
 // ListWebhooksParams defines parameters for ListWebhooks.
 type ListWebhooksParams struct {
 	// Limit How many items to return (1–100).
@@ -2440,6 +3289,15 @@ type ListWebhookDeliveriesParams struct {
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
+// CreateEventTypeJSONRequestBody defines body for CreateEventType for application/json ContentType.
+type CreateEventTypeJSONRequestBody = EventTypeCreate
+
+// UpdateEventTypeJSONRequestBody defines body for UpdateEventType for application/json ContentType.
+type UpdateEventTypeJSONRequestBody = EventTypeUpdate
+
+// PublishEventJSONRequestBody defines body for PublishEvent for application/json ContentType.
+type PublishEventJSONRequestBody = EventPublish
+
 // CreateLinkJSONRequestBody defines body for CreateLink for application/json ContentType.
 type CreateLinkJSONRequestBody = LinkCreate
 
@@ -2451,6 +3309,15 @@ type UpsertLinkByExternalIdJSONRequestBody = LinkUpsert
 
 // UpdateLinkJSONRequestBody defines body for UpdateLink for application/json ContentType.
 type UpdateLinkJSONRequestBody = LinkUpdate
+
+// CreateSourceJSONRequestBody defines body for CreateSource for application/json ContentType.
+type CreateSourceJSONRequestBody = SourceCreate
+
+// UpdateSourceJSONRequestBody defines body for UpdateSource for application/json ContentType.
+type UpdateSourceJSONRequestBody = SourceUpdate
+
+// RotateSourceTokenJSONRequestBody defines body for RotateSourceToken for application/json ContentType.
+type RotateSourceTokenJSONRequestBody = SourceRotateToken
 
 // CreateWebhookJSONRequestBody defines body for CreateWebhook for application/json ContentType.
 type CreateWebhookJSONRequestBody = WebhookCreate
@@ -2730,6 +3597,32 @@ func (t *Event_Data) MergeLinkListedEvent(v LinkListedEvent) error {
 	return err
 }
 
+// AsCustomEventData returns the union data inside the Event_Data as a CustomEventData
+func (t Event_Data) AsCustomEventData() (CustomEventData, error) {
+	var body CustomEventData
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromCustomEventData overwrites any union data inside the Event_Data as the provided CustomEventData
+func (t *Event_Data) FromCustomEventData(v CustomEventData) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeCustomEventData performs a merge with any union data inside the Event_Data, using the provided CustomEventData
+func (t *Event_Data) MergeCustomEventData(v CustomEventData) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
 func (t Event_Data) MarshalJSON() ([]byte, error) {
 	b, err := t.union.MarshalJSON()
 	return b, err
@@ -2823,12 +3716,60 @@ type ClientInterface interface {
 	// Corresponds with GET /api/v1/event-types (the `ListEventTypes` operationId).
 	ListEventTypes(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// CreateEventTypeWithBody Create a custom event type
+	//
+	// Adds a type of the workspace's own to its catalogue. Custom type names start with `custom.`
+	// (`custom.order.paid`): built-in types never do, so a custom type can never collide with one Switchboard adds
+	// later. `schema` is a JSON Schema (draft 2020-12) that every published event's `data` must match; `example`
+	// must match it too. Custom types appear in `GET /api/v1/event-types` with the same shape as the built-in
+	// ones, and webhooks subscribe to them by name or with `custom.*`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/event-types (the `CreateEventType` operationId).
+	CreateEventTypeWithBody(ctx context.Context, params *CreateEventTypeParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateEventType Create a custom event type
+	//
+	// Adds a type of the workspace's own to its catalogue. Custom type names start with `custom.`
+	// (`custom.order.paid`): built-in types never do, so a custom type can never collide with one Switchboard adds
+	// later. `schema` is a JSON Schema (draft 2020-12) that every published event's `data` must match; `example`
+	// must match it too. Custom types appear in `GET /api/v1/event-types` with the same shape as the built-in
+	// ones, and webhooks subscribe to them by name or with `custom.*`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/event-types (the `CreateEventType` operationId).
+	CreateEventType(ctx context.Context, params *CreateEventTypeParams, body CreateEventTypeJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GetEventType Retrieve an event type
 	//
 	// One event type of the catalogue, with the JSON Schema of its `data` and an example.
 	//
 	// Corresponds with GET /api/v1/event-types/{event_type} (the `GetEventType` operationId).
 	GetEventType(ctx context.Context, eventType EventTypeName, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateEventTypeWithBody Update a custom event type
+	//
+	// Changes the fields sent of one of the workspace's custom types. `archived: true` refuses new events of the
+	// type (`409 event_type_archived`) while its past events and subscriptions stay; `archived: false` restores
+	// it. A new `schema` applies to events published from now on. Built-in types cannot be changed.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PATCH /api/v1/event-types/{event_type} (the `UpdateEventType` operationId).
+	UpdateEventTypeWithBody(ctx context.Context, eventType EventTypeName, params *UpdateEventTypeParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateEventType Update a custom event type
+	//
+	// Changes the fields sent of one of the workspace's custom types. `archived: true` refuses new events of the
+	// type (`409 event_type_archived`) while its past events and subscriptions stay; `archived: false` restores
+	// it. A new `schema` applies to events published from now on. Built-in types cannot be changed.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PATCH /api/v1/event-types/{event_type} (the `UpdateEventType` operationId).
+	UpdateEventType(ctx context.Context, eventType EventTypeName, params *UpdateEventTypeParams, body UpdateEventTypeJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListEvents List events
 	//
@@ -2844,6 +3785,32 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /api/v1/events (the `ListEvents` operationId).
 	ListEvents(ctx context.Context, params *ListEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PublishEventWithBody Publish an event
+	//
+	// Publishes an event of one of the workspace's custom types (`custom.…`, see `POST /api/v1/event-types`) to
+	// its subscribers, for producers that hold an API key. `data` is checked against the type's JSON Schema
+	// (`422 event_data_invalid`, with a pointer for each failure); an archived type refuses new events (`409
+	// event_type_archived`). Send an `Idempotency-Key` to make retries safe: the same key and body answer the same
+	// event.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/events (the `PublishEvent` operationId).
+	PublishEventWithBody(ctx context.Context, params *PublishEventParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PublishEvent Publish an event
+	//
+	// Publishes an event of one of the workspace's custom types (`custom.…`, see `POST /api/v1/event-types`) to
+	// its subscribers, for producers that hold an API key. `data` is checked against the type's JSON Schema
+	// (`422 event_data_invalid`, with a pointer for each failure); an archived type refuses new events (`409
+	// event_type_archived`). Send an `Idempotency-Key` to make retries safe: the same key and body answer the same
+	// event.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/events (the `PublishEvent` operationId).
+	PublishEvent(ctx context.Context, params *PublishEventParams, body PublishEventJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetEvent Retrieve an event
 	//
@@ -3031,6 +3998,14 @@ type ClientInterface interface {
 	// Corresponds with GET /api/v1/links/{link_id}/stats/{dimension} (the `GetLinkStatsByDimension` operationId).
 	GetLinkStatsByDimension(ctx context.Context, linkId LinkID, dimension StatsDimension, params *GetLinkStatsByDimensionParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GetMe Who am I
+	//
+	// The workspace and API key this request was made with, and the key's scopes: the connection test of workflow
+	// tools (Zapier, n8n, Make). Any valid key may call it, whatever its scopes.
+	//
+	// Corresponds with GET /api/v1/me (the `GetMe` operationId).
+	GetMe(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListModels List models
 	//
 	// Lists the models enabled for the key's workspace, in catalogue order. This is the reference first call:
@@ -3047,6 +4022,101 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /api/v1/models/{model} (the `GetModel` operationId).
 	GetModel(ctx context.Context, model ModelID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListSources List sources
+	//
+	// The workspace's sources, newest first. Their tokens are never shown again.
+	//
+	// Corresponds with GET /api/v1/sources (the `ListSources` operationId).
+	ListSources(ctx context.Context, params *ListSourcesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateSourceWithBody Create a source
+	//
+	// A public endpoint that turns requests from outside (a form, a payment provider, a CI system, any script)
+	// into events of one type. The answer holds the source's `ingest_url`, which contains its secret token:
+	// it is shown this once (rotate the token to get a new one). When `event_type` names a custom type the
+	// workspace does not have yet, it is created with a schema that accepts any object.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/sources (the `CreateSource` operationId).
+	CreateSourceWithBody(ctx context.Context, params *CreateSourceParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateSource Create a source
+	//
+	// A public endpoint that turns requests from outside (a form, a payment provider, a CI system, any script)
+	// into events of one type. The answer holds the source's `ingest_url`, which contains its secret token:
+	// it is shown this once (rotate the token to get a new one). When `event_type` names a custom type the
+	// workspace does not have yet, it is created with a schema that accepts any object.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/sources (the `CreateSource` operationId).
+	CreateSource(ctx context.Context, params *CreateSourceParams, body CreateSourceJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeleteSource Delete a source
+	//
+	// Removes the source and its request log; its ingest URL answers 404 from now on. Its events stay.
+	//
+	// Corresponds with DELETE /api/v1/sources/{source_id} (the `DeleteSource` operationId).
+	DeleteSource(ctx context.Context, sourceId SourceID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetSource Retrieve a source
+	//
+	// One source of the workspace (without its token or verification secret).
+	//
+	// Corresponds with GET /api/v1/sources/{source_id} (the `GetSource` operationId).
+	GetSource(ctx context.Context, sourceId SourceID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateSourceWithBody Update a source
+	//
+	// Changes the fields sent; the others stay. `verification` replaces the whole scheme (send its secret again);
+	// `dedup: null` turns de-duplication off. The token and ingest URL do not change.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PATCH /api/v1/sources/{source_id} (the `UpdateSource` operationId).
+	UpdateSourceWithBody(ctx context.Context, sourceId SourceID, params *UpdateSourceParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateSource Update a source
+	//
+	// Changes the fields sent; the others stay. `verification` replaces the whole scheme (send its secret again);
+	// `dedup: null` turns de-duplication off. The token and ingest URL do not change.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PATCH /api/v1/sources/{source_id} (the `UpdateSource` operationId).
+	UpdateSource(ctx context.Context, sourceId SourceID, params *UpdateSourceParams, body UpdateSourceJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListSourceRequests List a source's recent requests
+	//
+	// The requests the source received, newest first, accepted or refused, with the reason of a refusal and the
+	// event an accepted one produced: the place to see why a sender's request was refused. Header values that
+	// may carry credentials are redacted, bodies are kept up to 2 KiB. The last 1,000 requests of each source
+	// are kept.
+	//
+	// Corresponds with GET /api/v1/sources/{source_id}/requests (the `ListSourceRequests` operationId).
+	ListSourceRequests(ctx context.Context, sourceId SourceID, params *ListSourceRequestsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RotateSourceTokenWithBody Rotate a source's token
+	//
+	// Makes a new token (and so a new ingest URL, shown this once). The previous URL keeps working for the grace
+	// period, so senders can be moved over without losing a request.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/sources/{source_id}/rotate-token (the `RotateSourceToken` operationId).
+	RotateSourceTokenWithBody(ctx context.Context, sourceId SourceID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RotateSourceToken Rotate a source's token
+	//
+	// Makes a new token (and so a new ingest URL, shown this once). The previous URL keeps working for the grace
+	// period, so senders can be moved over without losing a request.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/sources/{source_id}/rotate-token (the `RotateSourceToken` operationId).
+	RotateSourceToken(ctx context.Context, sourceId SourceID, body RotateSourceTokenJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetWebhookDelivery Retrieve a delivery with its attempts
 	//
@@ -3297,6 +4367,52 @@ func (c *Client) ListEventTypes(ctx context.Context, reqEditors ...RequestEditor
 	return c.Client.Do(req)
 }
 
+// CreateEventTypeWithBody Create a custom event type
+//
+// Adds a type of the workspace's own to its catalogue. Custom type names start with `custom.`
+// (`custom.order.paid`): built-in types never do, so a custom type can never collide with one Switchboard adds
+// later. `schema` is a JSON Schema (draft 2020-12) that every published event's `data` must match; `example`
+// must match it too. Custom types appear in `GET /api/v1/event-types` with the same shape as the built-in
+// ones, and webhooks subscribe to them by name or with `custom.*`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/event-types (the `CreateEventType` operationId).
+func (c *Client) CreateEventTypeWithBody(ctx context.Context, params *CreateEventTypeParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateEventTypeRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateEventType Create a custom event type
+//
+// Adds a type of the workspace's own to its catalogue. Custom type names start with `custom.`
+// (`custom.order.paid`): built-in types never do, so a custom type can never collide with one Switchboard adds
+// later. `schema` is a JSON Schema (draft 2020-12) that every published event's `data` must match; `example`
+// must match it too. Custom types appear in `GET /api/v1/event-types` with the same shape as the built-in
+// ones, and webhooks subscribe to them by name or with `custom.*`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/event-types (the `CreateEventType` operationId).
+func (c *Client) CreateEventType(ctx context.Context, params *CreateEventTypeParams, body CreateEventTypeJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateEventTypeRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // GetEventType Retrieve an event type
 //
 // One event type of the catalogue, with the JSON Schema of its `data` and an example.
@@ -3304,6 +4420,48 @@ func (c *Client) ListEventTypes(ctx context.Context, reqEditors ...RequestEditor
 // Corresponds with GET /api/v1/event-types/{event_type} (the `GetEventType` operationId).
 func (c *Client) GetEventType(ctx context.Context, eventType EventTypeName, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetEventTypeRequest(c.Server, eventType)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateEventTypeWithBody Update a custom event type
+//
+// Changes the fields sent of one of the workspace's custom types. `archived: true` refuses new events of the
+// type (`409 event_type_archived`) while its past events and subscriptions stay; `archived: false` restores
+// it. A new `schema` applies to events published from now on. Built-in types cannot be changed.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PATCH /api/v1/event-types/{event_type} (the `UpdateEventType` operationId).
+func (c *Client) UpdateEventTypeWithBody(ctx context.Context, eventType EventTypeName, params *UpdateEventTypeParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateEventTypeRequestWithBody(c.Server, eventType, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateEventType Update a custom event type
+//
+// Changes the fields sent of one of the workspace's custom types. `archived: true` refuses new events of the
+// type (`409 event_type_archived`) while its past events and subscriptions stay; `archived: false` restores
+// it. A new `schema` applies to events published from now on. Built-in types cannot be changed.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PATCH /api/v1/event-types/{event_type} (the `UpdateEventType` operationId).
+func (c *Client) UpdateEventType(ctx context.Context, eventType EventTypeName, params *UpdateEventTypeParams, body UpdateEventTypeJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateEventTypeRequest(c.Server, eventType, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -3329,6 +4487,52 @@ func (c *Client) GetEventType(ctx context.Context, eventType EventTypeName, reqE
 // Corresponds with GET /api/v1/events (the `ListEvents` operationId).
 func (c *Client) ListEvents(ctx context.Context, params *ListEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewListEventsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PublishEventWithBody Publish an event
+//
+// Publishes an event of one of the workspace's custom types (`custom.…`, see `POST /api/v1/event-types`) to
+// its subscribers, for producers that hold an API key. `data` is checked against the type's JSON Schema
+// (`422 event_data_invalid`, with a pointer for each failure); an archived type refuses new events (`409
+// event_type_archived`). Send an `Idempotency-Key` to make retries safe: the same key and body answer the same
+// event.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/events (the `PublishEvent` operationId).
+func (c *Client) PublishEventWithBody(ctx context.Context, params *PublishEventParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPublishEventRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PublishEvent Publish an event
+//
+// Publishes an event of one of the workspace's custom types (`custom.…`, see `POST /api/v1/event-types`) to
+// its subscribers, for producers that hold an API key. `data` is checked against the type's JSON Schema
+// (`422 event_data_invalid`, with a pointer for each failure); an archived type refuses new events (`409
+// event_type_archived`). Send an `Idempotency-Key` to make retries safe: the same key and body answer the same
+// event.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/events (the `PublishEvent` operationId).
+func (c *Client) PublishEvent(ctx context.Context, params *PublishEventParams, body PublishEventJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPublishEventRequest(c.Server, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -3685,6 +4889,24 @@ func (c *Client) GetLinkStatsByDimension(ctx context.Context, linkId LinkID, dim
 	return c.Client.Do(req)
 }
 
+// GetMe Who am I
+//
+// The workspace and API key this request was made with, and the key's scopes: the connection test of workflow
+// tools (Zapier, n8n, Make). Any valid key may call it, whatever its scopes.
+//
+// Corresponds with GET /api/v1/me (the `GetMe` operationId).
+func (c *Client) GetMe(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetMeRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // ListModels List models
 //
 // Lists the models enabled for the key's workspace, in catalogue order. This is the reference first call:
@@ -3712,6 +4934,201 @@ func (c *Client) ListModels(ctx context.Context, reqEditors ...RequestEditorFn) 
 // Corresponds with GET /api/v1/models/{model} (the `GetModel` operationId).
 func (c *Client) GetModel(ctx context.Context, model ModelID, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetModelRequest(c.Server, model)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListSources List sources
+//
+// The workspace's sources, newest first. Their tokens are never shown again.
+//
+// Corresponds with GET /api/v1/sources (the `ListSources` operationId).
+func (c *Client) ListSources(ctx context.Context, params *ListSourcesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListSourcesRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateSourceWithBody Create a source
+//
+// A public endpoint that turns requests from outside (a form, a payment provider, a CI system, any script)
+// into events of one type. The answer holds the source's `ingest_url`, which contains its secret token:
+// it is shown this once (rotate the token to get a new one). When `event_type` names a custom type the
+// workspace does not have yet, it is created with a schema that accepts any object.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/sources (the `CreateSource` operationId).
+func (c *Client) CreateSourceWithBody(ctx context.Context, params *CreateSourceParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateSourceRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateSource Create a source
+//
+// A public endpoint that turns requests from outside (a form, a payment provider, a CI system, any script)
+// into events of one type. The answer holds the source's `ingest_url`, which contains its secret token:
+// it is shown this once (rotate the token to get a new one). When `event_type` names a custom type the
+// workspace does not have yet, it is created with a schema that accepts any object.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/sources (the `CreateSource` operationId).
+func (c *Client) CreateSource(ctx context.Context, params *CreateSourceParams, body CreateSourceJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateSourceRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DeleteSource Delete a source
+//
+// Removes the source and its request log; its ingest URL answers 404 from now on. Its events stay.
+//
+// Corresponds with DELETE /api/v1/sources/{source_id} (the `DeleteSource` operationId).
+func (c *Client) DeleteSource(ctx context.Context, sourceId SourceID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteSourceRequest(c.Server, sourceId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetSource Retrieve a source
+//
+// One source of the workspace (without its token or verification secret).
+//
+// Corresponds with GET /api/v1/sources/{source_id} (the `GetSource` operationId).
+func (c *Client) GetSource(ctx context.Context, sourceId SourceID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetSourceRequest(c.Server, sourceId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateSourceWithBody Update a source
+//
+// Changes the fields sent; the others stay. `verification` replaces the whole scheme (send its secret again);
+// `dedup: null` turns de-duplication off. The token and ingest URL do not change.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PATCH /api/v1/sources/{source_id} (the `UpdateSource` operationId).
+func (c *Client) UpdateSourceWithBody(ctx context.Context, sourceId SourceID, params *UpdateSourceParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateSourceRequestWithBody(c.Server, sourceId, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateSource Update a source
+//
+// Changes the fields sent; the others stay. `verification` replaces the whole scheme (send its secret again);
+// `dedup: null` turns de-duplication off. The token and ingest URL do not change.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PATCH /api/v1/sources/{source_id} (the `UpdateSource` operationId).
+func (c *Client) UpdateSource(ctx context.Context, sourceId SourceID, params *UpdateSourceParams, body UpdateSourceJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateSourceRequest(c.Server, sourceId, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListSourceRequests List a source's recent requests
+//
+// The requests the source received, newest first, accepted or refused, with the reason of a refusal and the
+// event an accepted one produced: the place to see why a sender's request was refused. Header values that
+// may carry credentials are redacted, bodies are kept up to 2 KiB. The last 1,000 requests of each source
+// are kept.
+//
+// Corresponds with GET /api/v1/sources/{source_id}/requests (the `ListSourceRequests` operationId).
+func (c *Client) ListSourceRequests(ctx context.Context, sourceId SourceID, params *ListSourceRequestsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListSourceRequestsRequest(c.Server, sourceId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RotateSourceTokenWithBody Rotate a source's token
+//
+// Makes a new token (and so a new ingest URL, shown this once). The previous URL keeps working for the grace
+// period, so senders can be moved over without losing a request.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/sources/{source_id}/rotate-token (the `RotateSourceToken` operationId).
+func (c *Client) RotateSourceTokenWithBody(ctx context.Context, sourceId SourceID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRotateSourceTokenRequestWithBody(c.Server, sourceId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RotateSourceToken Rotate a source's token
+//
+// Makes a new token (and so a new ingest URL, shown this once). The previous URL keeps working for the grace
+// period, so senders can be moved over without losing a request.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/sources/{source_id}/rotate-token (the `RotateSourceToken` operationId).
+func (c *Client) RotateSourceToken(ctx context.Context, sourceId SourceID, body RotateSourceTokenJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRotateSourceTokenRequest(c.Server, sourceId, body)
 	if err != nil {
 		return nil, err
 	}
@@ -4178,6 +5595,61 @@ func NewListEventTypesRequest(server string) (*http.Request, error) {
 	return req, nil
 }
 
+// NewCreateEventTypeRequest calls the generic CreateEventType builder with application/json body
+func NewCreateEventTypeRequest(server string, params *CreateEventTypeParams, body CreateEventTypeJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateEventTypeRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewCreateEventTypeRequestWithBody constructs an http.Request for the CreateEventType method, with any body, and a specified content type
+func NewCreateEventTypeRequestWithBody(server string, params *CreateEventTypeParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/event-types")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
 // NewGetEventTypeRequest constructs an http.Request for the GetEventType method
 func NewGetEventTypeRequest(server string, eventType EventTypeName) (*http.Request, error) {
 	var err error
@@ -4207,6 +5679,68 @@ func NewGetEventTypeRequest(server string, eventType EventTypeName) (*http.Reque
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewUpdateEventTypeRequest calls the generic UpdateEventType builder with application/json body
+func NewUpdateEventTypeRequest(server string, eventType EventTypeName, params *UpdateEventTypeParams, body UpdateEventTypeJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewUpdateEventTypeRequestWithBody(server, eventType, params, "application/json", bodyReader)
+}
+
+// NewUpdateEventTypeRequestWithBody constructs an http.Request for the UpdateEventType method, with any body, and a specified content type
+func NewUpdateEventTypeRequestWithBody(server string, eventType EventTypeName, params *UpdateEventTypeParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "event_type", eventType, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/event-types/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPatch, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
 	}
 
 	return req, nil
@@ -4297,6 +5831,61 @@ func NewListEventsRequest(server string, params *ListEventsParams) (*http.Reques
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewPublishEventRequest calls the generic PublishEvent builder with application/json body
+func NewPublishEventRequest(server string, params *PublishEventParams, body PublishEventJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPublishEventRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewPublishEventRequestWithBody constructs an http.Request for the PublishEvent method, with any body, and a specified content type
+func NewPublishEventRequestWithBody(server string, params *PublishEventParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/events")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
 	}
 
 	return req, nil
@@ -5121,6 +6710,33 @@ func NewGetLinkStatsByDimensionRequest(server string, linkId LinkID, dimension S
 	return req, nil
 }
 
+// NewGetMeRequest constructs an http.Request for the GetMe method
+func NewGetMeRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/me")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewListModelsRequest constructs an http.Request for the ListModels method
 func NewListModelsRequest(server string) (*http.Request, error) {
 	var err error
@@ -5178,6 +6794,389 @@ func NewGetModelRequest(server string, model ModelID) (*http.Request, error) {
 	if err != nil {
 		return nil, err
 	}
+
+	return req, nil
+}
+
+// NewListSourcesRequest constructs an http.Request for the ListSources method
+func NewListSourcesRequest(server string, params *ListSourcesParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/sources")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCreateSourceRequest calls the generic CreateSource builder with application/json body
+func NewCreateSourceRequest(server string, params *CreateSourceParams, body CreateSourceJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateSourceRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewCreateSourceRequestWithBody constructs an http.Request for the CreateSource method, with any body, and a specified content type
+func NewCreateSourceRequestWithBody(server string, params *CreateSourceParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/sources")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewDeleteSourceRequest constructs an http.Request for the DeleteSource method
+func NewDeleteSourceRequest(server string, sourceId SourceID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "source_id", sourceId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/sources/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetSourceRequest constructs an http.Request for the GetSource method
+func NewGetSourceRequest(server string, sourceId SourceID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "source_id", sourceId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/sources/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewUpdateSourceRequest calls the generic UpdateSource builder with application/json body
+func NewUpdateSourceRequest(server string, sourceId SourceID, params *UpdateSourceParams, body UpdateSourceJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewUpdateSourceRequestWithBody(server, sourceId, params, "application/json", bodyReader)
+}
+
+// NewUpdateSourceRequestWithBody constructs an http.Request for the UpdateSource method, with any body, and a specified content type
+func NewUpdateSourceRequestWithBody(server string, sourceId SourceID, params *UpdateSourceParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "source_id", sourceId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/sources/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPatch, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewListSourceRequestsRequest constructs an http.Request for the ListSourceRequests method
+func NewListSourceRequestsRequest(server string, sourceId SourceID, params *ListSourceRequestsParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "source_id", sourceId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/sources/%s/requests", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Outcome != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "outcome", *params.Outcome, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewRotateSourceTokenRequest calls the generic RotateSourceToken builder with application/json body
+func NewRotateSourceTokenRequest(server string, sourceId SourceID, body RotateSourceTokenJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewRotateSourceTokenRequestWithBody(server, sourceId, "application/json", bodyReader)
+}
+
+// NewRotateSourceTokenRequestWithBody constructs an http.Request for the RotateSourceToken method, with any body, and a specified content type
+func NewRotateSourceTokenRequestWithBody(server string, sourceId SourceID, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "source_id", sourceId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/sources/%s/rotate-token", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
 
 	return req, nil
 }
@@ -5909,6 +7908,32 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /api/v1/event-types (the `ListEventTypes` operationId).
 	ListEventTypesWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListEventTypesResponse, error)
 
+	// CreateEventTypeWithBodyWithResponse Create a custom event type
+	//
+	// Adds a type of the workspace's own to its catalogue. Custom type names start with `custom.`
+	// (`custom.order.paid`): built-in types never do, so a custom type can never collide with one Switchboard adds
+	// later. `schema` is a JSON Schema (draft 2020-12) that every published event's `data` must match; `example`
+	// must match it too. Custom types appear in `GET /api/v1/event-types` with the same shape as the built-in
+	// ones, and webhooks subscribe to them by name or with `custom.*`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/event-types (the `CreateEventType` operationId).
+	CreateEventTypeWithBodyWithResponse(ctx context.Context, params *CreateEventTypeParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateEventTypeResponse, error)
+
+	// CreateEventTypeWithResponse Create a custom event type
+	//
+	// Adds a type of the workspace's own to its catalogue. Custom type names start with `custom.`
+	// (`custom.order.paid`): built-in types never do, so a custom type can never collide with one Switchboard adds
+	// later. `schema` is a JSON Schema (draft 2020-12) that every published event's `data` must match; `example`
+	// must match it too. Custom types appear in `GET /api/v1/event-types` with the same shape as the built-in
+	// ones, and webhooks subscribe to them by name or with `custom.*`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/event-types (the `CreateEventType` operationId).
+	CreateEventTypeWithResponse(ctx context.Context, params *CreateEventTypeParams, body CreateEventTypeJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateEventTypeResponse, error)
+
 	// GetEventTypeWithResponse Retrieve an event type
 	//
 	// One event type of the catalogue, with the JSON Schema of its `data` and an example.
@@ -5917,6 +7942,28 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /api/v1/event-types/{event_type} (the `GetEventType` operationId).
 	GetEventTypeWithResponse(ctx context.Context, eventType EventTypeName, reqEditors ...RequestEditorFn) (*GetEventTypeResponse, error)
+
+	// UpdateEventTypeWithBodyWithResponse Update a custom event type
+	//
+	// Changes the fields sent of one of the workspace's custom types. `archived: true` refuses new events of the
+	// type (`409 event_type_archived`) while its past events and subscriptions stay; `archived: false` restores
+	// it. A new `schema` applies to events published from now on. Built-in types cannot be changed.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /api/v1/event-types/{event_type} (the `UpdateEventType` operationId).
+	UpdateEventTypeWithBodyWithResponse(ctx context.Context, eventType EventTypeName, params *UpdateEventTypeParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateEventTypeResponse, error)
+
+	// UpdateEventTypeWithResponse Update a custom event type
+	//
+	// Changes the fields sent of one of the workspace's custom types. `archived: true` refuses new events of the
+	// type (`409 event_type_archived`) while its past events and subscriptions stay; `archived: false` restores
+	// it. A new `schema` applies to events published from now on. Built-in types cannot be changed.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /api/v1/event-types/{event_type} (the `UpdateEventType` operationId).
+	UpdateEventTypeWithResponse(ctx context.Context, eventType EventTypeName, params *UpdateEventTypeParams, body UpdateEventTypeJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateEventTypeResponse, error)
 
 	// ListEventsWithResponse List events
 	//
@@ -5934,6 +7981,32 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /api/v1/events (the `ListEvents` operationId).
 	ListEventsWithResponse(ctx context.Context, params *ListEventsParams, reqEditors ...RequestEditorFn) (*ListEventsResponse, error)
+
+	// PublishEventWithBodyWithResponse Publish an event
+	//
+	// Publishes an event of one of the workspace's custom types (`custom.…`, see `POST /api/v1/event-types`) to
+	// its subscribers, for producers that hold an API key. `data` is checked against the type's JSON Schema
+	// (`422 event_data_invalid`, with a pointer for each failure); an archived type refuses new events (`409
+	// event_type_archived`). Send an `Idempotency-Key` to make retries safe: the same key and body answer the same
+	// event.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/events (the `PublishEvent` operationId).
+	PublishEventWithBodyWithResponse(ctx context.Context, params *PublishEventParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PublishEventResponse, error)
+
+	// PublishEventWithResponse Publish an event
+	//
+	// Publishes an event of one of the workspace's custom types (`custom.…`, see `POST /api/v1/event-types`) to
+	// its subscribers, for producers that hold an API key. `data` is checked against the type's JSON Schema
+	// (`422 event_data_invalid`, with a pointer for each failure); an archived type refuses new events (`409
+	// event_type_archived`). Send an `Idempotency-Key` to make retries safe: the same key and body answer the same
+	// event.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/events (the `PublishEvent` operationId).
+	PublishEventWithResponse(ctx context.Context, params *PublishEventParams, body PublishEventJSONRequestBody, reqEditors ...RequestEditorFn) (*PublishEventResponse, error)
 
 	// GetEventWithResponse Retrieve an event
 	//
@@ -6137,6 +8210,16 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /api/v1/links/{link_id}/stats/{dimension} (the `GetLinkStatsByDimension` operationId).
 	GetLinkStatsByDimensionWithResponse(ctx context.Context, linkId LinkID, dimension StatsDimension, params *GetLinkStatsByDimensionParams, reqEditors ...RequestEditorFn) (*GetLinkStatsByDimensionResponse, error)
 
+	// GetMeWithResponse Who am I
+	//
+	// The workspace and API key this request was made with, and the key's scopes: the connection test of workflow
+	// tools (Zapier, n8n, Make). Any valid key may call it, whatever its scopes.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/me (the `GetMe` operationId).
+	GetMeWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetMeResponse, error)
+
 	// ListModelsWithResponse List models
 	//
 	// Lists the models enabled for the key's workspace, in catalogue order. This is the reference first call:
@@ -6157,6 +8240,109 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /api/v1/models/{model} (the `GetModel` operationId).
 	GetModelWithResponse(ctx context.Context, model ModelID, reqEditors ...RequestEditorFn) (*GetModelResponse, error)
+
+	// ListSourcesWithResponse List sources
+	//
+	// The workspace's sources, newest first. Their tokens are never shown again.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/sources (the `ListSources` operationId).
+	ListSourcesWithResponse(ctx context.Context, params *ListSourcesParams, reqEditors ...RequestEditorFn) (*ListSourcesResponse, error)
+
+	// CreateSourceWithBodyWithResponse Create a source
+	//
+	// A public endpoint that turns requests from outside (a form, a payment provider, a CI system, any script)
+	// into events of one type. The answer holds the source's `ingest_url`, which contains its secret token:
+	// it is shown this once (rotate the token to get a new one). When `event_type` names a custom type the
+	// workspace does not have yet, it is created with a schema that accepts any object.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/sources (the `CreateSource` operationId).
+	CreateSourceWithBodyWithResponse(ctx context.Context, params *CreateSourceParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateSourceResponse, error)
+
+	// CreateSourceWithResponse Create a source
+	//
+	// A public endpoint that turns requests from outside (a form, a payment provider, a CI system, any script)
+	// into events of one type. The answer holds the source's `ingest_url`, which contains its secret token:
+	// it is shown this once (rotate the token to get a new one). When `event_type` names a custom type the
+	// workspace does not have yet, it is created with a schema that accepts any object.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/sources (the `CreateSource` operationId).
+	CreateSourceWithResponse(ctx context.Context, params *CreateSourceParams, body CreateSourceJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateSourceResponse, error)
+
+	// DeleteSourceWithResponse Delete a source
+	//
+	// Removes the source and its request log; its ingest URL answers 404 from now on. Its events stay.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /api/v1/sources/{source_id} (the `DeleteSource` operationId).
+	DeleteSourceWithResponse(ctx context.Context, sourceId SourceID, reqEditors ...RequestEditorFn) (*DeleteSourceResponse, error)
+
+	// GetSourceWithResponse Retrieve a source
+	//
+	// One source of the workspace (without its token or verification secret).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/sources/{source_id} (the `GetSource` operationId).
+	GetSourceWithResponse(ctx context.Context, sourceId SourceID, reqEditors ...RequestEditorFn) (*GetSourceResponse, error)
+
+	// UpdateSourceWithBodyWithResponse Update a source
+	//
+	// Changes the fields sent; the others stay. `verification` replaces the whole scheme (send its secret again);
+	// `dedup: null` turns de-duplication off. The token and ingest URL do not change.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /api/v1/sources/{source_id} (the `UpdateSource` operationId).
+	UpdateSourceWithBodyWithResponse(ctx context.Context, sourceId SourceID, params *UpdateSourceParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateSourceResponse, error)
+
+	// UpdateSourceWithResponse Update a source
+	//
+	// Changes the fields sent; the others stay. `verification` replaces the whole scheme (send its secret again);
+	// `dedup: null` turns de-duplication off. The token and ingest URL do not change.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /api/v1/sources/{source_id} (the `UpdateSource` operationId).
+	UpdateSourceWithResponse(ctx context.Context, sourceId SourceID, params *UpdateSourceParams, body UpdateSourceJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateSourceResponse, error)
+
+	// ListSourceRequestsWithResponse List a source's recent requests
+	//
+	// The requests the source received, newest first, accepted or refused, with the reason of a refusal and the
+	// event an accepted one produced: the place to see why a sender's request was refused. Header values that
+	// may carry credentials are redacted, bodies are kept up to 2 KiB. The last 1,000 requests of each source
+	// are kept.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/sources/{source_id}/requests (the `ListSourceRequests` operationId).
+	ListSourceRequestsWithResponse(ctx context.Context, sourceId SourceID, params *ListSourceRequestsParams, reqEditors ...RequestEditorFn) (*ListSourceRequestsResponse, error)
+
+	// RotateSourceTokenWithBodyWithResponse Rotate a source's token
+	//
+	// Makes a new token (and so a new ingest URL, shown this once). The previous URL keeps working for the grace
+	// period, so senders can be moved over without losing a request.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/sources/{source_id}/rotate-token (the `RotateSourceToken` operationId).
+	RotateSourceTokenWithBodyWithResponse(ctx context.Context, sourceId SourceID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RotateSourceTokenResponse, error)
+
+	// RotateSourceTokenWithResponse Rotate a source's token
+	//
+	// Makes a new token (and so a new ingest URL, shown this once). The previous URL keeps working for the grace
+	// period, so senders can be moved over without losing a request.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/sources/{source_id}/rotate-token (the `RotateSourceToken` operationId).
+	RotateSourceTokenWithResponse(ctx context.Context, sourceId SourceID, body RotateSourceTokenJSONRequestBody, reqEditors ...RequestEditorFn) (*RotateSourceTokenResponse, error)
 
 	// GetWebhookDeliveryWithResponse Retrieve a delivery with its attempts
 	//
@@ -6515,6 +8701,160 @@ func (r ListEventTypesResponse) ContentType() string {
 	return ""
 }
 
+// CreateEventTypeResponse201Headers the declared response headers of an HTTP 201 response for CreateEventType
+type CreateEventTypeResponse201Headers struct {
+	Location        *string
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      *string
+}
+
+// CreateEventTypeResponse400Headers the declared response headers of an HTTP 400 response for CreateEventType
+type CreateEventTypeResponse400Headers struct {
+	XRequestId *string
+}
+
+// CreateEventTypeResponse401Headers the declared response headers of an HTTP 401 response for CreateEventType
+type CreateEventTypeResponse401Headers struct {
+	WWWAuthenticate *string
+	XRequestId      *string
+}
+
+// CreateEventTypeResponse403Headers the declared response headers of an HTTP 403 response for CreateEventType
+type CreateEventTypeResponse403Headers struct {
+	WWWAuthenticate *string
+	XRequestId      *string
+}
+
+// CreateEventTypeResponse409Headers the declared response headers of an HTTP 409 response for CreateEventType
+type CreateEventTypeResponse409Headers struct {
+	XRequestId *string
+}
+
+// CreateEventTypeResponse422Headers the declared response headers of an HTTP 422 response for CreateEventType
+type CreateEventTypeResponse422Headers struct {
+	XRequestId *string
+}
+
+// CreateEventTypeResponse429Headers the declared response headers of an HTTP 429 response for CreateEventType
+type CreateEventTypeResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+	XRequestId      *string
+}
+
+// CreateEventTypeResponseDefaultHeaders the declared response headers of an HTTP default response for CreateEventType
+type CreateEventTypeResponseDefaultHeaders struct {
+	XRequestId *string
+}
+
+type CreateEventTypeResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *EventType
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Conflict
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *UnprocessableEntity
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+	// Headers201 the parsed response headers for an HTTP 201 response
+	Headers201 *CreateEventTypeResponse201Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *CreateEventTypeResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CreateEventTypeResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *CreateEventTypeResponse403Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *CreateEventTypeResponse409Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *CreateEventTypeResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CreateEventTypeResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *CreateEventTypeResponseDefaultHeaders
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r CreateEventTypeResponse) GetJSON201() *EventType {
+	return r.JSON201
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r CreateEventTypeResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r CreateEventTypeResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r CreateEventTypeResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r CreateEventTypeResponse) GetApplicationproblemJSON409() *Conflict {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r CreateEventTypeResponse) GetApplicationproblemJSON422() *UnprocessableEntity {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r CreateEventTypeResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r CreateEventTypeResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateEventTypeResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateEventTypeResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateEventTypeResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateEventTypeResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // GetEventTypeResponse200Headers the declared response headers of an HTTP 200 response for GetEventType
 type GetEventTypeResponse200Headers struct {
 	RateLimit       *string
@@ -6654,6 +8994,173 @@ func (r GetEventTypeResponse) ContentType() string {
 	return ""
 }
 
+// UpdateEventTypeResponse200Headers the declared response headers of an HTTP 200 response for UpdateEventType
+type UpdateEventTypeResponse200Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      *string
+}
+
+// UpdateEventTypeResponse400Headers the declared response headers of an HTTP 400 response for UpdateEventType
+type UpdateEventTypeResponse400Headers struct {
+	XRequestId *string
+}
+
+// UpdateEventTypeResponse401Headers the declared response headers of an HTTP 401 response for UpdateEventType
+type UpdateEventTypeResponse401Headers struct {
+	WWWAuthenticate *string
+	XRequestId      *string
+}
+
+// UpdateEventTypeResponse403Headers the declared response headers of an HTTP 403 response for UpdateEventType
+type UpdateEventTypeResponse403Headers struct {
+	WWWAuthenticate *string
+	XRequestId      *string
+}
+
+// UpdateEventTypeResponse404Headers the declared response headers of an HTTP 404 response for UpdateEventType
+type UpdateEventTypeResponse404Headers struct {
+	XRequestId *string
+}
+
+// UpdateEventTypeResponse409Headers the declared response headers of an HTTP 409 response for UpdateEventType
+type UpdateEventTypeResponse409Headers struct {
+	XRequestId *string
+}
+
+// UpdateEventTypeResponse422Headers the declared response headers of an HTTP 422 response for UpdateEventType
+type UpdateEventTypeResponse422Headers struct {
+	XRequestId *string
+}
+
+// UpdateEventTypeResponse429Headers the declared response headers of an HTTP 429 response for UpdateEventType
+type UpdateEventTypeResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+	XRequestId      *string
+}
+
+// UpdateEventTypeResponseDefaultHeaders the declared response headers of an HTTP default response for UpdateEventType
+type UpdateEventTypeResponseDefaultHeaders struct {
+	XRequestId *string
+}
+
+type UpdateEventTypeResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *EventType
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Conflict
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *UnprocessableEntity
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *UpdateEventTypeResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *UpdateEventTypeResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *UpdateEventTypeResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *UpdateEventTypeResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *UpdateEventTypeResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *UpdateEventTypeResponse409Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *UpdateEventTypeResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *UpdateEventTypeResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *UpdateEventTypeResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r UpdateEventTypeResponse) GetJSON200() *EventType {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r UpdateEventTypeResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r UpdateEventTypeResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r UpdateEventTypeResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r UpdateEventTypeResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r UpdateEventTypeResponse) GetApplicationproblemJSON409() *Conflict {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r UpdateEventTypeResponse) GetApplicationproblemJSON422() *UnprocessableEntity {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r UpdateEventTypeResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r UpdateEventTypeResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r UpdateEventTypeResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r UpdateEventTypeResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UpdateEventTypeResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r UpdateEventTypeResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ListEventsResponse200Headers the declared response headers of an HTTP 200 response for ListEvents
 type ListEventsResponse200Headers struct {
 	RateLimit       *string
@@ -6773,6 +9280,160 @@ func (r ListEventsResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r ListEventsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// PublishEventResponse201Headers the declared response headers of an HTTP 201 response for PublishEvent
+type PublishEventResponse201Headers struct {
+	Location        *string
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      *string
+}
+
+// PublishEventResponse400Headers the declared response headers of an HTTP 400 response for PublishEvent
+type PublishEventResponse400Headers struct {
+	XRequestId *string
+}
+
+// PublishEventResponse401Headers the declared response headers of an HTTP 401 response for PublishEvent
+type PublishEventResponse401Headers struct {
+	WWWAuthenticate *string
+	XRequestId      *string
+}
+
+// PublishEventResponse403Headers the declared response headers of an HTTP 403 response for PublishEvent
+type PublishEventResponse403Headers struct {
+	WWWAuthenticate *string
+	XRequestId      *string
+}
+
+// PublishEventResponse409Headers the declared response headers of an HTTP 409 response for PublishEvent
+type PublishEventResponse409Headers struct {
+	XRequestId *string
+}
+
+// PublishEventResponse422Headers the declared response headers of an HTTP 422 response for PublishEvent
+type PublishEventResponse422Headers struct {
+	XRequestId *string
+}
+
+// PublishEventResponse429Headers the declared response headers of an HTTP 429 response for PublishEvent
+type PublishEventResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+	XRequestId      *string
+}
+
+// PublishEventResponseDefaultHeaders the declared response headers of an HTTP default response for PublishEvent
+type PublishEventResponseDefaultHeaders struct {
+	XRequestId *string
+}
+
+type PublishEventResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *Event
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Conflict
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *UnprocessableEntity
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+	// Headers201 the parsed response headers for an HTTP 201 response
+	Headers201 *PublishEventResponse201Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *PublishEventResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *PublishEventResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *PublishEventResponse403Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *PublishEventResponse409Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *PublishEventResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PublishEventResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *PublishEventResponseDefaultHeaders
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r PublishEventResponse) GetJSON201() *Event {
+	return r.JSON201
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r PublishEventResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r PublishEventResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r PublishEventResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r PublishEventResponse) GetApplicationproblemJSON409() *Conflict {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r PublishEventResponse) GetApplicationproblemJSON422() *UnprocessableEntity {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r PublishEventResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r PublishEventResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r PublishEventResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PublishEventResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PublishEventResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PublishEventResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -8500,6 +11161,102 @@ func (r GetLinkStatsByDimensionResponse) ContentType() string {
 	return ""
 }
 
+// GetMeResponse200Headers the declared response headers of an HTTP 200 response for GetMe
+type GetMeResponse200Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      *string
+}
+
+// GetMeResponse401Headers the declared response headers of an HTTP 401 response for GetMe
+type GetMeResponse401Headers struct {
+	WWWAuthenticate *string
+	XRequestId      *string
+}
+
+// GetMeResponse429Headers the declared response headers of an HTTP 429 response for GetMe
+type GetMeResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+	XRequestId      *string
+}
+
+// GetMeResponseDefaultHeaders the declared response headers of an HTTP default response for GetMe
+type GetMeResponseDefaultHeaders struct {
+	XRequestId *string
+}
+
+type GetMeResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Me
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetMeResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetMeResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetMeResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *GetMeResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetMeResponse) GetJSON200() *Me {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetMeResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r GetMeResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r GetMeResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetMeResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetMeResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetMeResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetMeResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ListModelsResponse200Headers the declared response headers of an HTTP 200 response for ListModels
 type ListModelsResponse200Headers struct {
 	RateLimit       *string
@@ -8744,6 +11501,1001 @@ func (r GetModelResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetModelResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListSourcesResponse200Headers the declared response headers of an HTTP 200 response for ListSources
+type ListSourcesResponse200Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      *string
+}
+
+// ListSourcesResponse400Headers the declared response headers of an HTTP 400 response for ListSources
+type ListSourcesResponse400Headers struct {
+	XRequestId *string
+}
+
+// ListSourcesResponse401Headers the declared response headers of an HTTP 401 response for ListSources
+type ListSourcesResponse401Headers struct {
+	WWWAuthenticate *string
+	XRequestId      *string
+}
+
+// ListSourcesResponse403Headers the declared response headers of an HTTP 403 response for ListSources
+type ListSourcesResponse403Headers struct {
+	WWWAuthenticate *string
+	XRequestId      *string
+}
+
+// ListSourcesResponse429Headers the declared response headers of an HTTP 429 response for ListSources
+type ListSourcesResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+	XRequestId      *string
+}
+
+// ListSourcesResponseDefaultHeaders the declared response headers of an HTTP default response for ListSources
+type ListSourcesResponseDefaultHeaders struct {
+	XRequestId *string
+}
+
+type ListSourcesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *SourceList
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ListSourcesResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *ListSourcesResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListSourcesResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *ListSourcesResponse403Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListSourcesResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *ListSourcesResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListSourcesResponse) GetJSON200() *SourceList {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ListSourcesResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListSourcesResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ListSourcesResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ListSourcesResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r ListSourcesResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ListSourcesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListSourcesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListSourcesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListSourcesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CreateSourceResponse201Headers the declared response headers of an HTTP 201 response for CreateSource
+type CreateSourceResponse201Headers struct {
+	Location        *string
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      *string
+}
+
+// CreateSourceResponse400Headers the declared response headers of an HTTP 400 response for CreateSource
+type CreateSourceResponse400Headers struct {
+	XRequestId *string
+}
+
+// CreateSourceResponse401Headers the declared response headers of an HTTP 401 response for CreateSource
+type CreateSourceResponse401Headers struct {
+	WWWAuthenticate *string
+	XRequestId      *string
+}
+
+// CreateSourceResponse403Headers the declared response headers of an HTTP 403 response for CreateSource
+type CreateSourceResponse403Headers struct {
+	WWWAuthenticate *string
+	XRequestId      *string
+}
+
+// CreateSourceResponse409Headers the declared response headers of an HTTP 409 response for CreateSource
+type CreateSourceResponse409Headers struct {
+	XRequestId *string
+}
+
+// CreateSourceResponse422Headers the declared response headers of an HTTP 422 response for CreateSource
+type CreateSourceResponse422Headers struct {
+	XRequestId *string
+}
+
+// CreateSourceResponse429Headers the declared response headers of an HTTP 429 response for CreateSource
+type CreateSourceResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+	XRequestId      *string
+}
+
+// CreateSourceResponseDefaultHeaders the declared response headers of an HTTP default response for CreateSource
+type CreateSourceResponseDefaultHeaders struct {
+	XRequestId *string
+}
+
+type CreateSourceResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *SourceWithIngestURL
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Conflict
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *UnprocessableEntity
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+	// Headers201 the parsed response headers for an HTTP 201 response
+	Headers201 *CreateSourceResponse201Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *CreateSourceResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CreateSourceResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *CreateSourceResponse403Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *CreateSourceResponse409Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *CreateSourceResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CreateSourceResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *CreateSourceResponseDefaultHeaders
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r CreateSourceResponse) GetJSON201() *SourceWithIngestURL {
+	return r.JSON201
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r CreateSourceResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r CreateSourceResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r CreateSourceResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r CreateSourceResponse) GetApplicationproblemJSON409() *Conflict {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r CreateSourceResponse) GetApplicationproblemJSON422() *UnprocessableEntity {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r CreateSourceResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r CreateSourceResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateSourceResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateSourceResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateSourceResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateSourceResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// DeleteSourceResponse204Headers the declared response headers of an HTTP 204 response for DeleteSource
+type DeleteSourceResponse204Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      *string
+}
+
+// DeleteSourceResponse400Headers the declared response headers of an HTTP 400 response for DeleteSource
+type DeleteSourceResponse400Headers struct {
+	XRequestId *string
+}
+
+// DeleteSourceResponse401Headers the declared response headers of an HTTP 401 response for DeleteSource
+type DeleteSourceResponse401Headers struct {
+	WWWAuthenticate *string
+	XRequestId      *string
+}
+
+// DeleteSourceResponse403Headers the declared response headers of an HTTP 403 response for DeleteSource
+type DeleteSourceResponse403Headers struct {
+	WWWAuthenticate *string
+	XRequestId      *string
+}
+
+// DeleteSourceResponse404Headers the declared response headers of an HTTP 404 response for DeleteSource
+type DeleteSourceResponse404Headers struct {
+	XRequestId *string
+}
+
+// DeleteSourceResponse429Headers the declared response headers of an HTTP 429 response for DeleteSource
+type DeleteSourceResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+	XRequestId      *string
+}
+
+// DeleteSourceResponseDefaultHeaders the declared response headers of an HTTP default response for DeleteSource
+type DeleteSourceResponseDefaultHeaders struct {
+	XRequestId *string
+}
+
+type DeleteSourceResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+	// Headers204 the parsed response headers for an HTTP 204 response
+	Headers204 *DeleteSourceResponse204Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *DeleteSourceResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *DeleteSourceResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *DeleteSourceResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *DeleteSourceResponse404Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *DeleteSourceResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *DeleteSourceResponseDefaultHeaders
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r DeleteSourceResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r DeleteSourceResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r DeleteSourceResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r DeleteSourceResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r DeleteSourceResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r DeleteSourceResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r DeleteSourceResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DeleteSourceResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeleteSourceResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DeleteSourceResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetSourceResponse200Headers the declared response headers of an HTTP 200 response for GetSource
+type GetSourceResponse200Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      *string
+}
+
+// GetSourceResponse400Headers the declared response headers of an HTTP 400 response for GetSource
+type GetSourceResponse400Headers struct {
+	XRequestId *string
+}
+
+// GetSourceResponse401Headers the declared response headers of an HTTP 401 response for GetSource
+type GetSourceResponse401Headers struct {
+	WWWAuthenticate *string
+	XRequestId      *string
+}
+
+// GetSourceResponse403Headers the declared response headers of an HTTP 403 response for GetSource
+type GetSourceResponse403Headers struct {
+	WWWAuthenticate *string
+	XRequestId      *string
+}
+
+// GetSourceResponse404Headers the declared response headers of an HTTP 404 response for GetSource
+type GetSourceResponse404Headers struct {
+	XRequestId *string
+}
+
+// GetSourceResponse429Headers the declared response headers of an HTTP 429 response for GetSource
+type GetSourceResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+	XRequestId      *string
+}
+
+// GetSourceResponseDefaultHeaders the declared response headers of an HTTP default response for GetSource
+type GetSourceResponseDefaultHeaders struct {
+	XRequestId *string
+}
+
+type GetSourceResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Source
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetSourceResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *GetSourceResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetSourceResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *GetSourceResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *GetSourceResponse404Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetSourceResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *GetSourceResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetSourceResponse) GetJSON200() *Source {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetSourceResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetSourceResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r GetSourceResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r GetSourceResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r GetSourceResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r GetSourceResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetSourceResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetSourceResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetSourceResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetSourceResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// UpdateSourceResponse200Headers the declared response headers of an HTTP 200 response for UpdateSource
+type UpdateSourceResponse200Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      *string
+}
+
+// UpdateSourceResponse400Headers the declared response headers of an HTTP 400 response for UpdateSource
+type UpdateSourceResponse400Headers struct {
+	XRequestId *string
+}
+
+// UpdateSourceResponse401Headers the declared response headers of an HTTP 401 response for UpdateSource
+type UpdateSourceResponse401Headers struct {
+	WWWAuthenticate *string
+	XRequestId      *string
+}
+
+// UpdateSourceResponse403Headers the declared response headers of an HTTP 403 response for UpdateSource
+type UpdateSourceResponse403Headers struct {
+	WWWAuthenticate *string
+	XRequestId      *string
+}
+
+// UpdateSourceResponse404Headers the declared response headers of an HTTP 404 response for UpdateSource
+type UpdateSourceResponse404Headers struct {
+	XRequestId *string
+}
+
+// UpdateSourceResponse409Headers the declared response headers of an HTTP 409 response for UpdateSource
+type UpdateSourceResponse409Headers struct {
+	XRequestId *string
+}
+
+// UpdateSourceResponse422Headers the declared response headers of an HTTP 422 response for UpdateSource
+type UpdateSourceResponse422Headers struct {
+	XRequestId *string
+}
+
+// UpdateSourceResponse429Headers the declared response headers of an HTTP 429 response for UpdateSource
+type UpdateSourceResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+	XRequestId      *string
+}
+
+// UpdateSourceResponseDefaultHeaders the declared response headers of an HTTP default response for UpdateSource
+type UpdateSourceResponseDefaultHeaders struct {
+	XRequestId *string
+}
+
+type UpdateSourceResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Source
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Conflict
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *UnprocessableEntity
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *UpdateSourceResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *UpdateSourceResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *UpdateSourceResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *UpdateSourceResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *UpdateSourceResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *UpdateSourceResponse409Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *UpdateSourceResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *UpdateSourceResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *UpdateSourceResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r UpdateSourceResponse) GetJSON200() *Source {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r UpdateSourceResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r UpdateSourceResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r UpdateSourceResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r UpdateSourceResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r UpdateSourceResponse) GetApplicationproblemJSON409() *Conflict {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r UpdateSourceResponse) GetApplicationproblemJSON422() *UnprocessableEntity {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r UpdateSourceResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r UpdateSourceResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r UpdateSourceResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r UpdateSourceResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UpdateSourceResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r UpdateSourceResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListSourceRequestsResponse200Headers the declared response headers of an HTTP 200 response for ListSourceRequests
+type ListSourceRequestsResponse200Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      *string
+}
+
+// ListSourceRequestsResponse400Headers the declared response headers of an HTTP 400 response for ListSourceRequests
+type ListSourceRequestsResponse400Headers struct {
+	XRequestId *string
+}
+
+// ListSourceRequestsResponse401Headers the declared response headers of an HTTP 401 response for ListSourceRequests
+type ListSourceRequestsResponse401Headers struct {
+	WWWAuthenticate *string
+	XRequestId      *string
+}
+
+// ListSourceRequestsResponse403Headers the declared response headers of an HTTP 403 response for ListSourceRequests
+type ListSourceRequestsResponse403Headers struct {
+	WWWAuthenticate *string
+	XRequestId      *string
+}
+
+// ListSourceRequestsResponse404Headers the declared response headers of an HTTP 404 response for ListSourceRequests
+type ListSourceRequestsResponse404Headers struct {
+	XRequestId *string
+}
+
+// ListSourceRequestsResponse429Headers the declared response headers of an HTTP 429 response for ListSourceRequests
+type ListSourceRequestsResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+	XRequestId      *string
+}
+
+// ListSourceRequestsResponseDefaultHeaders the declared response headers of an HTTP default response for ListSourceRequests
+type ListSourceRequestsResponseDefaultHeaders struct {
+	XRequestId *string
+}
+
+type ListSourceRequestsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *SourceRequestList
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ListSourceRequestsResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *ListSourceRequestsResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListSourceRequestsResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *ListSourceRequestsResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *ListSourceRequestsResponse404Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListSourceRequestsResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *ListSourceRequestsResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListSourceRequestsResponse) GetJSON200() *SourceRequestList {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ListSourceRequestsResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListSourceRequestsResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ListSourceRequestsResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r ListSourceRequestsResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ListSourceRequestsResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r ListSourceRequestsResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ListSourceRequestsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListSourceRequestsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListSourceRequestsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListSourceRequestsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// RotateSourceTokenResponse200Headers the declared response headers of an HTTP 200 response for RotateSourceToken
+type RotateSourceTokenResponse200Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      *string
+}
+
+// RotateSourceTokenResponse400Headers the declared response headers of an HTTP 400 response for RotateSourceToken
+type RotateSourceTokenResponse400Headers struct {
+	XRequestId *string
+}
+
+// RotateSourceTokenResponse401Headers the declared response headers of an HTTP 401 response for RotateSourceToken
+type RotateSourceTokenResponse401Headers struct {
+	WWWAuthenticate *string
+	XRequestId      *string
+}
+
+// RotateSourceTokenResponse403Headers the declared response headers of an HTTP 403 response for RotateSourceToken
+type RotateSourceTokenResponse403Headers struct {
+	WWWAuthenticate *string
+	XRequestId      *string
+}
+
+// RotateSourceTokenResponse404Headers the declared response headers of an HTTP 404 response for RotateSourceToken
+type RotateSourceTokenResponse404Headers struct {
+	XRequestId *string
+}
+
+// RotateSourceTokenResponse429Headers the declared response headers of an HTTP 429 response for RotateSourceToken
+type RotateSourceTokenResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+	XRequestId      *string
+}
+
+// RotateSourceTokenResponseDefaultHeaders the declared response headers of an HTTP default response for RotateSourceToken
+type RotateSourceTokenResponseDefaultHeaders struct {
+	XRequestId *string
+}
+
+type RotateSourceTokenResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *SourceWithIngestURL
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *RotateSourceTokenResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *RotateSourceTokenResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *RotateSourceTokenResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *RotateSourceTokenResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *RotateSourceTokenResponse404Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *RotateSourceTokenResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *RotateSourceTokenResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r RotateSourceTokenResponse) GetJSON200() *SourceWithIngestURL {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r RotateSourceTokenResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r RotateSourceTokenResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r RotateSourceTokenResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r RotateSourceTokenResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r RotateSourceTokenResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r RotateSourceTokenResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r RotateSourceTokenResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RotateSourceTokenResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RotateSourceTokenResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RotateSourceTokenResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -10791,6 +14543,44 @@ func (c *ClientWithResponses) ListEventTypesWithResponse(ctx context.Context, re
 	return ParseListEventTypesResponse(rsp)
 }
 
+// CreateEventTypeWithBodyWithResponse Create a custom event type
+//
+// Adds a type of the workspace's own to its catalogue. Custom type names start with `custom.`
+// (`custom.order.paid`): built-in types never do, so a custom type can never collide with one Switchboard adds
+// later. `schema` is a JSON Schema (draft 2020-12) that every published event's `data` must match; `example`
+// must match it too. Custom types appear in `GET /api/v1/event-types` with the same shape as the built-in
+// ones, and webhooks subscribe to them by name or with `custom.*`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/event-types (the `CreateEventType` operationId).
+func (c *ClientWithResponses) CreateEventTypeWithBodyWithResponse(ctx context.Context, params *CreateEventTypeParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateEventTypeResponse, error) {
+	rsp, err := c.CreateEventTypeWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateEventTypeResponse(rsp)
+}
+
+// CreateEventTypeWithResponse Create a custom event type
+//
+// Adds a type of the workspace's own to its catalogue. Custom type names start with `custom.`
+// (`custom.order.paid`): built-in types never do, so a custom type can never collide with one Switchboard adds
+// later. `schema` is a JSON Schema (draft 2020-12) that every published event's `data` must match; `example`
+// must match it too. Custom types appear in `GET /api/v1/event-types` with the same shape as the built-in
+// ones, and webhooks subscribe to them by name or with `custom.*`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/event-types (the `CreateEventType` operationId).
+func (c *ClientWithResponses) CreateEventTypeWithResponse(ctx context.Context, params *CreateEventTypeParams, body CreateEventTypeJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateEventTypeResponse, error) {
+	rsp, err := c.CreateEventType(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateEventTypeResponse(rsp)
+}
+
 // GetEventTypeWithResponse Retrieve an event type
 //
 // One event type of the catalogue, with the JSON Schema of its `data` and an example.
@@ -10804,6 +14594,40 @@ func (c *ClientWithResponses) GetEventTypeWithResponse(ctx context.Context, even
 		return nil, err
 	}
 	return ParseGetEventTypeResponse(rsp)
+}
+
+// UpdateEventTypeWithBodyWithResponse Update a custom event type
+//
+// Changes the fields sent of one of the workspace's custom types. `archived: true` refuses new events of the
+// type (`409 event_type_archived`) while its past events and subscriptions stay; `archived: false` restores
+// it. A new `schema` applies to events published from now on. Built-in types cannot be changed.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /api/v1/event-types/{event_type} (the `UpdateEventType` operationId).
+func (c *ClientWithResponses) UpdateEventTypeWithBodyWithResponse(ctx context.Context, eventType EventTypeName, params *UpdateEventTypeParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateEventTypeResponse, error) {
+	rsp, err := c.UpdateEventTypeWithBody(ctx, eventType, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateEventTypeResponse(rsp)
+}
+
+// UpdateEventTypeWithResponse Update a custom event type
+//
+// Changes the fields sent of one of the workspace's custom types. `archived: true` refuses new events of the
+// type (`409 event_type_archived`) while its past events and subscriptions stay; `archived: false` restores
+// it. A new `schema` applies to events published from now on. Built-in types cannot be changed.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /api/v1/event-types/{event_type} (the `UpdateEventType` operationId).
+func (c *ClientWithResponses) UpdateEventTypeWithResponse(ctx context.Context, eventType EventTypeName, params *UpdateEventTypeParams, body UpdateEventTypeJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateEventTypeResponse, error) {
+	rsp, err := c.UpdateEventType(ctx, eventType, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateEventTypeResponse(rsp)
 }
 
 // ListEventsWithResponse List events
@@ -10827,6 +14651,44 @@ func (c *ClientWithResponses) ListEventsWithResponse(ctx context.Context, params
 		return nil, err
 	}
 	return ParseListEventsResponse(rsp)
+}
+
+// PublishEventWithBodyWithResponse Publish an event
+//
+// Publishes an event of one of the workspace's custom types (`custom.…`, see `POST /api/v1/event-types`) to
+// its subscribers, for producers that hold an API key. `data` is checked against the type's JSON Schema
+// (`422 event_data_invalid`, with a pointer for each failure); an archived type refuses new events (`409
+// event_type_archived`). Send an `Idempotency-Key` to make retries safe: the same key and body answer the same
+// event.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/events (the `PublishEvent` operationId).
+func (c *ClientWithResponses) PublishEventWithBodyWithResponse(ctx context.Context, params *PublishEventParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PublishEventResponse, error) {
+	rsp, err := c.PublishEventWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePublishEventResponse(rsp)
+}
+
+// PublishEventWithResponse Publish an event
+//
+// Publishes an event of one of the workspace's custom types (`custom.…`, see `POST /api/v1/event-types`) to
+// its subscribers, for producers that hold an API key. `data` is checked against the type's JSON Schema
+// (`422 event_data_invalid`, with a pointer for each failure); an archived type refuses new events (`409
+// event_type_archived`). Send an `Idempotency-Key` to make retries safe: the same key and body answer the same
+// event.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/events (the `PublishEvent` operationId).
+func (c *ClientWithResponses) PublishEventWithResponse(ctx context.Context, params *PublishEventParams, body PublishEventJSONRequestBody, reqEditors ...RequestEditorFn) (*PublishEventResponse, error) {
+	rsp, err := c.PublishEvent(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePublishEventResponse(rsp)
 }
 
 // GetEventWithResponse Retrieve an event
@@ -11127,6 +14989,22 @@ func (c *ClientWithResponses) GetLinkStatsByDimensionWithResponse(ctx context.Co
 	return ParseGetLinkStatsByDimensionResponse(rsp)
 }
 
+// GetMeWithResponse Who am I
+//
+// The workspace and API key this request was made with, and the key's scopes: the connection test of workflow
+// tools (Zapier, n8n, Make). Any valid key may call it, whatever its scopes.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/me (the `GetMe` operationId).
+func (c *ClientWithResponses) GetMeWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetMeResponse, error) {
+	rsp, err := c.GetMe(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetMeResponse(rsp)
+}
+
 // ListModelsWithResponse List models
 //
 // Lists the models enabled for the key's workspace, in catalogue order. This is the reference first call:
@@ -11158,6 +15036,169 @@ func (c *ClientWithResponses) GetModelWithResponse(ctx context.Context, model Mo
 		return nil, err
 	}
 	return ParseGetModelResponse(rsp)
+}
+
+// ListSourcesWithResponse List sources
+//
+// The workspace's sources, newest first. Their tokens are never shown again.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/sources (the `ListSources` operationId).
+func (c *ClientWithResponses) ListSourcesWithResponse(ctx context.Context, params *ListSourcesParams, reqEditors ...RequestEditorFn) (*ListSourcesResponse, error) {
+	rsp, err := c.ListSources(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListSourcesResponse(rsp)
+}
+
+// CreateSourceWithBodyWithResponse Create a source
+//
+// A public endpoint that turns requests from outside (a form, a payment provider, a CI system, any script)
+// into events of one type. The answer holds the source's `ingest_url`, which contains its secret token:
+// it is shown this once (rotate the token to get a new one). When `event_type` names a custom type the
+// workspace does not have yet, it is created with a schema that accepts any object.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/sources (the `CreateSource` operationId).
+func (c *ClientWithResponses) CreateSourceWithBodyWithResponse(ctx context.Context, params *CreateSourceParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateSourceResponse, error) {
+	rsp, err := c.CreateSourceWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateSourceResponse(rsp)
+}
+
+// CreateSourceWithResponse Create a source
+//
+// A public endpoint that turns requests from outside (a form, a payment provider, a CI system, any script)
+// into events of one type. The answer holds the source's `ingest_url`, which contains its secret token:
+// it is shown this once (rotate the token to get a new one). When `event_type` names a custom type the
+// workspace does not have yet, it is created with a schema that accepts any object.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/sources (the `CreateSource` operationId).
+func (c *ClientWithResponses) CreateSourceWithResponse(ctx context.Context, params *CreateSourceParams, body CreateSourceJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateSourceResponse, error) {
+	rsp, err := c.CreateSource(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateSourceResponse(rsp)
+}
+
+// DeleteSourceWithResponse Delete a source
+//
+// Removes the source and its request log; its ingest URL answers 404 from now on. Its events stay.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /api/v1/sources/{source_id} (the `DeleteSource` operationId).
+func (c *ClientWithResponses) DeleteSourceWithResponse(ctx context.Context, sourceId SourceID, reqEditors ...RequestEditorFn) (*DeleteSourceResponse, error) {
+	rsp, err := c.DeleteSource(ctx, sourceId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeleteSourceResponse(rsp)
+}
+
+// GetSourceWithResponse Retrieve a source
+//
+// One source of the workspace (without its token or verification secret).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/sources/{source_id} (the `GetSource` operationId).
+func (c *ClientWithResponses) GetSourceWithResponse(ctx context.Context, sourceId SourceID, reqEditors ...RequestEditorFn) (*GetSourceResponse, error) {
+	rsp, err := c.GetSource(ctx, sourceId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetSourceResponse(rsp)
+}
+
+// UpdateSourceWithBodyWithResponse Update a source
+//
+// Changes the fields sent; the others stay. `verification` replaces the whole scheme (send its secret again);
+// `dedup: null` turns de-duplication off. The token and ingest URL do not change.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /api/v1/sources/{source_id} (the `UpdateSource` operationId).
+func (c *ClientWithResponses) UpdateSourceWithBodyWithResponse(ctx context.Context, sourceId SourceID, params *UpdateSourceParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateSourceResponse, error) {
+	rsp, err := c.UpdateSourceWithBody(ctx, sourceId, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateSourceResponse(rsp)
+}
+
+// UpdateSourceWithResponse Update a source
+//
+// Changes the fields sent; the others stay. `verification` replaces the whole scheme (send its secret again);
+// `dedup: null` turns de-duplication off. The token and ingest URL do not change.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /api/v1/sources/{source_id} (the `UpdateSource` operationId).
+func (c *ClientWithResponses) UpdateSourceWithResponse(ctx context.Context, sourceId SourceID, params *UpdateSourceParams, body UpdateSourceJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateSourceResponse, error) {
+	rsp, err := c.UpdateSource(ctx, sourceId, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateSourceResponse(rsp)
+}
+
+// ListSourceRequestsWithResponse List a source's recent requests
+//
+// The requests the source received, newest first, accepted or refused, with the reason of a refusal and the
+// event an accepted one produced: the place to see why a sender's request was refused. Header values that
+// may carry credentials are redacted, bodies are kept up to 2 KiB. The last 1,000 requests of each source
+// are kept.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/sources/{source_id}/requests (the `ListSourceRequests` operationId).
+func (c *ClientWithResponses) ListSourceRequestsWithResponse(ctx context.Context, sourceId SourceID, params *ListSourceRequestsParams, reqEditors ...RequestEditorFn) (*ListSourceRequestsResponse, error) {
+	rsp, err := c.ListSourceRequests(ctx, sourceId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListSourceRequestsResponse(rsp)
+}
+
+// RotateSourceTokenWithBodyWithResponse Rotate a source's token
+//
+// Makes a new token (and so a new ingest URL, shown this once). The previous URL keeps working for the grace
+// period, so senders can be moved over without losing a request.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/sources/{source_id}/rotate-token (the `RotateSourceToken` operationId).
+func (c *ClientWithResponses) RotateSourceTokenWithBodyWithResponse(ctx context.Context, sourceId SourceID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RotateSourceTokenResponse, error) {
+	rsp, err := c.RotateSourceTokenWithBody(ctx, sourceId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRotateSourceTokenResponse(rsp)
+}
+
+// RotateSourceTokenWithResponse Rotate a source's token
+//
+// Makes a new token (and so a new ingest URL, shown this once). The previous URL keeps working for the grace
+// period, so senders can be moved over without losing a request.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/sources/{source_id}/rotate-token (the `RotateSourceToken` operationId).
+func (c *ClientWithResponses) RotateSourceTokenWithResponse(ctx context.Context, sourceId SourceID, body RotateSourceTokenJSONRequestBody, reqEditors ...RequestEditorFn) (*RotateSourceTokenResponse, error) {
+	rsp, err := c.RotateSourceToken(ctx, sourceId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRotateSourceTokenResponse(rsp)
 }
 
 // GetWebhookDeliveryWithResponse Retrieve a delivery with its attempts
@@ -11681,6 +15722,220 @@ func ParseListEventTypesResponse(rsp *http.Response) (*ListEventTypesResponse, e
 	return response, nil
 }
 
+// ParseCreateEventTypeResponse parses an HTTP response from a CreateEventTypeWithResponse call
+func ParseCreateEventTypeResponse(rsp *http.Response) (*CreateEventTypeResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateEventTypeResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest EventType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest UnprocessableEntity
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 201:
+		var headers CreateEventTypeResponse201Headers
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers201 = &headers
+	case rsp.StatusCode == 400:
+		var headers CreateEventTypeResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers CreateEventTypeResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers CreateEventTypeResponse403Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 409:
+		var headers CreateEventTypeResponse409Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 422:
+		var headers CreateEventTypeResponse422Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers CreateEventTypeResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers429 = &headers
+	case true:
+		var headers CreateEventTypeResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
 // ParseGetEventTypeResponse parses an HTTP response from a GetEventTypeWithResponse call
 func ParseGetEventTypeResponse(rsp *http.Response) (*GetEventTypeResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -11871,6 +16126,230 @@ func ParseGetEventTypeResponse(rsp *http.Response) (*GetEventTypeResponse, error
 	return response, nil
 }
 
+// ParseUpdateEventTypeResponse parses an HTTP response from a UpdateEventTypeWithResponse call
+func ParseUpdateEventTypeResponse(rsp *http.Response) (*UpdateEventTypeResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UpdateEventTypeResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest EventType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest UnprocessableEntity
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers UpdateEventTypeResponse200Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers UpdateEventTypeResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers UpdateEventTypeResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers UpdateEventTypeResponse403Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers UpdateEventTypeResponse404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers UpdateEventTypeResponse409Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 422:
+		var headers UpdateEventTypeResponse422Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers UpdateEventTypeResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers429 = &headers
+	case true:
+		var headers UpdateEventTypeResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
 // ParseListEventsResponse parses an HTTP response from a ListEventsWithResponse call
 func ParseListEventsResponse(rsp *http.Response) (*ListEventsResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -12031,6 +16510,220 @@ func ParseListEventsResponse(rsp *http.Response) (*ListEventsResponse, error) {
 		response.Headers429 = &headers
 	case true:
 		var headers ListEventsResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParsePublishEventResponse parses an HTTP response from a PublishEventWithResponse call
+func ParsePublishEventResponse(rsp *http.Response) (*PublishEventResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PublishEventResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest Event
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest UnprocessableEntity
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 201:
+		var headers PublishEventResponse201Headers
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers201 = &headers
+	case rsp.StatusCode == 400:
+		var headers PublishEventResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers PublishEventResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers PublishEventResponse403Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 409:
+		var headers PublishEventResponse409Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 422:
+		var headers PublishEventResponse422Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers PublishEventResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers429 = &headers
+	case true:
+		var headers PublishEventResponseDefaultHeaders
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -14416,6 +19109,138 @@ func ParseGetLinkStatsByDimensionResponse(rsp *http.Response) (*GetLinkStatsByDi
 	return response, nil
 }
 
+// ParseGetMeResponse parses an HTTP response from a GetMeWithResponse call
+func ParseGetMeResponse(rsp *http.Response) (*GetMeResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetMeResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Me
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetMeResponse200Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers GetMeResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetMeResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers429 = &headers
+	case true:
+		var headers GetMeResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
 // ParseListModelsResponse parses an HTTP response from a ListModelsWithResponse call
 func ParseListModelsResponse(rsp *http.Response) (*ListModelsResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -14749,6 +19574,1373 @@ func ParseGetModelResponse(rsp *http.Response) (*GetModelResponse, error) {
 		response.Headers429 = &headers
 	case true:
 		var headers GetModelResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListSourcesResponse parses an HTTP response from a ListSourcesWithResponse call
+func ParseListSourcesResponse(rsp *http.Response) (*ListSourcesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListSourcesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest SourceList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ListSourcesResponse200Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers ListSourcesResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers ListSourcesResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers ListSourcesResponse403Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListSourcesResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers429 = &headers
+	case true:
+		var headers ListSourcesResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCreateSourceResponse parses an HTTP response from a CreateSourceWithResponse call
+func ParseCreateSourceResponse(rsp *http.Response) (*CreateSourceResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateSourceResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest SourceWithIngestURL
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest UnprocessableEntity
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 201:
+		var headers CreateSourceResponse201Headers
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers201 = &headers
+	case rsp.StatusCode == 400:
+		var headers CreateSourceResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers CreateSourceResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers CreateSourceResponse403Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 409:
+		var headers CreateSourceResponse409Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 422:
+		var headers CreateSourceResponse422Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers CreateSourceResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers429 = &headers
+	case true:
+		var headers CreateSourceResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseDeleteSourceResponse parses an HTTP response from a DeleteSourceWithResponse call
+func ParseDeleteSourceResponse(rsp *http.Response) (*DeleteSourceResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeleteSourceResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		var headers DeleteSourceResponse204Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers204 = &headers
+	case rsp.StatusCode == 400:
+		var headers DeleteSourceResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers DeleteSourceResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers DeleteSourceResponse403Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers DeleteSourceResponse404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 429:
+		var headers DeleteSourceResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers429 = &headers
+	case true:
+		var headers DeleteSourceResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetSourceResponse parses an HTTP response from a GetSourceWithResponse call
+func ParseGetSourceResponse(rsp *http.Response) (*GetSourceResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetSourceResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Source
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetSourceResponse200Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers GetSourceResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers GetSourceResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers GetSourceResponse403Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers GetSourceResponse404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetSourceResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers429 = &headers
+	case true:
+		var headers GetSourceResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseUpdateSourceResponse parses an HTTP response from a UpdateSourceWithResponse call
+func ParseUpdateSourceResponse(rsp *http.Response) (*UpdateSourceResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UpdateSourceResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Source
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest UnprocessableEntity
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers UpdateSourceResponse200Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers UpdateSourceResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers UpdateSourceResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers UpdateSourceResponse403Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers UpdateSourceResponse404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers UpdateSourceResponse409Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 422:
+		var headers UpdateSourceResponse422Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers UpdateSourceResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers429 = &headers
+	case true:
+		var headers UpdateSourceResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListSourceRequestsResponse parses an HTTP response from a ListSourceRequestsWithResponse call
+func ParseListSourceRequestsResponse(rsp *http.Response) (*ListSourceRequestsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListSourceRequestsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest SourceRequestList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ListSourceRequestsResponse200Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers ListSourceRequestsResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers ListSourceRequestsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers ListSourceRequestsResponse403Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers ListSourceRequestsResponse404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListSourceRequestsResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers429 = &headers
+	case true:
+		var headers ListSourceRequestsResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseRotateSourceTokenResponse parses an HTTP response from a RotateSourceTokenWithResponse call
+func ParseRotateSourceTokenResponse(rsp *http.Response) (*RotateSourceTokenResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RotateSourceTokenResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest SourceWithIngestURL
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers RotateSourceTokenResponse200Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers RotateSourceTokenResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers RotateSourceTokenResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers RotateSourceTokenResponse403Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers RotateSourceTokenResponse404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 429:
+		var headers RotateSourceTokenResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers429 = &headers
+	case true:
+		var headers RotateSourceTokenResponseDefaultHeaders
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -17532,12 +23724,21 @@ type ServerInterface interface {
 	// ListEventTypes List event types
 	// (GET /api/v1/event-types)
 	ListEventTypes(ctx echo.Context) error
+	// CreateEventType Create a custom event type
+	// (POST /api/v1/event-types)
+	CreateEventType(ctx echo.Context, params CreateEventTypeParams) error
 	// GetEventType Retrieve an event type
 	// (GET /api/v1/event-types/{event_type})
 	GetEventType(ctx echo.Context, eventType EventTypeName) error
+	// UpdateEventType Update a custom event type
+	// (PATCH /api/v1/event-types/{event_type})
+	UpdateEventType(ctx echo.Context, eventType EventTypeName, params UpdateEventTypeParams) error
 	// ListEvents List events
 	// (GET /api/v1/events)
 	ListEvents(ctx echo.Context, params ListEventsParams) error
+	// PublishEvent Publish an event
+	// (POST /api/v1/events)
+	PublishEvent(ctx echo.Context, params PublishEventParams) error
 	// GetEvent Retrieve an event
 	// (GET /api/v1/events/{event_id})
 	GetEvent(ctx echo.Context, eventId EventID) error
@@ -17574,12 +23775,36 @@ type ServerInterface interface {
 	// GetLinkStatsByDimension Clicks of a link by country, referrer, device, browser or OS
 	// (GET /api/v1/links/{link_id}/stats/{dimension})
 	GetLinkStatsByDimension(ctx echo.Context, linkId LinkID, dimension StatsDimension, params GetLinkStatsByDimensionParams) error
+	// GetMe Who am I
+	// (GET /api/v1/me)
+	GetMe(ctx echo.Context) error
 	// ListModels List models
 	// (GET /api/v1/models)
 	ListModels(ctx echo.Context) error
 	// GetModel Retrieve a model
 	// (GET /api/v1/models/{model})
 	GetModel(ctx echo.Context, model ModelID) error
+	// ListSources List sources
+	// (GET /api/v1/sources)
+	ListSources(ctx echo.Context, params ListSourcesParams) error
+	// CreateSource Create a source
+	// (POST /api/v1/sources)
+	CreateSource(ctx echo.Context, params CreateSourceParams) error
+	// DeleteSource Delete a source
+	// (DELETE /api/v1/sources/{source_id})
+	DeleteSource(ctx echo.Context, sourceId SourceID) error
+	// GetSource Retrieve a source
+	// (GET /api/v1/sources/{source_id})
+	GetSource(ctx echo.Context, sourceId SourceID) error
+	// UpdateSource Update a source
+	// (PATCH /api/v1/sources/{source_id})
+	UpdateSource(ctx echo.Context, sourceId SourceID, params UpdateSourceParams) error
+	// ListSourceRequests List a source's recent requests
+	// (GET /api/v1/sources/{source_id}/requests)
+	ListSourceRequests(ctx echo.Context, sourceId SourceID, params ListSourceRequestsParams) error
+	// RotateSourceToken Rotate a source's token
+	// (POST /api/v1/sources/{source_id}/rotate-token)
+	RotateSourceToken(ctx echo.Context, sourceId SourceID) error
 	// GetWebhookDelivery Retrieve a delivery with its attempts
 	// (GET /api/v1/webhook-deliveries/{delivery_id})
 	GetWebhookDelivery(ctx echo.Context, deliveryId DeliveryID) error
@@ -17638,6 +23863,35 @@ func (w *ServerInterfaceWrapper) ListEventTypes(ctx echo.Context) error {
 	return err
 }
 
+// CreateEventType converts echo context to params.
+func (w *ServerInterfaceWrapper) CreateEventType(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params CreateEventTypeParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.CreateEventType(ctx, params)
+	return err
+}
+
 // GetEventType converts echo context to params.
 func (w *ServerInterfaceWrapper) GetEventType(ctx echo.Context) error {
 	var err error
@@ -17651,6 +23905,42 @@ func (w *ServerInterfaceWrapper) GetEventType(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.GetEventType(ctx, eventType)
+	return err
+}
+
+// UpdateEventType converts echo context to params.
+func (w *ServerInterfaceWrapper) UpdateEventType(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "event_type" -------------
+	var eventType EventTypeName
+
+	err = runtime.BindStyledParameterWithOptions("simple", "event_type", ctx.Param("event_type"), &eventType, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter event_type: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params UpdateEventTypeParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.UpdateEventType(ctx, eventType, params)
 	return err
 }
 
@@ -17690,6 +23980,35 @@ func (w *ServerInterfaceWrapper) ListEvents(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.ListEvents(ctx, params)
+	return err
+}
+
+// PublishEvent converts echo context to params.
+func (w *ServerInterfaceWrapper) PublishEvent(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params PublishEventParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.PublishEvent(ctx, params)
 	return err
 }
 
@@ -18089,6 +24408,15 @@ func (w *ServerInterfaceWrapper) GetLinkStatsByDimension(ctx echo.Context) error
 	return err
 }
 
+// GetMe converts echo context to params.
+func (w *ServerInterfaceWrapper) GetMe(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetMe(ctx)
+	return err
+}
+
 // ListModels converts echo context to params.
 func (w *ServerInterfaceWrapper) ListModels(ctx echo.Context) error {
 	var err error
@@ -18111,6 +24439,183 @@ func (w *ServerInterfaceWrapper) GetModel(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.GetModel(ctx, model)
+	return err
+}
+
+// ListSources converts echo context to params.
+func (w *ServerInterfaceWrapper) ListSources(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListSourcesParams
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListSources(ctx, params)
+	return err
+}
+
+// CreateSource converts echo context to params.
+func (w *ServerInterfaceWrapper) CreateSource(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params CreateSourceParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.CreateSource(ctx, params)
+	return err
+}
+
+// DeleteSource converts echo context to params.
+func (w *ServerInterfaceWrapper) DeleteSource(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "source_id" -------------
+	var sourceId SourceID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "source_id", ctx.Param("source_id"), &sourceId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter source_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.DeleteSource(ctx, sourceId)
+	return err
+}
+
+// GetSource converts echo context to params.
+func (w *ServerInterfaceWrapper) GetSource(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "source_id" -------------
+	var sourceId SourceID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "source_id", ctx.Param("source_id"), &sourceId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter source_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetSource(ctx, sourceId)
+	return err
+}
+
+// UpdateSource converts echo context to params.
+func (w *ServerInterfaceWrapper) UpdateSource(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "source_id" -------------
+	var sourceId SourceID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "source_id", ctx.Param("source_id"), &sourceId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter source_id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params UpdateSourceParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.UpdateSource(ctx, sourceId, params)
+	return err
+}
+
+// ListSourceRequests converts echo context to params.
+func (w *ServerInterfaceWrapper) ListSourceRequests(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "source_id" -------------
+	var sourceId SourceID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "source_id", ctx.Param("source_id"), &sourceId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter source_id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListSourceRequestsParams
+	// ------------- Optional query parameter "outcome" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "outcome", ctx.QueryParams(), &params.Outcome, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter outcome: %s", err))
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListSourceRequests(ctx, sourceId, params)
+	return err
+}
+
+// RotateSourceToken converts echo context to params.
+func (w *ServerInterfaceWrapper) RotateSourceToken(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "source_id" -------------
+	var sourceId SourceID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "source_id", ctx.Param("source_id"), &sourceId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter source_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.RotateSourceToken(ctx, sourceId)
 	return err
 }
 
@@ -18474,9 +24979,20 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/api/v1/webhook-deliveries/:delivery_id", wrapper.GetWebhookDelivery, options.OperationMiddlewares["getWebhookDelivery"]...)
 	router.POST(options.BaseURL+"/api/v1/webhook-deliveries/:delivery_id/redeliver", wrapper.RedeliverWebhookDelivery, options.OperationMiddlewares["redeliverWebhookDelivery"]...)
 	router.GET(options.BaseURL+"/api/v1/event-types", wrapper.ListEventTypes, options.OperationMiddlewares["listEventTypes"]...)
+	router.POST(options.BaseURL+"/api/v1/event-types", wrapper.CreateEventType, options.OperationMiddlewares["createEventType"]...)
 	router.GET(options.BaseURL+"/api/v1/event-types/:event_type", wrapper.GetEventType, options.OperationMiddlewares["getEventType"]...)
+	router.PATCH(options.BaseURL+"/api/v1/event-types/:event_type", wrapper.UpdateEventType, options.OperationMiddlewares["updateEventType"]...)
 	router.GET(options.BaseURL+"/api/v1/events", wrapper.ListEvents, options.OperationMiddlewares["listEvents"]...)
+	router.POST(options.BaseURL+"/api/v1/events", wrapper.PublishEvent, options.OperationMiddlewares["publishEvent"]...)
 	router.GET(options.BaseURL+"/api/v1/events/:event_id", wrapper.GetEvent, options.OperationMiddlewares["getEvent"]...)
+	router.GET(options.BaseURL+"/api/v1/me", wrapper.GetMe, options.OperationMiddlewares["getMe"]...)
+	router.GET(options.BaseURL+"/api/v1/sources", wrapper.ListSources, options.OperationMiddlewares["listSources"]...)
+	router.POST(options.BaseURL+"/api/v1/sources", wrapper.CreateSource, options.OperationMiddlewares["createSource"]...)
+	router.DELETE(options.BaseURL+"/api/v1/sources/:source_id", wrapper.DeleteSource, options.OperationMiddlewares["deleteSource"]...)
+	router.GET(options.BaseURL+"/api/v1/sources/:source_id", wrapper.GetSource, options.OperationMiddlewares["getSource"]...)
+	router.PATCH(options.BaseURL+"/api/v1/sources/:source_id", wrapper.UpdateSource, options.OperationMiddlewares["updateSource"]...)
+	router.POST(options.BaseURL+"/api/v1/sources/:source_id/rotate-token", wrapper.RotateSourceToken, options.OperationMiddlewares["rotateSourceToken"]...)
+	router.GET(options.BaseURL+"/api/v1/sources/:source_id/requests", wrapper.ListSourceRequests, options.OperationMiddlewares["listSourceRequests"]...)
 	router.GET(options.BaseURL+"/api/v1/links", wrapper.ListLinks, options.OperationMiddlewares["listLinks"]...)
 	router.POST(options.BaseURL+"/api/v1/links", wrapper.CreateLink, options.OperationMiddlewares["createLink"]...)
 	router.POST(options.BaseURL+"/api/v1/links/bulk", wrapper.CreateLinksBulk, options.OperationMiddlewares["createLinksBulk"]...)
@@ -18537,6 +25053,15 @@ type ProblemApplicationProblemPlusJSONResponse struct {
 	Headers ProblemResponseHeaders
 }
 
+type TooLargeResponseHeaders struct {
+	XRequestId *string
+}
+type TooLargeApplicationProblemPlusJSONResponse struct {
+	Body Problem
+
+	Headers TooLargeResponseHeaders
+}
+
 type TooManyRequestsResponseHeaders struct {
 	RateLimit       *string
 	RateLimitPolicy *string
@@ -18566,6 +25091,15 @@ type UnprocessableEntityApplicationProblemPlusJSONResponse struct {
 	Body Problem
 
 	Headers UnprocessableEntityResponseHeaders
+}
+
+type UnsupportedMediaTypeResponseHeaders struct {
+	XRequestId *string
+}
+type UnsupportedMediaTypeApplicationProblemPlusJSONResponse struct {
+	Body Problem
+
+	Headers UnsupportedMediaTypeResponseHeaders
 }
 
 type WebhookStateResponseHeaders struct {
@@ -18697,6 +25231,201 @@ type ListEventTypesdefaultApplicationProblemPlusJSONResponse struct {
 }
 
 func (response ListEventTypesdefaultApplicationProblemPlusJSONResponse) VisitListEventTypesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateEventTypeRequestObject struct {
+	Params CreateEventTypeParams
+	Body   *CreateEventTypeJSONRequestBody
+}
+
+type CreateEventTypeResponseObject interface {
+	VisitCreateEventTypeResponse(w http.ResponseWriter) error
+}
+
+type CreateEventType201ResponseHeaders struct {
+	Location        *string
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      *string
+}
+
+type CreateEventType201JSONResponse struct {
+	Body    EventType
+	Headers CreateEventType201ResponseHeaders
+}
+
+func (response CreateEventType201JSONResponse) VisitCreateEventTypeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.Location != nil {
+		w.Header().Set("Location", fmt.Sprint(*response.Headers.Location))
+	}
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateEventType400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response CreateEventType400ApplicationProblemPlusJSONResponse) VisitCreateEventTypeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateEventType401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response CreateEventType401ApplicationProblemPlusJSONResponse) VisitCreateEventTypeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateEventType403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response CreateEventType403ApplicationProblemPlusJSONResponse) VisitCreateEventTypeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateEventType409ApplicationProblemPlusJSONResponse struct {
+	ConflictApplicationProblemPlusJSONResponse
+}
+
+func (response CreateEventType409ApplicationProblemPlusJSONResponse) VisitCreateEventTypeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateEventType422ApplicationProblemPlusJSONResponse struct {
+	UnprocessableEntityApplicationProblemPlusJSONResponse
+}
+
+func (response CreateEventType422ApplicationProblemPlusJSONResponse) VisitCreateEventTypeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateEventType429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response CreateEventType429ApplicationProblemPlusJSONResponse) VisitCreateEventTypeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateEventTypedefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	Headers    ProblemResponseHeaders
+	StatusCode int
+}
+
+func (response CreateEventTypedefaultApplicationProblemPlusJSONResponse) VisitCreateEventTypeResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -18882,6 +25611,217 @@ func (response GetEventTypedefaultApplicationProblemPlusJSONResponse) VisitGetEv
 	return err
 }
 
+type UpdateEventTypeRequestObject struct {
+	EventType EventTypeName `json:"event_type"`
+	Params    UpdateEventTypeParams
+	Body      *UpdateEventTypeJSONRequestBody
+}
+
+type UpdateEventTypeResponseObject interface {
+	VisitUpdateEventTypeResponse(w http.ResponseWriter) error
+}
+
+type UpdateEventType200ResponseHeaders struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      *string
+}
+
+type UpdateEventType200JSONResponse struct {
+	Body    EventType
+	Headers UpdateEventType200ResponseHeaders
+}
+
+func (response UpdateEventType200JSONResponse) VisitUpdateEventTypeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateEventType400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateEventType400ApplicationProblemPlusJSONResponse) VisitUpdateEventTypeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateEventType401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateEventType401ApplicationProblemPlusJSONResponse) VisitUpdateEventTypeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateEventType403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateEventType403ApplicationProblemPlusJSONResponse) VisitUpdateEventTypeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateEventType404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateEventType404ApplicationProblemPlusJSONResponse) VisitUpdateEventTypeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateEventType409ApplicationProblemPlusJSONResponse struct {
+	ConflictApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateEventType409ApplicationProblemPlusJSONResponse) VisitUpdateEventTypeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateEventType422ApplicationProblemPlusJSONResponse struct {
+	UnprocessableEntityApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateEventType422ApplicationProblemPlusJSONResponse) VisitUpdateEventTypeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateEventType429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateEventType429ApplicationProblemPlusJSONResponse) VisitUpdateEventTypeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateEventTypedefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	Headers    ProblemResponseHeaders
+	StatusCode int
+}
+
+func (response UpdateEventTypedefaultApplicationProblemPlusJSONResponse) VisitUpdateEventTypeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListEventsRequestObject struct {
 	Params ListEventsParams
 }
@@ -19020,6 +25960,201 @@ type ListEventsdefaultApplicationProblemPlusJSONResponse struct {
 }
 
 func (response ListEventsdefaultApplicationProblemPlusJSONResponse) VisitListEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PublishEventRequestObject struct {
+	Params PublishEventParams
+	Body   *PublishEventJSONRequestBody
+}
+
+type PublishEventResponseObject interface {
+	VisitPublishEventResponse(w http.ResponseWriter) error
+}
+
+type PublishEvent201ResponseHeaders struct {
+	Location        *string
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      *string
+}
+
+type PublishEvent201JSONResponse struct {
+	Body    Event
+	Headers PublishEvent201ResponseHeaders
+}
+
+func (response PublishEvent201JSONResponse) VisitPublishEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.Location != nil {
+		w.Header().Set("Location", fmt.Sprint(*response.Headers.Location))
+	}
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PublishEvent400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response PublishEvent400ApplicationProblemPlusJSONResponse) VisitPublishEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PublishEvent401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response PublishEvent401ApplicationProblemPlusJSONResponse) VisitPublishEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PublishEvent403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response PublishEvent403ApplicationProblemPlusJSONResponse) VisitPublishEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PublishEvent409ApplicationProblemPlusJSONResponse struct {
+	ConflictApplicationProblemPlusJSONResponse
+}
+
+func (response PublishEvent409ApplicationProblemPlusJSONResponse) VisitPublishEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PublishEvent422ApplicationProblemPlusJSONResponse struct {
+	UnprocessableEntityApplicationProblemPlusJSONResponse
+}
+
+func (response PublishEvent422ApplicationProblemPlusJSONResponse) VisitPublishEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PublishEvent429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response PublishEvent429ApplicationProblemPlusJSONResponse) VisitPublishEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PublishEventdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	Headers    ProblemResponseHeaders
+	StatusCode int
+}
+
+func (response PublishEventdefaultApplicationProblemPlusJSONResponse) VisitPublishEventResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -21184,6 +28319,116 @@ func (response GetLinkStatsByDimensiondefaultApplicationProblemPlusJSONResponse)
 	return err
 }
 
+type GetMeRequestObject struct {
+}
+
+type GetMeResponseObject interface {
+	VisitGetMeResponse(w http.ResponseWriter) error
+}
+
+type GetMe200ResponseHeaders struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      *string
+}
+
+type GetMe200JSONResponse struct {
+	Body    Me
+	Headers GetMe200ResponseHeaders
+}
+
+func (response GetMe200JSONResponse) VisitGetMeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetMe401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response GetMe401ApplicationProblemPlusJSONResponse) VisitGetMeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetMe429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response GetMe429ApplicationProblemPlusJSONResponse) VisitGetMeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetMedefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	Headers    ProblemResponseHeaders
+	StatusCode int
+}
+
+func (response GetMedefaultApplicationProblemPlusJSONResponse) VisitGetMeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListModelsRequestObject struct {
 }
 
@@ -21473,6 +28718,1242 @@ type GetModeldefaultApplicationProblemPlusJSONResponse struct {
 }
 
 func (response GetModeldefaultApplicationProblemPlusJSONResponse) VisitGetModelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListSourcesRequestObject struct {
+	Params ListSourcesParams
+}
+
+type ListSourcesResponseObject interface {
+	VisitListSourcesResponse(w http.ResponseWriter) error
+}
+
+type ListSources200ResponseHeaders struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      *string
+}
+
+type ListSources200JSONResponse struct {
+	Body    SourceList
+	Headers ListSources200ResponseHeaders
+}
+
+func (response ListSources200JSONResponse) VisitListSourcesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListSources400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response ListSources400ApplicationProblemPlusJSONResponse) VisitListSourcesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListSources401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response ListSources401ApplicationProblemPlusJSONResponse) VisitListSourcesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListSources403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response ListSources403ApplicationProblemPlusJSONResponse) VisitListSourcesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListSources429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response ListSources429ApplicationProblemPlusJSONResponse) VisitListSourcesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListSourcesdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	Headers    ProblemResponseHeaders
+	StatusCode int
+}
+
+func (response ListSourcesdefaultApplicationProblemPlusJSONResponse) VisitListSourcesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateSourceRequestObject struct {
+	Params CreateSourceParams
+	Body   *CreateSourceJSONRequestBody
+}
+
+type CreateSourceResponseObject interface {
+	VisitCreateSourceResponse(w http.ResponseWriter) error
+}
+
+type CreateSource201ResponseHeaders struct {
+	Location        *string
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      *string
+}
+
+type CreateSource201JSONResponse struct {
+	Body    SourceWithIngestURL
+	Headers CreateSource201ResponseHeaders
+}
+
+func (response CreateSource201JSONResponse) VisitCreateSourceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.Location != nil {
+		w.Header().Set("Location", fmt.Sprint(*response.Headers.Location))
+	}
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateSource400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response CreateSource400ApplicationProblemPlusJSONResponse) VisitCreateSourceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateSource401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response CreateSource401ApplicationProblemPlusJSONResponse) VisitCreateSourceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateSource403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response CreateSource403ApplicationProblemPlusJSONResponse) VisitCreateSourceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateSource409ApplicationProblemPlusJSONResponse struct {
+	ConflictApplicationProblemPlusJSONResponse
+}
+
+func (response CreateSource409ApplicationProblemPlusJSONResponse) VisitCreateSourceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateSource422ApplicationProblemPlusJSONResponse struct {
+	UnprocessableEntityApplicationProblemPlusJSONResponse
+}
+
+func (response CreateSource422ApplicationProblemPlusJSONResponse) VisitCreateSourceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateSource429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response CreateSource429ApplicationProblemPlusJSONResponse) VisitCreateSourceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateSourcedefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	Headers    ProblemResponseHeaders
+	StatusCode int
+}
+
+func (response CreateSourcedefaultApplicationProblemPlusJSONResponse) VisitCreateSourceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteSourceRequestObject struct {
+	SourceId SourceID `json:"source_id"`
+}
+
+type DeleteSourceResponseObject interface {
+	VisitDeleteSourceResponse(w http.ResponseWriter) error
+}
+
+type DeleteSource204ResponseHeaders struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      *string
+}
+
+type DeleteSource204Response struct {
+	Headers DeleteSource204ResponseHeaders
+}
+
+func (response DeleteSource204Response) VisitDeleteSourceResponse(w http.ResponseWriter) error {
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(204)
+	return nil
+}
+
+type DeleteSource400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteSource400ApplicationProblemPlusJSONResponse) VisitDeleteSourceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteSource401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteSource401ApplicationProblemPlusJSONResponse) VisitDeleteSourceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteSource403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteSource403ApplicationProblemPlusJSONResponse) VisitDeleteSourceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteSource404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteSource404ApplicationProblemPlusJSONResponse) VisitDeleteSourceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteSource429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteSource429ApplicationProblemPlusJSONResponse) VisitDeleteSourceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteSourcedefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	Headers    ProblemResponseHeaders
+	StatusCode int
+}
+
+func (response DeleteSourcedefaultApplicationProblemPlusJSONResponse) VisitDeleteSourceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSourceRequestObject struct {
+	SourceId SourceID `json:"source_id"`
+}
+
+type GetSourceResponseObject interface {
+	VisitGetSourceResponse(w http.ResponseWriter) error
+}
+
+type GetSource200ResponseHeaders struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      *string
+}
+
+type GetSource200JSONResponse struct {
+	Body    Source
+	Headers GetSource200ResponseHeaders
+}
+
+func (response GetSource200JSONResponse) VisitGetSourceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSource400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response GetSource400ApplicationProblemPlusJSONResponse) VisitGetSourceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSource401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response GetSource401ApplicationProblemPlusJSONResponse) VisitGetSourceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSource403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response GetSource403ApplicationProblemPlusJSONResponse) VisitGetSourceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSource404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response GetSource404ApplicationProblemPlusJSONResponse) VisitGetSourceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSource429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response GetSource429ApplicationProblemPlusJSONResponse) VisitGetSourceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSourcedefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	Headers    ProblemResponseHeaders
+	StatusCode int
+}
+
+func (response GetSourcedefaultApplicationProblemPlusJSONResponse) VisitGetSourceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateSourceRequestObject struct {
+	SourceId SourceID `json:"source_id"`
+	Params   UpdateSourceParams
+	Body     *UpdateSourceJSONRequestBody
+}
+
+type UpdateSourceResponseObject interface {
+	VisitUpdateSourceResponse(w http.ResponseWriter) error
+}
+
+type UpdateSource200ResponseHeaders struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      *string
+}
+
+type UpdateSource200JSONResponse struct {
+	Body    Source
+	Headers UpdateSource200ResponseHeaders
+}
+
+func (response UpdateSource200JSONResponse) VisitUpdateSourceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateSource400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateSource400ApplicationProblemPlusJSONResponse) VisitUpdateSourceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateSource401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateSource401ApplicationProblemPlusJSONResponse) VisitUpdateSourceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateSource403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateSource403ApplicationProblemPlusJSONResponse) VisitUpdateSourceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateSource404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateSource404ApplicationProblemPlusJSONResponse) VisitUpdateSourceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateSource409ApplicationProblemPlusJSONResponse struct {
+	ConflictApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateSource409ApplicationProblemPlusJSONResponse) VisitUpdateSourceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateSource422ApplicationProblemPlusJSONResponse struct {
+	UnprocessableEntityApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateSource422ApplicationProblemPlusJSONResponse) VisitUpdateSourceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateSource429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateSource429ApplicationProblemPlusJSONResponse) VisitUpdateSourceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateSourcedefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	Headers    ProblemResponseHeaders
+	StatusCode int
+}
+
+func (response UpdateSourcedefaultApplicationProblemPlusJSONResponse) VisitUpdateSourceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListSourceRequestsRequestObject struct {
+	SourceId SourceID `json:"source_id"`
+	Params   ListSourceRequestsParams
+}
+
+type ListSourceRequestsResponseObject interface {
+	VisitListSourceRequestsResponse(w http.ResponseWriter) error
+}
+
+type ListSourceRequests200ResponseHeaders struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      *string
+}
+
+type ListSourceRequests200JSONResponse struct {
+	Body    SourceRequestList
+	Headers ListSourceRequests200ResponseHeaders
+}
+
+func (response ListSourceRequests200JSONResponse) VisitListSourceRequestsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListSourceRequests400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response ListSourceRequests400ApplicationProblemPlusJSONResponse) VisitListSourceRequestsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListSourceRequests401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response ListSourceRequests401ApplicationProblemPlusJSONResponse) VisitListSourceRequestsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListSourceRequests403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response ListSourceRequests403ApplicationProblemPlusJSONResponse) VisitListSourceRequestsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListSourceRequests404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response ListSourceRequests404ApplicationProblemPlusJSONResponse) VisitListSourceRequestsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListSourceRequests429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response ListSourceRequests429ApplicationProblemPlusJSONResponse) VisitListSourceRequestsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListSourceRequestsdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	Headers    ProblemResponseHeaders
+	StatusCode int
+}
+
+func (response ListSourceRequestsdefaultApplicationProblemPlusJSONResponse) VisitListSourceRequestsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RotateSourceTokenRequestObject struct {
+	SourceId SourceID `json:"source_id"`
+	Body     *RotateSourceTokenJSONRequestBody
+}
+
+type RotateSourceTokenResponseObject interface {
+	VisitRotateSourceTokenResponse(w http.ResponseWriter) error
+}
+
+type RotateSourceToken200ResponseHeaders struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      *string
+}
+
+type RotateSourceToken200JSONResponse struct {
+	Body    SourceWithIngestURL
+	Headers RotateSourceToken200ResponseHeaders
+}
+
+func (response RotateSourceToken200JSONResponse) VisitRotateSourceTokenResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RotateSourceToken400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response RotateSourceToken400ApplicationProblemPlusJSONResponse) VisitRotateSourceTokenResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RotateSourceToken401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response RotateSourceToken401ApplicationProblemPlusJSONResponse) VisitRotateSourceTokenResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RotateSourceToken403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response RotateSourceToken403ApplicationProblemPlusJSONResponse) VisitRotateSourceTokenResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RotateSourceToken404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response RotateSourceToken404ApplicationProblemPlusJSONResponse) VisitRotateSourceTokenResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RotateSourceToken429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response RotateSourceToken429ApplicationProblemPlusJSONResponse) VisitRotateSourceTokenResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RotateSourceTokendefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	Headers    ProblemResponseHeaders
+	StatusCode int
+}
+
+func (response RotateSourceTokendefaultApplicationProblemPlusJSONResponse) VisitRotateSourceTokenResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -23977,12 +32458,21 @@ type StrictServerInterface interface {
 	// ListEventTypes List event types
 	// (GET /api/v1/event-types)
 	ListEventTypes(ctx context.Context, request ListEventTypesRequestObject) (ListEventTypesResponseObject, error)
+	// CreateEventType Create a custom event type
+	// (POST /api/v1/event-types)
+	CreateEventType(ctx context.Context, request CreateEventTypeRequestObject) (CreateEventTypeResponseObject, error)
 	// GetEventType Retrieve an event type
 	// (GET /api/v1/event-types/{event_type})
 	GetEventType(ctx context.Context, request GetEventTypeRequestObject) (GetEventTypeResponseObject, error)
+	// UpdateEventType Update a custom event type
+	// (PATCH /api/v1/event-types/{event_type})
+	UpdateEventType(ctx context.Context, request UpdateEventTypeRequestObject) (UpdateEventTypeResponseObject, error)
 	// ListEvents List events
 	// (GET /api/v1/events)
 	ListEvents(ctx context.Context, request ListEventsRequestObject) (ListEventsResponseObject, error)
+	// PublishEvent Publish an event
+	// (POST /api/v1/events)
+	PublishEvent(ctx context.Context, request PublishEventRequestObject) (PublishEventResponseObject, error)
 	// GetEvent Retrieve an event
 	// (GET /api/v1/events/{event_id})
 	GetEvent(ctx context.Context, request GetEventRequestObject) (GetEventResponseObject, error)
@@ -24019,12 +32509,36 @@ type StrictServerInterface interface {
 	// GetLinkStatsByDimension Clicks of a link by country, referrer, device, browser or OS
 	// (GET /api/v1/links/{link_id}/stats/{dimension})
 	GetLinkStatsByDimension(ctx context.Context, request GetLinkStatsByDimensionRequestObject) (GetLinkStatsByDimensionResponseObject, error)
+	// GetMe Who am I
+	// (GET /api/v1/me)
+	GetMe(ctx context.Context, request GetMeRequestObject) (GetMeResponseObject, error)
 	// ListModels List models
 	// (GET /api/v1/models)
 	ListModels(ctx context.Context, request ListModelsRequestObject) (ListModelsResponseObject, error)
 	// GetModel Retrieve a model
 	// (GET /api/v1/models/{model})
 	GetModel(ctx context.Context, request GetModelRequestObject) (GetModelResponseObject, error)
+	// ListSources List sources
+	// (GET /api/v1/sources)
+	ListSources(ctx context.Context, request ListSourcesRequestObject) (ListSourcesResponseObject, error)
+	// CreateSource Create a source
+	// (POST /api/v1/sources)
+	CreateSource(ctx context.Context, request CreateSourceRequestObject) (CreateSourceResponseObject, error)
+	// DeleteSource Delete a source
+	// (DELETE /api/v1/sources/{source_id})
+	DeleteSource(ctx context.Context, request DeleteSourceRequestObject) (DeleteSourceResponseObject, error)
+	// GetSource Retrieve a source
+	// (GET /api/v1/sources/{source_id})
+	GetSource(ctx context.Context, request GetSourceRequestObject) (GetSourceResponseObject, error)
+	// UpdateSource Update a source
+	// (PATCH /api/v1/sources/{source_id})
+	UpdateSource(ctx context.Context, request UpdateSourceRequestObject) (UpdateSourceResponseObject, error)
+	// ListSourceRequests List a source's recent requests
+	// (GET /api/v1/sources/{source_id}/requests)
+	ListSourceRequests(ctx context.Context, request ListSourceRequestsRequestObject) (ListSourceRequestsResponseObject, error)
+	// RotateSourceToken Rotate a source's token
+	// (POST /api/v1/sources/{source_id}/rotate-token)
+	RotateSourceToken(ctx context.Context, request RotateSourceTokenRequestObject) (RotateSourceTokenResponseObject, error)
 	// GetWebhookDelivery Retrieve a delivery with its attempts
 	// (GET /api/v1/webhook-deliveries/{delivery_id})
 	GetWebhookDelivery(ctx context.Context, request GetWebhookDeliveryRequestObject) (GetWebhookDeliveryResponseObject, error)
@@ -24104,6 +32618,54 @@ func (sh *strictHandler) ListEventTypes(ctx echo.Context) error {
 	return nil
 }
 
+// CreateEventType operation middleware
+func (sh *strictHandler) CreateEventType(ctx echo.Context, params CreateEventTypeParams) error {
+	var request CreateEventTypeRequestObject
+
+	request.Params = params
+
+	var body CreateEventTypeJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateEventType(ctx.Request().Context(), request.(CreateEventTypeRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateEventType")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(CreateEventTypeResponseObject); ok {
+		return validResponse.VisitCreateEventTypeResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // GetEventType operation middleware
 func (sh *strictHandler) GetEventType(ctx echo.Context, eventType EventTypeName) error {
 	var request GetEventTypeRequestObject
@@ -24129,6 +32691,55 @@ func (sh *strictHandler) GetEventType(ctx echo.Context, eventType EventTypeName)
 	return nil
 }
 
+// UpdateEventType operation middleware
+func (sh *strictHandler) UpdateEventType(ctx echo.Context, eventType EventTypeName, params UpdateEventTypeParams) error {
+	var request UpdateEventTypeRequestObject
+
+	request.EventType = eventType
+	request.Params = params
+
+	var body UpdateEventTypeJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.UpdateEventType(ctx.Request().Context(), request.(UpdateEventTypeRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "UpdateEventType")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(UpdateEventTypeResponseObject); ok {
+		return validResponse.VisitUpdateEventTypeResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // ListEvents operation middleware
 func (sh *strictHandler) ListEvents(ctx echo.Context, params ListEventsParams) error {
 	var request ListEventsRequestObject
@@ -24148,6 +32759,54 @@ func (sh *strictHandler) ListEvents(ctx echo.Context, params ListEventsParams) e
 		return err
 	} else if validResponse, ok := response.(ListEventsResponseObject); ok {
 		return validResponse.VisitListEventsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// PublishEvent operation middleware
+func (sh *strictHandler) PublishEvent(ctx echo.Context, params PublishEventParams) error {
+	var request PublishEventRequestObject
+
+	request.Params = params
+
+	var body PublishEventJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.PublishEvent(ctx.Request().Context(), request.(PublishEventRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "PublishEvent")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(PublishEventResponseObject); ok {
+		return validResponse.VisitPublishEventResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -24551,6 +33210,29 @@ func (sh *strictHandler) GetLinkStatsByDimension(ctx echo.Context, linkId LinkID
 	return nil
 }
 
+// GetMe operation middleware
+func (sh *strictHandler) GetMe(ctx echo.Context) error {
+	var request GetMeRequestObject
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetMe(ctx.Request().Context(), request.(GetMeRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetMe")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetMeResponseObject); ok {
+		return validResponse.VisitGetMeResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // ListModels operation middleware
 func (sh *strictHandler) ListModels(ctx echo.Context) error {
 	var request ListModelsRequestObject
@@ -24593,6 +33275,255 @@ func (sh *strictHandler) GetModel(ctx echo.Context, model ModelID) error {
 		return err
 	} else if validResponse, ok := response.(GetModelResponseObject); ok {
 		return validResponse.VisitGetModelResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListSources operation middleware
+func (sh *strictHandler) ListSources(ctx echo.Context, params ListSourcesParams) error {
+	var request ListSourcesRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListSources(ctx.Request().Context(), request.(ListSourcesRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListSources")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListSourcesResponseObject); ok {
+		return validResponse.VisitListSourcesResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// CreateSource operation middleware
+func (sh *strictHandler) CreateSource(ctx echo.Context, params CreateSourceParams) error {
+	var request CreateSourceRequestObject
+
+	request.Params = params
+
+	var body CreateSourceJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateSource(ctx.Request().Context(), request.(CreateSourceRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateSource")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(CreateSourceResponseObject); ok {
+		return validResponse.VisitCreateSourceResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// DeleteSource operation middleware
+func (sh *strictHandler) DeleteSource(ctx echo.Context, sourceId SourceID) error {
+	var request DeleteSourceRequestObject
+
+	request.SourceId = sourceId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.DeleteSource(ctx.Request().Context(), request.(DeleteSourceRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DeleteSource")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(DeleteSourceResponseObject); ok {
+		return validResponse.VisitDeleteSourceResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetSource operation middleware
+func (sh *strictHandler) GetSource(ctx echo.Context, sourceId SourceID) error {
+	var request GetSourceRequestObject
+
+	request.SourceId = sourceId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetSource(ctx.Request().Context(), request.(GetSourceRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetSource")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetSourceResponseObject); ok {
+		return validResponse.VisitGetSourceResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// UpdateSource operation middleware
+func (sh *strictHandler) UpdateSource(ctx echo.Context, sourceId SourceID, params UpdateSourceParams) error {
+	var request UpdateSourceRequestObject
+
+	request.SourceId = sourceId
+	request.Params = params
+
+	var body UpdateSourceJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.UpdateSource(ctx.Request().Context(), request.(UpdateSourceRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "UpdateSource")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(UpdateSourceResponseObject); ok {
+		return validResponse.VisitUpdateSourceResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListSourceRequests operation middleware
+func (sh *strictHandler) ListSourceRequests(ctx echo.Context, sourceId SourceID, params ListSourceRequestsParams) error {
+	var request ListSourceRequestsRequestObject
+
+	request.SourceId = sourceId
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListSourceRequests(ctx.Request().Context(), request.(ListSourceRequestsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListSourceRequests")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListSourceRequestsResponseObject); ok {
+		return validResponse.VisitListSourceRequestsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// RotateSourceToken operation middleware
+func (sh *strictHandler) RotateSourceToken(ctx echo.Context, sourceId SourceID) error {
+	var request RotateSourceTokenRequestObject
+
+	request.SourceId = sourceId
+
+	var body RotateSourceTokenJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		if !errors.Is(err, io.EOF) {
+			return err
+		}
+	} else {
+		request.Body = &body
+	}
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.RotateSourceToken(ctx.Request().Context(), request.(RotateSourceTokenRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RotateSourceToken")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(RotateSourceTokenResponseObject); ok {
+		return validResponse.VisitRotateSourceTokenResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -25103,426 +34034,543 @@ func (sh *strictHandler) TestWebhook(ctx echo.Context, webhookId WebhookID) erro
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7P37dhs31icM3woWn2dWSHeRIinJlqiVNSOfEnVsx7HkpDuhhwVWgWS1igBTQIliHK3V9zBzDfP/dwvf",
-	"pfSVvAt7A6gDiydJdpxuveudp2OxCoXDxj7v3/5YC8R0JjjjStZ6H2vsmk5nMYP/fhXxS/2/Mp1OabKo",
-	"9WqnJKDTGY3GnMT6R692ReOU6YdoEkyiKxbWeiMaS+bVgjgKLmWt1/ZqQcKoYuGAqlqv1m13Hzc7nWa3",
-	"e9Fp99r6//+55tVCJlXEqYoEH6RJXOvVJkrNZG9vz0ypFYjp3iyJgoiP9fNiSiNe69XksJV7oubV2PUs",
-	"Sli4ZhQxGrGkyXjIQve8zM+u22x3Ltq52bFrxRJO40EU1nq1IJk2j44OOjWvNhLJnCbh4NeU6R1SScq8",
-	"GjwU88tBu/PX56fPDp4fvnj88sk3R98e/7X9Xed1983+25pXi6lUA9glszU8jWOvNqXXA7t3nXa73fZq",
-	"U6ZoSBWt9T7eeDUx/AcL9FzNESQsjBIWqIFazFitt9/uejU5EYkq7UBxo/aGMQ0um6MkCumi5tVknI5r",
-	"vVr5r4qqVNZ6NRqo6IrVvJqiY1nr/VKzhFDzasNRU29b7YNXU5GKWa1Xe6qHIS9hGJIdWjoLNxJCqqaa",
-	"ntz4PTe+3ogwSqe1Xo1NaRTr+Yk0CfQHOZvLmCnFktrNzY0HtPsqkqpIv99ztkS4uLG/rKHgzv7RSiJu",
-	"fw4iRsLI06n9S44q8U/3SY/5E2of9w6Pe52uXmWeQg3NfskEeluybFeQ5c3NB682oXIwFQlzhMLZtRoE",
-	"aSJFYncktwdSIUlOGA1ZgpxVBEAkQH9MBkk0w3/WLiaMvH/3iogRURNGDNERHK4FhAE7VOvV9ugs2rvq",
-	"7M3ZcCLEpdybT8wJn3Z/OPrp4MfHf3vy96Ofj0/bTzvPus/1ZgUTNtWHpI/wFeNjNan1uu2DI6+GR1OT",
-	"KtFboqf7jir2KppGanmSL0VCGA0mZCbiKFh4MNWE/ZoyqSSRKopjQuNYzFlIuJiTup/4DUJ5CA9KFgge",
-	"SpJyFcXwl19ToSiJJBmlcbwgCZNKJCwkdV/5jeKi+7VLtujXTpKvD4+PT9TXHY/0a3ORXMoZDRj80D3G",
-	"X1Yu+PDx2vU238Kqqs8GpwrrjpgkdDaLIxYSJfJ7QOpnLy5ekjChI9WMmBo1NYnTWdRMqGIxfMRQQ6NH",
-	"/F/9bPNmLCH+3LebVL34X79+3G6fzL9+3C6v/tev99vmp12Xz1SyaJ6ONAddWvm5OTIlyJxGigzZSCR6",
-	"uSpZRHxcmOV+4bsRj6aaY7fdNyOu2BjYtFf76aefmqepmjCuooAqVr3nNHsiEpzA6EzPJZWM1N+9fEYe",
-	"PzlsNzwyj9QEzoEliUhIIEJW3MCnjCYsIQmj8fTrfk3OIxVMhoImYb/m4Vtf92sRv6JxFA6UuGTc/TDI",
-	"TezrPkzs9O0ZuWQLTblcKAJvtfq1VTt/2OlW7fzfmu/w9JtnYfUGnD1HfhDJjMIWIk2kR+YTxslCpEQy",
-	"rgjFORA/P6bfOCGR0pOksRQk4oRdsUTzPzGM2ZSEIkinjJe4S8J+RWZy/N3+6+4PT54ePTt+3n7Redn9",
-	"Zv/bg1VL7HQreMmNV5vRhE6ZMuzvmWGVVWv1c8zUt2xwlrCrSKSSzOiYnRAx1etRZCQS+HkUJVLBb3oN",
-	"IFBR/nk1Tqd6LoY5r7sS04i7VegJa11Cj/S/fzlt/kybv7Wbx4Pmh7/8d63qDJ+zONKbevZ8/QkyEpon",
-	"i7sdxle420/3K8SzXdSMqkm2JjuSlv5ayP6aao3Byvxsof+dsFGtV/uvvUzT38Nf5V5u3noZZyGbzoRi",
-	"PFh8xyo44ClJefRryghoT6ROyfv3Z889IumiQdSEKjKll0w6xlCkWUlHDM6se0AmmnxbRO+NpFMG18hd",
-	"X/2XPh+KUMuCWUwXMnfMlMs5S0gdnvbdjFXzHTzKwh7RO+A3SMSlYjTUO6+1Az2deRSwE/cN99U+p1yo",
-	"CUsIfBQ/IYl/0O2SKNuTwSVbDBKWShb6J2Q+iWKWm5hbJsi/JOXSI/5B+7jP80OYpwYRH8wSMU6YlH6L",
-	"fMcWktCEAf83bKXV5wUaOWLt/eMnR6x50A4Pmwf77Kg5DI73m4+Pjg/o4ZPR8X73wFIKSpeMVnIH29Qn",
-	"u/IiHK67CP3+dbfT7Pevn7xYdRFWaAzfijmZUr4gkWJTkCMJU2nCSb3zr3/+n067XRTz3Xb1NQbRWZh8",
-	"yEY0jRW+MqXXKG06YDVZ2dOplD3aQth8XbUKW7yqG/XoiquqR7nLNTVz1dM+V1TJl4mYVs9cKpooxzZZ",
-	"EomQ1M0mkf02CfVlMuLbVwLVq6qtHiVgh2TzG4lkCgqy1pWbKpqySgKA+V38XME7ODk7fXNK9JvkN8EZ",
-	"0V8iMg0mhEriv0gTMWN7T1kSR9wHPkHjaMz1vdWz9sicsUsJauRUcDWR2cL89xfPVi9F/VZNMrX3F8/Q",
-	"nLH0/vhgsxz4kJMHf9lrfnj032v2QVSfEuNh8Yw8wq6DOJXRFctWxcV89ZrEbQ7nJzQVNpO9sSn0RGci",
-	"KusGGw2NiitgRrzLLchmDzpFwuRMcIm+qqc0NBoPOA8E1yIB/FJaQ0fNcc9oPH/5h0TTK+/sAsUJLfcR",
-	"jWIWlj1fToUhoWCo8E2pCiYk0jYPLiDnVtDKZ61XMaxXC5miUWz23EqNCZWkQ4zqSUYRi0PYdK16SvBP",
-	"uNemqbTfBgpCEiU5RSVHo61Br/nhY9vrdJ/caEp1y9ADiZDFNW3SalFJeZA3K+FHuTek4f/ott2pgegK",
-	"t9IPjWV+oHmxNcB/dNtB3HYYMrWnI/eW9wzOezsieYuj4CvLJG63u3SGRk8ZsYTxgJG6P6WxvlMsHGhi",
-	"8T3iL80KGU7Oqi8r8lXTNI/vFZ6FuT4TfBRHwW3p196vMJJ0uES+hunAXdaWgHtqmWKXBioQbCSzceY0",
-	"G4gMWUC1PaZvQ8ICptVKo0ixkBx02uQbwVmLvOD6ea29gwL39vvzC7KjJ2OPwRjIGpfodttBEiZTYJO3",
-	"JevjjKx/KrHL/P4ukffSBt8/dQeGlmSmU6MH6SupNQSlKdw+o2lbxul4oOglA0rPuRXtH/vcL09bP5mZ",
-	"IHwwiqPxBEbbpO42ULO9t5vzUiTDKAwZv+XVibhMR6MoiBhXAxmIGStennP9JzKNpER3YfnGVLxfvjPW",
-	"UxDT4BKNGXgO+Y6YsQR5ImcslD2CrLeXMBquIHJ8YmfitXIXZwlu0ty3ah/y5L2fkfdZboHELnCJriu2",
-	"4f4oO9s86raOlXeO1P3lSSyx6Sqn0zqCW3q+wmezG8G+EeqlSHl4S3qFIxtwoQYjO0pGrO/5JRdzTkSS",
-	"8WaU88uEWx4oR7VvBL5F+rXxTDWP+zUCrB8HRMdLJInzPa6l0z0Y4g6s9iCjxdcwKy257ZyXCLG8rPuh",
-	"wjcCbRVkpCTiQIGXbPFVbhtI3Xff1aywNJV7VhnsbG/L9gybBx2zpO5yknJ2PWOBYiGRLNHSHJ+r4n+F",
-	"gXJUdC6mTE20BTfXrGOeCD4mghORJkRGIWuRH1KhWN53PohCEo3ApanXRANFZDqbiUTdLyu0xHWYV0/P",
-	"zErKK67gdYUl3w+FnfIFQS+UVjDThHnaMKacvHv5jBwfHD6pdNneGzVdCPGa8oX5s7wlVSVUsQH4aap0",
-	"ULwuLt6TShaSdFZBU4Vh8tJUCHQkuYiJ40VGxp6g91Ff0E4+jHL/pHPQzamA77RWBRPWpjxjYbXyV1rX",
-	"VSRiqljYtBElLZIv2aL24Z5IiiTZvLS+budG6n5+Kn6jRX6ikSJ+Lg5UiELlyKwQGVxHY9mDK+JrW71s",
-	"n18OUq19PffonQX2e05TNRFJ9Bu7rdCms8i4j6/E5YqrASdkH1i+E+UhVimZuVFa5BlEkAklnM3hV6rI",
-	"XipZoi/BJ7oX7U52L+ykskkv3YnyuvSOG217YH4rbtcbQU7NeaD259zdSxpOaZi8bGI81GLG+ds1s+3X",
-	"CgP3iIkYyuFAXg7+9c//16+5Lb0En/3n3c3XuB475Urtp7Tke9N+UtAm3W7V/dKXwPQzodPcn0qnm/+T",
-	"SXL5AjX093yWiIBJWPILriK1uK2WVRk+KhmYJhblkSwIVaVnVQ9VZgOlWA+wAxC04AugJIxG4OfKIlZG",
-	"l42pVLnY3HuZZxvgj4d/mbc2uF/uIFW7OYUsW4vhImbJyxpZ9ebcnwXql/bVzzbWxFNwf00g0QXq/RUB",
-	"xPs1BYwH6lyZ67KCUqsodEaXKfItNfuc0eB2OZy5TdN/MBboIGEUvmzy1q4w3fSX2qPaB6+mtV3NR2QE",
-	"pITP4FIHnE5BKfpgstg2hh5c4pUhxJpXs9kDA8mChKnBciJdpgrZv7i8spndiZW5i51cklghnw3uQSGl",
-	"LZdwsgtlmsNdRZmZY5eD+1VfUvDyfTF6211o2+0SrOH07dl3rDLN4pQ70XT2nNQ50wacMdH1trB4VMol",
-	"05cRWdLr/TcHbw9/ePzuyfnRxfGP7Z86f+suRwZL8TSv9jSNL88Um76wBnRxRj9NFkRwBjFvSEIgwzS+",
-	"dJwBowhg42GOC9p2+gTFnLvH5iKNQzKhV8y501tA1GLGEhUxmUmIjzUax9+PIFq0Bad7pl+6+VBFUnYy",
-	"etxeVeyD1A/a7UbRdUxEUuU81o8eNzwikj73i4azT+qH7XYDs5ggO4YqOqSSmc0xORZSiQSzSXAzv5Ik",
-	"mKT80kYrrUTq89pNJg2Xj4NC7AO8EK3i8VYmQWbRt6oEyIpN8UxmVSGKZ9LS4IayRGvmMVXRFbM5g3pB",
-	"IEsVm8otZdRLPTBS3Q2s4wxfhrwHswqaJBQun2VlVRHfby8u3hJ8wE2G0FhTbY7uJlTbi4ftNobly4cI",
-	"16oiwyKL8v6CBOrm4g7pg3vR8O0br/YsjoLL5el+z/VBByLR1utVJCOFdwoyiTFPg7yBSw9+o4jjiuBJ",
-	"kXwlydlbQsMwYVIu359hIuaSrUhJMz+SEZ1GsVZ8U/Sx+ki3XCiY2JhHkoWN1haMI4ip3HjWsA/P4Mkb",
-	"k4xuxM8yZZvrYzOtQTUBHxbwim2yA7xaIFKukoqsr7Pz78l+5/HjZofQeDahza7JO6TkGybO3ma3NpIQ",
-	"eorGqeFS+Svm1bRo1fqADfsvTSFkV1GwIgsUfzOHAIycp1NNWiGTl0rM9NfEMIoxB3wYM1XzakOh/y9o",
-	"ZDlayz4YhVudwtlz/bDN4tkyWSfTRZZEVTynC0l8OFM/vxb4S+VMxYobbEIgfEzkQurbe39UCvHwhCWD",
-	"iZCq+uv6F8uF/XcQP098j0QjQvmiTACH+1uQgDamB3RsdNcKNfy9ZEnzVD/gkzpm3h12umS4UEyWl7Ui",
-	"4zbPmCCzwRyUl0vUyt03e1/LO5JdGUe5cE6eYyeF5azkdc8sN6iQV1MaFtzjPULJjCVScFL3J+mUcr/h",
-	"EUqChM5jlmgRjGOQuj8UyvyoR9K/iCCiMaGzGRkxFYBjnva5XjSm2LI5qfvmv/BV/9sXp8/9nDWj1TS/",
-	"oUejnKQzyOaaCq55LKn75r/8Rot8z+MFMVMkWC7S57BhRIk5TUJ7AaQPOV1+Vlbim9RHcylgDHeZzfSM",
-	"agu3Hr5ZeWvs7a3IZIVPkbPnRZ0wiI19UZHbd/BDkbr224VsMf3PXLqYHumXdvP4tPntX797/eZt8+LH",
-	"5s8fPnYf3/x3bdVMbcVSea4zOmb6muH2LIsvU3uznQ6B8nWz3pCVuVTIG7Bxra0L0xuJOBZzmdMFhkLE",
-	"jIJOVqiQKQ/3lkoJKYA261sJMmYKyF6/aLK+fc07fCJyzgqb8l3O5d7IZTZx5jiSqsCYoYznwyZm4vgI",
-	"HEhuC4s7sJITsNDWXC4zPrilkGOthbthT2A9+KD8mL/4JKBJEjFJIlVBKOUCtc2i7P27VyCaTana+hfO",
-	"tTL2HB+9KRWolRf1d5EmYOksZ9uWU5I3nucuUhkLyTasQz9TKSrMPphhlkv+iouuOul1tQKnLvPSptYs",
-	"caiNpQJbcyg90g4c6sVVpVA+hXoSrjzrRmT8isVixowxtLQgS59Ugq07FOGiRXx9Y3zLREyGjD4LTRqR",
-	"kn2u50Pq/jcvsnwx+G5T/yD3Pur/ubG5RUWqp7NocMUSubLi7vTtGTEP6O/hZL6SRE7ojOXZwFWnUsxY",
-	"/kv5Ygvz27hz3kZ8jHt64231wgvj53luvGo7vWyp7sX1hKZSbfu2vjYY79jhhffoKtv+hecsZrtNCZnd",
-	"9i+8wFDD9i+8ptfwEfmO0WCyy5taiLvnK70rQLdfSTKji1jQ8CSXQqxNKMhs4sxQPkHCN39QEyZZo7Ud",
-	"z4M5INPTeppUdDpbYT1GikzobMb4LhYj/mGLOVwsZuwNnUJgxuXKbGFK/WSfNcUPS9wYZpBfnVe47KWv",
-	"mYtaxZTtVq1kb+Ts+YnlYZp7GYmFv2mWttB7qKWxYXjNKPSLnJtdqdWc++0unFuPtCvn3qRbolP+jrql",
-	"vSVfrm5ZL1SZEV+PZwwQCkkPjf9I9dNd0zU3ABiRLUynisZinLJKHTN7exWziSRh00ipZTfRCk+svUUf",
-	"azQMIz0ajd/mvos7vTxzfC+T6jkaylaPPpNq3WBGE1fwnBX7hUKdEN84ox75RKZD/eKQQXEbaj52v1AR",
-	"3+RtwTqZHZnpJkKCgwPchQI5ZX+u9jXN1CCqOLxvo/GkeSXidMpwcWCO+I/8rJwi4kGchuwk2xAyXGCl",
-	"l0hyzrvla5yFwrY/YH0+fz3//g05d7qiysnXlSe+6t7AGRQ/4ojDbYubakaVa29UNeN1egDu5Lr7tDMD",
-	"hntcYMKHVUz4s3ChtVvzxtD8Ooajz8QjfsIQ66U1o1INFOOS+aQuGSOrTIIydARayajLFu+jLRd10rZY",
-	"9wdFf6bi78Ojer/fKv2p8ZfVYlcv860dbPNKSd3PzxOdcPMoDgOaQM1gKDTTJLOEjaJrJu3zj3zPaR4t",
-	"V7X3CD11/iO/Yiserd+EYvFjvd9/9PsWO/Go329t+ehfGtW7ZsznKmUs7zLAhBS9Es9WpRsDNJeNjZBA",
-	"0iNhNNa6NMj51qD3v5pl6shhOm1fEJ2vsvtf1eAAXq3apXOaD1wtW6wOi2iVfmQQHcxzpG6qzk0ASHok",
-	"ZiNFRArueX1xZaOa71oknyVmn04pNx7HLPAmBRnRhNSHQmHButlzqaj+KNXSslGwICKuHh/UvLVQIEV0",
-	"pVU6A/i98LntbZTP7vHK4TZVLCRxEUlJxoIIHkAtnHmtUhfaqE3m81lW7Z15ZuW+bfGR7Vx5t3LflVCr",
-	"VtF8MZ4LD+tLMKNSspAIXk3gu/gGlzCwKj2xWvefZNfj9puaR9KqDK9lHyEBnVXeqxUfyd2tHDrXZreH",
-	"fXYr/YBflvQDXh28LCGArZ/GO/Ow1WJyUGGViAfARt+/e6UVbzmhSQnzZzt0sTzJHuSUpWwN27uNV6dc",
-	"5Ji349R62lo05RgV4WKe31eHbWbYRAGDbZCgg6py4xEMrTyNV3TIYrl10ommiws6LmqU3QqF0mRtLos6",
-	"0Gy0wJ4xMYuXbGa935sDw7n8u1VcDm5mMKF8vIuIMIiDG8XCxesN0eNybCCj3Ko4Ae6WOaMig8U5FTh7",
-	"UbQUWEf5fpX5aY4DeJlmkUvGceOU2V9BLheOoEqt15v0NI2Nv3i1JWdQ80o0GfFLuAv4xWWVSDMXuTo0",
-	"Jj2EpIujS7TTAclHm/044CvLrLYmebOMsjMLtWT77/IlKNEHTnrdZumBVmR2pCoQU/Ag2CzC5V1xtXvr",
-	"VlPMU9QikYfsuvqrJr9uJiScnNXvcknf6xW52Gi7m3Z3GzZpQ4Jlzc9lyzhjzuBEbLRNceHuy+sO5h2T",
-	"gBKz4WhMUidMJUIVpJSaaSa5GhMJiITMtW6YW+T6bd7JKVCgtQp6LvPxDABlLYoTPrZ5rpv0CL2BgwS2",
-	"u6BO5P6+g9dhiSjWOCKWQklrzTQgQ9A/tcGFPj7IDOqRYMKCS5PP0oK/+Y0WyfvLtOUpZqoZ8V6lb6zP",
-	"EdDMWPMnlW41EqkW+SmJlGLuZoIbWyWUS60mCG7ziVFrxMRnT9ttxmKUfR6mCZTy5J+0eGZcZPnkRadm",
-	"pDwzhs0l0xZhCaXso0lhy+dU1l5GCRuJa5dI1XMpPavgZjvtXuew195vdbqQWO9yE2vPX2TZVr1c7h8C",
-	"M2/K3nEpfJthvFwhAS4IM/BqUxp8f76UCYb4w61FIKZDLeRFYmB889lstdfityiO6d5hq03qr2kQcSXk",
-	"5IScccVi8poG5Ptz8jfSOWg9PiHJVa+zv99qN8g3LLgUe912p93utDvEbOYe/JrnuPcJPrwC7Xq7natC",
-	"6gUQyCJftHSyVa7SNmIln0KzlH9sDrFkojiucd1EzyFeUauE2r+ap/N5No593EbZOcUaja0dQAawrHos",
-	"6wJCMVL0A5FhqsBNs+QNqraV/1hvyZafWufvgIJfrAeH1ESnQkjGQ5n5XpQgfu7rvocZjYj7eNBpb289",
-	"lBwja53zmWuz2ulhzrkq1AGBzCoHSAatCrFJYVBGM2OyXvrDV1hfMo+4fsFBBa1wD65zUeQ2G9SCSd5l",
-	"6HZ+yCb0CvN9rJuLvOAjkQQsJOyaBipeeIhNm/KQJSQWNKx2IebwHc3/tx7m8fa+j7t5LHZwFayz0CES",
-	"nYh0hnf7ng12r4Zuc/O7Jro72vD3aVmXOdFK9S2fnLRZfbOA6pBPg7GXmSY5CCMADeolFlR6UN3SmWSJ",
-	"uSQ5ZceKpS+0+8VWjQM+XzuLf+NmAd3KZgE3VU6M7azjCkfCOr2loKEYC8jckEJy3eYbEuLjJ8a/q/X9",
-	"SEl0rbmq0l2uwP6XfwU+be+MTru3b1f5p7gO2SXAKX75JG+I1pF8NGVcRoIDCm8V0eu3vpJWVxlioW5o",
-	"X9siCaNUPyiqPvNUqFzJxo4RUVCmNsRlbzFs1vdmyatljGwo+vWItXChxssz5XeeK4YUibZWq6rM4N+N",
-	"qry49R4cnJlbuIebWiX3NyQXumPcqINp6nC0Ajr5LsDa29sI9145CAO6dQ4g+r4Uiis/UB0h2haimtQd",
-	"RHVj25Wv8tFlZXbZWXkWchygrde67ArJ3OslmgmOgQjzMyngk7pJP4QQPNZoR5xQMo14qlyao17Wzjrf",
-	"caf779f07BOKyP32RXe/d3jcOzz6YkVkFnn908pIu4Q1vQ8KV6dceLTxhLdOX9cj7ZC+nu/ltip73RnI",
-	"d8idtGGpP0vu+iiKFUvkf2bCernSZtmFkkXVYniOqEki0jFu4OnbM1KnnNA0jBRRCY1iTUbzidAiI8y8",
-	"VxHXw4tk0WiR71fFb/pcJKQQv1kKi5jDwtsOGDzgkKGa6Tjr88YDUBpgqBvRaTAyNgCtTY+2xFVyn9wt",
-	"pXrZsWjLM6UiAY1j9Cni6TjXcqMytd6uZ/3Vc7A+N+V1bYiaYgOEMTP9ZDaHI0sUaKbnuc0qff9OoQKk",
-	"O0ut1RVla3nwV7LoU7XaTL5WvkqTyQUAIUU/04J2VmZMC9L/ZAv+8KJ91Ot0Kyz4L6c/a0U+2J9YValY",
-	"jb1EOX/+9kzN5afqVz3HK7AE2YDlcNUjVJGpkIoctgHd0yNH5LvoqX7sr+ffv/HAE3xIYnbFYmCKHCh+",
-	"TOqUjGKq+tyCg0vwJ8CDJ5iXZH4RCQFFgkRcRiEjNAzh2UaLPGdsxhKYIsFuJA61sc8r0KaWRIyYcwi3",
-	"jxMxV5OmYtRme+T357C9Qppu5SsBF2AkVRRUaFufyHoGuKkruiL/c5gGl0wRGf1WqNSeiBSgyOGazBm7",
-	"RKQQNam0gj+Ngb7CLF9tjEuoLd1JYYVTewp7sE1qzyc19/Xwisbbz/uZlrEAb6V+q55X1i0MzxmLDqAx",
-	"GLRd3VxZt9kHkfc7OFrzsG2YWZA7mg/rLo85hq1x+Jb3oexXhHuzxZUyl6AeceKr33yABXl/8ey2jhr8",
-	"7PJaK6vZjW5i0hTNTMy8cNdahV0yi11a1DNMc4dfKxDaxMp3wH9rAJCkR/JwRtKz4ESm9qcAZ3Sfbtls",
-	"Jll8dMehMRw7WPWF55rt8kCZDxAUFguPyHQ61eqfBbwM6WL3lZUooOiELc9t1S24oONKAUKHLC4Fs7Hz",
-	"42GbBBOa0ACrtLgA8L5ExLk/lwu1ssbzeaSvdcVrv/zvfv+63W72+9edl/3+9ZOXa0q13r97VVmoR4dS",
-	"xKmC9tw94mutDREvQX/zSR1tfuxOrGV6vMhwLRGlDVoaWnyTaQPWm0qWZDmAMyrlXCShB570PLih6wCM",
-	"rSk8p6t02wdHud0qdw1dr4IvFRsV97B6gy5e75ju9P7idd6apGGYtcwuJqag5Slsi2KXxqTtzQWmrFyV",
-	"C4EaLXLGEY1Mc7hctyvsHhuwLBnlK80W85M5If7HG80QpuIKn6tIsnYkt0QXqZoOcgSZbftw1NSadUUx",
-	"VAXuooNqrhjc/LjFOFMWRum0ehjzWwGNYkqjeJtxse62elzzW35czuYSyy63GVyxZMWU4ZeNI9ys4EQI",
-	"QbMjnV5AeT+LsdM51pGc6IvPuLI/SKVZrvGtBTGjmqDxPyCn1nVunEY8/8HO9iWeJqNPM5eUm8e+xHS9",
-	"quJG80i+yNF5IrE3tPOsmUbOB5028sl1NZBFtrTeXalNyrGw9qR9tvXG/Mcv+NiH/HPNaDoTqGhB19Je",
-	"bRypSTrEwAmdRc1AhGzM+J779E3+dXkZzZpihmTWNFC/LqVqXb4i6N7694XbJsuLIgUeSrujJpxlq8bo",
-	"mEa8ccvSw01bpAdpXURT9ll3absC04p9am0s2i5vx25F3F8cRW2ol90uV3T3fE+n7ZOAzlacw+5JmxsK",
-	"WDdtPnznM+79vWWUrkfjdtDmVgMCqIt8pqlBMEDPwn674+23u95++4m33z76UGVf3Fda6klZrzLNQL6U",
-	"1NQtOMTmitMv7s7vmEu7RivaPlkWK2lJHRJjhwtUsiVLVOOE+OZXH7ZfGmwkVJ4mtFCGm68Owr+uyPDd",
-	"HI3ofoJQhNbUn/xJkmr/1HmF95Jm29kiSOGorIrLIrka/moodj4RkhHIQMsTrmNpm8C7Ml623112ut4t",
-	"ZuK55WwZPTFbl116fWNvYQrNJyJmpl80VLpiQDxkXEWjiIWaI0RKEkv40HfF8i+7s67wiCZamkmGIciH",
-	"aqc/Z7XTZypa+oy1SA+FRg+FRpsKjaDpdHXLqTPTJ7sIPBZoTUmyFrlwiJEjbcIapkgNluT3M8bdCPi5",
-	"Ku/jjA6jOKrE18QuEXosHER/OBSFA3RoCRMA8VBCQEBLX0lIu2XTIQvDiAMKCU3DSECoNDSt1SsDlbkw",
-	"4+NleQdOy2s1mEc8FPNqKWyuGOHpdMgSEMfiknEQzBGfpflF0SBgM2TiTpXsdI/gVt4OZ2xNDx38JPZQ",
-	"jRkFZKmk6LN2YI2Aef6eR9e2Uy6pmyMNBOSNRYIXwxedJ91O50n3yUGnYuoVMA/rsVQLRx9JMhYCm7NH",
-	"nJxnvea2g1gNIzmL6WLAq0EZkaM2E0ZDcHTqx4qRmW/eXjQPBNEHsDn5fxtcLrh228XbYQsKoXZsel8J",
-	"bzrnLBwMV+C9imRMeSSx9A8smVkirqLQmDgwbHHdYsY4LS250z3arfNMBlvhpreSE1Wn7iIVnD0no0RM",
-	"l0F6s/mOZ6p5IJrL5wST3gLt8EPBZ9b88LHtdbpPqpN3YcKrIVDxujT14VMVabqCJEMxwuXcNaUXGfcW",
-	"eRF/GBZqrof/knBZ3ffd3G6tPPmBCJnvkfkkCiaaCUjofnVCfJCwBtsa+635IHk0g8BA7upGglu3D1zd",
-	"bw/Ql2cxNWXoNn4pgiBNEsYD9vl68H3S/npZE9xq+Gg1Kfcp3Grd+e65VQNnXVPMk6Z+GYJVVBI/30jT",
-	"b21mTxnlDmQgZmzVnkdcpqNRFESMK3zS90zDDv1WLt4NUHaMhfIebeltuxlqQm7lVfnD4+OccpDH+MvJ",
-	"25VKKXrGTINclyllrqUep7WNyKt2/Z6S9+/OsN5OXwsUOs7MlkufOkH8QCniK0TmoZgCjaMOIz42Hs+M",
-	"5Wd9kpduzOaOaVpXFLGWTs2ZiPXBryKNrI8u3ERV9rYw23yE6Ceb8CSxY5K6b1qGOz0aXdy3oJyjDbhs",
-	"rm8EQvBlSHjYpjJ399bw7GeGVy7RCjBgj0xpMIk4y1QmYGVAmSYpdEIxUTRHuJ49RhYSqoifnVw/bbf3",
-	"A/02/BfzW0TPAKyJPsd+twmbpclMSOgMxUOAmRGcmaw50GEN6NPp2zNt8s1ljyitehAKEyMLkZJQuEJO",
-	"6+PJzbDYnG1KY63HsnAAvaWhwHSZwJba8JcaxZu+Hbk+8bm/ZLVXy6yn5tW4UIORSHlozJZ4UPgLUxMR",
-	"wp8g9wbGsaAnxoWJjWqLFW/ubwZUe2B7WYN3GXvpDCI+GMXReKIAGylr8+3ohw9miRgnDLoHQsZhthj7",
-	"kBJiENNkzMBQlulsJhLFQsjZoBbRcWXv9/yVs/mLrjUr5i1eRQEbpJxe0QijDh/yrGEDQ6i8aMtisrJd",
-	"q5XBs1ymopWB5AUiv9hON76Jd+j777xDJsEKOkP7JBYBVSsbm23R9BdrI8q8cZpKRYbMJVR12u0yMnq3",
-	"ahNwWqt9zOgztZ0T8enil0sd5beRIG5rNn0X9Y6k7G8r48BPI7XVZ20wapnbQf8F8zupa5X18XG70yAR",
-	"N9ay3QFo9FWUSsugqJu2fcl5s7KNcMFXlndUQqxjp+Bri/j77a5vkZRgnAbq1fvtJ6hUI/8NsM5muLB1",
-	"8hKg9yxWYBRc9jk0yU05Ymzstzu+HekIRzJjIL496h0IzVf3n+mfms8wRbJHpvS6Scfs6/1222/AhxI2",
-	"07wc3K2yz8EShKxcU7VvypxBwwCPMUxdKDujAm/fJqacd3GvUpua4HpFl3muP7DepUJuZB26yWK/By5M",
-	"JmUp+3MpNFduMLuN+VrP2a9gvXYPOze53xv/s977Rf/Hx453eNP4n5WG7bnxva5W+WkOm5oa9zQz+3BC",
-	"Ov/65/95vE9KHQo84g8MQTR9D5O8I8u5qHla32t4vLg3qyGtH+/vatcPYF8ed6uN+hJwQsXBu7p+17a0",
-	"VDnivJIAOqG5eAaqKB3EY66ZroQOLKbZ8QCbHVdXUZiOd+u6K7oOGeCgldGYQwdlFiTMVO/E2oQ0cFFw",
-	"HolQ+J8QNVmJ8/pJOhis9gGe6tu7xl1+WOkut7rMIGFUVrsWF3kHIrEvkEj1QB9MWMC0DmT2g4XEP+i0",
-	"yTeCM5/U/bH+X+j5r5dtmvnrSR5CdjqQMwQFiUyDgEmt/OunIj4upLXU9EAGyhXiwjyN4w/btCuAbmab",
-	"2u5ItKRgKdtHPZb6umz2EZj5D2S00lFgogS4VXrg6UzZFoDoMVEkSeE+6YfSBCwmTHRB7uI2s3H7jgSo",
-	"poAPWG4In0PTQn2nA6PcSBCQUYJxdJkTi3JiIWGqbLlqlWM91PwWvQPxqm/nPjZ8oeDhM3+rZDFQXiJS",
-	"OUCWMVgXpH2eJtBo27IXYCSY7j5OaGALrrysWsCObt+QSsyk41JZE8LbH3NmNayIzmhJnOt2ONOHCCEO",
-	"uNOG7PSF5oLAOK2lsOlOWX5rPDs+ppH47qKaVoUn2lDQVpCvldzUZO+TlKsoJgmT6RQ0LMu6fFIfFpia",
-	"RyRjfe6XmKHfMNjGZjwqibyMZjMW5jcEO58xrt9EK0W/dKXNlIByiL8X7WSXC4NzrmVMuJLAPmG3g83Z",
-	"B+bqQALC2qCFa22Qa5dmOG+JlRRILudwKUuiMqtce9V2a09gVnWKrLXaYgUjIMd8qWtbXGFypujiHExl",
-	"NUxBLMATR5QQl5tR0sFgHxiA7Cp5nAlSzAU167lgUiFWfSs3hN/IA4AYuVBRLLllZ+1lDmE3aanjT6XD",
-	"IGFyJrhkA3YdsGSm1onAw06XDBeK5cwwfNlZkLu3SHLfN5JqdTbUFpJpeeJWG/pKZpM1X8qKyve7pkWF",
-	"STNLNWWQ7uFjXK1njDcWWvn5DxHxrADcI/r/P2eq+UyIy4j5LsupZU/aCpCEgabJha2xqGsFFgxKPDVJ",
-	"pjRktqulld5aj+vzSzZTjaXa8mdYh9S8MHJ4NoujAMh/z/j98uGGWq/2ZLRPj4OK+vP97srzyu6qlnVU",
-	"pckKXcn12HXP+WYVGGOyxGkr+9F8qgMImH3V9QwGiEsfLC1gHj6JeJ/no/oeKbwZhX6u9+/Z80YrLxAr",
-	"t9jN0yDS6E0uV+pddbzvDsXPo9/eHB/+fPz+x7TzQo5+mI5+fPPDhF/+3J3941gcv3n+Zu/bvdnZwddV",
-	"zpKN9yBb5ZoMCOuwMQ9vL1qQqw+CSr946Z4UXN6ZSrGKhFtbdLqqElW5BXsFjl2cbZH9VvCrNQLlDgjw",
-	"S+bobs10b2f8bWsaKWHPywicst1Tis7c0WRa01TH6hJyS8XlW/P0kqK7xbvvoFeQfv7OuhJqR2a71xCQ",
-	"bc1frZLgkQgOPGhOF/pcALx6Jc0YDrQRQclxKmBJml1t1lLsO8vDvgAfp/ndIyIONQ9BkV7PqqETppKI",
-	"XWlDBiBXzdq3J6WSGrdFboceBOBh12rToCOxkIVe3l8BGVUiQUmCZsDtra6NLqJMqujvgVWD0wCplj/x",
-	"LXsT2EKPrXq2Y1foLdoYmF757pVtUleXWldv/o69F7nWjKw62ASsC4OrmoE7vDJtIFldYCul+TYaMkxs",
-	"F9FnggwmeS8/ydZW/RwBGs9e8pW0RMmM8TDnMIBemeY1FgJS4O1JeUuHysB+u8qz4n6sxsJx7oAtuIEl",
-	"lXN8aRsDGmM5ZmduZ0rbdezkjFprUOdGzN3Hwj3LGc9FRr9MGBW0WbhHq+3nEtPcQni9sKkdK4vL3GaX",
-	"2GvPhMdyZjdqoSpZQBAoTGPmTF/wKGe8MPM/H3TajRY5UySgvM+xMGTIcuq/nzAzhaLDZsnWyWRcp50P",
-	"9muzJoyvsGLr6X5FzVb+0Ho1dqVWP/tD8VSX2pPn2R1UYw0Or6+rThS1vDwp1uYTU1Z22v3h6KeDHx//",
-	"7cnfj34+Pm0/7TzrPq/drFAY5O11hU518nJu53Zh9Z9XEN1RsPwpRMZ9cKr8cW7JqRxhbeJEmyvbbG97",
-	"549zuWQVzGgTWnDRhX6H/OKyBv8lowf/J6IEV6sHyyEGoyr5PaN0e2TIIGjj1CWwASKIxWNmBsinE+I7",
-	"u8HvGblVjox2r69P+tw3Cco9h22kMllYF8mKl7VY019B28N8w0k/aNhiY7PWd9LnaENM6GzGOPqLeQjx",
-	"ZyMHUfA1ihEKswdawbBLyjfRNDNYF3F/wZE8dvKEfA//AazVxlOWL6WZ8qr46alJfA7zWp0L05g91ieo",
-	"hZeN5sBYueLJuksAO8AgNR2LXQD0VhHfC3NYz805rVCQKsPtdMlFtDn8vkXUvc9tRICcKRtPMxW62NYz",
-	"H/bCiBq2/sQTClvk3GFgW37liFIJMmE0wRjxMhB2MRTuars7T6CC/9DUdtvMhCz0XytWputdkYXidJnt",
-	"YO2OGtEd4vVwjUtxeiDDXA7FHQK3KxI2MOOit5qJnBCXYNGz9JCb4pqciw93DyLejwJSUDnQubYiari9",
-	"OuF8Ki4am13cb3eKFa3IEi1d8mK+hKsqRJFgdRuPyDSY2ExtE9igUF46isWcKCHiryTp1+xPqZr0a9iE",
-	"WLbIKfKxPu+2T0y6hr7a4HHHIsuTfIqGVELTCONBsgBRh4njLm8DoaYgU2qhjSvs/gsAMCht7GryHEwy",
-	"JUndhUwe+R7x8zGk/L9xB/Vf3kuWNE/HjCv9r2+FVJgLh58Rs+Zw0ZyImd2/5TDV35pvjt40T1NAX5H7",
-	"QbKvmvhwE9sLLcejuu3VrLu60K7Mkpc6ZWzgNjt0ytAj7dApw0x7k/pbXsA9acEP2u+Xqf2+jfh4pVdG",
-	"MalQAfDQVzJcEP/t9+cXZI/Oor2rzp6hFrn3MWPAN3v6Pb8E7jNlUtKxnsO3LI4FFqKW6pDvJJbdB5bX",
-	"MU4Y09r5VnVY9y6N7MS2Fzyz4pXNwk475mMVQwMuR+qEcMEZmTLKpcvRIkO2EEZJjngTS1dIQGeFcwQo",
-	"3TWZXMveBbsGVNJvgTQD+jeiBdiqCRiqIutmjUbGaBJHjpwxfglGwZ00e68G+u/yJ9/h4EZ5NoH+nDlh",
-	"CgUIF/Nb43BXazNLW75YUfiSbaSxa5f3c1tHvh2o0pFvf6zUFfHLa3yLOboGA83EvVDt2BiRXEMQBYh0",
-	"JK87n3oJLH/XUe+D81RHC2y+HM7bbfs64oGM9nNIq7uD0Y6J8U1Mz6uw3SHJdYBJrgOTUVMoyDl6DNW4",
-	"KxLoqhJiLxmrTIglQwZdNVDKQ+ljIS/1cfvgqMDOqoHQV23YBZN32SgnMov7c2vX9YaZYnxzBWdwviEo",
-	"HwYl4K6ZjiqXFXjfKY894usbJVIwDALBOQtgRqZLSumvQSzMH1MODWTAreQRP+RS/4+Kpe/1uT+MRXAJ",
-	"qcF68u/fvSLGD0fDMGFSlgutI4m47FhI2vCIz5nSZhl8n/KAxW40xGnvc8gcmKQKXIehmPOTwk5BpxeV",
-	"RDBcyQv4lbQJfBh9AKj5Qef6Wn8O/nv/+trv83oOFtjUc6HmjHOEJw9ybx3m/vug087+u3vs/tvUbpro",
-	"2K4Bjs8bwdlWhmU6a0l+6R8qZdf95a2SOprU0F4eyU4TnGzcLqH1E6farUBN6KzBTc2LZHQurjbyVvrJ",
-	"qyy9VdLPfmVToNyGm4rZf7fP96tsEIHo5zlJpC/iTEileRfNdY+w7SI0s6nPYhpx10tibceISDUQpbLP",
-	"oUyyhP+QDuMosGyrRd4UG0sQ21eCRDj6+3evVjWK2ORX3bVlhN21TwnIb1xlC73r22DvfxFZlXeBUf5C",
-	"8il3MVSXUJlx0XcvHdoCIPxzwjTvnDK6is/8FKlJTjnfqqNU5olb6iTlRqqwk4r1r3V/PpEsGPjkL2RI",
-	"JXt8oCXafpcklIdiikKu0SI/siQaLbCmwSX3mELlc0V5SJOwz82UJImjYUKThUdYa9zSjOjtQk0Edzl5",
-	"dfx8o3UF49a11PScq7ecplPDOb4efffDcXL0zXd//zW5mP/j/dvnR2ev3v58Jrqv6Ct6Pt8Zlc3s0xa9",
-	"ryocwQZfQpZ21DOOdGC+kVPqNMOH1lg/WbybFf5mByu55GiWpkXsd/uvuz88eXr07Ph5+0XnZfeb/W8P",
-	"tumMJlmQJpFanGPXImi0xWjCEnSh23+9tLatHA7k5QCRaPbzbYcQkqa2vEf5oMDp2zNyyRak7uM4vlNT",
-	"yXBB9o9sMTz4/LEevpHhWekpiST6DYR4jzyFmREc6V///H+aQDAVH3o3WkkXCC5FzBBLR8vEPTqL/BZ5",
-	"oalWT2bItPUibVp1ttl6EhMBcJ1EYkszRLhCSkR4Aq2owEQyxUUL0hqAUkd8JBBUjSuKCiqCKxaCvVMa",
-	"cUUjbjjs6qhwhDOJR80JKBYkZFcs1peczGKqRiKZgtSaprGKmlpachYTdE1GfOzl4N1xi2mqxBTxdvv8",
-	"YoJNJw0IVSTJmHGtg7AwQxSEvtM+AB7OotaCTmPfgEk4i6fiTQzhUEUM1gyTkKIASRAGukwKMtdPLESK",
-	"DZhBn4okYQYmZl76isEExXWYmvw+7/P/+i/yDUNjy9R+6L92WuTRo2e2mN8SYuvRI3IejfFiiiK58FCr",
-	"YDxPNFp5hs56lDv1zNN6Frz57NVZT3+KEOL7vpzAf+VUpzw6LE6k2QT1rF87DaasXyPN5j+k4EvvaSJ1",
-	"b2SDzKWm+mwQNEIu2QJGMlhsCKLYgx3NDe/7vpkqsH/L9rO75JGDg3wLNsAVBB7GHGxPwFrFkJ8SiW18",
-	"pnng+benze7hYzKhctKCj32n72VAk2RBqIlWplM4e0qmkdT3B5cLlKjZruYM6FiFls9CXKYzRLaypdGB",
-	"pvJEQtXtKOIhiRm91IdOCPIB1w/ZhNWI3+8PcaUYWfuZNn/78HH/6KbfH/pAQ11NLa/pJTMQ8Ylpew30",
-	"YrNM9Dw1LVhGBJHVZQoI0iQmzW/1Ka/nX/rY4DEg7B4pl9j1a6TfhyEJ0Symt7cXi4DGmhf0jtpHbRuv",
-	"wTMvnfOZET0zOmYemYFz49EjOyX26JGnbQTTPe2SLQC8DTCMyaNHFwm4YkSqHj0igsNZOIS/XtaDe5hG",
-	"2P6B4dK1jROI6dRWH+rLDVAaKZcGoDSO0c8rVb67HZzCvj6Fd5pyEQJS7/4Ll0CcInugnPxiYTI/1K0N",
-	"M5/PW8koaLIwUiJpiWS8l4wC/f/0c40lPE2Ybr0QoC4egHnhL//AAnGj5CDQ2zLOG0Jy2sg18TM4OZ+I",
-	"EXzMrb5eAG2ExwvAjUYBOiG/ptoqiRSaiLCV8hKxPFk80+qYA/JyWR3wKQBURXYrRiNTEwDGk+Z7Pm7u",
-	"Lx98u6oioJPD5Wp4hJahuWgGzgVwwIbYfrf5qr8jptzvEIfSn/0df282m+7/mTcO2m3yO/GLcHK+VwXx",
-	"SX4vlCmGgqFbbkpVMEEyyuRYNn4Hxi8i0ekPlKDo9J9KWHT5Pxn8Nj0J6N4IB37JFicE60t++gnSDxhX",
-	"mnaYn5vAvp5ABXqmWY9mKDENLkHK6x9OkHJyiJy218rcoJpxyNLLfeJAf8LB3+l5lxDxzLwhvyQRqQLv",
-	"gO1abXhEJmPcwB04nDyAnR6onoN3ylyQWgA0Msh9279MJLk29LLYwj5bwCEc0hJmn/6a3l+4H6f6b67g",
-	"N3v3WL9rof302jNsP/2vJXA/gJosofuBk3gJ3g/IZD2+nz1F3EuTss0y4oSF6OvLxTy3r0ATS0iAerCh",
-	"CK0fycD7aR2lQ15HT7W2bKOL2VCwddUAgrh9PCRrWBzct2y4bheotRJ20K7VLwHY+eBIdF3LXS6HvanZ",
-	"4HBUBbRQ8jvk1xL/HVPJogntHHwHq27fPEQuUUQ51O8CuL7ekJNllqvVAuNuEGNNlCw3HhxABUiiXWNI",
-	"FdVGcO4kQds8MQm8CL2zctbwHZRawAojuQrf0z8h1AqmryTx8dzq6wBAG1rZwaUlyHwPUGbKmb7PsLU5",
-	"sUlzfCnMvNNaIbMws2cvLl4S3yUjNN+KOAoWBpDM/dmHVRnL3DMFisyYdv0a6KA+AuRB0arjJ/pX9y/9",
-	"TE5fgv8tf7lHzHAnv379uN0+mX/9uO2RwiAnv3693zY/FcfIXk6+Pjw+PlFfd8rvJl93j/GXkr7kJwAL",
-	"MLExatsxGgTvlC5M5xm4VPpGwwYp31goePyYN6v/omU3NPUfpXGsB8OcO9SKTbWeeyYDyYU4EfoKIkn8",
-	"g+6xEdJFcnN6xhJMr0+mbDo0+tR//Rc5Bymi/+HMX7RwjblgmyJpS9JHcksY9nhFkgNLAsunKn+eJ5Fi",
-	"/gnx8T9INJ3FmrZ8eK/V50iJGTw0dOfJo0drDslYCPa7f920AtAYNKif/44Pk9/JOKFcwUXL6RO/G6kn",
-	"zWx/RxUINE+tTgL8rem64dZcEHpG1pkBPPsvs6jflwxphL2inMYLFQXSDGETp9wo7g9uoKVMPHR9ZP5T",
-	"sxxrw7uhsr+4sazBb/HIpWdsf/1f0N0FRzfeCDt25gRwg+f+5EaP+FDrDxhpkBOtzBUn7bJT0dv3uyG5",
-	"H1kiI6GVPyA7ffwK3o4ByinlWob7xnbxW+QnRKi86hh3v4MujhT0xOXxooexfUtD0jP/No2nzFXtcwwQ",
-	"4K+O29kOLAYcOYNkli3yLI4glwcQYaMx13Znyi+5tntLA7TIKc+m0OfKaGRjAWUjcwpG7JQmlwzQ92cJ",
-	"A7ZrtWwgbplyyZRPQosxaFsy4SV/bt6KtGAGZNXjJweHwFf73D83L8MPR4fHBw2XVuwYD0dXVRwFjEuW",
-	"8z+dzgBJtNtqL+XVa9uJws9gN5l35d6rs2cv3py/0O+0Jmoa5+DSayUnX82rXeGx13q1TqvdakOUFr1G",
-	"tV5tv9Vu7QMUlpqAz9GarlmmHGaOVDmskYNkIZWCD4JNAUPT+WFzryIcORg34O2kFsPO1yLeN/tPbOCr",
-	"zy/yHTT0aWrzVllfWN7I+EoS54snxhVP6gp6yuFR5pMADVRrpHXCOV3IPgfDJafWS2jxcAHxInxfzLSy",
-	"2SMqSRmixE6i8aR5JeJ0ynrEf+Rn+ol0lRno05oiEThiBXgezRFdECkfAYWN77bb1m9p0kaXAH96H60f",
-	"2jQpMhsFsQaEyTcAFnBI4DxCdHB8BhOMf9kuIXXLfNRPn446otMoXmRpnDXP3qhCXmeu32IhII3H6IKd",
-	"SCoQiFqV5rohgWx9LGO7FNWbmw+F/pBSofc6m91WkchX7sWKpsFZw6ThwnUOygUhC+mvVZ8zz+4V4FnK",
-	"2uLWL9vnb8qwVevfLzwLSz1od1a95C7U3ntOrZ8NyksO2vubX3opkmEUhgxCuwfd481vXAjxmvKFmaKJ",
-	"JZgUu03v2i40cO7u9r6KsmRawyZsJ88XDtVmSUfLUR6qPrUPetgKHr/3MbsdNysZfgaCA5zE6Gs5knIe",
-	"3q2Z+xI7HLOMG96dGQIPKPBBSHJ2jK3ABx/Y3x/N/m7B7FYxuoxO/20YXHsz93hKQ/Ne7TPyxPbB5jfe",
-	"CPUSGoH8cUz0HQJeQdwxI4/bs9JcDwhZpUDlv2LA9G01oZ/HGPFLqQTFCwx9sCE9xl3xwlXO7hnm5Ox4",
-	"f0wC84eyXFit9l/kbfSvsAKaK1t9Ub9kM+UcUQlT2HvRQSvvt7HwI3OcNjybIcA4RtH73G61NcBb5GIu",
-	"COSQQtoWBfxzbcc2yaNHb9jcIZw9ekTqXBAfvIF+o2caLhjt3dSgeSSOLpkJxUC6Fw70fR4qzUB5m1PU",
-	"4+KgX7MrBaHZhgm4pXFMRjSOhzS4dJAEJqUSrFHABhBz7mUllITMRBxrC1Ul0Xhs0lELdaWyRVzXXqiH",
-	"86PQB6/XLBEBk5KFJyZtg/i5AjQfm1Tob/i2RM03UUT9UQzzmQ2h1k+qbNy9+ClJ5+DoMU7QURRDWgh2",
-	"oIcItMtspASFEplHcRhoG7COZP7I4husMHxkbeebVP294u16BPcKrg/2SHb3xyal7nZTXILfjbesGMUL",
-	"V7uftT8WnBXh91ZNCN7ZbUZYjVL9YLaZe1aAbXzwGRYvagvkrjqX0RiKtueyumXNTjqLBpmT4qpjCyzX",
-	"IBRgy/1lhAJTL/9J4Qk2A0q9hX5mBtN29aw31r97mYPcTG5tkpk+uqyq12h2hdJcnsbxXQ3MVcZlVtOM",
-	"9+BB6/p3t0Tv0Qh19mcUbmN9lgMFSwoEWdIfVtqZn8LGzCHs5WFvLMxenguuYX7/AeB3d+Clhxedg167",
-	"Xc1LK6DJdmWmO7LFtWboAy98sECrLdBPZnwW+xIj28QEN5VH7cc8OBOgsaHOUqO3jfdzpYUahXezT0HH",
-	"zVumEOfd2jCFpyHomCng5KWxYAIxHUbc2IWnb563yGkSTKIrFtpocsJcXweS8phJ2ec+NQ99jfGfOvb6",
-	"xtg55NuqCZuuNHdewfw3HR27BmMMcmiNYJNxOsawGQT6bHlqrmsjlrEFVLJmxCXjEqK0jVUWx68Fa6NQ",
-	"SdbeUEi2wvzBXTMe4EgSRccr7S863trY0Vt2QTd9VpiEOUwHwMZ+q76Ov249gXxfxVWTcCl22fJtjpup",
-	"FKmaSC4Nbnvbz7xjzb8S9hhQZQ8pkRboGVDHYslKvTPNs7iLoKzYumX7+kqb1fxemLrjj8b8WK4gXTvl",
-	"3DQqkhXziYpuOctvYj6Q6xi6cvNt999s9ptnmyM5oyMRqsAZkVn9Wl1Z9VWH8rxk8G+HSbLFfMrwJ5um",
-	"gs/fai5fru+h6oP2OWApxozdhQtttnzhIB6UvX9jwzeXbpZT3VCsr9Lcsvw1VNtEFSQcVkRJ16kWpIkS",
-	"xC81ZjZ5WVongaRqv5B0M9O8kTzJ1QvZsi9C49mEDpnqc4s9GmsFkMbRJZPoMm/7e/73vkf8jr/nx/6e",
-	"f+Y3WuRZKpWYggaCStFW7XJTHv2asj6fscT2G07YmCah1qOgEy2V7MRAyogwhURtMefQsleSuo9lXn4o",
-	"AsAJSSU0JP/XP/9fw6CjQn2Kaa5P+zxkgJEPG/eVhOlCQbp0jwJsSCEJFn312NIZNGOqCBeAEcFiyMfl",
-	"JIBSBv2eSuhoFAXgDr8oKV+uc3kZX6AuGwZhABOwsVZRboAYACXSM/3G+AoEAc/1M+u2D/IVoB7I70hJ",
-	"Fo+KBAXmgKvtwb3TzwqDVmzn8ZVEZAwIjWCBJsC70NiUPSgLB1AoXGnZChXYI6jPorwiNx1CONBTgI5Y",
-	"vOhlBY2XDOCY08SUJcEfwSVRoVGjBNOXb1ml3iBxclP6ji2M5AFW8VSEi50zrqYzGo152Qlk/55TDd9f",
-	"vPa0ZmyqJU0/5oDOSokIhV7smSs778SeJVGAEUKjyqx5VoxGLGkyjkDS+RapxqHSbbY7F+BNMQ6VvG6q",
-	"d3raPDo66GAhs9HBHEKAVbWMCwm6ukvoyV1uhG0ZptsxrzYcNfUUIBvA5DA+1S+Rl/ASyZaZqmlxt927",
-	"Xm3KwiidarVuSgFzC3Oha70aZ3OJrArlGsAZ0Lh4Vn/V15fmb/Tu5xHTlAeTXRxHmnJNy7KbYsaEQTAo",
-	"KUOdXenSePG20Yd21IVWubvgqhYVoFcCp7hJBXHP5dWfB6Xp3jxkWyhNz0zFFmpZ3W3mZULRdBizF1xF",
-	"avEHami2qjwn8XZU0iDHvhifgB/2hmkMXezXK2/pDArD2u22sckiDkgGULFMThF9ChHIy5WSzGQrkzpF",
-	"3UUJAWBuHqEoafvcJMA3sCh7hNVdExHb5IaDdpss12h6KypOtSAHtAet2xjB3ed136x4fw/US8yQ5gIr",
-	"BSJJJjQeNW3nfPL9CIDx47iJtaIEoUIAiCRSbKrfgMQDqDE3iNbm7T43rfTE3JQumwob8KZBTMeWq4kk",
-	"1OqKc7MY95ctHsagI5RGs6leQ0WlKmyRWabevphCFYNJetAvZtk5BUlAbEFBDm8OLP4+d5ql3qqTQpXj",
-	"SVWVI26mpgh7fLAag/BtPBiMgKYoW1gr1ufWsMcazqneMbNrpTQiE2zA8mNYUgFWPNKnkIK3bES67bY9",
-	"JqDRPlcJ5ZIGWEguJyKNw2LZnd5JqywrYTqpw4heqT4KPTB+t932UcfMTgeqrmFH4U0Y1KbWl2sJ66Z2",
-	"2T9st20RGx6DWbFnpuM2zS7wkrEZlgL1uUhVIKZM2jJBUF0xIAdb1CJbKKoQboSrNoQLi4rreqVUPtVM",
-	"4w/VTNVclLJf58K6xYV1flMC1AlEnFd7jLP9l20VIFpzap+cafJo0prxWG3x9rBWrTTefNhRo9K7votW",
-	"tauLaRpdo05VzG9xJJm73vnddMpYx8tSXyIesmuA5ARhpb9uvarWg2p17XaxaWU5qcTq7dsflXGD92py",
-	"mE+OKdsTmDOSNxnsX3IGAv5pJJI5TcIBOhpNuAfsh5ibSHBFsHr/rQ0nw1LN+nDEvLFh/sIUNQHym0Iq",
-	"C8j6SktEKwOlvSguec+R6zIBZ90Pa5o3XuXSRTOLBaeW73O46njQhrnJNVV0hKGviut9hiH1WiZQ4GiV",
-	"tm0MUJjWEfqFq9KvgbSFuyw4Ka6xlVvJQfsYIJGA9jq5qZgOQ5rnmP/UP7tN1krQIEEs21tcyne5N5ct",
-	"B8Omi7J8WQl48K4+GAr3ZShAOfntPborjQXLGvc+5pjkDYYn1sR9/y7ShJw9d7nToO/V9b/MPUZcABfU",
-	"f/butWkSRaChgAVPK4Xvc76bqkB9IQZ5y1h9Pib5wavN0gob6TW9NH7Dcoi+OmgK7mlM09YvabuiZ4Qs",
-	"lKbX/W674zfy2LmgHHLm9RHsYh5JlgF7IlNB0wcxfqAIHbrjoAvWFC1blFMbC3U5AHVQaBst4vivGBHK",
-	"+5xdR1JhITW/1LOAFHhMGbBeeldLek5HDPXKGaMq5/oE43AcWTzOtZ7PdCZZAtkETxdu9+0B3k5VlAse",
-	"FLWa8wUPCM2RmTmv3V1jIaOx3DNE6HyAyTTv9HvOaEzgkR1Fy3vYi0+j6xnq+ewuNKgYsB//NxF5fxr/",
-	"JWy+9XA8+DL/LVSUP1LNgAwWbNJGkcCGC7JAYX9fKgfiMe6UGZcTuyDM6lobCqhkDW09+Gge+lnznAzx",
-	"86tinlVjObkap1MdmasAPYbkNuqAYnHw9+9erUpdMZ6K22kr5/rlilSaC/dlE6+uXHnjk2SV3T3xBSDl",
-	"/uBIzwOn+0/Na34ZQTTbMjfA3cY7eosUmSXm9hHQDo0JhXkeyyzuOfxdZpaTxTzDEPskkkokixOcm2Uw",
-	"DubnoH3goJU5ETyn5C8lkfR5CZvRGmy57AklpkOpBGem7pXUK+teIbRSzDdR9JIRAejNSoJXHpJOyAtw",
-	"/KPD3+S6+FWmAf72yvrDCkzlYNW2hQ83+eEmw01GeriPGKq3uoory0UqFHE5rKhJOqXc5saIFAtolsq3",
-	"qml8V8FpHe8PcvPhtv2B9UC3v2+r6oE2Jmdz6Gj4AcDfgklFVoNB/VNZ6x/JuHLdY4KY0URCEhujCaAv",
-	"o3ut7oNTp4T0i/+0YSRo+pYLNAGSYpbe3/CIn6ppj3y8KbapeX/xmmSrMGCfdCx75JcPiPmp/9Uip4Ap",
-	"iF66pM+NSj9KmBlHxCFE6ur57NAKuW7SQxst8s7BKts+A/oLtnu3Ahh+jwhuGyo4/PQK7134ReQtJkzR",
-	"xDDpjCbfQv+USIFKMgfHqt7lOBopA/d0+2TFZrfdfVJbjuvt7PILP1l493PLAxM1fJALX6Zc+A+IhuFt",
-	"+iRpc85y27O3fY2DymTuY6yBhaj/leo3bTIbduGMeBCn+lEba4E/+0RqQ8vFgFrk7K3tx8dkn0OBG6Rc",
-	"YaY5C0n9vNDlhc1Mgj4lKkk5onS7pj50qAXAhPIQ8HswkTukUbxoShrrRydUTvSjfY5lEKjEyrVloc9w",
-	"gza4y6DeCzfGJfPDoldWeZm2itsxKpjEM3jlTwUukzMYKiFmEAMqAU9FwkbiuuaZnenV4N2aSbSpTt/o",
-	"HPba+61OF1I44CzRVnoBWRlXESSah0xeKqFlI6bMxyblpSLh5eCHGmb8DLbLjnEZGHaFQk98SoPvz8EA",
-	"GrEkYclgAsmpkPHeWmB9M1UiMVk9qWTJgI5hn2uvxW9RHNO9w1ab1F/TIOJKyMkJOeOKxeQ1Dcj35+Rv",
-	"pHPQenxCkqteZ3+/1W6Qb1hwKfa67U673Wl3iNnMPfj10+PPAHVursLD6/EgSx9srKxuDxRXxzbpH2Fn",
-	"rRGOUtF1eHtC0dgWDKloCsGIKOsRYOSmWd6QqTljnPijRExNQZ4SWRynl4G8GZck4u8N0+CSKdnnYmQy",
-	"ca9o7BMaR2NurSOGn/9NG06++s0n9bPTN6cG2tBGS/z3F8/8Rov4wFglYmTn9h+TfzUTPelzfyiU9Ek9",
-	"SOg8htI18A1Bl3k2lx6ZCh4poX/wv31x+tx37R9sGaBRFqARGbRFozOaKM9I+DARsxm0d/BRFA/srFAk",
-	"kxBSNwJFriIJH4I+qSFdkLr7i/3QmEcSU+YpinjbfIpCkIiqPrdI+aAO5P27AeVkyLIuizRIhJS4/wB3",
-	"D92GZjNGExg24oQORaqgz2AgeNgip6bar9Nut/vcnBdM13SLrtAujJvsHAhsV9KFt14mYrqNiIeHL0St",
-	"OrCGsyUy+s3BBiMRr9JbLAVWowvUsJzMNg+fiDQB4KQFwLkxfbWngqtJRSfxrZfy832oKzCZpQxsfep5",
-	"PUVf1bzS0S6U4rmtsMu+jeYA70hDBrj1qBkJZdsU482o9R7rf0DHxtVzKlymWu/gqK331QzW6WaDPTmq",
-	"GqyzbrDH3QO980oU9bD8GwpYInRFhU9285/s7OtvlgbtdNoHN15N/aYNnotnuyYZ4QVaYcLrbdVsJHhQ",
-	"Oh6UDpP6AbGLjDC+WK1j72MYTRmXkeA321jnt9cysPENyk+tQLjveijW4Kb2ufkAQvDWbYW7Dx20fONu",
-	"zZSNbltLT7DIbIu2s/PvyX7n8eNmBzEPml1sKmMazWjZS75h4uxtn7vSpkDwUTROE5xdoSK/7puyOz/z",
-	"KDROiDW68Jva8jKV8XUf3cQ+ZqZywVljk2R+unhuN+PzCentbPu7i8DAnk5RDj5dEGtJV1rsyNdzYulI",
-	"83jzoDa9M4Gznz100O5kD718h73C3d72cpPxilK33ezuFyo1bi1k3eecuC1LsuwzO0ohRyVrxdEwYfQy",
-	"FHP+II0epFEmjXIySDM5c/k8x8k0U72KAuYZxPSEiISAg+kzyqsl4+EnaDYukKjzZqQmcDJclGodcte7",
-	"otghzHHZWyYP6ouXMesiOiG2sVspRV+5Bnum3x3jgPOc79r4lSyh2mZtr7D8iUBzeKyqzvXWzTpj9/rc",
-	"Ne6zgISlLnzYsg+g6EUK7a5MfTdmPRU6bckpNIbG0lvnL4dS2D6vc0FmdGzCfyvd269xX+5eeen2t2hO",
-	"FbezUpwEdEaHURxhY5NfasGEAvamEDAxbeoLrkkbpnOtBvOIh2Je63W6R4BxkpVvPul2Ok+6Tw46Zd77",
-	"kkrlkVjMm4FWB7DzfoyzgzNOGLZghBr4mEoZjcxyNRWHkZzFdDEwtPrN24vmgSDTiEfWpTyeqeaBaJo/",
-	"OakDH9B/mHMWDoZ6V6DBWwTXqbxyNh2yMIz4WFYt96hz3Ckstn14fHB0fPykvNgXbhhYmmQ0CSamZWIz",
-	"TN1BaqZjex9WrBKwLt1YZB/pzS5YT63pJtzcb9pft1n7XVppAcWua6NlSK7YrnJKFySVDw21/jRoblPL",
-	"mKyEM5xqlYjLcdFitBN/2PsI/7vajnpnkK20+YNswSTLnj1HayECoIkNcqFFTs3bBigT5EpkILwy7j1M",
-	"HWxFecSMZm0CrH/QPiDlDuUedvgAiMlLADezPTgFZyuMmtfmRm7M+sclnD2HzH99QdH48r95kXXYwn0t",
-	"9ccpssEKMW+Zwu1EPCzAljLeh8RaggWbUEN6BXyA/0wJtSNPXsuPH+ydB3unnFZpSe+uHN4Cpmco6Xsf",
-	"cy0Z1netcN0gIGCEGSymuwOpqwgagyHUTSBC5pEwRZ7q2abI+ip6JhFTK/qHnS4ZLpSLAQIUEWxJw/Ug",
-	"x+ZMiPyeAU/NqSQSQ3oQMmNcrWDkP+GKn5u51+6hmFafSgk6xQzPQoNBaaJddnsKrTLwTwMw8mq9rpfr",
-	"kKEljNm0wVRqpughmMbApXlkvSuAVVG1oSuGXe2AXQcsmSksu1YJo1OScnpFo1gL1ZoJb2wA/ii1ytgH",
-	"Szc/4+PShDFXYvNU31VPFTpCbpjY4dLEuu32DYgYfWib3twGjgabHKzvc/IJumPeuUfTir4ipiXfbp1E",
-	"tm/G8rbcjKXcCnCr1i/5li1IRcvNWgDlH3Jz7K3KQHec2LabHmYswEHFyDQIGEM80Q3AN0AsOx3g9kpB",
-	"mUmtUA9cP5gHDeFBQyhpCEXhrK0xJ1YytcHQ2R3as2xwgFoKLgftNukdewkz/6zAl9nlm6uAyX9IWWpq",
-	"JtxOQRYsdyoMF3PP5sKMEiYnFt05mLAwjZkH7fSZqWkEVYcBzqXlIYDejUMbnBSopiBTkbATQsnMAFdq",
-	"u1kqMZNkTiNAXNEz0WNqVoZfbbTImTI5vFAxmWt10+rzXGuuIYP0XVwEC0kSjSewmLxRfEyy3eaDUayf",
-	"8fWcbJc+Yvv22bf6HF5zzNM8V1ms6Q5vo7LV3VHZ+lUfW0nXgqMMsf3nGsWq0y5rACgXKuV953hZ3t9G",
-	"0pXaju0u6bZoTrYk7wrCqputYisJaIhynfzLDfllyD99vZAyHiThv0GpyR8iOhEtNSMpy052F5UVZSP2",
-	"t62RTMwLjguX+31VBqTcFHcPU34p3XTNcquDXdvhhOZ2FZ17IKcGtpmugfk0vcB/qT2qGVjIXENefAav",
-	"J7gFDS7mNlxumc3q40jYVSRSOZAsSJgaLOOOJlSxQYys6rBdBc+5FQ7nDh2CP3ldgyHHLTrrWiJ/4N7/",
-	"xlGpJZZ2RzukUq1/x8aRxBJqAEIB56DpWr8M02hbmzvfof/2+/OLLBm/z+u/nCvKQ5qExM7xQ93er/l8",
-	"3pLmZztBuGYNg6ZooMMDmkAaH/gBozHX+jkyAlL35xPJAuy7fwI5Dtjub86Jq1GOOPEToc2LJr7mO1Ve",
-	"cJOPD2DoJAJFHzvb4+J8QF6RBbepazcvbSt7C7UOzXmw67zM2tx7ztrIunk/8htEJMR/5IOxgs5fGL7P",
-	"YXx2HbAZVqhMovGkeSXidMq0raNHFjM1iHiPYLtJvcB8fAzGaephpO+V2t+bejaY6iQKJn1umxQh8r9I",
-	"sPmAy3mMEtNQv0V8c2exeIOGIVaA4OSd5F/CJsW3CO1zTTyjWMyJEiL+SpJ+zf6Wqkm/Rtj1jAVKNqAD",
-	"1CKPUs94kCzAHsN8TYDGx8IOrWh4Lqklwo5I0vVj0mRslwi9l6RvQT5FjFD/lMzSYRwFthwUeyG6XM8A",
-	"+mTpac9iqvdaj4KDzJLoiirW55wpuBmACIAg/u/fvZKWhFc0YbDmsWlAAJ299tIk9k9sOMBMKNdsoM9t",
-	"t4F6LMRsSINLz84D62SasQho7BELig2YA1HAsHkCoNvOWKwFdoOMLdApAIsan6uHba9Yn0N/BpKwK0Zj",
-	"lw9kSlAKyG9m/auh73/KhPkfB20AmwprKOpOL7Lrt+7i5dWqkga0k+Zw49X4UbkvFCf8iBN3Q4Aycrej",
-	"BK6Q49n6tX/98/8C7oTpdyksEnAtr6ohO9KzzSkJf2u+OXrTPNVf6NXkfpDsqyb+3MTv3ZQXx494YWmG",
-	"t+09GbWDbthhTURN3l3T+UxNj/JBd71nVUrz7rryhlPYqEdnh7ONMp0/ts+nWONf8FH4oBa9r0ff/XCc",
-	"HH3z3d9/TS7m/3j/9vnR2au3P5+J7iv6ip7Pa/ejjH8yqvspUpNzXNKqZu2GQHJQVGU1BEUR1N0LHmB/",
-	"5QeA2AcM+z+u2VXZXLhvV8zex8x3uRaB8V0Opsk5xd1FclpjLMYt8tyFM0yzIPRKGn++60GNkOklnw8A",
-	"LHEMJCyIC8QTNUlEOp5UaMhyDVJipq48gCU+RBFvCZZ4r3dwDXCiu1Zl8MQWOdMXAoWUNh/KdtMJQcNY",
-	"3y4ltDVAKKgwgrPWmvSfu6f9WIWolPdjw2fYOF1zCON9sOXsLCQHnTb5RnB2N4WtSimrjXHY9e7N8viH",
-	"Zvw/zOFp9DKrZbmtXa9nHd7G6bmzerVJqXrgmg9cs5x7cS9885YZF+YDt8TAzPo0ghqSd5m5ljNZ00AJ",
-	"HswSluWU0DhunPS5n13xHkFszTzkJfxgES39NImhm4xtqImZ+aYlYiR4Qbeisd6chdWuxqLPjbGqx3r/",
-	"7tVqeMovxY3DVani6zwd6hMagkPPYsoIUe2yMca2V8u7RDVJ5blqt707t/uUEJSGlxeX/ca6igILFHfP",
-	"InGFn2J5676sGGB3txhg55YxwHsThxbv80EsPmB+fgGYn5/Ve7CXZTGuTfDI+wq0qSN43jdXxAO1fdvi",
-	"BRlFsWIGw8PUU5jmwyaWtzYbJBObW4FwZkvB0rvIJDau7FmDPOqWiV3n+HZF25ryZCwqaHHVVTPK5d9t",
-	"3elPv3KxmLE3eog/DURoLumznDiqJlFSWW3ismmWy062To6sKob4IpMj9zclR6IVeXifyZG3LQ74TNk4",
-	"9uZtzsrJLt+DLH8wcYuYo0XGTPkfbuluFNFYKr57MUHJnK5MOsp6wGZJ86Cxo4/S+ALzWNwuyz5SpF7t",
-	"JPStl9D3iEhMa/8+17aSwc+M+Fjb4Gmg1S/g/IcGkkwkzv8IlZEzmkoWtsgLDDBAMsaEzmYMQU+imNkn",
-	"7cT6XM8ih0MqibyMZjMW5s6+R2ZUSuLrp65YgpaTr+1XyaBaU0hG6lpXwdlDDkKDwGM4CSgS7XOaDeKT",
-	"UDCJwREo74yk04WqrHo817xX9/ZtI2ACpcQKGN7WlIZQ8QEbNY2kZKFZy4JJxRJEsXSStrArRZTIWyFl",
-	"mTXijPSLKyzy9RfbjKIVL1Z7YIr3wBQtiWSX+vMaH3C5Pw1jO4eiJGnKlIyLLYuBAuO4ZGymf81Sk4wS",
-	"2sPkFGQ54KlDrOeEga8RcrkA/ImIUZ+LIEgTAH3yXO/r7FMA0iTTqWZib2kqIYnLsLXsKYtS7GCfTpfL",
-	"mfq8UAW1VTkTfGd94Og/99L9Sco7NNV8fsdATqbc/+00JYyoY5RyWE0gNXdXtSxG49lJ/ogT/xcQTx5J",
-	"uYrihp9Bk3YOsLEjHYsTgBlXUexbgFJIDuNibmEZqLIiXt/9sRCQhzvPaQ3ILIpzyukbLfKCBhMSyT6H",
-	"OkmXXyGSaBxxGhcKHiG/06pMRp/J4XMxTKEIRJKwQHkwR8gTLdRx9rkt5ERtw80Lkm25gIRbxz/qPmoa",
-	"Np+6rPQgBBFV2Gr4hAjuGFSfu6EhKxh5IWyoVruQscnqOkr4xn1oN1o5WU4ZRX6dP7+SQkOmIuFo8TrF",
-	"pkKhaR/dXqF5Z+7IVjGH+6gXvZiz+Kpgw/y6ooJ0ySdgDkTreXbkTtdbvyNeDY56tf/k09ZQvrNTXl9D",
-	"qbcBVP78XjwY/g/i9rbBcDCXDFMB82nJfPzUolez1U+kFzMeSrQFzXVZId5QAHjYfjmnDlOJogBFcYu8",
-	"05PFrlvGdZATGtuotWS9VtsDWWo+Xrbs+9ycjQdSD1cEIlarTE7u1UEmrzb22bRRLcP0OTxoz3/265xO",
-	"WWZyfWYtOl/79mlu9JmUoEtje9VCcrxn8g1tOMxURAkeL1rkpUiIP05owAbYEX2AQF8y6xmAXQHowiNU",
-	"9Tno1lLfxBPit30CnMR2bjWJjqbraqOs1Ls6wrmAOVKVJhinc8qx+7Pv9bn+MEKzad3arSavOmtOPLIA",
-	"bpGasCRjZQuCqQIt8k4fALAnsDXCNEEDHBbe56YXfH4pLCktppI1wLna642nexcdF/rlFFS97xiblXfX",
-	"oLyY5jpO16s6xFpv/3H7Flk0sF8sK8q4e+4MblVJkcXPhLYIT3DW1KvCYzEd+j99Qs0fXkC/CptkY+XP",
-	"/uWPF7w9O5r/2v35+h/fTJ98O/x7+K4TvBqdHssXh2nty0zB2VzwA0xsRWUPKGPOw2b3NYdBhPhBEDB4",
-	"UP8fXNwZo6moX/+0cl8xqT6lAg80bwr/85CEvnGU1Q2sdIY9bavCxYj4WSqD31jyjXMx9/p8CR8sleiN",
-	"sto6cO55PhyHHYYKsKkQcDWYmg4GFTAwl2BSIWSG7iy9eRYn20CUYuk5/Nso/4iuXUpMwkXjFkBV06mD",
-	"UuhzM6Ir4QZ0ZShEB5+gtl+WS74bmXliwpU9AikOpoDcz0GE9vp8GAso8bfzBScVi6Wr68bFBZQbLx3o",
-	"pEqQWSKGbOu6bj3IfbjWHIR3wck0KVAL5bnMpaWc3jIupsN1ZNcTmkot+PVtmS3VfZ+SWdE5t7s0uWDy",
-	"nnQUcbm8BctxbT1uPh8pDxZ7dFCJFluVYHR6/LT7bP/5wYvDl4+/efLt0V+Pv2u/3oAzuuTOAwazFme2",
-	"BC1qqNd4J2+119qUildKbpGqQExdM0mg8wyYgsZSZLLb7S16WRoP4vpBXOehzIB4EKn4TmL6BhTnNInU",
-	"AnuYMZqwBBEXfvmghSxy2+qOCJEsZL7go05H3gMhbSZXlTN7emabktBce4eAcnBORRyRTVMlpsBGDMb/",
-	"hHLOYof7X0R0ESRM6EiBrAKuBNUjVFv4Q31yGYqIAEQT3NgIwoeB4HqlKIuHbGRAdyIJjfNRClFSgIlp",
-	"lNoPgQzNsFlMiz4Y8QQt9WydkrFcu6OK/kqRcjgxckJn0NtIUwpV0TA21r9+9fsZ49lWnr496xHrN7S/",
-	"nT//Thvr/pBKNkiTmHxN+s6G6aft9n4wEVLBfzGjuPVrPqYkEVo45Uu2MD5O/S38Jw+JH8QR46qF02jF",
-	"kVT1ho/rJanpMhyirDbZvAbYfjlB+IWFkSpgPK2CePrXP/8vAnDLiUgUAlx45qC1dmEoxrSjzpGTfhFc",
-	"pKgnfntx8baMEtUiWMM6jrhRPKRFv0kY7enzaZJHj56niT631qNH5NRqA4DulFWR216P+uopxq16BtA2",
-	"KqFcaitUK4G4tbhfNuyIoUaiSYK8MUqTpksWh0hCESdTNhUJAkZRrbehEplowk6onJBYyJyjGed9Dit/",
-	"9Ag+eTs4LDKni54BgylC1wJSkZ417sfZcy9bsbBRbQjX9vDCQ5lvPtbbyNCpmg753LTuXPaK6U/V/auO",
-	"hwStaf3xAfn29emz5vm3p93Dx1ry9mtR2HJjtbRO3a8h3fuNFvkx5zOjfEGWtoTE0TChyQKOnhDf92cL",
-	"NRHwDyTC8i7Z/yDRdKbp04ykX5jRRSxoSL62f6z3aw4zrF9rtNCFVzfUCLP1LG22zJ43zDwsLWKtoj5U",
-	"qkibSI8c4v+ZRtwj+2383y6Z6L9NPNJpw/890P+32ybYEat7QCak/v///3Xb5H80TDw7r5fob1q9v3t9",
-	"bft/dw6JbBFfT2HRPB0plkDh30RwkSYsPCEJw1aj0uEluPbi9f3ra/0wBZ0nTVjjBBIl9acgV9JGRorp",
-	"mCcmM1IfrnkRbS+TSWlSKM27SGSiRZ6XoywSsp1gXcaGAvjCHPgSuE1NbmDdN3EVv4F2i+auNpoC9Oly",
-	"HrU8c2EUc+/OuJyxQFme8aLQXiOS2jQbW+eftS3Xmon/H11Xs9s2DINfRdhlDeqk6VpgQ3saCuy0XboW",
-	"2MFDpcROIlQRDUmeGwx594E/kp1lO7WIE1umKf6Z/D6V44Z7UtscVuLtCI07tV7wm9/cK8rYYRHwcNc7",
-	"l6/4HzQKXPgXYwOtGH1ZyYh3Bh/b2nTUGiFQ5GiTGHya+0SNL82eKpgkQ6IzMVgRXepUu4QMv3X4bMfR",
-	"1RMHUgKecxfyffQFAlcFvo2pUnkSgocSlfHGHYgHG/cP7h5RULxLFsTv6PrtUfNdMKX/bKT+kFyUfU8D",
-	"e2oKnpYA0shEnLWfMsXak1SUzsA6Wq166xKbEU7dYxKiwopcyfPTNzVWQ0gR0IdR1qA3EAYTmhcamaFt",
-	"B4z6RFb4l402Aa6UjjOK3OQC76OCwU/PPliPZ1jLG6p4r4g6UY6T8oiTGgjNMN9n7bfQxtlC6ZvlB32l",
-	"b5YfNW8A/WDWu3b+AD4FcHcjMJyHOUHpadQF3nL8dALGTBldkUR9j6e9ptN+Iqi/2q/xO7S5uU96b32f",
-	"2riQbVWEnl+x6B/zR1hBivMns71THqxv2je9QNedycLwkZfHeLu8rZTxtefKdMOEpBcQqMokIYohWEK9",
-	"N28vPO6qZwzmLj96oSloCOr2erlQn7uOJHKpOapk9Xl+/Fr7C321cmb9Ot8E25jDJVegYpvlbJNCARcb",
-	"xzXdKBYqtIoiz94nirZQp4VLlSwu7SoHkeMTlIJ8Zv3GSSFwP9okUhtu0czvlCc8W2QIicdYV7XXK0i6",
-	"Uprqzu2A/6KLwr978Kh9mpqn3IGJsyMvUyUYCJNSi9yqEykWcyeJU+1HivIqm74JsqbpTEgL9UjrRcmc",
-	"GZKsEHd5FPuvsGxFEJOxqn2urZW0vLBvo6eJlYodgOPMoLHxtTDixYQXa2DwXBNsgrGeCYPirk/EdDw1",
-	"ZExTe27Fnv4V8VIlL0tlQra6mZShivbzR7aEobzYmAfSy+vesSdB0qyJbwitaQixtBLGtZPmPGo5IGpb",
-	"mgaAcJoiybc6cO7kltkHvTv+PP4JAAD//w==",
+	"7P2Ldtu2ti8Ovwo+7X1GpCxKlmQ78WV0nOPcWq8maZo4q92tskWIhCQuU4BKgJbV1N9Y77DfYT/YepL/",
+	"wJwAeBGpi+206Vo5Y6/TWCRBEJiY9/mbHxuBmM0FZ1zJxsnHBrums3nM4N8vI36p/yvT2Ywmy8ZJ44wE",
+	"dDan0YSTWF/0Glc0Tpm+iSbBNLpiYeNkTGPJvEYQR8GlbJx0vUaQMKpYOKSqcdLod/uP2r1eu9+/6HVP",
+	"uvr/fmp4jZBJFXGqIsGHaRI3ThpTpebyZG/PTKkTiNnePImCiE/0/WJGI944achRJ3dHw2uw63mUsHDN",
+	"KGI8Zkmb8ZCF7n6Zn12/3e1ddHOzY9eKJZzGwyhsnDSCZNY+OjroNbzGWCQLmoTDX1KmV0glKfMacFPM",
+	"L4fd3l+fnT09eHb4/NGLx18ffXP81+63vVf91/tvGl4jplINYZXM0vA0jr3GjF4P7dr1ut1u12vMmKIh",
+	"VbRx8vHGa4jR31mg52q2IGFhlLBADdVyzhon+92+15BTkajSChQXam8U0+CyPU6ikC4bXkPG6aRx0ij/",
+	"qqhKZeOkQQMVXbGG11B0IhsnPzcsITS8xmjc1svW+OA1VKRi1jhpPNHDkBcwDMk2LZ2HGwkhVTNNT278",
+	"Eze+XogwSmeNkwab0SjW8xNpEugXcraQMVOKJY2bmxsPaPdlJFWRfr/jbIVwcWF/XkPBvf2jWiLu/h5E",
+	"jISRp1P7S44q8af7pMf8DnWPTw6PT3p9/ZV5CjU0+zkT6G3JsltBljc3H7zGlMrhTCTMEQpn12oYpIkU",
+	"iV2R3BpIhSQ5ZTRkCXJWEQCRAP0xGSTRHP9sXEwZef/2JRFjoqaMGKIjOFwHCANWqHHS2KPzaO+qt7dg",
+	"o6kQl3JvMTU7fNb//uiHg789+vHxfx39dHzWfdJ72n+mFyuYspneJL2FLxmfqGnjpN89OPIauDUNqRK9",
+	"JHq6b6liL6NZpFYn+UIkhNFgSuYijoKlB1NN2C8pk0oSqaI4JjSOxYKFhIsFafqJ3yKUh3CjZIHgoSQp",
+	"V1EMv/ySCkVJJMk4jeMlSZhUImEhafrKbxU/etC4ZMtB4zT56vD4+FR91fPIoLEQyaWc04DBhf4xXqn9",
+	"4MNHa7+3/Qa+qnpvcKrw3RGThM7nccRCokR+DUjz/PnFCxImdKzaEVPjtiZxOo/aCVUshpcYamidEP8X",
+	"P1u8OUuIv/DtIlV//C9fPep2TxdfPeqWv/6Xr/a75tKun89UsmyfjTUHXfnyd2bLlCALGikyYmOR6M9V",
+	"yTLik8Is9wvvjXg00xy7694ZccUmwKa9xg8//NA+S9WUcRUFVLHqNafZHZHgBEZnei6pZKT59sVT8ujx",
+	"YbflkUWkprAPLElEQgIRsuICPmE0YQlJGI1nXw0achGpYDoSNAkHDQ+f+mrQiPgVjaNwqMQl4+7CMDex",
+	"rwYwsbM35+SSLTXlcqEIPNUZNOpW/rDXr1r5H9tvcffb52H1Apw/Q34QyYzCliJNpEcWU8bJUqREMq4I",
+	"xTkQPz+m3zolkdKTpLEUJOKEXbFE8z8xitmMhCJIZ4yXuEvCfkFmcvzt/qv+94+fHD09ftZ93nvR/3r/",
+	"m4O6T+z1K3jJjdeY04TOmDLs76lhlVXf6ueYqW/Z4DxhV5FIJZnTCTslYqa/R5GxSODyOEqkgmv6G0Cg",
+	"ovzzGpzO9FwMc153JGYRd1+hJ6x1CT3Sf/981v6Jtn/tto+H7Q9/+c9G1R4+Y3GkF/X82fodZCQ0dxZX",
+	"O4yvcLWf7FeIZ/tRc6qm2TfZkbT010L2l1RrDFbmZx/6nwkbN04a/7GXafp7eFXu5eatP+M8ZLO5UIwH",
+	"y29ZBQc8IymPfkkZAe2JNCl5//78mUckXbaImlJFZvSSSccYijQr6ZjBnvUPyFSTb4fotZF0xuAYueOr",
+	"fxnwkQi1LJjHdClz20y5XLCENOFu381Ytd/CrSw8IXoF/BaJuFSMhnrltXagp7OIAnbq3uHeOuCUCzVl",
+	"CYGX4isk8Q/6fRJlazK8ZMthwlLJQv+ULKZRzHITc58J8i9JufSIf9A9HvD8EOauYcSH80RMEial3yHf",
+	"sqUkNGHA/w1b6Qx4gUaOWHf/+PERax90w8P2wT47ao+C4/32o6PjA3r4eHy83z+wlILSJaOV3Ma29c7W",
+	"HoTDdQdhMLju99qDwfXj53UHoUZj+EYsyIzyJYkUm4EcSZhKE06avX/+43963W5RzPe71ccYRGdh8iEb",
+	"0zRW+MiMXqO06YHVZGVPr1L2aAth83HVKmzxqG7UoyuOqh7lLsfUzFVP+x1YPJsnjpZRceoyCczUu2e9",
+	"J/2n+88Onh++ePT142+O/nr8bfXUcZy7TN7NGKavqJIvEjGrnr9UNFGO67MkEiFpmj0m+10Sal5gtA9f",
+	"CdQOqyhlnIAZlc1wLJIZ6Pda1W+raMYq6Rfmd/FTBevj5Pzs9RnRT5JfBWdEv4nINJgSKon/PE3EnO09",
+	"YUkccR/YHI2jCddsR8/aIwvGLiVowTPB1VRmH+a/v3ha/ynq12qKb7y/eIrWmD2ujw42i7EPOXH2l732",
+	"h4f/uWYdRPUuMR4W98gj7DqIUxldseyruFjUf5O4zeb8gJbOZuI3JpGe6FxEZdVmo51UcQzMiHc5B9ns",
+	"QSVKmJwLLtHV9oSGRmED34fgWqKBW00bGKj47hmF7S9/l2g55n11oPeh42FMo5iFZced08BIKBjqqzOq",
+	"gimJtMmGH5DzimjduXFSMazXCJmiUWzW3Aq9KZWkR4zmTMYRi0NYdK05S3CvuMdmqbTvBgpCEiU5PStH",
+	"o53hSfvDx67X6z++0ZTqPkMPJEIWN7RFriU95UHeKoaLcm9Ew//T77pdA8kbbqXeGsfCgRYl1n/wN7cc",
+	"xC2HIVO7O3Jvdc1gv7cjkjc4Cj6ySuJ2uUt7aNSsMUsYDxhp+jMa6zPFwqEmFt8j/sqskOHknBJlO6Rq",
+	"mub2vcK9MNengo/jKLgt/drzFUaSjlbI1zAdOMvakHF3rVLsykAFgo1kNs6CZgOREQuoNif1aUhYwLRW",
+	"bPRAFpKDXpd8LTjrkOdc36+ND9A/33z37oLs6IjZYzAGssYVut12kITJFNjkbcn6OCPrH0rsMr++K+S9",
+	"ssD3T92BoSWZmQToAHsgtYagNIXbezRtyzidDBW9ZEDpOa+o/XHA/fK09Z2ZBcWH4ziaTGG0Tdq6fsUV",
+	"4+jOHLLrSCoJr8j9an3Jfgu1+Hs7Zi9EMorCkPFbnrOIy3Q8joJIT1UGYs6KJ+2d/onMIinRNVo+XhXP",
+	"lw+Y9YrENLhEww3uQyYl5ixBBsoZC+UJQT59kjAa1pwIvGNnSrdCGmcJLuHcuxof8mdhPzsL57kPJPYD",
+	"Vw5BxTLc3zHIFo+6pWPllSNNf3USKzy9ysG2juBW7q/wT+1GsK+FeiFSHt6SXmHLhlyo4diOkhHre37J",
+	"xYITkWSMHJWCVcItD5Sj2tcCnyKDxmSu2seDBgE5gQOikymSxPlZ19LpHgxxB758kNHiK5iVFvN2ziuE",
+	"WP6s+6HC1wING+S6JOJAgZds+SC3DKTpu/dqpliayj3rF3a2t2V7RiaAQlrSjTlJObues0CxkEiWaNGP",
+	"91Xxv8JAOSp6J2ZMTbW5t9CsY5EIPiGCE5EmREYh65DvU6FYPk4wjEISjcF9q7+JBorIdD4XibpfVmiJ",
+	"6zCvy56bLyl/cQWvK3zy/VDYGV8S9LhpbTRNmKetaMrJ2xdPyfHB4eNK9/S9UdOFEC9pMmG3JCe7/EqI",
+	"YWzHyYWZ9XpmTpgHkljHVZmcVgcq2Vfgj4wkgYt6UMqRG+HQhAYBmytJmv1H/d7BARktFZOtMvlEfC/i",
+	"w4PLi1/6s+MfR397HLztyZfd+Q/7y5+O6PPD9PWj6V/DF5Pr4+9/vT3r6uXEqFlwooQg9sNWKGv16+9P",
+	"iFYvHMOdIE1/5d33zK8uhHhF+dL8LG9LaFSxIUy5yiRChuyip6lkIUnnVWSWHyZPYUKgW9bFH520M1rc",
+	"KfrytQjo5YOS98+cDvo5i+StVvJxq9h1wFhYbYuUvusqEjFVLGzb+KxW+i7ZsvHhnpgWSbJ5afPRzk3T",
+	"U24qfqtDfqCRIn4uqlqI6ebIrBBnX0dj2Y010eqtHrb3r4Z81z6eu/XOKuF7TlM1FUn0K7utWkjnkQnG",
+	"XInLmqMBO2RvWD0T5SHqzJjcKB3yFPIxCCWcLeAqVWQvlSzRh+ATnYtuLzsXdlLZpFfORPm79Iobe25o",
+	"rhWX67UgZ2Y/0L5wwaMVHbo0TF77YTzUioyLXmlxPmgUBj4hJv4uR0N5OfznP/530HBLegkRsN93NV/h",
+	"99gpV+rXpU++N/06BXvFrVbTL70JPBEmESH3U2l38z+ZlDG/5WmDSHBtPVr9I+ITLY3fv32pf40mnKo0",
+	"Yfq+IGGhtvZoLDGCGwpMZmBJNNbzcncPzXQ+QyPzPZ8nImAS1vQ5V5Fa3tZQqIz2lnwkJnTskSxmXGUq",
+	"VA9V5jOl0CzwG5Dk4PuiJIzG4NfNAszGHIupVLlQ+nuZ50sQf4K/zFMb3I13ENv9nE2RfYthU+aTV42K",
+	"6sW5P/3PL62rny2siR/i+pq4v8ur8Wvi/XiqKCTPcPVAkpAqWhVL0Z/6wIZUSNN4BfXdtQforsRvjEYW",
+	"vmJhRC+W89vaNWk21HCmxzIpm3nq//HVywpir3myLCH++u67154mzlmbcf1oqFd1HlNN0+xa/UGGy2FG",
+	"wrnVJPAhxHzICgnXfPL9mjAPJPGf4ka29cb6NtlM8LJb0JmCfvXM7pnsTNDgnTIcv4bcqshsTleZ6htq",
+	"WEVGWdtVDeQWTf9g/IDDhFF4s8mUvsICh58bDxsfvMaYRrGWtTICOsN78FOHnM7AcPhg8qY3Rotdqq/h",
+	"pQ2vYfPVhpIFCVPD1dTtzFywv7hM5rldidps+V4uLbmQQQ2svJBEnUtx3IUyzebWUWYWi+PA87ScgcDM",
+	"Z2Pb3IW23SrBN5y9Of+WVSb2nXGnvp0/I03OrNsHckKVZPG4lL2s5QmypFf7rw/eHH7/6O3jd0cXx3/r",
+	"/tD7sb+azFFKgfAaT9L48lyx2XPrxizO6IfpEhhDpNgM0t7IKI0vnXDDwC942jCrEj1segfFgrvbFiKN",
+	"QzKlV8xFQDtA1JrXqIjJjO9/bNA4/m4MAf4tON1T/dDNhyqSspPR455UhatJ86DbbRWjfVp4VMT79K3H",
+	"ILAH3C+6L33SPOx2W5g3C/mYVNERlcwsjsnqk0okmL+Ii/lAkmCa8kubYGKVqgFv3GQybnU7KISrwRfc",
+	"KW5vZdp9ljBRlXJfsSieyeUtJF6YRGg4oSzR1mtMVXTFbJa6/iAQtIrN5JYy6oUeGKnuBr7jHB+GTDvz",
+	"FTRJKBw+y8qqknS+ubh4Q/AGNxlCY021Obqb0pA0/cNuFzOpypsIx6oipy9LzPkZCdTNxW3SB/eg4ds3",
+	"XuNpHAWXq9P9juuNDkSi1ZSrSEYKzxTUrmBmIHkNhx689xHHL4I7RfJAkvM3hIZhwqRcPT+jRCwkq0mC",
+	"NhfJmM6ieAkSHSJdPtKtlv96YhMeSRa2OlswjiCmcuNewzo8hTtvTPmTET+rlG2Oj63tAe0aIgnAK7ZJ",
+	"6PIagUi5SiryjM/ffUf2e48etXuExvMpbfdNpjslXzNx/iY7tZGEbIFokhoulT9iXkOLVq0P2EytlSmE",
+	"7CoKauoO8JrZBGDkPJ1p0gqZvFRirt8mRlGMVUejmKmG1xgJ/f+DUZGjteyFUbjVLpw/0zfbvNEt00Mz",
+	"XWRFVMULupTEhz31898Cv1TOVNScYKNx8gmRS6lP7/1RKaQwJSwZToVU1W/XVywX9t9CylPieyQaE8qX",
+	"ZQI43N+CBFLJkiGdGN21wpJ8L1nSPtM3+KSJud6HvX4u1LK5xiPPmCAZzWyUl0sNzp03e17LK5IdGUe5",
+	"sE+eYyeFz6nldU8tN6iQVzMaFoKUJ4SSOUuk4KTpT9MZ5doWpiRI6CJmiRbBOAZp+iOhzEU9kr4igojG",
+	"hM7nZMxUAOFROuD6o7Gogy1I0zf/wkf9b56fPfNzBrlW0/yWsb7TOSTgzgTXPJY0ffMvv9Uh3/F4ScwU",
+	"CRYoDjgsGFFiQZPQHgDpQxqunxUy+ibZ3hwKGMMdZjM9o9rCqYd3Vp4ae3oraifgVeT8WVEnDGJjX1Rk",
+	"kx98X6Su/W4hwVf/mcvw1SP93G0fn7W/+eu3r16/aV/8rf3Th4/9Rzf/2aibqa2RLc91TidMHzNcnlXx",
+	"Zao9t9MhUL5u1huywsoKeQNuGuuugemNRRyLhczpAiMhYkZBJyvUZJaHe0OlhKxtW2ekBJkwBWSvHzR1",
+	"Rr7mHT4ROX+bLTIqVw9t5DKbOHMcSVVgzFA4+mETM3F8BDYkt4TFFajlBCy0Vf6rjA9OKfiEtXA37Ams",
+	"Bx+UH/OLTwKaJBGTJFIVhFIuid4syt6/fQmi2RRHb6gu0MrYM7z1plQSXf6o/xJpApbOan1HuQhm437u",
+	"IpWxdHnDd+h7KkWFWQczzGqRefGjK3c6lUrMnl8xrp6Zc0vDMNIj0PhNbrvwWys0Iaoo6L7G/Yl6cADD",
+	"gn8MKgzBB8pQCS54QXMntHJSF8s5ew159lVkCHUW+RfiFPSALt/f5iSd2nvAi2PKSbBSDC90/BL3xV+1",
+	"jp905hQWPF/P2C1y3KMiw4WHm4NB52eorDBlFR8etv5SyXHXVQmeuaIFm5W6Iik2FgluLSn0SDtICtik",
+	"Sv8HbIVnIxKMX7FYzJkxSlc+yPIJKsHnMBLhskN8TVy+ZeYmXxR852Ksbxtw2Omm//XzLNUa3tvWF+Te",
+	"R/2fG5tpW+Q+dB4Nr1gia2vtz96cE3ODfh9ORhPulM5Znh1f9SrFvZWDlC+3cIMYt9qbiE9wTW+8rR54",
+	"bvxtz4x3c6eHLdU9v57SVKptn9bsC2OzOzzwHl2W2z/wjMVstymh0Nn+gecYFt3+gVf0Gl4i3zIaTHd5",
+	"UitT295f5snVXjEbbJrTZSxoeJqr1tGmLwQAODMnBVli0/ygpkyyVmc7WQXzQGGl9Wup6GxeY/VHikzp",
+	"fM74Lpa+DSNtnIMTBTdeBmywhQn8g73X1BmuSFEbxXFf5xWYQ+lt5mBXCVO7VLXskJw/O7U8T3M7I6Pw",
+	"mmaBS72GWosyDLIdhSWpxK5UPad/swun1yPtyuk32QQYTLmjTWBPyedrEzQL9ejEhxgaGo4UErpa/5Zm",
+	"A2zcm3QUR3Jar0kaZJyaE6IEmeMI9VS0m4aaj8qjMlqsMtysj27Doqp01vLS2rj3Wv5hY/R165PTbQOq",
+	"aCwmKVtdqgyxqu5sRIokbJxKhjE6PLmkmdPcJRE8XraqDwzeVz98QfcmIRtHnIUE8muNYv3Pf/yv3zol",
+	"ozSKVVurifBKmjDiA4n41S8uvK5ODEWSsFmk1Krjtya2YvnrLsSl9wSfy/TDSvpBL2i1ljnXZohJO8kA",
+	"I0KhTvUygHv5oU9kOtIPjhgAJKAObSkBTetN/lNujKidxOwmFpOVtRUYTfZztfd4roZRxeZ9E02m7SsR",
+	"pzM8lOhg8B/6WS5NxIM4DdlptiBktDRmYJJzx6+STRbc3o17/PXdd6/JO2d1qBxDqd3xOo4Ke1B8iSMO",
+	"tyzuaHnZIXbTzyh1Lf9A5XxXFgx8YMWQrvTbbHUCDR+vOYNFNIJPdyLLLN/HpfRzGAsfbwphw2xBtzk0",
+	"lYz/dvR2VqC2JoCEkX633233+q0C9ckH1jhuUkVmQiry6IB8Gz3RaooepLWZLCup0Ux7LXVVK4FO1OLZ",
+	"XSObdlcGQSYWFMLDKoXwd9GI1i5NtauqKLz1unvET5jBYZlTqYaKccl80pSMkTp3RhnwDj2taIev903t",
+	"F+E+ih6p7Z1U7jPf2ME2fylp+vl5YiBnEcVhQBOACgmFFtNknrBxdM2kvf+h7zkrqOPAOh5itMd/6Fcs",
+	"xcP1i1DEPGkOBg9/22IlHg4GnS1v/Utr/aqhB2RHrvx0SvkExT6tZs6ziOdH6e2uClotuEIhvJsO9gdI",
+	"AJw7Plql7a9R82/HsvX76pQEx6arufEqHzHe+iofQj5CgSncmug9C7tm/Ky5ElzEvJUeCaNJpBBeyO8M",
+	"T/5fu8xIcqDF2yN+5XFY/l81+p3XOIfigrdMAixRZVDZliKQMHKJ7bnE9FJq2ZTGMeMTVp0GRck7gHH1",
+	"0yQeQpmCyTV1QWMPvGFumKoQ/ebEkBRzWNn6E2XD1AmbG6RWzohkjMNXmv1yZRgha9txI6Fv4aFYVJ8+",
+	"VK+jcJ0MNjCpmlC0zYUE4ybu5UwNwVnLOSbwvinloZzSy/LyVPiTyot1e//SJuGNdSrDBGipIMULV3YQ",
+	"524d81vq5WisStRXx0TP8plftzPGI2374n2kaYACTQaV9EjMxoqIFMJrWmuRdWa5AV9esa3SGeUmZJ9l",
+	"rklBxjQhzZFQaHlbqlRUv5Rq47RVcOVGXD06aHhr0VuLgNh14gECx3jf9s7i3z1knIParviQxKX0STIR",
+	"RPAA8H/MY5VCbyN3ySeE162duad23bZ4yXax8FvFv0tA4+t4ZJYQCTeDzkClBGZZTeC7BNdXYMsrUxmo",
+	"VGSaHY/bL2oe/LwyPy17CQnovPJc1bwkd7ZygOqb41X23q2MI35ZMo54dfZfCbR9/TTemputCZdDd69E",
+	"eQQ2+v7tS63wyilNSjiV2wHC50n2IGcpZt+wfd5Ffc5ywZNqOLWettYwcoyKcBTkdl0dHL1hEwXY/GGC",
+	"kcXKhUf8+vI0XtIRi+XWWduaLi7opGhO9yusaVP2tCrqwKzTmsKciXm8ErzodrfJrMwVsNRxOTiZAdg/",
+	"O4gI0yRio1i4eLUh/bKcXJNRblWiDa6W2aMig8U5FTh7UbQUWEf5fJX5aY4DFD2ENpvdjVNmfwW5XNiC",
+	"OkXnSRpf3sqXqB+Gs4BvXFWJNHOR9bll0sMuAnF0iW5xwOwQY+LjgC8ts9qa5M1nlKOKqNHav8uHoEQf",
+	"OOl1i6UHqkmNTlUgMFvJluGsroqDIFr3NcVCHy0Seciuq99qClTmQsLOWf0uZ1+tV+Rio+1uWt1t2KTN",
+	"qStrfi7d3HmyDDbmRk0eP9y9ed3G1Jmgpa0xVVEwlQhVkJIBaiZZD2MNREIWWjfMfeT6Zd7JI1qgtQp6",
+	"LvPxDPR1LfA23rZ5rpv0CL2AVVZa7vcdbLQVoljjhV3JAVprpgEZgv6pDS4MqUFq/QkJpiy4NAnhHfjN",
+	"b3VIPjxFeUjEXLUjflIZihpwzCw0rszTyigWiVSH/JBESjF3MiGfQCWUS60mCG4L8lBrxMpBT9ttxmKU",
+	"Ax6mCeBF5O+0EPRcZAWZxRhiBK4QWzJsLcISsPxHUwOSL0pqvIgSNhbXrhLhxOXE13UI6nVPeocn3f1O",
+	"rw+Vqa64p/HseVaucJIrnsFeWpvS310NzGbkdVeJix+EJSyNGQ2+e7dSSoEtozrLQMxGWsiLxHReypeD",
+	"NF6JX6M4pnuHnS5pvqJBxJWQ01NyzhWLySsakO/ekR9J76Dz6JQkVye9/f1Ot0W+ZsGl2Ot3e91ur9sj",
+	"ZjH34Gqe495nv6iaBmXbrVxVcyXo21Hki5ZOtkr230as5HPQVwr4zCaWTBTHNa7bGDbBI2qVUPuruTuf",
+	"qO7Yx+0Dp9s7gAxIe/VY1gWEYqToByKjVIGbZsUbVOum/wO9JVu+ap2/A1ClEHQManucCiEZD2Xme1GC",
+	"+Lm3+waQA1t1HPS621sPJcfI2shk5qyvdnqYfa4KG0BGWZUDJOuGA0liwjSGyYzJZumHB1igvYi4fsDB",
+	"I9e4B9e5KHKLDWrBNO8ydCs/YlN6hYna1s1FnvOxSAIWEnZNAxUvPWwnlPKQJSQWNKx2IeZacpj/t74z",
+	"x+19H3fzWOzgKlhnoUNKYCLSOZ7tezbYvQYGgsx1TXR3tOHv07Iuc6Ja9S2fVb5ZfbM98CCxGQMfc01y",
+	"EBgDGtSfWFDpQXVL55Il5pDklB0rlj7ThqVb9Xr8/TqQ/gv3d+xX9ne8qXJibGcdVzgS1uktBQ3FWEDm",
+	"hBSqIjafkBBvPzX+Xa3vR0qia83BsuxyBPY//yPwadud9ron+/Yr/xTHITsEOMXPn+QN0TqSj2aMy0hw",
+	"6DxURfT6qQfS6iojRLoJ7WNbZKCVADhE1WueCJWred4xIgrK1Ia47C2GzVoVr3i1jJENqDkesRYugCR4",
+	"Br/Cc2giItHWahVMA/zdqipQWO/BwZm5D/dwUavk/oYqD7eNG3UwTR2OVkAn36WZ2PY2wr1Db8CA7juH",
+	"EH1fCcWVb6iOEG3blos0XVuu1rZfXuejy3Aqsr3ybJs1aOe11mVXqMJbL9FMcAxEmJ9JAZ80TbY/hOA9",
+	"m2BDySziqXL1Evqzdtb5jnv9f70+9Z9QRO53L/r7J4fHJ4dHn62IzCKvf1oZaT9hTbvKwtEpV4xv3OGt",
+	"6wj1SDvkeeXb79eVEToD+Q6J4zYs9WcpIhxHsWKJ/PesHCyXSK+6ULKoWgz3ETVNRDrBBTx7c06alBOa",
+	"hpEiKqFRrMloMRVaZISZ9yrieniRLFsd8l1d/GbARUIK8ZuVsIjZLDztAGIJDhmqmY6zPm88QHUEhroR",
+	"3hEjY0PQ2vRoK1wl98rdKphWHYsW30QqEtA4Rp8i7o5zLVcXxNjvWX/0HC7mTfm7NkRNsenjhJkWwJvD",
+	"kSUKNNPz3GKV3n+nUAHSnaXWaiiAtTz4gSz6VK02kwebqtJkcgFAqIjLtKCdlZkeeln/nS34w4vu0Umv",
+	"X2HBm8X5DPSTinywP7GqUvE19hDl/PnbMzWXn6of9RyvQOwYgzbJ1QmxlXGHXWgh4ZGjfIWcB57gQxKz",
+	"KxYDU+RA8RPSpGQcUzXgtseZBH8C3HiKeUnmikgIKBIk4jIKGaFhCPe2OuQZY3OWIDwSdmB1yP0DXgHX",
+	"uiJixIJDuH2SiIWathWjNtsjvz6H3RppupWvBFyAkVRRUKFtfSLrGfBar2hN/ucoDS6ZIjL6tQCxMxUp",
+	"dFSDY7Jg7BKh9tS00gr+NAZ6jVleb4xLAPnYSWGFXXsCa7BNas8nNff18IrG28/7qZaxgA+rfq2eV9Yh",
+	"HfcZiw6gGbrW6MTmQvbNPoi838HRmoet0s0Hua35sO7wmG3YGsh6dR3KfkU4N1scKXMImhEnvvrVB1y9",
+	"9xdPb+uowdeufmslrJDRTUyaopmJmReuWqewSuZjVz7qKaa5w9UKiGNR+wz4bw2CqPRIHg9Uehbd01Sz",
+	"FfBA79Mtm80ki4/uODSGY4d1b3im2S4PlHkBQWGx9IhMZzOt/lnE+JAud/+yEgUUnbDludWdggs6qRQg",
+	"dMTiUjCbNHv//Mf/HHZJMKUJDbDukAtAv05EnPu5XHpojaViHd66yt2f/3swuO5224PBde/FYHD9+EVN",
+	"8aFNMqmqUqYjKeJUMfL+7csT4mutDSHjQX/zSRNtfjjbBgglA4ZHmGMt/B0w3awF35tKlmQ5gHMq5UIk",
+	"oQee9Dw6OJ6oyOBiJ57TVfrdg6PcapW0gg0q+K4VtjZav1u60/uLV3lrkoYh8G6ympiClqfgBrDEpTFp",
+	"e3OJKStX5UKgVoecc4Tz1Rwu1+GbJGwe04BlySgPNFvMT+YUsBxIwmbiCu+rSLJ2JLdCF6maDXMEmS37",
+	"aNzWmnVFMVQFcLnrdVIxuLm4xTgzFkbprHoYc60ACzajUbzNuFhwWj2uuZYfl7OFxELibQZXLKmZMlzZ",
+	"OMJNDSe6VeX8BZS4sjjEQgSoIznVB59xZS9IpVmu8a0FMaOaoPEfkFMLt92tyN5k9GnmknJz2+eYrldV",
+	"3GhuyRc5Ok/kjF7mjqLJtiMHvS7yyXU1kEW2tN5dqU3KibD2pL2389r842e87UP+vnY0mwtUtOZUv6Qx",
+	"idQ0HWHghM6jdiBCNmF8z736Jv+4vIzmbTFHMmubXhkupWpdviLo3vr60i2T5UWRAg+lXVETzrJVY3RC",
+	"I966ZenhpiXSg3Quohn7XVdpuwLTinXqbIQhWFN0vgUswWdHURvqZbfLFd0939Np+ySg85p92D1pc0MB",
+	"66bFh/f8jmt/bxml69vZuN5AVgMCnJ98pqnB5EDPwn635+13+95+97G33z36UGVf3Fda6mlZrzINIT+X",
+	"1NQtOMTmitPP7szvmEu7RivaPlkWK2lJExJjR0tUsiVLVOuU+Oaqb+DRVU55mtJCGW6+Ogh/rcnw3RyN",
+	"6H+CUITW1B//SZJq/9R5hfeSZtvbIkjhqKyuBYDjr4ZiF1MhGYEMtDzhOpa2CSsz42X7/VWn691iJp77",
+	"nC2jJ2bpskOvT+wtTKHFVMSI7GIqXTEgDh2exxELNUeIlCSW8KFxoeVfdmVd4RFNtDSTDEOQX6qd/pzV",
+	"Tr9T0dLvWIv0pdDoS6HRpkKjV6y+4cclW5YaeUKkQTNGB623yvEuWQ26M/Tvx+6v0J4Bev5WsMw6MLdL",
+	"tnwgV3GY1iI8142ir2+1/DIQcybXDYV33JtMrYJhMei0Zi5V27gpaDsrglLPqsGo3a6u+941W79j/4l1",
+	"2+Tesv1m1a7ch61BqbMFgPSu6hMjQhZXdzk+JzN9sQQ+GWjbQrIOuXA4g2ORJlaNoAbs/Ls5424EfF2V",
+	"v35OR1EcVcJPI4akHgsH0S8ORYEyHb7IFGBvlBAQAtZCDBLV2WzEwjDigNtD0zASkFwQmubplVSTC8w/",
+	"WtUQwc1/rYYI4li92UYoEZ7ORiwBniMuGQdVNuLzNP9Rpn17wfjq9Y9Ajt0OmW9N21Z8pTYYExYzKrEP",
+	"fyHK47Cdob3Tex5da84mtJLSNFsaCMi0jAQvBvx6j/u93uP+44NexdQrgFHWA80Wtj6SZCKEwbzk5F3W",
+	"3ny7HgBhJOcxXQ6rD+gZ6iDthNEQQgP2hGaxkq/fXLQPBNEbsLlcZhskOzh222WowBIU+R2c2Ur8/QVn",
+	"4XBUI7JEMqE8klgsC7b/PBFXUWicAjBs8bvFnHFa+uRe/2i3ZqcZ0IubXi0nqk52Ryo4f0bGiZit9sfI",
+	"5juZq/aBaK/uE0x6C8TbDwUvc/vDx67X6z+uTneHCdcjpuNxaevNpyrSdAVpuWKMn3PXJHhk3FtkEv1h",
+	"0OmmiXilcHn74ik5Pjh87DrAhyJIZ4yrjjnd2tzwAxEy3yOLaRRMNROQ0HD5lPigk5q2PNji2wfJoxkE",
+	"pj7U967fumN9fYt3aEYwj6kBbrARfxEEaZIwHrDfr+37J23pHnGpKK9ToOZUTcut8bf6bnNzLc5x1qjT",
+	"QTuDYxPCu1QS/8f2W7zQPscmWhvYU0a5wzoN+AU2nJfpeBwFEeMK7/Q9Ay2un8pliAD4I2OhvEfv07YN",
+	"9DUhd/LG7+HxcU45yKNi5uRtrRmHvmSZzmY0cRaSPZYOiX6TyKsOlpyR92/PsUJVHwsUOs4xJVdedYqI",
+	"m1LEVxYYH4oGcNRRxCcmRpCx/D3zvNxbOTGbm3RrXVHEWjq15yLWG19HGglVbAgFIXASVdk/yWyfRaLv",
+	"bMOdxI5Jmv4lW0LbA6tHY1DoFpRztMHEci3vELQyw47UPK1w9tbw7KeGV67QCjBgj8xoMI04y1QmYGVA",
+	"mSaNekoxtTpHuJ7dRhYSqoif7dwg7Xb3A/00/Iv5HaJnANbEgKORnbB5msyFhGbEPARgJsFNWynUYQ1M",
+	"mjb2J4lYyBOitOpBKEyMLEVKQuFKn61XNDfDYj/wGY21HsvC4d8lmBOVBBZJGfHJkM6jobaxNNOE+3K/",
+	"mH8NE3YlLuEp+0tWrSijCacqTdjQPA8jldmRtgGFGo5FykNjysTDwi9MTUUIP0EGG4xtoYNMIGCo6CXj",
+	"xbpR95vpyzEMTdNRiNFgK9FhxIfjOJpMFSCMsdlcKMYD/V2GpvhwnohJwqCJfdYqasiuI6lKv+XwTSHD",
+	"N1sKO5wSYhjTZMLAMSXT+VwkioWQI0Utgmp+HrjGqcTCWXiVVk5yK5o/xTaJWC8AonNC8vBVFLBhyukV",
+	"jTD09yHPbTbwmMqzuyp5V07Wd5w5sT7PpQtbsUqeI/yS7fvpm6CjZinORWuyHBkN9b9jEVBV2567Wq8B",
+	"syuSZJEIPsECpTK7hZ4bI+ayGnvdbrk3S79qEXBam3o9W8cc3l1883m20+1v2XIboeSWZtN7UZVJyk7v",
+	"cieaWaS2eq2NCH+s7gJlrpOm1oIfHXd7LRJxY4DbFYA2yUVBt4pMvGnZVzyosO1VfL/gsM5HCyDguFMG",
+	"RIf4+92+b+HMYJwWqur73ceopyNLD7DYbbS0YBUS8C8tYGcUXA54JDHTHIBu9rs93450hCOZMbC7Baoy",
+	"iI/Z9J/qS+2nmKd8Qmb0uk0n7Kv9btdvwYuwfQfGPOSAg3EJqfEGOsM186AKwzYwdaHsjAriYpvEjnyc",
+	"qU4Ta0P8A+NWAPoWTdIEV6mQoNyc6uOHHae4MOnMpRTslfh4gXT3t7OImzmTGAzi/mHvJne99X+bJz/r",
+	"f3zseYc3rf9baSu/MwGQeiuC5gDiqYkRMbMOp6T3z3/8z6N9Ump84xF/aAii7XtYaRFZzkXN3fpcw+3F",
+	"tanHlX+0v6urYAjr8qhf7Sd4V5OXe2ZaxHTIOaDLXzIOhSH6u7HxiV6MlotS5LvemHhD7jDJqVhwzDas",
+	"xTb+FF07wnRevbGltjcQL7Hiywop2Dory1oQ7TQpQZhpapLLkSViWio1fcg6FcmTxY9eJ3LwWiGdwHTW",
+	"vmTLW1Xe1zJ912rSsv17fCm6oYfGRVtdhB1rWU5h/aFaccZmI5bl76LR+Kh7cFSInT7aovQE1zf79JX5",
+	"VEmaXAfR27Vf3OxcxQNnGoVooS23e+Il3lsbybldyHOT/w2ZQMEDZ7L1qzy8UC8lUjkEfjHcnHRASSIU",
+	"HEGPpFxFcVbsYscyvAdzNMBCvX2nFJxWTKU6WNOUBSJGWS2M63oM7jOF8/EgJsHiWHNBiR2LSgt+8Lu2",
+	"n8jz3+0I6m/5J9Y7yU1QNHc6Si+0vNaRdHGt11HGbt0hcOp3gUtGqVZhdRhZsXnhnulbz/k8vR+WsTsT",
+	"cO++AyfYUKJ1N3IyE6xu/FpPRfUbnlvy3Tb9WUHOn+SsOBR0IPipkbiY0ERwFfS/TZAUvDQFKWkLZkW4",
+	"bJnKf8YRfN82RARh49Kj/H6362eoGhiatg2dz5+RiEvFKFRPz+hlBELRdcMsW9gDXq2joMq/nZ5xVqll",
+	"ZM5Pmrm3ZRpMjWf760h9k47az4zTBY1645VpRyvubtAT8vrp/+8//vP/DNJut//owcO/dP576P/2/wcE",
+	"J62q1vVy3NZgdVaq3pXcrPc2z6u59/N/79W2n63SY4wBevQIHNqfWK+pORQ12FvY1bKMuyWTwCQJd896",
+	"T/pP958dPD988ejrx98c/fX4211wt/RIO+BuFbSX2vk+kAT54CpnntHrod7S4Wip6tKDwBNnHBMmbaG0",
+	"1r3uwdHh40ebEvAyH9xwzpIh4vjVZFIIaLKJNeAO86+0wZuT/kpMsvS1dTOqZ5V5EbGrgCztxanNm+FC",
+	"YXzrkrG5PmNRYjhGE/8wB0JqVmkRr1v3uJVZ0/T+o37v4KB1ivcluQ3AQkD/oLfv/yE7n81xX286GaWJ",
+	"vpzOMX2FqtYpmYmEZTPtH/u3IZfajV8Pboebe9fIvvEXfM4Ad/+OQHa4LSbwXEUFLqvUCoiEBSy6Qi5Z",
+	"BskIl0N2HbBkvgk1JFISD2qzT76NnrQAMkSx67ItdNQ7ropvwptUkvKgNjnMtfCC12hVS4tW+I1yE9yE",
+	"mdb0pcXK95pyuXMlif8Ub2lDNRxpPnhgQYg5a20VXa4LWJiqXJeJgVAm0JxCf8ckumL8lr1at+jEHCky",
+	"oyEjTZF4ZEMf5t+z3zKqnWvwBD9uEbBZ3UYz7CnKJVM9NqNLEtAkWWqhBLotjTEm6/+csFDb9+EHvxJx",
+	"cJv0j0AkIWn6Mvll+M9//K9ftYwV+ApqKsI1eRR4Qzlv5NGtfTc2AFrhw7GXqrP1sDvddvLAMJ7vzDPA",
+	"16isTp5cWn+uwSY7Ib6NU7s4s+8R34aqCz9KRWM2VNGMSUVn8/x9uS32vQH3XYRW31QdotVXskC65jD6",
+	"l1I2hV8RF4YXrAZxjQVWirluPM6WFa91C9Eksex6O4+QjH5l6xQtfb3Iw6mEttwZnl3CaNja3JrPUNNu",
+	"vs9tE4rMVFBpMkh2axKMet3NvuGicyubfXEn3FktSZHCymbnJJfNYmjfSYZCy3fL/7yinF0Rhhul/CZ9",
+	"j2bqfB6p6s66n1UyvqiAn7EK+F3GvYvz861J5aN6YCNWHvGdeqAvKYhc66s0iSOWaD3BI/6U8lBO6SXk",
+	"t5oTSSEsCs0rNfdEru7DqbUImQu6NNgDeDYKqAMNOyX92XYO8O3mXdgpEVJnCvku9sdar8NboahiF+KS",
+	"8R1t4e/gH+D79yFEwdrgufZXj9AkoQEbIt7hLZxEFbEObWVj8U/EJ+s9Rjs5jN5BGL46EOfsApqqqRaj",
+	"NkFHGp1VemTEpMvHx5lGHO54//blyYAPeJv4Wm32T3K3CB4vO3BpOqOBf6Jp6ptXZ0+dGkUXKH4inoVe",
+	"mz6NJyKJ1HTmEzml+kzq//aISPR/D3v9U+IzHogw4hOfTNk1IJ8RMqKSPTo41W9xRcT+PGHj6NrPfII4",
+	"5Fd+C2cmFeUhTcKhcWVK8wU/vzMXyA/mwoemrWlfLBYd+5x9DKrbW1YXLXhGPT0590NBgbE/ZoqOPisQ",
+	"QfcXU8kC1C5dewlfiZgllAfMkpuPn4FAEf4J8X9sf5OO2u/sgO3+4SO9qPazyV9gxfQ2tN99c9Y/fOQW",
+	"Ionmev/8d/CvbAj9uPrqn//4X++q9xXMZ+N05FTMo/ES5/MO/2h/M6NB+x3MwydN3K2qicQ0uDRPQi5E",
+	"YSJX3apvgMN61T1xi3sCGh3kKMDq27FsfvaF24U133JKJMKE+mkSD/PxCj/nA3JuHUi8aRN/RGWkqR1U",
+	"mSf6j/zJ0uYgIr2nkiWczmy9AO67b7NFLZIfjmkSMw1xGv99dmas+8n/sX325rz9LdPfrs2fiEk3cjGL",
+	"VJ9WzWlnNEAFpngMGp4BH4GLmiCwH73eScjXpNAOFb41SxwtMmk3QA2PvhXG2lMIj5ok7CyktwktzQX5",
+	"tkNWXQ33VUKXcraoyCfJ54soAZJQ67JiPO7Uh6pziAzrYGPKE/s9Aba+hDvXhDtrBO/fSsPX+t2LWVQg",
+	"rjUryGXabVPV7WRnjXWlpe+Uyin6hSzWKHhMUsm0plfwFQCzhoNPe/ifw16/4Wnq+bCNs8pI6Wq9A5xi",
+	"lrdjei80Ji+gcEO3fZQV2793iwwrhBgyHLI4E5HcPtkKtI2KF2tLZMTGwlQhu5eV/Ub9LV4inS63mVaN",
+	"3gcJMCXxtj4Gk1mSBinbCsyCUmr02x3Q2G6wp3l9SToKTIdqe4ttKGNR4xJ4ubPhZTlijkTd5lUtVW7S",
+	"H7Y66rcLwlXxAJPtbs881rcbHRFKD4XmDYwHyRLCZViDUsq8dOE8OuBm3FAwjO7pc4/YOmBSVWUSrOEq",
+	"UIQE6j16ljVzyekjyEGKNl8NV/mwEwPJv3e6hpnk5jJl18WJFJjLhx34SPZy0rSk1ipNAZ89BT7r1Deb",
+	"VGm5UKXi9kkyKWoYU2H76piUt2o9VfCte+JTSNo1fssp1cRuqL+pJxjxifnbc2gqGJ8WieElVpNunZrE",
+	"XXMCRqkyRiuWTFrpV67N26BAbMFYYZVXLU3PWV3GAgDLxzMuqowPN7WovmSLVqEY5YHMmHIhAN3axKJ3",
+	"YckwdbRocGJrOfPaparmy/X89IdITc8h39xAqu+iulf0QsDc9XXgw8bdQeZCKtL0P2rWcLMX8b2P4NC4",
+	"8Vsd8i1jc63NI9GdYhYry3k9FjaZk9HLIoBGBoqXA4rIo+NFfC/iw4PLi1/6s+MfR397HLztyZfd+Q/7",
+	"y5+O6PPD9PWj6V/DF5Pr4+9/La3+NlAt2fdv0ZnBpRM5AZTl/pMmlr5PhZYpka0SaHlG5kAiXOQSM8AP",
+	"BPta7JdaoQ67dp6a1KsaxjhoFeg1G2GejOk0K8HvfhUF8Kut3Wl4DVMbzSdDuZTgta7i9sbRUzUtc2QJ",
+	"4yFYRUYKF/gPNu2JwZuFea1wqg19mGzA37UEYg2QyZkW/Wssp8PKlHFbfDlcF+LLoaAQ+wCJ1AnQiYmy",
+	"JJkL2T/odcnXwIWb/kT/F+stIkWwkhEmeQhNKYAWAQtQS6SASUmavr4r4pOiaJ+gd8Nc28Fi0TarXBdc",
+	"149ILAeHT9ke7MzZw2+MMN8cRjHzH8qoFu3AQB3hUumBZ3OXn2Hz1pMUzpO+KU2g7BudE9Rk4pvFbN0+",
+	"vR71GQCykRtQM0GX1Wc6cN7SZi6vTJZrh2oL0qtTMtbgyG1VpGG4wHYYOIYvFKI95rf1VRLIMtaWSTxL",
+	"E0wGNuzFlks8kATiDqbPkldRN2GekErMpeNSplw6Yneoosji42vS47IXQYsZ1IryPjF9oLnATMPOClri",
+	"ruZkXTTZR/RY3x1UPMDylPhzinGqX1KWmqYdpgYlYTKdQU2nZV0+aY4KTM0jkrEB90vM0G+ZtBAzHpVE",
+	"XkbzOQvzCwJuB59x/SSmUOuHrljiA46YVkCKbloHgYtzbmRMuJLAPl2VyRago+boAO7o2rg7VgnnZ+c4",
+	"b4mVFEguF2cvS6Iyq1x71HarOzFfdYastbpGHlz9OeZL7Z4vK+LuKeK0DGfrCuMiRZQQl5szMAAiYBjE",
+	"VMralBsjHTAMa77ngkn1FjqVdnJD+K18rNzIhc4tElvqkqjsIm0HMJkwORdcsvU5iSgCD3t9ApkZWZYW",
+	"Puxq1nfPtnPv3y11rS5ZsDxxqw1BnoaZrHlT1ktyv+8hdIlBl041ZZD+4SP8Ws+Ui7PQys+/i4hnfR89",
+	"ov/vHVPtp0JcRsx34MadQk2rAgtIa5pcWMW9qRVYSCDEXZOYOGB8BFZ6az1uwC/ZXLVWWkrmMyy1HJ67",
+	"QMmeAS/JYyY1ThqPx/v0OKhoO7nGNZqdVeeyqCaUqnir8wdre8UQp23oibZPE3r/r8ZvtcLvQz4sMA+f",
+	"RHzA89CEHik8GYXo/0E98vxZq5MXiJVL7OZpGlHrRS436Lrqed8eip/Gv74+Pvzp+P3f0t5zOf5+Nv7b",
+	"6++n/PKn/vzvx+L49bPXe9/szc8PvqqCZ9jscnZfuQbG0eYZm5t3SFcDrj4MKsF9SuekgNtTKsuuIOE1",
+	"Abe1KWK5D/YKHLs42yL7reBXawTKHSoZV8zRiprGezf+tjWNlLD7ZQRO2e4pQUzd0WSaRdz+WZGGlrHt",
+	"LRSXb8zdK4ruFs++pQpjlnfXlVA7Msu9hoBsKV61SoJbIjBLZ0GXel8EZ2toxnCgjY3THacClqTZ1WYt",
+	"xT6zOuxzcMma6x4Rcah5CIr0ZtYEMWEqidgVVGdy5tSr7UmppMZtAVCpB4nZJm0adCQWstDL+ysAFlZg",
+	"tr8xA25vdW10EWVSRb8PrBqcBki1/I5vx5CZ7e+y8WyWSxI2PoB29fapBLeAWbDnwgAtUKkMjlY160KE",
+	"OM3AreIIBpLVBbZSmm+jIcPEdhF9JivaIBDnJ7mNlDNZpPaQ19ISJXPGw5zDAMpYzWMshKTa25Pylg6V",
+	"oX13lWfFXaxuge3cAVtwA0sq7/ChbQxoRI8yK3M7U9p+x07OqLUGdW7EQsZ5oeDeGc9FRr9KGBW0WThH",
+	"9fZziWluIbyeW3zK2p5SbrFL7PXERPNyZjdqocqE+MI0Zs70FZg4Y3lh5n8+6HVbHXKuSED5gCPWyIjl",
+	"1H8/YWYKRYfNiq2TybheN49OqM2aML7CGuwn+xWtmvKbdtJgV6r+3u+Lu2o69mRQ1nl2B/Gm4eH1ddWO",
+	"opaXJ8XGYmq6SZ31vz/64eBvj358/F9HPx2fdZ/0nvafNW5qFAZ5e12hV43Anlu5XVj97yuI7ihY/hQi",
+	"4z44VX47t+RUjrA2caLNDa3M+zrOH+cAcSuY0aa6mqIL/Q7lNGUN/ktBzedVUFOtHqyGGIyq5J8Ypdsj",
+	"IwZBG6cugQ0QAfofVuKCfDolvrMbTE73amS0f319OuC+QVk/cahzKpOFTZHUPKzFmn4L2h7mHU76aTPB",
+	"xWat72TA0YaY0vmccfQXA8Sfk4Mo+FrFCIVZA61g2E8y7ngEEMYZrIu4P+dIHrcu0zHxlNVDaaZcFz89",
+	"M+jtYV6rc2Eas8Z6ByE5xERzYKxcz7Smg5w9wCA1nYjWtsrgTT3xPTeb9czsU42CVBlupysuos3h9y2i",
+	"7gNuIwIADYkuCpM8GIjEYF3bhcKIWgSJEbhDYYe8S0eIte34lSNKJciU0QRjxCvaVSkU7lo69h5D485D",
+	"09LRZiZkof9GsSElVuvks25y2TiNO2pEd4jXwzEuxemBDHM5FHcI3NYkbGDGxUk9EzklLsHixNJDbopr",
+	"ci4+3D2IeD8KSEHlQOdaTdRwe3XC+VRcNDY7uN/cP8zBu2K+hGuNhCLB6jZZnmauSIhCNeE4FguihIgf",
+	"SDJo2Eupmg4aWL4pO+QM+diA97unJl1DH23wuGOnqNN8isZ2mceQKbXUxhUXyvZ9RmljvybPwSRTkjRd",
+	"yOSh75VQOnJ/4wrqX95LlrTPJowr/dc3QirMqMTXiHl7tGxPxdyu32qY6sf266PX7bMUambkfpDsqzbe",
+	"3IYvrohH5bJLVlh3NTxXmSWvAHVt4DY7AHXpkXYA5jDT3qT+lj/gnrTgL9rv56n9von4pNYro5hFMfTQ",
+	"VzJaEv/Nd+8uyB6dR3tXvT2b5rz3MWPAN3vK4ZFkp2/GpKQTPYdvWBwL7KZVaqZ2J7HsXrD6HZOEMZXV",
+	"Wq+P4N+7NLIT217wzItHNgs77ZiPVQwNuBypUwA/IjNGuXQ5WmTElsIoyRFvY68NEtB5YR8Pu+szuVa9",
+	"C/YbUEm/RYNp0L8N3KZJjYehKrJu1mhkCHNgyRnjl2AU3Emz9xqg/66+8i0ObpRnV2/hzAmbyc/FYhcz",
+	"opBaX63NrCz5sqbVRraQxq5dXc9tHfl2oEpHvr1YqSvim9f4FnN0DQaaiXs5qPkNyDX1BOEwzjI01zvv",
+	"+gWa37cd9T44T3W0wObL4bzdsq8jHshof+fqdO6GrWGL0z8puIZJiEV0jdWEWANvYaT8IlcIdDfsjVzU",
+	"8A4L5URmcX1u7breMFOMb9ZwBucbgvJ7UALumumoclmB953yeEJ8faJECoZBIDhnAczIQtUUfw1iYX5M",
+	"ecJoMAW3kkf8kEO1ljL4YqNYBJeQGqwn//7tS2L8cDQMEyZluVtchJWWpvNVyyM+Z0qbZfB+ygMWu9Ek",
+	"S65YMuCQOTBNFbgOQ7Hgp4WVAmhhlUQwXMkL+MBV3mD0wYc4UO/6Wr8O/r1/fe0PeNO2xpGugwxqzjhH",
+	"uPMg99Rh7t8HvW727/6x+/fd4NB+3wjOtjJMlTH08hcqZdf95a3aqv+xSIghO+g70LpdQusnTrVbh8y2",
+	"RSY/OhfXg4FW+smrLL066WffsilQbsNNxey/2+f7mSLGqrrDnCTSB3EupNK8i3JCR1LEqWJ4uqSP1Xfz",
+	"mAJkklJzn2Q5UoU+TMBsNCdqIc77gE8Ru7jQxDIdxVFg2VaHvBZZfafecls6Swy0/fu3L8vpp9v6VVdo",
+	"dUNZrV2122DE4OGCgnclTH7GqV5Lrd+bC1LRpXGVLfWqbwci8xlkVZ5aLxq6+eII29v+mfIpdzFUnbMl",
+	"YTNx5T767qVDm5B2Iv57guvsnjJax2d+iNQ0p5xvVTOdeeLKRdNry/GL9a9NA1nmk78YLDYt0fb7JKE8",
+	"FDMUcq0OAZyMJdY0uOQe0xrNoq4NuIVdI3E0Smiy9AjrTDqaEb1ZqqngLievacFwAD1j2cQeENbVW07T",
+	"aeAcX42//f44Ofr62//6JblY/P39m2dH5y/f/HQu+i/pS/pusXNrebNOWxVWrziCM4yPEqLB+nLqH2zT",
+	"3hp/s7286miW6D47/nb/Vf/7x0+Onh4/6z7vveh/vf/NwcayHARpSJNILRG2AaHDGU1Ygi50+9cLa9vK",
+	"0VBeDrGd7v5RrsMS9tVtrK5RPihgcR2aPo7jOzWVjJZk/8i23wOfP3bga2VNufWURBL9atrAPIGZERzp",
+	"n//4X00gmIqv3yGtpAsElyJm2BBYy8Q9Oo/8DnmuqVZPZsS09SJtWnW22HoSWBhPiWTgR8A23UiJFhXD",
+	"LFGmuGhB2ri5gfbmY4Gd4bmiqKAiOEMh2DujEVc04obD1keFI5xJPG5PQbEgIbtisT7kZB5TNRbJDKTW",
+	"LI1V1NbSkrOYoGsy4hPPNECMI36JS0xTJWawnJ0Bv5iCKWI7aUeSTBjXOggL0ZELRo3WJ3wxZ5zOo86S",
+	"zmLftK90Fk/FkxjCoYqY7rZMQopC1noPumUu9B1LkQJkMQF9KpKEmbY5i9JbEHDUfIepyR/wAf+P/yBf",
+	"MzS2TO2H/rXXIQ8fPrXF/JYQOw8fknfRBA+mKJILD7UKxvNEo5VnQMcHYEpUzzyA3dFPPn15DgCahBDf",
+	"9+UU/pVTnXKUZVAF2m1QzwaNs2DGBg3Sbv9dCr7ynCZS90Q2yEJqqs8GQSPkki1hJNNQHho4yxNY0dzw",
+	"vu+bqeZAiOyp1GfJIwcHudPdAoQi4GHMtTEKWKcY8lMiYRY6QUny7puzdv/wESAJdeBl3+pziWDu1EQr",
+	"0xnsPSWzSOrzE2b9djTb1ZwBHauUL0ksxGU6x/bctjQ60FSeSKi6HUc8BLgOBmCRyAdcwyYTViP+YDDC",
+	"L/3Zwe18+Lh/dDMYjHygob6mllf0kuUw9gMax0AvNstEz1PTgmVEEFldpYAgTWLS/kbv8nr+pbcNbgPC",
+	"PiHlErtBgwwGMCQhmsWc7O3FIqCx5gUnR92jro3X4J6X9vnciJ45nTCPzMG58fChnRJ7+NDTNoLBPwHo",
+	"Q6UtEU3cDx9eJOCKEal6+JAIDnthoDj0l+DiThgZpVGMZdP46YApLGYzW32oDzdAaaQc1T+9qOjnlQrn",
+	"h6cbdmFf78JbTblgq0m9+s9dArFBh6Kc/Pz2xVNyfHD4uAjsmoyDNgsjJZKOSCZ7yTjQ/9P3tYhpDE9C",
+	"EaQzxhVMt1kIUBc3wDzwl79jgbhRcrBb/Wqzel8rkC5yTfysJ74Prb8Iyb6+SU3ukrLxfj9fSek7/Klf",
+	"Um2VRApNRFhKeQnLOmXxXKtjrnW4y+qAV2nDwiQYiPHY1ASA8QR4vbi4P3/w7VcVW0jnu6fScjNwmkGX",
+	"ApKQIbbfbL7qb9gY/zeIQ+nX/obX2+22+5954qDbJb/lofxhqT3ir3RE98lvhTJFB4AGiNdIRpkcy8bv",
+	"wfjFdvr55gO5n0oN9fM/mTbyehJcG9mw4ZdseUqwvuSHHyD9wMIv++UJrPTh1yM1DURPhsyDfLSV/9AH",
+	"sohtmO+HEQpYAdScc6/c169cbfNvl1DzsJgGl6BY6AunSKz6C/FO6ZsMkoVp3c4hMTD3igP9Ci7UcCxS",
+	"DksFDGiY/YRLBSktiUgVTB61aqcRZ2LNDdwDesi37seVynpYZ17PbK3ggrlfvwe8vwz7G/szej0ELCKZ",
+	"35ZDoAvoEwCTNt5d/Ta9pXAkz/RvrsY4e/ZYPxsIPo6jAFzTMk4nQ0UvGdAuuzb9/6Mw+9FVv1hgCo/4",
+	"WW41H2JYFigz60g/dDyED+eJmGgGXmpswa4jqWRdtwuz47juJqM8Bx4IH625CxeL3B4A/dhXZ904yG9k",
+	"JELr5jJ9NrQK1SOvoidambfBz2woWOaaHh6w1DwkazgwsINsuH4fKDu3QHheEQ8Ev9UvdfRHPHt9h2F1",
+	"JtXEMpLS4BW9QchvDmz/gSS+vuaX+Q+gaC3nTK8xWOWneR6L+TbaGgGz2Uqy7NVAUYX2JeQ3yDwm/lum",
+	"kmUbuu76tjTdPXmI/BN4taY4eKV+VqQJgb04XRVGWmEyjhgx0WeH5caDvdfyOArYMOX0ikYxwp3g8uqv",
+	"H1GZJyLQw09NajOCEtXOGt6D8hyERCQJmj4jyKckvhW60j8l1IpsvexIMs3shj00SPUwaIf6La0G4qcl",
+	"KJYOUJuQc812TJ9Cp1DkAfPDzG+fh5U9f37xgvguTaP9RsRRsDSAf+5nH77K+Cw8U7ppWpT6gwZo537W",
+	"cT1je/qq+0vfk9Mk4b/lN58QM9zpL1896nZPF1896nqkMMjpL1/td82l4hjZw8lXh8fHp+qrXvnZ5Kv+",
+	"MV4paZJ+AoAJUxu9dwDqWiWZ0aVp8wznmUP71JD4yje2G24/ZhTrX7RWQ/V44zSO9WCYjYj2gqljdPe4",
+	"kg+MoKEXJZLYhs8ktxfIzWlgV5GI9d6253rxIi3WsJ2ntRnfgbDTfzjHANr+xpAyIR2wsX0kt4Sh1EaS",
+	"AxsLC8sqLy+SSDH/lPj4DxLN5jGAusNznQFHSnRqNahtBtEYp6CZM8Bbaq3tum3ltDH10HL5DW8mv5FJ",
+	"QjWj+W3Ac5rWb0Y4SzPb31A5BJ1cK9r6bWfnxmp0KQ552WxEshnAs3+Zj/ptxcWAgGCU03ipokCaIWxK",
+	"mRvF/eAGWslRRKdQ5lk2n2O9G26o7Bc3lnWFaDOD8oBJz3hF9L8miUjnOLrx09ixM/eIGzz3kxs94iOt",
+	"5mAMRk61mluctMvbRT/ob4bk/sYSGQmtFgPZ6e1X8HQMIFcpdJnzjVXnd8gP2N/gqmcCIaZlAURTrhjo",
+	"QCeY9WBpSHrmb9NEwxzVAcfQCV513M4iC0P278KWvYmQyQ55GkeQ5TRLpSLRhGuLPOWXXCx4eYAOOePZ",
+	"FAZcGcVxIqCgZkHBvJ/R5JKFWvGZJwzYrrU/gLhlyiVTvpYxLO/iMYf8mXkKOjg0wf57fHBoukT478zD",
+	"cOHo8Pgga+fhGA9HJ14cBYxLlvPMnc21wtjud7orFQfaqqRwGSxK86zce3n+9Pnrd8/1M52pmsUAJhup",
+	"uOzoO3tzju2yETSz0et0O12IX6M/rXHS2O90O/sAEqam4I21Rn2WQ4g5NVWufOQgWbCp4J1hWuJ5mYc6",
+	"9yjiwYLZB35gatH9jIKD609sSHDAL8B4VTQWkxQEtzb8lfUS5s2vB5K4KIVRhwAlUEiDR+rn0yO1jSkF",
+	"dEqDyP2AYxOjzPqQ0Er7AiJp+LyYa534hKgk1SZ3wsg0mkzbVyJOZ+yE+A9zCpp0NSvo7ZshEThiBeAi",
+	"zRFdeC0fG4aF73e71qNrEmpXoJBOPloPPeKC2oWCKEw6m9FkaaA9YJPArabpAvLTXer1zx8bVnd3wdEA",
+	"2jHUIspUpfJumcn76RN5x3QWxcssAbZhe0EUM2KzZI5iKB+32X06khKE8OoShDek3q2PAm2X3Htz8yE3",
+	"X0jnBr9/NrutYrgv3YOroTlHPZ7eTQvXnAvfFhKHq15n7t0rANuUtcmtH7b335QBv9Y/X7gXPvWg26t7",
+	"yB24vfecWg8lFOYcdPc3P/RCJKMoDBkExQ/6x5ufuBDiFeVLM0UThTHJiZuefYM2CEbT3Ol+GWVpyIaN",
+	"KDqRmrSeOzygFR0uR3moGjU+QPP8ymqOEAJTwELKitoDSbRgVgLBYy0JdQj2c8GH0K2DKbLISpG9dPwB",
+	"b9p/iyRkSWdOo9BvnSCbb0fcpDJgQlMojAc/yA0eUG4uByKOo9Bwe8GLQomGoRxwrZknHeLjwfAxzpUX",
+	"R80woWNF+t1+t93rtzCWhB5No3SxsGyVg6YC4kPb38ja/AHPfjbIjIVFkYTO54wmoGJ//TzjnDnx62cR",
+	"BYiGySmdM+u7tSs04IJr5RLUPxsAXxE/9khDaWp+Cx76VZIJg0CObYCaYLyxsjYzILtlL+cO+ZYtIaJt",
+	"NMInIlzuKNaAMkoiLUHQdQpcM5NnRbrlBB4FX4y+1QZq5VTMS2KIzhDBqgeg6PAYihuRhMNe96CfdRRq",
+	"rBBso15K2HE/VuSuZW/ZJCPcnZ4dsEJA3EIcGDy5m+L7THpJSRnp7aqMGHyRbfatVv3ALJxPvK1OXzBv",
+	"XbvRd9IZPm9qqFMMtImmhy+pAy/F+g5YViC7+/LKwJ9Ohehuls9PaJjrdvt7aR3dLbSOpyZsgGpKf5t5",
+	"zRMRaGV0FLPnXEVq+QeqODabwsr9TNvZXtkpu1MaH/Q7KoTu3sfsZN/UGsAZXGJeLcqp0E5yb23srgjh",
+	"CVN5CXxH43BueiJlywrlcM6Q24offzEHPxdz8B75e0bH/zIG3+fLrQ82P/FaqBci5eEfyHHfInRq1vB7",
+	"R25bYVoW7YcVlS7HTPXpzPUPy6PV+aWk1OIB1scUE63dES8c5aKKu/P5MaVwH8BnGkxXhYLrM5vVEgA3",
+	"FGMwRyts55whKzvEt3zX+hix5EyikxyLf3GQAYeVavoH3WNSFYNvkcU0ihmImzm13Bld7sY4NOWCUtHl",
+	"af7VwOh8Gx+TAx6pDkEQaWc3g7DBEgMzcGYdA8vmYkEE75AnRTveYHqMmEPArDA+ERzyMzE+zboUJedb",
+	"pqKEGZ9IteAEI+oWTNoUr2xlknVv9y0lm+zM/lr7Hfdnj/0BFtgnFJwGxfSL6Pw8Ree/gWWE3OKTW0b1",
+	"gcCLkkBLWKBnYIRC85LNlUtNSZhmVJHgrg3VfhdBMrIsrpZnuQfjWHEw4M6raULyHXKxEATqbaHEjUKv",
+	"uAEf8DZ5+PA1Wzg0+IcPSZML4kN+ELiVocGf84ACXo9H4uiSGScvlMbhQN/lYeVN2zOjp+hxcdCv2JWC",
+	"NPaWSU5O41hL0HhEg0sH32jKT8GZDDiKYsG9DG6KkLmI44hPiEqiycSU7hYwuGSHAM6Qww7yo9CHPBhD",
+	"jiw8NSUuxM+B9fioB+h3+BbOxzcZ1/qlmBJtFoTazCllaxSKr5J0AakfJi1qHMVQQjNaGjM2UM7HTAny",
+	"dLKI4jCgSUiaqMg9tFiQNaFQ2dhZV6x+X1F/fAiaIyiIv6QsWWYixhbw7iYSXDHkjbfqGoiXTt0CsoFA",
+	"teCs2KqgbkLwzG4zQuSOjYqRlTMbb3yKQE+oOd3N62Bs4mI0esXhkAWi59EwS1u46lkwqjVojv1+NZqj",
+	"wRb8pFCOm8G332hGbPv/1M96I1agl6XMmcmtLcjTW5choBmlqABjxtM4vmtIuS6cnOG/4Tn4ohz9q8ee",
+	"P0HY+Y2xKGXmhNjOkCYupoz1ZVAtUXBH5mOsLaKEtnFzQVObTztPRJgGWsSB5J6KOMyX9Fk/biSxwswC",
+	"SUmsHjSZ2Tn/74A3/YN+n1Ske3u2JMZWw+j35/O2W6eA7WDsMhR+Fe4B8AgYVOayS6CDFWWUV6SrK0Fm",
+	"9JIZgBhJJB2zkyzyDBVoPER4EZMNay+at1VJdeMUeG7Y/ecVQ16xW1cFUjmAiM1xNetpPH//tlEbUTTc",
+	"fNV63ZXBmjPwaSK0zmWzGhawynf+TFg9tuAnqBfXt1u5OwjUfRCo3aJArXIg7CZId9yxtU52zyLg5nIj",
+	"8+0BvkRXv0RXf3chbniMk7L36zmw4dQo3CaYWpbsK94AsuIMqA2bfoqQaa61UB7v3/YX2pY1/ut3/bkD",
+	"Hz+86B2s8PE1PVn+SIb+xbD5EjCtDph+slippr3zZ5ZTItvEyn6Vb1eMAAAlHaNVDJ9uPJ+1AVXQo+4Q",
+	"TgWH1YecsIAyrq29zHA31BRl3jTywrgjAzEbRdw4ec9eP+sQG+GyxWIJcw2tScpjJuWAuwDoVxh6bS6m",
+	"UTA1pXEANKKmbFbru3wJ89+0dewaPKsAHmKDZHE6waoYqOOxuJwhkyriWJ4H+H0Blawdccm4hCKsVp37",
+	"8JeC67AAodfdgKBX48vEVTMJTZEkik5qnal0srXnUi/ZBd30WmHK9rHaLxQzg9Rc9Xa8uvUE3ukhn+Ez",
+	"dZNwhf7Z59tKewORVTWRXDH+9o5c84z15ZaargBVniAl0gI9Q7sVCNk3kXIwkGLuxVUEZcUCttrHax3Q",
+	"WUA4m7rjj8aXuAqduXbKuWlUQCbk4RLc56w+ieW+FouhfvFh/EZFEHjNbHMkZ3QkQhVEFjIXvlZX6t7q",
+	"2luueO+3A2PfYj5l3PdNU8H7bzWXzzeQUPVCex+wFOOT3oULbXZjw0Z8Ufb+hb3YuWrynOqGYr1Oc8vK",
+	"09e4sTF5GWBv3Cu0EuDnRPwwTWJTdq11EoB28QvlS3PNG8njHFCaxbsjNJ5P6YipAbdN12KtANI4umQS",
+	"499df8//zveI3/P3/Njf88/9lqtG0i9Dpaj3z3/8z6N9C43oGVxEj/hDAz7R9j2S8uiXlA34HAqytPAk",
+	"CZvQJNR6lD4rWlM5NVj6IkwBAkYsOIFCY9L0Ed/OD0UACDKpZInvkX/+439bpi0cAHOFGB+nAx4yaA4M",
+	"C/dAwnQhaU26W235WQYfgIF3TIEDzZgqwgV4r1kssWgsyDBUEjoeRwHEti9KyhdUcUHruRKwclO2DLQy",
+	"QrsgSKPcgK0MSiQ6+wec10Ane8R2Eel3D/LQlx7I70hJFo+LBAXmgAM1w7XT9wrTptHO44FESHDIc0Bk",
+	"Sogi0NhU6bncxQJiV8dCc8EarQ0jmGbKdMziZSmCkDCVJgaPDX4El0Rt+Zk+fH9s1CCgszmNJrzsBLK/",
+	"51TD9xevPK0ZG5hIAtoMCei8VJ+WP/K5uHQ+Ij1PogATWo0qs+ZeMR6zpM04dtDE+yV0IjcOlX6727vo",
+	"5hzjed1Ur/SsfXR00EMEV6ODOWhkq2oZF9J+t+819PnTqlRMg8v2OIlCuswxTLdiXmM0buspQPK6gSh4",
+	"oh8iL+Ahkn1mqmbF1XbPeo0ZC6N0ptW6GYVmIwh10jhpcLaQyKpQrgGOM42Le/VXfXxp/kTvvh8xTXkw",
+	"3cVxpCn3d6qt26gP7agL1bm74Kh+CVF8CVH8oQVgmcTbUUmriE/Ahb1RGl+CfbFWeUvnADnX7XaNTRZx",
+	"yEQAqFZyhnFxbL1ahohkBoyENCnqLkoI6GLjEYqSdsANvk0L0WjHiBs3FbHNVDzodskqOKVXA7WpBTnA",
+	"XEPyPwruAW/65ov390C9RAAULhAIKJJkSuNx23CWDvluDB2B47iNIJkEMdIhJSFSbKafgCxCl/rAQ2up",
+	"Drjg8HKxMJitJmUAvGkQ07FAeBCY9TI3i3F/WdRUzCACTFg2099QAdEJS2Q+Uy9fTAGkyGQw6gezYpKC",
+	"JCAWLyjXaAcs/gF3mqVeqtMC1uJpFdYiLqamCLt98DWmtanxYDACmqLsIBTcgFvDHpEkZ3rFzKqVql5M",
+	"sAFxV+GTCv1UI70LKXjLxqTf7dptAhodcJVQLmmACLpyKtI4LKLq6ZW0yrISCYAn4YheCf4MPTB+v9v1",
+	"UcfMdgfgZmFF4UkY1CLnlKECmwa01T/sdi1GHW6D+WLPTMctmv3AS8bmiPQ14CJVgZgxaVEAQXXFgBws",
+	"0YZ8l+whPGojOLCouK5XSuUTzTT+UM1ULUQpa2MhrFtcWOc3JUCdQMR5tcc423/eVgGiDaf2ybkmjzZt",
+	"GI/VFk+PGtVK482HHTUqveq7aFW7uphm0fUKXgFnGUnmjnd+NZ0y1vOyPNaIh+waepGBsKqsqTW6dtfL",
+	"nIdqNUPU6u3bb5Vxg5805Cif6Vq2JzABNG8y2F9yBgL+NBbJgibhEB2NJtwD9kPMTSS4Ili9/8aGk+FT",
+	"zffhiHljw/zCFDUB8ptCXirI+kpLRCsDpbUofvKeI9dVArY9mxonDc0br3IVE5nFglMzdT5rtwdtmJub",
+	"3LCWMPRRMYF2TY8hOFudQIGtVdq2MR1StI4wKByVQQOkLZxlwUnxGzu5LznoHkMvCKC9Xm4qyBaB55h/",
+	"6stukbUSNEywid8tDuXb3JOrloNh00VZvqoEfPGufjEU7stQALTY23t0a40Fyxr3PuaY5A2GJ9bEff9L",
+	"pAk5f+YKoUDfa0KGL55jhP11Qf2nb19BN91EKzK5rjGl8H3Od1MVqC/EIG8Zq8/HJD94jXlaYSO9opfG",
+	"b1gO0VcHTcE9jTVXgGMlwuWJEbKAPNv0+90eFDC7poGgHHLmDRBGexFJlnU0Q6aCpg82NwCMWckMpq3D",
+	"JLXt3Wws1OUANEGhbXWI479iTCgfcMA5R5xUfqlnAfVsmDJgvfQOKvIdHTPUK+eMqpzrE4zDSWQbka31",
+	"fKZzyRLIJniydKtvN/B2qqJc8qCo1bxb8oDQHJmZ/drdNRYyGss9Q4TOB5jM8k6/Z4zGBG7ZUbS8h7X4",
+	"NLqeoZ7f3YUGyeb25f8iIu9P47+Exbceji++zH8JFeWPVDMggwWOMqFIYKMlWaKwvy+VAxtR7ZQZlxO7",
+	"IMyaWhsKqGQtbT34aB76pGkbZ2Stzh4U86xaq8nVOJ3qyFxFt0dIbqMyhwiRQM+ZutQV46m4nbbyTj9c",
+	"kUpz4d5s4tWVX976JFlld098gcY2f3Ck5wun+3fNa34RQTTbMjcok8QzeosUmRXm9hF6LhkTCvM8Vlnc",
+	"M/hdZpaTbWmCIfZpJJVIlqc4N8tgHIr/QffA9ZTkAEnklPyVJJIBL3WIsgZbLntCidlIKsGZAbEgzUoQ",
+	"CwitFPNNFL1kREDbSiXBKw9JJ+Q5OP7R4W9yXSoxefHaS+sPKzCVg7plC7+c5C8nGU4y0sN9xFC9+iqu",
+	"LBepUMTlyh2n6YxymxsjUiygWSnfqqbxXQWndbx/kZtfTtsfWA90+/NWVw+0MTmbX54/a+yOU+ja5gcx",
+	"o4mEJDZGE2g7ie61pg9OnVK/QfzThpF8b8D9XKAJGiVl6f0tj/ipmp2QjzfF/vzvL16R7CtMLy86kSfk",
+	"5w/Y0kv/ZZEI0UuXDLhR6ccJM+OIOIRIXTOfHVoh1016aKtD3rrmjrbBsn4DeMKgfZ7gmocJbjtJu8ax",
+	"NciFf3zeYsIUTQyTzhX6QuP4SIFKsgDHql7lOBorg158+2TFdr/bf9xYjevt7PL7dOiHv7c8sOiAX+TC",
+	"F3TAPxgd8P7T5pzltmdP+xoHlcncx1gDC1H/K9Vv2mS2IKZSkogHcapvtbEW+NknUhtaLgbUIedvCA3D",
+	"hEnJ5IBDgRukXGGmOQtJ812hvT2bmwR9SlSScmzCCZ0WQSSMtACYUh4CGB8mcoc0ipdtSWN965TKqb51",
+	"wLEMApVYubYs9Cku0AZ3GdR74cK4ZH746NoqL31xa68UTOIpPPKnQorLGQyVeHEI6JiApyJhY3Hd8MzK",
+	"nDTg2YZJtKlO3+gdnnT3O70+pHDAXqKt9ByyMq4iSDQPmbxUQstGTJmPTcpLRcLLwfcNzPgZbpcd4zIw",
+	"7BcKPfEZDb57BwbQmCUJS4ZTSE6FjPfOEuubqRKJyepJJUuGdALr3Hglfo3imO4ddrqk+YoGEVdCTk/J",
+	"OVcsJq9oQL57R34kvYPOo1OSXJ309vc73Rb5mgWXYq/f7XW7vW6PmMXcg6ufHkwOqHNzFR4ejy+y9IuN",
+	"ldXtgeLq2Cb9I+ysNcJRKroOPFcoGtuCIRXNIBgRZS2Ajdw0nzdiasEYJ/44ETNTkKdEFsc5yRBbjUsS",
+	"wXRHaXDJlBxwMTaZuFc09gmNowm31hHD1/+qDSdf/eqT5vnZ6zODxG+jJf77i6d+q0N8YKwSW2Dm1h+T",
+	"fzUTPR1wfySU9EkzSOgihtI18A3NE3YVsYX0yEzwSAl9wf/m+dkz33V3tmWARlkAxPqpWHBC5zRRnu0F",
+	"l4j5HPDjfRTFQzsrFMkkhNSNQJGrSMKLCFQs0iVpul/siyY8kpgyT1HEm/RZLfXhswbcNsIFdSDv3w0o",
+	"JyNmsHf1fINESInrD91s9dKYXm8L7KtLRyJVenjoUd0hZ6bar9ftdgfc7BdMF73YVdqFcZO9AwLblXTh",
+	"qReJmG0j4uHmC9GoDqzhbImMfnW4jNLhmVXpLZYCq9EFGlhOxng60wd0KtIEgJOWgM3K9NGeCa6muZYo",
+	"O9St46f8dB/qCkxmJQNb73peT9FHNa90dAuleG4p7GffRnOAZ6QhA1x61IwEAkx1PVSEZOPkkf4D2jDW",
+	"z6lwmBonB0ddva5msF4/G+zxUdVgvXWDPeof6JVXoqiH5Z9QwBL10uEr+/lX9vb1O0uD9nrdgxuvoX7V",
+	"Bs/F012TjPAA1Zjwelk1Gwm+KB1flA6T+gGxi4wwPlutY+9jGM0Yl5HgN9tY57fXMrCvPcpPrUC493oo",
+	"1uCkDrh5AeLpN22Fux9rAveNuzVTNvpdLT3BIotM//nzd9+R/d6jR+0eYh60+9gz3vSR17KXfM3E+ZsB",
+	"d6VNgeDjaJImOLtCRX7TN2V3fuZRaJ0Sa3ThO7XlZSrjmz66iX3MTOWCs9Ymyfxk+cwuxu8npLez7e8u",
+	"AgO7O0U5+GRJrCVdabEjX8+JpSPN482N2vTOBM5+dtNBt5fd9OItzN8Rmjag3WS8otTtlpFhby1k3euc",
+	"uC1Lsuw1O0ohRyVrxdEoYfQyFAv+RRp9kUaZNMrJIM3kzOHzHCfTTPUqCphn2p8kRCQEHEy/o7xaMR5+",
+	"0NaiEkjUeTNSEzgZLUu1DrnjXVHsEOa47C2TB/XBy5h1EZ1wxrZLwARJZODh0YVrS5wWVJIZNc3JXesX",
+	"fd8DSXCpUbIGgnMWYHky1EaNXSOYAYdOMKT5E51Helv5EffIK3rJWh1yxpdYIg7vntEl1KaTSHlkMaWK",
+	"mbwj864aufXqHvqMztgKzHqGE6wnl5cK+s+Tj+hXvWTLetzWw2yv/z/2vn25jRvp91VQrHMqpHdIk5Rk",
+	"61KpU4qt2NrYjmMpcTZhDgecgUishsBkgBHFdalqH2Kf4fv/e4XvUfZJvkI3gLmQFCVZsp0s/7FFci64",
+	"dv+60f1rsYvBmCtZiIOCUrMIWfGiHCjP/Iz5t19PGutffhhBDcCbS/fXK6uHOU79CnPRn0ay30VMfx4Z",
+	"+n4iCZ2S45I8PPRLapVQrByJTWXMktVuvlfAIWo2N15ImICaLj68EKVAlfTalxK22ZHk1IgTJF1Ayc5E",
+	"xCyaNlt9fyC4Bhhc8JWSEN8IwjvEvY+yR+bRBIkqJlyMMSiyeCVXRE2N+LCZ+f44DTLlB6IpJEnp2EYH",
+	"rDz9eo3j8vEixY9v1dtSHc6laDOiKR3xhGOZ3l8b0YQCNa8RpOYGruwkQ3Mu9XDGRSxnjf1efxcokIrs",
+	"7qf9Xu9p/+l2r76Zv6VKBySRs3ZkrIUxEyyjCbYO5jhjWC0TKDISqhQ/s9012z3mKk3ofGglzIu3p+1t",
+	"SaZccHfiNE51e1u27VeFJDMvMF/MBIuHIzMqMmWCctC29Z6z6YjFMRdjtay7u729XqWz3Z297d29vaf1",
+	"zh75x0DXFKNZNIGexawd534ijeKy5YvVkl4CFa5/FtnC9eY6bJrW9g1ub7Xdrzfp+28fcRAFK3bVQdRp",
+	"sYMr8Y2gbXP1ny27/1Bkj1MnmJzAt5JqFQIuSdHGEsn/+AP8v9rN8s4S30lhV5CLpT9+js4EDjw0a/RC",
+	"hxzauy2PLugVbhn+Cuk9yj2rTf2JZaSK8fHhdncbnzoUUg8h2yQMsJofMNCeA/ehdZWYHqzCjnZHrk0K",
+	"wi4cP4fEILNB0TcTvjgqCjThuNaqPVfF4BIrwAmFu1kA0AGX6XwfGmuBNXBC7dKr0If8Z2qoW8rka+Xx",
+	"xh2ycYfUo67d0vtYCY90kzcvTWCvrxcnOJ0wnhEtz5lAx7KlBsOD7bEltV+E0Cf29bd3u3zyAC42TfW8",
+	"KvPeSDceZM6WFfx86MAiHL71kUW2lRtB8mdm+PZb6eZmftm5tIbn+5BAPb2IuNqtiNIQ+LnYFkxFlLlW",
+	"PGakSSH2NCCUpHQ+ZUKTNJMXHCgRKXl2TNRcAVkS8NnAy1oDwYWWrt6jrYgJFejBiLdcfROJVCfMdvsr",
+	"RUIuxkxpm5OB5U3M9qZcIO+gYlEGpZ/PmUBvAtbdmAlXwThipJlJTTXG/cCVREsyZppQyJqAQzHy3mDa",
+	"sKg+FdojNFqu04mwtUCknjlzQi+YkReBhcWOJtEF5SCdJtK4RBFLtYLxQSGxmrkPZcHnTcwYcz3JR1Uh",
+	"+YLrl/mIpLmaMFVNwIgx8x93emO/8XMbL24/t2WwzN6oFPmy9Q7xPR3zzAIeL7yIZR7mQZOAwdygOWxl",
+	"0MAVYYDcvI1ftl19IfvT1a2F8SfiRS4Db9tx5RZAnbqvFhm8VePdWz8LRiZAMI9TWIjRhxjgpRr7u0+2",
+	"u90bzRXAaZVF9mCye9j7pv9s6/n20c63T148fbn7173vwPhxW7nMfVeEuldI8Lh4zMVw+/z09/507+fR",
+	"T0+jdz31qpu+35r/skuPdvI3TyZ/jb8dX+798A84H51yDFqc0svhSMbz4WiuzQD3n/R729tBI6OaDeGy",
+	"Ycqy4ZSLXAMpH/RxxWrzOtxPA8QCylwNQY4MF5kI8fuEKr3d2G/Y5i0n46vOWX1l02QsM64nU/P6Ce3v",
+	"PIEYs0jGUOGvMWGXXvPDBJvZPeFjQXWesTZen2bsjF/6J3ztAtgqO0bLhGVURKyYe8shqFiGI2PTom65",
+	"bd5zPTmGWf/x3auV8UpwaSnfFtcJJMTXBPmG/2ZD0feZubydHLgbHFuSmmQR3uMP+Mc6Yol3pexTvMOf",
+	"x7lj20SOD+obaYFZQsgZEEsca+VgmdJ03lnB4OBxyIbDYePfuCuHw/3snWuYHOyGqHM5kKYrMgSFc8AA",
+	"kBkpK1xrR7SWUjusWvy3dTa4KiBVoAeZfLblrp3KqXF1R+RnWZGXIDfzuo7KR1OusRDtzcDbPQGsZ8Z2",
+	"izR0+svBV3a0PLbCzw5a4SeHpPCTB1FCCvaQEOp61LQRshshu0Dd8XFi9o4hc7ha70jhUZSZQBBCwvJm",
+	"DQva3KLwAW5A0lTMoh/rCAK3dOtgIEKQhPsE2UHQo7Vw2n+G/idUCYCjCsgUSyzuAI1eTZzxJXhoCuFc",
+	"ViyJnLGMGLFcraPgrl0hsJ90by+lHpICw8r2au+MDMIOLq1r8MdSkU8+o4Ls/VkVpGMy2SjKDZfJ5+cy",
+	"+RRug8fuwObac19/qlPyIGQsYhzKl1bZTfCkwpW9hiIygSPqNXdRhTFz1NfjtDHiwDoFrPalZwhXXJXF",
+	"GDaOLMRaEsWMWp9DdrGIgdK3HINuX90hL2FjOJYrzHHGqPEsm5MoYzETmkN6OiRJxzSCIjgjGbt8LCTD",
+	"h8poffId/wYBAKSG9YJut1uMjzzDilQ4RkjUYu5eFTiK4sivnptQp/h3FeTHtvDIqkRk+3PjdjLSNup7",
+	"e/MXSqbiyhQt2sdjFruxWpGeFc+H7DJiWWr024eBedagsT9oTCkXg8ZVI8BrPH9OUdAI2+cQwEIba4Vu",
+	"lnjZCYrrZUX0zDshHAxARlGaqKSJnuH726cr37/Msb/f+NWt7t+MnLIA5ffVAOU1lCXVE2mufPv9yeki",
+	"uBgWQ+yW2X6jqB2F2x2S4SFnY+idFPAjSpClwGvHAgzF/8EcJOo9dVVRhzdDV0W5oN7Vp4nAsLtmfSCG",
+	"28YbkLGxxovQDVpEMZjdIbRfJ5/RNl+HICBOog0mxJIKQbfyASwNOMG6Oxh2gVZ3E7hSpP2usL+D+uGf",
+	"LXXj7B+w0ZEcbSazc6gkagOGxxmNsNg7lzHQniCsUI73ZCovDCC5YBkpys8rLCFpJ2mZlsfRwV6eSiyD",
+	"dnejHWhCFrnDZJ4ZmQJ9KCs7+GKIfSpsqK0n3e7tBRv0A3twZW32j9Pc8MCa5n7DZjiPjtwUM/2As04Q",
+	"S5LyRRjudwhM2Dv7bk1gwuGo1/8y/OaV4eyXaUvKjgLb3j+vo+AWwQhFLMIambTR+BuNj/5IDDAs6Xxt",
+	"FcS9WfwuiC3GAC5uVLf9e+6iBlaejLoLcWUjaynVmk1TTZqaT1lAbHnjSMYsIHGOei8gUAQU8ysC67nP",
+	"lCY7vT4BQWZPW6H8NAxRyyeKQz4ORheUio0bi14hjRuofib0iuyc99jjUsTaR1uYOuN1PWUfDx4KSwVm",
+	"5I4bnrKSsl8NIbG/sd8P3DfWwreDNpwaA6cfYAHVoaf21Dod7lxeOr1EtUa99M3WIpfHD6XelkzbPFU6",
+	"Y3RKckEvKE/oKGENS2m1ptgrzu8Qa7nudLeA3aDc4r1ag1Hsrm/qu+VNlefrG7az0LB+t3sFeUNm0tbd",
+	"eZMSxLD8cHHw4QXLLPXKRa/hKh9/aNicz8Z+4yVLEokRMiUS3k6Rno/W6mxiSVgO+z/svt/+6cnPT/+2",
+	"+8veYfeb3rP+c2+Rs4trhu2tEQ58ypSm03R1+y3Csa/vpEatlrgAhjcgArgqeyDWN6qCrGrvhSfEycXq",
+	"J7xx9ZNt9WBcRfBNfaKt0e52VXGE4eGNG/S4EAG+PLDKo4ixGHDemmLHsFhuNYE3Bxd1IbUCWLgebBDD",
+	"BjHUT+yrytnATq9WCvxg19nqbDDPH3JHL4FbwXU/wTrc8Thj9uPtPQaVd67yGfyQs9ye/fuRslakgzBC",
+	"zgKXanGWMTUhRtXPIUogzhNW55MBsNakxMuQgfCPtrVxMXNkKjN2QChJmYCcf2PHKi1TRWaUa+d0QEvh",
+	"UuNbWx1yrK1rAqpkuRHkUCPrsOjFiIHPATvBYpLx8QQ6U8503iPFaIvhWWKuCU2bYq4wUdon79i7BgJu",
+	"88LTXre0QJefvLVgq39LsPW7mbYa1oKpjDFI4xpg1evWEQDqhaX6vre3qO/voumg5IVLxriLpisDvEV9",
+	"t7NU31WUVck2v5EGtIvyOv1XeuSXof/M9sKVsdGEf4Ij+c+iOk8YFrlwS8qJk9urytVm9s2Tp+0NXgrX",
+	"06iXHhb7Jv4BcqSXF7lw3V3OYHQDw6w6qsjYAHpq6E4aS45emLZHZkLPKE+4GA8VFxGrOhiB60FhhvZN",
+	"pNyimC07UjGgcEmAVeGwNVK9JI9ppPkFW2+OIM10xdsMi6HiZy75nx++loVdjuuPOv0i30jvP3HW+YJI",
+	"+0g7ZCmsf8fGXGHZPDjLA+egjSOokVV95XOUCt9h+Pb7k9OiAMNANH890VTENIuJa+NvTbe/ZrNZR9mf",
+	"XQNhm7ValRT0iGZA3Qx+QD4WBp/byOJmOJsoFg3//c//ClsH1VRzX5eOCxLaQ1S8LfRQXgpbg0FpmTHC",
+	"Aeh3BmIgMOlchVBtV1XcppBz7qicywg1bBmDJ4kjmsX+t0dh4K2Njpu8zqOwRWRGwkchGCvo/IXHDwQ8",
+	"n11GLMWqJBM+nrQvZJJPmbF1zJNlqodc7BOd5SyEDpZJj+A5bfMYFQbGnpqYObJNxRpG0NQJjyYDMc2V",
+	"JiPsEUSVQayM57nmGTmjU57MOyS0exYLdtA4xqof2Hiv+ZvQIZSa2H6MxaGYo3+WyBnRUiZfKTJouN9y",
+	"PRk0CLtMWaRVC6LP5/AWmBhjTkXZHOwx5OiucZ4EnqmQZzg1MIlmEZll7LoYwtJDMvKMKZlcQKgbdYwL",
+	"tgQYaVb4vSNj1Cam2WlCzVibp+BD0oxfUM0GQjANOwOqQEJ0jnmxcks43O528awVXbtGYbI4dOaxTfo2",
+	"bQkf51kSHrjjANsg2IdIxTUQ1BYIaSZSpiManQeuHVgbpZ3IiCYBmTJNjfaHOpMcuGS4QAaIlCVGYbfI",
+	"mLmoQzpljmcPdgRygU1YdE4ydsFo4kkebdmRSrV/2//VpAnvC2X++WLyYVChD1XsdFRsv+s2XhlW1RDQ",
+	"rZDDVQDcs3V2W7ErPEUvrozS7qgV1CzJbHPbv//5LzgWBYZlV4nn2bvXjTJUQ3FkWlsCCT+33+y+aR+a",
+	"N+w31FaUbek2/tzG913VOyd2RaVrVrY9fnrWjfpxj7WhEXdAOp+B0MGM2TLQfHusvGYW1uLoYnJuAqbL",
+	"0/bpgLUNDnBcHqh6X59998Netvviu7/9np3O/v7j2+e7x6/e/nIs+6/oK3oya9wPGH+wVfee68mJ5yBZ",
+	"5iZxC6REh1CHIQthURtShA0pwmclRaibC/ftinn8ofBd3pgcwTvF/UbyqDGR4w557o8ziNI8SaxX0vrz",
+	"ke5OagxPIDWfj01vwGxF4g/iiZ5kMh9PliBktdT5jv0o4MqGXGFzinhHcoV73YPXUCz4bVUnWUAqEauk",
+	"jPlQt5sOiGVh43qBfq1zTfjPx4f9OEBUi/txx2f0TNtzQet9cCUMWUy2e13yAgMTPwKwLQNljTE+9nr3",
+	"Zv35LpXiszk8LS5zKMsP7fU4a+cuTs9bw6t1oGojNTdSsx57cS9y844RF/YF90aa4F1my/gSwIP54cr8",
+	"6EHSlNAkAbKEYos7xoTSZQR+6BC0YcM8S0KguJyw6JzFlm5dI+Ull6KCrWhiBmfu0NVYDoQ1VgXmB6xm",
+	"VvhS3DiiTq1wko/MDI3AoefqCEu53GVjje2gUXaJmiVVlqr97u2l3SfnXHjjXEXY5ftXiSv8FItD92Wd",
+	"AfZvdwbYu+MZ4L2pQ8eMsFGLG26EL4Ab4ZN6Dx4XUYzXBniUfQWOr7rwzVVZEiTcSJNkTs54opmt22rz",
+	"KaiIS2d510aDFGrzRuwBRVewngq3gY2ruAOsjLpjYNcJ3n21WBSx3hiwDLmq9XpZi0rxdzdt1ZG55XSe",
+	"sjf0y2UyWIyYKQV91gNH9YRnS7NNfDTNYtrJjYMjlyVDfJHBkVvrgiPRity5z+DIuyYHfKJoHLfz1kfl",
+	"FJtvo8s3Jm4Rx1MKmbeCmYrPbumuVdFY/+v2yQQ1c/oa/oHK+QAidvRRWl9gKfWriLLnmjSXOwlD5yUM",
+	"AyIzggEXA+GoBShRXIyNDZ5HBn6B5N+xZehl5v2PkBmZUqQ6OsIDBgjGmNA0ZVjJkifMXekaNhCmFaZZ",
+	"MotZDCFS5zxNWVya+32SUqVIaK66YBlaTiFyL0G2plQMqRiw9RCD0CJwma0JwqcsGAhaPCQEyhs8HIH0",
+	"Tq48Flpm1eO8lr26dzXKbQNqgRXweJdTGkPGB5Yw5kqx2PZlzpRmWUwrFX0ro1JWEr27VUe3fcQWXUOx",
+	"cP3Gtk8xwIs1NkLxHoSiWyLFpv60xgds7ocRbCeQlKRsmpJ1sRVnoCA4zhlLza9FaJIFofsYnIIiBzx1",
+	"sI0gJo4Zg4cLrOhL5NlAyCjKM6jkG2AhyMqroPKuyqdGiL2luWVVQbFWXBVZr6av5Xu4mM40EJUsqBul",
+	"M8F7rj84+s/ddH+Q9A6zaj69Y6CkU+5/d9oURsQYtRhWe5Ba2qtGF6Px7DU/FyT8FdRTQHKhedIKSRMq",
+	"cypNetsAJggdy4OBCOH3kNhZgOAwIWeOloFqp+LN3h9LCXG4sxJqQGFRbVMJb3TIEY0mhKuBgDxJH18h",
+	"Mz7mgiaVhEeI73SQyeKZEg0zwxCKSGYZi3QAbYQ40Uoe50C4RE5EG75dEGwrJATcevnRDBFpuHjqOuhB",
+	"miiqSUQVax0QKbyAGohSITRmTy1wwA3sQsGmludRwjvuA90YcLIYMoryujx/NUBDpjITaPF6YLME0HR3",
+	"7w5o3tk9cqMzh/vIFz2dseSiYsP8viKDdMEnYCfE4Dz35F4/uH5EggZM9Wr/ycPmUL5zTb4+h9IMA0D+",
+	"8lhsDP+Nur3rYTiYS1aogPm0YD4+tOo1YvWBcDETsUJb0G6XFeoNFQBQHIkyHKYKVQGq4g55ZxoLoFZY",
+	"10FJadwE1pLrUe0+6FL78rplPxB2bgLQetgjULEGMnm9B/VurjH22bS1XIeZedig5z/6ds6nrDC5PjGK",
+	"Lue+PcyOPlYq9xyi1eB4x8/njsNsRpQUybxDvpUZCZexaIakacccjvliOg8IMIsbbK3MTjwgYTckIEkg",
+	"6iaJfbkR5Alp1UG9zyOcyVIxJ4Dxvhip+zoMBsK8GKnZgHLc9aYMnYF10RG4cT1hWSHK5gRDBToEiOhA",
+	"PIGtEecZGuAVTtRKV1hW68xq6lO3vXF275f89DvG0vroruAKvRcqVIe5kNO1XBj2IchQ8TW+HLAUrA1M",
+	"r9AVgl15+ICaz55Av4qbZG3mz9b5T6eim+7Ofu//cvn3F9OnL0d/i9/1oldnh3vqaCdvfJkhOOsTfkCI",
+	"rcjsATDmPWye+LjgIEL+IDgw2MD/jYu7RES6mL/+sHpfM6UfEsDDmreJ/2VKwtA6ypqW+juimiZynDOf",
+	"FS7PKkXdWwu+cSFnwUAs8IPlCr1RDq2D5J6Vj+OwiEmFNhUOXC2npqdBBQ7MBZpULA6B5ceYchnXxFKU",
+	"Yuo5fLbgn4sqAxoEJmGncQggq+nQUykMhH2iT+GGIi6QiA4+QWO/LKZ8twrzxB5X7hMIcbAJ5GGJInR/",
+	"IEaJhBR/115wUrFE+bxu7FxEhfXSASbVkqSZHLEb53Wbh9yHa83+XXMyTSqrhYpS5NJCTG+dF9PzOrLL",
+	"Cc2VUfxmt6QLed+HJK06526vTU6ZuieMIs8Xh2DxXNs8txyPVCaL3d1eyha7LMDocG+BdL37eg3P6II7",
+	"T2Nhkmt4ZmvUonb1Wu/kncbamFLJSs1ta6Q4/z2s84KYgiZKFrrbjy16WVobdb1R12UqM1g8yFT8sWqa",
+	"i8cfgHv8aok+XkV4/5XP3INbUZFBUSzFxlOG6X7AZVnUSgihspETqA0uhtvnp2uKIthqhBALmlJgmrCh",
+	"oLpUT6M4VShv2im9fMXEWE8a+z2zwadcuM/9LqTPaJaZB///Xw/bv9D2P7rtvWH7t7/8n4JEWWljDTeu",
+	"rmCoFIvyjOs5lpBiNGMZclP8+puBI6iXlo8bV5UYIbzUWxOPAc7YaVw26IfHZCpjlihCS1WqIyrAjccF",
+	"csB6NngMIo4mVAiWQHIPZ6rGfSNJnNEzrLgG8hvybKggXIzMGi/4ViRwv+AS5HDQGklheoqoZcTOLD0R",
+	"V2RChSXeoaRCqGNZkzzcArRRsNhIccbHVl0coE+j6KdiTHkOHTcQ6Lp06deeUUdNaMog2UhOU6r5KGFF",
+	"AbrvUyaKoTx8e7xPnIfV/Xby/DtCNQlHVDGzaMnXZOCtvUHe7W5FE6k0/MUsxB00QgzeIrQyy+dsbr3B",
+	"5l34UcQkjBLOhO5gMzoJV7rZCrG/JBfoEo4R1djF/houbSyGUh85wq0KG9YqMqx///NfSFWuJjLTSAUS",
+	"2Ik2OMyuGFw+5eVkbgRnMiLql6enb+t8Wh2C2b5jLixEU44nKGN038xPmzx69DzPzLx1Hj0ihw43UVuR",
+	"t3RcRTNGjJDSTDggCyRAOqNCGXvdwGUcWhwvd0CLh7LELAnyxsJLsy4Z1JRJ5uZpUzaVGVJrUYNwEW5n",
+	"ZmFnVE1IIlXJJY/tPoGeP3oEr7wbcRiZ0fm+pc2pkvwCp5NpNY7H8fOg6LF05/9wsL2PGx4Sosun4q2C",
+	"x6vtOeIRZC/xH5pXNcOLXoAL2qz1J9vk5evDZ+2Tl4f9nSdGeg8aPO74Z3WM9TFo4LoPWx3yU8m7SMWc",
+	"LAwJSfgoo9kcpp6QMAzTuZ5I+ICLsD5K7g/Cp6lZn/ZJ5oaUzhNJY/K1+7I5aHh2tUGj1UFnZ9MVYzKt",
+	"DXxpJjvmLdsOtxYxq9NMKtWkS1RAdvCfKRcB2eri/30yMd9NAtLrwr/b5t9+l0xgePvbZEKa//Pf/S75",
+	"vy178l9GcOadzkLqX17CgHFBejtEdUhomjBvH55plkGK5EQKmWcsPiAZi3nGIq08s8SZdIbZ1uWluZgC",
+	"Oswz1jqAkFLzKogqdWdI1cDVAxtDaibX3qhIKebUBpvae3GRyQ55Xj+PUhAXBv2y1iYQPZZoqsDBbKMo",
+	"m6E9gQpbaOEZ6erOnWB9+uhQo8/8gZPdd8dCpSzSTmYcVQqRcGWM2LFzkzor/FqDmjiEdQDL1gFw0x1b",
+	"7AuCVPCM3EXVIsuakubnNE8S98YVvB2m4d9SnkGLjS7zvoMJNdMW0RSCSCxpu5FJSNONEbVU+LBYqMaN",
+	"6bQtK7CUUanl1YXECTFLzNwWSb4VBeKh4aIKOSl0gSX2koIpHRCXM4Lpm4QKmsw1j5C9zuweu0BNL3Eg",
+	"PqgkH1+F2Ivw5dHh87BVFEmxVjvqnlhOIXy67CzBzGFxDgXw8OFgUw8EjAoJHQVRSEY5TzSKEXRyKM2F",
+	"LUBjVMmPp69JAWVhIRgdBvZVeCazGc3iISQXwbaTyI8FUviCK66laSn8jnx7pRd8pYicifLTZ1yYJ0T2",
+	"LE8dECGL32HxWCU1A95H18+BGEumWh0SbnX74eNwq/s0xA0QPqPRhLWfSaEzmewXFHpCtoF0MDRrAbcc",
+	"zk5mMJPjoYShPjCP7cFjd4EUcSAicw1sbowox9JhqmO3lR90dxgV/tx+J0dSq/YpHe8TIbmI2WXYMao7",
+	"F+fCjIOZcj+N293tgFAxEOjDj6Gb4EiSgjmIQoHAMZzSyyEmBoctNBXsTWArGH283et2yGGawoj8JURU",
+	"icvnx3evBqIZPh4lNDpvn2U8pvO/oK8OawMzhKRmgL2MQ++3shIqYwSQZy40oC2zpp9hbjZIXNhViVSI",
+	"T8wo2O+4OEusy3RayCRYNhjM6k7fDQZPqFL8jIMgnORTKsJgIMKR1GFAQvDQs5n506go8/9UCrP6Qggz",
+	"S+YE7lHYTKLlDNg7QztuQWUUvbizJuZAGIHIldmzgRN9JQ5SmtJMd8g7aK8ZmQVB4hbEvktar8GyEZBx",
+	"qmAgnBfSOzBiqqnBFaBpVEBUKmWClkHM1TleyDVE8ykSy5lA72mcUS6wtJKa5Nr8UBFkr5BJbUGKPaea",
+	"ojyQuVY8ZmTEIjllDvseOAwM1xTAlIwlAcJIWbVXUMoB8sOylwYlZMyRcRYl3hRphiUbOmzB3jqT2VQF",
+	"BraAMZxm8oIbCBKQZ8dEzZVmU5RK2AfzNoKqwtWx5vYAl7vCk5BKQmeYOdE0YC1YBF0BecH1y3xkfsp4",
+	"ygJyMpEpP5sH5CQBNk6D3c3LvqGKRwTPSw/fHreNdYI4qRX4Ofahmi4ooATRK3afcwEGFVQak9EccYIl",
+	"iwSQ/deT7984VlGcdKix7WB+UQMVByKRYxDOtmJ4oSt4ZiuKW437DGo6lnyxZs6aoS31CCy87jgVmnAC",
+	"noJiVpXllbV1TnHbQ/vB1KnreWy6ctQOsLSB2QIKORv91Aa9AOGfpn3vK+vLmBIMU644GMCCoVmzCCym",
+	"DJhyHYcEXlBpkkPOIaLNmOSifv3zo1dHp0e21YClFXoCYr9zlqCZ/2fG8WuDsfNut/8EgIj5GFY2ZalU",
+	"3eLOPF1mi8KsOnlVnMEgjnTT5/QSfsW9gYhjXRr5mTMUCogKwreE2jJGY2BdDmB/1gKMIWwqBqEo0KVQ",
+	"FQZ4VSqTpNJvRIeNq9+u/jcAAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,
