@@ -155,9 +155,9 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		_ = ln.Close()
 		return err
 	}
-	con, err := console.New(console.Config{BaseURL: strings.TrimSuffix(*baseURL, "/"), Logger: log,
+	con, err := console.New(console.Config{BaseURL: strings.TrimSuffix(*baseURL, "/"), Logger: log, Automation: automations,
 		Workspaces: workspaces.New(db, workspaces.Config{Models: catalog, ForgetKey: verifier.Forget}),
-		Links:      linkService, Webhooks: webhookService, EventTypes: automations}, db)
+		Links:      linkService, Webhooks: webhookService}, db)
 	if err != nil {
 		_ = ln.Close()
 		return err

@@ -37,7 +37,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/switchboard/switchboard/internal/events"
+	"github.com/switchboard/switchboard/internal/automation"
 	"github.com/switchboard/switchboard/internal/links"
 	"github.com/switchboard/switchboard/internal/ratelimit"
 	"github.com/switchboard/switchboard/internal/webhook"
@@ -61,17 +61,12 @@ type Config struct {
 	Workspaces *workspaces.Service
 	// Links is the service behind the short links pages; without it the console has none.
 	Links *links.Service
-	// Webhooks is the service behind the webhooks and events pages; without it the console has none.
+	// Webhooks is the service behind the webhooks and events pages, which also need Automation (its catalogue of
+	// event types); without both the console has none.
 	Webhooks *webhook.Service
-	// EventTypes is the catalogue of event types a workspace sees, built-in and its own (the automation service);
-	// the webhooks and events pages need it.
-	EventTypes EventTypes
+	// Automation is the service behind the Sources pages; without it the console has none.
+	Automation *automation.Service
 	Logger     *slog.Logger
-}
-
-// EventTypes is the catalogue of event types, by workspace.
-type EventTypes interface {
-	Types(ctx context.Context, workspaceID string) ([]events.Type, error)
 }
 
 // DefaultSessionTTL is how long a session lasts without activity when Config.SessionTTL is not set.
@@ -84,6 +79,7 @@ type Console struct {
 	workspaces *workspaces.Service
 	links      *links.Service
 	webhooks   *webhook.Service
+	automation *automation.Service
 	log        *slog.Logger
 	pages      map[string]*template.Template
 
@@ -120,7 +116,8 @@ func New(cfg Config, db *store.DB) (*Console, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	c := &Console{cfg: cfg, db: db, workspaces: cfg.Workspaces, links: cfg.Links, webhooks: cfg.Webhooks, log: cfg.Logger, pages: map[string]*template.Template{},
+	c := &Console{cfg: cfg, db: db, workspaces: cfg.Workspaces, links: cfg.Links, webhooks: cfg.Webhooks,
+		automation: cfg.Automation, log: cfg.Logger, pages: map[string]*template.Template{},
 		attempts: ratelimit.New(), created: map[string]time.Time{}, origins: http.NewCrossOriginProtection()}
 	if cfg.BaseURL != "" {
 		u, err := url.Parse(cfg.BaseURL)
@@ -183,9 +180,12 @@ func (c *Console) Register(e *echo.Echo) {
 	if c.links != nil {
 		c.registerLinks(g)
 	}
-	if c.webhooks != nil && c.cfg.EventTypes != nil {
+	if c.webhooks != nil && c.automation != nil {
 		c.registerWebhooks(g)
 		c.registerEvents(g)
+	}
+	if c.automation != nil {
+		c.registerSources(g)
 	}
 }
 

@@ -52,7 +52,7 @@ func (c *Console) eventsPage(ec echo.Context) error {
 	if ses.Workspace != nil {
 		ctx := ec.Request().Context()
 		ws := ses.Workspace.ID
-		types, err := c.cfg.EventTypes.Types(ctx, ws)
+		types, err := c.automation.Types(ctx, ws)
 		if err != nil {
 			return err
 		}

@@ -67,7 +67,9 @@ func newEnv(t *testing.T, db *store.DB, cfg console.Config) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.EventTypes = automations
+	if cfg.Automation == nil {
+		cfg.Automation = automations
+	}
 	srv, err := handlers.New(handlers.Config{Logger: discard, Verifier: verifier, Events: outbox, Links: linkService,
 		Webhooks: engine, Automation: automations}, db)
 	if err != nil {

@@ -125,7 +125,7 @@ type eventType struct {
 // out).
 func (c *Console) catalogueOf(ec echo.Context, workspaceID string) (catalogue, error) {
 	var out catalogue
-	types, err := c.cfg.EventTypes.Types(ec.Request().Context(), workspaceID)
+	types, err := c.automation.Types(ec.Request().Context(), workspaceID)
 	if err != nil {
 		return out, err
 	}
@@ -145,7 +145,7 @@ func (c *Console) catalogueOf(ec echo.Context, workspaceID string) (catalogue, e
 
 // typeNames are the names of the event types a workspace sees.
 func (c *Console) typeNames(ec echo.Context, workspaceID string) ([]string, error) {
-	types, err := c.cfg.EventTypes.Types(ec.Request().Context(), workspaceID)
+	types, err := c.automation.Types(ec.Request().Context(), workspaceID)
 	names := make([]string, len(types))
 	for i, t := range types {
 		names[i] = t.Name

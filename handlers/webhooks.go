@@ -80,6 +80,17 @@ func (s *Server) UpdateWebhook(ctx context.Context, req gen.UpdateWebhookRequest
 	default:
 		c.RateLimit = patch.Set(b.RateLimit.MustGet())
 	}
+	switch {
+	case !b.ExpiresAt.IsSpecified():
+	case b.ExpiresAt.IsNull():
+		c.ExpiresAt = patch.Clear[time.Time]()
+	default:
+		c.ExpiresAt = patch.Set(b.ExpiresAt.MustGet())
+	}
+	if b.Filters != nil {
+		filters := webhook.FiltersOf(*b.Filters)
+		c.Filters = &filters
+	}
 	e, err := s.webhooks.Update(ctx, key.WorkspaceID, req.WebhookId, c)
 	if err != nil {
 		return nil, err
