@@ -4,7 +4,7 @@ NPM     ?= npm
 PKGS    := ./...
 FUZZTIME ?= 5s
 
-.PHONY: run build test test-go test-e2e test-short fuzz generate check-generated tidy-check lint-spec vet ci bench tools browser help
+.PHONY: run build test test-go test-e2e test-short fuzz generate check-generated tidy-check lint-spec compat vet ci bench tools browser help
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -52,10 +52,23 @@ lint-spec: node_modules/.package-lock.json ## Redocly recommended ruleset: 0 err
 	  if [ $$status -ne 0 ] || echo "$$out" | grep -qi 'warning[s]\? *\(was\|were\)\? *found\|You have [0-9]* warning'; then \
 	    echo "spec lint failed"; exit 1; fi
 
+# oasdiff compares the contract with the last released one; v1.34+ is refused by this module proxy. It is installed
+# with go install beside the other local tools (bin/ is not committed), named by version so a bump reinstalls it.
+OASDIFF_VERSION := v1.33.0
+OASDIFF := bin/tools/oasdiff-$(OASDIFF_VERSION)
+RELEASED_SPEC := api/released/v1.yaml
+
+$(OASDIFF):
+	GOBIN=$(CURDIR)/bin/tools $(GO) install github.com/oasdiff/oasdiff@$(OASDIFF_VERSION)
+	mv bin/tools/oasdiff $@
+
+compat: $(OASDIFF) ## fail on a breaking change of api/openapi.yaml against the released contract (api/released/v1.yaml)
+	$(OASDIFF) breaking $(RELEASED_SPEC) api/openapi.yaml --fail-on ERR --allow-external-refs=false --color never
+
 vet: ## go vet
 	$(GO) vet $(PKGS)
 
-ci: tidy-check check-generated lint-spec vet fuzz test ## everything CI checks
+ci: tidy-check check-generated lint-spec compat vet fuzz test ## everything CI checks
 
 browser: ## install Debian's Chromium for the browser tests when missing (never a downloaded browser)
 	@command -v chromium >/dev/null || { apt-get update -qq && apt-get install -y -qq chromium; }
