@@ -76,5 +76,6 @@ browser: ## install Debian's Chromium for the browser tests when missing (never 
 tools: ## install the load generator used by make bench (Debian's wrk)
 	@command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk; }
 
-bench: tools ## hot paths against a bare Echo handler in the same run (see README)
+bench: tools ## hot paths against a bare Echo handler in the same run, then the XMPP provider through Prosody (see README)
 	$(GO) run ./bench
+	$(GO) test -run '^$$' -bench '^BenchmarkProsody$$' -benchtime 2000x ./internal/channels/xmpp

@@ -19,6 +19,7 @@ import (
 	"github.com/switchboard/switchboard/console"
 	"github.com/switchboard/switchboard/handlers"
 	"github.com/switchboard/switchboard/internal/apikey"
+	"github.com/switchboard/switchboard/internal/automation"
 	"github.com/switchboard/switchboard/internal/egress"
 	"github.com/switchboard/switchboard/internal/events"
 	"github.com/switchboard/switchboard/internal/links"
@@ -122,12 +123,21 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		_ = ln.Close()
 		return err
 	}
+	automations, err := automation.New(db, outbox, automation.Config{BaseURL: strings.TrimSuffix(*baseURL, "/"),
+		Box: box, Logger: log})
+	if err == nil {
+		err = automations.LoadTypes(ctx)
+	}
+	if err != nil {
+		_ = ln.Close()
+		return err
+	}
 	redirectCache := linkcache.New(linkService.Resolve, db.LinkChanges, linkcache.Config{Size: *shortLinks.cacheSize})
 	srv, err := handlers.New(handlers.Config{
 		BaseURL: strings.TrimSuffix(*baseURL, "/"), BodyLimit: *bodyLimit, KeyRateLimit: *keyRate,
 		WorkspaceRateLimit: *wsRate, Verifier: verifier, Models: catalog, TrustedProxies: proxies, Logger: log,
 		Webhooks: handlers.WebhookEngine{Box: box, Guard: guard, Sender: dispatcher.Sender(), Wake: dispatcher.Wake},
-		Events:   outbox, Links: linkService,
+		Events:   outbox, Links: linkService, Automation: automations,
 		Redirects: handlers.RedirectOptions{Clicks: recorder, Cache: redirectCache},
 	}, db)
 	if err != nil {
@@ -139,7 +149,8 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	con, err := console.New(console.Config{BaseURL: strings.TrimSuffix(*baseURL, "/"), Logger: log,
-		Workspaces: workspaces.New(db, workspaces.Config{Models: catalog, ForgetKey: verifier.Forget})}, db)
+		Workspaces: workspaces.New(db, workspaces.Config{Models: catalog, ForgetKey: verifier.Forget}),
+		Links:      linkService}, db)
 	if err != nil {
 		_ = ln.Close()
 		return err
@@ -164,6 +175,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	jobs.Go(0, "webhook dispatcher", dispatcher.Run)
 	jobs.Go(0, "console session sweep", con.Run)
 	jobs.Go(0, "idempotency key pruning", srv.PruneIdempotencyKeys)
+	jobs.Go(0, "source request log pruning", automations.Run)
 	// Redirects in flight still hear of link changes: the link jobs stop once the HTTP server drained.
 	jobs.Go(1, "link expiry announcer", linkService.Run)
 	jobs.Go(1, "redirect cache watch", redirectCache.Run)

@@ -37,6 +37,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/switchboard/switchboard/internal/links"
 	"github.com/switchboard/switchboard/internal/ratelimit"
 	"github.com/switchboard/switchboard/internal/workspaces"
 	"github.com/switchboard/switchboard/store"
@@ -56,7 +57,9 @@ type Config struct {
 	SessionTTL time.Duration
 	// Workspaces is the service behind the workspace and key pages (required).
 	Workspaces *workspaces.Service
-	Logger     *slog.Logger
+	// Links is the service behind the short links pages; without it the console has none.
+	Links  *links.Service
+	Logger *slog.Logger
 }
 
 // DefaultSessionTTL is how long a session lasts without activity when Config.SessionTTL is not set.
@@ -67,6 +70,7 @@ type Console struct {
 	cfg        Config
 	db         *store.DB
 	workspaces *workspaces.Service
+	links      *links.Service
 	log        *slog.Logger
 	pages      map[string]*template.Template
 
@@ -103,7 +107,7 @@ func New(cfg Config, db *store.DB) (*Console, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	c := &Console{cfg: cfg, db: db, workspaces: cfg.Workspaces, log: cfg.Logger, pages: map[string]*template.Template{},
+	c := &Console{cfg: cfg, db: db, workspaces: cfg.Workspaces, links: cfg.Links, log: cfg.Logger, pages: map[string]*template.Template{},
 		attempts: ratelimit.New(), created: map[string]time.Time{}, origins: http.NewCrossOriginProtection()}
 	if cfg.BaseURL != "" {
 		u, err := url.Parse(cfg.BaseURL)
@@ -120,10 +124,12 @@ func New(cfg Config, db *store.DB) (*Console, error) {
 	}
 	for _, name := range names {
 		page := strings.TrimSuffix(strings.TrimPrefix(name, "templates/"), ".html")
-		if page == "layout" {
+		// Files named _*.html hold templates that several pages share.
+		if page == "layout" || strings.HasPrefix(page, "_") {
 			continue
 		}
-		t, err := template.New("layout.html").Funcs(templateFuncs).ParseFS(templateFS, "templates/layout.html", name)
+		t, err := template.New("layout.html").Funcs(templateFuncs).ParseFS(templateFS, "templates/layout.html",
+			"templates/_*.html", name)
 		if err != nil {
 			return nil, fmt.Errorf("console: template %s: %w", name, err)
 		}
@@ -161,6 +167,9 @@ func (c *Console) Register(e *echo.Echo) {
 	g.POST("/api/keys/:id/revoke", c.revokeKey)
 	g.GET("/account", c.accountPage)
 	g.POST("/account/password", c.changePassword)
+	if c.links != nil {
+		c.registerLinks(g)
+	}
 }
 
 // page is what every template receives.

@@ -3,6 +3,8 @@ package console
 import (
 	"fmt"
 	"html/template"
+	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -40,4 +42,56 @@ func ago(t time.Time) string {
 		return plural(int(d.Hours()/24), "day")
 	}
 	return t.UTC().Format("2 Jan 2006")
+}
+
+func init() {
+	for name, fn := range map[string]any{
+		"hasPrefix": strings.HasPrefix,
+		// num writes a limit of the spec (a JSON number) as HTML attributes want it: 1000000000, not 1e+09.
+		"num": func(f *float64) string {
+			if f == nil {
+				return ""
+			}
+			return strconv.FormatFloat(*f, 'f', -1, 64)
+		},
+		"add":  func(a, b any) float64 { return number(a) + number(b) },
+		"sub":  func(a, b any) float64 { return number(a) - number(b) },
+		"half": func(a any) float64 { return number(a) / 2 },
+		"flag": func(b bool) string {
+			if b {
+				return "1"
+			}
+			return ""
+		},
+		"pageURL": pageURL,
+	} {
+		templateFuncs[name] = fn
+	}
+}
+
+// number is a template's numeric argument as a float64 (0 for anything else).
+func number(v any) float64 {
+	switch n := v.(type) {
+	case int:
+		return float64(n)
+	case int64:
+		return float64(n)
+	case float64:
+		return n
+	}
+	return 0
+}
+
+// pageURL is path with the query parameters given as name, value pairs; empty values are left out.
+func pageURL(path string, pairs ...string) string {
+	q := url.Values{}
+	for i := 0; i+1 < len(pairs); i += 2 {
+		if pairs[i+1] != "" {
+			q.Set(pairs[i], pairs[i+1])
+		}
+	}
+	if len(q) == 0 {
+		return path
+	}
+	return path + "?" + q.Encode()
 }

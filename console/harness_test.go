@@ -21,6 +21,8 @@ import (
 	"github.com/switchboard/switchboard/console"
 	"github.com/switchboard/switchboard/handlers"
 	"github.com/switchboard/switchboard/internal/apikey"
+	"github.com/switchboard/switchboard/internal/events"
+	"github.com/switchboard/switchboard/internal/links"
 	"github.com/switchboard/switchboard/internal/workspaces"
 	"github.com/switchboard/switchboard/store"
 )
@@ -43,7 +45,12 @@ func newEnv(t *testing.T, db *store.DB, cfg console.Config) *env {
 	t.Helper()
 	discard := slog.New(slog.NewTextHandler(io.Discard, nil))
 	verifier := apikey.NewVerifier(db.APIKeys, 0, discard)
-	srv, err := handlers.New(handlers.Config{Logger: discard, Verifier: verifier}, db)
+	outbox := events.NewOutbox(db, events.Builtin())
+	linkService, err := links.New(db, outbox, links.Config{BaseURL: "https://sb.test", Logger: discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := handlers.New(handlers.Config{Logger: discard, Verifier: verifier, Events: outbox, Links: linkService}, db)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,6 +58,7 @@ func newEnv(t *testing.T, db *store.DB, cfg console.Config) *env {
 		cfg.Logger = discard
 	}
 	cfg.Workspaces = workspaces.New(db, workspaces.Config{ForgetKey: verifier.Forget})
+	cfg.Links = linkService
 	con, err := console.New(cfg, db)
 	if err != nil {
 		t.Fatal(err)

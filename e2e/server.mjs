@@ -18,12 +18,12 @@ async function freePort() {
   });
 }
 
-/** Starts the server; returns {url, cli(args) → parsed JSON, stop()}. */
-export async function startSwitchboard() {
+/** Starts the server (with extra serve flags, if any); returns {url, cli(args) → parsed JSON, stop()}. */
+export async function startSwitchboard(extraArgs = []) {
   const dir = mkdtempSync(join(tmpdir(), 'switchboard-e2e-'));
   const env = { ...process.env, DATABASE_URL: `file:${join(dir, 'switchboard.db')}` };
   const port = await freePort();
-  const proc = spawn(binary, ['serve', '--addr', `127.0.0.1:${port}`], { env, stdio: ['ignore', 'ignore', 'pipe'] });
+  const proc = spawn(binary, ['serve', '--addr', `127.0.0.1:${port}`, ...extraArgs], { env, stdio: ['ignore', 'ignore', 'pipe'] });
   let logs = '';
   proc.stderr.on('data', (d) => { logs += d; });
   const url = `http://127.0.0.1:${port}`;
@@ -53,3 +53,15 @@ export async function launchBrowser() {
 }
 
 export const screenshotDir = process.env.SCREENSHOT_DIR ?? join(process.cwd(), 'e2e', 'screenshots');
+
+/** Signs a new user up in page and creates a workspace; the console then shows the API keys page. */
+export async function signUpWithWorkspace(page, url, email, workspace) {
+  await page.goto(`${url}/user/sign-up`);
+  await page.getByLabel('Email').fill(email);
+  await page.getByLabel('Password').fill('correct horse battery staple');
+  await page.getByRole('button', { name: 'Sign up' }).click();
+  await page.waitForURL(/\/user\/workspaces/);
+  await page.getByLabel('Workspace name').fill(workspace);
+  await page.getByRole('button', { name: 'Create workspace' }).click();
+  await page.waitForURL(/\/user\/api/);
+}

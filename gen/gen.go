@@ -168,6 +168,21 @@ func (e EventTypeListObject) Valid() bool {
 	}
 }
 
+// Defines values for IngestResultObject.
+const (
+	IngestResultObjectIngestResult IngestResultObject = "ingest_result"
+)
+
+// Valid indicates whether the value is a known member of the IngestResultObject enum.
+func (e IngestResultObject) Valid() bool {
+	switch e {
+	case IngestResultObjectIngestResult:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for LinkObject.
 const (
 	LinkObjectLink LinkObject = "link"
@@ -330,6 +345,21 @@ func (e LinkUpdateRedirectType) Valid() bool {
 	}
 }
 
+// Defines values for MeObject.
+const (
+	MeObjectMe MeObject = "me"
+)
+
+// Valid indicates whether the value is a known member of the MeObject enum.
+func (e MeObject) Valid() bool {
+	switch e {
+	case MeObjectMe:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ModelCapabilities.
 const (
 	ModelCapabilitiesAudio      ModelCapabilities = "audio"
@@ -396,6 +426,9 @@ const (
 	ProblemCodeApiKeyRevoked                ProblemCode = "api_key_revoked"
 	ProblemCodeConflict                     ProblemCode = "conflict"
 	ProblemCodeDeliveryInFlight             ProblemCode = "delivery_in_flight"
+	ProblemCodeEventDataInvalid             ProblemCode = "event_data_invalid"
+	ProblemCodeEventTypeArchived            ProblemCode = "event_type_archived"
+	ProblemCodeEventTypeExists              ProblemCode = "event_type_exists"
 	ProblemCodeExternalIdTaken              ProblemCode = "external_id_taken"
 	ProblemCodeIdempotencyKeyReused         ProblemCode = "idempotency_key_reused"
 	ProblemCodeIdempotencyRequestInProgress ProblemCode = "idempotency_request_in_progress"
@@ -411,6 +444,7 @@ const (
 	ProblemCodeRateLimited                  ProblemCode = "rate_limited"
 	ProblemCodeRequestTooLarge              ProblemCode = "request_too_large"
 	ProblemCodeServiceUnavailable           ProblemCode = "service_unavailable"
+	ProblemCodeSignatureInvalid             ProblemCode = "signature_invalid"
 	ProblemCodeSlugTaken                    ProblemCode = "slug_taken"
 	ProblemCodeUnsupportedMediaType         ProblemCode = "unsupported_media_type"
 	ProblemCodeValidationFailed             ProblemCode = "validation_failed"
@@ -427,6 +461,12 @@ func (e ProblemCode) Valid() bool {
 	case ProblemCodeConflict:
 		return true
 	case ProblemCodeDeliveryInFlight:
+		return true
+	case ProblemCodeEventDataInvalid:
+		return true
+	case ProblemCodeEventTypeArchived:
+		return true
+	case ProblemCodeEventTypeExists:
 		return true
 	case ProblemCodeExternalIdTaken:
 		return true
@@ -457,6 +497,8 @@ func (e ProblemCode) Valid() bool {
 	case ProblemCodeRequestTooLarge:
 		return true
 	case ProblemCodeServiceUnavailable:
+		return true
+	case ProblemCodeSignatureInvalid:
 		return true
 	case ProblemCodeSlugTaken:
 		return true
@@ -489,6 +531,228 @@ func (e RedirectType) Valid() bool {
 	case RedirectTypeN307:
 		return true
 	case RedirectTypeN308:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SourceObject.
+const (
+	SourceObjectSource SourceObject = "source"
+)
+
+// Valid indicates whether the value is a known member of the SourceObject enum.
+func (e SourceObject) Valid() bool {
+	switch e {
+	case SourceObjectSource:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SourceListObject.
+const (
+	SourceListObjectList SourceListObject = "list"
+)
+
+// Valid indicates whether the value is a known member of the SourceListObject enum.
+func (e SourceListObject) Valid() bool {
+	switch e {
+	case SourceListObjectList:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SourceRequestObject.
+const (
+	SourceRequestObjectSourceRequest SourceRequestObject = "source_request"
+)
+
+// Valid indicates whether the value is a known member of the SourceRequestObject enum.
+func (e SourceRequestObject) Valid() bool {
+	switch e {
+	case SourceRequestObjectSourceRequest:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SourceRequestListObject.
+const (
+	SourceRequestListObjectList SourceRequestListObject = "list"
+)
+
+// Valid indicates whether the value is a known member of the SourceRequestListObject enum.
+func (e SourceRequestListObject) Valid() bool {
+	switch e {
+	case SourceRequestListObjectList:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SourceRequestOutcome.
+const (
+	SourceRequestOutcomeAccepted  SourceRequestOutcome = "accepted"
+	SourceRequestOutcomeDuplicate SourceRequestOutcome = "duplicate"
+	SourceRequestOutcomeHandshake SourceRequestOutcome = "handshake"
+	SourceRequestOutcomeRefused   SourceRequestOutcome = "refused"
+)
+
+// Valid indicates whether the value is a known member of the SourceRequestOutcome enum.
+func (e SourceRequestOutcome) Valid() bool {
+	switch e {
+	case SourceRequestOutcomeAccepted:
+		return true
+	case SourceRequestOutcomeDuplicate:
+		return true
+	case SourceRequestOutcomeHandshake:
+		return true
+	case SourceRequestOutcomeRefused:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SourceScheme.
+const (
+	SourceSchemeApiKey           SourceScheme = "api_key"
+	SourceSchemeBasic            SourceScheme = "basic"
+	SourceSchemeGithub           SourceScheme = "github"
+	SourceSchemeHmac             SourceScheme = "hmac"
+	SourceSchemeNone             SourceScheme = "none"
+	SourceSchemeShopify          SourceScheme = "shopify"
+	SourceSchemeSlack            SourceScheme = "slack"
+	SourceSchemeStandardWebhooks SourceScheme = "standard_webhooks"
+	SourceSchemeStripe           SourceScheme = "stripe"
+)
+
+// Valid indicates whether the value is a known member of the SourceScheme enum.
+func (e SourceScheme) Valid() bool {
+	switch e {
+	case SourceSchemeApiKey:
+		return true
+	case SourceSchemeBasic:
+		return true
+	case SourceSchemeGithub:
+		return true
+	case SourceSchemeHmac:
+		return true
+	case SourceSchemeNone:
+		return true
+	case SourceSchemeShopify:
+		return true
+	case SourceSchemeSlack:
+		return true
+	case SourceSchemeStandardWebhooks:
+		return true
+	case SourceSchemeStripe:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SourceVerificationAlgorithm.
+const (
+	SourceVerificationAlgorithmLessThannil SourceVerificationAlgorithm = "<nil>"
+	SourceVerificationAlgorithmSha1        SourceVerificationAlgorithm = "sha1"
+	SourceVerificationAlgorithmSha256      SourceVerificationAlgorithm = "sha256"
+	SourceVerificationAlgorithmSha512      SourceVerificationAlgorithm = "sha512"
+)
+
+// Valid indicates whether the value is a known member of the SourceVerificationAlgorithm enum.
+func (e SourceVerificationAlgorithm) Valid() bool {
+	switch e {
+	case SourceVerificationAlgorithmLessThannil:
+		return true
+	case SourceVerificationAlgorithmSha1:
+		return true
+	case SourceVerificationAlgorithmSha256:
+		return true
+	case SourceVerificationAlgorithmSha512:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SourceVerificationEncoding.
+const (
+	SourceVerificationEncodingBase64      SourceVerificationEncoding = "base64"
+	SourceVerificationEncodingHex         SourceVerificationEncoding = "hex"
+	SourceVerificationEncodingLessThannil SourceVerificationEncoding = "<nil>"
+)
+
+// Valid indicates whether the value is a known member of the SourceVerificationEncoding enum.
+func (e SourceVerificationEncoding) Valid() bool {
+	switch e {
+	case SourceVerificationEncodingBase64:
+		return true
+	case SourceVerificationEncodingHex:
+		return true
+	case SourceVerificationEncodingLessThannil:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SourceVerificationInputAlgorithm.
+const (
+	SourceVerificationInputAlgorithmSha1   SourceVerificationInputAlgorithm = "sha1"
+	SourceVerificationInputAlgorithmSha256 SourceVerificationInputAlgorithm = "sha256"
+	SourceVerificationInputAlgorithmSha512 SourceVerificationInputAlgorithm = "sha512"
+)
+
+// Valid indicates whether the value is a known member of the SourceVerificationInputAlgorithm enum.
+func (e SourceVerificationInputAlgorithm) Valid() bool {
+	switch e {
+	case SourceVerificationInputAlgorithmSha1:
+		return true
+	case SourceVerificationInputAlgorithmSha256:
+		return true
+	case SourceVerificationInputAlgorithmSha512:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SourceVerificationInputEncoding.
+const (
+	SourceVerificationInputEncodingBase64 SourceVerificationInputEncoding = "base64"
+	SourceVerificationInputEncodingHex    SourceVerificationInputEncoding = "hex"
+)
+
+// Valid indicates whether the value is a known member of the SourceVerificationInputEncoding enum.
+func (e SourceVerificationInputEncoding) Valid() bool {
+	switch e {
+	case SourceVerificationInputEncodingBase64:
+		return true
+	case SourceVerificationInputEncodingHex:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SourceWithIngestURLObject.
+const (
+	SourceWithIngestURLObjectSource SourceWithIngestURLObject = "source"
+)
+
+// Valid indicates whether the value is a known member of the SourceWithIngestURLObject enum.
+func (e SourceWithIngestURLObject) Valid() bool {
+	switch e {
+	case SourceWithIngestURLObjectSource:
 		return true
 	default:
 		return false
@@ -901,6 +1165,14 @@ type ClickedLink struct {
 	Slug Slug `json:"slug"`
 }
 
+// CustomEventData The data of an event of a custom type; it matches the type's schema.
+type CustomEventData map[string]interface{}
+
+// CustomEventTypeName The name of a custom event type of the workspace; custom names start with `custom.`.
+//
+// Example: custom.order.paid
+type CustomEventTypeName = string
+
 // DeliveryID A webhook delivery ID.
 //
 // Example: dlv_01JDAB3C4D5E6F7G8H9J0K1M2N
@@ -964,8 +1236,25 @@ type EventList struct {
 // EventListObject Always `list`.
 type EventListObject string
 
+// EventPublish An event to publish.
+type EventPublish struct {
+	// Data The event's data; it must match the type's schema.
+	Data map[string]interface{} `json:"data"`
+
+	// Type The name of a custom event type of the workspace; custom names start with `custom.`.
+	//
+	// Example: custom.order.paid
+	Type CustomEventTypeName `json:"type"`
+}
+
 // EventType An event type of the catalogue.
 type EventType struct {
+	// Archived Whether it refuses new events (custom types only).
+	Archived bool `json:"archived"`
+
+	// Custom Whether the workspace defined it (`custom.…`); built-in types are `false`.
+	Custom bool `json:"custom"`
+
 	// Description When it is emitted.
 	Description string `json:"description"`
 
@@ -993,6 +1282,23 @@ type EventType struct {
 // EventTypeObject Always `event_type`.
 type EventTypeObject string
 
+// EventTypeCreate A new custom event type.
+type EventTypeCreate struct {
+	// Description When it is published.
+	Description string `json:"description"`
+
+	// Example An example of `data`; it must match `schema` (default `{}`).
+	Example *map[string]interface{} `json:"example,omitempty"`
+
+	// Name The name of a custom event type of the workspace; custom names start with `custom.`.
+	//
+	// Example: custom.order.paid
+	Name CustomEventTypeName `json:"name"`
+
+	// Schema A JSON Schema (draft 2020-12) of the events' `data` (at most 64 KiB as JSON).
+	Schema map[string]interface{} `json:"schema"`
+}
+
 // EventTypeList The event type catalogue.
 type EventTypeList struct {
 	Data []EventType `json:"data"`
@@ -1014,10 +1320,43 @@ type EventTypeName = string
 // Example: link.*
 type EventTypePattern = string
 
+// EventTypeUpdate Changes to a custom event type.
+type EventTypeUpdate struct {
+	// Archived Whether the type refuses new events.
+	Archived *bool `json:"archived,omitempty"`
+
+	// Description When it is published.
+	Description *string `json:"description,omitempty"`
+
+	// Example A new example; it must match the schema.
+	Example *map[string]interface{} `json:"example,omitempty"`
+
+	// Schema A new JSON Schema of the events' `data`.
+	Schema *map[string]interface{} `json:"schema,omitempty"`
+}
+
 // ExternalID Your own ID for a link, unique in the workspace (letters, digits and `._:@-`).
 //
 // Example: crm-8841
 type ExternalID = string
+
+// IngestResult What a source did with a request.
+type IngestResult struct {
+	// Challenge For a Slack `url_verification` request, its challenge.
+	Challenge *string `json:"challenge"`
+
+	// Duplicate Whether the request repeated one seen within the source's de-duplication window.
+	Duplicate bool `json:"duplicate"`
+
+	// EventId The event stored for it (for a duplicate, the first one); `null` for a handshake.
+	EventId *string `json:"event_id"`
+
+	// Object Always `ingest_result`.
+	Object IngestResultObject `json:"object"`
+}
+
+// IngestResultObject Always `ingest_result`.
+type IngestResultObject string
 
 // Link A short link.
 type Link struct {
@@ -1572,6 +1911,38 @@ type LinkUpsert struct {
 	Utm *LinkUTM `json:"utm,omitempty"`
 }
 
+// Me The API key of the request and its workspace.
+type Me struct {
+	// Key The key (never its secret).
+	Key struct {
+		// Id The key's ID.
+		Id string `json:"id"`
+
+		// Name The key's name.
+		Name string `json:"name"`
+
+		// Scopes The key's scopes.
+		Scopes []string `json:"scopes"`
+	} `json:"key"`
+
+	// Object Always `me`.
+	Object MeObject `json:"object"`
+
+	// Workspace The key's workspace.
+	Workspace struct {
+		// Id A workspace ID.
+		//
+		// Example: ws_01JDA9K3M2Q7B8C9D0E1F2G3H4
+		Id WorkspaceID `json:"id"`
+
+		// Name The workspace's name.
+		Name string `json:"name"`
+	} `json:"workspace"`
+}
+
+// MeObject Always `me`.
+type MeObject string
+
 // Model An AI model the workspace can use. The first four fields are the OpenAI model object.
 type Model struct {
 	// Capabilities What the model can do.
@@ -1713,6 +2084,412 @@ type ShortDomain = string
 //
 // Example: black-friday
 type Slug = string
+
+// Source A source. Its token (in the ingest URL) and its verification secret are never shown again.
+type Source struct {
+	// CreatedAt When it was created.
+	CreatedAt time.Time `json:"created_at"`
+
+	// Dedup The de-duplication key (one of `header` and `pointer`), or `null` when every request makes an event.
+	Dedup *struct {
+		// Header The header whose value is the key.
+		Header *string `json:"header"`
+
+		// Pointer The JSON pointer whose value is the key.
+		Pointer *string `json:"pointer"`
+
+		// WindowSeconds How long a key is remembered.
+		WindowSeconds int `json:"window_seconds"`
+	} `json:"dedup"`
+
+	// EventType The name of a custom event type of the workspace; custom names start with `custom.`.
+	//
+	// Example: custom.order.paid
+	EventType CustomEventTypeName `json:"event_type"`
+
+	// Id A source ID.
+	//
+	// Example: src_01JDAC0A1B2C3D4E5F6G7H8J9K
+	Id SourceID `json:"id"`
+
+	// Limits A source's limits.
+	Limits SourceLimits `json:"limits"`
+
+	// Name A name for people.
+	Name string `json:"name"`
+
+	// Object Always `source`.
+	Object SourceObject `json:"object"`
+
+	// PreviousTokenExpiresAt After a rotation, until when the previous token still works.
+	PreviousTokenExpiresAt *time.Time `json:"previous_token_expires_at"`
+
+	// TokenLast4 The last four characters of the current token, to tell URLs apart.
+	TokenLast4 string `json:"token_last4"`
+
+	// UpdatedAt When it last changed.
+	UpdatedAt time.Time `json:"updated_at"`
+
+	// Verification A source's verification scheme as configured (never its secret).
+	Verification SourceVerification `json:"verification"`
+}
+
+// SourceObject Always `source`.
+type SourceObject string
+
+// SourceCreate A new source.
+type SourceCreate struct {
+	// Dedup De-duplication: a request whose key (a header, or a string or number at a JSON pointer of the body) was seen
+	// within the window answers `200` with the first event's ID instead of making a new event. Exactly one of
+	// `header` and `pointer`.
+	Dedup *SourceDedupInput `json:"dedup,omitempty"`
+
+	// EventType The name of a custom event type of the workspace; custom names start with `custom.`.
+	//
+	// Example: custom.order.paid
+	EventType CustomEventTypeName `json:"event_type"`
+
+	// Limits A source's limits; fields not sent keep their value (their defaults at creation).
+	Limits *SourceLimitsInput `json:"limits,omitempty"`
+
+	// Name A name for people.
+	Name string `json:"name"`
+
+	// Verification A verification scheme with its secret. The secret is stored encrypted and never shown again; fields a
+	// scheme does not use are refused.
+	Verification SourceVerificationInput `json:"verification"`
+}
+
+// SourceDedupInput De-duplication: a request whose key (a header, or a string or number at a JSON pointer of the body) was seen
+// within the window answers `200` with the first event's ID instead of making a new event. Exactly one of
+// `header` and `pointer`.
+type SourceDedupInput struct {
+	// Header A header whose value identifies a request, such as `X-GitHub-Delivery` or `webhook-id`.
+	Header *string `json:"header,omitempty"`
+
+	// Pointer A JSON pointer into the body, such as `/id`.
+	Pointer *string `json:"pointer,omitempty"`
+
+	// WindowSeconds How long a key is remembered.
+	WindowSeconds *int `json:"window_seconds,omitempty"`
+}
+
+// SourceID A source ID.
+//
+// Example: src_01JDAC0A1B2C3D4E5F6G7H8J9K
+type SourceID = string
+
+// SourceLimits A source's limits.
+type SourceLimits struct {
+	// MaxBodyBytes The largest body accepted.
+	MaxBodyBytes int `json:"max_body_bytes"`
+
+	// RateLimitPerMinute The most requests a minute.
+	RateLimitPerMinute int `json:"rate_limit_per_minute"`
+}
+
+// SourceLimitsInput A source's limits; fields not sent keep their value (their defaults at creation).
+type SourceLimitsInput struct {
+	// MaxBodyBytes The largest body accepted (default 262144); larger requests answer `413`.
+	MaxBodyBytes *int `json:"max_body_bytes,omitempty"`
+
+	// RateLimitPerMinute The most requests a minute (default 3000, bursts up to that); more answer `429`.
+	RateLimitPerMinute *int `json:"rate_limit_per_minute,omitempty"`
+}
+
+// SourceList A page of sources.
+type SourceList struct {
+	Data []Source `json:"data"`
+
+	// HasMore Whether another page follows.
+	HasMore bool `json:"has_more"`
+
+	// NextCursor Pass as `cursor` to get the next page; `null` on the last page.
+	NextCursor *string `json:"next_cursor"`
+
+	// Object Always `list`.
+	Object SourceListObject `json:"object"`
+}
+
+// SourceListObject Always `list`.
+type SourceListObject string
+
+// SourceRequest A request a source received.
+type SourceRequest struct {
+	// BodyExcerpt The start of its body (2 KiB), as text.
+	BodyExcerpt string `json:"body_excerpt"`
+
+	// BodyTruncated Whether the body was longer than the excerpt.
+	BodyTruncated bool `json:"body_truncated"`
+
+	// ContentType Its `Content-Type` ('' when none).
+	ContentType string `json:"content_type"`
+
+	// Detail The explanation the sender was given.
+	Detail *string `json:"detail"`
+
+	// EventId The event it made (or, for a duplicate, the first one).
+	EventId *string `json:"event_id"`
+
+	// Headers Its headers; values that may carry credentials are `[redacted]`.
+	Headers map[string]string `json:"headers"`
+
+	// Id The ID of the record (`srq_…`).
+	Id string `json:"id"`
+
+	// Method The HTTP method.
+	Method string `json:"method"`
+
+	// Object Always `source_request`.
+	Object SourceRequestObject `json:"object"`
+
+	// Outcome `accepted` made an event, `duplicate` matched an earlier one, `handshake` answered a URL check, `refused` was turned away (see `reason`).
+	//
+	// Example: refused
+	Outcome SourceRequestOutcome `json:"outcome"`
+
+	// Reason Why it was refused: `missing_signature`, `invalid_signature`, `stale_timestamp`, `invalid_credentials`,
+	// `too_large`, `unsupported_media_type`, `malformed_body`, `rate_limited`, `event_type_archived`,
+	// `event_data_invalid`.
+	Reason *string `json:"reason"`
+
+	// ReceivedAt When it arrived.
+	ReceivedAt time.Time `json:"received_at"`
+
+	// SizeBytes The size of its body (as far as it was read).
+	SizeBytes int `json:"size_bytes"`
+
+	// SourceId A source ID.
+	//
+	// Example: src_01JDAC0A1B2C3D4E5F6G7H8J9K
+	SourceId SourceID `json:"source_id"`
+
+	// Status The HTTP status it was answered with.
+	Status int `json:"status"`
+}
+
+// SourceRequestObject Always `source_request`.
+type SourceRequestObject string
+
+// SourceRequestList A page of a source's requests.
+type SourceRequestList struct {
+	Data []SourceRequest `json:"data"`
+
+	// HasMore Whether another page follows.
+	HasMore bool `json:"has_more"`
+
+	// NextCursor Pass as `cursor` to get the next page; `null` on the last page.
+	NextCursor *string `json:"next_cursor"`
+
+	// Object Always `list`.
+	Object SourceRequestListObject `json:"object"`
+}
+
+// SourceRequestListObject Always `list`.
+type SourceRequestListObject string
+
+// SourceRequestOutcome `accepted` made an event, `duplicate` matched an earlier one, `handshake` answered a URL check, `refused` was turned away (see `reason`).
+//
+// Example: refused
+type SourceRequestOutcome string
+
+// SourceRotateToken Options of `rotate-token`.
+type SourceRotateToken struct {
+	// GracePeriodSeconds How long the previous token keeps working.
+	GracePeriodSeconds *int `json:"grace_period_seconds,omitempty"`
+}
+
+// SourceScheme How a source authenticates its senders, besides the token in its URL:
+//
+//   - `none`: the token only.
+//   - `hmac`: an HMAC of the raw body in `header` (`algorithm` sha256, sha1 or sha512; `encoding` hex or
+//     base64; an optional `prefix` such as `sha256=`).
+//   - `standard_webhooks`: the [Standard Webhooks](https://www.standardwebhooks.com/) headers `webhook-id`,
+//     `webhook-timestamp`, `webhook-signature` (secret `whsec_…`), within `tolerance_seconds`.
+//   - `github`: `X-Hub-Signature-256` (`sha256=` + hex HMAC-SHA256).
+//   - `stripe`: `Stripe-Signature` (`t=…,v1=…`) within `tolerance_seconds`.
+//   - `shopify`: `X-Shopify-Hmac-Sha256` (base64 HMAC-SHA256).
+//   - `slack`: `X-Slack-Signature` (`v0=` + hex HMAC-SHA256 of `v0:timestamp:body`) and
+//     `X-Slack-Request-Timestamp` within `tolerance_seconds`; signed `url_verification` requests are answered.
+//   - `basic`: HTTP Basic authentication with `username` and `secret` as the password.
+//   - `api_key`: the header `header` (default `X-API-Key`) carries `secret`.
+//
+// Example: github
+type SourceScheme string
+
+// SourceUpdate Changes to a source.
+type SourceUpdate struct {
+	// Dedup The new de-duplication key, or `null` to turn it off.
+	Dedup nullable.Nullable[SourceDedupInput] `json:"dedup,omitempty"`
+
+	// EventType The name of a custom event type of the workspace; custom names start with `custom.`.
+	//
+	// Example: custom.order.paid
+	EventType *CustomEventTypeName `json:"event_type,omitempty"`
+
+	// Limits A source's limits; fields not sent keep their value (their defaults at creation).
+	Limits *SourceLimitsInput `json:"limits,omitempty"`
+
+	// Name A name for people.
+	Name *string `json:"name,omitempty"`
+
+	// Verification A verification scheme with its secret. The secret is stored encrypted and never shown again; fields a
+	// scheme does not use are refused.
+	Verification *SourceVerificationInput `json:"verification,omitempty"`
+}
+
+// SourceVerification A source's verification scheme as configured (never its secret).
+type SourceVerification struct {
+	// Algorithm The HMAC hash, for schemes that use one.
+	Algorithm *SourceVerificationAlgorithm `json:"algorithm"`
+
+	// Encoding How the signature is written.
+	Encoding *SourceVerificationEncoding `json:"encoding"`
+
+	// Header The header that carries the signature or key.
+	Header *string `json:"header"`
+
+	// Prefix Text before the signature.
+	Prefix *string `json:"prefix"`
+
+	// Scheme How a source authenticates its senders, besides the token in its URL:
+	//
+	// - `none`: the token only.
+	// - `hmac`: an HMAC of the raw body in `header` (`algorithm` sha256, sha1 or sha512; `encoding` hex or
+	//   base64; an optional `prefix` such as `sha256=`).
+	// - `standard_webhooks`: the [Standard Webhooks](https://www.standardwebhooks.com/) headers `webhook-id`,
+	//   `webhook-timestamp`, `webhook-signature` (secret `whsec_…`), within `tolerance_seconds`.
+	// - `github`: `X-Hub-Signature-256` (`sha256=` + hex HMAC-SHA256).
+	// - `stripe`: `Stripe-Signature` (`t=…,v1=…`) within `tolerance_seconds`.
+	// - `shopify`: `X-Shopify-Hmac-Sha256` (base64 HMAC-SHA256).
+	// - `slack`: `X-Slack-Signature` (`v0=` + hex HMAC-SHA256 of `v0:timestamp:body`) and
+	//   `X-Slack-Request-Timestamp` within `tolerance_seconds`; signed `url_verification` requests are answered.
+	// - `basic`: HTTP Basic authentication with `username` and `secret` as the password.
+	// - `api_key`: the header `header` (default `X-API-Key`) carries `secret`.
+	//
+	//
+	// Example: github
+	Scheme SourceScheme `json:"scheme"`
+
+	// ToleranceSeconds The largest age of a signed timestamp.
+	ToleranceSeconds *int `json:"tolerance_seconds"`
+
+	// Username The Basic user name.
+	Username *string `json:"username"`
+}
+
+// SourceVerificationAlgorithm The HMAC hash, for schemes that use one.
+type SourceVerificationAlgorithm string
+
+// SourceVerificationEncoding How the signature is written.
+type SourceVerificationEncoding string
+
+// SourceVerificationInput A verification scheme with its secret. The secret is stored encrypted and never shown again; fields a
+// scheme does not use are refused.
+type SourceVerificationInput struct {
+	// Algorithm For `hmac`, the hash (default `sha256`).
+	Algorithm *SourceVerificationInputAlgorithm `json:"algorithm,omitempty"`
+
+	// Encoding For `hmac`, how the signature is written (default `hex`).
+	Encoding *SourceVerificationInputEncoding `json:"encoding,omitempty"`
+
+	// Header For `hmac` (required) the signature header; for `api_key` the key header (default `X-API-Key`).
+	Header *string `json:"header,omitempty"`
+
+	// Prefix For `hmac`, text before the signature, such as `sha256=`.
+	Prefix *string `json:"prefix,omitempty"`
+
+	// Scheme How a source authenticates its senders, besides the token in its URL:
+	//
+	// - `none`: the token only.
+	// - `hmac`: an HMAC of the raw body in `header` (`algorithm` sha256, sha1 or sha512; `encoding` hex or
+	//   base64; an optional `prefix` such as `sha256=`).
+	// - `standard_webhooks`: the [Standard Webhooks](https://www.standardwebhooks.com/) headers `webhook-id`,
+	//   `webhook-timestamp`, `webhook-signature` (secret `whsec_…`), within `tolerance_seconds`.
+	// - `github`: `X-Hub-Signature-256` (`sha256=` + hex HMAC-SHA256).
+	// - `stripe`: `Stripe-Signature` (`t=…,v1=…`) within `tolerance_seconds`.
+	// - `shopify`: `X-Shopify-Hmac-Sha256` (base64 HMAC-SHA256).
+	// - `slack`: `X-Slack-Signature` (`v0=` + hex HMAC-SHA256 of `v0:timestamp:body`) and
+	//   `X-Slack-Request-Timestamp` within `tolerance_seconds`; signed `url_verification` requests are answered.
+	// - `basic`: HTTP Basic authentication with `username` and `secret` as the password.
+	// - `api_key`: the header `header` (default `X-API-Key`) carries `secret`.
+	//
+	//
+	// Example: github
+	Scheme SourceScheme `json:"scheme"`
+
+	// Secret The shared secret (signing secret, API key value or Basic password); every scheme but `none` needs one.
+	Secret *string `json:"secret,omitempty"`
+
+	// ToleranceSeconds For `standard_webhooks`, `stripe` and `slack`, the largest age (or skew) of a request's timestamp (default 300).
+	ToleranceSeconds *int `json:"tolerance_seconds,omitempty"`
+
+	// Username For `basic`, the user name.
+	Username *string `json:"username,omitempty"`
+}
+
+// SourceVerificationInputAlgorithm For `hmac`, the hash (default `sha256`).
+type SourceVerificationInputAlgorithm string
+
+// SourceVerificationInputEncoding For `hmac`, how the signature is written (default `hex`).
+type SourceVerificationInputEncoding string
+
+// SourceWithIngestURL A source with its ingest URL (which holds its token), shown in this answer only.
+type SourceWithIngestURL struct {
+	// CreatedAt When it was created.
+	CreatedAt time.Time `json:"created_at"`
+
+	// Dedup The de-duplication key (one of `header` and `pointer`), or `null` when every request makes an event.
+	Dedup *struct {
+		// Header The header whose value is the key.
+		Header *string `json:"header"`
+
+		// Pointer The JSON pointer whose value is the key.
+		Pointer *string `json:"pointer"`
+
+		// WindowSeconds How long a key is remembered.
+		WindowSeconds int `json:"window_seconds"`
+	} `json:"dedup"`
+
+	// EventType The name of a custom event type of the workspace; custom names start with `custom.`.
+	//
+	// Example: custom.order.paid
+	EventType CustomEventTypeName `json:"event_type"`
+
+	// Id A source ID.
+	//
+	// Example: src_01JDAC0A1B2C3D4E5F6G7H8J9K
+	Id SourceID `json:"id"`
+
+	// IngestUrl Where senders post (`{base}/in/{token}`). Keep it secret; rotate the token when it leaks.
+	//
+	// Example: https://switchboard.example.com/in/in_4kTq2m9XbV7cR1sL0pW3yZ8aE5uN6hJdFgx9Qz
+	IngestUrl string `json:"ingest_url"`
+
+	// Limits A source's limits.
+	Limits SourceLimits `json:"limits"`
+
+	// Name A name for people.
+	Name string `json:"name"`
+
+	// Object Always `source`.
+	Object SourceWithIngestURLObject `json:"object"`
+
+	// PreviousTokenExpiresAt After a rotation, until when the previous token still works.
+	PreviousTokenExpiresAt *time.Time `json:"previous_token_expires_at"`
+
+	// TokenLast4 The last four characters of the current token, to tell URLs apart.
+	TokenLast4 string `json:"token_last4"`
+
+	// UpdatedAt When it last changed.
+	UpdatedAt time.Time `json:"updated_at"`
+
+	// Verification A source's verification scheme as configured (never its secret).
+	Verification SourceVerification `json:"verification"`
+}
+
+// SourceWithIngestURLObject Always `source`.
+type SourceWithIngestURLObject string
 
 // StatsDimension A dimension of click statistics.
 type StatsDimension string
@@ -2245,6 +3022,9 @@ type Forbidden = Problem
 // NotFound An RFC 9457 problem document. Switch on `code`, which is stable; `title` and `detail` are for humans.
 type NotFound = Problem
 
+// TooLarge An RFC 9457 problem document. Switch on `code`, which is stable; `title` and `detail` are for humans.
+type TooLarge = Problem
+
 // TooManyRequests An RFC 9457 problem document. Switch on `code`, which is stable; `title` and `detail` are for humans.
 type TooManyRequests = Problem
 
@@ -2254,8 +3034,29 @@ type Unauthorized = Problem
 // UnprocessableEntity An RFC 9457 problem document. Switch on `code`, which is stable; `title` and `detail` are for humans.
 type UnprocessableEntity = Problem
 
+// UnsupportedMediaType An RFC 9457 problem document. Switch on `code`, which is stable; `title` and `detail` are for humans.
+type UnsupportedMediaType = Problem
+
 // WebhookState A webhook endpoint. The signing secret is only in create and rotate answers.
 type WebhookState = Webhook
+
+// CreateEventTypeParams defines parameters for CreateEventType.
+type CreateEventTypeParams struct {
+	// IdempotencyKey A unique value (a UUID, say) that makes retrying this request safe for 24 hours. The same key with the same
+	// body replays the first answer (with `Idempotent-Replayed: true`) instead of acting twice; the same key with
+	// another body answers `422 idempotency_key_reused`; while the first request still runs, `409
+	// idempotency_request_in_progress`. Keys are per API key.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// UpdateEventTypeParams defines parameters for UpdateEventType.
+type UpdateEventTypeParams struct {
+	// IdempotencyKey A unique value (a UUID, say) that makes retrying this request safe for 24 hours. The same key with the same
+	// body replays the first answer (with `Idempotent-Replayed: true`) instead of acting twice; the same key with
+	// another body answers `422 idempotency_key_reused`; while the first request still runs, `409
+	// idempotency_request_in_progress`. Keys are per API key.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
 
 // ListEventsParams defines parameters for ListEvents.
 type ListEventsParams struct {
@@ -2270,6 +3071,15 @@ type ListEventsParams struct {
 
 	// Cursor The `next_cursor` of the previous page; omit it for the first page.
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// PublishEventParams defines parameters for PublishEvent.
+type PublishEventParams struct {
+	// IdempotencyKey A unique value (a UUID, say) that makes retrying this request safe for 24 hours. The same key with the same
+	// body replays the first answer (with `Idempotent-Replayed: true`) instead of acting twice; the same key with
+	// another body answers `422 idempotency_key_reused`; while the first request still runs, `409
+	// idempotency_request_in_progress`. Keys are per API key.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
 // ListLinksParams defines parameters for ListLinks.
@@ -2383,6 +3193,45 @@ type GetLinkStatsByDimensionParams struct {
 	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
 }
 
+// ListSourcesParams defines parameters for ListSources.
+type ListSourcesParams struct {
+	// Limit How many items to return (1–100).
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `next_cursor` of the previous page; omit it for the first page.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// CreateSourceParams defines parameters for CreateSource.
+type CreateSourceParams struct {
+	// IdempotencyKey A unique value (a UUID, say) that makes retrying this request safe for 24 hours. The same key with the same
+	// body replays the first answer (with `Idempotent-Replayed: true`) instead of acting twice; the same key with
+	// another body answers `422 idempotency_key_reused`; while the first request still runs, `409
+	// idempotency_request_in_progress`. Keys are per API key.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// UpdateSourceParams defines parameters for UpdateSource.
+type UpdateSourceParams struct {
+	// IdempotencyKey A unique value (a UUID, say) that makes retrying this request safe for 24 hours. The same key with the same
+	// body replays the first answer (with `Idempotent-Replayed: true`) instead of acting twice; the same key with
+	// another body answers `422 idempotency_key_reused`; while the first request still runs, `409
+	// idempotency_request_in_progress`. Keys are per API key.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// ListSourceRequestsParams defines parameters for ListSourceRequests.
+type ListSourceRequestsParams struct {
+	// Outcome Only requests with this outcome.
+	Outcome *SourceRequestOutcome `form:"outcome,omitempty" json:"outcome,omitempty"`
+
+	// Limit How many items to return (1–100).
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `next_cursor` of the previous page; omit it for the first page.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
 // ListWebhooksParams defines parameters for ListWebhooks.
 type ListWebhooksParams struct {
 	// Limit How many items to return (1–100).
@@ -2425,6 +3274,15 @@ type ListWebhookDeliveriesParams struct {
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
+// CreateEventTypeJSONRequestBody defines body for CreateEventType for application/json ContentType.
+type CreateEventTypeJSONRequestBody = EventTypeCreate
+
+// UpdateEventTypeJSONRequestBody defines body for UpdateEventType for application/json ContentType.
+type UpdateEventTypeJSONRequestBody = EventTypeUpdate
+
+// PublishEventJSONRequestBody defines body for PublishEvent for application/json ContentType.
+type PublishEventJSONRequestBody = EventPublish
+
 // CreateLinkJSONRequestBody defines body for CreateLink for application/json ContentType.
 type CreateLinkJSONRequestBody = LinkCreate
 
@@ -2436,6 +3294,15 @@ type UpsertLinkByExternalIdJSONRequestBody = LinkUpsert
 
 // UpdateLinkJSONRequestBody defines body for UpdateLink for application/json ContentType.
 type UpdateLinkJSONRequestBody = LinkUpdate
+
+// CreateSourceJSONRequestBody defines body for CreateSource for application/json ContentType.
+type CreateSourceJSONRequestBody = SourceCreate
+
+// UpdateSourceJSONRequestBody defines body for UpdateSource for application/json ContentType.
+type UpdateSourceJSONRequestBody = SourceUpdate
+
+// RotateSourceTokenJSONRequestBody defines body for RotateSourceToken for application/json ContentType.
+type RotateSourceTokenJSONRequestBody = SourceRotateToken
 
 // CreateWebhookJSONRequestBody defines body for CreateWebhook for application/json ContentType.
 type CreateWebhookJSONRequestBody = WebhookCreate
@@ -2715,6 +3582,32 @@ func (t *Event_Data) MergeLinkListedEvent(v LinkListedEvent) error {
 	return err
 }
 
+// AsCustomEventData returns the union data inside the Event_Data as a CustomEventData
+func (t Event_Data) AsCustomEventData() (CustomEventData, error) {
+	var body CustomEventData
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromCustomEventData overwrites any union data inside the Event_Data as the provided CustomEventData
+func (t *Event_Data) FromCustomEventData(v CustomEventData) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeCustomEventData performs a merge with any union data inside the Event_Data, using the provided CustomEventData
+func (t *Event_Data) MergeCustomEventData(v CustomEventData) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
 func (t Event_Data) MarshalJSON() ([]byte, error) {
 	b, err := t.union.MarshalJSON()
 	return b, err
@@ -2808,12 +3701,60 @@ type ClientInterface interface {
 	// Corresponds with GET /api/v1/event-types (the `ListEventTypes` operationId).
 	ListEventTypes(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// CreateEventTypeWithBody Create a custom event type
+	//
+	// Adds a type of the workspace's own to its catalogue. Custom type names start with `custom.`
+	// (`custom.order.paid`): built-in types never do, so a custom type can never collide with one Switchboard adds
+	// later. `schema` is a JSON Schema (draft 2020-12) that every published event's `data` must match; `example`
+	// must match it too. Custom types appear in `GET /api/v1/event-types` with the same shape as the built-in
+	// ones, and webhooks subscribe to them by name or with `custom.*`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/event-types (the `CreateEventType` operationId).
+	CreateEventTypeWithBody(ctx context.Context, params *CreateEventTypeParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateEventType Create a custom event type
+	//
+	// Adds a type of the workspace's own to its catalogue. Custom type names start with `custom.`
+	// (`custom.order.paid`): built-in types never do, so a custom type can never collide with one Switchboard adds
+	// later. `schema` is a JSON Schema (draft 2020-12) that every published event's `data` must match; `example`
+	// must match it too. Custom types appear in `GET /api/v1/event-types` with the same shape as the built-in
+	// ones, and webhooks subscribe to them by name or with `custom.*`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/event-types (the `CreateEventType` operationId).
+	CreateEventType(ctx context.Context, params *CreateEventTypeParams, body CreateEventTypeJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GetEventType Retrieve an event type
 	//
 	// One event type of the catalogue, with the JSON Schema of its `data` and an example.
 	//
 	// Corresponds with GET /api/v1/event-types/{event_type} (the `GetEventType` operationId).
 	GetEventType(ctx context.Context, eventType EventTypeName, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateEventTypeWithBody Update a custom event type
+	//
+	// Changes the fields sent of one of the workspace's custom types. `archived: true` refuses new events of the
+	// type (`409 event_type_archived`) while its past events and subscriptions stay; `archived: false` restores
+	// it. A new `schema` applies to events published from now on. Built-in types cannot be changed.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PATCH /api/v1/event-types/{event_type} (the `UpdateEventType` operationId).
+	UpdateEventTypeWithBody(ctx context.Context, eventType EventTypeName, params *UpdateEventTypeParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateEventType Update a custom event type
+	//
+	// Changes the fields sent of one of the workspace's custom types. `archived: true` refuses new events of the
+	// type (`409 event_type_archived`) while its past events and subscriptions stay; `archived: false` restores
+	// it. A new `schema` applies to events published from now on. Built-in types cannot be changed.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PATCH /api/v1/event-types/{event_type} (the `UpdateEventType` operationId).
+	UpdateEventType(ctx context.Context, eventType EventTypeName, params *UpdateEventTypeParams, body UpdateEventTypeJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListEvents List events
 	//
@@ -2829,6 +3770,32 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /api/v1/events (the `ListEvents` operationId).
 	ListEvents(ctx context.Context, params *ListEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PublishEventWithBody Publish an event
+	//
+	// Publishes an event of one of the workspace's custom types (`custom.…`, see `POST /api/v1/event-types`) to
+	// its subscribers, for producers that hold an API key. `data` is checked against the type's JSON Schema
+	// (`422 event_data_invalid`, with a pointer for each failure); an archived type refuses new events (`409
+	// event_type_archived`). Send an `Idempotency-Key` to make retries safe: the same key and body answer the same
+	// event.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/events (the `PublishEvent` operationId).
+	PublishEventWithBody(ctx context.Context, params *PublishEventParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PublishEvent Publish an event
+	//
+	// Publishes an event of one of the workspace's custom types (`custom.…`, see `POST /api/v1/event-types`) to
+	// its subscribers, for producers that hold an API key. `data` is checked against the type's JSON Schema
+	// (`422 event_data_invalid`, with a pointer for each failure); an archived type refuses new events (`409
+	// event_type_archived`). Send an `Idempotency-Key` to make retries safe: the same key and body answer the same
+	// event.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/events (the `PublishEvent` operationId).
+	PublishEvent(ctx context.Context, params *PublishEventParams, body PublishEventJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetEvent Retrieve an event
 	//
@@ -3016,6 +3983,14 @@ type ClientInterface interface {
 	// Corresponds with GET /api/v1/links/{link_id}/stats/{dimension} (the `GetLinkStatsByDimension` operationId).
 	GetLinkStatsByDimension(ctx context.Context, linkId LinkID, dimension StatsDimension, params *GetLinkStatsByDimensionParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GetMe Who am I
+	//
+	// The workspace and API key this request was made with, and the key's scopes: the connection test of workflow
+	// tools (Zapier, n8n, Make). Any valid key may call it, whatever its scopes.
+	//
+	// Corresponds with GET /api/v1/me (the `GetMe` operationId).
+	GetMe(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListModels List models
 	//
 	// Lists the models enabled for the key's workspace, in catalogue order. This is the reference first call:
@@ -3032,6 +4007,101 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /api/v1/models/{model} (the `GetModel` operationId).
 	GetModel(ctx context.Context, model ModelID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListSources List sources
+	//
+	// The workspace's sources, newest first. Their tokens are never shown again.
+	//
+	// Corresponds with GET /api/v1/sources (the `ListSources` operationId).
+	ListSources(ctx context.Context, params *ListSourcesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateSourceWithBody Create a source
+	//
+	// A public endpoint that turns requests from outside (a form, a payment provider, a CI system, any script)
+	// into events of one type. The answer holds the source's `ingest_url`, which contains its secret token:
+	// it is shown this once (rotate the token to get a new one). When `event_type` names a custom type the
+	// workspace does not have yet, it is created with a schema that accepts any object.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/sources (the `CreateSource` operationId).
+	CreateSourceWithBody(ctx context.Context, params *CreateSourceParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateSource Create a source
+	//
+	// A public endpoint that turns requests from outside (a form, a payment provider, a CI system, any script)
+	// into events of one type. The answer holds the source's `ingest_url`, which contains its secret token:
+	// it is shown this once (rotate the token to get a new one). When `event_type` names a custom type the
+	// workspace does not have yet, it is created with a schema that accepts any object.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/sources (the `CreateSource` operationId).
+	CreateSource(ctx context.Context, params *CreateSourceParams, body CreateSourceJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeleteSource Delete a source
+	//
+	// Removes the source and its request log; its ingest URL answers 404 from now on. Its events stay.
+	//
+	// Corresponds with DELETE /api/v1/sources/{source_id} (the `DeleteSource` operationId).
+	DeleteSource(ctx context.Context, sourceId SourceID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetSource Retrieve a source
+	//
+	// One source of the workspace (without its token or verification secret).
+	//
+	// Corresponds with GET /api/v1/sources/{source_id} (the `GetSource` operationId).
+	GetSource(ctx context.Context, sourceId SourceID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateSourceWithBody Update a source
+	//
+	// Changes the fields sent; the others stay. `verification` replaces the whole scheme (send its secret again);
+	// `dedup: null` turns de-duplication off. The token and ingest URL do not change.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PATCH /api/v1/sources/{source_id} (the `UpdateSource` operationId).
+	UpdateSourceWithBody(ctx context.Context, sourceId SourceID, params *UpdateSourceParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateSource Update a source
+	//
+	// Changes the fields sent; the others stay. `verification` replaces the whole scheme (send its secret again);
+	// `dedup: null` turns de-duplication off. The token and ingest URL do not change.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PATCH /api/v1/sources/{source_id} (the `UpdateSource` operationId).
+	UpdateSource(ctx context.Context, sourceId SourceID, params *UpdateSourceParams, body UpdateSourceJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListSourceRequests List a source's recent requests
+	//
+	// The requests the source received, newest first, accepted or refused, with the reason of a refusal and the
+	// event an accepted one produced: the place to see why a sender's request was refused. Header values that
+	// may carry credentials are redacted, bodies are kept up to 2 KiB. The last 1,000 requests of each source
+	// are kept.
+	//
+	// Corresponds with GET /api/v1/sources/{source_id}/requests (the `ListSourceRequests` operationId).
+	ListSourceRequests(ctx context.Context, sourceId SourceID, params *ListSourceRequestsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RotateSourceTokenWithBody Rotate a source's token
+	//
+	// Makes a new token (and so a new ingest URL, shown this once). The previous URL keeps working for the grace
+	// period, so senders can be moved over without losing a request.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/sources/{source_id}/rotate-token (the `RotateSourceToken` operationId).
+	RotateSourceTokenWithBody(ctx context.Context, sourceId SourceID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RotateSourceToken Rotate a source's token
+	//
+	// Makes a new token (and so a new ingest URL, shown this once). The previous URL keeps working for the grace
+	// period, so senders can be moved over without losing a request.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/sources/{source_id}/rotate-token (the `RotateSourceToken` operationId).
+	RotateSourceToken(ctx context.Context, sourceId SourceID, body RotateSourceTokenJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetWebhookDelivery Retrieve a delivery with its attempts
 	//
@@ -3282,6 +4352,52 @@ func (c *Client) ListEventTypes(ctx context.Context, reqEditors ...RequestEditor
 	return c.Client.Do(req)
 }
 
+// CreateEventTypeWithBody Create a custom event type
+//
+// Adds a type of the workspace's own to its catalogue. Custom type names start with `custom.`
+// (`custom.order.paid`): built-in types never do, so a custom type can never collide with one Switchboard adds
+// later. `schema` is a JSON Schema (draft 2020-12) that every published event's `data` must match; `example`
+// must match it too. Custom types appear in `GET /api/v1/event-types` with the same shape as the built-in
+// ones, and webhooks subscribe to them by name or with `custom.*`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/event-types (the `CreateEventType` operationId).
+func (c *Client) CreateEventTypeWithBody(ctx context.Context, params *CreateEventTypeParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateEventTypeRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateEventType Create a custom event type
+//
+// Adds a type of the workspace's own to its catalogue. Custom type names start with `custom.`
+// (`custom.order.paid`): built-in types never do, so a custom type can never collide with one Switchboard adds
+// later. `schema` is a JSON Schema (draft 2020-12) that every published event's `data` must match; `example`
+// must match it too. Custom types appear in `GET /api/v1/event-types` with the same shape as the built-in
+// ones, and webhooks subscribe to them by name or with `custom.*`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/event-types (the `CreateEventType` operationId).
+func (c *Client) CreateEventType(ctx context.Context, params *CreateEventTypeParams, body CreateEventTypeJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateEventTypeRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // GetEventType Retrieve an event type
 //
 // One event type of the catalogue, with the JSON Schema of its `data` and an example.
@@ -3289,6 +4405,48 @@ func (c *Client) ListEventTypes(ctx context.Context, reqEditors ...RequestEditor
 // Corresponds with GET /api/v1/event-types/{event_type} (the `GetEventType` operationId).
 func (c *Client) GetEventType(ctx context.Context, eventType EventTypeName, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetEventTypeRequest(c.Server, eventType)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateEventTypeWithBody Update a custom event type
+//
+// Changes the fields sent of one of the workspace's custom types. `archived: true` refuses new events of the
+// type (`409 event_type_archived`) while its past events and subscriptions stay; `archived: false` restores
+// it. A new `schema` applies to events published from now on. Built-in types cannot be changed.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PATCH /api/v1/event-types/{event_type} (the `UpdateEventType` operationId).
+func (c *Client) UpdateEventTypeWithBody(ctx context.Context, eventType EventTypeName, params *UpdateEventTypeParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateEventTypeRequestWithBody(c.Server, eventType, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateEventType Update a custom event type
+//
+// Changes the fields sent of one of the workspace's custom types. `archived: true` refuses new events of the
+// type (`409 event_type_archived`) while its past events and subscriptions stay; `archived: false` restores
+// it. A new `schema` applies to events published from now on. Built-in types cannot be changed.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PATCH /api/v1/event-types/{event_type} (the `UpdateEventType` operationId).
+func (c *Client) UpdateEventType(ctx context.Context, eventType EventTypeName, params *UpdateEventTypeParams, body UpdateEventTypeJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateEventTypeRequest(c.Server, eventType, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -3314,6 +4472,52 @@ func (c *Client) GetEventType(ctx context.Context, eventType EventTypeName, reqE
 // Corresponds with GET /api/v1/events (the `ListEvents` operationId).
 func (c *Client) ListEvents(ctx context.Context, params *ListEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewListEventsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PublishEventWithBody Publish an event
+//
+// Publishes an event of one of the workspace's custom types (`custom.…`, see `POST /api/v1/event-types`) to
+// its subscribers, for producers that hold an API key. `data` is checked against the type's JSON Schema
+// (`422 event_data_invalid`, with a pointer for each failure); an archived type refuses new events (`409
+// event_type_archived`). Send an `Idempotency-Key` to make retries safe: the same key and body answer the same
+// event.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/events (the `PublishEvent` operationId).
+func (c *Client) PublishEventWithBody(ctx context.Context, params *PublishEventParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPublishEventRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PublishEvent Publish an event
+//
+// Publishes an event of one of the workspace's custom types (`custom.…`, see `POST /api/v1/event-types`) to
+// its subscribers, for producers that hold an API key. `data` is checked against the type's JSON Schema
+// (`422 event_data_invalid`, with a pointer for each failure); an archived type refuses new events (`409
+// event_type_archived`). Send an `Idempotency-Key` to make retries safe: the same key and body answer the same
+// event.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/events (the `PublishEvent` operationId).
+func (c *Client) PublishEvent(ctx context.Context, params *PublishEventParams, body PublishEventJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPublishEventRequest(c.Server, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -3670,6 +4874,24 @@ func (c *Client) GetLinkStatsByDimension(ctx context.Context, linkId LinkID, dim
 	return c.Client.Do(req)
 }
 
+// GetMe Who am I
+//
+// The workspace and API key this request was made with, and the key's scopes: the connection test of workflow
+// tools (Zapier, n8n, Make). Any valid key may call it, whatever its scopes.
+//
+// Corresponds with GET /api/v1/me (the `GetMe` operationId).
+func (c *Client) GetMe(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetMeRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // ListModels List models
 //
 // Lists the models enabled for the key's workspace, in catalogue order. This is the reference first call:
@@ -3697,6 +4919,201 @@ func (c *Client) ListModels(ctx context.Context, reqEditors ...RequestEditorFn) 
 // Corresponds with GET /api/v1/models/{model} (the `GetModel` operationId).
 func (c *Client) GetModel(ctx context.Context, model ModelID, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetModelRequest(c.Server, model)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListSources List sources
+//
+// The workspace's sources, newest first. Their tokens are never shown again.
+//
+// Corresponds with GET /api/v1/sources (the `ListSources` operationId).
+func (c *Client) ListSources(ctx context.Context, params *ListSourcesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListSourcesRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateSourceWithBody Create a source
+//
+// A public endpoint that turns requests from outside (a form, a payment provider, a CI system, any script)
+// into events of one type. The answer holds the source's `ingest_url`, which contains its secret token:
+// it is shown this once (rotate the token to get a new one). When `event_type` names a custom type the
+// workspace does not have yet, it is created with a schema that accepts any object.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/sources (the `CreateSource` operationId).
+func (c *Client) CreateSourceWithBody(ctx context.Context, params *CreateSourceParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateSourceRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateSource Create a source
+//
+// A public endpoint that turns requests from outside (a form, a payment provider, a CI system, any script)
+// into events of one type. The answer holds the source's `ingest_url`, which contains its secret token:
+// it is shown this once (rotate the token to get a new one). When `event_type` names a custom type the
+// workspace does not have yet, it is created with a schema that accepts any object.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/sources (the `CreateSource` operationId).
+func (c *Client) CreateSource(ctx context.Context, params *CreateSourceParams, body CreateSourceJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateSourceRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DeleteSource Delete a source
+//
+// Removes the source and its request log; its ingest URL answers 404 from now on. Its events stay.
+//
+// Corresponds with DELETE /api/v1/sources/{source_id} (the `DeleteSource` operationId).
+func (c *Client) DeleteSource(ctx context.Context, sourceId SourceID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteSourceRequest(c.Server, sourceId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetSource Retrieve a source
+//
+// One source of the workspace (without its token or verification secret).
+//
+// Corresponds with GET /api/v1/sources/{source_id} (the `GetSource` operationId).
+func (c *Client) GetSource(ctx context.Context, sourceId SourceID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetSourceRequest(c.Server, sourceId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateSourceWithBody Update a source
+//
+// Changes the fields sent; the others stay. `verification` replaces the whole scheme (send its secret again);
+// `dedup: null` turns de-duplication off. The token and ingest URL do not change.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PATCH /api/v1/sources/{source_id} (the `UpdateSource` operationId).
+func (c *Client) UpdateSourceWithBody(ctx context.Context, sourceId SourceID, params *UpdateSourceParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateSourceRequestWithBody(c.Server, sourceId, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateSource Update a source
+//
+// Changes the fields sent; the others stay. `verification` replaces the whole scheme (send its secret again);
+// `dedup: null` turns de-duplication off. The token and ingest URL do not change.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PATCH /api/v1/sources/{source_id} (the `UpdateSource` operationId).
+func (c *Client) UpdateSource(ctx context.Context, sourceId SourceID, params *UpdateSourceParams, body UpdateSourceJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateSourceRequest(c.Server, sourceId, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListSourceRequests List a source's recent requests
+//
+// The requests the source received, newest first, accepted or refused, with the reason of a refusal and the
+// event an accepted one produced: the place to see why a sender's request was refused. Header values that
+// may carry credentials are redacted, bodies are kept up to 2 KiB. The last 1,000 requests of each source
+// are kept.
+//
+// Corresponds with GET /api/v1/sources/{source_id}/requests (the `ListSourceRequests` operationId).
+func (c *Client) ListSourceRequests(ctx context.Context, sourceId SourceID, params *ListSourceRequestsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListSourceRequestsRequest(c.Server, sourceId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RotateSourceTokenWithBody Rotate a source's token
+//
+// Makes a new token (and so a new ingest URL, shown this once). The previous URL keeps working for the grace
+// period, so senders can be moved over without losing a request.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/sources/{source_id}/rotate-token (the `RotateSourceToken` operationId).
+func (c *Client) RotateSourceTokenWithBody(ctx context.Context, sourceId SourceID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRotateSourceTokenRequestWithBody(c.Server, sourceId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RotateSourceToken Rotate a source's token
+//
+// Makes a new token (and so a new ingest URL, shown this once). The previous URL keeps working for the grace
+// period, so senders can be moved over without losing a request.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/sources/{source_id}/rotate-token (the `RotateSourceToken` operationId).
+func (c *Client) RotateSourceToken(ctx context.Context, sourceId SourceID, body RotateSourceTokenJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRotateSourceTokenRequest(c.Server, sourceId, body)
 	if err != nil {
 		return nil, err
 	}
@@ -4163,6 +5580,61 @@ func NewListEventTypesRequest(server string) (*http.Request, error) {
 	return req, nil
 }
 
+// NewCreateEventTypeRequest calls the generic CreateEventType builder with application/json body
+func NewCreateEventTypeRequest(server string, params *CreateEventTypeParams, body CreateEventTypeJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateEventTypeRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewCreateEventTypeRequestWithBody constructs an http.Request for the CreateEventType method, with any body, and a specified content type
+func NewCreateEventTypeRequestWithBody(server string, params *CreateEventTypeParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/event-types")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
 // NewGetEventTypeRequest constructs an http.Request for the GetEventType method
 func NewGetEventTypeRequest(server string, eventType EventTypeName) (*http.Request, error) {
 	var err error
@@ -4192,6 +5664,68 @@ func NewGetEventTypeRequest(server string, eventType EventTypeName) (*http.Reque
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewUpdateEventTypeRequest calls the generic UpdateEventType builder with application/json body
+func NewUpdateEventTypeRequest(server string, eventType EventTypeName, params *UpdateEventTypeParams, body UpdateEventTypeJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewUpdateEventTypeRequestWithBody(server, eventType, params, "application/json", bodyReader)
+}
+
+// NewUpdateEventTypeRequestWithBody constructs an http.Request for the UpdateEventType method, with any body, and a specified content type
+func NewUpdateEventTypeRequestWithBody(server string, eventType EventTypeName, params *UpdateEventTypeParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "event_type", eventType, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/event-types/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPatch, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
 	}
 
 	return req, nil
@@ -4282,6 +5816,61 @@ func NewListEventsRequest(server string, params *ListEventsParams) (*http.Reques
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewPublishEventRequest calls the generic PublishEvent builder with application/json body
+func NewPublishEventRequest(server string, params *PublishEventParams, body PublishEventJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPublishEventRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewPublishEventRequestWithBody constructs an http.Request for the PublishEvent method, with any body, and a specified content type
+func NewPublishEventRequestWithBody(server string, params *PublishEventParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/events")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
 	}
 
 	return req, nil
@@ -5106,6 +6695,33 @@ func NewGetLinkStatsByDimensionRequest(server string, linkId LinkID, dimension S
 	return req, nil
 }
 
+// NewGetMeRequest constructs an http.Request for the GetMe method
+func NewGetMeRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/me")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewListModelsRequest constructs an http.Request for the ListModels method
 func NewListModelsRequest(server string) (*http.Request, error) {
 	var err error
@@ -5163,6 +6779,389 @@ func NewGetModelRequest(server string, model ModelID) (*http.Request, error) {
 	if err != nil {
 		return nil, err
 	}
+
+	return req, nil
+}
+
+// NewListSourcesRequest constructs an http.Request for the ListSources method
+func NewListSourcesRequest(server string, params *ListSourcesParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/sources")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCreateSourceRequest calls the generic CreateSource builder with application/json body
+func NewCreateSourceRequest(server string, params *CreateSourceParams, body CreateSourceJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateSourceRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewCreateSourceRequestWithBody constructs an http.Request for the CreateSource method, with any body, and a specified content type
+func NewCreateSourceRequestWithBody(server string, params *CreateSourceParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/sources")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewDeleteSourceRequest constructs an http.Request for the DeleteSource method
+func NewDeleteSourceRequest(server string, sourceId SourceID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "source_id", sourceId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/sources/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetSourceRequest constructs an http.Request for the GetSource method
+func NewGetSourceRequest(server string, sourceId SourceID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "source_id", sourceId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/sources/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewUpdateSourceRequest calls the generic UpdateSource builder with application/json body
+func NewUpdateSourceRequest(server string, sourceId SourceID, params *UpdateSourceParams, body UpdateSourceJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewUpdateSourceRequestWithBody(server, sourceId, params, "application/json", bodyReader)
+}
+
+// NewUpdateSourceRequestWithBody constructs an http.Request for the UpdateSource method, with any body, and a specified content type
+func NewUpdateSourceRequestWithBody(server string, sourceId SourceID, params *UpdateSourceParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "source_id", sourceId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/sources/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPatch, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewListSourceRequestsRequest constructs an http.Request for the ListSourceRequests method
+func NewListSourceRequestsRequest(server string, sourceId SourceID, params *ListSourceRequestsParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "source_id", sourceId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/sources/%s/requests", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Outcome != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "outcome", *params.Outcome, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewRotateSourceTokenRequest calls the generic RotateSourceToken builder with application/json body
+func NewRotateSourceTokenRequest(server string, sourceId SourceID, body RotateSourceTokenJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewRotateSourceTokenRequestWithBody(server, sourceId, "application/json", bodyReader)
+}
+
+// NewRotateSourceTokenRequestWithBody constructs an http.Request for the RotateSourceToken method, with any body, and a specified content type
+func NewRotateSourceTokenRequestWithBody(server string, sourceId SourceID, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "source_id", sourceId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/sources/%s/rotate-token", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
 
 	return req, nil
 }
@@ -5894,6 +7893,32 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /api/v1/event-types (the `ListEventTypes` operationId).
 	ListEventTypesWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListEventTypesResponse, error)
 
+	// CreateEventTypeWithBodyWithResponse Create a custom event type
+	//
+	// Adds a type of the workspace's own to its catalogue. Custom type names start with `custom.`
+	// (`custom.order.paid`): built-in types never do, so a custom type can never collide with one Switchboard adds
+	// later. `schema` is a JSON Schema (draft 2020-12) that every published event's `data` must match; `example`
+	// must match it too. Custom types appear in `GET /api/v1/event-types` with the same shape as the built-in
+	// ones, and webhooks subscribe to them by name or with `custom.*`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/event-types (the `CreateEventType` operationId).
+	CreateEventTypeWithBodyWithResponse(ctx context.Context, params *CreateEventTypeParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateEventTypeResponse, error)
+
+	// CreateEventTypeWithResponse Create a custom event type
+	//
+	// Adds a type of the workspace's own to its catalogue. Custom type names start with `custom.`
+	// (`custom.order.paid`): built-in types never do, so a custom type can never collide with one Switchboard adds
+	// later. `schema` is a JSON Schema (draft 2020-12) that every published event's `data` must match; `example`
+	// must match it too. Custom types appear in `GET /api/v1/event-types` with the same shape as the built-in
+	// ones, and webhooks subscribe to them by name or with `custom.*`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/event-types (the `CreateEventType` operationId).
+	CreateEventTypeWithResponse(ctx context.Context, params *CreateEventTypeParams, body CreateEventTypeJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateEventTypeResponse, error)
+
 	// GetEventTypeWithResponse Retrieve an event type
 	//
 	// One event type of the catalogue, with the JSON Schema of its `data` and an example.
@@ -5902,6 +7927,28 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /api/v1/event-types/{event_type} (the `GetEventType` operationId).
 	GetEventTypeWithResponse(ctx context.Context, eventType EventTypeName, reqEditors ...RequestEditorFn) (*GetEventTypeResponse, error)
+
+	// UpdateEventTypeWithBodyWithResponse Update a custom event type
+	//
+	// Changes the fields sent of one of the workspace's custom types. `archived: true` refuses new events of the
+	// type (`409 event_type_archived`) while its past events and subscriptions stay; `archived: false` restores
+	// it. A new `schema` applies to events published from now on. Built-in types cannot be changed.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /api/v1/event-types/{event_type} (the `UpdateEventType` operationId).
+	UpdateEventTypeWithBodyWithResponse(ctx context.Context, eventType EventTypeName, params *UpdateEventTypeParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateEventTypeResponse, error)
+
+	// UpdateEventTypeWithResponse Update a custom event type
+	//
+	// Changes the fields sent of one of the workspace's custom types. `archived: true` refuses new events of the
+	// type (`409 event_type_archived`) while its past events and subscriptions stay; `archived: false` restores
+	// it. A new `schema` applies to events published from now on. Built-in types cannot be changed.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /api/v1/event-types/{event_type} (the `UpdateEventType` operationId).
+	UpdateEventTypeWithResponse(ctx context.Context, eventType EventTypeName, params *UpdateEventTypeParams, body UpdateEventTypeJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateEventTypeResponse, error)
 
 	// ListEventsWithResponse List events
 	//
@@ -5919,6 +7966,32 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /api/v1/events (the `ListEvents` operationId).
 	ListEventsWithResponse(ctx context.Context, params *ListEventsParams, reqEditors ...RequestEditorFn) (*ListEventsResponse, error)
+
+	// PublishEventWithBodyWithResponse Publish an event
+	//
+	// Publishes an event of one of the workspace's custom types (`custom.…`, see `POST /api/v1/event-types`) to
+	// its subscribers, for producers that hold an API key. `data` is checked against the type's JSON Schema
+	// (`422 event_data_invalid`, with a pointer for each failure); an archived type refuses new events (`409
+	// event_type_archived`). Send an `Idempotency-Key` to make retries safe: the same key and body answer the same
+	// event.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/events (the `PublishEvent` operationId).
+	PublishEventWithBodyWithResponse(ctx context.Context, params *PublishEventParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PublishEventResponse, error)
+
+	// PublishEventWithResponse Publish an event
+	//
+	// Publishes an event of one of the workspace's custom types (`custom.…`, see `POST /api/v1/event-types`) to
+	// its subscribers, for producers that hold an API key. `data` is checked against the type's JSON Schema
+	// (`422 event_data_invalid`, with a pointer for each failure); an archived type refuses new events (`409
+	// event_type_archived`). Send an `Idempotency-Key` to make retries safe: the same key and body answer the same
+	// event.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/events (the `PublishEvent` operationId).
+	PublishEventWithResponse(ctx context.Context, params *PublishEventParams, body PublishEventJSONRequestBody, reqEditors ...RequestEditorFn) (*PublishEventResponse, error)
 
 	// GetEventWithResponse Retrieve an event
 	//
@@ -6122,6 +8195,16 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /api/v1/links/{link_id}/stats/{dimension} (the `GetLinkStatsByDimension` operationId).
 	GetLinkStatsByDimensionWithResponse(ctx context.Context, linkId LinkID, dimension StatsDimension, params *GetLinkStatsByDimensionParams, reqEditors ...RequestEditorFn) (*GetLinkStatsByDimensionResponse, error)
 
+	// GetMeWithResponse Who am I
+	//
+	// The workspace and API key this request was made with, and the key's scopes: the connection test of workflow
+	// tools (Zapier, n8n, Make). Any valid key may call it, whatever its scopes.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/me (the `GetMe` operationId).
+	GetMeWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetMeResponse, error)
+
 	// ListModelsWithResponse List models
 	//
 	// Lists the models enabled for the key's workspace, in catalogue order. This is the reference first call:
@@ -6142,6 +8225,109 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /api/v1/models/{model} (the `GetModel` operationId).
 	GetModelWithResponse(ctx context.Context, model ModelID, reqEditors ...RequestEditorFn) (*GetModelResponse, error)
+
+	// ListSourcesWithResponse List sources
+	//
+	// The workspace's sources, newest first. Their tokens are never shown again.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/sources (the `ListSources` operationId).
+	ListSourcesWithResponse(ctx context.Context, params *ListSourcesParams, reqEditors ...RequestEditorFn) (*ListSourcesResponse, error)
+
+	// CreateSourceWithBodyWithResponse Create a source
+	//
+	// A public endpoint that turns requests from outside (a form, a payment provider, a CI system, any script)
+	// into events of one type. The answer holds the source's `ingest_url`, which contains its secret token:
+	// it is shown this once (rotate the token to get a new one). When `event_type` names a custom type the
+	// workspace does not have yet, it is created with a schema that accepts any object.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/sources (the `CreateSource` operationId).
+	CreateSourceWithBodyWithResponse(ctx context.Context, params *CreateSourceParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateSourceResponse, error)
+
+	// CreateSourceWithResponse Create a source
+	//
+	// A public endpoint that turns requests from outside (a form, a payment provider, a CI system, any script)
+	// into events of one type. The answer holds the source's `ingest_url`, which contains its secret token:
+	// it is shown this once (rotate the token to get a new one). When `event_type` names a custom type the
+	// workspace does not have yet, it is created with a schema that accepts any object.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/sources (the `CreateSource` operationId).
+	CreateSourceWithResponse(ctx context.Context, params *CreateSourceParams, body CreateSourceJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateSourceResponse, error)
+
+	// DeleteSourceWithResponse Delete a source
+	//
+	// Removes the source and its request log; its ingest URL answers 404 from now on. Its events stay.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /api/v1/sources/{source_id} (the `DeleteSource` operationId).
+	DeleteSourceWithResponse(ctx context.Context, sourceId SourceID, reqEditors ...RequestEditorFn) (*DeleteSourceResponse, error)
+
+	// GetSourceWithResponse Retrieve a source
+	//
+	// One source of the workspace (without its token or verification secret).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/sources/{source_id} (the `GetSource` operationId).
+	GetSourceWithResponse(ctx context.Context, sourceId SourceID, reqEditors ...RequestEditorFn) (*GetSourceResponse, error)
+
+	// UpdateSourceWithBodyWithResponse Update a source
+	//
+	// Changes the fields sent; the others stay. `verification` replaces the whole scheme (send its secret again);
+	// `dedup: null` turns de-duplication off. The token and ingest URL do not change.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /api/v1/sources/{source_id} (the `UpdateSource` operationId).
+	UpdateSourceWithBodyWithResponse(ctx context.Context, sourceId SourceID, params *UpdateSourceParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateSourceResponse, error)
+
+	// UpdateSourceWithResponse Update a source
+	//
+	// Changes the fields sent; the others stay. `verification` replaces the whole scheme (send its secret again);
+	// `dedup: null` turns de-duplication off. The token and ingest URL do not change.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /api/v1/sources/{source_id} (the `UpdateSource` operationId).
+	UpdateSourceWithResponse(ctx context.Context, sourceId SourceID, params *UpdateSourceParams, body UpdateSourceJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateSourceResponse, error)
+
+	// ListSourceRequestsWithResponse List a source's recent requests
+	//
+	// The requests the source received, newest first, accepted or refused, with the reason of a refusal and the
+	// event an accepted one produced: the place to see why a sender's request was refused. Header values that
+	// may carry credentials are redacted, bodies are kept up to 2 KiB. The last 1,000 requests of each source
+	// are kept.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/sources/{source_id}/requests (the `ListSourceRequests` operationId).
+	ListSourceRequestsWithResponse(ctx context.Context, sourceId SourceID, params *ListSourceRequestsParams, reqEditors ...RequestEditorFn) (*ListSourceRequestsResponse, error)
+
+	// RotateSourceTokenWithBodyWithResponse Rotate a source's token
+	//
+	// Makes a new token (and so a new ingest URL, shown this once). The previous URL keeps working for the grace
+	// period, so senders can be moved over without losing a request.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/sources/{source_id}/rotate-token (the `RotateSourceToken` operationId).
+	RotateSourceTokenWithBodyWithResponse(ctx context.Context, sourceId SourceID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RotateSourceTokenResponse, error)
+
+	// RotateSourceTokenWithResponse Rotate a source's token
+	//
+	// Makes a new token (and so a new ingest URL, shown this once). The previous URL keeps working for the grace
+	// period, so senders can be moved over without losing a request.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/sources/{source_id}/rotate-token (the `RotateSourceToken` operationId).
+	RotateSourceTokenWithResponse(ctx context.Context, sourceId SourceID, body RotateSourceTokenJSONRequestBody, reqEditors ...RequestEditorFn) (*RotateSourceTokenResponse, error)
 
 	// GetWebhookDeliveryWithResponse Retrieve a delivery with its attempts
 	//
@@ -6500,6 +8686,160 @@ func (r ListEventTypesResponse) ContentType() string {
 	return ""
 }
 
+// CreateEventTypeResponse201Headers the declared response headers of an HTTP 201 response for CreateEventType
+type CreateEventTypeResponse201Headers struct {
+	Location        *string
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      *string
+}
+
+// CreateEventTypeResponse400Headers the declared response headers of an HTTP 400 response for CreateEventType
+type CreateEventTypeResponse400Headers struct {
+	XRequestId *string
+}
+
+// CreateEventTypeResponse401Headers the declared response headers of an HTTP 401 response for CreateEventType
+type CreateEventTypeResponse401Headers struct {
+	WWWAuthenticate *string
+	XRequestId      *string
+}
+
+// CreateEventTypeResponse403Headers the declared response headers of an HTTP 403 response for CreateEventType
+type CreateEventTypeResponse403Headers struct {
+	WWWAuthenticate *string
+	XRequestId      *string
+}
+
+// CreateEventTypeResponse409Headers the declared response headers of an HTTP 409 response for CreateEventType
+type CreateEventTypeResponse409Headers struct {
+	XRequestId *string
+}
+
+// CreateEventTypeResponse422Headers the declared response headers of an HTTP 422 response for CreateEventType
+type CreateEventTypeResponse422Headers struct {
+	XRequestId *string
+}
+
+// CreateEventTypeResponse429Headers the declared response headers of an HTTP 429 response for CreateEventType
+type CreateEventTypeResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+	XRequestId      *string
+}
+
+// CreateEventTypeResponseDefaultHeaders the declared response headers of an HTTP default response for CreateEventType
+type CreateEventTypeResponseDefaultHeaders struct {
+	XRequestId *string
+}
+
+type CreateEventTypeResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *EventType
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Conflict
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *UnprocessableEntity
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+	// Headers201 the parsed response headers for an HTTP 201 response
+	Headers201 *CreateEventTypeResponse201Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *CreateEventTypeResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CreateEventTypeResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *CreateEventTypeResponse403Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *CreateEventTypeResponse409Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *CreateEventTypeResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CreateEventTypeResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *CreateEventTypeResponseDefaultHeaders
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r CreateEventTypeResponse) GetJSON201() *EventType {
+	return r.JSON201
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r CreateEventTypeResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r CreateEventTypeResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r CreateEventTypeResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r CreateEventTypeResponse) GetApplicationproblemJSON409() *Conflict {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r CreateEventTypeResponse) GetApplicationproblemJSON422() *UnprocessableEntity {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r CreateEventTypeResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r CreateEventTypeResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateEventTypeResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateEventTypeResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateEventTypeResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateEventTypeResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // GetEventTypeResponse200Headers the declared response headers of an HTTP 200 response for GetEventType
 type GetEventTypeResponse200Headers struct {
 	RateLimit       *string
@@ -6639,6 +8979,173 @@ func (r GetEventTypeResponse) ContentType() string {
 	return ""
 }
 
+// UpdateEventTypeResponse200Headers the declared response headers of an HTTP 200 response for UpdateEventType
+type UpdateEventTypeResponse200Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      *string
+}
+
+// UpdateEventTypeResponse400Headers the declared response headers of an HTTP 400 response for UpdateEventType
+type UpdateEventTypeResponse400Headers struct {
+	XRequestId *string
+}
+
+// UpdateEventTypeResponse401Headers the declared response headers of an HTTP 401 response for UpdateEventType
+type UpdateEventTypeResponse401Headers struct {
+	WWWAuthenticate *string
+	XRequestId      *string
+}
+
+// UpdateEventTypeResponse403Headers the declared response headers of an HTTP 403 response for UpdateEventType
+type UpdateEventTypeResponse403Headers struct {
+	WWWAuthenticate *string
+	XRequestId      *string
+}
+
+// UpdateEventTypeResponse404Headers the declared response headers of an HTTP 404 response for UpdateEventType
+type UpdateEventTypeResponse404Headers struct {
+	XRequestId *string
+}
+
+// UpdateEventTypeResponse409Headers the declared response headers of an HTTP 409 response for UpdateEventType
+type UpdateEventTypeResponse409Headers struct {
+	XRequestId *string
+}
+
+// UpdateEventTypeResponse422Headers the declared response headers of an HTTP 422 response for UpdateEventType
+type UpdateEventTypeResponse422Headers struct {
+	XRequestId *string
+}
+
+// UpdateEventTypeResponse429Headers the declared response headers of an HTTP 429 response for UpdateEventType
+type UpdateEventTypeResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+	XRequestId      *string
+}
+
+// UpdateEventTypeResponseDefaultHeaders the declared response headers of an HTTP default response for UpdateEventType
+type UpdateEventTypeResponseDefaultHeaders struct {
+	XRequestId *string
+}
+
+type UpdateEventTypeResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *EventType
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Conflict
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *UnprocessableEntity
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *UpdateEventTypeResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *UpdateEventTypeResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *UpdateEventTypeResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *UpdateEventTypeResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *UpdateEventTypeResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *UpdateEventTypeResponse409Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *UpdateEventTypeResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *UpdateEventTypeResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *UpdateEventTypeResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r UpdateEventTypeResponse) GetJSON200() *EventType {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r UpdateEventTypeResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r UpdateEventTypeResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r UpdateEventTypeResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r UpdateEventTypeResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r UpdateEventTypeResponse) GetApplicationproblemJSON409() *Conflict {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r UpdateEventTypeResponse) GetApplicationproblemJSON422() *UnprocessableEntity {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r UpdateEventTypeResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r UpdateEventTypeResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r UpdateEventTypeResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r UpdateEventTypeResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UpdateEventTypeResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r UpdateEventTypeResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ListEventsResponse200Headers the declared response headers of an HTTP 200 response for ListEvents
 type ListEventsResponse200Headers struct {
 	RateLimit       *string
@@ -6758,6 +9265,160 @@ func (r ListEventsResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r ListEventsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// PublishEventResponse201Headers the declared response headers of an HTTP 201 response for PublishEvent
+type PublishEventResponse201Headers struct {
+	Location        *string
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      *string
+}
+
+// PublishEventResponse400Headers the declared response headers of an HTTP 400 response for PublishEvent
+type PublishEventResponse400Headers struct {
+	XRequestId *string
+}
+
+// PublishEventResponse401Headers the declared response headers of an HTTP 401 response for PublishEvent
+type PublishEventResponse401Headers struct {
+	WWWAuthenticate *string
+	XRequestId      *string
+}
+
+// PublishEventResponse403Headers the declared response headers of an HTTP 403 response for PublishEvent
+type PublishEventResponse403Headers struct {
+	WWWAuthenticate *string
+	XRequestId      *string
+}
+
+// PublishEventResponse409Headers the declared response headers of an HTTP 409 response for PublishEvent
+type PublishEventResponse409Headers struct {
+	XRequestId *string
+}
+
+// PublishEventResponse422Headers the declared response headers of an HTTP 422 response for PublishEvent
+type PublishEventResponse422Headers struct {
+	XRequestId *string
+}
+
+// PublishEventResponse429Headers the declared response headers of an HTTP 429 response for PublishEvent
+type PublishEventResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+	XRequestId      *string
+}
+
+// PublishEventResponseDefaultHeaders the declared response headers of an HTTP default response for PublishEvent
+type PublishEventResponseDefaultHeaders struct {
+	XRequestId *string
+}
+
+type PublishEventResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *Event
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Conflict
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *UnprocessableEntity
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+	// Headers201 the parsed response headers for an HTTP 201 response
+	Headers201 *PublishEventResponse201Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *PublishEventResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *PublishEventResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *PublishEventResponse403Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *PublishEventResponse409Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *PublishEventResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PublishEventResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *PublishEventResponseDefaultHeaders
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r PublishEventResponse) GetJSON201() *Event {
+	return r.JSON201
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r PublishEventResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r PublishEventResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r PublishEventResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r PublishEventResponse) GetApplicationproblemJSON409() *Conflict {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r PublishEventResponse) GetApplicationproblemJSON422() *UnprocessableEntity {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r PublishEventResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r PublishEventResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r PublishEventResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PublishEventResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PublishEventResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PublishEventResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -8485,6 +11146,102 @@ func (r GetLinkStatsByDimensionResponse) ContentType() string {
 	return ""
 }
 
+// GetMeResponse200Headers the declared response headers of an HTTP 200 response for GetMe
+type GetMeResponse200Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      *string
+}
+
+// GetMeResponse401Headers the declared response headers of an HTTP 401 response for GetMe
+type GetMeResponse401Headers struct {
+	WWWAuthenticate *string
+	XRequestId      *string
+}
+
+// GetMeResponse429Headers the declared response headers of an HTTP 429 response for GetMe
+type GetMeResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+	XRequestId      *string
+}
+
+// GetMeResponseDefaultHeaders the declared response headers of an HTTP default response for GetMe
+type GetMeResponseDefaultHeaders struct {
+	XRequestId *string
+}
+
+type GetMeResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Me
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetMeResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetMeResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetMeResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *GetMeResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetMeResponse) GetJSON200() *Me {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetMeResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r GetMeResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r GetMeResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetMeResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetMeResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetMeResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetMeResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ListModelsResponse200Headers the declared response headers of an HTTP 200 response for ListModels
 type ListModelsResponse200Headers struct {
 	RateLimit       *string
@@ -8729,6 +11486,1001 @@ func (r GetModelResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetModelResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListSourcesResponse200Headers the declared response headers of an HTTP 200 response for ListSources
+type ListSourcesResponse200Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      *string
+}
+
+// ListSourcesResponse400Headers the declared response headers of an HTTP 400 response for ListSources
+type ListSourcesResponse400Headers struct {
+	XRequestId *string
+}
+
+// ListSourcesResponse401Headers the declared response headers of an HTTP 401 response for ListSources
+type ListSourcesResponse401Headers struct {
+	WWWAuthenticate *string
+	XRequestId      *string
+}
+
+// ListSourcesResponse403Headers the declared response headers of an HTTP 403 response for ListSources
+type ListSourcesResponse403Headers struct {
+	WWWAuthenticate *string
+	XRequestId      *string
+}
+
+// ListSourcesResponse429Headers the declared response headers of an HTTP 429 response for ListSources
+type ListSourcesResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+	XRequestId      *string
+}
+
+// ListSourcesResponseDefaultHeaders the declared response headers of an HTTP default response for ListSources
+type ListSourcesResponseDefaultHeaders struct {
+	XRequestId *string
+}
+
+type ListSourcesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *SourceList
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ListSourcesResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *ListSourcesResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListSourcesResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *ListSourcesResponse403Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListSourcesResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *ListSourcesResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListSourcesResponse) GetJSON200() *SourceList {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ListSourcesResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListSourcesResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ListSourcesResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ListSourcesResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r ListSourcesResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ListSourcesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListSourcesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListSourcesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListSourcesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CreateSourceResponse201Headers the declared response headers of an HTTP 201 response for CreateSource
+type CreateSourceResponse201Headers struct {
+	Location        *string
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      *string
+}
+
+// CreateSourceResponse400Headers the declared response headers of an HTTP 400 response for CreateSource
+type CreateSourceResponse400Headers struct {
+	XRequestId *string
+}
+
+// CreateSourceResponse401Headers the declared response headers of an HTTP 401 response for CreateSource
+type CreateSourceResponse401Headers struct {
+	WWWAuthenticate *string
+	XRequestId      *string
+}
+
+// CreateSourceResponse403Headers the declared response headers of an HTTP 403 response for CreateSource
+type CreateSourceResponse403Headers struct {
+	WWWAuthenticate *string
+	XRequestId      *string
+}
+
+// CreateSourceResponse409Headers the declared response headers of an HTTP 409 response for CreateSource
+type CreateSourceResponse409Headers struct {
+	XRequestId *string
+}
+
+// CreateSourceResponse422Headers the declared response headers of an HTTP 422 response for CreateSource
+type CreateSourceResponse422Headers struct {
+	XRequestId *string
+}
+
+// CreateSourceResponse429Headers the declared response headers of an HTTP 429 response for CreateSource
+type CreateSourceResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+	XRequestId      *string
+}
+
+// CreateSourceResponseDefaultHeaders the declared response headers of an HTTP default response for CreateSource
+type CreateSourceResponseDefaultHeaders struct {
+	XRequestId *string
+}
+
+type CreateSourceResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *SourceWithIngestURL
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Conflict
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *UnprocessableEntity
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+	// Headers201 the parsed response headers for an HTTP 201 response
+	Headers201 *CreateSourceResponse201Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *CreateSourceResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CreateSourceResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *CreateSourceResponse403Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *CreateSourceResponse409Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *CreateSourceResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CreateSourceResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *CreateSourceResponseDefaultHeaders
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r CreateSourceResponse) GetJSON201() *SourceWithIngestURL {
+	return r.JSON201
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r CreateSourceResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r CreateSourceResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r CreateSourceResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r CreateSourceResponse) GetApplicationproblemJSON409() *Conflict {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r CreateSourceResponse) GetApplicationproblemJSON422() *UnprocessableEntity {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r CreateSourceResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r CreateSourceResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateSourceResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateSourceResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateSourceResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateSourceResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// DeleteSourceResponse204Headers the declared response headers of an HTTP 204 response for DeleteSource
+type DeleteSourceResponse204Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      *string
+}
+
+// DeleteSourceResponse400Headers the declared response headers of an HTTP 400 response for DeleteSource
+type DeleteSourceResponse400Headers struct {
+	XRequestId *string
+}
+
+// DeleteSourceResponse401Headers the declared response headers of an HTTP 401 response for DeleteSource
+type DeleteSourceResponse401Headers struct {
+	WWWAuthenticate *string
+	XRequestId      *string
+}
+
+// DeleteSourceResponse403Headers the declared response headers of an HTTP 403 response for DeleteSource
+type DeleteSourceResponse403Headers struct {
+	WWWAuthenticate *string
+	XRequestId      *string
+}
+
+// DeleteSourceResponse404Headers the declared response headers of an HTTP 404 response for DeleteSource
+type DeleteSourceResponse404Headers struct {
+	XRequestId *string
+}
+
+// DeleteSourceResponse429Headers the declared response headers of an HTTP 429 response for DeleteSource
+type DeleteSourceResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+	XRequestId      *string
+}
+
+// DeleteSourceResponseDefaultHeaders the declared response headers of an HTTP default response for DeleteSource
+type DeleteSourceResponseDefaultHeaders struct {
+	XRequestId *string
+}
+
+type DeleteSourceResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+	// Headers204 the parsed response headers for an HTTP 204 response
+	Headers204 *DeleteSourceResponse204Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *DeleteSourceResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *DeleteSourceResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *DeleteSourceResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *DeleteSourceResponse404Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *DeleteSourceResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *DeleteSourceResponseDefaultHeaders
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r DeleteSourceResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r DeleteSourceResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r DeleteSourceResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r DeleteSourceResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r DeleteSourceResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r DeleteSourceResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r DeleteSourceResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DeleteSourceResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeleteSourceResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DeleteSourceResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetSourceResponse200Headers the declared response headers of an HTTP 200 response for GetSource
+type GetSourceResponse200Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      *string
+}
+
+// GetSourceResponse400Headers the declared response headers of an HTTP 400 response for GetSource
+type GetSourceResponse400Headers struct {
+	XRequestId *string
+}
+
+// GetSourceResponse401Headers the declared response headers of an HTTP 401 response for GetSource
+type GetSourceResponse401Headers struct {
+	WWWAuthenticate *string
+	XRequestId      *string
+}
+
+// GetSourceResponse403Headers the declared response headers of an HTTP 403 response for GetSource
+type GetSourceResponse403Headers struct {
+	WWWAuthenticate *string
+	XRequestId      *string
+}
+
+// GetSourceResponse404Headers the declared response headers of an HTTP 404 response for GetSource
+type GetSourceResponse404Headers struct {
+	XRequestId *string
+}
+
+// GetSourceResponse429Headers the declared response headers of an HTTP 429 response for GetSource
+type GetSourceResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+	XRequestId      *string
+}
+
+// GetSourceResponseDefaultHeaders the declared response headers of an HTTP default response for GetSource
+type GetSourceResponseDefaultHeaders struct {
+	XRequestId *string
+}
+
+type GetSourceResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Source
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetSourceResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *GetSourceResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetSourceResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *GetSourceResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *GetSourceResponse404Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetSourceResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *GetSourceResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetSourceResponse) GetJSON200() *Source {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetSourceResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetSourceResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r GetSourceResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r GetSourceResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r GetSourceResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r GetSourceResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetSourceResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetSourceResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetSourceResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetSourceResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// UpdateSourceResponse200Headers the declared response headers of an HTTP 200 response for UpdateSource
+type UpdateSourceResponse200Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      *string
+}
+
+// UpdateSourceResponse400Headers the declared response headers of an HTTP 400 response for UpdateSource
+type UpdateSourceResponse400Headers struct {
+	XRequestId *string
+}
+
+// UpdateSourceResponse401Headers the declared response headers of an HTTP 401 response for UpdateSource
+type UpdateSourceResponse401Headers struct {
+	WWWAuthenticate *string
+	XRequestId      *string
+}
+
+// UpdateSourceResponse403Headers the declared response headers of an HTTP 403 response for UpdateSource
+type UpdateSourceResponse403Headers struct {
+	WWWAuthenticate *string
+	XRequestId      *string
+}
+
+// UpdateSourceResponse404Headers the declared response headers of an HTTP 404 response for UpdateSource
+type UpdateSourceResponse404Headers struct {
+	XRequestId *string
+}
+
+// UpdateSourceResponse409Headers the declared response headers of an HTTP 409 response for UpdateSource
+type UpdateSourceResponse409Headers struct {
+	XRequestId *string
+}
+
+// UpdateSourceResponse422Headers the declared response headers of an HTTP 422 response for UpdateSource
+type UpdateSourceResponse422Headers struct {
+	XRequestId *string
+}
+
+// UpdateSourceResponse429Headers the declared response headers of an HTTP 429 response for UpdateSource
+type UpdateSourceResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+	XRequestId      *string
+}
+
+// UpdateSourceResponseDefaultHeaders the declared response headers of an HTTP default response for UpdateSource
+type UpdateSourceResponseDefaultHeaders struct {
+	XRequestId *string
+}
+
+type UpdateSourceResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Source
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Conflict
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *UnprocessableEntity
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *UpdateSourceResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *UpdateSourceResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *UpdateSourceResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *UpdateSourceResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *UpdateSourceResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *UpdateSourceResponse409Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *UpdateSourceResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *UpdateSourceResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *UpdateSourceResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r UpdateSourceResponse) GetJSON200() *Source {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r UpdateSourceResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r UpdateSourceResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r UpdateSourceResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r UpdateSourceResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r UpdateSourceResponse) GetApplicationproblemJSON409() *Conflict {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r UpdateSourceResponse) GetApplicationproblemJSON422() *UnprocessableEntity {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r UpdateSourceResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r UpdateSourceResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r UpdateSourceResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r UpdateSourceResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UpdateSourceResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r UpdateSourceResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListSourceRequestsResponse200Headers the declared response headers of an HTTP 200 response for ListSourceRequests
+type ListSourceRequestsResponse200Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      *string
+}
+
+// ListSourceRequestsResponse400Headers the declared response headers of an HTTP 400 response for ListSourceRequests
+type ListSourceRequestsResponse400Headers struct {
+	XRequestId *string
+}
+
+// ListSourceRequestsResponse401Headers the declared response headers of an HTTP 401 response for ListSourceRequests
+type ListSourceRequestsResponse401Headers struct {
+	WWWAuthenticate *string
+	XRequestId      *string
+}
+
+// ListSourceRequestsResponse403Headers the declared response headers of an HTTP 403 response for ListSourceRequests
+type ListSourceRequestsResponse403Headers struct {
+	WWWAuthenticate *string
+	XRequestId      *string
+}
+
+// ListSourceRequestsResponse404Headers the declared response headers of an HTTP 404 response for ListSourceRequests
+type ListSourceRequestsResponse404Headers struct {
+	XRequestId *string
+}
+
+// ListSourceRequestsResponse429Headers the declared response headers of an HTTP 429 response for ListSourceRequests
+type ListSourceRequestsResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+	XRequestId      *string
+}
+
+// ListSourceRequestsResponseDefaultHeaders the declared response headers of an HTTP default response for ListSourceRequests
+type ListSourceRequestsResponseDefaultHeaders struct {
+	XRequestId *string
+}
+
+type ListSourceRequestsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *SourceRequestList
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ListSourceRequestsResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *ListSourceRequestsResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListSourceRequestsResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *ListSourceRequestsResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *ListSourceRequestsResponse404Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListSourceRequestsResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *ListSourceRequestsResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListSourceRequestsResponse) GetJSON200() *SourceRequestList {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ListSourceRequestsResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListSourceRequestsResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ListSourceRequestsResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r ListSourceRequestsResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ListSourceRequestsResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r ListSourceRequestsResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ListSourceRequestsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListSourceRequestsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListSourceRequestsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListSourceRequestsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// RotateSourceTokenResponse200Headers the declared response headers of an HTTP 200 response for RotateSourceToken
+type RotateSourceTokenResponse200Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      *string
+}
+
+// RotateSourceTokenResponse400Headers the declared response headers of an HTTP 400 response for RotateSourceToken
+type RotateSourceTokenResponse400Headers struct {
+	XRequestId *string
+}
+
+// RotateSourceTokenResponse401Headers the declared response headers of an HTTP 401 response for RotateSourceToken
+type RotateSourceTokenResponse401Headers struct {
+	WWWAuthenticate *string
+	XRequestId      *string
+}
+
+// RotateSourceTokenResponse403Headers the declared response headers of an HTTP 403 response for RotateSourceToken
+type RotateSourceTokenResponse403Headers struct {
+	WWWAuthenticate *string
+	XRequestId      *string
+}
+
+// RotateSourceTokenResponse404Headers the declared response headers of an HTTP 404 response for RotateSourceToken
+type RotateSourceTokenResponse404Headers struct {
+	XRequestId *string
+}
+
+// RotateSourceTokenResponse429Headers the declared response headers of an HTTP 429 response for RotateSourceToken
+type RotateSourceTokenResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+	XRequestId      *string
+}
+
+// RotateSourceTokenResponseDefaultHeaders the declared response headers of an HTTP default response for RotateSourceToken
+type RotateSourceTokenResponseDefaultHeaders struct {
+	XRequestId *string
+}
+
+type RotateSourceTokenResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *SourceWithIngestURL
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *RotateSourceTokenResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *RotateSourceTokenResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *RotateSourceTokenResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *RotateSourceTokenResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *RotateSourceTokenResponse404Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *RotateSourceTokenResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *RotateSourceTokenResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r RotateSourceTokenResponse) GetJSON200() *SourceWithIngestURL {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r RotateSourceTokenResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r RotateSourceTokenResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r RotateSourceTokenResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r RotateSourceTokenResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r RotateSourceTokenResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r RotateSourceTokenResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r RotateSourceTokenResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RotateSourceTokenResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RotateSourceTokenResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RotateSourceTokenResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -10776,6 +14528,44 @@ func (c *ClientWithResponses) ListEventTypesWithResponse(ctx context.Context, re
 	return ParseListEventTypesResponse(rsp)
 }
 
+// CreateEventTypeWithBodyWithResponse Create a custom event type
+//
+// Adds a type of the workspace's own to its catalogue. Custom type names start with `custom.`
+// (`custom.order.paid`): built-in types never do, so a custom type can never collide with one Switchboard adds
+// later. `schema` is a JSON Schema (draft 2020-12) that every published event's `data` must match; `example`
+// must match it too. Custom types appear in `GET /api/v1/event-types` with the same shape as the built-in
+// ones, and webhooks subscribe to them by name or with `custom.*`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/event-types (the `CreateEventType` operationId).
+func (c *ClientWithResponses) CreateEventTypeWithBodyWithResponse(ctx context.Context, params *CreateEventTypeParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateEventTypeResponse, error) {
+	rsp, err := c.CreateEventTypeWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateEventTypeResponse(rsp)
+}
+
+// CreateEventTypeWithResponse Create a custom event type
+//
+// Adds a type of the workspace's own to its catalogue. Custom type names start with `custom.`
+// (`custom.order.paid`): built-in types never do, so a custom type can never collide with one Switchboard adds
+// later. `schema` is a JSON Schema (draft 2020-12) that every published event's `data` must match; `example`
+// must match it too. Custom types appear in `GET /api/v1/event-types` with the same shape as the built-in
+// ones, and webhooks subscribe to them by name or with `custom.*`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/event-types (the `CreateEventType` operationId).
+func (c *ClientWithResponses) CreateEventTypeWithResponse(ctx context.Context, params *CreateEventTypeParams, body CreateEventTypeJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateEventTypeResponse, error) {
+	rsp, err := c.CreateEventType(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateEventTypeResponse(rsp)
+}
+
 // GetEventTypeWithResponse Retrieve an event type
 //
 // One event type of the catalogue, with the JSON Schema of its `data` and an example.
@@ -10789,6 +14579,40 @@ func (c *ClientWithResponses) GetEventTypeWithResponse(ctx context.Context, even
 		return nil, err
 	}
 	return ParseGetEventTypeResponse(rsp)
+}
+
+// UpdateEventTypeWithBodyWithResponse Update a custom event type
+//
+// Changes the fields sent of one of the workspace's custom types. `archived: true` refuses new events of the
+// type (`409 event_type_archived`) while its past events and subscriptions stay; `archived: false` restores
+// it. A new `schema` applies to events published from now on. Built-in types cannot be changed.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /api/v1/event-types/{event_type} (the `UpdateEventType` operationId).
+func (c *ClientWithResponses) UpdateEventTypeWithBodyWithResponse(ctx context.Context, eventType EventTypeName, params *UpdateEventTypeParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateEventTypeResponse, error) {
+	rsp, err := c.UpdateEventTypeWithBody(ctx, eventType, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateEventTypeResponse(rsp)
+}
+
+// UpdateEventTypeWithResponse Update a custom event type
+//
+// Changes the fields sent of one of the workspace's custom types. `archived: true` refuses new events of the
+// type (`409 event_type_archived`) while its past events and subscriptions stay; `archived: false` restores
+// it. A new `schema` applies to events published from now on. Built-in types cannot be changed.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /api/v1/event-types/{event_type} (the `UpdateEventType` operationId).
+func (c *ClientWithResponses) UpdateEventTypeWithResponse(ctx context.Context, eventType EventTypeName, params *UpdateEventTypeParams, body UpdateEventTypeJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateEventTypeResponse, error) {
+	rsp, err := c.UpdateEventType(ctx, eventType, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateEventTypeResponse(rsp)
 }
 
 // ListEventsWithResponse List events
@@ -10812,6 +14636,44 @@ func (c *ClientWithResponses) ListEventsWithResponse(ctx context.Context, params
 		return nil, err
 	}
 	return ParseListEventsResponse(rsp)
+}
+
+// PublishEventWithBodyWithResponse Publish an event
+//
+// Publishes an event of one of the workspace's custom types (`custom.…`, see `POST /api/v1/event-types`) to
+// its subscribers, for producers that hold an API key. `data` is checked against the type's JSON Schema
+// (`422 event_data_invalid`, with a pointer for each failure); an archived type refuses new events (`409
+// event_type_archived`). Send an `Idempotency-Key` to make retries safe: the same key and body answer the same
+// event.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/events (the `PublishEvent` operationId).
+func (c *ClientWithResponses) PublishEventWithBodyWithResponse(ctx context.Context, params *PublishEventParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PublishEventResponse, error) {
+	rsp, err := c.PublishEventWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePublishEventResponse(rsp)
+}
+
+// PublishEventWithResponse Publish an event
+//
+// Publishes an event of one of the workspace's custom types (`custom.…`, see `POST /api/v1/event-types`) to
+// its subscribers, for producers that hold an API key. `data` is checked against the type's JSON Schema
+// (`422 event_data_invalid`, with a pointer for each failure); an archived type refuses new events (`409
+// event_type_archived`). Send an `Idempotency-Key` to make retries safe: the same key and body answer the same
+// event.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/events (the `PublishEvent` operationId).
+func (c *ClientWithResponses) PublishEventWithResponse(ctx context.Context, params *PublishEventParams, body PublishEventJSONRequestBody, reqEditors ...RequestEditorFn) (*PublishEventResponse, error) {
+	rsp, err := c.PublishEvent(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePublishEventResponse(rsp)
 }
 
 // GetEventWithResponse Retrieve an event
@@ -11112,6 +14974,22 @@ func (c *ClientWithResponses) GetLinkStatsByDimensionWithResponse(ctx context.Co
 	return ParseGetLinkStatsByDimensionResponse(rsp)
 }
 
+// GetMeWithResponse Who am I
+//
+// The workspace and API key this request was made with, and the key's scopes: the connection test of workflow
+// tools (Zapier, n8n, Make). Any valid key may call it, whatever its scopes.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/me (the `GetMe` operationId).
+func (c *ClientWithResponses) GetMeWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetMeResponse, error) {
+	rsp, err := c.GetMe(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetMeResponse(rsp)
+}
+
 // ListModelsWithResponse List models
 //
 // Lists the models enabled for the key's workspace, in catalogue order. This is the reference first call:
@@ -11143,6 +15021,169 @@ func (c *ClientWithResponses) GetModelWithResponse(ctx context.Context, model Mo
 		return nil, err
 	}
 	return ParseGetModelResponse(rsp)
+}
+
+// ListSourcesWithResponse List sources
+//
+// The workspace's sources, newest first. Their tokens are never shown again.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/sources (the `ListSources` operationId).
+func (c *ClientWithResponses) ListSourcesWithResponse(ctx context.Context, params *ListSourcesParams, reqEditors ...RequestEditorFn) (*ListSourcesResponse, error) {
+	rsp, err := c.ListSources(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListSourcesResponse(rsp)
+}
+
+// CreateSourceWithBodyWithResponse Create a source
+//
+// A public endpoint that turns requests from outside (a form, a payment provider, a CI system, any script)
+// into events of one type. The answer holds the source's `ingest_url`, which contains its secret token:
+// it is shown this once (rotate the token to get a new one). When `event_type` names a custom type the
+// workspace does not have yet, it is created with a schema that accepts any object.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/sources (the `CreateSource` operationId).
+func (c *ClientWithResponses) CreateSourceWithBodyWithResponse(ctx context.Context, params *CreateSourceParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateSourceResponse, error) {
+	rsp, err := c.CreateSourceWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateSourceResponse(rsp)
+}
+
+// CreateSourceWithResponse Create a source
+//
+// A public endpoint that turns requests from outside (a form, a payment provider, a CI system, any script)
+// into events of one type. The answer holds the source's `ingest_url`, which contains its secret token:
+// it is shown this once (rotate the token to get a new one). When `event_type` names a custom type the
+// workspace does not have yet, it is created with a schema that accepts any object.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/sources (the `CreateSource` operationId).
+func (c *ClientWithResponses) CreateSourceWithResponse(ctx context.Context, params *CreateSourceParams, body CreateSourceJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateSourceResponse, error) {
+	rsp, err := c.CreateSource(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateSourceResponse(rsp)
+}
+
+// DeleteSourceWithResponse Delete a source
+//
+// Removes the source and its request log; its ingest URL answers 404 from now on. Its events stay.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /api/v1/sources/{source_id} (the `DeleteSource` operationId).
+func (c *ClientWithResponses) DeleteSourceWithResponse(ctx context.Context, sourceId SourceID, reqEditors ...RequestEditorFn) (*DeleteSourceResponse, error) {
+	rsp, err := c.DeleteSource(ctx, sourceId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeleteSourceResponse(rsp)
+}
+
+// GetSourceWithResponse Retrieve a source
+//
+// One source of the workspace (without its token or verification secret).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/sources/{source_id} (the `GetSource` operationId).
+func (c *ClientWithResponses) GetSourceWithResponse(ctx context.Context, sourceId SourceID, reqEditors ...RequestEditorFn) (*GetSourceResponse, error) {
+	rsp, err := c.GetSource(ctx, sourceId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetSourceResponse(rsp)
+}
+
+// UpdateSourceWithBodyWithResponse Update a source
+//
+// Changes the fields sent; the others stay. `verification` replaces the whole scheme (send its secret again);
+// `dedup: null` turns de-duplication off. The token and ingest URL do not change.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /api/v1/sources/{source_id} (the `UpdateSource` operationId).
+func (c *ClientWithResponses) UpdateSourceWithBodyWithResponse(ctx context.Context, sourceId SourceID, params *UpdateSourceParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateSourceResponse, error) {
+	rsp, err := c.UpdateSourceWithBody(ctx, sourceId, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateSourceResponse(rsp)
+}
+
+// UpdateSourceWithResponse Update a source
+//
+// Changes the fields sent; the others stay. `verification` replaces the whole scheme (send its secret again);
+// `dedup: null` turns de-duplication off. The token and ingest URL do not change.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /api/v1/sources/{source_id} (the `UpdateSource` operationId).
+func (c *ClientWithResponses) UpdateSourceWithResponse(ctx context.Context, sourceId SourceID, params *UpdateSourceParams, body UpdateSourceJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateSourceResponse, error) {
+	rsp, err := c.UpdateSource(ctx, sourceId, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateSourceResponse(rsp)
+}
+
+// ListSourceRequestsWithResponse List a source's recent requests
+//
+// The requests the source received, newest first, accepted or refused, with the reason of a refusal and the
+// event an accepted one produced: the place to see why a sender's request was refused. Header values that
+// may carry credentials are redacted, bodies are kept up to 2 KiB. The last 1,000 requests of each source
+// are kept.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/sources/{source_id}/requests (the `ListSourceRequests` operationId).
+func (c *ClientWithResponses) ListSourceRequestsWithResponse(ctx context.Context, sourceId SourceID, params *ListSourceRequestsParams, reqEditors ...RequestEditorFn) (*ListSourceRequestsResponse, error) {
+	rsp, err := c.ListSourceRequests(ctx, sourceId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListSourceRequestsResponse(rsp)
+}
+
+// RotateSourceTokenWithBodyWithResponse Rotate a source's token
+//
+// Makes a new token (and so a new ingest URL, shown this once). The previous URL keeps working for the grace
+// period, so senders can be moved over without losing a request.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/sources/{source_id}/rotate-token (the `RotateSourceToken` operationId).
+func (c *ClientWithResponses) RotateSourceTokenWithBodyWithResponse(ctx context.Context, sourceId SourceID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RotateSourceTokenResponse, error) {
+	rsp, err := c.RotateSourceTokenWithBody(ctx, sourceId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRotateSourceTokenResponse(rsp)
+}
+
+// RotateSourceTokenWithResponse Rotate a source's token
+//
+// Makes a new token (and so a new ingest URL, shown this once). The previous URL keeps working for the grace
+// period, so senders can be moved over without losing a request.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/sources/{source_id}/rotate-token (the `RotateSourceToken` operationId).
+func (c *ClientWithResponses) RotateSourceTokenWithResponse(ctx context.Context, sourceId SourceID, body RotateSourceTokenJSONRequestBody, reqEditors ...RequestEditorFn) (*RotateSourceTokenResponse, error) {
+	rsp, err := c.RotateSourceToken(ctx, sourceId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRotateSourceTokenResponse(rsp)
 }
 
 // GetWebhookDeliveryWithResponse Retrieve a delivery with its attempts
@@ -11666,6 +15707,220 @@ func ParseListEventTypesResponse(rsp *http.Response) (*ListEventTypesResponse, e
 	return response, nil
 }
 
+// ParseCreateEventTypeResponse parses an HTTP response from a CreateEventTypeWithResponse call
+func ParseCreateEventTypeResponse(rsp *http.Response) (*CreateEventTypeResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateEventTypeResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest EventType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest UnprocessableEntity
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 201:
+		var headers CreateEventTypeResponse201Headers
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers201 = &headers
+	case rsp.StatusCode == 400:
+		var headers CreateEventTypeResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers CreateEventTypeResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers CreateEventTypeResponse403Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 409:
+		var headers CreateEventTypeResponse409Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 422:
+		var headers CreateEventTypeResponse422Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers CreateEventTypeResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers429 = &headers
+	case true:
+		var headers CreateEventTypeResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
 // ParseGetEventTypeResponse parses an HTTP response from a GetEventTypeWithResponse call
 func ParseGetEventTypeResponse(rsp *http.Response) (*GetEventTypeResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -11856,6 +16111,230 @@ func ParseGetEventTypeResponse(rsp *http.Response) (*GetEventTypeResponse, error
 	return response, nil
 }
 
+// ParseUpdateEventTypeResponse parses an HTTP response from a UpdateEventTypeWithResponse call
+func ParseUpdateEventTypeResponse(rsp *http.Response) (*UpdateEventTypeResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UpdateEventTypeResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest EventType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest UnprocessableEntity
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers UpdateEventTypeResponse200Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers UpdateEventTypeResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers UpdateEventTypeResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers UpdateEventTypeResponse403Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers UpdateEventTypeResponse404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers UpdateEventTypeResponse409Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 422:
+		var headers UpdateEventTypeResponse422Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers UpdateEventTypeResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers429 = &headers
+	case true:
+		var headers UpdateEventTypeResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
 // ParseListEventsResponse parses an HTTP response from a ListEventsWithResponse call
 func ParseListEventsResponse(rsp *http.Response) (*ListEventsResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -12016,6 +16495,220 @@ func ParseListEventsResponse(rsp *http.Response) (*ListEventsResponse, error) {
 		response.Headers429 = &headers
 	case true:
 		var headers ListEventsResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParsePublishEventResponse parses an HTTP response from a PublishEventWithResponse call
+func ParsePublishEventResponse(rsp *http.Response) (*PublishEventResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PublishEventResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest Event
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest UnprocessableEntity
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 201:
+		var headers PublishEventResponse201Headers
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers201 = &headers
+	case rsp.StatusCode == 400:
+		var headers PublishEventResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers PublishEventResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers PublishEventResponse403Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 409:
+		var headers PublishEventResponse409Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 422:
+		var headers PublishEventResponse422Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers PublishEventResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers429 = &headers
+	case true:
+		var headers PublishEventResponseDefaultHeaders
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -14401,6 +19094,138 @@ func ParseGetLinkStatsByDimensionResponse(rsp *http.Response) (*GetLinkStatsByDi
 	return response, nil
 }
 
+// ParseGetMeResponse parses an HTTP response from a GetMeWithResponse call
+func ParseGetMeResponse(rsp *http.Response) (*GetMeResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetMeResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Me
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetMeResponse200Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers GetMeResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetMeResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers429 = &headers
+	case true:
+		var headers GetMeResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
 // ParseListModelsResponse parses an HTTP response from a ListModelsWithResponse call
 func ParseListModelsResponse(rsp *http.Response) (*ListModelsResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -14734,6 +19559,1373 @@ func ParseGetModelResponse(rsp *http.Response) (*GetModelResponse, error) {
 		response.Headers429 = &headers
 	case true:
 		var headers GetModelResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListSourcesResponse parses an HTTP response from a ListSourcesWithResponse call
+func ParseListSourcesResponse(rsp *http.Response) (*ListSourcesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListSourcesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest SourceList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ListSourcesResponse200Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers ListSourcesResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers ListSourcesResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers ListSourcesResponse403Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListSourcesResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers429 = &headers
+	case true:
+		var headers ListSourcesResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCreateSourceResponse parses an HTTP response from a CreateSourceWithResponse call
+func ParseCreateSourceResponse(rsp *http.Response) (*CreateSourceResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateSourceResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest SourceWithIngestURL
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest UnprocessableEntity
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 201:
+		var headers CreateSourceResponse201Headers
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers201 = &headers
+	case rsp.StatusCode == 400:
+		var headers CreateSourceResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers CreateSourceResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers CreateSourceResponse403Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 409:
+		var headers CreateSourceResponse409Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 422:
+		var headers CreateSourceResponse422Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers CreateSourceResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers429 = &headers
+	case true:
+		var headers CreateSourceResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseDeleteSourceResponse parses an HTTP response from a DeleteSourceWithResponse call
+func ParseDeleteSourceResponse(rsp *http.Response) (*DeleteSourceResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeleteSourceResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		var headers DeleteSourceResponse204Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers204 = &headers
+	case rsp.StatusCode == 400:
+		var headers DeleteSourceResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers DeleteSourceResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers DeleteSourceResponse403Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers DeleteSourceResponse404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 429:
+		var headers DeleteSourceResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers429 = &headers
+	case true:
+		var headers DeleteSourceResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetSourceResponse parses an HTTP response from a GetSourceWithResponse call
+func ParseGetSourceResponse(rsp *http.Response) (*GetSourceResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetSourceResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Source
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetSourceResponse200Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers GetSourceResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers GetSourceResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers GetSourceResponse403Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers GetSourceResponse404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetSourceResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers429 = &headers
+	case true:
+		var headers GetSourceResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseUpdateSourceResponse parses an HTTP response from a UpdateSourceWithResponse call
+func ParseUpdateSourceResponse(rsp *http.Response) (*UpdateSourceResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UpdateSourceResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Source
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest UnprocessableEntity
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers UpdateSourceResponse200Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers UpdateSourceResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers UpdateSourceResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers UpdateSourceResponse403Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers UpdateSourceResponse404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers UpdateSourceResponse409Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 422:
+		var headers UpdateSourceResponse422Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers UpdateSourceResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers429 = &headers
+	case true:
+		var headers UpdateSourceResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListSourceRequestsResponse parses an HTTP response from a ListSourceRequestsWithResponse call
+func ParseListSourceRequestsResponse(rsp *http.Response) (*ListSourceRequestsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListSourceRequestsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest SourceRequestList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ListSourceRequestsResponse200Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers ListSourceRequestsResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers ListSourceRequestsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers ListSourceRequestsResponse403Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers ListSourceRequestsResponse404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListSourceRequestsResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers429 = &headers
+	case true:
+		var headers ListSourceRequestsResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseRotateSourceTokenResponse parses an HTTP response from a RotateSourceTokenWithResponse call
+func ParseRotateSourceTokenResponse(rsp *http.Response) (*RotateSourceTokenResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RotateSourceTokenResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest SourceWithIngestURL
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers RotateSourceTokenResponse200Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers RotateSourceTokenResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers RotateSourceTokenResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers RotateSourceTokenResponse403Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers RotateSourceTokenResponse404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 429:
+		var headers RotateSourceTokenResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers429 = &headers
+	case true:
+		var headers RotateSourceTokenResponseDefaultHeaders
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -17517,12 +23709,21 @@ type ServerInterface interface {
 	// ListEventTypes List event types
 	// (GET /api/v1/event-types)
 	ListEventTypes(ctx echo.Context) error
+	// CreateEventType Create a custom event type
+	// (POST /api/v1/event-types)
+	CreateEventType(ctx echo.Context, params CreateEventTypeParams) error
 	// GetEventType Retrieve an event type
 	// (GET /api/v1/event-types/{event_type})
 	GetEventType(ctx echo.Context, eventType EventTypeName) error
+	// UpdateEventType Update a custom event type
+	// (PATCH /api/v1/event-types/{event_type})
+	UpdateEventType(ctx echo.Context, eventType EventTypeName, params UpdateEventTypeParams) error
 	// ListEvents List events
 	// (GET /api/v1/events)
 	ListEvents(ctx echo.Context, params ListEventsParams) error
+	// PublishEvent Publish an event
+	// (POST /api/v1/events)
+	PublishEvent(ctx echo.Context, params PublishEventParams) error
 	// GetEvent Retrieve an event
 	// (GET /api/v1/events/{event_id})
 	GetEvent(ctx echo.Context, eventId EventID) error
@@ -17559,12 +23760,36 @@ type ServerInterface interface {
 	// GetLinkStatsByDimension Clicks of a link by country, referrer, device, browser or OS
 	// (GET /api/v1/links/{link_id}/stats/{dimension})
 	GetLinkStatsByDimension(ctx echo.Context, linkId LinkID, dimension StatsDimension, params GetLinkStatsByDimensionParams) error
+	// GetMe Who am I
+	// (GET /api/v1/me)
+	GetMe(ctx echo.Context) error
 	// ListModels List models
 	// (GET /api/v1/models)
 	ListModels(ctx echo.Context) error
 	// GetModel Retrieve a model
 	// (GET /api/v1/models/{model})
 	GetModel(ctx echo.Context, model ModelID) error
+	// ListSources List sources
+	// (GET /api/v1/sources)
+	ListSources(ctx echo.Context, params ListSourcesParams) error
+	// CreateSource Create a source
+	// (POST /api/v1/sources)
+	CreateSource(ctx echo.Context, params CreateSourceParams) error
+	// DeleteSource Delete a source
+	// (DELETE /api/v1/sources/{source_id})
+	DeleteSource(ctx echo.Context, sourceId SourceID) error
+	// GetSource Retrieve a source
+	// (GET /api/v1/sources/{source_id})
+	GetSource(ctx echo.Context, sourceId SourceID) error
+	// UpdateSource Update a source
+	// (PATCH /api/v1/sources/{source_id})
+	UpdateSource(ctx echo.Context, sourceId SourceID, params UpdateSourceParams) error
+	// ListSourceRequests List a source's recent requests
+	// (GET /api/v1/sources/{source_id}/requests)
+	ListSourceRequests(ctx echo.Context, sourceId SourceID, params ListSourceRequestsParams) error
+	// RotateSourceToken Rotate a source's token
+	// (POST /api/v1/sources/{source_id}/rotate-token)
+	RotateSourceToken(ctx echo.Context, sourceId SourceID) error
 	// GetWebhookDelivery Retrieve a delivery with its attempts
 	// (GET /api/v1/webhook-deliveries/{delivery_id})
 	GetWebhookDelivery(ctx echo.Context, deliveryId DeliveryID) error
@@ -17623,6 +23848,35 @@ func (w *ServerInterfaceWrapper) ListEventTypes(ctx echo.Context) error {
 	return err
 }
 
+// CreateEventType converts echo context to params.
+func (w *ServerInterfaceWrapper) CreateEventType(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params CreateEventTypeParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.CreateEventType(ctx, params)
+	return err
+}
+
 // GetEventType converts echo context to params.
 func (w *ServerInterfaceWrapper) GetEventType(ctx echo.Context) error {
 	var err error
@@ -17636,6 +23890,42 @@ func (w *ServerInterfaceWrapper) GetEventType(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.GetEventType(ctx, eventType)
+	return err
+}
+
+// UpdateEventType converts echo context to params.
+func (w *ServerInterfaceWrapper) UpdateEventType(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "event_type" -------------
+	var eventType EventTypeName
+
+	err = runtime.BindStyledParameterWithOptions("simple", "event_type", ctx.Param("event_type"), &eventType, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter event_type: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params UpdateEventTypeParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.UpdateEventType(ctx, eventType, params)
 	return err
 }
 
@@ -17675,6 +23965,35 @@ func (w *ServerInterfaceWrapper) ListEvents(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.ListEvents(ctx, params)
+	return err
+}
+
+// PublishEvent converts echo context to params.
+func (w *ServerInterfaceWrapper) PublishEvent(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params PublishEventParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.PublishEvent(ctx, params)
 	return err
 }
 
@@ -18074,6 +24393,15 @@ func (w *ServerInterfaceWrapper) GetLinkStatsByDimension(ctx echo.Context) error
 	return err
 }
 
+// GetMe converts echo context to params.
+func (w *ServerInterfaceWrapper) GetMe(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetMe(ctx)
+	return err
+}
+
 // ListModels converts echo context to params.
 func (w *ServerInterfaceWrapper) ListModels(ctx echo.Context) error {
 	var err error
@@ -18096,6 +24424,183 @@ func (w *ServerInterfaceWrapper) GetModel(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.GetModel(ctx, model)
+	return err
+}
+
+// ListSources converts echo context to params.
+func (w *ServerInterfaceWrapper) ListSources(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListSourcesParams
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListSources(ctx, params)
+	return err
+}
+
+// CreateSource converts echo context to params.
+func (w *ServerInterfaceWrapper) CreateSource(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params CreateSourceParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.CreateSource(ctx, params)
+	return err
+}
+
+// DeleteSource converts echo context to params.
+func (w *ServerInterfaceWrapper) DeleteSource(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "source_id" -------------
+	var sourceId SourceID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "source_id", ctx.Param("source_id"), &sourceId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter source_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.DeleteSource(ctx, sourceId)
+	return err
+}
+
+// GetSource converts echo context to params.
+func (w *ServerInterfaceWrapper) GetSource(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "source_id" -------------
+	var sourceId SourceID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "source_id", ctx.Param("source_id"), &sourceId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter source_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetSource(ctx, sourceId)
+	return err
+}
+
+// UpdateSource converts echo context to params.
+func (w *ServerInterfaceWrapper) UpdateSource(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "source_id" -------------
+	var sourceId SourceID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "source_id", ctx.Param("source_id"), &sourceId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter source_id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params UpdateSourceParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.UpdateSource(ctx, sourceId, params)
+	return err
+}
+
+// ListSourceRequests converts echo context to params.
+func (w *ServerInterfaceWrapper) ListSourceRequests(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "source_id" -------------
+	var sourceId SourceID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "source_id", ctx.Param("source_id"), &sourceId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter source_id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListSourceRequestsParams
+	// ------------- Optional query parameter "outcome" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "outcome", ctx.QueryParams(), &params.Outcome, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter outcome: %s", err))
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListSourceRequests(ctx, sourceId, params)
+	return err
+}
+
+// RotateSourceToken converts echo context to params.
+func (w *ServerInterfaceWrapper) RotateSourceToken(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "source_id" -------------
+	var sourceId SourceID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "source_id", ctx.Param("source_id"), &sourceId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter source_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.RotateSourceToken(ctx, sourceId)
 	return err
 }
 
@@ -18459,9 +24964,20 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/api/v1/webhook-deliveries/:delivery_id", wrapper.GetWebhookDelivery, options.OperationMiddlewares["getWebhookDelivery"]...)
 	router.POST(options.BaseURL+"/api/v1/webhook-deliveries/:delivery_id/redeliver", wrapper.RedeliverWebhookDelivery, options.OperationMiddlewares["redeliverWebhookDelivery"]...)
 	router.GET(options.BaseURL+"/api/v1/event-types", wrapper.ListEventTypes, options.OperationMiddlewares["listEventTypes"]...)
+	router.POST(options.BaseURL+"/api/v1/event-types", wrapper.CreateEventType, options.OperationMiddlewares["createEventType"]...)
 	router.GET(options.BaseURL+"/api/v1/event-types/:event_type", wrapper.GetEventType, options.OperationMiddlewares["getEventType"]...)
+	router.PATCH(options.BaseURL+"/api/v1/event-types/:event_type", wrapper.UpdateEventType, options.OperationMiddlewares["updateEventType"]...)
 	router.GET(options.BaseURL+"/api/v1/events", wrapper.ListEvents, options.OperationMiddlewares["listEvents"]...)
+	router.POST(options.BaseURL+"/api/v1/events", wrapper.PublishEvent, options.OperationMiddlewares["publishEvent"]...)
 	router.GET(options.BaseURL+"/api/v1/events/:event_id", wrapper.GetEvent, options.OperationMiddlewares["getEvent"]...)
+	router.GET(options.BaseURL+"/api/v1/me", wrapper.GetMe, options.OperationMiddlewares["getMe"]...)
+	router.GET(options.BaseURL+"/api/v1/sources", wrapper.ListSources, options.OperationMiddlewares["listSources"]...)
+	router.POST(options.BaseURL+"/api/v1/sources", wrapper.CreateSource, options.OperationMiddlewares["createSource"]...)
+	router.DELETE(options.BaseURL+"/api/v1/sources/:source_id", wrapper.DeleteSource, options.OperationMiddlewares["deleteSource"]...)
+	router.GET(options.BaseURL+"/api/v1/sources/:source_id", wrapper.GetSource, options.OperationMiddlewares["getSource"]...)
+	router.PATCH(options.BaseURL+"/api/v1/sources/:source_id", wrapper.UpdateSource, options.OperationMiddlewares["updateSource"]...)
+	router.POST(options.BaseURL+"/api/v1/sources/:source_id/rotate-token", wrapper.RotateSourceToken, options.OperationMiddlewares["rotateSourceToken"]...)
+	router.GET(options.BaseURL+"/api/v1/sources/:source_id/requests", wrapper.ListSourceRequests, options.OperationMiddlewares["listSourceRequests"]...)
 	router.GET(options.BaseURL+"/api/v1/links", wrapper.ListLinks, options.OperationMiddlewares["listLinks"]...)
 	router.POST(options.BaseURL+"/api/v1/links", wrapper.CreateLink, options.OperationMiddlewares["createLink"]...)
 	router.POST(options.BaseURL+"/api/v1/links/bulk", wrapper.CreateLinksBulk, options.OperationMiddlewares["createLinksBulk"]...)
@@ -18522,6 +25038,15 @@ type ProblemApplicationProblemPlusJSONResponse struct {
 	Headers ProblemResponseHeaders
 }
 
+type TooLargeResponseHeaders struct {
+	XRequestId *string
+}
+type TooLargeApplicationProblemPlusJSONResponse struct {
+	Body Problem
+
+	Headers TooLargeResponseHeaders
+}
+
 type TooManyRequestsResponseHeaders struct {
 	RateLimit       *string
 	RateLimitPolicy *string
@@ -18551,6 +25076,15 @@ type UnprocessableEntityApplicationProblemPlusJSONResponse struct {
 	Body Problem
 
 	Headers UnprocessableEntityResponseHeaders
+}
+
+type UnsupportedMediaTypeResponseHeaders struct {
+	XRequestId *string
+}
+type UnsupportedMediaTypeApplicationProblemPlusJSONResponse struct {
+	Body Problem
+
+	Headers UnsupportedMediaTypeResponseHeaders
 }
 
 type WebhookStateResponseHeaders struct {
@@ -18682,6 +25216,201 @@ type ListEventTypesdefaultApplicationProblemPlusJSONResponse struct {
 }
 
 func (response ListEventTypesdefaultApplicationProblemPlusJSONResponse) VisitListEventTypesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateEventTypeRequestObject struct {
+	Params CreateEventTypeParams
+	Body   *CreateEventTypeJSONRequestBody
+}
+
+type CreateEventTypeResponseObject interface {
+	VisitCreateEventTypeResponse(w http.ResponseWriter) error
+}
+
+type CreateEventType201ResponseHeaders struct {
+	Location        *string
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      *string
+}
+
+type CreateEventType201JSONResponse struct {
+	Body    EventType
+	Headers CreateEventType201ResponseHeaders
+}
+
+func (response CreateEventType201JSONResponse) VisitCreateEventTypeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.Location != nil {
+		w.Header().Set("Location", fmt.Sprint(*response.Headers.Location))
+	}
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateEventType400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response CreateEventType400ApplicationProblemPlusJSONResponse) VisitCreateEventTypeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateEventType401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response CreateEventType401ApplicationProblemPlusJSONResponse) VisitCreateEventTypeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateEventType403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response CreateEventType403ApplicationProblemPlusJSONResponse) VisitCreateEventTypeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateEventType409ApplicationProblemPlusJSONResponse struct {
+	ConflictApplicationProblemPlusJSONResponse
+}
+
+func (response CreateEventType409ApplicationProblemPlusJSONResponse) VisitCreateEventTypeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateEventType422ApplicationProblemPlusJSONResponse struct {
+	UnprocessableEntityApplicationProblemPlusJSONResponse
+}
+
+func (response CreateEventType422ApplicationProblemPlusJSONResponse) VisitCreateEventTypeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateEventType429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response CreateEventType429ApplicationProblemPlusJSONResponse) VisitCreateEventTypeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateEventTypedefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	Headers    ProblemResponseHeaders
+	StatusCode int
+}
+
+func (response CreateEventTypedefaultApplicationProblemPlusJSONResponse) VisitCreateEventTypeResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -18867,6 +25596,217 @@ func (response GetEventTypedefaultApplicationProblemPlusJSONResponse) VisitGetEv
 	return err
 }
 
+type UpdateEventTypeRequestObject struct {
+	EventType EventTypeName `json:"event_type"`
+	Params    UpdateEventTypeParams
+	Body      *UpdateEventTypeJSONRequestBody
+}
+
+type UpdateEventTypeResponseObject interface {
+	VisitUpdateEventTypeResponse(w http.ResponseWriter) error
+}
+
+type UpdateEventType200ResponseHeaders struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      *string
+}
+
+type UpdateEventType200JSONResponse struct {
+	Body    EventType
+	Headers UpdateEventType200ResponseHeaders
+}
+
+func (response UpdateEventType200JSONResponse) VisitUpdateEventTypeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateEventType400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateEventType400ApplicationProblemPlusJSONResponse) VisitUpdateEventTypeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateEventType401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateEventType401ApplicationProblemPlusJSONResponse) VisitUpdateEventTypeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateEventType403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateEventType403ApplicationProblemPlusJSONResponse) VisitUpdateEventTypeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateEventType404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateEventType404ApplicationProblemPlusJSONResponse) VisitUpdateEventTypeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateEventType409ApplicationProblemPlusJSONResponse struct {
+	ConflictApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateEventType409ApplicationProblemPlusJSONResponse) VisitUpdateEventTypeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateEventType422ApplicationProblemPlusJSONResponse struct {
+	UnprocessableEntityApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateEventType422ApplicationProblemPlusJSONResponse) VisitUpdateEventTypeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateEventType429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateEventType429ApplicationProblemPlusJSONResponse) VisitUpdateEventTypeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateEventTypedefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	Headers    ProblemResponseHeaders
+	StatusCode int
+}
+
+func (response UpdateEventTypedefaultApplicationProblemPlusJSONResponse) VisitUpdateEventTypeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListEventsRequestObject struct {
 	Params ListEventsParams
 }
@@ -19005,6 +25945,201 @@ type ListEventsdefaultApplicationProblemPlusJSONResponse struct {
 }
 
 func (response ListEventsdefaultApplicationProblemPlusJSONResponse) VisitListEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PublishEventRequestObject struct {
+	Params PublishEventParams
+	Body   *PublishEventJSONRequestBody
+}
+
+type PublishEventResponseObject interface {
+	VisitPublishEventResponse(w http.ResponseWriter) error
+}
+
+type PublishEvent201ResponseHeaders struct {
+	Location        *string
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      *string
+}
+
+type PublishEvent201JSONResponse struct {
+	Body    Event
+	Headers PublishEvent201ResponseHeaders
+}
+
+func (response PublishEvent201JSONResponse) VisitPublishEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.Location != nil {
+		w.Header().Set("Location", fmt.Sprint(*response.Headers.Location))
+	}
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PublishEvent400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response PublishEvent400ApplicationProblemPlusJSONResponse) VisitPublishEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PublishEvent401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response PublishEvent401ApplicationProblemPlusJSONResponse) VisitPublishEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PublishEvent403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response PublishEvent403ApplicationProblemPlusJSONResponse) VisitPublishEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PublishEvent409ApplicationProblemPlusJSONResponse struct {
+	ConflictApplicationProblemPlusJSONResponse
+}
+
+func (response PublishEvent409ApplicationProblemPlusJSONResponse) VisitPublishEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PublishEvent422ApplicationProblemPlusJSONResponse struct {
+	UnprocessableEntityApplicationProblemPlusJSONResponse
+}
+
+func (response PublishEvent422ApplicationProblemPlusJSONResponse) VisitPublishEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PublishEvent429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response PublishEvent429ApplicationProblemPlusJSONResponse) VisitPublishEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PublishEventdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	Headers    ProblemResponseHeaders
+	StatusCode int
+}
+
+func (response PublishEventdefaultApplicationProblemPlusJSONResponse) VisitPublishEventResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -21169,6 +28304,116 @@ func (response GetLinkStatsByDimensiondefaultApplicationProblemPlusJSONResponse)
 	return err
 }
 
+type GetMeRequestObject struct {
+}
+
+type GetMeResponseObject interface {
+	VisitGetMeResponse(w http.ResponseWriter) error
+}
+
+type GetMe200ResponseHeaders struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      *string
+}
+
+type GetMe200JSONResponse struct {
+	Body    Me
+	Headers GetMe200ResponseHeaders
+}
+
+func (response GetMe200JSONResponse) VisitGetMeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetMe401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response GetMe401ApplicationProblemPlusJSONResponse) VisitGetMeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetMe429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response GetMe429ApplicationProblemPlusJSONResponse) VisitGetMeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetMedefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	Headers    ProblemResponseHeaders
+	StatusCode int
+}
+
+func (response GetMedefaultApplicationProblemPlusJSONResponse) VisitGetMeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListModelsRequestObject struct {
 }
 
@@ -21458,6 +28703,1242 @@ type GetModeldefaultApplicationProblemPlusJSONResponse struct {
 }
 
 func (response GetModeldefaultApplicationProblemPlusJSONResponse) VisitGetModelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListSourcesRequestObject struct {
+	Params ListSourcesParams
+}
+
+type ListSourcesResponseObject interface {
+	VisitListSourcesResponse(w http.ResponseWriter) error
+}
+
+type ListSources200ResponseHeaders struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      *string
+}
+
+type ListSources200JSONResponse struct {
+	Body    SourceList
+	Headers ListSources200ResponseHeaders
+}
+
+func (response ListSources200JSONResponse) VisitListSourcesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListSources400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response ListSources400ApplicationProblemPlusJSONResponse) VisitListSourcesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListSources401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response ListSources401ApplicationProblemPlusJSONResponse) VisitListSourcesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListSources403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response ListSources403ApplicationProblemPlusJSONResponse) VisitListSourcesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListSources429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response ListSources429ApplicationProblemPlusJSONResponse) VisitListSourcesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListSourcesdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	Headers    ProblemResponseHeaders
+	StatusCode int
+}
+
+func (response ListSourcesdefaultApplicationProblemPlusJSONResponse) VisitListSourcesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateSourceRequestObject struct {
+	Params CreateSourceParams
+	Body   *CreateSourceJSONRequestBody
+}
+
+type CreateSourceResponseObject interface {
+	VisitCreateSourceResponse(w http.ResponseWriter) error
+}
+
+type CreateSource201ResponseHeaders struct {
+	Location        *string
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      *string
+}
+
+type CreateSource201JSONResponse struct {
+	Body    SourceWithIngestURL
+	Headers CreateSource201ResponseHeaders
+}
+
+func (response CreateSource201JSONResponse) VisitCreateSourceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.Location != nil {
+		w.Header().Set("Location", fmt.Sprint(*response.Headers.Location))
+	}
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateSource400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response CreateSource400ApplicationProblemPlusJSONResponse) VisitCreateSourceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateSource401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response CreateSource401ApplicationProblemPlusJSONResponse) VisitCreateSourceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateSource403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response CreateSource403ApplicationProblemPlusJSONResponse) VisitCreateSourceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateSource409ApplicationProblemPlusJSONResponse struct {
+	ConflictApplicationProblemPlusJSONResponse
+}
+
+func (response CreateSource409ApplicationProblemPlusJSONResponse) VisitCreateSourceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateSource422ApplicationProblemPlusJSONResponse struct {
+	UnprocessableEntityApplicationProblemPlusJSONResponse
+}
+
+func (response CreateSource422ApplicationProblemPlusJSONResponse) VisitCreateSourceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateSource429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response CreateSource429ApplicationProblemPlusJSONResponse) VisitCreateSourceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateSourcedefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	Headers    ProblemResponseHeaders
+	StatusCode int
+}
+
+func (response CreateSourcedefaultApplicationProblemPlusJSONResponse) VisitCreateSourceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteSourceRequestObject struct {
+	SourceId SourceID `json:"source_id"`
+}
+
+type DeleteSourceResponseObject interface {
+	VisitDeleteSourceResponse(w http.ResponseWriter) error
+}
+
+type DeleteSource204ResponseHeaders struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      *string
+}
+
+type DeleteSource204Response struct {
+	Headers DeleteSource204ResponseHeaders
+}
+
+func (response DeleteSource204Response) VisitDeleteSourceResponse(w http.ResponseWriter) error {
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(204)
+	return nil
+}
+
+type DeleteSource400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteSource400ApplicationProblemPlusJSONResponse) VisitDeleteSourceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteSource401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteSource401ApplicationProblemPlusJSONResponse) VisitDeleteSourceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteSource403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteSource403ApplicationProblemPlusJSONResponse) VisitDeleteSourceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteSource404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteSource404ApplicationProblemPlusJSONResponse) VisitDeleteSourceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteSource429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteSource429ApplicationProblemPlusJSONResponse) VisitDeleteSourceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteSourcedefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	Headers    ProblemResponseHeaders
+	StatusCode int
+}
+
+func (response DeleteSourcedefaultApplicationProblemPlusJSONResponse) VisitDeleteSourceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSourceRequestObject struct {
+	SourceId SourceID `json:"source_id"`
+}
+
+type GetSourceResponseObject interface {
+	VisitGetSourceResponse(w http.ResponseWriter) error
+}
+
+type GetSource200ResponseHeaders struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      *string
+}
+
+type GetSource200JSONResponse struct {
+	Body    Source
+	Headers GetSource200ResponseHeaders
+}
+
+func (response GetSource200JSONResponse) VisitGetSourceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSource400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response GetSource400ApplicationProblemPlusJSONResponse) VisitGetSourceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSource401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response GetSource401ApplicationProblemPlusJSONResponse) VisitGetSourceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSource403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response GetSource403ApplicationProblemPlusJSONResponse) VisitGetSourceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSource404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response GetSource404ApplicationProblemPlusJSONResponse) VisitGetSourceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSource429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response GetSource429ApplicationProblemPlusJSONResponse) VisitGetSourceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSourcedefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	Headers    ProblemResponseHeaders
+	StatusCode int
+}
+
+func (response GetSourcedefaultApplicationProblemPlusJSONResponse) VisitGetSourceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateSourceRequestObject struct {
+	SourceId SourceID `json:"source_id"`
+	Params   UpdateSourceParams
+	Body     *UpdateSourceJSONRequestBody
+}
+
+type UpdateSourceResponseObject interface {
+	VisitUpdateSourceResponse(w http.ResponseWriter) error
+}
+
+type UpdateSource200ResponseHeaders struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      *string
+}
+
+type UpdateSource200JSONResponse struct {
+	Body    Source
+	Headers UpdateSource200ResponseHeaders
+}
+
+func (response UpdateSource200JSONResponse) VisitUpdateSourceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateSource400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateSource400ApplicationProblemPlusJSONResponse) VisitUpdateSourceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateSource401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateSource401ApplicationProblemPlusJSONResponse) VisitUpdateSourceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateSource403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateSource403ApplicationProblemPlusJSONResponse) VisitUpdateSourceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateSource404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateSource404ApplicationProblemPlusJSONResponse) VisitUpdateSourceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateSource409ApplicationProblemPlusJSONResponse struct {
+	ConflictApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateSource409ApplicationProblemPlusJSONResponse) VisitUpdateSourceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateSource422ApplicationProblemPlusJSONResponse struct {
+	UnprocessableEntityApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateSource422ApplicationProblemPlusJSONResponse) VisitUpdateSourceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateSource429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateSource429ApplicationProblemPlusJSONResponse) VisitUpdateSourceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateSourcedefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	Headers    ProblemResponseHeaders
+	StatusCode int
+}
+
+func (response UpdateSourcedefaultApplicationProblemPlusJSONResponse) VisitUpdateSourceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListSourceRequestsRequestObject struct {
+	SourceId SourceID `json:"source_id"`
+	Params   ListSourceRequestsParams
+}
+
+type ListSourceRequestsResponseObject interface {
+	VisitListSourceRequestsResponse(w http.ResponseWriter) error
+}
+
+type ListSourceRequests200ResponseHeaders struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      *string
+}
+
+type ListSourceRequests200JSONResponse struct {
+	Body    SourceRequestList
+	Headers ListSourceRequests200ResponseHeaders
+}
+
+func (response ListSourceRequests200JSONResponse) VisitListSourceRequestsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListSourceRequests400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response ListSourceRequests400ApplicationProblemPlusJSONResponse) VisitListSourceRequestsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListSourceRequests401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response ListSourceRequests401ApplicationProblemPlusJSONResponse) VisitListSourceRequestsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListSourceRequests403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response ListSourceRequests403ApplicationProblemPlusJSONResponse) VisitListSourceRequestsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListSourceRequests404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response ListSourceRequests404ApplicationProblemPlusJSONResponse) VisitListSourceRequestsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListSourceRequests429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response ListSourceRequests429ApplicationProblemPlusJSONResponse) VisitListSourceRequestsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListSourceRequestsdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	Headers    ProblemResponseHeaders
+	StatusCode int
+}
+
+func (response ListSourceRequestsdefaultApplicationProblemPlusJSONResponse) VisitListSourceRequestsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RotateSourceTokenRequestObject struct {
+	SourceId SourceID `json:"source_id"`
+	Body     *RotateSourceTokenJSONRequestBody
+}
+
+type RotateSourceTokenResponseObject interface {
+	VisitRotateSourceTokenResponse(w http.ResponseWriter) error
+}
+
+type RotateSourceToken200ResponseHeaders struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      *string
+}
+
+type RotateSourceToken200JSONResponse struct {
+	Body    SourceWithIngestURL
+	Headers RotateSourceToken200ResponseHeaders
+}
+
+func (response RotateSourceToken200JSONResponse) VisitRotateSourceTokenResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RotateSourceToken400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response RotateSourceToken400ApplicationProblemPlusJSONResponse) VisitRotateSourceTokenResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RotateSourceToken401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response RotateSourceToken401ApplicationProblemPlusJSONResponse) VisitRotateSourceTokenResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RotateSourceToken403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response RotateSourceToken403ApplicationProblemPlusJSONResponse) VisitRotateSourceTokenResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RotateSourceToken404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response RotateSourceToken404ApplicationProblemPlusJSONResponse) VisitRotateSourceTokenResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RotateSourceToken429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response RotateSourceToken429ApplicationProblemPlusJSONResponse) VisitRotateSourceTokenResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RotateSourceTokendefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	Headers    ProblemResponseHeaders
+	StatusCode int
+}
+
+func (response RotateSourceTokendefaultApplicationProblemPlusJSONResponse) VisitRotateSourceTokenResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -23962,12 +32443,21 @@ type StrictServerInterface interface {
 	// ListEventTypes List event types
 	// (GET /api/v1/event-types)
 	ListEventTypes(ctx context.Context, request ListEventTypesRequestObject) (ListEventTypesResponseObject, error)
+	// CreateEventType Create a custom event type
+	// (POST /api/v1/event-types)
+	CreateEventType(ctx context.Context, request CreateEventTypeRequestObject) (CreateEventTypeResponseObject, error)
 	// GetEventType Retrieve an event type
 	// (GET /api/v1/event-types/{event_type})
 	GetEventType(ctx context.Context, request GetEventTypeRequestObject) (GetEventTypeResponseObject, error)
+	// UpdateEventType Update a custom event type
+	// (PATCH /api/v1/event-types/{event_type})
+	UpdateEventType(ctx context.Context, request UpdateEventTypeRequestObject) (UpdateEventTypeResponseObject, error)
 	// ListEvents List events
 	// (GET /api/v1/events)
 	ListEvents(ctx context.Context, request ListEventsRequestObject) (ListEventsResponseObject, error)
+	// PublishEvent Publish an event
+	// (POST /api/v1/events)
+	PublishEvent(ctx context.Context, request PublishEventRequestObject) (PublishEventResponseObject, error)
 	// GetEvent Retrieve an event
 	// (GET /api/v1/events/{event_id})
 	GetEvent(ctx context.Context, request GetEventRequestObject) (GetEventResponseObject, error)
@@ -24004,12 +32494,36 @@ type StrictServerInterface interface {
 	// GetLinkStatsByDimension Clicks of a link by country, referrer, device, browser or OS
 	// (GET /api/v1/links/{link_id}/stats/{dimension})
 	GetLinkStatsByDimension(ctx context.Context, request GetLinkStatsByDimensionRequestObject) (GetLinkStatsByDimensionResponseObject, error)
+	// GetMe Who am I
+	// (GET /api/v1/me)
+	GetMe(ctx context.Context, request GetMeRequestObject) (GetMeResponseObject, error)
 	// ListModels List models
 	// (GET /api/v1/models)
 	ListModels(ctx context.Context, request ListModelsRequestObject) (ListModelsResponseObject, error)
 	// GetModel Retrieve a model
 	// (GET /api/v1/models/{model})
 	GetModel(ctx context.Context, request GetModelRequestObject) (GetModelResponseObject, error)
+	// ListSources List sources
+	// (GET /api/v1/sources)
+	ListSources(ctx context.Context, request ListSourcesRequestObject) (ListSourcesResponseObject, error)
+	// CreateSource Create a source
+	// (POST /api/v1/sources)
+	CreateSource(ctx context.Context, request CreateSourceRequestObject) (CreateSourceResponseObject, error)
+	// DeleteSource Delete a source
+	// (DELETE /api/v1/sources/{source_id})
+	DeleteSource(ctx context.Context, request DeleteSourceRequestObject) (DeleteSourceResponseObject, error)
+	// GetSource Retrieve a source
+	// (GET /api/v1/sources/{source_id})
+	GetSource(ctx context.Context, request GetSourceRequestObject) (GetSourceResponseObject, error)
+	// UpdateSource Update a source
+	// (PATCH /api/v1/sources/{source_id})
+	UpdateSource(ctx context.Context, request UpdateSourceRequestObject) (UpdateSourceResponseObject, error)
+	// ListSourceRequests List a source's recent requests
+	// (GET /api/v1/sources/{source_id}/requests)
+	ListSourceRequests(ctx context.Context, request ListSourceRequestsRequestObject) (ListSourceRequestsResponseObject, error)
+	// RotateSourceToken Rotate a source's token
+	// (POST /api/v1/sources/{source_id}/rotate-token)
+	RotateSourceToken(ctx context.Context, request RotateSourceTokenRequestObject) (RotateSourceTokenResponseObject, error)
 	// GetWebhookDelivery Retrieve a delivery with its attempts
 	// (GET /api/v1/webhook-deliveries/{delivery_id})
 	GetWebhookDelivery(ctx context.Context, request GetWebhookDeliveryRequestObject) (GetWebhookDeliveryResponseObject, error)
@@ -24089,6 +32603,54 @@ func (sh *strictHandler) ListEventTypes(ctx echo.Context) error {
 	return nil
 }
 
+// CreateEventType operation middleware
+func (sh *strictHandler) CreateEventType(ctx echo.Context, params CreateEventTypeParams) error {
+	var request CreateEventTypeRequestObject
+
+	request.Params = params
+
+	var body CreateEventTypeJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateEventType(ctx.Request().Context(), request.(CreateEventTypeRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateEventType")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(CreateEventTypeResponseObject); ok {
+		return validResponse.VisitCreateEventTypeResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // GetEventType operation middleware
 func (sh *strictHandler) GetEventType(ctx echo.Context, eventType EventTypeName) error {
 	var request GetEventTypeRequestObject
@@ -24114,6 +32676,55 @@ func (sh *strictHandler) GetEventType(ctx echo.Context, eventType EventTypeName)
 	return nil
 }
 
+// UpdateEventType operation middleware
+func (sh *strictHandler) UpdateEventType(ctx echo.Context, eventType EventTypeName, params UpdateEventTypeParams) error {
+	var request UpdateEventTypeRequestObject
+
+	request.EventType = eventType
+	request.Params = params
+
+	var body UpdateEventTypeJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.UpdateEventType(ctx.Request().Context(), request.(UpdateEventTypeRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "UpdateEventType")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(UpdateEventTypeResponseObject); ok {
+		return validResponse.VisitUpdateEventTypeResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // ListEvents operation middleware
 func (sh *strictHandler) ListEvents(ctx echo.Context, params ListEventsParams) error {
 	var request ListEventsRequestObject
@@ -24133,6 +32744,54 @@ func (sh *strictHandler) ListEvents(ctx echo.Context, params ListEventsParams) e
 		return err
 	} else if validResponse, ok := response.(ListEventsResponseObject); ok {
 		return validResponse.VisitListEventsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// PublishEvent operation middleware
+func (sh *strictHandler) PublishEvent(ctx echo.Context, params PublishEventParams) error {
+	var request PublishEventRequestObject
+
+	request.Params = params
+
+	var body PublishEventJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.PublishEvent(ctx.Request().Context(), request.(PublishEventRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "PublishEvent")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(PublishEventResponseObject); ok {
+		return validResponse.VisitPublishEventResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -24536,6 +33195,29 @@ func (sh *strictHandler) GetLinkStatsByDimension(ctx echo.Context, linkId LinkID
 	return nil
 }
 
+// GetMe operation middleware
+func (sh *strictHandler) GetMe(ctx echo.Context) error {
+	var request GetMeRequestObject
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetMe(ctx.Request().Context(), request.(GetMeRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetMe")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetMeResponseObject); ok {
+		return validResponse.VisitGetMeResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // ListModels operation middleware
 func (sh *strictHandler) ListModels(ctx echo.Context) error {
 	var request ListModelsRequestObject
@@ -24578,6 +33260,255 @@ func (sh *strictHandler) GetModel(ctx echo.Context, model ModelID) error {
 		return err
 	} else if validResponse, ok := response.(GetModelResponseObject); ok {
 		return validResponse.VisitGetModelResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListSources operation middleware
+func (sh *strictHandler) ListSources(ctx echo.Context, params ListSourcesParams) error {
+	var request ListSourcesRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListSources(ctx.Request().Context(), request.(ListSourcesRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListSources")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListSourcesResponseObject); ok {
+		return validResponse.VisitListSourcesResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// CreateSource operation middleware
+func (sh *strictHandler) CreateSource(ctx echo.Context, params CreateSourceParams) error {
+	var request CreateSourceRequestObject
+
+	request.Params = params
+
+	var body CreateSourceJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateSource(ctx.Request().Context(), request.(CreateSourceRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateSource")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(CreateSourceResponseObject); ok {
+		return validResponse.VisitCreateSourceResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// DeleteSource operation middleware
+func (sh *strictHandler) DeleteSource(ctx echo.Context, sourceId SourceID) error {
+	var request DeleteSourceRequestObject
+
+	request.SourceId = sourceId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.DeleteSource(ctx.Request().Context(), request.(DeleteSourceRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DeleteSource")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(DeleteSourceResponseObject); ok {
+		return validResponse.VisitDeleteSourceResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetSource operation middleware
+func (sh *strictHandler) GetSource(ctx echo.Context, sourceId SourceID) error {
+	var request GetSourceRequestObject
+
+	request.SourceId = sourceId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetSource(ctx.Request().Context(), request.(GetSourceRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetSource")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetSourceResponseObject); ok {
+		return validResponse.VisitGetSourceResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// UpdateSource operation middleware
+func (sh *strictHandler) UpdateSource(ctx echo.Context, sourceId SourceID, params UpdateSourceParams) error {
+	var request UpdateSourceRequestObject
+
+	request.SourceId = sourceId
+	request.Params = params
+
+	var body UpdateSourceJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.UpdateSource(ctx.Request().Context(), request.(UpdateSourceRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "UpdateSource")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(UpdateSourceResponseObject); ok {
+		return validResponse.VisitUpdateSourceResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListSourceRequests operation middleware
+func (sh *strictHandler) ListSourceRequests(ctx echo.Context, sourceId SourceID, params ListSourceRequestsParams) error {
+	var request ListSourceRequestsRequestObject
+
+	request.SourceId = sourceId
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListSourceRequests(ctx.Request().Context(), request.(ListSourceRequestsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListSourceRequests")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListSourceRequestsResponseObject); ok {
+		return validResponse.VisitListSourceRequestsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// RotateSourceToken operation middleware
+func (sh *strictHandler) RotateSourceToken(ctx echo.Context, sourceId SourceID) error {
+	var request RotateSourceTokenRequestObject
+
+	request.SourceId = sourceId
+
+	var body RotateSourceTokenJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		if !errors.Is(err, io.EOF) {
+			return err
+		}
+	} else {
+		request.Body = &body
+	}
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.RotateSourceToken(ctx.Request().Context(), request.(RotateSourceTokenRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RotateSourceToken")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(RotateSourceTokenResponseObject); ok {
+		return validResponse.VisitRotateSourceTokenResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -25088,422 +34019,538 @@ func (sh *strictHandler) TestWebhook(ctx echo.Context, webhookId WebhookID) erro
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7P17ciM31icMbwXB55kwWZ2kSEqqkqhwzKhuttp1c0nV7m6zhglmgmS2kgCdQIqiy4roPcysYf7/tvAt",
-	"pVfyBs4BkBcmb5KqXO7WG+887RIzkbgcnPv5nU+1QExngjOuZK33qcau6XQWM/jvVxG/1P8r0+mUJota",
-	"r3ZKAjqd0WjMSax/9GpXNE6ZfogmwSS6YmGtN6KxZF4tiKPgUtZ6ba8WJIwqFg6oqvVq3Xb3cbPTaXa7",
-	"F512r63//7/XvFrIpIo4VZHggzSJa73aRKmZ7O3tmSm1AjHdmyVREPGxfl5MacRrvZoctnJP1Lwau55F",
-	"CQvXjCJGI5Y0GQ9Z6J6X+dl1m+3ORTs3O3atWMJpPIjCWq8WJNPm0dFBp+bVRiKZ0yQc/JIyvUMqSZlX",
-	"g4difjlod/78/PTZwfPDF49fPvnu6PvjP7d/6Lzuvtl/V/NqMZVqALtktoancezVpvR6YPeu0263215t",
-	"yhQNqaK13qcbryaG/2CBnqs5goSFUcICNVCLGav19ttdryYnIlGlHShu1N4wpsFlc5REIV3UvJqM03Gt",
-	"Vyv/VVGVylqvRgMVXbGaV1N0LGu9n2uWEGpebThq6m2rffRqKlIxq/VqT/Uw5CUMQ7JDS2fhRkJI1VTT",
-	"kxu/58bXGxFG6bTWq7EpjWI9P5Emgf4gZ3MZM6VYUru5ufGAdl9FUhXp9y1nS4SLG/vzGgru7B+tJOL2",
-	"lyBiJIw8ndq/5KgS/3Sf9Jg/ofZx7/C41+nqVeYp1NDs10ygtyXLdgVZ3tx89GoTKgdTkTBHKJxdq0GQ",
-	"JlIkdkdyeyAVkuSE0ZAlyFlFAEQC9MdkkEQz/GftYsLIh/eviBgRNWHEEB3B4VpAGLBDtV5tj86ivavO",
-	"3pwNJ0Jcyr35xJzwaffHo58O/vL4r0/+dvT349P2086z7nO9WcGETfUh6SN8xfhYTWq9bvvgyKvh0dSk",
-	"SvSW6Om+p4q9iqaRWp7kS5EQRoMJmYk4ChYeTDVhv6RMKkmkiuKY0DgWcxYSLuak7id+g1AewoOSBYKH",
-	"kqRcRTH85ZdUKEoiSUZpHC9IwqQSCQtJ3Vd+o7jofu2SLfq1k+Tbw+PjE/VtxyP92lwkl3JGAwY/dI/x",
-	"l5ULPny8dr3Nd7Cq6rPBqcK6IyYJnc3iiIVEifwekPrZi4uXJEzoSDUjpkZNTeJ0FjUTqlgMHzHU0OgR",
-	"/xc/27wZS4g/9+0mVS/+l28ft9sn828ft8ur/+Xb/bb5adflM5UsmqcjzUGXVn5ujkwJMqeRIkM2Eole",
-	"rkoWER8XZrlf+G7Eo6nm2G33zYgrNgY27dV++umn5mmqJoyrKKCKVe85zZ6IBCcwOtNzSSUj9fcvn5HH",
-	"Tw7bDY/MIzWBc2BJIhISiJAVN/ApowlLSMJoPP22X5PzSAWToaBJ2K95+Na3/VrEr2gchQMlLhl3Pwxy",
-	"E/u2DxM7fXdGLtlCUy4XisBbrX5t1c4fdrpVO//X5ns8/eZZWL0BZ8+RH0Qyo7CFSBPpkfmEcbIQKZGM",
-	"K0JxDsTPj+k3Tkik9CRpLAWJOGFXLNH8TwxjNiWhCNIp4yXukrBfkJkc/7D/uvvjk6dHz46ft190Xna/",
-	"2//+YNUSO90KXnLj1WY0oVOmDPt7Zlhl1Vr9HDP1LRucJewqEqkkMzpmJ0RM9XoUGYkEfh5FiVTwm14D",
-	"CFSUf16N06mei2HO667ENOJuFXrCWpfQI/3vn0+bf6fNX9vN40Hz45/+u1Z1hs9ZHOlNPXu+/gQZCc2T",
-	"xd0O4yvc7af7FeLZLmpG1SRbkx1JS38tZH9JtcZgZX620P9O2KjWq/3XXqbp7+Gvci83b72Ms5BNZ0Ix",
-	"Hix+YBUc8JSkPPolZQS0J1Kn5MOHs+cekXTRIGpCFZnSSyYdYyjSrKQjBmfWPSATTb4tovdG0imDa+Su",
-	"r/5Lnw9FqGXBLKYLmTtmyuWcJaQOT/tuxqr5Hh5lYY/oHfAbJOJSMRrqndfagZ7OPArYifuG+2qfUy7U",
-	"hCUEPoqfkMQ/6HZJlO3J4JItBglLJQv9EzKfRDHLTcwtE+RfknLpEf+gfdzn+SHMU4OID2aJGCdMSr9F",
-	"fmALSWjCgP8bttLq8wKNHLH2/vGTI9Y8aIeHzYN9dtQcBsf7zcdHxwf08MnoeL97YCkFpUtGK7mDbeqT",
-	"XXkRDtddhH7/uttp9vvXT16suggrNIbvxZxMKV+QSLEpyJGEqTThpN751z//T6fdLor5brv6GoPoLEw+",
-	"ZCOaxgpfmdJrlDYdsJqs7OlUyh5tIWy+rlqFLV7VjXp0xVXVo9zlmpq56mmfK6rky0RMq2cuFU2UY5ss",
-	"iURI6maTyH6bhPoyGfHtK4HqVdVWjxKwQ7L5jUQyBQVZ68pNFU1ZJQHA/C7+XsE7ODk7fXNK9JvkV8EZ",
-	"0V8iMg0mhEriv0gTMWN7T1kSR9wHPkHjaMz1vdWz9sicsUsJauRUcDWR2cL8DxfPVi9F/VpNMrUPF8/Q",
-	"nLH0/vhgsxz4mJMHf9prfnz032v2QVSfEuNh8Yw8wq6DOJXRFctWxcV89ZrEbQ7nJzQVNpO9sSn0RGci",
-	"KusGGw2NiitgRrzLLchmDzpFwuRMcIm+qqc0NBoPOA8E1yIB/FJaQ0fNcc9oPH/6h0TTK+/sAsUJLfcR",
-	"jWIWlj1fToUhoWCo8E2pCiYk0jYPLiDnVtDKZ61XMaxXC5miUWz23EqNCZWkQ4zqSUYRi0PYdK16SvBP",
-	"uNemqbTfBgpCEiU5RSVHo61Br/nxU9vrdJ/caEp1y9ADiZDFNW3SalFJeZA3K+FHuTek4f/ott2pgegK",
-	"t9IPjWV+oHmxNcD/4raDuO0wZGpPR+4t7xmc93ZE8g5HwVeWSdxud+kMjZ4yYgnjASN1f0pjfadYONDE",
-	"4nvEX5oVMpycVV9W5KumaR7fKzwLc30m+CiOgtvSr71fYSTpcIl8DdOBu6wtAffUMsUuDVQg2Ehm48xp",
-	"NhAZsoBqe0zfhoQFTKuVRpFiITnotMl3grMWecH181p7BwXu3dvzC7KjJ2OPwRjIGpfodttBEiZTYJO3",
-	"JevjjKx/KrHL/P4ukffSBt8/dQeGlmSmU6MH6RupNQSlKdw+o2lbxul4oOglA0rPuRXtH/vcL09bP5mZ",
-	"IHwwiqPxBEbbpO42ULO9t5vzUiTDKAwZv+XVibhMR6MoiBhXAxmIGStennP9JzKNpER3YfnGVLxfvjPW",
-	"UxDT4BKNGXgO+Y6YsQR5ImcslD2CrLeXMBquIHJ8YmfitXIXZwlu0ty3ah/z5L2fkfdZboHELnCJriu2",
-	"4f4oO9s86raOlXeO1P3lSSyx6Sqn0zqCW3q+wmezG8G+EeqlSHl4S3qFIxtwoQYjO0pGrB/4JRdzTkSS",
-	"8WaU88uEWx4oR7VvBL5F+rXxTDWP+zUCrB8HRMdLJInzPa6l0z0Y4g6s9iCjxdcwKy257ZyXCLG8rPuh",
-	"wjcCbRVkpCTiQIGXbPFNbhtI3Xff1aywNJV7VhnsbG/L9gybBx2zpO5yknJ2PWOBYiGRLNHSHJ+r4n+F",
-	"gXJUdC6mTE20BTfXrGOeCD4mghORJkRGIWuRH1OhWN53PohCEo3ApanXRANFZDqbiUTdLyu0xHWYV0/P",
-	"zErKK67gdYUl3w+FnfIFQS+UVjDThHnaMKacvH/5jBwfHD6pdNneGzVdCPGa8oX5s7wlVSVUsQH4aap0",
-	"ULwuLt6TShaSdFZBU4Vh8tJUCHQkuYiJ40VGxp6g91Ff0E4+jHL/pHPQzamA77VWBRPWpjxjYbXyV1rX",
-	"VSRiqljYtBElLZIv2aL28Z5IiiTZvLS+budG6n5+Kn6jRX6ikSJ+Lg5UiELlyKwQGVxHY9mDK+JrW71s",
-	"n18OUq19PffonQX2B05TNRFJ9Cu7rdCms8i4j6/E5YqrASdkH1i+E+UhVimZuVFa5BlEkAklnM3hV6rI",
-	"XipZoi/BZ7oX7U52L+ykskkv3YnyuvSOG217YH4rbtcbQU7NeaD259zdSxpOaZi8bGI81GLG+ds1s+3X",
-	"CgP3iIkYyuFAXg7+9c//16+5Lb0En/2X3c3XuB475Urtp7Tke9N+UtAm3W7V/dKXwPQzodPcn0qnm/+T",
-	"SXL5CjX0D3yWiIBJWPILriK1uK2WVRk+KhmYJhblkSwIVaVnVQ9VZgOlWA+wAxC04AugJIxG4OfKIlZG",
-	"l42pVLnY3AeZZxvgj4d/mbc2uF/uIFW7OYUsW4vhImbJyxpZ9ebcnwXql/bVzzbWxFNwf00g0QXq/RUB",
-	"xPs1BYwH6lyZ67KCUqsodEaXKfIdNfuc0eB2OZy5TdN/MBboIGEUvmzy1q4w3fTn2qPaR6+mtV3NR2QE",
-	"pITP4FIHnE5BKfpostg2hh5c4pUhxJpXs9kDA8mChKnBciJdpgrZv7i8spndiZW5i51cklghnw3uQSGl",
-	"LZdwsgtlmsNdRZmZY5eD+1VfUvDyfTV6211o2+0SrOH03dkPrDLN4pQ70XT2nNQ50wacMdH1trB4VMol",
-	"05cRWdLr/TcH7w5/fPz+yfnRxfFf2j91/tpdjgyW4mle7WkaX54pNn1hDejijH6aLIjgDGLekIRAhml8",
-	"6TgDRhHAxsMcF7Tt9AmKOXePzUUah2RCr5hzp7eAqMWMJSpiMpMQn2o0jt+OIFq0Bad7pl+6+VhFUnYy",
-	"etxeVeyD1A/a7UbRdUxEUuU81o8eNzwikj73i4azT+qH7XYDs5ggO4YqOqSSmc0xORZSiQSzSXAzv5Ek",
-	"mKT80kYrrUTq89pNJg2Xj4NC7AO8EK3i8VYmQWbRt6oEyIpN8UxmVSGKZ9LS4IayRGvmMVXRFbM5g3pB",
-	"IEsVm8otZdRLPTBS3Q2s4wxfhrwHswqaJBQun2VlVRHf7y8u3hF8wE2G0FhTbY7uJlTbi4ftNobly4cI",
-	"16oiwyKL8v6MBOrm4g7po3vR8O0br/YsjoLL5em+5fqgA5Fo6/UqkpHCOwWZxJinQd7ApQe/UcRxRfCk",
-	"SL6R5OwdoWGYMCmX788wEXPJVqSkmR/JiE6jWCu+KfpYfaRbLhRMbMwjycJGawvGEcRUbjxr2Idn8OSN",
-	"SUY34meZss31sZnWoJqADwt4xTbZAV4tEClXSUXW19n5W7Lfefy42SE0nk1os2vyDin5jomzd9mtjSSE",
-	"nqJxarhU/op5NS1atT5gw/5LUwjZVRSsyALF38whACPn6VSTVsjkpRIz/TUxjGLMAR/GTNW82lDo/wsa",
-	"WY7Wsg9G4VancPZcP2yzeLZM1sl0kSVRFc/pQhIfztTPrwX+UjlTseIGmxAIHxO5kPr23h+VQjw8Yclg",
-	"IqSq/rr+xXJh/z3EzxPfI9GIUL4oE8Dh/hYkoI3pAR0b3bVCDf8gWdI81Q/4pI6Zd4edLhkuFJPlZa3I",
-	"uM0zJshsMAfl5RK1cvfN3tfyjmRXxlEunJPn2ElhOSt53TPLDSrk1ZSGBfd4j1AyY4kUnNT9STql3G94",
-	"hJIgofOYJVoE4xik7g+FMj/qkfQvIohoTOhsRkZMBeCYp32uF40ptmxO6r75L3zV//7F6XM/Z81oNc1v",
-	"6NEoJ+kMsrmmgmseS+q++S+/0SJvebwgZooEy0X6HDaMKDGnSWgvgPQhp8vPykp8k/poLgWM4S6zmZ5R",
-	"beHWwzcrb429vRWZrPApcva8qBMGsbEvKnL7Dn4sUtd+u5Atpv+ZSxfTI/3cbh6fNr//8w+v37xrXvyl",
-	"+fePn7qPb/67tmqmtmKpPNcZHTN9zXB7lsWXqb3ZTodA+bpZb8jKXCrkDdi41taF6Y1EHIu5zOkCQyFi",
-	"RkEnK1TIlId7R6WEFECb9a0EGTMFZK9fNFnfvuYdPhE5Z4VN+S7ncm/kMps4cxxJVWDMUMbzcRMzcXwE",
-	"DiS3hcUdWMkJWGhrLpcZH9xSyLHWwt2wJ7AefFB+zF98EtAkiZgkkaoglHKB2mZR9uH9KxDNplRt/Qvn",
-	"Whl7jo/elArUyov6m0gTsHSWs23LKckbz3MXqYyFZBvWoZ+pFBVmH8wwyyV/xUVXnfS6WoFTl3lpU2uW",
-	"ONTGUoGtOZQeaQcO9eKqUiifQj0JV551IzJ+xWIxY8YYWlqQpU8qwdYdinDRIr6+Mb5lIiZDRp+FJo1I",
-	"yT7X8yF1/7sXWb4YfLepf5B7n/T/3NjcoiLV01k0uGKJXFlxd/rujJgH9PdwMt9IIid0xvJs4KpTKWYs",
-	"/6V8sYX5bdw57yI+xj298bZ64YXx8zw3XrWdXrZU9+J6QlOptn1bXxuMd+zwwgd0lW3/wnMWs92mhMxu",
-	"+xdeYKhh+xde02v4iHzPaDDZ5U0txN3zld4VoNtvJJnRRSxoeJJLIdYmFGQ2cWYonyDhmz+oCZOs0dqO",
-	"58EckOlpPU0qOp2tsB4jRSZ0NmN8F4sR/7DFHC4WM/aGTiEw43JltjClfrLPmuKHJW4MM8ivzitc9tLX",
-	"zEWtYsp2q1ayN3L2/MTyMM29jMTC3zRLW+g91NLYMLxmFPpFzs2u1GrO/W4Xzq1H2pVzb9It0Sl/R93S",
-	"3pKvV7esF6rMiK/HMwYIhaSHxn+k+umu6ZobAIzIFqZTRWMxTlmljpm9vYrZRJKwaaTUsptohSfW3qJP",
-	"NRqGkR6Nxu9y38WdXp45vpdJ9RwNZatHn0m1bjCjiSt4zor9QqFOiG+cUY98ItOhfnHIoLgNNR+7X6iI",
-	"b/K2YJ3Mjsx0EyHBwQHuQoGcsj9X+5pmahBVHN730XjSvBJxOmW4ODBH/Ed+Vk4R8SBOQ3aSbQgZLrDS",
-	"SyQ5593yNc5CYdsfsD6fP5+/fUPOna6ocvJ15YmvujdwBsWPOOJw2+KmmlHl2htVzXidHoA7ue4+7cyA",
-	"4R4XmPBhFRP+Ilxo7da8MTS/juHoM/GInzDEemnNqFQDxbhkPqlLxsgqk6AMHYFWMuqyxftoy0WdtC3W",
-	"/UHRn6n4+/io3u+3Sn9q/Gm12NXLfGcH27xSUvfz80Qn3DyKw4AmUDMYCs00ySxho+iaSfv8I99zmkfL",
-	"Ve09Qk+d/8iv2IpH6zehWPxY7/cf/bbFTjzq91tbPvqnRvWuGfO5ShnLuwwwIUWvxLNV6cYAzWVjIySQ",
-	"9EgYjbUuDXK+Nej9r2aZOnKYTtsXROer7P5XNTiAV6t26ZzmA1fLFqvDIlqlHxlEB/McqZuqcxMAkh6J",
-	"2UgRkYJ7Xl9c2ajmuxbJZ4nZp1PKjccxC7xJQUY0IfWhUFiwbvZcKqo/SrW0bBQsiIirxwc1by0USBFd",
-	"aZXOAH4vfG57G+WLe7xyuE0VC0lcRFKSsSCCB1ALZ16r1IU2apP5fJZVe2eeWblvW3xkO1ferdx3JdSq",
-	"VTRfjOfCw/oSzKiULCSCVxP4Lr7BJQysSk+s1v0n2fW4/abmkbQqw2vZR0hAZ5X3asVHcncrh8612e1h",
-	"n91KP+CXJf2AVwcvSwhg66fx3jxstZgcVFgl4gGw0Q/vX2nFW05oUsL82Q5dLE+yBzllKVvD9m7j1SkX",
-	"OebtOLWethZNOUZFuJjn99Vhmxk2UcBgGyTooKrceARDK0/jFR2yWG6ddKLp4oKOixplt0KhNFmby6IO",
-	"NBstsGdMzOIlm1nv9+bAcC7/bhWXg5sZTCgf7yIiDOLgRrFw8XpD9LgcG8gotypOgLtlzqjIYHFOBc5e",
-	"FC0F1lG+X2V+muMAXqZZ5JJx3Dhl9leQy4UjqFLr9SY9TWPjL15tyRnUvBJNRvwS7gJ+cVkl0sxFrg6N",
-	"SQ8h6eLoEu10QPLRZj8O+Moyq61J3iyj7MxCLdn+u3wJSvSBk163WXqgFZkdqQrEFDwINotweVdc7d66",
-	"1RTzFLVI5CG7rv6qya+bCQknZ/W7XNL3ekUuNtrupt3dhk3akGBZ83PZMs6YMzgRG21TXLj78rqDec8k",
-	"oMRsOBqT1AlTiVAFKaVmmkmuxkQCIiFzrRvmFrl+m3dyChRorYKey3w8A0BZi+KEj22e6yY9Qm/gIIHt",
-	"LqgTub/v4HVYIoo1joilUNJaMw3IEPRPbXChjw8yg3okmLDg0uSztOBvfqNF8v4ybXmKmWpGvFfpG+tz",
-	"BDQz1vxJpVuNRKpFfkoipZi7meDGVgnlUqsJgtt8YtQaMfHZ03absRhln4dpAqU8+SctnhkXWT550akZ",
-	"Kc+MYXPJtEVYQin7ZFLY8jmVtZdRwkbi2iVS9VxKzyq42U671znstfdbnS4k1rvcxNrzF1m2VS+X+4fA",
-	"zJuyd1wK32YYL1dIgAvCDLzalAZvz5cywRB/uLUIxHSohbxIDIxvPput9lr8GsUx3TtstUn9NQ0iroSc",
-	"nJAzrlhMXtOAvD0nfyWdg9bjE5Jc9Tr7+612g3zHgkux12132u1Ou0PMZu7Br3mOe5/gwyvQrrfbuSqk",
-	"XgCBLPJFSydb5SptI1byKTRL+cfmEEsmiuMa1030HOIVtUqo/at5Op9n49jHbZSdU6zR2NoBZADLqsey",
-	"LiAUI0U/EBmmCtw0S96galv59/WWbPmpdf4OKPjFenBITXQqhGQ8lJnvRQni577ue5jRiLiPB5329tZD",
-	"yTGy1jmfuTarnR7mnKtCHRDIrHKAZNCqEJsUBmU0MybrpT98g/Ul84jrFxxU0Ar34DoXRW6zQS2Y5F2G",
-	"bueHbEKvMN/HurnICz4SScBCwq5poOKFh9i0KQ9ZQmJBw2oXYg7f0fx/62Eeb+/7uJvHYgdXwToLHSLR",
-	"iUhneLfv2WD3aug2N79rorujDX+flnWZE61U3/LJSZvVNwuoDvk0GHuZaZKDMALQoF5iQaUH1S2dSZaY",
-	"S5JTdqxY+kq7X2zVOODLtbP4N24W0K1sFnBT5cTYzjqucCSs01sKGoqxgMwNKSTXbb4hIT5+Yvy7Wt+P",
-	"lETXmqsq3eUK7H/9V+Dz9s7otHv7dpV/iOuQXQKc4tdP8oZoHclHU8ZlJDig8FYRvX7rG2l1lSEW6ob2",
-	"tS2SMEr1g6LqM0+FypVs7BgRBWVqQ1z2FsNmfW+WvFrGyIaiX49YCxdqvDxTfue5YkiRaGu1qsoM/t2o",
-	"yotb78HBmbmFe7ipVXJ/Q3KhO8aNOpimDkcroJPvAqy9vY1w75WDMKBb5wCi70uhuPID1RGibSGqSd1B",
-	"VDe2XfkqH11WZpedlWchxwHaeq3LrpDMvV6imeAYiDA/kwI+qZv0QwjBY412xAkl04inyqU56mXtrPMd",
-	"d7r/fk3PPqOI3G9fdPd7h8e9w6OvVkRmkdc/rIy0S1jT+6BwdcqFRxtPeOv0dT3SDunr+V5uq7LXnYF8",
-	"h9xJG5b6o+Suj6JYsUT+Zyaslyttll0oWVQthueImiQiHeMGnr47I3XKCU3DSBGV0CjWZDSfCC0ywsx7",
-	"FXE9vEgWjRZ5uyp+0+ciIYX4zVJYxBwW3nbA4AGHDNVMx1mfNx6A0gBD3YhOg5GxAWhterQlrpL75G4p",
-	"1cuORVueKRUJaByjTxFPx7mWG5Wp9XY966+eg/W5Ka9rQ9QUGyCMmeknszkcWaJAMz3PbVbp+3cKFSDd",
-	"WWqtrihby4O/kUWfqtVm8rXyVZpMLgAIKfqZFrSzMmNakP4nW/CHF+2jXqdbYcF/Pf1ZK/LB/sCqSsVq",
-	"7CXK+fO3Z2ouP1W/6jlegSXIBiyHqx6hikyFVOSwDeieHjkiP0RP9WN/Pn/7xgNP8CGJ2RWLgSlyoPgx",
-	"qVMyiqnqcwsOLsGfAA+eYF6S+UUkBBQJEnEZhYzQMIRnGy3ynLEZS2CKBLuRONTGPq9Am1oSMWLOIdw+",
-	"TsRcTZqKUZvtkd+fw/YKabqVrwRcgJFUUVChbX0m6xngpq7oivzPYRpcMkVk9GuhUnsiUoAih2syZ+wS",
-	"kULUpNIK/jwG+gqzfLUxLqG2dCeFFU7tKezBNqk9n9Xc18MrGm8/72daxgK8lfq1el5ZtzA8Zyw6gMZg",
-	"0HZ1c2XdZh9E3u/gaM3DtmFmQe5oPq67POYYtsbhW96Hsl8R7s0WV8pcgnrEia9+9QEW5MPFs9s6avCz",
-	"y2utrGY3uolJUzQzMfPCXWsVdsksdmlRzzDNHX6tQGgTK98B/60BQJIeycMZSc+CE5nanwKc0X26ZbOZ",
-	"ZPHRHYfGcOxg1Reea7bLA2U+QFBYLDwi0+lUq38W8DKki91XVqKAohO2PLdVt+CCjisFCB2yuBTMxs6P",
-	"h20STGhCA6zS4gLA+xIR5/5cLtTKGs/nkb7WFa/9/L/7/et2u9nvX3de9vvXT16uKdX68P5VZaEeHUoR",
-	"pwrac/eIr7U2RLwE/c0ndbT5sTuxlunxIsO1RJQ2aGlo8U2mDVhvKlmS5QDOqJRzkYQeeNLz4IauAzC2",
-	"pvCcrtJtHxzldqvcNXS9Cr5UbFTcw+oNuni9Y7rTh4vXeWuShmHWMruYmIKWp7Atil0ak7Y3F5iyclUu",
-	"BGq0yBlHNDLN4XLdrrB7bMCyZJRvNFvMT+aE+J9uNEOYiit8riLJ2pHcEl2kajrIEWS27cNRU2vWFcVQ",
-	"FbiLDqq5YnDz4xbjTFkYpdPqYcxvBTSKKY3ibcbFutvqcc1v+XE5m0ssu9xmcMWSFVOGXzaOcLOCEyEE",
-	"zY50egHl/SzGTudYR3KiLz7jyv4glWa5xrcWxIxqgsb/gJxa17lxGvH8Bzvbl3iajD7NXFJuHvsa0/Wq",
-	"ihvNI/kiR+eJxN7QzrNmGjkfdNrIJ9fVQBbZ0np3pTYpx8Lak/bZ1hvzHz/jYx/zzzWj6UygogVdS3u1",
-	"caQm6RADJ3QWNQMRsjHje+7TN/nX5WU0a4oZklnTQP26lKp1+Yqge+vfF26bLC+KFHgo7Y6acJatGqNj",
-	"GvHGLUsPN22RHqR1EU3ZF92l7QpMK/aptbFou7wduxVxf3UUtaFedrtc0d3zPZ22TwI6W3EOuydtbihg",
-	"3bT58J0vuPf3llG6Ho3bQZtbDQigLvKZpgbBAD0L++2Ot9/uevvtJ95+++hjlX1xX2mpJ2W9yjQD+VpS",
-	"U7fgEJsrTr+6O79jLu0arWj7ZFmspCV1SIwdLlDJlixRjRPim1992H5psJFQeZrQQhluvjoI/7oiw3dz",
-	"NKL7GUIRWlN/8gdJqv1D5xXeS5ptZ4sghaOyKi6L5Gr4q6HY+URIRiADLU+4jqVtAu/KeNl+d9npereY",
-	"ieeWs2X0xGxddun1jb2FKTSfiJiZftFQ6YoB8ZBxFY0iFmqOEClJLOFD3xXLv+zOusIjmmhpJhmGIB+q",
-	"nf6Y1U5fqGjpC9YiPRQaPRQabSo0gqbT1S2nzkyf7CLwWKA1Jcla5MIhRo60CWuYIjVYkm9njLsR8HNV",
-	"3scZHUZxVImviV0i9Fg4iP5wKAoH6NASJgDioYSAgJa+kpB2y6ZDFoYRBxQSmoaRgFBpaFqrVwYqc2HG",
-	"x8vyDpyW12owj3go5tVS2FwxwtPpkCUgjsUl4yCYIz5L84uiQcBmyMSdKtnpHsGtvB3O2JoeOvhJ7KEa",
-	"MwrIUknRZ+3AGgHz/AOPrm2nXFI3RxoIyBuLBC+GLzpPup3Ok+6Tg07F1CtgHtZjqRaOPpJkLAQ2Z484",
-	"Oc96zW0HsRpGchbTxYBXgzIiR20mjIbg6NSPFSMz3727aB4Iog9gc/L/NrhccO22i7fDFhRC7dj0vhLe",
-	"dM5ZOBiuwHsVyZjySGLpH1gys0RcRaExcWDY4rrFjHFaWnKne7Rb55kMtsJNbyUnqk7dRSo4e05GiZgu",
-	"g/Rm8x3PVPNANJfPCSa9Bdrhx4LPrPnxU9vrdJ9UJ+/ChFdDoOJ1aerDpyrSdAVJhmKEy7lrSi8y7i3y",
-	"In43LNRcD/8l4bK677u53Vp58gMRMt8j80kUTDQTkND96oT4IGENtjX2W/NB8mgGgYHc1Y0Et24fuLrf",
-	"HqAvz2JqytBt/FIEQZokjAfsy/Xg+6z99bImuNXw0WpS7lO41brz3XOrBs66ppgnTf0yBKuoJH6+kabf",
-	"2syeMsodyEDM2Ko9j7hMR6MoiBhX+KTvmYYd+q1cvBug7BgL5T3a0tt2M9SE3Mqr8ofHxznlII/xl5O3",
-	"K5VS9IyZBrkuU8pcSz1OaxuRV+36PSUf3p9hvZ2+Fih0nJktlz51gviBUsRXiMxDMQUaRx1GfGw8nhnL",
-	"z/okL92YzR3TtK4oYi2dmjMR64NfRRpZH124iarsbWG2+QjRTzbhSWLHJHXftAx3ejS6uG9BOUcbcNlc",
-	"3wiE4MuQ8LBNZe7ureHZzwyvXKIVYMAemdJgEnGWqUzAyoAyTVLohGKiaI5wPXuMLCRUET87uX7abu8H",
-	"+m34L+a3iJ4BWBN9jv1uEzZLk5mQ0BmKhwAzIzgzWXOgwxrQp9N3Z9rkm8seUVr1IBQmRhYiJaFwhZzW",
-	"x5ObYbE525TGWo9l4QB6S0OB6TKBLbXhLzWKN307cn3ic3/Jaq+WWU/Nq3GhBiOR8tCYLfGg8BemJiKE",
-	"P0HuDYxjQU+MCxMb1RYr3tzfDKj2wPayBu8y9tIZRHwwiqPxRAE2Utbm29EPH8wSMU4YdA+EjMNsMfYh",
-	"JcQgpsmYgaEs09lMJIqFkLNBLaLjyt7v+Stn8xdda1bMW7yKAjZIOb2iEUYdPuZZwwaGUHnRlsVkZbtW",
-	"K4NnuUxFKwPJC0R+sZ1ufBPv0PffeYdMghV0hvZJLAKqVjY226LpL9ZGlHnjNJWKDJlLqOq022Vk9G7V",
-	"JuC0VvuY0WdqOyfi08UvlzrKbyNB3NZs+i7qHUnZ31bGgZ9GaqvP2mDUMreD/gvmd1LXKuvj43anQSJu",
-	"rGW7A9DoqyiVlkFRN237kvNmZRvhgq8s76iEWMdOwdcW8ffbXd8iKcE4DdSr99tPUKlG/htgnc1wYevk",
-	"JUDvWazAKLjsc2iSm3LE2Nhvd3w70hGOZMZAfHvUOxCar+4/0z81n2GKZI9M6XWTjtm3++2234APJWym",
-	"eTm4W2WfgyUIWbmmat+UOYOGAR5jmLpQdkYF3r5NTDnv4l6lNjXB9You81x/YL1LhdzIOnSTxX4PXJhM",
-	"ylL251JortxgdhvztZ6zX8F67R52bnK/N/5nvfez/o9PHe/wpvE/Kw3bc+N7Xa3y0xw2NTXuaWb24YR0",
-	"/vXP//N4n5Q6FHjEHxiCaPoeJnlHlnNR87S+1/B4cW9WQ1o/3t/Vrh/AvjzuVhv1JeCEioN3df2ubWmp",
-	"csR5JQF0QnPxDFRROojHXDNdCR1YTLPjATY7rq6iMB3v1nVXdB0ywEErozGHDsosSJip3om1CWngouA8",
-	"EqHwPyFqshLn9bN0MFjtAzzVt3eNu/yw0l1udZlBwqisdi0u8g5EYl8gkeqBPpiwgGkdyOwHC4l/0GmT",
-	"7wRnPqn7Y/2/0PNfL9s089eTPITsdCBnCAoSmQYBk1r5109FfFxIa6npgQyUK8SFeRrHH7dpVwDdzDa1",
-	"3ZFoScFSto96LPV12ewjMPMfyGilo8BECXCr9MDTmbItANFjokiSwn3SD6UJWEyY6ILcxW1m4/YdCVBN",
-	"AR+w3BA+h6aF+k4HRrmRICCjBOPoMicW5cRCwlTZctUqx3qo+S16B+JV3859bPhCwcNn/lbJYqC8RKRy",
-	"gCxjsC5I+zxNoNG2ZS/ASDDdfZzQwBZceVm1gB3dviGVmEnHpbImhLc/5sxqWBGd0ZI41+1wpg8RQhxw",
-	"pw3Z6QvNBYFxWkth052y/NZ4dnxMI/HdRTWtCk+0oaCtIF8ruanJ3icpV1FMEibTKWhYlnX5pD4sMDWP",
-	"SMb63C8xQ79hsI3NeFQSeRnNZizMbwh2PmNcv4lWin7pSpspAeUQfy/ayS4XBudcy5hwJYF9xm4Hm7MP",
-	"zNWBBIS1QQvX2iDXLs1w3hIrKZBczuFSlkRlVrn2qu3WnsCs6hRZa7XFCkZAjvlS17a4wuRM0cU5mMpq",
-	"mIJYgCeOKCEuN6Okg8E+MADZVfI4E6SYC2rWc8GkQqz6Vm4Iv5EHADFyoaJYcsvO2sscwm7SUsefSodB",
-	"wuRMcMkG7DpgyUytE4GHnS4ZLhTLmWH4srMgd2+RBHr0uuuUN1TNw9tfKaTmQVDpD7yAkVFb+kYWXX0Z",
-	"K7W8P2GgJHJhFKvWFh1+qq5obsFegVKLsy2SXcU5rblId0C+XlLDd2siejuld1uVUAl7XuailfW9klf6",
-	"jqrimmYilofKLRn29+bpJQG/xbvvoUeKfv7OMsK0wcftXkNAtiV5NSvGIxEc9Mw5XehzAdDelTRjWNJG",
-	"5BjznAEHmlITKFrLne07y8O+AN+O+d0jIg41D0FWVs+qQBOmrdwrrcAB1KRZ+/akVBJfW8S09SAAi7lW",
-	"iwDZwEIWenk7DTJJRILYGKj+3F7b3GgaZ5209fdAm8NpQMQ4f+JbYrLbBPetelVjN9yd2qnnGuju2rJ3",
-	"83fsvci1pGPVTnZgXRhU0gzc4TRpxdAK6K2UhdtoBjCxXUSfca6apKX8JFtb9bEDSDB7yVfSEiUzxsOc",
-	"oQQ9As1rLASEtNuT8paG5MB+u8qidD9WY4A4M2gLbmBJ5Rxf2sZwQB+22ZnbmRB2HTsZ4WsNidyIuftY",
-	"uGc5o6HI6JcJo4I2C/dotd1QYppbCK8XNqS9sqjGbXaJvfZMWCBnbqAWqpIFOL/DNGZO5QdPWsYLM7/b",
-	"QafdaJEzpe3OPseE+CHDNBCEpEuYmULRUF3CD8pkXKedD3KGmh7iK6xUebpfUauSP7RejV2p1c/+WDzV",
-	"pbbMeXYHVSiDw+vrqhNFLS9PirX5xJTTnHZ/PPrp4C+P//rkb0d/Pz5tP+086z6v3axQGOTtdYVOddJm",
-	"bud2YfVfVhDdUbD8IUTGfXCq/HFuyakcYW3iRJsremxPb+eHcDk0FcxoE0pq0XV4h7zKsgb/NaOm/iei",
-	"o1arB8uuVaMq+T2jdHtkyMBZ7dQlsAEiiEFiRBrk0wnxnd3g94zcKkeEutfXJ33um8TMnsN0UZksrItk",
-	"xctarOmvoO1hvuGkHzSqsDEp6zvpc7QhJnQ2Yxz9ZDyEuJuRgyj4GkXPrNkDrWDYJeWbB5oZrIs0vuBI",
-	"Hjt5Qt7CfwBrtX7k5UtpprwqbnRqEj7DvFbn3NNmj/UJauFlvdgwVq5orO4SXw4wOEfHYhfgsFXE98Ic",
-	"1nNzTisUpMowI11yEW0OO24Rbexz6wklZ8rGEUxlomlwn3P3YyQBWx7iCYUtcu6wfy2/ckSpBJkwmmBs",
-	"bBkAuBgCdDWtnSdQuXxoalptRDYLedaKFbl6V2ShKFdmO1i7o0Z0hzglXONSfBLIMBc7vkPAakWgGiPN",
-	"vdVM5IS4wHLP0kNuimtizR/vHjy5HwWkoHKgc21FtGR7dcL5VFwUKru432dOx2p+9mmL7LjSJS/GiV01",
-	"FYoEq9t4RKbBxGao4sOaFYjkchSLOVFCxN9I0q/Zn1I16dew+apskVPkY33ebZ+YMLW+2uBxx+Kyk3xo",
-	"WiqhaYTxIFmAqMOEWRevRogdyBBZaOMKu54C8AVKG7uaPAeTTElSt26A5iPfI/4zxPBqAmhH7t+4g/ov",
-	"HyRLmqdjxpX+1/dCKswBws+IWXO4aE7EzO5fY4m5/LX55uhN8zQF1Am5HyT7qokPN7GtyjIObLe9mnVX",
-	"FxiVWfJSh4AN3GaHDgF6pB06BJhpb1J/ywu4Jy34Qfv9OrXfdxEfr/TKKCYVKgAe+kqGC+K/e3t+Qfbo",
-	"LNq76uwZapF7nzIGfLOn3/NLoCZTJiUd6zl8z+JYYAFeqf7yTmLZfWB5HeOEMa2db1V/cu/SyE5se8Ez",
-	"K17ZLOy0Yx5KMTTgckNOCBeckSmjXLrcFDJkC2GU5Ig3MWWfBHRWOEeAEF2TwbLsXbBrQCX9FggboH9j",
-	"lbTNFoehKrIN1mhkjCZx5MgZ45dgFNxJs/dqoP8uf/I9Dm6U5yEbiaRgTpgEacLF/Nb4w9XazNKWL1Yk",
-	"/Gcbaeza5f3c1pFvB6p05NsfK3VF/PIa32KOrsFAM3EvVDs2RiTXEEQBGhrJ686nXgIJ33XU++A81dEC",
-	"myeE83bbvo54IJP3HNKJ7mC0Y0JwE9OSKmx3SO4bYHLfwOADFAoRjh5DFeKKxKGqRMBLxioTAcmQQTcB",
-	"lPJQ8lXIx3vcPjgqsLNqAOhVG3bB5F02yonM4v7c2nW9YaYY31zBGZxvCMomQQm4a4aXymVD3XeqV4/4",
-	"+kaJFAyDQHDOApiR6Q5R+msQC/PHlEPjDHArecQPudT/o2Lpe33uD2MRXEJKpJ78h/eviPHD0TBMmJTl",
-	"AtNIIh41FtA1POJzprRZBt+nPGCxGw3xqfscMgcmqQLXYSjm/KSwU9DhQiURDFfyAn4jLTgsRh8AYnvQ",
-	"ub7Wn4P/3r++9vu8noNDNXUsqDnjHOHJg9xbh7n/Pui0s//uHrv/NjVrJjq2a4Djy0ZwtpVhmc5akl/6",
-	"h0rZdX/5eqSOJjW01Uay0wQnG7dO5PucqXYrqsU7a/Ai8yIZnYurjbyVfvIqS2+V9LNf2RQot+GmYvbf",
-	"7fP9KoHxEfU5J4n0RZwJqTTvojnUfAuTr5lNfRbTiDsM/bVI+ZFqIDpfn0N5WKnuPR3GUWDZVou8KQLq",
-	"E4unTyIc/cP7V6sA8jf5VXeFyre79jmByI2rbKF3fRvM8a8iq/Iu8LFfST7lLobqEhotLvruJRNbACN/",
-	"SXjanVNGV/GZnyI1ySnnW3XSyTxxSx103EgVdlKx7q/uzyeSBQOf/IkMqWSPD7RE2++ShPJQTFHINVrk",
-	"LyyJRgtEcHDJPaZA81xRHtIk7HMzJUniaJjQZOER1hq3NCN6t1ATwV1OXh0/32hdwbh1LTU95+otp+nU",
-	"cI6vRz/8eJwcfffD335JLub/+PDu+dHZq3d/PxPdV/QVPZ/vjEZl9mmLnj8VjmBTVy9LO+oZRzow38gp",
-	"dZrhQ0ugnyzOxwp/s4PTW3I0S9Ma84f9190fnzw9enb8vP2i87L73f73B9t0hJIsSJNILc6xWws0GGI0",
-	"YQm60O2/XlrbVg4H8nKACBz7+XYrCMVRW96jfFDg9N0ZuWQLUvdxHN+pqWS4IPtHtggYfP5YB9zIcHz0",
-	"lEQS/QpCvEeewswIjvSvf/4/TSCYig8966ykCwSXImaIIaJl4h6dRX6LvNBUqyczZNp6kTatOttsPYmJ",
-	"AJhCIrGVEyL7ICViWbZWVGAimeKiBWkNwHgjPhIIJsUVRQUVQeUKwd4pjbiiETccdnVUOMKZxKPmBBQL",
-	"ErIrFutLTmYxVSORTEFqTdNYRU0tLTmLCbomIz72crDWuMU0VWKKOKN9fjHBZnsGfCeSZMy41kFYmCGp",
-	"Qb9dH4DeZlFrQaexb4roncVT8SaGcKgiBmODSUhRgCQIA9kkBZnrJxYixcazoE9FkjADjzEvfcVgIeI6",
-	"TC1yn/f5f/0X+Y6hsWVqP/RfOy3y6NEzW8RsCbH16BE5j8Z4MUWRXHioVTCeJxqtPENHMcqdeuZpPQve",
-	"fPbqrKc/RQjxfV9O4L9yqlMeFRMn0myCetavnQZT1q+RZvMfUvCl9zSRujeyQeZSU302CBohl2wBIxkM",
-	"KgSP68GO5ob3fd9MFdi/ZfvZXfLIwUG+9RTgqQEPYw6uJGCtYshPicQ2fNI88Pz702b38DGZUDlpwcd+",
-	"0PcyoEmyINREK9MpnD0l00jq+4PLBUrUbFdzBnSsQqtbIS7TGSL62JLQQFN5IqHacBTxkMSMXupDJwT5",
-	"gOsDa8JqxO/3h7hSjKz9nTZ//fhp/+im3x/6QENdTS2v6SUz0NiJafcL9GKzTPQ8NS1YRgSR1WUKCNIk",
-	"Js3v9Smv51/62OAxIOweobNZHAXw8B4cXI30+zAkIZrF9Pb2YhHQWPOC3lH7qG3jNXjmpXM+M6JnRsfM",
-	"IzNwbjx6ZKfEHj3ytI1gukZdsgWAVgF2K3n06CIBV4xI1aNHRHA4C4ds1st6Dw/TCGHvGS5d2ziBmE71",
-	"eWnGpC83QAikXBpgxjhGP69U+a5ecAr7+hTea8pF6Du9+y9cAnGK7IFy8rOFB/xYtzbMfD5vJaOgycJI",
-	"iaQlkvFeMgr0/9PPNZZwBGG69UKAungA5oU//QMLY42SgwBXy/hWCEVoI9fEz2C0fCJG8DG3+noBrA4e",
-	"LwDWGQXohPySaqskUmgiwlbKS8QwZPFMq2MOwMhldcCnAEgS2a0YjUxNABhPmu/5uLk/f/TtqopANg6P",
-	"qOERWoYkohkoEcCgGmL7zear/oZYWr9BHEp/9jf8vdlsuv9n3jhot8lvxC/CaPleFbQh+a1QphgKhm65",
-	"KVXBBMkok2PZ+B0Yv4jApT9QguDSfyphcOX/ZHCr9CSgax0c+CVbnBCsL/npJ0g/YFxp2mF+bgL7egIV",
-	"qIFmPZqhxDS4BCmvfzhByskhEdoeE3OD5sQhSy/3iQP9CQf7peddQgIz84b8kkSkCrwDtluv4RGZjHED",
-	"d+Bw8sBdeqB6DtYmc0FqAdDIoMZt3yaR5Npvy2Lr7mwBh3BIS1hl+mt6f+F+nOq/2YuRe/dYv2shzfTa",
-	"M0wz/a8lUDOA2CuhmoGTeAnWDMhkPa6ZPUXcS5OyzTLihIXo68vFPLevQBNLCGh6sKEIrR/JwJppHaVD",
-	"XkdPtbZso4vZULB11cBpuH08JGtYHNy3bLhuF6i1Em7NrtUvAXf54Eh03ZpdLoe9qdngcFQFlETyG+TX",
-	"Ev89U8miCTD2voOTtm8eIpcoorvpdwFUXG/IyTLL1WqBcTeIsSZKlhsPDqACHM6uMaSKaiM4d5KgbZ6Y",
-	"BF6EHFk5a/gOSi1ghZFchWvonxBqBdM3kvh4bvV1wIcNrezg0hJkvgcoM+VM32fY2pzYpDm+FGbeaa2Q",
-	"WXjNsxcXL4nvkhGa70QcBQsDxOT+7MOqjGXumQJFZky7fg10UB+BwaBo1fET/av7l34mpy/B/5a/3CNm",
-	"uJNfvn3cbp/Mv33c9khhkJNfvt1vm5+KY2QvJ98eHh+fqG875XeTb7vH+EtJX/ITX5/VxMaobadcELxT",
-	"ujAdN+BS6RsNG6R8Y6Hg8WPerP6Llt3QzHyUxrEeDHPuUCs21XrumQwcFOJE6CuIJPEPusdGSBfJzekZ",
-	"S/CkPpmy6dDoU//1X+QcpIj+hzN/0cI15oJtBqMtSR/JLWHY2xJJDiwJLJ+q/HmeRIr5J8TH/yDRdBZr",
-	"2vLhvVafIyVmsLjQlSSPmqs5JGMh2O/+ddMKQGPQoH7+Gz5MfiPjhHIFFy2nT/xmpJ40s/0NVSDQPLU6",
-	"CbCfptuAW3NB6BlZZwbw7L/Mon5bMqQR7odyGi9UFEgzhE2ccqO4P7iBljLx0PWR+U/NcqwN74bK/uLG",
-	"sga/xWGWnrH99X9BVwsc3Xgj7NiZE8ANnvuTGz3iQ60/YKRBTrQyV5y0y05Fb99vhuT+whIZCa38Adnp",
-	"41fwdgwQNinXMtw3tovfIj8hMt9Vx7j7HWRrpKAXKI8XPYztWxqSnvm3abhjrmqfY4AAf3XcznaeMKCw",
-	"GRStbJFncQS5PICEGY25tjtTfsm13VsaoEVOeTaFPldGIxsLKBuZUzBipzS5ZIA6PksYsF2rZQNxy5RL",
-	"pnwSWmw124oGL/lz81akBTMgSh4/OTgEvtrn/rl5GX44Ojw+aLi0Ysd4OLqq4ihgXLKc/+l0BgiK3VZ7",
-	"Ka9e204Ufga7ybwr916dPXvx5vyFfqc1UdM4BxNdKzn5al7tCo+91qt1Wu1WG6K06DWq9Wr7rXZrHyCA",
-	"1AR8jtZ0zTLlMHOkymGNHCQLqRR8EGwK2IHOD5t7FWGYwbgBbye12F2+FvG+2X9iA199fpHvHKBPU5u3",
-	"yvrC8kbGN5I4XzwxrnhSV9BLC48ynwRoICojrRPO6UL2ORguObVeArT9BcSL8H0x08pmj6gkZYiOOYnG",
-	"k+aViNMp6xH/kZ/pJ9JVZqBPa4pE4Ij1DDquRVK5IFI+Agob3223rd/SpI2WNUVIXMGtMs1ZzEZBrAHh",
-	"wQ2ABRwSOI8QFRmfwQTjn7dLSN0yH/Xzp6OO6DSKF1kaZ82zN6qQ15nrM1cISOMxumAnkgoEolaluW5I",
-	"IFsfy9guRfXm5mOhL55U6L3OZrdVJPKVe7GiWWrWKGa4cB1TckHIQvpr1efMs3sFeJaytrj1y/b5G6+W",
-	"d7Zser/wLCz1oN1Z9ZK7UHsfOLV+NigvOWjvb37ppUiGURgyCO0edI83v3EhxGvKF2aKJpZgUuw2vWu7",
-	"b8C5u9v7KsqSaQ2bsB0MXzhUmyUdLUd5qPrUPuphK3j83qfsdtysZPgZCA5wEqOv5UjKeXi3Zu5L7HDM",
-	"Mm54d2YIPKDAByHJ2TG2Ah98YH+/N/u7BbNbxegyOv23YXDtzdzjKQ3Ne7UvyBPbB5vfeCPUS2iA8Psx",
-	"0fcIeAVxx4w8bs9Kc9j3skqByn/FgIjbakI/jzHil1IJihcY+v9Ceoy74oWrnN0zzMnZ8f6YBOaPZbmw",
-	"Wu2/yNvo32AFNFe2+qJ+yWbKOaISprDnnIOU3W9j4UfmOG14NkOAcYyi97ndamuAt8jFXBDIIYW0LQq4",
-	"z9qObZJHj96wuUM4e/SI1LkgPngD/UbPAM0b7d3UoHkkji6ZCcVAuhcO9DYPlWYgjM0p6nFx0G/ZlYLQ",
-	"bMME3NI4JiMax0MaXDpIApNSCdYoYAOIOfeyEkpCZiKOtYWqkmg8NumohbpS2SKuWynUw/lR6IPXa5aI",
-	"gEnJwhOTtkH8XAGaj+D8+hu+LVHzTRRRfxTDfGZDqPWTKht3L35K0jk4eowTdBTFkBaCnbchAu0yGylB",
-	"oUTmURwG2gasI5k/svgGKwwfWdv5JlV/r3i7HsG9guuDvWHd/bFJqbvdFJfgd+MtK0bxwtXuZ21fBWdF",
-	"+L1VE4J3dpsRVqNUP5ht5p4VYBsffIbFi9oCuavOZTSGou25rG5Zs5POokHmpLjq2ALLNQgFprf6EkKB",
-	"qZf/rPAEmwGl3kEfpymTik5nq2e9sf7dyxzkZnJrk8z00WVVvUazK5TmYhv2uxmYq4zLrKYZ78GD1vXv",
-	"boneoxHq7M8o3Mb6LAcKlhQIsqQ/rLQzP4eNmUPYy8PeWJi9PBdcw/z+A8Dv7sBLDy86B712u5qXVkCT",
-	"7cpMd2SLa83QB174YIFWW6Cfzfgs9mNFtokJbhCftmgwmAdnAjQ21FlqcLXxfq60UKPwbvYp6Lh5yxTi",
-	"vFsbpvA0BB0zBZy8NBZMIKbDiBu78PTN8xY5TYJJdMVCG01OGInZCJItScpjJmWf+9Q89C3Gf+rY4xhj",
-	"55BvqyZsutLceQXz33R07BqMMcihNYJNxukYw2YQ6LPlqbludVjGFlDJmhGXjEuI0jZWWRy/FKyNQiVZ",
-	"e0Mh2QrzB3fNeIAjSRQdr7S/6HhrY0dv2QXd9FlhEuYwHQAbmq36Ov669QTy/eRWTcKl2GXLtzluplKk",
-	"aiK5NLjtbT/zjjX/SthjQJU9pERaoGdAHYslK/UMNM/iLoKyYuuW7esrbVbze2Hqjj8a82O5gnTtlHPT",
-	"qEhWzCcquuUsv4n5QK5T4srNt11Ps9lvnm2O5IyORKgCZ0Rm9Wt1ZdVXHcrzksG/HSbJFvMpw59smgo+",
-	"f6u5fL2+h6oP2ueApRgzdhcutNnyhYN4UPb+jQ3fXLpZTnVDsb5Kc8vy11BtE1WQcFgRJV2HTpAmShC/",
-	"1JDW5GVpnQSSqv1C0s1M80byJFcvZMu+CI1nEzpkqs8t9misFUAaR5dMosu87e/5b32P+B1/z4/9Pf/M",
-	"b7TIs1QqMQUNBJWirdqEpjz6JWV9PmOJ7bOasDFNQq1HQQdOKtmJbSQfppCoLeYcWpVKUvexzMsPRQA4",
-	"IamERsz/+uf/axh0VKhPMU3FaZ+HDDDyYeO+kTBdKEiX7lGADSkkwaKvHlvZgmZMFeECMCJYDPm4nARQ",
-	"yqDfUwkdjaIA3OEXJeXLdWwu4wvUZcMgDGACNtYqyg0QA6BEYji9z/kKBAHP9Yfutg/yFaAeyO9ISRaP",
-	"igQF5oCr7TEN2YUyqHt9bufxjURkDAiNYIEmwLvQ2JQ9KAsHUChcadkKFdgjqM+ivCI3HUI40FOAjli8",
-	"6GUFjZcM4JjTxJQlwR/BJVGhUaME05dvWaXeIHFyU/qBLYzkAVbxVISLnTOupjMajXnZCWT/nlMNP1y8",
-	"9rRmbKolTR/agM5KiQiFHtSZKzvvxJ4lUYARQqPKrHlWjEYsaTKOQNL51pDGodJttjsX4E0xDpW8bqp3",
-	"eto8OjroYCGz0cEcQoBVtYwLCbpZS+hFXG4AbBmm2zGvNhw19RQgG8DkMD7VL5GX8BLJlpmqaXG33bte",
-	"bcrCKJ1qtW5KAXMLc6FrvRpnc4msCuUawBnQuHhWf9bXl+Zv9O7nEdOUB5NdHEeack3LsptixoRBMCgp",
-	"Q51d6dJ48bbRh3bUhVa5u+CqFhWgVwKnuEkFcc/l1Z8HpenePGRbKE3PTMUWalndbeZlQtF0GLMXXEVq",
-	"8TtqaLaqPCfxdlTSIMe+GJ+AH/aGaQzdu9crb+kMCsPa7baxySIOSAZQsUxOEX0KEcjLlZLMZCuTOkXd",
-	"RQkBYG4eoShp+9wkwDewKHuE1V0TEdvkhoN2myzXaHorKk61IAe0B63bGMHd53XfrHh/D9RLzJDmAisF",
-	"IkkmNB41bcdw8nYEwPhx3MRaUYJQIQBEEik21W9A4gHUmBtEa/N2n5tWemJuSpdNhQ140yCmY8vVRBJq",
-	"dcW5WYz7yxYPY9ARSqPZVK+holIVtsgsU29fTKGKwSQ96Bez7JyCJCC2oCCHNwcWf587zVJv1UmhyvGk",
-	"qsoRN1NThD0+WI1B+DYeDEZAU5QtrBXrc2vYYw3nVO+Y2bVSGpEJNmD5MSypACse6VNIwVs2It122x4T",
-	"0Gifq4RySQMsJJcTkcZhsexO76RVlpUwHaRhRK9UH4UeGL/bbvuoY2anA1XXsKPwJgxqU+vLtYR1U7vs",
-	"H7bbtogNj8Gs2DPTcZtmF3jJ2AxLgfpcpCoQUyZtmSCorhiQgy1qkS0UVQg3wlUbwoVFxXW9Uiqfaqbx",
-	"u2qmai5K2a9zYd3iwjq/KQHqBCLOqz3G2f7ztgoQrTm1T840eTRpzXistnh7WKtWGm8+7qhR6V3fRava",
-	"1cU0ja5RpyrmtziSzF3v/G46ZazjZakvEQ/ZNUBygrDSX7deVetBtbp2u9i0spxUYvX27Y/KuMF7NTnM",
-	"J8eU7QnMGcmbDPYvOQMB/zQSyZwm4QAdjSbcA/ZDzE0kuCJYvf/OhpNhqWZ9OGLe2DB/YYqaAPlNIZUF",
-	"ZH2lJaKVgdJeFJe858h1mYCz7odZv3SjUWQWC04t3+dw1fGgDXOTa6roCENfFdf7DEPqtUygwNEqbdsY",
-	"oDCtI/QLV6VfA2kLd1lwUlxjK7eSg/YxQCIB7XVyUzEdhjTPMf+pf3abrJWgQYJYtre4lO9zby5bDoZN",
-	"F2X5shLw4F19MBTuy1CAcvLbe3RXGguWNe59yjHJGwxPrIn7/k2kCTl77nKnQd+r63+Ze4y4AC6o/+z9",
-	"a9MkikBDAQueVgrf53w3VYH6QgzylrH6fEzyo1ebpRU20mt6afyG5RB9ddAU3NOYpq1f0nZFzwhZKE2v",
-	"+912x2/ksXNBOeTM6yPYxTySLAP2RKaCpg9i/EAROnTHQResKVq2KKc2FupyAOqg0DZaxPFfMSKU9zm7",
-	"jqTCQmp+qWcBKfCYMmC99K6W9JyOGOqVM0ZVzvUJxuE4snicaz2f6UyyBLIJni7c7tsDvJ2qKBc8KGo1",
-	"5wseEJojM3Neu7vGQkZjuWeI0PkAk2ne6fec0ZjAIzuKlg+wF59H1zPU88VdaFAxYD/+byLy/jD+S9h8",
-	"6+F48GX+W6gov6eaARks2KSNIoENF2SBwv6+VA7EY9wpMy4ndkGY1bU2FFDJGtp68NE89LPmORni5zfF",
-	"PKvGcnI1Tqc6MlcBegzJbdQBxeLgH96/WpW6YjwVt9NWzvXLFak0F+7LJl5dufLGZ8kqu3viC0DK/c6R",
-	"ngdO95+a1/wygmi2ZW6Au4139BYpMkvM7ROgHRoTCvM8llncc/i7zCwni3mGIfZJJJVIFic4N8tgHMzP",
-	"QfvAQStzInhOyV9KIunzEjajNdhy2RNKTIdSCc5M3SupV9a9QmilmG+i6CUjAtCblQSvPCSdkBfg+EeH",
-	"v8l18atMA/ztlfWHFZjKwaptCx9u8sNNhpuM9HAfMVRvdRVXlotUKOJyWFGTdEq5zY0RKRbQLJVvVdP4",
-	"roLTOt4f5ObDbfsd64Fuf99W1QNtTM7m0NHwI4C/BZOKrAaD+qey1j+SceW6xwQxo4mEJDZGE0BfRvda",
-	"3QenTgnpF/9pw0jQ9C0XaAIkxSy9v+ERP1XTHvl0U2xT8+HiNclWYcA+6Vj2yM8fEfNT/6tFTgFTEL10",
-	"SZ8blX6UMDOOiEOI1NXz2aEVct2khzZa5L2DVbZ9BvQXbPduBTD8HhHcNlRw+OkV3rvwq8hbTJiiiWHS",
-	"GU2+g/4pkQKVZA6OVb3LcTRSBu7p9smKzW67+6S2HNfb2eUXfrbw7peWByZq+CAXvk658B8QDcPb9FnS",
-	"5pzltmdv+xoHlcncx1gDC1H/K9Vv2mQ27MIZ8SBO9aM21gJ/9onUhpaLAbXI2Tvbj4/JPocCN0i5wkxz",
-	"FpL6eaHLC5uZBH1KVJJyROl2TX3oUAuACeUh4PdgIndIo3jRlDTWj06onOhH+xzLIFCJlWvLQp/hBm1w",
-	"l0G9F26MS+aHRa+s8jJtFbdjVDCJZ/DKHwpcJmcwVELMIAZUAp6KhI3Edc0zO9Orwbs1k2hTnb7ROey1",
-	"91udLqRwwFmirfQCsjKuIkg0D5m8VELLRkyZj03KS0XCy8GPNcz4GWyXHeMyMOwKhZ74lAZvz8EAGrEk",
-	"YclgAsmpkPHeWmB9M1UiMVk9qWTJgI5hn2uvxa9RHNO9w1ab1F/TIOJKyMkJOeOKxeQ1Dcjbc/JX0jlo",
-	"PT4hyVWvs7/fajfIdyy4FHvddqfd7rQ7xGzmHvz6+fFngDo3V+Hh9XiQpQ82Vla3B4qrY5v097Cz1ghH",
-	"qeg6vD2haGwLhlQ0hWBElPUIMHLTLG/I1JwxTvxRIqamIE+JLI7Ty0DejEsS8feGaXDJlOxzMTKZuFc0",
-	"9gmNozG31hHDz/+qDSdf/eqT+tnpm1MDbWijJf6Hi2d+o0V8YKwSMbJz+4/Jv5qJnvS5PxRK+qQeJHQe",
-	"Q+ka+IagyzybS49MBY+U0D/43784fe679g+2DNAoC9CIDNqi0RlNlGckfJiI2QzaO/goigd2ViiSSQip",
-	"G4EiV5GED0Gf1JAuSN39xX5ozCOJKfMURbxtPkUhSERVn1ukfFAH8v7dgHIyZFmXRRokQkrcf4C7h25D",
-	"sxmjCQwbcUKHIlXQZzAQPGyRU1Pt12m3231uzguma7pFV2gXxk12DgS2K+nCWy8TMd1GxMPDF6JWHVjD",
-	"2RIZ/epgg5GIV+ktlgKr0QVqWE5mm4dPRJoAcNIC4NyYvtpTwdWkopP41kv5+32oKzCZpQxsfep5PUVf",
-	"1bzS0S6U4rmtsMu+jeYA70hDBrj1qBkJZdsU482o9R7rf0DHxtVzKlymWu/gqK331QzW6WaDPTmqGqyz",
-	"brDH3QO980oU9bD8GwpYInRFhU9285/s7OtvlgbtdNoHN15N/aoNnotnuyYZ4QVaYcLrbdVsJHhQOh6U",
-	"DpP6AbGLjDC+Wq1j71MYTRmXkeA321jnt9cysPENyk+tQLjveijW4Kb2ufkAQvDWbYW7Dx20fONuzZSN",
-	"bltLT7DIbIu2s/O3ZL/z+HGzg5gHzS42lTGNZrTsJd8xcfauz11pUyD4KBqnCc6uUJFf903ZnZ95FBon",
-	"xBpd+E1teZnK+LqPbmIfM1O54KyxSTI/XTy3m/HlhPR2tv3dRWBgT6coB58uiLWkKy125Os5sXSkebx5",
-	"UJvemcDZzx46aHeyh16+x17hbm97ucl4Ranbbnb3C5Uatxay7nNO3JYlWfaZHaWQo5K14miYMHoZijl/",
-	"kEYP0iiTRjkZpJmcuXye42SaqV5FAfMMYnpCRELAwfQF5dWS8fATNBsXSNR5M1ITOBkuSrUOuetdUewQ",
-	"5rjsLZMH9cXLmHURnRDb2K2Uoq9cgz3T745xwHnOd238RpZQbbO2V1j+RKA5PFZV53rrZp2xe33uGvdZ",
-	"QMJSFz5s2QdQ9CKFdlemvhuzngqdtuQUGkNj6a3zl0MpbJ/XuSAzOjbhv5Xu7de4L3evvHT7WzSnittZ",
-	"KU4COqPDKI6wscnPtWBCAXtTCJiYNvUF16QN07lWg3nEQzGv9TrdI8A4yco3n3Q7nSfdJwedMu99SaXy",
-	"SCzmzUCrA9h5P8bZwRknDFswQg18TKWMRma5morDSM5iuhgYWv3u3UXzQJBpxCPrUh7PVPNANM2fnNSB",
-	"D+g/zDkLB0O9K9DgLYLrVF45mw5ZGEZ8LKuWe9Q57hQW2z48Pjg6Pn5SXuwLNwwsTTKaBBPTMrEZpu4g",
-	"NdOxvQ8rVglYl24sso/0Zhesp9Z0E27uN+2v26z9Lq20gGLXtdEyJFdsVzmlC5LKh4Zafxg0t6llTFbC",
-	"GU61SsTluGgx2ok/7H2C/11tR703yFba/EG2YJJlz56jtRAB0MQGudAip+ZtA5QJciUyEF4Z9x6mDrai",
-	"PGJGszYB1j9oH5Byh3IPO3wAxOQlgJvZHpyCsxVGzWtzIzdm/eMSzp5D5r++oGh8+d+9yDps4b6W+uMU",
-	"2WCFmLdM4XYiHhZgSxnvQ2ItwYJNqCG9Aj7Af6aE2pEnr+XHD/bOg71TTqu0pHdXDm8B0zOU9L1PuZYM",
-	"67tWuG4QEDDCDBbT3YHUVQSNwRDqJhAh80iYIk/1bFNkfRU9k4ipFf3DTpcMF8rFAAGKCLak4XqQY3Mm",
-	"RH7PgKfmVBKJIT0ImTGuVjDyn3DFz83ca/dQTKtPpQSdYoZnocGgNNEuuz2FVhn4pwEYebVe18t1yNAS",
-	"xmzaYCo1U/QQTGPg0jyy3hXAqqja0BXDrnbArgOWzBSWXauE0SlJOb2iUayFas2ENzYAf5RaZeyDpZuf",
-	"8XFpwpgrsXmq76unCh0hN0zscGli3Xb7BkSMPrRNb24DR4NNDtb3OfkM3THv3KNpRV8R05Jvt04i2zdj",
-	"eVduxlJuBbhV65d8yxakouVmLYDyD7k59lZloDtObNtNDzMW4KBiZBoEjCGe6AbgGyCWnQ5we6WgzKRW",
-	"qAeuH8yDhvCgIZQ0hKJw1taYEyuZ2mDo7A7tWTY4QC0Fl4N2m/SOvYSZf1bgy+zyzVXA5D+mLDU1E26n",
-	"IAuWOxWGi7lnc2FGCZMTi+4cTFiYxsyDdvrM1DSCqsMA59LyEEDvxqENTgpUU5CpSNgJoWRmgCu13SyV",
-	"mEkypxEgruiZ6DE1K8OvNlrkTJkcXqiYzLW6afV5rjXXkEH6Li6ChSSJxhNYTN4oPibZbvPBKNbP+HpO",
-	"tksfsX377Ft9Dq855mmeqyzWdIe3Udnq7qhs/aKPraRrwVGG2P5zjWLVaZc1AJQLlfK+c7ws728j6Upt",
-	"x3aXdFs0J1uSdwVh1c1WsZUENES5Tv7lhvw65J++XkgZD5Lw36DU5HcRnYiWmpGUZSe7i8qKshH729ZI",
-	"JuYFx4XL/b4qA1JuiruHKb+WbrpmudXBru1wQnO7is49kFMD20zXwHyaXuA/1x7VDCxkriEvPoPXE9yC",
-	"BhdzGy63zGb1cSTsKhKpHEgWJEwNlnFHE6rYIEZWddiugufcCodzhw7Bn72uwZDjFp11LZE/cO9/46jU",
-	"Eku7ox1Sqda/Z+NIYgk1AKGAc9B0rV+GabStzZ3v0H/39vwiS8bv8/rP54rykCYhsXP8WLf3az6ft6T5",
-	"2U4QrlnDoCka6PCAJpDGB37AaMy1fo6MgNT9+USyAPvun0COA7b7m3PiapQjTvxEaPOiia/5TpUX3OTj",
-	"Axg6iUDRx872uDgfkFdkwW3q2s1L28reQq1Dcx7sOi+zNveeszaybt6P/AYRCfEf+WCsoPMXhu9zGJ9d",
-	"B2yGFSqTaDxpXok4nTJt6+iRxUwNIt4j2G5SLzAfH4NxmnoY6Xul9vemng2mOomCSZ/bJkWI/C8SbD7g",
-	"ch6jxDTUbxHf3Fks3qBhiBUgOHkn+ZewSfEtQvtcE88oFnOihIi/kaRfs7+latKvEXY9Y4GSDegAtcij",
-	"1DMeJAuwxzBfE6DxsbBDKxqeS2qJsCOSdP2YNBnbJULvJelbkE8RI9Q/JbN0GEeBLQfFXogu1zOAPll6",
-	"2rOY6r3Wo+AgsyS6oor1OWcKbgYgAiCI/4f3r6Ql4RVNGKx5bBoQQGevvTSJ/RMbDjATyjUb6HPbbaAe",
-	"CzEb0uDSs/PAOplmLAIae8SCYgPmQBQwbJ4A6LYzFmuB3SBjC3QKwKLG5+ph2yvW59CfgSTsitHY5QOZ",
-	"EpQC8ptZ/2ro+58yYf77QRvApsIairrTi+z6rbt4ebWqpAHtpDnceDV+VO4LxQk/4sTdEKCM3O0ogSvk",
-	"eLZ+7V///L+AO2H6XQqLBFzLq2rIjvRsc0rCX5tvjt40T/UXejW5HyT7qok/N/F7N+XF8SNeWJrhbXtP",
-	"Ru2gG3ZYE1GTd9d0vlDTo3zQXe9ZldK8u6684RQ26tHZ4WyjTOeP7csp1vgXfBQ+qEXv69EPPx4nR9/9",
-	"8Ldfkov5Pz68e3509urd389E9xV9Rc/ntftRxj8b1f0Uqck5LmlVs3ZDIDkoqrIagqII6u4FD7C/8gNA",
-	"7AOG/e/X7KpsLty3K2bvU+a7XIvA+D4H0+Sc4u4iOa0xFuMWee7CGaZZEHoljT/f9aBGyPSSzwcAljgG",
-	"EhbEBeKJmiQiHU8qNGS5BikxU1cewBIfooi3BEu81zu4BjjRXasyeGKLnOkLgUJKmw9lu+mEoGGsb5cS",
-	"2hogFFQYwVlrTfrP3dN+rEJUyvux4TNsnK45hPE+2HJ2FpKDTpt8Jzi7m8JWpZTVxjjsevdmefxDM/7v",
-	"5vA0epnVstzWrtezDm/j9NxZvdqkVD1wzQeuWc69uBe+ecuMC/OBW2JgZn0aQQ3Ju8xcy5msaaAED2YJ",
-	"y3JKaBw3Tvrcz654jyC2Zh7yEn6wiJZ+msTQTcY21MTMfNMSMRK8oFvRWG/OwmpXY9HnxljVY314/2o1",
-	"POXX4sbhqlTxdZ4O9QkNwaFnMWWEqHbZGGPbq+Vdopqk8ly1296d231OCErDy4vLfmNdRYEFirtnkbjC",
-	"T7G8dV9XDLC7Wwywc8sY4L2JQ4v3+SAWHzA/vwLMzy/qPdjLshjXJnjkfQXa1BE875sr4oHavm3xgoyi",
-	"WDGD4WHqKUzzYRPLW5sNkonNrUA4s6Vg6V1kEhtX9qxBHnXLxK5zfLuibU15MhYVtLjqqhnl8u+27vSn",
-	"X7lYzNgbPcQfBiI0l/RZThxVkyiprDZx2TTLZSdbJ0dWFUN8lcmR+5uSI9GKPLzP5MjbFgd8oWwce/M2",
-	"Z+Vkl+9Blj+YuEXM0SJjpvx3t3Q3imgsFd+9mKBkTlcmHWU9YLOkedDY0UdpfIF5LG6XZR8pUq92EvrW",
-	"S+h7RCSmtX+fa1vJ4GdGfKxt8DTQ6hdw/kMDSSYS53+EysgZTSULW+QFBhggGWNCZzOGoCdRzOyTdmJ9",
-	"rmeRwyGVRF5GsxkLc2ffIzMqJfH1U1csQcvJ1/arZFCtKSQjda2r4OwhB6FB4DGcBBSJ9jnNBvFJKJjE",
-	"4AiUd0bS6UJVVj2ea96re/u2ETCBUmIFDG9rSkOo+ICNmkZSstCsZcGkYgmiWDpJW9iVIkrkrZCyzBpx",
-	"RvrFFRb5+ottRtGKF6s9MMV7YIqWRLJL/WWND7jcn4exnUNRkjRlSsbFlsVAgXFcMjbTv2apSUYJ7WFy",
-	"CrIc8NQh1nPCwNcIuVwA/kTEqM9FEKQJgD55rvd19ikAaZLpVDOxdzSVkMRl2Fr2lEUpdrBPp8vlTH1e",
-	"qILaqpwJvrM+cPSfe+n+IOUdmmq+vGMgJ1Pu/3aaEkbUMUo5rCaQmrurWhaj8ewkf8SJ/zOIJ4+kXEVx",
-	"w8+gSTsH2NiRjsUJwIyrKPYtQCkkh3Ext7AMVFkRr+/+WAjIw53ntAZkFsU55fSNFnlBgwmJZJ9DnaTL",
-	"rxBJNI44jQsFj5DfaVUmo8/k8LkYplAEIklYoDyYI+SJFuo4+9wWcqK24eYFybZcQMKt4x91HzUNm09d",
-	"VnoQgogqbDV8QgR3DKrP3dCQFYy8EDZUq13I2GR1HSV84z60G62cLKeMIr/On19JoSFTkXC0eJ1iU6HQ",
-	"tI9ur9C8N3dkq5jDfdSLXsxZfFWwYX5ZUUG65BMwB6L1PDtyp+ut3xGvBke92n/yeWso39spr6+h1NsA",
-	"Kn9+Lx4M/wdxe9tgOJhLhqmA+bRkPn5u0avZ6mfSixkPJdqC5rqsEG8oADxsv5xTh6lEUYCiuEXe68li",
-	"1y3jOsgJjW3UWrJeq+2BLDUfL1v2fW7OxgOphysCEatVJif36iCTVxv7bNqolmH6HB605z/6dU6nLDO5",
-	"vrAWna99+zw3+kxK0KWxvWohOd4z+YY2HGYqogSPFy3yUiTEHyc0YAPsiD5AoC+Z9QzArgB04RGq+hx0",
-	"a6lv4gnx2z4BTmI7t5pER9N1tVFW6l0d4VzAHKlKE4zTOeXY/dn3+lx/GKHZtG7tVpNXnTUnHlkAt0hN",
-	"WJKxsgXBVIEWea8PANgT2BphmqABDgvvc9MLPr8UlpQWU8ka4Fzt9cbTvYuOC/1yCqreD4zNyrtrUF5M",
-	"cx2n61UdYq23/7h9iywa2C+WFWXcPXcGt6qkyOJnQluEJzhr6lXhsZgO/Z8/oeZ3L6BfhU2ysfJn//Iv",
-	"F7w9O5r/0v379T++mz75fvi38H0neDU6PZYvDtPa15mCs7ngB5jYisoeUMach83uaw6DCPGDIGDwoP4/",
-	"uLgzRlNRv/555b5iUn1OBR5o3hT+5yEJfeMoqxtY6Qx72laFixHxs1QGv7HkG+di7vX5Ej5YKtEbZbV1",
-	"4NzzfDgOOwwVYFMh4GowNR0MKmBgLsGkQsgM3Vl68yxOtoEoxdJz+LdR/hFdu5SYhIvGLYCqplMHpdDn",
-	"ZkRXwg3oylCIDj5Bbb8sl3w3MvPEhCt7BFIcTAG5n4MI7fX5MBZQ4m/nC04qFktX142LCyg3XjrQSZUg",
-	"s0QM2dZ13XqQ+3CtOQjvgpNpUqAWynOZS0s5vWVcTIfryK4nNJVa8OvbMluq+z4ls6JzbndpcsHkPeko",
-	"4nJ5C5bj2nrcfD5SHiz26KASLbYqwej0+Gn32f7zgxeHLx9/9+T7oz8f/9B+vQFndMmdBwxmLc5sCVrU",
-	"UK/xTt5qr7UpFa+U3CJVgZi6ZpJA5xkwBY2lyGS321v0sjQexPWDuM5DmQHxIFLxncT0DSjOaRKpBfYw",
-	"YzRhCSIu/PxRC1nkttUdESJZyHzBR52OvAdC2kyuKmf29Mw2JaG59g4B5eCcijgim6ZKTIGNGIz/CeWc",
-	"xQ73v4joIkiY0JECWQVcCapHqLbwh/rkMhQRAYgmuLERhA8DwfVKURYP2ciA7kQSGuejFKKkABPTKLUf",
-	"AhmaYbOYFn0w4gla6tk6JWO5dkcV/ZUi5XBi5ITOoLeRphSqomFsrH/96tsZ49lWnr476xHrN7S/nT//",
-	"QRvr/pBKNkiTmHxL+s6G6aft9n4wEVLBfzGjuPVrPqYkEVo45Uu2MD5O/S38Jw+JH8QR46qF02jFkVT1",
-	"ho/rJanpMhyirDbZvAbYfjlB+IWFkSpgPK2CePrXP/8vAnDLiUgUAlx45qC1dmEoxrSjzpGTfhFcpKgn",
-	"fn9x8a6MEtUiWMM6jrhRPKRFv0kY7enzaZJHj56niT631qNH5NRqA4DulFWR216P+uopxq16BtA2KqFc",
-	"aitUK4G4tbhfNuyIoUaiSYK8MUqTpksWh0hCESdTNhUJAkZRrbehEplowk6onJBYyJyjGed9Dit/9Ag+",
-	"eTs4LDKni54BgylC1wJSkZ417sfZcy9bsbBRbQjX9vDCQ5lvPtbbyNCpmg753LTuXPaK6U/V/auOhwSt",
-	"af3xAfn+9emz5vn3p93Dx1ry9mtR2HJjtbRO3a8h3fuNFvlLzmdG+YIsbQmJo2FCkwUcPSG+788WaiLg",
-	"H0iE5V2y/0Gi6UzTpxlJvzCji1jQkHxr/1jv1xxmWL/WaKELr26oEWbrWdpsmT1vmHlYWsRaRX2oVJE2",
-	"kR45xP8zjbhH9tv4v10y0X+beKTThv97oP9vt02wI1b3gExI/f///+u2yf9omHh2Xi/R37R6f/f62vb/",
-	"7hwS2SK+nsKieTpSLIHCv4ngIk1YeEIShq1GpcNLcO3F6/vX1/phCjpPmrDGCSRK6k9BrqSNjBTTMU9M",
-	"ZqQ+XPMi2l4mk9KkUJp3kchEizwvR1kkZDvBuowNBfCFOfAlcJua3MC6b+IqfgPtFs1dbTQF6NPlPGp5",
-	"5sIo5t6dcTljgbI840WhvUYktWk2ts4/a1uuNROJ1RtOgGytWqmXY9q4Q+oFRn5trihih0mhf56lcWy/",
-	"uAKNQk/8JY0SmLGWZc4inlB9bAGdQWqEgSLXPAnBpzFPlHKX7EkSqkyRaMMwLKlFap66TDN8FuuzzUpX",
-	"CwLEKTzLIuQ8kwUGrkpwJpVHbCUEFiUSymm8gD7Y+v7o22MIVK8SN+KTjNPxjY+rwJb+jaz1h7FFUfaE",
-	"YgpJwXkXgMo6EVvqB0uxz2FXiG+BdXwyTKNYIRtB010q06jQA1Hy4eI1ybwhQAhahoHV4I9EMqdJOICS",
-	"Gbh2AlGfgAtfRTJSQs8UfkcUudwHvpFEzP8/tq5gt20Yhv6KsFOL2m66BtiQnoZedwo6YAcPpRI7rVCH",
-	"NCQFbg/994GkpNjLTgkcR5YpiqQo6j2ctz455Bb2aYcqPBihTky/i/IkJzUJmmF+zxZfqA/XjYH71Ve4",
-	"hfvVN9AJAI92/9rXj4TR07A5A8Mh1QKlB6wLOuV0dDzHTBldUUT9wM3eSbPfBeqvxT3fI5Nb66SPDk+x",
-	"D02aVkXoeYsFftdb2lEM9ZN92Rgkh13/Dg277kwWxkNehnG9WlfGYouame6UkPSKvGSZUohiBZYQjvb9",
-	"WY+7wrWCuac/PcspaPJmfbdqzI9xFIncgEaVqj6/tj9bvILb3WD3b/XBu85+3GgGKvRZzi4aFnCxcZrT",
-	"DclC+d5I5HnCKNEW63TiUhWLK7NqoKDxCUshXXN4GFIi8Hi2SaI2WqKZ95RnPFtiCIXHGKoWYUcRKgOS",
-	"d+4n/souij+PhKx9IMVTw4cSZwftpok0CSYlJLlVCykWc5cWTi2eKcqrbPpmyJp2tD42Ziv9ZclcGJKs",
-	"EJt8FPufsGwnEJOhajHn1sqyvLBvs6cJlQkj0aArg86Ft8KIFyI/rKMJNSfYeetQCYPC6ykK0/HckClN",
-	"7aUVe/pfxCuZvCyVGdnqYZaGKtqvl1wJQ7WzIR9IL9u955qEtMya+Qbf204QS6vEuLYozpOSA6G2ldMA",
-	"5JdLpHTXSMOweGX1QV8+/3z+DQAA//8=",
+	"7P2Ldts4li8Ovwo+zZwVKU3Jkmwnvqxa5zi3KnclVanE6dR0KSNCJCRxTAEqArSsSvlb/Q7zDvNg/ST/",
+	"hb0B8CJSF9tJpXpy1umpWCRBENjY9/3bHxuBmM0FZ1zJxsnHBrums3nM4N8vI36p/yvT2Ywmy8ZJ44wE",
+	"dDan0YSTWF/0Glc0Tpm+iSbBNLpiYeNkTGPJvEYQR8GlbJx0vUaQMKpYOKSqcdLod/uP2r1eu9+/6HVP",
+	"uvr//73hNUImVcSpigQfpkncOGlMlZrLk709M6VOIGZ78yQKIj7R94sZjXjjpCFHndwdDa/BrudRwsI1",
+	"o4jxmCVtxkMWuvtlfnb9drd30c3Njl0rlnAaD6OwcdIIkln76Oig1/AaY5EsaBIOf02ZXiGVpMxrwE0x",
+	"vxx2e399dvb04Nnh80cvHn979N3xX7vf9171f9h/3fAaMZVqCKtkloancew1ZvR6aNeu1+12u15jxhQN",
+	"qaKNk483XkOM/osFeq5mCxIWRgkL1FAt56xxst/tew05FYkqrUBxofZGMQ0u2+MkCumy4TVknE4aJ43y",
+	"r4qqVDZOGjRQ0RVreA1FJ7Jx8kvDEkLDa4zGbb1sjQ9eQ0UqZo2TxhM9DHkBw5Bs09J5uJEQUjXT9OTG",
+	"P3Hj64UIo3TWOGmwGY1iPT+RJoF+IWcLGTOlWNK4ubnxgHZfRlIV6fdHzlYIFxf2lzUU3Ns/qiXi7ucg",
+	"YiSMPJ3aX3JUiT/dJz3md6h7fHJ4fNLr66/MU6ih2S+ZQG9Llt0Ksry5+eA1plQOZyJhjlA4u1bDIE2k",
+	"SOyK5NZAKiTJKaMhS5CzigCIBOiPySCJ5vhn42LKyLs3L4kYEzVlxBAdweE6QBiwQo2Txh6dR3tXvb0F",
+	"G02FuJR7i6nZ4bP+T0fvD/726OfH/3H09+Oz7pPe0/4zvVjBlM30JuktfMn4RE0bJ/3uwZHXwK1pSJXo",
+	"JdHTfUMVexnNIrU6yRciIYwGUzIXcRQsPZhqwn5NmVSSSBXFMaFxLBYsJFwsSNNP/BahPIQbJQsEDyVJ",
+	"uYpi+OXXVChKIknGaRwvScKkEgkLSdNXfqv40YPGJVsOGqfJN4fHx6fqm55HBo2FSC7lnAYMLvSP8Urt",
+	"Bx8+Wvu97dfwVdV7g1OF746YJHQ+jyMWEiXya0Ca588vXpAwoWPVjpgatzWJ03nUTqhiMbzEUEPrhPi/",
+	"+tnizVlC/IVvF6n643/95lG3e7r45lG3/PW/frPfNZd2/XymkmX7bKw56MqXvzVbpgRZ0EiRERuLRH+u",
+	"SpYRnxRmuV94b8SjmebYXffOiCs2ATbtNd6/f98+S9WUcRUFVLHqNafZHZHgBEZnei6pZKT55sVT8ujx",
+	"YbflkUWkprAPLElEQgIRsuICPmE0YQlJGI1n3wwachGpYDoSNAkHDQ+f+mbQiPgVjaNwqMQl4+7CMDex",
+	"bwYwsbPX5+SSLTXlcqEIPNUZNOpW/rDXr1r5n9tvcPfb52H1Apw/Q34QyYzCliJNpEcWU8bJUqREMq4I",
+	"xTkQPz+m3zolkdKTpLEUJOKEXbFE8z8xitmMhCJIZ4yXuEvCfkVmcvz9/qv+T4+fHD09ftZ93nvR/3b/",
+	"u4O6T+z1K3jJjdeY04TOmDLs76lhlVXf6ueYqW/Z4DxhV5FIJZnTCTslYqa/R5GxSODyOEqkgmv6G0Cg",
+	"ovzzGpzO9FwMc153JGYRd1+hJ6x1CT3Sf/5y1v47bf/WbR8P2x/+8u+Nqj18xuJIL+r5s/U7yEho7iyu",
+	"dhhf4Wo/2a8Qz/aj5lRNs2+yI2npr4Xsr6nWGKzMzz703xM2bpw0/m0v0/T38Krcy81bf8Z5yGZzoRgP",
+	"lt+zCg54RlIe/ZoyAtoTaVLy7t35M49IumwRNaWKzOglk44xFGlW0jGDPesfkKkm3w7RayPpjMExcsdX",
+	"/zLgIxFqWTCP6VLmtplyuWAJacLdvpuxar+BW1l4QvQK+C0ScakYDfXKa+1AT2cRBezUvcO9dcApF2rK",
+	"EgIvxVdI4h/0+yTK1mR4yZbDhKWShf4pWUyjmOUm5j4T5F+ScukR/6B7POD5Icxdw4gP54mYJExKv0O+",
+	"Z0tJaMKA/xu20hnwAo0cse7+8eMj1j7ohoftg3121B4Fx/vtR0fHB/Tw8fh4v39gKQWlS0YruY1t652t",
+	"PQiH6w7CYHDd77UHg+vHz+sOQo3G8J1YkBnlSxIpNgM5kjCVJpw0e//8x3/3ut2imO93q48xiM7C5EM2",
+	"pmms8JEZvUZp0wOrycqeXqXs0RbC5uOqVdjiUd2oR1ccVT3KXY6pmaue9luweDZPHC2j4tRlEpipd896",
+	"T/pP958dPD988ejbx98d/fX4++qp4zh3mbybMUxfUSVfJGJWPX+paKIc12dJJELSNHtM9rsk1LzAaB++",
+	"EqgdVlHKOAEzKpvhWCQz0O+1qt9W0YxV0i/M7+LvFayPk/OzH86IfpL8Jjgj+k1EpsGUUEn852ki5mzv",
+	"CUviiPvA5mgcTbhmO3rWHlkwdilBC54JrqYy+zD/3cXT+k9Rv1VTfOPdxVO0xuxxfXSwWYx9yImzv+y1",
+	"Pzz89zXrIKp3ifGwuEceYddBnMroimVfxcWi/pvEbTbnPVo6m4nfmER6onMRlVWbjXZSxTEwI97lHGSz",
+	"B5UoYXIuuERX2xMaGoUNfB+Ca4kGbjVtYKDiu2cUtr/8l0TLMe+rA70PHQ9jGsUsLDvunAZGQsFQX51R",
+	"FUxJpE02/ICcV0Trzo2TimG9RsgUjWKz5lboTakkPWI0ZzKOWBzComvNWYJ7xT02S6V9N1AQkijJ6Vk5",
+	"Gu0MT9ofPna9Xv/xjaZU9xl6IBGyuKEtci3pKQ/yVjFclHsjGv6fftftGkjecCv11jgWDrQosf6Dv7nl",
+	"IG45DJna3ZF7q2sG+70dkbzGUfCRVRK3y13aQ6NmjVnCeMBI05/RWJ8pFg41sfge8VdmhQwn55Qo2yFV",
+	"0zS37xXuhbk+FXwcR8Ft6deerzCSdLRCvobpwFnWhoy7a5ViVwYqEGwks3EWNBuIjFhAtTmpT0PCAqa1",
+	"YqMHspAc9LrkW8FZhzzn+n5tfID++frHtxdkR0fMHoMxkDWu0O22gyRMpsAmb0vWxxlZvy+xy/z6rpD3",
+	"ygLfP3UHhpZkZhKgA+yB1BqC0hRu79G0LeN0MlT0kgGl57yi9scB98vT1ndmFhQfjuNoMoXRNmnr+hVX",
+	"jKM7c8iuI6kkvCL3q/Ul+y3U4u/tmL0QySgKQ8Zvec4iLtPxOAoiPVUZiDkrnrS3+icyi6RE12j5eFU8",
+	"Xz5g1isS0+ASDTe4D5mUmLMEGShnLJQnBPn0ScJoWHMi8I6dKd0KaZwluIRz72p8yJ+F/ewsnOc+kNgP",
+	"XDkEFctwf8cgWzzqlo6VV440/dVJrPD0KgfbOoJbub/CP7Ubwf4g1AuR8vCW9ApbNuRCDcd2lIxY3/FL",
+	"LhaciCRj5KgUrBJueaAc1f4g8CkyaEzmqn08aBCQEzggOpkiSZyfdS2d7sEQd+DLBxktvoJZaTFv57xC",
+	"iOXPuh8q/EGgYYNcl0QcKPCSLR/kloE0ffdezRRLU7ln/cLO9rZsz8gEUEhLujEnKWfXcxYoFhLJEi36",
+	"8b4q/lcYKEdFb8WMqak29xaadSwSwSdEcCLShMgoZB3yUyoUy8cJhlFIojG4b/U30UARmc7nIlH3ywot",
+	"cR3mddlz8yXlL67gdYVPvh8KO+NLgh43rY2mCfO0FU05efPiKTk+OHxc6Z6+N2q6EOIlTSbsluRkl18J",
+	"MYztOLkws17PzAnzQBLruCqT0+pAJfsK/JGRJHBRD0o5ciMcmtAgYHMlSbP/qN87OCCjpWKyVSafiO9F",
+	"fHhwefFrf3b88+hvj4M3PfmyO3+/v/z7EX1+mP7waPrX8MXk+vin327Puno5MWoWnCghiP2wFcpa/fr7",
+	"E6LVC8dwJ0jTX3n3PfOrCyFeUb40P8vbEhpVbAhTrjKJkCG76GkqWUjSeRWZ5YfJU5gQ6JZ18Ucn7YwW",
+	"d4q+fC0Cevmg5P0zp4N+ziJ5o5V83Cp2HTAWVtsipe+6ikRMFQvbNj6rlb5Ltmx8uCemRZJsXtp8tHPT",
+	"9JSbit/qkPc0UsTPRVULMd0cmRXi7OtoLLuxJlq91cP2/tWQ79rHc7feWSV8x2mqpiKJfmO3VQvpPDLB",
+	"mCtxWXM0YIfsDatnojxEnRmTG6VDnkI+BqGEswVcpYrspZIl+hB8onPR7WXnwk4qm/TKmSh/l15xY88N",
+	"zbXicv0gyJnZD7QvXPBoRYcuDZPXfhgPtSLjoldanA8ahYFPiIm/y9FQXg7/+Y//GTTckl5CBOzzruYr",
+	"/B475Ur9uvTJ96Zfp2CvuNVq+qU3gSfCJCLkfirtbv4nkzLmtzxtEAmurUerf0R8oqXxuzcv9a/RhFOV",
+	"JkzfFyQs1NYejSVGcEOByQwsicZ6Xu7uoZnOF2hkvuPzRARMwpo+5ypSy9saCpXR3pKPxISOPZLFjKtM",
+	"heqhynymFJoFfgOSHHxflITRGPy6WYDZmGMxlSoXSn8n83wJ4k/wl3lqg7vxDmK7n7Mpsm8xbMp88qpR",
+	"Ub0496f/+aV19bOFNfFDXF8T93d5NX5NvB9PFYXkGa4eSBJSRatiKfpTH9iQCmkar6C+u/YA3ZX4jdHI",
+	"wlcsjOjFcn5buybNhhrO9FgmZTNP/T+/ellB7DVPliXEX9/++IOniXPWZlw/GupVncdU0zS7Vn+Q4XKY",
+	"kXBuNQl8CDEfskLCNZ98vybMA0n8p7iRbb2xvk02E7zsFnSmoF89s3smOxM0eKsMx68htyoym9NVpvqa",
+	"GlaRUdZ2VQO5RdM/GD/gMGEU3mwypa+wwOGXxsPGB68xplGsZa2MgM7wHvzUIaczMBw+mLzpjdFil+pr",
+	"eGnDa9h8taFkQcLUcDV1OzMX7C8uk3luV6I2W76XS0suZFADKy8kUedSHHehTLO5dZSZxeI48DwtZyAw",
+	"88XYNnehbbdK8A1nr8+/Z5WJfWfcqW/nz0iTM+v2gZxQJVk8LmUva3mCLOnV/g8Hrw9/evTm8duji+O/",
+	"dd/3fu6vJnOUUiC8xpM0vjxXbPbcujGLM3o/XQJjiBSbQdobGaXxpRNuGPgFTxtmVaKHTe+gWHB320Kk",
+	"cUim9Iq5CGgHiFrzGhUxmfH9jw0axz+OIcC/Bad7qh+6+VBFUnYyetyTqnA1aR50u61itE8Lj4p4n771",
+	"GAT2gPtF96VPmofdbgvzZiEfkyo6opKZxTFZfVKJBPMXcTEfSBJMU35pE0ysUjXgjZtMxq1uB4VwNfiC",
+	"O8XtrUy7zxImqlLuKxbFM7m8hcQLkwgNJ5Ql2nqNqYqumM1S1x8EglaxmdxSRr3QAyPV3cB3nOPDkGln",
+	"voImCYXDZ1lZVZLOdxcXrwne4CZDaKypNkd3UxqSpn/Y7WImVXkT4VhV5PRliTm/IIG6ubhN+uAeNHz7",
+	"xms8jaPgcnW6P3K90YFItJpyFclI4ZmC2hXMDCQ/wKEH733E8YvgTpE8kOT8NaFhmDApV8/PKBELyWqS",
+	"oM1FMqazKF6CRIdIl490q+W/ntiER5KFrc4WjCOIqdy417AOT+HOG1P+ZMTPKmWb42Nre0C7hkgC8Ipt",
+	"Erq8RiBSrpKKPOPztz+S/d6jR+0eofF8Stt9k+lOybdMnL/OTm0kIVsgmqSGS+WPmNfQolXrAzZTa2UK",
+	"IbuKgpq6A7xmNgEYOU9nmrRCJi+VmOu3iVEUY9XRKGaq4TVGQv9fMCpytJa9MAq32oXzZ/pmmze6ZXpo",
+	"pousiKp4QZeS+LCnfv5b4JfKmYqaE2w0Tj4hcin16b0/KoUUpoQlw6mQqvrt+orlwv4bSHlKfI9EY0L5",
+	"skwAh/tbkEAqWTKkE6O7VliS7yRL2mf6Bp80Mdf7sNfPhVo213jkGRMko5mN8nKpwbnzZs9reUWyI+Mo",
+	"F/bJc+yk8Dm1vO6p5QYV8mpGw0KQ8oRQMmeJFJw0/Wk6o1zbwpQECV3ELNEiGMcgTX8klLmoR9JXRBDR",
+	"mND5nIyZCiA8SgdcfzQWdbAFafrmX/io/93zs2d+ziDXaprfMtZ3OocE3JngmseSpm/+5bc65EceL4mZ",
+	"IsECxQGHBSNKLGgS2gMgfUjD9bNCRt8k25tDAWO4w2ymZ1RbOPXwzspTY09vRe0EvIqcPyvqhEFs7IuK",
+	"bPKDn4rUtd8tJPjqP3MZvnqkX7rt47P2d3/9/tUPr9sXf2v//cPH/qObf2/UzdTWyJbnOqcTpo8ZLs+q",
+	"+DLVntvpEChfN+sNWWFlhbwBN41118D0xiKOxULmdIGREDGjoJMVajLLw72mUkLWtq0zUoJMmAKy1w+a",
+	"OiNf8w6fiJy/zRYZlauHNnKZTZw5jqQqMGYoHP2wiZk4PgIbklvC4grUcgIW2ir/VcYHpxR8wlq4G/YE",
+	"1oMPyo/5xScBTZKISRKpCkIpl0RvFmXv3rwE0WyKozdUF2hl7BneelMqiS5/1H+INAFLZ7W+o1wEs3E/",
+	"d5HKWLq84Tv0PZWiwqyDGWa1yLz40ZU7nUolZs+vGFfPzLmlYRjpEWj8Ordd+K0VmhBVFHRf4/5EPTiA",
+	"YcE/BhWG4ANlqAQXvKC5E1o5qYvlnP0AefZVZAh1FvkX4hT0gC7f3+Ykndp7wItjykmwUgwvdPwS98Vf",
+	"tY6fdOYUFjxfz9gtctyjIsOFh5uDQecXqKwwZRUfHrb+Uslx11UJnrmiBZuVuiIpNhYJbi0p9Eg7SArY",
+	"pEr/B2yFZyMSjF+xWMyZMUpXPsjyCSrB5zAS4bJDfE1cvmXmJl8UfOdirG8bcNjppv/t8yzVGt7b1hfk",
+	"3kf9nxubaVvkPnQeDa9YImtr7c9enxNzg34fTkYT7pTOWZ4dX/Uqxb2Vg5Qvt3CDGLfa64hPcE1vvK0e",
+	"eG78bc+Md3Onhy3VPb+e0lSqbZ/W7Atjszs88A5dlts/8IzFbLcpodDZ/oHnGBbd/oFX9BpeIt8wGkx3",
+	"eVIrU9veX+bJ1V4xG2ya02UsaHiaq9bRpi8EADgzJwVZYtP8oKZMslZnO1kF80BhpfVrqehsXmP1R4pM",
+	"6XzO+C6Wvg0jbZyDEwU3XgZssIUJ/N7ea+oMV6SojeK4r/MKzKH0NnOwq4SpXapadkjOn51anqe5nZFR",
+	"eE2zwKVeQ61FGQbZjsKSVGJXqp7Tv96F0+uRduX0m2wCDKbc0Sawp+TLtQmahXp04kMMDQ1HCgldrf+V",
+	"ZgNs3Ot0FEdyWq9JGmScmhOiBJnjCPVUtJuGmo/KozJarDLcrI9uw6KqdNby0tq491r+YWP0deuT020D",
+	"qmgsJilbXaoMsarubESKJGycSoYxOjy5pJnT3CURPF62qg8M3lc/fEH3JiEbR5yFBPJrjWL9z3/8j986",
+	"JaM0ilVbq4nwSpow4gOJ+NUvLryuTgxFkrBZpNSq47cmtmL56y7EpfcEn8v0w0r6QS9otZY512aISTvJ",
+	"ACNCoU71MoB7+aFPZDrSD44YACSgDm0pAU3rTf5TboyoncTsJhaTlbUVGE32c7X3eK6GUcXmfRdNpu0r",
+	"EaczPJToYPAf+lkuTcSDOA3ZabYgZLQ0ZmCSc8evkk0W3N6Ne/z17Y8/kLfO6lA5hlK743UcFfag+BJH",
+	"HG5Z3NHyskPspp9R6lr+gcr5riwY+MCKIV3pt9nqBBo+XnMGi2gEn+5Ellm+j0vp5zAWPt4UwobZgm5z",
+	"aCoZ/+3o7axAbU0ACSP9br/b7vVbBeqTD6xx3KSKzIRU5NEB+T56otUUPUhrM1lWUqOZ9lrqqlYCnajF",
+	"s7tGNu2uDIJMLCiEh1UK4WfRiNYuTbWrqii89bp7xE+YwWGZU6mGinHJfNKUjJE6d0YZ8A49rWiHr/dN",
+	"7RfhPooeqe2dVO4zX9vBNn8pafr5eWIgZxHFYUATgAoJhRbTZJ6wcXTNpL3/oe85K6jjwDoeYrTHf+hX",
+	"LMXD9YtQxDxpDgYPf99iJR4OBp0tb/1La/2qoQdkR678dEr5BMU+rWbOs4jnR+ntrgpaLbhCIbybDvYH",
+	"SACcOz5ape2vUfNvx7L1++qUBMemq7nxKh8x3voqH0I+QoEp3JroPQu7ZvysuRJcxLyVHgmjSaQQXsjv",
+	"DE/+X7vMSHKgxdsjfuVxWP5fNfqd1ziH4oI3TAIsUWVQ2ZYikDByie25xPRSatmUxjHjE1adBkXJW4Bx",
+	"9dMkHkKZgsk1dUFjD7xhbpiqEP3mxJAUc1jZ+hNlw9QJmxukVs6IZIzDV5r9cmUYIWvbcSOhb+GhWFSf",
+	"PlSvo3CdDDYwqZpQtM2FBOMm7uVMDcFZyzkm8L4p5aGc0svy8lT4k8qLdXv/0ibhjXUqwwRoqSDFC1d2",
+	"EOduHfNb6uVorErUV8dEz/KZX7czxiNt++J9pGmAAk0GlfRIzMaKiBTCa1prkXVmuQFfXrGt0hnlJmSf",
+	"Za5JQcY0Ic2RUGh5W6pUVL+UauO0VXDlRlw9Omh4a9Fbi4DYdeIBAsd43/bO4s8eMs5BbVd8SOJS+iSZ",
+	"CCJ4APg/5rFKobeRu+QTwuvWztxTu25bvGS7WPit4t8loPF1PDJLiISbQWegUgKzrCbwXYLrK7DllakM",
+	"VCoyzY7H7Rc1D35emZ+WvYQEdF55rmpekjtbOUD1zfEqe+9WxhG/LBlHvDr7rwTavn4ab8zN1oTLobtX",
+	"ojwCG3335qVWeOWUJiWcyu0A4fMke5CzFLNv2D7voj5nueBJNZxaT1trGDlGRTgKcruuDo7esIkCbP4w",
+	"wchi5cIjfn15Gi/piMVy66xtTRcXdFI0p/sV1rQpe1oVdWDWaU1hzsQ8XgledLvbZFbmCljquByczADs",
+	"nx1EhGkSsVEsXLzakH5ZTq7JKLcq0QZXy+xRkcHinAqcvShaCqyjfL7K/DTHAYoeQpvN7sYps7+CXC5s",
+	"QZ2i8ySNL2/lS9QPw1nAN66qRJq5yPrcMulhF4E4ukS3OGB2iDHxccCXllltTfLmM8pRRdRo7d/lQ1Ci",
+	"D5z0usXSA9WkRqcqEJitZMtwVlfFQRCt+5pioY8WiTxk19VvNQUqcyFh56x+l7Ov1itysdF2N63uNmzS",
+	"5tSVNT+Xbu48WQYbc6Mmjx/u3rxuY+pM0NLWmKoomEqEKkjJADWTrIexBiIhC60b5j5y/TLv5BEt0FoF",
+	"PZf5eAb6uhZ4G2/bPNdNeoRewCorLff7DjbaClGs8cKu5ACtNdOADEH/1AYXhtQgtf6EBFMWXJqE8A78",
+	"5rc6JB+eojwkYq7aET+pDEUNOGYWGlfmaWUUi0SqQ94nkVLMnUzIJ1AJ5VKrCYLbgjzUGrFy0NN2m7EY",
+	"5YCHaQJ4Efk7LQQ9F1lBZjGGGIErxJYMW4uwBCz/0dSA5IuSGi+ihI3FtatEOHE58XUdgnrdk97hSXe/",
+	"0+tDZaor7mk8e56VK5zkimewl9am9HdXA7MZed1V4uIHYQlLY0aDH9+ulFJgy6jOMhCzkRbyIjGdl/Ll",
+	"II1X4rcojuneYadLmq9oEHEl5PSUnHPFYvKKBuTHt+Rn0jvoPDolydVJb3+/022Rb1lwKfb63V632+v2",
+	"iFnMPbia57j32S+qpkHZditX1VwJ+nYU+aKlk62S/bcRK/kc9JUCPrOJJRPFcY3rNoZN8IhaJdT+au7O",
+	"J6o79nH7wOn2DiAD0l49lnUBoRgp+oHIKFXgplnxBtW66f9Ab8mWr1rn7wBUKQQdg9oep0JIxkOZ+V6U",
+	"IH7u7b4B5MBWHQe97vbWQ8kxsjYymTnrq50eZp+rwgaQUVblAMm64UCSmDCNYTJjsln64QEWaC8irh9w",
+	"8Mg17sF1LorcYoNaMM27DN3Kj9iUXmGitnVzked8LJKAhYRd00DFSw/bCaU8ZAmJBQ2rXYi5lhzm/63v",
+	"zHF738fdPBY7uArWWeiQEpiIdI5n+54Ndq+BgSBzXRPdHW34+7Ssy5yoVn3LZ5VvVt9sDzxIbMbAx1yT",
+	"HATGgAb1JxZUelDd0rlkiTkkOWXHiqUvtGHpVr0eP18H0n/h/o79yv6ON1VOjO2s4wpHwjq9paChGAvI",
+	"nJBCVcTmExLi7afGv6v1/UhJdK05WJZdjsD+l38EPm270173ZN9+5Z/iOGSHAKf45ZO8IVpH8tGMcRkJ",
+	"Dp2HqoheP/VAWl1lhEg3oX1siwy0EgCHqHrNE6FyNc87RkRBmdoQl73FsFmr4hWvljGyATXHI9bCBZAE",
+	"z+BXeA5NRCTaWq2CaYC/W1UFCus9ODgz9+EeLmqV3N9Q5eG2caMOpqnD0Qro5Ls0E9veRrh36A0Y0H3n",
+	"EKLvK6G48g3VEaJt23KRpmvL1dr2y+t8dBlORbZXnm2zBu281rrsClV46yWaCY6BCPMzKeCTpsn2hxC8",
+	"ZxNsKJlFPFWuXkJ/1s4633Gv/6/Xp/4Tisj97kV//+Tw+OTw6IsVkVnk9U8rI+0nrGlXWTg65YrxjTu8",
+	"dR2hHmmHPK98+/26MkJnIN8hcdyGpf4sRYTjKFYskf87KwfLJdKrLpQsqhbDfURNE5FOcAHPXp+TJuWE",
+	"pmGkiEpoFGsyWkyFFhlh5r2KuB5eJMtWh/xYF78ZcJGQQvxmJSxiNgtPO4BYgkOGaqbjrM8bD1AdgaFu",
+	"hHfEyNgQtDY92gpXyb1ytwqmVceixTeRigQ0jtGniLvjXMvVBTH2e9YfPYeLeVP+rg1RU2z6OGGmBfDm",
+	"cGSJAs30PLdYpfffKVSAdGeptRoKYC0PfiCLPlWrzeTBpqo0mVwAECriMi1oZ2Wmh17W/80W/OFF9+ik",
+	"16+w4M3ifAH6SUU+2J9YVan4GnuIcv787Zmay0/Vj3qOVyB2jEGb5OqE2Mq4wy60kPDIUb5CzgNP8CGJ",
+	"2RWLgSlyoPgJaVIyjqkacNvjTII/AW48xbwkc0UkBBQJEnEZhYzQMIR7Wx3yjLE5SxAeCTuwOuT+Aa+A",
+	"a10RMWLBIdw+ScRCTduKUZvtkV+fw26NNN3KVwIuwEiqKKjQtj6R9Qx4rVe0Jv9zlAaXTBEZ/VaA2JmK",
+	"FDqqwTFZMHaJUHtqWmkFfxoDvcYsrzfGJYB87KSwwq49gTXYJrXnk5r7enhF4+3n/VTLWMCHVb9Vzyvr",
+	"kI77jEUH0Axda3RicyH7Zh9E3u/gaM3DVunmg9zWfFh3eMw2bA1kvboOZb8inJstjpQ5BM2IE1/95gOu",
+	"3ruLp7d11OBrV7+1ElbI6CYmTdHMxMwLV61TWCXzsSsf9RTT3OFqBcSxqH0G/LcGQVR6JI8HKj2L7mmq",
+	"2Qp4oPfpls1mksVHdxwaw7HDujc802yXB8q8gKCwWHpEprOZVv8sYnxIl7t/WYkCik7Y8tzqTsEFnVQK",
+	"EDpicSmYTZq9f/7jvw+7JJjShAZYd8gFoF8nIs79XC49tMZSsQ5vXeXuL/85GFx3u+3B4Lr3YjC4fvyi",
+	"pvjQJplUVSnTkRRxqhh59+blCfG11oaQ8aC/+aSJNj+cbQOEkgHDI8yxFv4OmG7Wgu9NJUuyHMA5lXIh",
+	"ktADT3oeHRxPVGRwsRPP6Sr97sFRbrVKWsEGFXzXClsbrd8t3endxau8NUnDEHg3WU1MQctTcANY4tKY",
+	"tL25xJSVq3IhUKtDzjnC+WoOl+vwTRI2j2nAsmSUB5ot5idzClgOJGEzcYX3VSRZO5JboYtUzYY5gsyW",
+	"fTRua826ohiqArjc9TqpGNxc3GKcGQujdFY9jLlWgAWb0SjeZlwsOK0e11zLj8vZQmIh8TaDK5bUTBmu",
+	"bBzhpoYT3apy/gJKXFkcYiEC1JGc6oPPuLIXpNIs1/jWgphRTdD4D8iphdvuVmRvMvo0c0m5ue1LTNer",
+	"Km40t+SLHJ0nckYvc0fRZNuRg14X+eS6GsgiW1rvrtQm5URYe9Le2/nB/OMXvO1D/r52NJsLVLTmVL+k",
+	"MYnUNB1h4ITOo3YgQjZhfM+9+ib/uLyM5m0xRzJrm14ZLqVqXb4i6N76+tItk+VFkQIPpV1RE86yVWN0",
+	"QiPeumXp4aYl0oN0LqIZ+6yrtF2BacU6dTbCEKwpOt8CluCLo6gN9bLb5Yrunu/ptH0S0HnNPuyetLmh",
+	"gHXT4sN7PuPa31tG6fp2Nq43kNWAAOcnn2lqMDnQs7Df7Xn73b63333s7XePPlTZF/eVlnpa1qtMQ8gv",
+	"JTV1Cw6xueL0izvzO+bSrtGKtk+WxUpa0oTE2NESlWzJEtU6Jb656ht4dJVTnqa0UIabrw7CX2syfDdH",
+	"I/qfIBShNfXHf5Kk2j91XuG9pNn2tghSOCqrawHg+Kuh2MVUSEYgAy1PuI6lbcLKzHjZfn/V6Xq3mInn",
+	"PmfL6IlZuuzQ6xN7C1NoMRUxIruYSlcMiEOH53HEQs0RIiWJJXxoXGj5l11ZV3hEEy3NJMMQ5Ndqpz9n",
+	"tdNnKlr6jLVIXwuNvhYabSo0esXqG35csmWpkSdEGjRjdNB6qxzvktWgO0P/fuz+Cu0ZoOdvBcusA3O7",
+	"ZMsHchWHaS3Cc90o+vpWyy8DMWdy3VB4x73J1CoYFoNOa+ZStY2bgrazIij1rBqM2u3quu9ds/U79p9Y",
+	"t03uLdtvVu3KfdgalDpbAEjvqj4xImRxdZfjczLTF0vgk4G2LSTrkAuHMzgWaWLVCGrAzn+cM+5GwNdV",
+	"+evndBTFUSX8NGJI6rFwEP3iUBQo0+GLTAH2RgkBIWAtxCBRnc1GLAwjDrg9NA0jAckFoWmeXkk1ucD8",
+	"o1UNEdz812qIII7Vm22EEuHpbMQS4DniknFQZSM+T/MfZdq3F4yvXv8I5NjtkPnWtG3FV2qDMWExoxL7",
+	"8BeiPA7bGdo7vePRteZsQispTbOlgYBMy0jwYsCv97jf6z3uPz7oVUy9AhhlPdBsYesjSSZCGMxLTt5m",
+	"7c236wEQRnIe0+Ww+oCeoQ7SThgNITRgT2gWK/n29UX7QBC9AZvLZbZBsoNjt12GCixBkd/Bma3E319w",
+	"Fg5HNSJLJBPKI4nFsmD7zxNxFYXGKQDDFr9bzBmnpU/u9Y92a3aaAb246dVyoupkd6SC82dknIjZan+M",
+	"bL6TuWofiPbqPsGkt0C8/VDwMrc/fOx6vf7j6nR3mHA9Yjoel7befKoiTVeQlivG+Dl3TYJHxr1FJtEf",
+	"Bp1umohXCpc3L56S44PDx64DfCiCdMa46pjTrc0NPxAh8z2ymEbBVDMBCQ2XT4kPOqlpy4Mtvn2QPJpB",
+	"YOpDfe/6rTvW17d4h2YE85ga4AYb8RdBkCYJ4wH7fG3fP2lL94hLRXmdAjWnalpujb/Vd5uba3GOs0ad",
+	"DtoZHJsQ3qWS+D+33+CF9jk20drAnjLKHdZpwC+w4bxMx+MoiBhXeKfvGWhx/VQuQwTAHxkL5T16n7Zt",
+	"oK8JuZM3fg+Pj3PKQR4VMydva8049CXLdDajibOQ7LF0SPSbRF51sOSMvHtzjhWq+lig0HGOKbnyqlNE",
+	"3JQivrLA+FA0gKOOIj4xMYKM5e+Z5+XeyonZ3KRb64oi1tKpPRex3vg60kioYkMoCIGTqMr+SWb7LBJ9",
+	"ZxvuJHZM0vQv2RLaHlg9GoNCt6Ccow0mlmt5h6CVGXak5mmFs7eGZz81vHKFVoABe2RGg2nEWaYyASsD",
+	"yjRp1FOKqdU5wvXsNrKQUEX8bOcGabe7H+in4V/M7xA9A7AmBhyN7ITN02QuJDQj5iEAMwlu2kqhDmtg",
+	"0rSxP0nEQp4QpVUPQmFiZClSEgpX+my9orkZFvuBz2is9VgWDv9LgjlRSWCRlBGfDOk8GmobSzNNuC/3",
+	"i/nXMGFX4hKesr9k1YoymnCq0oQNzfMwUpkdaRtQqOFYpDw0pkw8LPzC1FSE8BNksMHYFjrIBAKGil4y",
+	"Xqwbdb+ZvhzD0DQdhRgNthIdRnw4jqPJVAHCGJvNhWI80N9laIoP54mYJAya2GetoobsOpKq9FsO3xQy",
+	"fLOlsMMpIYYxTSYMHFMync9FolgIOVLUIqjm54FrnEosnIVXaeUkt6L5U2yTiPUCIDonJA9fRQEbppxe",
+	"0QhDfx/y3GYDj6k8u6uSd+Vk/ciZE+vzXLqwFavkOcIv2b6fvgk6apbiXLQmy5HRUP87FgFVte25q/Ua",
+	"MLsiSRaJ4BMsUCqzW+i5MWIuq7HX7ZZ7s/SrFgGntanXs3XM4d3FN59nO93+ni23EUpuaTa9F1WZpOz0",
+	"LneimUVqq9faiPDH6i5Q5jppai340XG31yIRNwa4XQFok1wUdKvIxJuWfcWDCttexfcLDut8tAACjjtl",
+	"QHSIv9/t+xbODMZpoaq+332Mejqy9ACL3UZLC1YhAf/SAnZGweWARxIzzQHoZr/b8+1IRziSGQO7W6Aq",
+	"g/iYTf+pvtR+innKJ2RGr9t0wr7Z73b9FrwI23dgzEMOOBiXkBpvoDNcMw+qMGwDUxfKzqggLrZJ7MjH",
+	"meo0sTbEPzBuBaBv0SRNcJUKCcrNqT5+2HGKC5POXErBXomPF0h3fzuLuJkzicEg7h/2bnLXW/+3efKL",
+	"/sfHnnd40/q/lbbyWxMAqbciaA4gnpoYETPrcEp6//zHfz/aJ6XGNx7xh4Yg2r6HlRaR5VzU3K3PNdxe",
+	"XJt6XPlH+7u6CoawLo/61X6CtzV5uWemRUyHnAO6/CXjUBiivxsbn+jFaLkoRb7rjYk35A6TnIoFx2zD",
+	"WmzjT9G1I0zn1RtbansD8RIrvqyQgq2zsqwF0U6TEoSZpia5HFkipqVS04esU5E8WfzodSIHrxXSCUxn",
+	"7Uu2vFXlfS3Td60mLdu/x5eiG3poXLTVRdixluUU1h+qFWdsNmJZ/i4ajY+6B0eF2OmjLUpPcH2zT1+Z",
+	"T5WkyXUQvV37xc3OVTxwplGIFtpyuyde4r21kZzbhTw3+d+QCRQ8cCZbv8rDC/VSIpVD4BfDzUkHlCRC",
+	"wRH0SMpVFGfFLnYsw3swRwMs1Nt3SsFpxVSqgzVNWSBilNXCuK7H4D5TOB8PYhIsjjUXlNixqLTgB5+1",
+	"/USe/25HUH/LP7HeSW6CornTUXqh5bWOpItrvY4ydusOgVO/C1wySrUKq8PIis0L90zfes7n6f2wjN2Z",
+	"gHv3HTjBhhKtu5GTmWB149d6Kqrf8NyS77bpzwpy/iRnxaGgA8FPjcTFhCaCq6D/bYKk4KUpSElbMCvC",
+	"ZctU/jOO4Pu2ISIIG5ce5fe7XT9D1cDQtG3ofP6MRFwqRqF6ekYvIxCKrhtm2cIe8GodBVX+7fSMs0ot",
+	"I3N+0sy9LdNgajzb30bqu3TUfmacLmjUG69MO1pxd4OekNdP/3//9u//Z5B2u/1HDx7+pfOfQ//3/z8g",
+	"OGlVta6X47YGq7NS9a7kZr23eV7NvV/+c6+2/WyVHmMM0KNH4ND+xHpNzaGowd7CrpZl3C2ZBCZJuHvW",
+	"e9J/uv/s4Pnhi0ffPv7u6K/H3++Cu6VH2gF3q6C91M73gSTIB1c584xeD/WWDkdLVZceBJ4445gwaQul",
+	"te51D44OHz/alICX+eCGc5YMEcevJpNCQJNNrAF3mH+lDd6c9FdikqWvrZtRPavMi4hdBWRpL05t3gwX",
+	"CuNbl4zN9RmLEsMxmviHORBSs0qLeN26x63Mmqb3H/V7BwetU7wvyW0AFgL6B719/w/Z+WyO+3rTyShN",
+	"9OV0jukrVLVOyUwkLJtp/9i/DbnUbvx6cDvc3LtG9o2/4EsGuPvfCGSH22ICz1VU4LJKrYBIWMCiK+SS",
+	"ZZCMcDlk1wFL5ptQQyIl8aA2++T76EkLIEMUuy7bQke946r4JrxJJSkPapPDXAsveI1WtbRohd8oN8FN",
+	"mGlNX1qsfK8plztXkvhP8ZY2VMOR5oMHFoSYs9ZW0eW6gIWpynWZGAhlAs0p9HdMoivGb9mrdYtOzJEi",
+	"Mxoy0hSJRzb0Yf6c/ZZR7VyDJ/hxi4DN6jaaYU9RLpnqsRldkoAmyVILJdBtaYwxWf+XhIXavg8/+JWI",
+	"g9ukfwQiCUnTl8mvw3/+43/8qmWswFdQUxGuyaPAG8p5I49u7buxAdAKH469VJ2th93ptpMHhvH8aJ4B",
+	"vkZldfLk0vpzDTbZCfFtnNrFmX2P+DZUXfhRKhqzoYpmTCo6m+fvy22x7w247yK0+qbqEK2+kgXSNYfR",
+	"v5SyKfyKuDC8YDWIayywUsx143G2rHitW4gmiWXX23mEZPQbW6do6etFHk4ltOXO8OwSRsPW5tZ8hpp2",
+	"831um1BkpoJKk0GyW5Ng1Otu9g0XnVvZ7Is74c5qSYoUVjY7J7lsFkP7TjIUWr5b/ucV5eyKMNwo5Tfp",
+	"ezRT5/NIVXfW/ayS8VUF/IJVwB8z7l2cn29NKh/VAxux8ojv1AN9SUHkWl+lSRyxROsJHvGnlIdySi8h",
+	"v9WcSAphUWheqbkncnUfTq1FyFzQpcEewLNRQB1o2Cnpz7ZzgG8378JOiZA6U8h3sT/Weh3eCEUVuxCX",
+	"jO9oC/8I/wDfvw8hCtYGz7W/eoQmCQ3YEPEOb+Ekqoh1aCsbi38iPlnvMdrJYfQWwvDVgThnF9BUTbUY",
+	"tQk60uis0iMjJl0+Ps404nDHuzcvTwZ8wNvE12qzf5K7RfB42YFL0xkN/BNNU9+9Onvq1Ci6QPET8Sz0",
+	"2vRpPBFJpKYzn8gp1WdS/7dHRKL/e9jrnxKf8UCEEZ/4ZMquAfmMkBGV7NHBqX6LKyL25wkbR9d+5hPE",
+	"Ib/xWzgzqSgPaRIOjStTmi/45a25QN6bCx+atqZ9sVh07HP2Mahub1ldtOAZ9fTk3A8FBcb+mCk6+qxA",
+	"BN1fTCULULt07SV8JWKWUB4wS24+fgYCRfgnxP+5/V06ar+1A7b7h4/0otrPJn+BFdPb0H773Vn/8JFb",
+	"iCSa6/3z38K/siH04+qbf/7jf7yr3jcwn43TkVMxj8ZLnM9b/KP93YwG7bcwD580cbeqJhLT4NI8CbkQ",
+	"hYlcdau+AQ7rVffELe4JaHSQowCrb8ey+dkXbhfWfMspkQgT6qdJPMzHK/ycD8i5dSDxpk38EZWRpnZQ",
+	"ZZ7oP/InS5uDiPSeSpZwOrP1Arjvvs0WtUh+OKZJzDTEafz32Zmx7if/5/bZ6/P290x/uzZ/IibdyMUs",
+	"Un1aNaed0QAVmOIxaHgGfAQuaoLAfvR6JyFfk0I7VPjWLHG0yKTdADU8+lYYa08hPGqSsLOQ3ia0NBfk",
+	"2w5ZdTXcVwldytmiIp8kny+iBEhCrcuK8bhTH6rOITKsg40pT+xzAmx9DXeuCXfWCN6/lYav9bsXs6hA",
+	"XGtWkMu026aq28nOGutKS98plVP0C1msUfCYpJJpTa/gKwBmDQef9vA/h71+w9PU82EbZ5WR0tV6BzjF",
+	"LG/H9F5oTF5A4YZu+ygrtn/vFhlWCDFkOGRxJiK5fbIVaBsVL9aWyIiNhalCdi8r+436W7xEOl1uM60a",
+	"vQ8SYEribX0MJrMkDVK2FZgFpdTotzugsd1gT/P6knQUmA7V9hbbUMaixiXwcmfDy3LEHIm6zataqtyk",
+	"P2x11G8XhKviASbb3Z55rG83OiKUHgrNGxgPkiWEy7AGpZR56cJ5dMDNuKFgGN3T5x6xdcCkqsokWMNV",
+	"oAgJ1Hv0LGvmktNHkIMUbb4arvJhJwaSf+90DTPJzWXKrosTKTCXDzvwkezlpGlJrVWaAj57CnzWqW82",
+	"qdJyoUrF7ZNkUtQwpsL21TEpb9V6quBb98SnkLRr/JZTqondUH9TTzDiE/O359BUMD4tEsNLrCbdOjWJ",
+	"u+YEjFJljFYsmbTSr1ybt0GB2IKxwiqvWpqes7qMBQCWj2dcVBkfbmpRfckWrUIxygOZMeVCALq1iUXv",
+	"wpJh6mjR4MTWcua1S1XNl+v56ftITc8h39xAqu+iulf0QsDc9XXgw8bdQeZCKtL0P2rWcLMX8b2P4NC4",
+	"8Vsd8j1jc63NI9GdYhYry3k9FjaZk9HLIoBGBoqXA4rIo+NFfC/iw4PLi1/7s+OfR397HLzpyZfd+fv9",
+	"5d+P6PPD9IdH07+GLybXxz/9Vlr9baBasu/fojODSydyAijL/SdNLH2fCi1TIlsl0PKMzIFEuMglZoAf",
+	"CPa12C+1Qh127Tw1qVc1jHHQKtBrNsI8GdNpVoLf/SoK4Fdbu9PwGqY2mk+GcinBa13F7Y2jp2pa5sgS",
+	"xkOwiowULvAfbNoTgzcL81rhVBv6MNmAn7UEYg2QyZkW/Wssp8PKlHFbfDlcF+LLoaAQ+wCJ1AnQiYmy",
+	"JJkL2T/odcm3wIWb/kT/F+stIkWwkhEmeQhNKYAWAQtQS6SASUmavr4r4pOiaJ+gd8Nc28Fi0TarXBdc",
+	"149ILAeHT9ke7MzZw6+NMN8cRjHzH8qoFu3AQB3hUumBZ3OXn2Hz1pMUzpO+KU2g7BudE9Rk4pvFbN0+",
+	"vR71GQCykRtQM0GX1Wc6cN7SZi6vTJZrh2oL0qtTMtbgyG1VpGG4wHYYOIYvFKI95rf1VRLIMtaWSTxL",
+	"E0wGNuzFlks8kATiDqbPkldRN2GekErMpeNSplw6Yneoosji42vS47IXQYsZ1IryPjF9oLnATMPOClri",
+	"ruZkXTTZR/RY3x1UPMDylPhzinGqX1OWmqYdpgYlYTKdQU2nZV0+aY4KTM0jkrEB90vM0G+ZtBAzHpVE",
+	"XkbzOQvzCwJuB59x/SSmUOuHrljiA46YVkCKbloHgYtzbmRMuJLAPl2VyRago+boAO7o2rg7VgnnZ+c4",
+	"b4mVFEguF2cvS6Iyq1x71HarOzFfdYastbpGHlz9OeZL7Z4vK+LuKeK0DGfrCuMiRZQQl5szMAAiYBjE",
+	"VMralBsjHTAMa77ngkn1BjqVdnJD+K18rNzIhc4tElvqkqjsIm0HMJkwORdcsvU5iSgCD3t9ApkZWZYW",
+	"Puxq1nfPtoNsx3XHKV8ab27eIU0HqHkYVIKaXExdombyQBbxSkrlqAqMF60kcmEUqzWBhrWpMbkP9gqU",
+	"Wpxtkewq9mnNQbpDBdeKGl5Ry3XvSu+2KqESdr/MQSvreyVonTuqirOI2z8r0m+yTMstGPZ35u4VAb/F",
+	"s2+owljN3WUESgWz3GsIyJYgVbNi3BKB2QkLutT7IjhbQzOGJW1sGG3uMz3BZzRkm7mzfWZ12OfgijLX",
+	"PSLiUPMQZGXNrPlbwrSVewVVaZw5sbI9KZXE1xbAfHqQmG3SIkA2sJCFXt5OAzhMgVnORv25vba50TRW",
+	"7gjq94E2h9MA70N+x7djyMz2tdh4Nsup2BsfQHti+xDqLcrL7bkwBeZUKoMfVM26EBlLM3DXnl0rhlZA",
+	"b6Us3EYzgIntIvpMNqhBXs1PchspZ7Ln7CGvpSVK5oyHOUMJyvfMYyyEZMLbk/KWhuTQvrvKonQXq1v/",
+	"OjNoC25gSeUtPrSN4YCoOWZlbmdC2O/YyQhfa0jkRixk2hYKjZ3RUGT0q4RRQZuFc1RvN5SY5hbC67nF",
+	"5avtpeMWu8ReT0wUI2duoBaqTGgjTGPmVH6BCQOWF2Z+t4Net9Uh50rbnQOOGAsjhrV+mJ+UMDOFoqG6",
+	"0jY8k3G9bh6VLdT0EF9h7emT/YoWNflNO2mwK1V/70/FXTWdSjII3zy7Az/78PD6umpHUcvLk2JjMTVd",
+	"dM76Px29P/jbo58f/8fR34/Puk96T/vPGjc1CoO8va7Qq0aezq3cLqz+8wqiOwqWP4XIuA9Old/OLTmV",
+	"I6xNnGhzIx/zvo7zQzgg0ApmtKmeoOg6vEMZQVmD/1pI8GUVElSrB6uuVaMq+SdG6fbIiIGz2qlLYANE",
+	"gHqGFYggn06J7+wGk8u6GhHqX1+fDrhv0KVPHNqWymRhUyQ1D2uxpt+Ctod5h5N+2kxwMSnrOxlwtCGm",
+	"dD5nHP1kAG3m5CAKvlbRM2vWQCsY9pOMGxKBU3EG6yKNzzmSx63LE4wfefVQminXxY3ODGp1mNfqnHva",
+	"rLHeQQiKGy82jJXrFdV0UJsHGJyjE9HaVhm8qSe+52aznpl9qlGQKsOMdMVFtDnsuEW0ccCtJxQg8dBF",
+	"YZKmApEYjF+7UBhJiCAgjDsUdsjbdIQYw45fOaJUgkwZTTA2tqJdlUKArpVd7zE0LDw0rexsRDYLeTaK",
+	"jfiwSiGfbZDLQmjcUSO6Q5wSjnEpPglkmIsd3yFgVROoxkjzST0TOSUusHxi6SE3xTWx5g93D57cjwJS",
+	"UDnQuVYTLdlenXA+FReFyg7ud/df3v22GCd2LWFQJFjdJstPyxVHUKiiGsdiQZQQ8QNJBg17KVXTQQPL",
+	"1mSHnCEfG/B+99SEqfXRBo87dsg5zYemt8u4hAyRpTauuFC23y1KG/s1eQ4mmZKk6eqBHvpeCZ0g9zeu",
+	"oP7lnWRJ+2zCuNJ/fSekwkwyfI2Yt0fL9lTM7fq1VpjLz+0fjn5on6VQKyD3g2RftfHmNnyxUdDym5iL",
+	"qq+w7mpYojJLXgEo2sBtdgAo0iPtAEhgpr1J/S1/wD1pwV+13y9T+30d8UmtV0Yxi97moa9ktCT+6x/f",
+	"XpA9Oo/2rnp7Nr1z72PGgG/2lMNhyE7fjElJJ3oO37E4FthFqNRE6k5i2b1g9TsmCWMqqzFdn1Nz79LI",
+	"Tmx7wTMvHtks7LRjHkoxNOByQ04B9IXMGOXS5aaQEVsKoyRHvI09BkhA54V9POyuz2BZ9S7Yb0Al/RaN",
+	"dUH/NjCDJiUYhqrINlijkWF5tyVnjF+CUXAnzd5rgP67+so3OLhRnl2euTMnbAYzF4tdzIhCSnG1NrOy",
+	"5MuaFgPZQhq7dnU9t3Xk24EqHfn2YqWuiG9e41vM0TUYaCbu5SC2NyB21BOEw3bKUCzvvOsXaH7fdtT7",
+	"4DzV0QKbJ4Tzdsu+jnggk/etq0+4G6aALcr9pKACJhEQUQVWEwFNWb+R8otcAcTdMAdyUcM7LJQTmcX1",
+	"ubXresNMMb5ZwxmcbwjKjkEJuGuGl8plQ913qtcJ8fWJEikYBoHgnAUwIwvRUfw1iIX5MeUJo8EU3Eoe",
+	"8UMOVSrK4CqNYhFcQkqknvy7Ny+J8cPRMEyYlOUuWRFWmJmOPy2P+JwpbZbB+ykPWOxGkyy5YsmAQ+bA",
+	"NFXgOgzFgp8WVgogVVUSwXAlL+ADV3GA0Qcf4kC962v9Ovj3/vW1P+BN2xJEus4ZqDnjHOHOg9xTh7l/",
+	"H/S62b/7x+7fd4OB+rwRnG1lmCpjh+UvVMqu+8vXs9XOY5EQQ3aAt966dSLfp0y1W4dItUUGMzoX14Mg",
+	"VvrJqyy9Ouln37IpUG7DTcXsv9vn+5nirap6q5wk0gdxLqTSvItyQkdSxKlieLqkj1VH85gCVIxSc59k",
+	"OVKF/jPAbDQnaiG+9YBPEbO10LwvHcVRYNlWh/wgsro2veW2ZJAYSO93b16WfCdb+1VXaHVDOaFdtdtg",
+	"Y+DhgkJfJUx+xqleS63fmwtS0aVxlS31qm8HnvEFZFWeWi8auvniCNt6/pnyKXcxVJ2zJWEzceU++u4l",
+	"E5sQRiL+OUFFdk8ZreMz7yM1zSnnW9WKZp64crHo2jLkYt1f00A1+eQvBoNKS7T9PkkoD8UMhVyrQwAf",
+	"YIltKF1yj2kJZdGmBtzCTZE4GiU0WXqEdSYdzYheL9VUcJeT17QgIIAasGwi9r119ZbTdBo4x1fj7386",
+	"To6+/f4/fk0uFv/17vWzo/OXr/9+Lvov6Uv6drFzS22zTlsVlK44gjNsg1Il9/oy0ve2WWmNv9leXnU0",
+	"S3SfHX+//6r/0+MnR0+Pn3Wf9170v93/7mBjOQIWp6dJpJZYro6QyYwmLEEXuv3rhbVt5WgoL4fYRnT/",
+	"KNdZBvuJNlbXKB8UsPXsTR/H8Z2aSkZLsn9k246Bzx87j7WyZsR6SiKJfjPtL57AzAiO9M9//I8mEEzF",
+	"1++QVtIFgksRM2yEqmXiHp1Hfoc811SrJzNi2nqRNq06W2w9CSwIpkQy8CNge2KkRIsGYJYoU1y0IG3c",
+	"3EBb57HAjthcUVRQsSi9EOyd0YgrGnHDYeujwhHOJB63p6BYkJBdsVgfcjKPqRqLZAZSa5bGKmpraclZ",
+	"TNA1GfGJZxq/xRG/xCWmqRIzWM7OgF9MwRSxHYQjSSaMax2EhVk7eKn1CR+61c+jzpLOYt+07XMWT8WT",
+	"GMKhipiunkxCikLWcgy6BC70HUuRAlQrAX0qkoSZdiGL0lsQaNF8h6lFHvAB/7d/I98yNLZM7Yf+tdch",
+	"Dx8+tUXMlhA7Dx+St9EED6YokgsPtQrG80SjlWdABQdAPlTPPIAb0U8+fXkOwIGEEN/35RT+lVOdcpRl",
+	"qqnbbVDPBo2zYMYGDdJu/5cUfOU5TaTuiWyQhdRUnw2CRsglW8JIppE2dsA/gRXNDe/7vplqDnzFnkp9",
+	"ljxycJA73S1AZgEexlz7loB1iiE/JRJmS8aVJG+/O2v3Dx8BgkoHXva9PpcIYk1NtDKdwd5TMoukPj9h",
+	"1mdEs13NGdCxSvmSxEJcpnNsS2xLQgNN5YmEasNxxEOAKWAAkod8wDWqMWE14g8GI/zSXxzMyIeP+0c3",
+	"g8HIBxrqa2p5RS9ZDls8oHEM9GKzTPQ8NS1YRgSR1VUKCNIkJu3v9C6v51962+A2IOwTQucOg20PNq5B",
+	"BgMYkhDNYk729mIR0FjzgpOj7lHXxmtwz0v7fG5Ez5xOmEfm4Nx4+NBOiT186GkbweA+AOSb0paIJu6H",
+	"Dy8ScMWIVD18SASHvXDt2U/M4k4YGaVRjOWi+OmApSpmM71fmjHpww0QAilH9U8vKvp5pcL54emGXdjX",
+	"u/BGUy7279er/9wlEBtUHMrJL29ePCXHB4ePi4CWyThoszBSIumIZLKXjAP9P31fy7VCD0WQzhhXMN1m",
+	"IUBd3ADzwF/+CwtjjZKDXbpXm3T7WoF0kWviZ73AfWh5REj29c1Cx324vdB13+Hu/JpqqyRSaCLCUspL",
+	"WNYpi+daHXMtk11WB7xKGxYmwUCMx6YmAIwnwCnFxf3lg2+/qtg6N981kpabINMMshEQVAyx/W7zVX/H",
+	"huC/QxxKv/Z3vN5ut93/zBMH3S75PQ9hDkvtEX+lE7RPfi+UKTrgJ0D6RTLK5Fg2fg/GL7YRz4Ou534q",
+	"NRLP/2TaZ+tJcG1kw4ZfsuUpwfqS9+8h/cDCzvrlCaz0H9cjNQ00SYZIgny0lf/QB7KI6ZbvA2DaraPm",
+	"nHvlvn7lantzu4Sah8U0uATFQl84RWLVX4h3St9kkCxMy2oOiYG5VxzoV7jW6ABDX+yWbpYKUloSkSqY",
+	"PGrVTiPOxJobuAf0kG9ZjiuV9e7NvJ7ZWsEFc79+D3h/GfZ19Wf0eggYLDK/LYdAFyv93PXb9JbCkTzT",
+	"v9mzmHv2WD9r274D/pHr+w5w++XG7zmMXNf5HfzSK63fgTLX934vAfpj8/c6lH+z47juJqM8B5oGH625",
+	"CxeL3B4A/az0ideDjURo3Vymv4BWoXrkVfREK/M2+JkNBctc07sAlpqHZA0HBnaQDdfvA2VXNqW33+qX",
+	"Opkjjre+w7A6k2piGUlp8IqeCOR3BzL+QBJfX/PL/AfQg5ZzptcYrPLTPI/FfBttjYDZbCVZ9mqgqELb",
+	"BvI7ZB4T/w1TybIN3UZ941SR7slD5J/FTvv6WZEmBPbidFUYaYXJOGLERJ8dlhsP9r6iUb9dXv31Iyrz",
+	"RAR6+KlJbUYwltpZw3tQnoOQiCRB02cE+ZTEt0JX+qeEWpGtlx1JppndsIcGqR4G7VC/pdVA/LQExdIB",
+	"ahNyrtmO6c/mFIo8UHiY+e3zcJrnzy9eEN+labRfizgKlgbozP3sw1cZn4VnSjdNa0Z/0ADt3M86TWds",
+	"T191f+l7cpok/Lf85hNihjv99ZtH3e7p4ptHXY8UBjn99Zv9rrlUHCN7OPnm8Pj4VH3TKz+bfNM/xisl",
+	"TdJPfL1XUxu9d8DRWiWZ0aVpbwvnmUPbyJD4yje2G24/ZhTrX7RWQ/V44zSO9WCYjYj2gqljdPe4kg+M",
+	"oKEXJZLYfswktxfIzWlgV5GI9d6253rxIi3WsI2htRnfgrDTfzjHANr+xpAyIR2wsX0kt4Sh1EaSAxsL",
+	"C8sqLy+SSDH/lPj4DxLN5jGAWcNznQFHSnRqNahtBskVp6CZM8D6aa3tum3ltDH10HL5HW8mv5NJQjWj",
+	"+X3Ac5rW70Y4SzPb31E5BJ1cK9r6bWfnxmp0KQ552WxEshnAs3+Zj/p9xcWAQEiU03ipokCaIWxKmRvF",
+	"/eAGWslRRKdQ5lk2n2O9G26o7Bc3lnWFaDOD8oBJz3hF9L8miUjnOLrx09ixM/eIGzz3kxs94iOt5mAM",
+	"Rk61mluctMvbRT/o74bk/sYSGQmtFgPZ6e1X8HQM4D4pdNfyjVXnd8h7xHW/6plAiIFqh2jKFQMd6ASz",
+	"HiwNSc/8bZoHmKM64Bg6wauO21lEVcj+XdiyNxEy2SFP4wiynGapVCSacG2Rp/ySiwUvD9AhZzybwoAr",
+	"ozhOBBTULCiY9zOaXLJQKz7zhAHbtfYHELdMuWTK1zKG5V085pA/M08Bcn0T7L/HB4cGHd9/ax6GC0eH",
+	"xwdZGwPHeDg68eIoYFyynGfubK4Vxna/012pONBWJYXLYFGaZ+Xey/Onz394+1w/05mqWQwgmpGKy46+",
+	"s9fn2CYYwQIbvU6304X4NfrTGieN/U63sw/gSGoK3lhr1Gc5hJhTU+XKRw6SBZsK3hmmJZ6XeahzjyIO",
+	"Jph94AemFtXMKDi4/sSGBAf8AoxXRWMxwdb62vBX1kuYN78eSOKiFEYdAnQ0IQ0Oo59Pj9Q2phTQIQoi",
+	"9wOOzVsy60NCC+ELiKTh82KudeITopJUm9wJI9NoMm1fiTidsRPiP8wpaNLVrKC3b4ZE4Ij1PIQ6XKlc",
+	"eC0fG4aF73e71qNrEmrLSiqk9OBSIR6iXSiIwqSzGU2WBtoDNgncapouID/dpV7/8rFhdXcXHA0Ahr4W",
+	"UaYqlXfLTN5Pn8g7prMoXmYJsLYVeykjNkvmKIbycZvdpyMpQQivLkF4Q+rd+ijQdsm9NzcfcvOFdG7w",
+	"+2ez2yqG+9I9uBqac9Tj6d20MLW58G0hcbjqdebevQKwTVmb3Pphe/+N18i7qTY9X7gXPvWg26t7yB24",
+	"vXecWg8lFOYcdPc3P/RCJKMoDBkExQ/6x5ufuBDiFeVLM0UThTHJiZuefY02CEbT3Ol+GWVpyIaNKDqR",
+	"mrSeOzygFR0uR3moGjU+QNPwymqOEAJTwELKitoDSbRgVgJBMy0JdQj2scCH0K2DKbLISpG9dPwBb9p/",
+	"iyRkSWdOo9BvnSCbb0fcpDJgQlMojAc/yA0eUG4uByKOo9Bwe8GLQomGoRxwrZknHeLjwfAxzpUXR80w",
+	"oWNF+t1+t93rtzCWhB5No3SxsGyVg6YC4kPb38ja/AHPfjaIdIVFkYTO54wmoGJ/+zzjnDnxm2t9D9Ew",
+	"OaVzZn23doUGXHCtXIL6ZwPgK+LHHmkoTc1vwUO/SjJhEMixDVATjDdW1mYGZLfs5dwh37MlRLSNRvhE",
+	"hMsdxRpQRkmkJQg2TYFrZvKsSLecwKPgi9G32kCtnIp5SQzRGSJY9QAMGh5DcSOScNjrHvSzTiqNFYJt",
+	"1EsJO+7Hity17C2bZIS707MDVgiIW4gDgyd3U3yfSS8pKSO9XZURgy+yzb7Vqh+YhfOJt9XpC+atazf6",
+	"TjrDl00NdYqBNtH08CV14KVY3/nHCmR3X14Z+NOpEN3N8vkJDXNdPj+X1tHdQut4asIGqKb0t5nXPBGB",
+	"VkZHMXvOVaSWf6CKY7MprNzPtJ3tlZ2yO6XxQb+jQujufcxO9k2tAZzBJebVopwK7ST31sbuihCeMJWX",
+	"wHc0DuemF0y2rFAO5wy5rfjxV3PwSzEH75G/Z3T8L2Pwfbnc+mDzEz8I9UKkPPwDOe4bhE7NGh3vyG0r",
+	"TMui/bCi0uWYqT6dub5JebQ6v5SUWjzA+phiorU74oWjXFRxdz4/phTuA/hMg+mqUHD9NbNaAuCGYgzm",
+	"aIXtnDNkZYf4lu9aHyOWnEl0kmPxLw4y4LBSTf+ge0yqYvAtsphGMQNxM6eWO6PL3RiHplxQKro8zb8a",
+	"GJ1v42NywCPVIQgi7exmEDZYYmAGzqxjYNlcLIjgHfKkaMcbTI8RcwiYFcYngkN+IcanWZei5HzDVJQw",
+	"4xOpFpxgRN2CSZvila1Msu7tvqVkk53ZX2u/4/7ssT/AAvuEgtOgmH4VnV+m6PxfYBkht/jkllF9IPCi",
+	"JNASFugZGKHQvGRz5VJTEqYZVSS4a7+z30WQjCyLq+VZ7sE4VhwMuPNqmpB8h1wsBIF6Wyhxo9AjCzvp",
+	"P3z4A1s4NPiHD0mTC+JDfhC4laGxmfOAAl6PR+LokhknL5TG4UA/5mHlTbsno6focXHQb9iVwkbzJjk5",
+	"jWMtQeMRDS4dfKMpPwVnMuAoigX3MrgpQuYijiM+ISqJJhNTulvA4JIdAjhDDjvIj0If8mAMObLw1JS4",
+	"ED8H1uOjHgCN3C2cj28yrvVLMSXaLAi1mVPK1igUXyXpAlI/TFrUOIqhhGa0NGZsoJyPmRLk6WQRxWFA",
+	"k5A0UZF7aLEga0KhsrGzrlj9vqL++BA0R1AQf01ZssxEjC3g3U0kuGLIG2/VNRAvnboFZAOBasFZsVVB",
+	"3YTgmd1mhMgdGxUjK2c23vgUgZ5Qc7qb18HYxMVo9IrDIQtEz6NhlrZw1bNgVGvQHPv9ajRHgy34SaEc",
+	"N4Nvv9aM2PYarZ/1RqxAL0uZM5NbW5Cnty5DQDNKUQHGjKdxfNeQcl04OcN/w3PwVTn6V489f4Kw82tj",
+	"UcrMCbGdIU1cTBnry6BaouCOzMdYW0QJbePmgqY2n3aeiDANtIgDyT0VcZgv6bN+3EhihZkFkpJYPWgy",
+	"s3P+3wFv+gf9PqlI9/ZsSYythtHvz+dtt04B28HYZSj8KtwD4BEwqMxll0AHK8oor0hXV4LM6CUzADGS",
+	"SDpmJ1nkGSrQeIjwIiYb1l40b6uS6sYp8Nyw+y8rhrxit64KpHIAEZuCatbTeP7uTaM2omi4+ar1uiuD",
+	"NWfg00RonctmNSxgle/8mbB6bMFPUC+ub7dydxCo+yBQu0WBWuVA2E2Q7rhja53snkXAzeVG5tsDfI2u",
+	"fo2ufnYhbniMk7L36zmw4dQo3CaYWpbsK94AsuIMqA2bfoqQaa61UB7v3/YX2pY1/ut3/bkDHz+86B2s",
+	"8PE1PVn+SIb+1bD5GjCtDph+slippr3zZ5ZTItvEyn4oP7Mw+AgAUNIxWsXw6cbzWRtQBT3qDuFUcFh9",
+	"yAkLKOPa2ssMd0NNUeZNIy+MOzIQs1HEjZP37IdnHWIjXLZYLGEkZmNAmSApj5mUA+4CoN9g6LW5mEbB",
+	"1JTGAdCImrJZre/yJcx/09axa/CsAniIDZLF6QSrYqCOx+JyhkyqiGN5HuD3BVSydsQl4xKKsFp17sNf",
+	"C67DAoRedwOCXo0vE1fNJDRFkig6qXWm0snWnku9ZBd002uFKdvHar9QzAxSc9Xb8erWE3irh3yGz9RN",
+	"whX6Z59vK+0NRFbVRHLF+Ns7cs0z1pdbaroCVHmClEgL9AztViBk30TKwUCKuRdXEZQVC9hqH691QGcB",
+	"4Wzqjj8aX+IqdObaKeemUQGZkIdLcJ+z+iSW+1oshvrFh/EbFUHgNbPNkZzRkQhVEFnIXPhaXal7q2tv",
+	"ueK93w6MfYv5lHHfN00F77/VXL7cQELVC+19wFKMT3oXLrTZjQ0b8VXZ+xf2YueqyXOqG4r1Os0tK09f",
+	"48bG5GWAvXGv0EqAnxPxwzSJTdm11kkA2sUvlC/NNW8kj3NAaRbvjtB4PqUjpgbcNl2LtQJI4+iSSYx/",
+	"d/09/0ffI37P3/Njf88/91uuGkm/DJWi3j//8d+P9i00omdwET3iDw34RNv3SMqjX1M24HMoyNLCkyRs",
+	"QpNQ61H6rGhN5dRg6YswBQgYseAECo1J00d8Oz8UASDIpJIlvkf++Y//aZm2cADMFWJ8nA54yKA5MCzc",
+	"AwnThaQ16W615WcZfAAG3jEFDjRjqggX4L1mscSisSDDUEnoeBwFENu+KClfUMUFredKwMpN2TLQygjt",
+	"giCNcgO2MiiR6OwfcF4DnewR20Wk3z3IQ196IL8jJVk8LhIUmAMO1AzXTt8rTJtGO48HEiHBIc8BkSkh",
+	"ikBjU6XnchcLiF0dC80Fa7Q2jGCaKdMxi5elCELCVJoYPDb4EVwSteVn+vD9sVGDgM7mNJrwshPI/p5T",
+	"Dd9dvPK0ZmxgIgloMySg81J9Wv7I5+LS+Yj0PIkCTGg1qsyae8V4zJI249hBE++X0IncOFT67W7voptz",
+	"jOd1U73Ss/bR0UEPEVyNDuagka2qZVxI+92+19DnT6tSMQ0u2+MkCukyxzDdinmN0bitpwDJ6wai4Il+",
+	"iLyAh0j2mamaFVfbPes1ZiyM0plW62YUmo0g1EnjpMHZQiKrQrkGOM40Lu7VX/XxpfkTvft+xDTlwXQX",
+	"x5Gm3M9UW7dRH9pRF6pzd8FR/Rqi+Bqi+EMLwDKJt6OSVhGfgAt7ozS+BPtirfKWzgFyrtvtGpss4pCJ",
+	"AFCt5Azj4th6tQwRyQwYCWlS1F2UENDFxiMUJe2AG3ybFqLRjhE3bipim6l40O2SVXBKrwZqUwtygLmG",
+	"5H8U3APe9M0X7++BeokAKFwgEFAkyZTG47bhLB3y4xg6AsdxG0EyCWKkQ0pCpNhMPwFZhC71gYfWUh1w",
+	"weHlYmEwW03KAHjTIKZjgfAgMOtlbhbj/rKoqZhBBJiwbKa/oQKiE5bIfKZevpgCSJHJYNQPZsUkBUlA",
+	"LF5QrtEOWPwD7jRLvVSnBazF0yqsRVxMTRF2++BrTGtT48FgBDRF2UEouAG3hj0iSc70iplVK1W9mGAD",
+	"4q7CJxX6qUZ6F1Lwlo1Jv9u12wQ0OuAqoVzSABF05VSkcVhE1dMraZVlJRIAT8IRvRL8GXpg/H6366OO",
+	"me0OwM3CisKTMKhFzilDBTYNaKt/2O1ajDrcBvPFnpmOWzT7gZeMzRHpa8BFqgIxY9KiAILqigE5WKIN",
+	"+S7ZQ3jURnBgUXFdr5TKJ5pp/KGaqVqIUtbGQli3uLDOb0qAOoGI82qPcbb/sq0CRBtO7ZNzTR5t2jAe",
+	"qy2eHjWqlcabDztqVHrVd9GqdnUxzaLrFbwCzjKSzB3v/Go6ZaznZXmsEQ/ZNfQiA2FVWVNrdO2ulzkP",
+	"1WqGqNXbt98q4wY/achRPtO1bE9gAmjeZLC/5AwE/GkskgVNwiE6Gk24B+yHmJtIcEWwev+1DSfDp5rv",
+	"wxHzxob5hSlqAuQ3hbxUkPWVlohWBkprUfzkPUeuqwRsezY1ThqaN17lKiYyiwWnZup81m4P2jA3N7lh",
+	"LWHoo2IC7ZoeQ3C2OoECW6u0bWM6pGgdYVA4KoMGSFs4y4KT4jd2cl9y0D2GXhBAe73cVJAtAs8x/9SX",
+	"3SJrJWiYYBO/WxzKN7knVy0Hw6aLsnxVCfjqXf1qKNyXoQBosbf36NYaC5Y17n3MMckbDE+sifv+h0gT",
+	"cv7MFUKBvteEDF88xwj764L6T9+8gm66iVZkcl1jSuH7nO+mKlBfiEHeMlafj0l+8BrztMJGekUvjd+w",
+	"HKKvDpqCexprrgDHSoTLEyNkAXm26fe7PShgdk0DQTnkzBsgjPYikizraIZMBU0fbG4AGLOSGUxbh0lq",
+	"27vZWKjLAWiCQtvqEMd/xZhQPuCAc444qfxSzwLq2TBlwHrpHVTkWzpmqFfOGVU51ycYh5PINiJb6/lM",
+	"55IlkE3wZOlW327g7VRFueRBUat5u+QBoTkyM/u1u2ssZDSWe4YInQ8wmeWdfs8YjQncsqNoeQdr8Wl0",
+	"PUM9n92FBsnm9uX/IiLvT+O/hMW3Ho6vvsx/CRXlj1QzIIMFjjKhSGCjJVmisL8vlQMbUe2UGZcTuyDM",
+	"mlobCqhkLW09+Gge+qRpG2dkrc4eFPOsWqvJ1Tid6shcRbdHSG6jMocIkUDPmbrUFeOpuJ228lY/XJFK",
+	"c+HebOLVlV/e+iRZZXdPfIHGNn9wpOcrp/vfmtf8IoJotmVuUCaJZ/QWKTIrzO0j9FwyJhTmeayyuGfw",
+	"u8wsJ9vSBEPs00gqkSxPcW6WwTgU/4PugespyQGSyCn5K0kkA17qEGUNtlz2hBKzkVSCMwNiQZqVIBYQ",
+	"Winmmyh6yYiAtpVKglcekk7Ic3D8o8Pf5LpUYvLitZfWH1ZgKgd1yxZ+PclfTzKcZKSH+4ihevVVXFku",
+	"UqGIy5U7TtMZ5TY3RqRYQLNSvlVN47sKTut4/yo3v562P7Ae6Pbnra4eaGNyNr88f9bYHafQtc0PYkYT",
+	"CUlsjCbQdhLda00fnDqlfoP4pw0j+d6A+7lAEzRKytL7Wx7xUzU7IR9viv353128ItlXmF5edCJPyC8f",
+	"sKWX/ssiEaKXLhlwo9KPE2bGEXEIkbpmPju0Qq6b9NBWh7xxzR1tg2X9BvCEQfs8wTUPE9x2knaNY2uQ",
+	"C//4vMWEKZoYJp0r9IXG8ZEClWQBjlW9ynE0Vga9+PbJiu1+t/+4sRrX29nl9+nQDz+3PLDogF/lwld0",
+	"wD8YHfD+0+ac5bZnT/saB5XJ3MdYAwtR/yvVb9pktiCmUpKIB3Gqb7WxFvjZJ1IbWi4G1CHnrwkNw4RJ",
+	"yeSAQ4EbpFxhpjkLSfNtob09m5sEfUpUknJswgmdFkEkjLQAmFIeAhgfJnKHNIqXbUljfeuUyqm+dcCx",
+	"DAKVWLm2LPQpLtAGdxnUe+HCuGR++OjaKi99cWuvFEziKTzyp0KKyxkMlXhxCOiYgKciYWNx3fDMypw0",
+	"4NmGSbSpTt/oHZ509zu9PqRwwF6irfQcsjKuIkg0D5m8VELLRkyZj03KS0XCy8FPDcz4GW6XHeMyMOwX",
+	"Cj3xGQ1+fAsG0JglCUuGU0hOhYz3zhLrm6kSicnqSSVLhnQC69x4JX6L4pjuHXa6pPmKBhFXQk5PyTlX",
+	"LCavaEB+fEt+Jr2DzqNTklyd9Pb3O90W+ZYFl2Kv3+11u71uj5jF3IOrnx5MDqhzcxUeHo+vsvSrjZXV",
+	"7YHi6tgm/SPsrDXCUSq6DjxXKBrbgiEVzSAYEWUtgI3cNJ83YmrBGCf+OBEzU5CnRBbHOckQW41LEsF0",
+	"R2lwyZQccDE2mbhXNPYJjaMJt9YRw9f/pg0nX/3mk+b52Q9nBonfRkv8dxdP/VaH+MBYJbbAzK0/Jv9q",
+	"Jno64P5IKOmTZpDQRQyla+AbmifsKmIL6ZGZ4JES+oL/3fOzZ77r7mzLAI2yAIj1U7HghM5pojzbCy4R",
+	"8zngx/soiod2ViiSSQipG4EiV5GEFxGoWKRL0nS/2BdNeCQxZZ6iiDfps1rqw2cNuG2EC+pA3r8bUE5G",
+	"zGDv6vkGiZAS1x+62eqlMb3eFthXl45EqvTw0KO6Q85MtV+v2+0OuNkvmC56sau0C+MmewsEtivpwlMv",
+	"EjHbRsTDzReiUR1Yw9kSGf3mcBmlwzOr0lssBVajCzSwnIzxdKYP6FSkCQAnLQGblemjPRNcTXMtUXao",
+	"W8dP+ft9qCswmZUMbL3reT1FH9W80tEtlOK5pbCffRvNAZ6Rhgxw6VEzEggw1fVQEZKNk0f6D2jDWD+n",
+	"wmFqnBwcdfW6msF6/Wywx0dVg/XWDfaof6BXXomiHpZ/QgFL1EuHr+znX9nb1+8sDdrrdQ9uvIb6TRs8",
+	"F093TTLCA1Rjwutl1Wwk+Kp0fFU6TOoHxC4ywvhitY69j2E0Y1xGgt9sY53fXsvAvvYoP7UC4d7roViD",
+	"kzrg5gWIp9+0Fe5+rAncN+7WTNnod7X0BIssMv3nz9/+SPZ7jx61e4h50O5jz3jTR17LXvItE+evB9yV",
+	"NgWCj6NJmuDsChX5Td+U3fmZR6F1SqzRhe/UlpepjG/66Cb2MTOVC85amyTzk+UzuxifT0hvZ9vfXQQG",
+	"dneKcvDJklhLutJiR76eE0tHmsebG7XpnQmc/eymg24vu+nFG5i/IzRtQLvJeEWp2y0jw95ayLrXOXFb",
+	"lmTZa3aUQo5K1oqjUcLoZSgW/Ks0+iqNMmmUk0GayZnD5zlOppnqVRQwz7Q/SYhICDiYPqO8WjEe3mtr",
+	"UQkk6rwZqQmcjJalWofc8a4odghzXPaWyYP64GXMuohOOGPbJWCCJDLw8OjCtSVOCyrJjJrm5K71i77v",
+	"gSS41ChZA8E5C7A8GWqjxq4RzIBDJxjS/DudR3pb+RH3yCt6yVodcsaXWCIO757RJdSmk0h5ZDGlipm8",
+	"I/OuGrn16h76jM7YCsx6hhOsJ5eXCvrPk4/oV71ky3rc1sNsr/kRJmPWohB7GaRmlrLiWDlAnrkdc29f",
+	"DxrrXn4WQA/A7bn7q9ruYRZTv4Bc9C/D2W/Dpv8YHvp+KgidkfMcPzxzJFXHFAshsZkIWVzv5nsJGKL6",
+	"cOONhHHo6eLSC5ELFEGvXSthUx1JLjQ7QdAF5OyMB8xo0/qonwx4pEANzvBKiY9vBObt49lH3iPSYIpA",
+	"FdOITzApMntlJImcafZhKvNdOA0q5Qe8yQWZ04nJDqiNfr3Cdbk7S3HrW/S2FJezUtsM6JyOojjCNr2/",
+	"NIIpBWhezUj1A5E0mwzTuVbDRcRDsWic9PpHAIGUVXc/7vd6j/uPD3rlw/yCSuWRWCzagbYWJoyzhMY4",
+	"O9jjhGG3TIDIiKmU0dh8rj7uYSTnMV0ODYf59vVF+0CQWcQjG3GazFX7QLTNTxkn0y/QPyw4C4cjvSpi",
+	"zjiNQNqWv/z/Y+/bl9u4kX5fBcU6p0J6hzRJSbYulTqlWEqs9SWOpMTZhDkccAYksRoCzAAjiutS1T7E",
+	"PsP3//cK36Psk3yFbgBzISlKsmQ7Wf5ji+RccO3+daP712wyYHHMxUgt6+5uZ69T6mx7Z297d2/vebWz",
+	"x/4x0DXFaBqNoWcxa8aZn0ijuGz5YrWkl0CF659FtnC9uQ6bpjV9g5tbTffrbfr+20ccRMGKXXUQdZ7v",
+	"4FJ8I2jbTP1ny+4/FNnjxAkmJ/CtpFqFgAtStLZE8j/9AP+vdrOcWuI7KewKcrH0J0foTODAQ7NGL7TI",
+	"ob3b8uiCXuGW4S+X3oPMs9pUn1hEqhgfH263t/GpfSF1H7JNwgCr+QED7QVwH1pXienBKuxod+TapCDs",
+	"wskRJAaZDYq+mfC747xAE45rpdpzWQwusQKcULifBQAdcJnOD6GxFlgDx9QuvRJ9yH+mhrqjTL5RHm/c",
+	"IRt3SDXq2i29j5XwSDd5+9IE9vpqcYLzMeMp0fKCCXQsW2owPNgeWVL7RQh9Zl9/d7fLJw/gYpOpnpdl",
+	"3lvpxoPM2bKCn48dWITDtz6yyLZyI0j+zAzffivd3swvOpfW8HwfEqinFxFXuxVRGgI/F9uCqYgy04rH",
+	"jNQpxJ4GhJIpnU+Y0GSayksOlIiUvDghaq6ALAn4bOBljZ7gQktX79FWxIQK9GDEW66+sUSqE2a7/ZUi",
+	"IRcjprTNycDyJmZ7Uy6Qd1CxKIXSzxdMoDcB627MhKtgHDFST6WmGuN+4EqiJRkxTShkTcChGHlvMG2Y",
+	"V58K7REaLdbpRNiaI1LPnDmml8zIi8DCYkeT6IJykE4TaVyiiE21gvFBIbGauQ9lwedNzBhxPc4GZSH5",
+	"HdcvswGZZmrMVDkBI8bMf9zptf3az028uHlky2CZvVEq8mXrHeJ7WuaZOTxeeBFLPcyDJgGDuUFz2Mqg",
+	"hivCALl5E79suvpC9qfrOwvjT8SLXATetuPKLYAqdV8lMnirwru3fhaMTIBgHqewEKP3McBL1fZ3n223",
+	"27eaK4DTKo3swWT7sPNN98XW0fbxzrfPvnv+cveve6/A+HFbuch9l4e6l0jwuHjKRX/74vz37mTv58FP",
+	"z6PTjnrdnr7fmv+yS493srfPxn+Nvx1d7f3wDzgfnXAMWpzQq/5AxvP+YK7NAHefdTvb20EtpZr14bL+",
+	"lKX9CReZBlI+6OOK1eZ1uJ8GiAWUmeqDHOkvMhHi9wlVeru2X7PNW07GV56z6sqmyUimXI8n5vVj2t15",
+	"BjFmkYyhwl9tzK685ocJNrN7xkeC6ixlTbx+mrIhv/JP+NoFsJV2jJYJS6mIWD73lkNQsRRHxqZF3XHb",
+	"vOd6fAKz/uPp65XxSnBpId8W1wkkxFcE+Yb/ZkPR95m5vJ0cuB8cW5KaZBHe0w/4xzpiidNC9ine4c/j",
+	"3LFtIkcH1Y20wCwh5AyIJU60crBMaTpvrWBw8Dhkw+Gw8W/cl8PhYfbODUwOdkNUuRxI3RUZgsI5YADI",
+	"lBQVrrUjGkupHVYt/rs6G1wVkDLQg0w+23LXTuXUuLon8rOsyEuQm3ldS2WDCddYiPZ24O2BANYLY7tF",
+	"Gjr95eArO1oeW+FnB63wk0NS+MmDKCEFe0wIdTNq2gjZjZBdoO74ODF7z5A5XK33pPDIy0wgCCFhcbOG",
+	"OW1uXvgANyCpK2bRj3UEgVu6cdATIUjCfYLsIOjRWjjtH6L/CVUC4KgcMsUSiztAo1cTZ3wJHppcOBcV",
+	"SyJnLCVGLJfrKLhrVwjsZ+27S6nHpMCwsr3cOyODsINL6xr8sVTks8+oIDt/VgXpmEw2inLDZfL5uUw+",
+	"hdvgqTuwufHc15/qFDwIKYsYh/KlZXYTPKlwZa+hiEzgiHrNXVRhzBz19ThtjDiwTgGrfeEZwhVXZTGG",
+	"jSMLsZZEMaPW55BdLGKg9C3GoNtXt8hL2BiO5QpznDFqPE3nJEpZzITmkJ4OSdIxjaAIzkDGLh8LyfCh",
+	"MlqXvOLfIACA1LBO0G638/GRQ6xIhWOERC3m7lWBoyiO/Oq5DXWKf1dOfmwLj6xKRLY/1+4mI22jvrc3",
+	"f6FkKq5M0aJ9PGKxG6sV6VnxvM+uIpZOjX770DPP6tX2e7UJ5aJXu64FeI3nz8kLGmH7HAJYaGOl0M0S",
+	"LztBcb2siJ55J4SDAcjISxMVNNELfH/zfOX7lzn292u/utX9m5FTFqD8vhqgvIGypHoszZXvvj87XwQX",
+	"/XyI3TLbr+W1o3C7QzI85Gz0vZMCfkQJshR47ViAofg/mINEneeuKmr/dugqLxfUuf40ERh216wPxHDb",
+	"eAMyNtZ4HrpB8ygGszuE9uvkM9rm6xAExEk0wYRYUiHoTj6ApQEnWHcHwy7Q6q4DV4q03+X2d1A9/LOl",
+	"bpz9AzY6kqPNZHoBlURtwPAopREWe+cyBtoThBXK8Z5M5KUBJJcsJXn5eYUlJO0kLdPyODrYy3OJZdDu",
+	"b7QDTcgid5jMUiNToA9FZQdf9LFPuQ219azdvrtgg35gD66tzf5xmhseWNHcb9kM59GRm2KmH3DWCWJJ",
+	"Ur4Iw/0egQl7w1drAhMOB53ul+E3Lw1nt0hbUnQU2Pb+eR0FdwhGyGMR1sikjcbfaHz0R2KAYUHna6sg",
+	"Hszid0FsMQZwcaO67d9zFzWw8mTUXYgrG1lLqdZsMtWkrvmEBcSWN45kzAISZ6j3AgJFQDG/IrCe+1Rp",
+	"stPpEhBk9rQVyk/DEDV8ojjk42B0QaHYuLHoFdK4gepnQq/IznmPPS5ErH20halTXtVT9vHgobBUYEbu",
+	"uOEpKin7VR8S+2v73cB9Yy18O2j9iTFwugEWUO17ak+tp/2dqyunl6jWqJe+2Vrk8vih0NuCaZtNlU4Z",
+	"nZBM0EvKEzpIWM1SWq0p9orz28darjvtLWA3KLZ4r9JgFLvrm3q6vKnyYn3DdhYa1m23ryFvyEzaujtv",
+	"U4IYlh8uDt6/ZKmlXrns1Fzl4w81m/NZ26+9ZEkiMUKmQMLbytPz0VqdjS0Jy2H3h9332z89+/n533Z/",
+	"2Ttsf9N50T3yFjm7vGHY3hnhwCdMaTqZrm6/RTj29a2pUasFLoD+LYgAroseiPWNKiGrynvhCXFyufoJ",
+	"b139ZFs9GFcRfFOdaGu0u12VH2F4eOMGPc5FgC8PrLIoYiwGnLem2DEsljtN4O3BRVVIrQAWrgcbxLBB",
+	"DNUT+7JyNrDTq5UcP9h1tjobzPOH3NNL4FZw1U+wDnc8TZn9eHePQemdq3wGP2Qss2f/fqSsFekgjJCz",
+	"wKVaDFOmxsSo+jlECcRZwqp8MgDW6pR4GdIT/tG2Ni5mjkxkyg4IJVMmIOff2LFKy6kiM8q1czqgpXCl",
+	"8a2NFjnR1jUBVbLcCHKokXWY92LAwOeAnWAxSfloDJ0pZjrvkXy0RX+YmGtC06aYK0yU9sk79q6egNu8",
+	"8LTXLS3Q5SdvLdjq3hFs/W6mrYK1YCpjDNK4AVh12lUEgHphqb7v7C3q+/toOih54ZIx7qPpigBvUd/t",
+	"LNV3JWVVsM1vpQHtorxJ/xUe+WXoP7O9cGVsNOGf4Ej+s6jOM4ZFLtyScuLk7qpytZl9++Rpe4OXwtU0",
+	"6qWHxb6Jf4Ac6eVFLlx3lzMY3cIwK48qMjaAnuq7k8aCoxem7YmZ0CHlCRejvuIiYmUHI3A9KMzQvo2U",
+	"WxSzRUcqBhQuCbDKHbZGqhfkMY00v2TrzRGkmS55m2ExlPzMBf/z49eysMtx/VGnX+Qb6f0nzjpfEGkf",
+	"aYcshfWnbMQVls2DszxwDto4ggpZ1Vc+Ryn3HYbvvj87zwsw9ET91zNNRUzTmLg2/lZ3+2s2m7WU/dk1",
+	"ELZZo1FKQY9oCtTN4AfkI2HwuY0sroezsWJR/9///K+wcVBONfd16bggoT1ExdtCD+WlsDUYlJYpIxyA",
+	"fqsnegKTzlUI1XZVyW0KOeeOyrmIUMOGMXiSOKJp7H97Egbe2mi5yWs9CRtEpiR8EoKxgs5feHxPwPPZ",
+	"VcSmWJVkzEfj5qVMsgkzto55spzqPhf7RKcZC6GDRdIjeE7TPEaFgbGnxmaObFOxhhE0dcyjcU9MMqXJ",
+	"AHsEUWUQK+N5rnlKhnTCk3mLhHbPYsEOGsdY9QMb7zV/HTqEUhPbj7E4FHP0h4mcES1l8pUivZr7LdPj",
+	"Xo2wqymLtGpA9Pkc3gITY8ypKJ2DPYYc3RXOk8AzFfIUpwYm0Swis4xdF0NYekhGnjIlk0sIdaOOccGW",
+	"ACP1Er93ZIzaxDR7mlAz1uYp+JBpyi+pZj0hmIadAVUgITrHvFi5JRxut9t41oquXaMwWRw689gmfZu2",
+	"hE+zNAkP3HGAbRDsQ6Ti6glqC4TUEymnAxpdBK4dWBulmciIJgGZME2N9oc6kxy4ZLhABogpS4zCbpAR",
+	"c1GHdMIczx7sCOQCG7PogqTsktHEkzzasiOlav+2/6tJE97nyvzzxeTDoEIfytjpON9+N228IqyqIKA7",
+	"IYfrALhnq+y2Yld4il5cGYXdUSmoWZDZ5rZ///NfcCwKDMuuEs+L0ze1IlRDcWRaWwAJPzff7r5tHpo3",
+	"7NfUVpRu6Sb+3MT3XVc7J3ZFqWtWtj19PmxH3bjDmtCIeyCdz0DoYMZsGWi+O1ZeMwtrcXQ+ObcB08Vp",
+	"+3TA2gYHOC4PVL1vhq9+2Et3v3v1t9/T89nff3x3tHvy+t0vJ7L7mr6mZ7Paw4DxR1t177ken3kOkmVu",
+	"ErdACnQIVRiyEBa1IUXYkCJ8VlKEqrnw0K6Ypx9y3+WtyRG8U9xvJI8aEzlqkSN/nEGU5klivZLWn490",
+	"d1JjeAKp+HxsegNmKxJ/EE/0OJXZaLwEIaulznfsRw5XNuQKm1PEe5IrPOgevIFiwW+rKskCUolYJWXM",
+	"h6rddEAsCxvXC/RrrRvCfz4+7McBokrcjzs+o0NtzwWt98GVMGQx2e60yXcYmPgRgG0ZKKuN8LE3uzer",
+	"z3epFJ/N4WlxmUNZfmhvxlk793F63hlerQNVG6m5kZrV2IsHkZv3jLiwL3gw0gTvMlvGlwAezA/X5kcP",
+	"kiaEJgmQJeRb3DEmFC4j8EOLoA0bZmkSAsXlmEUXLLZ06xopL7kUJWxFEzM4c4euRrInrLEqMD9gNbPC",
+	"l+LGEVVqhbNsYGZoAA49V0dYyuUuG2tsB7WiS9QsqaJU7bbvLu0+OefCW+cqwi4/vEpc4adYHLov6wyw",
+	"e7czwM49zwAfTB06ZoSNWtxwI3wB3Aif1HvwNI9ivDHAo+grcHzVuW+uzJIg4UaaJHMy5Ilmtm6rzaeg",
+	"Ii6c5d0YDZKrzVuxB+RdwXoq3AY2ruIOsDLqnoFdZ3j39WJRxGpjwDLkqtLrZS0qxN/dtlXH5pbz+ZS9",
+	"pV8uk8FixEwh6LMaOKrHPF2abeKjaRbTTm4dHLksGeKLDI7cWhcciVbkzkMGR943OeATReO4nbc+Kiff",
+	"fBtdvjFx8zieQsi8FcxUfHZLd62Kxvpfd08mqJjTN/APlM4HELGjj9L6AgupX3mUPdekvtxJGDovYRgQ",
+	"mRIMuOgJRy1AieJiZGzwLDLwCyT/ji1DL1Pvf4TMyClFqqNjPGCAYIwxnU4ZVrLkCXNXuob1hGmFaZZM",
+	"YxZDiNQFn05ZXJj7fTKlSpHQXHXJUrScQuRegmxNqRhSMWDrIQahQeAyWxOET1jQEzR/SAiUN3g4Aumd",
+	"XHkstMyqx3ktenXva5TbBlQCK+DxLqc0howPLGHMlWKx7cucKc3SmJYq+pZGpagkOverjm77iC26gWLh",
+	"5o1tn2KAF6tthOIDCEW3RPJN/WmND9jcjyPYziApSdk0Jetiy89AQXBcMDY1v+ahSRaE7mNwCooc8NTB",
+	"NoKYOGYMHi6woi+Rw56QUZSlUMk3wEKQpVdB5V2VTYwQe0czy6qCYi2/KrJeTV/L93AxnaknSllQt0pn",
+	"gvfcfHD0n7vp/iDpHWbVfHrHQEGnPPzutCmMiDEqMaz2ILWwV40uRuPZa34uSPgrqKeAZELzpBGSOlTm",
+	"VJp0tgFMEDqSBz0Rwu8hsbMAwWFCzhwtA9VOxZu9P5IS4nBnBdSAwqLcpgLeaJFjGo0JVz0BeZI+vkKm",
+	"fMQFTUoJjxDf6SCTxTMFGmaGIRSRTFMW6QDaCHGipTzOnnCJnIg2fLsg2FZICLj18qMeItJw8dRV0IM0",
+	"UVSTiCrWOCBSeAHVE4VCaMyeWuCAG9iFgk0tz6OEdzwEujHgZDFkFOV1cf4qgIZMZCrQ4vXAZgmgae/e",
+	"H9Cc2j1yqzOHh8gXPZ+x5LJkw/y+IoN0wSdgJ8TgPPfkTje4eUSCGkz1av/J4+ZQnrom35xDaYYBIH9x",
+	"LDaG/0bd3vcwHMwlK1TAfFowHx9b9Rqx+ki4mIlYoS1ot8sK9YYKACiORBEOU4WqAFVxi5yaxgKoFdZ1",
+	"UFAat4G15GZUuw+61L68atn3hJ2bALQe9ghUrIFMXu9BvZsbjH02aSzXYWYeNuj5j76dswnLTa5PjKKL",
+	"uW+Ps6NPlMo8h2g5ON7x87njMJsRJUUyb5FvZUrCZSyaIanbMYdjvpjOAwLM4gZbK7MTD0jYDglIEoi6",
+	"SWJfbgR5QhpVUO/zCGeyUMwJYLwvRuq+DoOeMC9GajagHHe9KUJnYF10BG5cj1mai7I5wVCBFgEiOhBP",
+	"YGvEWYoGeIkTtdQVllY6s5r61G1vnN2HJT99xdi0OroruEIfhArVYS7kdC0Whn0MMlR8jS8HLAVrAtMr",
+	"dIVgVx4/oOazJ9Cv4iZZm/mzdfHTuWhPd2e/d3+5+vt3k+cvB3+LTzvR6+HhnjreyWpfZgjO+oQfEGIr",
+	"MnsAjHkPmyc+zjmIkD8IDgw28H/j4i4QkS7mrz+u3tdM6ccE8LDmbeJ/kZIwtI6yuqX+jqimiRxlzGeF",
+	"y2GpqHtjwTcu5CzoiQV+sEyhN8qhdZDcs+JxHBYxKdGmwoGr5dT0NKjAgblAk4rFIbD8GFMu45pYilJM",
+	"PYfPFvxzUWZAg8Ak7DQOAWQ1HXoqhZ6wT/Qp3FDEBRLRwSdo7JfFlO9Gbp7Y48p9AiEONoE8LFCE7vfE",
+	"IJGQ4u/aC04qliif142di6iwXjrApFqSaSoH7NZ53eYhD+Fas39XnEzj0mqhohC5tBDTW+XF9LyO7GpM",
+	"M2UUv9kt04W870MyLTvn7q5Nzpl6IIwiLxaHYPFc2zy3GI9UJIvd3V7KFrsswOhwb4F0vf1mDc/ogjtP",
+	"Y2GSG3hmK9SidvVa7+S9xtqYUslKzW1rpDj/PazznJiCJkrmutuPLXpZGht1vVHXRSozWDzIVPyxapqL",
+	"px+Ae/x6iT5eRXj/lc/cg1tRkUFRLMVGE4bpfsBlmddKCKGykROoNS762xfna4oi2GqEEAs6pcA0YUNB",
+	"daGeRn6qUNy0E3r1momRHtf2O2aDT7hwn7ttSJ/RLDUP/v+/HjZ/oc1/tJt7/eZvf/k/OYmy0sYarl1f",
+	"w1ApFmUp13MsIcVoylLkpvj1NwNHUC8tHzeuSjFCeKm3Jp4CnLHTuGzQD0/IRMYsUYQWqlRHVIAbjwvk",
+	"gPVs8BhEHI2pECyB5B7OVIX7RpI4pUOsuAbyG/JsqCBcDMwaz/lWJHC/4BLkcNAaSWF6iqhlwIaWnogr",
+	"MqbCEu9QUiLUsaxJHm4B2shZbKQY8pFVFwfo08j7qRhTnkPHDQS6Ll36tWfUUWM6ZZBsJCdTqvkgYXkB",
+	"uu+nTORDefjuZJ84D6v77ezoFaGahAOqmFm05GvS89ZeL2u3t6KxVBr+Yhbi9mohBm8RWprlCza33mDz",
+	"LvwoYhJGCWdCt7AZrYQrXW+E2F+SCXQJx4hq7GJ/A5fWFkOpjx3hVokNaxUZ1r//+S+kKldjmWqkAgns",
+	"RBscZlcMLp/icjI3gjMZEfXL8/N3VT6tFsFs3xEXFqIpxxOUMrpv5qdJnjw5ylIzb60nT8ihw03UVuQt",
+	"HFfRlBEjpDQTDsgCCZBOqVDGXjdwGYcWx8sd0OKhLDFLgry18NKsSwY1ZZK5edqETWSK1FrUIFyE26lZ",
+	"2ClVY5JIVXDJY7vPoOdPnsAr70ccRmZ0vm9pc8okv8DpZFqN43FyFOQ9lu78Hw6293HDQ0J08VS8kfN4",
+	"NT1HPILsJf5D86p6eNkJcEGbtf5sm7x8c/iiefbysLvzzEjvXo3HLf+slrE+ejVc92GjRX4qeBepmJOF",
+	"ISEJH6Q0ncPUExKG4XSuxxI+4CKsjpL7g/DJ1KxP+yRzw5TOE0lj8rX7st6reXa1Xq3RQmdn3RVjMq0N",
+	"fGkmO+YN2w63FjGr00wq1aRNVEB28J8JFwHZauP/XTI2340D0mnDv9vm326bjGF4u9tkTOr/89/dNvm/",
+	"DXvyX0Rw5p3OQupeXcGAcUE6O0S1SGiaMG8eDjVLIUVyLIXMUhYfkJTFPGWRVp5ZYiidYbZ1dWUupoAO",
+	"s5Q1DiCk1LwKokrdGVI5cPXAxpCaybU3KlKIObXBpvZeXGSyRY6q51EK4sKgX9baBKLHAk0VOJhtFGU9",
+	"tCdQYQMtPCNd3bkTrE8fHWr0mT9wsvvuRKgpi7STGcelQiRcGSN25Nykzgq/0aAmDmEdwLJ1ANx0xxb7",
+	"giAVPCN3UbXIsqak+XmaJYl74wreDtPwbylPocVGl3nfwZiaaYvoFIJILGm7kUlI040RtVT4sFioxo3p",
+	"tA0rsJRRqcXVhcQJMUvM3OZJviUF4qHhogo5y3WBJfaSgikdEJczgumbhAqazDWPkL3O7B67QE0vcSA+",
+	"qCQbXYfYi/Dl8eFR2MiLpFirHXVPLCcQPl10lmDmsLiAAnj4cLCpewJGhYSOgigkg4wnGsUIOjmU5sIW",
+	"oDGq5MfzNySHsrAQjA4D+yocynRG07gPyUWw7STyY4EUvuSKa2laCr8j317hBV8pImei+PQZF+YJkT3L",
+	"UwdEyPx3WDxWSc2A99H1sydGkqlGi4Rb7W74NNxqPw9xA4QvaDRmzRdS6FQm+zmFnpBNIB0MzVrALYez",
+	"kxrM5HgoYagPzGM78NhdIEXsichcA5sbI8qxdJhq2W3lB90dRoU/N0/lQGrVPKejfSIkFzG7CltGdWfi",
+	"QphxMFPup3G7vR0QKnoCffgxdBMcSVIwB1EoEDiGE3rVx8TgsIGmgr0JbAWjj7c77RY5nE5hRP4SIqrE",
+	"5fPj6eueqIdPBwmNLprDlMd0/hf01WFtYIaQ1Aywl3Ho/VZWQqWMAPLMhAa0Zdb0C8zNBokLuyqRCvGJ",
+	"GQX7HRfDxLpMJ7lMgmWDwazu9N1g8IQqxYccBOE4m1ARBj0RDqQOAxKCh57NzJ9GRZn/J1KY1RdCmFky",
+	"J3CPwmYSLWfA3hnacQtKo+jFnTUxe8IIRK7Mng2c6CtwkNIpTXWLnEJ7zcgsCBK3IPZd0noFlg2AjFMF",
+	"PeG8kN6BEVNNDa4ATaMCoqZSJmgZxFxd4IVcQzSfIrGcCfSexinlAksrqXGmzQ8lQfYamdQWpNgR1RTl",
+	"gcy04jEjAxbJCXPY98BhYLgmB6ZkJAkQRsqyvYJSDpAflr00KCFljowzL/GmSD0s2NBhA/bWUKYTFRjY",
+	"AsbwNJWX3ECQgLw4IWquNJugVMI+mLcRVBWujjW3B7jcFZ6EVBI6w8yJugFrwSLoCsh3XL/MBuanlE9Z",
+	"QM7GcsqH84CcJcDGabC7edk3VPGI4Hnp4buTprFOECc1Aj/HPlTTBQUUIHrJ7nMuwKCESmMymCNOsGSR",
+	"ALL/evb9W8cqipMONbYdzM9roOJAJHIEwtlWDM91BU9tRXGrcV9ATceCL9bMWT20pR6Bhdcdp0ITzsBT",
+	"kM+qsryyts4pbntoP5g6VT2PTVeO2gGWNjBbQCFno5+aoBcg/NO0731pfRlTgmHKFQcDWDA0axaBxYQB",
+	"U67jkMALSk1yyDlEtBmTTFSvPzp+fXx+bFsNWFqhJyD2O2cJmvl/Zhy/Nhg7a7e7zwCImI9haVMWStUt",
+	"7szzZbYozKqTV/kZDOJIN31OL+FX3BuIONaFkZ85QyGHqCB8C6gtZTQG1uUA9mclwBjCpmIQigJdCmVh",
+	"gFdNZZKU+o3osHb92/X/BgAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -13,7 +13,11 @@ func (s *Server) ListEventTypes(ctx context.Context, _ gen.ListEventTypesRequest
 	if err != nil {
 		return nil, err
 	}
-	return gen.ListEventTypes200JSONResponse{Body: gen.EventTypeList{Object: gen.EventTypeListObjectList, Data: apiEventTypes(s.webhooks.EventTypes(key.WorkspaceID))}}, nil
+	types, err := s.automation.Types(ctx, key.WorkspaceID)
+	if err != nil {
+		return nil, err
+	}
+	return gen.ListEventTypes200JSONResponse{Body: gen.EventTypeList{Object: gen.EventTypeListObjectList, Data: apiEventTypes(types)}}, nil
 }
 
 // GetEventType answers GET /api/v1/event-types/{event_type}.
@@ -22,7 +26,7 @@ func (s *Server) GetEventType(ctx context.Context, req gen.GetEventTypeRequestOb
 	if err != nil {
 		return nil, err
 	}
-	t, err := s.webhooks.EventType(key.WorkspaceID, req.EventType)
+	t, err := s.automation.Type(ctx, key.WorkspaceID, req.EventType)
 	if err != nil {
 		return nil, err
 	}
@@ -32,7 +36,8 @@ func (s *Server) GetEventType(ctx context.Context, req gen.GetEventTypeRequestOb
 // apiEventType is an event type of the catalogue as the API shows it.
 func apiEventType(t events.Type) gen.EventType {
 	return gen.EventType{Object: gen.EventTypeObjectEventType, Name: t.Name, Family: t.Family,
-		Description: t.Description, OptIn: t.OptIn, Schema: t.Schema, Example: t.Example}
+		Description: t.Description, OptIn: t.OptIn, Custom: t.WorkspaceID != "", Archived: t.Archived, Schema: t.Schema,
+		Example: t.Example}
 }
 
 func apiEventTypes(ts []events.Type) []gen.EventType {

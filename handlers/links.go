@@ -5,52 +5,8 @@ import (
 
 	"github.com/switchboard/switchboard/gen"
 	"github.com/switchboard/switchboard/internal/links"
-	"github.com/switchboard/switchboard/internal/patch"
 	"github.com/switchboard/switchboard/store"
 )
-
-// newLink maps the API's LinkCreate to the service's NewLink.
-func newLink(in gen.LinkCreate) links.NewLink {
-	return links.NewLink{DestinationURL: in.DestinationUrl, Slug: in.Slug, Domain: in.Domain, Title: in.Title,
-		ExternalID: in.ExternalId, ExpiredURL: in.ExpiredUrl, Tags: deref(in.Tags), UTM: linkUTM(in.Utm),
-		ExpiresAt: in.ExpiresAt, MaxClicks: in.MaxClicks, RedirectType: (*int)(in.RedirectType),
-		ForwardQuery: in.ForwardQuery, Archived: in.Archived, Metadata: deref(in.Metadata)}
-}
-
-// deref is the value v points to, or the zero value (a nil slice or map) when it is nil.
-func deref[T any](v *T) T {
-	var zero T
-	if v == nil {
-		return zero
-	}
-	return *v
-}
-
-// linkUTM maps the API's UTM object to the service's.
-func linkUTM(u *gen.LinkUTM) *links.UTM {
-	if u == nil {
-		return nil
-	}
-	return &links.UTM{Source: u.Source, Medium: u.Medium, Campaign: u.Campaign, Term: u.Term, Content: u.Content}
-}
-
-// nullable is the generated type of a clearable field of an update (oapi-codegen's nullable.Nullable).
-type nullable[T any] interface {
-	IsSpecified() bool
-	IsNull() bool
-	MustGet() T
-}
-
-// patchField maps a clearable field of an update: absent leaves it alone, null clears it, a value sets it.
-func patchField[T any, N nullable[T]](n N) patch.Field[T] {
-	switch {
-	case !n.IsSpecified():
-		return patch.Field[T]{}
-	case n.IsNull():
-		return patch.Clear[T]()
-	}
-	return patch.Set(n.MustGet())
-}
 
 func linkLocation(id string) *string {
 	loc := "/api/v1/links/" + id
@@ -63,7 +19,7 @@ func (s *Server) CreateLink(ctx context.Context, req gen.CreateLinkRequestObject
 	if err != nil {
 		return nil, err
 	}
-	l, err := s.links.Create(ctx, key.WorkspaceID, newLink(*req.Body))
+	l, err := s.links.Create(ctx, key.WorkspaceID, links.NewLinkOf(*req.Body))
 	if err != nil {
 		return nil, err
 	}
@@ -79,7 +35,7 @@ func (s *Server) CreateLinksBulk(ctx context.Context, req gen.CreateLinksBulkReq
 	}
 	ins := make([]links.NewLink, len(req.Body.Links))
 	for i, in := range req.Body.Links {
-		ins[i] = newLink(in)
+		ins[i] = links.NewLinkOf(in)
 	}
 	outcomes := s.links.CreateMany(ctx, key.WorkspaceID, ins)
 	out := gen.LinkBulkResult{Object: "bulk_result", Data: make([]gen.LinkBulkItem, len(outcomes))}
@@ -133,14 +89,7 @@ func (s *Server) UpdateLink(ctx context.Context, req gen.UpdateLinkRequestObject
 	if err != nil {
 		return nil, err
 	}
-	in := req.Body
-	l, err := s.links.Update(ctx, key.WorkspaceID, req.LinkId, links.Update{
-		Domain: in.Domain, Slug: in.Slug, DestinationURL: in.DestinationUrl, Title: patchField(in.Title),
-		ExternalID: patchField(in.ExternalId), ExpiredURL: patchField(in.ExpiredUrl), ExpiresAt: patchField(in.ExpiresAt),
-		MaxClicks: patchField(in.MaxClicks), UTM: linkUTM(in.Utm), Tags: in.Tags,
-		RedirectType: (*int)(in.RedirectType), ForwardQuery: in.ForwardQuery, Archived: in.Archived,
-		Metadata: (*map[string]any)(in.Metadata),
-	})
+	l, err := s.links.Update(ctx, key.WorkspaceID, req.LinkId, links.UpdateOf(*req.Body))
 	if err != nil {
 		return nil, err
 	}
@@ -155,7 +104,7 @@ func (s *Server) UpsertLinkByExternalId(ctx context.Context, req gen.UpsertLinkB
 		return nil, err
 	}
 	b := req.Body
-	l, created, err := s.links.Upsert(ctx, key.WorkspaceID, req.ExternalId, newLink(gen.LinkCreate{
+	l, created, err := s.links.Upsert(ctx, key.WorkspaceID, req.ExternalId, links.NewLinkOf(gen.LinkCreate{
 		DestinationUrl: b.DestinationUrl, Slug: b.Slug, Domain: b.Domain, Title: b.Title, Tags: b.Tags, Utm: b.Utm,
 		ExpiresAt: b.ExpiresAt, ExpiredUrl: b.ExpiredUrl, MaxClicks: b.MaxClicks, RedirectType: b.RedirectType,
 		ForwardQuery: b.ForwardQuery, Metadata: b.Metadata, Archived: b.Archived,

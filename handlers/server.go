@@ -23,6 +23,7 @@ import (
 
 	"github.com/switchboard/switchboard/gen"
 	"github.com/switchboard/switchboard/internal/apikey"
+	"github.com/switchboard/switchboard/internal/automation"
 	"github.com/switchboard/switchboard/internal/egress"
 	"github.com/switchboard/switchboard/internal/events"
 	"github.com/switchboard/switchboard/internal/links"
@@ -61,7 +62,10 @@ type Config struct {
 	Webhooks WebhookEngine
 	// Events is the outbox changes record their events in (default: one of the built-in types over the database).
 	Events *events.Outbox
-	Logger *slog.Logger
+	// Automation is the automation capability (default: automation.New over the database and Events, sealing with
+	// the webhook engine's Box, ingest URLs on BaseURL).
+	Automation *automation.Service
+	Logger     *slog.Logger
 }
 
 // WebhookEngine connects the webhook API to the delivery engine of the process: it configures the webhook
@@ -86,6 +90,8 @@ type Server struct {
 	ops      *operations
 	links    *links.Service
 	webhooks *webhook.Service
+	// automation serves sources, their ingest URLs and custom event types.
+	automation *automation.Service
 	// redirects is nil when the server answers no short links.
 	redirects   *redirector
 	idempotency *idempotency
@@ -157,6 +163,12 @@ func New(cfg Config, db *store.DB) (*Server, error) {
 	if s.webhooks, err = webhook.NewService(db, cfg.Events, cfg.Webhooks); err != nil {
 		return nil, err
 	}
+	if s.automation = cfg.Automation; s.automation == nil {
+		if s.automation, err = automation.New(db, cfg.Events, automation.Config{BaseURL: cfg.BaseURL,
+			Box: cfg.Webhooks.Box, Logger: cfg.Logger}); err != nil {
+			return nil, err
+		}
+	}
 	s.policyHeader = []string{fmt.Sprintf(`"key";q=%d;w=60, "workspace";q=%d;w=60`, cfg.KeyRateLimit, cfg.WorkspaceRateLimit)}
 	for _, m := range cfg.Models.All() {
 		s.models[m.ID] = apiModel(m)
@@ -195,6 +207,7 @@ func New(cfg Config, db *store.DB) (*Server, error) {
 	if err := s.registerPublicRoutes(e); err != nil {
 		return nil, err
 	}
+	s.registerIngest(e)
 	if err := s.registerRedirects(e); err != nil {
 		return nil, err
 	}

@@ -106,6 +106,15 @@ func (s *SandboxNetwork) Accounts(ctx context.Context, db bun.IDB, numbers []str
 	return rows, err
 }
 
+// Recipient reads, for a direct message from sender to number, the instance that holds number and whether number
+// blocks sender, in one statement. Returns ErrNotFound if the number has no account.
+func (s *SandboxNetwork) Recipient(ctx context.Context, db bun.IDB, number, sender string) (instanceID string, blocked bool, err error) {
+	err = db.NewSelect().Model((*SandboxAccount)(nil)).Column("sa.instance_id").
+		ColumnExpr("EXISTS (SELECT 1 FROM sandbox_blocks AS b WHERE b.number = sa.number AND b.blocked = ?)", sender).
+		Where("sa.number = ?", number).Scan(ctx, &instanceID, &blocked)
+	return instanceID, blocked, mapErr(err)
+}
+
 // CreateAccount inserts an account unless the number or the instance has one already, and reports whether it did.
 // It returns no sentinel errors (a conflict does not end a PostgreSQL transaction: the caller may draw another
 // number in it).
@@ -142,6 +151,16 @@ func (s *SandboxNetwork) Message(ctx context.Context, db bun.IDB, id string) (Sa
 	var m SandboxMessage
 	err := db.NewSelect().Model(&m).Where("sm.id = ?", id).Scan(ctx)
 	return m, mapErr(err)
+}
+
+// Messages reads the messages with the ids that the network carried. It returns no sentinel errors.
+func (s *SandboxNetwork) Messages(ctx context.Context, db bun.IDB, ids []string) ([]SandboxMessage, error) {
+	rows := []SandboxMessage{}
+	if len(ids) == 0 {
+		return rows, nil
+	}
+	err := db.NewSelect().Model(&rows).Where("sm.id IN (?)", bun.In(ids)).Scan(ctx)
+	return rows, err
 }
 
 // MessageByClientID reads the message a sender recorded with a client id. Returns ErrNotFound if there is none.
@@ -199,21 +218,25 @@ func (s *SandboxNetwork) Due(ctx context.Context, db bun.IDB, number string, now
 	return rows, err
 }
 
-// NextDue reports when the number's earliest mail not due at now falls due; ok is false when it has none.
-func (s *SandboxNetwork) NextDue(ctx context.Context, db bun.IDB, number string, now time.Time) (at time.Time, ok bool, err error) {
+// NextDue reports when the number's earliest mail falls due (or fell due: mail that came due since the caller last
+// read what was due); ok is false when it has none.
+func (s *SandboxNetwork) NextDue(ctx context.Context, db bun.IDB, number string) (at time.Time, ok bool, err error) {
 	var due []time.Time
 	err = db.NewSelect().Model((*SandboxMail)(nil)).Column("due_at").
-		Where("number = ? AND due_at > ?", number, now).Order("due_at").Limit(1).Scan(ctx, &due)
+		Where("number = ?", number).Order("due_at").Limit(1).Scan(ctx, &due)
 	if err != nil || len(due) == 0 {
 		return time.Time{}, false, err
 	}
 	return due[0].UTC(), true, nil
 }
 
-// Take removes a piece of mail once its instance took it. It returns no sentinel errors: mail taken already (by an
-// earlier owner of the instance) is gone either way.
-func (s *SandboxNetwork) Take(ctx context.Context, db bun.IDB, id string) error {
-	_, err := db.NewDelete().Model((*SandboxMail)(nil)).Where("id = ?", id).Exec(ctx)
+// Take removes mail once its instance took it. It returns no sentinel errors: mail taken already (by an earlier
+// owner of the instance) is gone either way.
+func (s *SandboxNetwork) Take(ctx context.Context, db bun.IDB, ids []string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	_, err := db.NewDelete().Model((*SandboxMail)(nil)).Where("id IN (?)", bun.In(ids)).Exec(ctx)
 	return err
 }
 

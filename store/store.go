@@ -75,6 +75,10 @@ type DB struct {
 	Clicks      *Clicks
 	// LinkChanges announces link changes to redirect caches.
 	LinkChanges *LinkChanges
+	// EventTypes are the workspaces' custom event types; Sources and SourceRequests their ingest endpoints.
+	EventTypes     *EventTypeDefs
+	Sources        *Sources
+	SourceRequests *SourceRequests
 	// Sandbox is the data of the sandbox messaging network.
 	Sandbox *SandboxNetwork
 }
@@ -111,6 +115,9 @@ func Open(ctx context.Context, rawURL string) (*DB, error) {
 	db.Links = &Links{workspaceScoped[Link]{db}}
 	db.Clicks = &Clicks{db: db}
 	db.LinkChanges = &LinkChanges{db: db}
+	db.EventTypes = &EventTypeDefs{db: db}
+	db.Sources = &Sources{workspaceScoped[Source]{db}}
+	db.SourceRequests = &SourceRequests{db: db}
 	db.Sandbox = &SandboxNetwork{db: db}
 	return db, nil
 }

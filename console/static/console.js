@@ -37,9 +37,10 @@ document.addEventListener('click', (event) => {
   if (source) copyText(source.textContent.trim(), button);
 });
 
-for (const select of document.querySelectorAll('select[data-autosubmit]')) {
-  select.addEventListener('change', () => select.form.submit());
-}
+// Delegated, so that selects of sections drawn again (data-refresh) submit too.
+document.addEventListener('change', (event) => {
+  if (event.target.matches('select[data-autosubmit]')) event.target.form.submit();
+});
 
 // The custom matrix only matters when "Custom" is chosen.
 const customScopes = document.getElementById('custom-scopes');
@@ -206,4 +207,39 @@ async function initBuilder(root) {
   const models = operations.find((op) => op.id === 'listModels');
   if (models) select.value = models.id;
   renderParams();
+}
+
+// ---- Time zones and live sections -------------------------------------------------------------------------
+// Pages that show times in a zone ask for the browser's: a page marked data-needs-tz reloads once with ?tz=…, and a
+// form field marked data-browser-tz is filled with it (the server reads a date typed into the form in that zone).
+const browserZone = (() => {
+  try { return Intl.DateTimeFormat().resolvedOptions().timeZone || ''; } catch { return ''; }
+})();
+for (const input of document.querySelectorAll('input[data-browser-tz]')) {
+  if (!input.value) input.value = browserZone;
+}
+if (browserZone && document.querySelector('[data-needs-tz]')) {
+  const url = new URL(window.location.href);
+  if (!url.searchParams.has('tz')) {
+    url.searchParams.set('tz', browserZone);
+    window.location.replace(url.toString());
+  }
+}
+
+// A section marked data-refresh="N" is fetched again every N seconds while the page is visible and replaced by its
+// new rendering (the server draws it; nothing here interprets data).
+for (const section of document.querySelectorAll('[data-refresh][id]')) {
+  const every = Math.max(2, Number(section.dataset.refresh) || 5) * 1000;
+  const refresh = async () => {
+    if (document.hidden) return;
+    if (section.contains(document.activeElement) && document.activeElement.tagName === 'SELECT') return;
+    try {
+      const res = await fetch(window.location.href, { headers: { Accept: 'text/html' }, credentials: 'same-origin' });
+      if (!res.ok || res.redirected) return;
+      const doc = new DOMParser().parseFromString(await res.text(), 'text/html');
+      const fresh = doc.getElementById(section.id);
+      if (fresh) section.replaceChildren(...fresh.childNodes);
+    } catch { /* offline for a moment: try again next time */ }
+  };
+  setInterval(refresh, every);
 }

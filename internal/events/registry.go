@@ -42,6 +42,8 @@ type Type struct {
 	Example map[string]any
 	// WorkspaceID is the workspace that defined a run-time type; "" for the built-in types every workspace has.
 	WorkspaceID string
+	// Archived marks a run-time type that refuses new events; it stays in the catalogue for its past events.
+	Archived bool
 
 	// payload is the generated Go type of the data of a built-in type (nil for run-time types).
 	payload reflect.Type

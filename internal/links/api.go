@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/switchboard/switchboard/gen"
+	"github.com/switchboard/switchboard/internal/patch"
 	"github.com/switchboard/switchboard/store"
 )
 
@@ -69,4 +70,40 @@ func (s *Service) API(l store.Link) gen.Link {
 		Archived: l.Archived, Status: gen.LinkStatus(l.Status(time.Now())), Clicks: l.Clicks,
 		LastClickedAt: l.LastClickedAt, CreatedAt: l.CreatedAt, UpdatedAt: l.UpdatedAt,
 	}
+}
+
+// NewLinkOf reads the API's LinkCreate (checked against its schema) as a NewLink: the one reading of a create
+// request, whether it came to the API or from a console form.
+func NewLinkOf(in gen.LinkCreate) NewLink {
+	return NewLink{DestinationURL: in.DestinationUrl, Slug: in.Slug, Domain: in.Domain, Title: in.Title,
+		ExternalID: in.ExternalId, ExpiredURL: in.ExpiredUrl, Tags: deref(in.Tags), UTM: utmOfAPI(in.Utm),
+		ExpiresAt: in.ExpiresAt, MaxClicks: in.MaxClicks, RedirectType: (*int)(in.RedirectType),
+		ForwardQuery: in.ForwardQuery, Archived: in.Archived, Metadata: deref(in.Metadata)}
+}
+
+// UpdateOf reads the API's LinkUpdate (checked against its schema) as an Update: absent fields are left alone, null
+// ones cleared.
+func UpdateOf(in gen.LinkUpdate) Update {
+	return Update{Domain: in.Domain, Slug: in.Slug, DestinationURL: in.DestinationUrl, Title: patch.Of(in.Title),
+		ExternalID: patch.Of(in.ExternalId), ExpiredURL: patch.Of(in.ExpiredUrl), ExpiresAt: patch.Of(in.ExpiresAt),
+		MaxClicks: patch.Of(in.MaxClicks), UTM: utmOfAPI(in.Utm), Tags: in.Tags,
+		RedirectType: (*int)(in.RedirectType), ForwardQuery: in.ForwardQuery, Archived: in.Archived,
+		Metadata: (*map[string]any)(in.Metadata)}
+}
+
+// deref is the value v points to, or the zero value (a nil slice or map) when it is nil.
+func deref[T any](v *T) T {
+	var zero T
+	if v == nil {
+		return zero
+	}
+	return *v
+}
+
+// utmOfAPI maps the API's UTM object to the service's.
+func utmOfAPI(u *gen.LinkUTM) *UTM {
+	if u == nil {
+		return nil
+	}
+	return &UTM{Source: u.Source, Medium: u.Medium, Campaign: u.Campaign, Term: u.Term, Content: u.Content}
 }

@@ -601,15 +601,7 @@ type ListQuery struct {
 // List returns a page of the workspace's links, newest first, and whether more follow, and records the opt-in
 // link.listed audit of the key that listed them. Errors are internal.
 func (s *Service) List(ctx context.Context, workspaceID, keyID string, q ListQuery) ([]store.Link, bool, error) {
-	f := store.LinkFilter{Expired: q.Expired, Now: time.Now(), CreatedAfter: q.CreatedAfter, CreatedBefore: q.CreatedBefore}
-	assign(&f.Query, q.Query)
-	assign(&f.Tag, q.Tag)
-	assign(&f.ExternalID, q.ExternalID)
-	assign(&f.Archived, q.Archived)
-	if q.Domain != nil {
-		f.Domain = strings.ToLower(*q.Domain)
-	}
-	ls, more, err := s.db.Links.List(ctx, workspaceID, f, q.Page)
+	ls, more, err := s.Browse(ctx, workspaceID, q)
 	if err != nil {
 		return nil, false, err
 	}
@@ -618,6 +610,21 @@ func (s *Service) List(ctx context.Context, workspaceID, keyID string, q ListQue
 		return nil, false, err
 	}
 	return ls, more, nil
+}
+
+// Browse returns a page of the workspace's links, newest first, and whether more follow, as List does but without
+// the link.listed audit: that event names the API key that read the inventory, and the console's members read it
+// with their session instead. Errors are internal.
+func (s *Service) Browse(ctx context.Context, workspaceID string, q ListQuery) ([]store.Link, bool, error) {
+	f := store.LinkFilter{Expired: q.Expired, Now: time.Now(), CreatedAfter: q.CreatedAfter, CreatedBefore: q.CreatedBefore}
+	assign(&f.Query, q.Query)
+	assign(&f.Tag, q.Tag)
+	assign(&f.ExternalID, q.ExternalID)
+	assign(&f.Archived, q.Archived)
+	if q.Domain != nil {
+		f.Domain = strings.ToLower(*q.Domain)
+	}
+	return s.db.Links.List(ctx, workspaceID, f, q.Page)
 }
 
 // filters are the query parameters a list call sent, as link.listed reports them.

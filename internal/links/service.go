@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/url"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -118,6 +120,20 @@ func (s *Service) ReserveRoutes(routePaths []string) {
 	set := NewReserved(StaticReserved, routePaths)
 	s.reserved.Store(&set)
 }
+
+// Domains returns the short domains links may be created on, the default one first and the others in order.
+func (s *Service) Domains() []string {
+	out := []string{s.defaultDomain}
+	for _, d := range slices.Sorted(maps.Keys(s.domains)) {
+		if d != s.defaultDomain {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// ShortURL is where a link answers.
+func (s *Service) ShortURL(l store.Link) string { return s.shortURL(l.Domain, l.Slug) }
 
 // shortURL is where a link answers.
 func (s *Service) shortURL(domain, slug string) string { return ShortURL(s.scheme, domain, slug) }

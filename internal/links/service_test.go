@@ -453,3 +453,49 @@ func TestStatsQueryProblems(t *testing.T) {
 		})
 	}
 }
+
+// Browse lists what List lists, with the same filters and pages, and records no link.listed even while an endpoint
+// of the workspace subscribes to it (the event names the API key that listed).
+func TestBrowseIsListWithoutTheAudit(t *testing.T) {
+	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
+		f := newFixture(t, db, Config{})
+		if _, err := db.Webhooks.Create(ctx, store.NewWebhookEndpoint{WorkspaceID: f.ws, URL: "https://hooks.example.com/",
+			Events: []string{"link.listed"}, SealSecret: func(string) string { return "sealed" }}); err != nil {
+			t.Fatal(err)
+		}
+		a := f.create(NewLink{DestinationURL: "https://example.com/a", Tags: []string{"spring"}})
+		f.create(NewLink{DestinationURL: "https://example.com/b"})
+		c := f.create(NewLink{DestinationURL: "https://example.com/c", Tags: []string{"spring"}})
+		q := ListQuery{Tag: ptr("spring"), Page: store.Page{Limit: 1}}
+		first, more, err := f.s.Browse(ctx, f.ws, q)
+		if err != nil || !more || len(first) != 1 || first[0].ID != c.ID {
+			t.Fatalf("first page %v (more %v, err %v), want %s and more", first, more, err, c.ID)
+		}
+		q.Page.Before = first[0].ID
+		second, more, err := f.s.Browse(ctx, f.ws, q)
+		if err != nil || more || len(second) != 1 || second[0].ID != a.ID {
+			t.Fatalf("second page %v (more %v, err %v), want %s and no more", second, more, err, a.ID)
+		}
+		if n := len(f.events("link.listed")); n != 0 {
+			t.Fatalf("Browse recorded %d link.listed events", n)
+		}
+		listed, _, err := f.s.List(ctx, f.ws, "key_01JDA9M3N4P5Q6R7S8T9V0W1X2", q)
+		if err != nil || len(listed) != 1 || listed[0].ID != a.ID {
+			t.Fatalf("List %v, %v", listed, err)
+		}
+		if n := len(f.events("link.listed")); n != 1 {
+			t.Fatalf("List recorded %d link.listed events, want 1", n)
+		}
+	})
+}
+
+// Domains names the default short domain first, then the further ones in order, lower-case.
+func TestDomains(t *testing.T) {
+	s, err := New(nil, nil, Config{ShortBaseURL: "https://sb.example", Domains: []string{"Go.Example", "a.example", " "}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Domains(); !slices.Equal(got, []string{"sb.example", "a.example", "go.example"}) {
+		t.Fatalf("Domains() = %v", got)
+	}
+}

@@ -33,3 +33,21 @@ func (f Field[T]) Apply(dst **T) {
 		*dst = &v
 	}
 }
+
+// Nullable is a clearable field as a generated API type carries it (oapi-codegen's nullable.Nullable).
+type Nullable[T any] interface {
+	IsSpecified() bool
+	IsNull() bool
+	MustGet() T
+}
+
+// Of reads a clearable field as it was sent: absent leaves it alone, null clears it, a value sets it.
+func Of[T any, N Nullable[T]](n N) Field[T] {
+	switch {
+	case !n.IsSpecified():
+		return Field[T]{}
+	case n.IsNull():
+		return Clear[T]()
+	}
+	return Set(n.MustGet())
+}

@@ -1,6 +1,10 @@
 package patch
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/oapi-codegen/nullable"
+)
 
 func TestApply(t *testing.T) {
 	three := 3
@@ -26,5 +30,21 @@ func TestApply(t *testing.T) {
 	}
 	if _, ok := Clear[string]().Value(); ok || !Clear[string]().Given() || (Field[string]{}).Given() {
 		t.Error("Given/Value of cleared and absent fields")
+	}
+}
+
+// Of reads a generated API type's clearable field: absent, null and a value.
+func TestOf(t *testing.T) {
+	var absent nullable.Nullable[int]
+	if Of(absent).Given() {
+		t.Error("an absent field is given")
+	}
+	if f := Of(nullable.NewNullNullable[int]()); !f.Given() {
+		t.Error("a null field is not given")
+	} else if _, ok := f.Value(); ok {
+		t.Error("a null field has a value")
+	}
+	if v, ok := Of(nullable.NewNullableWithValue(5)).Value(); !ok || v != 5 {
+		t.Errorf("a set field reads %v, %v", v, ok)
 	}
 }

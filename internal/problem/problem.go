@@ -25,6 +25,7 @@ const (
 	InvalidAPIKey                Code = "invalid_api_key"
 	APIKeyRevoked                Code = "api_key_revoked"
 	APIKeyExpired                Code = "api_key_expired"
+	SignatureInvalid             Code = "signature_invalid"
 	InsufficientScope            Code = "insufficient_scope"
 	NotFound                     Code = "not_found"
 	ModelNotFound                Code = "model_not_found"
@@ -35,10 +36,13 @@ const (
 	WebhookDisabled              Code = "webhook_disabled"
 	DeliveryInFlight             Code = "delivery_in_flight"
 	IdempotencyRequestInProgress Code = "idempotency_request_in_progress"
+	EventTypeExists              Code = "event_type_exists"
+	EventTypeArchived            Code = "event_type_archived"
 	LinkExpired                  Code = "link_expired"
 	RequestTooLarge              Code = "request_too_large"
 	UnsupportedMediaType         Code = "unsupported_media_type"
 	IdempotencyKeyReused         Code = "idempotency_key_reused"
+	EventDataInvalid             Code = "event_data_invalid"
 	RateLimited                  Code = "rate_limited"
 	InternalError                Code = "internal_error"
 	ServiceUnavailable           Code = "service_unavailable"
@@ -64,6 +68,7 @@ func init() {
 		{InvalidAPIKey, 401, "Invalid API key", "The key is malformed, mistyped or unknown."},
 		{APIKeyRevoked, 401, "API key revoked", "The key was revoked; create a new one at /user/api."},
 		{APIKeyExpired, 401, "API key expired", "The key's expiry date has passed; create a new one at /user/api."},
+		{SignatureInvalid, 401, "Signature invalid", "A source's ingest URL refused the request: its signature, timestamp or credentials do not verify with the source's scheme. The source's request log (GET /api/v1/sources/{id}/requests) shows each refusal with its reason."},
 		{InsufficientScope, 403, "Insufficient scope", "The key lacks a scope the operation needs; required_scopes names them."},
 		{NotFound, 404, "Not found", "No such route, no such object in the key's workspace, or no short link at this address."},
 		{ModelNotFound, 404, "Model not found", "No model with this ID is enabled for the workspace."},
@@ -74,10 +79,13 @@ func init() {
 		{WebhookDisabled, 409, "Webhook endpoint disabled", "Switchboard disabled the endpoint (its receiver answered 410 or failed for days); enable it first."},
 		{DeliveryInFlight, 409, "Delivery in flight", "The delivery is being attempted right now; retry when the attempt is recorded."},
 		{IdempotencyRequestInProgress, 409, "Idempotent request in progress", "A request with this Idempotency-Key is still running; retry when it has finished."},
+		{EventTypeExists, 409, "Event type exists", "The workspace already has a custom event type of this name; change it with PATCH /api/v1/event-types/{name}."},
+		{EventTypeArchived, 409, "Event type archived", "The custom event type is archived and refuses new events; un-archive it with PATCH /api/v1/event-types/{name}."},
 		{LinkExpired, 410, "Link expired", "The short link expired or reached its click limit, and has no expired_url to send visitors to."},
 		{RequestTooLarge, 413, "Request too large", "The request body exceeds the size limit."},
 		{UnsupportedMediaType, 415, "Unsupported media type", "The request body has a Content-Type the operation does not accept; send application/json."},
 		{IdempotencyKeyReused, 422, "Idempotency key reused", "The Idempotency-Key was used with a different request in the last 24 hours; use a new key for a new request."},
+		{EventDataInvalid, 422, "Event data invalid", "The event's data does not match the JSON Schema of its type; errors[] points at each failure."},
 		{RateLimited, 429, "Rate limit exceeded", "A rate limit of the key or its workspace is exhausted; wait Retry-After seconds."},
 		{InternalError, 500, "Internal server error", "Something failed on the server; the request_id finds the log line."},
 		{ServiceUnavailable, 503, "Service unavailable", "A dependency of the server (its database) does not answer; retry after Retry-After seconds."},

@@ -30,7 +30,7 @@ type ServiceConfig struct {
 }
 
 // Service is the webhooks capability: a workspace's endpoints (registration, secrets, pause, resume, enable,
-// recovery, test pings), its delivery log, its event log and the catalogue of event types it can subscribe to. Its
+// recovery, test pings), its delivery log and its event log. Its
 // failures that a client can be told about are *problem.Error values.
 type Service struct {
 	db     *store.DB
@@ -86,18 +86,6 @@ func (s *Service) API(e store.WebhookEndpoint) gen.Webhook {
 		w.PreviousSecretExpiresAt = e.PreviousSecretUntil
 	}
 	return w
-}
-
-// EventTypes returns the catalogue of event types a workspace sees, by name.
-func (s *Service) EventTypes(workspaceID string) []events.Type { return s.types.Types(workspaceID) }
-
-// EventType returns an event type a workspace sees. Returns a NotFound problem if there is none of that name.
-func (s *Service) EventType(workspaceID, name string) (events.Type, error) {
-	t, ok := s.types.Lookup(workspaceID, name)
-	if !ok {
-		return events.Type{}, problem.Errorf(problem.NotFound, "There is no event type %q. GET /api/v1/event-types lists them.", name)
-	}
-	return t, nil
 }
 
 // clientError turns the store's errors into the problems a client is told; what and id name the object a not-found

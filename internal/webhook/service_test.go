@@ -93,8 +93,6 @@ func TestServiceRules(t *testing.T) {
 		}
 		_, err = s.Redeliver(ctx, ws, "dlv_missing")
 		wantProblem(t, "redeliver a missing delivery", err, problem.NotFound)
-		_, err = s.EventType(ws, "link.nope")
-		wantProblem(t, "a missing event type", err, problem.NotFound)
 
 		h.set(e.ID, map[string]any{"status": store.EndpointDisabled, "disabled_reason": "gone"})
 		_, err = s.Pause(ctx, ws, e.ID)

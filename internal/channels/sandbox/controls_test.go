@@ -100,7 +100,7 @@ func TestControls(t *testing.T) {
 				t.Fatalf("Run = %v after a logout, want nil", err)
 			}
 			a.waitState(t, channels.StatusLoggedOut)
-			// The credentials are no longer good, in this session or a new one.
+			// The credentials are no longer good: a new session opened with them is logged out too.
 			b := &instance{n: n, id: a.id, config: a.config, sink: &recorder{}}
 			b.reopen(a.sink.of("connected")[0].creds)
 			b.start()
@@ -120,8 +120,7 @@ func TestControls(t *testing.T) {
 			if err := a.ended(t); err != nil {
 				t.Fatalf("Run = %v after Logout, want nil", err)
 			}
-			// Pairing again gives the instance its number back.
-			a.sess.inst.Credentials = nil
+			// Run again, the session pairs again, and the instance gets its number back.
 			a.start()
 			if got := a.sink.wait(t, "connected", 2)[1].party.Address; got != a.number {
 				t.Errorf("paired again as %s, want %s", got, a.number)

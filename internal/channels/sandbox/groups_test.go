@@ -191,3 +191,32 @@ func resultCodes(results []channels.ParticipantResult) string {
 	}
 	return strings.Join(out, ",")
 }
+
+// TestGroupReceiptsOnce: every participant's instance reports a group message delivered and read; its sender is
+// told each once.
+func TestGroupReceiptsOnce(t *testing.T) {
+	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
+		n := newNetwork(t, db, Options{})
+		a, b, c, d := n.connected(nil), n.connected(nil), n.connected(nil), n.connected(nil)
+		g, err := a.sess.CreateGroup(context.Background(), "four", []string{b.number, c.number, d.number})
+		if err != nil {
+			t.Fatal(err)
+		}
+		id := a.send(t, g.Address, "to all")
+		for _, in := range []*instance{b, c, d, a} {
+			await.Equal(t, in.number+"'s mailbox emptied", func() int { return n.mailbox(t, in.number) }, 0)
+		}
+		if got := strings.Join(a.sink.receiptsOf(id), ","); got != "delivered,read" {
+			t.Errorf("receipts %s, want delivered,read once each", got)
+		}
+	})
+}
+
+// mailbox counts the mail the network holds for a number, due now or later.
+func (n *network) mailbox(t *testing.T, number string) int {
+	count, err := n.db.Bun().NewSelect().Model((*store.SandboxMail)(nil)).Where("number = ?", number).Count(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return int(count)
+}

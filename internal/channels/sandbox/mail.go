@@ -35,8 +35,9 @@ type mailMessage struct {
 	ReplyTo  string                `json:"reply_to,omitempty"`
 	Target   string                `json:"target,omitempty"`
 	Emoji    string                `json:"emoji,omitempty"`
-	// Injected: no instance sent it, so no receipts go back.
-	Injected bool `json:"injected,omitempty"`
+	// Schedule is the sender's receipt schedule; nil for a message no instance sent (a test control's, the echo's
+	// answer): nobody to tell.
+	Schedule *schedule `json:"schedule,omitempty"`
 }
 
 // mailMedia carries an attachment's bytes with the mail, so that the recipient's instance can read them in any

@@ -12,7 +12,8 @@ import (
 )
 
 // Send carries a message to a person (held until their instance connects), a group (to every other participant)
-// or the echo service. A send repeated with the same message id returns the first one's acknowledgement.
+// or the echo service. A send repeated with the same message id returns the first one's acknowledgement and
+// carries nothing again.
 func (s *session) Send(ctx context.Context, m channels.Outbound) (channels.Sent, error) {
 	rs, number := s.live()
 	if number == "" {
@@ -20,11 +21,6 @@ func (s *session) Send(ctx context.Context, m channels.Outbound) (channels.Sent,
 	}
 	if f := s.takeFailure(); f != nil {
 		return channels.Sent{}, f
-	}
-	if m.MessageID != "" {
-		if sent, ok, err := s.sentBefore(ctx, number, m.MessageID); ok || err != nil {
-			return sent, err
-		}
 	}
 	chat, err := normalize(m.Chat)
 	if err != nil {
@@ -38,7 +34,7 @@ func (s *session) Send(ctx context.Context, m channels.Outbound) (channels.Sent,
 		return channels.Sent{}, err
 	}
 	at := now()
-	msg.ID, msg.At, msg.From, msg.FromName = newID(), at, number, s.cfg.DisplayName
+	msg.ID, msg.At, msg.From, msg.FromName, msg.Schedule = newID(), at, number, s.cfg.DisplayName, &s.schedule
 	row := &store.SandboxMessage{ID: msg.ID, Sender: number, Chat: chat, SentAt: at}
 	if m.MessageID != "" {
 		row.ClientID = &m.MessageID
@@ -64,7 +60,7 @@ func (s *session) Send(ctx context.Context, m channels.Outbound) (channels.Sent,
 		}
 		return s.p.post(ctx, tx, letters)
 	})
-	if repeated && err == nil { // the same message sent concurrently: the first one counts
+	if repeated && err == nil { // sent before (an earlier call's outcome was unknown): the first one counts
 		sent, _, err := s.sentBefore(ctx, number, m.MessageID)
 		return sent, err
 	}
@@ -94,8 +90,8 @@ func (s *session) route(ctx context.Context, number, chat string, msg *mailMessa
 	switch {
 	case chat == EchoNumber:
 		echo := *msg
-		echo.ID, echo.Chat, echo.From, echo.FromName, echo.Injected, echo.ReplyTo = newID(), EchoNumber, EchoNumber,
-			echoName, true, msg.ID
+		echo.ID, echo.Chat, echo.From, echo.FromName, echo.Schedule, echo.ReplyTo = newID(), EchoNumber, EchoNumber,
+			echoName, nil, msg.ID
 		switch msg.Type {
 		case channels.TypeText:
 			echo.Text = "echo: " + msg.Text
@@ -105,10 +101,10 @@ func (s *session) route(ctx context.Context, number, chat string, msg *mailMessa
 			echo.Media = &media
 		case channels.TypeLocation, channels.TypeContact:
 		default: // reactions, edits and deletes change a message; they are not one to answer
-			return s.p.receipts(number, s.inst.ID, msg.ID, msg.At), nil
+			return s.p.receipts(s.schedule, number, s.inst.ID, msg.ID, msg.At), nil
 		}
 		own := letter{to: number, instance: s.inst.ID, due: msg.At, env: envelope{Message: &echo}}
-		return append([]letter{own}, s.p.receipts(number, s.inst.ID, msg.ID, msg.At)...), nil
+		return append([]letter{own}, s.p.receipts(s.schedule, number, s.inst.ID, msg.ID, msg.At)...), nil
 	case isGroup(chat):
 		g, err := s.p.db.Sandbox.Group(ctx, db, chat)
 		if errors.Is(err, store.ErrNotFound) {
@@ -138,21 +134,18 @@ func (s *session) route(ctx context.Context, number, chat string, msg *mailMessa
 		}
 		return letters, nil
 	default:
-		acc, err := s.p.db.Sandbox.Account(ctx, db, chat)
+		instanceID, blocked, err := s.p.db.Sandbox.Recipient(ctx, db, chat, number)
 		if errors.Is(err, store.ErrNotFound) {
 			return nil, &channels.Failure{Code: "recipient_not_on_network",
 				Detail: chat + " has no account on the sandbox network"}
 		}
-		if err != nil {
-			return nil, err
-		}
 		// A real network accepts a message to someone who blocked the sender and never delivers it: the sender
 		// sees it sent, never delivered.
-		if blocked, err := s.p.db.Sandbox.Blocks(ctx, db, chat, number); err != nil || blocked {
+		if err != nil || blocked {
 			return nil, err
 		}
 		msg.Chat = number
-		return []letter{{to: chat, instance: acc.InstanceID, due: msg.At, env: envelope{Message: msg}}}, nil
+		return []letter{{to: chat, instance: instanceID, due: msg.At, env: envelope{Message: msg}}}, nil
 	}
 }
 
@@ -280,7 +273,7 @@ func (s *session) injectInbound(ctx context.Context, from, text string) error {
 	}
 	at := now()
 	msg := &mailMessage{ID: newID(), Chat: sender, From: sender, FromName: fromName, At: at,
-		Type: channels.TypeText, Text: text, Injected: true}
+		Type: channels.TypeText, Text: text}
 	letters := []letter{{to: acc.Number, instance: s.inst.ID, due: at, env: envelope{Message: msg}}}
 	err = s.p.db.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error {
 		if _, err := s.p.db.Sandbox.CreateMessage(ctx, tx, &store.SandboxMessage{ID: msg.ID, Sender: sender,

@@ -90,20 +90,32 @@ func (p *Provider) post(ctx context.Context, tx bun.IDB, letters []letter) error
 	return p.db.Sandbox.Post(ctx, tx, rows)
 }
 
-// receipts are the letters that tell a message's sender, on the schedule, that it was delivered and read. With
-// Shuffle, a coin decides whether the read receipt goes first (due when the delivered one would have been).
-func (p *Provider) receipts(sender, instanceID, messageID string, delivered time.Time) []letter {
+// schedule is when the sender of a message is told it was delivered and read, counted from its delivery to the
+// recipient's instance (NoReceipt: never). It travels with the message: the sender's settings decide.
+type schedule struct {
+	Delivered time.Duration `json:"delivered"`
+	Read      time.Duration `json:"read"`
+	// Shuffle tells the two in either order, at random.
+	Shuffle bool `json:"shuffle,omitempty"`
+}
+
+// any reports whether the schedule sends a receipt at all.
+func (sc schedule) any() bool { return sc.Delivered >= 0 || sc.Read >= 0 }
+
+// receipts are the letters that tell a message's sender, on its schedule, that it was delivered and read. When
+// shuffled, a coin decides whether the read receipt goes first (due when the delivered one would have been).
+func (p *Provider) receipts(sc schedule, sender, instanceID, messageID string, delivered time.Time) []letter {
 	var letters []letter
 	for _, r := range []struct {
 		status string
 		after  time.Duration
-	}{{statusDelivered, p.opts.Delivered}, {statusRead, p.opts.Read}} {
+	}{{statusDelivered, sc.Delivered}, {statusRead, sc.Read}} {
 		if r.after < 0 {
 			continue
 		}
 		letters = append(letters, receipt(sender, instanceID, messageID, r.status, delivered.Add(r.after)))
 	}
-	if p.opts.Shuffle && len(letters) == 2 && p.opts.coin() {
+	if sc.Shuffle && len(letters) == 2 && p.opts.coin() {
 		first, second := letters[0].due, letters[1].due
 		letters = []letter{
 			receipt(sender, instanceID, messageID, statusRead, first),

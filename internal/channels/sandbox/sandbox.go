@@ -12,8 +12,10 @@
 package sandbox
 
 import (
+	"encoding/json"
 	"fmt"
 	"log/slog"
+	"math"
 	"time"
 
 	"github.com/switchboard/switchboard/internal/channels"
@@ -37,7 +39,7 @@ const (
 	DefaultQRLimit   = 6
 	DefaultDelivered = 500 * time.Millisecond
 	DefaultRead      = 2 * time.Second
-	DefaultPoll      = 2 * time.Second
+	DefaultPoll      = 30 * time.Second
 	DefaultMaxMedia  = 16 << 20
 )
 
@@ -57,6 +59,8 @@ type Options struct {
 	Shuffle bool
 	// Poll is how often a connected session looks for mail it was not woken for (default DefaultPoll): mail is
 	// never lost when a wake-up is (the recipient connected while it was being posted, a process in between died).
+	// Wake-ups carry the mail's latency; the poll is a safety net, kept rare because every connected instance
+	// pays one query per poll.
 	Poll time.Duration
 	// MaxMedia is the largest attachment the network carries, in bytes (default DefaultMaxMedia).
 	MaxMedia int64
@@ -152,17 +156,39 @@ func configSchema() map[string]any {
 				"type": "boolean", "default": false,
 				"description": "Pair at once, without a QR code or pairing code: the sandbox's stand-in for a token.",
 			},
+			"delivered_after_ms": map[string]any{
+				"type": "integer", "minimum": -1, "maximum": maxReceiptDelay.Milliseconds(),
+				"description": "How long after a message of this instance reaches its recipient the delivered " +
+					"receipt comes, in milliseconds (-1: never; default: the server's setting).",
+			},
+			"read_after_ms": map[string]any{
+				"type": "integer", "minimum": -1, "maximum": maxReceiptDelay.Milliseconds(),
+				"description": "How long after a message of this instance reaches its recipient the read receipt " +
+					"comes, in milliseconds (-1: never, only when the recipient marks the chat read; default: the " +
+					"server's setting).",
+			},
+			"shuffle_receipts": map[string]any{
+				"type": "boolean",
+				"description": "Report the two receipts of each message in either order, at random (read may come " +
+					"before delivered), to test that statuses never move backwards (default: the server's setting).",
+			},
 		},
 	}
 }
 
 const maxDisplayName = 64
 
+// maxReceiptDelay bounds an instance's receipt delays.
+const maxReceiptDelay = time.Hour
+
 // instanceConfig is what the sandbox reads from an instance's config.
 type instanceConfig struct {
 	DisplayName string
 	Number      string // normalized; "" for one the network assigns
 	AutoPair    bool
+	// Delivered, Read and Shuffle override the network's receipt schedule for the instance's messages (nil: not).
+	Delivered, Read *time.Duration
+	Shuffle         *bool
 }
 
 // ValidateConfig checks the number and the display name.
@@ -191,17 +217,62 @@ func parseConfig(config map[string]any) (instanceConfig, error) {
 				return c, err
 			}
 			c.Number = n
-		case "auto_pair":
+		case "auto_pair", "shuffle_receipts":
 			b, ok := v.(bool)
 			if !ok {
-				return c, fmt.Errorf("auto_pair must be true or false")
+				return c, fmt.Errorf("%s must be true or false", key)
 			}
-			c.AutoPair = b
+			if key == "auto_pair" {
+				c.AutoPair = b
+			} else {
+				c.Shuffle = &b
+			}
+		case "delivered_after_ms", "read_after_ms":
+			d, err := receiptDelay(key, v)
+			if err != nil {
+				return c, err
+			}
+			if key == "delivered_after_ms" {
+				c.Delivered = &d
+			} else {
+				c.Read = &d
+			}
 		default:
-			return c, fmt.Errorf("%s is not a setting of the sandbox (display_name, number, auto_pair)", key)
+			return c, fmt.Errorf("%s is not a setting of the sandbox (display_name, number, auto_pair, "+
+				"delivered_after_ms, read_after_ms, shuffle_receipts)", key)
 		}
 	}
 	return c, nil
+}
+
+// receiptDelay reads a receipt delay in milliseconds (-1: NoReceipt) as JSON decodes it (float64, json.Number) or
+// Go code writes it (int).
+func receiptDelay(key string, v any) (time.Duration, error) {
+	var ms float64
+	switch n := v.(type) {
+	case float64:
+		ms = n
+	case int:
+		ms = float64(n)
+	case int64:
+		ms = float64(n)
+	case json.Number:
+		f, err := n.Float64()
+		if err != nil {
+			return 0, fmt.Errorf("%s must be a whole number of milliseconds", key)
+		}
+		ms = f
+	default:
+		return 0, fmt.Errorf("%s must be a whole number of milliseconds", key)
+	}
+	if ms != math.Trunc(ms) || ms < -1 || ms > float64(maxReceiptDelay.Milliseconds()) {
+		return 0, fmt.Errorf("%s must be a whole number of milliseconds from 0 to %d, or -1 for never", key,
+			maxReceiptDelay.Milliseconds())
+	}
+	if ms < 0 {
+		return NoReceipt, nil
+	}
+	return time.Duration(ms) * time.Millisecond, nil
 }
 
 // Open makes the session of an instance; it connects in Run.

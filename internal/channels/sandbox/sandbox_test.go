@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"slices"
@@ -71,6 +72,13 @@ func TestInfoAndConfig(t *testing.T) {
 		{config: map[string]any{"display_name": strings.Repeat("x", 65)}, err: "at most 64"},
 		{config: map[string]any{"auto_pair": "yes"}, err: "true or false"},
 		{config: map[string]any{"token": "x"}, err: "not a setting"},
+		{config: map[string]any{"delivered_after_ms": 250.0, "read_after_ms": -1, "shuffle_receipts": true}},
+		{config: map[string]any{"delivered_after_ms": json.Number("1000")}},
+		{config: map[string]any{"delivered_after_ms": 1.5}, err: "whole number"},
+		{config: map[string]any{"read_after_ms": -2}, err: "or -1 for never"},
+		{config: map[string]any{"read_after_ms": 3_600_001}, err: "from 0 to 3600000"},
+		{config: map[string]any{"read_after_ms": "1s"}, err: "whole number"},
+		{config: map[string]any{"shuffle_receipts": 1}, err: "true or false"},
 	} {
 		err := p.ValidateConfig(c.config)
 		if (c.err == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), c.err)) {
@@ -315,6 +323,28 @@ func TestReceiptSchedule(t *testing.T) {
 			id := a.send(t, b.number, "later")
 			await.Equal(t, "receipts on the schedule", func() string { return strings.Join(a.sink.receiptsOf(id), ",") },
 				"delivered,read")
+		})
+		t.Run("the sender's settings", func(t *testing.T) {
+			n := newNetwork(t, db, Options{})
+			n.p.opts.coin = func() bool { return true }
+			quiet := n.connected(map[string]any{"read_after_ms": -1})
+			shuffled := n.connected(map[string]any{"shuffle_receipts": true, "read_after_ms": 10.0})
+			plain := n.connected(nil)
+			ids := []string{quiet.send(t, plain.number, "1"), shuffled.send(t, plain.number, "2"),
+				plain.send(t, quiet.number, "3")}
+			for i, c := range []struct {
+				in   *instance
+				want string
+			}{{quiet, "delivered"}, {shuffled, "read,delivered"}, {plain, "delivered,read"}} {
+				await.Equal(t, "receipts of message "+ids[i], func() string { return strings.Join(c.in.sink.receiptsOf(ids[i]), ",") },
+					c.want)
+			}
+			for _, in := range []*instance{plain, quiet, shuffled} {
+				await.Equal(t, in.number+"'s mailbox emptied", func() int { return n.mailbox(t, in.number) }, 0)
+			}
+			if got := strings.Join(quiet.sink.receiptsOf(ids[0]), ","); got != "delivered" {
+				t.Errorf("receipts %s with read_after_ms -1", got)
+			}
 		})
 		t.Run("shuffled", func(t *testing.T) {
 			n := newNetwork(t, db, Options{Shuffle: true})

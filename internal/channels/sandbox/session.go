@@ -24,6 +24,8 @@ type session struct {
 	inst channels.Instance
 	cfg  instanceConfig
 	sink channels.Sink
+	// schedule is when the instance is told its messages were delivered and read.
+	schedule schedule
 
 	// wake tells Run that mail may be waiting.
 	wake chan struct{}
@@ -49,15 +51,27 @@ var (
 )
 
 func newSession(p *Provider, inst channels.Instance, cfg instanceConfig, sink channels.Sink) *session {
-	return &session{p: p, inst: inst, cfg: cfg, sink: sink, wake: make(chan struct{}, 1)}
+	sc := schedule{Delivered: p.opts.Delivered, Read: p.opts.Read, Shuffle: p.opts.Shuffle}
+	if cfg.Delivered != nil {
+		sc.Delivered = *cfg.Delivered
+	}
+	if cfg.Read != nil {
+		sc.Read = *cfg.Read
+	}
+	if cfg.Shuffle != nil {
+		sc.Shuffle = *cfg.Shuffle
+	}
+	return &session{p: p, inst: inst, cfg: cfg, sink: sink, schedule: sc, wake: make(chan struct{}, 1)}
 }
 
 // runState lives as long as one Run.
 type runState struct {
 	// end stops Run: a disconnect or logout control, or Logout.
 	end chan runEnd
-	// nudges are instances to wake (a letter was posted to them), woken one after the other off the caller's path.
-	nudges chan string
+	// toWake are the instances to wake (letters were posted to them), each once however many letters it got;
+	// kick tells the goroutine that wakes them, off the callers' path.
+	toWake map[string]bool
+	kick   chan struct{}
 	// pairing is set while the session waits to be paired.
 	pairing *pairing
 }
@@ -112,7 +126,7 @@ func (s *session) live() (*runState, string) {
 // Run pairs (without credentials) or connects (with them), then takes the mail the network holds for the account
 // until ctx ends or a control ends the connection.
 func (s *session) Run(ctx context.Context) error {
-	rs := &runState{end: make(chan runEnd, 1), nudges: make(chan string, 1024)}
+	rs := &runState{end: make(chan runEnd, 1), toWake: map[string]bool{}, kick: make(chan struct{}, 1)}
 	s.mu.Lock()
 	if s.run != nil {
 		s.mu.Unlock()
@@ -301,6 +315,7 @@ func (s *session) ended(ctx context.Context, e runEnd) error {
 		if err := s.p.unpair(ctx, s.inst.ID); err != nil {
 			return err
 		}
+		s.forget()
 		return s.loggedOut(ctx, "the sandbox network logged the instance out (logout control): pair it again")
 	default:
 		return nil
@@ -317,88 +332,127 @@ func (s *session) drain(ctx context.Context, rs *runState, number string) (time.
 		if err != nil {
 			return time.Time{}, false, err
 		}
-		for _, m := range due {
-			if err := s.take(ctx, rs, m); err != nil {
-				return time.Time{}, false, err
-			}
+		h := handover{told: map[string]bool{}}
+		handErr := s.handOver(ctx, due, &h)
+		if err := s.settle(ctx, rs, &h); err != nil {
+			return time.Time{}, false, err
+		}
+		if handErr != nil {
+			return time.Time{}, false, handErr
 		}
 		if len(due) < drainBatch {
-			return s.p.db.Sandbox.NextDue(ctx, s.p.db.Reader(), number, now())
+			// The earliest mail left, due in the future or since Due read (then the timer fires at once).
+			return s.p.db.Sandbox.NextDue(ctx, s.p.db.Reader(), number)
 		}
 	}
 }
 
-// take hands one piece of mail to the sink and removes it once the sink has it: a crash in between hands it over
-// again, never loses it.
-func (s *session) take(ctx context.Context, rs *runState, m store.SandboxMail) error {
-	var env envelope
-	if err := json.Unmarshal([]byte(m.Envelope), &env); err != nil {
-		s.p.opts.Logger.Error("sandbox: mail that cannot be read is removed", "mail", m.ID, "number", m.Number,
-			"error", err)
-		return s.p.db.Sandbox.Take(ctx, s.p.db.Bun(), m.ID)
-	}
-	switch {
-	case env.Message != nil:
-		return s.takeMessage(ctx, rs, m, env.Message)
-	case env.Receipt != nil:
-		return s.takeReceipt(ctx, m, env.Receipt)
-	case env.Group != nil:
-		if err := s.sink.GroupChanged(ctx, env.Group.Group, env.Group.Change); err != nil {
-			return err
-		}
-	}
-	return s.p.db.Sandbox.Take(ctx, s.p.db.Bun(), m.ID)
+// handover is what handing a batch of mail to the sink leaves to record, in one transaction: the mail taken, the
+// receipts told, the receipts to post to the senders of the messages handed over.
+type handover struct {
+	taken   []string
+	marked  []mailReceipt
+	letters []letter
+	// told holds "id status" of the receipts told in this batch (the database knows the earlier ones).
+	told map[string]bool
 }
 
-// takeMessage hands a message over and schedules its receipts for its sender.
-func (s *session) takeMessage(ctx context.Context, rs *runState, m store.SandboxMail, msg *mailMessage) error {
-	if err := s.sink.Inbound(ctx, msg.inbound()); err != nil {
+// handOver hands mail to the sink, in order, until it is all handed over or the sink fails. A crash before the
+// batch is settled hands the same mail over again: the sink may see a piece twice, never not at all.
+func (s *session) handOver(ctx context.Context, due []store.SandboxMail, h *handover) error {
+	envs := make([]envelope, len(due))
+	var receiptIDs, senders []string
+	for i, m := range due {
+		if err := json.Unmarshal([]byte(m.Envelope), &envs[i]); err != nil {
+			s.p.opts.Logger.Error("sandbox: mail that cannot be read is removed", "mail", m.ID, "number", m.Number,
+				"error", err)
+			continue
+		}
+		if r := envs[i].Receipt; r != nil {
+			receiptIDs = append(receiptIDs, r.ID)
+		}
+		if msg := envs[i].Message; msg != nil && msg.Schedule != nil && msg.Schedule.any() {
+			senders = append(senders, msg.From)
+		}
+	}
+	sent, err := s.p.db.Sandbox.Messages(ctx, s.p.db.Reader(), receiptIDs)
+	if err != nil {
 		return err
 	}
-	var letters []letter
-	if !msg.Injected {
-		sender, err := s.p.db.Sandbox.Account(ctx, s.p.db.Reader(), msg.From)
-		if err != nil && !errors.Is(err, store.ErrNotFound) {
-			return err
+	messages := map[string]store.SandboxMessage{}
+	for _, m := range sent {
+		messages[m.ID] = m
+	}
+	accounts, err := s.p.db.Sandbox.Accounts(ctx, s.p.db.Reader(), senders)
+	if err != nil {
+		return err
+	}
+	instances := map[string]string{}
+	for _, a := range accounts {
+		instances[a.Number] = a.InstanceID
+	}
+	for i, m := range due {
+		env := envs[i]
+		switch {
+		case env.Message != nil:
+			if err := s.sink.Inbound(ctx, env.Message.inbound()); err != nil {
+				return err
+			}
+			if id, ok := instances[env.Message.From]; ok && env.Message.Schedule != nil {
+				h.letters = append(h.letters, s.p.receipts(*env.Message.Schedule, env.Message.From, id,
+					env.Message.ID, now())...)
+			}
+		case env.Receipt != nil:
+			if err := s.tellReceipt(ctx, env.Receipt, messages, h); err != nil {
+				return err
+			}
+		case env.Group != nil:
+			if err := s.sink.GroupChanged(ctx, env.Group.Group, env.Group.Change); err != nil {
+				return err
+			}
 		}
-		if err == nil {
-			letters = s.p.receipts(sender.Number, sender.InstanceID, msg.ID, now())
-		}
+		h.taken = append(h.taken, m.ID)
+	}
+	return nil
+}
+
+// tellReceipt reports a receipt of a message the account sent, unless its sender was told already (a read
+// receipt comes from the schedule and from the recipient marking the chat read; in a group, from every member).
+func (s *session) tellReceipt(ctx context.Context, r *mailReceipt, messages map[string]store.SandboxMessage, h *handover) error {
+	msg, known := messages[r.ID]
+	key := r.ID + " " + r.Status
+	if !known || h.told[key] || (r.Status == statusDelivered && msg.DeliveredAt != nil) ||
+		(r.Status == statusRead && msg.ReadAt != nil) {
+		return nil
+	}
+	if err := s.sink.Receipt(ctx, channels.Receipt{ProviderID: r.ID, Status: r.Status, At: r.At}); err != nil {
+		return err
+	}
+	h.told[key] = true
+	h.marked = append(h.marked, *r)
+	return nil
+}
+
+// settle records a handover in one transaction, then wakes the senders its receipts were posted to.
+func (s *session) settle(ctx context.Context, rs *runState, h *handover) error {
+	if len(h.taken) == 0 {
+		return nil
 	}
 	err := s.p.db.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error {
-		if err := s.p.db.Sandbox.Take(ctx, tx, m.ID); err != nil {
-			return err
-		}
-		return s.p.post(ctx, tx, letters)
-	})
-	if err == nil {
-		s.wakeAll(rs, letters)
-	}
-	return err
-}
-
-// takeReceipt reports a receipt of a message the account sent, unless its sender was told already (a read
-// receipt comes from the schedule and from the recipient marking the chat read; in a group, from every member).
-func (s *session) takeReceipt(ctx context.Context, m store.SandboxMail, r *mailReceipt) error {
-	msg, err := s.p.db.Sandbox.Message(ctx, s.p.db.Reader(), r.ID)
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
-		return err
-	}
-	told := err != nil || (r.Status == statusDelivered && msg.DeliveredAt != nil) ||
-		(r.Status == statusRead && msg.ReadAt != nil)
-	if !told {
-		if err := s.sink.Receipt(ctx, channels.Receipt{ProviderID: r.ID, Status: r.Status, At: r.At}); err != nil {
-			return err
-		}
-	}
-	return s.p.db.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error {
-		if !told {
+		for _, r := range h.marked {
 			if _, err := s.p.db.Sandbox.MarkMessage(ctx, tx, r.ID, r.Status, r.At); err != nil {
 				return err
 			}
 		}
-		return s.p.db.Sandbox.Take(ctx, tx, m.ID)
+		if err := s.p.db.Sandbox.Take(ctx, tx, h.taken); err != nil {
+			return err
+		}
+		return s.p.post(ctx, tx, h.letters)
 	})
+	if err == nil {
+		s.wakeAll(rs, h.letters)
+	}
+	return err
 }
 
 // The receipt statuses.
@@ -410,19 +464,22 @@ const (
 // wakeAll wakes the instances the letters were posted to, once each: this session at once, the others through
 // the runtime, off the caller's path.
 func (s *session) wakeAll(rs *runState, letters []letter) {
-	woken := map[string]bool{}
+	others := false
+	s.mu.Lock()
 	for _, l := range letters {
-		if l.instance == "" || woken[l.instance] {
-			continue
-		}
-		woken[l.instance] = true
-		if l.instance == s.inst.ID {
+		switch l.instance {
+		case "":
+		case s.inst.ID:
 			s.wakeUp()
-			continue
+		default:
+			rs.toWake[l.instance], others = true, true
 		}
+	}
+	s.mu.Unlock()
+	if others {
 		select {
-		case rs.nudges <- l.instance:
-		default: // the recipient's poll finds the mail
+		case rs.kick <- struct{}{}:
+		default:
 		}
 	}
 }
@@ -440,7 +497,13 @@ func (s *session) nudge(ctx context.Context, rs *runState) {
 		select {
 		case <-ctx.Done():
 			return
-		case id := <-rs.nudges:
+		case <-rs.kick:
+		}
+		s.mu.Lock()
+		ids := rs.toWake
+		rs.toWake = map[string]bool{}
+		s.mu.Unlock()
+		for id := range ids {
 			_, err := s.p.sessions.Do(ctx, id, channels.Command{Op: OpDeliver, Args: json.RawMessage(`{}`)})
 			if err != nil && !errors.Is(err, channels.ErrNotConnected) && ctx.Err() == nil {
 				s.p.opts.Logger.Debug("sandbox: could not wake an instance; it finds its mail when it polls",
@@ -455,6 +518,7 @@ func (s *session) Logout(ctx context.Context) error {
 	if err := s.p.unpair(ctx, s.inst.ID); err != nil {
 		return err
 	}
+	s.forget()
 	if rs, _ := s.live(); rs != nil {
 		select {
 		case rs.end <- endLogout:
@@ -462,6 +526,13 @@ func (s *session) Logout(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// forget drops the credentials the network no longer accepts: the next Run pairs again.
+func (s *session) forget() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.inst.Credentials = nil
 }
 
 // Handle runs the sandbox's own commands: a wake-up, a control.

@@ -16,7 +16,7 @@ import (
 // loadRoster reads the roster and reports every contact.
 func (s *session) loadRoster(ctx context.Context, xs *xmpp.Session) error {
 	var q rosterQuery
-	if err := query(ctx, xs, stanza.GetIQ, jid.JID{}, rosterQuery{}, &q); err != nil {
+	if err := s.query(ctx, xs, stanza.GetIQ, jid.JID{}, rosterQuery{}, &q); err != nil {
 		var se stanza.Error
 		if errors.As(err, &se) {
 			return nil // a server without a roster: no contacts to report
@@ -156,7 +156,7 @@ func (s *session) Lookup(ctx context.Context, addresses []string) ([]channels.Lo
 		}
 		r.Normalized = norm
 		j := jid.MustParse(norm)
-		info, err := discoInfo(ctx, xs, j)
+		info, err := s.discoInfo(ctx, xs, j)
 		var se stanza.Error
 		switch {
 		case err == nil:
@@ -204,5 +204,5 @@ func (s *session) Block(ctx context.Context, address string, blocked bool) error
 		} `xml:"item"`
 	}{XMLName: xml.Name{Space: nsBlocking, Local: name}}
 	payload.Item.JID = norm
-	return stanzaFailure(query(ctx, xs, stanza.SetIQ, jid.JID{}, payload, nil), name)
+	return stanzaFailure(s.query(ctx, xs, stanza.SetIQ, jid.JID{}, payload, nil), name)
 }

@@ -177,11 +177,23 @@ func (s *session) join(ctx context.Context, xs *xmpp.Session, addr jid.JID) (joi
 			X       struct {
 				XMLNS   string `xml:"xmlns,attr"`
 				History struct {
-					MaxStanzas int `xml:"maxstanzas,attr"`
+					MaxStanzas string `xml:"maxstanzas,attr,omitempty"`
+					Since      string `xml:"since,attr,omitempty"`
 				} `xml:"history"`
 			} `xml:"x"`
 		}{To: full.String()}
 		presence.X.XMLNS = nsMUC
+		// The room's history since the last message this process saw there (what was said while the instance was
+		// away; those it had have the same ids), or none for a room it has not seen: a new room, or one joined
+		// before this process held the instance, whose old messages are not news.
+		s.mu.Lock()
+		seen, ok := s.lastSeen[addr.String()]
+		s.mu.Unlock()
+		if ok {
+			presence.X.History.Since = seen.UTC().Format(time.RFC3339Nano)
+		} else {
+			presence.X.History.MaxStanzas = "0"
+		}
 		if err := xs.Send(ctx, tokens(presence)); err != nil {
 			return joinResult{}, &channels.Failure{Code: "network_error", Detail: err.Error(), Retryable: true}
 		}
@@ -214,7 +226,7 @@ func (s *session) configure(ctx context.Context, xs *xmpp.Session, addr jid.JID,
 	var q struct {
 		Form dataForm `xml:"jabber:x:data x"`
 	}
-	if err := query(ctx, xs, stanza.GetIQ, addr, struct {
+	if err := s.query(ctx, xs, stanza.GetIQ, addr, struct {
 		XMLName xml.Name `xml:"http://jabber.org/protocol/muc#owner query"`
 	}{}, &q); err != nil {
 		return stanzaFailure(err, "reading the room's configuration")
@@ -229,7 +241,7 @@ func (s *session) configure(ctx context.Context, xs *xmpp.Session, addr jid.JID,
 		}
 		submit.Fields = append(submit.Fields, formField{Var: f.Var, Values: f.Values})
 	}
-	err := query(ctx, xs, stanza.SetIQ, addr, struct {
+	err := s.query(ctx, xs, stanza.SetIQ, addr, struct {
 		XMLName xml.Name `xml:"http://jabber.org/protocol/muc#owner query"`
 		Form    dataForm
 	}{Form: submit}, nil)
@@ -255,7 +267,7 @@ func (s *session) GetGroup(ctx context.Context, group string) (channels.Group, e
 	if err != nil {
 		return channels.Group{}, err
 	}
-	info, err := discoInfo(ctx, xs, addr)
+	info, err := s.discoInfo(ctx, xs, addr)
 	if err != nil {
 		return channels.Group{}, stanzaFailure(err, "reading the room")
 	}
@@ -273,7 +285,7 @@ func (s *session) GetGroup(ctx context.Context, group string) (channels.Group, e
 		var list struct {
 			Items []mucItem `xml:"item"`
 		}
-		if err := query(ctx, xs, stanza.GetIQ, addr, adminQuery{Items: []mucItem{{Affiliation: aff}}}, &list); err != nil {
+		if err := s.query(ctx, xs, stanza.GetIQ, addr, adminQuery{Items: []mucItem{{Affiliation: aff}}}, &list); err != nil {
 			continue // the account may not see the lists: the occupants below still show who is there
 		}
 		for _, it := range list.Items {
@@ -353,10 +365,10 @@ func (s *session) ChangeParticipants(ctx context.Context, group, action string, 
 		}
 		who = who.Bare()
 		res.Address = who.String()
-		err = query(ctx, xs, stanza.SetIQ, addr, adminQuery{Items: []mucItem{{JID: who.String(), Affiliation: affiliation}}}, nil)
+		err = s.query(ctx, xs, stanza.SetIQ, addr, adminQuery{Items: []mucItem{{JID: who.String(), Affiliation: affiliation}}}, nil)
 		if err == nil && action == "remove" {
 			if nick := s.nickOf(addr, who.String()); nick != "" {
-				err = query(ctx, xs, stanza.SetIQ, addr, adminQuery{Items: []mucItem{{Nick: nick, Role: "none"}}}, nil)
+				err = s.query(ctx, xs, stanza.SetIQ, addr, adminQuery{Items: []mucItem{{Nick: nick, Role: "none"}}}, nil)
 			}
 		}
 		if err == nil && action == "add" {
@@ -427,7 +439,7 @@ func (s *session) JoinGroup(ctx context.Context, invite string) (channels.Group,
 		return channels.Group{}, err
 	}
 	// Servers create a room on a join to an unknown address; joining is for rooms that exist.
-	if _, err := discoInfo(ctx, xs, addr); err != nil {
+	if _, err := s.discoInfo(ctx, xs, addr); err != nil {
 		return channels.Group{}, stanzaFailure(err, "looking the room up")
 	}
 	if _, err := s.join(ctx, xs, addr); err != nil {
@@ -640,7 +652,7 @@ func (s *session) saveRooms(ctx context.Context, xs *xmpp.Session) {
 	}) int {
 		return strings.Compare(a.JID, b.JID)
 	})
-	if err := query(ctx, xs, stanza.SetIQ, jid.JID{}, q, nil); err != nil {
+	if err := s.query(ctx, xs, stanza.SetIQ, jid.JID{}, q, nil); err != nil {
 		s.logf("rooms not saved in private storage", "error", err)
 	}
 }
@@ -659,7 +671,7 @@ func (s *session) saveRoomsAsync() {
 func (s *session) rejoinRooms(ctx context.Context, xs *xmpp.Session) {
 	var q privateQuery
 	want := map[string]bool{}
-	if err := query(ctx, xs, stanza.GetIQ, jid.JID{}, privateQuery{}, &q); err == nil {
+	if err := s.query(ctx, xs, stanza.GetIQ, jid.JID{}, privateQuery{}, &q); err == nil {
 		for _, r := range q.Rooms.Rooms {
 			want[r.JID] = true
 		}

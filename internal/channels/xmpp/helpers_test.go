@@ -2,23 +2,15 @@ package xmpp
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
-	"encoding/xml"
 	"errors"
-	"net"
-	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
-	"mellium.im/sasl"
-	"mellium.im/xmlstream"
-	"mellium.im/xmpp"
-	"mellium.im/xmpp/jid"
-
 	"github.com/switchboard/switchboard/internal/await"
 	"github.com/switchboard/switchboard/internal/channels"
+	"github.com/switchboard/switchboard/internal/channels/xmpp/prosodytest"
 )
 
 // recorder is a Sink that keeps everything a session reports.
@@ -30,6 +22,8 @@ type recorder struct {
 	receipts  []channels.Receipt
 	groups    []groupChange
 	contacts  map[string]channels.Party
+	// failInbound makes the next Inbound calls fail, as a sink whose database is down.
+	failInbound atomic.Int32
 }
 
 type groupChange struct {
@@ -55,6 +49,10 @@ func (r *recorder) Connected(_ context.Context, account channels.Party, _ []byte
 	return nil
 }
 func (r *recorder) Inbound(_ context.Context, m channels.Inbound) error {
+	if r.failInbound.Add(-1) >= 0 {
+		return errors.New("the database is down")
+	}
+	r.failInbound.Store(0)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.inbound = append(r.inbound, m)
@@ -191,97 +189,47 @@ func connect(t testing.TB, p *Provider, id string, cfg map[string]any) *running 
 
 // peer is a second account driven by a plain XMPP client, as a person's app would.
 type peer struct {
-	t    testing.TB
-	jid  jid.JID
-	xs   *xmpp.Session
-	mu   sync.Mutex
-	msgs []inMessage
-	pres []inPresence
+	*prosodytest.Client
+	t testing.TB
 }
 
-func dialPeer(t testing.TB, srv *prosody, account, password string) *peer {
+func dialPeer(t testing.TB, srv *prosodytest.Server, account, password string) *peer {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	conn, err := net.Dial("tcp", srv.addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM([]byte(srv.caPEM))
-	origin := jid.MustParse(account + "/phone")
-	xs, err := xmpp.NewClientSession(ctx, origin, conn,
-		xmpp.StartTLS(&tls.Config{ServerName: srv.domain, RootCAs: pool}),
-		xmpp.SASL("", password, sasl.ScramSha1),
-		xmpp.BindResource())
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &peer{t: t, jid: origin, xs: xs}
-	go func() {
-		_ = xs.Serve(xmpp.HandlerFunc(func(r xmlstream.TokenReadEncoder, start *xml.StartElement) error {
-			d := xml.NewTokenDecoder(xmlstream.MultiReader(xmlstream.Token(*start), r))
-			switch start.Name.Local {
-			case "message":
-				var m inMessage
-				if d.Decode(&m) == nil {
-					p.mu.Lock()
-					p.msgs = append(p.msgs, m)
-					p.mu.Unlock()
-				}
-			case "presence":
-				var pr inPresence
-				if d.Decode(&pr) == nil {
-					p.mu.Lock()
-					p.pres = append(p.pres, pr)
-					p.mu.Unlock()
-				}
-			}
-			return nil
-		}))
-	}()
-	t.Cleanup(func() { xs.Close(); conn.Close() })
-	p.send(`<presence/>`)
-	return p
+	return &peer{Client: srv.Dial(account, password), t: t}
 }
 
-// send writes one raw stanza to the peer's stream.
 func (p *peer) send(raw string) {
 	p.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := p.xs.Send(ctx, xml.NewDecoder(strings.NewReader(raw))); err != nil {
-		p.t.Fatalf("peer send %s: %v", raw, err)
-	}
+	p.Send(raw)
 }
 
 // message waits for a message match accepts.
 func (p *peer) message(what string, match func(inMessage) bool) inMessage {
 	p.t.Helper()
-	return await.Until(p.t, what, func() inMessage {
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		for _, m := range p.msgs {
-			if match(m) {
-				return m
-			}
+	var m inMessage
+	p.Wait(what, func(s prosodytest.Stanza) bool {
+		var got inMessage
+		if s.Name != "message" || s.Decode(&got) != nil || !match(got) {
+			return false
 		}
-		return inMessage{}
-	}, func(m inMessage) bool { return m.XMLName.Local != "" })
+		m = got
+		return true
+	})
+	return m
 }
 
 func (p *peer) presence(what string, match func(inPresence) bool) inPresence {
 	p.t.Helper()
-	return await.Until(p.t, what, func() inPresence {
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		for _, pr := range p.pres {
-			if match(pr) {
-				return pr
-			}
+	var pr inPresence
+	p.Wait(what, func(s prosodytest.Stanza) bool {
+		var got inPresence
+		if s.Name != "presence" || s.Decode(&got) != nil || !match(got) {
+			return false
 		}
-		return inPresence{}
-	}, func(pr inPresence) bool { return pr.XMLName.Local != "" })
+		pr = got
+		return true
+	})
+	return pr
 }
 
 func body(m inMessage) string {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"mellium.im/xmlstream"
+	"mellium.im/xmpp"
 	"mellium.im/xmpp/jid"
 	"mellium.im/xmpp/stanza"
 
@@ -145,10 +146,45 @@ func (s *session) Send(ctx context.Context, m channels.Outbound) (channels.Sent,
 		}
 		out.Markable = &xmlNS{nsMarkers}
 	}
-	if err := xs.Send(ctx, tokens(out)); err != nil {
+	if err := s.sendAcked(ctx, xs, tokens(out)); err != nil {
 		return channels.Sent{}, &channels.Failure{Code: "network_error", Detail: err.Error(), Retryable: true}
 	}
 	return channels.Sent{ProviderID: m.MessageID, At: time.Now().UTC()}, nil
+}
+
+// sendAcked sends a stanza and, with stream management on, asks the server for an acknowledgement right behind it
+// and waits for the answer: the server handles a stream in order, so its answer to that request means it took the
+// stanza, and `sent` means the server has the message, not only the socket. Without stream management it returns
+// once the stanza is written. A timeout is an error: the message is sent again, with the same id.
+func (s *session) sendAcked(ctx context.Context, xs *xmpp.Session, stanza xml.TokenReader) error {
+	s.sm.sendMu.Lock()
+	if err := xs.Send(ctx, stanza); err != nil {
+		s.sm.sendMu.Unlock()
+		return err
+	}
+	if !s.sm.on.Load() {
+		s.sm.sendMu.Unlock()
+		return nil
+	}
+	acked := make(chan struct{})
+	s.sm.mu.Lock()
+	s.sm.waiting = append(s.sm.waiting, acked)
+	s.sm.mu.Unlock()
+	err := xs.Send(ctx, tokens(struct {
+		XMLName xml.Name `xml:"urn:xmpp:sm:3 r"`
+	}{}))
+	s.sm.sendMu.Unlock()
+	if err != nil {
+		return err
+	}
+	wait, cancel := context.WithTimeout(ctx, s.p.opts.PingTimeout)
+	defer cancel()
+	select {
+	case <-acked:
+		return nil
+	case <-wait.Done():
+		return errors.New("the server did not acknowledge the message")
+	}
 }
 
 // MarkRead implements channels.ReadMarker: a displayed chat marker (XEP-0333) for the newest message read.
@@ -252,20 +288,45 @@ func (s *session) upload(ctx context.Context, xs interface {
 // for the sink. Receipts the sender asked for are sent only after the sink took the message, so a receipt always
 // means "stored".
 func (s *session) onMessage(ctx context.Context, t xmlstream.TokenReadEncoder, m inMessage) error {
-	from, err := jid.Parse(m.From)
-	if err != nil || m.Type == "error" {
+	own := s.cfg.JID.Bare()
+	from := own // mellium clears a from that is the account's own address
+	if m.From != "" {
+		f, err := jid.Parse(m.From)
+		if err != nil {
+			return nil
+		}
+		from = f
+	}
+	if m.Type == "error" {
+		// A refusal of a message sent earlier (no such account, blocked, …). The seams have no way to report a sent
+		// message failed after the fact, so it is logged; its status stays sent and never becomes delivered.
+		cond := "undefined-condition"
+		if m.Error != nil && len(m.Error.Cond) > 0 {
+			cond = m.Error.Cond[0].XMLName.Local
+		}
+		s.logf("the network refused a sent message", "provider_message_id", m.ID, "condition", cond)
 		return nil
 	}
 	bare := from.Bare()
+	if (m.CarbonSent != nil || m.CarbonReceived != nil) && m.Body == nil {
+		if !bare.Equal(own) {
+			return nil // only the account's own server speaks for its other clients
+		}
+		return s.onCarbon(ctx, m)
+	}
+	var receipts []channels.Receipt
 	if m.Received != nil && m.Received.ID != "" {
-		s.receipt(ctx, m.Received.ID, "delivered", m.at())
+		receipts = append(receipts, channels.Receipt{ProviderID: m.Received.ID, Status: "delivered", At: m.at()})
 	}
 	if m.MarkerRcv != nil && m.MarkerRcv.ID != "" {
-		s.receipt(ctx, m.MarkerRcv.ID, "delivered", m.at())
+		receipts = append(receipts, channels.Receipt{ProviderID: m.MarkerRcv.ID, Status: "delivered", At: m.at()})
 	}
-	if m.Displayed != nil && m.Displayed.ID != "" {
-		if m.Type != "groupchat" || !s.fromSelf(bare, from.Resourcepart()) {
-			s.receipt(ctx, m.Displayed.ID, "read", m.at())
+	if m.Displayed != nil && m.Displayed.ID != "" && (m.Type != "groupchat" || !s.fromSelf(bare, from.Resourcepart())) {
+		receipts = append(receipts, channels.Receipt{ProviderID: m.Displayed.ID, Status: "read", At: m.at()})
+	}
+	for _, r := range receipts {
+		if err := s.sink.Receipt(ctx, r); err != nil {
+			return err
 		}
 	}
 	if m.MUCUser != nil && m.MUCUser.Invite != nil {
@@ -285,9 +346,7 @@ func (s *session) onMessage(ctx context.Context, t xmlstream.TokenReadEncoder, m
 		return nil
 	}
 	if err := s.sink.Inbound(ctx, in); err != nil {
-		// Not acknowledged: the sender gets no receipt, and the message is not lost silently in the log.
-		s.logf("inbound message not stored", "error", err)
-		return nil
+		return err // not acknowledged: the server delivers it again, and the sender gets no receipt meanwhile
 	}
 	if m.Type != "groupchat" && m.ID != "" {
 		ack := outMessage{ID: newID(), To: from.String(), Type: m.Type}
@@ -301,6 +360,51 @@ func (s *session) onMessage(ctx context.Context, t xmlstream.TokenReadEncoder, m
 	return nil
 }
 
+// onCarbon reports what the account's other clients sent (FromMe) and received. Receipts and markers are theirs to
+// send; receipts of the account's messages count whichever client they reach.
+func (s *session) onCarbon(ctx context.Context, m inMessage) error {
+	sent := m.CarbonSent != nil
+	c := m.CarbonReceived
+	if sent {
+		c = m.CarbonSent
+	}
+	if c.Forwarded.Message == nil || c.Forwarded.Message.Type == "groupchat" {
+		return nil // rooms send every occupant's copy themselves
+	}
+	fwd := *c.Forwarded.Message
+	if fwd.Received != nil && fwd.Received.ID != "" && !sent {
+		if err := s.sink.Receipt(ctx, channels.Receipt{ProviderID: fwd.Received.ID, Status: "delivered", At: fwd.at()}); err != nil {
+			return err
+		}
+	}
+	if fwd.Displayed != nil && fwd.Displayed.ID != "" && !sent {
+		if err := s.sink.Receipt(ctx, channels.Receipt{ProviderID: fwd.Displayed.ID, Status: "read", At: fwd.at()}); err != nil {
+			return err
+		}
+	}
+	peerAddr := fwd.From
+	if sent {
+		peerAddr = fwd.To
+	}
+	peer, err := jid.Parse(peerAddr)
+	if err != nil {
+		return nil
+	}
+	from := peer
+	if sent {
+		from = s.cfg.JID.Bare()
+	}
+	in, ok := s.inbound(fwd, from)
+	if !ok {
+		return nil
+	}
+	if sent {
+		in.FromMe = true
+		in.Chat = peer.Bare().String()
+	}
+	return s.sink.Inbound(ctx, in)
+}
+
 // inbound maps a message onto the sink's shape; false for messages that carry nothing for it (our own echoes from a
 // room, bare markers, chat states).
 func (s *session) inbound(m inMessage, from jid.JID) (channels.Inbound, bool) {
@@ -312,6 +416,11 @@ func (s *session) inbound(m inMessage, from jid.JID) (channels.Inbound, bool) {
 			return in, false
 		}
 		in.From = s.occupant(bare, from.Resourcepart())
+		s.mu.Lock()
+		if in.At.After(s.lastSeen[bare.String()]) {
+			s.lastSeen[bare.String()] = in.At
+		}
+		s.mu.Unlock()
 	} else {
 		in.From.DisplayName = s.displayName(bare.String())
 	}
@@ -383,10 +492,4 @@ func geoURI(s string) (float64, float64, bool) {
 		return 0, 0, false
 	}
 	return lat, lon, true
-}
-
-func (s *session) receipt(ctx context.Context, id, status string, at time.Time) {
-	if err := s.sink.Receipt(ctx, channels.Receipt{ProviderID: id, Status: status, At: at}); err != nil {
-		s.logf("receipt not stored", "error", err, "status", status)
-	}
 }

@@ -106,7 +106,6 @@ func (p *Provider) Info() channels.Info {
 
 func configSchema() map[string]any {
 	return map[string]any{
-		"$schema":              "https://json-schema.org/draft/2020-12/schema",
 		"type":                 "object",
 		"additionalProperties": false,
 		"required":             []any{"jid", "password"},

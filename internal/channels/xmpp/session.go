@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"mellium.im/sasl"
@@ -34,6 +35,8 @@ const (
 	ReasonServerUnreachable = "server_unreachable"
 	ReasonTLSError          = "tls_error"
 	ReasonStreamError       = "stream_error"
+	// ReasonSinkError ends a connection whose delivery could not be stored; the server delivers it again.
+	ReasonSinkError = "storage_error"
 )
 
 // session is one instance's connection. Run connects and serves; between two runs (a reconnect) it keeps what must
@@ -51,6 +54,9 @@ type session struct {
 	joinWaiters map[string]chan joinResult   // joins waiting for the room's answer, by bare room address
 	roster      map[string]string            // display names of contacts by bare address
 	presence    map[string]map[string]string // resources online (and their show) by bare address
+	lastSeen    map[string]time.Time         // time of the last message seen in each room
+
+	sm streamManagement // touched by Run and the stanza handler only
 }
 
 // serverFeatures is what the server offered when the session connected.
@@ -60,13 +66,15 @@ type serverFeatures struct {
 	uploadMax  int64   // its largest file, 0 when it does not say
 	muc        jid.JID // multi-user chat service (zero: none)
 	privateXML bool
+	carbons    bool // message carbons (XEP-0280): the account's other clients' messages are copied here
 }
 
 func newSession(p *Provider, inst channels.Instance, cfg config, sink channels.Sink) *session {
 	return &session{
 		p: p, inst: inst, cfg: cfg, sink: sink,
 		rooms: map[string]*room{}, joinWaiters: map[string]chan joinResult{},
-		roster: map[string]string{}, presence: map[string]map[string]string{},
+		roster: map[string]string{}, presence: map[string]map[string]string{}, lastSeen: map[string]time.Time{},
+		sm: streamManagement{enabled: make(chan bool, 1)},
 	}
 }
 
@@ -123,6 +131,7 @@ func (s *session) Run(ctx context.Context) error {
 		return s.fail(ctx, err)
 	}
 	served := make(chan error, 1)
+	s.sm.reset()
 	go func() { served <- xs.Serve(xmpp.HandlerFunc(s.handle)) }()
 	stop := func() {
 		s.mu.Lock()
@@ -156,6 +165,7 @@ func (s *session) Run(ctx context.Context) error {
 			byeCtx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			_ = xs.Send(byeCtx, stanza.Presence{Type: stanza.UnavailablePresence}.Wrap(nil))
 			cancel()
+			s.forgetSM()
 			stop()
 			<-served
 			return nil
@@ -173,7 +183,9 @@ func (s *session) Run(ctx context.Context) error {
 			err := ping.Send(pctx, xs, jid.JID{})
 			cancel()
 			var se stanza.Error
-			if err != nil && !errors.As(err, &se) && ctx.Err() == nil {
+			if err == nil || errors.As(err, &se) {
+				s.sm.handled.Add(1)
+			} else if ctx.Err() == nil {
 				// An error answer is an answer; only silence means the connection is gone.
 				stop()
 				<-served
@@ -200,7 +212,7 @@ func (s *session) dial(ctx context.Context) (*xmpp.Session, error) {
 		return nil, &channels.Failure{Code: ReasonServerUnreachable, Detail: "cannot connect to " + strings.Join(addrs, ", ") + ": " + dialDetail(err), Retryable: true}
 	}
 	mechanisms := []sasl.Mechanism{sasl.ScramSha256Plus, sasl.ScramSha1Plus, sasl.ScramSha256, sasl.ScramSha1}
-	features := []xmpp.StreamFeature{xmpp.SASL("", s.cfg.Password, mechanisms...), bindResource(origin)}
+	features := []xmpp.StreamFeature{xmpp.SASL("", s.cfg.Password, mechanisms...), bindResource(origin, s.resume)}
 	var state xmpp.SessionState
 	var rw net.Conn = conn
 	if s.cfg.TLS == TLSDirect {
@@ -226,9 +238,16 @@ func (s *session) dial(ctx context.Context) (*xmpp.Session, error) {
 // bindResource binds origin's resource (RFC 6120 §7). mellium's BindResource sends an empty resource element when
 // asked for a resource (v0.23.0), so the server would pick a random one and two holders of one instance would never
 // be told of each other.
-func bindResource(origin jid.JID) xmpp.StreamFeature {
+//
+// resume, when not nil, is tried first: a resumed stream management session (XEP-0198) needs no binding.
+func bindResource(origin jid.JID, resume func(*xmpp.Session) (bool, error)) xmpp.StreamFeature {
 	f := xmpp.BindResource()
 	f.Negotiate = func(ctx context.Context, session *xmpp.Session, _ any) (xmpp.SessionState, io.ReadWriter, error) {
+		if resume != nil {
+			if ok, err := resume(session); err != nil || ok {
+				return xmpp.Ready, nil, err
+			}
+		}
 		r := session.TokenReader()
 		defer r.Close()
 		w := session.TokenWriter()
@@ -285,6 +304,53 @@ func bindResource(origin jid.JID) xmpp.StreamFeature {
 		return xmpp.Ready, nil, nil
 	}
 	return f
+}
+
+// resume asks the server to resume the previous connection's session (XEP-0198 §5), in place of binding. It
+// reports false, without error, when there is nothing to resume or the server cannot.
+func (s *session) resume(session *xmpp.Session) (bool, error) {
+	s.mu.Lock()
+	id, bound := s.sm.id, s.sm.bound
+	s.mu.Unlock()
+	if id == "" {
+		s.sm.handled.Store(0) // a fresh session counts from its own <enabled/>
+		return false, nil
+	}
+	r := session.TokenReader()
+	defer r.Close()
+	w := session.TokenWriter()
+	defer w.Close()
+	req := struct {
+		XMLName xml.Name `xml:"urn:xmpp:sm:3 resume"`
+		H       uint32   `xml:"h,attr"`
+		PrevID  string   `xml:"previd,attr"`
+	}{H: s.sm.handled.Load(), PrevID: id}
+	if _, err := xmlstream.Copy(w, rawTokens(req)); err != nil {
+		return false, err
+	}
+	if err := w.Flush(); err != nil {
+		return false, err
+	}
+	var resp struct {
+		XMLName xml.Name
+	}
+	if err := xml.NewTokenDecoder(r).Decode(&resp); err != nil {
+		return false, err
+	}
+	s.mu.Lock()
+	s.sm.id = ""
+	s.mu.Unlock()
+	if resp.XMLName.Local != "resumed" {
+		s.sm.handled.Store(0)
+		return false, nil
+	}
+	s.mu.Lock()
+	s.sm.id = id
+	s.mu.Unlock()
+	session.UpdateAddr(bound)
+	s.sm.resumed.Store(true)
+	s.sm.resumes.Add(1)
+	return true, nil
 }
 
 // addresses are where the server is: the configured host:port, else the domain's SRV records, else the domain on the
@@ -405,7 +471,20 @@ func saslCondition(err error) (string, bool) {
 func (s *session) setUp(ctx context.Context, xs *xmpp.Session) error {
 	sctx, cancel := context.WithTimeout(ctx, s.p.opts.ConnectTimeout)
 	defer cancel()
+	s.mu.Lock()
+	s.sm.bound = xs.LocalAddr()
+	s.mu.Unlock()
+	s.enableSM(sctx, xs)
 	features := s.discover(sctx, xs)
+	if features.carbons {
+		err := s.query(sctx, xs, stanza.SetIQ, jid.JID{}, struct {
+			XMLName xml.Name `xml:"urn:xmpp:carbons:2 enable"`
+		}{}, nil)
+		var se stanza.Error
+		if err != nil && !errors.As(err, &se) {
+			return err
+		}
+	}
 	s.mu.Lock()
 	s.xs, s.features = xs, features
 	s.mu.Unlock()
@@ -425,20 +504,21 @@ func (s *session) setUp(ctx context.Context, xs *xmpp.Session) error {
 func (s *session) discover(ctx context.Context, xs *xmpp.Session) serverFeatures {
 	var f serverFeatures
 	domain := s.cfg.JID.Domain()
-	if info, err := discoInfo(ctx, xs, domain); err == nil {
+	if info, err := s.discoInfo(ctx, xs, domain); err == nil {
 		f.blocking = info.has(nsBlocking)
+		f.carbons = info.has(nsCarbons)
 		f.privateXML = true // jabber:iq:private is not always advertised; an error answer is handled where used
 		if info.has(nsUpload) {
 			f.upload, f.uploadMax = domain, info.uploadMax()
 		}
 	}
-	items, _ := discoItems(ctx, xs, domain)
+	items, _ := s.discoItems(ctx, xs, domain)
 	for _, it := range items {
 		j, err := jid.Parse(it.JID)
 		if err != nil || it.Node != "" {
 			continue
 		}
-		info, err := discoInfo(ctx, xs, j)
+		info, err := s.discoInfo(ctx, xs, j)
 		if err != nil {
 			continue
 		}
@@ -463,34 +543,155 @@ func (s *session) Logout(ctx context.Context) error {
 		return nil
 	}
 	_ = xs.Send(ctx, stanza.Presence{Type: stanza.UnavailablePresence}.Wrap(nil))
+	s.forgetSM()
 	return xs.Close()
 }
 
 // handle is the Serve handler: every top-level element the server sends.
+//
+// With stream management on, a stanza counts as handled (and is acknowledged to the server) only once its handling
+// returned without error: a sink that could not store a message ends the connection unacknowledged, and the server
+// delivers the message again (to offline storage, then to the next session).
 func (s *session) handle(t xmlstream.TokenReadEncoder, start *xml.StartElement) error {
+	if start.Name.Space == nsSM {
+		return s.onSM(t, start)
+	}
 	d := xml.NewTokenDecoder(xmlstream.MultiReader(xmlstream.Token(*start), t))
 	ctx := context.Background()
+	var err error
 	switch start.Name.Local {
 	case "message":
 		var m inMessage
-		if err := d.Decode(&m); err != nil {
-			return nil // a malformed stanza is dropped by every client; it must not end the session
+		if d.Decode(&m) == nil { // a malformed stanza is dropped by every client; it must not end the session
+			err = s.onMessage(ctx, t, m)
 		}
-		return s.onMessage(ctx, t, m)
 	case "presence":
 		var p inPresence
-		if err := d.Decode(&p); err != nil {
-			return nil
+		if d.Decode(&p) == nil {
+			err = s.onPresence(ctx, t, p)
 		}
-		return s.onPresence(ctx, t, p)
 	case "iq":
 		var iq inIQ
-		if err := d.Decode(&iq); err != nil {
-			return nil
+		if d.Decode(&iq) == nil {
+			err = s.onIQ(ctx, t, iq)
 		}
-		return s.onIQ(ctx, t, iq)
+	default:
+		return nil
+	}
+	if err != nil {
+		return &channels.Failure{Code: ReasonSinkError, Detail: err.Error(), Retryable: true}
+	}
+	s.sm.handled.Add(1)
+	return nil
+}
+
+// streamManagement is the session's side of XEP-0198: how many stanzas from the server it handled, which it tells
+// the server when asked. Stanzas are counted from the server's <enabled/>, which setUp waits for before sending
+// anything that is answered; IQ answers (which mellium hands to the waiting call, not to the handler) are counted
+// when the call returns with one.
+type streamManagement struct {
+	handled atomic.Uint32 // h, modulo 2^32 as the XEP counts
+	enabled chan bool     // the server's answer to <enable/>
+	on      atomic.Bool   // the server enabled it on this connection
+	resumed atomic.Bool   // this connection resumed the previous one's session
+
+	// What resuming takes: the server's id of the session (empty: not resumable) and the address it was bound to.
+	// Written by the stanza handler and the negotiation, which never run at once.
+	id    string
+	bound jid.JID
+	// resumes counts resumed connections.
+	resumes atomic.Int32
+
+	// Acknowledgement requests (<r/>) sent by sendAcked, oldest first; each <a/> answers the oldest. sendMu keeps a
+	// stanza and its request together and the requests in the order of waiting.
+	sendMu  sync.Mutex
+	mu      sync.Mutex
+	waiting []chan struct{}
+}
+
+// reset forgets a connection's state before the next one (the count and the session id stay, for resuming);
+// requests still waiting fail by their timeout.
+func (sm *streamManagement) reset() {
+	sm.on.Store(false)
+	sm.resumed.Store(false)
+	select {
+	case <-sm.enabled:
+	default:
+	}
+	sm.mu.Lock()
+	sm.waiting = nil
+	sm.mu.Unlock()
+}
+
+// forgetSM drops the resumable session: the stream is being closed on purpose, so the server ends it.
+func (s *session) forgetSM() {
+	s.mu.Lock()
+	s.sm.id = ""
+	s.mu.Unlock()
+}
+
+func (s *session) onSM(t xmlstream.TokenReadEncoder, start *xml.StartElement) error {
+	switch start.Name.Local {
+	case "enabled", "failed":
+		s.sm.on.Store(start.Name.Local == "enabled")
+		if start.Name.Local == "enabled" {
+			var id, resume string
+			for _, a := range start.Attr {
+				switch a.Name.Local {
+				case "id":
+					id = a.Value
+				case "resume":
+					resume = a.Value
+				}
+			}
+			if resume == "true" || resume == "1" {
+				s.mu.Lock()
+				s.sm.id = id
+				s.mu.Unlock()
+			}
+		}
+		select {
+		case s.sm.enabled <- start.Name.Local == "enabled":
+		default:
+		}
+	case "a":
+		s.sm.mu.Lock()
+		if len(s.sm.waiting) > 0 {
+			close(s.sm.waiting[0])
+			s.sm.waiting = s.sm.waiting[1:]
+		}
+		s.sm.mu.Unlock()
+	case "r":
+		return t.Encode(struct {
+			XMLName xml.Name `xml:"urn:xmpp:sm:3 a"`
+			H       uint32   `xml:"h,attr"`
+		}{H: s.sm.handled.Load()})
 	}
 	return nil
+}
+
+// enableSM turns stream management on, resumable, when the server offers it. A connection lost without a goodbye is
+// resumed by the next one (resume, from the binding); when it cannot be (the server forgot it, another process took
+// the instance over), the new connection binds the same resource and the server hands what the old one left
+// unacknowledged to offline storage and then to it.
+func (s *session) enableSM(ctx context.Context, xs *xmpp.Session) {
+	if s.sm.resumed.Load() {
+		s.sm.on.Store(true)
+		return
+	}
+	if _, offered := xs.Feature(nsSM); !offered {
+		return
+	}
+	if err := xs.Send(ctx, tokens(struct {
+		XMLName xml.Name `xml:"urn:xmpp:sm:3 enable"`
+		Resume  bool     `xml:"resume,attr"`
+	}{Resume: true})); err != nil {
+		return
+	}
+	select {
+	case <-s.sm.enabled:
+	case <-ctx.Done():
+	}
 }
 
 // inIQ is a request from the server or another entity.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/xml"
+	"errors"
 	"strconv"
 	"time"
 
@@ -35,6 +36,8 @@ const (
 	nsPrivate    = "jabber:iq:private"                    // XEP-0049
 	nsDataForms  = "jabber:x:data"                        // XEP-0004
 	nsRooms      = "urn:switchboard:xmpp:rooms:0"         // our rooms, kept in the account's private storage
+	nsSM         = "urn:xmpp:sm:3"                        // XEP-0198
+	nsCarbons    = "urn:xmpp:carbons:2"                   // XEP-0280
 )
 
 // idRef is an element that points at a message by its id.
@@ -79,7 +82,19 @@ type inMessage struct {
 	} `xml:"urn:xmpp:delay delay"`
 	Error *struct {
 		Type string `xml:"type,attr"`
+		Cond []struct {
+			XMLName xml.Name
+		} `xml:",any"`
 	} `xml:"error"`
+	// Message carbons (XEP-0280): copies of what the account's other clients sent and received.
+	CarbonSent     *carbon `xml:"urn:xmpp:carbons:2 sent"`
+	CarbonReceived *carbon `xml:"urn:xmpp:carbons:2 received"`
+}
+
+type carbon struct {
+	Forwarded struct {
+		Message *inMessage `xml:"message"`
+	} `xml:"urn:xmpp:forward:0 forwarded"`
 }
 
 // at is when the message was sent: its delay stamp (offline storage, room history) or now.
@@ -288,24 +303,29 @@ type rawReader struct{ d *xml.Decoder }
 func (r rawReader) Token() (xml.Token, error) { return r.d.RawToken() }
 
 // query sends an IQ with payload to to and decodes the answer's payload into out (nil: ignored). An error answer is
-// a stanza.Error.
-func query(ctx context.Context, xs *xmpp.Session, typ stanza.IQType, to jid.JID, payload, out any) error {
-	return xs.UnmarshalIQElement(ctx, tokens(payload), stanza.IQ{Type: typ, To: to}, out)
+// a stanza.Error. An answer counts as a handled stanza for stream management.
+func (s *session) query(ctx context.Context, xs *xmpp.Session, typ stanza.IQType, to jid.JID, payload, out any) error {
+	err := xs.UnmarshalIQElement(ctx, tokens(payload), stanza.IQ{Type: typ, To: to}, out)
+	var se stanza.Error
+	if err == nil || errors.As(err, &se) {
+		s.sm.handled.Add(1)
+	}
+	return err
 }
 
-func discoInfo(ctx context.Context, xs *xmpp.Session, to jid.JID) (discoInfoResult, error) {
+func (s *session) discoInfo(ctx context.Context, xs *xmpp.Session, to jid.JID) (discoInfoResult, error) {
 	var out discoInfoResult
-	err := query(ctx, xs, stanza.GetIQ, to, struct {
+	err := s.query(ctx, xs, stanza.GetIQ, to, struct {
 		XMLName xml.Name `xml:"http://jabber.org/protocol/disco#info query"`
 	}{}, &out)
 	return out, err
 }
 
-func discoItems(ctx context.Context, xs *xmpp.Session, to jid.JID) ([]discoItem, error) {
+func (s *session) discoItems(ctx context.Context, xs *xmpp.Session, to jid.JID) ([]discoItem, error) {
 	var out struct {
 		Items []discoItem `xml:"item"`
 	}
-	err := query(ctx, xs, stanza.GetIQ, to, struct {
+	err := s.query(ctx, xs, stanza.GetIQ, to, struct {
 		XMLName xml.Name `xml:"http://jabber.org/protocol/disco#items query"`
 	}{}, &out)
 	return out.Items, err

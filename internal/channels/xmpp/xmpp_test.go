@@ -6,11 +6,15 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"syscall"
 	"testing"
 	"time"
 
+	"mellium.im/xmpp"
+
 	"github.com/switchboard/switchboard/internal/await"
 	"github.com/switchboard/switchboard/internal/channels"
+	"github.com/switchboard/switchboard/internal/channels/xmpp/prosodytest"
 )
 
 // The seams a session implements.
@@ -33,12 +37,12 @@ func ctxT(t *testing.T) context.Context {
 }
 
 func TestConnect(t *testing.T) {
-	srv := startProsody(t)
-	account := srv.register("alice", "secret-a")
+	srv := prosodytest.Start(t)
+	account := srv.Register("alice", "secret-a")
 	p := testProvider()
 
 	t.Run("starttls with the server's CA", func(t *testing.T) {
-		r := connect(t, p, "ins_starttls", srv.config(account, "secret-a"))
+		r := connect(t, p, "ins_starttls", srv.Config(account, "secret-a"))
 		if got := r.sink.connected[0].Address; got != account {
 			t.Errorf("account = %q, want %q", got, account)
 		}
@@ -50,18 +54,18 @@ func TestConnect(t *testing.T) {
 		}
 	})
 	t.Run("direct TLS", func(t *testing.T) {
-		cfg := srv.config(account, "secret-a")
-		cfg["server"], cfg["tls"] = srv.directAddr(), TLSDirect
+		cfg := srv.Config(account, "secret-a")
+		cfg["server"], cfg["tls"] = srv.DirectAddr(), TLSDirect
 		connect(t, p, "ins_direct", cfg)
 	})
 	t.Run("insecure setting accepts the unknown certificate", func(t *testing.T) {
-		cfg := srv.config(account, "secret-a")
+		cfg := srv.Config(account, "secret-a")
 		delete(cfg, "ca_certificate")
 		cfg["insecure_skip_verify"] = true
 		connect(t, p, "ins_insecure", cfg)
 	})
 	t.Run("wrong password fails for good with auth_failed", func(t *testing.T) {
-		r := openSession(t, p, "ins_badpw", srv.config(account, "wrong"))
+		r := openSession(t, p, "ins_badpw", srv.Config(account, "wrong"))
 		err := r.ended(t)
 		if err != nil {
 			t.Fatalf("Run = %v, want nil after reporting the failure", err)
@@ -71,20 +75,20 @@ func TestConnect(t *testing.T) {
 		}
 	})
 	t.Run("unknown certificate is a tls_error", func(t *testing.T) {
-		cfg := srv.config(account, "secret-a")
+		cfg := srv.Config(account, "secret-a")
 		delete(cfg, "ca_certificate")
 		r := openSession(t, p, "ins_tls", cfg)
 		assertFailure(t, r.ended(t), ReasonTLSError)
 	})
 	t.Run("nothing listening is server_unreachable", func(t *testing.T) {
-		cfg := srv.config(account, "secret-a")
+		cfg := srv.Config(account, "secret-a")
 		cfg["server"] = "127.0.0.1:1"
 		r := openSession(t, p, "ins_unreachable", cfg)
 		assertFailure(t, r.ended(t), ReasonServerUnreachable)
 	})
 	t.Run("another client taking the resource is stream_error: conflict", func(t *testing.T) {
-		first := connect(t, p, "ins_conflict", srv.config(account, "secret-a"))
-		connect(t, p, "ins_conflict", srv.config(account, "secret-a"))
+		first := connect(t, p, "ins_conflict", srv.Config(account, "secret-a"))
+		connect(t, p, "ins_conflict", srv.Config(account, "secret-a"))
 		if err := first.ended(t); err != nil {
 			t.Fatalf("Run = %v, want nil after reporting the failure", err)
 		}
@@ -154,7 +158,7 @@ func startsWith(s, prefix string) bool { return len(s) >= len(prefix) && s[:len(
 
 func TestMessages(t *testing.T) {
 	srv, alice, bob := twoAccounts(t)
-	account, bobAccount := alice.cfg.JID.String(), bob.jid.Bare().String()
+	account, bobAccount := alice.cfg.JID.String(), bob.JID().Bare().String()
 	ctx := ctxT(t)
 
 	t.Run("text with receipts and markers", func(t *testing.T) {
@@ -238,7 +242,7 @@ func TestMessages(t *testing.T) {
 	})
 
 	t.Run("not connected", func(t *testing.T) {
-		s, err := testProvider().Open(channels.Instance{ID: "ins_idle", Config: srv.config(account, "secret-a")}, newRecorder())
+		s, err := testProvider().Open(channels.Instance{ID: "ins_idle", Config: srv.Config(account, "secret-a")}, newRecorder())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -252,7 +256,7 @@ func TestMessages(t *testing.T) {
 
 func TestGroups(t *testing.T) {
 	srv, alice, bob := twoAccounts(t)
-	account, bobAccount := alice.cfg.JID.String(), bob.jid.Bare().String()
+	account, bobAccount := alice.cfg.JID.String(), bob.JID().Bare().String()
 	ctx := ctxT(t)
 
 	g, err := alice.CreateGroup(ctx, "Launch", []string{bobAccount, "xmpp:"})
@@ -325,17 +329,17 @@ func TestGroups(t *testing.T) {
 		t.Fatalf("JoinGroup = %+v, %v", joined, err)
 	}
 	var f *channels.Failure
-	if _, err := alice.JoinGroup(ctx, "nobody-here@conference."+srv.domain); !errors.As(err, &f) || f.Code != "not_found" {
+	if _, err := alice.JoinGroup(ctx, "nobody-here@conference."+srv.Domain); !errors.As(err, &f) || f.Code != "not_found" {
 		t.Fatalf("JoinGroup of an unknown room = %v, want not_found", err)
 	}
 }
 
 // twoAccounts starts a server with two accounts: alice, connected through the provider, and bob, a plain client.
-func twoAccounts(t *testing.T) (*prosody, *running, *peer) {
-	srv := startProsody(t)
-	account := srv.register("alice", "secret-a")
-	bobAccount := srv.register("bob", "secret-b")
-	alice := connect(t, testProvider(), "ins_alice", srv.config(account, "secret-a"))
+func twoAccounts(t *testing.T) (*prosodytest.Server, *running, *peer) {
+	srv := prosodytest.Start(t)
+	account := srv.Register("alice", "secret-a")
+	bobAccount := srv.Register("bob", "secret-b")
+	alice := connect(t, testProvider(), "ins_alice", srv.Config(account, "secret-a"))
 	return srv, alice, dialPeer(t, srv, bobAccount, "secret-b")
 }
 
@@ -350,7 +354,7 @@ func hasParticipant(g channels.Group, addr, role string) bool {
 
 func TestContacts(t *testing.T) {
 	srv, alice, bob := twoAccounts(t)
-	account, bobAccount := alice.cfg.JID.String(), bob.jid.Bare().String()
+	account, bobAccount := alice.cfg.JID.String(), bob.JID().Bare().String()
 	ctx := ctxT(t)
 
 	// Bob adds alice (with a name for her in his roster); alice approves, subscribes back, and bob approves.
@@ -366,11 +370,11 @@ func TestContacts(t *testing.T) {
 	await.Until(t, "bob away", func() channels.Party { return alice.sink.contact(bobAccount) },
 		func(p channels.Party) bool { return p.Presence == "away" })
 
-	res, err := alice.Lookup(ctx, []string{bobAccount, "nobody@" + srv.domain, "not an address"})
+	res, err := alice.Lookup(ctx, []string{bobAccount, "nobody@" + srv.Domain, "not an address"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !res[0].OnNetwork || res[0].Normalized != bobAccount || res[1].OnNetwork || res[1].Normalized != "nobody@"+srv.domain || res[2].OnNetwork || res[2].Normalized != "" {
+	if !res[0].OnNetwork || res[0].Normalized != bobAccount || res[1].OnNetwork || res[1].Normalized != "nobody@"+srv.Domain || res[2].OnNetwork || res[2].Normalized != "" {
 		t.Fatalf("Lookup = %+v", res)
 	}
 
@@ -378,6 +382,8 @@ func TestContacts(t *testing.T) {
 		t.Fatal(err)
 	}
 	bob.send(`<message to="` + account + `" id="blocked1" type="chat"><body>let me in</body></message>`)
+	// The server refuses it to bob (so it handled it before the unblocking below).
+	bob.message("the refusal of the blocked message", func(m inMessage) bool { return m.ID == "blocked1" && m.Type == "error" })
 	if err := alice.Block(ctx, bobAccount, false); err != nil {
 		t.Fatal(err)
 	}
@@ -394,7 +400,7 @@ func TestContacts(t *testing.T) {
 
 func TestMedia(t *testing.T) {
 	_, alice, bob := twoAccounts(t)
-	account, bobAccount := alice.cfg.JID.String(), bob.jid.Bare().String()
+	account, bobAccount := alice.cfg.JID.String(), bob.JID().Bare().String()
 	ctx := ctxT(t)
 
 	content := bytes.Repeat([]byte("switchboard "), 1000)
@@ -435,20 +441,20 @@ func TestMedia(t *testing.T) {
 
 // A server without HTTP File Upload and blocking: the instance's capabilities say so, and the calls are refused.
 func TestCapabilitiesFromDiscovery(t *testing.T) {
-	srv := startProsody(t, withoutUpload(), withoutBlocking())
-	account := srv.register("alice", "secret-a")
+	srv := prosodytest.Start(t, prosodytest.WithoutUpload(), prosodytest.WithoutBlocking())
+	account := srv.Register("alice", "secret-a")
 	p := testProvider()
-	alice := connect(t, p, "ins_alice", srv.config(account, "secret-a"))
+	alice := connect(t, p, "ins_alice", srv.Config(account, "secret-a"))
 	caps := alice.Capabilities()
 	if contains(caps, channels.CapMedia) || contains(caps, channels.CapContactsBlock) || !contains(caps, channels.CapGroupsCreate) || !contains(caps, channels.CapText) {
 		t.Fatalf("capabilities %v", caps)
 	}
 	var f *channels.Failure
-	if err := alice.Block(ctxT(t), "bob@"+srv.domain, true); !errors.As(err, &f) || f.Code != "capability_not_supported" {
+	if err := alice.Block(ctxT(t), "bob@"+srv.Domain, true); !errors.As(err, &f) || f.Code != "capability_not_supported" {
 		t.Fatalf("Block = %v", err)
 	}
 	media := &channels.Media{MIMEType: "text/plain", Size: 1, Open: func(context.Context) (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader([]byte("x"))), nil }}
-	if _, err := alice.Send(ctxT(t), channels.Outbound{MessageID: "m", Chat: "bob@" + srv.domain, Type: channels.TypeMedia, Media: media}); !errors.As(err, &f) || f.Code != "capability_not_supported" {
+	if _, err := alice.Send(ctxT(t), channels.Outbound{MessageID: "m", Chat: "bob@" + srv.Domain, Type: channels.TypeMedia, Media: media}); !errors.As(err, &f) || f.Code != "capability_not_supported" {
 		t.Fatalf("Send media = %v", err)
 	}
 }
@@ -456,17 +462,17 @@ func TestCapabilitiesFromDiscovery(t *testing.T) {
 // Stopping the server mid-session ends Run with an error the runtime retries; once the server is back a new Run
 // connects, rejoins its rooms and messages flow again.
 func TestServerRestart(t *testing.T) {
-	srv := startProsody(t)
-	account := srv.register("alice", "secret-a")
-	bobAccount := srv.register("bob", "secret-b")
+	srv := prosodytest.Start(t)
+	account := srv.Register("alice", "secret-a")
+	bobAccount := srv.Register("bob", "secret-b")
 	p := testProvider()
-	alice := connect(t, p, "ins_alice", srv.config(account, "secret-a"))
+	alice := connect(t, p, "ins_alice", srv.Config(account, "secret-a"))
 	g, err := alice.CreateGroup(ctxT(t), "Restart", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 
-	srv.stop()
+	srv.Stop()
 	err = alice.ended(t)
 	var f *channels.Failure
 	if !errors.As(err, &f) || !f.Retryable {
@@ -480,7 +486,7 @@ func TestServerRestart(t *testing.T) {
 	defer cancel()
 	assertFailure(t, alice.Run(ctx), ReasonServerUnreachable)
 
-	srv.start()
+	srv.Start()
 	done := make(chan error, 1)
 	go func() { done <- alice.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
@@ -493,4 +499,172 @@ func TestServerRestart(t *testing.T) {
 	// The room was rejoined: bob (not a member) sees alice as its occupant.
 	bob.send(`<presence to="` + g.Address + `/bob"><x xmlns="http://jabber.org/protocol/muc"/></presence>`)
 	bob.presence("alice in the room after the restart", func(p inPresence) bool { return p.From == g.Address+"/alice" })
+}
+
+// A message the sink could not store is not acknowledged (stream management): the connection ends with
+// storage_error, and the server delivers the message again to the next connection.
+func TestUnstoredMessageIsDeliveredAgain(t *testing.T) {
+	_, alice, bob := twoAccounts(t)
+	account := alice.cfg.JID.String()
+	alice.sink.failInbound.Store(1)
+	bob.send(`<message to="` + account + `" id="lost1" type="chat"><body>do not lose me</body><request xmlns="urn:xmpp:receipts"/></message>`)
+	assertFailure(t, alice.ended(t), ReasonSinkError)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- alice.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	in := alice.sink.inboundWhere(t, "the message delivered again", func(m channels.Inbound) bool { return m.ProviderID == "lost1" })
+	if in.Text != "do not lose me" {
+		t.Fatalf("inbound %+v", in)
+	}
+	bob.message("the receipt, once stored", func(m inMessage) bool { return m.Received != nil && m.Received.ID == "lost1" })
+}
+
+// A server that stops answering (SIGSTOP: the connection stays open) is found by the ping keepalive.
+func TestPingKeepalive(t *testing.T) {
+	srv := prosodytest.Start(t)
+	account := srv.Register("alice", "secret-a")
+	p := New(Options{PingInterval: 100 * time.Millisecond, PingTimeout: 500 * time.Millisecond})
+	alice := connect(t, p, "ins_alice", srv.Config(account, "secret-a"))
+	if err := srv.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Signal(syscall.SIGCONT)
+	err := alice.ended(t)
+	assertFailure(t, err, ReasonServerUnreachable)
+}
+
+// Message carbons: what the account's other clients send shows as FromMe, what they alone receive shows too.
+func TestCarbons(t *testing.T) {
+	srv, alice, bob := twoAccounts(t)
+	account, bobAccount := alice.cfg.JID.String(), bob.JID().Bare().String()
+	phone := dialPeer(t, srv, account, "secret-a") // alice's phone
+	phone.send(`<message to="` + bobAccount + `" id="fromphone1" type="chat"><body>sent from my phone</body></message>`)
+	in := alice.sink.inboundWhere(t, "the phone's message", func(m channels.Inbound) bool { return m.ProviderID == "fromphone1" })
+	if !in.FromMe || in.Chat != bobAccount || in.From.Address != account || in.Text != "sent from my phone" {
+		t.Fatalf("sent carbon %+v", in)
+	}
+	bob.send(`<message to="` + phone.JID().String() + `" id="tophone1" type="chat"><body>to your phone</body></message>`)
+	in = alice.sink.inboundWhere(t, "the message to the phone", func(m channels.Inbound) bool { return m.ProviderID == "tophone1" })
+	if in.FromMe || in.Chat != bobAccount || in.From.Address != bobAccount || in.Text != "to your phone" {
+		t.Fatalf("received carbon %+v", in)
+	}
+}
+
+// With stream management, sent means the server acknowledged the message: a server that takes the bytes but does
+// not answer leaves the message to be sent again.
+func TestSentMeansAcknowledged(t *testing.T) {
+	srv := prosodytest.Start(t)
+	account := srv.Register("alice", "secret-a")
+	p := New(Options{PingInterval: time.Hour, PingTimeout: 3 * time.Second})
+	alice := connect(t, p, "ins_alice", srv.Config(account, "secret-a"))
+	if !alice.sm.on.Load() {
+		t.Fatal("stream management is not on")
+	}
+	ctx := ctxT(t)
+	if _, err := alice.Send(ctx, channels.Outbound{MessageID: "msg_ok", Chat: "bob@" + srv.Domain, Type: channels.TypeText, Text: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Signal(syscall.SIGCONT)
+	_, err := alice.Send(ctx, channels.Outbound{MessageID: "msg_unacked", Chat: "bob@" + srv.Domain, Type: channels.TypeText, Text: "x"})
+	var f *channels.Failure
+	if !errors.As(err, &f) || f.Code != "network_error" || !f.Retryable {
+		t.Fatalf("Send to a server that does not answer = %v, want a retryable network_error", err)
+	}
+}
+
+// A connection lost without a goodbye is resumed (XEP-0198): what arrived meanwhile is delivered on the resumed
+// stream, and the account keeps its address.
+func TestResumption(t *testing.T) {
+	_, alice, bob := twoAccounts(t)
+	account := alice.cfg.JID.String()
+	bound := alice.xs.LocalAddr()
+	// The network fails: the socket closes under the session, no stream end is sent.
+	_ = alice.xs.Conn().Close()
+	var f *channels.Failure
+	if err := alice.ended(t); !errors.As(err, &f) || !f.Retryable {
+		t.Fatalf("Run after the connection dropped = %v", err)
+	}
+	bob.send(`<message to="` + account + `" id="whiledown1" type="chat"><body>while you were away</body></message>`)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- alice.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	alice.sink.inboundWhere(t, "the message sent while the connection was down", func(m channels.Inbound) bool { return m.ProviderID == "whiledown1" })
+	await.Equal(t, "the session to resume", func() int32 { return alice.sm.resumes.Load() }, 1)
+	// What the resumed stream held arrives while the session is still setting up; it is connected after that.
+	now := await.Until(t, "the session to be connected", func() *xmpp.Session {
+		alice.mu.Lock()
+		defer alice.mu.Unlock()
+		return alice.xs
+	}, func(xs *xmpp.Session) bool { return xs != nil })
+	if !now.LocalAddr().Equal(bound) {
+		t.Fatalf("address after resuming: %v, want %v", now.LocalAddr(), bound)
+	}
+	if _, err := alice.Send(ctxT(t), channels.Outbound{MessageID: "msg_after", Chat: bob.JID().Bare().String(), Type: channels.TypeText, Text: "back"}); err != nil {
+		t.Fatal(err)
+	}
+	bob.message("the message after resuming", func(m inMessage) bool { return m.ID == "msg_after" })
+}
+
+// What is said in a room while the instance is disconnected arrives when it connects again (room history since
+// the last message it saw).
+func TestRoomHistoryAcrossConnections(t *testing.T) {
+	_, alice, bob := twoAccounts(t)
+	bobAccount := bob.JID().Bare().String()
+	ctx := ctxT(t)
+	g, err := alice.CreateGroup(ctx, "History", []string{bobAccount})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bob.send(`<presence to="` + g.Address + `/bob"><x xmlns="http://jabber.org/protocol/muc"/></presence>`)
+	bob.presence("bob in the room", func(p inPresence) bool { return p.From == g.Address+"/bob" && p.MUCUser.has(110) })
+	bob.send(`<message to="` + g.Address + `" id="h1" type="groupchat"><body>before</body></message>`)
+	alice.sink.inboundWhere(t, "the first room message", func(m channels.Inbound) bool { return m.ProviderID == "h1" })
+
+	alice.cancel() // disconnect: a clean goodbye, the rooms are left server-side
+	if err := alice.ended(t); err != nil {
+		t.Fatal(err)
+	}
+	bob.presence("alice gone from the room", func(p inPresence) bool { return p.From == g.Address+"/alice" && p.Type == "unavailable" })
+	bob.send(`<message to="` + g.Address + `" id="h2" type="groupchat"><body>while you were away</body></message>`)
+
+	// Connecting again is the same session's next Run.
+	runCtx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- alice.Run(runCtx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	in := alice.sink.inboundWhere(t, "the message said while away", func(m channels.Inbound) bool { return m.ProviderID == "h2" })
+	if in.Chat != g.Address || in.From.Address != bobAccount {
+		t.Fatalf("history message %+v", in)
+	}
+}
+
+// Rooms others own: an invitation makes the group new to the instance, being removed makes it left.
+func TestInvitedAndRemoved(t *testing.T) {
+	_, alice, bob := twoAccounts(t)
+	account := alice.cfg.JID.String()
+	room := "bobs-room@conference." + bob.JID().Domainpart()
+	bob.send(`<presence to="` + room + `/bob"><x xmlns="http://jabber.org/protocol/muc"/></presence>`)
+	bob.presence("bob's room created", func(p inPresence) bool { return p.From == room+"/bob" && p.MUCUser.has(110) })
+	bob.send(`<iq type="set" id="cfg1" to="` + room + `"><query xmlns="http://jabber.org/protocol/muc#owner"><x xmlns="jabber:x:data" type="submit"/></query></iq>`)
+	bob.send(`<message to="` + room + `"><x xmlns="http://jabber.org/protocol/muc#user"><invite to="` + account + `"/></x></message>`)
+	await.Until(t, "the invitation as a new group", func() bool { return alice.sink.groupChange(room, channels.GroupCreated) }, func(b bool) bool { return b })
+
+	if _, err := alice.JoinGroup(ctxT(t), "xmpp:"+room+"?join"); err != nil {
+		t.Fatal(err)
+	}
+	bob.send(`<iq type="set" id="kick1" to="` + room + `"><query xmlns="http://jabber.org/protocol/muc#admin"><item nick="alice" role="none"/></query></iq>`)
+	await.Until(t, "the removal as a left group", func() bool { return alice.sink.groupChange(room, channels.GroupLeft) }, func(b bool) bool { return b })
+	alice.mu.Lock()
+	_, still := alice.rooms[room]
+	alice.mu.Unlock()
+	if still {
+		t.Error("the room is still among the joined ones")
+	}
 }

@@ -1,4 +1,9 @@
-package xmpp
+// Package prosodytest runs a real Prosody server (Debian's package) for tests of the XMPP provider and of the API
+// over it: free loopback ports, a throwaway config, data directory and self-signed certificate, multi-user chat on
+// conference.<domain>, HTTP File Upload on upload.<domain>, stream management, offline storage and blocking, and
+// accounts registered with prosodyctl. Tests skip without the package, except in CI (CI set), where .ci/run installs
+// it.
+package prosodytest
 
 import (
 	"crypto/ecdsa"
@@ -21,17 +26,15 @@ import (
 	"github.com/switchboard/switchboard/internal/await"
 )
 
-// prosody is a real Prosody server (Debian's package) on free loopback ports, with a throwaway config, data
-// directory and self-signed certificate, multi-user chat on conference.<domain> and HTTP File Upload on
-// upload.<domain>. Tests skip without the package, except in CI (CI set), where .ci/run installs it.
-type prosody struct {
+// Server is a running Prosody. Start it with Start; it stops when the test ends.
+type Server struct {
 	t        testing.TB
-	dir      string
-	domain   string
-	c2s      int // STARTTLS
-	direct   int // direct TLS
+	Dir      string // config, data, certificate and log (prosody.log)
+	Domain   string // the virtual host: accounts are user@Domain
+	c2s      int    // STARTTLS
+	direct   int    // direct TLS
 	http     int
-	caPEM    string
+	CAPEM    string // the self-signed certificate, to trust as the server's CA
 	cfg      string
 	cmd      *exec.Cmd
 	exited   chan struct{}
@@ -39,13 +42,15 @@ type prosody struct {
 	blocking bool
 }
 
-type prosodyOption func(*prosody)
+// Option changes the server's setup.
+type Option func(*Server)
 
-// withoutUpload and withoutBlocking leave the feature off, for the capability discovery tests.
-func withoutUpload() prosodyOption   { return func(p *prosody) { p.upload = false } }
-func withoutBlocking() prosodyOption { return func(p *prosody) { p.blocking = false } }
+// WithoutUpload and WithoutBlocking leave the feature off, for capability discovery tests.
+func WithoutUpload() Option   { return func(p *Server) { p.upload = false } }
+func WithoutBlocking() Option { return func(p *Server) { p.blocking = false } }
 
-func startProsody(t testing.TB, opts ...prosodyOption) *prosody {
+// Start runs a new server and waits until it accepts clients.
+func Start(t testing.TB, opts ...Option) *Server {
 	t.Helper()
 	if _, err := exec.LookPath("prosody"); err != nil {
 		if os.Getenv("CI") != "" {
@@ -53,15 +58,15 @@ func startProsody(t testing.TB, opts ...prosodyOption) *prosody {
 		}
 		t.Skip("prosody is not installed: apt-get install prosody")
 	}
-	p := &prosody{t: t, dir: t.TempDir(), domain: "xmpp.test", upload: true, blocking: true}
+	p := &Server{t: t, Dir: t.TempDir(), Domain: "xmpp.test", upload: true, blocking: true}
 	for _, o := range opts {
 		o(p)
 	}
 	p.c2s, p.direct, p.http = freePort(t), freePort(t), freePort(t)
 	p.writeCert()
 	p.writeConfig()
-	p.start()
-	t.Cleanup(p.stop)
+	p.Start()
+	t.Cleanup(p.Stop)
 	return p
 }
 
@@ -75,15 +80,15 @@ func freePort(t testing.TB) int {
 }
 
 // writeCert makes a self-signed certificate for the domain and its components; its PEM is the CA tests trust.
-func (p *prosody) writeCert() {
+func (p *Server) writeCert() {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		p.t.Fatal(err)
 	}
 	tmpl := &x509.Certificate{
 		SerialNumber:          big.NewInt(time.Now().UnixNano()),
-		Subject:               pkix.Name{CommonName: p.domain},
-		DNSNames:              []string{p.domain, "*." + p.domain},
+		Subject:               pkix.Name{CommonName: p.Domain},
+		DNSNames:              []string{p.Domain, "*." + p.Domain},
 		NotBefore:             time.Now().Add(-time.Hour),
 		NotAfter:              time.Now().Add(24 * time.Hour),
 		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
@@ -99,27 +104,30 @@ func (p *prosody) writeCert() {
 	if err != nil {
 		p.t.Fatal(err)
 	}
-	p.caPEM = string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
-	p.write("cert.pem", p.caPEM)
+	p.CAPEM = string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
+	p.write("cert.pem", p.CAPEM)
 	p.write("key.pem", string(pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})))
 }
 
-func (p *prosody) write(name, content string) {
-	if err := os.WriteFile(filepath.Join(p.dir, name), []byte(content), 0o600); err != nil {
+// Signal sends sig to the server process (SIGSTOP makes a server that stops answering without closing connections).
+func (p *Server) Signal(sig os.Signal) error { return p.cmd.Process.Signal(sig) }
+
+func (p *Server) write(name, content string) {
+	if err := os.WriteFile(filepath.Join(p.Dir, name), []byte(content), 0o600); err != nil {
 		p.t.Fatal(err)
 	}
 }
 
-func (p *prosody) writeConfig() {
-	modules := `"roster", "saslauth", "tls", "disco", "ping", "smacks", "carbons", "private", "vcard_legacy", "posix"`
+func (p *Server) writeConfig() {
+	modules := `"roster", "saslauth", "tls", "disco", "ping", "smacks", "carbons", "private", "vcard_legacy", "posix", "offline"`
 	if p.blocking {
 		modules += `, "blocklist"`
 	}
 	upload := ""
 	if p.upload {
-		upload = fmt.Sprintf("Component \"upload.%s\" \"http_file_share\"\n  http_file_share_size_limit = 1048576\n", p.domain)
+		upload = fmt.Sprintf("Component \"upload.%s\" \"http_file_share\"\n  http_file_share_size_limit = 1048576\n", p.Domain)
 	}
-	d := p.dir
+	d := p.Dir
 	p.cfg = filepath.Join(d, "prosody.cfg.lua")
 	p.write("prosody.cfg.lua", fmt.Sprintf(`-- a throwaway server for one test
 pidfile = %[1]q
@@ -151,7 +159,7 @@ Component "conference.%[12]s" "muc"
 %[13]s`,
 		filepath.Join(d, "prosody.pid"), mkdir(p.t, filepath.Join(d, "data")), d, filepath.Join(d, "prosody.log"),
 		p.c2s, p.direct, p.http, filepath.Join(d, "admin.sock"), modules,
-		filepath.Join(d, "cert.pem"), filepath.Join(d, "key.pem"), p.domain, upload))
+		filepath.Join(d, "cert.pem"), filepath.Join(d, "key.pem"), p.Domain, upload))
 }
 
 func mkdir(t testing.TB, dir string) string {
@@ -161,8 +169,8 @@ func mkdir(t testing.TB, dir string) string {
 	return dir
 }
 
-// start runs the server and waits for its client port.
-func (p *prosody) start() {
+// Start runs the server (again, after Stop) and waits for its client port.
+func (p *Server) Start() {
 	p.t.Helper()
 	cmd := exec.Command("prosody", "--config", p.cfg, "-F")
 	cmd.Stdout, cmd.Stderr = nil, nil
@@ -176,11 +184,11 @@ func (p *prosody) start() {
 	await.Until(p.t, "prosody to listen on its client port", func() error {
 		select {
 		case <-p.exited:
-			log, _ := os.ReadFile(filepath.Join(p.dir, "prosody.log"))
+			log, _ := os.ReadFile(filepath.Join(p.Dir, "prosody.log"))
 			p.t.Fatalf("prosody exited: %s", log)
 		default:
 		}
-		c, err := net.DialTimeout("tcp", p.addr(), time.Second)
+		c, err := net.DialTimeout("tcp", p.Addr(), time.Second)
 		if err == nil {
 			c.Close()
 		}
@@ -188,8 +196,8 @@ func (p *prosody) start() {
 	}, func(err error) bool { return err == nil })
 }
 
-// stop ends the server (SIGTERM, then SIGKILL) and waits for it.
-func (p *prosody) stop() {
+// Stop ends the server (SIGTERM, then SIGKILL) and waits for it.
+func (p *Server) Stop() {
 	if p.cmd == nil {
 		return
 	}
@@ -203,20 +211,21 @@ func (p *prosody) stop() {
 	p.cmd = nil
 }
 
-func (p *prosody) addr() string       { return "127.0.0.1:" + strconv.Itoa(p.c2s) }
-func (p *prosody) directAddr() string { return "127.0.0.1:" + strconv.Itoa(p.direct) }
+// Addr is the STARTTLS client port's address; DirectAddr the direct TLS one.
+func (p *Server) Addr() string       { return "127.0.0.1:" + strconv.Itoa(p.c2s) }
+func (p *Server) DirectAddr() string { return "127.0.0.1:" + strconv.Itoa(p.direct) }
 
-// register creates an account with prosodyctl and returns its address.
-func (p *prosody) register(user, password string) string {
+// Register creates an account with prosodyctl and returns its address.
+func (p *Server) Register(user, password string) string {
 	p.t.Helper()
-	out, err := exec.Command("prosodyctl", "--config", p.cfg, "register", user, p.domain, password).CombinedOutput()
+	out, err := exec.Command("prosodyctl", "--config", p.cfg, "register", user, p.Domain, password).CombinedOutput()
 	if err != nil {
 		p.t.Fatalf("prosodyctl register %s: %v: %s", user, err, out)
 	}
-	return user + "@" + p.domain
+	return user + "@" + p.Domain
 }
 
-// config is an instance config for an account on this server.
-func (p *prosody) config(account, password string) map[string]any {
-	return map[string]any{"jid": account, "password": password, "server": p.addr(), "ca_certificate": p.caPEM}
+// Config is an XMPP instance config for an account on this server.
+func (p *Server) Config(account, password string) map[string]any {
+	return map[string]any{"jid": account, "password": password, "server": p.Addr(), "ca_certificate": p.CAPEM}
 }

@@ -1,0 +1,407 @@
+package automation
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/uptrace/bun"
+
+	"github.com/switchboard/switchboard/internal/problem"
+	"github.com/switchboard/switchboard/internal/ratelimit"
+	"github.com/switchboard/switchboard/store"
+)
+
+// Limits of the request log.
+const (
+	excerptBytes   = 2 << 10
+	maxLogHeaders  = 50
+	maxHeaderValue = 1024
+)
+
+// IngestRequest is a request to a source's ingest URL, as the HTTP layer hands it over.
+type IngestRequest struct {
+	Method string
+	Header http.Header
+	// Body is read up to the source's size limit.
+	Body io.Reader
+}
+
+// IngestResult is what a source made of a request.
+type IngestResult struct {
+	// EventID is the event stored (for a duplicate, the first one); "" for a handshake.
+	EventID   string
+	Duplicate bool
+	// Challenge is the value a Slack url_verification request asked to be answered with.
+	Challenge string
+}
+
+// errDuplicate rolls back an event whose de-duplication key another request claimed first.
+type errDuplicate struct{ first string }
+
+func (e errDuplicate) Error() string { return "duplicate of " + e.first }
+
+// Ingest verifies a request to the ingest URL of token and records it: as an event with its deliveries and a log
+// entry, in one transaction, before it returns — or, refused, as a log entry with the reason. Returns a NotFound
+// problem for an unknown token (not logged: it names no source), SignatureInvalid (401), RequestTooLarge (413),
+// UnsupportedMediaType (415), MalformedJSON (400), RateLimited (429, with RetryAfter), EventTypeArchived (409) and
+// EventDataInvalid (422) problems.
+func (s *Service) Ingest(ctx context.Context, token string, r IngestRequest) (IngestResult, error) {
+	src, err := s.SourceByToken(ctx, token)
+	if err != nil {
+		return IngestResult{}, err
+	}
+	now := s.now()
+	body, readErr := io.ReadAll(io.LimitReader(r.Body, int64(src.MaxBodyBytes)+1))
+	log := s.logEntry(src, r, body, now)
+	if d := s.limiter.Take(src.ID, ratelimit.Policy{Name: "source", Quota: src.RatePerMinute, Window: time.Minute}, now); !d.Allowed {
+		p := &RateLimitedError{Problem: problem.Errorf(problem.RateLimited,
+			"This source accepts %d requests a minute; retry after %d s.", src.RatePerMinute, retrySeconds(d.RetryAfter)),
+			RetryAfter: d.RetryAfter}
+		if s.shouldLogRate(src.ID, now) {
+			return IngestResult{}, s.refuse(ctx, &log, ReasonRateLimited, p)
+		}
+		return IngestResult{}, p
+	}
+	if readErr != nil {
+		return IngestResult{}, readErr
+	}
+	if len(body) > src.MaxBodyBytes {
+		return IngestResult{}, s.refuse(ctx, &log, ReasonTooLarge, problem.Errorf(problem.RequestTooLarge,
+			"The body is larger than this source accepts (%d bytes).", src.MaxBodyBytes))
+	}
+	kind, ok := bodyKind(r.Header.Get("Content-Type"), len(body))
+	if !ok {
+		return IngestResult{}, s.refuse(ctx, &log, ReasonUnsupportedMedia, problem.New(problem.UnsupportedMediaType,
+			"Send JSON (application/json), form fields (application/x-www-form-urlencoded) or plain text (text/plain)."))
+	}
+	v, err := s.verifierOf(src)
+	if err != nil {
+		return IngestResult{}, err
+	}
+	if ref := v.verify(r.Header, body, now); ref != nil {
+		return IngestResult{}, s.refuse(ctx, &log, ref.reason, problem.New(problem.SignatureInvalid, ref.detail))
+	}
+	data, decoded, err := eventData(kind, body)
+	if err != nil {
+		return IngestResult{}, s.refuse(ctx, &log, ReasonMalformedBody, problem.New(problem.MalformedJSON,
+			"The body is not valid JSON: "+err.Error()))
+	}
+	if challenge, ok := slackChallenge(src, decoded); ok {
+		log.Outcome, log.Status = store.SourceRequestHandshake, http.StatusOK
+		return IngestResult{Challenge: challenge}, s.db.SourceRequests.Insert(ctx, nil, &log)
+	}
+	if err := s.checkPublishable(ctx, src.WorkspaceID, src.EventType, decoded, ""); err != nil {
+		var p *problem.Error
+		if errors.As(err, &p) && (p.Code == problem.EventTypeArchived || p.Code == problem.EventDataInvalid) {
+			reason := ReasonDataInvalid
+			if p.Code == problem.EventTypeArchived {
+				reason = ReasonTypeArchived
+			}
+			return IngestResult{}, s.refuse(ctx, &log, reason, p)
+		}
+		return IngestResult{}, err
+	}
+	key := dedupKey(src, r.Header, decoded)
+	window := time.Duration(src.DedupWindowSeconds) * time.Second
+	if key != "" {
+		if first, seen, err := s.seenKey(ctx, src.ID, key, now); err != nil || seen {
+			if err != nil {
+				return IngestResult{}, err
+			}
+			return s.duplicate(ctx, &log, first)
+		}
+	}
+	var ev store.Event
+	err = s.db.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		if ev, err = s.outbox.EmitJSON(ctx, tx, src.WorkspaceID, src.EventType, data); err != nil {
+			return err
+		}
+		if key != "" {
+			first, dup, err := s.db.SourceRequests.ClaimDedupKey(ctx, tx, src.ID, key, ev.ID, window)
+			if err != nil {
+				return err
+			}
+			if dup {
+				return errDuplicate{first}
+			}
+		}
+		log.Outcome, log.Status, log.EventID = store.SourceRequestAccepted, http.StatusOK, &ev.ID
+		return s.db.SourceRequests.Insert(ctx, tx, &log)
+	})
+	var dup errDuplicate
+	if errors.As(err, &dup) {
+		return s.duplicate(ctx, &log, dup.first)
+	}
+	if err != nil {
+		return IngestResult{}, err
+	}
+	return IngestResult{EventID: ev.ID}, nil
+}
+
+// RateLimitedError is the 429 of a source over its rate, with the wait the sender is told (Retry-After).
+type RateLimitedError struct {
+	Problem    *problem.Error
+	RetryAfter time.Duration
+}
+
+func (e *RateLimitedError) Error() string { return e.Problem.Error() }
+
+// Unwrap lets adapters show it as its problem.
+func (e *RateLimitedError) Unwrap() error { return e.Problem }
+
+func retrySeconds(d time.Duration) int { return max(1, int((d+time.Second-1)/time.Second)) }
+
+// shouldLogRate reports whether a request refused for the source's rate goes to its log: one a second at most.
+func (s *Service) shouldLogRate(sourceID string, now time.Time) bool {
+	s.rateLogMu.Lock()
+	defer s.rateLogMu.Unlock()
+	if now.Sub(s.lastRateLog[sourceID]) < time.Second {
+		return false
+	}
+	s.lastRateLog[sourceID] = now
+	return true
+}
+
+// seenKey reads whether a de-duplication key was claimed within its window, without writing.
+func (s *Service) seenKey(ctx context.Context, sourceID, key string, now time.Time) (string, bool, error) {
+	var ids []string
+	err := s.db.Reader().NewRaw(`SELECT event_id FROM source_dedup_keys WHERE source_id = ? AND dedup_key = ? AND expires_at > ?`,
+		sourceID, key, now.UTC()).Scan(ctx, &ids)
+	if err != nil || len(ids) == 0 {
+		return "", false, err
+	}
+	return ids[0], true, nil
+}
+
+func (s *Service) duplicate(ctx context.Context, log *store.SourceRequest, first string) (IngestResult, error) {
+	log.Outcome, log.Status, log.EventID = store.SourceRequestDuplicate, http.StatusOK, &first
+	if err := s.db.SourceRequests.Insert(ctx, nil, log); err != nil && !errors.Is(err, store.ErrNotFound) {
+		return IngestResult{}, err
+	}
+	return IngestResult{EventID: first, Duplicate: true}, nil
+}
+
+// refuse logs a refused request with its reason and returns the problem the sender is told. A source deleted
+// meanwhile has no log to write to; the refusal stands.
+func (s *Service) refuse(ctx context.Context, log *store.SourceRequest, reason string, refusal error) error {
+	var p *problem.Error
+	errors.As(refusal, &p)
+	log.Outcome, log.Status, log.Reason, log.Detail = store.SourceRequestRefused, p.Status(), &reason, &p.Detail
+	if err := s.db.SourceRequests.Insert(ctx, nil, log); err != nil && !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	return refusal
+}
+
+// verifierOf opens a source's secret for its scheme.
+func (s *Service) verifierOf(src store.Source) (verifier, error) {
+	v := verifier{SourceVerification: presets(src.Verification)}
+	if src.SealedSecret != nil {
+		secret, err := s.box.Open(*src.SealedSecret, []byte(src.ID))
+		if err != nil {
+			return verifier{}, fmt.Errorf("automation: source %s: the secret does not open with the server key: %w", src.ID, err)
+		}
+		v.secret = secret
+	}
+	return v, nil
+}
+
+// Body kinds.
+const (
+	bodyJSON = iota
+	bodyForm
+	bodyText
+	bodyEmpty
+)
+
+// bodyKind tells how a body of a content type is read; ok is false for a type the ingest does not take.
+func bodyKind(contentType string, size int) (int, bool) {
+	if contentType == "" {
+		return bodyEmpty, size == 0
+	}
+	mt, _, err := mime.ParseMediaType(contentType)
+	switch {
+	case err != nil:
+		return 0, false
+	case mt == "application/json" || strings.HasSuffix(mt, "+json"):
+		return bodyJSON, true
+	case mt == "application/x-www-form-urlencoded":
+		return bodyForm, true
+	case strings.HasPrefix(mt, "text/"):
+		return bodyText, true
+	}
+	return 0, false
+}
+
+// eventData turns a body into the event's data (a JSON object) and its decoded form (for schemas, pointers and
+// handshakes): a JSON object as it is, any other JSON value, or text, as {"body": value}; form fields as members
+// (repeated fields as arrays).
+func eventData(kind int, body []byte) (json.RawMessage, any, error) {
+	var v any
+	switch kind {
+	case bodyEmpty:
+		v = map[string]any{}
+	case bodyJSON:
+		decoded, err := jsonschema.UnmarshalJSON(bytes.NewReader(body))
+		if err != nil {
+			return nil, nil, err
+		}
+		if obj, ok := decoded.(map[string]any); ok {
+			var compact bytes.Buffer
+			if err := json.Compact(&compact, body); err != nil {
+				return nil, nil, err
+			}
+			return compact.Bytes(), obj, nil
+		}
+		v = map[string]any{"body": decoded}
+	case bodyForm:
+		q, err := url.ParseQuery(string(body))
+		if err != nil {
+			return nil, nil, err
+		}
+		m := map[string]any{}
+		for k, vs := range q {
+			if len(vs) == 1 {
+				m[k] = vs[0]
+			} else {
+				m[k] = vs
+			}
+		}
+		v = m
+	case bodyText:
+		v = map[string]any{"body": strings.ToValidUTF8(string(body), "\uFFFD")}
+	}
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return nil, nil, err
+	}
+	decoded, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	return raw, decoded, err
+}
+
+// slackChallenge answers Slack's signed url_verification request.
+func slackChallenge(src store.Source, data any) (string, bool) {
+	if src.Verification.Scheme != SchemeSlack {
+		return "", false
+	}
+	m, _ := data.(map[string]any)
+	challenge, ok := m["challenge"].(string)
+	if m["type"] != "url_verification" || !ok {
+		return "", false
+	}
+	return challenge, true
+}
+
+// dedupKey is a request's de-duplication key: its header's value, or the string or number at its pointer; "" when
+// the source has none or the request lacks it.
+func dedupKey(src store.Source, h http.Header, data any) string {
+	switch {
+	case src.DedupHeader != nil:
+		return h.Get(*src.DedupHeader)
+	case src.DedupPointer != nil:
+		switch v := pointerValue(data, *src.DedupPointer).(type) {
+		case string:
+			return v
+		case json.Number:
+			return v.String()
+		}
+	}
+	return ""
+}
+
+// pointerValue resolves an RFC 6901 JSON pointer in a decoded JSON value; nil when it names nothing.
+func pointerValue(v any, pointer string) any {
+	if pointer == "" {
+		return v
+	}
+	for _, tok := range strings.Split(pointer, "/")[1:] {
+		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
+		switch c := v.(type) {
+		case map[string]any:
+			v = c[tok]
+		case []any:
+			i, err := strconv.Atoi(tok)
+			if err != nil || i < 0 || i >= len(c) {
+				return nil
+			}
+			v = c[i]
+		default:
+			return nil
+		}
+	}
+	return v
+}
+
+// logEntry is the log record of a request, before its outcome is known: headers with credential-like values
+// redacted, the body truncated.
+func (s *Service) logEntry(src store.Source, r IngestRequest, body []byte, now time.Time) store.SourceRequest {
+	headers := map[string]string{}
+	for name, vs := range r.Header {
+		if len(headers) == maxLogHeaders {
+			break
+		}
+		v := strings.Join(vs, ", ")
+		if sensitiveHeader(name, src.Verification.Header) {
+			v = "[redacted]"
+		} else if len(v) > maxHeaderValue {
+			v = truncateUTF8(v, maxHeaderValue)
+		}
+		headers[name] = v
+	}
+	excerpt := body
+	if len(excerpt) > excerptBytes {
+		excerpt = excerpt[:excerptBytes]
+	}
+	return store.SourceRequest{SourceID: src.ID, WorkspaceID: src.WorkspaceID, ReceivedAt: now.UTC().Truncate(time.Microsecond),
+		Method: r.Method, ContentType: truncateUTF8(r.Header.Get("Content-Type"), 256), SizeBytes: len(body),
+		Headers: headers, BodyExcerpt: strings.ToValidUTF8(truncateUTF8(string(excerpt), excerptBytes), "\uFFFD"),
+		BodyTruncated: len(body) > excerptBytes}
+}
+
+// sensitiveHeader reports whether a header's value may carry a credential (or a signature that would let someone
+// replay the request), which the log must not keep.
+func sensitiveHeader(name, schemeHeader string) bool {
+	lower := strings.ToLower(name)
+	if schemeHeader != "" && strings.EqualFold(name, schemeHeader) {
+		return true
+	}
+	for _, word := range []string{"auth", "cookie", "signature", "token", "secret", "key", "hmac", "password", "session"} {
+		if strings.Contains(lower, word) {
+			return true
+		}
+	}
+	return false
+}
+
+// truncateUTF8 cuts s to at most n bytes without splitting a character.
+func truncateUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// SourceByToken returns the source of an ingest token (current, or previous within its grace period). Returns a
+// NotFound problem if there is none.
+func (s *Service) SourceByToken(ctx context.Context, token string) (store.Source, error) {
+	src, err := s.db.Sources.ByToken(ctx, hashToken(token))
+	if errors.Is(err, store.ErrNotFound) {
+		return src, problem.New(problem.NotFound, "There is no source at this URL.")
+	}
+	return src, err
+}
