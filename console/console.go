@@ -31,7 +31,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -58,8 +57,12 @@ type Config struct {
 	// Workspaces is the service behind the workspace and key pages (required).
 	Workspaces *workspaces.Service
 	// Links is the service behind the short links pages; without it the console has none.
-	Links  *links.Service
-	Logger *slog.Logger
+	Links *links.Service
+	// Limiter holds the sign-in and sign-up limits, and Nonces the key-creation forms already sent (default: in this
+	// process; shared ones, such as redislimit's, make them hold across replicas).
+	Limiter ratelimit.Limiter
+	Nonces  ratelimit.Nonces
+	Logger  *slog.Logger
 }
 
 // DefaultSessionTTL is how long a session lasts without activity when Config.SessionTTL is not set.
@@ -75,10 +78,9 @@ type Console struct {
 	pages      map[string]*template.Template
 
 	// attempts limits failed sign-ins per account and per address, and sign-ups per address.
-	attempts *ratelimit.Limiter
-	// created remembers when each create form's nonce was spent, so a resubmitted form does not make a second key.
-	createdMu sync.Mutex
-	created   map[string]time.Time
+	attempts ratelimit.Limiter
+	// created holds the create forms' nonces already spent, so a resubmitted form does not make a second key.
+	created ratelimit.Nonces
 	// origins refuses state-changing requests from other origins.
 	origins *http.CrossOriginProtection
 }
@@ -107,8 +109,14 @@ func New(cfg Config, db *store.DB) (*Console, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if cfg.Limiter == nil {
+		cfg.Limiter = ratelimit.New()
+	}
+	if cfg.Nonces == nil {
+		cfg.Nonces = ratelimit.NewNonces()
+	}
 	c := &Console{cfg: cfg, db: db, workspaces: cfg.Workspaces, links: cfg.Links, log: cfg.Logger, pages: map[string]*template.Template{},
-		attempts: ratelimit.New(), created: map[string]time.Time{}, origins: http.NewCrossOriginProtection()}
+		attempts: cfg.Limiter, created: cfg.Nonces, origins: http.NewCrossOriginProtection()}
 	if cfg.BaseURL != "" {
 		u, err := url.Parse(cfg.BaseURL)
 		if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {

@@ -43,7 +43,10 @@ type Config struct {
 	// Events records the operational events (an endpoint disabled, a delivery exhausted) in the transaction of the
 	// attempt that caused them (default: an outbox of the built-in types).
 	Events *events.Outbox
-	Logger *slog.Logger
+	// Limiter enforces the endpoints' rate limits (default: in this process only; a shared one, such as
+	// redislimit's, makes an endpoint's rate hold across every dispatcher of the database).
+	Limiter ratelimit.Limiter
+	Logger  *slog.Logger
 }
 
 // Defaults of Config.
@@ -62,8 +65,8 @@ const maxRecordBatch = 128
 // SSRF-guarded client, and records every attempt with its consequences. Any number of dispatchers may run against
 // one PostgreSQL database; on SQLite run one per database.
 //
-// An endpoint's rate limit is enforced per dispatcher process: with several processes on one database a receiver
-// may get up to that many times its rate.
+// An endpoint's rate limit is enforced by Config.Limiter: per process by default, in which case with several
+// processes on one database a receiver may get up to that many times its rate.
 type Dispatcher struct {
 	db       *store.DB
 	recorder *Recorder
@@ -72,7 +75,7 @@ type Dispatcher struct {
 	retry    RetryPolicy
 	log      *slog.Logger
 	wake     chan struct{}
-	limiter  *ratelimit.Limiter
+	limiter  ratelimit.Limiter
 	metrics  *metrics
 	// results carries finished attempts to the recorder, which writes them in batches.
 	results chan AttemptResult
@@ -122,9 +125,12 @@ func NewDispatcher(db *store.DB, box *Box, guard *egress.Guard, cfg Config) *Dis
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if cfg.Limiter == nil {
+		cfg.Limiter = ratelimit.New()
+	}
 	d := &Dispatcher{db: db, recorder: NewRecorder(db, cfg.Events, cfg.DisableAfter), sender: NewSender(box, guard, cfg.Timeout),
 		cfg: cfg, retry: RetryPolicy{Schedule: cfg.Schedule, ThrottledWait: cfg.ThrottledWait}, log: cfg.Logger,
-		wake: make(chan struct{}, 1), limiter: ratelimit.New(), results: make(chan AttemptResult, cfg.Workers),
+		wake: make(chan struct{}, 1), limiter: cfg.Limiter, results: make(chan AttemptResult, cfg.Workers),
 		inFlight: map[string]int{}, throttled: map[string]time.Time{}}
 	d.idle = sync.NewCond(&d.mu)
 	d.metrics = newMetrics(d)
@@ -285,7 +291,7 @@ func (d *Dispatcher) admit(e store.WebhookEndpoint, now time.Time) (notBefore ti
 	if e.RateLimit == nil {
 		return time.Time{}, true
 	}
-	dec := d.limiter.Take(e.ID, ratelimit.Policy{Name: "webhook", Quota: *e.RateLimit, Window: time.Second}, now)
+	dec := d.limiter.Take("webhook:"+e.ID, ratelimit.Policy{Name: "webhook", Quota: *e.RateLimit, Window: time.Second}, now)
 	if dec.Allowed {
 		return time.Time{}, true
 	}
