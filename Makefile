@@ -4,7 +4,7 @@ NPM     ?= npm
 PKGS    := ./...
 FUZZTIME ?= 5s
 
-.PHONY: run build test test-go test-e2e test-short fuzz generate check-generated tidy-check lint-spec compat vet ci bench tools browser help
+.PHONY: run build test test-go test-e2e test-short fuzz generate check-generated tidy-check lint-spec compat vet ci bench tools browser proxy help
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -17,7 +17,7 @@ build: ## build bin/switchboard
 
 test: test-go test-e2e ## every test: Go (SQLite and PostgreSQL) and the browser tests
 
-test-go: ## Go tests, race detector on, against SQLite and PostgreSQL (127.0.0.1:5432 or SWITCHBOARD_TEST_POSTGRES_URL)
+test-go: proxy ## Go tests, race detector on, against SQLite and PostgreSQL (127.0.0.1:5432 or SWITCHBOARD_TEST_POSTGRES_URL)
 	$(GO) test -race -count=1 -timeout 45m $(PKGS)
 
 test-e2e: build browser node_modules/.package-lock.json ## browser tests in headless Debian Chromium (screenshots in e2e/screenshots)
@@ -76,6 +76,9 @@ browser: ## install Debian's Chromium for the browser tests when missing (never 
 tools: ## install the load generator used by make bench (Debian's wrk)
 	@command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk; }
 
-bench: tools ## hot paths against a bare Echo handler in the same run, then the XMPP provider through Prosody (see README)
+proxy: ## install Debian's HAProxy when missing (the replica test and the replica bench rows run three servers behind it)
+	@command -v haproxy >/dev/null || { apt-get update -qq && apt-get install -y -qq haproxy; }
+
+bench: tools proxy ## hot paths against a bare Echo handler in the same run, then the XMPP provider through Prosody (see README)
 	$(GO) run ./bench
 	$(GO) test -run '^$$' -bench '^BenchmarkProsody$$' -benchtime 2000x ./internal/channels/xmpp

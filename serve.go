@@ -56,6 +56,8 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		"CIDRs of reverse proxies whose X-Forwarded-For is believed, e.g. 10.0.0.0/8 (env SWITCHBOARD_TRUSTED_PROXIES)")
 	logLevel := fs.String("log-level", "info",
 		"debug, info, warn or error (env SWITCHBOARD_LOG_LEVEL)")
+	redisTimeout := fs.Duration("redis-timeout", redislimit.DefaultTimeout,
+		"longest wait for Redis before a limit is decided in process (env SWITCHBOARD_REDIS_TIMEOUT)")
 	wh := addWebhookFlags(fs)
 	shortLinks := linkFlags(fs)
 	if err := parseWithNotes(fs, args, serveNotes); err != nil {
@@ -107,7 +109,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	guard := egress.NewGuard(whPolicy)
 	whConfig.Logger = log
-	limits, err := openLimits(ctx, os.Getenv("SWITCHBOARD_REDIS_URL"), log)
+	limits, err := openLimits(ctx, os.Getenv("SWITCHBOARD_REDIS_URL"), *redisTimeout, log)
 	if err != nil {
 		return err
 	}
@@ -246,12 +248,12 @@ type limits struct {
 
 // openLimits shares the limits through the Redis at redisURL, or keeps them in process when it is "". A Redis that
 // does not answer at start is only logged: the limits work in process until it does.
-func openLimits(ctx context.Context, redisURL string, log *slog.Logger) (limits, error) {
+func openLimits(ctx context.Context, redisURL string, timeout time.Duration, log *slog.Logger) (limits, error) {
 	local, nonces := ratelimit.New(), ratelimit.NewNonces()
 	if redisURL == "" {
 		return limits{limiter: local, nonces: nonces, close: func() {}}, nil
 	}
-	r, err := redislimit.Open(redislimit.Config{URL: redisURL, Logger: log})
+	r, err := redislimit.Open(redislimit.Config{URL: redisURL, Timeout: timeout, Logger: log})
 	if err != nil {
 		// The URL may hold a password: name the variable, not its value.
 		return limits{}, usagef("SWITCHBOARD_REDIS_URL is not a redis:// or rediss:// URL")
