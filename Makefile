@@ -31,6 +31,7 @@ fuzz: ## each fuzz target for FUZZTIME (5s); go test fuzzes one target per run, 
 	$(GO) test -run='^$$' -fuzz='^FuzzReadRecords$$' -fuzztime=$(FUZZTIME) ./internal/links/clicks
 	$(GO) test -run='^$$' -fuzz='^FuzzLiteralAddr$$' -fuzztime=$(FUZZTIME) ./internal/egress
 	$(GO) test -run='^$$' -fuzz='^FuzzCheck$$' -fuzztime=$(FUZZTIME) ./internal/apikey
+	$(GO) test -run='^$$' -fuzz='^FuzzNormalizeAddress$$' -fuzztime=$(FUZZTIME) ./internal/channels/xmpp
 
 generate: ## regenerate gen/ from api/openapi.yaml (always from the repository root)
 	$(GO) generate ./...

@@ -161,7 +161,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		_ = ln.Close()
 		return err
 	}
-	con, err := console.New(console.Config{BaseURL: strings.TrimSuffix(*baseURL, "/"), Logger: log,
+	con, err := console.New(console.Config{BaseURL: strings.TrimSuffix(*baseURL, "/"), Logger: log, Automation: automations,
 		Workspaces: workspaces.New(db, workspaces.Config{Models: catalog, ForgetKey: verifier.Forget}),
 		Links:      linkService, Limiter: limits.limiter, Nonces: limits.nonces}, db)
 	if err != nil {

@@ -36,6 +36,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/switchboard/switchboard/internal/automation"
 	"github.com/switchboard/switchboard/internal/links"
 	"github.com/switchboard/switchboard/internal/ratelimit"
 	"github.com/switchboard/switchboard/internal/workspaces"
@@ -58,6 +59,8 @@ type Config struct {
 	Workspaces *workspaces.Service
 	// Links is the service behind the short links pages; without it the console has none.
 	Links *links.Service
+	// Automation is the service behind the Sources pages; without it the console has none.
+	Automation *automation.Service
 	// Limiter holds the sign-in and sign-up limits, and Nonces the key-creation forms already sent (default: in this
 	// process; shared ones, such as redislimit's, make them hold across replicas).
 	Limiter ratelimit.Limiter
@@ -74,6 +77,7 @@ type Console struct {
 	db         *store.DB
 	workspaces *workspaces.Service
 	links      *links.Service
+	automation *automation.Service
 	log        *slog.Logger
 	pages      map[string]*template.Template
 
@@ -115,7 +119,7 @@ func New(cfg Config, db *store.DB) (*Console, error) {
 	if cfg.Nonces == nil {
 		cfg.Nonces = ratelimit.NewNonces()
 	}
-	c := &Console{cfg: cfg, db: db, workspaces: cfg.Workspaces, links: cfg.Links, log: cfg.Logger, pages: map[string]*template.Template{},
+	c := &Console{cfg: cfg, db: db, workspaces: cfg.Workspaces, links: cfg.Links, automation: cfg.Automation, log: cfg.Logger, pages: map[string]*template.Template{},
 		attempts: cfg.Limiter, created: cfg.Nonces, origins: http.NewCrossOriginProtection()}
 	if cfg.BaseURL != "" {
 		u, err := url.Parse(cfg.BaseURL)
@@ -177,6 +181,9 @@ func (c *Console) Register(e *echo.Echo) {
 	g.POST("/account/password", c.changePassword)
 	if c.links != nil {
 		c.registerLinks(g)
+	}
+	if c.automation != nil {
+		c.registerSources(g)
 	}
 }
 

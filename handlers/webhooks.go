@@ -24,6 +24,13 @@ func (s *Server) CreateWebhook(ctx context.Context, req gen.CreateWebhookRequest
 	if b.Headers != nil {
 		n.Headers = *b.Headers
 	}
+	if b.Kind != nil {
+		n.Kind = string(*b.Kind)
+	}
+	n.ExpiresAt = b.ExpiresAt
+	if b.Filters != nil {
+		n.Filters = filtersIn(*b.Filters)
+	}
 	e, secret, err := s.webhooks.Create(ctx, key.WorkspaceID, n)
 	if err != nil {
 		return nil, err
@@ -87,6 +94,17 @@ func (s *Server) UpdateWebhook(ctx context.Context, req gen.UpdateWebhookRequest
 		c.RateLimit = patch.Clear[int]()
 	default:
 		c.RateLimit = patch.Set(b.RateLimit.MustGet())
+	}
+	switch {
+	case !b.ExpiresAt.IsSpecified():
+	case b.ExpiresAt.IsNull():
+		c.ExpiresAt = patch.Clear[time.Time]()
+	default:
+		c.ExpiresAt = patch.Set(b.ExpiresAt.MustGet())
+	}
+	if b.Filters != nil {
+		filters := filtersIn(*b.Filters)
+		c.Filters = &filters
 	}
 	e, err := s.webhooks.Update(ctx, key.WorkspaceID, req.WebhookId, c)
 	if err != nil {
@@ -223,6 +241,18 @@ func withSecret(w gen.Webhook, secret string) gen.WebhookWithSecret {
 	if w.DisabledReason != nil {
 		reason := gen.WebhookWithSecretDisabledReason(*w.DisabledReason)
 		out.DisabledReason = &reason
+	}
+	return out
+}
+
+// filtersIn maps the API's payload filters to the stored ones.
+func filtersIn(fs gen.WebhookFilters) []store.WebhookFilter {
+	out := make([]store.WebhookFilter, len(fs))
+	for i, f := range fs {
+		out[i] = store.WebhookFilter{Pointer: f.Pointer, Op: string(f.Op), Value: f.Value}
+		if f.Values != nil {
+			out[i].Values = *f.Values
+		}
 	}
 	return out
 }

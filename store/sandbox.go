@@ -123,13 +123,34 @@ func (s *SandboxNetwork) CreateAccount(ctx context.Context, db bun.IDB, a *Sandb
 	return changedOne(res, err)
 }
 
-// Pair gives the instance's account a new credential (its hash) and display name. Returns ErrNotFound if the
-// instance has no account.
-func (s *SandboxNetwork) Pair(ctx context.Context, db bun.IDB, instanceID, tokenHash, displayName string, at time.Time) error {
+// Pair gives the instance's account a new credential (its hash). Returns ErrNotFound if the instance has no
+// account.
+func (s *SandboxNetwork) Pair(ctx context.Context, db bun.IDB, instanceID, tokenHash string, at time.Time) error {
 	res, err := db.NewUpdate().Model((*SandboxAccount)(nil)).
-		Set("token_hash = ?", tokenHash).Set("display_name = ?", displayName).Set("paired_at = ?", at).
+		Set("token_hash = ?", tokenHash).Set("paired_at = ?", at).
 		Where("instance_id = ?", instanceID).Exec(ctx)
 	return expectOneRow(res, err)
+}
+
+// Rename sets the display name of the number's account and reports whether it changed. It returns no sentinel
+// errors.
+func (s *SandboxNetwork) Rename(ctx context.Context, db bun.IDB, number, displayName string) (bool, error) {
+	res, err := db.NewUpdate().Model((*SandboxAccount)(nil)).Set("display_name = ?", displayName).
+		Where("number = ? AND display_name <> ?", number, displayName).Exec(ctx)
+	return changedOne(res, err)
+}
+
+// Counterparts reads the accounts that know the number: those it exchanged direct messages with and those it shares
+// a group with. It returns no sentinel errors.
+func (s *SandboxNetwork) Counterparts(ctx context.Context, db bun.IDB, number string) ([]SandboxAccount, error) {
+	rows := []SandboxAccount{}
+	err := db.NewSelect().Model(&rows).Where("sa.number <> ?", number).
+		Where("sa.number IN (SELECT chat FROM sandbox_messages WHERE sender = ?) "+
+			"OR sa.number IN (SELECT sender FROM sandbox_messages WHERE chat = ?) "+
+			"OR sa.number IN (SELECT m.number FROM sandbox_group_members AS m JOIN sandbox_group_members AS mine "+
+			"ON mine.group_address = m.group_address WHERE mine.number = ?)", number, number, number).
+		Scan(ctx)
+	return rows, err
 }
 
 // Unpair invalidates the instance's credential. Returns ErrNotFound if the instance has no account.

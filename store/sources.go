@@ -223,3 +223,10 @@ func (s *SourceRequests) PruneDedupKeys(ctx context.Context, batch int) (int, er
 	n, _ := res.RowsAffected()
 	return int(n), nil
 }
+
+// MadeEvent reports whether a source's request log names the event as one the source made. It returns no sentinel
+// errors.
+func (s *SourceRequests) MadeEvent(ctx context.Context, sourceID, eventID string) (bool, error) {
+	return s.db.r.NewSelect().Table("source_requests").
+		Where("source_id = ? AND event_id = ? AND outcome = ?", sourceID, eventID, SourceRequestAccepted).Exists(ctx)
+}

@@ -8,6 +8,21 @@ import (
 	"github.com/uptrace/bun"
 )
 
+// Endpoint kinds.
+const (
+	EndpointKindEndpoint = "endpoint"
+	EndpointKindHook     = "hook"
+)
+
+// WebhookFilter is a condition on an event's data at a JSON pointer (see events.Matches).
+type WebhookFilter struct {
+	Pointer string `json:"pointer"`
+	// Op is "equals", "in", "exists" or "prefix".
+	Op     string `json:"op"`
+	Value  any    `json:"value,omitempty"`
+	Values []any  `json:"values,omitempty"`
+}
+
 // Endpoint statuses.
 const (
 	EndpointActive   = "active"
@@ -34,8 +49,14 @@ type WebhookEndpoint struct {
 	PreviousSecret      *string    `bun:"previous_secret"`
 	PreviousSecretUntil *time.Time `bun:"previous_secret_until"`
 	FailingSince        *time.Time `bun:"failing_since"`
-	CreatedAt           time.Time  `bun:"created_at"`
-	UpdatedAt           time.Time  `bun:"updated_at"`
+	// Kind is EndpointKindEndpoint or EndpointKindHook (a workflow tool's subscription, deleted on 410).
+	Kind string `bun:"kind"`
+	// ExpiresAt ends the subscription: it receives nothing afterwards and is deleted.
+	ExpiresAt *time.Time `bun:"expires_at"`
+	// Filters are conditions on the payload that must all hold; nil for none.
+	Filters   []WebhookFilter `bun:"filters,type:json"`
+	CreatedAt time.Time       `bun:"created_at"`
+	UpdatedAt time.Time       `bun:"updated_at"`
 }
 
 // NewWebhookEndpoint is what WebhookEndpoints.Create needs. SealSecret seals the endpoint's secret for its ID,
@@ -46,7 +67,11 @@ type NewWebhookEndpoint struct {
 	Description string
 	Events      []string
 	RateLimit   *int
-	SealSecret  func(endpointID string) string
+	// Kind is EndpointKindEndpoint ("" too) or EndpointKindHook.
+	Kind       string
+	ExpiresAt  *time.Time
+	Filters    []WebhookFilter
+	SealSecret func(endpointID string) string
 	// SealHeaders, when set, returns the sealed static headers for the endpoint's ID (nil for none).
 	SealHeaders func(endpointID string) *string
 }
@@ -61,7 +86,11 @@ func (s *WebhookEndpoints) Create(ctx context.Context, n NewWebhookEndpoint) (We
 	t := now()
 	e := WebhookEndpoint{
 		ID: NewID("whk"), WorkspaceID: n.WorkspaceID, URL: n.URL, Description: n.Description, Events: n.Events,
-		RateLimit: n.RateLimit, Status: EndpointActive, CreatedAt: t, UpdatedAt: t,
+		RateLimit: n.RateLimit, Status: EndpointActive, Kind: n.Kind, ExpiresAt: n.ExpiresAt, Filters: n.Filters,
+		CreatedAt: t, UpdatedAt: t,
+	}
+	if e.Kind == "" {
+		e.Kind = EndpointKindEndpoint
 	}
 	e.Secret = n.SealSecret(e.ID)
 	if n.SealHeaders != nil {
@@ -119,6 +148,11 @@ type WebhookEndpointChange struct {
 	// SetRateLimit replaces the rate limit with RateLimit (nil: no limit).
 	SetRateLimit bool
 	RateLimit    *int
+	// SetExpiresAt replaces the end of the subscription with ExpiresAt (nil: none).
+	SetExpiresAt bool
+	ExpiresAt    *time.Time
+	// Filters, when not nil, replace the filters (empty: none).
+	Filters *[]WebhookFilter
 }
 
 // Update changes an endpoint of a workspace and returns it. Deliveries already queued go to its new URL, with its new
@@ -140,6 +174,15 @@ func (s *WebhookEndpoints) Update(ctx context.Context, workspaceID, id string, c
 		}
 		if c.SetRateLimit {
 			e.RateLimit, cols = c.RateLimit, append(cols, "rate_limit")
+		}
+		if c.SetExpiresAt {
+			e.ExpiresAt, cols = c.ExpiresAt, append(cols, "expires_at")
+		}
+		if c.Filters != nil {
+			e.Filters, cols = *c.Filters, append(cols, "filters")
+			if len(e.Filters) == 0 {
+				e.Filters = nil
+			}
 		}
 		return cols, nil
 	})
@@ -260,15 +303,19 @@ func (s *WebhookEndpoints) change(ctx context.Context, workspaceID, id string,
 }
 
 // Subscriptions reads what routing events needs of the endpoints of the workspaces (duplicates allowed) — ID,
-// workspace, subscribed patterns and status — by workspace, in one statement on db (a transaction that emits, so
-// that its view is consistent with the change). It returns no sentinel errors.
+// workspace, subscribed patterns, filters and status — by workspace, in one statement on db (a transaction that
+// emits, so that its view is consistent with the change). Expired subscriptions are left out. It returns no
+// sentinel errors.
 func (s *WebhookEndpoints) Subscriptions(ctx context.Context, db bun.IDB, workspaceIDs []string) (map[string][]WebhookEndpoint, error) {
 	ids := slices.Clone(workspaceIDs)
 	slices.Sort(ids)
 	ids = slices.Compact(ids)
 	var endpoints []WebhookEndpoint
-	if err := db.NewSelect().Model(&endpoints).Column("id", "workspace_id", "events", "status").
-		Where("e.workspace_id IN (?)", bun.In(ids)).Scan(ctx); err != nil {
+	if err := db.NewSelect().Model(&endpoints).Column("id", "workspace_id", "events", "filters", "status").
+		Where("e.workspace_id IN (?)", bun.In(ids)).
+		WhereGroup(" AND ", func(q *bun.SelectQuery) *bun.SelectQuery {
+			return q.Where("e.expires_at IS NULL").WhereOr("e.expires_at > ?", now())
+		}).Scan(ctx); err != nil {
 		return nil, err
 	}
 	out := make(map[string][]WebhookEndpoint, len(ids))
@@ -327,4 +374,27 @@ func (s *WebhookEndpoints) ApplyFailureChanges(ctx context.Context, tx bun.IDB, 
 		}
 	}
 	return nil
+}
+
+// DeleteGoneHooks deletes, inside tx, the endpoints among ids that are hook subscriptions (their receiver answered
+// 410 Gone, which for a REST hook means "unsubscribe"), with their deliveries. It returns no sentinel errors.
+func (s *WebhookEndpoints) DeleteGoneHooks(ctx context.Context, tx bun.IDB, ids []string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	_, err := tx.NewDelete().Table("webhook_endpoints").Where("id IN (?) AND kind = ?", bun.In(ids), EndpointKindHook).
+		Exec(ctx)
+	return err
+}
+
+// DeleteExpired deletes at most batch subscriptions whose expires_at has passed, with their deliveries, and returns
+// how many. It returns no sentinel errors.
+func (s *WebhookEndpoints) DeleteExpired(ctx context.Context, batch int) (int, error) {
+	res, err := s.db.w.NewRaw(`DELETE FROM webhook_endpoints WHERE id IN (
+		SELECT id FROM webhook_endpoints WHERE expires_at IS NOT NULL AND expires_at <= ? LIMIT ?)`, now(), batch).Exec(ctx)
+	if err != nil {
+		return 0, err
+	}
+	n, _ := res.RowsAffected()
+	return int(n), nil
 }

@@ -10,7 +10,6 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -18,6 +17,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/uptrace/bun"
 
+	"github.com/switchboard/switchboard/internal/events"
 	"github.com/switchboard/switchboard/internal/problem"
 	"github.com/switchboard/switchboard/internal/ratelimit"
 	"github.com/switchboard/switchboard/store"
@@ -311,7 +311,8 @@ func dedupKey(src store.Source, h http.Header, data any) string {
 	case src.DedupHeader != nil:
 		return h.Get(*src.DedupHeader)
 	case src.DedupPointer != nil:
-		switch v := pointerValue(data, *src.DedupPointer).(type) {
+		v, _ := events.PointerValue(data, *src.DedupPointer)
+		switch v := v.(type) {
 		case string:
 			return v
 		case json.Number:
@@ -319,29 +320,6 @@ func dedupKey(src store.Source, h http.Header, data any) string {
 		}
 	}
 	return ""
-}
-
-// pointerValue resolves an RFC 6901 JSON pointer in a decoded JSON value; nil when it names nothing.
-func pointerValue(v any, pointer string) any {
-	if pointer == "" {
-		return v
-	}
-	for _, tok := range strings.Split(pointer, "/")[1:] {
-		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
-		switch c := v.(type) {
-		case map[string]any:
-			v = c[tok]
-		case []any:
-			i, err := strconv.Atoi(tok)
-			if err != nil || i < 0 || i >= len(c) {
-				return nil
-			}
-			v = c[i]
-		default:
-			return nil
-		}
-	}
-	return v
 }
 
 // logEntry is the log record of a request, before its outcome is known: headers with credential-like values

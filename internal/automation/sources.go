@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -302,4 +303,32 @@ func sourceError(err error, id string) error {
 		return problem.Errorf(problem.NotFound, "There is no source %s in this workspace.", id)
 	}
 	return err
+}
+
+// Replay publishes again, as a new event of the source's type, the data of an event the source made: the way to
+// send a recorded request to the subscribers again (a workflow fixed after it failed). The new event goes to the
+// subscriptions and filters as they are now. Returns a NotFound problem if the source is not in the workspace or
+// the event is not one of its events, and the problems of Publish.
+func (s *Service) Replay(ctx context.Context, workspaceID, sourceID, eventID string) (store.Event, error) {
+	src, err := s.Source(ctx, workspaceID, sourceID)
+	if err != nil {
+		return store.Event{}, err
+	}
+	made, err := s.db.SourceRequests.MadeEvent(ctx, src.ID, eventID)
+	if err != nil {
+		return store.Event{}, err
+	}
+	ev, err := s.db.Events.Get(ctx, workspaceID, eventID)
+	if errors.Is(err, store.ErrNotFound) || !made {
+		return store.Event{}, problem.Errorf(problem.NotFound,
+			"The source %s made no event %s that is still kept.", sourceID, eventID)
+	}
+	if err != nil {
+		return store.Event{}, err
+	}
+	var data map[string]any
+	if err := json.Unmarshal(ev.Data, &data); err != nil {
+		return store.Event{}, fmt.Errorf("automation: event %s: %w", eventID, err)
+	}
+	return s.Publish(ctx, workspaceID, ev.Type, data)
 }

@@ -85,7 +85,8 @@ type recorded struct {
 	data        json.RawMessage
 }
 
-// record writes the events and a delivery to each endpoint of their workspace that receives them. Deliveries to
+// record writes the events and a delivery to each endpoint of their workspace that receives them (its patterns
+// name the type and its filters hold for the data). Deliveries to
 // active and paused endpoints are pending (a paused endpoint's wait until it resumes); to disabled endpoints they
 // are recorded as skipped, so that enabling or recovering the endpoint can still send them.
 func (o *Outbox) record(ctx context.Context, tx bun.IDB, items []recorded) ([]store.Event, error) {
@@ -103,9 +104,23 @@ func (o *Outbox) record(ctx context.Context, tx bun.IDB, items []recorded) ([]st
 	for i, it := range items {
 		evs[i] = store.Event{ID: store.NewID("evt"), WorkspaceID: it.workspaceID, Type: it.typ.Name, Data: it.data,
 			CreatedAt: t}
+		var decoded any
+		decodedOK := false
 		for _, e := range endpoints[it.workspaceID] {
 			if !Receives(e.Events, it.typ) {
 				continue
+			}
+			if len(e.Filters) > 0 {
+				if !decodedOK {
+					var err error
+					if decoded, err = DecodeData(it.data); err != nil {
+						return nil, fmt.Errorf("events: decode %s data for filters: %w", it.typ.Name, err)
+					}
+					decodedOK = true
+				}
+				if !Matches(e.Filters, decoded) {
+					continue
+				}
 			}
 			d := store.Delivery{ID: store.NewID("dlv"), WorkspaceID: it.workspaceID, EndpointID: e.ID,
 				EventID: evs[i].ID, EventType: it.typ.Name, Status: store.DeliveryPending, NextAttemptAt: &t,

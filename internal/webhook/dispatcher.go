@@ -2,7 +2,7 @@ package webhook
 
 import (
 	"context"
-	"errors"
+	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"sync"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/switchboard/switchboard/internal/egress"
 	"github.com/switchboard/switchboard/internal/events"
+	"github.com/switchboard/switchboard/internal/queue"
 	"github.com/switchboard/switchboard/internal/ratelimit"
 	"github.com/switchboard/switchboard/store"
 )
@@ -61,9 +62,9 @@ const (
 // maxRecordBatch bounds how many attempts one transaction records.
 const maxRecordBatch = 128
 
-// Dispatcher delivers queued webhooks: it claims due deliveries with a lease, signs and sends them through the
-// SSRF-guarded client, and records every attempt with its consequences. Any number of dispatchers may run against
-// one PostgreSQL database; on SQLite run one per database.
+// Dispatcher delivers queued webhooks: the queue engine claims due deliveries with a lease and runs their attempts;
+// the dispatcher signs and sends each through the SSRF-guarded client and records every attempt with its
+// consequences. Any number of dispatchers may run against one PostgreSQL database; on SQLite run one per database.
 //
 // An endpoint's rate limit is enforced by Config.Limiter: per process by default, in which case with several
 // processes on one database a receiver may get up to that many times its rate.
@@ -74,20 +75,9 @@ type Dispatcher struct {
 	cfg      Config
 	retry    RetryPolicy
 	log      *slog.Logger
-	wake     chan struct{}
 	limiter  ratelimit.Limiter
 	metrics  *metrics
-	// results carries finished attempts to the recorder, which writes them in batches.
-	results chan AttemptResult
-
-	mu sync.Mutex
-	// inFlight counts the requests running per endpoint (the in-flight cap).
-	inFlight map[string]int
-	// throttled holds the endpoints out of rate until the time given: they are not claimed before it.
-	throttled map[string]time.Time
-	// running counts the claimed deliveries whose attempt is not recorded yet.
-	running int
-	idle    *sync.Cond
+	engine   *queue.Engine[claimed, AttemptResult]
 }
 
 // NewDispatcher returns a dispatcher; Run starts it.
@@ -130,9 +120,11 @@ func NewDispatcher(db *store.DB, box *Box, guard *egress.Guard, cfg Config) *Dis
 	}
 	d := &Dispatcher{db: db, recorder: NewRecorder(db, cfg.Events, cfg.DisableAfter), sender: NewSender(box, guard, cfg.Timeout),
 		cfg: cfg, retry: RetryPolicy{Schedule: cfg.Schedule, ThrottledWait: cfg.ThrottledWait}, log: cfg.Logger,
-		wake: make(chan struct{}, 1), limiter: cfg.Limiter, results: make(chan AttemptResult, cfg.Workers),
-		inFlight: map[string]int{}, throttled: map[string]time.Time{}}
-	d.idle = sync.NewCond(&d.mu)
+		limiter: cfg.Limiter}
+	d.engine = queue.New(db, queue.Client[claimed, AttemptResult](deliveryQueue{d}), queue.Config{
+		Name: "webhook", Workers: cfg.Workers, PerTarget: cfg.PerEndpoint, Lease: cfg.Lease, Poll: cfg.Poll,
+		Channel: store.DeliveriesChannel, MaxBatch: maxRecordBatch, InFlightMetric: "switchboard_webhook_attempts_in_flight",
+		Logger: cfg.Logger})
 	d.metrics = newMetrics(d)
 	return d
 }
@@ -144,183 +136,87 @@ func (d *Dispatcher) Sender() *Sender { return d.sender }
 func (d *Dispatcher) Collectors() []prometheus.Collector { return d.metrics.collectors() }
 
 // Wake makes an idle dispatcher look for due deliveries now (after this process queued some).
-func (d *Dispatcher) Wake() {
-	select {
-	case d.wake <- struct{}{}:
-	default:
-	}
-}
+func (d *Dispatcher) Wake() { d.engine.Wake() }
 
 // Run delivers (and prunes old events) until ctx ends, then waits for the attempts in flight to be recorded (they
 // finish or time out), so that a graceful shutdown loses nothing and leaves no delivery leased.
 func (d *Dispatcher) Run(ctx context.Context) error {
-	var background sync.WaitGroup
-	// On PostgreSQL, a transaction that queued deliveries notifies; deliveries may also have been queued while the
-	// listener was down. (On SQLite, Listen returns at once: the commit watch below wakes the dispatcher.)
-	background.Go(func() {
-		d.db.Listen(ctx, store.Listener{Channel: store.DeliveriesChannel, Connected: d.Wake, Notified: func(string) { d.Wake() }})
-	})
-	if w := d.db.WatchCommits(); w != nil {
-		background.Go(func() { d.watch(ctx, w) })
-	}
-	background.Go(func() { d.prune(ctx) })
-	recorded := make(chan struct{})
-	go func() { d.record(); close(recorded) }()
-
-	for ctx.Err() == nil {
-		started, retryAt, err := d.claimAndStart(ctx)
-		if err != nil && ctx.Err() == nil {
-			d.log.Warn("webhook dispatcher could not claim deliveries", "error", err)
-		}
-		if started > 0 && err == nil {
-			continue
-		}
-		wait := d.cfg.Poll
-		if !retryAt.IsZero() {
-			wait = max(min(wait, time.Until(retryAt)), time.Millisecond)
-		}
-		timer := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-		case <-d.wake:
-		case <-timer.C:
-		}
-		timer.Stop()
-	}
-	d.mu.Lock()
-	for d.running > 0 {
-		d.idle.Wait()
-	}
-	d.mu.Unlock()
-	close(d.results)
-	<-recorded
-	background.Wait()
-	return nil
+	var pruning sync.WaitGroup
+	pruning.Go(func() { d.prune(ctx) })
+	err := d.engine.Run(ctx)
+	pruning.Wait()
+	return err
 }
 
-// claimed is a leased delivery with what sending it needs.
+// claimed is a leased delivery with what sending it needs (endpoint and event are read by Prepare).
 type claimed struct {
 	delivery store.Delivery
 	endpoint store.WebhookEndpoint
 	event    store.Event
 }
 
-// claimAndStart claims as many due deliveries as there are free workers and starts an attempt for each that its
-// endpoint's in-flight cap and rate allow; the others are given back. retryAt is when a rate-limited endpoint has
-// its next token (zero when none is limited): the loop looks again then.
-func (d *Dispatcher) claimAndStart(ctx context.Context) (started int, retryAt time.Time, err error) {
-	now := time.Now()
-	d.mu.Lock()
-	free := d.cfg.Workers - d.running
-	var exclude []string
-	for id, n := range d.inFlight {
-		if n >= d.cfg.PerEndpoint {
-			exclude = append(exclude, id)
-		}
+// deliveryQueue is the webhook deliveries as a client of the queue engine: an endpoint is a target.
+type deliveryQueue struct{ d *Dispatcher }
+
+func (q deliveryQueue) Claim(ctx context.Context, now time.Time, lease time.Duration, limit int, exclude []string) ([]claimed, error) {
+	ds, err := q.d.db.Deliveries.Claim(ctx, now, lease, limit, exclude)
+	out := make([]claimed, len(ds))
+	for i, dl := range ds {
+		out[i] = claimed{delivery: dl}
 	}
-	for id, until := range d.throttled {
-		if !now.Before(until) {
-			delete(d.throttled, id)
-			continue
-		}
-		exclude = append(exclude, id)
-		retryAt = earliest(retryAt, until)
+	return out, err
+}
+
+func (q deliveryQueue) Prepare(ctx context.Context, cs []claimed) ([]claimed, error) {
+	ds := make([]store.Delivery, len(cs))
+	for i, c := range cs {
+		ds[i] = c.delivery
 	}
-	d.mu.Unlock()
-	if free <= 0 {
-		return 0, retryAt, nil
-	}
-	ds, err := d.db.Deliveries.Claim(ctx, now, d.cfg.Lease, free, exclude)
-	if err != nil || len(ds) == 0 {
-		return 0, retryAt, err
-	}
-	// Giving deliveries back must not fail because shutdown began meanwhile: they would stay leased for a lease.
-	release := func(ids []string, notBefore time.Time) error {
-		return d.db.Deliveries.Release(context.WithoutCancel(ctx), ids, notBefore)
-	}
-	endpoints, events, err := d.db.Deliveries.ForSending(ctx, ds)
+	endpoints, events, err := q.d.db.Deliveries.ForSending(ctx, ds)
 	if err != nil {
-		ids := make([]string, len(ds))
-		for i, dl := range ds {
-			ids[i] = dl.ID
-		}
-		return 0, retryAt, errors.Join(err, release(ids, time.Time{}))
+		return nil, err
 	}
-	// Deliveries that may not start now, by when they may.
-	giveBack := map[time.Time][]string{}
-	// Admission is judged at the moment the attempts start, not when the claim began: a claim slowed down by the
-	// database, followed by a quick one, would otherwise send two deliveries closer together than the rate.
-	admitAt := time.Now()
-	for _, dl := range ds {
-		e, ok := endpoints[dl.EndpointID]
-		ev, ok2 := events[dl.EventID]
+	out := cs[:0:0]
+	for _, c := range cs {
+		e, ok := endpoints[c.delivery.EndpointID]
+		ev, ok2 := events[c.delivery.EventID]
 		if !ok || !ok2 {
 			continue // deleted since the claim, and the delivery with it
 		}
-		d.mu.Lock()
-		notBefore, ok := d.admit(e, admitAt)
-		if !ok {
-			d.mu.Unlock()
-			giveBack[notBefore] = append(giveBack[notBefore], dl.ID)
-			if !notBefore.IsZero() {
-				retryAt = earliest(retryAt, notBefore)
-			}
-			continue
-		}
-		d.inFlight[e.ID]++
-		d.running++
-		d.mu.Unlock()
-		started++
-		go d.attempt(claimed{delivery: dl, endpoint: e, event: ev})
+		out = append(out, claimed{delivery: c.delivery, endpoint: e, event: ev})
 	}
-	for notBefore, ids := range giveBack {
-		err = errors.Join(err, release(ids, notBefore))
-	}
-	return started, retryAt, err
+	return out, nil
 }
 
-// admit decides whether a delivery to e may start now; when it may not, notBefore is when it may (zero: as soon as
-// an attempt of e ends). d.mu must be held.
-func (d *Dispatcher) admit(e store.WebhookEndpoint, now time.Time) (notBefore time.Time, ok bool) {
-	if d.inFlight[e.ID] >= d.cfg.PerEndpoint {
-		return time.Time{}, false
+func (q deliveryQueue) Release(ctx context.Context, cs []claimed, notBefore time.Time) error {
+	ids := make([]string, len(cs))
+	for i, c := range cs {
+		ids[i] = c.delivery.ID
 	}
-	if until, limited := d.throttled[e.ID]; limited && now.Before(until) {
-		return until, false
-	}
-	if e.RateLimit == nil {
+	return q.d.db.Deliveries.Release(ctx, ids, notBefore)
+}
+
+func (q deliveryQueue) Target(c claimed) string { return c.delivery.EndpointID }
+
+// Admit applies the endpoint's rate limit (deliveries per second; bursts up to the rate, then evenly spaced).
+func (q deliveryQueue) Admit(c claimed, now time.Time) (time.Time, bool) {
+	if c.endpoint.RateLimit == nil {
 		return time.Time{}, true
 	}
-	dec := d.limiter.Take("webhook:"+e.ID, ratelimit.Policy{Name: "webhook", Quota: *e.RateLimit, Window: time.Second}, now)
+	dec := q.d.limiter.Take("webhook:"+c.endpoint.ID, ratelimit.Policy{Name: "webhook", Quota: *c.endpoint.RateLimit, Window: time.Second}, now)
 	if dec.Allowed {
 		return time.Time{}, true
 	}
-	until := now.Add(dec.RetryAfter)
-	d.throttled[e.ID] = until
-	return until, false
+	return now.Add(dec.RetryAfter), false
 }
 
-func earliest(a, b time.Time) time.Time {
-	if a.IsZero() || b.Before(a) {
-		return b
-	}
-	return a
-}
-
-// attempt makes one attempt of a claimed delivery and hands the result to the recorder. It runs detached from Run's
-// context: an attempt that started is finished and recorded even during shutdown.
-func (d *Dispatcher) attempt(c claimed) {
-	dl := c.delivery
-	sent, err := d.sender.Send(context.Background(), c.endpoint, c.event)
-	d.mu.Lock()
-	if d.inFlight[dl.EndpointID]--; d.inFlight[dl.EndpointID] <= 0 {
-		delete(d.inFlight, dl.EndpointID)
-	}
-	d.mu.Unlock()
+// Attempt makes one attempt of a claimed delivery.
+func (q deliveryQueue) Attempt(ctx context.Context, c claimed) (AttemptResult, bool) {
+	d, dl := q.d, c.delivery
+	sent, err := d.sender.Send(ctx, c.endpoint, c.event)
 	if err != nil {
 		d.log.Error("webhook attempt could not be prepared; the lease will expire and it is retried", "delivery_id", dl.ID, "error", err)
-		d.finished(1)
-		return
+		return AttemptResult{}, false
 	}
 	d.metrics.observeAttempt(sent)
 	res := AttemptResult{DeliveryID: dl.ID, LeaseUntil: dl.LeaseUntil, StartedAt: sent.StartedAt,
@@ -333,53 +229,19 @@ func (d *Dispatcher) attempt(c claimed) {
 	if next, ok := d.retry.NextAttempt(dl.Attempts-dl.ScheduleStart+1, time.Now(), sent.Outcome, sent.RetryAfter, rand.Float64); ok {
 		res.NextAttemptAt = &next
 	}
-	d.results <- res
+	return res, true
 }
 
-// finished counts n claimed deliveries as done and lets the loop claim more.
-func (d *Dispatcher) finished(n int) {
-	d.mu.Lock()
-	d.running -= n
-	d.idle.Broadcast()
-	d.mu.Unlock()
-	d.Wake()
-}
-
-// record writes the attempts the workers finish, as many per transaction as are waiting, until results is closed.
-func (d *Dispatcher) record() {
-	for first := range d.results {
-		batch := []AttemptResult{first}
-	more:
-		for len(batch) < maxRecordBatch {
-			select {
-			case r, ok := <-d.results:
-				if !ok {
-					break more
-				}
-				batch = append(batch, r)
-			default:
-				break more
-			}
-		}
-		d.recordBatch(batch)
-		d.finished(len(batch))
-	}
-}
-
-// recordBatch records attempts in one transaction or, when that fails, one by one, so that one attempt that cannot
-// be recorded does not hold back the others. An attempt that is not recorded keeps its lease: when it runs out the
+// Record records attempts in one transaction. An attempt that is not recorded keeps its lease: when it runs out the
 // delivery is attempted again.
-func (d *Dispatcher) recordBatch(batch []AttemptResult) {
-	fxs, err := d.recorder.Record(context.Background(), batch)
-	if err != nil && len(batch) > 1 {
-		for _, r := range batch {
-			d.recordBatch([]AttemptResult{r})
-		}
-		return
-	}
+func (q deliveryQueue) Record(ctx context.Context, batch []AttemptResult) error {
+	d := q.d
+	fxs, err := d.recorder.Record(ctx, batch)
 	if err != nil {
-		d.log.Error("webhook attempt could not be recorded; the lease will expire and it is retried", "delivery_id", batch[0].DeliveryID, "error", err)
-		return
+		if len(batch) == 1 {
+			return fmt.Errorf("delivery %s: %w", batch[0].DeliveryID, err)
+		}
+		return err
 	}
 	for _, fx := range fxs {
 		if fx.Missing || fx.Superseded {
@@ -390,9 +252,11 @@ func (d *Dispatcher) recordBatch(batch []AttemptResult) {
 			d.log.Info("webhook endpoint disabled", "webhook_id", fx.Delivery.EndpointID, "workspace_id", fx.Delivery.WorkspaceID, "reason", fx.EndpointDisabled)
 		}
 	}
+	return nil
 }
 
-// prune deletes events older than the retention period at start and then every PruneEvery, until ctx ends.
+// prune deletes events older than the retention period, and expired subscriptions, at start and then every
+// PruneEvery, until ctx ends.
 func (d *Dispatcher) prune(ctx context.Context) {
 	for {
 		cutoff := time.Now().Add(-d.cfg.Retention)
@@ -404,33 +268,20 @@ func (d *Dispatcher) prune(ctx context.Context) {
 		if err != nil && ctx.Err() == nil {
 			d.log.Warn("could not prune webhook events", "error", err)
 		}
+		// Expired subscriptions already receive nothing (routing leaves them out); here they go for good.
+		expired, err := d.db.Webhooks.DeleteExpired(ctx, store.PruneBatch)
+		if expired > 0 {
+			d.log.Info("deleted expired webhook subscriptions", "webhooks", expired)
+		}
+		if err != nil && ctx.Err() == nil {
+			d.log.Warn("could not delete expired webhook subscriptions", "error", err)
+		}
 		timer := time.NewTimer(d.cfg.PruneEvery)
 		select {
 		case <-ctx.Done():
 			timer.Stop()
 			return
 		case <-timer.C:
-		}
-	}
-}
-
-// commitCheck is how often the dispatcher looks at the SQLite WAL index for commits of other processes (or of code
-// that queued deliveries without calling Wake).
-const commitCheck = 10 * time.Millisecond
-
-// watch wakes the dispatcher when anything was committed to the SQLite database, until ctx ends.
-func (d *Dispatcher) watch(ctx context.Context, w *store.CommitWatch) {
-	defer w.Close()
-	tick := time.NewTicker(commitCheck)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-			if w.Changed() {
-				d.Wake()
-			}
 		}
 	}
 }

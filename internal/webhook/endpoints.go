@@ -43,6 +43,12 @@ type NewEndpoint struct {
 	Headers map[string]string
 	// RateLimit is the most deliveries per second; nil for no limit.
 	RateLimit *int
+	// Kind is store.EndpointKindEndpoint ("" too) or store.EndpointKindHook.
+	Kind string
+	// ExpiresAt ends the subscription; nil for never.
+	ExpiresAt *time.Time
+	// Filters are conditions on the payload; nil for none.
+	Filters []store.WebhookFilter
 }
 
 // EndpointChange is what Update changes; nil fields and a RateLimit left alone keep their value.
@@ -55,6 +61,10 @@ type EndpointChange struct {
 	Headers *map[string]string
 	// RateLimit sets the most deliveries per second, or clears the limit.
 	RateLimit patch.Field[int]
+	// ExpiresAt sets the end of the subscription, or clears it.
+	ExpiresAt patch.Field[time.Time]
+	// Filters replaces the filters (empty: none).
+	Filters *[]store.WebhookFilter
 }
 
 // Create registers an endpoint of a workspace: it checks the URL against the egress policy, the subscriptions
@@ -66,6 +76,10 @@ func (s *Service) Create(ctx context.Context, workspaceID string, n NewEndpoint)
 	s.checkURL(ctx, n.URL, &bad)
 	s.checkEvents(workspaceID, n.Events, &bad)
 	checkHeaders(n.Headers, &bad)
+	if n.ExpiresAt != nil {
+		checkExpiry(*n.ExpiresAt, &bad)
+	}
+	checkFilters(n.Filters, &bad)
 	if err := bad.Err(); err != nil {
 		return store.WebhookEndpoint{}, "", err
 	}
@@ -74,7 +88,8 @@ func (s *Service) Create(ctx context.Context, workspaceID string, n NewEndpoint)
 		return store.WebhookEndpoint{}, "", err
 	}
 	e, err := s.db.Webhooks.Create(ctx, store.NewWebhookEndpoint{WorkspaceID: workspaceID, URL: n.URL,
-		Description: n.Description, Events: n.Events, RateLimit: n.RateLimit,
+		Description: n.Description, Events: n.Events, RateLimit: n.RateLimit, Kind: n.Kind, ExpiresAt: n.ExpiresAt,
+		Filters:     n.Filters,
 		SealSecret:  func(id string) string { return s.box.Seal([]byte(secret), []byte(id)) },
 		SealHeaders: func(id string) *string { return s.box.SealHeaders(n.Headers, id) }})
 	if err != nil {
@@ -114,6 +129,17 @@ func (s *Service) Update(ctx context.Context, workspaceID, id string, c Endpoint
 	if c.RateLimit.Given() {
 		change.SetRateLimit = true
 		c.RateLimit.Apply(&change.RateLimit)
+	}
+	if c.ExpiresAt.Given() {
+		change.SetExpiresAt = true
+		c.ExpiresAt.Apply(&change.ExpiresAt)
+		if change.ExpiresAt != nil {
+			checkExpiry(*change.ExpiresAt, &bad)
+		}
+	}
+	if c.Filters != nil {
+		checkFilters(*c.Filters, &bad)
+		change.Filters = c.Filters
 	}
 	if err := bad.Err(); err != nil {
 		return store.WebhookEndpoint{}, err
@@ -288,6 +314,41 @@ func (s *Service) checkURL(ctx context.Context, url string, bad *problem.Fields)
 		bad.Add("/url", err.Error())
 	default:
 		bad.Add("/url", egress.ErrBlocked.Error())
+	}
+}
+
+// checkExpiry refuses an end of a subscription that has passed.
+func checkExpiry(t time.Time, bad *problem.Fields) {
+	if !t.After(time.Now()) {
+		bad.Add("/expires_at", "must be in the future")
+	}
+}
+
+// checkFilters records the filters whose value does not suit their operation.
+func checkFilters(filters []store.WebhookFilter, bad *problem.Fields) {
+	for i, f := range filters {
+		at := func(field string) string { return problem.Pointer("filters", strconv.Itoa(i), field) }
+		switch f.Op {
+		case "equals":
+			if f.Value == nil {
+				bad.Add(at("value"), "equals needs a value")
+			}
+		case "in":
+			if len(f.Values) == 0 {
+				bad.Add(at("values"), "in needs values")
+			}
+		case "exists":
+			if _, ok := f.Value.(bool); f.Value != nil && !ok {
+				bad.Add(at("value"), "exists takes true or false")
+			}
+		case "prefix":
+			if _, ok := f.Value.(string); !ok {
+				bad.Add(at("value"), "prefix needs a string")
+			}
+		}
+		if f.Op != "in" && f.Values != nil {
+			bad.Add(at("values"), "only the in operation takes values")
+		}
 	}
 }
 

@@ -17,8 +17,9 @@ type metrics struct {
 	duration   *prometheus.HistogramVec
 	deliveries *prometheus.CounterVec
 	pruned     prometheus.Counter
-	inFlight   prometheus.GaugeFunc
 	queue      *queueCollector
+	// engine are the queue engine's collectors (the in-flight gauge among them).
+	engine []prometheus.Collector
 }
 
 // Outcome labels of the attempt metrics.
@@ -43,14 +44,7 @@ func newMetrics(d *Dispatcher) *metrics {
 			Name: "switchboard_webhook_pruned_events_total",
 			Help: "Events deleted, with their deliveries and attempts, after the retention period.",
 		}),
-		inFlight: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "switchboard_webhook_attempts_in_flight",
-			Help: "Deliveries this process has claimed and not recorded yet.",
-		}, func() float64 {
-			d.mu.Lock()
-			defer d.mu.Unlock()
-			return float64(d.running)
-		}),
+		engine: d.engine.Collectors(),
 		queue: &queueCollector{db: d.db, log: d.log,
 			depth: prometheus.NewDesc("switchboard_webhook_queue_depth",
 				"Pending webhook deliveries in the database, due now or later (paused endpoints included).", nil, nil),
@@ -70,7 +64,7 @@ func newMetrics(d *Dispatcher) *metrics {
 }
 
 func (m *metrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.attempts, m.duration, m.deliveries, m.pruned, m.inFlight, m.queue}
+	return append([]prometheus.Collector{m.attempts, m.duration, m.deliveries, m.pruned, m.queue}, m.engine...)
 }
 
 func (m *metrics) observeAttempt(s Sent) {

@@ -147,7 +147,18 @@ func (r *Recorder) Record(ctx context.Context, rs []AttemptResult) ([]AttemptEff
 		if err := r.emitOperational(ctx, tx, fxs); err != nil {
 			return err
 		}
-		return r.db.Deliveries.LogAttempts(ctx, tx, attempts)
+		if err := r.db.Deliveries.LogAttempts(ctx, tx, attempts); err != nil {
+			return err
+		}
+		// A hook subscription whose receiver answered 410 is unsubscribed, as REST hooks expect: deleted with its
+		// deliveries (the webhook.endpoint.disabled event above still tells the workspace).
+		var gone []string
+		for _, fx := range fxs {
+			if fx.EndpointDisabled == "gone" {
+				gone = append(gone, fx.Delivery.EndpointID)
+			}
+		}
+		return r.db.Webhooks.DeleteGoneHooks(ctx, tx, gone)
 	})
 	if err != nil {
 		return nil, err

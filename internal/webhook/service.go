@@ -78,6 +78,15 @@ func (s *Service) API(e store.WebhookEndpoint) gen.Webhook {
 	if w.Events == nil {
 		w.Events = []string{}
 	}
+	kind := gen.WebhookKind(e.Kind)
+	filters := make(gen.WebhookFilters, len(e.Filters))
+	for i, f := range e.Filters {
+		filters[i] = gen.WebhookFilter{Pointer: f.Pointer, Op: gen.WebhookFilterOp(f.Op), Value: f.Value}
+		if f.Values != nil {
+			filters[i].Values = &f.Values
+		}
+	}
+	w.Kind, w.ExpiresAt, w.Filters = &kind, e.ExpiresAt, &filters
 	if e.DisabledReason != nil {
 		reason := gen.WebhookDisabledReason(*e.DisabledReason)
 		w.DisabledReason = &reason

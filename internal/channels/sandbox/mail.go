@@ -14,11 +14,14 @@ import (
 )
 
 // envelope is one piece of mail the network holds for an account: a message, a receipt of a message the account
-// sent, or a change of a group it is (or was) in. Exactly one of its fields is set.
+// sent, a change of a group it is (or was) in, or a change of an account it knows. Exactly one of its fields is
+// set.
 type envelope struct {
 	Message *mailMessage `json:"message,omitempty"`
 	Receipt *mailReceipt `json:"receipt,omitempty"`
 	Group   *mailGroup   `json:"group,omitempty"`
+	// Contact is an account the recipient knows that changed its display name.
+	Contact *channels.Party `json:"contact,omitempty"`
 }
 
 type mailMessage struct {

@@ -28,7 +28,7 @@ func (p *Provider) pairAccount(ctx context.Context, instanceID, requested, displ
 					"again, not with %s", acc.Number, requested)
 			}
 			number = acc.Number
-			return p.db.Sandbox.Pair(ctx, tx, instanceID, hash, displayName, at)
+			return p.db.Sandbox.Pair(ctx, tx, instanceID, hash, at)
 		}
 		if !errors.Is(err, store.ErrNotFound) {
 			return err

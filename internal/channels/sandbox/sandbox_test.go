@@ -475,3 +475,37 @@ func lookupEqual(a, b channels.LookupResult) bool {
 	return a.Address == b.Address && a.Normalized == b.Normalized && a.OnNetwork == b.OnNetwork &&
 		a.DisplayName == b.DisplayName && slices.Equal(a.IDs, b.IDs)
 }
+
+// TestDisplayNameChange: an instance that connects with a new display name is announced to the accounts that know
+// its number (direct chats, shared groups), and to no other.
+func TestDisplayNameChange(t *testing.T) {
+	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
+		n := newNetwork(t, db, Options{})
+		a := n.connected(map[string]any{"display_name": "Ada"})
+		chatted, grouped, stranger := n.connected(nil), n.connected(nil), n.connected(nil)
+		chatted.send(t, a.number, "hi")
+		if _, err := grouped.sess.CreateGroup(context.Background(), "g", []string{a.number}); err != nil {
+			t.Fatal(err)
+		}
+		creds := a.sink.of("connected")[0].creds
+		if err := a.stop(); err != nil {
+			t.Fatal(err)
+		}
+		a.config["display_name"] = "Ada L."
+		a.reopen(creds)
+		a.start()
+		a.waitState(t, channels.StatusConnected)
+		for _, in := range []*instance{chatted, grouped} {
+			c := in.sink.wait(t, "contact", 1)[0].party
+			if c.Address != a.number || c.DisplayName != "Ada L." {
+				t.Errorf("told %+v", c)
+			}
+		}
+		if got := len(stranger.sink.of("contact")) + n.mailbox(t, stranger.number); got != 0 {
+			t.Errorf("a stranger was told of the new name")
+		}
+		if res, err := stranger.sess.Lookup(context.Background(), []string{a.number}); err != nil || res[0].DisplayName != "Ada L." {
+			t.Errorf("lookup = %+v, %v", res, err)
+		}
+	})
+}

@@ -158,6 +158,9 @@ func (s *session) connectAndServe(ctx context.Context, rs *runState) error {
 	s.mu.Lock()
 	s.number = number
 	s.mu.Unlock()
+	if err := s.announceName(ctx, rs, number); err != nil {
+		return err
+	}
 	if err := s.sink.State(ctx, channels.StatusConnected, "connected to the sandbox network as "+number); err != nil {
 		return err
 	}
@@ -197,6 +200,32 @@ func (s *session) connect(ctx context.Context, rs *runState) (string, error) {
 
 func (s *session) loggedOut(ctx context.Context, reason string) error {
 	return s.sink.State(ctx, channels.StatusLoggedOut, reason)
+}
+
+// announceName gives the account the display name of the instance's config and, when that changed it, tells the
+// accounts that know the number (the nudges go out once Run's waker starts).
+func (s *session) announceName(ctx context.Context, rs *runState, number string) error {
+	var letters []letter
+	err := s.p.db.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		changed, err := s.p.db.Sandbox.Rename(ctx, tx, number, s.cfg.DisplayName)
+		if err != nil || !changed {
+			return err
+		}
+		known, err := s.p.db.Sandbox.Counterparts(ctx, tx, number)
+		if err != nil {
+			return err
+		}
+		at := now()
+		for _, a := range known {
+			letters = append(letters, letter{to: a.Number, instance: a.InstanceID, due: at,
+				env: envelope{Contact: &channels.Party{Address: number, DisplayName: s.cfg.DisplayName}}})
+		}
+		return s.p.post(ctx, tx, letters)
+	})
+	if err == nil {
+		s.wakeAll(rs, letters)
+	}
+	return err
 }
 
 // pair shows QR codes until one is scanned or a pairing code entered (at once with auto_pair), then makes the
@@ -408,6 +437,10 @@ func (s *session) handOver(ctx context.Context, due []store.SandboxMail, h *hand
 			}
 		case env.Group != nil:
 			if err := s.sink.GroupChanged(ctx, env.Group.Group, env.Group.Change); err != nil {
+				return err
+			}
+		case env.Contact != nil:
+			if err := s.sink.ContactChanged(ctx, *env.Contact); err != nil {
 				return err
 			}
 		}

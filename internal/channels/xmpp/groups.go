@@ -47,6 +47,14 @@ func (s *session) isRoom(addr jid.JID) bool {
 	return !s.features.muc.Equal(jid.JID{}) && addr.Domainpart() == s.features.muc.Domainpart()
 }
 
+// inRoom reports whether the account is in the room addr.
+func (s *session) inRoom(addr jid.JID) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.rooms[addr.String()]
+	return ok
+}
+
 func (s *session) fromSelf(roomAddr jid.JID, nick string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()

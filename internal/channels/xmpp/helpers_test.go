@@ -146,8 +146,19 @@ type running struct {
 
 func openSession(t testing.TB, p *Provider, id string, cfg map[string]any) *running {
 	t.Helper()
-	sink := newRecorder()
-	s, err := p.Open(channels.Instance{ID: id, WorkspaceID: "ws_test", Config: cfg}, sink)
+	return runSession(t, p, channels.Instance{ID: id, WorkspaceID: "ws_test", Config: cfg}, newRecorder())
+}
+
+// reopen opens the instance's next session and runs it, as the runtime does for every reconnect (a new session,
+// the same sink).
+func (r *running) reopen(t testing.TB) *running {
+	t.Helper()
+	return runSession(t, r.p, r.inst, r.sink)
+}
+
+func runSession(t testing.TB, p *Provider, inst channels.Instance, sink *recorder) *running {
+	t.Helper()
+	s, err := p.Open(inst, sink)
 	if err != nil {
 		t.Fatal(err)
 	}

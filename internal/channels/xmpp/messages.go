@@ -421,6 +421,11 @@ func (s *session) inbound(m inMessage, from jid.JID) (channels.Inbound, bool) {
 			s.lastSeen[bare.String()] = in.At
 		}
 		s.mu.Unlock()
+	} else if s.inRoom(bare) && from.Resourcepart() != "" {
+		// A private message from an occupant: from the person when the room shows who they are (the chat is then
+		// theirs, and a reply goes to their account), else from their address in the room.
+		in.From = s.occupant(bare, from.Resourcepart())
+		in.Chat = in.From.Address
 	} else {
 		in.From.DisplayName = s.displayName(bare.String())
 	}
@@ -488,7 +493,7 @@ func geoURI(s string) (float64, float64, bool) {
 	b, _, _ = strings.Cut(b, ",") // an altitude
 	lat, err1 := strconv.ParseFloat(a, 64)
 	lon, err2 := strconv.ParseFloat(b, 64)
-	if err1 != nil || err2 != nil || lat < -90 || lat > 90 || lon < -180 || lon > 180 {
+	if err1 != nil || err2 != nil || !(lat >= -90 && lat <= 90) || !(lon >= -180 && lon <= 180) { // NaN too
 		return 0, 0, false
 	}
 	return lat, lon, true

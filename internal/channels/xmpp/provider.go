@@ -15,6 +15,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"mellium.im/xmpp/jid"
@@ -57,6 +58,34 @@ type Options struct {
 // Provider is the XMPP provider. It is safe for concurrent use.
 type Provider struct {
 	opts Options
+
+	mu        sync.Mutex
+	handovers map[string]handover // by instance id
+}
+
+// handover is what one session of an instance leaves to the next in this process: the runtime opens a new session
+// for every reconnect, and resuming the stream (XEP-0198), the rooms joined and the room history already seen must
+// outlive the session object.
+type handover struct {
+	smID      string
+	smHandled uint32
+	bound     jid.JID
+	rooms     []string
+	lastSeen  map[string]time.Time
+}
+
+func (p *Provider) leave(id string, h handover) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.handovers[id] = h
+}
+
+func (p *Provider) take(id string) (handover, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	h, ok := p.handovers[id]
+	delete(p.handovers, id)
+	return h, ok
 }
 
 // New returns the provider with opts (zero values take the defaults).
@@ -77,7 +106,7 @@ func New(opts Options) *Provider {
 	if opts.ConnectTimeout <= 0 {
 		opts.ConnectTimeout = DefaultConnectTimeout
 	}
-	return &Provider{opts: opts}
+	return &Provider{opts: opts, handovers: map[string]handover{}}
 }
 
 // capabilities is everything an XMPP session can do; a connected session narrows it to what its server offers.

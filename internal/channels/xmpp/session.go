@@ -121,6 +121,8 @@ func (s *session) conn() (*xmpp.Session, error) {
 
 // Run implements channels.Session.
 func (s *session) Run(ctx context.Context) error {
+	s.restore()
+	defer s.handOver()
 	connectCtx, cancel := context.WithTimeout(ctx, s.p.opts.ConnectTimeout)
 	xs, err := s.dial(connectCtx)
 	cancel()
@@ -193,6 +195,42 @@ func (s *session) Run(ctx context.Context) error {
 			}
 		}
 	}
+}
+
+// restore takes what the instance's previous session in this process left (see handover).
+func (s *session) restore() {
+	h, ok := s.p.take(s.inst.ID)
+	if !ok {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sm.id, s.sm.bound = h.smID, h.bound
+	s.sm.handled.Store(h.smHandled)
+	for room, at := range h.lastSeen {
+		s.lastSeen[room] = at
+	}
+	for _, addr := range h.rooms {
+		if j, err := jid.Parse(addr); err == nil {
+			if _, ok := s.rooms[addr]; !ok {
+				s.rooms[addr] = &room{addr: j, occupants: map[string]occupant{}}
+			}
+		}
+	}
+}
+
+// handOver leaves the session's lasting state to the instance's next session.
+func (s *session) handOver() {
+	s.mu.Lock()
+	h := handover{smID: s.sm.id, smHandled: s.sm.handled.Load(), bound: s.sm.bound, lastSeen: map[string]time.Time{}}
+	for addr := range s.rooms {
+		h.rooms = append(h.rooms, addr)
+	}
+	for room, at := range s.lastSeen {
+		h.lastSeen[room] = at
+	}
+	s.mu.Unlock()
+	s.p.leave(s.inst.ID, h)
 }
 
 // dial connects, secures, authenticates and binds.
@@ -544,6 +582,7 @@ func (s *session) Logout(ctx context.Context) error {
 	}
 	_ = xs.Send(ctx, stanza.Presence{Type: stanza.UnavailablePresence}.Wrap(nil))
 	s.forgetSM()
+	s.p.take(s.inst.ID)
 	return xs.Close()
 }
 

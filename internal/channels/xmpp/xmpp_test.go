@@ -288,6 +288,12 @@ func TestGroups(t *testing.T) {
 		t.Fatalf("room inbound %+v", in)
 	}
 
+	// A private message from an occupant is a direct message from the person.
+	bob.send(`<message to="` + g.Address + `/alice" id="pm1" type="chat"><body>just you</body><x xmlns="http://jabber.org/protocol/muc#user"/></message>`)
+	if in := alice.sink.inboundWhere(t, "bob's private message", func(m channels.Inbound) bool { return m.ProviderID == "pm1" }); in.Chat != bobAccount || in.From.Address != bobAccount || in.From.DisplayName != "bob" {
+		t.Fatalf("private message %+v", in)
+	}
+
 	subject, desc := "Launch day", "Where we launch"
 	g, err = alice.UpdateGroup(ctx, g.Address, &subject, &desc)
 	if err != nil || g.Subject != subject || g.Description != desc {
@@ -481,15 +487,11 @@ func TestServerRestart(t *testing.T) {
 	if _, err := alice.Send(ctxT(t), channels.Outbound{MessageID: "msg_down", Chat: bobAccount, Type: channels.TypeText, Text: "x"}); !errors.As(err, &f) || f.Code != "not_connected" {
 		t.Fatalf("Send while down = %v", err)
 	}
-	// While the server is down a new Run fails at once with server_unreachable.
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	assertFailure(t, alice.Run(ctx), ReasonServerUnreachable)
+	// While the server is down the next session fails at once with server_unreachable.
+	assertFailure(t, alice.reopen(t).ended(t), ReasonServerUnreachable)
 
 	srv.Start()
-	done := make(chan error, 1)
-	go func() { done <- alice.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	alice = alice.reopen(t)
 	await.Until(t, "the session to connect again", func() int { return alice.sink.connections() }, func(n int) bool { return n == 2 })
 	bob := dialPeer(t, srv, bobAccount, "secret-b")
 	if _, err := alice.Send(ctxT(t), channels.Outbound{MessageID: "msg_up", Chat: bobAccount, Type: channels.TypeText, Text: "back"}); err != nil {
@@ -510,10 +512,7 @@ func TestUnstoredMessageIsDeliveredAgain(t *testing.T) {
 	bob.send(`<message to="` + account + `" id="lost1" type="chat"><body>do not lose me</body><request xmlns="urn:xmpp:receipts"/></message>`)
 	assertFailure(t, alice.ended(t), ReasonSinkError)
 
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- alice.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	alice = alice.reopen(t)
 	in := alice.sink.inboundWhere(t, "the message delivered again", func(m channels.Inbound) bool { return m.ProviderID == "lost1" })
 	if in.Text != "do not lose me" {
 		t.Fatalf("inbound %+v", in)
@@ -591,10 +590,7 @@ func TestResumption(t *testing.T) {
 	}
 	bob.send(`<message to="` + account + `" id="whiledown1" type="chat"><body>while you were away</body></message>`)
 
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- alice.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	alice = alice.reopen(t)
 	alice.sink.inboundWhere(t, "the message sent while the connection was down", func(m channels.Inbound) bool { return m.ProviderID == "whiledown1" })
 	await.Equal(t, "the session to resume", func() int32 { return alice.sm.resumes.Load() }, 1)
 	// What the resumed stream held arrives while the session is still setting up; it is connected after that.
@@ -634,11 +630,7 @@ func TestRoomHistoryAcrossConnections(t *testing.T) {
 	bob.presence("alice gone from the room", func(p inPresence) bool { return p.From == g.Address+"/alice" && p.Type == "unavailable" })
 	bob.send(`<message to="` + g.Address + `" id="h2" type="groupchat"><body>while you were away</body></message>`)
 
-	// Connecting again is the same session's next Run.
-	runCtx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- alice.Run(runCtx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	alice = alice.reopen(t)
 	in := alice.sink.inboundWhere(t, "the message said while away", func(m channels.Inbound) bool { return m.ProviderID == "h2" })
 	if in.Chat != g.Address || in.From.Address != bobAccount {
 		t.Fatalf("history message %+v", in)
