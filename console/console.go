@@ -31,7 +31,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -66,7 +65,11 @@ type Config struct {
 	Webhooks *webhook.Service
 	// Automation is the service behind the Sources pages; without it the console has none.
 	Automation *automation.Service
-	Logger     *slog.Logger
+	// Limiter holds the sign-in and sign-up limits, and Nonces the key-creation forms already sent (default: in this
+	// process; shared ones, such as redislimit's, make them hold across replicas).
+	Limiter ratelimit.Limiter
+	Nonces  ratelimit.Nonces
+	Logger  *slog.Logger
 }
 
 // DefaultSessionTTL is how long a session lasts without activity when Config.SessionTTL is not set.
@@ -84,10 +87,9 @@ type Console struct {
 	pages      map[string]*template.Template
 
 	// attempts limits failed sign-ins per account and per address, and sign-ups per address.
-	attempts *ratelimit.Limiter
-	// created remembers when each create form's nonce was spent, so a resubmitted form does not make a second key.
-	createdMu sync.Mutex
-	created   map[string]time.Time
+	attempts ratelimit.Limiter
+	// created holds the create forms' nonces already spent, so a resubmitted form does not make a second key.
+	created ratelimit.Nonces
 	// origins refuses state-changing requests from other origins.
 	origins *http.CrossOriginProtection
 }
@@ -116,9 +118,15 @@ func New(cfg Config, db *store.DB) (*Console, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if cfg.Limiter == nil {
+		cfg.Limiter = ratelimit.New()
+	}
+	if cfg.Nonces == nil {
+		cfg.Nonces = ratelimit.NewNonces()
+	}
 	c := &Console{cfg: cfg, db: db, workspaces: cfg.Workspaces, links: cfg.Links, webhooks: cfg.Webhooks,
 		automation: cfg.Automation, log: cfg.Logger, pages: map[string]*template.Template{},
-		attempts: ratelimit.New(), created: map[string]time.Time{}, origins: http.NewCrossOriginProtection()}
+		attempts: cfg.Limiter, created: cfg.Nonces, origins: http.NewCrossOriginProtection()}
 	if cfg.BaseURL != "" {
 		u, err := url.Parse(cfg.BaseURL)
 		if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {

@@ -213,13 +213,13 @@ func (c *Console) createWebhook(ec echo.Context) error {
 	if err := requestBody("WebhookCreate", doc, &body); err != nil {
 		return fail(err)
 	}
-	if form.Nonce == "" || !c.claimNonce(form.Nonce) {
+	if form.Nonce == "" || !c.created.Claim(form.Nonce) {
 		return c.renderWebhooks(ec, http.StatusConflict, "", "This form was already submitted, so no second endpoint was "+
 			"created. Its secret was shown once; if you lost it, rotate it on the endpoint's page.", webhookForm{}, nil, nil, "")
 	}
 	e, secret, err := c.webhooks.Create(ec.Request().Context(), ses.Workspace.ID, webhook.NewEndpointOf(body))
 	if err != nil {
-		c.releaseNonce(form.Nonce)
+		c.created.Release(form.Nonce)
 		form.Nonce = ""
 		return fail(err)
 	}
