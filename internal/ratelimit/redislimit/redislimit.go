@@ -79,6 +79,9 @@ func Open(cfg Config) (*Redis, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	// go-redis writes its own plain-text lines to stderr otherwise; the process's log is JSON, and an outage is
+	// already told by one line of ours.
+	redis.SetLogger(clientLog{cfg.Logger})
 	opts.DialTimeout, opts.ReadTimeout, opts.WriteTimeout, opts.PoolTimeout = cfg.Timeout, cfg.Timeout, cfg.Timeout, cfg.Timeout
 	opts.ContextTimeoutEnabled = true
 	// A failed round trip is decided in process at once; retrying would only make the request wait longer.
@@ -99,6 +102,13 @@ func Open(cfg Config) (*Redis, error) {
 		return 1
 	})
 	return r, nil
+}
+
+// clientLog passes go-redis's own messages to the process's log, at debug level.
+type clientLog struct{ log *slog.Logger }
+
+func (l clientLog) Printf(ctx context.Context, format string, v ...any) {
+	l.log.DebugContext(ctx, "redis client", "message", fmt.Sprintf(format, v...))
 }
 
 // Collectors are the metrics of the shared limits, for the server's registry.
