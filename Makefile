@@ -4,7 +4,7 @@ NPM     ?= npm
 PKGS    := ./...
 FUZZTIME ?= 5s
 
-.PHONY: run build test test-go test-e2e test-short fuzz generate check-generated tidy-check lint-spec vet ci bench tools browser help
+.PHONY: run build test test-go test-e2e test-short fuzz generate check-generated tidy-check lint-spec compat vet ci bench tools browser proxy help
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -17,7 +17,7 @@ build: ## build bin/switchboard
 
 test: test-go test-e2e ## every test: Go (SQLite and PostgreSQL) and the browser tests
 
-test-go: ## Go tests, race detector on, against SQLite and PostgreSQL (127.0.0.1:5432 or SWITCHBOARD_TEST_POSTGRES_URL)
+test-go: proxy ## Go tests, race detector on, against SQLite and PostgreSQL (127.0.0.1:5432 or SWITCHBOARD_TEST_POSTGRES_URL)
 	$(GO) test -race -count=1 -timeout 45m $(PKGS)
 
 test-e2e: build browser node_modules/.package-lock.json ## browser tests in headless Debian Chromium (screenshots in e2e/screenshots)
@@ -53,10 +53,27 @@ lint-spec: node_modules/.package-lock.json ## Redocly recommended ruleset: 0 err
 	  if [ $$status -ne 0 ] || echo "$$out" | grep -qi 'warning[s]\? *\(was\|were\)\? *found\|You have [0-9]* warning'; then \
 	    echo "spec lint failed"; exit 1; fi
 
+# oasdiff compares the contract with the last released one; v1.34+ is refused by this module proxy. It is installed
+# with go install beside the other local tools (bin/ is not committed), named by version so a bump reinstalls it.
+OASDIFF_VERSION := v1.33.0
+OASDIFF := bin/tools/oasdiff-$(OASDIFF_VERSION)
+RELEASED_SPEC := api/released/v1.yaml
+
+$(OASDIFF):
+	GOBIN=$(CURDIR)/bin/tools $(GO) install github.com/oasdiff/oasdiff@$(OASDIFF_VERSION)
+	mv bin/tools/oasdiff $@
+
+# api/released/oasdiff-severity.txt lowers to INFO the two rules that flag what v1 promises may grow (oasdiff's file
+# format has no comments): a response enum gaining a value (new problem codes) and an event's data gaining a type
+# (new event types). Clients handle unknown codes by the problem's status and unknown event types by ignoring them.
+compat: $(OASDIFF) ## fail on a breaking change of api/openapi.yaml against the released contract (api/released/v1.yaml)
+	$(OASDIFF) breaking $(RELEASED_SPEC) api/openapi.yaml --fail-on ERR --allow-external-refs=false --color never \
+	  --severity-levels api/released/oasdiff-severity.txt
+
 vet: ## go vet
 	$(GO) vet $(PKGS)
 
-ci: tidy-check check-generated lint-spec vet fuzz test ## everything CI checks
+ci: tidy-check check-generated lint-spec compat vet fuzz test ## everything CI checks
 
 browser: ## install Debian's Chromium for the browser tests when missing (never a downloaded browser)
 	@command -v chromium >/dev/null || { apt-get update -qq && apt-get install -y -qq chromium; }
@@ -64,6 +81,9 @@ browser: ## install Debian's Chromium for the browser tests when missing (never 
 tools: ## install the load generator used by make bench (Debian's wrk)
 	@command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk; }
 
-bench: tools ## hot paths against a bare Echo handler in the same run, then the XMPP provider through Prosody (see README)
+proxy: ## install Debian's HAProxy when missing (the replica test and the replica bench rows run three servers behind it)
+	@command -v haproxy >/dev/null || { apt-get update -qq && apt-get install -y -qq haproxy; }
+
+bench: tools proxy ## hot paths against a bare Echo handler in the same run, then the XMPP provider through Prosody (see README)
 	$(GO) run ./bench
 	$(GO) test -run '^$$' -bench '^BenchmarkProsody$$' -benchtime 2000x ./internal/channels/xmpp

@@ -60,6 +60,8 @@ Commands:
                                           create an API key (its secret is printed once)
   key list --workspace WS [--json]        list the keys of a workspace (never their secrets)
   key revoke KEY_ID [--json]              revoke a key
+  backup --to FILE                        copy an SQLite database consistently, also while it serves
+  migrate-data --to postgres://…          copy a whole SQLite deployment into an empty PostgreSQL database
 
 Every command takes --database-url (env DATABASE_URL, default file:data/switchboard.db).
 Run "switchboard serve --help" for the server's settings.`
@@ -85,6 +87,10 @@ func command(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return workspaceCmd(ctx, args, stdout)
 	case "key":
 		return keyCmd(ctx, args, stdout)
+	case "backup":
+		return backupCmd(ctx, args, stdout)
+	case "migrate-data":
+		return migrateDataCmd(ctx, args, stdout)
 	case "help", "-h", "--help":
 		fmt.Fprintln(stdout, usage)
 		return nil

@@ -13,8 +13,11 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/switchboard/switchboard/console"
 	"github.com/switchboard/switchboard/handlers"
@@ -27,6 +30,8 @@ import (
 	"github.com/switchboard/switchboard/internal/links"
 	"github.com/switchboard/switchboard/internal/links/clicks"
 	"github.com/switchboard/switchboard/internal/links/linkcache"
+	"github.com/switchboard/switchboard/internal/ratelimit"
+	"github.com/switchboard/switchboard/internal/ratelimit/redislimit"
 	"github.com/switchboard/switchboard/internal/runner"
 	"github.com/switchboard/switchboard/internal/webhook"
 	"github.com/switchboard/switchboard/internal/workspaces"
@@ -53,6 +58,8 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		"CIDRs of reverse proxies whose X-Forwarded-For is believed, e.g. 10.0.0.0/8 (env SWITCHBOARD_TRUSTED_PROXIES)")
 	logLevel := fs.String("log-level", "info",
 		"debug, info, warn or error (env SWITCHBOARD_LOG_LEVEL)")
+	redisTimeout := fs.Duration("redis-timeout", redislimit.DefaultTimeout,
+		"longest wait for Redis before a limit is decided in process (env SWITCHBOARD_REDIS_TIMEOUT)")
 	wh := addWebhookFlags(fs)
 	shortLinks := linkFlags(fs)
 	if err := parseWithNotes(fs, args, serveNotes); err != nil {
@@ -104,6 +111,12 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	guard := egress.NewGuard(whPolicy)
 	whConfig.Logger = log
+	limits, err := openLimits(ctx, os.Getenv("SWITCHBOARD_REDIS_URL"), *redisTimeout, log)
+	if err != nil {
+		return err
+	}
+	defer limits.close()
+	whConfig.Limiter = limits.limiter
 	dispatcher := webhook.NewDispatcher(db, box, guard, whConfig)
 	recorder, geo, err := shortLinks.recorder(db, log)
 	if err != nil {
@@ -125,8 +138,10 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		_ = ln.Close()
 		return err
 	}
+	// The API and the console call webhook services of the same engine.
+	webhookEngine := handlers.WebhookEngine{Box: box, Guard: guard, Sender: dispatcher.Sender(), Wake: dispatcher.Wake, Logger: log}
 	automations, err := automation.New(db, outbox, automation.Config{BaseURL: strings.TrimSuffix(*baseURL, "/"),
-		Box: box, Logger: log})
+		Box: box, Logger: log, Limiter: limits.limiter})
 	if err == nil {
 		err = automations.LoadTypes(ctx)
 	}
@@ -143,21 +158,26 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	srv, err := handlers.New(handlers.Config{
 		BaseURL: strings.TrimSuffix(*baseURL, "/"), BodyLimit: *bodyLimit, KeyRateLimit: *keyRate,
 		WorkspaceRateLimit: *wsRate, Verifier: verifier, Models: catalog, TrustedProxies: proxies, Logger: log,
-		Webhooks: handlers.WebhookEngine{Box: box, Guard: guard, Sender: dispatcher.Sender(), Wake: dispatcher.Wake},
-		Events:   outbox, Links: linkService, Automation: automations, Channels: messaging,
+		Webhooks: webhookEngine,
+		Events:   outbox, Links: linkService, Automation: automations, Limiter: limits.limiter, Channels: messaging,
 		Redirects: handlers.RedirectOptions{Clicks: recorder, Cache: redirectCache},
 	}, db)
 	if err != nil {
 		_ = ln.Close()
 		return err
 	}
-	if err := srv.RegisterMetrics(append(dispatcher.Collectors(), recorder.Collectors()...)...); err != nil {
+	if err := srv.RegisterMetrics(slices.Concat(dispatcher.Collectors(), recorder.Collectors(), limits.collectors)...); err != nil {
+		_ = ln.Close()
+		return err
+	}
+	webhookService, err := webhook.NewService(db, outbox, webhookEngine)
+	if err != nil {
 		_ = ln.Close()
 		return err
 	}
 	con, err := console.New(console.Config{BaseURL: strings.TrimSuffix(*baseURL, "/"), Logger: log, Automation: automations,
 		Workspaces: workspaces.New(db, workspaces.Config{Models: catalog, ForgetKey: verifier.Forget}),
-		Links:      linkService}, db)
+		Links:      linkService, Webhooks: webhookService, Limiter: limits.limiter, Nonces: limits.nonces}, db)
 	if err != nil {
 		_ = ln.Close()
 		return err
@@ -226,7 +246,41 @@ const serveNotes = `
 Environment only (a secret does not belong on a command line):
   SWITCHBOARD_SECRET_KEY
     	base64 of 32 random bytes (openssl rand -base64 32) that encrypts webhook secrets at rest. Required on
-    	PostgreSQL; on SQLite generated into the data directory (secret.key) on first start when unset.`
+    	PostgreSQL; on SQLite generated into the data directory (secret.key) on first start when unset.
+  SWITCHBOARD_REDIS_URL
+    	redis://[user:password@]host:port[/db] (rediss:// for TLS): every rate limit and the console's form nonces are
+    	shared through it by all replicas. Unset: each process limits alone. While it does not answer, each process
+    	limits alone too (switchboard_ratelimit_redis_up is 0) and nothing is refused because of it.`
+
+// limits are the rate limits and form nonces of the process: shared through Redis, or its own.
+type limits struct {
+	limiter    ratelimit.Limiter
+	nonces     ratelimit.Nonces
+	collectors []prometheus.Collector
+	close      func()
+}
+
+// openLimits shares the limits through the Redis at redisURL, or keeps them in process when it is "". A Redis that
+// does not answer at start is only logged: the limits work in process until it does.
+func openLimits(ctx context.Context, redisURL string, timeout time.Duration, log *slog.Logger) (limits, error) {
+	local, nonces := ratelimit.New(), ratelimit.NewNonces()
+	if redisURL == "" {
+		return limits{limiter: local, nonces: nonces, close: func() {}}, nil
+	}
+	r, err := redislimit.Open(redislimit.Config{URL: redisURL, Timeout: timeout, Logger: log})
+	if err != nil {
+		// The URL may hold a password: name the variable, not its value.
+		return limits{}, usagef("SWITCHBOARD_REDIS_URL is not a redis:// or rediss:// URL")
+	}
+	if err := r.Ping(ctx); err != nil {
+		log.Warn("redis does not answer at start: rate limits and form nonces are per process until it does",
+			"error", err.Error())
+	} else {
+		log.Info("rate limits and form nonces are shared through redis")
+	}
+	return limits{limiter: r.Limiter(local), nonces: r.Nonces(nonces), collectors: r.Collectors(),
+		close: func() { _ = r.Close() }}, nil
+}
 
 // webhookFlags are the webhook engine's settings of serve.
 type webhookFlags struct {

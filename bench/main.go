@@ -24,6 +24,7 @@ import (
 	"regexp"
 	"runtime"
 	"runtime/pprof"
+	"slices"
 	"syscall"
 	"time"
 )
@@ -225,6 +226,18 @@ func runHTTP(ctx context.Context, o options, prof *profile, out, log io.Writer) 
 		scenarios = append(scenarios, hot, uniform)
 	}
 
+	var replicas *replicaSetup
+	var replicasSkipped string
+	if !o.skipPostgres && skipped == "" && slices.ContainsFunc(replicaRowNames(), o.rows.MatchString) {
+		if replicas, err = startReplicas(ctx, tmp, bare.url, bareRedirect.url, hotScript, log); err != nil {
+			fmt.Fprintln(log, "replica rows skipped:", err)
+			replicasSkipped = err.Error()
+		} else {
+			defer replicas.close()
+			scenarios = append(scenarios, replicas.scenarios...)
+		}
+	}
+
 	scenarios = selectRows(scenarios, o.rows)
 	for _, sc := range scenarios {
 		if err := sc.preflight(ctx); err != nil {
@@ -239,8 +252,12 @@ func runHTTP(ctx context.Context, o options, prof *profile, out, log io.Writer) 
 			return err
 		}
 		line := fmt.Sprintf("%-10s %-62s %s", label, sc.name, sc.runs[len(sc.runs)-1])
+		drain := replicaDrain(replicas, sc)
 		if sb := redirectRows[sc]; sb != nil {
-			took, err := sb.drain(ctx)
+			drain = sb.drain
+		}
+		if drain != nil {
+			took, err := drain(ctx)
 			if err != nil {
 				return err
 			}
@@ -326,6 +343,9 @@ func runHTTP(ctx context.Context, o options, prof *profile, out, log io.Writer) 
 	}
 	if skipped != "" {
 		fmt.Fprintf(out, "\nPostgreSQL rows skipped: %s\n", skipped)
+	}
+	if replicasSkipped != "" {
+		fmt.Fprintf(out, "\nReplica rows skipped: %s\n", replicasSkipped)
 	}
 	return failed, nil
 }

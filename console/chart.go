@@ -18,9 +18,9 @@ type barChart struct {
 	Left, Top, Right, Bottom float64
 	Bars                     []chartBar
 	YTicks, XTicks           []chartTick
-	// Label describes the chart for screen readers.
-	Label string
-	Empty bool
+	// Label describes the chart for screen readers; Class is the stylesheet's variant of it ("" or "health").
+	Label, Class string
+	Empty        bool
 }
 
 // chartBar is one bucket: Lower is drawn from the axis up, Upper above it.

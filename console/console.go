@@ -31,7 +31,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -40,6 +39,7 @@ import (
 	"github.com/switchboard/switchboard/internal/automation"
 	"github.com/switchboard/switchboard/internal/links"
 	"github.com/switchboard/switchboard/internal/ratelimit"
+	"github.com/switchboard/switchboard/internal/webhook"
 	"github.com/switchboard/switchboard/internal/workspaces"
 	"github.com/switchboard/switchboard/store"
 )
@@ -60,9 +60,16 @@ type Config struct {
 	Workspaces *workspaces.Service
 	// Links is the service behind the short links pages; without it the console has none.
 	Links *links.Service
+	// Webhooks is the service behind the webhooks and events pages, which also need Automation (its catalogue of
+	// event types); without both the console has none.
+	Webhooks *webhook.Service
 	// Automation is the service behind the Sources pages; without it the console has none.
 	Automation *automation.Service
-	Logger     *slog.Logger
+	// Limiter holds the sign-in and sign-up limits, and Nonces the key-creation forms already sent (default: in this
+	// process; shared ones, such as redislimit's, make them hold across replicas).
+	Limiter ratelimit.Limiter
+	Nonces  ratelimit.Nonces
+	Logger  *slog.Logger
 }
 
 // DefaultSessionTTL is how long a session lasts without activity when Config.SessionTTL is not set.
@@ -74,15 +81,15 @@ type Console struct {
 	db         *store.DB
 	workspaces *workspaces.Service
 	links      *links.Service
+	webhooks   *webhook.Service
 	automation *automation.Service
 	log        *slog.Logger
 	pages      map[string]*template.Template
 
 	// attempts limits failed sign-ins per account and per address, and sign-ups per address.
-	attempts *ratelimit.Limiter
-	// created remembers when each create form's nonce was spent, so a resubmitted form does not make a second key.
-	createdMu sync.Mutex
-	created   map[string]time.Time
+	attempts ratelimit.Limiter
+	// created holds the create forms' nonces already spent, so a resubmitted form does not make a second key.
+	created ratelimit.Nonces
 	// origins refuses state-changing requests from other origins.
 	origins *http.CrossOriginProtection
 }
@@ -111,8 +118,15 @@ func New(cfg Config, db *store.DB) (*Console, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	c := &Console{cfg: cfg, db: db, workspaces: cfg.Workspaces, links: cfg.Links, automation: cfg.Automation, log: cfg.Logger, pages: map[string]*template.Template{},
-		attempts: ratelimit.New(), created: map[string]time.Time{}, origins: http.NewCrossOriginProtection()}
+	if cfg.Limiter == nil {
+		cfg.Limiter = ratelimit.New()
+	}
+	if cfg.Nonces == nil {
+		cfg.Nonces = ratelimit.NewNonces()
+	}
+	c := &Console{cfg: cfg, db: db, workspaces: cfg.Workspaces, links: cfg.Links, webhooks: cfg.Webhooks,
+		automation: cfg.Automation, log: cfg.Logger, pages: map[string]*template.Template{},
+		attempts: cfg.Limiter, created: cfg.Nonces, origins: http.NewCrossOriginProtection()}
 	if cfg.BaseURL != "" {
 		u, err := url.Parse(cfg.BaseURL)
 		if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
@@ -174,6 +188,10 @@ func (c *Console) Register(e *echo.Echo) {
 	if c.links != nil {
 		c.registerLinks(g)
 	}
+	if c.webhooks != nil && c.automation != nil {
+		c.registerWebhooks(g)
+		c.registerEvents(g)
+	}
 	if c.automation != nil {
 		c.registerSources(g)
 	}
@@ -188,6 +206,9 @@ type page struct {
 	Error   string
 	Notice  string
 	Data    any
+	// NeedsTZ is set on a page loaded without ?tz=: a page that shows times in the browser's zone then reloads once
+	// with it (a page answering a form must not: it would load the form's address).
+	NeedsTZ bool
 }
 
 func (c *Console) render(ec echo.Context, status int, name string, p page) error {
@@ -198,6 +219,7 @@ func (c *Console) render(ec echo.Context, status int, name string, p page) error
 	if p.Session != nil {
 		p.CSRF = p.Session.CSRFToken
 	}
+	p.NeedsTZ = ec.Request().Method == http.MethodGet && ec.QueryParam("tz") == ""
 	var b strings.Builder
 	if err := t.Execute(&b, p); err != nil {
 		return fmt.Errorf("console: render %s: %w", name, err)

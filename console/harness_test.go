@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
+	"net/netip"
 	"net/url"
 	"regexp"
 	"strings"
@@ -21,8 +22,11 @@ import (
 	"github.com/switchboard/switchboard/console"
 	"github.com/switchboard/switchboard/handlers"
 	"github.com/switchboard/switchboard/internal/apikey"
+	"github.com/switchboard/switchboard/internal/automation"
+	"github.com/switchboard/switchboard/internal/egress"
 	"github.com/switchboard/switchboard/internal/events"
 	"github.com/switchboard/switchboard/internal/links"
+	"github.com/switchboard/switchboard/internal/webhook"
 	"github.com/switchboard/switchboard/internal/workspaces"
 	"github.com/switchboard/switchboard/store"
 )
@@ -50,8 +54,28 @@ func newEnv(t *testing.T, db *store.DB, cfg console.Config) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := handlers.New(handlers.Config{Logger: discard, Verifier: verifier, Events: outbox, Links: linkService}, db)
+	// Webhooks may reach receivers on this machine, as the tests run them.
+	key := make([]byte, webhook.KeySize)
+	_, _ = rand.Read(key)
+	box, err := webhook.NewBox(key)
 	if err != nil {
+		t.Fatal(err)
+	}
+	guard := egress.NewGuard(egress.Policy{AllowHTTP: true, AllowedNetworks: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}})
+	engine := handlers.WebhookEngine{Box: box, Guard: guard, Sender: webhook.NewSender(box, guard, 5*time.Second), Logger: discard}
+	automations, err := automation.New(db, outbox, automation.Config{Box: box, Logger: discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Automation == nil {
+		cfg.Automation = automations
+	}
+	srv, err := handlers.New(handlers.Config{Logger: discard, Verifier: verifier, Events: outbox, Links: linkService,
+		Webhooks: engine, Automation: automations}, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Webhooks, err = webhook.NewService(db, outbox, engine); err != nil {
 		t.Fatal(err)
 	}
 	if cfg.Logger == nil {

@@ -177,7 +177,7 @@ func (c *Console) createKey(ec echo.Context) error {
 	if form.Nonce == "" {
 		return fail("This form has expired. Reload the page and try again.")
 	}
-	if !c.claimNonce(form.Nonce) {
+	if !c.created.Claim(form.Nonce) {
 		return c.renderAPI(ec, http.StatusConflict, "", "This form was already submitted, so no second key was created. "+
 			"The secret of the key it created was shown once and cannot be shown again; if you lost it, revoke that key and create a new one.",
 			keyForm{}, nil, "")
@@ -185,7 +185,7 @@ func (c *Console) createKey(ec echo.Context) error {
 	k, secret, err := c.workspaces.CreateKey(ec.Request().Context(), n)
 	if err != nil {
 		// Nothing was created: the form, corrected, may be sent again.
-		c.releaseNonce(form.Nonce)
+		c.created.Release(form.Nonce)
 		if msg := keyFormMessage(err, n.Scopes); msg != "" {
 			return fail(msg)
 		}
@@ -238,32 +238,6 @@ func keyFormMessage(err error, scopes []string) string {
 		}
 	}
 	return f.Detail
-}
-
-// claimNonce records a create form's nonce; false when it was used already. Nonces are kept for a day.
-func (c *Console) claimNonce(nonce string) bool {
-	c.createdMu.Lock()
-	defer c.createdMu.Unlock()
-	now := time.Now()
-	if len(c.created) > 10_000 {
-		for n, at := range c.created {
-			if now.Sub(at) > 24*time.Hour {
-				delete(c.created, n)
-			}
-		}
-	}
-	if _, used := c.created[nonce]; used {
-		return false
-	}
-	c.created[nonce] = now
-	return true
-}
-
-// releaseNonce makes a claimed nonce usable again, when its form created nothing.
-func (c *Console) releaseNonce(nonce string) {
-	c.createdMu.Lock()
-	defer c.createdMu.Unlock()
-	delete(c.created, nonce)
 }
 
 // revokePage asks for confirmation, naming the key.

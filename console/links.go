@@ -245,14 +245,14 @@ func (c *Console) createLink(ec echo.Context) error {
 	if err := form.read(false, &body); err != nil {
 		return fail(err)
 	}
-	if form.Nonce == "" || !c.claimNonce(form.Nonce) {
+	if form.Nonce == "" || !c.created.Claim(form.Nonce) {
 		form.Nonce = ""
 		return c.renderLinks(ec, http.StatusConflict, "", "This form was already submitted, so no second link was "+
 			"created. Find the link in the list below.", linkForm{}, nil, nil)
 	}
 	l, err := c.links.Create(ec.Request().Context(), ses.Workspace.ID, links.NewLinkOf(body))
 	if err != nil {
-		c.releaseNonce(form.Nonce)
+		c.created.Release(form.Nonce)
 		form.Nonce = ""
 		return fail(err)
 	}

@@ -106,7 +106,7 @@ func (c *Console) createSource(ec echo.Context) error {
 	v := func(name string) string { return strings.TrimSpace(ec.FormValue(name)) }
 	form := sourceForm{Name: v("name"), EventType: v("event_type"), Scheme: v("scheme"), Secret: ec.FormValue("secret"),
 		Header: v("header"), Username: v("username"), Nonce: ec.FormValue("nonce")}
-	if form.Nonce == "" || !c.claimNonce(form.Nonce) {
+	if form.Nonce == "" || !c.created.Claim(form.Nonce) {
 		return ec.Redirect(http.StatusSeeOther, "/user/sources")
 	}
 	n := automation.NewSource{Name: form.Name, EventType: form.EventType, Verification: automation.Verification{
@@ -124,7 +124,7 @@ func (c *Console) createSource(ec echo.Context) error {
 		src, token, err = c.automation.CreateSource(ec.Request().Context(), ses.Workspace.ID, n)
 	}
 	if err != nil {
-		c.releaseNonce(form.Nonce)
+		c.created.Release(form.Nonce)
 		if fe := fieldErrors(err); fe != nil {
 			form.Nonce, form.Secret = "", ""
 			return c.renderSources(ec, http.StatusUnprocessableEntity, "", "The source was not created: correct the fields marked below.",

@@ -78,19 +78,11 @@ func unauthorized(code problem.Code, detail string) *Problem {
 
 // limit applies the key's and then the workspace's quota and sets the RateLimit-Policy and RateLimit headers.
 func (s *Server) limit(h http.Header, key apikey.Key) *Problem {
-	now := time.Now()
-	keyPolicy, wsPolicy := s.keyPolicy, s.workspacePolicy
-	kd := s.limiter.Take("k:"+key.ID, keyPolicy, now)
-	var wd ratelimit.Decision
-	if kd.Allowed {
-		wd = s.limiter.Take("w:"+key.WorkspaceID, wsPolicy, now)
-		if !wd.Allowed {
-			s.limiter.Refund("k:"+key.ID, keyPolicy)
-			kd.Remaining++
-		}
-	} else {
-		wd = s.limiter.Peek("w:"+key.WorkspaceID, wsPolicy, now)
-	}
+	// Both quotas in one decision (one round trip with a shared limiter): a request refused by either spends neither.
+	var ds [2]ratelimit.Decision
+	s.limiter.TakeAll([]ratelimit.Request{{Key: "k:" + key.ID, Policy: s.keyPolicy},
+		{Key: "w:" + key.WorkspaceID, Policy: s.workspacePolicy}}, time.Now(), ds[:])
+	kd, wd := ds[0], ds[1]
 	if h != nil {
 		h["Ratelimit-Policy"] = s.policyHeader
 		b := make([]byte, 0, 64)

@@ -57,7 +57,11 @@ func (s *Server) GetWebhookDelivery(ctx context.Context, req gen.GetWebhookDeliv
 	list := make([]gen.WebhookAttempt, len(detail.Attempts))
 	for i, a := range detail.Attempts {
 		list[i] = gen.WebhookAttempt{Id: a.ID, StartedAt: a.StartedAt, DurationMs: a.DurationMS, StatusCode: a.StatusCode,
-			ErrorClass: a.ErrorClass, ResponseExcerpt: a.ResponseExcerpt}
+			ErrorClass: a.ErrorClass, ResponseExcerpt: a.ResponseExcerpt, Signature: a.Signature}
+		if a.ResponseHeaders != nil {
+			headers := a.ResponseHeaders
+			list[i].ResponseHeaders = &headers
+		}
 	}
 	out.Attempts, out.Event = &list, &event
 	return gen.GetWebhookDelivery200JSONResponse{Body: out}, nil

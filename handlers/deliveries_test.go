@@ -5,6 +5,7 @@ import (
 	"maps"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -28,11 +29,13 @@ type deliveryBody struct {
 	LastError      *string    `json:"last_error"`
 	CompletedAt    *time.Time `json:"completed_at"`
 	Attempts       []struct {
-		ID              string  `json:"id"`
-		StatusCode      *int    `json:"status_code"`
-		ErrorClass      *string `json:"error_class"`
-		ResponseExcerpt *string `json:"response_excerpt"`
-		DurationMS      int     `json:"duration_ms"`
+		ID              string            `json:"id"`
+		StatusCode      *int              `json:"status_code"`
+		ErrorClass      *string           `json:"error_class"`
+		ResponseExcerpt *string           `json:"response_excerpt"`
+		DurationMS      int               `json:"duration_ms"`
+		ResponseHeaders map[string]string `json:"response_headers"`
+		Signature       *string           `json:"signature"`
 	} `json:"attempts"`
 	Event *envelope `json:"event"`
 }
@@ -60,7 +63,8 @@ func (h *hooks) attempt(d store.Delivery, status int, class *string, next *time.
 	excerpt := http.StatusText(status)
 	_, err := webhook.NewRecorder(h.db, nil, 0).Record(context.Background(), []webhook.AttemptResult{{DeliveryID: d.ID,
 		StartedAt: time.Now(), Duration: 12 * time.Millisecond, StatusCode: &status, ErrorClass: class, Excerpt: &excerpt,
-		Succeeded: status < 300, NextAttemptAt: next}})
+		ResponseHeaders: map[string]string{"Content-Type": "text/plain", "X-Status": strconv.Itoa(status)},
+		Signature:       "v1,c2lnbmVk", Succeeded: status < 300, NextAttemptAt: next}})
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -121,6 +125,10 @@ func TestWebhookDeliveryLog(t *testing.T) {
 			*one.Attempts[0].ResponseExcerpt != "Service Unavailable" || one.Attempts[0].DurationMS != 12 ||
 			*one.Attempts[1].StatusCode != 200 || one.Attempts[1].ErrorClass != nil || one.Attempts[0].ID >= one.Attempts[1].ID {
 			t.Errorf("attempts, oldest first: %+v", one.Attempts)
+		}
+		if a := one.Attempts[0]; a.ResponseHeaders["X-Status"] != "503" || a.ResponseHeaders["Content-Type"] != "text/plain" ||
+			len(a.ResponseHeaders) != 2 || a.Signature == nil || *a.Signature != "v1,c2lnbmVk" {
+			t.Errorf("first attempt's response headers %v and signature %v", a.ResponseHeaders, a.Signature)
 		}
 		if one.Event == nil || one.Event.ID != first.ID || one.Event.Type != "webhook.ping" || one.Event.APIVersion != "v1" ||
 			one.Event.WorkspaceID != h.ws.ID || !one.Event.Timestamp.Equal(first.CreatedAt) || string(one.Event.Data) != string(first.Data) {

@@ -72,7 +72,10 @@ type Config struct {
 	// Automation is the automation capability (default: automation.New over the database and Events, sealing with
 	// the webhook engine's Box, ingest URLs on BaseURL).
 	Automation *automation.Service
-	Logger     *slog.Logger
+	// Limiter holds the key and workspace quotas (default: in this process; a shared one, such as redislimit's,
+	// makes them hold across replicas).
+	Limiter ratelimit.Limiter
+	Logger  *slog.Logger
 }
 
 // WebhookEngine connects the webhook API to the delivery engine of the process: it configures the webhook
@@ -93,7 +96,7 @@ type Server struct {
 	db       *store.DB
 	log      *slog.Logger
 	verifier *apikey.Verifier
-	limiter  *ratelimit.Limiter
+	limiter  ratelimit.Limiter
 	ops      *operations
 	links    *links.Service
 	webhooks *webhook.Service
@@ -139,6 +142,9 @@ func New(cfg Config, db *store.DB) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if cfg.Limiter == nil {
+		cfg.Limiter = ratelimit.New()
+	}
 	if cfg.Verifier == nil {
 		cfg.Verifier = apikey.NewVerifier(db.APIKeys, apikey.DefaultCacheTTL, cfg.Logger)
 	}
@@ -159,7 +165,7 @@ func New(cfg Config, db *store.DB) (*Server, error) {
 	s := &Server{
 		cfg: cfg, db: db, log: cfg.Logger, ops: ops,
 		verifier:        cfg.Verifier,
-		limiter:         ratelimit.New(),
+		limiter:         cfg.Limiter,
 		metrics:         newMetrics(),
 		keyPolicy:       ratelimit.Policy{Name: "key", Quota: cfg.KeyRateLimit, Window: time.Minute},
 		workspacePolicy: ratelimit.Policy{Name: "workspace", Quota: cfg.WorkspaceRateLimit, Window: time.Minute},

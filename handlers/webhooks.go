@@ -16,22 +16,7 @@ func (s *Server) CreateWebhook(ctx context.Context, req gen.CreateWebhookRequest
 	if err != nil {
 		return nil, err
 	}
-	b := req.Body
-	n := webhook.NewEndpoint{URL: b.Url, Events: b.Events, InstanceIDs: deref(b.InstanceIds), RateLimit: b.RateLimit}
-	if b.Description != nil {
-		n.Description = *b.Description
-	}
-	if b.Headers != nil {
-		n.Headers = *b.Headers
-	}
-	if b.Kind != nil {
-		n.Kind = string(*b.Kind)
-	}
-	n.ExpiresAt = b.ExpiresAt
-	if b.Filters != nil {
-		n.Filters = filtersIn(*b.Filters)
-	}
-	e, secret, err := s.webhooks.Create(ctx, key.WorkspaceID, n)
+	e, secret, err := s.webhooks.Create(ctx, key.WorkspaceID, webhook.NewEndpointOf(*req.Body))
 	if err != nil {
 		return nil, err
 	}
@@ -103,7 +88,7 @@ func (s *Server) UpdateWebhook(ctx context.Context, req gen.UpdateWebhookRequest
 		c.ExpiresAt = patch.Set(b.ExpiresAt.MustGet())
 	}
 	if b.Filters != nil {
-		filters := filtersIn(*b.Filters)
+		filters := webhook.FiltersOf(*b.Filters)
 		c.Filters = &filters
 	}
 	e, err := s.webhooks.Update(ctx, key.WorkspaceID, req.WebhookId, c)
@@ -241,18 +226,6 @@ func withSecret(w gen.Webhook, secret string) gen.WebhookWithSecret {
 	if w.DisabledReason != nil {
 		reason := gen.WebhookWithSecretDisabledReason(*w.DisabledReason)
 		out.DisabledReason = &reason
-	}
-	return out
-}
-
-// filtersIn maps the API's payload filters to the stored ones.
-func filtersIn(fs gen.WebhookFilters) []store.WebhookFilter {
-	out := make([]store.WebhookFilter, len(fs))
-	for i, f := range fs {
-		out[i] = store.WebhookFilter{Pointer: f.Pointer, Op: string(f.Op), Value: f.Value}
-		if f.Values != nil {
-			out[i].Values = *f.Values
-		}
 	}
 	return out
 }

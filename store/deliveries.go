@@ -21,6 +21,12 @@ type Attempt struct {
 	StatusCode      *int      `bun:"status_code"`
 	ErrorClass      *string   `bun:"error_class"`
 	ResponseExcerpt *string   `bun:"response_excerpt"`
+	// ResponseHeaders are the receiver's response headers (nil when it gave no response, and for attempts logged
+	// before they were kept).
+	ResponseHeaders map[string]string `bun:"response_headers,type:json"`
+	// Signature is the webhook-signature header the attempt was sent with (nil for attempts logged before it was
+	// kept).
+	Signature *string `bun:"signature"`
 }
 
 // Deliveries is the queue and log of webhook deliveries.
@@ -162,6 +168,29 @@ func (s *Deliveries) Attempts(ctx context.Context, deliveryID string) ([]Attempt
 	as := []Attempt{}
 	err := s.db.r.NewSelect().Model(&as).Where("a.delivery_id = ?", deliveryID).Order("a.id").Scan(ctx)
 	return as, err
+}
+
+// EndpointAttempts returns the attempts of an endpoint's deliveries that started at or after since, newest first,
+// at most limit. It returns no sentinel errors.
+func (s *Deliveries) EndpointAttempts(ctx context.Context, endpointID string, since time.Time, limit int) ([]Attempt, error) {
+	as := []Attempt{}
+	err := s.db.r.NewSelect().Model(&as).
+		Join("JOIN webhook_deliveries AS d ON d.id = a.delivery_id").
+		Where("d.endpoint_id = ? AND a.started_at >= ?", endpointID, since.UTC()).
+		OrderExpr("a.started_at DESC").Limit(int64(limit)).Scan(ctx)
+	return as, err
+}
+
+// ForEvents returns the deliveries of a workspace's events, one per endpoint each went to, oldest first. It returns
+// no sentinel errors.
+func (s *Deliveries) ForEvents(ctx context.Context, workspaceID string, eventIDs []string) ([]Delivery, error) {
+	ds := []Delivery{}
+	if len(eventIDs) == 0 {
+		return ds, nil
+	}
+	err := s.db.r.NewSelect().Model(&ds).Where("d.workspace_id = ? AND d.event_id IN (?)", workspaceID, bun.In(eventIDs)).
+		Order("d.id").Scan(ctx)
+	return ds, err
 }
 
 // Get returns a delivery of a workspace. Returns ErrNotFound if it is not in that workspace.

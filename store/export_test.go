@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"io/fs"
 
 	"github.com/uptrace/bun"
 )
@@ -48,3 +49,6 @@ func (s Scoped[T]) Lock(ctx context.Context, workspaceID, id string) (T, error) 
 func (s Scoped[T]) Delete(ctx context.Context, workspaceID, id string) (T, error) {
 	return s.delete(ctx, s.db.w, workspaceID, id)
 }
+
+// MigrateFS applies the migrations of fsys, as Migrate does with the product's own.
+func (db *DB) MigrateFS(ctx context.Context, fsys fs.FS) error { return db.migrate(ctx, fsys) }

@@ -135,6 +135,15 @@ func (s *Messages) ByProviderID(ctx context.Context, tx bun.IDB, instanceID, pro
 	return m, mapErr(err)
 }
 
+// ByProviderIDRead reads an instance's message by the network's ID on the read pool. Returns ErrNotFound if there
+// is none.
+func (s *Messages) ByProviderIDRead(ctx context.Context, instanceID, providerID string) (Message, error) {
+	var m Message
+	err := s.db.r.NewSelect().Model(&m).Where("m.instance_id = ? AND m.provider_message_id = ?", instanceID, providerID).
+		Limit(1).Scan(ctx)
+	return m, mapErr(err)
+}
+
 // Save writes a message's status, provider ID, history and failure inside tx, stamping updated_at.
 func (s *Messages) Save(ctx context.Context, tx bun.IDB, m *Message) error {
 	m.UpdatedAt = now()

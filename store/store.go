@@ -25,11 +25,8 @@ import (
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect/pgdialect"
 	"github.com/uptrace/bun/dialect/sqlitedialect"
-	"github.com/uptrace/bun/migrate"
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
-
-	"github.com/switchboard/switchboard/store/migrations"
 )
 
 // DefaultURL is the database used when DATABASE_URL is not set: an embedded SQLite file.
@@ -255,46 +252,6 @@ func (db *DB) Close() error {
 		errs = append(errs, db.w.Close())
 	}
 	return errors.Join(errs...)
-}
-
-// Migrate applies every pending migration. It is safe to call from several processes at once on PostgreSQL (an
-// advisory lock serialises them) and on SQLite (the write lock does).
-func (db *DB) Migrate(ctx context.Context) error {
-	ms := migrate.NewMigrations()
-	if err := ms.Discover(migrations.FS); err != nil {
-		return fmt.Errorf("store: discover migrations: %w", err)
-	}
-	m := migrate.NewMigrator(db.w, ms, migrate.WithTemplateData(map[string]string{"Dialect": string(db.dialect)}),
-		migrate.WithMarkAppliedOnSuccess(true))
-	if db.dialect == Postgres {
-		conn, err := db.w.Conn(ctx)
-		if err != nil {
-			return err
-		}
-		defer conn.Close()
-		const lockID = 0x5377_6974_6368 // "Switch"
-		if _, err := conn.ExecContext(ctx, "SELECT pg_advisory_lock(?)", lockID); err != nil {
-			return fmt.Errorf("store: lock migrations: %w", err)
-		}
-		defer func() { _, _ = conn.ExecContext(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock(?)", lockID) }()
-	}
-	if db.dialect == SQLite {
-		// Bun decides what is pending before each migration's transaction takes the write lock, so two processes
-		// starting at once would both apply it. An flock on a file beside the database serialises them and, unlike
-		// a lock row, is released by the kernel when a process dies.
-		unlock, err := lockFile(ctx, db.sqlitePath+".migrate.lock")
-		if err != nil {
-			return err
-		}
-		defer unlock()
-	}
-	if err := m.Init(ctx); err != nil {
-		return fmt.Errorf("store: init migrations: %w", err)
-	}
-	if _, err := m.Migrate(ctx); err != nil {
-		return fmt.Errorf("store: migrate: %w", err)
-	}
-	return nil
 }
 
 // lockFile takes an exclusive flock on path, polling until ctx ends, and returns the function that releases it.

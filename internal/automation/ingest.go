@@ -65,7 +65,7 @@ func (s *Service) Ingest(ctx context.Context, token string, r IngestRequest) (In
 	now := s.now()
 	body, readErr := io.ReadAll(io.LimitReader(r.Body, int64(src.MaxBodyBytes)+1))
 	log := s.logEntry(src, r, body, now)
-	if d := s.limiter.Take(src.ID, ratelimit.Policy{Name: "source", Quota: src.RatePerMinute, Window: time.Minute}, now); !d.Allowed {
+	if d := s.limiter.Take("source:"+src.ID, ratelimit.Policy{Name: "source", Quota: src.RatePerMinute, Window: time.Minute}, now); !d.Allowed {
 		p := &RateLimitedError{Problem: problem.Errorf(problem.RateLimited,
 			"This source accepts %d requests a minute; retry after %d s.", src.RatePerMinute, retrySeconds(d.RetryAfter)),
 			RetryAfter: d.RetryAfter}

@@ -51,6 +51,9 @@ type Config struct {
 	Logger *slog.Logger
 	// Now is the clock signed timestamps are judged by (default time.Now).
 	Now func() time.Time
+	// Limiter holds the sources' request rates (default: in this process; a shared one, such as redislimit's,
+	// makes them hold across replicas).
+	Limiter ratelimit.Limiter
 }
 
 // Service is the automation capability. Its failures that a client can be told about are *problem.Error values.
@@ -62,7 +65,7 @@ type Service struct {
 	base    string
 	log     *slog.Logger
 	now     func() time.Time
-	limiter *ratelimit.Limiter
+	limiter ratelimit.Limiter
 	schemas schemaCache
 
 	// lastRateLog is when each source last logged a request refused for its rate: a flood of refusals is logged
@@ -85,8 +88,11 @@ func New(db *store.DB, outbox *events.Outbox, cfg Config) (*Service, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.Limiter == nil {
+		cfg.Limiter = ratelimit.New()
+	}
 	return &Service{db: db, outbox: outbox, types: outbox.Types(), box: cfg.Box, base: cfg.BaseURL, log: cfg.Logger,
-		now: cfg.Now, limiter: ratelimit.New(), schemas: schemaCache{m: map[string]compiledType{}},
+		now: cfg.Now, limiter: cfg.Limiter, schemas: schemaCache{m: map[string]compiledType{}},
 		lastRateLog: map[string]time.Time{}}, nil
 }
 

@@ -104,7 +104,7 @@ func (s *Service) Sending(ctx context.Context, messageID string) error {
 
 // Sent records the network's acknowledgement of a message: its network ID and status sent.
 func (s *Service) Sent(ctx context.Context, messageID string, sent Sent) error {
-	return s.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+	err := s.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
 		m, err := s.db.Messages.Lock(ctx, tx, messageID)
 		if err != nil {
 			return err
@@ -119,10 +119,28 @@ func (s *Service) Sent(ctx context.Context, messageID string, sent Sent) error {
 		if at.IsZero() {
 			at = time.Now()
 		}
-		if _, err = s.advance(ctx, tx, messageID, msgSent, at, "", nil); err != nil {
-			return err
-		}
-		for _, r := range s.early.take(m.InstanceID, sent.ProviderID) {
+		_, err = s.advance(ctx, tx, messageID, msgSent, at, "", nil)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return s.applyEarly(ctx, sent.ProviderID, messageID)
+}
+
+// applyEarly applies the receipts parked for a message whose network ID is now committed. Both sides look after
+// they wrote (Sent after its commit, Receipt after parking), and take is atomic: each receipt is applied once.
+func (s *Service) applyEarly(ctx context.Context, providerID, messageID string) error {
+	m, err := s.db.Messages.ByID(ctx, s.db.Reader(), messageID)
+	if err != nil {
+		return err
+	}
+	rs := s.early.take(m.InstanceID, providerID)
+	if len(rs) == 0 {
+		return nil
+	}
+	return s.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		for _, r := range rs {
 			if _, err := s.advance(ctx, tx, messageID, r.Status, r.At, "", nil); err != nil {
 				return err
 			}
@@ -390,15 +408,34 @@ func (s *Service) saveInbound(ctx context.Context, inst store.Instance, in *Medi
 		Caption: in.Caption}, nil
 }
 
+// errParked ends the transaction of a receipt that was parked for its send.
+var errParked = errors.New("channels: receipt parked")
+
 // Receipt moves a sent message to delivered or read, never backwards.
 func (k *sink) Receipt(ctx context.Context, r Receipt) error {
+	err := k.receipt(ctx, r)
+	if !errors.Is(err, errParked) {
+		return err
+	}
+	// The send may have committed meanwhile, after its own look for parked receipts.
+	m, err := k.s.db.Messages.ByProviderIDRead(ctx, k.id, r.ProviderID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return k.s.applyEarly(ctx, r.ProviderID, m.ID)
+}
+
+func (k *sink) receipt(ctx context.Context, r Receipt) error {
 	return k.s.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
 		m, err := k.s.db.Messages.ByProviderID(ctx, tx, k.id, r.ProviderID)
 		if errors.Is(err, store.ErrNotFound) {
 			// A receipt can overtake the record of the send it is about (the network answers before Sent
 			// commits): it is applied when Sent records the network's ID.
 			k.s.early.park(k.id, r)
-			return nil
+			return errParked
 		}
 		if err != nil {
 			return err

@@ -1,5 +1,6 @@
-// Package ratelimit is Switchboard's in-process rate limiter: GCRA (the generic cell rate algorithm) per key,
-// which allows a burst of the whole quota and then refills smoothly, with one timestamp of state per key.
+// Package ratelimit is Switchboard's rate limiting: GCRA (the generic cell rate algorithm) per key, which allows a
+// burst of the whole quota and then refills smoothly, with one timestamp of state per key. Local keeps that state in
+// the process; package redislimit keeps it in Redis, shared by every replica, behind the same Limiter interface.
 package ratelimit
 
 import (
@@ -26,10 +27,31 @@ type Decision struct {
 	RetryAfter time.Duration
 }
 
+// Request names one quota: a key under a policy.
+type Request struct {
+	Key    string
+	Policy Policy
+}
+
+// Limiter decides requests against quotas. Implementations are safe for concurrent use, and never fail: a limiter
+// that cannot reach its shared state decides in process instead.
+type Limiter interface {
+	// Take spends one request of key's quota under policy p at time now, if the quota allows it.
+	Take(key string, p Policy, now time.Time) Decision
+	// Peek reports whether Take would allow a request and how many requests are left now, without spending anything.
+	Peek(key string, p Policy, now time.Time) Decision
+	// Refund gives back one request taken by Take.
+	Refund(key string, p Policy)
+	// TakeAll spends one request of every quota of reqs when all of them allow it, and nothing otherwise. ds (as
+	// long as reqs) receives each quota's decision: what is left after the spend, or — when any quota refused —
+	// what is left now, with Allowed false and RetryAfter set on those that refused.
+	TakeAll(reqs []Request, now time.Time, ds []Decision)
+}
+
 const shards = 64
 
-// Limiter tracks any number of keys; it is safe for concurrent use.
-type Limiter struct {
+// Local is the in-process Limiter; it tracks any number of keys.
+type Local struct {
 	seed   maphash.Seed
 	shards [shards]shard
 }
@@ -40,9 +62,11 @@ type shard struct {
 	ops int
 }
 
-// New returns an empty Limiter.
-func New() *Limiter {
-	l := &Limiter{seed: maphash.MakeSeed()}
+var _ Limiter = (*Local)(nil)
+
+// New returns an empty in-process limiter.
+func New() *Local {
+	l := &Local{seed: maphash.MakeSeed()}
 	for i := range l.shards {
 		l.shards[i].tat = map[string]time.Time{}
 	}
@@ -50,23 +74,41 @@ func New() *Limiter {
 }
 
 // Take spends one request of key's quota under policy p at time now, if the quota allows it.
-func (l *Limiter) Take(key string, p Policy, now time.Time) Decision {
+func (l *Local) Take(key string, p Policy, now time.Time) Decision {
 	return l.take(key, p, now, false)
 }
 
 // Peek reports whether Take would allow a request and how many requests are left now, without spending anything.
-func (l *Limiter) Peek(key string, p Policy, now time.Time) Decision {
+func (l *Local) Peek(key string, p Policy, now time.Time) Decision {
 	return l.take(key, p, now, true)
 }
 
 // Refund gives back one request taken by Take (used when a second policy refuses the request).
-func (l *Limiter) Refund(key string, p Policy) {
+func (l *Local) Refund(key string, p Policy) {
 	s := l.shard(key)
 	s.mu.Lock()
 	if tat, ok := s.tat[key]; ok {
 		s.tat[key] = tat.Add(-interval(p))
 	}
 	s.mu.Unlock()
+}
+
+// TakeAll takes the quotas in order; when one refuses, those taken before it are refunded and those after it are
+// only peeked at.
+func (l *Local) TakeAll(reqs []Request, now time.Time, ds []Decision) {
+	for i, r := range reqs {
+		if ds[i] = l.Take(r.Key, r.Policy, now); ds[i].Allowed {
+			continue
+		}
+		for j := range i {
+			l.Refund(reqs[j].Key, reqs[j].Policy)
+			ds[j].Remaining++
+		}
+		for j := i + 1; j < len(reqs); j++ {
+			ds[j] = l.Peek(reqs[j].Key, reqs[j].Policy, now)
+		}
+		return
+	}
 }
 
 func interval(p Policy) time.Duration {
@@ -77,11 +119,11 @@ func interval(p Policy) time.Duration {
 	return max(p.Window/time.Duration(p.Quota), time.Nanosecond)
 }
 
-func (l *Limiter) shard(key string) *shard {
+func (l *Local) shard(key string) *shard {
 	return &l.shards[maphash.String(l.seed, key)%shards]
 }
 
-func (l *Limiter) take(key string, p Policy, now time.Time, peek bool) Decision {
+func (l *Local) take(key string, p Policy, now time.Time, peek bool) Decision {
 	t := interval(p)
 	s := l.shard(key)
 	s.mu.Lock()
@@ -117,4 +159,53 @@ func (s *shard) sweep(now time.Time) {
 			delete(s.tat, k)
 		}
 	}
+}
+
+// Nonces remembers single-use tokens, such as the console's key-creation form nonces, for a while: a token can be
+// claimed once until it is released or forgotten.
+type Nonces interface {
+	// Claim records token; false when it was claimed already.
+	Claim(token string) bool
+	// Release makes a claimed token usable again (its use made nothing).
+	Release(token string)
+}
+
+// NonceLifetime is how long a claimed token is remembered.
+const NonceLifetime = 24 * time.Hour
+
+// LocalNonces is the in-process Nonces.
+type LocalNonces struct {
+	mu      sync.Mutex
+	claimed map[string]time.Time
+}
+
+var _ Nonces = (*LocalNonces)(nil)
+
+// NewNonces returns an empty in-process nonce set.
+func NewNonces() *LocalNonces { return &LocalNonces{claimed: map[string]time.Time{}} }
+
+// Claim records token; false when it was claimed in the last NonceLifetime.
+func (n *LocalNonces) Claim(token string) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	now := time.Now()
+	if len(n.claimed) > 10_000 {
+		for t, at := range n.claimed {
+			if now.Sub(at) > NonceLifetime {
+				delete(n.claimed, t)
+			}
+		}
+	}
+	if at, used := n.claimed[token]; used && now.Sub(at) <= NonceLifetime {
+		return false
+	}
+	n.claimed[token] = now
+	return true
+}
+
+// Release forgets token.
+func (n *LocalNonces) Release(token string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	delete(n.claimed, token)
 }

@@ -16,7 +16,7 @@ var t0 = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 var perMinute = ratelimit.Policy{Name: "key", Quota: 60, Window: time.Minute}
 
 // drain takes n requests at now and fails unless all are allowed.
-func drain(t *testing.T, l *ratelimit.Limiter, key string, p ratelimit.Policy, n int, now time.Time) {
+func drain(t *testing.T, l ratelimit.Limiter, key string, p ratelimit.Policy, n int, now time.Time) {
 	t.Helper()
 	for i := range n {
 		if d := l.Take(key, p, now); !d.Allowed {

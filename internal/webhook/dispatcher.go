@@ -44,7 +44,10 @@ type Config struct {
 	// Events records the operational events (an endpoint disabled, a delivery exhausted) in the transaction of the
 	// attempt that caused them (default: an outbox of the built-in types).
 	Events *events.Outbox
-	Logger *slog.Logger
+	// Limiter enforces the endpoints' rate limits (default: in this process only; a shared one, such as
+	// redislimit's, makes an endpoint's rate hold across every dispatcher of the database).
+	Limiter ratelimit.Limiter
+	Logger  *slog.Logger
 }
 
 // Defaults of Config.
@@ -63,8 +66,8 @@ const maxRecordBatch = 128
 // the dispatcher signs and sends each through the SSRF-guarded client and records every attempt with its
 // consequences. Any number of dispatchers may run against one PostgreSQL database; on SQLite run one per database.
 //
-// An endpoint's rate limit is enforced per dispatcher process: with several processes on one database a receiver
-// may get up to that many times its rate.
+// An endpoint's rate limit is enforced by Config.Limiter: per process by default, in which case with several
+// processes on one database a receiver may get up to that many times its rate.
 type Dispatcher struct {
 	db       *store.DB
 	recorder *Recorder
@@ -72,7 +75,7 @@ type Dispatcher struct {
 	cfg      Config
 	retry    RetryPolicy
 	log      *slog.Logger
-	limiter  *ratelimit.Limiter
+	limiter  ratelimit.Limiter
 	metrics  *metrics
 	engine   *queue.Engine[claimed, AttemptResult]
 }
@@ -112,9 +115,12 @@ func NewDispatcher(db *store.DB, box *Box, guard *egress.Guard, cfg Config) *Dis
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if cfg.Limiter == nil {
+		cfg.Limiter = ratelimit.New()
+	}
 	d := &Dispatcher{db: db, recorder: NewRecorder(db, cfg.Events, cfg.DisableAfter), sender: NewSender(box, guard, cfg.Timeout),
 		cfg: cfg, retry: RetryPolicy{Schedule: cfg.Schedule, ThrottledWait: cfg.ThrottledWait}, log: cfg.Logger,
-		limiter: ratelimit.New()}
+		limiter: cfg.Limiter}
 	d.engine = queue.New(db, queue.Client[claimed, AttemptResult](deliveryQueue{d}), queue.Config{
 		Name: "webhook", Workers: cfg.Workers, PerTarget: cfg.PerEndpoint, Lease: cfg.Lease, Poll: cfg.Poll,
 		Channel: store.DeliveriesChannel, MaxBatch: maxRecordBatch, InFlightMetric: "switchboard_webhook_attempts_in_flight",
@@ -197,7 +203,7 @@ func (q deliveryQueue) Admit(c claimed, now time.Time) (time.Time, bool) {
 	if c.endpoint.RateLimit == nil {
 		return time.Time{}, true
 	}
-	dec := q.d.limiter.Take(c.endpoint.ID, ratelimit.Policy{Name: "webhook", Quota: *c.endpoint.RateLimit, Window: time.Second}, now)
+	dec := q.d.limiter.Take("webhook:"+c.endpoint.ID, ratelimit.Policy{Name: "webhook", Quota: *c.endpoint.RateLimit, Window: time.Second}, now)
 	if dec.Allowed {
 		return time.Time{}, true
 	}
@@ -215,6 +221,7 @@ func (q deliveryQueue) Attempt(ctx context.Context, c claimed) (AttemptResult, b
 	d.metrics.observeAttempt(sent)
 	res := AttemptResult{DeliveryID: dl.ID, LeaseUntil: dl.LeaseUntil, StartedAt: sent.StartedAt,
 		Duration: sent.Duration, StatusCode: sent.StatusCode, Excerpt: sent.Excerpt,
+		ResponseHeaders: sent.ResponseHeaders, Signature: sent.Signature,
 		Succeeded: sent.Outcome.Result == Delivered, Gone: sent.Outcome.Result == Gone}
 	if sent.Outcome.Class != "" {
 		class := sent.Outcome.Class

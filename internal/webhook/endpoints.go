@@ -53,6 +53,40 @@ type NewEndpoint struct {
 	Filters []store.WebhookFilter
 }
 
+// NewEndpointOf reads the API's WebhookCreate (checked against its schema) as a NewEndpoint: the one reading of a
+// registration, whether it came to the API or from a console form.
+func NewEndpointOf(b gen.WebhookCreate) NewEndpoint {
+	n := NewEndpoint{URL: b.Url, Events: b.Events, RateLimit: b.RateLimit, ExpiresAt: b.ExpiresAt}
+	if b.InstanceIds != nil {
+		n.InstanceIDs = *b.InstanceIds
+	}
+	if b.Description != nil {
+		n.Description = *b.Description
+	}
+	if b.Headers != nil {
+		n.Headers = *b.Headers
+	}
+	if b.Kind != nil {
+		n.Kind = string(*b.Kind)
+	}
+	if b.Filters != nil {
+		n.Filters = FiltersOf(*b.Filters)
+	}
+	return n
+}
+
+// FiltersOf maps the API's payload filters to the stored ones.
+func FiltersOf(fs gen.WebhookFilters) []store.WebhookFilter {
+	out := make([]store.WebhookFilter, len(fs))
+	for i, f := range fs {
+		out[i] = store.WebhookFilter{Pointer: f.Pointer, Op: string(f.Op), Value: f.Value}
+		if f.Values != nil {
+			out[i].Values = *f.Values
+		}
+	}
+	return out
+}
+
 // EndpointChange is what Update changes; nil fields and a RateLimit left alone keep their value.
 type EndpointChange struct {
 	URL         *string

@@ -24,7 +24,10 @@ type AttemptResult struct {
 	StatusCode *int
 	ErrorClass *string
 	Excerpt    *string
-	Succeeded  bool
+	// ResponseHeaders and Signature are logged with the attempt (Sent's).
+	ResponseHeaders map[string]string
+	Signature       string
+	Succeeded       bool
 	// Gone disables the endpoint (the receiver answered 410).
 	Gone bool
 	// NextAttemptAt schedules a retry of a failed attempt; nil means the schedule is exhausted (failed for good).
@@ -113,7 +116,8 @@ func (r *Recorder) Record(ctx context.Context, rs []AttemptResult) ([]AttemptEff
 			}
 			attempts = append(attempts, store.Attempt{ID: store.NewID("att"), DeliveryID: d.ID,
 				StartedAt: res.StartedAt.UTC().Truncate(time.Microsecond), DurationMS: int(res.Duration.Milliseconds()),
-				StatusCode: res.StatusCode, ErrorClass: res.ErrorClass, ResponseExcerpt: res.Excerpt})
+				StatusCode: res.StatusCode, ErrorClass: res.ErrorClass, ResponseExcerpt: res.Excerpt,
+				ResponseHeaders: res.ResponseHeaders, Signature: nonEmpty(res.Signature)})
 			if res.LeaseUntil != nil && (d.LeaseUntil == nil || !d.LeaseUntil.Equal(*res.LeaseUntil)) {
 				fx.Delivery, fx.Superseded = d, true
 				continue
@@ -269,4 +273,12 @@ func (r *Recorder) emitOperational(ctx context.Context, tx bun.Tx, fxs []Attempt
 	}
 	_, err := r.events.EmitMany(ctx, tx, ps)
 	return err
+}
+
+// nonEmpty is s, or nil when it is empty.
+func nonEmpty(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
 }

@@ -7,7 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
+	"slices"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -38,6 +41,11 @@ type Sent struct {
 	Outcome Outcome
 	// RetryAfter is the response's Retry-After header ("" when absent).
 	RetryAfter string
+	// ResponseHeaders are the response's headers as the delivery log keeps them (ResponseHeadersOf); nil without a
+	// response.
+	ResponseHeaders map[string]string
+	// Signature is the webhook-signature header the request was sent with.
+	Signature string
 }
 
 // ExcerptLen is how much of a response body the delivery log keeps.
@@ -72,7 +80,7 @@ func (s *Sender) Send(ctx context.Context, e store.WebhookEndpoint, ev store.Eve
 	if err != nil {
 		return Sent{}, err
 	}
-	body, err := json.Marshal(EnvelopeOf(ev))
+	body, err := Body(ev)
 	if err != nil {
 		return Sent{}, err
 	}
@@ -85,10 +93,11 @@ func (s *Sender) Send(ctx context.Context, e store.WebhookEndpoint, ev store.Eve
 		req.Header.Set(name, value)
 	}
 	// The signature headers are set last: static headers can never replace them.
-	for name, values := range Headers(ev.ID, start, Sign(keys, ev.ID, start, body)) {
+	signature := Sign(keys, ev.ID, start, body)
+	for name, values := range Headers(ev.ID, start, signature) {
 		req.Header[name] = values
 	}
-	r := Sent{StartedAt: start}
+	r := Sent{StartedAt: start, Signature: signature}
 	resp, err := s.client.Do(req)
 	r.Duration = time.Since(start)
 	status := 0
@@ -98,6 +107,7 @@ func (s *Sender) Send(ctx context.Context, e store.WebhookEndpoint, ev store.Eve
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // let the connection be reused
 		_ = resp.Body.Close()
 		r.StatusCode = &status
+		r.ResponseHeaders = ResponseHeadersOf(resp.Header)
 		if text := validUTF8(excerpt); text != "" {
 			r.Excerpt = &text
 		}
@@ -109,6 +119,36 @@ func (s *Sender) Send(ctx context.Context, e store.WebhookEndpoint, ev store.Eve
 	}
 	r.Outcome = Classify(status, err)
 	return r, nil
+}
+
+// Body is the body of every delivery of ev: its envelope as JSON, the bytes that are signed.
+func Body(ev store.Event) ([]byte, error) { return json.Marshal(EnvelopeOf(ev)) }
+
+// Bounds of the response headers the delivery log keeps of an attempt.
+const (
+	maxResponseHeaders     = 32
+	maxResponseHeaderValue = 256
+)
+
+// ResponseHeadersOf is what the delivery log keeps of a receiver's response headers: at most 32, each value cut to
+// 256 bytes and repeated values joined with ", ", without Set-Cookie (a receiver's session is none of the log's
+// business).
+func ResponseHeadersOf(h http.Header) map[string]string {
+	out := make(map[string]string, min(len(h), maxResponseHeaders))
+	for _, name := range slices.Sorted(maps.Keys(h)) {
+		if len(out) == maxResponseHeaders {
+			break
+		}
+		if strings.EqualFold(name, "Set-Cookie") {
+			continue
+		}
+		v := strings.Join(h[name], ", ")
+		if len(v) > maxResponseHeaderValue {
+			v = validUTF8([]byte(v[:maxResponseHeaderValue]))
+		}
+		out[name] = v
+	}
+	return out
 }
 
 // signingKeys opens the endpoint's secret and, during a rotation's grace period, the previous one.

@@ -117,6 +117,36 @@ func createPostgres() {
 	pg.name, pg.url = name, u.String()
 }
 
+// EmptyPostgresURL creates a PostgreSQL database of the test's own, empty and not migrated, dropped when the test
+// ends: for tests that need a database no other test writes to (migrations, copies of a whole deployment).
+func EmptyPostgresURL(t testing.TB) string {
+	t.Helper()
+	PostgresURL(t)
+	admin, err := sql.Open("pgx", pg.admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	name := "switchboard_test_" + hex.EncodeToString(b)
+	if _, err := admin.Exec("CREATE DATABASE " + name); err != nil {
+		t.Fatalf("create database: %v", err)
+	}
+	t.Cleanup(func() {
+		if admin, err := sql.Open("pgx", pg.admin); err == nil {
+			_, _ = admin.Exec("DROP DATABASE IF EXISTS " + name + " WITH (FORCE)")
+			_ = admin.Close()
+		}
+	})
+	u, err := url.Parse(pg.admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Path = "/" + name
+	return u.String()
+}
+
 func open(t testing.TB, url string) *store.DB {
 	t.Helper()
 	ctx := context.Background()
