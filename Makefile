@@ -87,3 +87,4 @@ proxy: ## install Debian's HAProxy when missing (the replica test and the replic
 bench: tools proxy ## hot paths against a bare Echo handler in the same run, then the XMPP provider through Prosody (see README)
 	$(GO) run ./bench
 	$(GO) test -run '^$$' -bench '^BenchmarkProsody$$' -benchtime 2000x ./internal/channels/xmpp
+	SWITCHBOARD_BENCH_XMPP=1 $(GO) test -count=1 -v -run '^TestXMPPThroughAPIMeasure$$' ./handlers | grep -e 'XMPP through' -e '^ok' -e FAIL

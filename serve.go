@@ -23,8 +23,6 @@ import (
 	"github.com/switchboard/switchboard/handlers"
 	"github.com/switchboard/switchboard/internal/apikey"
 	"github.com/switchboard/switchboard/internal/automation"
-	"github.com/switchboard/switchboard/internal/channels"
-	"github.com/switchboard/switchboard/internal/channels/sandbox"
 	"github.com/switchboard/switchboard/internal/egress"
 	"github.com/switchboard/switchboard/internal/events"
 	"github.com/switchboard/switchboard/internal/links"
@@ -62,6 +60,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		"longest wait for Redis before a limit is decided in process (env SWITCHBOARD_REDIS_TIMEOUT)")
 	wh := addWebhookFlags(fs)
 	shortLinks := linkFlags(fs)
+	chans := channelFlags(fs)
 	if err := parseWithNotes(fs, args, serveNotes); err != nil {
 		return err
 	}
@@ -150,7 +149,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	redirectCache := linkcache.New(linkService.Resolve, db.LinkChanges, linkcache.Config{Size: *shortLinks.cacheSize})
-	messaging, err := messagingService(db, outbox, box, guard, log)
+	messaging, channelRuntime, err := messagingService(db, outbox, box, guard, chans.options(log), log)
 	if err != nil {
 		_ = ln.Close()
 		return err
@@ -166,7 +165,8 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		_ = ln.Close()
 		return err
 	}
-	if err := srv.RegisterMetrics(slices.Concat(dispatcher.Collectors(), recorder.Collectors(), limits.collectors)...); err != nil {
+	if err := srv.RegisterMetrics(slices.Concat(dispatcher.Collectors(), recorder.Collectors(), limits.collectors,
+		channelRuntime.Collectors())...); err != nil {
 		_ = ln.Close()
 		return err
 	}
@@ -177,7 +177,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	con, err := console.New(console.Config{BaseURL: strings.TrimSuffix(*baseURL, "/"), Logger: log, Automation: automations,
 		Workspaces: workspaces.New(db, workspaces.Config{Models: catalog, ForgetKey: verifier.Forget}),
-		Links:      linkService, Webhooks: webhookService, Limiter: limits.limiter, Nonces: limits.nonces}, db)
+		Links:      linkService, Webhooks: webhookService, Channels: messaging, Limiter: limits.limiter, Nonces: limits.nonces}, db)
 	if err != nil {
 		_ = ln.Close()
 		return err
@@ -200,6 +200,8 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	jobs := runner.New(log)
 	jobs.Go(0, "http server", serveHTTP(httpSrv, ln, srv, log))
 	jobs.Go(0, "webhook dispatcher", dispatcher.Run)
+	// The channel runtime drains the sends in flight, closes its sessions and gives its leases to the other replicas.
+	jobs.Go(0, "channel runtime", channelRuntime.Run)
 	jobs.Go(0, "console session sweep", con.Run)
 	jobs.Go(0, "idempotency key pruning", srv.PruneIdempotencyKeys)
 	jobs.Go(0, "source request log pruning", automations.Run)
@@ -432,20 +434,4 @@ func displayAddr(a net.Addr) string {
 		return "localhost:" + port
 	}
 	return net.JoinHostPort(host, port)
-}
-
-// messagingService builds the messaging capability with its providers. Media bytes live in the data directory on
-// SQLite (files beside the database, out of its single writer) and in the database on PostgreSQL (shared by every
-// process). Until the channel runtime joins the process, instances can be created and read but not connected:
-// the service answers instance_not_connected for what needs a live session.
-func messagingService(db *store.DB, outbox *events.Outbox, box *webhook.Box, guard *egress.Guard, log *slog.Logger) (*channels.Service, error) {
-	var media channels.MediaStore = channels.DatabaseMedia{DB: db}
-	if db.Dialect() == store.SQLite {
-		media = channels.DirMedia{DB: db, Dir: filepath.Join(db.DataDir(), "media")}
-	}
-	svc, err := channels.New(db, outbox, channels.Config{Sealer: box, Media: media, Guard: guard, Logger: log})
-	if err != nil {
-		return nil, err
-	}
-	return svc, svc.AddProvider(sandbox.New(db, nil, sandbox.Options{Logger: log}))
 }

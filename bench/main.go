@@ -8,7 +8,7 @@
 // measurements, not tests: a ratio below its goal is reported, not failed. The command exits non-zero only when the
 // measurement itself is broken (wrk missing, a server that does not answer, non-2xx responses or socket errors).
 //
-//	go run ./bench [-duration 10s] [-rounds 3] [-connections 32] [-skip-postgres] [-webhooks-only] [-rows regexp] [-cpuprofile file]
+//	go run ./bench [-duration 10s] [-rounds 3] [-connections 32] [-skip-postgres] [-webhooks-only] [-channels-only] [-rows regexp] [-cpuprofile file]
 package main
 
 import (
@@ -36,6 +36,7 @@ type options struct {
 	connections  int
 	skipPostgres bool
 	webhooksOnly bool
+	channelsOnly bool
 	cpuProfile   string
 	rows         *regexp.Regexp
 }
@@ -47,6 +48,7 @@ func main() {
 	flag.IntVar(&o.connections, "connections", 32, "concurrent connections wrk keeps open")
 	flag.BoolVar(&o.skipPostgres, "skip-postgres", false, "measure SQLite only")
 	flag.BoolVar(&o.webhooksOnly, "webhooks-only", false, "measure only the webhook dispatcher (wrk is not needed)")
+	flag.BoolVar(&o.channelsOnly, "channels-only", false, "measure only the messaging rows (wrk is not needed)")
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "",
 		"write a CPU profile of the measured rounds (all servers run in this process) to this file")
 	rows := flag.String("rows", "", "measure only the rows whose name matches this regular expression (and their baselines)")
@@ -98,18 +100,28 @@ func run(ctx context.Context, o options, out, log io.Writer) error {
 	}
 	defer prof.stop()
 	failed := 0
-	if !o.webhooksOnly {
+	if !o.webhooksOnly && !o.channelsOnly {
 		n, err := runHTTP(ctx, o, prof, out, log)
 		if err != nil {
 			return err
 		}
 		failed += n
 	}
-	n, err := runWebhooks(ctx, o, prof, out, log)
-	if err != nil {
-		return err
+	if !o.channelsOnly {
+		n, err := runWebhooks(ctx, o, prof, out, log)
+		if err != nil {
+			return err
+		}
+		failed += n
 	}
-	if failed += n; failed > 0 {
+	if !o.webhooksOnly {
+		n, err := runChannels(ctx, o, prof, out, log)
+		if err != nil {
+			return err
+		}
+		failed += n
+	}
+	if failed > 0 {
 		return fmt.Errorf("%d row(s) FAILED: the measurement is not valid (see the tables)", failed)
 	}
 	return nil

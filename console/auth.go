@@ -110,21 +110,33 @@ func (c *Console) signIn(ec echo.Context) error {
 	}
 	email := store.NormalizeEmail(ec.FormValue("email"))
 	now := time.Now()
-	accountKey, addressKey := "account:"+email, "address:"+ec.RealIP()
+	// Failures count per account and address (a guesser locks only itself out: the owner signs in from elsewhere),
+	// per address (one network guessing many accounts), and per account across every address; that last ceiling
+	// slows the answers down instead of refusing, so that a distributed guesser gains little and cannot lock the
+	// owner out.
+	ip := ec.RealIP()
+	pairKey, addressKey, accountKey := "account:"+email+"|"+ip, "address:"+ip, "account:"+email
 	for _, check := range []struct {
 		key    string
 		policy ratelimit.Policy
 		msg    string
 	}{
-		{accountKey, accountPolicy, "Too many failed sign-ins for this account."},
+		{pairKey, accountPolicy, "Too many failed sign-ins for this account from your network."},
 		{addressKey, addressPolicy, "Too many failed sign-ins from your network."},
 	} {
 		// Spend before checking the password, so that concurrent guesses cannot all pass a peek; a success refunds.
 		if d := c.attempts.Take(check.key, check.policy, now); !d.Allowed {
 			if check.key == addressKey {
-				c.attempts.Refund(accountKey, accountPolicy)
+				c.attempts.Refund(pairKey, accountPolicy)
 			}
 			return c.formError(ec, http.StatusTooManyRequests, name, title, check.msg+" Try again in "+minutes(d.RetryAfter)+".")
+		}
+	}
+	if d := c.attempts.Take(accountKey, accountCeiling, now); !d.Allowed {
+		select {
+		case <-time.After(ceilingDelay):
+		case <-ec.Request().Context().Done():
+			return ec.Request().Context().Err()
 		}
 	}
 	u, err := c.db.Users.ByEmail(ec.Request().Context(), email)
@@ -141,8 +153,9 @@ func (c *Console) signIn(ec echo.Context) error {
 	if !ok || u.ID == "" {
 		return c.formError(ec, http.StatusUnauthorized, name, title, "The email or password is not right.")
 	}
-	c.attempts.Refund(accountKey, accountPolicy)
+	c.attempts.Refund(pairKey, accountPolicy)
 	c.attempts.Refund(addressKey, addressPolicy)
+	c.attempts.Refund(accountKey, accountCeiling)
 	return c.startSession(ec, u, ec.FormValue("next"))
 }
 

@@ -2,6 +2,7 @@ package console_test
 
 import (
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -751,4 +752,22 @@ func TestReflectedValuesAreEscaped(t *testing.T) {
 	if strings.Contains(p.body, "<script>alert") {
 		t.Error("the sign-up form reflects the email unescaped")
 	}
+}
+
+// Failed sign-ins lock out the address that made them, not the account's owner elsewhere: five wrong passwords from
+// one network refuse that network (even the right password), while the owner signs in from another at once.
+func TestSignInLockoutIsPerAddress(t *testing.T) {
+	_, loopback, _ := net.ParseCIDR("127.0.0.0/8")
+	e := newEnvWith(t, storetest.SQLite(t), console.Config{}, []*net.IPNet{loopback})
+	u := e.browser().newUser(t, "owner")
+	from := func(ip string) *browser {
+		b := e.browser()
+		b.header.Set("X-Forwarded-For", ip)
+		return b
+	}
+	for i := 1; i <= 5; i++ {
+		from("203.0.113.9").signIn(t, u.email, "Wrong password "+string(rune('0'+i))).wantStatus(t, http.StatusUnauthorized)
+	}
+	from("203.0.113.9").signIn(t, u.email, u.password).wantStatus(t, http.StatusTooManyRequests)
+	from("198.51.100.20").signIn(t, u.email, u.password).wantRedirect(t, "/user/api")
 }

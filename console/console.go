@@ -37,6 +37,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/switchboard/switchboard/internal/automation"
+	"github.com/switchboard/switchboard/internal/channels"
 	"github.com/switchboard/switchboard/internal/links"
 	"github.com/switchboard/switchboard/internal/ratelimit"
 	"github.com/switchboard/switchboard/internal/webhook"
@@ -65,6 +66,8 @@ type Config struct {
 	Webhooks *webhook.Service
 	// Automation is the service behind the Sources pages; without it the console has none.
 	Automation *automation.Service
+	// Channels is the messaging service behind the Channels pages; without it the console has none.
+	Channels *channels.Service
 	// Limiter holds the sign-in and sign-up limits, and Nonces the key-creation forms already sent (default: in this
 	// process; shared ones, such as redislimit's, make them hold across replicas).
 	Limiter ratelimit.Limiter
@@ -83,6 +86,7 @@ type Console struct {
 	links      *links.Service
 	webhooks   *webhook.Service
 	automation *automation.Service
+	channels   *channels.Service
 	log        *slog.Logger
 	pages      map[string]*template.Template
 
@@ -97,9 +101,15 @@ type Console struct {
 // Sign-in and sign-up limits.
 var (
 	accountPolicy = ratelimit.Policy{Name: "account", Quota: 5, Window: 15 * time.Minute}
-	addressPolicy = ratelimit.Policy{Name: "address", Quota: 30, Window: 15 * time.Minute}
-	signUpPolicy  = ratelimit.Policy{Name: "sign-up", Quota: 10, Window: time.Hour}
+	// accountCeiling bounds the failures of one account from every address together; past it each sign-in of the
+	// account waits ceilingDelay before its password is checked (slowed, never refused).
+	accountCeiling = ratelimit.Policy{Name: "account-ceiling", Quota: 50, Window: 15 * time.Minute}
+	addressPolicy  = ratelimit.Policy{Name: "address", Quota: 30, Window: 15 * time.Minute}
+	signUpPolicy   = ratelimit.Policy{Name: "sign-up", Quota: 10, Window: time.Hour}
 )
+
+// ceilingDelay is the wait of a sign-in past the account's ceiling.
+const ceilingDelay = 2 * time.Second
 
 const (
 	sessionCookie = "sb_session"
@@ -125,7 +135,7 @@ func New(cfg Config, db *store.DB) (*Console, error) {
 		cfg.Nonces = ratelimit.NewNonces()
 	}
 	c := &Console{cfg: cfg, db: db, workspaces: cfg.Workspaces, links: cfg.Links, webhooks: cfg.Webhooks,
-		automation: cfg.Automation, log: cfg.Logger, pages: map[string]*template.Template{},
+		automation: cfg.Automation, channels: cfg.Channels, log: cfg.Logger, pages: map[string]*template.Template{},
 		attempts: cfg.Limiter, created: cfg.Nonces, origins: http.NewCrossOriginProtection()}
 	if cfg.BaseURL != "" {
 		u, err := url.Parse(cfg.BaseURL)
@@ -161,6 +171,10 @@ func (c *Console) Register(e *echo.Echo) {
 	static, _ := fs.Sub(staticFS, "static")
 	assets := http.StripPrefix("/user/static/", http.FileServer(http.FS(static)))
 	e.GET("/user/static/*", func(ec echo.Context) error {
+		// Files only: a directory (its listing) is no asset.
+		if name := ec.Param("*"); name == "" || strings.HasSuffix(name, "/") {
+			return echo.ErrNotFound
+		}
 		ec.Response().Header().Set("Cache-Control", "public, max-age=3600")
 		assets.ServeHTTP(ec.Response(), ec.Request())
 		return nil
@@ -194,6 +208,9 @@ func (c *Console) Register(e *echo.Echo) {
 	}
 	if c.automation != nil {
 		c.registerSources(g)
+	}
+	if c.channels != nil {
+		c.registerChannels(g)
 	}
 }
 

@@ -20,7 +20,7 @@ func TestEventLog(t *testing.T) {
 		b, ws := linksUser(t, e, "events")
 		b.createWebhook(t, url.Values{"url": {"http://127.0.0.1:9/links"}, "events": {"link.*"}}).wantStatus(t, http.StatusCreated)
 		hook := endpoints(t, db, ws.ID)[0]
-		b.createLink(t, url.Values{"destination_url": {"https://example.com/<x>"}}).wantStatus(t, http.StatusCreated)
+		b.createLink(t, url.Values{"destination_url": {"https://example.com/<x>"}, "title": {"<x>"}}).wantStatus(t, http.StatusCreated)
 		ping := emitEvent(t, db, ws.ID, "webhook.ping")
 		var ids []string
 		if err := db.Bun().NewSelect().Table("events").Column("id").Where("workspace_id = ?", ws.ID).OrderExpr("id DESC").
@@ -46,9 +46,10 @@ func TestEventLog(t *testing.T) {
 		if got := rows(all); strings.Join(got, ",") != ping.ID+","+created {
 			t.Fatalf("event log %v, want %v", got, ids)
 		}
-		// As receivers get it: JSON escapes < and >.
-		all.wantText(t, `"destination_url": "https://example.com/\u003cx\u003e"`)
-		if strings.Contains(all.body, "https://example.com/<x>") {
+		// As receivers get it: JSON escapes < and > (and the destination was stored percent-encoded).
+		all.wantText(t, `"title": "\u003cx\u003e"`)
+		all.wantText(t, `"destination_url": "https://example.com/%3Cx%3E"`)
+		if strings.Contains(all.body, "https://example.com/<x>") || strings.Contains(all.body, `"<x>"`) {
 			t.Fatal("the event's JSON is not escaped")
 		}
 		d := deliveryOf(t, db, created, hook.ID)

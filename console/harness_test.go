@@ -8,6 +8,7 @@ import (
 	"html"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
@@ -47,6 +48,12 @@ type env struct {
 // the verifier and the console's background work, as serve does. cfg's zero values take the defaults.
 func newEnv(t *testing.T, db *store.DB, cfg console.Config) *env {
 	t.Helper()
+	return newEnvWith(t, db, cfg, nil)
+}
+
+// newEnvWith is newEnv behind reverse proxies on the given networks: their X-Forwarded-For names the client.
+func newEnvWith(t *testing.T, db *store.DB, cfg console.Config, proxies []*net.IPNet) *env {
+	t.Helper()
 	discard := slog.New(slog.NewTextHandler(io.Discard, nil))
 	verifier := apikey.NewVerifier(db.APIKeys, 0, discard)
 	outbox := events.NewOutbox(db, events.Builtin())
@@ -71,7 +78,7 @@ func newEnv(t *testing.T, db *store.DB, cfg console.Config) *env {
 		cfg.Automation = automations
 	}
 	srv, err := handlers.New(handlers.Config{Logger: discard, Verifier: verifier, Events: outbox, Links: linkService,
-		Webhooks: engine, Automation: automations}, db)
+		Webhooks: engine, Automation: automations, TrustedProxies: proxies}, db)
 	if err != nil {
 		t.Fatal(err)
 	}

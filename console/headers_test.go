@@ -144,3 +144,15 @@ func TestRedirectsAndAssets(t *testing.T) {
 	r := b.get(t, "/user/static/nope.js")
 	r.wantStatus(t, http.StatusNotFound)
 }
+
+// The assets directory lists nothing: only its files are served.
+func TestStaticDirectoryIsNotListed(t *testing.T) {
+	e := newEnv(t, storetest.SQLite(t), console.Config{})
+	b := e.browser()
+	if r := b.get(t, "/user/static/"); r.StatusCode != http.StatusNotFound || strings.Contains(r.body, "console.css") {
+		t.Errorf("GET /user/static/: %d %q", r.StatusCode, r.body)
+	}
+	if r := b.get(t, "/user/static"); strings.Contains(r.body, "console.css") {
+		t.Errorf("GET /user/static lists the assets: %q", r.body)
+	}
+}

@@ -40,6 +40,11 @@ func (s *Server) authenticate(_ context.Context, in *openapi3filter.Authenticati
 	case err != nil:
 		return fmt.Errorf("verify API key: %w", err)
 	}
+	// The quota first: every request of a valid key counts and is answered with its RateLimit headers, the ones
+	// refused for scope included.
+	if p := s.limit(st.header, key); p != nil {
+		return p
+	}
 	op := s.ops.byID[in.RequestValidationInput.Route.Operation.OperationID]
 	if op == nil || !apikey.GrantsAll(key.Scopes, op.Scopes) {
 		var required []string
@@ -50,9 +55,6 @@ func (s *Server) authenticate(_ context.Context, in *openapi3filter.Authenticati
 		p.RequiredScopes = required
 		return p.withHeader(echo.HeaderWWWAuthenticate,
 			fmt.Sprintf(`Bearer realm="switchboard", error="insufficient_scope", scope=%q`, strings.Join(required, " ")))
-	}
-	if p := s.limit(st.header, key); p != nil {
-		return p
 	}
 	st.key = &key
 	return nil
@@ -115,4 +117,23 @@ func (s *Server) limit(h http.Header, key apikey.Key) *Problem {
 
 func ceilSeconds(d time.Duration) int {
 	return int(math.Ceil(d.Seconds()))
+}
+
+// countRefusedEarly charges the quota of a valid key whose request was refused before authentication ran (a method
+// the route does not take, a body over the limit) and sets the RateLimit headers on the answer, so that every
+// answer to an authenticated request carries them. A missing or invalid key changes nothing: its answer stays.
+func (s *Server) countRefusedEarly(c echo.Context) {
+	h := c.Response().Header()
+	if h.Get("Ratelimit") != "" || !strings.HasPrefix(c.Request().URL.Path, "/api/") {
+		return
+	}
+	token, p := bearerToken(c.Request().Header.Get(echo.HeaderAuthorization))
+	if p != nil {
+		return
+	}
+	key, err := s.verifier.Verify(c.Request().Context(), token)
+	if err != nil {
+		return
+	}
+	_ = s.limit(h, key)
 }

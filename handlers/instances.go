@@ -39,7 +39,7 @@ func (s *Server) CreateInstance(ctx context.Context, req gen.CreateInstanceReque
 	}
 	b := req.Body
 	inst, err := s.channels.Create(ctx, key.WorkspaceID, channels.NewInstance{Name: b.Name, Provider: b.Provider,
-		Config: deref(b.Config), Metadata: deref(b.Metadata)})
+		Config: deref(b.Config), Metadata: deref(b.Metadata), Pacing: pacingOf(b.Pacing)})
 	if err != nil {
 		return nil, err
 	}
@@ -98,7 +98,7 @@ func (s *Server) UpdateInstance(ctx context.Context, req gen.UpdateInstanceReque
 	}
 	b := req.Body
 	inst, err := s.channels.Update(ctx, key.WorkspaceID, req.InstanceId, channels.InstanceUpdate{Name: b.Name,
-		Config: b.Config, Metadata: (*map[string]any)(b.Metadata)})
+		Config: b.Config, Metadata: (*map[string]any)(b.Metadata), Pacing: pacingOf(b.Pacing)})
 	if err != nil {
 		return nil, err
 	}
@@ -171,4 +171,12 @@ func (s *Server) GetInstanceQR(ctx context.Context, req gen.GetInstanceQRRequest
 		return nil, err
 	}
 	return gen.GetInstanceQR200JSONResponse{Body: qr}, nil
+}
+
+// pacingOf is the service's pacing of the API's (nil stays nil).
+func pacingOf(p *gen.InstancePacing) *channels.Pacing {
+	if p == nil {
+		return nil
+	}
+	return &channels.Pacing{Rate: int(p.RatePerMinute), Burst: int(p.Burst)}
 }

@@ -11,11 +11,13 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/switchboard/switchboard/gen"
 	"github.com/switchboard/switchboard/handlers"
 	"github.com/switchboard/switchboard/internal/await"
 	"github.com/switchboard/switchboard/internal/channels"
+	"github.com/switchboard/switchboard/internal/channels/hub"
 	"github.com/switchboard/switchboard/internal/channels/sandbox"
 	"github.com/switchboard/switchboard/internal/events"
 	"github.com/switchboard/switchboard/internal/webhook"
@@ -33,18 +35,26 @@ func newSandboxEnv(t *testing.T, db *store.DB) *msgEnv {
 // newSandboxEnvWith is newSandboxEnv with the sandbox network configured by opts.
 func newSandboxEnvWith(t *testing.T, db *store.DB, opts sandbox.Options) *msgEnv {
 	t.Helper()
-	rt := newTestRuntime(t)
 	box, err := webhook.NewBox(make([]byte, 32))
 	if err != nil {
 		t.Fatal(err)
 	}
 	outbox := events.NewOutbox(db, events.Builtin())
-	svc, err := channels.New(db, outbox, channels.Config{Sealer: box, Sessions: rt, Queue: rt,
-		Providers: []channels.Provider{bareProvider{}, sandbox.New(db, rt, opts)}})
+	svc, err := channels.New(db, outbox, channels.Config{Sealer: box, Providers: []channels.Provider{bareProvider{}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt.run(svc)
+	// The real runtime, unpaced (pacing has its own tests), with a short lease so that a test's end frees it.
+	rt := hub.New(db, svc, hub.Options{Rate: -1, Lease: 3 * time.Second,
+		Logger: slog.New(slog.NewTextHandler(testLog{t}, &slog.HandlerOptions{Level: slog.LevelError}))})
+	svc.Attach(rt, rt)
+	if err := svc.AddProvider(sandbox.New(db, rt, opts)); err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	stopped := make(chan struct{})
+	go func() { defer close(stopped); _ = rt.Run(ctx) }()
+	t.Cleanup(func() { stop(); <-stopped })
 	log := slog.New(slog.NewTextHandler(testLog{t}, &slog.HandlerOptions{Level: slog.LevelError}))
 	e := &msgEnv{env: newEnv(t, db, handlers.Config{Events: outbox, Channels: svc, Logger: log,
 		Webhooks: handlers.WebhookEngine{Box: box}, KeyRateLimit: 1 << 20, WorkspaceRateLimit: 1 << 20}), channels: svc}

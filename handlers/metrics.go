@@ -36,8 +36,19 @@ func newMetrics() *metrics {
 }
 
 func (m *metrics) observe(operation, method string, status int, elapsed time.Duration) {
-	m.requests.WithLabelValues(operation, method, strconv.Itoa(status)).Inc()
+	m.requests.WithLabelValues(operation, methodLabel(method), strconv.Itoa(status)).Inc()
 	m.duration.WithLabelValues(operation).Observe(elapsed.Seconds())
+}
+
+// methodLabel bounds the method label: anyone can send any method, and each new label value is a new series kept
+// for the life of the process. The methods of HTTP keep their name; everything else is "other".
+func methodLabel(m string) string {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete,
+		http.MethodOptions, http.MethodConnect, http.MethodTrace:
+		return m
+	}
+	return "other"
 }
 
 func (m *metrics) handler() http.Handler {

@@ -6,11 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/switchboard/switchboard/gen"
 	"github.com/switchboard/switchboard/internal/problem"
+	"github.com/switchboard/switchboard/store"
 )
 
 // Problem is an RFC 9457 problem on its way to the client: an error of the product's one table (package problem)
@@ -99,7 +101,33 @@ func (p *Problem) body(ctx context.Context) gen.Problem {
 	if len(p.ViolatedPolicies) > 0 {
 		out.ViolatedPolicies = &p.ViolatedPolicies
 	}
+	// OpenAI's SDKs read {"error": {message, type, code}}: on the OpenAI-compatible endpoints the problem says it
+	// that way too, so a client built on them shows the message.
+	if strings.HasPrefix(info.Path, "/api/v1/models") {
+		msg := t.Title
+		if p.Detail != "" {
+			msg = p.Detail
+		}
+		out.Error = &gen.OpenAIError{Message: msg, Type: openAIType(t.Status), Code: gen.ProblemCode(p.Code)}
+	}
 	return out
+}
+
+// openAIType is OpenAI's error type of a status.
+func openAIType(status int) string {
+	switch {
+	case status == http.StatusUnauthorized:
+		return "authentication_error"
+	case status == http.StatusForbidden:
+		return "permission_error"
+	case status == http.StatusNotFound:
+		return "not_found_error"
+	case status == http.StatusTooManyRequests:
+		return "rate_limit_error"
+	case status < 500:
+		return "invalid_request_error"
+	}
+	return "api_error"
 }
 
 // problemFromError turns any error that reaches the ErrorHandler into a problem. Echo's own errors (routing, body
@@ -143,9 +171,17 @@ func (s *Server) ErrorHandler(err error, c echo.Context) {
 		return
 	}
 	p := problemFromError(err)
+	if p == nil && store.Unavailable(err) {
+		// The database is down or overloaded: the client should come back, not report a bug.
+		log.Warn("database unavailable", "error", err)
+		p = newProblem(problem.ServiceUnavailable, "The database does not answer right now; retry shortly.").withHeader("Retry-After", "5")
+	}
 	if p == nil {
 		log.Error("internal error", "error", err)
 		p = newProblem(problem.InternalError, "Something went wrong on our side. Quote the request_id if you contact support.")
+	}
+	if p.Code == problem.MethodNotAllowed || p.Code == problem.RequestTooLarge {
+		s.countRefusedEarly(c)
 	}
 	if p.Code == problem.MethodNotAllowed {
 		// Echo's Allow names every method its router knows (OPTIONS included); the spec's list is the truth.

@@ -68,6 +68,11 @@ const redirectRoute = "/:slug"
 // Location and hands the click's raw facts to the recorder.
 func (s *Server) redirect(c echo.Context) error {
 	req := c.Request()
+	// A path of more than one segment, or under /api, is no short link (slugs have neither): a client that mistyped
+	// a route gets the route problem, not the visitor's page.
+	if p := req.URL.Path; strings.Contains(p[1:], "/") || p == "/api" {
+		return echo.ErrNotFound
+	}
 	slug, preview := strings.CutSuffix(c.Param("slug"), "+")
 	if !links.ValidSlug(slug) {
 		return s.noSuchLink(c)
@@ -216,7 +221,7 @@ dt{font-weight:600;margin-top:1rem}</style></head>
 `))
 
 // pageSecurityPolicy lets the pages show their inline style and nothing else run or load.
-var pageSecurityPolicy = []string{"default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'"}
+var pageSecurityPolicy = []string{"default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"}
 
 func writeLinkPage(c echo.Context, status int, p linkPage) error {
 	var buf bytes.Buffer

@@ -415,7 +415,7 @@ func TestPreviewPage(t *testing.T) {
 			!strings.Contains(r.body, "Continue to the destination") {
 			t.Errorf("preview body:\n%s", r.body)
 		}
-		if csp := r.header.Get("Content-Security-Policy"); !strings.Contains(csp, "default-src 'none'") {
+		if csp := r.header.Get("Content-Security-Policy"); !strings.Contains(csp, "default-src 'none'") || !strings.Contains(csp, "frame-ancestors 'none'") {
 			t.Errorf("Content-Security-Policy %q", csp)
 		}
 		if r := e.visit(visit{method: http.MethodHead, path: "/" + l.Slug + "+"}); r.status != 200 || r.body != "" {

@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"regexp"
 	"runtime/debug"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -210,6 +211,7 @@ func New(cfg Config, db *store.DB) (*Server, error) {
 			echo.TrustPrivateNet(false))...)
 	}
 	e.HTTPErrorHandler = s.ErrorHandler
+	e.Pre(headAsGet(e))
 	e.Use(s.requestContext, s.bodyLimit)
 
 	routes, err := apiRoutes()
@@ -265,7 +267,51 @@ func (s *Server) PruneIdempotencyKeys(ctx context.Context) error {
 	return s.idempotency.runPruning(ctx)
 }
 
+var nosniff = []string{"nosniff"}
+
 var requestIDPattern = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,128}$`)
+
+// headAsGet answers HEAD wherever GET is answered (health checks, the reference, every API GET): the request is
+// routed, validated and handled as the GET it mirrors (Echo routes the request as Pre middleware leaves it, so the
+// method changes in place, as Echo's method override does), with the same headers and no body. Short links keep
+// their own HEAD route (a HEAD is no visit).
+func headAsGet(e *echo.Echo) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			r := c.Request()
+			if r.Method != http.MethodHead {
+				return next(c)
+			}
+			probe := e.NewContext(r, nil)
+			e.Router().Find(http.MethodGet, echo.GetPath(r), probe)
+			if path := probe.Path(); path == "" || path == redirectRoute {
+				return next(c)
+			}
+			r.Method = http.MethodGet
+			w := &bodiless{ResponseWriter: c.Response().Writer, status: http.StatusOK}
+			c.Response().Writer = w
+			err := next(c)
+			// The answer goes out as the HEAD it is, with the length the GET's body would have had.
+			r.Method = http.MethodHead
+			if w.ResponseWriter.Header().Get(echo.HeaderContentLength) == "" {
+				w.ResponseWriter.Header().Set(echo.HeaderContentLength, strconv.Itoa(w.n))
+			}
+			w.ResponseWriter.WriteHeader(w.status)
+			return err
+		}
+	}
+}
+
+// bodiless is the response writer of a HEAD answered as a GET: it keeps the status and counts the body, which
+// headAsGet then answers without.
+type bodiless struct {
+	http.ResponseWriter
+	status, n int
+}
+
+func (w *bodiless) WriteHeader(status int)      { w.status = status }
+func (w *bodiless) Write(p []byte) (int, error) { w.n += len(p); return len(p), nil }
+func (w *bodiless) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // requestContext runs around every request: request ID (taken from X-Request-Id when well-formed), a logger that
 // carries it, deprecation headers, panic recovery, metrics by operationId and one access log line.
@@ -278,6 +324,8 @@ func (s *Server) requestContext(next echo.HandlerFunc) echo.HandlerFunc {
 			id = newRequestID()
 		}
 		c.Response().Header()[echo.HeaderXRequestID] = []string{id}
+		// No answer of this server is to be sniffed into another type (an excerpt of a receiver's body, an upload).
+		c.Response().Header()[echo.HeaderXContentTypeOptions] = nosniff
 		st := &requestState{ID: id, Path: req.URL.EscapedPath(), header: c.Response().Header()}
 		c.SetRequest(req.WithContext(withRequestState(req.Context(), st)))
 

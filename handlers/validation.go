@@ -39,7 +39,18 @@ func (s *Server) validatorFor(route *routers.Route) echo.MiddlewareFunc {
 				}
 				params[name] = v
 			}
-			err := openapi3filter.ValidateRequest(req.Context(), &openapi3filter.RequestValidationInput{
+			nul, err := nulFields(req, params)
+			if p := tooLarge(err); p != nil {
+				return p
+			}
+			if err != nil {
+				// The client went away (or stalled) in the middle of its body: its fault, not a 5xx.
+				return newProblem(problem.MalformedJSON, "The request body ended before it was complete.")
+			}
+			if e := nul.Err(); e != nil {
+				return e
+			}
+			err = openapi3filter.ValidateRequest(req.Context(), &openapi3filter.RequestValidationInput{
 				Request: req, PathParams: params, Route: route, Options: opts,
 			})
 			if err == nil {

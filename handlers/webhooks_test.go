@@ -147,15 +147,17 @@ type receiver struct {
 type received struct {
 	header http.Header
 	body   []byte
+	at     time.Time // when the request arrived
 }
 
 func newReceiver(t *testing.T) *receiver {
 	rc := &receiver{}
 	rc.status.Store(http.StatusOK)
 	rc.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		at := time.Now()
 		body, _ := io.ReadAll(r.Body)
 		rc.mu.Lock()
-		rc.got = append(rc.got, received{header: r.Header.Clone(), body: body})
+		rc.got = append(rc.got, received{header: r.Header.Clone(), body: body, at: at})
 		rc.mu.Unlock()
 		w.WriteHeader(int(rc.status.Load()))
 		_, _ = fmt.Fprint(w, "ok")

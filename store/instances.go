@@ -40,8 +40,12 @@ type Instance struct {
 	ReconnectAttempt int            `bun:"reconnect_attempt"`
 	ReconnectNextAt  *time.Time     `bun:"reconnect_next_at"`
 	EventSequence    int64          `bun:"event_sequence"`
-	CreatedAt        time.Time      `bun:"created_at"`
-	UpdatedAt        time.Time      `bun:"updated_at"`
+	// PacingRate and PacingBurst override the server's send pacing for this instance (nil: the default; a rate of
+	// 0: no pacing).
+	PacingRate  *int      `bun:"pacing_rate"`
+	PacingBurst *int      `bun:"pacing_burst"`
+	CreatedAt   time.Time `bun:"created_at"`
+	UpdatedAt   time.Time `bun:"updated_at"`
 }
 
 // Instances is the repository of instances.
@@ -119,6 +123,15 @@ func (s *Instances) NextSequence(ctx context.Context, tx bun.IDB, id string) (in
 	return seq, mapErr(err)
 }
 
+// NextSequences counts n more events of an instance inside tx and returns the number of the last; the n events
+// are numbered last-n+1 … last. Returns ErrNotFound if the instance does not exist.
+func (s *Instances) NextSequences(ctx context.Context, tx bun.IDB, id string, n int) (int64, error) {
+	var seq int64
+	err := tx.NewUpdate().Model((*Instance)(nil)).Set("event_sequence = event_sequence + ?", n).Where("id = ?", id).
+		Returning("event_sequence").Scan(ctx, &seq)
+	return seq, mapErr(err)
+}
+
 // Delete removes an instance of a workspace inside tx, with its messages, chats, contacts and groups, and returns
 // its last state. Returns ErrNotFound if it is not in that workspace.
 func (s *Instances) Delete(ctx context.Context, tx bun.IDB, workspaceID, id string) (Instance, error) {
@@ -132,4 +145,46 @@ func (s *Instances) Wanted(ctx context.Context) ([]string, error) {
 	err := s.db.r.NewSelect().Model((*Instance)(nil)).Column("id").
 		Where("i.status NOT IN (?)", bun.In(instanceStatusesOffline)).OrderExpr("i.id").Scan(ctx, &ids)
 	return ids, err
+}
+
+// WantedAmong returns which of ids should still hold a session (they exist and are not offline). It returns no
+// sentinel errors.
+func (s *Instances) WantedAmong(ctx context.Context, ids []string) ([]string, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	var out []string
+	err := s.db.r.NewSelect().Model((*Instance)(nil)).Column("id").Where("i.id IN (?)", bun.In(ids)).
+		Where("i.status NOT IN (?)", bun.In(instanceStatusesOffline)).Scan(ctx, &out)
+	return out, err
+}
+
+// LockAll locks the rows of the instances among ids inside tx, in ID order, on PostgreSQL (FOR NO KEY UPDATE: the
+// lock an update of the event sequence takes, so inserts that reference the instances are not held up). On SQLite
+// the single writer already serialises transactions. It returns no sentinel errors.
+func (s *Instances) LockAll(ctx context.Context, tx bun.IDB, ids []string) error {
+	if s.db.dialect != Postgres || len(ids) == 0 {
+		return nil
+	}
+	var got []string
+	return tx.NewSelect().Model((*Instance)(nil)).Column("id").Where("i.id IN (?)", bun.In(ids)).
+		OrderExpr("i.id").For("NO KEY UPDATE").Scan(ctx, &got)
+}
+
+// PacingOf returns the own pacing of the instances among ids that have one (rate, burst), by ID. It returns no
+// sentinel errors.
+func (s *Instances) PacingOf(ctx context.Context, ids []string) (map[string][2]int, error) {
+	out := map[string][2]int{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	var rows []Instance
+	err := s.db.r.NewSelect().Model(&rows).Column("id", "pacing_rate", "pacing_burst").Where("i.id IN (?)", bun.In(ids)).
+		Where("i.pacing_rate IS NOT NULL").Scan(ctx)
+	for _, r := range rows {
+		if r.PacingRate != nil && r.PacingBurst != nil {
+			out[r.ID] = [2]int{*r.PacingRate, *r.PacingBurst}
+		}
+	}
+	return out, err
 }

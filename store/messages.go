@@ -119,6 +119,17 @@ func (s *Messages) Lock(ctx context.Context, tx bun.IDB, id string) (Message, er
 	return m, mapErr(err)
 }
 
+// LockMany reads the messages among ids inside tx for a change, in ID order (those that do not exist are left
+// out). It returns no sentinel errors.
+func (s *Messages) LockMany(ctx context.Context, tx bun.IDB, ids []string) ([]Message, error) {
+	var ms []Message
+	if len(ids) == 0 {
+		return ms, nil
+	}
+	err := s.db.forUpdate(tx.NewSelect().Model(&ms).Where("m.id IN (?)", bun.In(ids)).OrderExpr("m.id")).Scan(ctx)
+	return ms, err
+}
+
 // ByClientID reads an instance's message by its client_message_id on db. Returns ErrNotFound if there is none.
 func (s *Messages) ByClientID(ctx context.Context, db bun.IDB, instanceID, clientID string) (Message, error) {
 	var m Message

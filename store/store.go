@@ -87,6 +87,11 @@ type DB struct {
 	SourceRequests *SourceRequests
 	// Sandbox is the data of the sandbox messaging network.
 	Sandbox *SandboxNetwork
+	// SendQueue, InstanceLeases and InstanceCommands are the channel runtime's: the durable send queue, which process
+	// holds each instance's session, and the calls carried to that process.
+	SendQueue        *SendQueue
+	InstanceLeases   *InstanceLeases
+	InstanceCommands *InstanceCommands
 }
 
 // Open connects to the database named by rawURL ("" means DefaultURL): postgres:// or postgresql:// URLs open
@@ -131,6 +136,9 @@ func Open(ctx context.Context, rawURL string) (*DB, error) {
 	db.Sources = &Sources{workspaceScoped[Source]{db}}
 	db.SourceRequests = &SourceRequests{db: db}
 	db.Sandbox = &SandboxNetwork{db: db}
+	db.SendQueue = &SendQueue{db: db}
+	db.InstanceLeases = &InstanceLeases{db: db}
+	db.InstanceCommands = &InstanceCommands{db: db}
 	return db, nil
 }
 
@@ -175,8 +183,21 @@ func (db *DB) openSQLite(rawURL string) error {
 		return err
 	}
 	db.dir, db.sqlitePath = filepath.Dir(path), path
-	if err := os.MkdirAll(db.dir, 0o750); err != nil {
+	// The database holds password hashes and sealed secrets: only its owner reads it. SQLite gives the WAL and
+	// shared-memory files the database file's mode, so the file is created 0600 before SQLite opens it, and files
+	// left readable by an older version are tightened.
+	if err := os.MkdirAll(db.dir, 0o700); err != nil {
 		return fmt.Errorf("store: create data directory: %w", err)
+	}
+	if f, err := os.OpenFile(path, os.O_RDONLY|os.O_CREATE, 0o600); err != nil {
+		return fmt.Errorf("store: create database file: %w", err)
+	} else {
+		_ = f.Close()
+	}
+	for _, name := range []string{path, path + "-wal", path + "-shm"} {
+		if err := os.Chmod(name, 0o600); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("store: restrict %s: %w", name, err)
+		}
 	}
 	// WAL lets readers run beside the one writer; busy_timeout waits out writers in other processes (the CLI);
 	// _txlock=immediate takes the write lock at BEGIN so transactions never fail half-way on an upgrade.

@@ -1,7 +1,9 @@
 package store_test
 
 import (
+	"context"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -140,5 +142,31 @@ func TestNewID(t *testing.T) {
 			t.Fatalf("NewID returned %q after %q: IDs must sort in creation order", id, prev)
 		}
 		prev = id
+	}
+}
+
+// The SQLite files hold password hashes and sealed secrets: the database, its WAL and shared memory are the owner's
+// only, in a directory only the owner enters.
+func TestSQLiteFilesArePrivate(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	db, err := store.Open(context.Background(), "file:"+filepath.Join(dir, "switchboard.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.Migrate(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := os.Stat(dir); err != nil || st.Mode().Perm() != 0o700 {
+		t.Errorf("data directory: %v %v", st.Mode().Perm(), err)
+	}
+	for _, name := range []string{"switchboard.db", "switchboard.db-wal", "switchboard.db-shm"} {
+		st, err := os.Stat(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Mode().Perm() != 0o600 {
+			t.Errorf("%s: mode %v, want 0600", name, st.Mode().Perm())
+		}
 	}
 }

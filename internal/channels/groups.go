@@ -97,7 +97,7 @@ func (s *Service) MarkRead(ctx context.Context, workspaceID, instanceID, chatID 
 			return c, err
 		}
 	}
-	err = s.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+	err = s.inTxFor(ctx, []string{instanceID}, func(ctx context.Context, tx bun.Tx) error {
 		if c, err = s.db.Chats.Lock(ctx, tx, instanceID, chatID); err != nil {
 			return err
 		}
@@ -183,7 +183,7 @@ func (s *Service) CreateGroup(ctx context.Context, workspaceID, instanceID, subj
 // change (group.created for a group new to the instance).
 func (s *Service) recordGroup(ctx context.Context, inst store.Instance, g Group, change string) (store.ChatGroup, error) {
 	var stored store.ChatGroup
-	err := s.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+	err := s.inTxFor(ctx, []string{inst.ID}, func(ctx context.Context, tx bun.Tx) error {
 		var err error
 		stored, err = s.saveGroup(ctx, tx, inst, g, change)
 		return err

@@ -26,7 +26,12 @@ type NewInstance struct {
 	Name, Provider string
 	Config         map[string]any
 	Metadata       map[string]any
+	// Pacing is the instance's own send pacing (nil: the server's default).
+	Pacing *Pacing
 }
+
+// Pacing is an instance's send pacing: at most Rate messages a minute on average (0: no pacing), Burst back to back.
+type Pacing struct{ Rate, Burst int }
 
 // InstanceUpdate is a partial update of an instance; nil fields stay as they are.
 type InstanceUpdate struct {
@@ -34,6 +39,7 @@ type InstanceUpdate struct {
 	// Config replaces the config; secrets left out keep their stored value.
 	Config   *map[string]any
 	Metadata *map[string]any
+	Pacing   *Pacing
 }
 
 // transitions are the moves of the state machine: created → connecting → awaiting_auth → connected ↔ reconnecting →
@@ -174,6 +180,9 @@ func (s *Service) Create(ctx context.Context, workspaceID string, n NewInstance)
 	}
 	inst := store.Instance{ID: store.NewID("ins"), WorkspaceID: workspaceID, Name: n.Name, Provider: n.Provider,
 		Status: string(StatusCreated), StatusReason: "created", Config: public, Metadata: n.Metadata}
+	if n.Pacing != nil {
+		inst.PacingRate, inst.PacingBurst = &n.Pacing.Rate, &n.Pacing.Burst
+	}
 	s.sealSecrets(&inst, secrets)
 	err := s.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
 		if err := s.db.Instances.Create(ctx, tx, &inst); err != nil {
@@ -239,6 +248,10 @@ func (s *Service) Update(ctx context.Context, workspaceID, id string, u Instance
 			checkMetadata(&errs, *u.Metadata)
 			i.Metadata, changed = *u.Metadata, append(changed, "metadata")
 		}
+		if u.Pacing != nil && (i.PacingRate == nil || *i.PacingRate != u.Pacing.Rate || *i.PacingBurst != u.Pacing.Burst) {
+			i.PacingRate, i.PacingBurst = &u.Pacing.Rate, &u.Pacing.Burst
+			changed = append(changed, "pacing")
+		}
 		if u.Config != nil {
 			p, ok := s.provider(i.Provider)
 			if !ok {
@@ -284,7 +297,7 @@ func (s *Service) Update(ctx context.Context, workspaceID, id string, u Instance
 // change runs fn on the workspace's instance, locked, inside a transaction. Returns a NotFound problem if the
 // instance is not in the workspace, and what fn returns.
 func (s *Service) change(ctx context.Context, workspaceID, id string, fn func(ctx context.Context, tx bun.Tx, i *store.Instance) error) error {
-	err := s.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+	err := s.inTxFor(ctx, []string{id}, func(ctx context.Context, tx bun.Tx) error {
 		i, err := s.db.Instances.Lock(ctx, tx, id)
 		if err != nil {
 			return err
@@ -312,7 +325,7 @@ func (s *Service) Delete(ctx context.Context, workspaceID, id string) error {
 			s.log.Warn("instance delete: stop failed", "instance_id", id, "error", err)
 		}
 	}
-	err = s.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+	err = s.inTxFor(ctx, []string{id}, func(ctx context.Context, tx bun.Tx) error {
 		last, err := s.db.Instances.Lock(ctx, tx, id)
 		if err != nil {
 			return err
@@ -506,6 +519,9 @@ func (s *Service) InstanceAPI(i store.Instance) gen.Instance {
 	}
 	if Status(i.Status) == StatusReconnecting {
 		out.Reconnect = &gen.InstanceReconnect{Attempt: i.ReconnectAttempt, NextAt: i.ReconnectNextAt}
+	}
+	if i.PacingRate != nil && i.PacingBurst != nil {
+		out.Pacing = &gen.InstancePacing{RatePerMinute: int32(*i.PacingRate), Burst: int32(*i.PacingBurst)}
 	}
 	return out
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/switchboard/switchboard/gen"
+	"github.com/switchboard/switchboard/internal/events"
 	"github.com/switchboard/switchboard/internal/problem"
 	"github.com/switchboard/switchboard/store"
 )
@@ -81,7 +82,7 @@ func (s *Service) Send(ctx context.Context, workspaceID, instanceID string, in g
 		return store.Message{}, false, problem.New(problem.InstanceNotConnected,
 			"This server process runs no send queue, so no message can be queued.")
 	}
-	err = s.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+	err = s.inTxFor(ctx, []string{instanceID}, func(ctx context.Context, tx bun.Tx) error {
 		chat, err := s.chatFor(ctx, tx, inst, to, in.ChatId)
 		if err != nil {
 			return err
@@ -281,7 +282,7 @@ func (s *Service) Cancel(ctx context.Context, workspaceID, instanceID, id string
 	if m.Status != msgQueued || queue == nil {
 		return m, notCancelable(m)
 	}
-	err = s.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+	err = s.inTxFor(ctx, []string{instanceID}, func(ctx context.Context, tx bun.Tx) error {
 		ok, err := queue.Cancel(ctx, tx, instanceID, id)
 		if err != nil {
 			return err
@@ -323,7 +324,7 @@ func (s *Service) Purge(ctx context.Context, workspaceID, instanceID string) ([]
 		return []string{}, nil
 	}
 	var ids []string
-	err := s.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+	err := s.inTxFor(ctx, []string{instanceID}, func(ctx context.Context, tx bun.Tx) error {
 		var err error
 		if ids, err = queue.Purge(ctx, tx, instanceID); err != nil {
 			return err
@@ -341,66 +342,149 @@ func (s *Service) Purge(ctx context.Context, workspaceID, instanceID string) ([]
 	return ids, err
 }
 
-// advance moves a message to a status inside tx, if that is a move forward: a status of lower rank than the
-// current one (a delivered receipt after the read one) changes nothing, and a final status stays. Every move is
-// recorded in the status history and emitted as message.status_updated, with message.sent and message.failed
-// besides. It returns the message as it is afterwards.
+// advance moves a message to a status inside tx (see advanceMany) and returns it as it is afterwards.
 func (s *Service) advance(ctx context.Context, tx bun.IDB, id, to string, at time.Time, detail string, f *Failure) (store.Message, error) {
-	m, err := s.db.Messages.Lock(ctx, tx, id)
+	ms, err := s.advanceMany(ctx, tx, []move{{id: id, to: to, at: at, detail: detail, failure: f}})
 	if err != nil {
-		return m, err
+		return store.Message{}, err
 	}
-	from := m.Status
+	if len(ms) == 0 {
+		return store.Message{}, store.ErrNotFound
+	}
+	return ms[0], nil
+}
+
+// move is a status change of a message: to the status at a time, with a detail, the failure of a failed message
+// and the network ID of a sent one.
+type move struct {
+	id, to     string
+	at         time.Time
+	detail     string
+	failure    *Failure
+	providerID string
+}
+
+// advanceMany moves messages to statuses inside tx, each only if that is a move forward: a status of lower rank
+// than the current one (a delivered receipt after the read one) changes nothing, and a final status stays. Every
+// move is recorded in the status history and emitted as message.status_updated, with message.sent and
+// message.failed besides, numbered in the instance's sequence. It reads, numbers and emits in a few statements
+// whatever the number of messages (the send queue moves them in batches), and returns the messages as they are
+// afterwards, in ID order (those that do not exist are left out).
+func (s *Service) advanceMany(ctx context.Context, tx bun.IDB, moves []move) ([]store.Message, error) {
+	ids := make([]string, len(moves))
+	byID := make(map[string]move, len(moves))
+	for i, mv := range moves {
+		ids[i] = mv.id
+		byID[mv.id] = mv
+	}
+	ms, err := s.db.Messages.LockMany(ctx, tx, ids)
+	if err != nil {
+		return nil, err
+	}
+	var changed []int
+	from := make([]string, len(ms))
+	for i := range ms {
+		m, mv := &ms[i], byID[ms[i].ID]
+		from[i] = m.Status
+		learned := mv.providerID != "" && m.ProviderMessageID == nil
+		if learned {
+			m.ProviderMessageID = &mv.providerID
+		}
+		if !forward(m.Status, mv.to) {
+			if learned {
+				if err := s.db.Messages.Save(ctx, tx, m); err != nil {
+					return nil, err
+				}
+			}
+			continue
+		}
+		m.Status = mv.to
+		m.StatusHistory = append(m.StatusHistory, store.StatusChange{Status: mv.to, At: micro(mv.at), Detail: mv.detail})
+		if mv.failure != nil {
+			m.Failure = &store.Failure{Code: mv.failure.Code, Detail: mv.failure.Detail}
+		}
+		if err := s.db.Messages.Save(ctx, tx, m); err != nil {
+			return nil, err
+		}
+		changed = append(changed, i)
+	}
+	if len(changed) == 0 {
+		return ms, nil
+	}
+	// The API shapes, one contact lookup per instance.
+	apis := make(map[int]gen.Message, len(changed))
+	byInstance := map[string][]int{}
+	var instances []string
+	for _, i := range changed {
+		if _, ok := byInstance[ms[i].InstanceID]; !ok {
+			instances = append(instances, ms[i].InstanceID)
+		}
+		byInstance[ms[i].InstanceID] = append(byInstance[ms[i].InstanceID], i)
+	}
+	var pending []events.Pending
+	for _, inst := range instances {
+		idx := byInstance[inst]
+		group := make([]store.Message, len(idx))
+		for k, i := range idx {
+			group[k] = ms[i]
+		}
+		api, err := s.MessagesAPI(ctx, tx, group)
+		if err != nil {
+			return nil, err
+		}
+		var payloads []any
+		for k, i := range idx {
+			apis[i] = api[k]
+			payloads = append(payloads, gen.MessageStatusUpdatedEvent{Message: api[k], PreviousStatus: gen.MessageStatus(from[i]),
+				Status: gen.MessageStatus(ms[i].Status), InstanceId: inst})
+			switch ms[i].Status {
+			case msgSent:
+				payloads = append(payloads, gen.MessageSentEvent{Message: api[k], InstanceId: inst})
+			case msgFailed:
+				payloads = append(payloads, gen.MessageFailedEvent{Message: api[k], InstanceId: inst})
+			}
+		}
+		last, err := s.db.Instances.NextSequences(ctx, tx, inst, len(payloads))
+		if err != nil {
+			return nil, err
+		}
+		seq := last - int64(len(payloads))
+		for _, p := range payloads {
+			seq++
+			switch v := p.(type) {
+			case gen.MessageStatusUpdatedEvent:
+				v.Sequence = seq
+				p = v
+			case gen.MessageSentEvent:
+				v.Sequence = seq
+				p = v
+			case gen.MessageFailedEvent:
+				v.Sequence = seq
+				p = v
+			}
+			pending = append(pending, events.Pending{WorkspaceID: ms[idx[0]].WorkspaceID, InstanceID: inst, Payload: p})
+		}
+	}
+	if _, err := s.events.EmitMany(ctx, tx, pending); err != nil {
+		return nil, err
+	}
+	return ms, nil
+}
+
+// forward reports whether a message may move from one status to another: up the ranks, never down; failed and
+// canceled are final; only a queued message is canceled; a message the network took does not fail.
+func forward(from, to string) bool {
 	switch {
 	case final(from) || from == to:
-		return m, nil
+		return false
 	case to == msgCanceled && from != msgQueued:
-		return m, nil
+		return false
 	case to == msgFailed && rank[from] >= rank[msgSent]:
-		return m, nil
+		return false
 	case !final(to) && rank[to] <= rank[from]:
-		return m, nil
+		return false
 	}
-	m.Status = to
-	m.StatusHistory = append(m.StatusHistory, store.StatusChange{Status: to, At: micro(at), Detail: detail})
-	if f != nil {
-		m.Failure = &store.Failure{Code: f.Code, Detail: f.Detail}
-	}
-	if err := s.db.Messages.Save(ctx, tx, &m); err != nil {
-		return m, err
-	}
-	api, err := s.MessageAPI(ctx, tx, m)
-	if err != nil {
-		return m, err
-	}
-	payloads := []any{gen.MessageStatusUpdatedEvent{Message: api, PreviousStatus: gen.MessageStatus(from), Status: gen.MessageStatus(to)}}
-	switch to {
-	case msgSent:
-		payloads = append(payloads, gen.MessageSentEvent{Message: api})
-	case msgFailed:
-		payloads = append(payloads, gen.MessageFailedEvent{Message: api})
-	}
-	for _, p := range payloads {
-		seq, err := s.db.Instances.NextSequence(ctx, tx, m.InstanceID)
-		if err != nil {
-			return m, err
-		}
-		switch v := p.(type) {
-		case gen.MessageStatusUpdatedEvent:
-			v.InstanceId, v.Sequence = m.InstanceID, seq
-			p = v
-		case gen.MessageSentEvent:
-			v.InstanceId, v.Sequence = m.InstanceID, seq
-			p = v
-		case gen.MessageFailedEvent:
-			v.InstanceId, v.Sequence = m.InstanceID, seq
-			p = v
-		}
-		if err := s.emitPayload(ctx, tx, m.WorkspaceID, m.InstanceID, p); err != nil {
-			return m, err
-		}
-	}
-	return m, nil
+	return true
 }
 
 // MessageAPI is the API's Message of a stored message, its parties' contacts resolved on db.

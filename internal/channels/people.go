@@ -119,7 +119,7 @@ func (s *Service) Lookup(ctx context.Context, workspaceID, instanceID string, ad
 		if err := s.call(ctx, inst, OpContactsLookup, lookupArgs{Addresses: ask}, &found); err != nil {
 			return nil, err
 		}
-		err := s.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		err := s.inTxFor(ctx, []string{instanceID}, func(ctx context.Context, tx bun.Tx) error {
 			now := micro(time.Now())
 			for _, f := range found {
 				key := f.Address
@@ -183,7 +183,7 @@ func (s *Service) Block(ctx context.Context, workspaceID, instanceID, contactID 
 	if err := s.call(ctx, inst, OpContactsBlock, blockArgs{Address: c.Addresses[0], Blocked: blocked}, nil); err != nil {
 		return c, err
 	}
-	err = s.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+	err = s.inTxFor(ctx, []string{instanceID}, func(ctx context.Context, tx bun.Tx) error {
 		c, err = s.db.Contacts.Lock(ctx, tx, instanceID, contactID)
 		if err != nil {
 			return err

@@ -38,16 +38,18 @@ type SendQueue interface {
 }
 
 // Ledger is what the runtime needs from the messaging service: which instances to hold, how to open them, and where
-// to record what happens to outbound messages. The service implements it; every method commits before returning.
+// to record what happens to sessions and outbound messages. The service implements it; every method commits
+// before returning.
 type Ledger interface {
-	// Wanted lists the instances that should be connected (not disconnected, logged out, failed or deleted).
-	Wanted(ctx context.Context) ([]string, error)
 	// Open loads an instance for a session: what its provider needs, the provider, and the sink to report to.
 	Open(ctx context.Context, instanceID string) (Instance, Provider, Sink, error)
-	// Outbound loads a queued message for sending.
-	Outbound(ctx context.Context, messageID string) (Outbound, error)
-	// Sending, Sent and Failed move a message along its status (never backwards). Failed is terminal.
-	Sending(ctx context.Context, messageID string) error
-	Sent(ctx context.Context, messageID string, s Sent) error
-	Failed(ctx context.Context, messageID string, f *Failure) error
+	// Pacing is the instance's own send pacing (nil: the runtime's default; a rate of 0: none).
+	Pacing(ctx context.Context, instanceID string) (rate, burst *int, err error)
+	// Backoff records a failed session that is tried again at next; GiveUp one that exhausted its failure budget.
+	Backoff(ctx context.Context, instanceID string, attempt int, next time.Time, reason string) error
+	GiveUp(ctx context.Context, instanceID, reason string) error
+	// Begin moves queued messages to sending and loads them; those with nothing left to send are left out.
+	Begin(ctx context.Context, jobs []SendJob) (map[string]Outbound, error)
+	// Settle records outcomes in one transaction, only for the messages hold returns (it runs first, inside it).
+	Settle(ctx context.Context, results []SendResult, hold func(ctx context.Context, tx bun.IDB) ([]string, error)) error
 }

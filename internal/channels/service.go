@@ -175,6 +175,19 @@ func (s *Service) inTx(ctx context.Context, fn func(ctx context.Context, tx bun.
 	return s.db.RunInTx(ctx, fn)
 }
 
+// inTxFor runs fn in a write transaction that first locks the instances it changes. Every change of an instance's
+// messages, chats, contacts or groups counts the instance's event sequence, which locks the instance's row; taking
+// that lock first, in ID order, keeps transactions that also lock other rows (a chat, a message) from deadlocking
+// on PostgreSQL. (SQLite's single writer needs no locks.)
+func (s *Service) inTxFor(ctx context.Context, instanceIDs []string, fn func(ctx context.Context, tx bun.Tx) error) error {
+	return s.db.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		if err := s.db.Instances.LockAll(ctx, tx, instanceIDs); err != nil {
+			return err
+		}
+		return fn(ctx, tx)
+	})
+}
+
 // notFound is the problem of an object of a kind the workspace does not have.
 func notFound(kind, id string) *problem.Error {
 	return problem.Errorf(problem.NotFound, "There is no %s %s in this workspace.", kind, id)

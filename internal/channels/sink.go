@@ -94,40 +94,6 @@ func (s *Service) Outbound(ctx context.Context, messageID string) (Outbound, err
 	return out, nil
 }
 
-// Sending marks a message as being sent.
-func (s *Service) Sending(ctx context.Context, messageID string) error {
-	return s.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
-		_, err := s.advance(ctx, tx, messageID, msgSending, time.Now(), "", nil)
-		return err
-	})
-}
-
-// Sent records the network's acknowledgement of a message: its network ID and status sent.
-func (s *Service) Sent(ctx context.Context, messageID string, sent Sent) error {
-	err := s.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
-		m, err := s.db.Messages.Lock(ctx, tx, messageID)
-		if err != nil {
-			return err
-		}
-		if sent.ProviderID != "" && m.ProviderMessageID == nil {
-			m.ProviderMessageID = &sent.ProviderID
-			if err := s.db.Messages.Save(ctx, tx, &m); err != nil {
-				return err
-			}
-		}
-		at := sent.At
-		if at.IsZero() {
-			at = time.Now()
-		}
-		_, err = s.advance(ctx, tx, messageID, msgSent, at, "", nil)
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	return s.applyEarly(ctx, sent.ProviderID, messageID)
-}
-
 // applyEarly applies the receipts parked for a message whose network ID is now committed. Both sides look after
 // they wrote (Sent after its commit, Receipt after parking), and take is atomic: each receipt is applied once.
 func (s *Service) applyEarly(ctx context.Context, providerID, messageID string) error {
@@ -139,7 +105,7 @@ func (s *Service) applyEarly(ctx context.Context, providerID, messageID string) 
 	if len(rs) == 0 {
 		return nil
 	}
-	return s.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+	return s.inTxFor(ctx, []string{m.InstanceID}, func(ctx context.Context, tx bun.Tx) error {
 		for _, r := range rs {
 			if _, err := s.advance(ctx, tx, messageID, r.Status, r.At, "", nil); err != nil {
 				return err
@@ -193,17 +159,6 @@ func (e *earlyReceipts) take(instanceID, providerID string) []Receipt {
 	return v.receipts
 }
 
-// Failed records that a message cannot be sent (status failed, with the network's code and detail).
-func (s *Service) Failed(ctx context.Context, messageID string, f *Failure) error {
-	if f == nil {
-		f = &Failure{Code: "network_error", Detail: "the message could not be sent"}
-	}
-	return s.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
-		_, err := s.advance(ctx, tx, messageID, msgFailed, time.Now(), f.Code, f)
-		return err
-	})
-}
-
 // SinkFor is the Sink of an instance's session: every method commits the change and its events before it returns.
 func (s *Service) SinkFor(instanceID string) Sink { return &sink{s: s, id: instanceID} }
 
@@ -214,7 +169,7 @@ type sink struct {
 
 // locked runs fn on the instance, locked, inside a transaction.
 func (k *sink) locked(ctx context.Context, fn func(ctx context.Context, tx bun.Tx, i *store.Instance) error) error {
-	return k.s.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+	return k.s.inTxFor(ctx, []string{k.id}, func(ctx context.Context, tx bun.Tx) error {
 		i, err := k.s.db.Instances.Lock(ctx, tx, k.id)
 		if err != nil {
 			return err
@@ -235,7 +190,9 @@ func (k *sink) State(ctx context.Context, st Status, reason string) error {
 		if st == from && st != StatusReconnecting {
 			return nil
 		}
-		if st == StatusReconnecting {
+		// The runtime's backoff counts the attempts of a session that failed (Backoff); a session that reports
+		// reconnecting itself counts one more.
+		if st == StatusReconnecting && from != StatusReconnecting {
 			i.ReconnectAttempt++
 		}
 		if st != from && !CanMove(from, st) {
@@ -305,7 +262,7 @@ func (k *sink) Inbound(ctx context.Context, in Inbound) error {
 			return err
 		}
 	}
-	return k.s.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+	return k.s.inTxFor(ctx, []string{k.id}, func(ctx context.Context, tx bun.Tx) error {
 		if in.ProviderID != "" {
 			if _, err := k.s.db.Messages.ByProviderID(ctx, tx, k.id, in.ProviderID); err == nil {
 				return nil
@@ -429,7 +386,7 @@ func (k *sink) Receipt(ctx context.Context, r Receipt) error {
 }
 
 func (k *sink) receipt(ctx context.Context, r Receipt) error {
-	return k.s.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+	return k.s.inTxFor(ctx, []string{k.id}, func(ctx context.Context, tx bun.Tx) error {
 		m, err := k.s.db.Messages.ByProviderID(ctx, tx, k.id, r.ProviderID)
 		if errors.Is(err, store.ErrNotFound) {
 			// A receipt can overtake the record of the send it is about (the network answers before Sent
@@ -468,7 +425,7 @@ func (k *sink) ContactChanged(ctx context.Context, p Party) error {
 	if err != nil {
 		return err
 	}
-	return k.s.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+	return k.s.inTxFor(ctx, []string{k.id}, func(ctx context.Context, tx bun.Tx) error {
 		_, err := k.s.resolve(ctx, tx, inst, p)
 		return err
 	})

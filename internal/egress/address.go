@@ -192,3 +192,15 @@ func isDigit(c rune, base int) bool {
 	}
 	return false
 }
+
+// LiteralAddr returns the address host denotes when it is an IP literal in any spelling browsers accept (decimal,
+// octal and hexadecimal IPv4 parts, IPv4-mapped IPv6), isLiteral false for a name; see literalAddr.
+func LiteralAddr(host string) (addr netip.Addr, isLiteral bool, err error) {
+	addr, isLiteral, err = literalAddr(host)
+	if err == nil && isLiteral {
+		if v4, ok := embeddedIPv4(addr); ok {
+			addr = v4
+		}
+	}
+	return addr, isLiteral, err
+}

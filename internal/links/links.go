@@ -80,11 +80,14 @@ func (s *Service) checkSlug(errs *problem.Fields, slug string) {
 	}
 }
 
-// checkURL records why a destination or expired_url cannot be used.
-func (s *Service) checkURL(errs *problem.Fields, pointer, raw string) {
+// checkURL records why a destination or expired_url cannot be used, and returns it normalised (see
+// NormalizeDestination) for storing.
+func (s *Service) checkURL(errs *problem.Fields, pointer, raw string) string {
 	if err := s.policy.CheckDestination(raw); err != nil {
 		errs.Add(pointer, err.Error())
+		return raw
 	}
+	return NormalizeDestination(raw)
 }
 
 func checkMetadata(errs *problem.Fields, m map[string]any) {
@@ -151,9 +154,10 @@ func (s *Service) newLink(workspaceID string, in NewLink, now time.Time) (l stor
 		l.Slug = *in.Slug
 		s.checkSlug(&errs, l.Slug)
 	}
-	s.checkURL(&errs, "/destination_url", in.DestinationURL)
+	l.DestinationURL = s.checkURL(&errs, "/destination_url", in.DestinationURL)
 	if in.ExpiredURL != nil {
-		s.checkURL(&errs, "/expired_url", *in.ExpiredURL)
+		u := s.checkURL(&errs, "/expired_url", *in.ExpiredURL)
+		l.ExpiredURL = &u
 	}
 	if in.ExpiresAt != nil {
 		t := micro(*in.ExpiresAt)
@@ -186,10 +190,11 @@ func (s *Service) patcher(in Update) (func(*store.Link), error) {
 		s.checkSlug(&errs, *in.Slug)
 	}
 	if in.DestinationURL != nil {
-		s.checkURL(&errs, "/destination_url", *in.DestinationURL)
+		u := s.checkURL(&errs, "/destination_url", *in.DestinationURL)
+		in.DestinationURL = &u
 	}
 	if u, ok := in.ExpiredURL.Value(); ok {
-		s.checkURL(&errs, "/expired_url", u)
+		in.ExpiredURL = patch.Set(s.checkURL(&errs, "/expired_url", u))
 	}
 	if in.Metadata != nil {
 		checkMetadata(&errs, *in.Metadata)

@@ -11,7 +11,10 @@ import (
 	"net"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
+
+	"github.com/switchboard/switchboard/internal/egress"
 )
 
 // Alphabet is what generated slugs are made of: digits and letters without the look-alikes 0/O/o, 1/l/I.
@@ -102,6 +105,9 @@ type Policy struct {
 	// OwnHosts are the hosts of this service (the product's and every short domain): a destination there would be
 	// a redirect loop or a chain that hides the real target.
 	OwnHosts []string
+	// OwnPorts are the ports of those hosts' URLs: a destination on this machine's own addresses (localhost,
+	// loopback and unspecified addresses in any spelling) at one of them is a loop too, whatever the name.
+	OwnPorts []string
 }
 
 // NewPolicy normalises the operator's lists (case, trailing dots, ports of own hosts).
@@ -118,6 +124,16 @@ func NewPolicy(allowedSchemes, blockedHosts, ownHosts []string) Policy {
 		}
 	}
 	for _, h := range ownHosts {
+		// A host without a port answers on the default ports of both schemes.
+		ports := []string{"80", "443"}
+		if _, pt, err := net.SplitHostPort(strings.TrimSpace(h)); err == nil {
+			ports = []string{pt}
+		}
+		for _, port := range ports {
+			if !slices.Contains(p.OwnPorts, port) {
+				p.OwnPorts = append(p.OwnPorts, port)
+			}
+		}
 		if h = NormalizeHost(h); h != "" && !slices.Contains(p.OwnHosts, h) {
 			p.OwnHosts = append(p.OwnHosts, h)
 		}
@@ -163,6 +179,11 @@ func (p Policy) CheckDestination(raw string) error {
 	if u.Host == "" {
 		return nil // mailto:, tel: and the like
 	}
+	if port := u.Port(); port != "" {
+		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+			return fmt.Errorf("port %s is not a port (1 to 65535)", port)
+		}
+	}
 	host := NormalizeHost(u.Host)
 	if host == "" {
 		return fmt.Errorf("must name a host, such as https://example.com/page")
@@ -174,7 +195,7 @@ func (p Policy) CheckDestination(raw string) error {
 			return fmt.Errorf("host %q must be written in its ASCII form (xn--… for internationalised names)", u.Host)
 		}
 	}
-	if slices.Contains(p.OwnHosts, host) {
+	if slices.Contains(p.OwnHosts, host) || p.ownAddress(host, u) {
 		return fmt.Errorf("must not point to a short link or page of this service (it would loop)")
 	}
 	for _, b := range p.BlockedHosts {
@@ -183,6 +204,55 @@ func (p Policy) CheckDestination(raw string) error {
 		}
 	}
 	return nil
+}
+
+// ownAddress reports whether a destination names this machine (localhost, a loopback or unspecified address in
+// any spelling: [::1], 2130706433, 0x7f.1, 0.0.0.0) at one of the service's ports.
+func (p Policy) ownAddress(host string, u *url.URL) bool {
+	port := u.Port()
+	if port == "" {
+		port = "80"
+		if strings.EqualFold(u.Scheme, "https") {
+			port = "443"
+		}
+	}
+	if !slices.Contains(p.OwnPorts, port) {
+		return false
+	}
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+		return true
+	}
+	addr, literal, err := egress.LiteralAddr(host)
+	return err == nil && literal && (addr.IsLoopback() || addr.IsUnspecified())
+}
+
+// NormalizeDestination returns a checked destination as it is stored and sent in Location: characters that may
+// not appear raw in a URL (spaces, <, >, ", control characters, non-ASCII) percent-encoded in the path, query and
+// fragment, so a redirect never carries them and every client reads the same URL. What is already encoded stays.
+func NormalizeDestination(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Opaque != "" {
+		return raw
+	}
+	u.RawQuery = escapeRaw(u.RawQuery)
+	if u.RawFragment != "" {
+		u.RawFragment = escapeRaw(u.RawFragment)
+	}
+	return u.String()
+}
+
+// escapeRaw percent-encodes the bytes of a query or fragment that are never valid raw in a URL.
+func escapeRaw(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c <= 0x20 || c >= 0x7f || c == '<' || c == '>' || c == '"' || c == '`' || c == '{' || c == '}' || c == '|' || c == '\\' || c == '^' {
+			fmt.Fprintf(&b, "%%%02X", c)
+			continue
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
 }
 
 // ShortURL is the URL a link is shared as: the scheme of the short base URL, the link's domain and its slug.

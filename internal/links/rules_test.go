@@ -220,3 +220,41 @@ func TestShortURL(t *testing.T) {
 		t.Errorf("ShortURL = %q", got)
 	}
 }
+
+func TestDestinationsAreNormalised(t *testing.T) {
+	p := Policy{AllowedSchemes: []string{"mailto"}}
+	for _, bad := range []string{"https://example.com:0/", "https://example.com:65536/", "https://example.com:99999/x"} {
+		if err := p.CheckDestination(bad); err == nil {
+			t.Errorf("%s accepted", bad)
+		}
+	}
+	for raw, want := range map[string]string{
+		`https://example.com/a b?q=<x>&r="y"#f g`: `https://example.com/a%20b?q=%3Cx%3E&r=%22y%22#f%20g`,
+		"https://example.com/ok?x=1%202":          "https://example.com/ok?x=1%202",
+		"https://example.com:8443/p":              "https://example.com:8443/p",
+		"mailto:someone@example.com":              "mailto:someone@example.com",
+	} {
+		if err := p.CheckDestination(raw); err != nil {
+			t.Errorf("%s refused: %v", raw, err)
+		}
+		if got := NormalizeDestination(raw); got != want {
+			t.Errorf("NormalizeDestination(%q) = %q, want %q", raw, got, want)
+		}
+	}
+}
+
+func TestOwnAddressesLoopWhateverTheSpelling(t *testing.T) {
+	p := NewPolicy(nil, nil, []string{"127.0.0.1:8080", "sb.example.com"})
+	for _, dest := range []string{"http://127.0.0.1:8080/x", "http://localhost:8080/x", "http://[::1]:8080/x",
+		"http://2130706433:8080/x", "http://0x7f.1:8080/x", "http://0.0.0.0:8080/x", "http://[::ffff:127.0.0.1]:8080/x",
+		"http://app.localhost:8080/", "https://sb.example.com/other"} {
+		if err := p.CheckDestination(dest); err == nil || !strings.Contains(err.Error(), "loop") {
+			t.Errorf("%s: %v, want a loop refusal", dest, err)
+		}
+	}
+	for _, dest := range []string{"http://localhost:3000/dev", "http://[::1]:9999/", "https://example.com:8080/"} {
+		if err := p.CheckDestination(dest); err != nil {
+			t.Errorf("%s refused: %v", dest, err)
+		}
+	}
+}

@@ -54,6 +54,14 @@ func Dialects(t *testing.T, fn func(t *testing.T, db *store.DB)) {
 	t.Run("postgres", func(t *testing.T) { fn(t, Postgres(t)) })
 }
 
+// OwnDialects is Dialects with a PostgreSQL database of the test's own: for tests of what works across every
+// workspace of a deployment (the channel runtime holds every instance), which other tests' data would disturb.
+func OwnDialects(t *testing.T, fn func(t *testing.T, db *store.DB)) {
+	t.Helper()
+	t.Run("sqlite", func(t *testing.T) { fn(t, SQLite(t)) })
+	t.Run("postgres", func(t *testing.T) { fn(t, open(t, EmptyPostgresURL(t))) })
+}
+
 // SQLite opens a new migrated SQLite database in a temporary directory, closed when the test ends.
 func SQLite(t testing.TB) *store.DB {
 	t.Helper()

@@ -165,3 +165,10 @@ func (w withoutDeclarations) Token() (xml.Token, error) {
 	}
 	return tok, err
 }
+
+// Received returns the stanzas received so far, oldest first.
+func (c *Client) Received() []Stanza {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]Stanza(nil), c.stanzas...)
+}

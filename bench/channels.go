@@ -1,0 +1,544 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/switchboard/switchboard/gen"
+	"github.com/switchboard/switchboard/internal/channels"
+	"github.com/switchboard/switchboard/internal/channels/hub"
+	"github.com/switchboard/switchboard/internal/channels/sandbox"
+	"github.com/switchboard/switchboard/internal/egress"
+	"github.com/switchboard/switchboard/internal/events"
+	"github.com/switchboard/switchboard/internal/webhook"
+	"github.com/switchboard/switchboard/store"
+)
+
+// The messaging rows measure the channel runtime with the sandbox network, pacing off, in this process:
+//
+//   - throughput: channelBacklog messages from one instance to channelRecipients others are queued while the sender
+//     is disconnected; the row shows messages per second from its connect until the last is recorded sent;
+//   - accept → sent: messages accepted one each at channelLatencyRate per second for the round's duration, from the
+//     acceptance (Send returned) to the sent time in the message's status history;
+//   - inbound → webhook: the recipients' message.received events, from the time the network handed the message over
+//     to a signed webhook reaching a receiver on loopback (the webhook dispatcher runs beside the runtime);
+//   - scale: channelScale sandbox instances connected in one process (heap and goroutines per instance), then the
+//     runtime restarted with a stagger of channelStagger: the time until every one is connected again and how
+//     their connects spread.
+const (
+	channelBacklog     = 4000
+	channelRecipients  = 40
+	channelLatencyRate = 500
+	channelScale       = 1000
+	channelStagger     = 10 * time.Second
+)
+
+// Goals of the messaging rows.
+const (
+	channelRateGoalSQLite   = 2000.0
+	channelRateGoalPostgres = 1000.0
+	channelSentP99Goal      = 100 * time.Millisecond
+	channelInboundP99Goal   = 250 * time.Millisecond
+)
+
+// channelResult is one measured round.
+type channelResult struct {
+	rate              float64
+	sentP50, sentP99  time.Duration
+	inP50, inP99      time.Duration
+	sentN, inN        int
+	failures          []string
+	scaleHeap         float64 // bytes of heap per connected instance
+	scaleGoroutines   float64
+	scaleConnect      time.Duration // time to connect channelScale instances
+	restartAll        time.Duration // restart → every instance connected
+	restartSpreadP10  time.Duration
+	restartSpreadP90  time.Duration
+	restartSpreadLast time.Duration
+}
+
+// channelBench is the messaging capability over one database, with its runtime and a webhook receiver.
+type channelBench struct {
+	name, database string
+	db             *store.DB
+	svc            *channels.Service
+	box            *webhook.Box
+	outbox         *events.Outbox
+	ws             string
+	rt             *hub.Hub
+	stopRT         func()
+	// sessions is what the sandbox calls: the current runtime, across the restart of the scale round.
+	sessions currentSessions
+	receiver *httpServer
+	inbound  *inboundArrivals
+	goal     float64
+}
+
+func quietLog() *slog.Logger { return slog.New(slog.NewJSONHandler(io.Discard, nil)) }
+
+// startChannelBench opens and migrates the database, builds the messaging service with the sandbox and a runtime
+// (pacing off), and registers a webhook endpoint for message.received at a receiver on loopback.
+func startChannelBench(ctx context.Context, database, dbURL string, goal float64) (*channelBench, error) {
+	db, err := openMigrated(ctx, dbURL)
+	if err != nil {
+		return nil, err
+	}
+	key := make([]byte, webhook.KeySize)
+	_, _ = rand.Read(key)
+	box, err := webhook.NewBox(key)
+	if err != nil {
+		return nil, err
+	}
+	b := &channelBench{name: "messaging — " + database, database: database, db: db, box: box, goal: goal,
+		outbox: events.NewOutbox(db, events.Builtin()), inbound: &inboundArrivals{}}
+	b.svc, err = channels.New(db, b.outbox, channels.Config{Sealer: box, Logger: quietLog()})
+	if err != nil {
+		return nil, err
+	}
+	b.startRuntime(channelStagger)
+	if err := b.svc.AddProvider(sandbox.New(db, &b.sessions, sandbox.Options{Logger: quietLog(),
+		Delivered: sandbox.DefaultDelivered, Read: sandbox.DefaultRead})); err != nil {
+		return nil, err
+	}
+	ws, err := db.Workspaces.Create(ctx, "messaging bench")
+	if err != nil {
+		return nil, err
+	}
+	b.ws = ws.ID
+	ln, err := listen()
+	if err != nil {
+		return nil, err
+	}
+	b.receiver = serve(ln, b.inbound)
+	secret, err := webhook.NewSecret()
+	if err != nil {
+		return nil, err
+	}
+	if _, err := db.Webhooks.Create(ctx, store.NewWebhookEndpoint{WorkspaceID: b.ws, URL: b.receiver.url + "/hook",
+		Events: []string{"message.received"}, SealSecret: func(id string) string { return box.Seal([]byte(secret), []byte(id)) }}); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// startRuntime runs a runtime until stopRT (the sandbox holds the first runtime's Sessions, which forwards to the
+// current one).
+func (b *channelBench) startRuntime(stagger time.Duration) {
+	b.rt = hub.New(b.db, b.svc, hub.Options{Rate: -1, Stagger: stagger, Logger: quietLog()})
+	b.svc.Attach(b.rt, b.rt)
+	b.sessions.set(b.rt)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { _ = b.rt.Run(ctx); close(done) }()
+	b.stopRT = func() { cancel(); <-done }
+}
+
+// currentSessions forwards to the runtime that runs now.
+type currentSessions struct {
+	mu sync.RWMutex
+	h  *hub.Hub
+}
+
+func (c *currentSessions) set(h *hub.Hub) { c.mu.Lock(); c.h = h; c.mu.Unlock() }
+func (c *currentSessions) get() *hub.Hub  { c.mu.RLock(); defer c.mu.RUnlock(); return c.h }
+func (c *currentSessions) Start(ctx context.Context, id string) error {
+	return c.get().Start(ctx, id)
+}
+func (c *currentSessions) Stop(ctx context.Context, id string) error { return c.get().Stop(ctx, id) }
+func (c *currentSessions) Do(ctx context.Context, id string, cmd channels.Command) (json.RawMessage, error) {
+	return c.get().Do(ctx, id, cmd)
+}
+
+func (b *channelBench) close() {
+	b.stopRT()
+	b.receiver.close()
+	_ = b.db.Close()
+}
+
+// inboundArrivals takes message.received webhooks and keeps, for each, the time from the network's handing the
+// message over (its received time) to the webhook's arrival.
+type inboundArrivals struct {
+	mu    sync.Mutex
+	lat   []time.Duration
+	since time.Time
+}
+
+func (a *inboundArrivals) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	now := time.Now()
+	var ev struct {
+		Data struct {
+			Message struct {
+				StatusHistory []struct {
+					At time.Time `json:"at"`
+				} `json:"status_history"`
+			} `json:"message"`
+		} `json:"data"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&ev); err == nil && len(ev.Data.Message.StatusHistory) > 0 {
+		at := ev.Data.Message.StatusHistory[0].At
+		a.mu.Lock()
+		if !a.since.IsZero() && at.After(a.since) {
+			a.lat = append(a.lat, now.Sub(at))
+		}
+		a.mu.Unlock()
+	}
+	w.WriteHeader(http.StatusOK)
+}
+
+func (a *inboundArrivals) reset(since time.Time) {
+	a.mu.Lock()
+	a.lat, a.since = nil, since
+	a.mu.Unlock()
+}
+
+func (a *inboundArrivals) take() []time.Duration {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.lat)
+}
+
+// instances creates n sandbox instances that pair by themselves and connects them.
+func (b *channelBench) instances(ctx context.Context, n int, prefix string) ([]store.Instance, error) {
+	out := make([]store.Instance, 0, n)
+	for i := range n {
+		inst, err := b.svc.Create(ctx, b.ws, channels.NewInstance{Name: fmt.Sprint(prefix, i), Provider: "sandbox",
+			Config: map[string]any{"auto_pair": true}})
+		if err != nil {
+			return nil, err
+		}
+		if _, err := b.svc.Connect(ctx, b.ws, inst.ID); err != nil {
+			return nil, err
+		}
+		out = append(out, inst)
+	}
+	for i, inst := range out {
+		got, err := b.until(ctx, inst.ID, channels.StatusConnected, time.Minute)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = got
+	}
+	return out, nil
+}
+
+// until polls an instance until it reaches a status.
+func (b *channelBench) until(ctx context.Context, id string, st channels.Status, limit time.Duration) (store.Instance, error) {
+	deadline := time.Now().Add(limit)
+	for {
+		inst, err := b.svc.Get(ctx, b.ws, id)
+		if err != nil {
+			return inst, err
+		}
+		if channels.Status(inst.Status) == st {
+			return inst, nil
+		}
+		if time.Now().After(deadline) {
+			return inst, fmt.Errorf("instance %s is %s after %v, want %s", id, inst.Status, limit, st)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+func (b *channelBench) send(ctx context.Context, from string, to store.Instance, text string) (store.Message, error) {
+	addr := gen.Address(to.Account.Address)
+	m, _, err := b.svc.Send(ctx, b.ws, from, gen.MessageCreate{Type: "text", To: &addr, Text: &text})
+	return m, err
+}
+
+// waitQueue waits until an instance's send queue is empty.
+func (b *channelBench) waitQueue(ctx context.Context, id string, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	for {
+		st, err := b.db.SendQueue.Stats(ctx, id, time.Now())
+		if err != nil || st.Depth == 0 {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d messages still queued after %v", st.Depth, limit)
+		}
+		// Counting a backlog is work for the database the row measures: not too often.
+		time.Sleep(25 * time.Millisecond)
+	}
+}
+
+// measure runs the throughput and latency rounds.
+func (b *channelBench) measure(ctx context.Context, d time.Duration) (channelResult, error) {
+	var r channelResult
+	stopDispatch := b.dispatch()
+	defer stopDispatch()
+	all, err := b.instances(ctx, channelRecipients+1, "bench")
+	if err != nil {
+		return r, err
+	}
+	sender, recipients := all[0], all[1:]
+
+	// Throughput: a backlog queued while the sender is disconnected.
+	if _, err := b.svc.Disconnect(ctx, b.ws, sender.ID); err != nil {
+		return r, err
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for w := range 8 {
+		wg.Go(func() {
+			for i := w; i < channelBacklog; i += 8 {
+				if _, err := b.send(ctx, sender.ID, recipients[i%len(recipients)], fmt.Sprint("backlog ", i)); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		return r, err
+	}
+	if _, err := b.svc.Connect(ctx, b.ws, sender.ID); err != nil {
+		return r, err
+	}
+	if _, err := b.until(ctx, sender.ID, channels.StatusConnected, time.Minute); err != nil {
+		return r, err
+	}
+	start := time.Now()
+	if err := b.waitQueue(ctx, sender.ID, 5*time.Minute); err != nil {
+		r.failures = append(r.failures, "backlog: "+err.Error())
+		return r, nil
+	}
+	r.rate = channelBacklog / time.Since(start).Seconds()
+
+	// Accept → sent, and inbound → webhook, at a steady rate.
+	roundStart := time.Now()
+	b.inbound.reset(roundStart)
+	type accepted struct {
+		id string
+		at time.Time
+	}
+	var mu sync.Mutex
+	var acc []accepted
+	tick := time.NewTicker(time.Second / channelLatencyRate)
+	deadline := time.Now().Add(d)
+	i := 0
+	for time.Now().Before(deadline) {
+		<-tick.C
+		i++
+		wg.Go(func() {
+			m, err := b.send(ctx, sender.ID, recipients[i%len(recipients)], fmt.Sprint("steady ", i))
+			at := time.Now()
+			if err == nil {
+				mu.Lock()
+				acc = append(acc, accepted{m.ID, at})
+				mu.Unlock()
+			}
+		})
+	}
+	tick.Stop()
+	wg.Wait()
+	if err := b.waitQueue(ctx, sender.ID, time.Minute); err != nil {
+		r.failures = append(r.failures, "steady: "+err.Error())
+		return r, nil
+	}
+	var lat []time.Duration
+	for _, a := range acc {
+		m, err := b.svc.GetMessage(ctx, b.ws, sender.ID, a.id)
+		if err != nil {
+			return r, err
+		}
+		for _, h := range m.StatusHistory {
+			if h.Status == "sent" {
+				lat = append(lat, max(h.At.Sub(a.at), 0))
+			}
+		}
+	}
+	r.sentN, r.sentP50, r.sentP99 = len(lat), percentile(lat, 0.50), percentile(lat, 0.99)
+	if len(acc) < i*9/10 {
+		r.failures = append(r.failures, fmt.Sprintf("steady: %d of %d sends accepted", len(acc), i))
+	}
+	// The webhooks of the last inbound messages: wait for them to arrive.
+	want := len(acc) * 9 / 10
+	for end := time.Now().Add(30 * time.Second); len(b.inbound.take()) < want && time.Now().Before(end); {
+		time.Sleep(20 * time.Millisecond)
+	}
+	in := b.inbound.take()
+	r.inN, r.inP50, r.inP99 = len(in), percentile(in, 0.50), percentile(in, 0.99)
+	for _, inst := range all {
+		if err := b.svc.Delete(ctx, b.ws, inst.ID); err != nil {
+			return r, err
+		}
+	}
+	return r, nil
+}
+
+// dispatch runs a webhook dispatcher beside the runtime until the returned function stops it.
+func (b *channelBench) dispatch() func() {
+	guard := egress.NewGuard(egress.Policy{AllowHTTP: true, AllowedNetworks: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}})
+	d := webhook.NewDispatcher(b.db, b.box, guard, webhook.Config{Events: b.outbox, Logger: quietLog()})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { _ = d.Run(ctx); close(done) }()
+	return func() { cancel(); <-done }
+}
+
+// scale connects channelScale instances, measures what they hold, restarts the runtime and measures the reconnects.
+func (b *channelBench) scale(ctx context.Context, r *channelResult) error {
+	runtime.GC()
+	var before runtime.MemStats
+	runtime.ReadMemStats(&before)
+	goroutines := runtime.NumGoroutine()
+	start := time.Now()
+	insts, err := b.instances(ctx, channelScale, "scale")
+	if err != nil {
+		return err
+	}
+	r.scaleConnect = time.Since(start)
+	runtime.GC()
+	var after runtime.MemStats
+	runtime.ReadMemStats(&after)
+	r.scaleHeap = float64(int64(after.HeapInuse)-int64(before.HeapInuse)) / channelScale
+	r.scaleGoroutines = float64(runtime.NumGoroutine()-goroutines) / channelScale
+
+	b.stopRT()
+	restart := time.Now().UTC()
+	b.startRuntime(channelStagger)
+	var connectedAt []time.Duration
+	deadline := time.Now().Add(channelStagger + 2*time.Minute)
+	for {
+		var rows []store.Instance
+		if err := b.db.Bun().NewSelect().Model(&rows).Where("workspace_id = ?", b.ws).
+			Where("status = ?", channels.StatusConnected).Where("status_since > ?", restart).Scan(ctx); err != nil {
+			return err
+		}
+		if len(rows) == len(insts) {
+			for _, row := range rows {
+				connectedAt = append(connectedAt, row.StatusSince.Sub(restart))
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			r.failures = append(r.failures, fmt.Sprintf("restart: %d of %d connected again", len(rows), len(insts)))
+			return nil
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	slices.Sort(connectedAt)
+	r.restartAll = connectedAt[len(connectedAt)-1]
+	r.restartSpreadP10, r.restartSpreadP90 = percentile(connectedAt, 0.10), percentile(connectedAt, 0.90)
+	r.restartSpreadLast = connectedAt[len(connectedAt)-1]
+	return nil
+}
+
+// runChannels measures the messaging rows on SQLite and, unless skipped or unreachable, PostgreSQL, and prints
+// their table; it returns how many rows failed.
+func runChannels(ctx context.Context, o options, prof *profile, out, log io.Writer) (int, error) {
+	tmp, err := os.MkdirTemp("", "switchboard-bench-channels-")
+	if err != nil {
+		return 0, err
+	}
+	defer os.RemoveAll(tmp)
+	type target struct {
+		database, url string
+		goal          float64
+	}
+	targets := []target{{"SQLite", "file:" + filepath.Join(tmp, "switchboard.db"), channelRateGoalSQLite}}
+	var skipped string
+	if o.skipPostgres {
+		skipped = "-skip-postgres was given"
+	} else if pgURL, drop, err := createPostgresDB(ctx); err != nil {
+		skipped = err.Error()
+	} else {
+		defer func() {
+			if err := drop(); err != nil {
+				fmt.Fprintln(log, "bench:", err)
+			}
+		}()
+		targets = append(targets, target{"PostgreSQL", pgURL, channelRateGoalPostgres})
+	}
+	if err := prof.start(); err != nil {
+		return 0, err
+	}
+	d := max(o.duration/2, time.Second)
+	failed := 0
+	fmt.Fprintf(out, "\nmessaging: the sandbox network in this process, pacing off, receipts on the sandbox's schedule; "+
+		"backlog of %d messages to %d chats; accept → sent at %d/s for %s; inbound → signed webhook on loopback; "+
+		"%d instances, restart with a %s stagger; medians of %d round(s)\n\n", channelBacklog, channelRecipients,
+		channelLatencyRate, d, channelScale, channelStagger, o.rounds)
+	fmt.Fprintln(out, "| database | sent/s (goal) | accept→sent p50 / p99 (goal p99 < 100 ms) | inbound→webhook p50 / p99 (goal p99 < 250 ms) | per instance | restart: all connected, connects p10–p90 |")
+	fmt.Fprintln(out, "|---|---|---|---|---|---|")
+	for _, t := range targets {
+		b, err := startChannelBench(ctx, t.database, t.url, t.goal)
+		if err != nil {
+			return failed, fmt.Errorf("messaging on %s: %w", t.database, err)
+		}
+		var runs []channelResult
+		for round := 1; round <= o.rounds; round++ {
+			r, err := b.measure(ctx, d)
+			if err != nil {
+				b.close()
+				return failed, fmt.Errorf("%s: %w", b.name, err)
+			}
+			fmt.Fprintf(log, "round %d/%d  %-30s %8.0f sent/s  accept→sent p50 %s p99 %s (%d)  inbound→webhook p50 %s p99 %s (%d) %v\n",
+				round, o.rounds, b.name, r.rate, formatLatency(r.sentP50), formatLatency(r.sentP99), r.sentN,
+				formatLatency(r.inP50), formatLatency(r.inP99), r.inN, r.failures)
+			runs = append(runs, r)
+		}
+		var scale channelResult
+		if err := b.scale(ctx, &scale); err != nil {
+			b.close()
+			return failed, fmt.Errorf("%s: scale: %w", b.name, err)
+		}
+		fmt.Fprintf(log, "scale %-30s %d instances connected in %s, %.1f KiB heap and %.1f goroutines each; restart: all in %s, p10 %s p90 %s %v\n",
+			b.name, channelScale, scale.scaleConnect.Round(time.Millisecond), scale.scaleHeap/1024, scale.scaleGoroutines,
+			scale.restartAll.Round(time.Millisecond), scale.restartSpreadP10.Round(time.Millisecond),
+			scale.restartSpreadP90.Round(time.Millisecond), scale.failures)
+		b.close()
+		med := func(f func(channelResult) float64) float64 {
+			var v []float64
+			for _, r := range runs {
+				v = append(v, f(r))
+			}
+			slices.Sort(v)
+			return v[len(v)/2]
+		}
+		ms := func(f func(channelResult) time.Duration) string {
+			return formatLatency(time.Duration(med(func(r channelResult) float64 { return float64(f(r)) })))
+		}
+		rate := med(func(r channelResult) float64 { return r.rate })
+		var failures []string
+		for _, r := range append(runs, scale) {
+			failures = append(failures, r.failures...)
+		}
+		mark := func(ok bool) string {
+			if ok {
+				return "✓"
+			}
+			return "✗"
+		}
+		sentP99 := time.Duration(med(func(r channelResult) float64 { return float64(r.sentP99) }))
+		inP99 := time.Duration(med(func(r channelResult) float64 { return float64(r.inP99) }))
+		fmt.Fprintf(out, "| %s | %.0f (≥ %.0f %s) | %s / %s %s | %s / %s %s | %.1f KiB heap, %.1f goroutines | %s, %s–%s (stagger %s) |\n",
+			t.database, rate, t.goal, mark(rate >= t.goal),
+			ms(func(r channelResult) time.Duration { return r.sentP50 }), formatLatency(sentP99), mark(sentP99 < channelSentP99Goal),
+			ms(func(r channelResult) time.Duration { return r.inP50 }), formatLatency(inP99), mark(inP99 < channelInboundP99Goal),
+			scale.scaleHeap/1024, scale.scaleGoroutines, scale.restartAll.Round(100*time.Millisecond),
+			scale.restartSpreadP10.Round(100*time.Millisecond), scale.restartSpreadP90.Round(100*time.Millisecond), channelStagger)
+		if len(failures) > 0 {
+			failed++
+			fmt.Fprintf(out, "\n%s FAILED: %v\n", b.name, failures)
+		}
+	}
+	if skipped != "" {
+		fmt.Fprintf(out, "\nPostgreSQL messaging rows skipped: %s\n", skipped)
+	}
+	return failed, nil
+}

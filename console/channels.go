@@ -1,0 +1,378 @@
+package console
+
+import (
+	"errors"
+	"html/template"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/switchboard/switchboard/gen"
+	"github.com/switchboard/switchboard/internal/channels"
+	"github.com/switchboard/switchboard/internal/problem"
+	"github.com/switchboard/switchboard/store"
+)
+
+// The Channels pages: the workspace's instances with their live status and the create form (the provider picked from
+// the service's providers, the config form built from the provider's JSON Schema); an instance's page with its QR
+// code while it waits to be paired, connect / disconnect / logout / delete, a test message and its recent messages
+// with their status history. Pages whose instances are changing state reload themselves every two seconds (a
+// refresh header: no script needed). Every change goes through the messaging service.
+
+func (c *Console) registerChannels(g *echo.Group) {
+	g.GET("/channels", c.channelsPage)
+	g.POST("/channels", c.createInstance)
+	g.GET("/channels/:id", c.channelPage)
+	g.POST("/channels/:id/connect", c.instanceAction)
+	g.POST("/channels/:id/disconnect", c.instanceAction)
+	g.POST("/channels/:id/logout", c.instanceAction)
+	g.POST("/channels/:id/scan", c.instanceAction)
+	g.POST("/channels/:id/send", c.sendTestMessage)
+	g.GET("/channels/:id/delete", c.deleteInstancePage)
+	g.POST("/channels/:id/delete", c.deleteInstance)
+}
+
+// configField is one input of a provider's config form, from a property of its JSON Schema.
+type configField struct {
+	Name, Title, Description, Type string
+	Enum                           []string
+	Secret, Required               bool
+	Value                          string
+}
+
+// providerForm is a provider as the create form shows it.
+type providerForm struct {
+	Info   channels.Info
+	Fields []configField
+}
+
+// channelsData is what the Channels page shows.
+type channelsData struct {
+	Instances []store.Instance
+	Providers []providerForm
+	Provider  string
+	Name      string
+	Errors    map[string]string
+}
+
+// transitional are the states a page keeps reloading for.
+func transitional(status string) bool {
+	switch channels.Status(status) {
+	case channels.StatusConnecting, channels.StatusAwaitingAuth, channels.StatusReconnecting:
+		return true
+	}
+	return false
+}
+
+// configFields reads the inputs of a provider's config form from its JSON Schema: string, integer, number and
+// boolean properties (with enums), writeOnly ones as password inputs.
+func configFields(info channels.Info) []configField {
+	props, _ := info.ConfigSchema["properties"].(map[string]any)
+	var required []string
+	if rs, ok := info.ConfigSchema["required"].([]any); ok {
+		for _, r := range rs {
+			if s, ok := r.(string); ok {
+				required = append(required, s)
+			}
+		}
+	}
+	var out []configField
+	for name, raw := range props {
+		p, ok := raw.(map[string]any)
+		if !ok {
+			continue
+		}
+		f := configField{Name: name, Title: name, Required: slices.Contains(required, name)}
+		f.Type, _ = p["type"].(string)
+		f.Description, _ = p["description"].(string)
+		if t, ok := p["title"].(string); ok {
+			f.Title = t
+		}
+		f.Secret, _ = p["writeOnly"].(bool)
+		if enum, ok := p["enum"].([]any); ok {
+			for _, v := range enum {
+				if s, ok := v.(string); ok {
+					f.Enum = append(f.Enum, s)
+				}
+			}
+		}
+		switch f.Type {
+		case "string", "integer", "number", "boolean":
+			out = append(out, f)
+		}
+	}
+	slices.SortFunc(out, func(a, b configField) int {
+		if a.Required != b.Required {
+			if a.Required {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+	return out
+}
+
+// configOf reads a provider's config from the create form: empty inputs are left out; integers, numbers and
+// booleans are converted (what does not convert is left as text for the schema to refuse).
+func configOf(ec echo.Context, info channels.Info) map[string]any {
+	config := map[string]any{}
+	for _, f := range configFields(info) {
+		v := ec.FormValue("config." + info.Name + "." + f.Name)
+		if f.Type != "string" {
+			v = strings.TrimSpace(v)
+		}
+		if v == "" && f.Type != "boolean" {
+			continue
+		}
+		switch f.Type {
+		case "boolean":
+			if v == "true" {
+				config[f.Name] = true
+			}
+		case "integer":
+			if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+				config[f.Name] = n
+			} else {
+				config[f.Name] = v
+			}
+		case "number":
+			if n, err := strconv.ParseFloat(v, 64); err == nil {
+				config[f.Name] = n
+			} else {
+				config[f.Name] = v
+			}
+		default:
+			config[f.Name] = v
+		}
+	}
+	return config
+}
+
+func (c *Console) channelsPage(ec echo.Context) error {
+	return c.renderChannels(ec, http.StatusOK, channelNotices[ec.QueryParam("done")], "", channelsData{})
+}
+
+// channelNotices are the messages a redirect back to a Channels page names (fixed texts).
+var channelNotices = map[string]string{
+	"deleted":    "The instance was logged out and deleted.",
+	"connect":    "Connecting…",
+	"disconnect": "Disconnected; the credentials are kept, and queued messages wait.",
+	"logout":     "Logged out; the credentials were dropped.",
+	"scan":       "The QR code was scanned.",
+	"sent":       "The message was queued.",
+}
+
+func (c *Console) renderChannels(ec echo.Context, status int, notice, errMsg string, d channelsData) error {
+	ses := sessionFrom(ec)
+	for _, info := range c.channels.Providers() {
+		d.Providers = append(d.Providers, providerForm{Info: info, Fields: configFields(info)})
+	}
+	if d.Provider == "" && len(d.Providers) > 0 {
+		d.Provider = d.Providers[0].Info.Name
+		for _, p := range d.Providers {
+			if p.Info.Name == "sandbox" {
+				d.Provider = p.Info.Name
+			}
+		}
+	}
+	if ses.Workspace != nil {
+		insts, _, err := c.channels.List(ec.Request().Context(), ses.Workspace.ID, store.InstanceFilter{}, store.Page{Limit: 100})
+		if err != nil {
+			return err
+		}
+		d.Instances = insts
+		for _, i := range insts {
+			if transitional(i.Status) {
+				ec.Response().Header().Set("Refresh", "2")
+				break
+			}
+		}
+	}
+	return c.render(ec, status, "channels", page{Title: "Channels", Session: ses, Notice: notice, Error: errMsg, Data: d})
+}
+
+// createInstance creates an instance from the form and opens its page.
+func (c *Console) createInstance(ec echo.Context) error {
+	ses := sessionFrom(ec)
+	if ses.Workspace == nil {
+		return ec.Redirect(http.StatusSeeOther, "/user/workspaces")
+	}
+	name, provider := strings.TrimSpace(ec.FormValue("name")), ec.FormValue("provider")
+	info, err := c.channels.Provider(provider)
+	if err != nil {
+		return c.renderChannels(ec, http.StatusUnprocessableEntity, "", "Pick one of the providers.",
+			channelsData{Name: name, Errors: map[string]string{"/provider": "is not a provider of this server"}})
+	}
+	var errs problem.Fields
+	if name == "" {
+		errs.Add("/name", "is required")
+	}
+	var inst store.Instance
+	if err = errs.Err(); err == nil {
+		inst, err = c.channels.Create(ec.Request().Context(), ses.Workspace.ID, channels.NewInstance{Name: name,
+			Provider: provider, Config: configOf(ec, info)})
+	}
+	if err != nil {
+		if fe := fieldErrors(err); fe != nil {
+			return c.renderChannels(ec, http.StatusUnprocessableEntity, "", "The instance was not created: correct the fields marked below.",
+				channelsData{Name: name, Provider: provider, Errors: fe})
+		}
+		return err
+	}
+	return ec.Redirect(http.StatusSeeOther, "/user/channels/"+inst.ID)
+}
+
+// channelData is what an instance's page shows.
+type channelData struct {
+	Instance store.Instance
+	Info     channels.Info
+	QR       *gen.InstanceQR
+	// QRImage is the QR code's PNG as a data URL: made by the server, so trusted as an image source.
+	QRImage  template.URL
+	Messages []gen.Message
+	Queue    *channels.QueueStats
+	To       string
+	Text     string
+}
+
+func (c *Console) instanceOf(ec echo.Context) (store.Instance, error) {
+	ses := sessionFrom(ec)
+	if ses.Workspace == nil {
+		return store.Instance{}, echo.NewHTTPError(http.StatusNotFound)
+	}
+	inst, err := c.channels.Get(ec.Request().Context(), ses.Workspace.ID, ec.Param("id"))
+	if p := problemOf(err); p != nil && p.Code == problem.NotFound {
+		return inst, echo.NewHTTPError(http.StatusNotFound)
+	}
+	return inst, err
+}
+
+func (c *Console) channelPage(ec echo.Context) error {
+	return c.renderChannel(ec, http.StatusOK, channelNotices[ec.QueryParam("done")], ec.QueryParam("error"), channelData{})
+}
+
+func (c *Console) renderChannel(ec echo.Context, status int, notice, errMsg string, d channelData) error {
+	inst, err := c.instanceOf(ec)
+	if err != nil {
+		return err
+	}
+	ctx := ec.Request().Context()
+	ses := sessionFrom(ec)
+	d.Instance = inst
+	if d.Info, err = c.channels.Provider(inst.Provider); err != nil {
+		d.Info = channels.Info{Name: inst.Provider}
+	}
+	if inst.Status == string(channels.StatusAwaitingAuth) && inst.QRCode != nil {
+		if qr, err := c.channels.QRAPI(inst); err == nil && strings.HasPrefix(qr.Image, "data:image/png;base64,") {
+			d.QR, d.QRImage = &qr, template.URL(qr.Image) //nolint:gosec // our own PNG, base64-encoded
+		}
+	}
+	ms, _, err := c.channels.ListMessages(ctx, ses.Workspace.ID, inst.ID, store.MessageFilter{}, store.Page{Limit: 20})
+	if err != nil {
+		return err
+	}
+	if d.Messages, err = c.channels.MessagesAPI(ctx, c.db.Reader(), ms); err != nil {
+		return err
+	}
+	if st, err := c.channels.QueueStats(ctx, ses.Workspace.ID, inst.ID); err == nil {
+		d.Queue = &st
+	}
+	// The page follows a state change, and a message sent within the last half minute up to read.
+	refresh := transitional(inst.Status)
+	for _, m := range d.Messages {
+		switch m.Status {
+		case gen.MessageStatusRead, gen.MessageStatusFailed, gen.MessageStatusCanceled, gen.MessageStatusReceived:
+		default:
+			refresh = refresh || time.Since(m.CreatedAt) < 30*time.Second
+		}
+	}
+	if refresh {
+		ec.Response().Header().Set("Refresh", "2")
+	}
+	return c.render(ec, status, "channel", page{Title: inst.Name, Session: ses, Notice: notice, Error: errMsg, Data: d})
+}
+
+// instanceAction connects, disconnects, logs out or (on the sandbox) scans the QR code of an instance, then shows
+// its page again.
+func (c *Console) instanceAction(ec echo.Context) error {
+	inst, err := c.instanceOf(ec)
+	if err != nil {
+		return err
+	}
+	ctx, ws := ec.Request().Context(), inst.WorkspaceID
+	action := ec.Path()[strings.LastIndex(ec.Path(), "/")+1:]
+	switch action {
+	case "connect":
+		_, err = c.channels.Connect(ctx, ws, inst.ID)
+	case "disconnect":
+		_, err = c.channels.Disconnect(ctx, ws, inst.ID)
+	case "logout":
+		_, err = c.channels.Logout(ctx, ws, inst.ID)
+	case "scan":
+		err = c.channels.Control(ctx, ws, inst.ID, channels.Control{Kind: "scan"})
+	}
+	if p := problemOf(err); p != nil {
+		return c.renderChannel(ec, http.StatusConflict, "", p.Detail, channelData{})
+	}
+	if err != nil {
+		return err
+	}
+	return ec.Redirect(http.StatusSeeOther, "/user/channels/"+inst.ID+"?done="+action)
+}
+
+// sendTestMessage queues a text message from the instance.
+func (c *Console) sendTestMessage(ec echo.Context) error {
+	inst, err := c.instanceOf(ec)
+	if err != nil {
+		return err
+	}
+	to, text := gen.Address(strings.TrimSpace(ec.FormValue("to"))), ec.FormValue("text")
+	_, _, err = c.channels.Send(ec.Request().Context(), inst.WorkspaceID, inst.ID, gen.MessageCreate{Type: gen.MessageTypeText,
+		To: &to, Text: &text})
+	if p := problemOf(err); p != nil {
+		msg := p.Detail
+		if fe := fieldErrors(err); fe != nil {
+			var parts []string
+			for k, v := range fe {
+				parts = append(parts, strings.TrimPrefix(k, "/")+" "+v)
+			}
+			slices.Sort(parts)
+			msg = "The message was not sent: " + strings.Join(parts, "; ") + "."
+		}
+		return c.renderChannel(ec, http.StatusUnprocessableEntity, "", msg, channelData{To: string(to), Text: text})
+	}
+	if err != nil {
+		return err
+	}
+	return ec.Redirect(http.StatusSeeOther, "/user/channels/"+inst.ID+"?done=sent")
+}
+
+func (c *Console) deleteInstancePage(ec echo.Context) error {
+	inst, err := c.instanceOf(ec)
+	if err != nil {
+		return err
+	}
+	return c.render(ec, http.StatusOK, "channel-delete", page{Title: "Delete " + inst.Name, Session: sessionFrom(ec),
+		Data: channelData{Instance: inst}})
+}
+
+// deleteInstance logs the instance out and deletes it with its messages, after the confirmation page.
+func (c *Console) deleteInstance(ec echo.Context) error {
+	inst, err := c.instanceOf(ec)
+	if err != nil {
+		return err
+	}
+	if ec.FormValue("confirm") != inst.Name {
+		return c.render(ec, http.StatusUnprocessableEntity, "channel-delete", page{Title: "Delete " + inst.Name,
+			Session: sessionFrom(ec), Error: "Type the instance's name to delete it.", Data: channelData{Instance: inst}})
+	}
+	if err := c.channels.Delete(ec.Request().Context(), inst.WorkspaceID, inst.ID); err != nil && !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	return ec.Redirect(http.StatusSeeOther, "/user/channels?done=deleted")
+}

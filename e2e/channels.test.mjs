@@ -1,0 +1,95 @@
+// Channels in a real browser: create two sandbox instances from the provider's config form, connect one and see its
+// QR code, simulate the scan, send a message to the other and watch its status history reach "read" as the page
+// follows it; then disconnect and delete with the confirmation step.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { startSwitchboard, launchBrowser, screenshotDir, signUpWithWorkspace } from './server.mjs';
+
+let sb;
+let browser;
+
+before(async () => {
+  // Receipts on the sandbox's own schedule (0.5 s, 2 s): the page must follow them.
+  sb = await startSwitchboard(['--send-rate', '0']);
+  browser = await launchBrowser();
+  mkdirSync(screenshotDir, { recursive: true });
+});
+
+after(async () => {
+  await browser?.close();
+  await sb?.stop();
+});
+
+test('create, pair by QR, send and watch the status, delete', async () => {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 1000 } });
+  const page = await context.newPage();
+  const errors = [];
+  page.on('console', (msg) => {
+    if (msg.type() === 'error' && !/status of 4\d\d/.test(msg.text())) errors.push(msg.text());
+  });
+  page.on('pageerror', (err) => errors.push(err.message));
+  const shot = (name) => page.screenshot({ path: join(screenshotDir, `channels-${name}.png`), fullPage: true });
+
+  await signUpWithWorkspace(page, sb.url, 'cy@example.com', 'Acme messaging');
+  await page.getByRole('navigation', { name: 'Console' }).getByRole('link', { name: 'Channels' }).click();
+  await page.waitForURL(/\/user\/channels$/);
+  await shot('01-empty');
+
+  // The second instance pairs by itself (the sandbox's auto_pair setting, a checkbox of its config form).
+  const create = async (name, autoPair) => {
+    await page.goto(`${sb.url}/user/channels`);
+    await page.getByLabel('Name', { exact: true }).fill(name);
+    await page.getByRole('radio', { name: /Sandbox/ }).check();
+    await page.getByRole('textbox', { name: 'display_name', exact: true }).fill(`${name} Co`);
+    if (autoPair) await page.getByRole('checkbox', { name: 'auto_pair' }).check();
+    await page.getByRole('button', { name: 'Create instance' }).click();
+    await page.waitForURL(/\/user\/channels\/ins_/);
+    return page.url().split('/').pop();
+  };
+  const bob = await create('Bob', true);
+  await page.getByRole('button', { name: 'Connect' }).click();
+  await page.locator('#instance-status[data-status="connected"]').waitFor({ timeout: 15000 });
+  const bobAddress = (await page.getByText(/Connected as/).innerText()).match(/\+999\d+/)[0];
+
+  const alice = await create('Alice', false);
+  await page.getByRole('button', { name: 'Connect' }).click();
+  const qr = page.locator('#qr-image');
+  await qr.waitFor({ timeout: 15000 });
+  assert.ok((await qr.getAttribute('src')).startsWith('data:image/png;base64,'));
+  assert.ok(await qr.evaluate((img) => img.complete && img.naturalWidth > 0), 'the QR image renders');
+  await shot('02-qr');
+  await page.getByRole('button', { name: 'Simulate the scan' }).click();
+  await page.locator('#instance-status[data-status="connected"]').waitFor({ timeout: 15000 });
+
+  await page.getByLabel('To').fill(bobAddress);
+  await page.getByLabel('Text').fill('Your order has shipped');
+  await page.getByRole('button', { name: 'Send' }).click();
+  await page.getByRole('status').waitFor();
+  // The page reloads itself every two seconds until the message was read.
+  await page.locator('tr.message-read').waitFor({ timeout: 20000 });
+  const history = await page.locator('tr.message-read ol.history').innerText();
+  for (const s of ['queued', 'sending', 'sent', 'delivered', 'read']) assert.match(history, new RegExp(s));
+  await shot('03-read');
+
+  // Bob's page shows the message received.
+  await page.goto(`${sb.url}/user/channels/${bob}`);
+  assert.match(await page.locator('#messages').innerText(), /inbound[\s\S]*Your order has shipped[\s\S]*received/);
+
+  await page.goto(`${sb.url}/user/channels`);
+  assert.match(await page.locator('#instances').innerText(), /Alice[\s\S]*connected/);
+  await shot('04-list');
+
+  await page.goto(`${sb.url}/user/channels/${alice}`);
+  await page.getByRole('button', { name: 'Disconnect' }).click();
+  await page.locator('#instance-status[data-status="disconnected"]').waitFor();
+  await page.getByRole('link', { name: 'Delete' }).click();
+  await page.getByLabel(/Type Alice to confirm/).fill('Alice');
+  await shot('05-delete');
+  await page.getByRole('button', { name: 'Delete instance' }).click();
+  await page.waitForURL(/\/user\/channels\?done=deleted/);
+  assert.doesNotMatch(await page.locator('main').innerText(), /Alice/);
+  assert.deepEqual(errors, []);
+  await context.close();
+});

@@ -1,0 +1,173 @@
+package channels
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/uptrace/bun"
+
+	"github.com/switchboard/switchboard/store"
+)
+
+// SendResult is the outcome of one send: Sent when the network took the message, Failure when it refused it for
+// good (a retryable refusal or a transient error is not a result: the runtime tries again).
+type SendResult struct {
+	MessageID  string
+	InstanceID string
+	Sent       *Sent
+	Failure    *Failure
+}
+
+// Begin moves queued messages to sending, in one transaction, and loads each for sending. Messages with nothing
+// left to send (canceled, failed, sent already, deleted) are left out of the map: their queue items only need
+// removing.
+func (s *Service) Begin(ctx context.Context, jobs []SendJob) (map[string]Outbound, error) {
+	live := make([]string, 0, len(jobs))
+	instances := make([]string, 0, len(jobs))
+	for _, j := range jobs {
+		instances = append(instances, j.InstanceID)
+	}
+	err := s.inTxFor(ctx, instances, func(ctx context.Context, tx bun.Tx) error {
+		moves := make([]move, len(jobs))
+		now := time.Now()
+		for i, j := range jobs {
+			moves[i] = move{id: j.MessageID, to: msgSending, at: now}
+		}
+		ms, err := s.advanceMany(ctx, tx, moves)
+		live = live[:0]
+		for _, m := range ms {
+			if m.Status == msgSending {
+				live = append(live, m.ID)
+			}
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]Outbound, len(live))
+	for _, id := range live {
+		o, err := s.Outbound(ctx, id)
+		if errors.Is(err, store.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out[id] = o
+	}
+	return out, nil
+}
+
+// Settle records the outcomes of sends in one transaction. hold runs first inside it and returns the IDs of the
+// messages whose outcome may be recorded (their queue item still holds the lease of its claim, and it removes or
+// reschedules them); only those are recorded, so a send that lost its lease never overwrites its retry's outcome.
+// Receipts that arrived before the send was recorded are applied after the commit.
+func (s *Service) Settle(ctx context.Context, results []SendResult, hold func(ctx context.Context, tx bun.IDB) ([]string, error)) error {
+	type early struct{ providerID, messageID string }
+	var sent []early
+	instances := make([]string, 0, len(results))
+	for _, r := range results {
+		instances = append(instances, r.InstanceID)
+	}
+	err := s.inTxFor(ctx, instances, func(ctx context.Context, tx bun.Tx) error {
+		sent = sent[:0]
+		held, err := hold(ctx, tx)
+		if err != nil {
+			return err
+		}
+		ok := make(map[string]bool, len(held))
+		for _, id := range held {
+			ok[id] = true
+		}
+		var moves []move
+		for _, r := range results {
+			if !ok[r.MessageID] {
+				continue
+			}
+			switch {
+			case r.Sent != nil:
+				at := r.Sent.At
+				if at.IsZero() {
+					at = time.Now()
+				}
+				moves = append(moves, move{id: r.MessageID, to: msgSent, at: at, providerID: r.Sent.ProviderID})
+				if r.Sent.ProviderID != "" {
+					sent = append(sent, early{r.Sent.ProviderID, r.MessageID})
+				}
+			case r.Failure != nil:
+				moves = append(moves, move{id: r.MessageID, to: msgFailed, at: time.Now(), detail: r.Failure.Code, failure: r.Failure})
+			}
+		}
+		_, err = s.advanceMany(ctx, tx, moves)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	for _, e := range sent {
+		if err := s.applyEarly(ctx, e.providerID, e.messageID); err != nil && !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+	}
+	return nil
+}
+
+// Backoff records that an instance's session failed and is tried again at next: the instance shows reconnecting
+// with the attempt and its time, and the reason. An instance that is offline meanwhile (disconnected, deleted)
+// stays as it is.
+func (s *Service) Backoff(ctx context.Context, instanceID string, attempt int, next time.Time, reason string) error {
+	err := s.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		i, err := s.db.Instances.Lock(ctx, tx, instanceID)
+		if err != nil {
+			return err
+		}
+		from := Status(i.Status)
+		if offline(from) {
+			return nil
+		}
+		nextAt := micro(next)
+		i.ReconnectAttempt, i.ReconnectNextAt = attempt, &nextAt
+		if from == StatusReconnecting {
+			i.StatusReason = reason
+			return s.db.Instances.Save(ctx, tx, &i)
+		}
+		if !CanMove(from, StatusReconnecting) {
+			return nil
+		}
+		return s.move(ctx, tx, &i, StatusReconnecting, reason)
+	})
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	return err
+}
+
+// GiveUp moves an instance whose session failed more often than its failure budget allows to failed, with the
+// reason; it stays there until a client connects it again.
+func (s *Service) GiveUp(ctx context.Context, instanceID, reason string) error {
+	err := s.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		i, err := s.db.Instances.Lock(ctx, tx, instanceID)
+		if err != nil {
+			return err
+		}
+		if offline(Status(i.Status)) || !CanMove(Status(i.Status), StatusFailed) {
+			return nil
+		}
+		return s.move(ctx, tx, &i, StatusFailed, reason)
+	})
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	return err
+}
+
+// Pacing is an instance's own send pacing, nil where it takes the server's default.
+func (s *Service) Pacing(ctx context.Context, instanceID string) (rate, burst *int, err error) {
+	i, err := s.db.Instances.ByID(ctx, s.db.Reader(), instanceID)
+	if err != nil {
+		return nil, nil, err
+	}
+	return i.PacingRate, i.PacingBurst, nil
+}

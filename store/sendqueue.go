@@ -1,0 +1,207 @@
+package store
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/uptrace/bun"
+)
+
+// SendChannel is the PostgreSQL notification channel that wakes the send queues of every process when messages are
+// queued.
+const SendChannel = "switchboard_send"
+
+// SendItem is an outbound message in the send queue.
+type SendItem struct {
+	bun.BaseModel `bun:"table:send_queue,alias:q"`
+
+	MessageID     string     `bun:"message_id,pk"`
+	WorkspaceID   string     `bun:"workspace_id"`
+	InstanceID    string     `bun:"instance_id"`
+	Chat          string     `bun:"chat"`
+	Attempts      int        `bun:"attempts"`
+	NextAttemptAt time.Time  `bun:"next_attempt_at"`
+	LeaseUntil    *time.Time `bun:"lease_until"`
+	LastError     *string    `bun:"last_error"`
+	CreatedAt     time.Time  `bun:"created_at"`
+}
+
+// SendOutcome is what recording an attempt does to its item: Done removes it (sent, failed or nothing left to
+// send); otherwise it is due again at RetryAt with LastError.
+type SendOutcome struct {
+	MessageID string
+	// Lease is the lease_until the claim gave the item: the outcome is recorded only while the item still holds it.
+	Lease     time.Time
+	Done      bool
+	RetryAt   time.Time
+	LastError string
+	// Attempts is the item's count of attempts after this one (a retry of a send that never reached the network
+	// does not count).
+	Attempts int
+}
+
+// SendQueue is the durable send queue of outbound messages.
+type SendQueue struct{ db *DB }
+
+// Enqueue adds items inside tx (the transaction that stores their messages), due now, and wakes the queues of
+// every process when tx commits.
+func (s *SendQueue) Enqueue(ctx context.Context, tx bun.IDB, items []SendItem) error {
+	if len(items) == 0 {
+		return nil
+	}
+	t := now()
+	for i := range items {
+		items[i].CreatedAt, items[i].NextAttemptAt = t, t
+	}
+	if _, err := tx.NewInsert().Model(&items).Exec(ctx); err != nil {
+		return mapErr(err)
+	}
+	if s.db.dialect == Postgres {
+		_, err := tx.ExecContext(ctx, "SELECT pg_notify(?, '')", SendChannel)
+		return err
+	}
+	return nil
+}
+
+// Claim leases up to limit items until now+lease among the instances given (those whose sessions this process
+// holds and are connected), leaving out the instances in exclude. Only the oldest item of a chat can be claimed, so
+// a chat's messages go out in the order they were queued, one at a time; a head waiting for a retry holds its chat.
+// Items come oldest first.
+func (s *SendQueue) Claim(ctx context.Context, at time.Time, lease time.Duration, limit int, instances, exclude []string) ([]SendItem, error) {
+	instances = slices.DeleteFunc(slices.Clone(instances), func(id string) bool { return slices.Contains(exclude, id) })
+	if len(instances) == 0 || limit <= 0 {
+		return nil, nil
+	}
+	at = at.UTC().Truncate(time.Microsecond)
+	// The head of each chat is the lowest message ID of its (instance, chat): the index on those columns gives the
+	// heads without reading the messages behind them, however long a backlog is.
+	claimable := func(db *bun.DB) *bun.SelectQuery {
+		heads := db.NewSelect().TableExpr("send_queue AS h").ColumnExpr("MIN(h.message_id)").
+			Where("h.instance_id IN (?)", bun.In(instances)).GroupExpr("h.instance_id, h.chat")
+		return db.NewSelect().TableExpr("send_queue AS q2").
+			Where("q2.message_id IN (?)", heads).
+			Where("q2.next_attempt_at <= ?", at).
+			Where("(q2.lease_until IS NULL OR q2.lease_until <= ?)", at)
+	}
+	if s.db.dialect == SQLite {
+		// Most wake-ups (any commit of the process) find nothing due: look on a read connection before taking the
+		// writer.
+		due, err := claimable(s.db.r).Exists(ctx)
+		if err != nil || !due {
+			return nil, err
+		}
+	}
+	sub := claimable(s.db.w).Column("q2.message_id").OrderExpr("q2.message_id").Limit(int64(limit))
+	if s.db.dialect == Postgres {
+		sub = sub.For("UPDATE OF q2 SKIP LOCKED")
+	}
+	var out []SendItem
+	_, err := s.db.w.NewUpdate().Model(&out).ModelTableExpr("send_queue AS q").
+		Set("lease_until = ?", at.Add(lease)).Set("attempts = attempts + 1").
+		Where("q.message_id IN (?)", sub).Returning("*").Exec(ctx, &out)
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(out, func(a, b SendItem) int { return strings.Compare(a.MessageID, b.MessageID) })
+	return out, nil
+}
+
+// Release gives claimed items back without an attempt (their attempt is not counted); they are due again at
+// notBefore (now when zero).
+func (s *SendQueue) Release(ctx context.Context, items []SendItem, notBefore time.Time) error {
+	if len(items) == 0 {
+		return nil
+	}
+	ids := make([]string, len(items))
+	for i, it := range items {
+		ids[i] = it.MessageID
+	}
+	q := s.db.w.NewUpdate().Table("send_queue").Set("lease_until = NULL").Set("attempts = attempts - 1").
+		Where("message_id IN (?)", bun.In(ids))
+	if !notBefore.IsZero() {
+		q = q.Set("next_attempt_at = ?", notBefore.UTC().Truncate(time.Microsecond))
+	}
+	_, err := q.Exec(ctx)
+	return err
+}
+
+// Settle records outcomes inside tx, each only while its item still holds the lease of its claim, and returns the
+// message IDs it recorded (the others were taken over after their lease ran out, or canceled).
+func (s *SendQueue) Settle(ctx context.Context, tx bun.IDB, outcomes []SendOutcome) ([]string, error) {
+	var held []string
+	for _, o := range outcomes {
+		lease := o.Lease.UTC().Truncate(time.Microsecond)
+		var (
+			n   int64
+			err error
+		)
+		if o.Done {
+			res, e := tx.NewDelete().Table("send_queue").Where("message_id = ?", o.MessageID).
+				Where("lease_until = ?", lease).Exec(ctx)
+			if err = e; e == nil {
+				n, err = res.RowsAffected()
+			}
+		} else {
+			res, e := tx.NewUpdate().Table("send_queue").Set("lease_until = NULL").
+				Set("next_attempt_at = ?", o.RetryAt.UTC().Truncate(time.Microsecond)).Set("last_error = ?", o.LastError).Set("attempts = ?", o.Attempts).
+				Where("message_id = ?", o.MessageID).Where("lease_until = ?", lease).Exec(ctx)
+			if err = e; e == nil {
+				n, err = res.RowsAffected()
+			}
+		}
+		if err != nil {
+			return nil, err
+		}
+		if n > 0 {
+			held = append(held, o.MessageID)
+		}
+	}
+	return held, nil
+}
+
+// Remove deletes an instance's waiting items among ids inside tx (all its waiting items when ids is nil) and
+// returns the IDs removed. An item being sent (leased) stays: it is no longer waiting.
+func (s *SendQueue) Remove(ctx context.Context, tx bun.IDB, instanceID string, ids []string, at time.Time) ([]string, error) {
+	at = at.UTC().Truncate(time.Microsecond)
+	q := tx.NewDelete().Table("send_queue").Where("instance_id = ?", instanceID).
+		Where("(lease_until IS NULL OR lease_until <= ?)", at)
+	if ids != nil {
+		if len(ids) == 0 {
+			return nil, nil
+		}
+		q = q.Where("message_id IN (?)", bun.In(ids))
+	}
+	var removed []string
+	if _, err := q.Returning("message_id").Exec(ctx, &removed); err != nil {
+		return nil, err
+	}
+	slices.Sort(removed)
+	return removed, nil
+}
+
+// SendStats is the state of an instance's queue.
+type SendStats struct {
+	Depth, InFlight int
+	Oldest          *time.Time
+}
+
+// Stats counts an instance's items, those leased at at, and the oldest's enqueue time.
+func (s *SendQueue) Stats(ctx context.Context, instanceID string, at time.Time) (SendStats, error) {
+	at = at.UTC().Truncate(time.Microsecond)
+	var row struct {
+		Depth    int        `bun:"depth"`
+		InFlight int        `bun:"in_flight"`
+		Oldest   *time.Time `bun:"oldest"`
+	}
+	err := s.db.r.NewSelect().TableExpr("send_queue").
+		ColumnExpr("COUNT(*) AS depth").
+		ColumnExpr("COALESCE(SUM(CASE WHEN lease_until > ? THEN 1 ELSE 0 END), 0) AS in_flight", at).
+		ColumnExpr("MIN(created_at) AS oldest").
+		Where("instance_id = ?", instanceID).Scan(ctx, &row)
+	if err != nil {
+		return SendStats{}, err
+	}
+	return SendStats{Depth: row.Depth, InFlight: row.InFlight, Oldest: row.Oldest}, nil
+}
