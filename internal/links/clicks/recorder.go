@@ -622,11 +622,22 @@ const (
 	purgeKeep  = 24 * time.Hour
 )
 
+// housekeepTimeout bounds one housekeeping pass. It is not the interval: a short interval (tests use 10 ms) must not
+// cut a pass short on a busy database, and passes never overlap because one goroutine runs them in turn.
+const housekeepTimeout = time.Minute
+
 // housekeep purges the clicks, rollups and visitors of deleted links and prunes old visitor salts (every
 // Housekeeping).
 func (r *Recorder) housekeep() {
-	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.Housekeeping)
+	ctx, cancel := context.WithTimeout(context.Background(), max(r.cfg.Housekeeping, housekeepTimeout))
 	defer cancel()
+	go func() { // a stop does not wait for a pass: what it left is purged by the next process's first pass
+		select {
+		case <-r.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 	if _, err := r.db.Clicks.PurgeDeleted(ctx, time.Now(), purgeBatch, purgeKeep); err != nil {
 		r.log.Warn("clicks: purging the clicks of deleted links failed; retrying later", "error", err)
 	}
