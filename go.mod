@@ -5,6 +5,7 @@ go 1.26.8
 require (
 	github.com/boombuler/barcode v1.1.0
 	github.com/getkin/kin-openapi v0.152.0
+	github.com/go-telegram/bot v1.24.0
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/jackc/pgxlisten v0.0.0-20241106001234-1d6f6656415c
 	github.com/labstack/echo/v4 v4.16.0

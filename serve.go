@@ -149,7 +149,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	redirectCache := linkcache.New(linkService.Resolve, db.LinkChanges, linkcache.Config{Size: *shortLinks.cacheSize})
-	messaging, channelRuntime, err := messagingService(db, outbox, box, guard, chans.options(log), log)
+	messaging, channelRuntime, err := messagingService(db, outbox, box, guard, strings.TrimSuffix(*baseURL, "/"), chans.options(log), log)
 	if err != nil {
 		_ = ln.Close()
 		return err

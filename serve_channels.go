@@ -9,6 +9,7 @@ import (
 	"github.com/switchboard/switchboard/internal/channels"
 	"github.com/switchboard/switchboard/internal/channels/hub"
 	"github.com/switchboard/switchboard/internal/channels/sandbox"
+	"github.com/switchboard/switchboard/internal/channels/telegram"
 	"github.com/switchboard/switchboard/internal/channels/xmpp"
 	"github.com/switchboard/switchboard/internal/egress"
 	"github.com/switchboard/switchboard/internal/events"
@@ -51,7 +52,7 @@ func (c channelSettings) options(log *slog.Logger) hub.Options {
 // it), then the runtime, then the providers that need the runtime (the sandbox wakes sessions across processes).
 // Media bytes live in the data directory on SQLite (files beside the database, out of its single writer) and in the
 // database on PostgreSQL (shared by every process).
-func messagingService(db *store.DB, outbox *events.Outbox, box *webhook.Box, guard *egress.Guard, opts hub.Options, log *slog.Logger) (*channels.Service, *hub.Hub, error) {
+func messagingService(db *store.DB, outbox *events.Outbox, box *webhook.Box, guard *egress.Guard, baseURL string, opts hub.Options, log *slog.Logger) (*channels.Service, *hub.Hub, error) {
 	var media channels.MediaStore = channels.DatabaseMedia{DB: db}
 	if db.Dialect() == store.SQLite {
 		media = channels.DirMedia{DB: db, Dir: filepath.Join(db.DataDir(), "media")}
@@ -62,11 +63,13 @@ func messagingService(db *store.DB, outbox *events.Outbox, box *webhook.Box, gua
 	}
 	runtime := hub.New(db, svc, opts)
 	svc.Attach(runtime, runtime)
-	// XMPP servers are named by instance configs, that is by customers: their connections and media uploads go
-	// through the egress guard like webhooks (a server on a private network needs --webhook-allowed-networks).
+	// XMPP servers, Bot API servers and Graph API base URLs are named by instance configs, that is by customers:
+	// their connections go through the egress guard like webhooks (a server on a private network needs
+	// --webhook-allowed-networks). Telegram and WhatsApp Cloud push to the hook URLs under the public base URL.
 	providers := []channels.Provider{
 		sandbox.New(db, runtime, sandbox.Options{Logger: log, Delivered: sandbox.DefaultDelivered, Read: sandbox.DefaultRead}),
 		xmpp.New(xmpp.Options{Dial: guard.DialContext, HTTP: guard.Client(xmpp.DefaultUploadTimeout)}),
+		telegram.New(telegram.Options{PublicURL: baseURL, HTTP: guard.Client(time.Minute)}),
 	}
 	for _, p := range providers {
 		if err := svc.AddProvider(p); err != nil {

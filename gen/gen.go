@@ -65,6 +65,7 @@ const (
 	CapabilityMessagesMedia      Capability = "messages.media"
 	CapabilityMessagesReaction   Capability = "messages.reaction"
 	CapabilityMessagesReply      Capability = "messages.reply"
+	CapabilityMessagesTemplate   Capability = "messages.template"
 	CapabilityMessagesText       Capability = "messages.text"
 	CapabilityReceiptsDelivered  Capability = "receipts.delivered"
 	CapabilityReceiptsRead       Capability = "receipts.read"
@@ -105,11 +106,28 @@ func (e Capability) Valid() bool {
 		return true
 	case CapabilityMessagesReply:
 		return true
+	case CapabilityMessagesTemplate:
+		return true
 	case CapabilityMessagesText:
 		return true
 	case CapabilityReceiptsDelivered:
 		return true
 	case CapabilityReceiptsRead:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ChannelPushResultObject.
+const (
+	ChannelPushResultObjectChannelPushResult ChannelPushResultObject = "channel_push_result"
+)
+
+// Valid indicates whether the value is a known member of the ChannelPushResultObject enum.
+func (e ChannelPushResultObject) Valid() bool {
+	switch e {
+	case ChannelPushResultObjectChannelPushResult:
 		return true
 	default:
 		return false
@@ -868,6 +886,7 @@ const (
 	MessageTypeLocation MessageType = "location"
 	MessageTypeMedia    MessageType = "media"
 	MessageTypeReaction MessageType = "reaction"
+	MessageTypeTemplate MessageType = "template"
 	MessageTypeText     MessageType = "text"
 )
 
@@ -885,6 +904,8 @@ func (e MessageType) Valid() bool {
 	case MessageTypeMedia:
 		return true
 	case MessageTypeReaction:
+		return true
+	case MessageTypeTemplate:
 		return true
 	case MessageTypeText:
 		return true
@@ -1034,6 +1055,7 @@ const (
 	ProblemCodeApiKeyRevoked                ProblemCode = "api_key_revoked"
 	ProblemCodeCapabilityNotSupported       ProblemCode = "capability_not_supported"
 	ProblemCodeConflict                     ProblemCode = "conflict"
+	ProblemCodeConversationWindowClosed     ProblemCode = "conversation_window_closed"
 	ProblemCodeDeliveryInFlight             ProblemCode = "delivery_in_flight"
 	ProblemCodeEventDataInvalid             ProblemCode = "event_data_invalid"
 	ProblemCodeEventTypeArchived            ProblemCode = "event_type_archived"
@@ -1074,6 +1096,8 @@ func (e ProblemCode) Valid() bool {
 	case ProblemCodeCapabilityNotSupported:
 		return true
 	case ProblemCodeConflict:
+		return true
+	case ProblemCodeConversationWindowClosed:
 		return true
 	case ProblemCodeDeliveryInFlight:
 		return true
@@ -1532,6 +1556,36 @@ func (e StatsDimension) Valid() bool {
 	}
 }
 
+// Defines values for TemplateObject.
+const (
+	TemplateObjectTemplate TemplateObject = "template"
+)
+
+// Valid indicates whether the value is a known member of the TemplateObject enum.
+func (e TemplateObject) Valid() bool {
+	switch e {
+	case TemplateObjectTemplate:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TemplateListObject.
+const (
+	TemplateListObjectList TemplateListObject = "list"
+)
+
+// Valid indicates whether the value is a known member of the TemplateListObject enum.
+func (e TemplateListObject) Valid() bool {
+	switch e {
+	case TemplateListObjectList:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for WebhookDisabledReason.
 const (
 	WebhookDisabledReasonFailing     WebhookDisabledReason = "failing"
@@ -1883,6 +1937,18 @@ type BulkItemError struct {
 //
 // Example: messages.text
 type Capability string
+
+// ChannelPushResult What a verified push changed.
+type ChannelPushResult struct {
+	// Applied How many messages, statuses and changes it carried (a push handed over again counts them again, and changes nothing).
+	Applied int `json:"applied"`
+
+	// Object Always `channel_push_result`.
+	Object ChannelPushResultObject `json:"object"`
+}
+
+// ChannelPushResultObject Always `channel_push_result`.
+type ChannelPushResultObject string
 
 // Chat A conversation of an instance: with one person (`direct`) or a group.
 //
@@ -3647,6 +3713,9 @@ type Message struct {
 	// TargetMessageId The message a reaction, edit or delete is about.
 	TargetMessageId *string `json:"target_message_id"`
 
+	// Template The template it was sent with (`type` `template`).
+	Template *MessageTemplate `json:"template,omitempty"`
+
 	// Text Its text (or caption).
 	Text *string `json:"text"`
 
@@ -3655,7 +3724,7 @@ type Message struct {
 	// Example: {"address":"+15550100002","contact_id":"con_01JDAD3A1B2C3D4E5F6G7H8J9K","display_name":"Bob"}
 	To Party `json:"to"`
 
-	// Type The kind of content.
+	// Type The kind of content (`template`: a pre-approved message template of the account, WhatsApp Cloud).
 	//
 	// Example: text
 	Type MessageType `json:"type"`
@@ -3681,7 +3750,12 @@ type MessageContactCard struct {
 
 // MessageCreate A message to send. Name the recipient with `to` (an address) or `chat_id`, and give the content of its `type`:
 // `text`; `media` (+ optional `text` as caption); `location`; `contact`; `reaction` (`target_message_id` + `emoji`,
-// an empty emoji removes it); `edit` (`target_message_id` + `text`); `delete` (`target_message_id`).
+// an empty emoji removes it); `edit` (`target_message_id` + `text`); `delete` (`target_message_id`); `template`
+// (`template`, needs `messages.template`).
+//
+// Networks with a customer-service window (WhatsApp Cloud: 24 hours after the person's last message) refuse
+// free-form messages outside it; such a send answers `422 conversation_window_closed` before anything is
+// queued — send a `template` instead.
 type MessageCreate struct {
 	// ChatId A chat ID.
 	//
@@ -3718,6 +3792,12 @@ type MessageCreate struct {
 	// Example: msg_01JDAD1A1B2C3D4E5F6G7H8J9K
 	TargetMessageId *MessageID `json:"target_message_id,omitempty"`
 
+	// Template A template message: the template's `name` and `language` as the account lists them (`GET
+	// …/templates`), and the values of its placeholders — `parameters` fill the body's `{{1}}`, `{{2}}`, … in order;
+	// `components` is the network's own component list (header, buttons) for templates that need more, passed
+	// through as given.
+	Template *MessageTemplateInput `json:"template,omitempty"`
+
 	// Text The text (of a text message, a caption, or an edit).
 	Text *string `json:"text,omitempty"`
 
@@ -3726,7 +3806,7 @@ type MessageCreate struct {
 	// Example: +15550100002
 	To *Address `json:"to,omitempty"`
 
-	// Type The kind of content.
+	// Type The kind of content (`template`: a pre-approved message template of the account, WhatsApp Cloud).
 	//
 	// Example: text
 	Type MessageType `json:"type"`
@@ -3750,7 +3830,7 @@ type MessageFailedEvent struct {
 	Sequence int64 `json:"sequence"`
 }
 
-// MessageFailure Why a message failed: a stable code (`recipient_not_on_network`, `rate_limited`, `media_rejected`, `network_error`, `capability_not_supported`, …) and a detail for people.
+// MessageFailure Why a message failed: a stable code (`recipient_not_on_network`, `recipient_blocked` (the person blocked the account), `rate_limited`, `media_rejected`, `network_error`, `conversation_window_closed`, `template_rejected`, `capability_not_supported`, …) and a detail for people.
 type MessageFailure struct {
 	// Code A stable code.
 	Code string `json:"code"`
@@ -3918,7 +3998,43 @@ type MessageStatusUpdatedEvent struct {
 	Status MessageStatus `json:"status"`
 }
 
-// MessageType The kind of content.
+// MessageTemplate A template a message was sent with.
+type MessageTemplate struct {
+	// Language Its language code.
+	Language string `json:"language"`
+
+	// Name The template's name.
+	Name string `json:"name"`
+
+	// Parameters The body's placeholder values.
+	Parameters []string `json:"parameters"`
+}
+
+// MessageTemplateInput A template message: the template's `name` and `language` as the account lists them (`GET
+// …/templates`), and the values of its placeholders — `parameters` fill the body's `{{1}}`, `{{2}}`, … in order;
+// `components` is the network's own component list (header, buttons) for templates that need more, passed
+// through as given.
+type MessageTemplateInput struct {
+	// Components The network's component objects (`{"type":"header","parameters":[…]}`), passed through.
+	Components *[]map[string]interface{} `json:"components,omitempty"`
+
+	// Language The template's language code.
+	//
+	// Example: en_US
+	Language string `json:"language"`
+
+	// Name The template's name.
+	//
+	// Example: order_shipped
+	Name string `json:"name"`
+
+	// Parameters Values of the body's placeholders, in order.
+	//
+	// Example: ["Ada","SB-1042"]
+	Parameters *[]string `json:"parameters,omitempty"`
+}
+
+// MessageType The kind of content (`template`: a pre-approved message template of the account, WhatsApp Cloud).
 //
 // Example: text
 type MessageType string
@@ -4803,6 +4919,47 @@ type StatusChange struct {
 	// Example: sent
 	Status MessageStatus `json:"status"`
 }
+
+// Template A message template of the instance's account, as the network lists it.
+type Template struct {
+	// Category `MARKETING`, `UTILITY` or `AUTHENTICATION`.
+	Category string `json:"category"`
+
+	// Components Its components (header, body with placeholders, footer, buttons) as the network describes them.
+	Components []map[string]interface{} `json:"components"`
+
+	// Language Its language code.
+	Language string `json:"language"`
+
+	// Name Its name.
+	Name string `json:"name"`
+
+	// Object Always `template`.
+	Object TemplateObject `json:"object"`
+
+	// Status Its review status on the network (`APPROVED`, `PENDING`, `REJECTED`, …); only approved templates send.
+	Status string `json:"status"`
+}
+
+// TemplateObject Always `template`.
+type TemplateObject string
+
+// TemplateList The account's message templates.
+type TemplateList struct {
+	Data []Template `json:"data"`
+
+	// HasMore Always `false`: every template is on the one page.
+	HasMore bool `json:"has_more"`
+
+	// NextCursor Always `null`.
+	NextCursor *string `json:"next_cursor"`
+
+	// Object Always `list`.
+	Object TemplateListObject `json:"object"`
+}
+
+// TemplateListObject Always `list`.
+type TemplateListObject string
 
 // Webhook A webhook endpoint. The signing secret is only in create and rotate answers.
 type Webhook struct {
@@ -7214,6 +7371,15 @@ type ClientInterface interface {
 	// Corresponds with POST /api/v1/instances/{instance_id}/sandbox/scan (the `SandboxScan` operationId).
 	SandboxScan(ctx context.Context, instanceId InstanceID, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ListTemplates List message templates
+	//
+	// The account's message templates with their review status, as the network lists them now (not cached). Send one
+	// with `type: template`. Answers `409 instance_not_connected` when the instance has no live session, and `422
+	// capability_not_supported` when its provider has no templates (`messages.template`).
+	//
+	// Corresponds with GET /api/v1/instances/{instance_id}/templates (the `ListTemplates` operationId).
+	ListTemplates(ctx context.Context, instanceId InstanceID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListLinks List short links
 	//
 	// The workspace's links, newest first. Filters combine with AND. Archived links are left out unless
@@ -8933,6 +9099,25 @@ func (c *Client) SandboxReceipt(ctx context.Context, instanceId InstanceID, body
 // Corresponds with POST /api/v1/instances/{instance_id}/sandbox/scan (the `SandboxScan` operationId).
 func (c *Client) SandboxScan(ctx context.Context, instanceId InstanceID, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewSandboxScanRequest(c.Server, instanceId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListTemplates List message templates
+//
+// The account's message templates with their review status, as the network lists them now (not cached). Send one
+// with `type: template`. Answers `409 instance_not_connected` when the instance has no live session, and `422
+// capability_not_supported` when its provider has no templates (`messages.template`).
+//
+// Corresponds with GET /api/v1/instances/{instance_id}/templates (the `ListTemplates` operationId).
+func (c *Client) ListTemplates(ctx context.Context, instanceId InstanceID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListTemplatesRequest(c.Server, instanceId)
 	if err != nil {
 		return nil, err
 	}
@@ -12324,6 +12509,40 @@ func NewSandboxScanRequest(server string, instanceId InstanceID) (*http.Request,
 	return req, nil
 }
 
+// NewListTemplatesRequest constructs an http.Request for the ListTemplates method
+func NewListTemplatesRequest(server string, instanceId InstanceID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "instance_id", instanceId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/instances/%s/templates", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewListLinksRequest constructs an http.Request for the ListLinks method
 func NewListLinksRequest(server string, params *ListLinksParams) (*http.Request, error) {
 	var err error
@@ -15067,6 +15286,17 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /api/v1/instances/{instance_id}/sandbox/scan (the `SandboxScan` operationId).
 	SandboxScanWithResponse(ctx context.Context, instanceId InstanceID, reqEditors ...RequestEditorFn) (*SandboxScanResponse, error)
+
+	// ListTemplatesWithResponse List message templates
+	//
+	// The account's message templates with their review status, as the network lists them now (not cached). Send one
+	// with `type: template`. Answers `409 instance_not_connected` when the instance has no live session, and `422
+	// capability_not_supported` when its provider has no templates (`messages.template`).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/instances/{instance_id}/templates (the `ListTemplates` operationId).
+	ListTemplatesWithResponse(ctx context.Context, instanceId InstanceID, reqEditors ...RequestEditorFn) (*ListTemplatesResponse, error)
 
 	// ListLinksWithResponse List short links
 	//
@@ -23192,6 +23422,185 @@ func (r SandboxScanResponse) ContentType() string {
 	return ""
 }
 
+// ListTemplatesResponse200Headers the declared response headers of an HTTP 200 response for ListTemplates
+type ListTemplatesResponse200Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      *string
+}
+
+// ListTemplatesResponse400Headers the declared response headers of an HTTP 400 response for ListTemplates
+type ListTemplatesResponse400Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      *string
+}
+
+// ListTemplatesResponse401Headers the declared response headers of an HTTP 401 response for ListTemplates
+type ListTemplatesResponse401Headers struct {
+	WWWAuthenticate *string
+	XRequestId      *string
+}
+
+// ListTemplatesResponse403Headers the declared response headers of an HTTP 403 response for ListTemplates
+type ListTemplatesResponse403Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	WWWAuthenticate *string
+	XRequestId      *string
+}
+
+// ListTemplatesResponse404Headers the declared response headers of an HTTP 404 response for ListTemplates
+type ListTemplatesResponse404Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      *string
+}
+
+// ListTemplatesResponse409Headers the declared response headers of an HTTP 409 response for ListTemplates
+type ListTemplatesResponse409Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      *string
+}
+
+// ListTemplatesResponse422Headers the declared response headers of an HTTP 422 response for ListTemplates
+type ListTemplatesResponse422Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      *string
+}
+
+// ListTemplatesResponse429Headers the declared response headers of an HTTP 429 response for ListTemplates
+type ListTemplatesResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+	XRequestId      *string
+}
+
+// ListTemplatesResponseDefaultHeaders the declared response headers of an HTTP default response for ListTemplates
+type ListTemplatesResponseDefaultHeaders struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      *string
+}
+
+type ListTemplatesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *TemplateList
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Conflict
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *UnprocessableEntity
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ListTemplatesResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *ListTemplatesResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListTemplatesResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *ListTemplatesResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *ListTemplatesResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *ListTemplatesResponse409Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *ListTemplatesResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListTemplatesResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *ListTemplatesResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListTemplatesResponse) GetJSON200() *TemplateList {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ListTemplatesResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListTemplatesResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ListTemplatesResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r ListTemplatesResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r ListTemplatesResponse) GetApplicationproblemJSON409() *Conflict {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r ListTemplatesResponse) GetApplicationproblemJSON422() *UnprocessableEntity {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ListTemplatesResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r ListTemplatesResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ListTemplatesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListTemplatesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListTemplatesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListTemplatesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ListLinksResponse200Headers the declared response headers of an HTTP 200 response for ListLinks
 type ListLinksResponse200Headers struct {
 	RateLimit       *string
@@ -30123,6 +30532,23 @@ func (c *ClientWithResponses) SandboxScanWithResponse(ctx context.Context, insta
 		return nil, err
 	}
 	return ParseSandboxScanResponse(rsp)
+}
+
+// ListTemplatesWithResponse List message templates
+//
+// The account's message templates with their review status, as the network lists them now (not cached). Send one
+// with `type: template`. Answers `409 instance_not_connected` when the instance has no live session, and `422
+// capability_not_supported` when its provider has no templates (`messages.template`).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/instances/{instance_id}/templates (the `ListTemplates` operationId).
+func (c *ClientWithResponses) ListTemplatesWithResponse(ctx context.Context, instanceId InstanceID, reqEditors ...RequestEditorFn) (*ListTemplatesResponse, error) {
+	rsp, err := c.ListTemplates(ctx, instanceId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListTemplatesResponse(rsp)
 }
 
 // ListLinksWithResponse List short links
@@ -43861,6 +44287,314 @@ func ParseSandboxScanResponse(rsp *http.Response) (*SandboxScanResponse, error) 
 	return response, nil
 }
 
+// ParseListTemplatesResponse parses an HTTP response from a ListTemplatesWithResponse call
+func ParseListTemplatesResponse(rsp *http.Response) (*ListTemplatesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListTemplatesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest TemplateList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest UnprocessableEntity
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ListTemplatesResponse200Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers ListTemplatesResponse400Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers ListTemplatesResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers ListTemplatesResponse403Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers ListTemplatesResponse404Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers ListTemplatesResponse409Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 422:
+		var headers ListTemplatesResponse422Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListTemplatesResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers429 = &headers
+	case true:
+		var headers ListTemplatesResponseDefaultHeaders
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
 // ParseListLinksResponse parses an HTTP response from a ListLinksWithResponse call
 func ParseListLinksResponse(rsp *http.Response) (*ListLinksResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -54043,6 +54777,9 @@ type ServerInterface interface {
 	// SandboxScan Scan the QR code
 	// (POST /api/v1/instances/{instance_id}/sandbox/scan)
 	SandboxScan(ctx echo.Context, instanceId InstanceID) error
+	// ListTemplates List message templates
+	// (GET /api/v1/instances/{instance_id}/templates)
+	ListTemplates(ctx echo.Context, instanceId InstanceID) error
 	// ListLinks List short links
 	// (GET /api/v1/links)
 	ListLinks(ctx echo.Context, params ListLinksParams) error
@@ -55307,6 +56044,22 @@ func (w *ServerInterfaceWrapper) SandboxScan(ctx echo.Context) error {
 	return err
 }
 
+// ListTemplates converts echo context to params.
+func (w *ServerInterfaceWrapper) ListTemplates(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "instance_id" -------------
+	var instanceId InstanceID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "instance_id", ctx.Param("instance_id"), &instanceId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter instance_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListTemplates(ctx, instanceId)
+	return err
+}
+
 // ListLinks converts echo context to params.
 func (w *ServerInterfaceWrapper) ListLinks(ctx echo.Context) error {
 	var err error
@@ -56384,6 +57137,7 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.POST(options.BaseURL+"/api/v1/instances/:instance_id/contacts/lookup", wrapper.LookupContacts, options.OperationMiddlewares["lookupContacts"]...)
 	router.POST(options.BaseURL+"/api/v1/instances/:instance_id/contacts/:contact_id/block", wrapper.BlockContact, options.OperationMiddlewares["blockContact"]...)
 	router.POST(options.BaseURL+"/api/v1/instances/:instance_id/contacts/:contact_id/unblock", wrapper.UnblockContact, options.OperationMiddlewares["unblockContact"]...)
+	router.GET(options.BaseURL+"/api/v1/instances/:instance_id/templates", wrapper.ListTemplates, options.OperationMiddlewares["listTemplates"]...)
 	router.POST(options.BaseURL+"/api/v1/media", wrapper.UploadMedia, options.OperationMiddlewares["uploadMedia"]...)
 	router.GET(options.BaseURL+"/api/v1/media/:media_id", wrapper.GetMedia, options.OperationMiddlewares["getMedia"]...)
 	router.GET(options.BaseURL+"/api/v1/media/:media_id/content", wrapper.GetMediaContent, options.OperationMiddlewares["getMediaContent"]...)
@@ -66711,6 +67465,251 @@ func (response SandboxScandefaultApplicationProblemPlusJSONResponse) VisitSandbo
 	return err
 }
 
+type ListTemplatesRequestObject struct {
+	InstanceId InstanceID `json:"instance_id"`
+}
+
+type ListTemplatesResponseObject interface {
+	VisitListTemplatesResponse(w http.ResponseWriter) error
+}
+
+type ListTemplates200ResponseHeaders struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      *string
+}
+
+type ListTemplates200JSONResponse struct {
+	Body    TemplateList
+	Headers ListTemplates200ResponseHeaders
+}
+
+func (response ListTemplates200JSONResponse) VisitListTemplatesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTemplates400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response ListTemplates400ApplicationProblemPlusJSONResponse) VisitListTemplatesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTemplates401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response ListTemplates401ApplicationProblemPlusJSONResponse) VisitListTemplatesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTemplates403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response ListTemplates403ApplicationProblemPlusJSONResponse) VisitListTemplatesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTemplates404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response ListTemplates404ApplicationProblemPlusJSONResponse) VisitListTemplatesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTemplates409ApplicationProblemPlusJSONResponse struct {
+	ConflictApplicationProblemPlusJSONResponse
+}
+
+func (response ListTemplates409ApplicationProblemPlusJSONResponse) VisitListTemplatesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTemplates422ApplicationProblemPlusJSONResponse struct {
+	UnprocessableEntityApplicationProblemPlusJSONResponse
+}
+
+func (response ListTemplates422ApplicationProblemPlusJSONResponse) VisitListTemplatesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTemplates429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response ListTemplates429ApplicationProblemPlusJSONResponse) VisitListTemplatesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTemplatesdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	Headers    ProblemResponseHeaders
+	StatusCode int
+}
+
+func (response ListTemplatesdefaultApplicationProblemPlusJSONResponse) VisitListTemplatesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.XRequestId != nil {
+		w.Header().Set("X-Request-Id", fmt.Sprint(*response.Headers.XRequestId))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListLinksRequestObject struct {
 	Params ListLinksParams
 }
@@ -74802,6 +75801,9 @@ type StrictServerInterface interface {
 	// SandboxScan Scan the QR code
 	// (POST /api/v1/instances/{instance_id}/sandbox/scan)
 	SandboxScan(ctx context.Context, request SandboxScanRequestObject) (SandboxScanResponseObject, error)
+	// ListTemplates List message templates
+	// (GET /api/v1/instances/{instance_id}/templates)
+	ListTemplates(ctx context.Context, request ListTemplatesRequestObject) (ListTemplatesResponseObject, error)
 	// ListLinks List short links
 	// (GET /api/v1/links)
 	ListLinks(ctx context.Context, request ListLinksRequestObject) (ListLinksResponseObject, error)
@@ -76452,6 +77454,31 @@ func (sh *strictHandler) SandboxScan(ctx echo.Context, instanceId InstanceID) er
 	return nil
 }
 
+// ListTemplates operation middleware
+func (sh *strictHandler) ListTemplates(ctx echo.Context, instanceId InstanceID) error {
+	var request ListTemplatesRequestObject
+
+	request.InstanceId = instanceId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListTemplates(ctx.Request().Context(), request.(ListTemplatesRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListTemplates")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListTemplatesResponseObject); ok {
+		return validResponse.VisitListTemplatesResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // ListLinks operation middleware
 func (sh *strictHandler) ListLinks(ctx echo.Context, params ListLinksParams) error {
 	var request ListLinksRequestObject
@@ -77775,837 +78802,858 @@ func (sh *strictHandler) TestWebhook(ctx echo.Context, webhookId WebhookID) erro
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L37ctu2uij+Ktg6+0zkVlIk+ZLYns7Zbi5tVnNr4rQ9rb1FiIQkVBSgEpBltTu/WX+dBzj79wzrwfok",
-	"Z/ABIEESFCnHabO6vGbN1KFAEPjw4btffmuFfLHkjDApWie/tcg1XixjAn8/mmGp/itWiwVONq2T1hmK",
-	"aEJCicIZlmhN5QxhhlYsIThCCyIEnpJWp3WF4xVRb+IoSogQrZPW54PDw8P+oN/v94etTivkTOJQjmjU",
-	"OlH/GPUHf3t89nj/bPDl8NH+44Mnh0+Pvnrw9cO/HX+jRicESxKN1HJaw/7wqDsYdIf754P+SV/9/8dW",
-	"pzVN+GoJ87FVHHdaeuaZNDMP/TNTJiRmIdELoUyY4X3/8BgLObL7PPmtpcAwavalMKaEpS87C63Z3FBt",
-	"TkOdcgaLHPMVi1qdFlnwn6mdZpLwxS2CPKJiGePNiOEFaZ20vuTj1nsD1IWYmncH5Xdf7A7UBZE4whK3",
-	"Tn5732nx8c8kVKDI0GmZ8CsakSQHvJYYX3cfTPbH/UGr00rIMt6MJPfAV0gsVwoeCQkJvSIKcvrZaEaF",
-	"5Aqxf/qttRX8RGIaV0/4/rLTkjiZEt/5SnKtpj6fYTYX/9bqtCSvPKdB4Zz0DIWzOAsXBL1dLZc8kepQ",
-	"5GapHsN3Oq3VMqpBp/d5PN6KeM7xO0ej0L6Vflgjp/o00IFRyFdMtk4GjdbyvtN6pDdcpDQGDprKyDVH",
-	"BmJEeCiMIlg/FTFejK9Pxnzcuuy0xjEP5yRqnUxwLEgziuK5Apas1N2eHW9ABlgDik6LsxEjcs2TeetE",
-	"JitSC8y+BuZXigwWQQm0EfGJAqOfPMOI7uFkGB5jhYM70LUmkCQiTOjSELAnVyTZyBllU4THfCWRnBEU",
-	"4xULZxbA02RpvnpwuwCGfSqSghNJQ7rEwPZ+urXr2GklPFZP+ZqRpPW+8zEJcvqxBVmM1dcuOy2xslt9",
-	"DhBFkuBFqyn2PDNg9dxFRkJJIiQwi8b8GtkDyKFTaK7+bVI3vJKz0YLIGc84Jl7iMY2ppPraG0ImeoYE",
-	"pv9ekIhi4A4hoUspehGJ6RVJgAekDxXRUjQi5GxCp2r1yxlnpLj2981wfWee14ITOmmJbM8GFAYKKKaM",
-	"uEjswN6yRvW+PpmWw6DSY8tYXkKwgFu4xDQhERpv0Ldvsp8FhdP3bG7wYz0WDTQWPadsXsIgvFhiOmVq",
-	"M/Mc0iThDJhoSppjGs5F66RfBe9hkbZIyrCiLaNVErdOWjMpl+Lk/n0jyvZCvri/TGhI2VSN5wtMGcgP",
-	"PWeEEqeulwokW2bhkwlJuoRFAFE9XrirG3b7g/O+szpyLUnCcGwuebLoPnx4oO7BhCdrnESjX1ZEQUiT",
-	"eBgUs7nGnUcHjw+fHD198NXDr4//1v9m8GL4cv+1FUIBSgY0+lYs8PXIwg5QtlKyMkeQEM25R5qP7/eH",
-	"nZaY8UQWIJAH1P1xjMN5d5LQCG8U4sSraeukVXxqURCHkl4pTJV4CpfVIkKr0xpPugps6u5JKoGSfamm",
-	"QU9hGpQdmh/v8oiwkiD/pvOfpPMrQER0pS4ZWShBrtMSfJUAojOyFjGRUpFPi7vPqShII68YKSGuBuxP",
-	"WzB4sP+wEon7fwQSa8Rw8dQ+cbDSqA+3iI/uCfWPTw6PTwYgTLoYanD2U0bQm6Jl34OW7xVvnmExWvCE",
-	"pIjCyLUchatE8MRCxIGBkEBNXwATy5NThlbLmOOIRIguCjp3EyY1oTExTIayK05D0lvCjrSCRyLDvQ79",
-	"3GtOGXA58+kFXRBzRvrZfT2Zo8ppPixmeHh4pK7h/rgfHhwMjx9OwkE4ODjGk/HkIHx4fHw0GR8PD4YP",
-	"MDkYkIOjg+Px8f5BiA+OD4+PB+MHDw+H44eHh2ou+itpnRw8HA727XXOkF7DLVXTcwYMKwIgJS34jBYf",
-	"ptS3eBKRBMh8V8zocgm8opm+kSn5fCV31/JvJF/Vq/Tf/NEqPT4OG6r0rjzXXKfvb9Hpf1mRldLoO5Vv",
-	"D7a8LQiLFGm4+ety27vbjBEZKJpYI/43XyUIMBXNsEAGUXvbrRO3ZUXa2WChrvOM4IgkYJd8zkOs78lv",
-	"BdXyfEbQuzfPQdWdEWRuHdII2AP2CHyiddK6j5f0/tXg/pqMZ5zPxf31zPC5s+G3D78/+O7ohwf/++GP",
-	"x2f9LwePho8VgoUzsgBKvMDXzwmbylnrZNg/eJjuSMgETv99p/UGS/KcLqgsL/IpTxDB4QwteUzDTQeW",
-	"mpBfVkRIgYSkcYxwHPM1iRDja9QOkmAPYRbBQEFCziKBVkzSGJ78suISIyrQZBXHG5QQdQFIhNqBDPby",
-	"m75ozcnmonWafHF4fHwqvxh00EVrzZO5WOKQwA/DY/1L5YYPj7but/saduU/G71U2DclAuHlMqaKEnMX",
-	"Bqj97Mn5UxQleCK7lMhJVzF6vKTdBEsSw0cMNuydoOCXIAPekiQoWAcWSP7N//LFUb9/uv7iqF/c/S9f",
-	"7PfNT7tun8hk0z2bKDmytPO35sgkR2tMJRqTCU/UdmWyoWyaW+V+7ruU0YWSW/vpNymTZArCaqf1/fff",
-	"d89WckaYpCGWxA9znI2gnCGYnai1rARB7TdPH6GjB4f9vY4xtM0IIknCExTyiOQB+CXBCUlQQnC8+OKi",
-	"JdZUhrMxx0l00erot764UAIFjmk0knxOWPrDyFnYFxewsLPXz9CcbBTmMi4RvNW7aFVB/nAw9EH+h+4b",
-	"ffrdZ5EfAM8ea3pARYZhG75KRAetZ4ShDV8hRXkR1mtAgTtnsHeKqFSLxLHgiDJErkiipEA+jskCRTxc",
-	"LQgrUJeE/KKJyfE3+y+G3z748uGj48f9J4Onw6/2vz6o2uJg6KEl78FahRdEGvL3aIbls8fb90rAQ5Nf",
-	"UwNnCNgF5Cwz/FpZSLHjX1ZKs7C6QbaBf0/IpHXS+h/3M0/Sff2ruG/W6ph5G6xcDywsvt7kWl58xqtu",
-	"vP500bAFI6r71h84wnxgt7JMyBXlK4GWeEpOEV8oTJJowhP4eUITIeG3nt2B1r+yLegvbiNGC8pS/FGo",
-	"onRZNdN//nTW/RF3f+13j0fdy8//veW7PY+11LCpPxUjX2zyxxLFV/pYvtz3qIf+Y7Ezfci5OOtOrd71",
-	"ewDrb34DDSzNpQ2krsabrt4uF0yuEVksuSQs3HxDPGzzDK0Y/WVFEOgnqI3Ru3fPHneQwJs9JGdYogWe",
-	"E5FykzyhE3hCAN2GB2imaF4PKZAIvCBAe1Oar55csDGPlAChZDbhYChmYk0S1IbRQbpi2X0DQ0l0gtT2",
-	"gz0wCxMcKYArxVotZ01Dcpp+I/3qBcOMyxlJEHxUf0Kg4GA4RDSDyWhONqOErASJglO0ntGYOAtLtwlC",
-	"U7JiooOCg/7xBXOnMKNGlI2WCZ8qwTbooW/IRiCcEBAaDC/qXbAcdjwk/f3jBw9J96AfHXYP9snD7jg8",
-	"3u8ePTw+wIcPJsf7wwOLI1okybDEOdiuOtnKO3y47Q5fXFwPB92Li+sHT6rusDXa1+O/1eLyV6BWm/Nc",
-	"AVcfvOktcNatLW9eaflrvkYLzDaISrIAGSohcpUw1B78/vf/HvT7eRF32PcTUhAbc2cQkQlexVK/ssDX",
-	"WtIagN3Uyl0Dr9z1nLJ5PbBjyuZ5QNda0jyAVrN8CJDNWlNDUv26wViTX3itQcizcJjmQ1Zul+vYcpos",
-	"HgYWll9v3fAsP9Wcb74Bu2i1hdfG4vES5vftwtpEkFpCfgeZb8ez1NQHdNOF5pam1voWzGn10NZmt8JS",
-	"k9AgeXNqYsx3HwDrdMWwfImleGosZeX1C4kTmUpoJKE8Qm1DDdB+H0WK+RkdLZBc69A+mgLGOHeFE54s",
-	"wIwRYUm6ki6Il2DD+s5/9PB6hp6dvTxD6k30K2cEUAGJVThDWKDgySrhS3L/S5LElAXA13FMp0zxWbXq",
-	"DloTMhdgK1hwJmci21jw7vxR9Vbkr37a2Hp3/khb7i1/OjqoFzkvHdHz8/vdy8/+fQscuP+UCIvyZ9RB",
-	"5DqMV4JekWxXjK+r98Rvcjjfa3tQPfIbw5Fa6JLTogJYa03yXAMz44fcg2z1oDgmRCw5Ezqc70scGbUW",
-	"rNycKREOjH3LZWzMA/eNWvv5z0Lb19x4QNCOtZNqgmlMoqJtPdVTUcSJ1uoXWIYzRKVAZgOuoZ1Hatvl",
-	"aTMjJ8DcSnkzLNAAGfsCmlASg8US7As6iiN9bbES9tuAQRpFkaMTOTjaG510L3/rdwbDB+//veWo22oi",
-	"HpEYTKqp1z2zHcKP4v4YR/9z2E9PDUTNqJERwBhvD5TQYX1N36XgQCk4DJra0xH3yzCD825M79Us+pUy",
-	"iltwF87Q6BUTkhAWEtQOFjhWd4pEI4UsQQcFpVVpguOYbnNmUd8azdj72cAK42Kjl+14j51o2/u5se+N",
-	"8WIS0/CmN8fe7IgKPC5dHEPugIogKlA6qnxXShPlrgoV2TxrnE2ExiTEK0HgHpqoxcSoXCRCB4M++ooz",
-	"0kNPmBqPqIm6e/3q7Tna0VB+n8AcvZb3xjSdJCFiBQT6phfqOLtQ3xcItQvf0sUqAfj271VocElk2rd2",
-	"UNwTSjaR6m7ZMepWiXg1HUk8J3DHHN+9fXjBguKy1cjMzsJGk5hOZzBbnWKsPnFFmHa6j8g1FVLAJ5yn",
-	"NuIB5rOaIONylAYc5X5JiOKv9rGVrGG8+j1WKw72tO79F6AVT3kyplFE2A2JBWViNZnQEFzLIuTLgg/7",
-	"rXqEFlQIHYVQpBGe94tUwpreYxzOtaEHxmkaz5ck0fyHERKJE6TZ3ElCcFRxrfWIna+rlXH0KnUsX/at",
-	"1qV7ofezC/3M2SCyGyzdZA8Ybu8uZ8DDKehIEXKoHZQX8QmxRJ//aNscpfEffFVecvkUwhxudlMAWYCQ",
-	"TOws2TV5x+aMrxniScYHtTRXvjLFiZz78pLrt9BFa7qU3eOLFgI2qyfUlnwqUOpG3HpD7sMUH8DWDrJb",
-	"8AJWpeQzu+bSFShu63bw/yXXGqlmWogywP052dxzwIDaQfpdoPr5pfxlBEMLp5uSesPMQYcpB3kxcr00",
-	"cdckUTKbHuej+bmJHPx9yxdEB9uvFblcJ5xNEWeIrxIkaER66NsVl8R1wI9ohOgE/KI2CcMEJ98u+bdo",
-	"feiqP8/MToo79tD33JZvB7fP2AZpr4RSYFYJ6SAsEGbozdNH6Pjg8IHX7/sXwONzzp/jxGS17Y7I9uAl",
+	"7L37dts2uij+Ktg6+6zIHUmR5Etie3Wd4+bSeppbE2fa3TpbhEhIwogCVAKyrGbnt/rXeYCzzzPMg/VJ",
+	"fgsfABIkQZFynDbT8axZqw4FgsCHD9/98r4V8sWSM8KkaJ28b5FrvFjGBP5+NMNS/VesFgucbFonrTMU",
+	"0YSEEoUzLNGayhnCDK1YQnCEFkQIPCWtTusKxyui3sRRlBAhWietvwwODw/7g36/3x+2Oq2QM4lDOaJR",
+	"60T9Y9Qf/PXx2eP9s8FXw0f7jw+eHD49+vrBNw//evytGp0QLEk0UstpDfvDo+5g0B3uXwz6J331/x9b",
+	"ndY04aslzMdWcdxp6Zln0sw89M9MmZCYhUQvhDJhhvf9w2Ms5Mju8+R9S4Fh1OxLYUwJS192FlqzuaHa",
+	"nIY65QwWOeYrFrU6LbLgf6d2mknCF7cI8oiKZYw3I4YXpHXS+oqPWx8MUBdiat4dlN99vjtQF0TiCEvc",
+	"Onn/odPi47+TUIEiQ6dlwq9oRJIc8FpifN19MNkf9wetTishy3gzktwDXyGxXCl4JCQk9IooyOlnoxkV",
+	"kivE/ul9ayv4icQ0rp7ww7tOS+JkSnznK8m1mvpihtlc/Fur05K88pwGhXPSMxTO4ixcEPRmtVzyRKpD",
+	"kZulegzf6bRWy6gGnT7k8Xgr4jnH7xyNQvtW+mGNnOrTQAdGIV8x2ToZNFrLh07rkd5wkdIYOGgqI9cc",
+	"GYgR4aEwimD9VMR4Mb4+GfNx612nNY55OCdR62SCY0GaURTPFbBkpe727HgDMsAaUHRanI0YkWuezFsn",
+	"MlmRWmD2NTC/VmSwCEqgjYhPFBj95BlGdA8nw/AYKxzcga41gSQRYUKXhoA9uSLJRs4omyI85iuJ5Iyg",
+	"GK9YOLMAniZL89WD2wUw7FORFJxIGtIlBrb3061dx04r4bF6yteMJK0PnU9JkNOPLchirL72rtMSK7vV",
+	"ZwBRJAletJpiz7kBq+cuMhJKEiGBWTTm18geQA6dQnP1b5O64ZWcjRZEznjGMfESj2lMJdXX3hAy0TMk",
+	"MP33gkQUA3cICV1K0YtITK9IAjwgfaiIlqIRIWcTOlWrX844I8W1f2iG6zvzvBac0ElLZHs2oDBQQDFl",
+	"xEViB/aWNar39cm0HAaVHlvG8hKCBdzCJaYJidB4g757nf0sKJy+Z3ODH+uxaKCx6Bll8xIG4cUS0ylT",
+	"m5nnkCYJZ8BEU9Ic03AuWif9KngPi7RFUoYVbRmtkrh10ppJuRQn9+8bUbYX8sX9ZUJDyqZqPF9gykB+",
+	"6DkjlDh1vVQg2TILn0xI0iUsAojq8cJd3bDbH1z0ndWRa0kShmNzyZNF9+HDA3UPJjxZ4yQa/bwiCkKa",
+	"xMOgmM017jw6eHz45Ojpg68ffnP81/63g+fDF/uvrBAKUDKg0bdiga9HFnaAspWSlTmChGjOPdJ8fL8/",
+	"7LTEjCeyAIE8oO6PYxzOu5OERnijECdeTVsnreJTi4I4lPRKYarEU7isFhFandZ40lVgU3dPUgmU7Cs1",
+	"DXoK06Ds0Px4l0eElQT5N53/JJ1fASKiK3XJyEIJcp2W4KsEEJ2RtYiJlIp8Wtx9RkVBGnnJSAlxNWB/",
+	"2oLBg/2HlUjc/z2QWCOGi6f2iYOVRn24RXx0T6h/fHJ4fDIAYdLFUIOznzOC3hQt+x60/KB48wyL0YIn",
+	"JEUURq7lKFwlgicWIg4MhARq+hyYWJ6cMrRaxhxHJEJ0UdC5mzCpCY2JYTKUXXEakt4SdqQVPBIZ7nXo",
+	"515zyoDLmU8v6IKYM9LP7uvJHFVO82Exw8PDI3UN98f98OBgePxwEg7CwcExnownB+HD4+Ojyfh4eDB8",
+	"gMnBgBwcHRyPj/cPQnxwfHh8PBg/eHg4HD88PFRz0V9I6+Tg4XCwb69zhvQabqmanjNgWBEAKWnBZ7T4",
+	"OKW+xZOIJEDmu2JGl0vgFc30jUzJ5yu5u5Z/I/mqXqX/9vdW6fFx2FCld+W55jp9f4tO//OKrJRG36l8",
+	"e7DlbUFYpEjDzV+X297dZozIQNHEGvEffJUgwFQ0wwIZRO1tt07clhVpZ4OFus4zgiOSgF3yGQ+xvifv",
+	"C6rlxYygt6+fgao7I8jcOqQRsAfsEfhE66R1Hy/p/avB/TUZzzifi/vrmeFzZ8PvHn5/8LejHx78x8Mf",
+	"j8/6Xw0eDR8rBAtnZAGUeIGvnxE2lbPWybB/8DDdkZAJnP6HTus1luQZXVBZXuRTniCCwxla8piGmw4s",
+	"NSE/r4iQAglJ4xjhOOZrEiHG16gdJMEewiyCgYKEnEUCrZikMTz5ecUlRlSgySqONygh6gKQCLUDGezl",
+	"N33ZmpPNZes0+fLw+PhUfjnooMvWmidzscQhgR+Gx/qXyg0fHm3db/cV7Mp/NnqpsG9KBMLLZUwVJeYu",
+	"DFD7/MnFUxQleCK7lMhJVzF6vKTdBEsSw0cMNuydoODnIAPekiQoWAcWSP7N//zlUb9/uv7yqF/c/c9f",
+	"7vfNT7tun8hk0z2bKDmytPM35sgkR2tMJRqTCU/UdmWyoWyaW+V+7ruU0YWSW/vpNymTZArCaqf1/fff",
+	"d89WckaYpCGWxA9znI2gnCGYnai1rARB7ddPH6GjB4f9vY4xtM0IIknCExTyiOQB+BXBCUlQQnC8+PKy",
+	"JdZUhrMxx0l02erot768VAIFjmk0knxOWPrDyFnYl5ewsLNX52hONgpzGZcI3updtqogfzgY+iD/Q/e1",
+	"Pv3ueeQHwPljTQ+oyDBsw1eJ6KD1jDC04SukKC/Ceg0ocOcM9k4RlWqROBYcUYbIFUmUFMjHMVmgiIer",
+	"BWEF6pKQnzUxOf52//nwuwdfPXx0/Lj/ZPB0+PX+NwdVWxwMPbTkA1ir8IJIQ/4ezbA8f7x9rwQ8NPk1",
+	"NXCGgF1AzjLDr5WFFDv+eaU0C6sbZBv494RMWiet/3E/8yTd17+K+2atjpm3wcr1wMLi602u5cVnvOrG",
+	"608XDVsworpv/YEjzAd2K8uEXFG+EmiJp+QU8YXCJIkmPIGfJzQREn7r2R1o/Svbgv7iNmK0oCzFH4Uq",
+	"SpdVM/3nT2fdH3H3l373eNR995d/b/luz2MtNWzqT8XIF5v8sUTxlT6Wr/Y96qH/WOxMH3MuzrpTq3f9",
+	"HsD6m99AA0tzaQOpq/Gmq7fLBZNrRBZLLgkLN98SD9s8QytGf14RBPoJamP09u354w4SeLOH5AxLtMBz",
+	"IlJukid0Ak8IoNvwAM0UzeshBRKBFwRob0rz1ZNLNuaREiCUzCYcDMVMrEmC2jA6SFcsu69hKIlOkNp+",
+	"sAdmYYIjBXClWKvlrGlITtNvpF+9ZJhxOSMJgo/qTwgUHAyHiGYwGc3JZpSQlSBRcIrWMxoTZ2HpNkFo",
+	"SlZMdFBw0D++ZO4UZtSIstEy4VMl2AY99C3ZCIQTAkKD4UW9S5bDjoekv3/84CHpHvSjw+7BPnnYHYfH",
+	"+92jh8cH+PDB5Hh/eGBxRIskGZY4B9tVJ1t5hw+33eHLy+vhoHt5ef3gSdUdtkb7evy3Wlz+CtRqc54r",
+	"4OqDN70Fzrq15c0rLX/D12iB2QZRSRYgQyVErhKG2oPffv3vQb+fF3GHfT8hBbExdwYRmeBVLPUrC3yt",
+	"Ja0B2E2t3DXwyl3PKJvXAzumbJ4HdK0lzQNoNcvHANmsNTUk1a8bjDX5hdcahDwLh2k+ZuV2uY4tp8ni",
+	"YWBh+fXWDc/yU8355huwi1ZbeGUsHi9gft8urE0EqSXkd5D5djxLTX1AN11obmlqrW/AnFYPbW12Kyw1",
+	"CQ2SN6cmxnz3EbBOVwzLl1iKp8ZSVl6/kDiRqYRGEsoj1DbUAO33UaSYn9HRAsm1Du2jKWCMc1c44ckC",
+	"zBgRlqQr6YJ4CTas7+JHD69n6PzsxRlSb6JfOCOACkiswhnCAgVPVglfkvtfkSSmLAC+jmM6ZYrPqlV3",
+	"0JqQuQBbwYIzORPZxoK3F4+qtyJ/8dPG1tuLR9pyb/nT0UG9yPnOET3/cr/77ot/3wIH7j8lwqL8GXUQ",
+	"uQ7jlaBXJNsV4+vqPfGbHM732h5Uj/zGcKQWuuS0qADWWpM818DM+DH3IFs9KI4JEUvOhA7n+wpHRq0F",
+	"KzdnSoQDY99yGRvzwH2j1v7l70Lb19x4QNCOtZNqgmlMoqJtPdVTUcSJ1uoXWIYzRKVAZgOuoZ1Hatvl",
+	"aTMjJ8DcSnkzLNAAGfsCmlASg8US7As6iiN9bbES9tuAQRpFkaMTOTjaG510373vdwbDBx/+veWo22oi",
+	"HpEYTKqp1z2zHcKP4v4YR/9z2E9PDUTNqJERwBhvD5TQYX1Nf0vBgVJwGDS1pyPul2EG592Y3qtZ9Ctl",
+	"FLfgLpyh0SsmJCEsJKgdLHCs7hSJRgpZgg4KSqvSBMcx3ebMor41mrH3s4EVxsVGL9vxHjvRtvdzYz8Y",
+	"48UkpuFNb4692REVeFy6OIbcARVBVKB0VPmulCbKXRUqsnnWOJsIjUmIV4LAPTRRi4lRuUiEDgZ99DVn",
+	"pIeeMDUeURN19+rlmwu0o6H8PoE5ei3vjWk6SULECgj0TS/UcXahvi8Qahe+pYtVAvDt36vQ4JLItG/t",
+	"oLgnlGwi1d2yY9StEvFqOpJ4TuCOOb57+/CSBcVlq5GZnYWNJjGdzmC2OsVYfeKKMO10H5FrKqSATzhP",
+	"bcQDzGc1QcblKA04yv2SEMVf7WMrWcN49XusVhzsad37T0ArnvJkTKOIsBsSC8rEajKhIbiWRciXBR/2",
+	"G/UILagQOgqhSCM87xephDW9xzica0MPjNM0ni9JovkPIyQSJ0izuZOE4KjiWusRO19XK+PoVepYvuxb",
+	"rXfuhd7PLvS5s0FkN1i6yR4w3N5dzoCHU9CRIuRQOygv4jNiiT7/0bY5SuM/+qq84PIphDnc7KYAsgAh",
+	"mdhZsmvyls0ZXzPEk4wPammufGWKEzn35QXXb6HL1nQpu8eXLQRsVk+oLflUoNSNuPWG3IcpPoKtHWS3",
+	"4DmsSslnds2lK1Dc1u3g/wuuNVLNtBBlgPtzsrnngAG1g/S7QPXzS/nTCIYWTjcl9YaZgw5TDvJi5Hpp",
+	"4q5JomQ2Pc5H83MTOfj7hi+IDrZfK3K5TjibIs4QXyVI0Ij00HcrLonrgB/RCNEJ+EVtEoYJTr5d8m/R",
+	"+tBVf87NToo79tD33JZvB7fP2AZpr4RSYFYJ6SAsEGbo9dNH6Pjg8IHX7/snwOMLzp/hxGS17Y7I9uAl",
 	"56PYzuPEz6qTzCyG9wSy9vgiIpcnKhgDwFtEBYIf1aSYaQqsp0Y4DMlSCtQeHg0HBwdovJFE7BURl7L7",
-	"lI0O5ue/DBfHP4y/exC+GYjn/eX3+5sfH+Inh6uXR7O/RU+n18ff/npzcj1whBYDcCQ5R3ZjJZwu7/72",
-	"RBY/4Ig+CdQOSt/+y9Doc85fYLYxj8VNURxLMgJg+fR3zf7SUKyVIBGCTKMSgrvTuLjNufZzpcFMqWxh",
-	"pPVT7eNVDHfgRjjdPkE+GDrqszoPgyTkOiQk8ivOhX1dUR5jSaKuDfZSwv2cbFqXt0SoUZKta41FujaF",
-	"yc5Sgr0e+h5TiQInRCsXIPZJIHghfmzr687QD74a7xheyRlP6K/kpkI4XlLjpL/i84qrASdkB5TvRHGK",
-	"KnXVmaWHHkFwJ8KIkTX8iiW6vxIkUZfgI92L/iC7F3ZR2aJLd6K4LwVxo7ePzG95cL3k6Mych9Yj06CC",
-	"ksZSmMaV+AiLlPCWRjUoEeailZv4BJlgPjEeifno97//46KVgnQOkRF/LDRf6P3YJXu1mcKWb02bWYF2",
-	"mEKrHRS+pI1ZOqrReVQ4XfeRycIJ9jpK/eQM4UzyoWyq5IB3b56rp3TKsFwlRI0LExIp3RrHQkf2RFxH",
-	"RpKETtS60tEjs5wSi/7zVfp3bJnwkAiA6RMmqdzcVDnyRgEVbGEmpKiDslgin3rkn6pIZwohO0BvgJPr",
-	"ShcoohNwf2SBR0b5jbGQTojVO+HSJXDTwr/MWzW28Q9g20NHj8r2YsiU2XJZkfID5/Ykz6AA1yADrHGz",
-	"m0oi+gzTIN2gIg5sr6M0MrBH3xMowhKnvqoLljkc1UbvWb8jahsDthqeXZ9OLi7qnsiCMELM1N2LdGh6",
-	"iOP4grWDNPV4A7YMoxanN10r0SFdgmlyhtWakEmLVmRA/W7S+kHiNiNhrizj/y9kC3/HUhBBPM/5ZnlT",
-	"FXOVTTXSwUVyUzSN//Diuef2V7xZZJl/e/vqZUfd1kWXMPVqpI50GWN1ycm1/JN0yMPsTjvQ1GFayGyk",
-	"dKcrtny72uQ9gYJH+iC76mADG8rPWdEenmrlgX9lfxld0zgb30rDfCsQ3YfgS1zmb6+xodo16Z3DLfU2",
-	"dB4W2KvT9H+TB3ylyz791PqsddlpTTCNldhjigDoMXqrkMGlRl6ajMEG8S1phKh5L00DNIwO0gB1fPxI",
-	"kDAhclROVc50uVLG29LCpjI7fOCk4eYyhoHP5pKGnWSWXW6JOe6qW5J59RmwJCUEgIv3L4HtKZRgD2ev",
-	"n31DvIkEZyyVrZ89Rm1GrDUQsn+kIPGkkKemmL0mjy/2Xx68Pvz26M2Dtw/Pj7/rfz/4YVgOSCuEcXVa",
-	"ZzZ/0bMWk9to+bHD/FPWjBGUAEFstRiTRJ3ek97g6KCDsBJbdISm+ocurGMm3ANbsXQiORWBND+OdPhZ",
-	"gATeFPLSChmW2/M7yjtdydkLUx7FFzuNWbpDWBcRiErE10wARhrh5ARh9O0byPlCQok+VuhV2zFj7kHC",
-	"nto2DFMriRBlkiMqQfrBjgZjMV4XVYENs9VCkZpfEgixomoDI+DQnRbkiikSlEEFhjmw2B96Nv/lKp4/",
-	"k2TxxLpP8vv/frYBXkQlWUBKAhqv4nkqYOoYJffUwLKvls3XLB225qs4QjN8RdKQmZ5OYV6SRNegsaLG",
-	"by0cx68mEIvWgLk+Ui+9v+z4g4FhMWreE19kFWof9Pt7+fAQdQieABE19BgE1AsW5N0mAWof9vt7OhEO",
-	"0nywxGMsiAGOybgQkic6t0QD855A4WzF5jYW0io2F6z1PhOryseBIb4JfFC9Aqr78miz2D5fDq0HKB2T",
-	"nJeLETSZjUCISSJQQmIs6RWxaadqQyDbSbIQDcWip2pijXXvYR/P9MuQPmB2gZMEA421HMsXT/r1+flr",
-	"pAeki0E4Vljr4N0MR6gdHPb7Oui3eIhAPT2JClkM6U8tc9PMWtJDukxfNOz5faf1KFVyPLmsqTsR53Ql",
-	"FPEeOgM9SdsudAQERpnGVKlqmUAKJwPoglUqWlZlxMzUEKMC6aR9k7xjyExtUaj0QWzTyZ1nWSG29FFC",
-	"cFgcBjUK3AckormXIhITSZqVoNJl10RvgZP5yDwBBiN6WujL/p0rX5Y+peyKwiizerU1PgcvRPoECuG1",
-	"dFmtHtBY+KtAj+GZhyiXgFrDhm0F0aLtPuTsiiRC6waKMGdM6kTfVnUBliQRnKF2oCtjBHuayZSz+O4K",
-	"jd4VGr0rNHpXaHT7WvICG840hG383ioS7/Pw8uZvFclVQcTZ73daCs5KE7dZHU7ujLopP/W7x2fdr//2",
-	"zYuXr7vn33V/vPxtePTekz2Tv81lQYswZPyiZlxP15yrzYBx6Ztvk1rjaQfw3123OE2Wu2yRRk3LCxRI",
-	"QfO80zKlbSbA2+JSfuGdkbVSHNJkRN9F8J6ZLL0MZwjVKXhiQ/erD7MI+xJIWXX2IWDvPWHN2HDASic2",
-	"yYhFtbT2U/YSl7h/vMYbgQJ1twNXMYTLfumZydp5CwAriAkF2cBMmtIMXfn1MreRwZHna3niUvzqM80U",
-	"7fHYBJlkTiJkA6S3lW3J06qqiwv+pHCG2bT5zS3I+5COZM6gU8jXNlZjSwINWnTyBTOcKgc5kJRxOUeM",
-	"chv0ahcV5UvOdFH5Z493rFpSID+OuUT90yWwM7kL9VHrtJUgiytdqpvJJ0gL7CVjgK3s2kijBBm5XonM",
-	"igd6kAb8ZtZ/Boub8Djma+EohmPOY4JBQc/VHSxO9xoLAdmmtpaJ5GhKpKFN19LUMgkUAQisEQ0Q1hYy",
-	"uXVSEVORJxVQHPGy7gqk2A/n4YAwD4EqJH2n8fjJFWGyEl3NJT0xHl5zK8AcZhhwgTg4SktotKM75eVO",
-	"eblTXu6Ul21r2RFbBPllRcCL96Ck+Viy04Qp3ViszhbgEzYdKyD4IBFAgyQnujCiflYoWgPhFCkT0p6Z",
-	"DhJcSX14iRYEM5HGhUDywoIKQSLUnhAdEoLU7UfBV0+ypFbtAdV6TCpkUSaPDlq1ZWBy1lV91nkxK4VB",
-	"icN0Wtdd+HTXPIdqbQYRgP/ENJyXYfeKQXwJTyISoSsqqNRuDaiKrCvOoJfgXoP7QZmGGIzkyT2Bnr22",
-	"3qqy1DJO+FqQivJm5kc0wQsab8CPD+lVgXYdKClYLWzKqCBRUS302gbDGNer3wCHRzDyvSmsvU101r4I",
-	"06NIa07J1S7KL+Bh4rF7P3v7Cu0Pjo66A4Tj5Qx3h6Z6IEZfEf7sdeY4odbptTKOIlccaiAMReSKVt0b",
-	"/Zs5hJyaQ8Rc8qX6Gh/TWNezHsdEodqYQ0MRJRt61asGaraCu1GXTT2ihmWHGqiBau68Hgi471spr3Ci",
-	"mDgTNkViIyRZ3CKWQsGDhCSjGfepAurr6hdLrII3UCAhCTqIThBmm5I8vN8ABVaCJCM89cqdEFD3TpCk",
-	"e6YGBKitS6EdDoZOrkt93cxqXTErOeXcN3tfixDJrkyKuXBOnZSc5LbjlbWzO+53GS5wlMtPU8J2amyb",
-	"rRaYQUggChO8jkmiZG89B2oHYy7Nj2om9QsPKY4RXi4R8AVwZV0wtWldrpGsUTswf+lXg6+fnD0OnLjE",
-	"GcGR8UYwtFpCuZ4FZ4rGonZg/gr2eugVizfILBHp0vcXTEcDSr7GSWQvgAigaE+QlcgP8u4smCO9zGZ5",
-	"JogEbj1803tr7O31qTDqp7LKHc9tua9SlbKDb3dSueP5Tiq3Wk6tzg3g+VClG2jMndb9iWndmt7Y/jFl",
-	"wge3FNzLYNrWwyGAIwDhxzwJUIiThEKoiwdRis026lnZuzfPgTWbths1tciUMPZYD31faLZR3JSuw75m",
-	"nrqBxRqRtee5C1fWTTFq9qHGeFmFgYOZpty+JL9p70lnPd9K99yYc6uis05MjIcN43JjqhWzt4lzZAHa",
-	"gWMhpgL+5asvfNdILtcKrMJZRjwc+knuMLKKbYKzxkE1jpMto8dOwFdKjlPoV1HjnMJoRgMu+EnyR3Oi",
-	"5Y/cR8qgsp+Lu2JmOMfOhLyBAJ+Vsf4Anb5WlNdfyQvzBhG94ryDmtsOFNicDmXRtS7gRMv5FMAbT5CO",
-	"L1XjIQcX5OEKGDqo8Am4ZXJI02m5/S4dUGW3YEe/S3X99azZZkkUrCNQzUXB3dzbZrW1wqCNa/pAcdBg",
-	"6Z1A+IkJhAYLdBibZkRUrQrHr53TNry4sGp7fRTkwhkJ52Uk2cLXoHVGOkUb7JINw7v3Pozx2RLU9p9F",
-	"JCyAN9tDLQTVjNWIq2Qjy8epKJDXStjtHkDTPMoivZbeKAtLs9pg28kvdw+CLpg6lNjmtleebxqrjhln",
-	"NMQxJIH5rtCNWBhmaQqgNWE7NtgiWfCfbiu3mdx3a0/9DRFQy9dvTFa/QQl886WOzWnV3aEKAd7ozETp",
-	"4oSgEIczUwML60DxgkydtUh03Djo8PAQKdka5TxudzJ4SQZ30bcIjuKU7y9LvQNvgyM6dKOeN/4h/GML",
-	"utc67G1H8Uyih7R7LdChtnbhp/dAJ/kAsoE/30ig+srsFX35d1hcgcW36bnMgNxQmrvzXzb0X6anfHMX",
-	"pjGruF7MlZB8AffxsSE+fgFOo5PH34UlNvkBKUwxCmFaSECD3lyQ8k80cHNJ/w5/dYhFtqjzzZK83K6h",
-	"ux/US1ATpjXgbbnDUzsG8mRNiwHdLkf/0AsKipV+Cky2t8QAbDcysZ9Xph7mdSl4uX1x0fsJqu2bUvuX",
-	"n+197lWmtnV5OksL2dt6wSUlsLbJU2MlUM20gxJYRckNNqSiCmFXJOZLYiyDpQ1ZazDWOY9jHm16KFDI",
-	"FVgNzRTBhVIRfKKGXTA46Xb5vgHGi/u/qf+8t8UaCsLxko6uSCIqu1SevX6GzAD1Pb0YhbgzvCQuj7wa",
-	"eG0nlpljtmkgSJs05deUTTVM33cavfDE5C8/NvnjO71sse7J9QyvhGz69nPK5roQ0Q4v5Fh/kxceQ2LW",
-	"LkvSroXmLzzRNYCav/ACX8NHxBsCgnXzN5/T5uC1bG4nENuXdgKzfWknUNuX3kL42CMtmu326rfJTss0",
-	"ofxvTJjaTi+9JUzu9gJs6ybrewoZrs1eKUWv1r0ADel2wgh4Y/dvvHYSF3c6XHj7OZk0BLdPI6h9pyCt",
-	"+K0OtuzQEm9ijqNTp7cJopqNcEYMD9HCQts8kDMiiLZM1IujsA4ti0q6IELixbLaMj3DyyVhu3gobFJF",
-	"7RpSIel9J2uW20Ce/t6ONV2ZSlZwW7sm3V0nxzYLX9ui/llQVQoK6NnjUysNKDnASG9GdMdJslEwxALZ",
-	"PgpdGhXkNXIlq2Wg17vIQGqmXWWgOjO4VgM+0Ahub8mnawJv59pVogAqB+nAGQx1Pff+Ja3kcHCvV+OY",
-	"itmuRnJ7QyRHSz1DNRbtpru59dm0mpbvyVSvqTUhUT5trghaW+1rK/049yaZZfBxtL4QSxzz6Yp4jOKm",
-	"M0r13aASJWSyEkRXA9I3F7UdnVYgzuLNXoXHGsZt95dmRfgjMqGMRAgKPBuV8/e//yPYO0XjFY1lVylQ",
-	"8EmcEBQAigT+D+c+V8WGqEBkQaUsB75WlPfIxV80RC51Jvq9THPy4o+OAq1Id1QKuiklkfWTjbg8VWCA",
-	"8NrPAiRWY/XiWDuRtHZpMUGHFtXFj9oAgJ3YbB2JyVrx5AhN9tjvbl/KEfUc3td0Oute8Xi10JdSB1gF",
-	"nwVZBzDKwngVkdMMIGi8MQaSxAlHLqNNVkZrN+rxt7evXqK3qT4uHYJSeeJVFNX4092PpMiRgiW9Wp3s",
-	"EqfLzzB1K/3QEvSuJBjoQMnE5I1ba3QDDR2vuIM15aRu7UYWSX6gQRk4HSl/e5+rXJMBtMml8RL+m+Hb",
-	"WQ7b2lGCJxIN+8N+dzDcy2GfuGfNRm0s0YILiY4O0Df0SyWmqEn26tHSi41m2Vuxyy8EpqxW390tvGl3",
-	"YRB4Yk4gPPyk/D41Rtw889bunCAhpmvtEgs5koQJEqC2IARVGfqCQnE6HWmqleXtVtv9fHPUvK22ufk2",
-	"3eZrO1n9TlE7cNepA9nXNI5CnEBj1YgrNo2WCZnQayLs+M+CTqoF9dLWpp/paPfgs8ADis+2AyHfIbZ9",
-	"cfHZfzWAxGcXF72GQz/f2w41bQTYkSpr4wSwfewnzgvK3FkGu4uCVgr2CIQfJoP9CRxAr12/6pP2t4j5",
-	"NyPZ6ntVQkJKpv3UuExHTLSyz4bgRmjrSAeF9B20YvSXFbEeCKfvVUwUsosOiugUKiwq9bQ3OvmPbpGQ",
-	"hMmi+/DhwcAT7F3XYVl3rf2P7qWfYoC1zGcw0OVbcm5JKhBGTkExxCeVxbXg9e7hZBgeY1OvrGlidxPv",
-	"djmw2JSaG/OVNKr7ioUz6/SeJkvz1YPbdXrrYiHQCTirs1YMZPmAfOROK+GAAnzNoCrIx8xITz+2IIux",
-	"+tplpyVWdqvPAaJIErxofUhs+C5xYBZtSkmWUkCeVgdxhZm4tgjODtWVdiv+sWNgOGrzBJrsLgjSXQdt",
-	"bUmDgHs7hI5vI/IKQs6TZlp2va0W6MVHjg7XFaNcMTAtyVNacf7e+YCgcVk0r9uZzViSaH0lO1cVu1Hf",
-	"riqJVM7j/PNjyu1dc6v92M0VlZBCVcldgssdB9KN1N+0btMOKu+N7sJ2zMoH/SrZL4o+LJjXlnCuCuZt",
-	"iGqZ0JCn19vl7u1ok6FBDig1xxs1D9/VUohibn77m/1kLo1Dy8KeCssJ+RlaYfr8BM5cjEt1asSW/V3P",
-	"NjchEiZotnyWW2Ox0zWWgXi5BfE7Wa3tAlwwhJbFEWxrTPTOesUjqYx41OIe1ZqFQme3ziqVKfuisoN+",
-	"5tZUzBPgbfAtBOW9CwLh1IqXd5LhnWT4kWI9UxxrQmHu4jwbxnla9L1xlKdm1Nb6ZemQP7BQU59iNGHt",
-	"1WzsSd+xnKheqa6RXbVa6M+mRqRp2EWyN2pKX/R3WgKzaMyvu/rBycH5tw9//AYiBvI0ZWTe8F+E0Y4y",
-	"vH+TGqVhe21tx4D4d+jmwNESC5B5AsUJgiZlRBoK/WZrZdnf7rm5KdgpSll6tyCu/I1rZ9du3nADHslN",
-	"y6KyHNIAuC5kfWDcRUqr22YWE+WzCrtWHsZRzNmUJCV7T9rJpK0UEjLR7Tx0t80FvzKlcu4EgDsB4E4A",
-	"uBMAlACgiERGgmqi00x7ig9zSKYnfZeg/QmFnm0P6t2uqTt8R+ueHcN71iQhVoc3DKiDlglfcJOxFxH4",
-	"844p3TGlO6Z0x5QsU3Kxf2RM6imRulEUwDlEBpI4MkUk1JRNfP+3b7fe1SHRyBrsJ+d1adRWUTZL0gQ5",
-	"HeL6MvK1zuE4HLvzZeeOZN+R7I+fNG4xryrHN80HsTfdqeufcx0ULwKM910+bySwI7celcXWO8byMRmL",
-	"xYEPZjFOcvszNiVCVhVXgcK1GOlYQxRR004Vp5VUWh48jWPCpsTf7RKjtzEO5yhYJfHoiiR0YnpJp4Vp",
-	"O7qIjZ3GZ3iqLz690j2qyfaoNVsKNyFLU0aDESQIYbBLExOl935PMbuunVcxiDVlEV/7NS4dwl7VfErj",
-	"kJA8MWVnqERtHZSVLrzjhPNzRvZSDUyPm2EWiRmek16tpXlLNMmOOVx1ehsFVBrpyiI5BS73yw6aXApH",
-	"90g7Do75lLlnaXN7X6mgkDMGzk2gjYzEtqpRMVosTFsn3V73BrySs9HCtDk2HUFsh1CqK63UNvxs0ILz",
-	"EpY2oVAbFVpAF9f+vpmcsXNPjxZwx5OWyPZsQGGggGLKiCtAWErmtP7I3A0tpwFHenBZSw/bBh76MJMI",
-	"jTfo2zfZz6YBvGdzgx/rOfjAFyTmIEWzDsk4kZvqwl8GE21drTYeQ3hYKaHH9DXVSbc5JCqTNxoTFOA1",
-	"ppKy6UgNDk7QjK91rBdk83I0JkjDLLPsKKq4poLUNLlWoy8bkOA8Xvt7KEvTche11bKcenTuy83L0DkN",
-	"f3OCiiPHpIJKdj+aR+s+SxuBA39QkrZu+C+8AcEfrSrrrtKSez+3p+ibcZUd9s50UL7iQUvCl7FXXbsB",
-	"39CrLbAMQxf8gXWh+qvxNbTweK3f899HR2zka4YEYRHSH0ov5tocm8RzU6gHOnMkIB1AOpC+ohklq23D",
-	"DeNs2k9CDFHYfWtv0lfLuzNEIZ2dsmlwoiv4SUkWSynSHaZkQG8k6/ndvNpF9l5KoH0d7XWMPwhZFEoN",
-	"KaEnwyzUvsiR9YtWB120bHgVNAzvoITIZEPZVP34+9//0czZm+cOVTeTKI0Bqi7b1TW/oH9KwKRJyEpR",
-	"z2mSnj+NAgTyDKVAuFNC6VCR3UIq00ItNyC4506V0q5YklBpC0gQqTBYdHQ5VMU/p1hd3lJVU732kUnZ",
-	"66G3mlprdhOsEyrJKxZvApRx+T1IITayOWFhslkCh2aRKcicELlKWMkwVCVlLfC1u0uHFXlAdPPAU0u7",
-	"PPpYCvdG5XT06I/PNLJAmoJguJPxz+UEu9D/m1Jofw5kOtdl7eFGDWIcCjKBg2TU0WzuVIkPUCXSrMei",
-	"IlH6pVqH6P/4J1gBXQxogvB3VrbmVjYHfW5sXkvpsBNa6C0gVksBIj0atWM+nZIIKW0DlMG9U0diBhFK",
-	"Ci1NpFJKFcm4M2ncmTTuyNG/Ijky1MQlRxWVxlLYFAOe6+9M04BnNdMOZme74Lr4LLvyDw3RcpH1Lkrr",
-	"E4rSKkjxu+lJX/M1mmCjJKZILgiLxAmyVVCCBEsyWpJktKBsJUlgU3cFwkg/UsDFVySB9ujgDPuZKsxO",
-	"k33Hq0Q30gzgL2eKNZCglURjHM7BCotD6HQLNg2BEqJgFkprDzY+XDBExXRO0AKHM8qIABrlsz6Zrq3q",
-	"MZb0qlj2N70h939zSMr7+7+syIoEunWTSd8CsxdliEwmJJR7PXTmAQ6foD5S6rCwb/DJRA3Vdg2El8uY",
-	"qo0bbxphSJCQs0h0bGZxBhxtsEaSc09PXwVJT8knvkYLzDZogTdoykuwtYZ0sziznBxZO8wT6f2hviqG",
-	"SPeNBlpJszutAlDKi3yxBYNOffBzlzfsb1vfUT+/wH4tUymutmNAu+26ffumqvYY+AXQt2/S3AsRYpYl",
-	"ARo0vicU5HvoGaBnQpYxDpVko8+GSkSgxLDQvTfy9xMcFqcoZbdg6YE0dUVtCCSop9Jw75dkZCSgoNzY",
-	"IHLTWNTaTx58O3xx/AOMgwV4xaZDKzcu8JRo8xw+gX/cX7Lp6RgLcnTQod99+erNuv/NV1P+xQdE06Tv",
-	"/ZK0PG0DogrZx5zAPbj8UlEZJdeQ62Jpt4P+8ZG3VEq2/SpzpZB8KdCYqAO/wjHdxV2hIbdl4Wq5WNc6",
-	"KYP297//I0Dv3jzvIKUIbLQDnKHgYtXv74d0MUUiCeEf2oHgBrAcHu77NvzRigM45+d1Zqhzbc4hCynw",
-	"4H4z0Mwd2tbLm9TFwTGyLl1l6tJjNCZwsctGzw+/VLfZVKPx7fg0bsWdGtSwpUdUQPfb0IcyTuFeljeu",
-	"+60M28x/xpWehJYJnyZECO1eB0Ek9adNoM65GoVRwtfgQFjb3v4AZ87gnkXe+qt6Gk8IlZ42/YzgaIKT",
-	"Xmu7EGBE60pMTtdk5nXW5UXmGt2h2PvLbCZbxTaC9Tb1OFZGTCjwg63rBAW2MBz6/f/8X3D4WP+mfpCP",
-	"gzAF8hyTVbCXe1FP9P8XXKUXDMZEVDjD2mFCIsIkxbFAc7KUp+ksATRXWhCxh/4LBdp+N+IrWXgpSvhy",
-	"SaJToL5asoEXNOoEF6wd5IxCuisfWs827qekbgkCb+d7rWe27GwvrU4rB5LsR2tzc4e6O251WtlOoPCo",
-	"WqU6ylybzXSwaw0YbtHqPR0StpolbJsrQIBTdVJ52NzZP+/sn7dq/1wm5Ipy9W277OINqlxzJq54N/3n",
-	"mlNL+9o1xmNLcEezOIy/uCBz0+iZajtw8cicEI80tuPDZSNz1ZzMo3zfnFtIPjpFJtzI/CAk3pi2tBuE",
-	"k0bJSTeJ4HujjQ8aSfQEpzaGD7I2wYQ0JwSKS9LEBoJc4XhFeujM2LOwY3g119lgfG2sxx8ci/dRoife",
-	"bxHfarRN5t5rXcpYH0MHWcggtSFtDTMoqMQd/VdgMl1sK3x/ZhbA67Jzx/vveP9H9H3+cyRk3Xlo/xAP",
-	"7S1kZqX81zFMPKds7sMQMTN3b37D3i1UIDsOtYWkcYwSEtGEhFJ0Mk7IJ2BnF1VdXKDPn8cvs1pghvSv",
-	"YDVJIqWxga0Ctcdc6kYtNsFKYvVRvMSJrDkTr23jo8XZR0RIyiDba7RK4rq7AA0c3zyHN/kC67JN2154",
-	"q07xsR6aGhwj+6nSRhKCrqigkicCnF1QD8l6T/w10mudvE2MnGbMTa1B6iO6Lrk3Ic4pTN7zVBCvnXzC",
-	"kzVOotEvK5Jstqf7GejdEwgGQ4l5DNRCp6+XEbyeAKpD18QvxkKOQt1e0wvPc+uSn2XX4+ZAXeDrUdX9",
-	"U19yPoJCvPTeq4qPOHerqbgKjT8dkbU+eIDNC8EDbO5N9bBkadSkjdYbM9h2/AA66b9QCkaajL578xx8",
-	"lzOjeGT2rJmUS3Fy/74Y98zDXsgX98cxDufdSUIjvCmg7IE3AUbEq1oh+60ak9MZtzTeMpRaVzWFMgyW",
-	"UCGmc1ItXHEo6VVmQDeWOYM5SuIKZ7k6r05nRTz1LOM5HpO4eb1qhRfnuCCnDD2RNJLK+AZKzrDfb3BX",
-	"PlY+Rqe1kotGbOH8RU32huEYBldczC3zIQstc0Z5AqvXVHCYuKwlRzqK96tIT3NpH25DKWt3SOcpkr/d",
-	"skQUkL5cxfMbpUCol7VxAd4ui0SKuFSQSfipoyVQiLFRjGLMow1E8OgJn1ti1RjlzTaKAWT9rTW0C/ih",
-	"F70NWGoi/674SoZct30HN5PU6nIeKpBDVbcb+50nMBiUg4hcVwj4kizuCbTkgloXmZNlX++kio20Wwfd",
-	"JmRSmrMtZVOUnCOZI6OugqXaePrlbQdTVU2hcDQYjVfxXK/OVNApqJhZqfKKwCdAEl1pzNnkdjDvFAyZ",
-	"wzUPPhfpuIFm9Yrhq8Y9Wr/WOjlCAdBXcMB5vkPARQkptjTtKjVT36qmARqC/KkULt2BMYyxECc6iQ0F",
-	"WhyEZ8FeD7ndDDGLEF/KLmUn3s6FFwxCrmznq1Nv00NEZQ99n1ApSXozof2sTDATWHtVjbKtpUYqBYkn",
-	"oG0bjVFcsGiVKFabG3lqIrcYR7bVVqHlJIWqHrp6q0w1QuOudGx4ajaI90v4WoDl6ClNyAQsRwAaJZQp",
-	"wdZynpK9Z3g+6J8MDk/6+73BEIxeYGVQqkHr8RNgplcUzEgREXPJl9YsFsZzYwsqdEV+uf/64NuWpk7a",
-	"bBQzM7TcQvnlfq4kst5Qp8XVwhc4fPUWOO6EJAlJRjMu1CBG1qK3CflirJg8T5SMqTimIMkITwG1Wi/4",
-	"rzSO8f3DXh+1X+CQMsnF7BQ9Y5LE6AUO0au36Ac0OOgdnaLk6mSwv9/r76GvSDjn94f9Qb8/6A+QAeZ9",
-	"+NWluCVNNxV9Xbl3mdDQOIaNftvKS8YFUSTXGqoZ5LSk3MpJ2O/LpjeLJ1urAcCghmzF3GTNXYoRKOYQ",
-	"CypKyY6jr6gVQgvWHd3FTn8lJR83z/dsbgCCuOCquawJSLORvB0IjVcSzDQla1BlV7c/0VrS8FPb7B1n",
-	"EwmCAxVIifuZCAFB4pntRXIUOF8PoMo0ZmJNEoEOBv3m2kPBMLK1kWXW281v9DDn7PN6QfKAzwCyxAle",
-	"EKnWzdNeT64y2S48MKUR1pSpF0LOJjENK82D20wUDrBBLJi5JsMU8mMyw1cEMh+smQs9YROehCRC5BqH",
-	"Mt50EI4FRysWkQTFHEd+E6Ib063/V+e9vant48MsFjuYCrZp6JAgAkVp4W7fssLeaem+geZ3hXQfqMPf",
-	"pmZdpESV4ltN25mC+JY1SWO2htdSoRz0UQQcVFvMifQguq2WgiTmkjjCjmVLGbk2NNpemX6VU29YrAV5",
-	"a7zbIananenSS/ukgsEXaJImRM24fsl0qj/l0g/zJLuSjnKgQVm6ePv9Yc4C2NCc5xNBHL9lalDTt++n",
-	"VogXS0ynDNBM34DWl1Dj7im8jDLQ+12U+ePUeP++LPQ01449hoQG/qdcP2BzQ2pSlos3xGQZnhr7bm1y",
-	"cu0V2P/0r4B+dJvIX9jlvt3lP8V1yC6BXuKnj/JOaiygPF0QJihnbyWWXve8euuesLLKeAMmtsi+1iD5",
-	"tJDbxn2f+ZJL84UbeERBmKrxy95gWoiCqorMBiUbEi06yGq4SGm4HaRV7g4yWr0Sl1+9Re1gxaDJaKAD",
-	"4xmXuunoXoOmlIXz1itLN97RQPXx/ZqE3vQYa2UwhR0proBMnvAKa6yQOEkjG5YkoXwHD0Nqdmjqh2zi",
-	"ehul+4RQQlFyxRUH+D1EvKK+KYvyu0Vtch3GK0GvmneQrbLRWXi4Z2WADyuqMdk90QS+CUczzjFgYUHG",
-	"BQLUJgsqdbnY0CQBQ56HTe/UW1fb2lnmOx4M/1yxzzsLn0xI0iUsApOoJ7Fr2O0PzvvO6v4oFrnfPx/u",
-	"nxwenxw+/GRZZOZ5/aflkXYL5hL5++Q5V6dYO6L2hBvXjlAz7VA7Qq22rm5EqiB/QM0I65b6ZOtFtNOs",
-	"bDD6T2gsSSL2/iXrSFikqGQDzzOvGqSZR0jOEr6aagCevX6G2pghvIqoRDLBNFZotJ5xyFDOrFeUqel5",
-	"stnroVdV/psLxhOU89+U3CLmsPRtX1BpDDJYEZ1U+3zfac3JRmvl6g+4bscv9l8evD789ujNg7cPz4+/",
-	"638/+GEIdE+sYjkyIdHDfomqOJ/crVxj2bA4MQAREoU4jrVNUZ9Oalre8xbQtfup6Vf9+tk3ZKNln/y+",
-	"arymutDFlORKOu5QS8Esr5MCq/D9D3IVaLyz2PoCX4OHQrzRMkkD8eWeyNtUrTQTZDzSK8k4DkAIWM6k",
-	"oJ2FmYG2sv4ra/CH5/2HJ4OhR4M3wPkE5BNPPNg/saji2Y29RI49vzlRS+NT1audlFYo5mriigVhMish",
-	"dNhHc7IRHfQQfUO/VMP+9vbVyw5Ygg9RTK5IDESRAcZPURujSYzlBdO7QlSAPQEGnuq4JJ42KAJBAlEm",
-	"aASt5WDsXg89JmRJEliirrECzefhPl+wACoT6LtlcotLLEZ314H2IGs560LaR7l67WG/gps2spWACZAK",
-	"SUOPtPWRtGdFu5MrXBH/OV6FcyKRoL/mqt7P+CoBwUJdkzUh6iYuOJMzrxb8cRT0CrW8WhkXJLFZpE0F",
-	"Vji1LwEGTUJ7Pqq6r6aXOG6+7kdQIQte/NW/LnDi/qoukz5nnXSAYzpV91fy+uSaehuEa3dIcQ2WlG4o",
-	"PZrLbZfHHEPjsu9lOBTtinBvGlwpcwnalKFA/hp0FMl6d/7opoYa/dnyXv0tMLRsYsIUzUrMujTUejko",
-	"mc2WNvVIh7nDr57qYbzyHbDfhglexyQRHS22Q5YtWYsOWnCmXf6KeAdfPzl7nHYpuk2zbLaSzD+649Ta",
-	"HTuq+sJjRXZZKG1tfc0sNh0kVouFEv+uTMhkhDe776yAAXkjbHFtVbfgHE+9DASPSVxwZqP24Pe///dh",
-	"H4UznOBQwtExDuV9Eh47j/Mia6Ys5bPTS3myjr3hp/+8uLju97sXF9eDpxcX1w+eXn5eaWl49+a5N+cV",
-	"jwWPV5Kgd2+en6BASW2BYufwlxLDtc4Pd5sonh5vsmIxCpOxVMwfjAGQ+7oH+10JkmQxgEssxJonUQcs",
-	"6dg1x8CNosKUC+ykssqwf/DQgVZBKqgRwUvJRjW5xtZbv1u407vzF642Ce10PZEqaUgLh1zAZJOFMbUh",
-	"qRxCVq6KiUB7PfSMIcyQlms1vLW0lbip4kaMyS/mFAW/vQ9Ma98sJ7kQqmZRroQXK7kYOQiZgX086SrJ",
-	"2pMMVW6yowtaVUxufmwwz4JEdLXwT2N+c1dIFpjGTebVvdP885rf3HkZWYuYqLvXZHJJkoolwy+1M7yv",
-	"oEQftcpBx9rWwphghdD6D4iphWFNSh9Up3iaiD5FXFbMDPsUw/V8yY1miJvkmFoiF2nDHSBoOtoOHQz6",
-	"mk5uy4HMk6Xt5kqlUk651Sft2N5L88dPetilO65LF5Aaf/KbYhszpUNROVuNteMEL2k35BGZEnY//fR7",
-	"93Uxp8suX2o060LwtNLETEjVtnhFkL3V75sUTJYWUQkWSgtR486yWWOmWNTNUg/rQKQm6Z3TBflDodQs",
-	"wdQDJ1/O6XaMcYWDs+6PuPtrv3vcG538R9cnGXxyGFWTL9ssVnT3eM9U2kchXlacw+5BmzUJrHXAh+/8",
-	"gbC/tYjSMmy/Pj9/jbRJzypQmQQEVe/cSFNTHldbFvb7g85+f9jZ7z/o7PcfXnorGd1SWOppUa7SeWGf",
-	"TGhqAwpRn3H6yd35HWNpt0hFzYNlTZm+NgTGjjdayBYkgf4l5XI+VUVS/BV+PBG+9d6I4UdwRShJ/cE/",
-	"SVDtP3Vc4a2E2Q4aOCl2LuuznnFBdIUwb3Wf5vV7nDqZqdH1w3wmWWGaht6TQu2Zd3Bjb6AKrWc81pVd",
-	"TKardohD7dMJ1bWdqBTIIj569hi1Lf2ykE0Tj3CiuJkg2gV5l+30z5nt9AclLf2BuUh3iUZ3iUZ1iUYv",
-	"KgT2s9fP0JxsMmEd3ArgaVCEETrCLLGvo+ecbPxTqunaukupmkLXtfSQTBpVvn9PlOswebmWvyZlNoun",
-	"ep0f/CLkSyK2TaVH3BpP9ZVhMY08zVp8x1jntF3ku1cv/H2r01Pdtt8tR1/vZv7evqx9zdXHlH6l+WFV",
-	"Qq4MsCrPaQYACO+quDERxf66iDFBq2XMcUSijm4KQyLdEMQ2ElLcCapnXunq+5wVk46aFMpUXzKFLim7",
-	"4jQkvSWIliB6L0hkSwX4y0bOKYPykqZVx4IuyMiSfdvexC0TYGuBihkeHh61Tlpkf9wPDw6Gxw8n4SAc",
-	"HBzjyXhyED48Pj6ajI+HB8MHmBwMyMHRwfH4eP8gxAfHh8fHg/GDh4fD8cPDQzUX/ZW0Tg4eDgf71g6f",
-	"6SDvKyqN1NbQ0/Vwd+D5KSB/8zTThwP1IV+jym/1lwEwSV8EfSTlrWFpClO0oU6koptwGkh9bi/Xw8Wc",
-	"5hWNCIeu2RGFdAMerhbazyKk0rYg6NQtxOvrLuLghA8y2Rp6TVwh9dQporhAoBTKeQNJDBJ6i8qRa/T2",
-	"67Pu8PAIOu5JgcYbqYlzHU3WCOnbrPpF3dVsqq2+bheZfYt89+a5RdeURCR8cZMCiVtLdgFKuSfpoLvZ",
-	"bgrN3KpzdohKCugPsteIUYyvr6VIjePr1Uw7xNfDSt8BSa6k2JIboo3ai1Us6RIn8r4iH10lyHrkE/WW",
-	"/2jVL6eAdmqSewI90j7OrpJqbbpp/u6kdGpMGYaKZjsQqbOMRME2hK5MS3AW8QTr6DXyNrqoBHv0nz3w",
-	"Mf/ZaxYHPkWXz2nzmtsDPm82k8auNJMGS4Z+LAljSpgcme/ol3gSkQTMUV0xo8ulbijSgIdqdUOvna/k",
-	"mK/gupAF/5mmQbcm6u/2SnJrBi2mZqMD/0Z3LANdYQ8zcHJKXedBJ8bX3QeTfXwcgtVsGW9GkueG6C2l",
-	"Ri+3BLgpej2jiuVuIB5sK7SJxDQuzQidHSOIDquui135tiAs0nfkpq/Lbe8Ot7ybgeK9uiU4mRLpAR1U",
-	"Vbc+PoWpUDDaIGqvZYMWvfg1LOCX+ofBg30/HhRw70s+bmXmclPgvaYM+fDHls/kKBtEkD6aYamFGc89",
-	"9Xo9nz22ZMoMLbYIGDapEWxg1Dw20ZCwR/q9RziJPOF/ivGbmVGIk6i3SylnjdYuDdyhqnNGl34rtYcw",
-	"BJUnQGTzLfwsBUuJWQMxz1A7fzcxXXStV26WVF/0GNN4pdPIdjqSp+a98nF8P9tAsXTdX6xtm1BBLNpe",
-	"z81v3vaZ1ziRm6ayOaxII/SNK87HPMT2LHeCxHP7oh8z7bw9Gx2Fd/6CVmP902MpcThbAIrdsClIvcgP",
-	"qygI/Zph+cR+Lwvz+kB0u2KwFBXIi+mBXJRPbpQ26OWXvvVYqYhKa5bulQXeLUEcSljYQeJt1tPH4EDW",
-	"LKnIzos7eQJBi8aBTyWa4aiDeBwRIdGEJju4yd2GavX+JQ9n3QZknJKtDiIRhWPWBTSgQOSYr+RHhb7m",
-	"9z4lUv0CjYFDDI/3vF0+a9FOywuNaFwTq7vBA2t0/1iFqLfqqYU2skbYcBlhPo/B6LJGnvHdQx/aWF7n",
-	"pyQ+mcWpIl24Hbmq07uUkfZIHrtWV4Qy8FFBNClKbNVmVR2OrSO37btF2lfXlGnGmc8irrAcfjN9UMTW",
-	"JjLuyF6Dfoxu9s8uZaqNucMsetuh3KzapaU8koNnsodeYuOtTEhIlwqpTPq05IHOy9bC/h5E2Bt0D3QC",
-	"3pReEdv7S5p2M1DeQy06OLlggcL64NRazFD7c5R6pfVvCIuUxJyiwAoKge7JqXAm0F0p4WoFqB2U7kqA",
-	"PkcB3Jagc8EwQ2SxlBsET5zAIzW9orHVc8CC1DBNgv0DTVfQP0vl6CDtwYOcE0uKThBGgoScRXCoKF+c",
-	"4Nnj1MGs4ywSITM2n9lfjHqq41l9qk11VsfFxfVw0L24uH7wpCKfw9F6dtV1bir2l1MLHel2J5nWkVmb",
-	"SqrP2HJ14w51FcJaY/nfK4U0f9srFEAKoBYKJgjrP1OcxPYOm3AGEGb8IkMNta4XGM6M8eEmIkOB2ML7",
-	"W2isbg9dGaNn71DIV3EEaUJjLa2fpvpCz6iWtQ11G5vOUnPmJ22IzBRq09Q+5S4jxuWIs5HRexyTVc6Y",
-	"BIYnxpFtNPj+L27d1OttYtVMa+n/M5o0t+FBcYd/RUvltg6IN7baOEShASX8F+wsmN29G7cTdOm5Dugs",
-	"2AB9fZudOAr9HghqErLTFF1E7aDqPgQdFCRYkhGUKCJK4tZC9CghP+ue+R0UmMEj6D2jHqT9Ujcwn2k0",
-	"CoN///s/9kBqx0jfxkJkV7EdcOR1mjmrb+KltvfeGykww8slYSWD1qA/rK0dAMtLp9/CwqvcvvpUSo7f",
-	"Ol7Q3PG7myHGipw1tdXSdrcfVl7NoQSfbIW1f8VKakXFY1flXveKMcBZ6C6FhfBuyw991hDzY6Nu8zGW",
-	"VK58NOIxmSYEmuUkcpa3uPHVGPqspUG9x24wb/c4Q0DNQLTSxqY1XyJYyJoPDR7mvgT/LH2qzgxlQhRi",
-	"E0u4W03dFGDulrYgQVXYHst5O8r58Uu/L+5c3SEx0+0m5KyciKWpbr2r7CNGoNUFlX3E8DHgrDtFwN1u",
-	"xNktRXOV5B6zrYbRVRZ76tBSGzd2pE4u4p7o/DUdemoFGzArQvBpsEriAL1dUxnOxhwnkYk8E6gN2VAd",
-	"tFyNYxqmtsnbvwg7IL6NpNJUQk9t8ihS6a7XtGzEjljojdo7sz1YtWgt7fps2N72kiRphG40cWnqKqG+",
-	"iL8GRSAM5thogCpzShZxlUViYTfS4hOwmmjds8ZKMixaSbJYh+bRWrelo9abOF780QFcYzDWNDF1WDzY",
-	"ydixLQwqnbCJbeF8htlc/Nt2W8KN7E53hoN/PcNBhnopRXxLmKyghk5kCMJhSJbSpYZueKoOD2mbUIdA",
-	"/SvY+9cwMt9Fu5bCQ/9Cga531t87Iv6pEXETgt3Kx6OVwPjKUKwTFOiLFKDf/8//BeKs7kX2Lxno+u2W",
-	"1EvO54jKPT0gDdo2LyQEGxUpjSfVtWisk3EPqt8HodpjDEbfMZczNKEMxz30jNlFWV4UdNShMTOzjjaE",
-	"cA5QuQVa4GROIijD30NnNpxOp8RCWMUFG+NwvsZJJDpwuFmdRbulhCjqKrRMv5TCFgOAa2tKJBqd3hCd",
-	"Tko/OpaouZH8ajVuS2m7W/jJ8NhLV8kRpap9XhtA7kzryrNYRqygAAUUrRnUwMj0pBaSLDu5g4TSpxrc",
-	"ppN0tGN7ahOeY1Hys+CO2d+lttyltvxlU1vIFeUrMSrJeZks4QfGnyhglBa9a3T3X1xAuWHYe6VcU4S3",
-	"Ewq8u8iztZlKKghpmuPUN3LjrPzVGKgubG9iRV1jvrkQNm8/jdPLwgaB7dvoahJRIxQQSfK83s5Uy+s/",
-	"qHfFnGy6ukIVtIho2wLQuR4Ve/7uFmnGv8OyoT/ESUtkzKlJp4gXPCKx15B69gwt1I+A8WmNCBRihlaC",
-	"9NB5GgY6UVsy9aFwoqW/V0vC0hn057z2dR1oQH2x1eCzASckTKI+HPFcfLU9eiVzAPHlUNv/ipoOhGQx",
-	"JpFiKcJx7qjZElxwUXhjro/KrmzAu2s5WlMW8XVFXob2FxoCAUSEzwmDGmWULVfuprRZRuSOcjB8CAWK",
-	"diw3b9sE+5MYsk8qBEpITLDQSXW58t0hljjm0xXpIMrQO0avTUywQG1zpCGHFlo2nSNb9oPhYPBg+OBg",
-	"4Fl6ebm5NdYcPRVoyrmuKkKZ69PpNXAnFBlpWRCH4lJdJVBDXIr1PWYU4avX590DjtQB1PtsG2XaqX01",
-	"az0CIMinjMGd9SEvXzMSjcYVtYh4MsWMCt0FHYo6GkFSZLDO75svCcPUE8W9S66LRUxneZdVlKgi0gaw",
-	"4NljzT5zeJpf73Qpuwe8Wz6nmtDztGbwZa58cPfyt35nMHxQEW6jVuUPtjlPKWBXHT6WVOEV9FvjE72d",
-	"Dw6/ASRo0CLmD4lQ8R2oBsCTJPGF6rzSJMnmFBhJqwyzwMpJGmgBIiyCCBXdkuEky1BYJnwck4UiEPBs",
-	"hpd2wnsCvX38DfRbi0Bgk4a+bMDTaipUlHIZLlptxtGYR5u9i1Z1dNvWxDS9qEdqaF4KLiOM2cA9oXR9",
-	"paUEzaibP34g3TmE9UEQwQkKKIPGUyNT2iyL+cMrOVNUXQtN2fMlSZQQm3vGuBxNlH6dPcqiDM0zMDDh",
-	"JTX/3LmvTyaXmkADgLYPzV5jqmZ4VBFrCCGSirtBNRJm+JyJCL8nEF4uUfs5ZXMSmabYAgxlz6FqLpWz",
-	"XNZW0SliAtO/efDtD90Xw9dnuyv7qXq/1PsYhQZXmoRS6jbfpShKb+LKjVW3OgLiLjxHSHI7ak5QCrmR",
-	"Dc79jcbmG9REdc/WEiGDGwpp1A7KFx9e8h9Ghle5mSlDT3qDo4M8tyoYnwr6hsOtHua41cXF5z8NFKtS",
-	"/Oq3o87gwMefCtDVa/bDMZE0pEtcZaS0sMG6pmThBnw8W0enlXBTSckG11XGITbM9XHX5L9LOsO0bUJE",
-	"lcAp89YCpbqZU97bLa1awWCHaN7tQmsaUOiayRUzEzfL7OcxqRbDN2iBN0b5yuoWwKF0WjhaUGaEuwZx",
-	"cqUY7PREOumBFjZvlleDvG+gz2uF5LuSIV+Yssc6jxvOVl3RZTbF1lDX20Exmlgk+6jIQ6zUdYulSBiX",
-	"qG2656xNYjxeLmNKIl2NhM+rI7yNR0gB3rzji+8uIEeGDzk04fM6XLClFnaNfTYrlBwWuVF/gDlwO46E",
-	"25RYXrg3ONJOpgW/Mqb8BZc6DQH+aBBo6qxGVCGZAR1pXvzXweFCPH/zxPPUupZbYrPDqrq/rxgUGl/F",
-	"EtKVnZk7VtbXpvh81d4Cm9K61U+3xq8UrkPl48tOC9iifm+aLM17BzXiHmhZ7z9IBSwTv/pcjGyt2+f+",
-	"So1r2hv1wxTIdElbdEld4KO0hLd8QRQNz4KaqNBGAsW4eS/N/4fsfKrtHOoFy+izHqmCsw5az7AEx7TB",
-	"Es38oG9vM5EAHK9qCGxK7P1hwtIfJxzp2AEAxicp/1Svr4kodAPxxIuvWpf3GtbfPH2Ejg8OH6QWC5tu",
-	"0DOWTcSZQtyIBAojaThTmKtz5k5RAIXWTQyAsROA1V1hne7neSumiqqkuzNoYRZjXWI9bWPJw3CVJISV",
-	"s1r8RotUQNm2JNeCZN/xcLyn6sDLDbU7puuksXlkrfyaEVcNjqfqpXQFNcTV0oQK+w6WMw+TqoeVNdZU",
-	"XcysvocZ2UHQ4QckNSxQ8EPXaMjdZ1HQqzfnZndgVFUKHmBOmVhNJjSEMA4YqYOBTHl4p1WqQhVGSCRu",
-	"sQ2LqAicKrbecgwk2n1yeHzsOFMO+l53SmU/A91USawWC5ykrQLsVfbm6hw1NtqdoXdvnqGETAhcJW2n",
-	"TDu0iNKnTpUMnhDBY+h2yhHWKZR61jFlU5Oakhkd7pv3xf3SjWmSsndFeYwlibpLHquDr0KNQtqxLDbq",
-	"IdczvBKSREiN7MJIZOdE7WBONkEHBanfUTvIb4A5D2tEVltZC47b8Xmb5GDn7m2h84+2Jjp30AKHM8pI",
-	"5mLSRln1jVOtYcywAMHEQdyOPUYSISxRkJ3cxarf3w/V2/AXCXpIrQC8rxdMh9YlZLlKllyQSJdZYmSt",
-	"PmAaroPPz0QznL1+psSVtThBMiFYKhWZRwQCGCIOat+c8bVtD+SsMB95t8DxhCcLEo1+FqAEeBGMCkHZ",
-	"dISXdDQnGzD3aZN09sT8NUrIFZ/DW/aJafICyWZThuUqISPzvjYcFshRq9NKjdXG9RuPck+InPEIHkEr",
-	"Zx1uxtkkpiCbing1HUk8J7odcNoRLH22JuMZ5/NRRIU62CiLM9yMKBtNYjqdgVEzIosll4SFm9T4Ttlo",
-	"mfCpkSkgRALS6kbkmgpZeJb2VDKt7jNQ2Okk56MYJ2A0X7E0a3+kM8IMnrvr0DBW0m36KSWAOxB1b7Ht",
-	"pq8AoLk3dNG/oiEZrRi+wlTLVY4BV4E15IxBqQH3h4Soq2qe2jArGA1xmGaeqjoEOkjTXwEkF8hRQ+G8",
-	"lKPM970aqRUqlk7XfsvU0ZNrHMp4AxeaT1Bgev+BP8V2SjLNxgmO1N8QrZK2NizohNvKH1CB1glnUzcP",
-	"0SlFsBJQT8jGlgz6/UZ5inpZ29OYcdofR4/Of/lZhmfdb+BW17LEFDR139WCVFLsPZVfAGBto8/axoxl",
-	"8v23t69eIvM7aiu5/ei4P9jL3EgWAmMebQpsttiHaOfqFFvKUrw28Z/edktGF7J3DSo6qxuIJO9oLFmb",
-	"ZGgdUQPcQW0GdvsWxF+AM3N1XEUT6dSvzo4qXRp2QBoPAl6QnG8EInPkbKQpMbQV/CUBC1LeeZSPFUod",
-	"hKKXxn2Zf9sAMDVr7xewSOvFj7RoDx4cvz+nQR5qicPTxQoEIhfwNCJukEoHdLOIXJGYLxfEWAkkMY3s",
-	"jBYvMIvG/DrnErTnnLVXfGtGVen7I9fmVcqdNlYNQ6/MihvJq8WT9BIjXPUJFHM+Fyim82bScR4jit/6",
-	"2rjsMxS3frpmhs6VnL2AuWskxU6TALX8QjxBaltrOaYcLr8UhzO5oWd5JG4ec3heuN3tYX/Y7w6Ge+V7",
-	"HujPBD2UTWpTOIJ1QiV5xeKNtjjoZmbixMQjIsLCZLOUSuK0MqgOXXRM/RU3aXu9hnoV2RqJajR6uE0v",
-	"1dgmfm0zPu/TtlfSF35VoTM+k6KmC16DmKrUXGpcYlZhcT9VQNjCPSqiUOlSd0pEZBvz8Uc+6ZrZFkqp",
-	"eUgJiiT5wJCnlO3VW2L+tKCnHJL5ijBZyLQNadwD1OiAncaNC7cDRaBbnipyWii8kHGMglBbHeiGu79e",
-	"/qTj20aXv/U7R/t+42uuM6XbFhQ6C+/U6ryHgv3+0OSomXl0DbFgv/9AUxJNLkIMjaHGGzRW6ihJBARr",
-	"aSsetP68YFSYSP3oVL0/COxMD/VMZg7df06batYzGhPUDh6pn7qPOJMJj0/QAl938ZR8sd/vB3vwoYQs",
-	"lfoLzU3FBdN+BEbsakB4oiZyEvqzwtK5zR2Icupwkw7uhpmbJXkNCHoE2N4TroN3Hf9pLhLJTNISIWYf",
-	"EIdkPjmyE3pCkSqW+/2MhjP3UqUrsdlYJn9PW9CNXAqx+lO+kiYfbwTNbgt+0D82oqkAghyhKILn5nFN",
-	"xfczImLw4imm8VsAxm5+7Bd4TrI8Fd07WEFWS/84FcpAi/cHtBUUf10+9WTo1OA851x35rWCNxyvTDba",
-	"uQIL2yGKzWSf3qSiYal+YanE4e9//8de78Zk8rOKWtQrX8CUkk0BLBnYe8UOxHV5PVUKvwOne8LUX2xU",
-	"Z805l23xGVD2G1L4lOSWGIPzArUN1UYBnGpwot2iE1v+ccp5tNcgnEODbEtIn8F7k2N847L0No22nSpn",
-	"e8bDa07FaO8Vzdm8oWg6dbTotjX5gF+TOOb/5vHm17ow1XpIUtHu1asaNWn541a33tqcY/fi2sWWeaZH",
-	"hfrKlhN9Y+j+ridq+IU3F9yweKVO++s75ZJja3N0nfI+2JP4eMMy6FU+qjTBxe5Q4E2uNF0pWX3XwDpf",
-	"Uw/vCREWfavufAWCSixJWU3MSEUB6ONVotSCQ3WWS63aKM5nDeEKo24smBAGjepXSu3RbXj0P7cnhgO7",
-	"WJJktKBsJYlSIUuna1ZdScwXeIOmHKoOjHE4VwQE/jsmE54QtMQh9DwAwaxBt1QDmuLnDOYItMZUUjbt",
-	"IDnjgqAxUbMDptt0//pvODCv/I4zMePrJnN+LIErPdq8rJWduDfbqYQDlalvpmuTAWzKKbK+dZVdfepD",
-	"Z4v45ff9Kww5SQ3xoBTnxCeEkZ4AcYbwFUnU+togsf1MlWSyt2Pdxgq5U+Oeix8eQJZ31TF3ZCsJeb1K",
-	"qpJbnG0u1ShkK24U5U9biOMGlCIjedpCvJ3kX3pJywhW51F60nVVE4n0+pIkv7+PdKty+/WHgT573DwA",
-	"NMe48lllNzGxFGFacbMNwG+sRmWFW1xweNF0xhP5mC8wZZVxHd2YsjmKYJDxeawSbZPIgll4gtozdYu1",
-	"5YZxBCAkewXzzLjnlMQsynb7zfIR205CIqQjDg8H753f9/5X+0Qnggw6h+/3/pdXV3kbr6bbY5KsreTd",
-	"m+cIT6RRCDQcTtHg97//99E+iolaoeigiE6pFB0UjIz5pRt0lKSQAHE1WqYeDc3o1PA8bMYxDufdSUIj",
-	"XPANHu3vmqg5ArgcDf2WrLfQ49t74PBLD4EwzOeEobaJJ6ZsqrjFuzfPtaGKSoGuSEInJj3OWL4d05Uu",
-	"2Jo2PbpZI38zboe2qSRaLf0HG5FutFrGdsFzskFt6462Tmc4Ouub3nPiJnV4v7a7WRfnAs9JVt2i5+GM",
-	"+U1vcyHr39AapBtdA8HE5s7J5kb5K5VO3NT1Yd24t/hRXQRgZBLk/Zwh5kowBPhTgRKi02bSdgWaLRz1",
-	"Dx7mzAJH9ezdwDfbemk9PhqYBZTUuqZWQvIF1K463yyJdZrU8yh94UwrWLqgUjR747keW1lC/azGhzJ0",
-	"mFTz+vyaCOR5k6YY/oaspkYK0AsTgyO8F/sMqChGCZdYN7VaMUnjrLaZncvQHiFpHOs6GzeXRfWyYizk",
-	"gf8qQLMDqNcRznCCQ+kkX+sAXqnX0wEjCYljRQUFwkuclKwFngV8rGaanZZLf5sh1HfuG9tLFBifmnM7",
-	"Ch+0tDZF6Tyst2HGbt0y9dJv2JeRkbXlap4oIsMr6gH3WA1Ne899MMnYnQik3/4ASlDTIu7D0Mks0N92",
-	"sxqLqg/cAfluh/44x+dPnKgszeiA8WPDcU1lfA0F9bdJT4aYzxyXNCQBah/okkOEsAuWesAI0swmLeAQ",
-	"DPv9IOsZqQsDASR0U2qnrMICz8FaAuiqpYlCxNwF88sovq6ZVXLGmVfKyEKpcRYsL1bhzMTJf0Xl16tx",
-	"97EJ4dRBeibGs0sjb0aJK5/+2//49/95ser3h0f3Pvu895+j4L/+P8h4UaJqt6KrZdMAtDTqTJ2Ks+r7",
-	"9etq3//pP+9ffrbnX4BPjjHu3odHEB7/keWaikvhLwajCVyp65JIQq3tP+p/YNclNdMOeUo56aVyvfcE",
-	"0nSwTJkX+HqkjnQE3Tmq+HYytYGGaS3vgmPp4OHhg6M635JTqKPOZgWGKnNJMvNU4YD7tf6sol06v9uq",
-	"FVWTSpdF7NxIOn8Wp7ZqGeNSm0HnhCzVHaOJoRht/Q9zIYQilcDObfmrWzrKzMc2PBoODg72TvW4xDkA",
-	"oLQoOBjsB3/KyWdr3FeHjsAgKNBqqf1pWO6dogVPSLbS4XFwE3SpPPjtfc304X5oXSVjL7jravZpdTXT",
-	"x+IUeim7CrXYgy2DsHWcy/gAN5RchyRZykqvV5I2IoeL2h6ib+iXexCn5fGcPhwc+xzv8CWZrFhYWZov",
-	"9b7DZ5SopVgrPMPMpErBSv2YYwphbmkiFTzSQ7pKJg9Q+949rYMyzsheI5fztngENxdUpg5t2MeUXhHm",
-	"Dd+sxT8tQlflO+r6qlSiBY4IavOkY5zBVhImHUcI9WzTw/+35C2TK7mLPKDFzi0xO781SMAoH6OZ9lTz",
-	"JaGj0BZ4g0KcJBvFlEC2xbHO8Ap+Skik9PvoMvCG3zZJJg15EqF2IJJfRr///R+BD4ye/lMQWV2dlakH",
-	"9BoUWG1mu7HpVB4bjv3J7z3UNWGa8QNDeF6Zd4CuYeGPXN5Ye25CJitBohMU2Ky3NGst6GS12HIPhcQx",
-	"GUm6IELixdId5xxx0LlgQZrvpQb5E74gGipNy1MUxhdA5ckygw+UU8KMBlaIo6p3kRpSvNUshJPEkutm",
-	"FiFBfyXbBC1oepej4VigCU6cQroJwdFevYfOYNNuts+m6clmKVpoIhHo0FvSlQf9ettw3riVrT5/Euld",
-	"LXCRHGSze+LkxhrcTzmDQ7Az+tfJ89kSM6zl8nXyHs7EeSur3orsZ4WMOxHwExYBX2XUO7++wKpUgRYP",
-	"rMeqg4JUPFA/SYgTV7/iJKYEaoF1UDDDLBIzPIcKG+ZGYnCLhjMSzhX11FQ9gFtrS3Ov8ca0UdF3w3TP",
-	"sjWfzJLUtu0aYO/mW3ClYNZ8/qp9WGl1eMMlluScz8mufX5fwR9g+w/ARUG6YLkOyldomuAQYkEoj25g",
-	"JPL4OpSWLcDXQdl0u8VoJ4MRpDcRvyMu1QucSqeQcCuMzCo6aExEWg1Zr5QyGPHuzfOTC3bBuihQYrOO",
-	"gDVDOIs3PfhptsBhAF1Jv35x9igVo/Basx/KMtdrO8DxlCdUzhYBEjOs7qT67wDxRP33cDA8RQFhIde9",
-	"fmbkGvHkgiE0xoIcHZyqr/ClPmwULBMyoddBZhPUU34R7OmVCYlZhJNoZEyZwuzgp7fmB/S9+eGybdt5",
-	"rtfrnn3Pvga9PfesLJqzjHbU4tIHOQHGPswEHXVXwIMerGeChFq67NgEi0DymCQQ42HQLdDbmFI5W42D",
-	"ExT80P16Ne6+tRN2h4dHCqh22+hzgJg6hu7br8+Gh0cpIBK6VOcXvIW/sinU6/KL3//+j87V4AtYT+1y",
-	"xIwv6WSj1/NW/6P79QKH3bewjgC19Wn5FhLjcG7ehFiI3EKu+r49wGW96p+kwD0BiQ5iFAD6di5b7eU8",
-	"PYUtezlF6lxIBA1zR66/InBsQKlZB9JcuigYY0EVtoMo86X6B8rXEDYthlaCJAwvbMUife6BrT2xxEKs",
-	"eWLmNGUeDHIa+312Z9Iw9B+6Z6+fdb8hau9K/aFEpDPna1Ko26oo7QKHWoDJX4NWp6VxCn5UCKH+0CcJ",
-	"1R9wOFeSi9peVoYiT6TTCSpotO4CtSN51iXxTEmXzKW3oMx9dVDp5GtW9rHs7rvseHtIrj3xJG68iOTA",
-	"CZUsyyeTXrWr2mkUMuXdtHm6Htt7af74qbiwS/eNLl1Ah4uT35SWPkuPAIgTx0vaDXlEpoTdTxfx3n1d",
-	"zOmya2lnN/W+QDW/O3fndndnBeP9rjB9pd09H0UF7FqRAifSrq0DqjRfVjfaY2ZPeWeFdqW47wyLmbYL",
-	"6c8Yi8lKQAHAnK0AiDVcfDzQ/zkcDFsdhT2XTYxVhkv75Q4wilnarst1UCm1YcyuYEauNZUhRwfNv9sg",
-	"wgq2bClkfiU8uXmwFUgbFV3RTUh87mOe8uS1HxGpLFePq0bugwCYAnvb7oPJNEnNAlPOmhNKjXzrei0q",
-	"lu/YDCzf8y9AM0w1pjLzZ7dChQZcHedudLIYsRRF08PzgcpZ9GWjq34zJ5yPBpjqNfbO6+5CRkakolRg",
-	"wFS0KkRepu48fMHMvBEn2run7r0SYoxK5Ysk2EJVoKQZiPfasqyIiyOPaAqS1/kqqMrlTgTE/e5sCzFx",
-	"1jIj1/mF5IjL5Q50JPs4altU2yssQb97CnQ2Fd9sUKWlQl7B7aNEUlQQptzxVRGpTll7atJW4WZ0SqN2",
-	"hd1yhhWyG+xvqwXqNB317w6Ua1PA1f5pnhhaYiXpvVMTuGtuwHgljdKqCzBa7ldMGq0RIBoQVoByWdPs",
-	"pFqX0QBA8+kYE1VGh9uKVc/Jei9XXOqeyIhyzgG9V0eidyHJsHSt0eiFbaXMuyRIGvSopqffUzl7BvHm",
-	"794831V0h3aXxQ6Nai4oOeWzSibWRSfQkguJ2sFvijS8v0/Z/d/AoPE+2OuhbwhZKmleI92pjmIljtXD",
-	"FoCPCZ7n25e1rAFBOG26nEQI9SXKRgfz81+Gi+Mfxt89CN8MxPP+8vv9zY8P8ZPD1cuj2d+ip9Pr429/",
-	"LUDfF+NbtH1n+y8D/bIqJCRjQFnsP2rr4rszrngKtVkCex3DcyAQjqaBGWAHgnOVWIrHdEGYqBCHI/sj",
-	"tDKMaTgHZwAVkoa5LFDImE6oSa6fkCTRlnXTqEbRdVMpo9VpmUqrbDoSGwFWax+1130gs/r45dJ2QpKl",
-	"voMmo+aesL4K0x7WI5FvcezM8HJJlHTVTttnupm8JEJUakndtnfe2yUFYktxPPvlThp1rbkmRKlIjgTe",
-	"+EhhvWx6C403U2cKlpkjxUcmjGXOh0eGxqY9sYzYlGMYar8KNRW66kBkIMPmQpvwzT80Z2VL2aczJatt",
-	"UXUPvTH+tvbmaJtP1qnHhuwLiMoTuNjGLZZkNv/gYNBHXwHbbAdT9V+dIEMl0qUkYZGHKMIbAcSDryD2",
-	"ZBWGRAjUhnbqlE3zsthUm6PMbzuomNAkdls0hHpF6GrAsJXmaX+pAeO1kb7q/V7b8h7SlFvTdhyeKwwt",
-	"Fma/WYaDAd1I0Mo626YpqT4ltafFMo3lsTkOyQpor6mmIdLq/thkbZhz3PuAhdJYmjCQbdA3t/upGZ2K",
-	"41AzQlRXwhR2R8A4wtQk33aCF0UxQa2yhrI/7ifDgqGv2HnUcG/aHe6kbYrtLZmFCdnW3EdRMo3+Lnaf",
-	"ouCny+AkrfCeFfJohPOFPNrt2D6nrOlWv1FDGzhPDeHO+U/Ns+15R5qmb008erxKdHi9of82AemeQODJ",
-	"Q9qT1/FkIpk3hORLkbIRU4nCFDb4gBx5XZG1OuA0+xA0etF6hmtlVhSXcR27Wyqqs7OBpio+I8ChpFck",
-	"SHHNoN8pCpZYe34hcdkUx9FZXQkRqwXUJLO8JUDt8SZfBVQQcsGCArcK9kyglZkPCyTm0E/eBQgY8gLC",
-	"1Js6KUG9dEWSAEpOKpE+7/jQm4A6qsaFnFaovvxD87aMItLg8ij9Z3ski66jm694aFhjgcAUyGgOA51A",
-	"lqLkUOQvW2/eboldZpNnmh/5JW/wpTkcC1sU8Ejc0Uq3VRgttmWeUokk5/P6ECconjUKYyxEZUybYak6",
-	"zsHs55wI03yo50wR7LnBKIaZ9m4QOVYVpWiBpLNA6mp6J0QsORNke9CvlhsOB0MEoU9ZGKR+OS3yvHs4",
-	"a/r93WJDq6Jxiwu30isEQpnFmi9lFUf2hx3daUDbjcIV9CYbHh7p3XZM9UMSWdnhZ06ZCUe7YEEHqf+/",
-	"JbL7iPM5JQGKyUQivpK9XNK41rGUZsC41YzbtimSOTWhI3OMEc5KLkruvmBzspR7hpRlVUHcEGbFmpep",
-	"J/K+6TXgtjhpnbQeTPbxcehpgr/F95Dd1dQm6EcUX0BD6nChIkVOnTfHpDYutJW05gmQUApaAAHnQDwC",
-	"RNkFczuvd1DuTRppA6uW+5893uu5/NEL4nSdpjaJAnIBxq2rQeebQ/7j5NeXx4c/Hr/7bjV4IibfLibf",
-	"vfx2xuY/Dpc/H/Pj/8feu223cWN/g6+C4X9mWXSTFEXJJ2llzZIPSdyxHcdSOt0JMyqwCiQRFYFKASWK",
-	"7XitfoG5mDXf/dz97+cV5lH6CeYRvoW9ARSKLEqkTpbTvOiOxarCGfu8f/vdy3fb325nr/e+qsMzX0Vv",
-	"zvVlUD0ukN++vEY8KFD1k+UYg8E9qZTZmMM9qDnCF3i0L4zBDCbcqlDs6mir5LeGXl3AUK6RKrxgPqhJ",
-	"Gr5xZX1VVVZLt1+W4czrqXMVYa6p4l5Q4/Cq+q6HExkW5u41D3z5emG4YqDNmIUcg9AuEkMOEpaytY7+",
-	"NZXNVT/81r59qTr3we6cHteocVuR19ceIlwnovfBH/GYavwXFhvGH23F1IdR03Jlxfqi1BelSGcHBCNt",
-	"bScOmpcOh4AC2iGvJpmeQQI0lDBd0B2BHt4L7bGqLa3w4QeqMZTk+gI3itj2kl5AdlyGdL0gixdZYvDk",
-	"lEIhVWl+X0ppLN86uQxW1fM3YGSGyV0u27pvlqGV2+cthxKHguAWWE2BIyAa6hkkzQvmhfLVCdCc8L+A",
-	"r1WH9m/48mUqGUjWLGFJK7RKjqRMzEGflrrk1VX3Sw3BpSxSounZKplcVXZ8NVoGba1E0eczxS79AC/s",
-	"6hFeV0C/cffC4t9QpU9YfRUhYHhYBsywfadugJbtJMiVVK2r6FUwsHUEJusAsqil4SBXkY1scL+75EvP",
-	"EiUZE0lgdQJ0AfsZ1Fg511c/yita5U5c33XmOf+w1oyymmNojoQ6B9EKVhiE0LcrczV7jJvHWubbC60y",
-	"QYuVRKAKDkrg7goJ/eLBqDmblXu03OoyRzRXYF6vXBHCV47mLHhq3WLPkVcnPQTGGtRdtI28SIqUeYOJ",
-	"xHhGRwtLL9PeTrfZIa+hFFNfIATUgAVKY5QzO4Sq1W9BQy553E43LEFnlOEkPUNojOe7L/ZePnr1+Osn",
-	"3zz99tlfu9/tvO29Czdtv8HO9PJ3f6ju6j5UouvY/ahuE4YBnDw6P6/bUdQNwqPYmI5PsePD3g9Pf9r7",
-	"2+O/P/nH05+fHXaf77zovaypd7SUqa8qKyzBXg9Wbh1Sf7eM6JqM5YtgGTdBqcLtXJFS+YN1GSX6tS6q",
-	"HZpyge22v4634vqqpzXE6LJ0x6of5hpZjvMS/CbP8X7lOdaLB4t+KisqRftW6G5ZPO9SXAIdABGvESAB",
-	"+NMBibzeYFNtFuMfeufnB30R2VLa+x4MVJe8cMtWwl/82LA10wvqHrYPz/2MmuAjMJzFrS9QhyiDhQBi",
-	"npd8EBlfs+rmsmtgBAw3JevEwSqxOIJaWc0u8yvhCmNcMXvSOuUWL6Ud8rJQhUNbojsJpTrv67NrbHYQ",
-	"YvasSxDaQs0KKhBt+cqeexiKQkdy5eipT8sP3yu7WS/tPi0RkGqDauiCYfHyIJsVYmv6wvmRALE3sPOg",
-	"/xQLGruFQrcsVJAjuENJhxyhiW5Qlgjxh1JLMmY0x6iKBelqLurElxrYeQKlBh65UgM2/qgM8EFrjA+J",
-	"xCTKMBgyCJJsXFMiukZoDFzjuZAYOIZBpNQ1vP9LwrIwrmp/ORE5ID6Mat+dh2CIF0RW/Xp9T/TNCCAV",
-	"kQONa0t8zauLE96m4l365cVF2+7a7oBYCnzbMVUH3RgZ/hW1FiEi90nEfi9oqiL3APyGLXBncWF+NZzS",
-	"7Bc6FAFRBApbR4jZg4QdHu4TrCzU8gkbNtpOlXCVFlbc5Tp3yKEor6+3pLt0/74ozXfIuyz6taFE1lyO",
-	"kb0Ll11mIIcG0Mr7jW0a23gDnAyweGBUsKH2n78u3Em5BJ7br3d4hnE9IZQBRmSLgNushl9vAjpyfltL",
-	"EEmcIGqZ24ac5tsYLBfPVkWXrC+UBQu2JOTenSAzNHjPZpK4fHa3+fZnd3wosQJlkFpiaE/U7PgelyUo",
-	"cGFD/PGtigm3dg3hvc6lUvLcvS9RuWV2kZT3dem5mcsAdidEuSuZ0VkqadIiNE3NScbodCjxbQ4y2RLm",
-	"iE8YFcoeeWuGH4b+qQFL0MO2tvXakpZLAwPnnEU3iIN1VI11pIlh+tpViHRaVnmqgyxyCnATw1ROiZYy",
-	"faBIv+EeFXrcbyC+h+qQQ5So+qLXPbChlkbIAI8xJACUGFxQBHel1DSIzJ6RmAohDbXKUgpyHOsLN5tQ",
-	"llIM/GTO5Q9OsAqMW/A3rqD55UfF8vbhiAlt/vpWKh254t59MZZZezBrj2Xm1m8xzOLv7XdP37UPC0iq",
-	"Vrtxvqvb+HIbb/FiPEVwABbOdj1+67xwuIDkeoncswaSq2lpDeS20A23KKy48c5VMkXIZSu8zGRBJlSA",
-	"kkrDGHIbCWMZNtT5JxGEgJrvP7w6Om6bv4yMG3iRMYZjNn94ydbPNOMsbxHxVLTIW3rKmkv6A0eyggQL",
-	"ex+CvmIpDIEwPVF1qqqalZuu0V1tWGqQ4mN+Wb6Cl5ky5o/ADVk0NpaM+2nJeM/FaKmFXTMHFN5Cu/dg",
-	"RqL33x+VlZBdJuH2x1KY/rStPeTfQsU/V5ER4y0Cutq5rorlO1icxyhnTJdwRhfH8N24ZuEGtroSkVWv",
-	"bBlCsGaAdtXNGwToB9KIC9omAzaT1uDBRRvrj5GYZpV9fNS9OLR70VLs5oAGlzWVHzM9sKVYRHubfQpN",
-	"1cTdXqBdI5KYO84YwQQGnmtZaVoNsGXUBdlA49YQ4lOavWnIicZCTtcxCVWS1Oo104Ulny1JwCsXMiiz",
-	"N6chreiUdQ3VOmXdw1olCXu+wE8UnGswttkYBl/N6RJwyOUHwsMIlwUTrr3rx2hKvWqrN0F56j2/LmIe",
-	"x+2X/aLDAzmIRz4V/nrwdQ7/6Vbx62yGDALYLWbIWAQ5y+WnQa799eDtggiQayyUZ5nV9bmyG/KSkWKs",
-	"yiWpuYhwBULAdXMddJAXcNNJD/skMjdKFtrGIwoG9pIThwZZ/TVOpf2xEDmj8RhcBC0SJQIAEbSF8B2k",
-	"Mj6FXCEz+B8/vCHWp0KxgjMGiSqZnmFELEcwE2qkUpY0y+Ln0L8thWhbUyw/Y3lfQBTYuNDgBkrkVBxU",
-	"Vgqqd+icQ3NzHp0HPrkdPckR+PR3zs9Nd/Dv3fPzqC+2cpbwnMVB3CVKzjhGeHMv+OpR8O+9nW75794z",
-	"/+/rIQ7frTd+VR6m52Gqwwe1vOvmMlccsNZQ5sQeOyjt1bxaSsstB9tfBH68QmofOoouxtuv9XmuUMW+",
-	"xFW2vVwW9ORCB6rx/1eP+Lc4IXXQHgEnMhcxk0ob2kUFoQMl00IzvF0qQoCLLKWASqp1FpHSYF4pdQrE",
-	"xlCiJubl9sUYy4OUZImSrBikPHZkq0PeyRJCxWy5Q6chNiT+xw9v5hNQVvWRLZzVS5Br3KpdBYYRLxdg",
-	"SmlpY+0ObAC5e6A0nVnjysys+mo4jfcgr+LA2SHRMJRype95RoW3l2AxUpuTekXH5GUYlKaRzjGfsDsE",
-	"n7x/eRzBAXGvWvcZpuCXnjfvXgL+cxeJ+VfPKvcHKWcTeeYvwPXzyi87VFzcJZbp+qkgy3jOT1yPA0Vt",
-	"JYiq0io7j1F1IfpZFb1myyJER+QvFvranK7dHsmpSOQEBZ5mhwAs4QwzXH3QrnUZO5DrvnAo1yTlg5zm",
-	"sxZhnVHHMKX3Mz2WwsfabznsUQArnG1hyT3nOJkPv23gGN8Ov/vhWf70m+/+8Xt+PP3tx/cvn75+8/7n",
-	"17L3hr6hR9O5nMne00vNL7hOK+FYLbhVSkjFOQC5i9GrfpL5qcrosup7U/d40W1jq/M/+273be+HJ8+f",
-	"vnj2svtq5+veN7vf7l2apI2YeEXO9QxR8rBSE6M5y9Eh5f762pF6NThRpyf9otvdjXefBgVt4SfWWFyj",
-	"0MXmYPS2Imwn8ioLGczI7lNX7Rw8aFjwvIkGaqpIZIYkc/5PW3XzOYyMYEv//td/mwOCiZmmD+WknlgK",
-	"JVOje5Fo28hH2zTjUYe8MqfWDGbAjCarXLpUudhmEIhDRoliYFNSscyYddo4EEK7RKUQa4SqxqdPQOiH",
-	"EoCdMJfO/BOx8CpBXBPKhaZcWO6wPNoLIzNYOmyPQcgkCTtjqbnkJEupNvwYJJhJkWreNpKTYGmZC9iy",
-	"9eZTLk5xiWmh5QSWs9MXx2NQS4csZ4bhcEVGTBh5lCU+iZIoI1tGMmOCZrwzo5M0wqClUvut+RIdolQT",
-	"UC+pZgpCD8tK5y2iJJmaN2aygAoxxOGGMVuldDrXC9Z3sPOwiFp90Rf/9V/kG4aKt80ENr/udMjDhy8c",
-	"FJc7iJ2HD8kRH+HFlNXjIhIjjovw0BhFCnx6UAcARfUWoJyaL1+8eQ31CgghURSpMfwrEKODk2Uxwdpt",
-	"ENX7jcN4wvoN0m7/pqRY+M4cUv9F2chUmVNfNoIK6SmbQUt4UslEJixV+7CiQfNRFNmhBpiv7laau9Qi",
-	"e3vB7W4CICzQMOarxsasU3Wga5kzB3ymFTn69rDde/QYgFs70Nl35l5i7Sxqff/FBPaekglX5v4kZXnT",
-	"3yCJ1BnZqZiRVMrTImvB5jjcnNic8lwBJMuQiwTQERlg8yMd8PVxrZOaRP3+AGf6i0c3/fXj7tNP/f4g",
-	"gjPUM6flLT1lQUmzmKYpnBcXPWrGac6CI0QQp7B4AuIiT0n7W7PLF9Mvs23wGhzsfTIPuNBvkH4fmiTE",
-	"kJj97e1UxjQ1tGD/afdp1/nucM/n9vm1ZT0ZHbEWycDQ9fChGxJ7+LBl9EULNwlI85AzbQ73w4fHOZjl",
-	"ZKEfPiRSwF5Y5EMzE1zcESODgqeIqYNThxIucjJxWBTmcgMQXiFQ/DOLijZ/pXF8eLthF3bNLnwwJxf0",
-	"dmVW/5VPDLJgvFSQXz58/YI823v0pFpHIx/GbZZwLfOOzEfb+TA2/zPvNUmWy0HKJiSRcTGByDVCyFYl",
-	"3KO6AfaDv/yG6EFWyFHaSIdkQuMxF6xtbhn8EBkB0seBkMhSuROeRFBpmZBy9lvUxiRrFy0QhbgakYf7",
-	"/b0wGirXaC6ApVSnsKxjlmZGHEPiahQ3F60JXUFIoI3HGw5trh8o0lAeBRfXqBV2VpUoti1fCLrZgkhA",
-	"mtMJ0zY3ipaVIgC41R62P1weyh/ErAT5A3ySpts/8Hm73fb/s1/sdbvkj7ByGix1C4IV7bRObGQ8+aMC",
-	"WuHxpqHAEB6jko+V7e9A+7YqnMNNDmq9BT/Zf57k7EyeolHZ/YRaNAxCSFJAbIm5MAcE80Z/+gmCeVy1",
-	"m2h+AB4XxFtbyR9kyyKilkCoSEeb4UQfqCqUfFh+MJGwAig5B13umi65UMVwyGPOhD4BxuCW0NCwlMan",
-	"IFiYBwd4WM0M8U0V2Xgs4L9cAaAxS4Iu9kwXQuqToSwELBUQoJPyJ1wqCBDLZaFh8ChVe4m4ZGu+4R04",
-	"D0ZYCdd8C2SYtvmZlBbwcq3ggX2fALwphaJTAOcyoecnAP2qwm15BOcCyrLBoK2l3/RmthSu5KH5zSPO",
-	"lN8+M9/GUgxTHoObQqXF6ETTUwZnl50bjkPTE56UP/qsVoda1iJRmTMlTtBFDyczYZNMaibi2YmnIeIk",
-	"y+XIEPC5OoI2UnNZcUHiISBgltZzMvckZ0Y5cD/bCAd8HzwdiIWGhwe30CadBbDvsH6GUAk5DbYTjqKb",
-	"RVlHkfxBBjJx1lNbIdFIYzvkLX9u9ALnUy+bgh1bUn0Rdk0k5AJiDpSlbK7Xg0sSrDVefcSdw7lGr8vH",
-	"gKUO5nPzhqWaNoLJ0aS5xmOa0QFPuZ7BWvqBQ2VIFvMMrqZ5JMWJcy/Zrt3ePFCGbZ1xcwBtTGMiPR85",
-	"qLiwxta2H0PGrwt1chjAc4OrKTlJ/vBB3T5weZ7OAjjzLAOkYrA+HIS8BGPMjNYF5gHHscuu4eZUqmKS",
-	"PyBzikQfmM5n7cMhcBnrPPZfPkI+ATzJ3Czo0nwri5zAQTlYZLpGMLQGJzkyNIIF7cHBNHIHj9lJIegZ",
-	"5ZVzbmY/oCo84aBvHNjULMQvXTpq6AflFmCGgDXjooJBK7XChYoOCHWiiVl2PM9b5QvbqHibZlDfjppG",
-	"3MWp5ch+91BqUpkhr7b8vRecwjpsSemrCquVvH51/DWJfGhS+71MeTyzOPL+5whmZW0zLQs9waxy32+A",
-	"FoJFshCOxJN389T/Zd4JJGb473zP+8Q2d/D7V4+73YPpV4+7LVJp5OD3r3a79lG1jfLj/KtHz54d6K92",
-	"5r/Nv+o9wydzEnOUA0zY2EWs+LpcGHA6I5g6DsTGUDpYIB1ZHRW3HzOizC9GeqOmvWGRpqYxjGFGvcji",
-	"MPh3fMoqXmq0FnGF1d1tDkfluHlJ84zL1OxtOzOLxw37nrDJwErU//Vf5AiYuvnDG0DQxmEVRuvGBFtC",
-	"hMctZyid4JEDXRJTFmofT3OuWXRAIvwH4ZMshVph8F2nL/AkevUBxFNbKAeHYDgHVE0w0ul528kjVqVF",
-	"De0PfJn8QUY5NYTmj74IJMo/rBCi7Gj/QCEYdA+jUJjeDl9b7diH9YQyiBU9bAMt95ed1B8LphSEAKaC",
-	"pjPNY2WbcGGUvhX/g29oIS4XjV+lBd1Ox1lxfFPlL74tZ/LxKE0tByevWgSwnbB1a49ybZdmIN948JNv",
-	"nYuBEefQ76gAO6s6aB8wjfbeP+yR+xvLFZdG/IdjZ7YfkbdS8GEUULw8stpr1CE/Ydm8sx3r/LOV8MCD",
-	"eMZA1tvHSB93hlTL/m1rM9qr2hfoLsSnntq5gjWQMzB1afsyYapDXqQcvCmQ4cFHQuaMFOJUyKmYbwCS",
-	"ofwQ+kJbAXkkISF4SsGMMaH5KUuMgJflDMiu07PgcKtCKKYjw2NYaMqyl/yl/QqyhLZAz32y98gWH4yO",
-	"7Mfw4OmjZ3tllUhPeAQaK1MeM6FYYIE8zIxg3O51ugsZk0Z7pvAYNGf7rdp+8/rFq3dHr8w3nbGepFCj",
-	"hOt03qB5+P51A8qfYS2Gxk6n2+lCzAbaDRv7jd1Ot7MLSLl6DFZnZ7wo42YxjqzOZfEqSLQxb1asUMxw",
-	"vFZpiQ8+xRwkUG/B3k1dbpoVcHD9iXOD9wVkjVFNUzkqgHEPCp5qZw0N1cwHinhvjBWHABdcKlvmIgpD",
-	"go0urSQU4IZolb7A2rillqUYVBYA7zF+LzMj++8TyLmCGzHmo3H7TKbFhO2T6GEgoPm0I2vVnOAh8IcV",
-	"4DoNRfQu5TAeAha+1+06y7UNIl8AAN3/6DwRWL3ALRR4m4rJhOYzC00GmwTmw0aYmwbpBr98bDgdxQcE",
-	"xFDlb2niZF34+orR67cfvD6kE57OyqDvhisxWI0CLwOYquEruM1+6niUwFW5LCj+knDTi71dqwW0f/r0",
-	"azBeSGEA/0Y5upXiFt74D2uSM93paZnddFWAAhd7JVi+rjv77nYFmG9emlz5Y/f+p3mY24u/r7wLU93r",
-	"7iz7yF+47R8FdZZYSCze6+5e/tHXMh/wJGEQCLLXe3b5F8dSvqViZodovU02IPeyb9+jDoJeQ3+73/Ay",
-	"9N6SEU1HkKr7yuMZLshwwclD0QizeGVtBlMCDjggIfOC2gNFDGPWEutMuCPUIVgmFD9C8xWGhSMpRfLS",
-	"ifpiy/0bkm87GeVJ1NxHMt/mwobvYBBfIq2nIg4aj6mwj2OZpjyx1F6KKlOiSaL6wkjmeYdEeDEi9OeF",
-	"7GgryelQk163123v9JroM0PLrRW6WDKvlYOkAuzD6N9I2qK+KH+2eOSVRVGEZhmjOYjY37wqKWfAfqPS",
-	"cwJePzWmGXM2ardCfSGFES5B/HOO/gX24640QGuEW/AwquNM6OzyZAPEBGt1VksjIMpXtgNbzXdsBp57",
-	"KxE+l8lsTbYGJ2OOpeVYy4sC1VySa22EQ/MeGIrMq84hrcYym2NDdIIInDtQaws+Q3Yj8+Rkp7vXKwvV",
-	"NhYObGM5l3DtfqyJ1yx7uYxH+DdbrsEaBnEFdmBRlD9V+7NhNHPCyM66wojFR1tl35aKHxhtdMvb6uUF",
-	"2+uFG30tmeF+n4ZlgoFR0Uzzc+LAG3lxYWXHkP17oTDwxYkQ3cv583Oa2O8adyh1dFeQOl5Y9wiKKb1V",
-	"xpXlMjbC6CBlr4TmevYZRRwXNeL4fintrC7szJtTGr+aPmqY7vbH8mZ/WqoAl3DPoVgUiNCec6+s7C4w",
-	"4RHTIQe+pnKY2VK75bJCCqhX5Faixxt18L6ogzdI38tz/KdR+O4vtd67/It3Un8tCwTF/0wU9wNCvzPv",
-	"g1yT2taollX9YUGkC4ipuZ0BRlOIthvNBd9WL7C5phhQ7q945SpXRdy1749N//wVbKbxuAa8yBrLdZk/",
-	"oywUkYXhmtedA0VWdUjk6K6zMWKapUIjuU8ygOAuWKmtaK/7jNTFGjTJdMxTBuwmo446o8k9TDDBRJ6D",
-	"sGvEJHP+MdUXXHcIlk7xejMwG0yrsQ2X2jGQbCGnRIoOeV7V463XfMA8gneN8ong1vdE+bTrUuWcH5jm",
-	"ObM2kXrGCUrUFYi0TdhaSSXrXm0uczrZoft16TxuTh/7DBrYLTJOi8K+YZ33k3X+B2hGSC1uXTNa7gg8",
-	"nmNoOYvNCFzNo1OWaR+akjNtcbdcLdbdLgLDlCFmzZajHkxgZkVfeKumdcl3yPFUEsgxh7ROChWt+6Iv",
-	"2uThw3ds6qvZPHxItoQkEcQHgVkZ6sZ7CyhgVLVIyk+ZNfJCOig29H1YFsdWSLZyimkXG/2KnWkI12/a",
-	"IOwiTQ0HTQc0PvXw0zblGozJgAMtp6JVgtQRksk05WJEdM5HI5uuXgE/Ux0C2FoeLyviSQRxMPY4suTA",
-	"pvKQKACoilAOMH1EDsIqspHlplMM/bYLQl3klHa5GNWuFJ1C6IcNi3J4ooOZVWNj7W3MlCBNJ1OeJjHN",
-	"E7KFgtxDh2W9xBWqGmvLivX9VeXHhyA5goD4e8HyWcliXNL6eizBJwB/ai2aBtKZF7fg2ICjWgpWLbW0",
-	"bEDwzXojQrSaSwUjx2cuffEFgpuh5HQ9q4PViave6AWDQ+mIzvhJGbZwtuMA2C5Ao+716tGoLTbyrUJR",
-	"X1485L0hxK7q5fJRX4p13CpD5uzgLkw8NFtXov5ZoagC3SeKNL2uS3mZO7nEPMR7sBGO/uy+51twO7+3",
-	"GmWJbr2iIk28Txnz6CArpGKODH2sTaKl0XEDp6mLp81ymRSxYXHAuQFuOEhddHZcrjCTzoGnKcyStJHZ",
-	"gf23L7aivV6P1IR7t1zqj8v6Mf2HcdvNA8AzsXoZMr8a8wBYBGxViXmTQAcz56ioiaXXEtAlLCiSIooO",
-	"2X7peYZMO5EgpI6NhnUPbW91XN0aBV5Zcn+/fMgLeusiQ5p3IDpo8MZ+49WPHxpLPYqWmi9qr+sSWHsH",
-	"bsdD6002i24BJ3yHd8LJsRU7wXJ2fbWVuwZD3QWG2q0y1DoDwnqMdM0du9DI3nK42UFsZFjeaONd3XhX",
-	"75yJWxrjuezNWg6cO5UnqzhT5zn7gjWALBgDlrpNb8NlGpRGDOsVufqIq5LGP3/VwmvQ8UfHO3sLdPyC",
-	"mnKfk6BvFJuNw7TeYXprvlJz9l6/dJQSySYiGED6mSuegUAHczJGs+o+vfR+LnWo8uR67lQwWP0aMAuf",
-	"L7WypTnIsBKBybdTa1p87Zu/ZHXBeFeW2HfJ8ZBfvcxg54v8rrYAbiyuAPISC2JQ539ogUNs7vGycbjn",
-	"K4/kvf3A4Rp/OQZEtzj1NsTYl9O32diN/cZfdh49etQFaLsdqJkM+XfAMNASlnCVpXR24pKz4gkjR5gl",
-	"DtX0Cz0+QYgC94VPKed4kV2iX0ezc11G76gO5MbDhYkZz7RyXMyW0bI/4vWHoQ05yB3ZWAo2P/a54vTL",
-	"9B/ghFxYVviye7jzvPdi9+Xeq0dfP/7mybdP//rsOxiipk4q0YxOzGku5+yQsvAXSNoO/a/BJvijt99Q",
-	"VCQDeV4Wv95veKCDEhzWW2kzCjgRgxn54UP5eMHG6ye383O1/PWSd27d/ulu8eUmUH+RN8LCn9gKygMO",
-	"4xh/yXWW8f5qTvEFxlAMgQVTqAckhZId7uaBpoQwIJEPloKSoRESlKV2StfCA9UX9t0TG+dzYDG+gBFy",
-	"fVnlr5zpIhcs6ZAXNE09NDxYF809h/pPryZcm548SKof7dI8lNcBofl8JkRH2OYUQvtzLUu6nJRfhQDX",
-	"ENsrEK47z/3AELKLlmvDY6/BY71iP89hF54sZ67dFZhr9+ernLZlWnQIlbyxfn75yvcXm1siQop0FQZe",
-	"YwH1MsH2xwBw/BNy95TpmpzFN3I0BzsuC022BpBgMRwaEgHgg1jiWw6HhmA0bUBPWfewdDCU6CPxmOoK",
-	"CAmUQgQUEsuVSxSyDjZVz5TxWcCU57jF3uK0XmJzGwl4Yy6DW4fn4QZvXWu5Z8HfJH8njGBQmnQWvAfL",
-	"T/a6xosg8rluldyrIZe8Zca6uXIbC/W1L90yQ/Vl2lhQ5eLyJBpzUTETCIV1suV00ZQNAQkZ6tFZ2C9b",
-	"Rt1VoLOfuDQVGlSgtUppk8i8L5xsvsgArRQcLU9QuR9aac5Qg1jUtOD3QLtymgZNmUI94wpy/G2mp2yo",
-	"5YZa/hlUCpeUcYcqxTYI9xf6zgIQW3jZZ6jz3DnQrK4AFj2o4JgQ8KSs4mF7AQO4xLsWQVrjPhYoCEZh",
-	"O/PGnCUOLnytUZPdFVSt+3KcWGYB6h1YdV6r3pzXyvxhDU+79YanVUxYoA0GXjBseWz9wi979S0HR28V",
-	"CxiElAQJ8mbiJ6v1FAMapPs4GOglk+uZySE2OR49C53ZaDXYRP7GXTPDXE6WOgrXX/I5J+JzOfDBMBM1",
-	"st/uLH77dv1FDcyKQS1ODxlQ2gsri9dQg/P2k+HuALygOcvS2YmWNevrDYs26jOwH4650tKcYnNUL1p+",
-	"pilPlzdoLpam+YjV7S/Ydw3louJU/S+GgMqbdehaymHtyJcYPXs/m0/Cc3zhwQu2P9gae99tx3g4oXK0",
-	"oWon1me9s9JYbtu7aaj55Z5NoOAbkWmjYJZu0NiKAU7cQbHgblTKVcWk7Y+WAV0ckWpeqrUPvcB7fEfa",
-	"DvS23s1divBpZ7S5rpvrGtiDnCD6Ge7sCkL4mOor3u5tGCCI33cwvmWRG29pfqp8YVjEb3eKloMNG1ON",
-	"eexbYIQKJYKIDFgsJ0yRLoCOt8pa1WEtkhbRLE1t4S9XZWQL2nTOb5fTrZhIWN7skEMLdA4gMksq05S9",
-	"eTO6rWyCRnSmFMB6Q+mFvV6PLK2z4vxWtTVUeG362ITmp2Z9P6DWtyG4G4K7AQZZjbobqmMpO7FGk3XJ",
-	"+zrWJ6QX16O1SynooTpVHkTEkyEtAUbKUap9wjUZScSkcpFnXIwc2EVEp5RrqDtX6LGnRgjePGDExqFu",
-	"DZmOx31huvrhA9SkaGERM6wqReFFLkbwqGkeKZ1TPhrrsGNfY8JGywWF4jrkhR+c2SH3QV/4qbmiG0JC",
-	"lY7awDj87E/lqsQgQ0xn9t7ZDen8wknn54nqwetxxzZ4G01zoRk+YzJL2aJEpWl6ilX3ZA5VdllCimwl",
-	"y7vrdpXUlkEqIQB4C03xQMAKUf6K4H9NX59omSnefvHnscXb+uAXmOPxZMyZh9XgfH8gB+YguSXxmLkr",
-	"mN9r7MXOBn+ZqXlNc3FphfQzLQsdugyuFUI/b93yiMNbwfgYnNANk9gYNKz9sSSGXt51P90fK6Qd0TZW",
-	"U78lsfkYDAJGbi4yqOba7RJPyoz8C+VS9ZjNIK+jWqEUNfoJPWUKhVQzYAB0olDgGWpklSYEmrO+iLHO",
-	"L4LeAeycLdeSswxIoa0eH1TxVKeVsqiQlvIFGCZwHgHjvXr8jp7KOfiVqSy3qZIdcQEbCv58ZoSVtckt",
-	"HsQbC+u5QucfmDKXv4bmG/6cw1OSsdwtzobub+wqn4HJSHkaUNEiuxqjuYJWsf2xdHFf4riy1BoMEGh4",
-	"dlWprcE5Y7mSot655cXDuzK32g7XpllLja74eEMfNnLhgqPLH+7PIxyuoOfieNaWJEPisA2a6K07voKR",
-	"LhNBn5uBYD6TFyErYua+DUB0kX8gv0kxgmRilDSD4FwXpO1uuI/RvmcS4wJdhQ3ZUNYNZd1IXlcm40BL",
-	"rkvDryt3bVtb6X0grm/4UBvlHAb05dJGu6Ib6rihjhvqePWcE7xFd0gfE65u1+3/IpWKeeFRYCQ/UKBT",
-	"xjL7oPSrky2LflMOjEEp6RKGJmeqmNhy/rLQ3pWPZse++KFgBSvTUMiU1pv/yh42/vcNKdv432vy+/0N",
-	"uVsXPIJbXOiAt/gXFVkHysBnNNc85hkFHOJVPO/fYG/rWgTujdMbluKSDDR4p/1o2Iuf0UZrrdStVfzf",
-	"le15dcbyGYQ8ETowBBpLEBUiHju3+CjPbK97N+sWd2sRnAK1PBlv/YyjViOXALoqpwIKft9mzpnvbMIm",
-	"A4YnSBVuqm9gRQlgUd0Lnz/co8s9/nhzN0xpY9ct/f0jR4IdY7E0+c5ALC5Ga8TxlcXAPcehigAh6JD3",
-	"AcGpOMNddReaMyhLx6CwZpSz31C0RbQL7ICrvrD0tuxM6jHLS2wneLNEW7z/XnYc6jclYf5cGBvIG+Yg",
-	"NnDh5ZDoqQx56BwDqdL2pXR4XWr5mdAbFySGjaDwpxMUHIFp7P9yPbHhSkc6WaalIvnawERuDHJfFK6k",
-	"J5lrCyhrq73bv0kubskY91fJhQoEDjlExf6Ma/aFSBgL8oVZLiddXF04wDVYKC1nfw5YpXvRofe28Yf9",
-	"veMfnv78Xe/92gTT7MnnReLC1Vtz2OsQ+A2x3hDrOyDW5iZ5ZW0wKy/vHRDtjw6C6eKgvkCRBBIXSJ+1",
-	"cXwlYdtQgg0l+JPE711ZlrqT2D0YzergplazIjInwUtzwtSXE8YBA70HxhqvsNbUnrCPAqGsVr0lvW7v",
-	"ydri2H2ARt2Q4Y1A9qcIZ7EQqnepPZeC2Hap013sRoYyhOZVAsVV7zuNdmLhayfe3lpmV9jN0qgTsB1s",
-	"yMuGvNw5efkGnWbl1f0CZMprELLtnJ3JU3bbQcsV+bfWivhanNGUJ+Ab1Z4GwA4AvaOWfjoYfynYvSeq",
-	"uLb3h66addvQ1g1t/XzqurkP89f7zkW4lNGze0DxKvG1MKbAi3JAuCZK05lyAR5CkonM5z0qKRvq+28B",
-	"gNktMTvWlAR7w4abXIkNhfocgWPmoH423bIaN/K56dNhkqgWydlEnjHVMld9Io10BkZJ/Gc44BZ6IGQV",
-	"kSN4Yx/gXoaFoikAwZg3PdyL0jJDaMXa0LSwoxPEQHRkiIqZRUVMvoTANRgpLH4Y3fd57aI0mY/oShKz",
-	"PZVoLlctw7zcuiiUbXctlJlwFdAEftdQM4sjWBlvJliFDb/a8KvPEEoE57VCh2+Za6VyJIvbyut7JRJl",
-	"gciBCM9BQgBJTnJ5QYZfKkcjlpzIQkfN/bKyX5nol1GeK5vWVwPeZSa3ydzbEKpN5l4dwNUoTNkjhg7c",
-	"etqey7hdtYBdWdS6kqRHvuapoUMklpMBF7bi7+G7l/Xpe29dr6sA5/qkYIDQ4spj+9eh47rg93VqCBia",
-	"aUT6mr5d2QgjTxe6UkJiKUBvWfssHAQTxcTsUlkNzTVoNtQC+CqdczFaOhq/ElzgSmBlr2UDsXW/Vl0K",
-	"uylH+NUXhSFcll5bTKi8Xsm7hswTlrefPt3baasxzzJAXl4NYLgsgee3ep0aeFeqrXZ5wbvv7rrgHX0W",
-	"r1jwLmFGRczXrHjXvaDi3e+AK4CpHPVf71zwtWIigft45c/1Rd9eVKqvXIpVavX9QxY5gZMKurY9qJ2L",
-	"a/fdVI3Ftcv53XZSqyVkl6e1hpR8I7NtAh4xsXVSCidO+PLyyudNbgWUFEVopVyw89xGvW4vcmHKqLAV",
-	"ikRIAaPmQcUk90BBMSoCT+GfynzFhaUiGctBzGr1RUZjlqC5zrTgugazJdHjXBajMYksqYxa8E9t/utJ",
-	"mPnDLEtEtqZUx2MS2UY6DyPCzsxSGAHL1n/hutkh77D+CuEKh5gsWhUfBGbBlHqwQ29MrIxWMJYoshXt",
-	"9Xp9sdTg2OyQw3KCdEYGrOyez9eO4EYiHaZcsANfAUcW2te3sTqx6vRFX2AoLaYUKzpkRE+5kfHPWL5P",
-	"osDc2P6OzSJiuCWd4ZRAwrbbjPtASbQgqkSVwfUF8AEGBtzSs+/mxjXUqDcr0ut2oyZ8x2hiiKLdSQ/N",
-	"syDAmxfelqz/89lVJyzhdDH9Z2JmOJiRHz+8CQVC/3ZM3X0CtsnFmeRgjSjytLHfGGudqf1tZz3oxHKy",
-	"bd/pZCAMAFOd56SWC2IvaGF1Nt1qOKz/PRjbGjKqlR8b////83/9n41ayeBy8c+O1Y/EDBcliepQLUsv",
-	"h7mqfLySWLJkBeHb9bn9OmnZt2Vncrdi7cEvszK5+2pIKhmwocyZAxngqo4I/EkkmV63t+YWWUG/coAR",
-	"VOyK92yjC96kLojjXUUH/N1t2s0qgH8qJWq9FP9LaMzvFei9TZr/xjf3ZfjmjhhIwiXhuYKydgVD+fbH",
-	"koBcnDfqmLfPHLUqmaVotUkCpVz9hYssG5PKxqQyn0N6rat6JzH/djyrRv3X0oTt2DxPbzvALBzq0hBY",
-	"W0TMFz0vtKtDE1h/vKkIB27tIGGkl5sdBHrBS4YDRESCGUQTrsiAcTHqC1BUZE6mYH0Q9TFa0MKXT+nc",
-	"cm1I3sbzf80wIzhJhM7J4rcu01gU7nYsE3abFcTDGCOsUWh6JFoSo/YQLsy/xozQOJaF0A8UoVlWsUnG",
-	"VAis2m1Lg3dIJQrH1hLvi7li419AyKq1f77HvXhhtuI6RtFsLMWch/y4srT4QgibiF9UzQ1rhZj6kXua",
-	"cNchpuXaLS0RkWwI9EZP/SwCMDQFMOdY9CDGO37LkV2/5xfGdFk6aoiwoa4ldm2VCNf7veaoLBnMyA8f",
-	"WoQqcBmgj8oInu/ffdMXCdWU/PjhTYeYC4ouMPBvxSxxRm2ohcvOM56zA5LJNEULt8wxPUuYYUa+Gtnv",
-	"+Uk9OktfxPaw1NF0jrkQduiWE/3wAeZ/NeLeFz7DwmwurkMdkR8xH/b6w4fbTFMNellGCYs8N1K6Y6Qb",
-	"orghindOFC3HdofwitTwjoqGg1SOVDRlmtVgS4H8rmzFV++00zxNPbWp0bIPAtUc9Gf08+V8NNZEyKkj",
-	"WEpL54moUpWsyEfsiIkEPF23SVZ8J+9Nl3Wk5acx1aD2u/ltCMvGAoh33RyZOaPT9VTbVr1Y862ckgkV",
-	"s2oZqRYi8qcJU7oMY8pozMWo1gZ/txfqQrfc5g5t7hDcoddCZSzWN3KL7ohrWqzl269Wd8QnRWqLfjgr",
-	"kyw0HbH9qvwPEXpRzlxNOzGKgB6YX86MCjGYGemepcMOOcLR+48VkSKdYQThBRoCJF5DhnWz3kJFvNXJ",
-	"tLXcJNVcJE12QcsCX7dKn7CzF1LoXKa1YdSm7Q2b3+gPn6XKXS6zufqUATG0h/dm7SmOng0pT9sQMX1L",
-	"9Ow4yKothI5seLbpF600kVGZovtMo76mPD2CJVrXlL0WdSq7uWOD84Y6bqjjPaaO5l6UyfnKXsQ7oY4u",
-	"vfV2SONbG9CgrMiXkIzlSgqUiUtrivUneoPxPSaVr30+8C0SStfJhkxuyOSGTJZK9W++THIltf+uiOWt",
-	"gr2UanHg1SOFSLk45WKEDraEnfF4Xk8esFhOjKocoL3cZxL6BpdxQ8g2hOw/FFZRjiC2c5jLSSXYSvHk",
-	"zohZzmLGM31bWvEHZiiKEf5sXvGMyJzkjIL9zvRsHfrgQ3OC4JYNecW0Hq7IkAtL7qw/TrAzltts5gGN",
-	"T6c0Twypur/k7gNO93YlRtfJRmLcENoNoZ2XGB3JuSvaqmJ6W+VFX8hJljL0nvzwwceoUUX4sCYebEwT",
-	"jMZl6Ed10USxTJaKkSVRuwdktWXYhgtfK+O/llLbI7P0G4q3oXj/oVmWMcUoysVIrWtRPKOFXgw6aARY",
-	"lVEAeoG3V4YcJId5POZnLMHvIOA0ZUMNMnIhUqZUX0TUvvSVkWkisjUd83gM4aaWJukxmzTrgjnNO29g",
-	"/JfAFx6zc020NEJngph9jKi0GGFIiuY6ZYYamT8SpjQX0Af58cMbshVTxdpcKCYU1/yMNZeh/P1eAfib",
-	"0PM3TIz0uLHf63ZbjQkX7u+dVWEGcdVKnAlNR8s613S0Mr6gWbJjelm30kEbjmWuSSInFkm2FmkRnq48",
-	"gCPT5Ev8ZtkgzF5AUZxy+uxcs1zQlLx+uWwg7pV1kCdf2W/q0ScjOJX7eBJp5TwfkAhA0yKyhScHLnjT",
-	"vourqMdUw7kXUvvPl43ePa8M3dMNC9Bmj85AypRRcemQg2FgWHdi1bV4zBISTej5SZzy+FRFfjqLX2IE",
-	"Zc4QPmP54kP7ldFfPtrgyFkED0IhdZEONcvtwecTthRo1MF+mNcrfQ9lPgHghoRq1jZtNNa7eW48PjZ+",
-	"xaHg+1cay/0F+rwwp9OQFAvztw4VuhwZEDZiI3HdtsT1GVH+kL+klo07mQbZ+jKJBt4O4ufqFSq4jeCl",
-	"9F1A+krA4k+KPI065Ceux0YmiYxQEJGjKdfxeCBpnpDM0EbyhMRjmtMY5Byw7lFBaJqN6YDpvpja71Mp",
-	"T9s05adMkS0hSdSNtqPvoxaJdqLtKI22o9dRs0NeFErLCUggKBTt/Ptf//fjXZIybTpokYSPuFYtEp1g",
-	"YFzUjlqkEPz3gvVFxnLLjknORjRPjBxl7oqRVBBdMMtlUsRGVZRTQTKqx4psRTTjAAcoY2X+WyiWRy3y",
-	"73/9d9OmAimWnzmIQdoXGGWPzO6BguHaUk3uVbOcXKtSRLSmP0xWUhK5h5ADmcwISxXkapMYsAfNdzqn",
-	"wyGPAZjveE74cvqkWeiBkmmhGYnGWmdbqhmhaAaKKAGC4vRXn2yEkqIZTZrKqUIhEmu39IWQxMwesPcM",
-	"q8moUlOZm6lrMpFKk15372mw5y3g3xiTWD1QDgsbFsTCApp3EdG/L9w4HigySGV8amTWDnlF47EvEoMI",
-	"gIgwyFIQUCOW5zJXv/zaySQXmuURrBFCrYganEItSc50PgNMw3RmLatmeqdsZh4VuVDlj1CrtQ4SAO7M",
-	"G6xW9hkRBWM6ySgfLWD2ud8D0fDH47ctIxkri8gI0gyJaVYBoa5e+SXoglnOY8OJW06UueBdORyyvM1E",
-	"AgIPvq9CnKheu7tz3A2AsULZ1Kz0BADMGq1GKYM19iHr16wcilonKCLsdnuthrl/RpRKaXzaHuY8obOA",
-	"YPoVazUGw7YZAsCZG9Wmsd94bj4iX8NHpJxmoSfV1fbftgBAsZgYsW5CeWqEGVnksWlMsKlCUoV8bcIF",
-	"n9C0uld/LSDVMlj49fcjhXrk66RAm5O7DgDhzrrnEiW8leShNWWhZfkHcFU3YGD30Uz1H1B3B857heOt",
-	"KaQtMzltD4r0FPSLC4W3IjOszVBFq5NxAQXVYpqmHXJIQLIAKcMnAE9AvABWB9eLbFGUXbSUJJVi1CIU",
-	"OW1fFOJUyKloEq6QHQPCsEytESva63aJrddrSNWQ8hRglDHB0PAAxOhFxm0YeWKTF4hl3H2xFdkZ726D",
-	"eNlsGclIlMDKY5oO25aydMj3RsCYsjRtG53RtCeTWYsYhZ1wzSbmC22knHjM4lOjLYvEaap9ITEvWk4F",
-	"igAIOozWtBYBkRGz4MER2yrNLNb8leExMGINztF0aeawuAq4RHaaZvlSqvlZGfOn2aRFVBGPMQU9lO1g",
-	"w2xSJchnaJWgfeElS7NUByiQn2h6ykR0QKKAhdofcTGxGB9uH8wGncnKWjCCYntmTn3hFHt4l0EBPrtq",
-	"JAJ6a1+wqNgd8jcze5iSRY7WMmcgqcXjAqxlQ9Lrdt02wRntC51ToRDad9/coCJFX01CNR1QxWwoOQrL",
-	"WqK/B1tshbsHBUZ4mhIAiUYZs9wdIod9ASsKX0Kj1moYwd6YBQN5MiqTXx8B2rRpyG6DnXErABpA8dpO",
-	"8JQxCPTneV/IQoNH6cDKnCC6wqHAJeqQFQRV8xFetQFcWBRcLxZK1XNDND6rZKqncg7UZSqdWVw64zcl",
-	"cDrhEIdijzW2/7KqAEQbXuxTGSAE0Ya1WK3w9aBRLzR++nVNicqs+m3COk/4+Txk8PeClUcyuN4VEGEn",
-	"jO20yiozXCTsvLHfbcFiQ+/OquosqE7W7i7DDO7NAdquulXWDL7fUINO8Gxen0Cw21BlcL8ECoLFIpb5",
-	"lObJCRoaYbktnHAqThHe9sXey0evHn/95Jun3z77a/e7nbe9d7vvG61GSpVGtcLOD1sMlQ37Sz2QsOX1",
-	"tZqIEQbm1qI65W1/XBcPcAAKbGjjWeDKKjUWHFo9/G51e1CHgQPtmnUHw1wVIHx4HhMwtnqGEmAVg6AN",
-	"MkK/clX6DeC2cJelINU5doKZ7HWffWq5s7cTDAXJItAc+0/z2C+yEYJO8qAM53qXcnkBTzMhS6arvHxR",
-	"CNhYVzeKwk0pCpD1f3WL7lJlwZHG7Y8BkfxUE4lTvQWAJP76JVglvaS7Zf6y9xh+ff3SgXG++PAWkpBz",
-	"I8iQATPagiJags/X41uGthsg9xnV42U+yCqvvJJP8tdWIyuWJuHoGhd9vdMUzNMk5ac4baNX7FsmC0Vn",
-	"tqJedydqehtqbpGaBGv1BQiDU648ZJRDWUHVB4I9MYdbMW2FbhgoTfGVwBfqYwBs1ROMJAL6K4eEir5g",
-	"51xBXBDMhhvxM3MhA85Kzy2yKTmCMi5GrswY1YHpE5TDET9jK1g+i0yxHKIJns/86ifXQgBUMxFXpZqj",
-	"mYgJDY6Z3a/1TWMJo6natofQ2wDzSWj0e8loSuCVNVnLj7AWtyPrOcCxuzahASSO6/xPU53jC7FfIh6R",
-	"tXBsbJl/ChHlc4oZEMECV5lQPGCDGZkhs78pkcMwyyJbKzIuYLvAzLaMNBRTxZpGe4hQPYzIll0ECyKT",
-	"n7H8QTXOqllXstsMp94ztzgyDG6jyge7QeM/fnhTFWTmfEm1tWvRhHE1MebIfFwTY3Psh2Qd2bVL0ryV",
-	"cLPrR8QMXWL1Z3QBbUjgfyoC1dcc3NyO6kE9E7yjV4idWaB6H81/nG61DGbxJcNEBa9SgR1ZK+t7t3VV",
-	"DnBsjvL4+od73T2fICeIFIH0vxBd0hdATavxJWF4xwOjnk0GSkvBSMZyLhOytdsliWloMPNBmdbnUg1E",
-	"0fQUKz+akYK5HqJRyCvwCKAnwAbBRHU6Az574wxlFaKyt2zZNvkDm5tssZPgPNyEc7W1vPhRGaQUyCut",
-	"shbSuJhQ4YJmZCF0LRRj/Rlfl3E6i/yGb25u2+esf3Tl+3ZFxEbTtMv9ozoe14Q7jKkYhUGAaNs6IJEo",
-	"0jQiccporiC6jdGcDlIXK7gVgbUnalWc4/in8y9Frb6IAg+UeRrE/TdbJCr0ZJ98/BSRnLl60oz8ePyW",
-	"lLPAQFSzWvvkl1+xyrH5q0MOiWBTa74DJHYQ6Yc5s+3INAEX3lYYNlrD123caLNDPlinkyKFYjaRfkrA",
-	"RKYgO0AYGiZFX6ANEjWGerNeci8CGnOGVS+r9sD3kgtNuAaRZAoWV7PKKR9qV0T7ylGM7V6396Sx6PBb",
-	"2xaY3Jrf9675gXUnbvjCJovzMzEhvE23Ek/nNbdtd9svsFzZkH50QrAE5b+5xE4X5RanVCnCRZwW5lXn",
-	"hIGfI6KMouWdQx3y+j2x9XmZ6gvIfINYLAxBZwnZCrMrThnLbOQ+JTovRAwXdCjzCbKEgWEAYyqSFIKj",
-	"QPVNKE9nbUVT8+qYqrF5tS8wPwKFWHVhvugLXKBL7GiQCIYL46P8YdJL07/Mw5WtUjCIF/DJPc/8qkbl",
-	"BApDhTe5AJxBLqeK5WCpyNlQnkMNbwr1muHbho3AqY/r2Hm0393t7PQgtgP2EnWlVxCuccYhAj1h6lRL",
-	"wxsxlj61sTA1kTB7PzQwFOhktbAZH5rhZijNwCc0/v4IFKAhy3OWn4whahVC4TszTHymWuY23KdQLD+h",
-	"I1jnxlv5T56mdPtRp0u23tKYCy3V+IC8Fpql5C2NyfdH5O9kZ6/z+IDkZ/s7u7udbpN8w+JTud3r7nS7",
-	"O90dYhdzG57C7o6pOpnInPm4JsHO9UmM228DaIJoHrVWhAmczsvT8/B6bHjpRscqE/pAcPVkk34OPesC",
-	"5qg01RfwRqlp6jKJNJ+AM4Iz5Swolm/a6Q2YnjImSDTM5cRm6mlZOngwFCGlShNrkmxC+NWgiE+ZVn0h",
-	"hzZE94ymEaEpHwmnHTHs/p9GcYr0PyOy9frw3SGEmLecVZNEPx6/iJodEgFhVRFEVwTrj1HBhoge9EU0",
-	"kFpFZCvO6TSFnDawDWU5O+NsqlpkIgXX0jyIvn11+DJyYWLK5QdaYcHMU43lVBCa0Vy3LIdPcqyO0xcR",
-	"suITNypkySSBmI5YkzOuoCMCqYx0Rrb8L66jkeAKY+kpsngbV2u4PkyrL2KrM4M4ENp3YyrIwKiUNrKc",
-	"xrlUCte/Q5D5E5pljObQLBeEDmShAbMsliLpkEObBrjT7Xb7wu4XDBet2EtKi5kDeAQHbN2jC199ncvJ",
-	"KiweXj6WjXrHGo6WKP5PVhYZNod4mdziTmA97EADfYNMFBNzQceyyA0rhh+njJmrPZFCjyHyZO2EdpzK",
-	"zzchrsBgFkKzza6Hcoq5qqHQ0a3k6PmlcNO+iuQA3yh7DHDpUTKSGjP8WigIqcb+Y/OH0jTXy8dUuUyN",
-	"/b2nXbOutrGdXtnYk6d1je1c1Njj3p5ZeS2rclj4hQaSaJYOu+yFXe7smj7nGt3Z6e59ajX0P43Cc/xi",
-	"3egjvEBLVHizrIaMxBuhYyN02JgQ8F2UB+PeSh3bHxM+YUJxKT6top1fXcogo1wWGfJPI0D4flvI1uCm",
-	"9oXtALR9suVS36PUHPDImltLYaPXNdwTNDJuq4e+Pvqe7O48ftzeQTCEdg+wqVCAEszwXvINk6/fY/FR",
-	"yHmKpRjyUZHj6Cqp+luRzceLSotC84A4pQv7NJqXTZnfitBMbAuCCilY8zLO/Hz20i3G3THp1XT767PA",
-	"2O1OlQ8+nxGnSddq7EjXA7b01NB4+6JRvUuGs1u+tNfdKV/6+gOM3x80o0D7wbSqXLfb7u1WUjiuzGR9",
-	"d57dznOysps1uZA/JReyo0HO6Gkip2LDjTbcqORGAQ8yRM5evpanZC2L994i1lpGZE7AwHSH/GpBeYDK",
-	"oVrioQ7VSHPAyWA2lwQRXO+aLIgkoLJXDB40F68k1p8qDHbCVovMBE50+P41wKCACdflPk2pIhOaYMZm",
-	"WY/ylM0eKIJLvT9X2YpoSJoaQvPDVE77QkuZKrL1M8242VbxVLTIW3rKmh1yKGaYOw59T+gMktYJ1y0y",
-	"HVPNbNyR7WsJ33rLrh92MZmz4h4KQgstJ5iLfcoqXMH8uf8R7aqnbIbU+Nl3u297Pzx5/vTFs5fdVztf",
-	"977Z/fZRudfiKQZjuuNZtm7dFUZTHIylrISseFIOWGh+x3zvU7W8872y88N4Au7Jlan726WlPs0+uVA2",
-	"P54/DWW/Cpn+PDT0p7EkdEJeB/Tw0B+pZUSx4hKbsITT5egSR1rmgAw2hFx3iWWLuCgL1m5F0EQH/v+E",
-	"Jz5Jif/TyOcTri0OQxiJuLXzmLzlz8O4w05NREIqafIWBnhRRMGkSDXPaK63hzKftG2GboOJWCZcjMCW",
-	"wVMWfHWM1peQHMhYM91WOmd00iJ8Qkds+2GLnPGESfMPWiQc/xF89LBFNDvX2w8b61yqhNMfYWq3g7zj",
-	"Gc8l4QK4sGsOfLm1AWAezDpv0lbuJW7hFxgBYO4Imdj7X5YNNn9fCcEZmtr+6CjVctMCyHeW5nGFMaCy",
-	"AFg7MphpNBDXSCCOUl1LCPks99dM9YEiDuFgo6RtlLRqLChcGn8+rnAfr6iDQfPzRsP5i7wdXK+lmo49",
-	"4nB/g7BunJieZWz5pX5hm7/0bj/cflito+DRjAdcULAqzXt+6q0ljsgEl9AOov2Sq0wq7nhq/UTB7tdZ",
-	"hrP+aKdX44LaXPP/3AQLORXX4rY3ertlwtLlkQdvoN6BUSjwRcKEkVcSn/GEhokghYMDki5N5ahgFsmF",
-	"HI+5cooJGJuYiJk18Mc0Tff7gmuwzJe1FUiEPcJsIzRHoDlEFvEYQfXGXIxQASq75IqoCU1ThyLmI/wA",
-	"1asvtoQkmVlHoDxLA/Le4rpc38rh17fqAK4uZ60B3Je7QU9tIx5TqCgkJQzsjCurd8JwzvXJlItEThv7",
-	"O72nANdaIlE96e3sPOk92duZp39fU6VbJJXTdiyVJiMmWE5THB3scc6ylFvXCcTL8aGdriF4CVdZSmcn",
-	"1ujxzfvj9p4kEy64C4IbZbq9J9v2p9K4YjowP0wFS04GZlVkxgTlYACcnzmbDFhi1EtVN92nO892KpPt",
-	"Pnq29/TZsyfzk33lm4GpKUbzeAwzS1g7KfxGEjn0KnfNLKFsh2+L7OJ5cxM2Q2v7Abd32+7pKnP/9Rqx",
-	"cXBil8XGHZc3uJJyBQbAQv1nm5O+KGD6iSNMnmvgD0vZRklF5xQ0eLD9Ef67XD37YEG6pbAnyKX3vn6J",
-	"/k20OV3CFzrk0H5ta34AX+EWjbyk3oPCI3DOtxgazzFlN9rr7mGrUMULEuCjFmHnNNZQLeMUcNqt99bM",
-	"YJk5297ISwEMcAqvXwKIgbmg6C6Ovnl1TKrrGlXdElUyWOOYcEThak4JmIBDZboJjrWAcD6m9uhVoA7/",
-	"MznUmjT5Qnq8Uf43WsF8Iqg7etel8Fkuz7g7WUtVdVsMWIUFI5x3UREtLXqw1+HDS98iZnvIhOmxTJT3",
-	"Vv716Pt35Ahhri10mqu3+EDZUJsOeV7wFJNq8Msho7rIGSJI23omhrkIpRlNTENjmidtdDQQStz0lonw",
-	"7/30b7E+o+tkmeAF0M7lUDe3/c8rmWXBeXNXtzyDK6v1dRd4+6P753JB7XvBKudsQcpxY7mL67CM520u",
-	"wobtLWN7WXk+r3F91rWKuS7eGQGxYhrDyjKrVyG178/XIT0eM54TLU+ZwFBRWwUAU1VGtn7lIvs6st2v",
-	"H0h15ymZbJLpWVVleCfdepAZ0zX2rdtOFcTluzxX0I5yQ5D+zMX8/FVaPXAnDBe7pKTfIcmKQcpjwkQC",
-	"hUfQyIF2E5ethvKsLLTiCSNbFATfliF7dDZhohQfzG8vXhM1U4CLDtDV0FnTSNFaYvEPiOWUgqEzDWzg",
-	"tizHWCKqMbPTfqBIxMWIKW1RVrCSsbnelAssMaJYnDONRAqN8Vhid2qr7UoRM7KVS001ZvLBm0RLMmKa",
-	"UMBBgTB38tOYCRLBEAGbP7JB8ZTEWF7Q/IhWn9Kg44vkjOkZM/SiZa1KriKKS7NDlQIRm+OYZVrB+iCR",
-	"WF6kA2nB54VaGXE9LgZVIvkN198WA5IVasxUFVIlQZBPvOmN/cbf2/hy+yVLudEpzN0ol9lMFda3g/10",
-	"TJuldWmhI5Z7K4kX7sBOhaNsNfBENPYbk1kbf2zbYMm2ffRpbWJ8RyXQQruVnbhyB2C+Ssdcrv/uXImN",
-	"y3fB0ARIz3MMC01cJ5iyqRr7Tx/vdbsr7RVYo1Qe21SD7uHO896L3Zd7rx59/fibJ98+/euz78B26K5y",
-	"WOaiBK+o1LvgYpuLk73T4997k2d/H/ztSfxhR73pZj/tzn5+Sl89Kt49Hv81+Xp0/uyHf0LGw4RjGvKE",
-	"np8MZDI7Aed4Y7/3uLezt9dq5FSzE3jtJGP5yYSLQkP9DZjjktPmebjfBsjulYU6ATpyslh0BH9PqdJ7",
-	"jf2GHV593Y3qns2fbJqOZM71eGK6H9Peo8eQNeqiFRtjdu45P2yw2d0jPhJgi2jj+1nOhvzct/CVc/VX",
-	"boyWKcupiFm597ZciGI5rowFOlrz2vzE9fg17PqPH94sjQmEV4NQCzwnAHE5R8g3MYObahyfuWyfowNX",
-	"E8dqog2thLf9Ef9xGVTshwBPDr/wEfYuESOVo4P5i7SAFSvkFKBiX2vlxDKl6ayzBJPVyyEbVNaNneSq",
-	"qKw3c3cuwGa1F2IenZVshZG5qADInIQM1+oRzVrz47LDv66xwRX8rQp6gM1lR+7GqRwbV1eU/GwBtBrJ",
-	"zXTXUcVgwrWG8J3VhLcbErBeGN0t1jDp+yNf2dXyshX+7UQr/MtJUviXF6KEFOw2RaiLpaYNkd0Q2QUw",
-	"3uuR2Ssao/G0XhGUt6woi0IIicLLGpUVssoap3gByRYmmpWGIDBLNw/6IgJKuE8Q7xctWgvBckO0PyFL",
-	"ADmqFJkSiXVcYdDLoXDvg4WmJM4hY0nllOXEkOVqyVT37hKC/bi7PpW6TVBbS9urszM0CCdYW8L0y2KR",
-	"jz8jg9z5szJIh028YZQbdOLPj058F2aDbeewudDv6706gQUhZzHjZyyZxytGTwXWkrf1oluuJpf5iioM",
-	"Oaf4lKYujgpw5KGAZdAGRnkkRcwSBILAgmOQLW7Y+gzwAkUC1btCVAnbdYd8CxfD4dYjaiHiQOT5jMQ5",
-	"S5jQHAAnAfYwoTHUux7IxCEsYd3LzPTaI9/x5ygAANjTTqvb7ZbrI4cYPoZrhNDL5utlQVtIjvzpWQUM",
-	"2fdV1jmzNYaXQQvax431aKQd1Pf243sKj+wqki/qxyOWuLVaAriUzE7YeczyzPC3j33TVr+x329MKBf9",
-	"xqdGC9/xiNhl7XIcn5MAFsY4V9O6xspOkFyXrsAJlN93FWEhmhqEjLIKeU263vHS/usM+/uNX9zp/tXQ",
-	"KSug/L5cQHnbgMLkY2nefP/90fGicHFSLrE7ZvuNskw8XneAtwQUlhNvpICHSEFqBa9HVsBQ/J/MiUQ7",
-	"T1oNT7pWka7KyuA7n+4mAsPemssDMdw13ggZG228DN2gZRSDuR1C+3PyGXXzyyQIiJNogwpRUwx8LRtA",
-	"bcAJltjGsAvUurcA/Vja30r9uzXv/LOAMU7/AR0dyx1MZX7Kxcjn24xyahg2Vq8DIGMUK5RDMp7IMyOQ",
-	"nLHcW1xTqTA2225SHZfH1cFZHsMSXUdpB+DfxWoAssgNTYE5hMwOfjjBOZU61O7jbnd9wgbzwBl8sjr7",
-	"9Tg3NDjHud+xKe6jK1eE2F1QhUIQC3t8LxT3KwQmPBt+d0lgwuFgp3c/7OaV5eyFQMShocCO989rKFgj",
-	"GKGMRbiEJm04/objoz0SAwwDnq8tg7gxjd8FsSUYwMUN67b/nl0IU2TYinsRTzbWIaJas0mmyZbmE9Yi",
-	"KGAD3nCLJAXyvRZheS5zTE9sWct9rjR5tNND+BHrbe0Lt0RNn0wF6awYXQCqEIY/Go1eYWEGYP1M6CXJ",
-	"rT/hjIOItWtrmDrn83zKNg8WCgvub+iOW56QSdmfTgCqs7Hfa7lfrIZvF+1kYhScXqsBa3fii/VonZ08",
-	"Oj93fIlqjXzp+e4iOu8PwWwD1bbIEHuOFIKeUZ7SQcoaFqS+vv6Pp9q4vydmfxv7j7q7gFcajvjZ3ICR",
-	"7F4+1A/1Q5Wnlw/s0cLAet3uJ0i7NZt22Zf1QkN12nD88HDwkzOWWzDlsx0ouoAYgBYyobHf+JalqcQI",
-	"maCsVqcE3ERtdTq2sMqHvR+e/rT3t8d/f/KPpz8/O+w+33nRe+k1cnZ2wbK9N8SBT5jSdJItH7+VcGz3",
-	"ncyw1QDd82QFaM9PoQXi8kFVJKu5fqGFJD1b3sI7I/RQpU/gLLlTBL/Mb7RV2t2tKl0YXrxxi56UJMDZ",
-	"ARqqiGPGEpDz6qWW6mFZawNXFy7midQSwcLNYCMxbCSGeY99lTkbsdOzlVJ+sOdseT6ZRwS+opXAneB5",
-	"O8Flcsd2zuyf61sMKn0usxn8ULDC+v79Slkt0okwQk5bLtVimDM1JobVzyBKIClSNo8QDcLaFiWehvSF",
-	"b5pjVAJmjkxkzg4IJRkTkLtt9FilZabIlHLtjA6oKZxr7LXZIa+1NU1A3Xu3ghyq3h+WsxgwsDngJFhC",
-	"cj4aw2RCoJBnpFxtcTJMzTuRGVPCFeKM+OQd+1VfwGeeeNr3akvu+827VNjqrSls/W62bU7Wgq1MMEjj",
-	"AsFqpzsvASBfqOX3O88W+f1VOB0UsXXJGFfhdKGAt8jvHtXyuwqzCnTzlTigPZQX8b+gyfvB/8z1wpOx",
-	"4YR/Apf8Z2GdRwzL1roj5cjJ+qxyuZq9evK0/cBT4fk06lpnsR/iF5AjXV+21k23HgBwBcWsuqoIeAR8",
-	"6sR5GgNDL2zbQ7OhQ8pTLkYniouYVQ2MAJWkMEN7FSrXajhslxOe2O/mCW9oWsUQw5qQq9KEa+h8QKFp",
-	"rPkZu1xBwVJyFfszHI+K5TmwSN9+vVp7QC93fvpjv6Hnf+I89AUid03NpFbQ/8BGXGmoSwbePTAX2siC",
-	"OfTHBz5rqbQmRu+/Pzoui6z2xdYvR5qKhOYJcWP8dcvdr+l02lH2sRsgXLNms5KUHtMcyrOBZZCPhJHY",
-	"bazxVjQdKxaf/Ptf/x01D6rJ52OW28wsQSLrVsXPIi/cS2HrrEJZBMJB9O/0RV9gGrqKiAZ/aWhIhSx0",
-	"V64tlFmjplGB0iSmeeKfPYxaXv/ouM3rPIyaROYkehiB+oLmYGi+L6B9dh6zDCsPj/lo3D6TaTFhRvsx",
-	"LctMn3CxT3ResAgmGKIIQjtt04yKWkbDGps9skPFOuUw1DGPx30xKZQmA5wRxJlB9IyvZcdzMqQTns46",
-	"JLJ3Fovy0iTByr44eC8LbMGEkGri+DE6h2LW/jCVU6KlTB8o0m+4Z4Ue9xuEnWcs1qoJ8egz6MXWq2Ai",
-	"zmegoWEdvjkUlJaH/uU5bg1sojlE5hi7KUZw9LDgYM6UTM8g+I06DAZb5p9sVWr4xUbNTc2ws5SatTat",
-	"YCNZzs+oZn3hgNCaHfIB43VMx8od4Wiv20XvKxp7DQtlSeQUZpsGbsYSbRd5Gh04B4EdENxDxLbsC2qL",
-	"AG+lUmYDGp+23Diw/nE7lTFNWx4DHnDZOKDLcIGYEBlLDQtvkhFzcYh0whxwLdwIBNccs/iU5OyM0dSj",
-	"JtvSwrYK7xkEC9r5L4dR+Klk5p8vSh8WFeZQlaZeldfvoosXClpzMtFaksOnFtSXmq9gJZ4KX4YLT0Zw",
-	"O6oIDyHNNp/9+1//AxylUEXNVdt+8eFtIxTekByZ0QZCwt/b756+ax+aHvYbajfOd3UbH7exv0/zkxNP",
-	"RWVqlrZtPxl2416yw9owiCtIOp8B4sGsWZ0Yvb70fMkuXCpZl5uzingdbtvnFLVtAIHD+0Bm/Hb43Q/P",
-	"8qfffPeP3/Pj6W8/vn/59PWb9z+/lr039A09mjZuRjy/tXP4E9fjI49TUmdKcUcmgEyYF0wWQqc2wAkb",
-	"4ITPCpwwr0DctLlm+2Np31wZQMEbzv1F8nJkKkcd8tK7PIjSPE2t5dLa/BEST2oMYSBzdiGbAoEZjcQ7",
-	"64ke57IYjWtkZlVroMd5lALMBoBh42m8IgDDjd7BC2AY/LWaB2JAuBHLpIxCMa9JHRCL1Mb1AkRb54IQ",
-	"oeuHBjkRaS42yLnY6FBb36G1R+RWuWIJ2dvpkm8wePEaIlydmNYYYbMXm0Dn23fpFvfIKGolNSd3+cW+",
-	"WPJ6dBXD6NoC12Vi1oaObujofMTGjVDSK8Zp2A5uDGrBm9XqUBbAyvnxk3noxaYJoWkKEAvlFXc4C8Fr",
-	"WNW3Q1DPjYo8jQAYc8ziU5bYGicagTK5FBVpi6ZmcWZO3hrJvrAKrcCsguV4DPfF1CPmARmOioHZoQEY",
-	"/WwheC1lvVnHKuStRmg2NUcqpKq97vrU7s6RGt45cxJO+eaZ5BJbxuLS3XfPYW89z+HOFT2HN8YgHcLC",
-	"hlFuMBbuAcbCnVoYtstoyAsDRUJ7gsO9Lu13VbQFCR/SNJ2RIU816BaDmcvLoCIJPIAXRpWUjHQlFIJy",
-	"KljWjNsAyWUYBJZGXTFA7Ai/BgyCiwcD2iNXc7OuG1EQx7fqqF6d2QL/WD3hfiIiLEbeBMGj8wGoeszz",
-	"2qwVH5WzmL6ycpBlXVLFvQyy3L0syBL1ykc3GWR51SSDO4rhcTfv8lie8vJtePlG6S2jf4LQe0uYqfjs",
-	"uu+lLBrLcK6flDCnYF+AY1DxIaDEjnZMay8MUsjKaH2uyVa9ITFylsSoRWROMEyjLxxEASWKi5HRyovY",
-	"iF9A+R+RhM4UhPM4GyVkWGYUIZNeoRMCQjjGNMsYFpTmKXNvuoH1hRmFGZbME5ZAYNUpzzKWBHu/TzKq",
-	"FInMW2csR10qQgwnyPqUiiGkA44eIheaBF6ztUX4hLX6gpaNRACdgw4USBPlystCdXo+7mto+b2qmm4H",
-	"MBeOAc273NQEMkdgoSZcKZbYucyY0ixP6CzktJVVCZnETsA91yfgOKILoBouvti2FSN4scaGKN4AUXRH",
-	"pLzUd6t8wOW+HcJ2BMlNyqY7WaNb6ScFwnHKWGaelgFNVgjdx5AWJDlgu4NrBJF0zCg8XGBhfSKHfSHj",
-	"uMihoH4L6zFXuoIC+KqYGCL2nhYWnQXJWvlWbO2cvqT+4WJaVF9UsqlWSouCfi52Lv3nXrovJE3EnJq7",
-	"NwwEPOXmb6dNhUQZYy7y1Tpbg7tqeDEqz57zc0GiX4A9tUghNE+bEdmCAtlKk509ECYIHcmDvojgeUTs",
-	"LkBImZBTB+9AtWPx5u6PpITo3WkgNSCxqI4pkDc65BWNx4SrvoB8Sx+DIXM+4oKmlcRJiAp1IpOVZwI4",
-	"Z4ZhFrHMcxbrFowRoksr+aB94RJCUdrw44IQXSEhTNfTj60IJQ0XhT0v9CDcFNUkpoo1D4gUnkD1RVBQ",
-	"jVk/Bi64EbuQsKn6fEzo4yakGyOcLAaaIr0O929OoCETmQvUeL1gUyPQdJ9eXaD5YO/ISl6Im8g7PZ6y",
-	"9Kyiw/y+JBN1wSZgN8TIea7lnV7r4hVpNWCrl9tPbjcX84Mb8sW5mGYZQOQP12Kj+G/Y7VXd46AuWaIC",
-	"6tOC+njbrNeQ1VuSi5lIFOqC9rosYW/IAAAqSYTiMFXICpAVd8gHM1gQaoU1HQRMYxWxllws1e4DL7Wd",
-	"z2v2fWH3pgVcD2cELNaITJ7vQd2cC5R9NmnW8zCzDxvp+Uu/zsWElSrXHUvRYcbc7dzo10oVHou0GkDv",
-	"cP6cO8zmUUmRzjrka5mTqA6NMyJbds3BzZfQWYsAQrmRrZW5iQck6kYEKAnE4aSJL1uCeCPNeaHeZx9O",
-	"ZVAUCsR4X9TU/Ry1+sJ0jBBvAF3uZhOKzoDe6IDguB6zvCRlM4KhAh0CgHZAnkDXSIocFfAKtmplKiyf",
-	"m8xyCFV3vXF3bxZE9TvGsvnVXYI5eiOQqk7mQmzYsMDsbYCqYje+rLAUrA2IsTAVglO5/RCbe5iIvwz1",
-	"5NJ8od3Tvx2LbvZ0+nvv5/Pfvpk8+Xbwj+TDTvxmePhMvXpUNO5nUM7laUJA1pbkA4F45m1uHlK5RDdC",
-	"ZCJwIWwUgo3RO4A4XcyDv11JQDOlb1OkhzNvAQRCsMPIms62LKh4TDVN5ahgPrtcDivl4psL1nIhp62+",
-	"WEAeKxTap5z8DrR8GjrosDxKBZAVXLAWrdMDrAK65gIAK5adwMJmTLnMbWLBTzGFHf626gAXVWw1CFXC",
-	"SeMSQC7UoYdk6Avbok8Fh/IwkNAOVkKj0SymjjdLhcU6MPcJBD3YRPQoAB/d74tBKgEqwI0XzFYsVT4/",
-	"HCcXU2HtdiClakmyXA7YyvnhppGbMLbZf8+ZncaV00JFEMu0EPc7j7jpESPZ+ZgWyogC5rZkC/njhySr",
-	"muvW5ybHTN2Q1CJPF5dg0dNt2g0jlEIY2qd7tTi0dSFHh88W4Ny7by9BMF0w8GkseXIBgu0caKk9vdZe",
-	"eaW1NspVupRz2+orzqIP57wEuKCpkiXv9muLdpfmhl1v2HUIkgaHBzGQr8umudj+CKjmn2r48TIo/Qc+",
-	"3w8+RUYG5bYUG00YJgkCSmZZhSGCmkmOoDa4ONk7Pb6k3IKtcwjRoRkFxAobHKqDSh2lnyG8tBN6/oaJ",
-	"kR439nfMBZ9w4f7udSHFRrPcNPx//HLY/pm2/9ltPztp//qX/7WEZ1ba6MeNT59gqRSLi5zrGRanYjRn",
-	"OWJc/PKrEUeQL9WvG1eVqCF81WsT2yDO2G2sW/TD12QiE5YqQoP61zEVYNjjAtFlPc48hhXHYyoESyEB",
-	"iDM1h6EjSZLTIdZyA/oNuThUEC4G5oyXuC0SMGTwCHJwvcZSmJmi1DJgQwtzxBUZU2EBfCipAPNY9CUv",
-	"boG0UaLhSDHkI8suDtDKUc5TMaY8Fo9bCDRmuqRtj8yjxjRjkJAkJxnVfJCysrTd9xkT5VIevn+9T5zN",
-	"1T07evkdoZpEA6qYObTkK9L32l6/6HZ347FUGv7FrIjbb0QYzkVoZZdP2czah01f+KdISBSnnAndwWF0",
-	"Uq70VjPC+ZJCoJE4QanGHva38GpjMbj6lQPuqqBqLQPV+ve//geCoKuxzDVCirTsRhs5zJ4YPD7hcTIf",
-	"gnkZJepvj4/fz+NydQjmCI+4sCKacnhDOaP7Zn/a5OHDl0Vu9q3z8CE5dHITtbV+AwcWzRkxREoz4QRZ",
-	"ABPSORXK6OtGXMalxfVyLlt00xJzJMg7K16ac8mgWk06M61N2ETmCNFFjYSL4nZuDnZO1ZikUgVGehz3",
-	"Ecz84UPo8moAZGRKZ/sWfqcKHwzYUGbUuB6vX7bKGUsXEQCu7n288JBGHfrJmyUeWNujz6OQXWNRNF1t",
-	"RWc7LTzQ5qw/3iPfvj180T769rD36LGh3v0GTzq+rY7RPvoNPPdRs0P+FtgbqZiRhSUhKR/kNJ/B1hMS",
-	"RVE202MJf+AhnF8l9w/CJ5k5n7Yl80FGZ6mkCfnK/bjVb3iUtn6j2UHz55Yr82RG2/JFn+yaN+043FnE",
-	"zE+zqVSTLlEt8gj/b8JFi+x28b89Mja/jVtkpwv/v2f+v9clY1je3h4Zk63/7//tdcn/1rSxAKEEZ/p0",
-	"GlLv/BwWjAuy84ioDonMEGbtw6FmOaRRjqWQRc6SA5KzhOcs1srjUQylU8x2z8/NyxSkwyJnzQMIMjVd",
-	"QZyp8ypVQ1kPbFSp2Vz7oSJBFKoNP7Xf4iGTHfJy3kOlIFIM5mW1TQCMDOCuwORs4yq3IuuTipqo4Rnq",
-	"6jxRcD59vKjhZ94FZe/da6EyFmtHM15VSpxwZZTYkTOcOi38QoWaOAnrAI6tE8DNdGwZMQhbQa+5i7NF",
-	"tDYlzeOsSFPX4xK0DzPwrynPYcSGl3nbwZiabYtpBmElFg7e0CQEAMcYWyp8oCzU+caU26YlWMqw1PB0",
-	"IdxCwlKzt2UicIWBeNFwkYUclbzAAoRJwZRuEZdFgimehAqazjSPEQXP3B57QM0scSE+qrQYfYpwFtG3",
-	"rw5fRs2y/IrV2pH3JHICAdWhsQSzi8UplNbDxkGn7gtYFRI54KKIDAqeaiQjaORQmgtb2sawkh+P35JS",
-	"lIWDYHgY6FfRUOZTmicnkG4E104izhZQ4TOuuJZmpPAccfuCDh4oIqcibH3KhWkhtt49dUCELJ/D4bFM",
-	"agr4kW6efTGSTDU7JNrt9qLtaLf7JMILEL2g8Zi1X0ihc5nul1B8QrYBvDAyZwGvHO5ObmQmh2cJS31g",
-	"mt2BZp8CuGJfxOYduNwYY45FyVTHXiu/6M49Ff29/UEOpFbtYzraJ0JykbDzqGNYdyFOhVkHs+V+G/e6",
-	"ey1CRV+gDT+BaYIhSQrmRBQKQJDRhJ6fYPJw1ERVwX4EuoLhx3s73Q45zDJYkb9EKFXi8fnxw5u+2Iq2",
-	"BymNT9vDnCd09he01WHVYYYiqVlgT+PQ+q0shcoZAcmzEBqkLXOmX2D+NlBcuFWpVCifmFWwv3ExTK3J",
-	"dFLSJDg2GN7q/PFGBk+pUnzIgRCOiwkVUasvooHUUYtEYKFnU/NPw6LMfydSmNMXQeBZOiPwjcJhEi2n",
-	"gAIa2XVrVVbRkzurYvaFIYhcmTvbcqQvwDKlGc11h3yA8ZqVWSAk7kDsu8T2ObFsAKCeqtUXzgrpDRgJ",
-	"1dTIFcBpVIuoTMoUNYOEq1N8kWuI71MkkVOB1tMkp1xg0SY1LrR5UCFkbxB/bYGKvaSaIj2QhVY8YWTA",
-	"YjlhTvY9cDIwvFMKpmQkCQBPyqq+glQOJD8sqGmkhJw5UM+yeJwiW1GgQ0dNuFtDmU9Uy4gtoAxnuTzj",
-	"RgRpkReviZopzSZIlXAOpjeCrMJVyObWpctdSUtILqFTzKXYMsJaa1HoapFvuP62GJhHOc9YixyNZcaH",
-	"sxY5SgHV08juprPnVPGYoAf18P3rttFOUE5qtvwe++BNFyYQiOgVvc+ZAFsVqTQhgxnKCRZ0EoTsvx59",
-	"/86hk+KmQ/VuJ+aX1VVxIVI5AuJsa5GXvILntla55bgvoFpkYIs1e7YV2SKSgObrHKwwhCOwFJS7qiw+",
-	"ra2gitcexg+qzjyfx6ErB/8ARxvQL6BEtOFPbeALEBBqxvdT5XwZVYJhEhYHBVgwVGsWBYsJA8RdhzOB",
-	"L1SG5CTnCKXNhBRi/v2Xr968On5lRw2ytEJLQOJvTo0087+bdfzKyNhFt9t7DIKI+TOqXMqgCN7izTyu",
-	"00VhVx29Kn0wKEe67XN8CX/iXkHEtQ5WfuoUhVJEBeIbSG05owmgN7fgfs6FHEMgVQJEUaBJoUoM8K1M",
-	"pmll3igdLpmzQ+8lzgmu3C4TLW2UtKMLJOVKY1mZmGZ0wFOuOVMtQGklWOBb+fUKTy/4H/rC9fFAWVvK",
-	"AYiZaYoWHf/Qd2gdLIkM4s16vbL32YmQ+kQVmdHEWBK5607FzCnVfREEmIlS1064AoHesEBN8kJAclhl",
-	"4d47elizdoflgFE0Y27dWGnTojFwREQei1Dwj4hmaYqcS+dm4UpM4eB+bUUOWdtwYvdAjAw3pTb7+sSs",
-	"u/nB92z+MJw9fBsmGjxHXeREFsDcLRxzs+XkNBABvaHIDtoGY0TWdUgiN/eO81CgOcj6LV10fWW73cyc",
-	"nWMwQ2jxdGZWry9QHiQW3uGA+HkoMqDxKZHDIWHnaIHmAFQAY/zN8IC8TPXRdDTCXYWMRG86AU6JN7U0",
-	"JeGdDVHWgzFHytB2ERu6BoDhZJTLqTIDN9udsdx+b1U29+k+oWREMzJhVCijFdjXZrKw6uYBGTJtFkgv",
-	"JWlRx3HLQKM1pMIZz0DuUnJS9qseWOnByJxhTEvUrBzr1+79mmP9Fs2ptgoVgoVjcX0z7eCWdgh6sGkZ",
-	"wp2A0Wxm5ImYJbA+/oq4YptlEpZ5HI+pPugL6qy4D4JbgmIeAjqZ/UeZ0hnh3Lkcc6NozCIrzzpjntIs",
-	"65D3NNfWTNcX0ccYyxif8KTlXMQtQwaylM4gaOhTVFbq0iVtrNo47QLVrN2LwN7s8pT9AgTigAXesHO2",
-	"jBAoP1KLsrMXY1pLuL/JZZHNd7GPaFasBVyk5ZQ5VYDPETHbzYLEPKNQKIaLM66Zs6/+JjnylZTRMxYM",
-	"Ajtbwj4yJkv/cnB37NK1HGGE+tEZbrsy4oNb59JXz2akUOyApFKemtmBYJPK+FSFK4JN1Q3na55iBADo",
-	"psAh4Rd3gFvAOo1MAbrlYEZev+yEG5twWjdLcPSjiuvqzZaCU6SoSAbyPPI8qwWp0pMiBcnSroNZGiPt",
-	"l3rvfmm4oOSHDySjPOdi1DJMEvZrzsGhysuYmc1LcpnN8YwWBk8UuoWlDE7BSJQoUG4qh/jofwriaKXa",
-	"2FpAAAAA//8=",
+	"lI0O5hc/DxfHP4z/9iB8PRDP+svv9zc/PsRPDlcvjmZ/jZ5Or4+/++Xm5HrgCC0G4EhyjuzGSjhd3v3t",
+	"iSx+wBF9EqgdlL79p6HRF5w/x2xjHoubojiWZATA8unvmv2loVgrQSIEmUYlBHencXGbc+3nSoOZUtnC",
+	"SOun2serGO7AjXC6fYJ8MHTUZ3UeBknIdUhI5FecC/u6ojzGkkRdG+ylhPs52bTe3RKhRkm2rjUW6doU",
+	"JjtLCfZ66HtMJQqcEK1cgNhngeCF+LGtrztDP/pqvGV4JWc8ob+QmwrheEmNk/6KzyuuBpyQHVC+E8Up",
+	"qtRVZ5YeegTBnQgjRtbwK5bo/kqQRF2CT3Qv+oPsXthFZYsu3YnivhTEjd4+Mr/lwfWCozNzHlqPTIMK",
+	"ShpLYRpX4iMsUsJbGtWgRJjLVm7iE2SC+cR4JOaj3379x2UrBekcIiN+X2g+1/uxS/ZqM4Ut35o2swLt",
+	"MIVWOyh8SRuzdFSj86hwuu4jk4UT7HWU+skZwpnkQ9lUyQFvXz9TT+mUYblKiBoXJiRSujWOhY7sibiO",
+	"jCQJnah1paNHZjklFv3Hq/Rv2TLhIREA0ydMUrm5qXLkjQIq2MJMSFEHZbFEPvXIP1WRzhRCdoDeACfX",
+	"lS5QRCfg/sgCj4zyG2MhnRCrt8KlS+CmhX+Zt2ps4x/BtoeOHpXtxZAps+WyIuUHzu1JnkEBrkEGWONm",
+	"N5VE9BmmQbpBRRzYXkdpZGCPvidQhCVOfVWXLHM4qo3es35H1DYGbDU8uz6dXFzUPZEFYYSYqbsX6dD0",
+	"EMfxJWsHaerxBmwZRi1Ob7pWokO6BNPkDKs1IZMWrciA+t2k9YPEbUbCXFnG/5/IFv6WpSCCeJ6LzfKm",
+	"KuYqm2qkg4vkpmga/+H5M8/tr3izyDL/+ubli466rYsuYerVSB3pMsbqkpNr+QfpkIfZnXagqcO0kNlI",
+	"6U5XbPl2tcl7AgWP9EF21cEGNpSfs6I9PNXKA//K/jS6pnE2vpGG+VYgug/Bl7jM315hQ7Vr0juHW+pt",
+	"6DwssFen6f8mD/hKl336qfVF612nNcE0VmKPKQKgx+itQgaXGvnOZAw2iG9JI0TNe2kaoGF0kAao4+NH",
+	"goQJkaNyqnKmy5Uy3pYWNpXZ4QMnDTeXMQx8Npc07CSz7HJLzHFX3ZLMq8+AJSkhAFy8fwpsT6EEezh7",
+	"df4t8SYSnLFUtj5/jNqMWGsgZP9IQeJJIU9NMXtNHp/vvzh4dfjd0esHbx5eHP+t//3gh2E5IK0QxtVp",
+	"ndn8Rc9aTG6j5ccO809ZM0ZQAgSx1WJMEnV6T3qDo4MOwkps0RGa6h+6sI6ZcA9sxdKJ5FQE0vw40uFn",
+	"ARJ4U8hLK2RYbs/vKO90JWfPTXkUX+w0ZukOYV1EICoRXzMBGGmEkxOE0XevIecLCSX6WKFXbceMuQcJ",
+	"e2rbMEytJEKUSY6oBOkHOxqMxXhdVAU2zFYLRWp+TiDEiqoNjIBDd1qQK6ZIUAYVGObAYn/o2fxXq3h+",
+	"LsniiXWf5Pf//WwDvIhKsoCUBDRexfNUwNQxSu6pgWVfLZuvWTpszVdxhGb4iqQhMz2dwrwkia5BY0WN",
+	"9y0cxy8nEIvWgLk+Ui99eNfxBwPDYtS8J77IKtQ+6Pf38uEh6hA8ASJq6DEIqJcsyLtNAtQ+7Pf3dCIc",
+	"pPlgicdYEAMck3EhJE90bokG5j2BwtmKzW0spFVsLlnrQyZWlY8DQ3wT+KB6BVT35dFmsX2+HFoPUDom",
+	"OS8XI2gyG4EQk0SghMRY0iti007VhkC2k2QhGopFT9XEGus+wD7O9cuQPmB2gZMEA421HMsXT/rNxcUr",
+	"pAeki0E4Vljr4N0MR6gdHPb7Oui3eIhAPT2JClkM6U8tc9PMWtJDepe+aNjzh07rUarkeHJZU3cizulK",
+	"KOI9dAZ6krZd6AgIjDKNqVLVMoEUTgbQJatUtKzKiJmpIUYF0kn7JnnHkJnaolDpg9imkzvPskJs6aOE",
+	"4LA4DGoUuA9IRHMvRSQmkrhPJFksYyxJs7JUuhSb6C1wMh+ZJ8B0RE8Lgtm/cyXN0qeUXVEYZXaktsvn",
+	"4JlIn0BxvJYutdUDugt/FWg0PPMQ6hKga1jzo5liL/GrlZi9JgKizL2EAmu7FyURWq7EDIUzzKY+0muy",
+	"yLekDtkldsxNIzpEXs8I/DDESaK+pDi/+tgMM9D/IE5yqjRAYIFwRxf6SSc3B+OAjXuGrKXJRLl0Ik8a",
+	"dyYWlySVeI03AgWhhtdIrWuUAMQCl596fndutRPZ7lID89FOCjwvHTD1X4uel5CzK5IIrdkptpqJGCea",
+	"1irytSSJ4Ay1A13XJNjTIkI5B/OuTOxdmdi7MrF3ZWK3r6VA8zP9bpu0ZtXAD3l4ebPviuSqIKDu9zst",
+	"BWc8VjRL5+Q4mU/qpvzU7x6fdb/567fPX7zqXvyt++O798OjD57cp/xtLnM/wpDxaptxPV0xsDZ/yaVv",
+	"vk1qfbUdwH933eI0We6yRRo1LQ5RIAXNs4bLlLaZ+mVLg/lVL0bWSu1LU0l9F8F7ZrL0Mpwh1BbhiU28",
+	"qD7MIuxLIGXVuaOAvfeEdULAAd8TaSpp0ahQ+6kGUklJDPHJHfZBCWAFMaEgG5hJU5qh6/a+y21kcOT5",
+	"Wp64FL96rpliKhCa9KZkTiJkw9u3S2suraq6uOANdMTVhpmHrnwGyWSpkJbPtjc2f0sCDVp08uVOnBoV",
+	"OZCUcTlHjHIbrJIJvTY+3RLg/PGONWcK5Mcxdql/ugR2JnehPmqdto5ncaVLdTP5BGnVqqRP2Lq8jewB",
+	"ICPXmwCy0o8epAGvp/V+wuImPI75Wjhq/ZjzmGAwr+SqRhane4WFgFxhW4lGcjQl0tCma2kq0QSKAATW",
+	"BAoIa8vQ3DqpiKnIkwoobdlcRYHzcECYh0AVkr7VePzkijBZia7mkp4Y/7y5FWDMNAy4QBwcpSU02tGd",
+	"8nKnvNwpL3fKy7a17Igtgvy8IuCDfVDSfCzZacKUbixWZwvwCZuODRc8yNo2RpITXdZSPyuUHIJgmJQJ",
+	"ab9aBwmupD68RAuCmUijeiD1ZEGFIBFqT4gO6EHq9qPg6ydZSrL2X2s9JhWyKJNHB63aIj4527g+67yY",
+	"lcKgxGE6resufLprnkOtPYMIwH9iGs7LsHvJIDqIJxGJ0BUVVGqnFNS01vWC0AtwjsL9oExDDEby5J5A",
+	"56+sr7EstYwTvhakojid+RFN8ILGG4jCgOS4QDt+lBSsFjZlVJCoqBZ6rbhhjOvVb4DDIxj5wZRF3yY6",
+	"a0+S6TClNafkahflF/Aw8Xgtzt+8RPuDo6PuAOF4OcPdoan9iNHXhJ+/ytxe1LosV8bN54pDDYShiFzR",
+	"qnujfzOHkFNziJhLvlRf42Ma62rk45goVBtzaAejZEOvetVAzVZwN+qyqSbVsGhUAzVQzZ3XAwH3fSvl",
+	"FS4wEyXEpkhshCSLW8RSKFeRkGQ04z5VQH1d/WKJVfAaylskQQfRCcJsU5KH9xugwEqQZISnXrkTwiHf",
+	"CpJ0z9SAALV1IbvDwdDJVKqvelqtK2YFw5z7Zu9rESLZlUkxF86pk5KT3Ha8snZ2x/1+nAWOctmFSthO",
+	"jW2z1QIzCOhEYYLXMUmU7K3nQO1gzKX5Uc2kfuEhxTHCyyUCvgCOyEumNq2LbZI1agfmL/1q8M2Ts8eB",
+	"E1U6Izgy3giGVksotrTgTNFY1A7MX8FeD71k8QaZJSLduOCS6VhOydc4iewFEAH4goKswUGQd0bCHOll",
+	"NsszIUBw6+Gb3ltjb69PhVE/lVXueG6LtZVqzB18t5PKHc93UrnVcmp1bgDPxyrdQGPutO7PTOvW9MZ2",
+	"/ykTPrilEBwApm09HMJvAhB+zJPAeGMFotKDKMVWKfWs7O3rZ8CaTdOUmkpyShh7rId+KLRKKW5KV9Ff",
+	"M0/Vx2KFz9rz3IUr65YmNftQY7yswsDBTFNuPpPftPeks459pXtuzLlVsXUnJkLHBuG5EfGK2du0R7IA",
+	"7cCxEFMB//JVh75rA5hr5FbhLCMeDv0kdxhZvT3BWeOQKMfJltFjJ1wvJccp9KuocU5hNKMBF/wk+ZM5",
+	"0fJH7iNlUJfRxV0xM5xjZ0LeQIDPipB/hE5fK8rrr+SFeYOIXnHeQc1tBwpsTgcd6UolOoamlA0DvPEE",
+	"6ehgNR4yqEEeroChgwqfgVsmhzSdltut1AFVdgt29LtUV8/PWqWWRME6AtVcFNzNvW1WWysM2gi0jxQH",
+	"DZbeCYSfmUBosEAHHGpGRNWqcPzKOW3DiwurttdHQS6ckXDuCfyr5mvQ+CSdog12yYbB+Xsfx/hsAXH7",
+	"zyISFsCb7aEWgmrGasRVspHl41QUyGsl7HYPoGkeZZFeS2+UhaVZbbDt5Je7B0EXTB1KbCsTVJ5vmmmA",
+	"GWc0xDGk8Pmu0I1YGGZpAqc1YTs22CJZ8J9uK7eZ3HdrT70qRlYbk9Vv0MDAfKljM5J1b69CeD46MzHW",
+	"OCEoxOHMVDDDOsy/IFNnDS4dNw46PDxESrZGOY/bnQxeksFd9C2Cozjlh3elzo+3wREdulHPG38X/rEF",
+	"3Wsd9rYffCbRQ9EELdChtnbhp/dAp2gBsoE/30ig+srsFX35d1hcgcW36bnMgNxQmrvzXzb0X6anfHMX",
+	"pjGruF7MlZB8AffxsSE+fgFOo5PH34UlNvkBKUwxCmFaSB+EzmpQsIFo4OZKNjj81SEW2aIuNkvyYruG",
+	"7n5QL0FNmFbwt8UqT+0YyHI2DSJ0syP9Qy8oKFb6KTDZ3hIDsN3IxH5emXqY16Xg5fblZe8n6JVgGiW8",
+	"+2LvL15laluPrrO0DYGt9lxSAmtbdDVWAtVMOyiBVZTcYEMqqhB2RWK+JMYyWNqQtQZjnbE65tGmhwKF",
+	"XIHV0EwJYyj0wSdq2CWDk26X7xtgvLj/Xv3ngy21UcwooqMrkojKHqNnr86RGaC+pxejEHeGl8TlkVcD",
+	"r+3EMnPMNg0EaZNk/oqyqYbph06jF56Y7PPHJvt/p5ct1j25nuGVkE3ffkbZXJeR2uGFHOtv8sJjSKvb",
+	"ZUnatdD8hSe6glPzF57ja/iIeE1AsG7+5jPaHLyWze0EYvvSTmC2L+0EavvSGwgfe6RFs91e/S7ZaZkm",
+	"lP+1CVPb6aU3hMndXoBt3WR9TyE/udkrpejVuhegneBOGAFv7P6NV06K6U6HC28/I5OG4PZpBLXvFKQV",
+	"v9XBFo1a4k3McXTqdKZBVLMRzojhIVpYaJsHckYE0ZaJenEU1qFlUUkXREi8WFZbpmd4uSRsFw+FTaqo",
+	"XUMqJH3oZK2OG8jT39uxpqdWyQpuKw+lu+vk2Gbha1vUPwuqSkEBnT8+tdKAkgOM9GZEd5wkGwVDLJDt",
+	"gtGlUUFeI1eyWgZ6tYsMpGbaVQaqM4NrNeAjjeD2lny+JvB2rtkoCqDukw6cwVCVde9f0koOB/dqNY6p",
+	"mO1qJLc3RHK01DNUY9FuuptbXU+rafmOWvWaWhMS5dPmiqC1tdq20o8Lb5JZBh9H6wuxxDGfrojHKG76",
+	"2lTfDSpRQiZQQYCRtbm5qO3otAJxFm/2KjzWMG67vzRroRCRCWUkQlCe26icv/36j2DvFI1XNJZdpUDB",
+	"J3FCUAAoEvg/nPtcFRuiApEFlbIc+FpRnCUXf9EQudSZ6PcyzcmLPzoKtCLdUSnophBI1g044vJUgQHC",
+	"a78IkFiN1Ytj7UTS2qXFBB1aVBc/agMAdmKzdSQma6SUIzTZY7+7fSlH1HN439DprHvF49VCX0odYBV8",
+	"EWT92ygL41VETjOAoPHGGEgSJxy5jDZZEbTdqMdf37x8gd6k+rh0CErliVdRVONPdz+SIkcKlvRqdbJL",
+	"nC4/w9St9ENL0LuSYKADJROTN26t0Q00dLziDtYUA7u1G1kk+YEGZeD0E33/IVd3KANok0vjJfw3w7ez",
+	"HLa1owRPJBr2h/3uYLiXwz5xz5qN2liiBRcSHR2gb+lXSkxRk+zVo6UXG82yt2KXXwhMWa2+u1t40+7C",
+	"IPDEnEB4+Fn5fWqMuHnmrd05QUJMz+ElFnIkCRMkQG1BCKoy9AWF0oI60lQry9uttvv51rZ5W21z8226",
+	"zVd2svqdonbgrlMHsq9pHIU4gba4EVdsGi0TMqHXRNjxXwSdVAvqpY1pv9DR7sEXgQcUX2wHQr6/b/vy",
+	"8ov/agCJLy4vew2H/mVvO9S0EWBHqvzIVGWS3Gf/N1n+7iyD3UVBKwV7BMKPk8H+AA6g165f9Un7W8T8",
+	"m5Fs9b0qISEl035qXKYjJlrZZ0NwI7R1pINC+g5aMfrzilgPhNO1LCYK2UUHRXQK9TGVetobnfzvbpGQ",
+	"hMmi+/DhwcAT7F3XH1v3HP7f3Xd+igHWMp/BQJdvybklqUAYOaXfEJ9UFteC17uHk2F4jE1luaaJ3U28",
+	"2+XAYlMocMxX0qjuKxbOrNN7mizNVw9u1+mti4VAH+esIl4xkOUj8pE7rYQDCvA1g6ognzIjPf3YgizG",
+	"6mvvOi2xslt9BhBFkuBF62Niw3eJA7NoU0qylALytDqIK8zEtUVwdqiutFvxjx0Dw1GbJ9AieUGQ7hlp",
+	"K4MaBNzbIXR8G5FXEHKeNNOy6221QC8+cXS4rhjlioFpSZ7SivP3zgcEjcuiedXVbMaSROsruLqq2I36",
+	"dlVJpHIe5x8fU27vmlvtx26uqIQU6n/uElzuOJBupP6mdZt2UHlvdBe2Y1Y+6FfJflH0ccG8tgB3VTBv",
+	"Q1TLhIY8vd4ud29HmwwNckCpOd6oefiulkIUc/Pb3+wnc2kcWhb2FGlNyN+hkanPT+DMxbhUp0Zs0eb1",
+	"bHMTImGCZstnuTUWO11jGYjvtiB+J6uUXoALhtCyOIJtjYneWa94JJURj1rco1qzUOjs1lmlMmVfVHbQ",
+	"37k1FfMEeBt8C0Fx9oJAOLXi5Z1keCcZfqJYzxTHmlCYuzjPhnGeFn1vHOWpGbW1flk65A8s1NSnGE1Y",
+	"ezUbe9J3LCeqV6qrmVetFrrrqRFpGnaR7I2a0hf9nZbALBrz665+cHJw8d3DH7+FiIE8TRmZN/wXYbSj",
+	"DO/fpEZp2F5b2zEg/h16cXC0xAJknkBxgqBJGZGGQr/ZWln2t3tubgp2ilKW3i2IK3/l2tm1mzfcgEdy",
+	"03CqLIc0AK4LWR8Yd5HS6raZxUT5rMKulYdxFHM2JUnJ3pP2oWkrhYRMdDMW3St1wa9MqZw7AeBOALgT",
+	"AO4EACUAKCKRkaCa6DTTSOTjHJLpSd8laH9GoWfbg3q3a+oO39G6Z8fwnjVJiNXhDQPqoGXCF9xk7EUE",
+	"/rxjSndM6Y4p3TEly5Rc7B8Zk3pKpG4UBXABkYEkjkwRCTVlE9//7dutd3VINLIG+8l5XRq1VZTNkjRB",
+	"Toe4vox8rXM4Dsfu/K5zR7LvSPanTxq3mFeV45vmg9ib7tT1z7kOihcBxvsunzcS2JFbj8pi6x1j+ZSM",
+	"xeLAR7MYJ7n9nE2JkDUNCHWsIYqoaYaL00oqLQ+exjFhU+LvVYrRmxiHcxSsknik+xrqppNpYdqOLmJj",
+	"p/EZnuqLT690h3GyPWrNlsJNyNKU0WAECUIY7NLEROm931PMrmvnVQxiTVnE136NS4ewVzWf0jgkJE9M",
+	"2RkqUVsHZaUL7zjh/JyRvVQD0+NmmEVihuekV2tp3hJNsmMOV53eRgGVfK0Zc7/soMmlcHSPtOPgmE+Z",
+	"s6TCXyoo5IyBcxOZfpG2qlExWixMWyfdXvcGvJKz0cI0qTYdQWx/V6orrdS2a23QLPUdLG1CoTYqNPAu",
+	"rv1DMzlj554eLeCOJy2R7dmAwkABxZQRV4CwlMxp/ZG5G1pOA4704LKWHraJP3TRJhEab9B3r7OfTft+",
+	"z+YGP9Zz8IEvSMxBimb9rXEiN9WFvwwm2rpabTyG8LBSQo/pQKuTbnNIVCZvNCYowGtMJWXTkRocnKAZ",
+	"X+tYL8jm5WhMkIZZZtlRVHFNBalpUa5Gv2tAgvN47e+ALU3DZNRWy3Lq0bkvNy9D57RrzgkqjhyTCirZ",
+	"/WgerXuetnEH/qAkbUHChOTinDM69Mmqsu4qLbn3c3uKvhlX2WHvTAflKx60JHwZe9W1G/ANvdoCyzB0",
+	"wR9YF6q/Gl9DC49X+j3/fXTERr5mSBAWIf2h9GKuzbFJPDeFeqAzRwLSAaQD6SuaUbLaJuowzqb9JMQQ",
+	"hd239jp9tbw7QxTS2SmbBie6gp+UZLGUIt1hSgb0RrKO7c2rXWTvpQS6jP4bE+MPQhaFUkNK6MkwC7Uv",
+	"c2T9stVBly0bXgXt3jsoITLZUDZVP/726z+aOXvz3KHqZhKlMUDVZbu65hf0DwmYNAlZKeo5Le7zp1GA",
+	"QJ6hFAh3SigdKrJbSGVaqOUGBPfCqVLaFUsSKm0BCSIVBouOLoeq+OcUq8tbqmqq1z4yKXs99EZTa81u",
+	"gnVCJXnJ4k2AMi6/BynERjYnLEw2S+DQLDIFmRMiVwkrGYaqpKwFvnZ36bAiD4huHnhqaZdHH0vh3qic",
+	"jh796ZlGFkhTEAx3Mv65nGAX+n9TCu3PgUzneld7uFGDGIeCTOAgGXU0mztV4iNUiTTrsahIlH6p1iH6",
+	"P/4BVkAXA5og/J2VrbmVzUGfG5vXUjrshBZ6C4jVUoBIj0btmE+nJEJK2wBlcO/UkZhBhJJCSxOplFJF",
+	"Mu5MGncmjTty9K9Ijgw1cclRRaWxFDbFgOf6O9M04FnNtIPZ2S64Lj7LrvxjQ7RcZL2L0vqMorQKUvxu",
+	"etI3fI0m2CiJKZILwiJxgmwVlCDBkoyWJBktKFtJEtjUXYEw0o8UcPEVSaA9OjjD/k4VZqfJvuNVohtp",
+	"BvCXM8UaSNBKojEO52CFxSF0ugWbhkAJUTALpbUHGx8uGKJiOidogcMZZUQAjfJZn0zXVvUYS3pVLPub",
+	"3pD77x2S8uH+zyuyIoFu3WTSt8DsRRkikwkJ5V4PnXmAwyeoj5Q6LOwbfDJRQ7VdA+HlMqZq48abRhgS",
+	"JOQsEh2bWZwBRxuskeTc09NXQdJT8omv0QKzDVrgDZryEmytId0sziwnR9YO80R6f6iviiHSfaOBVtLs",
+	"TqsAlPIin2/BoFMf/NzlDfvb1nfUzy+wX8tUiqvtGNBuu27fva6qPQZ+AfTd6zT3QoSYZUmABo3vCQX5",
+	"HjoH9EzIMsahkmz02VCJCJQYFrr3Rv5+gsPiFKXsFiw9kKauqA2BBPVUGu79nIyMBBSUGxtEbhqLWvvJ",
+	"g++Gz49/gHGwAK/YdGjlxgWeEm2ewyfwj/tLNj0dY0GODjr0b1+9fL3uf/v1lH/5EdE06Xs/Jy1P24Co",
+	"QvYxJ3APLr9UVEbJNeS6WNrtoH985C2Vkm2/ylwpJF8KNCbqwK9wTHdxV2jIbVm4Wi7WtU7KoP3t138E",
+	"6O3rZx2kFIGNdoAzFFyu+v39kC6mSCQh/EM7ENwAlsPDfd+GP1lxAOf8vM4Mda7NOWQhBR7cbwaauUPb",
+	"enmTujg4Rtalq0xdeozGBC522ej58ZfqNptqNL4dn8etuFODGrb0iArofhv6UMYp3Mvy2nW/lWGb+c+4",
+	"0pPQMuHThAih3esgiKT+tAnUOVejMEr4GhwIa9vbH+DMGdyzyFt/VU/jCaHS06afERxNcNJrbRcCjGhd",
+	"icnpmsy8zrq8yFyjOxR7f5nNZKvYRrDepB7HyogJBX6wdZ2gwBaGQ7/9n/8LDh/r39QP8nEQpkCeY7IK",
+	"9nIv6on+X8FVeslgTESFM6wdJiQiTFIcCzQnS3mazhJAc6UFEXvov1Cg7XcjvpKFl6KEL5ckOgXqqyUb",
+	"eEGjTnDJ2kHOKKS78qH1bON+SuqWIPB2vtd6ZsvO9tLqtHIgyX60Njd3qLvjVqeV7QQKj6pVqqPMtdlM",
+	"B7vWgOEWrd7TIWGrWcK2uQIEOFUnlYfNnf3zzv55q/bPZUKuKFfftssu3qDKNWfiinfTf6w5tbSvXWM8",
+	"tgR3NIvD+JMLMjeNnqm2AxePzAnxSGM7Pl42MlfNyTzK9825heSjU2TCjcwPQuKNaUu7QThplJx0kwi+",
+	"19r4oJFET3BqY/ggaxNMSHNCoLgkTWwgyBWOV6SHzow9CzuGV3OdDcbXxnr8zrF4nyR64sMW8a1G22Tu",
+	"vdaljPUxdJCFDFIb0tYwg4JK3NF/BSbTxbbC92dmAbzede54/x3v/4S+z3+OhKw7D+3v4qG9hcyslP86",
+	"holnlM19GCJm5u7Nb9i7hQpkx6G2kDSOUUIimpBQik7GCfkE7OyiqosL9Pnz+GVWC8yQ/hWsJkmkNDaw",
+	"VaD2mEvdqMUmWEmsPoqXOJE1Z+K1bXyyOPuICEkZZHuNVklcdxeggePrZ/AmX2BdtmnbC2/UKT7WQ1OD",
+	"Y2Q/VdpIQtAVFVTyRICzC+ohWe+Jv0Z6rZO3iZHTjLmpNUh9RNcl9ybEOYXJe54K4rWTT3iyxkk0+nlF",
+	"ks32dD8DvXsCwWAoMY+BWuj09TKC1xNAdeia+MVYyFGo22t64XlhXfKz7HrcHKgLfD2qun/qS85HUIiX",
+	"3ntV8RHnbjUVV6HxpyOy1gcPsHkheIDNvakeliyNmrTRem0G244fQCf9F0rBSJPRt6+fge9yZhSPzJ41",
+	"k3IpTu7fF+OeedgL+eL+OMbhvDtJaIQ3BZQ98CbAiHhVK2S/UWNyOuOWxluGUuuqplCGwRIqxHROqoUr",
+	"DiW9ygzoxjJnMEdJXOEsV+fV6ayIp55lPMNjEjevV63w4gIX5JShJ5JGUhnfQMkZ9vsN7sqnysfotFZy",
+	"0YgtXDyvyd4wHMPgiou5ZT5koWXOKE9g9ZoKDhOXteRIR/F+FelpLu3DbShl7Q7pPEXyt1uWiALSV6t4",
+	"fqMUCPWyNi7A22WRSBGXCjIJP3W0BAoxNopRjHm0gQgePeEzS6wao7zZRjGArL+1hnYBP/SitwFLTeTf",
+	"FV/JkOu27+BmklpdzkMFcqjqdmO/8wQGg3IQkesKAV+SxT2BllxQ6yJzsuzrnVSxkXbroNuETEpztqVs",
+	"ipJzJHNk1FWwVBtPv7ztYKqqKRSOBqPxKp7r1ZkKOgUVMytVXhH4BEiiK405m9wO5p2CIXO45sHnIh03",
+	"0KxeMXzVuEfr11onRygA+goOOM93CLgoIcWWpl2lZupb1TRAQ5A/lcKlOzCGMRbiRCexoUCLg/As2Osh",
+	"t5shZhHiS9ml7MTbufCSQciV7Xx16m16iKjsoe8TKiVJbya0n5UJZgJrr6pRtrXUSKUg8QS0baMxiksW",
+	"rRLFanMjT03kFuPIttoqtJykUNVDV2+VqUZo3JWODU/NBvF+CV8LsBw9pQmZgOUIQKOEMiXYWs5TsvcM",
+	"Lwb9k8HhSX+/NxiC0QusDEo1aD1+Asz0ioIZKSJiLvnSmsXCeG5sQYWuyC/2Xx1819LUSZuNYmaGllso",
+	"v9jPlUTWG+q0uFr4Aocv3wDHnZAkIcloxoUaxMha9DYhX4wVk+eJkjEVxxQkGeEpoFbrOf+FxjG+f9jr",
+	"o/ZzHFImuZidonMmSYye4xC9fIN+QIOD3tEpSq5OBvv7vf4e+pqEc35/2B/0+4P+ABlg3odfXYpb0nRT",
+	"0deVe5cJDY1j2Oi3rbxkXBBFcq2hmkFOS8qtnIT9oWx6s3iytRoADGrIVsxN1tylGIFiDrGgopTsOPqK",
+	"WiG0YN3RXez0V1LycfN8z+YGIIgLrprLmoA0G8nbgdB4JcFMU7IGVXZ1+wOtJQ0/tc3ecTaRIDhQgZS4",
+	"n4kQECSe2V4kR4Hz9QCqTGMm1iQR6GDQb649FAwjWxtZZr3d/EYPc84+rxckD/gMIEuc4AWRat087fXk",
+	"KpPtwgNTGmFNmXoh5GwS07DSPLjNROEAG8SCmWsyTCE/JjN8RSDzwZq50BM24UlIIkSucSjjTQfhWHC0",
+	"YhFJUMxx5DchujHd+n913tub2j4+zmKxg6lgm4YOCSJQlBbu9i0r7J2W7htofldI95E6/G1q1kVKVCm+",
+	"1bSdKYhvWZM0Zmt4LRXKQR9FwEG1xZxID6LbailIYi6JI+xYtpSRa0Oj7ZXpVzn1hsVakLfGux2Sqt2Z",
+	"Lr20TyoYfIEmaULUjOuXTKf6Uy79ME+yK+koBxqUpYu33x/mLIANzXk+EcTxW6YGNX37fmqFeLHEdMoA",
+	"zfQNaH0FNe6ewssoA73fRZk/To33H8pCT3Pt2GNIaOB/yvUDNjekJmW5eENMluGpse/WJifXXoH9z/8K",
+	"6Ee3ifyFXe7bXf5TXIfsEuglfv4o76TGAsrTBWGCcvZGYul1z6u37gkrq4w3YGKL7GsNkk8LuW3c95mv",
+	"uDRfuIFHFISpGr/sDaaFKKiqyGxQsiHRooOshouUhttBWuXuIKPVK3H55RvUDlYMmowGOjCecambju41",
+	"aEpZOG+9snTjHQ1UH9+vSehNj7FWBlPYkeIKyOQJr7DGComTNLJhSRLKd/AwpGaHpn7IJq63UbpPCCUU",
+	"JVdccYDfQ8Qr6puyKL9b1CbXYbwS9Kp5B9kqG52Fh3tWBviwohqT3RNN4JtwNOMcAxYWZFwgQG2yoFKX",
+	"iw1NEjDkedj0Tr11ta2dZb7jwfCPFfu8s/DJhCRdwiIwiXoSu4bd/uCi76zu92KR+/2L4f7J4fHJ4cPP",
+	"lkVmntd/Wh5pt2Aukb9PnnN1irUjak+4ce0INdMOtSPUauvqRqQK8kfUjLBuqc+2XkQ7zcoGo/+ExpIk",
+	"Yu9fso6ERYpKNvAs86pBmnmE5Czhq6kG4Nmrc9TGDOFVRCWSCaaxQqP1jEOGcma9okxNz5PNXg+9rPLf",
+	"XDKeoJz/puQWMYelb/uCSmOQwYropNrnh05rTjZaK1d/wHU7fr7/4uDV4XdHrx+8eXhx/Lf+94MfhkD3",
+	"xCqWIxMSPeyXqIrzyd3KNZYNixMDECFRiONY2xT16aSm5T1vAV27n5p+1a/OvyUbLfvk91XjNdWFLqYk",
+	"V9Jxh1oKZnmdFFiF73+Uq0DjncXW5/gaPBTitZZJGogv90TepmqlmSDjkV5JxnEAQsByJgXtLMwMtJX1",
+	"X1mDP7zoPzwZDD0avAHOZyCfeOLB/olFFc9u7CVy7PnNiVoan6pe7aS0QjFXE1csCJNZCaHDPpqTjeig",
+	"h+hb+pUa9tc3L190wBJ8iGJyRWIgigwwforaGE1iLC+Z3hWiAuwJMPBUxyXxtEERCBKIMkEjaC0HY/d6",
+	"6DEhS5LAEnWNFWg+D/f5kgVQmUDfLZNbXGIxursOtAdZy1kX0j7K1WsP+xXctJGtBEyAVEgaeqStT6Q9",
+	"K9qdXOGK+M/xKpwTiQT9JVf1fsZXCQgW6pqsCVE3ccGZnHm14E+joFeo5dXKuCCJzSJtKrDCqX0FMGgS",
+	"2vNJ1X01vcRx83U/ggpZ8OIv/nWBE/cXdZn0OeukAxzTqbq/ktcn19TbIFy7Q4prsKR0Q+nRvNt2ecwx",
+	"NC77XoZD0a4I96bBlTKXoE0ZCuQvQUeRrLcXj25qqNGfLe/V3wJDyyYmTNGsxKxLQ62Xg5LZbGlTj3SY",
+	"O/zqqR7GK98B+22Y4HVMEtHRYjtk2ZK16KAFZ9rlr4h38M2Ts8dpl6LbNMtmK8n8oztOrd2xo6ovPFZk",
+	"l4XS1tbXzGLTQWK1WCjx78qETEZ4s/vOChiQN8IW11Z1Cy7w1MtA8JjEBWc2ag9++/W/D/sonOEEhxKO",
+	"jnEo75Pw2HmcF1kzZSmfnV7Kk3XsDT/95+Xldb/fvby8Hjy9vLx+8PTdXyotDW9fP/PmvOKx4PFKEvT2",
+	"9bMTFCipLVDsHP5SYrjW+eFuE8XT401WLEZhMpaK+YMxAHJf92C/K0GSLAZwiYVY8yTqgCUdu+YYuFFU",
+	"mHKBnVRWGfYPHjrQKkgFNSJ4KdmoJtfYeut3C3d6e/Hc1Sahna4nUiUNaeGQC5hssjCmNiSVQ8jKVTER",
+	"aK+HzhnCDGm5VsNbS1uJmypuxJj8Yk5R8P5DYFr7ZjnJhVA1i3IlvFjJxchByAzs40lXSdaeZKhykx1d",
+	"0KpicvNjg3kWJKKrhX8a85u7QrLANG4yr+6d5p/X/ObOy8haxETdvSaTS5JULBl+qZ3hQwUl+qRVDjrW",
+	"thbGBCuE1n9ATC0Ma1L6oDrF00T0KeKyYmbY5xiu50tuNEPcJMfUErlIG+4AQdPRduhg0Nd0clsOZJ4s",
+	"bTdXKpVyyq0+acf2Xpg/ftLD3rnjunQBqfEn7xXbmCkdisrZaqwdJ3hJuyGPyJSw++mnP7ivizlddvlS",
+	"o1kXgqeVJmZCqrbFK4LsrX7fpGCytIhKsFBaiBp3ls0aM8WibpZ6WAciNUnvgi7I7wqlZgmmHjj5ck63",
+	"Y4wrHJx1f8TdX/rd497o5H93fZLBZ4dRNfmyzWJFd4/3TKV9FOJlxTnsHrRZk8BaB3z4zu8I+1uLKC3D",
+	"9puLi1dIm/SsApVJQFD1zo00NeVxtWVhvz/o7PeHnf3+g85+/+E7byWjWwpLPS3KVTov7LMJTW1AIeoz",
+	"Tj+7O79jLO0Wqah5sKwp09eGwNjxRgvZgiTQv6RczqeqSIq/wo8nwrfeGzH8BK4IJak/+CcJqv2njiu8",
+	"lTDbQQMnxc5lfdYzLoiuEOat7tO8fo9TJzM1un6czyQrTNPQe1KoPfMWbuwNVKH1jMe6sovJdNUOcah9",
+	"OqG6thOVAlnER+ePUdvSLwvZNPEIJ4qbCaJdkHfZTv+c2U6/U9LS75iLdJdodJdoVJdo9LxCYD97dY7m",
+	"ZJMJ6+BWAE+DIozQEWaJfR0952Tjn1JN19ZdStUUuq6lh2TSqPL9e6Jch8nLtfw1KbNZPNXr/OAXIV8S",
+	"sW0qPeLWeKqvDItp5GnW4jvGOqftIt+9euHvW52e6rb9bjn6ejfz9/Zl7WuuPqb0K80PqxJyZYBVeU4z",
+	"AEB4V8WNiSj210WMCVotY44jEnV0UxgS6YYgtpGQ4k5QPfNKV9/nrJh01KRQpvqSKXRJ2RWnIektQbQE",
+	"0XtBIlsqwF82ck4ZlJc0rToWdEFGluzb9iZumQBbC1TM8PDwqHXSIvvjfnhwMDx+OAkH4eDgGE/Gk4Pw",
+	"4fHx0WR8PDwYPsDkYEAOjg6Ox8f7ByE+OD48Ph6MHzw8HI4fHh6quegvpHVy8HA42Ld2+EwH+VBRaaS2",
+	"hp6uh7sDz08B+d7TTB8O1Id8jSq/1V8GwCR9EfSRlLeGpSlM0YY6kYpuwmkg9bm9XA8Xc5pXNCIcumZH",
+	"FNINeLhaaD+LkErbgqBTtxCvr7uIgxM+yGRr6DVxhdRTp4jiAoFSKOcNJDFI6C0qR67Rm2/OusPDI+i4",
+	"JwUab6QmznU0WSOkb7PqF3VXs6m2+rpdZPYt8u3rZxZdUxKR8MVNCiRuLdkFKOWepIPuZrspNHOrztkh",
+	"KimgP8heI0Yxvr6WIjWOr1cz7RBfDyt9CyS5kmJLbog2ai9WsaRLnMj7inx0lSDrkU/UW/6jVb+cAtqp",
+	"Se4J9Ej7OLtKqrXppvm7k9KpMWUYKprtQKTOMhIF2xC6Mi3BWcQTrKPXyNvoohLs0X/2wMf8Z69ZHPgU",
+	"XT6nzWtuD/i82Uwau9JMGiwZ+rEkjClhcmS+o1/iSUQSMEd1xYwul7qhSAMeqtUNvXa+kmO+gutCFvzv",
+	"NA26NVF/t1eSWzNoMTUbHfg3umMZ6Ap7mIGTU+o6Dzoxvu4+mOzj4xCsZst4M5I8N0RvKTV6uSXATdHr",
+	"GVUsdwPxYFuhTSSmcWlG6OwYQXRYdV3syrcFYZG+Izd9XW57d7jl3QwUH9QtwcmUSA/ooKq69fEpTIWC",
+	"0QZRey0btOjFr2EBv9Q/DB7s+/GggHtf8XErM5ebAu81ZciHP7Z8JkfZIIL00QxLLcx47qnX63n+2JIp",
+	"M7TYImDYpEawgVHz2ERDwh7p9x7hJPKE/ynGb2ZGIU6i3i6lnDVauzRwh6rOGV16X2oPYQgqT4DI5lv4",
+	"WQqWErMGYp6hdv5uYrroWq/cLKm+6DGm8Uqnke10JE/Ne+Xj+H62gWLpur9Y2zahgli0vZ6b37ztM69w",
+	"IjdNZXNYkUboG1ecj3mI7VnuBIln9kU/Ztp5ezY6Cu/8Ba3G+qfHUuJwtgAUu2FTkHqRH1ZREPo1w/KJ",
+	"/V4W5vWB6HbFYCkqkBfTA7kon9wobdDLL33rsVIRldYs3SsLvFuCOJSwsIPE26ynj8GBrFlSkZ0Xd/IE",
+	"ghaNA59KNMNRB/E4IkKiCU12cJO7DdXq/UsezroNyDglWx1EIgrHrAtoQIHIMV/JTwp9SRbL2Ebn7XIb",
+	"L+yL/kB0O6+b06PT4dqBWkSAAjsk0ORQSx4+dVb9Ai2KQwyP97z9RmsvgJZcGlHbJvZ/Cwdj/v9UJbG3",
+	"asyFhrZG7HFZcj6jwmjVRrLyUQQfAluu66dpPunJqWdduKe5+te7FLT2yEC71nmEgvRRQUgqyo7VBl4d",
+	"GK5jyO27RSpc1x5qxpnPNq+wHH4zHVnE1nY27sheg86Qbh7SLgWzjeHFLHrbodys7qalgZKDj7SHXmDj",
+	"N01ISJc0JRmB5IHOENdqxx7E+ht0D3Qq4JReEduFTJrGN1BoBKjNySULFNYHp9Z2h9p/Qal/XP+GsEhJ",
+	"zCkKrMgS6O6gCmcC3R8TrlagKFnxrgToLyiA2xJ0LhlmiCyWcoPgiRMCpaZX1L56DliQGqaZgX+g+j2l",
+	"opesnf2jgxghUSa1iJ5DbS/ZJXuhhQ6hAYxRuBKSL0jSFSS5oiFBa8oivkbt72dYirPlEj2K+So6QcMD",
+	"NOOrRCBsnLyQ/CIgYwDom/ninkmavGSThJCuInX2J4H4SkLGJZWnSKxCtQCFAakbPDgYDtVBXpFEaG+g",
+	"Xs4ojLlQUrTpdY/ZRs4omyIqLpnRYX779f+ZyRzgWCuTzsj4o7TFDtLOV0gXsrT7BDYfchbpZefrSpw/",
+	"ToGiQ2SSDMSu6cxYFnQosk8rrU7Iuby8Hg66l5fXD55UpOI4CuuuaupNNbZyVqijmOykjjjqRlMl45wt",
+	"VzduLlghZzdW3bwCZPO3HXluByku3bFfCtMSHUhhE4T1nylOY0s0TSQLyLF+Ga2GPdZLaGfG7nQTGa3A",
+	"3eD9LUxNdwavDM+0dzDkqziCDLGxVtROU6LbM1aF2l7Kja2mqSX7s7ZBZ7YU6DV/0krZ+YhxOeJsZFRe",
+	"x1qZsyOCzZFxZHtMfviTG7b1epsYtNM2Cv+M1uxteFDc4Z/RSL2t+eWNDXYOUWhACf8Fm0pmd+/GnSRd",
+	"eq5jeQvmX1/LbieERr8Hgp6ExERFF1E7qLoPQQc5v41jHs6V0NvOhG1kHgLUDZncU29hSUZQ04ooxUjr",
+	"OqOE/B06w6on5hMjaFakHmwRszuZBJ2bI+3Ju4GFm2a28Ntvv/5jD/QxjPS1L0QPFltOR17HrAOmJpEQ",
+	"lsB4o1FmeLkkrGQ0HfSHtfUpYHnp9FtkharQAn38peCCOqbTPLhgN2OflY1r6velOuPHlfBzSM5nW8Xv",
+	"X7FaX1FD2tVso/sRGeAsdCfMQgqBZbw+O5f5sQDMw4FX6cOSypWPRjwm04RAQ6ZEzvK2VL4aQy+/NHD8",
+	"2A0Y7x5nCKg5ldYu2bTmSwQLWfOhwcPcl+CfpU/VGRhNGExs4lV3q9ucAszd0hYkqAoNZTmPWrkGw9Lv",
+	"771Qd0jMdEsTOSsn+2mqW++O/YRRjnWBi58wRBGY8U5Rlrcb1XhLEYMlActsq2EEn8WeOrTUNokdqZOL",
+	"uCc6R1KHN1tZCAzGEOAcrJI4QG/WVIazMcdJZKIbBWpDxl0HLVfjmIap1fn2L8IOiG+j9TSV0FObXJ1U",
+	"VOw1LU2yIxZ6I0PPbJ9fLcNLuz4bGrq97E0aBR5NXJq6SqgvqrRBoRGDOTbipMpuk0X1ZdF+2I3m+QzM",
+	"M1rJrTHHDIvmmCyepnlE4G0pw/W2lOe/d5DgGKxCTWwqFg92sqpsC7VLJ2xixLiYYTYX/7bdaHEjA9ed",
+	"heJfz0KRoV5KEd8QJiuooRN9hHAYkqV0qaEbAq3jN9omnCZQ/wr2/jWs2XcR1aUQ5D9RMPWdmfmOiH9u",
+	"RNyE+bfyMY8lML40FOsEBfoiBei3//N/gTire5H9SxrTsSX1kvM5onJPD0gTA8wLCcFGRUpjlnW9I+vN",
+	"3IMOC0Go9hiD0XfM5QxNKMNxD50zuyjLi4KOOjRmZtYRrRCoAyq3QAuczEkErR566MyGbOq0awiYuWRj",
+	"HM7XOIlEBw43q+Vpt5QQRV2FlumXUtiCE3BtTRlOo9MbotNJ6UfHEjU3W0Stxm1bbncLPxke+85VckSp",
+	"MqTXBpA707oSQJYRKyhAkU5rBjUwMn3PhSTLTu4gobyuBrfpVh7t2ALdBF5ZlPwiuGP2d+lTd+lTf9r0",
+	"KXJF+UqMSnJeJkv4gfEHChilRe+aQfAnF1BumFpRKdcU4e0Eee8u8mxt2JMKQprmODW0iskHHqaZZh5k",
+	"imwuAaFsxY0xm668KcKQuWR+9XmjvSy+2n5rl+avEOJ3gWXVmSpabvBoc09of9GMx4rkQOm0yvouFZbn",
+	"zEV72G8WF56CLbfILVb9fLDhrm7H9FzNqZ7oppAZSAO1LiP72LVBTLcTI6ErkEFpcdRW1+yS/fbrP+7b",
+	"WUSwp6PJoU4WgNHGkTsAFhBjHGSbDtCExrFu/qCPI3j/fvDhQ9BRfwzhj99+/QeUT1FM4fSSBdlFhLbO",
+	"MpcIxtcMpQN0q6/2jOBIkZPxSkrOxB4EVqQL13UeGSERWvCEdNASK8pyyWyjNSwgRJ55I6DTtdRlqGWL",
+	"0qcrUDt4fwknftk6uWzpRV62OpcOTly2Tn767dd/vPugoKvXZfu/5ZB0Ww+hrX1nPVX+Kq904R6WbrdT",
+	"lJ2N3r4p33cnGmPoK1787v2ws/+hPcpqGasnDz/s/S9vTMZO1CJbHODRKJOAi3SkOtxbr2lUEeq9jdz8",
+	"Lb0Q0kt4RCfF8Nxif2qdRbjVab35qjvoHwwViagmTDUhwh9BprZRpsoywHOqm/HYrBInx+IEYbRMSBcv",
+	"lbitLp7NZ7GUykDK0J4OyudS5IrhGGnNFi5Ko92z4HvQSW1SF4mo0ViJ1BldhiHmdFI7aa1O+lF9vOZk",
+	"09XVOqFdVts2w8j169rzd/pKqx85qiX0yjppiUyJatI16zmPSOx1+J2do4X6Ec4irZeFQszQSpAeukjz",
+	"KiZqS6ZWJk60leLlkrB0Bv05rx9YB8RRX3YXxBZAsAxMoj4c8Rzls1igdGNQEjj0ObqiphszWYxJpFQf",
+	"4QQhqNkSXHCle7O+jsoEEvD5WpqAv4ocVR3XYgRZwGY+J0yzRMXDnU1p94HIHeVg+BCKNe7Yesco8xVp",
+	"lNknFQIlJCZY6AIDuVYmIZY45tMVAZr0ltFrk2QjUNscKQQ+sjShNFv2g+Fg8GD44GDgWXp5ubk11hw9",
+	"FWjKua6wRpkbe9Br4PYuKnxl2RcKbXYTgiOInyyzja9fXXQPOFIHUB9b1KjqgNpXszZsAIJ8+jzcWR/y",
+	"8jUj0WhcUZeRJ1PMqA5Z1YKPMXiIDNYFdrkkDFNPWtQu2bYWMZ3lvauiRBURoYAF54+1mpfD0/x6p0vZ",
+	"PeDd8jnV5HJlMkeulUL33ft+ZzB8UBEWqlblDwq9SClgVx0+llThFQikfKK389FhooAEDdrl/S6RlL4D",
+	"1QB4kiS+kNKXmiTZJD3D8sswC6w+r4EWIMIiiKTU7alOspS/ZcLHMVkoAgHPZnhpJ7wn0JvH30Lv2QgM",
+	"C9LQlw1EBJlqXaXkwMtWm3EQ2PYuW9VR2FtT4/WiHqmheWtNGWHMBpQapK1pQTPq5o9zS3cOEesQ7HaC",
+	"AsqgCefIlHnNwtnxSs4UVdfyU/Z8SZIFFSL3jHE5mvAVi7JHWQC9eQaOELyk5p879zjM7CcmIA6g7UOz",
+	"V5iqGR5VxMRDzoDiblCZjRk+Z2TLewLh5RK1n1E2JxGKyBUNiQCHzjPoIEDlLJc3XnTem0ytbx9890P3",
+	"+fDV2e5G6dQMvdT7GIUGV5qE/EM3k7J9xZsJemMTYx0BcReeIyS5HTUnKIXqDA3O/bXG5hvUh3fPtqB3",
+	"KKRROyhffHjJfxgZXuVmpgw96Q2ODvLcquAkqVaYH+a41eXlX34aKFYFOvJRZ3Dg408F6Oo1++GYSBrS",
+	"Ja5yplnYYF1fu3ADPp1NvtNKuKkqaYPAK+PlGya/umvy3yVd46JtUhnAVpS3aivVzWYO7VZiRsFgh6yT",
+	"7UJrGvjuunMVMxM3q3LEY1Ithm/QAm+M8pXVcIJD6bRwtKDMCHcN4rlLuULpiXTSAy1s3iyvBnlfQ8/7",
+	"Csl3JUO+MC0gdCUZOFt1RZfZFFtTMm4HxWhikeyTIg+xUtctlmVjXKK26SS4NqV58HIZUxLpUkR8Xp2J",
+	"ZCIXFODNO748pAJyZPiQQxM+r8MFW3ZqV2O5WaHksMiN+gPcVttxJNymxPLCvcGRDoZY8Cvjcl5wqdPl",
+	"4I8GCRHOakQVkhnQkeaNEBwcLuSdNS99kxracktsdlhV9/clg6Yrq1hC/Q9n5o6V9bXLON/BoMCmtG71",
+	"063xK4Xr0AXiXacFbFG/N02W5r2DGnEPtKwPH6UClolffc5gttbtc3+txjXtE/9xCmS6pC26pC4xVlrC",
+	"G74gioZnPksqtJFAMW7eSysQQX0g4y9SL1hGn/WLF5x10HqGJQRQGSzRzG8FvuZGIgF4wdQQ2JTY+92E",
+	"pd9PONIxbgCMz1L+qV5fE1HoBuKJF1+1Lu81rL9++ggdHxw+SC0WNi2uZyybiDOFuBEJFEbScKYwV+d2",
+	"n6IAms4Yf62xE4DVXWGd7m1+K6aKquTwM2jnGmPdbiZt6c3DcJUkhJWzL/1Gi1RA2bYk14Jk3/FwvKfq",
+	"wMGuoY0XJv6yYzpwG5tH1ta4GXHV4HiqXkpXUENcLU2osO9gOfMwqXpYWWNN1cXMCmaZkR0E3Q5BUsMC",
+	"BT90jYbcPY+CXr05N7sDo6q2OABzysRqMqEhhBvCSB20alrlOG3jFapAabVbbEknKgJ8i21IHQOJdp8c",
+	"Hh87zpSDvtedUtnbSTeYFKvFAidp2yR7lb05pUeNjXZn6O3rc5SQCYGrpO2Uabc6UfrUqZLBEyJ4DJ3f",
+	"OcI61V/POoYSb3lJqHXfvC/ul25Mk7iaK8pjLEnUXfJYHXwVahQqashi00JyPcMrIUmE1MgujER2TtQO",
+	"5mQTdFCQ+h11INcNMOdhjchqa3vCcTuxWaaIhXP3ttD5R1sLcnTQAoczykjmYtJGWfWNU61hzLAAwcRB",
+	"3I49RhIhLFGQndzlqt/fD9Xb8BcJekitALyvl0yHgCdkuUqWXJBIh+YwslYf0B5a7fMzMT5nr86VuLIW",
+	"J0gmBEulIvOIQKBdxEHtmzO+tq0SnRXmI8QXOJ7wZEGi0d8FKAFeBKNCUDYd4SUdzckGzH3aJJ09MX+N",
+	"EnLF5/CWfWIa3kFS9JRhuUrIyLyvDYcFctTqtFJjtXH9xqPcEyJnPIJHOI75WodFczaJKcimIl5NRxLP",
+	"CWw0646aPluT8Yzz+SiiQh1slMXDb0aUjSYxnc7AqBmRxZJLwsJNanynbLRM+NTIFBDKB+nfI3JNhSw8",
+	"S/tL6l6cDijsdJLzUYwTMJqvWFpdZqQzlw2eu+vQMFbSbfopJYA7EHVvMQDYAEBz707LVL0crRi+wlTL",
+	"VY4BV4E15IxBBRz3h4Soq2qe2nBgGA35Amaeqno5OpmgqiRWdWGefJRHDfnzkpWyUOBVV63EoXTVIsdH",
+	"T65xKOMN3HY+QYFpkgzOFhtFpN0nOios0EXg0x7QBYVxWw0fKtA64WzqJtM79XRWAqrv2cCTQb/fKNle",
+	"L2t7LQ6cNhLUo/NfPs+QsPstXPlafpmCpu67WspKik068wsAlG70WdvBukzb//rm5QtkfkdtJdQfHfcH",
+	"e5mPyUJgzKNNgQcXGzbuXGJpS22lVyaJwduX0ihK9iJC6wt1PZHkHY0la1PRQ4fbpFGdsNs3IBsDnJmr",
+	"ACuCSad+XXdU6e+wA9JgEXCR5BwnELYjZyNNpqH/8s8JmJfynqV8IFHqPRS9ND7M/NsGiqlZez+DuVov",
+	"fqTlfnDv+J09DYoplNg/XaxAWnIBTyPiRrB0QHGLyBWJ+XJBjAlBEtPx16j4ArNozK9z/kJ7zlkf6jdm",
+	"VJUxYOQaxEoFQIzJw9Ars+JGwmzxJL3ECFd9AsWczwWK6byZ6JzHiOK3vjH+/AzFrROvmRV0JWfPYe4a",
+	"MbLTJHotvxBPBNvWyskp+8svxeFMblxaHombByReFG53e9gf9ruD4V75ngf6M0EPZZPaPMRgnVBJXrJ4",
+	"o80RuuurODHBioiwMNkspRJHrYCq4xodP0DFTdpedKhef7YWpBp1H27TCzW2idPbjM87vO2V9MVmVSiU",
+	"51LUtAtuEHCV2lKNv8xqM+6nCghbuEdFFCpd6k6JiGxjPv6wKN1cxEIptR0pKZIkHxkPlbK9ejPNHxYR",
+	"lUMyXyVBC5m2IY17gBodMOK4yU12oAiczIy8jJFxjIJQuzXE/V0a5/6+3zna91tmcy283f7p+/1hp8YY",
+	"k0rDeooeCvb7Q5NobebRhTCD/f4DTUk0uQgxdNAcb9BY6aoQNi+4MfFBj/RLRoVJN4tO1fuDwM70UM9k",
+	"5tCNerUdZz2jMUHt4JH6qfuIM5nw+AQt8HUXT8mX+/1+sAcfSshS6cbQBV5cMu1kYMSuBoQnasIqoZE9",
+	"LJ3bBLgopyvv9wcdBaz9/oPOfv/hO58ByjBzsySvdUGPAMN8wnVkr+NczYUpmUlaIsTsI4KUzCdHdkJP",
+	"nFLFcr+f0XDmXqp0JTal2CSha/O6kUshpn/KV9IklY8EYZEoOEl/33CnAghyhKIInpsHPRXfz4iIwYun",
+	"mMZvABi7Obmf4znJki0BnFBo13a0sEIZqPj+aLeCVUAXGz8ZOhWrLzhHC8w2aU1UOF6ZbLTnBRa2Q4ib",
+	"KaHQqP5voZJvqW5vqbTvb7/+Y693YzL5RUXnh5UvmkrJpgCWDOw5w7QO4N2enFql8DtwuidMEeFGmZLO",
+	"uWwL3oAmG5CHriS3xFijF6htqDYK4FSDE+0zndgaxlPOdcpOTayHBtmWeD+D96ZQxo275thaEO1UOduz",
+	"xaH1qRjtvaKLrTdOTdc/KPp0TVL7NySO+b95XP21/k21HpJU9MX3qkZNeiO6vSC29g7bvRVFsbewaaGl",
+	"vrLlRF8bur/riRp+4S1oYli8Uqf9RQpzFR5qC004NeqwJ3v/hk1HqhxYafaL3aHAm1x91VLFlV2j7nw9",
+	"x7wnRFj0nbrzFQgqTbpeXk3MSEUB6ONVotSCQ3WWS63aKM5nreQKo24smBAWjeCb6in0K9T/3F7dBNjF",
+	"kiSjBWUrSZQKWTpds+pKYr7AGzTlUDpnjMO5IiDwX9NsaYlD6DAEglmDtvIGNMXPPbdNoNaYSsqmHSRn",
+	"XBA0Jmp2wHRbs6b+Gw7MK7/jTMz4usmcn0rgSo82L2tlJ+5NhSrhQGVenGlvaQCbK3+gX69sOlgfV1vE",
+	"L39ggMKQk9QQD0pxTnxCGOkJEGcIX5FEra8NEtvfqZJM9nYsPlwhd2rcc/HDA8jyrjrmjmwlIa9WSVXm",
+	"i7PNpRqFbNmoovxpq0ndgFJkJE9biLeT/Hde0jKC1XmUnnRd1UQivb4kye/vE92q3H79MaLnj5tHh+YY",
+	"Vz7l7CYmliJMK262AfiN1ais+pgLDi+azngiH/MFpqwy6KMbUzZHEQwyPo9Vom0SWaQLT1B7pm6xttww",
+	"jgCEZK9gnhn3nLrORdluv1myYtvJVoRcxeHh4IPz+97/ap/oLJFB57CqksKbeDXdHrBkbSVvXz9z2hdq",
+	"OJyiwW+//vfRPoqJWqHooIhOqRQdFIyM+aUbdJSkkABxNVqmHg1de9XwPGzGMQ7n3UlCI1zwDR7t75rF",
+	"OQK4HA39lqw3fJWE/sgN+KWHQBjmc8JQ2wQbUzZV3OLt62faUEWlQFckoROTO2cs347pSlcdT1sMFmhH",
+	"w1bzZtwO/eVJtFr6DzYi3Wi1jO2C52SD2tYdbZ3OcHTWN73nBFXq2H9td7MuzgWek6xEU8/DGfOb3uZC",
+	"1r+hNUg3ukCCCdydk82Nklsqnbip68O6cW/xoybywGTP+zlDzJVgCPCnAiVE59SkPXc0WzjqHzzMmQWO",
+	"6tm7gW+29dJ6fDQwizapdU1B21MowHixWRLrNKnnUfrCmZ75dEGlaPbGMz22svDLWY0PZegwqeZNZjQR",
+	"yPMmTTH8netNoS+gFyZAR3gv9hlQUYwSLrFuAbliksZZgU47l6E9QtI41kU4bi6L6mXFWMgD/1WAjj1Q",
+	"zCOc4QSH0snM1tG9Uq+nA0YSEseKCgqElzgpWQs8C/hUvb47LZf+NkOov7lvbK9fYHxqzu0ofNDS2hSl",
+	"87Dehhm7NfPWS79h22hG1pareaKIDK+oB9xjNTTte/rRJGN3IpB++yMoQU21pI9DJ7NAf1mlaiyqPnAH",
+	"5Lsd+uMcnz9xorI0owPGj5EtkaZtZgAF9bfJXYaA0ByXdCpZ7ZkigYRdstQDlnbBTvtSD/v9IOvQrKsG",
+	"ASTuCXT+2K25sMBzsJYAumppohAxd8n8MoqvQluVnHHmlTKyOGucRdLrPtsQRP81ld+sxt3HJr5TB+mZ",
+	"ANAujbzpJq58+m//49//5+Wq3x8e3fviL73/HAX/9f9BOowSVbtVhcUaBqClUWfqVJxV369fV/v+T/95",
+	"/90Xe/4F+OQY4+59eASx859Yrqm4FP5KMZrAlVoHiiTU2v6j/ke2DlQz7ZDElJNeKtd7TyBNB8uUeYGv",
+	"R+pIR9BiqopvJ1MbaJg2pCg4lg4eHj44qvMtOVU86mxWYKgylyQzTxUOuF/rzyrapfO7rVpRNal0WcSu",
+	"DLJwFqe2pBnjUptB54Qs1R2jplYoRC3QxMYtCEUqgZ3b2li3dJSZj214NBwcHOyd6nGJcwBAaVFwMNgP",
+	"/pCTz9a4rw4dgUFQoNVS+9Ow3DuFCpvZSofHwU3QpfLgtzfn1If7sUWXjL3grjXn59WaUx+LUwWm7CrU",
+	"Yg+2DMI2IyjjA9xQch2SZCkrvV46rJ9KoS9qe4i+pV/tQZyWx3P6cHDsc7zDl2SyYmFl3b7U+w6fUaKW",
+	"Yq3wDDOTRwUr9WOOqb65pRNi8EgP6SqZPEDte/e0Dso4I3uNXM7b4hHcRFGZOrRhH7qori98sxb/tAhd",
+	"lQypi4RTiRY4IqjNk45xBltJmHQcIdSzTQ//35LUTK7kLvKAFju3xOw0qTldPkYz7aktvgxRaAu8QSFO",
+	"ko1iSiDb4linfwU/JSRS+n30LvCG3zbJNA15EqF2IJKfR7/9+o/AB0ZPE0WIrK5O2dQDmpQLb2a7sblW",
+	"HhuO/cnvPdQFY5rxA0N4Xpp3gK5h4Y9c3lh7bkImK0GiExTYlLg0pS3oZIXacg+FxDEZSbogQuLF0h3n",
+	"HHHQuWRBmgymBvmzwSAaKs3ZUxTGF0DlSUGDD5TzxYwGVoijqneRGlK81SyEk8SS62YWIUF/IdsELejc",
+	"mqPhWKAJTpwquwnB0V69h85g0262z6a5y2YpWmgiUVqJvyKXedCvtw3njVvZ6vMnkd7VAhfJQTa7J07i",
+	"rMH9lDM4BDujf508ny0xw1ouXyfv4Uyct7Lqrch+Vsi4EwE/YxHwZUa98+sLrEoVaPHAeqw6KEjFA/WT",
+	"hDhx9StOYkqgUFgHBTPMIjHDcyi/YW4kBrdoOCPhXFFPTdUDuLW2bvcab0wvMH03glwJc7sktW27Bti7",
+	"+RZcKZg1n79qH1ZaHV5ziSW54HOya7P6l/AH2P4DcFGQLliug/IVmiY4hFgQyqMbGIk8vg6lZQvwdVA2",
+	"3W4x2slgBOlNxO+IS/UCpwwqJNwKI7OKDhoTkZZK1iulDEa8ff3s5JJdsi4KlNgcnDhDOIs3PfhptsBh",
+	"AK21v3l+9igVo/Basx/KMtdrO8DxlCdUzhYBEjOs7qT67wDxRP33cDA8RQFhIdcN62bkGvHkkiE0xoIc",
+	"HZyqr/ClPmwULBMyoddBZhPUU34Z7OmVCYlZhJNoZEyZwuzgpzfmB/S9+eFd2/akXq/XPfuefQ0aVO9Z",
+	"WTRnGe2oxaUPcgKMfZgJOuqugAc9WM8ECbV02bEJFoHkMUkgxsOgW6C3MaVythoHJyj4ofvNatx9Yyfs",
+	"Dg+PFFDtttFfAGLqGLpvvjkbHh6lgEjoUp1f8Ab+yqZQr8svf/v1H52rwZewntrliBlf0slGr+eN/kf3",
+	"mwUOu29gHQFq69PyLSTG4dy8CbEQuYVc9X17gMt61T9JgXsCEh3EKAD07Vy2FMxFegpb9nKK1LmQCLq+",
+	"j1x/ReDYgFKzDqS5dFEwxoIqbAdR5iv1D5QvMGz65K0ESZz2M/rc0+YzSyzEmidmTlMDwiCnsd9ndyYN",
+	"Q/+he/bqvPstUXtX6g8lIp05X7BC3VZFaRc41AJM/hq0Oi2NU/CjQgj1hz5JKA2Bw7mSXNT2shoVeSKd",
+	"TlBBo3Urwx3Js66XZ+q9ZC69BWXuq4NKJ1+zmpBld9+7jrfJzdoTT+LGi0gOnFDJsnwy6VW7qp1uV1Nu",
+	"m1rZsb0X5o+figt7577RpQtof3HyXmnps/QIgDhxvKTdkEdkStj9dBEf3NfFnC67lnZ2U+8LlPq7c3du",
+	"d3dWMN6/FaavtLvno6iAXStS4ETatXVAlebL6kZ7zOwp76zQrhT3nWEx03Yh/RljMVkJqA6YsxUAsYaL",
+	"jwf6P4eDYaujsOddE2OV4dJ+uQOMYpa263IdVEptGLMrmJFrTWXI0UHz7zaIsIItWwqZXwlPbh5sBdKG",
+	"58NKEzEh8bmPeWqX135EpLJcPa4auQ8CYArsbbsPJtMkNQtMOWtOKDXyreu1qFi+YzOwfM+/AM0w1ZjK",
+	"zJ/dqhgacHWcu9HJYsRSFE0PzwcqZ9HvGl31mznhfDTAVK+xd163HjIyIhWlAgOm3FUh8jJ15+FLZuaN",
+	"ONHePXXvlRBjVCpfJMEWqgL1zkC815ZlRVwceURTkLzOV0FV3u1EQNzvzrYQE2ctM3KdX0iOuLzbgY5k",
+	"H0dti2p7hSXod0+Bzqbimw2qtFTIK7h9kkiKCsKUO74qItUpa09Nei7cjE5p1K6wW86wQnaD/W21QJ2m",
+	"o/7dgVpuCrjaP80TQ0usJL13agJ3zQ0Yr6RRWnV1Rsv9trfF80QW1hJWgHJZ0+ykWpfRAEDz6RgTVUaH",
+	"24pVz8l6L1dc6p7IiHLOAb1XR6J3IcmwdK3R6IVtpcy7JEga9Kimp99TOTuHePO3r5/tKrpDz+Zim2E1",
+	"F5Sc8lklE+uiE2jJhUTt4L0iDR/uU3b/PRg0PgR7PfQtIUslzWukO9VRrMSxetjq8DHB83xvs5Y1IAin",
+	"h5eTCKG+RNnoYH7x83Bx/MP4bw/C1wPxrL/8fn/z40P85HD14mj21+jp9Pr4u18K0PfF+BZt39n+y0B/",
+	"VxUSkjGgLPYftXVl3hlXPIXaLIG9juE5EAhH08AMsAPBuUosxWO6IExUiMOR/RH6J8Y0nIMzgApJw1wW",
+	"KGRMJ9Qk109IkmjLuulio+i6qZTR6rRMGVY2HYmNAKu1j9rrZsZZ8fxyaTshyVLfQZNRc09YX4Xpce6R",
+	"yLc4dmZ4uSRKumpj4cnkJRGiUkvqJhlW7O2SArGlOJ79cieNutZcE6JUJEcCb3yksF42vYXu0akzBcvM",
+	"keIjE9s6Olf11XQyddMWmwXg66Iy1NuyUZIpdLIv2dafn73+9snF+YuvFVV/e3H+7PziP3SM5Nnbi2+e",
+	"vLg4f3R2cf7yRSPOua237rl0OuqK/5+9f9tu48b6R9FXwea394joj6QoSj5Joy9kW0ncsR3HUjrdCbNV",
+	"YBVIIioCTAEliu14jH6BdbHG+t+vu+9+vcJ6lH6C9QhrYE4AhSKLJ50sp3mRWCSrcMY8z98MSvxCkASU",
+	"bCpVV+1LqUslgGdm62BWCxidm9bW7WxUW/cWy2U7NKm1kB9WeXF8ydZyxdWiZOqSsz8/rIxdcjbxOECi",
+	"tAU70fH79x++/9vJK3N43p+8e2XP0YeTv568PIOv//2v/6kfASUlvnZsUcjZMK7VB2sFblZQm7sAAnYn",
+	"vnQol13GxTUBi/JQs5fzpt5JTwjWqAi42DPpdt5BeaCw6AkI9/uGhXPQe7ihu9L1cV2E/ofofbQOkioq",
+	"bEVdX7fQaq8luR0XNgUvEOaDgDRs5SobRX+vqYNL0PeOjcq8xOL4uDLVyuEjny8LjQlgMYl7gXB9CPKV",
+	"jU7ICtdrdLDXJt+A9rITDcy/mKfINUFEXxjkY5KYU2H4gswhBDCPY6YU2YnMU1wMyirxAL0C9rcNLH2X",
+	"iyvBY1CaeUUhYjtMZf3sa29Hfm+V4NXhB8vSzzzygcp7/ntzQmeLZ1wv0cwu3bniC2sh2MLRuEtmTqOx",
+	"D6l0qWZZDiKwBTVSvgILtclzdh/rNxgoT13J9mWrb2/31/ZpbxUB6B61GJBYuRmB/B57z+hOEEOuZvOE",
+	"F+LcV4dfLpc5Vgcl2blhVFKQPb9gWgWYKWbOIBszlAyPf3i6j0j0y6+eiYR4Smud+Rk4g+Wn/YKLdaf6",
+	"nXl0DS5iCXeJkdjvlqd/Ik1fmv/5Ks8wy8nSf5cH+pUiEFBBMKCiUZEQat9QWo6VZyMWEMjiy9wAqgSB",
+	"sRfH/RcdQTEuNPeEzj5DcYXEFIo5bLON7eSL5MmIxppfssifNXv8jkg0phiAA/gRFqMMk2szpvIRQEM6",
+	"3hKRnd60DMasGOuKaIZbRXUb72rbo4qoCz4eQ8lYvyDgT4mYMG+i3mNeumRZBMi/IKCW/M84CYCztpE8",
+	"vorAr/eaPmvtQWtcnh8/vFkRUIhw5mXgWcsaZwjMDBktncBA/p6VHGb5y9Kbt1l+rZ3kMfKjagMIhDQE",
+	"HIu6I1Bh+EhyLH1zPloGAMA10VJerI40BQzD8zilSi0MLbYsFcPN7HzOmLIF4lpBE1E9jAm0zLR1jQDe",
+	"RcHibpEwGW9VaYWMqbEUii3PvUC54fFeh0AEahGNji97rP3Nswp8/5uF6C9KipgduJNeIR7VDtb2VAA/",
+	"7XcaWA0GzfdxDvUjO4+f4GwbFoSWJU52+E1yYaOCu8Koyw0SnTLdfCnlBWcRSVlfE5nrVgm7A01dRjMQ",
+	"0hkod1zhOrtrCgMkrS/ESS5G7u6KCzbWdUvKCnCmMJPEsOaxDwjZtfVgwjJUtcPa0/4+fR5b5h4u8BIX",
+	"cHFXvWum+qBUxZV5vzdX/nBi+rLQaDfaMdJaRZyaUdAiyPsB4hERLrriR8GvLAdUDVJ6kyfo50K5//Wr",
+	"eivkj5VL7MdpIaLMIs+sce1yr/HdY/lz/5/vnj/++fmPf8v3TlT/h1H/b+9+GIqLnzvj357L5+9evdv9",
+	"dnf8+uAvVWUl1jFfZnoVYprLp7IPbxCWD1T9fDHUa3BPSqWQZuBnKo7wksCipaHwwYQbJYpdHm2Z/FbQ",
+	"qyUM5QaIDXPmgwrshltX1tdVZbV0+2UZzqyeOlO164Yq7pI6tNfVdz2qUz83d69+hNVD9RBid0Ntxizk",
+	"EIR2kRhykLCUbXT0b6hsrvvit/bplercB7tzelihxu1EXl97hKjJCKIKH+Ih1fgXFoTHL21V60dR3XJl",
+	"xbqi0BelSKdHBBMebCcOIZ32+wDG3CIno7GeAg4FlJme0x2BHj4I7bGsLa3x4gcwDJvnbyxwo4htL+kS",
+	"suOAKqoFWbzIEmPYJxSKXUvz/UJKY/nW+Sp0a8/fgJEZJrdatnXvLCoaYX9vOLBOFAR3wGoKHAFBqS8B",
+	"u0QwL5SvT4BmhP817OimESACS1UykKxZwpJGaJUcSJmYgz4pdMnrq+4rDcGFLFKAmtpKxlyVdnw9WgZt",
+	"rUXRZxN2V76AF3b9QNtrgJC5e2FhyKjS56y6mBswPCzVaNi+UzdAy3YS5Fqq1nX0KhjYJgKTda1Z8Ohw",
+	"kOvIRtbL4S75wrNEyZiJJLA6AciLfQ1KXV3p6x/lNa1y567vKvOc/3GFj3INauCOivPTr2GFwUomdmWu",
+	"Z49x89jIfLvUKhO0WMrHLMFRBVEHIaGfPxgVZ7N0jxZbXWaI5hrM68QVij1xNGcuYMYt9gx5ddJDYKxB",
+	"3UXbALgkT5k3mEgMK3e0sPAyHey16y3yGiridQUi8fVYoDRGGbNDKFv95jTkgsfttcMyoUYZTtJLRCh6",
+	"sf/y4NXjkydfP/3m2bfP/9r+bu9t5124aYc1dqkXP/tDeVcPoVpoy+5HeZswGuv88dVV1Y6ibhAexdpk",
+	"eIEdH3d+ePbTwd+e/P3pP579/Py4/WLvZedVRdm5hUx9XVlhQQmMYOU2IfX3y4huyFi+CJZxG5Qq3M41",
+	"KZU/WKso0a9VyUXQlMsvsv21vBXXV6auIEarss7LfpgbhHPMSvDbdPMHGfAxIx7M+6msqBQdWqG7Ycsq",
+	"FOIS6ABYeABxaoA/HZHI6w0243E+/qFzdXXUFRFyMO9oRf4WsLXqlw1bM72g7mH78NzPqAk+AsNZ3LoC",
+	"dYgiZhMqffCCDyLjq5fdXHYNjIDhpmSdOFjJG0dQKavZZT4Rrj7RNZPYrVNu/lLaIS8KVThOlcRyJoFU",
+	"5319do3NDkLotHUJQluoWUEhuB1fYPkAQ1HoQK4dxPpp8eE7sZv1yu7TAgGpMqiGzhkWVwfZrBFb0xXO",
+	"jwTA6YGdB/2nWHTeLRS6ZaGQJ8EdSlrkFE10vaJSkz+UWpIhoxlGVcxJVzNRJ77iy95TqPjy2FV8sfFH",
+	"RYAPWmN8ZDrmsocx6UGseu2GEtENQmPgGs+ExMAxDCKlbuD9XxCWhXFVh4uJyBHxYVSH7jwEQ1wSWfXr",
+	"zT3RtyOAlEQONK4t8DWvL054m4p36RcXF227G7sDYinwacdUHYJuZPhX1JhH6j0kEfs9p6mK3A/gN2yA",
+	"O4sL863hlGa/0KEIwE5XXGkVIXQaEnb48ZBgVGjD583ZaDtVoAbb6g4OcqJFjkVxfb0l3aGudEVhvkPe",
+	"ZYsQGEpkzeWYYDF32eUY5NAA4f6wtktjG2+AkwEWD4wKNtT++evcnZQLqiT49Q7PMK4nhDLAiMxaFYmT",
+	"v94Ggu/sthZYvjhB1DJ3DTnNdjFYLp6uC/JbXa8QFmxB5pM7QWZo8JxN6HOwIm7z7dfu+FBiBcogw8/Q",
+	"nqje8j0uyhPjwmZa4VMlE27lGsJzrZVS8sy9L4ojyPEyKe/rwnMzA8TgToiPix7TaSpp0iA0Tc1JxiSh",
+	"Ua40HGSyI8wRHzEqlD3y1gzfD/1TPZagh21j67UlLSsDA2ecRbcIR3hajnWkiWH62hXqdVpWcaoDMA8K",
+	"qD/9VE6IljL9SpFuzf2U62G3hjBLqkWOUaLqik77yIZaGiEDPMaQh1VAIUIt8rUyhCEye0piKoQ01AqS",
+	"SFDudbMJZSnFwE/mXP7gBCuhaQafcQUhL0axrHk8YEKbT99KpTHzEbuR42Zv2hzKsVu/+TCLvzffPXvX",
+	"PM4B20Ltx9m+buLDTbzF8/EUwQGYO9vVMNqzwuEcoPYKuWcDQG3T0gYAmqEbbl5YceOdKSiNyPdWeJnK",
+	"nIyoACWVhjHkNhLGMmxIfyIRhICa9z+cnJ41zScj4wZeZIzhmM4eXrLzMx1zljWIeCYa5C29YPUF/YEj",
+	"WUGem70PQV+xFIZAmJ6oulBlzcpN1+iuNiw1yLQ03yxewVWmjNkjcEsWja0l42FaMt5zMVhoYdfM1Wto",
+	"oN27NyXR++9Pi4L0LqF792MhTH/a1R55da7wqiuMi/EWAV1t3VTF8h3Mz2OQMaYLVLnlMXy3rlm4ga2v",
+	"RIzLV7YIIdgwQLvs5g0C9ANpxAVtkx6bSmvw4KKJZSBJTMelfXzcXh7aPW8pdnNAg8uGyo+ZHthSbGER",
+	"CwIATVXE3S7RrhHQ0R1njGACA8+NrDSNGtgyqoJsoHFrCPHIEt405ERjISebmIRKucLVmunckk8X5EEX",
+	"CxlUO53RkNZ0yrqGKp2y7sdKJQl7XuInCs41GNtsDIMvqrcCo3fxgfBo7kXdmhvv+hmaUq/b6m1QnmrP",
+	"r4uYx3H7ZV92eCAH8dQjktwMRdTB8N0pjKjNkEEc0fkMGQvkabn8JIA8uRnKaBABcoOF8iyzvD7XdkOu",
+	"GCnGqqxASECgQRACbprroIO8gNtOejgkkblRMtc2HlEwsJecO1De8rdxKu2XucgYjYfgImiQKBGAS6Mt",
+	"knovlfEF5AqZwf/44Q2xPhWKhfQxSFTJ9BIjYjliSlEjlbKk3iCRTXKH/m1FWtuaYtkly7oCosCGuQY3",
+	"UCIn4qi0UlBESWccmpvx6HzlMUbQkxyBT3/v6sp0B3/vX11FXbGTsYRnLA7iLlFyxjHCkwfBW4+Dvw/2",
+	"2sXfnef+75sBv9+vN35dHqZnqwWEP1TyrtvLXHH4hn2ZEXvsoMJi/XopLXccbL8Mg36N1D50FC0ve1Lp",
+	"86zS9BZxP9fLqqAnFzpQjv+/fsS/hWuqQlgKOJG5iGOptKFdVBDaUzLNNcPbpSLEGRqnFMChtR5HpDCY",
+	"lypOA7ExlKiOebldMcQqTQVZomSc91IeO7LVIu9kgWRlttyBhBEbEv/jhzezCSjr+sjmzuoKADG3atdB",
+	"w8XLBdB+WtpYuyMbQO5+UJpOrXFlalZ9PbjcB5BXceTskGgYSrnSDzyjwttLsCa0zUm9pmNyFRSwaaR1",
+	"xkfsHjGAH14eR3BA3KPWfYYp+IXnzbuXgP/cR2L+9bPK/UHK2Ehe+gtw87zyVYeKi/uElN48FWQRz/mJ",
+	"62GgqK2FFFhYZWehApeCUJbRa3YsUH9E/ttWIDCna79DMioSOUKBp94igA47xQxXH7RrXcau1kBXuGID",
+	"JOW9jGbTBmGtQcswpfdTPZTCx9rvOAhowIyd7mDlU+c4mQ2/reEY3/a/++F59uyb7/7xe3Y2+e3H96+e",
+	"vX7z/ufXsvOGvqGnk5mcyc6zleYXXKe14ATn3CoFsu0MjudyEMGfZHahxnRREdSJ+3nebaPQlPr8u/23",
+	"nR+evnj28vmr9sne151v9r89WJmkjdCkecb1FMFKsWAeoxnL0CHlPn3tSL3qnauL827ebu/H+8+CuuLw",
+	"FavNr1HoYnNopjsRthN5lYX0pmT/GUmZhiABKhKS8AHXqo4GaqpIZIYkM/5PW/z4BYyMYEv//tf/mAOC",
+	"iZmmD+WknlgKJVOje5Fo18hHu3TMoxY5MafWDKbHjCarXLpUsdhmEAgHSYliYFNSsRwz67RxWLB2iQoh",
+	"1ghVtU+fgND3JQA7YS6d+RNh3kpBXCPKhaZcWO6wONoLIzNY2m8OQcgkCbtkqbnkZJxSbfgxSDCjPNW8",
+	"aSQnwdIiFxBOYaZJysUFLjHNtRzBcra64mwIammfZcwwHK7IgAkjj7LEJ1ESZWTLSI6ZoGPemtJRGmHQ",
+	"UqH9VryJDlGqCaiXVDMFoYcQ3OjKMksyMU9MZQ6FuoiDb2S2WPRkphcss2PnYRG1uqIr/uu/yDcMFW+b",
+	"CWy+3WuRR49eOigudxBbjx6RUz7AiynLx0UkRhwX4aExihT49KAcC4rqDQCbNm++fPMaysYQQqIoUkP4",
+	"KxCjg5NlMcGaTRDVu7XjeMS6NdJs/qakmHvPHFL/RtHIRJlTXzSCCukFm0JLeFLJSCYsVYewokHzURTZ",
+	"oQbQ2+5WmrvUIAcHwe2uAy430DDmi3fHrFV2oGuZMQd8phU5/fa42Xn8BPCzW9DZd+ZeYglDan3/+Qj2",
+	"npIRV+b+JEWV6d8gidQZ2amYklTKi3zcgM1xuDmxOeWZAkiWPhcJgNQyKJGCdMCXKbdOahJ1uz2c6S8e",
+	"ZPrXj/vPPnW7vQjOUMeclrf0ggWVJWOapnBeXPSoGac5C44QQZzC/AmI8ywlzW/NLi+nX2bb4DE42Idk",
+	"FnChWyPdLjRJiCExh7u7qYxpamjB4bP2s7bz3eGez+zza8t6xnTAGmQMhq5Hj9yQ2KNHDaMvWtRfKPgB",
+	"OdPmcD96dJaBWU7m+tEjIgXshQWgNTPBxR0w0st5ipg6OHWopCVHI4dFYS43AOHlAsU/s6ho81cax4e3",
+	"G3Zh3+zCB3NyQW9XZvVPfGKQxUSngvzy4euX5PnB46flckZZP26yhGuZtWQ22M36sfnPPFcn40z2UjYi",
+	"iYzzEUSuEUJ2SuEe5Q2wL/z3b4geZIUcpY10SEY0HnLBmuaWwReRESB9HAiJLJU750kEBe8JKWa/Q21M",
+	"snbRAlGIqxF51PXfc6Ohco3mAlhKdQHLOmTp2IhjSFyN4uaiNaErCAm08Xj9vs31A0UaqlTh4hq1ws6q",
+	"FMW24+vx1xsQCUgzOmLa5kbRomAPoJTaw/aHy0P5A+BPyR/gkzTd/oG/N5tN/59946DdJn+EBSxhqRsQ",
+	"rGindW4j48kfJdAKD/sPdd7wGBV8rGh/D9q3xTkdfH1QcjP4yv55nrFLeYFGZfcVatEwCCFJDrEl5sIc",
+	"Ecwb/eknCOZxRcei2QF4XBBvbSV/kB0LTF3gUSMdrYcT/UqVK3qEVWATCSuAknPQ5b7pkguV9/s85kzo",
+	"c2AMbgkNDUtpfAGChfnhCA+rmSE+qSIbjwX8lyvAlWdJ0MWB6UJIfd6XuYClAgJ0XnyFSwUBYpnMNQwe",
+	"pWovERdszTe8B+fBCCvhmu+ADNM0X5PCAl6sFfxgnyeAMk2h9h/AuYzo1TkgcKtwWx7DuYDqmDBoa+k3",
+	"vZkthSt5bL7ziDPFu8/Nu7EU/ZTH4KZQaT441/SCwdllV4bj0PScJ8WXPqvVoZY1SFTkTIlzdNHDyUzY",
+	"aCw1E/H03NMQcT7O5MAQ8JlyrjZSc1GNV+IhIGCW1nMy80vGjHLgvrYRDvg8eDoQCw0PD26hTToLqm/A",
+	"+hlCJeQk2E44im4WRTlb8gfpycRZT22hWiON7ZG3/IXRC5xPvWgKdmxBEVzYNZGQJcQcKEvRXKcDlyRY",
+	"a7z6iDuHc41eFz9DSQswn5snLNW0EUyOJs00HtMx7fGU6ymspR84FOhlMR/D1TQ/SXEeupekuGSZQuqH",
+	"bmfn57IDC8C/x5m85OZ42ojHRHouc1RycA2t5R/Bi2egm49KOM4ajH4g0hXQzDLX4HFFcE+l5YhlTcO4",
+	"eewjOmYWoKK6MPnDB4774OhZWg44/NMxgNKDheMo5FcYx2Y0OzBBOKmg6BpuZ6kAMvkDsrNI9IHpbNo8",
+	"7gMnsw5q/+Zj5EXA98zthS7NuzLPCBzGo3nGboRPa9SSA0OHWNAeHH67ROe5oJeUl+6SmX2PqvAWgU5z",
+	"ZNO/ECN14aihH5SNgOECno2LPAbN1wowKjoi1Ik/ZtnxzuwUD+yicm+aQZ0+qhuRGqeWIYs/QMlMjQ0J",
+	"xxJohXAWltxMCn9YWJjq9cnZ1yTy4U/N9zLl8dSWDPFfRzAra/9pWHgLZg0I3RpoOlgPESFPPAsxv/pP",
+	"5plAKod/Z3s+JLa5o9//8qTdPpr85Um7QUqNHP3+l/22/ancRvFy9pfHz58f6b/szb6b/aXzHH+Zkcqj",
+	"DKDIhi4qxpdgxKDWKcH0dCBohprCAunI6sG4/Zh1Zb4xEiI17fXzNDWNYZw06l4W68E/49NikTSgRYor",
+	"Eh10nltRsHzcvDR7yaWhA0lzbBaPGxFhxEY9K7X/13+RUxAczAdvZEE7ilVKrasU7BURHreMoQSERw70",
+	"VUyLqPx5knHNoiMS4R+Ej8YplIWE91pdgSfRqyi2/gGsGg7BcCcokGMk4Kumk3ms2oxa4B/4MPmDDDJq",
+	"CM0fXRFIrX9YQUfZ0f6BgjboN0ZpMb0dv7YauA8dCuUcK97YBhruk53UH3PmGoQZpoKmU81jZZtwoZq+",
+	"Ff+Fb2gu9hcNbIWV3k7HWYp8U8U3vi1nVvJIUA2Hfa8aBPCjsHVr83JtF6Ym33jwlW+di54RGdG3qQCf",
+	"qzxoH5SNNuU/7JH7G8sUl0bFgGNnth/RvVLwk+QCiotaDTlqkZ+wQurlnnUw2qKn4KW8ZMDwDjGayJ0h",
+	"1bCfbRlee1W7Al2S+Kundq42GeQlTBw0gEyYapGXKQePDWSR8IGQGSO5uBByImYbgIQrP4Su0FYIH0hI",
+	"Op5QMJWMaHbBEiNEjjMGZNfpcnC4VS4U05HhMSw0l9lL/sq+BZlIO6BLPz14bOvMRqf2Zfjh2ePnB0VB",
+	"YE94BBpEUx4zoVhg5TweG+G72Wm157IyjYZO4WfQzu27avfN65cn705PzDutoR6lUI6K63TWaHr8/nUN",
+	"Kl1i2Z3aXqvdakNcCNoma4e1/Va7tQ9ovHoIlm1nICliczFWrcotchIk85gnS5YuZjheo7D2B69inhOo",
+	"0GBTpy7/zQo4uP7Eudq7AjLTqKapHOTAuHs5T7WzuIaq7FdBlRQrDgH2uFS2olEUhh0bfV1JQ+goRMR0",
+	"BZZBLzQ5xaB6AXio8X05NvrFIYG8LrgRQz4YNi9lmo/YIYkeBQKaT22yltMRHgJ/WAES1FBE77YOYy5g",
+	"4TvttrOO20D1OZDRw4/O2+Gq1eBCgUcrH41oNrXwZ7BJYKKshflvkNLwy8ea04N80AEKrguTM6tC5NeM",
+	"kL/7APk+HfF0WgSWu4InM5HmRZBUOUQGt9lPHY8SuEMXBd6vCGld7lFbL2j+06dfg/FCmgT4UIrRrRUb",
+	"8ca/WJEA6k5Pw+ymK6sTuPFLAflV3dlnd0vgf7PS5Novu+c/zULpLn+/9CxM9aC9t+glf+F2fxTUWXsh",
+	"efmgvb/6pa9l1uNJwiDY5KDzfPUbZ1K+pWJqh2g9Wjbod9W771EHQc+kv91veBHeb8mIpgNIBz7xmIlz",
+	"Mlxw8lA0wkxhWZkllYCTD0jIrKD2lSKGMWuJ6q47Qi2CFaHxJTSRYeg5klIkL62oK3bc35Dg2xpTnkT1",
+	"QyTzTS5siBAGCibSekPioPGYCvtzLNPUKN7QhRRlpkSTRHWFkcyzFonwYkToMwzZ0U6S0b4mnXan3dzr",
+	"1NEvh9ZhK3SxZFYrB0kF2IfRv5G0RV1RfG0xz0uLoggdjxnNQMT+5qSgnAH7jQrvDHgW1ZCOmbODuxXq",
+	"CimMcAninwsmmGM/7koDfEe4BY+iKs6EDjVPNkBMsJZttTDKonhkN7AHfcemEB1gJcIXMpluyNbgZMyw",
+	"tAzLNlKgmgvyuY1waJ4DY5R51Dm91VCOZ9gQHSHK5x6UVYTXkN3ILDnfax90iiJktbkDW1vMJVy7Hyti",
+	"QoteVvEI/2TDNVjBIK7BDixS86dyfzZUZ0YY2dtUGLEYbOvs20LxAyOa7nhbvbxge1260TeSGR72aVgk",
+	"GBgVzTQ/Iw68kctr6DuG7J8LhYEvToRor+bPL2hi36vdo9TRXkPqeGldMCimdNYZ1ziTsRFGeyk7EZrr",
+	"6WcUcVxkiuP7hbSzvrAza06p/Wr6qGC6ux+Lm/1poQJcQEqHYlEgQnvOvbayO8eEB0yHHPiGyuHYVlUv",
+	"lhXSTL0itxY93qqDD0UdvEX6XpzjP43C93Cp9cHqN95J/bXMEXj/M1HcDwgvz7wPckNqW6FalvWHOZEu",
+	"IKbmdgY4UCGibzQT4Fu+wOaaYtC6v+Klq1wWcTe+PzbF9FewmcbDCoAkayzXRY6OsnBHFuprVncOFFnV",
+	"IpGju87GiKmcCo3kPpEBAshgpXaig/ZzUhXPUCeTIU/RCT2mjjqjyT1MYsFkoaOwa8Q9c/4x1RVctwiW",
+	"Z/F6MzAbTN2xDRfaMZBsISdEihZ5Udbjre+9xzxKeIXyiQDaD0T5tOtS5pwfmOYZszaRasYJStQ1iLRN",
+	"CltLJWtfby4zOtmx+3bhPG5PH/sMGtgdMk6L9L5lnQ+Tdf4HaEZILe5cM1rsCDybYWgZi80IXF2lCzbW",
+	"PjQlY9pie7l6r/ttBJ8pwtjqDUc9mMDsja7wVk3rkm+Rs4kkkMcOqaMUqmZ3RVc0yaNH79jEV8x59Ijs",
+	"CEkiiA8Cs3ImJ94faHGwGiTlF8waeSHlFBv6Piy9Y6swWznFtIuN/oVdakgJqNtA7zxNDQdNezS+8BDX",
+	"Nq0bjMmANS0nolEA4REylmnKxYDojA8GNiW+BLCmWgTwuzwmV8STCOJg7HFkyZFNFyJRAIIVoRxg+ogc",
+	"TFZko9dNpxhebheEusgp7fI9yl0pOoHQDxsW5TBLe1Orxsba25gpQZpOJjxNYpolZAcFuUcOL3uBK1TV",
+	"NpYVq/sry4+PQHIEAfH3nGXTgsW4xPjNWIJPMv7UmDcNpFMvbsGxAUe1FKxczmnRgOCdzUaEiDgrBSPH",
+	"Z1Y++BIB1FByupnVwerEZW/0nMGhcESP+XkRtnC550DeliBedzrViNcWf/lO4a5XFyh5bwixq6y5eNQr",
+	"8ZQbRcicHdzS5EazdQWyoBWKSvCAIk/Tm7qUF7mTC1xFvAdb4ejP7nu+A7fze6tRFgjaayrSxPuUMVcP",
+	"Mk9K5sjQx1onWhodN3CaunjacSaTPDYsDjg3QBoH6ZHOjssVZus5gDaFmZg2Mjuw/3bFTnTQ6ZCKcO+G",
+	"Sy9ymUWm/zBuu34EmClWL0PmV2EeAIuArVwxaxJoYXYeFRXx+loCgoUFXlJE0T47LDzPkM0nEoTtsdGw",
+	"7kfbWxVXt0aBE0vuH5YPeU5vnWdIsw5EBz9eO6yd/PihttCjaKn5vPa6KYG1d+BuPLTeZDPvFnDCd3gn",
+	"nBxbshMsZtfXW7kbMNR9YKjtMkOtMiBsxkg33LGlRvaGw+YOYiPDEkpb7+rWu3rvTNzSGM9lb9dy4Nyp",
+	"PFnHmTrL2eesAWTOGLDQbXoXLtOg/GJYE8nVYFyXNP75KyPegI4/Pts7mKPjS+rWfU6CvlVstg7Taofp",
+	"nflKzdl7/cpRSiSbiJIA6WeuQAeCKczIGPWy+3Tl/VzoUOXJzdypYLD6NWAWPl9qbUtzkGElApNvq9K0",
+	"+No3v2J1wXhXlPF3CfiQw73IYOcLCa+3AG4srsjyAgtiMQjYal5kMC8ah/t97ZG8ty847OQvx4DoFqfa",
+	"hhj7kv02p7t2WPvvvcePH7cBPm8P6jJD/h0wDLSEJVyNUzo9d8lZ8YiRU8xEh4r9uR6eIwyCe8OnrXO8",
+	"yC7Rr6XZlS6id1QL8u/hwsSMj7VyXMyW6rJf4vWHofU5yB3joRRsduwzBfAX6T/ACbmwrPBV+3jvRefl",
+	"/quDk8dfP/nm6bfP/vr8Oxiipk4q0YyOzGku5uzQuPAbSNoO/a/BJvijd1hTVCQ9eVUU2D6seTCFAoDW",
+	"W2nHFLAoelPyw4fi5zkbr5/c3s/lEtsLnrlz+6e7xatNoP4ib4WFP7EVlAccxjH+guss4v3lnOIlxlAM",
+	"gQVTqAc9hbIg7uaBpoRQI5EPloKypBESlIV2StfCV6or7LPnNs7nyOKIASPkelV1sYzpPBMsaZGXNE09",
+	"/DxYF809hxpTJyOuTU8eiNWPdmEeyuuA0Hw+E6IjbDMKof26kiWtJuXXIcAVxPYahOvecz8whGzZcm15",
+	"7A14rFfsZzns3C+LmWt7Deba/vk6p22RFh3CMW+tn1++8v3F5paIkCJdh4FXWEC9TLD7MQA1/4TcPWW6",
+	"ImfxjRzMQJvLXJOdHiRY9PuGRADAIZYRl/2+IRh1G9BT1FYsHAwF+kg8pLoEQgLlFgGFxHLlAumshU1V",
+	"M2X8LWDKM9ziYH5ar7C5rQS8NZfBrcPzcIu3rrHYs+Bvkr8TRjAoTDpz3oPFJ3tT40UQ+Vy1Su7RkEve",
+	"MWPdXrmthfrGl26RoXqVNhZU0lidRGMuKmYCobBOdpwumrI+oC1DzTsL+2VLtbsqd/YVl6ZCgyq3Vimt",
+	"E5l1hZPN5xmglYKjxQkqD0MrzRhqEPOaFnwfaFdO06ApU6hnXEOOv8v0lC213FLLP4NK4ZIy7lGl2AXh",
+	"fqnvLIDChYd9hjrPnAPN6gpg0YMqkQkBT8o6HraXMIAV3rUI0hoPETE3GIXtzBtzFji48LFaRXZXUBnv",
+	"y3FimQWodmBVea06M14r88EanvarDU/rmLBAGwy8YNjy0PqFX3WqWw6O3joWMAgpCRLkzcTP1+spBjRI",
+	"93Iw0BWT65jJIf45Hj0LnVlr1NhI/sZdM/1MjhY6Cjdf8hkn4gvZ88EwIzWw7+7Nv/t280UNzIpBvU8P",
+	"GVDYC0uLV1O9q+bT/n4PvKAZG6fTcy0r1tcbFm3UZ2A/HHKlpTnF5qguW36mKU8XN2gulqbZgFXtL9h3",
+	"DeWi4kL9fwwBlbfr0LWUw9qRVxg9Oz+bV8JzvPTgBdsfbI2977ZjPJxQndpQtXPrs95bayx37d001Hy1",
+	"ZxMo+FZk2iqYhRs0tmKAE3dQLLgflXJdMWn3o2VAyyNSzUOV9qGXeI/vSduB3ja7uQsRPu2Mttd1e10D",
+	"e5ATRD/DnV1DCB9Sfc3bvQsDBPH7Hsa3KHLjLc0ulC8+i/jtTtFysGFDqjGPfQeMUKFEEJEei+WIKdIG",
+	"0PFGUQ87rGjSIJqlqS0u5sqT7ECbzvntcroVEwnL6i1ybIHOAURmQfWbojdvRrf1UdCIzpQCWG8ovXDQ",
+	"6ZCFtVyc36qyEguvTB8b0ezCrO8H1Pq2BHdLcLfAIOtRd0N1LGUn1miyKXnfxPqE9OJmtHYhBT1WF8qD",
+	"iHgypCXASDlKdUi4JgOJmFQu8oyLgQO7iOiEcg217XI99NQIwZt7jNg41J0+0/GwK0xXP3yAmhQNLJSG",
+	"lasoPMjFAH6qm5+UzigfDHXYsa8xYaPlgmJ0LfLSD87skHuhK/zUXNENIaFKR2VgHL72p3JVYpAhpjN7",
+	"7+yWdH7hpPPzRPXg9bhnG7yNpllqhh8zOU7ZvESlaXqBlf1kBpV8WULy8VqWd9ftOqktvVRCAPAOmuKB",
+	"gOWi+BbB/+q+PtEiU7x9489ji7c1yJeY4/FkzJiHVe/qsCd75iC5JfGYuWuY3yvsxc4Gv8rUvKG5uLBC",
+	"+pkWxRRdBtcaoZ93bnnE4a1hfAxO6JZJbA0a1v5YEEMv77qvHo4V0o5oFyu235HYfAYGASM352OoGNtu",
+	"E0/KjPwLJVn1kE0hr6Nc5xQ1+hHUN6VuVQHQiUIRaaiRVZgQaMa6IsZawgh6B7BztlxLxsZACm2F+qCK",
+	"p7oo1VOFtJQvwDCB8wgY7/Xjd/REzsCvTGSxTaXsiCVsKPj43AgrG5NbPIi3FtZzjc4/MGUufwXNN/w5",
+	"g1/JmGVucbZ0f2tX+QxMRsqLgIrm4+sxmmtoFbsfCxf3CseVpdZggEDDs6ttbQ3OY5YpKaqdW148vC9z",
+	"q+1wY5q10OiKP2/pw1YunHN0+cP9eYTDNfRcHM/GkmRIHHZBE71zx1cw0kUi6AszEMxn8iJkScw8tAGI",
+	"LvIP5DcpBpBMjJJmEJzrgrTdDfcx2g9MYpyjq7AhW8q6paxbyevaZBxoyU1p+E3lrl1rK30IxPUN72uj",
+	"nMOAvlzaaFd0Sx231HFLHa+fc4K36B7pY8LV3br9X6ZSMS88CozkBwp0wdjY/lD41cmORb8pBsaglHQB",
+	"Q5MxlY9sOX+Za+/KR7NjV/yQs5wVaShkQqvNf0UPW//7lpRt/e8V+f3+htyvCx7BLZY64C3+RUnWgTLw",
+	"Y5ppHvMxBRzidTzv32Bvm1oEHozTG5ZiRQYaPNN83O/Ez2mtsVHq1jr+79L2nFyybAohT4T2DIHGEkS5",
+	"iIfOLT7IxrbXg9t1i7u1CE6BWpyMt3nGUaOWSQBdlRMBBb/vMufMdzZiox7DE6RyN9U3sKIEsKgehM8f",
+	"7tFqjz/e3C1T2tp1C3//wJFgx1gsTb43EIvlaI04vqIYuOc4VBEgBC3yPiA4JWe4q+5CMwZl6RgU1owy",
+	"9huKtoh2gR1w1RWW3hadST1kWYHtBE8WaIsP38uOQ/2mIMyfC2MDecMMxAYuvOwTPZEhD51hIGXavpAO",
+	"b0otPxN645zEsBUU/nSCgiMwtcNfbiY2XOtIJ4u0VCRfW5jIrUHui8KV9CRzYwFlY7V39zfJxR0Z4/4q",
+	"uVCBwCH7qNhfcs2+EAljTr4wy+Wki+sLB7gGc6Xl7NcBq3QPOvTeJn5xeHD2w7Ofv+u835hgmj35vEhc",
+	"uHobDnsTAr8l1ltifQ/E2twkr6z1psXlvQei/dFBMC0P6gsUSSBxgfRZGcdXELYtJdhSgj9J/N61Zal7",
+	"id2D0awPbmo1KyIzEjw0I0x9OWEcMNAHYKzxCmtF7Qn7UyCUVaq3pNPuPN1YHHsI0KhbMrwVyP4U4SwW",
+	"QvU+tedCENstdLrlbmQoQ2geJVBc9aHTaCcWvnbi7Z1ldoXdLIw6AdvBlrxsycu9k5dv0GlWXN0vQKa8",
+	"ASHbzdilvGB3HbRckn8rrYivxSVNeQK+Ue1pAOwA0Dtq6aeD8ZeCPXiiimv7cOiqWbctbd3S1s+nrpv7",
+	"MHu9712ESxm9fAAUrxRfC2MKvChHhGuiNJ0qF+AhJBnJbNajkrK+fvgWAJjdArNjRUmwN6y/zZXYUqjP",
+	"EThmDupn0y3LcSOfmz4dJ4lqkIyN5CVTDXPVR9JIZ2CUxD/DATfQAyHLiBzBE4cA99LPFU0BCMY86eFe",
+	"lJZjhFasDE0LOzpHDERHhqiYWlTE5EsIXIORwuKH0X2f1y5Kk9mIriQx21OK5nLVMszDjWWhbPsbocyE",
+	"q4Am8PuGmpkfwdp4M8EqbPnVll99hlAiOK8lOnzHXCuVA5nfVV7fiUiUBSIHIjwDCQEkOcnkkgy/VA4G",
+	"LDmXuY7qh0VlvyLRb0x5pmxaXwV4l5ncNnNvS6i2mXtVAFeDMGWPGDpw52l7LuN23QJ2RVHrUpIe+Zqn",
+	"hg6RWI56XNiKv8fvXlWn7711va4DnOuTggFCiyuP7V+FjuuC3zepIWBophHpK/p2ZSOMPJ3rUgmJhQC9",
+	"Re2zcBBM5COzS0U1NNeg2VAL4Kt0xsVg4Wj8SnCBK4GVvRYNxNb9Wncp7Kac4ltfFIZwUXptPqHyZiXv",
+	"ajJLWNZ89uxgr6mGfDwG5OX1AIaLEnh+qzepgXet2mqrC959d98F7+jzeM2CdwkzKmK2YcW79pKKd78D",
+	"rgCmclS/vbfkbcVEAvfx2q/rZe8uK9VXLMU6tfr+IfOMwEkFXdse1Nby2n23VWNx43J+d53UagnZ6rTW",
+	"kJJvZbZtwCMmto4K4cQJX15e+bzJrYCSoggtlQt2ntuo0+5ELkwZFbZckQgpYFQ/KpnkvlJQjIrAr/Cn",
+	"Mm9xYanImGUgZjW6YkxjlqC5zrTgugazJdHDTOaDIYksqYwa8Kc2/3oSZj6YZYnIzoTqeEgi20jrUUTY",
+	"pVkKI2DZ+i9c11vkHdZfIVzhEJN5q+JXgVkwpR7s0BsTS6MVjCWK7EQHnU5XLDQ41lvkuJggnZIeK7rn",
+	"s7UjuJFI+ykX7MhXwJG59vVtrE6sWl3RFRhKiynFivYZ0RNuZPxLlh2SKDA3Nr9j04gYbkmnOCWQsO02",
+	"4z5QEs2JKlFpcF0BfICBAbfw7Lu5cQ016s2KdNrtqA7vMZoYomh30kPzzAnw5oG3Bev/fHbVEUs4nU//",
+	"GZkZ9qbkxw9vQoHQPx1Td5+AbXJxKTlYI/IsrR3WhlqP1eGusx60Yjnatc+0xiAMAFOd5aSWC2IvaGF1",
+	"Nt1yOKz/PhjbBjKqlR9r/8//+b//b7VKyWC1+GfH6kdihouSRHmolqUXw1xXPl5LLFmwgvDu5tx+k7Ts",
+	"u7IzuVux8eAXWZncfTUklfRYX2bMgQxwVUUE/iSSTKfd2XCLrKBfOsAIKnbNe7bVBW9TF8TxrqMD/u42",
+	"7XYVwD+VErVZiv8KGvN7CXpvm+a/9c19Gb65UwaScEF4rqGsXcNQvvuxICDL80Yd8/aZo1YlsxStMkmg",
+	"kKu/cJFla1LZmlRmc0hvdFXvJebfjmfdqP9KmrAbm9/Tuw4wC4e6MATWFhHzRc9z7erQBNYfbyrCgVs7",
+	"SBjp5WYHgV7wkOEAEZFgBtGEK9JjXAy6AhQVmZEJWB9EdYwWtPDlUzq3XFuSt/X83zDMCE4SoTOy+J3L",
+	"NBaFuxnLhN1lBfEwxghrFJoeiZbEqD2EC/PXkBEaxzIX+itF6HhcsknGVAis2m1Lg7dIKQrH1hLvipli",
+	"419AyKq1f77HvXhptuImRtHxUIoZD/lZaWnxgRA2Ed8omxs2CjH1I/c04b5DTIu1W1giItkS6K2e+lkE",
+	"YGgKYM6x6EGMd/yOI7t+z5bGdFk6aoiwoa4Fdm2ZCFf7vWaoLOlNyQ8fGoQqcBmgj8oInu/ffdMVCdWU",
+	"/PjhTYuYC4ouMPBvxSxxRm2ohcuuxjxjR2Qs0xQt3DLD9Cxhhhn5amS/Z+fV6CxdEdvDUkXTOeZC2KFb",
+	"TvTDB5j/9Yh7V/gMC7O5uA5VRH7AfNjrDx/uMk016GURJcyzzEjpjpFuieKWKN47UbQc2x3Ca1LDeyoa",
+	"DlI5UtGUaVaBLQXyu7IVX73TTvM09dSmQss+ClRz0J/Rz5fxwVATISeOYCktnSeiTFXGeTZgp0wk4Om6",
+	"S7LiO3lvuqwiLT8NqQa1381vS1i2FkC86+bIzBidbqbaNqrFmm/lhIyomJbLSDUQkT9NmNJFGNOYxlwM",
+	"Km3w93uhlrrltndoe4fgDr0WasxifSu36J64psVavvtqdad8lKe26IezMslc0wE7LMv/EKEXZczVtBOD",
+	"COiB+ebSqBC9qZHuWdpvkVMcvX9ZESnSKUYQLtEQIPEaMqzr1RYq4q1Opq3FJqn6PGmyC1oU+LpT+oSd",
+	"vZRCZzKtDKM2bW/Z/FZ/+CxV7jI5nqlPGRBDe3hv157i6Fmf8rQJEdN3RM/OgqzaXOjIhmebftFKExmV",
+	"KXrINOprytNTWKJNTdkbUaeim3s2OG+p45Y6PmDqaO5FkZyv7EW8F+ro0lvvhjS+tQENyop8CRmzTEmB",
+	"MnFhTbH+RG8wfsCk8rXPB75DQuk62ZLJLZnckslCqf7Nl0kupfbfF7G8U7CXQi0OvHokFykXF1wM0MGW",
+	"sEsez+rJPRbLkVGVA7SXh0xC3+AybgnZlpD9h8IqygHEdvYzOSoFWyme3Bsxy1jM+FjflVb8gRmKYoQ/",
+	"m1c8JTIjGaNgvzM9W4c++NCcILhjQ14xrYcr0ufCkjvrjxPskmU2m7lH44sJzRJDqh4uufuA071bidF1",
+	"spUYt4R2S2hnJUZHcu6LtqqY3lV50ZdyNE4Zek9++OBj1KgivF8RDzakCUbjMvSjumiiWCYLxciCqD0A",
+	"stowbMOFrxXxXwup7alZ+i3F21K8/9Asy5hiFOV8pNadUDzNRmPQWpcGrxY0yVv83Hs+kJUb6fCSW1zO",
+	"XGF4aiAcp1xp+GYEwVY7QmoS03jIEiP+MQEYzV2BLhc9HRv6Znu5o7yCJdA0FYkFtqli5juRB7TyA61X",
+	"RaOamZ/5hb5xBtZcwsH3ghlmkclLwyVsR9XgfFSzgcTCY2ev37w++wfk07vjCc/Y9PxvOfn4ce/Tp4YV",
+	"5j9+7Hz6BCA8uC4TCim1NpH+xfev/gFcL6VikANoYI2J8x9PC3hEaOa8AHLwWAbBiD2OwPH79x++/9vJ",
+	"q7tHL3Mbswi+zJx/v+dbprBlCp8XJq04iw8iGinl4mI57zC0X40pAIjB02tD2ZLjLB5yQ9PgPUhkSFlf",
+	"g+0lFylTqisiah/6i9GVI7IzGfJ4aJkNyLqG4ywky29g/Ctgcc/YlSZakj4XCWLBMqLSfIChjprrlBkp",
+	"13xImNJcQB/kxw9vyE5MFWtyoZhQXPNLVl+EHvt7CTh2RK/eMDHQw9php91u1EZcuM9768LX4qoV+EWa",
+	"DhZ1rulgbdxas2RndFW30kHmDmWmSSJHFqG8EsEXfl17AKemyVf4zqJBmL2AYmvF9NmVZpmgKXn9atFA",
+	"3CObIBqf2HeqUY0jOJWHeBJp6TwfkQjYWUR28OQAjajbZ3EV9ZBqOPdGWHKvLxq9+700dE96LOu0R6cn",
+	"ZcqoWDnkYBiYLpRYM6CR20g0olfnccrjCxX56cy/iZH5GUNYpsWLD+2XRr96tMGRs8hQhEJKPO1rltmD",
+	"z0dsIYC1g5Myj5f67stsBIBACdWsadqobXbz3Hh8ztWaQ8HnrzWWhwsgvRQrwJAUK39tQoVWI87CRmyF",
+	"trsW2j6jWIT8JbVs3AlEyNYXSUPwdCAJVRvq4DZC9IvvAtIiAxZ/nmdp1CI/cT00MklkhIKInE64joc9",
+	"SbOEjA1tJE9JPKQZjUHOAa8RFYSm4yHtMY0qr3k/lfKiSVN+YZRLIUnUjnaj76MGifai3SiNdqPXUb1F",
+	"XuZKyxFIICgU7f37X//Hk32SMm06aJCED7hWDRKdY8B11IwaJBf895x1xZhllh2TjA1olhg5ytwVI6kg",
+	"au04k0keG3VfTgQZUz00yi4dc4CZlbEy/+aKZVGD/Ptf/1O3KaaKZZcOupZ2BWZvIbP7SsFwbQlA96hZ",
+	"TlAlnYhoXUqYBKskcg8hezKZEpYqwAAhMWDamvd0Rvt9HgPg69mM8OXslGahe0qmuWYkGmo93lH1CEUz",
+	"MHASICjOLuoNCCgpmtGkqZyg2aKONcG6QkhiZg+YrobVjKlSE5mZqWsykkqTTvvgWbDnDeDfGOtePlCu",
+	"xgIsiIWbNc9ipZiucOP4SpFeKuMLI7O2yAmNh774GCLLInItS0FAjViWyUz98mtrLLnQLItgjRDCS1Tg",
+	"32pJMqazKWDlplPrsTPTu2BT81OeCVV8CTXAq6Bm4M68wSqYnxGpNqajMeWDOSxY930gGv549rZhJGNl",
+	"kX5BmiExHZfsJ+UrvwC1dpzx2HDihhNlljwr+32WNZlIQODB51WIP9hptvfO2gHgYiibmpUeATBmrVEr",
+	"ZLDaIaBJmJVDUescRYT9dqdRM/fPiFIpjS+a/YwndBoQTL9ijVqv3zRDgDIZRrWpHdZemJfI1/ASKaaZ",
+	"61F5tf27DQDmzUdGrBtRnhphRuZZbBoTbKKQVCFfG3HBRzQt79Vfc0jhDxZ+8/1IaS7i4Sa2IHNyNwG2",
+	"3dv0XKKEt5Y8tKEstMh0BVd1CzL5EC1d/wH13OC8lzjehkJahSsDftjt5ekF6BdLhbd8bFiboYpWJ+MC",
+	"CnXGNE1b5JiAZAFShgeWGIF4AawOrhfZoSi7aClJKsWgQShy2q7IxYWQE1EnXCE7BuR6mVojVnTQbhNb",
+	"B96Qqj7lKcDzY+K64QGI/Y6M2zDyxCbFEcu4u2InsjPe3wXxst4wkpEoAPuHNO03LWVpke+NgDFhado0",
+	"OqNpTybTBjEKO+Gajcwb2kg58ZDFF0ZbFonTVLvC2vblRKAIgGD2aE1rEBAZEV0FjPmNwsxizV9jPAZG",
+	"rME5mi7NHOZXAZfITtMsX0o1vyxiyTUbNYjK4yFCm4SyHWyYTdYH+QytErQrvGRpluoIBfJzTS+YiI5I",
+	"FLBQ+yUuJhZ5xe2D2WCQkrIWjKCIq5lTVzjFHp5lUNjVrhqJgN7aB2y1hRb5m5k9TMlWJNAyYyCpxcMc",
+	"rGV90mm33TYJ9ITpjAqFkPGH5gblKcYAJFTTHlXMpiihsKwlxhFgi41w96BwFU9TAsUHUMYsdofIflfA",
+	"isKb0Ki1GkawN2bBQJ6MClCFx1DFwDRkt8HOuBEA2KB4bSd4wdgYvYRdIXMNkQpHVuYE0RUOBS6R9QYu",
+	"F1TNS3jVenBhUXBdLpSqF4ZofFbJVE/kDFjYRDqzuHTGb0rgdMIhDsUea2z/ZV0BiNa82KfGgDxHa9Zi",
+	"tcbbvVq10Pjp1w0lKrPqd1kuYMSvZqHovxesOJLB9S6B0zthbK9ROEi5SNhV7bDdgMWG3p1V1VlQnazd",
+	"XoRF35kBSl93q6wZ/LCmeq3gt1l9Av2docrgvgkUBItxL7MJzZJzNDTCcluY+lRcIGz6y4NXj0+efP30",
+	"m2ffPv9r+7u9t513++9rjVpKlUa1ws4PWwyVDftNNUC95fWVmogRBmbWojzlXX9c5w9w4CQ2tPEyCJEo",
+	"NBYcWjWse3l7UIeBA+2adQfDXBUgfHgeEzC2eoYSYOCDoA0yQrd0Vbo14LZwl6Ug5Tm2gpkctJ9/ariz",
+	"txcMBcki0Bz7p/nZL7IRgs6zoLzzZpdycWFoMyFLpsu8fF4I2FpXt4rCbSkKgCZzfYvuQmXBkcbdjwGR",
+	"/FQR4Vm+BVCh4vUrsEp6SXfHfLL3GL59/cqBPL/88BbALTIjyJAeM9qCIlqCz9fjJoe2GyD3Y6qHi3yQ",
+	"ZV55LZ/kr43aOF+Y3KkrXPTVTlMwT5OUX+C0jV5xaJksFDPbiTrtvajubaiZRQAUrNEVIAxOuPJQhA69",
+	"C1UfSCJAbBDFtBW6YaA0xUcCX6iPAbDVtDBCFeiv7BMquoJdcQXxpjAbbsTPsQsZcFZ6bhGzySmUBzNy",
+	"5ZhRHZg+QTkc8Eu2huUzHyuWQTTBi6lf/eRGyLJqKuKyVHM6FTGhwTGz+7W5aSxhNFW79hB6G2A2Co1+",
+	"rxhNCTyyIWv5EdbibmQ9B2R53yY0gFpznf9pqj59IfZLxLmzFo6tLfNPIaJ8TjEDIljgKhOKB6w3JVNk",
+	"9rclchhmmY83iowL2C4wsx0jDcVUsbrRHiJUDyOyYxfBgpNllyz7qhxnVZHLhsOp9szNjwyD26jywW7Q",
+	"+I8f3pQFmRlfUmVNdDRhXE+MOTUvV8TYnPkhWUd25ZLU7yTc7OYRMX0H2PEZXUBbEvifimz4NQc3t6N6",
+	"UCcL7+g1YmfmqN5H84/TrRbB975imADnVSqwI2tlfe+2XtcRjs1RHl9X96B94BOvBZEikP7noku6Aqhp",
+	"Ob4kDO/4yqhno57SUjAyZhmXCdnZb5PENNSb+qBM63MpB6JoeoEVhc1IwVwP0SjkBDwC6AmwQTBRlc6A",
+	"v71xhrISUTlYtGzbvLTtTbaYfHAebsO52lhcVK8IUgrklUZRY2+Yj6hwQTMyF7oS4rf6jG/KOJ1Ffss3",
+	"t7ftc9bVu/Z9u2bujWna5ZRTHQ8rwh2GVAzCIEC0bR2RSORpGpE4ZTRTEN3GaEZ7qYsV3InA2hM1Ss5x",
+	"/Oj8S1GjK6LAA2V+DeL+6w0S5Xp0SD5+ikjGENnDDOTHs7ekmAUGoprVOiS//IrV882nFjkmgk2s+Q4q",
+	"fIBI38+YbUemkBlKdsKw0Qq+buNG6y3ywTqdFMkVszmoEwImMgXZAcLQMCm6Am2QqDFUm/WSBxHQmDGs",
+	"ply2B76XXGjCNYgkE7C4mlVOeR81oZtEMTY77c7T2rzDb2NbYHJnft/75gfWnbjlC9tE0M/EhPA23Uk8",
+	"ndfcdt1tX2K5siH96IRgCcp/M4mdLsotTqlShIs4zc2jzgkDX0dEGUXLO4da5PV7Yuu+M9UVkPkGsVgY",
+	"gs4SshNmV1wwNraR+5ToLBcxXNC+zEbIEnqGAQypSFIIjgLVN6E8nTYVTc2jQ6qG5tGuwPwIFGLV0nzR",
+	"l7hAK+xokAiGC+Oj/GHSC9O/zI9rW6VgEC/hlQee+VWOygkUhkqEgl4mJ4plYKnIWF9e1Rp2ZQ5r8G7N",
+	"RuBUx3XsPT5s77f2OhDbAXuJutIJhGtccohAT5i60NLwRoylT20sTEUkzMEPNQwFOl8vbMaHZrgZSjPw",
+	"EY2/PwUFqM+yjGXnQ4hahVD41hQTn6mWmQ33yRXLzukA1rn2Vv6Tpyndfdxqk523NOZCSzU8Iq+FZil5",
+	"S2Py/Sn5O9k7aD05Itnl4d7+fqtdJ9+w+ELudtp77fZee4/YxdyFX+8eVAFO5+r0PLweW1661bGKhD4Q",
+	"XD3ZpJ9Dz1rCHJWmeglvlJqmLpNI8xE4IzhTzoJi+aadXo/pCWOCRP1MjmymnpaFgwdDEVKqNLEmyTqE",
+	"X/Xy+IJp1RWyb0N0L2kaEZrygXDaEcPu/2kUp0j/MyI7r4/fHUOIecNZNUn049nLqN4iERBWFUF0RbD+",
+	"GBVsiOhRV0Q9qVVEduKMTlLIaQPb0BhBf1SDjKTgWpofom9Pjl9FLkxMufxAKyyYeaqhnAhCxzTTDcvh",
+	"kwyrrnVFhKz43I0KWTJJIKYj1uSSK+iIQCojnZId/43raCC4wlh6iizextUarg/T6orY6swgDoT23ZgK",
+	"0jMqpY0sp3EmlcL1bxFk/oSOx4xm0CwXhPZkrgELM5YiaZFjmwa41263u8LuFwwXrdgLSlaaA3gKB2zT",
+	"owtvfZ3J0TosHh4+k7VqxxqOlij+T1YUrzeHeJHc4k5gNexADX2DTOQjc0GHMs8MK4YvJ4yZqz2SQg8h",
+	"8mTjhHacys+3Ia7AYOZCs82uh3KKuaqh0NEu5ej5pXDTvo7kAO8oewxw6VEykhoz/BooCKna4RPzQWma",
+	"6cVjKl2m2uHBs7ZZV9vYXqdo7Omzqsb2ljX2pHNgVl7LshwWvqGBJJqlwy47YZd7+6bPmUb39toHnxo1",
+	"/U8AqXq5afQRXqAFKrxZVkNG4q3QsRU6bEwI+C6Kg/FgpY7djwkfMaG4FJ/W0c6vL2WQQSbzMfJPI0D4",
+	"fhvI1uCmdoXtALR9suNS36PUHPDImlsLYaPTNtwTNDJuq1K/Pv2e7O89edLcQzCEZgcwD1GAEszwXvIN",
+	"k6/fY1FryHmKpejzQZ7h6Eqp+juRzceLCotC/Yg4pQv7NJqXTZnfidBMbMH+hBSsvoozv5i+cotxf0x6",
+	"Pd3+5iwwdrtT5oMvpsRp0pUaO9L1gC09MzTePmhU74Lh7BcPHbT3ioe+/gDj9wfNKNB+MI0y1203O/ul",
+	"FI5rM1nfnWe3s5ys6GZDLuRPyVJ21MsYvUjkRGy50ZYbFdwo4EGGyNnL1/CUrGHriDSItZYRmREwMN0j",
+	"v5pTHqAitZZ4qEM10hxw0pvOJEEE17siCyIJqOw1gwfNxSuI9acSgx2x9SIzgRMdv38NMChgwnW5TxOq",
+	"yIgmmLFZ1Dm+YNOvFMGlPpypmEg0JE31ofl+KiddoaVMFdn5mY652VbxTDTIW3rB6i1yLKaYOw59j+gU",
+	"ktYJ1w0yGVLNbNyR7WsB33rLbh52MZqx4h4LQnMtR5iLfcFKXMF8PPyIdtULNkVq/Py7/bedH56+ePby",
+	"+av2yd7XnW/2v31c7LV4hsGY7ngWrVt3hdEUe0MpSyErnpQDFprfMd/7RC3u/KDo/DgegXtyber+dmEJ",
+	"abNPLpTNj+dPQ9mvQ6Y/Dw39aSgJHZHXAT089kdqEVEsucRGLOF0MbrEqZYZIIP1IdddYjk8LopC6DsR",
+	"NNGC/5/zxCcp8X8a+XzEtcVhCCMRd/aekLf8RRh32KqISEglTd7CAJdFFIzyVPMxzfRuX2ajps3QrTER",
+	"y4SLAdgyeMqCt87Q+hKSAxlrpptKZ4yOGoSP6IDtPmqQS54waf6gecLxj+ClRw2i2ZXefVTb5FIlnP4I",
+	"U7sb5B3PeFaEC+DCbjjwxdYGgHkw67xNW3mQuIVfYASAuSNkZO9/AQBtPl+rMgA0tfvRUarFpgWQ7yzN",
+	"4wpjQGUOsHakN7Xg6BUSiKNUNxJCPsv9NVOFmgeIcLBV0rZKWjkWFC6NPx/XuI/X1MGg+Vmj4exF3g2u",
+	"10JNxx5xuL9BWDdOTE/HbPGlfmmbX3m3H+0+Ktfn8WjGPS4oWJVmPT/V1pLpfAUGO4jmK67GUnHHU6sn",
+	"Cna/1iKc9cd7nQoX1Paa/+cmWMiJuBG3vdXbLROWLo48eOOK6xB8kDBh5JXEZzyhYSJI4eCApEtTOciZ",
+	"RXIhZ0OunGICxiYmYmYN/DFN08Ou4Bos80VtBRJhjzDbCM0RaA6ReTxEUL0hFwNUgIouuSJqRNPUoYj5",
+	"CD9A9eqKHSHJ2KwjUJ6FAXlvcV1ubuXw61t2AJeXc0FRHVtECD21tXhIoVKdlDCwS66s3gnDudLnEy4S",
+	"Oakd7nWeAVxrgUT1tLO397Tz9GBvlv59TZVukFROmrFUmgyYYBlNcXSwxxkbp9y6TiBejvftdA3BS7ga",
+	"p3R6bo0e37w/ax5IMuKCuyC4wVg3D2TTflUYV0wH5ouJYMl5z6yKHDNBORgAZ2fORj2WGPVSVU332d7z",
+	"vdJk24+fHzx7/vzp7GRPfDMwNcVoFg9hZglrJrnfSCL7XuWumCWU7fBtkX08b27CZmhNP+DmftP9us7c",
+	"f71BbByc2GXVhuyRK6VcgQEwV//Z5qQvCph+5AiT5xr4xUK2UVDRGQUNftj9CP8uVs8+WJBuKewJcum9",
+	"r1+5YmaGzK7gCy1ybN+2NT+Ar3CLRl5Q717uEThnWwyN575m2wG2ClXWIAE+ahB2RWMN1TIuAKfdem/N",
+	"DBaZs+2NXAlggFN4/QpADMwFRXdx9M3JGSmva1R2S5TJYIVjwhGF6zklYAIOlek2ONYcwvmQ2qNXgjr8",
+	"z+RQG9LkpfR4q/xvtYLZRFB39G5K4V2JyeVJN7aOpgoLRjjvoiJaWvRgr8OHl75BzPaQEdNDmSjvrfzr",
+	"6ffvyCnCXFvoNFc58ytlQ21a5EXOU0yqwTf7jOo8Y4ggbeuZGOYilGY0MQ0NaZY00dFAqK+guUiEf++n",
+	"f4d1f10niwQvgHYuhrq97X9eyWwcnDd3dYszuLZaX3WBdz+6PxcLat8LVjpnc1KOG8t9XIdFPG97EbZs",
+	"bxHbGxfn8wbXZ1OrmOvinREQS6YxrCyzfhVS+/xsHdIzqGGt5QUTGCpqqwBgqsrA1q+cZ1+ntvvNA6nu",
+	"PSWTjcZ6WlYZ3km3HmTKdIV9665TBXH5VucK2lFuCdKfuZifv0rrB+6E4WIrSvodk3HeS3lMmEig8Aga",
+	"OdBu4rLVUJ6VuVY8YWSHguDbMGSPTkdMFOKD+e7la6KmCnDRAboaOqsbKVpLLP4BsZxSMHSmgQ3cluUY",
+	"SkQ1ZnbaXykScTFgSluUFaxkbK435QJLjCgWZ0wjkUJjPJbYndhqu1LEjOxkUlONmXzwJNGSDJgmFHBQ",
+	"IMyd/DRkgkQwRMDmj2xQPCUxlhc0X6LVpzDo+CI5Q3rJDL1oWKuSq4ji0uxQpUDE5jhmY61gfZBILC7S",
+	"gbTg80KtDLge5r0ykfyG62/zHhnnashUGVIlQZBPvOm1w9rfm/hw8xVLudEpzN0oltlMFda3hf20TJuF",
+	"dWmuI5Z5K4kX7sBOhaNs1PBE1A5ro2kTv2zaYMmm/enTxsT4nkqghXYrO3HlDsBslY6ZXP/9mRIbq3fB",
+	"0ARIz3MMC01c55iyqWqHz54ctNtr7RVYo1QW21SD9vHei87L/VcHJ4+/fvLN02+f/fX5d2A7dFc5LHNR",
+	"gFeU6l1wscvF+cHF2e+d0fO/9/72NP6wp960xz/tT39+Rk8e5++eDP+afD24ev7DPyHjYcQxDXlEr857",
+	"Mpmeg3O8dth50tk7OGjUMqrZOTx2PmbZ+YiLXEP9DZjjgtPmebjfBsjulbk6BzpyPl90BL9PqdIHtcOa",
+	"HV513Y3yns2ebJoOZMb1cGS6H9LO4yeQNeqiFWtDduU5P2yw2d1TPhBgi2ji8+OM9fmVb+EvztVfujFa",
+	"piyjImbF3ttyIYpluDIW6GjDa/MT18PXsOs/fnizMCYQHg1CLfCcAMTlDCHfxgxuq3F85rJ9jg5cTxyr",
+	"iDa0Et7uR/xjFVTshwBPDt/wEfYuESOVg6PZizSHFSvkBKBiX2vlxDKl6bS1AJPVyyFbVNatneS6qKy3",
+	"c3eWYLPaCzGLzkp2wshcVABkRkKGa/WIeqX5cdHh39TY4Ar+lgU9wOayI3fjVI6Nq2tKfrYAWoXkZrpr",
+	"qbw34lpD+M56wtstCVgvje4Wa5j0w5Gv7Gp52Qo/O9EKPzlJCj95IUpIwe5ShFouNW2J7JbIzoHx3ozM",
+	"XtMYjaf1mqC8RUVZFEJIFF7WqKiQVdQ4xQtIdjDRrDAEgVm6ftQVEVDCQ4J4v2jRmguW66P9CVkCyFGF",
+	"yJRIrOMKg14MhfsQLDQFcQ4ZSyonLCOGLJdLprpnFxDsJ+3NqdRdgtpa2l6enaFBOMHKEqZfFot88hkZ",
+	"5N6flUE6bOIto9yiE39+dOL7MBvsOofNUr+v9+oEFoSMxYxfsmQWrxg9FVhL3taLbriaXOYtqjDknOKv",
+	"NHVxVIAjDwUsgzYwyiPJY5YgEAQWHINsccPWp4AXKBKo3hWiStiuW+RbuBgOtx5RCxEHIsumJM5YwoTm",
+	"ADgJsIcJjaHedU8mDmEJ616OTa8d8h1/gQIAgD3tNdrtdrE+so/hY7hGCL1s3l4UtIXkyJ+edcCQfV9F",
+	"nTNbY3gRtKD9ubYZjbSD+t6+/EDhkV1F8nn9eMASt1YLAJeS6Tm7ilk2NvztY9e01a0ddmsjykW39qnW",
+	"wGc8InZRuxzH5ySAuTHO1LSusLITJNeFK3AE5fddRViIpgYho6hCXpGud7aw/yrD/mHtF3e6fzV0ygoo",
+	"vy8WUN7WoDD5UJon339/ejYvXJwXS+yO2WGtKBOP1x3gLQGF5dwbKeBHpCCVgtdjK2Ao/k/mRKK9p42a",
+	"J13rSFdFZfC9T/cTgWFvzepADHeNt0LGVhsvQjdoEcVgbofQ/px8Rt18lQQBcRJNUCEqioFvZAOoDDjB",
+	"EtsYdoFa9w6gH0v7XaF/N2adfxYwxuk/oKNjuYOJzC64GPh8m0FGDcPG6nUAZIxihXJIxiN5aQSSS5Z5",
+	"i2sqFcZm202q4vK4OjjLM1iimyjtAPw7Xw1A5pmhKTCHkNnBF+c4p0KH2n/Sbm9O2GAeOINPVme/GeeG",
+	"Bmc49zs2wX105YoQuwuqUAhiYY8fhOJ+jcCE5/3vVgQmHPf2Og/Dbl5azk4IRBwaCux4/7yGgg2CEYpY",
+	"hBU0acvxtxwf7ZEYYBjwfG0ZxK1p/C6ILcEALm5Yt/17uhSmyLAV9yCebKxDRLVmo7EmO5qPWIOggA14",
+	"ww2S5Mj3GoRlmcwwPbFhLfeZ0uTxXgfhR6y3tSvcEtV9MhWks2J0AahCGP5oNHqFhRmA9TOhFyS3/oQz",
+	"DiLWbqxh6ozP8inbPFgoLLi/oTtueUImZb86B6jO2mGn4b6xGr5dtPORUXA6jRqs3bkv1qP1+Pzx1ZXj",
+	"S1Rr5Esv9ufReX8IZhuotvkYsedILugl5SntpaxmQeqr6/94qo37e272t3b4uL0PeKXhiJ/PDBjJ7uqh",
+	"fqgeqrxYPbDHcwPrtNufIO3WbNqqN6uFhvK04fjh4eDnlyyzYMqXe1B0ATEALWRC7bD2LUtTiREyQVmt",
+	"VgG4idrqZGhhlY87Pzz76eBvT/7+9B/Pfn5+3H6x97Lzymvk7HLJsr03xIGPmNJ0NF48fivh2O5bY8NW",
+	"A3TP8zWgPT+FFojVgypJVjP9QgtJerm4hXdG6KFKn8NZcqcIvpndaKu0u1tVuDC8eOMWPSlIgLMD1FQe",
+	"x4wlIOdVSy3lw7LRBq4vXMwSqQWChZvBVmLYSgyzHvsyczZip2crhfxgz9nifDKPCHxNK4E7wbN2glVy",
+	"x27G7MfNLQalPhfZDH7IWW59/36lrBbpRBghJw2XatHPmBoSw+qnECWQ5CmbRYgGYW2HEk9DusI3zTEq",
+	"ATNHRjJjR4SSMROQu230WKXlWJEJ5doZHVBTuNLYa71FXmtrmoC6924FOVS9Py5m0WNgc8BJsIRkfDCE",
+	"yYRAIc9JsdrivJ+aZyIzpoQrxBnxyTv2ra6A1zzxtM9Vltz3m7dS2OpsKGz9brZtRtaCrUwwSGOJYLXX",
+	"npUAkC9U8vu95/P8/jqcDorYumSM63C6UMCb53ePK/ldiVkFuvlaHNAeymX8L2jyYfA/c73wZGw54Z/A",
+	"Jf9ZWOcpw7K17kg5crI5q1ysZq+fPG1f8FR4No260lnsh/gF5EhXl611060GAFxDMSuvKgIeAZ86d57G",
+	"wNAL2/bIbGif8pSLwbniImZlAyNAJSnM0F6HyjVqDtvlnCf2vVnCG5pWMcSwIuSqMOEaOh9QaBprfslW",
+	"KyhYSq5kf4bjUbI8Bxbpu69Xaw/oauenP/Zbev4nzkOfI3I31EwqBf0PbMCVhrpk4N0Dc6GNLJhBf/zK",
+	"Zy0V1sTo/fenZ0WR1a7Y+eVUU5HQLCFujL/uuPs1mUxayv7sBgjXrF4vJaXHNIPybGAZ5ANhJHYba7wT",
+	"TYaKxef//tf/RPWjcvL5kGU2M0uQyLpV8bXIC/dS2DqrUBaBcBD9W13RFZiGriKiwV8aGlIhC92Vawtl",
+	"1qhuVKA0iWmW+N8eRQ2vf7Tc5rUeRXUiMxI9ikB9QXMwNN8V0D67itkYKw8P+WDYvJRpPmJG+zEty7E+",
+	"5+KQ6CxnEUwwRBGEdpqmGRU1jIY1NHtkh4p1ymGoQx4Pu2KUK016OCOIM4PoGV/LjmekT0c8nbZIZO8s",
+	"FuWlSYKVfXHwXhbYgQkh1cTxY3QOxaz9fionREuZfqVIt+Z+y/WwWyPsasxireoQjz6FXmy9CibibAoa",
+	"Gtbhm0FBaXjoX57h1sAmmkNkjrGbYgRHDwsOZkzJ9BKC36jDYLBl/slOqYZfbNTc1Ax7nFKz1qYVbGSc",
+	"8UuqWVc4ILR6i3zAeB3TsXJHODpot9H7isZew0JZEjmF2aaBm7FEu3mWRkfOQWAHBPcQsS27gtoiwDup",
+	"lOMejS8abhxY/7iZypimDY8BD7hsHNBluEBMiDFLDQuvkwFzcYh0xBxwLdwIBNccsviCZOyS0dSjJtvS",
+	"wrYK7yUEC9r5L4ZR+Klg5p8vSh8WFeZQlqZOiuu37OKFgtaMTLSR5PCpAfWlZitYiWfCl+HCkxHcjjLC",
+	"Q0izzWv//tf/AkcpVFFz1bZffnhbC4U3JEdmtIGQ8Pfmu2fvmsemh8Oa2o+zfd3En5vY36fZyYlnojQ1",
+	"S9t2n/bbcSfZY00YxDUknc8A8WDWrEqM3lx6XrELKyXrYnPWEa/DbfucorYNIHB4H8iM3/a/++F59uyb",
+	"7/7xe3Y2+e3H96+evX7z/ufXsvOGvqGnk9rtiOd3dg5/4np46nFKqkwp7sgEkAmzgslc6NQWOGELnPBZ",
+	"gRNmFYjbNtfsfizsm2sDKHjDub9IXo5M5aBFXnmXB1Gap6m1XFqbP0LiSY0hDGTGLmRTIDCjkXhnPdHD",
+	"TOaDYYXMrCoN9DiPQoDZAjBsPY3XBGC41Tu4BIbBX6tZIAaEG7FMyigUs5rUEbFIbVzPQbS1loQI3Tw0",
+	"yIlIM7FBzsVG+9r6Dq09IrPKFUvIwV6bfIPBizcQ4arEtNoAm11uAp1t36VbPCCjqJXUnNzlF3u55PX4",
+	"OobRjQWuVWLWlo5u6ehsxMatUNJrxmnYDm4NasGb1apQFsDK+fGT+dGLTSNC0xQgFoor7nAWgsewqm+L",
+	"oJ4b5VkaATDmkMUXLLE1TjQCZXIpStIWTc3iTJ28NZBdYRVagVkFi/EYHoqpR8wCMpzmPbNDPTD62ULw",
+	"Wspqs45VyBu10GxqjlRIVTvtzandvSM1vHPmJJzy7TPJBbaM+aV76J7Dzmaew71reg5vjUE6hIUto9xi",
+	"LDwAjIV7tTDsFtGQSwNFQnuCw70u7HdltAUJL9I0nZI+TzXoFr2py8ugIgk8gEujSgpGuhYKQTEVLGvG",
+	"bYDkIgwCS6OuGSB2im8DBsHywYD2yNXMrKtGFMTxrTuqk0tb4B+rJzxMRIT5yJsgeHQ2AFUPeVaZteKj",
+	"cubTV9YOsqxKqniQQZb7q4IsUa98fJtBltdNMrinGB5381bH8hSXb8vLt0pvEf0ThN5bwkzFZ9d9V7Jo",
+	"LMO5eVLCjIK9BMeg5ENAiR3tmNZeGKSQFdH6XJOdakNi5CyJUYPIjGCYRlc4iAJKFBcDo5XnsRG/gPI/",
+	"JgmdKgjncTZKyLAcU4RMOkEnBIRwDOl4zLCgNE+Ze9INrCvMKMywZJawBAKrLvh4zJJg7w/JmCpFIvPU",
+	"JctQl4oQwwmyPqViCOmAo4fIhTqBx2xtET5ija6gRSMRQOegAwXSRLnyslCVno/7Glp+r6um2wHMhGNA",
+	"8y43NYHMEVioEVeKJXYuU6Y0yxI6DTltaVVCJrEXcM/NCTiOaAlUw/KLbVsxgherbYniLRBFd0SKS32/",
+	"ygdc7rshbKeQ3KRsupM1uhV+UiAcF4yNza9FQJMVQg8xpAVJDtju4BpBJB0zCg8XWFifyH5XyDjOMyio",
+	"38B6zKWuoAC+ykeGiL2nuUVnQbJWPBVbO6cvqX88nxbVFaVsqrXSoqCf5c6l/9xL94WkiZhTc/+GgYCn",
+	"3P7ttKmQKGPMRL5aZ2twVw0vRuXZc34uSPQLsKcGyYXmaT0iO1AgW2mydwDCBKEDedQVEfweEbsLEFIm",
+	"5MTBO1DtWLy5+wMpIXp3EkgNSCzKYwrkjRY5ofGQcNUVkG/pYzBkxgdc0LSUOAlRoU5ksvJMAOfMMMwi",
+	"llnGYt2AMUJ0aSkftCtcQihKG35cEKIrJITpevqxE6Gk4aKwZ4UehJuimsRUsfoRkcITqK4ICqox68fA",
+	"BTdiFxI2VZ2PCX3chnRjhJP5QFOk1+H+zQg0ZCQzgRqvF2wqBJr2s+sLNB/sHVnLC3EbeadnE5ZelnSY",
+	"3xdkos7ZBOyGGDnPtbzXaSxfkUYNtnqx/eRuczE/uCEvz8U0ywAif7gWW8V/y26v6x4HdckSFVCf5tTH",
+	"u2a9hqzekVzMRKJQF7TXZQF7QwYAUEkiFIepQlaArLhFPpjBglArrOkgYBrriLVkuVR7CLzUdj6r2XeF",
+	"3ZsGcD2cEbBYIzJ5vgd1c5Yo+2xUr+ZhZh+20vOXfp3zEStUrnuWosOMubu50a+Vyj0WaTmA3uH8OXeY",
+	"zaOSIp22yNcyI1EVGmdEduyag5svodMGAYRyI1srcxOPSNSOCFASiMNJE1+2BPFG6rNCvc8+nMigKBSI",
+	"8b6oqfs6anSF6Rgh3gC63M0mFJ0BvdEBwXE9ZFlByqYEQwVaBADtgDyBrpHkGSrgJWzV0lRYNjOZxRCq",
+	"7nrj7t4uiOp3jI1nV3cB5uitQKo6mQuxYcMCs3cBqord+LLCUrAmIMbCVAhO5e5DbB5gIv4i1JOV+UL7",
+	"F387E+3xs8nvnZ+vfvtm9PTb3j+SD3vxm/7xc3XyOK89zKCc1WlCQNYW5AOBeOZtbh5SuUA3QmQicCFs",
+	"FYKt0TuAOJ3Pg79bSUAzpe9SpIczbwEEQrDDyJrOdiyoeEw1TeUgZz67XPZL5eLrc9ZyISeNrphDHssV",
+	"2qec/A60fBI66LA8SgmQFVywFq3TA6wCuuYcACuWncDCZky5zG1iwU8xhR0+W3WAizK2GoQq4aRxCSAX",
+	"6thDMnSFbdGngkN5GEhoByuh0WjmU8frhcJiHZiHBIIebCJ6FICPHnZFL5UAFeDGC2YrliqfH46Ti6mw",
+	"djuQUrUk40z22Nr54aaR2zC22b9nzE7D0mmhIohlmov7nUXc9IiR7GpIc2VEAXNbxnP548dkXDbXbc5N",
+	"zpi6JalFXswvwbyn27QbRiiFMLTPDipxaKtCjo6fz8G5t9+uQDCdM/BpLHmyBMF2BrTUnl5rr7zWWhvl",
+	"Kl3IuW31FWfRh3NeAFzQVMmCd/u1RbtLfcuut+w6BEmDw4MYyDdl08ic4yEVgqVq92Mgs3/anEO/tm/7",
+	"WB4udj8CaHpVY4uQ+r/y6YTwKvJJqOal2GDEMAcRQDiLIg8RlGRy9LrGxfnBxdmKag62jCIEn44pAGLY",
+	"2FMdFAIp3BghTRjRqzdMDPSwdrhn6MeIC/e504YMHs0y0/D//5fj5s+0+c928/l589f//v8W6M9KG/W7",
+	"9ukT7IRicZ5xPcXaV4xmLEMIjV9+NdIOsr3qdeOqFJSEj3plZRekJXtKqhb9+DUZyYSlitCgvHZMBdgN",
+	"uUDwWg9jj1HL9sRAfhFnagaiR5Iko30sFQfsAVJ9qCBc9MwVKmBhJEDU4Ann4NmNpTAzRaGox/oWRYkr",
+	"MqTC4gNRUsL9seBOXpoDYaYA25GizweWGx2hEaWYp2JMeagftxBoK3U54R74Rw3pmEG+kxyNqea9lBWV",
+	"874fM1Es5fH714fEmXTdb6evviNUk6hHFTOHlvyFdL0y2c3b7f14KJWGv5iVoLu1CKPFCC3t8gWbWvOz",
+	"6Qs/ioREccqZ0C0cRivlSu/UI5wvyQXaoBMUmuxhfwuP1uZjt08cLlgJtGsRZte///W/EGNdDWWmEbGk",
+	"YTfaiHmOxqCYHBwn8yJYr1Fg//bs7P0s7FeLYArygAsrASoHZ5Qxemj2p0kePXqVZ2bfWo8ekWMnllFb",
+	"Sjjwj9GMEUMDNRNOTgasIp1RoWiM0jguLa6X8wijF5iYI0HeWenVnEsGxXDSqWltxEYyQwQwagRolOYz",
+	"c7AzqoYklSrwAeC4T2Hmjx5Bl9fDNyMTOj206D5ldGKAnjKjxvV4/apRzFi6gAPwpB/ihYcs7dANXy/g",
+	"xpoe3B5l+AqDpelqJ7rca+CBNmf9yQH59u3xy+bpt8edx08M9e7WeNLybbWMctOt4bmP6i3yt8CcScWU",
+	"zC0JSXkvo9kUtp6QKIrGUz2U8AEP4ewquT8IH43N+bQtmRfGdJpKmpC/uC93ujUPAtet1VtoXd1xVaTM",
+	"aBu+ppRd87odhzuLmFhqNpVq0iaqQR7j/0ZcNMh+G//tkKH5btgge234/4H5f6dNhrC8nQMyJDv/9//V",
+	"aZP/X92GGoQCounTKWCdqytYMC7I3mOiWiQyQ5g2j/uaZZClOZRC5hlLjkjGEp6xWCsPd9GXTu/bv7oy",
+	"D1MQPvOM1Y8ghtV0BWGszmlVjpQ9skGrZnPti4oEQa42utW+i4dMtsirWQeYgkA0mJdVZgGPMkDTAou2",
+	"DdvciazLK6qjAmmoq3N0wfn04aiGn3kPl713r4Uas1g7mnFSqqDCldGRB84u65T8pfo6cQLcERxbJ9+b",
+	"6dgqZRAVg055F8aLYHBKmp/HeZq6HheAiZiBf015BiM2vMybJobUbFtMxxC1YtHmDU1CfHEM4aXCx+FC",
+	"GXHM6K1bgqUMSw1PF6I5JCw1e1vkGZcYiJc851nIacELLP6YFEzpBnFJKphBSqig6VTzGEH2zO2xB9TM",
+	"Ehfio0rzwacIZxF9e3L8KqoX1V2sUQB5TyJHEK8d2mIweVlcQOU+bBxU9q6AVSGRw0WKSC/nqUYygjYU",
+	"pbmwlXMMK/nx7C0pRFk4CIaHgfoW9WU2oVlyDtlMcO0kwngBFb7kimtpRgq/Iyxg0MFXisiJCFufcGFa",
+	"iK3zUB0RIYvf4fBYJjUBeEo3z64YSKbqLRLttzvRbrTffhrhBYhe0njImi+l0JlMDwukPyGbgI0YmbOA",
+	"Vw53JzMyk4PLhKU+Ms3uQbPPALuxK2LzDFxuDGHHmmeqZa+VX3Tn/Yr+3vwge1Kr5hkdHBIhuUjYVdQy",
+	"rDsXF8Ksg9lyv40H7YMGoaIr0EWQwDTBTiUFcyIKBZzJaESvzjE3OaqjqmBfAl3B8OODvXaLHI/HsCL/",
+	"HaFUicfnxw9vumIn2u2lNL5o9jOe0Ol/oykQixozFEnNAnsah8Z1ZSlUxghInrnQIG2ZM/0S08OB4sKt",
+	"SqVC+cSsgv2Oi35qLbKjgibBscHoWefuNzJ4SpXifQ6EcJiPqIgaXRH1pI4aJAIHAJuYPw2LMv+OpDCn",
+	"L4K4tnRK4B2FwyRaTgBkNLLr1iitoid3VoPtGk1Pc2XubMORvgAqlY5pplvkA4zXrMwcIXEH4tDlzc+I",
+	"ZT3ADFWNrnBGTm8fSaimRq4ATqMaRI2lTFEzSLi6wAe5hvBBRRI5EWicTTLKBdaEUsNcmx9KhOwNwrvN",
+	"UbFXVFOkBzLXiieM9FgsR8zJvkdOBoZnCsGUDCQBXEtZ1leQyoHkh/U6jZSQMYcZWtSmU2QnCnToqA53",
+	"qy//X7qur7dxG4Z/FWEvbQFdcOjDHhoMw63X3TrsT7ccsJcMsWKrqa6KJFhyW2Podx9Iipacuo+1nUoi",
+	"JfLHPyL7Y5QAW9AYDr1/MgBBpLi+FXGMSR9JKtEaYDRBqoIbcJscMTbcMRPvrqhnuqpxDmBNvgVdUnwx",
+	"6ZdhD696E7QUmwcfzP0oxcZi0VDA7jDYTyqaVlCA9tPd7QewTggnXciJx1NuKGchVBB9Zvexh1HOUGkn",
+	"9iPhhFzTEkH2r5s//+Dip8R0bA7OML80byVCWH9A4ZxbnRddYfrcCj1r3GtsRlm5eoFn503uUYnFgjl+",
+	"i1PYoKegcDXm8re5QSsde5w/mjqnep6mHrm6BG5tLK6BHahBP31AvYD5pjC/f2b7C0wJTXe8DBrATpNZ",
+	"8xZYHDUW9OUyFvTBbEqMnBtCm50Y3On3n29+u/l6k2eNWDqSJ6CbTs4CmvkR6PgDYOzh48fL7xGIwJ/N",
+	"7FBWPfbensyvS7YocpXlVQnxEI5k9rFeokdmMhCJ1hXln9lQKBAVhW+F2nqtOiwOLfF8nmQ0Y55Wh0LR",
+	"kUthLgzoq+Ctna2b0OE7a+biwIL9dZG5LJLPSdgsF4Q1MVHXmlYFtTfWJKOjxCKwgvqHx4le9e7F8MbW",
+	"8RhnMftS1ggzrSWPzvRyGjDHbzpfpbNdXpbRx53zaReHAJaY7ho+7sqNbFRvXZW/5oqt3ZmIgB5UYBL9",
+	"4PDu2YxwdywPF2j3qUyYoJlmuuni01ItakQqbNYQ8G9E0taS5ko9EK6ULK7O13nDhbtBE/MLdwBtqvLl",
+	"7h3QHR5MI8MfoNnrr3Gh1XuyRXZ+QOWeqz1fSMZpCAEnR1GedM71aHJkUjS89hUHQMgdlMOinLw/Yzev",
+	"jP0c+5Eql9sRqLd1hAdFrh6xFtM6otir9lH4+3uhX8hXbLAOAs7xG+iAvtwkSupwIK7ihcfJdYKakk5q",
+	"cSXRma2LuFdzbiLIdteCXMN65OLQ++cIEwd2B93n32eTjX96JZQ4qCCOWrkIVkH+bPRDNjfX4l4nIFB6",
+	"V6Q1K9aWlUULooKdZ4i7oj+WceNZRg+AOeuUmeZitq3Zt760rX8nd2puckW1yKl3Pyy7OqUrQQFyVTLE",
+	"O3SajYAnWt0hfaYjwr08yx0veN0+qLTeOsVe3LPqlBDMo3pRwH/ClOyE4335YMDQGJuMZ9mZF5MOK3Gn",
+	"+pTddFvX/NdSl+Sd6SRHoCWIgWDViDlJr01pBJaKbJz7ODOBFmh3Xfmb+Rr0RIAKDuS6HnnNWRGi5Cdp",
+	"UQa7flCLgvtL74dwOsQVFcvSErWIZGMuDhjSpJLwQJDWBIV9aIx7Mkmzf/WbN6RXrFZPupoEDfaO+gja",
+	"l/B1dXYy6SQLRmxPHYjtEeAD07mkAuhRDFGvhfX+EVaHwMb69jHWFKF/tTSdn42lBAO0TVFD4hPewBJV",
+	"J2AKtC33o7j9vKoZ2xm1tErMIyATl9vZFuDUROW6vX9pJp0l8Sb2cbCILDMdgDSA9ovde1UcF0r89bcI",
+	"yvTGHSQoSeTXSYAjlsMYgHld78OJzpCUmzEkSZ0SHtFJ1EU0bmabeEOT/u7139f/AwAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

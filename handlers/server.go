@@ -232,6 +232,7 @@ func New(cfg Config, db *store.DB) (*Server, error) {
 		return nil, err
 	}
 	s.registerIngest(e)
+	s.registerChannelHooks(e)
 	if err := s.registerRedirects(e); err != nil {
 		return nil, err
 	}

@@ -32,6 +32,13 @@ import (
 // may reach receivers on loopback.
 func newXMPPEnv(t *testing.T, db *store.DB) *msgEnv {
 	t.Helper()
+	return newProviderEnv(t, db, "XMPP", xmpp.New(xmpp.Options{PingInterval: time.Second, PingTimeout: time.Second}))
+}
+
+// newProviderEnv is a server with providers, the real channel runtime and the webhook dispatcher, whose webhooks
+// may reach receivers on loopback, and a workspace (named name) with a key.
+func newProviderEnv(t *testing.T, db *store.DB, name string, providers ...channels.Provider) *msgEnv {
+	t.Helper()
 	key := make([]byte, webhook.KeySize)
 	_, _ = rand.Read(key)
 	box, err := webhook.NewBox(key)
@@ -40,8 +47,7 @@ func newXMPPEnv(t *testing.T, db *store.DB) *msgEnv {
 	}
 	log := slog.New(slog.NewTextHandler(testLog{t}, &slog.HandlerOptions{Level: slog.LevelError}))
 	outbox := events.NewOutbox(db, events.Builtin())
-	svc, err := channels.New(db, outbox, channels.Config{Sealer: box, Logger: log,
-		Providers: []channels.Provider{xmpp.New(xmpp.Options{PingInterval: time.Second, PingTimeout: time.Second})}})
+	svc, err := channels.New(db, outbox, channels.Config{Sealer: box, Logger: log, Providers: providers})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +64,7 @@ func newXMPPEnv(t *testing.T, db *store.DB) *msgEnv {
 	e := &msgEnv{env: newEnv(t, db, handlers.Config{Events: outbox, Channels: svc, Logger: log,
 		Webhooks:     handlers.WebhookEngine{Box: box, Guard: guard, Sender: dispatcher.Sender(), Wake: dispatcher.Wake},
 		KeyRateLimit: 1 << 20, WorkspaceRateLimit: 1 << 20}), channels: svc}
-	e.ws = e.workspace("XMPP")
+	e.ws = e.workspace(name)
 	e.apiKey, _ = e.key(e.ws.ID, "messaging:write", "webhooks:write")
 	return e
 }

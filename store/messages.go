@@ -38,6 +38,14 @@ type ContactCard struct {
 	Phones []string `json:"phones"`
 }
 
+// MessageTemplate is the template a template message was sent with.
+type MessageTemplate struct {
+	Name       string           `json:"name"`
+	Language   string           `json:"language"`
+	Parameters []string         `json:"parameters"`
+	Components []map[string]any `json:"components,omitempty"`
+}
+
 // StatusChange is one step of a message's status history.
 type StatusChange struct {
 	Status string    `json:"status"`
@@ -55,29 +63,30 @@ type Failure struct {
 type Message struct {
 	bun.BaseModel `bun:"table:messages,alias:m"`
 
-	ID                string         `bun:"id,pk"`
-	WorkspaceID       string         `bun:"workspace_id"`
-	InstanceID        string         `bun:"instance_id"`
-	ChatID            string         `bun:"chat_id"`
-	Direction         string         `bun:"direction"`
-	From              Party          `bun:"from_party,type:json"`
-	To                Party          `bun:"to_party,type:json"`
-	Type              string         `bun:"type"`
-	Text              *string        `bun:"text"`
-	Media             *MessageMedia  `bun:"media,type:json"`
-	Location          *Location      `bun:"location,type:json"`
-	Contact           *ContactCard   `bun:"contact,type:json"`
-	ReplyToMessageID  *string        `bun:"reply_to_message_id"`
-	TargetMessageID   *string        `bun:"target_message_id"`
-	Emoji             *string        `bun:"emoji"`
-	ProviderMessageID *string        `bun:"provider_message_id"`
-	ClientMessageID   *string        `bun:"client_message_id"`
-	Status            string         `bun:"status"`
-	StatusHistory     []StatusChange `bun:"status_history,type:json"`
-	Failure           *Failure       `bun:"failure,type:json"`
-	Metadata          map[string]any `bun:"metadata,type:json"`
-	CreatedAt         time.Time      `bun:"created_at"`
-	UpdatedAt         time.Time      `bun:"updated_at"`
+	ID                string           `bun:"id,pk"`
+	WorkspaceID       string           `bun:"workspace_id"`
+	InstanceID        string           `bun:"instance_id"`
+	ChatID            string           `bun:"chat_id"`
+	Direction         string           `bun:"direction"`
+	From              Party            `bun:"from_party,type:json"`
+	To                Party            `bun:"to_party,type:json"`
+	Type              string           `bun:"type"`
+	Text              *string          `bun:"text"`
+	Media             *MessageMedia    `bun:"media,type:json"`
+	Location          *Location        `bun:"location,type:json"`
+	Contact           *ContactCard     `bun:"contact,type:json"`
+	Template          *MessageTemplate `bun:"template,type:json"`
+	ReplyToMessageID  *string          `bun:"reply_to_message_id"`
+	TargetMessageID   *string          `bun:"target_message_id"`
+	Emoji             *string          `bun:"emoji"`
+	ProviderMessageID *string          `bun:"provider_message_id"`
+	ClientMessageID   *string          `bun:"client_message_id"`
+	Status            string           `bun:"status"`
+	StatusHistory     []StatusChange   `bun:"status_history,type:json"`
+	Failure           *Failure         `bun:"failure,type:json"`
+	Metadata          map[string]any   `bun:"metadata,type:json"`
+	CreatedAt         time.Time        `bun:"created_at"`
+	UpdatedAt         time.Time        `bun:"updated_at"`
 }
 
 // Messages is the repository of messages.
@@ -193,6 +202,18 @@ func (s *Messages) Several(ctx context.Context, db bun.IDB, ids []string) ([]Mes
 	}
 	err := db.NewSelect().Model(&ms).Where("m.id IN (?)", bun.In(ids)).Scan(ctx)
 	return ms, err
+}
+
+// LastInboundAt returns when the newest inbound message of a chat was stored (zero when it has none). It returns no
+// sentinel errors.
+func (s *Messages) LastInboundAt(ctx context.Context, db bun.IDB, chatID string) (time.Time, error) {
+	var at []time.Time
+	err := db.NewSelect().Model((*Message)(nil)).Column("created_at").
+		Where("chat_id = ?", chatID).Where("direction = 'inbound'").OrderExpr("id DESC").Limit(1).Scan(ctx, &at)
+	if err != nil || len(at) == 0 {
+		return time.Time{}, err
+	}
+	return at[0], nil
 }
 
 // MarkRead moves an instance's received messages of a chat to read inside tx and returns them. It returns no

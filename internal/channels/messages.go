@@ -37,7 +37,7 @@ func final(status string) bool { return status == msgFailed || status == msgCanc
 var capabilityOf = map[string]Capability{
 	string(TypeText): CapText, string(TypeMedia): CapMedia, string(TypeLocation): CapLocation,
 	string(TypeContact): CapContactCard, string(TypeReaction): CapReaction, string(TypeEdit): CapEdit,
-	string(TypeDelete): CapDelete,
+	string(TypeDelete): CapDelete, string(TypeTemplate): CapTemplate,
 }
 
 func micro(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
@@ -75,6 +75,9 @@ func (s *Service) Send(ctx context.Context, workspaceID, instanceID string, in g
 	}
 	m, to, err := s.outboundOf(ctx, p, inst, in)
 	if err != nil {
+		return store.Message{}, false, err
+	}
+	if err := s.checkWindow(ctx, p, inst, in, to); err != nil {
 		return store.Message{}, false, err
 	}
 	_, queue := s.runtime()
@@ -151,6 +154,11 @@ func (s *Service) outboundOf(ctx context.Context, p Provider, inst store.Instanc
 		has(in.Contact != nil, "/contact")
 	case gen.MessageTypeReaction:
 		has(in.Emoji != nil, "/emoji")
+	case gen.MessageTypeTemplate:
+		has(in.Template != nil, "/template")
+	}
+	if in.Template != nil && in.Type != gen.MessageTypeTemplate {
+		errs.Add("/template", "only a template message has a template")
 	}
 	switch in.Type {
 	case gen.MessageTypeReaction, gen.MessageTypeEdit, gen.MessageTypeDelete:
@@ -178,6 +186,13 @@ func (s *Service) outboundOf(ctx context.Context, p Provider, inst store.Instanc
 	if in.Contact != nil {
 		m.Contact = &store.ContactCard{Name: in.Contact.Name, Phones: in.Contact.Phones}
 	}
+	if in.Template != nil {
+		m.Template = &store.MessageTemplate{Name: in.Template.Name, Language: in.Template.Language,
+			Parameters: deref(in.Template.Parameters), Components: deref(in.Template.Components)}
+		if m.Template.Parameters == nil {
+			m.Template.Parameters = []string{}
+		}
+	}
 	if in.Media != nil {
 		media, err := s.mediaFor(ctx, inst.WorkspaceID, *in.Media)
 		if err != nil {
@@ -190,6 +205,49 @@ func (s *Service) outboundOf(ctx context.Context, p Provider, inst store.Instanc
 		}
 	}
 	return m, to, nil
+}
+
+// checkWindow refuses a free-form message to a person outside the customer-service window of a network that has
+// one (Windowed): the window opens with the person's last inbound message. Templates are always allowed.
+func (s *Service) checkWindow(ctx context.Context, p Provider, inst store.Instance, in gen.MessageCreate, to string) error {
+	w, ok := p.(Windowed)
+	if !ok || w.ConversationWindow() <= 0 || in.Type == gen.MessageTypeTemplate {
+		return nil
+	}
+	var (
+		chat store.Chat
+		err  error
+	)
+	if in.ChatId != nil {
+		chat, err = s.db.Chats.Get(ctx, inst.WorkspaceID, inst.ID, *in.ChatId)
+	} else {
+		chat, err = s.db.Chats.ByAddress(ctx, s.db.Reader(), inst.ID, to)
+	}
+	var last time.Time
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		if in.ChatId != nil {
+			return storeError(err, "chat", *in.ChatId)
+		}
+	case err != nil:
+		return err
+	default:
+		if last, err = s.db.Messages.LastInboundAt(ctx, s.db.Reader(), chat.ID); err != nil {
+			return err
+		}
+	}
+	window := w.ConversationWindow()
+	if last.IsZero() {
+		return problem.Errorf(problem.ConversationWindowClosed,
+			"This person has not written to the instance yet, and %s takes free-form messages only within %s of the person's last message; send a template (type template) to start the conversation.",
+			inst.Provider, window)
+	}
+	if time.Since(last) > window {
+		return problem.Errorf(problem.ConversationWindowClosed,
+			"The person's last message was at %s, more than %s ago, and %s takes free-form messages only within that window; send a template (type template) to reopen it.",
+			last.UTC().Format(time.RFC3339), window, inst.Provider)
+	}
+	return nil
 }
 
 // chatFor returns, inside tx, the chat a message goes to: the one chatID names, or the instance's chat with the
@@ -472,14 +530,15 @@ func (s *Service) advanceMany(ctx context.Context, tx bun.IDB, moves []move) ([]
 }
 
 // forward reports whether a message may move from one status to another: up the ranks, never down; failed and
-// canceled are final; only a queued message is canceled; a message the network took does not fail.
+// canceled are final; only a queued message is canceled; a message delivered or read does not fail (a sent one
+// can: a network that takes a message and fails to deliver it later, like WhatsApp Cloud, reports so).
 func forward(from, to string) bool {
 	switch {
 	case final(from) || from == to:
 		return false
 	case to == msgCanceled && from != msgQueued:
 		return false
-	case to == msgFailed && rank[from] >= rank[msgSent]:
+	case to == msgFailed && rank[from] > rank[msgSent]:
 		return false
 	case !final(to) && rank[to] <= rank[from]:
 		return false
@@ -542,6 +601,10 @@ func (s *Service) MessagesAPI(ctx context.Context, db bun.IDB, ms []store.Messag
 		}
 		if m.Contact != nil {
 			g.Contact = &gen.MessageContactCard{Name: m.Contact.Name, Phones: m.Contact.Phones}
+		}
+		if m.Template != nil {
+			g.Template = &gen.MessageTemplate{Name: m.Template.Name, Language: m.Template.Language,
+				Parameters: m.Template.Parameters}
 		}
 		if m.Failure != nil {
 			g.Failure = &gen.MessageFailure{Code: m.Failure.Code, Detail: m.Failure.Detail}

@@ -24,6 +24,7 @@ const (
 	OpContactsLookup    = "contacts.lookup"     // lookupArgs → []LookupResult (the provider's)
 	OpContactsBlock     = "contacts.block"      // blockArgs
 	OpControl           = "session.control"     // Control
+	OpTemplates         = "templates.list"      // no args → []TemplateInfo
 )
 
 // ErrUnsupported is the error of an op the session cannot run (it lacks the interface of the capability).
@@ -119,6 +120,12 @@ func Invoke(ctx context.Context, sess Session, c Command) (json.RawMessage, erro
 			return nil, err
 		}
 		err = r.MarkRead(ctx, a.Chat, a.UpTo)
+	case OpTemplates:
+		tp, ok := sess.(Templater)
+		if !ok {
+			return nil, ErrUnsupported
+		}
+		out, err = tp.Templates(ctx)
 	case OpControl:
 		ctl, ok := sess.(Controller)
 		if !ok {

@@ -37,6 +37,7 @@ const (
 	CapReply          Capability = "messages.reply"
 	CapEdit           Capability = "messages.edit"
 	CapDelete         Capability = "messages.delete"
+	CapTemplate       Capability = "messages.template"
 	CapDelivered      Capability = "receipts.delivered"
 	CapRead           Capability = "receipts.read"
 	CapMarkRead       Capability = "chats.mark_read"
@@ -200,6 +201,7 @@ const (
 	TypeReaction MessageType = "reaction"
 	TypeEdit     MessageType = "edit"
 	TypeDelete   MessageType = "delete"
+	TypeTemplate MessageType = "template"
 )
 
 // Outbound is a message to send, in the network-neutral shape the API takes.
@@ -212,9 +214,68 @@ type Outbound struct {
 	Location  *Location
 	Contact   *ContactCard
 	// ReplyTo, Target (the message a reaction, edit or delete is about) are provider message ids.
-	ReplyTo string
-	Target  string
-	Emoji   string
+	ReplyTo  string
+	Target   string
+	Emoji    string
+	Template *Template
+}
+
+// Template is a template message to send: a pre-approved message of the account, named with its language, with the
+// values of its placeholders (messages.template).
+type Template struct {
+	Name       string           `json:"name"`
+	Language   string           `json:"language"`
+	Parameters []string         `json:"parameters"`
+	Components []map[string]any `json:"components,omitempty"` // the network's own components, passed through
+}
+
+// TemplateInfo is a template of the account as the network lists it.
+type TemplateInfo struct {
+	Name       string           `json:"name"`
+	Language   string           `json:"language"`
+	Status     string           `json:"status"`
+	Category   string           `json:"category"`
+	Components []map[string]any `json:"components"`
+}
+
+// Templater is a session that lists its account's message templates (messages.template).
+type Templater interface {
+	Templates(ctx context.Context) ([]TemplateInfo, error)
+}
+
+// Windowed is a provider whose network takes free-form messages to a person only within a window after that
+// person's last message (WhatsApp's 24-hour customer-service window); templates go out at any time. The service
+// refuses a free-form send outside the window before it is queued (conversation_window_closed).
+type Windowed interface {
+	ConversationWindow() time.Duration
+}
+
+// Push is one HTTP request a network sent to an instance's hook URL (/hooks/channels/{instance_id}).
+type Push struct {
+	Method string
+	Header map[string][]string
+	Query  map[string][]string
+	Body   []byte // the raw body, as signed
+}
+
+// PushAnswer is what the hook URL answers a verified push.
+type PushAnswer struct {
+	// Challenge, when set, is echoed as text/plain (a URL check); otherwise the answer is the count of Applied
+	// messages, statuses and changes.
+	Challenge string
+	Applied   int
+}
+
+// ErrPushUnverified is the error of a push whose signature or secret does not verify: it is refused, and nothing
+// of it is applied.
+var ErrPushUnverified = errors.New("channels: the push does not verify with the instance's secret")
+
+// PushReceiver is a provider whose network pushes updates over HTTP (Telegram's setWebhook, Meta's webhooks). Any
+// process can take a push: it needs no live session, only the instance (config with secrets) and its sink. Receive
+// verifies the push (returning an error wrapping ErrPushUnverified when it does not) and applies what it carries
+// through sink before it returns, so the network is answered 200 only for what is durable.
+type PushReceiver interface {
+	Receive(ctx context.Context, inst Instance, sink Sink, p Push) (PushAnswer, error)
 }
 
 // Media is a message's attachment. Open reads its bytes (from the media store; providers that take a URL use URL).
@@ -346,11 +407,13 @@ type Inbound struct {
 	FromMe bool
 }
 
-// Receipt is a network's report that a sent message was delivered or read.
+// Receipt is a network's report that a sent message was delivered or read, or that the network failed to deliver
+// a message it took (status failed, with the Failure).
 type Receipt struct {
 	ProviderID string
-	Status     string // delivered, read
+	Status     string // delivered, read, failed
 	At         time.Time
+	Failure    *Failure
 }
 
 // Sink receives what a session reports. Every method returns once the change is durable; a session acknowledges

@@ -80,6 +80,10 @@ func (s *Service) Outbound(ctx context.Context, messageID string) (Outbound, err
 	if m.Contact != nil {
 		out.Contact = &ContactCard{Name: m.Contact.Name, Phones: m.Contact.Phones}
 	}
+	if m.Template != nil {
+		out.Template = &Template{Name: m.Template.Name, Language: m.Template.Language,
+			Parameters: m.Template.Parameters, Components: m.Template.Components}
+	}
 	if m.Media != nil {
 		id := m.Media.MediaID
 		out.Media = &Media{Kind: m.Media.Kind, MIMEType: m.Media.MIMEType, Filename: m.Media.Filename, Size: m.Media.Size,
@@ -397,14 +401,18 @@ func (k *sink) receipt(ctx context.Context, r Receipt) error {
 		if err != nil {
 			return err
 		}
-		if r.Status != msgDelivered && r.Status != msgRead {
-			return fmt.Errorf("channels: receipt status %q is neither delivered nor read", r.Status)
+		if r.Status != msgDelivered && r.Status != msgRead && (r.Status != msgFailed || r.Failure == nil) {
+			return fmt.Errorf("channels: receipt status %q is neither delivered, read nor failed with a failure", r.Status)
 		}
 		at := r.At
 		if at.IsZero() {
 			at = time.Now()
 		}
-		_, err = k.s.advance(ctx, tx, m.ID, r.Status, at, "", nil)
+		detail := ""
+		if r.Failure != nil {
+			detail = r.Failure.Detail
+		}
+		_, err = k.s.advance(ctx, tx, m.ID, r.Status, at, detail, r.Failure)
 		return err
 	})
 }

@@ -44,6 +44,7 @@ const (
 	MessageNotCancelable         Code = "message_not_cancelable"
 	CapabilityNotSupported       Code = "capability_not_supported"
 	RecipientNotOnNetwork        Code = "recipient_not_on_network"
+	ConversationWindowClosed     Code = "conversation_window_closed"
 	RequestTooLarge              Code = "request_too_large"
 	UnsupportedMediaType         Code = "unsupported_media_type"
 	IdempotencyKeyReused         Code = "idempotency_key_reused"
@@ -73,7 +74,7 @@ func init() {
 		{InvalidAPIKey, 401, "Invalid API key", "The key is malformed, mistyped or unknown."},
 		{APIKeyRevoked, 401, "API key revoked", "The key was revoked; create a new one at /user/api."},
 		{APIKeyExpired, 401, "API key expired", "The key's expiry date has passed; create a new one at /user/api."},
-		{SignatureInvalid, 401, "Signature invalid", "A source's ingest URL refused the request: its signature, timestamp or credentials do not verify with the source's scheme. The source's request log (GET /api/v1/sources/{id}/requests) shows each refusal with its reason."},
+		{SignatureInvalid, 401, "Signature invalid", "A source's ingest URL or a channel hook URL refused the request: its signature, timestamp, secret token or credentials do not verify (with the source's scheme; with the instance's secret). A source's request log (GET /api/v1/sources/{id}/requests) shows each refusal with its reason."},
 		{InsufficientScope, 403, "Insufficient scope", "The key lacks a scope the operation needs; required_scopes names them."},
 		{NotFound, 404, "Not found", "No such route, no such object in the key's workspace, or no short link at this address."},
 		{ModelNotFound, 404, "Model not found", "No model with this ID is enabled for the workspace."},
@@ -95,6 +96,7 @@ func init() {
 		{IdempotencyKeyReused, 422, "Idempotency key reused", "The Idempotency-Key was used with a different request in the last 24 hours; use a new key for a new request."},
 		{CapabilityNotSupported, 422, "Capability not supported", "The instance's provider cannot do this call; GET /api/v1/providers/{provider} lists its capabilities. Nothing was queued."},
 		{RecipientNotOnNetwork, 422, "Recipient not on network", "No account of the instance's network has this address."},
+		{ConversationWindowClosed, 422, "Conversation window closed", "The network takes free-form messages only within its customer-service window after the person's last message (WhatsApp: 24 hours); send a template instead. Nothing was queued."},
 		{EventDataInvalid, 422, "Event data invalid", "The event's data does not match the JSON Schema of its type; errors[] points at each failure."},
 		{RateLimited, 429, "Rate limit exceeded", "A rate limit of the key or its workspace is exhausted; wait Retry-After seconds."},
 		{InternalError, 500, "Internal server error", "Something failed on the server; the request_id finds the log line."},

@@ -1,0 +1,257 @@
+package handlers_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/switchboard/switchboard/gen"
+	"github.com/switchboard/switchboard/internal/await"
+	"github.com/switchboard/switchboard/internal/channels/telegram"
+	"github.com/switchboard/switchboard/internal/channels/telegram/telegramtest"
+	"github.com/switchboard/switchboard/store"
+	"github.com/switchboard/switchboard/store/storetest"
+)
+
+// publicURL stands for the server's public https URL in the Telegram tests: the fake reroutes its pushes from it to
+// the test server, as a TLS-terminating proxy would.
+const publicURL = "https://switchboard.test"
+
+// The Telegram provider against a fake Bot API server that follows the published contract: a refused token, webhook
+// registration with a secret, pushes (verified, forged, and aimed at another workspace's instance), every message
+// type out, 429 retry_after obeyed exactly, a blocked user, an unknown chat, per-chat pacing, the capabilities bots
+// lack, inbound media, and long polling acknowledging only what was stored.
+func TestTelegramEndToEnd(t *testing.T) {
+	storetest.OwnDialects(t, func(t *testing.T, db *store.DB) {
+		fake := telegramtest.Start(t)
+		const pace = 400 * time.Millisecond
+		e := newProviderEnv(t, db, "Telegram", telegram.New(telegram.Options{PublicURL: publicURL, PollTimeout: time.Second,
+			ChatInterval: pace, GroupInterval: pace, BotInterval: time.Millisecond}))
+		fake.Reroute = func(u string) string { return strings.Replace(u, publicURL, e.url, 1) }
+		config := func(token, inbound string) string {
+			return fmt.Sprintf(`{"bot_token":%q,"api_url":%q,"inbound":%q}`, token, fake.URL, inbound)
+		}
+		connect := func(id string) {
+			t.Helper()
+			if res := e.post("/api/v1/instances/"+id+"/connect", ""); res.StatusCode != 200 {
+				t.Fatalf("connect: %d %s", res.StatusCode, res.body)
+			}
+		}
+
+		// What bots cannot do is visible before the first call.
+		var info gen.Provider
+		e.get("/api/v1/providers/telegram", &info)
+		for _, c := range []gen.Capability{"receipts.delivered", "receipts.read", "groups.create", "contacts.lookup"} {
+			if slices.Contains(info.Capabilities, c) {
+				t.Errorf("telegram lists %s", c)
+			}
+		}
+
+		// A token Telegram refuses fails for good, with the reason.
+		bad := e.instance("telegram", config("123456:AAHnot-a-real-token-0123456789", "auto"))
+		connect(bad.Id)
+		if got := e.status(bad.Id, "failed"); !strings.Contains(got.StatusReason, "auth_failed") {
+			t.Errorf("bad token: reason %q", got.StatusReason)
+		}
+
+		token := fake.AddBot(7001, "AcmeBot")
+		inst := e.instance("telegram", config(token, "auto"))
+		if shown, _ := json.Marshal(inst); strings.Contains(string(shown), token) {
+			t.Fatal("the bot token is shown back")
+		}
+		connect(inst.Id)
+		acc := e.status(inst.Id, "connected").Account
+		if acc == nil || acc.Address != "7001" {
+			t.Fatalf("account = %+v", acc)
+		}
+		hook, secret := await.Until(t, "the webhook", func() [2]string {
+			h, s := fake.Webhook(token)
+			return [2]string{h, s}
+		}, func(v [2]string) bool { return v[0] != "" })[0], ""
+		_, secret = fake.Webhook(token)
+		if hook != publicURL+"/hooks/channels/"+inst.Id || len(secret) < 32 {
+			t.Fatalf("webhook %q secret %d chars", hook, len(secret))
+		}
+
+		// In: a verified push is stored before the 200 (through the spec-validated client here).
+		ada := telegramtest.User{ID: 501, FirstName: "Ada", Username: "Ada_L"}
+		upd, _ := fake.Message(token, ada, "hello bot")
+		res := e.do(request{method: http.MethodPost, path: "/hooks/channels/" + inst.Id, body: string(fake.Update(upd)),
+			header: map[string]string{"X-Telegram-Bot-Api-Secret-Token": secret}})
+		if res.StatusCode != 200 {
+			t.Fatalf("push: %d %s", res.StatusCode, res.body)
+		}
+		var msgs gen.MessageList
+		e.get("/api/v1/instances/"+inst.Id+"/messages", &msgs)
+		if len(msgs.Data) != 1 || deref(msgs.Data[0].Text) != "hello bot" || msgs.Data[0].From.Address != "501" {
+			t.Fatalf("messages after the push = %+v", msgs.Data)
+		}
+		var contacts gen.ContactList
+		e.get("/api/v1/instances/"+inst.Id+"/contacts", &contacts)
+		if len(contacts.Data) != 1 || !slices.Contains(contacts.Data[0].Addresses, "@ada_l") {
+			t.Errorf("contacts = %+v", contacts.Data)
+		}
+
+		// A forged push, and pushes across workspaces, are refused and change nothing.
+		other := newWorkspaceInstance(t, e, fake)
+		_, otherSecret := fake.Webhook(other.token)
+		forged, _ := fake.Message(token, ada, "forged")
+		for _, try := range []struct{ instance, secret string }{{inst.Id, "not-the-secret"}, {inst.Id, otherSecret},
+			{other.id, secret}, {inst.Id, ""}} {
+			res := e.do(request{method: http.MethodPost, path: "/hooks/channels/" + try.instance, body: string(fake.Update(forged)),
+				header: map[string]string{"X-Telegram-Bot-Api-Secret-Token": try.secret}})
+			res.problem(t, 401, "signature_invalid")
+		}
+		e.get("/api/v1/instances/"+inst.Id+"/messages", &msgs)
+		if len(msgs.Data) != 1 {
+			t.Errorf("a forged push was stored: %d messages", len(msgs.Data))
+		}
+		res = e.do(request{method: http.MethodPost, path: "/hooks/channels/ins_01JDAD0A1B2C3D4E5F6G7H8J9K", body: "{}"})
+		res.problem(t, 404, "not_found")
+
+		// Out: each type reaches the Bot API with its method.
+		send := func(body string) gen.Message {
+			t.Helper()
+			res := e.post("/api/v1/instances/"+inst.Id+"/messages", body)
+			if res.StatusCode != 202 {
+				t.Fatalf("send %s: %d %s", body, res.StatusCode, res.body)
+			}
+			var m gen.Message
+			res.json(t, &m)
+			return m
+		}
+		text := send(`{"to":"501","type":"text","text":"hi Ada","reply_to_message_id":"` + msgs.Data[0].Id + `"}`)
+		sent := awaitMessage(e, inst.Id, text.Id, "sent")
+		var history []string
+		for _, h := range sent.StatusHistory {
+			history = append(history, string(h.Status))
+		}
+		if !slices.Equal(history, []string{"queued", "sending", "sent"}) || sent.ProviderMessageId == nil {
+			t.Errorf("history %v, provider id %v", history, sent.ProviderMessageId)
+		}
+		if c := fake.Calls("sendMessage"); len(c) != 1 || c[0].Params["text"] != "hi Ada" || !strings.Contains(c[0].Params["reply_parameters"], `"message_id"`) {
+			t.Errorf("sendMessage calls = %+v", c)
+		}
+		for _, tc := range []struct{ body, method string }{
+			{`{"to":"501","type":"location","location":{"latitude":52.52,"longitude":13.40}}`, "sendLocation"},
+			{`{"to":"501","type":"contact","contact":{"name":"Grace Hopper","phones":["+15550100"]}}`, "sendContact"},
+			{`{"to":"501","type":"reaction","target_message_id":"` + text.Id + `","emoji":"👍"}`, "setMessageReaction"},
+			{`{"to":"501","type":"edit","target_message_id":"` + text.Id + `","text":"hi Ada!"}`, "editMessageText"},
+			{`{"to":"501","type":"delete","target_message_id":"` + text.Id + `"}`, "deleteMessage"},
+		} {
+			m := send(tc.body)
+			awaitMessage(e, inst.Id, m.Id, "sent")
+			if len(fake.Calls(tc.method)) != 1 {
+				t.Errorf("%s: %d calls", tc.method, len(fake.Calls(tc.method)))
+			}
+		}
+		// Per-chat pacing: those went out at least the chat interval apart.
+		var ats []time.Time
+		for _, c := range fake.Calls("") {
+			if c.Params["chat_id"] == "501" && c.Status == 200 {
+				ats = append(ats, c.At)
+			}
+		}
+		for i := 1; i < len(ats); i++ {
+			if gap := ats[i].Sub(ats[i-1]); gap < pace-20*time.Millisecond {
+				t.Errorf("sends %d and %d to one chat %v apart; the pace is %v", i-1, i, gap, pace)
+			}
+		}
+
+		// 429 with retry_after: the next attempt waits exactly that long.
+		fake.Fail("sendMessage", 1, telegramtest.Failure{Status: 429, Description: "Too Many Requests: retry after 2", RetryAfter: 2})
+		limited := send(`{"to":"501","type":"text","text":"after the flood wait"}`)
+		awaitMessage(e, inst.Id, limited.Id, "sent")
+		calls := fake.Calls("sendMessage")
+		if n := len(calls); n != 3 || calls[n-1].At.Sub(calls[n-2].At) < 2*time.Second {
+			t.Errorf("the retry after 429 came %v after it (want ≥ 2s), %d calls", calls[n-1].At.Sub(calls[n-2].At), n)
+		}
+
+		// A user who blocked the bot, and a chat the bot never saw: failed, with codes clients can act on.
+		bob := telegramtest.User{ID: 502, FirstName: "Bob"}
+		fake.Message(token, bob, "")
+		fake.Block(token, 502)
+		blocked := awaitMessage(e, inst.Id, send(`{"to":"502","type":"text","text":"hi Bob"}`).Id, "failed")
+		unknown := awaitMessage(e, inst.Id, send(`{"to":"999","type":"text","text":"hi?"}`).Id, "failed")
+		if blocked.Failure == nil || blocked.Failure.Code != "recipient_blocked" || unknown.Failure == nil || unknown.Failure.Code != "recipient_not_on_network" {
+			t.Errorf("failures: blocked %+v, unknown %+v", blocked.Failure, unknown.Failure)
+		}
+
+		// Bots cannot create groups: refused before anything is queued.
+		e.post("/api/v1/instances/"+inst.Id+"/groups", `{"subject":"Team","participants":["501"]}`).problem(t, 422, "capability_not_supported")
+
+		// Inbound media is fetched from Telegram and kept.
+		if st := fake.Push(token, fake.Photo(token, ada, "a cat", []byte("\xff\xd8\xff\xe0 jpeg bytes"))); st != 200 {
+			t.Fatalf("photo push: %d", st)
+		}
+		photo := await.Until(t, "the photo", func() *gen.Message {
+			e.get("/api/v1/instances/"+inst.Id+"/messages", &msgs)
+			for _, m := range msgs.Data {
+				if m.Type == "media" {
+					return &m
+				}
+			}
+			return nil
+		}, func(m *gen.Message) bool { return m != nil })
+		if photo.Media == nil || deref(photo.Media.Caption) != "a cat" {
+			t.Errorf("photo = %+v", photo.Media)
+		}
+
+		// Long polling: updates arrive by getUpdates and are confirmed only once stored.
+		ptoken := fake.AddBot(7003, "PollBot")
+		polled := e.instance("telegram", config(ptoken, "polling"))
+		connect(polled.Id)
+		e.status(polled.Id, "connected")
+		for i := range 3 {
+			u, _ := fake.Message(ptoken, ada, fmt.Sprintf("polled %d", i))
+			fake.Push(ptoken, u)
+		}
+		await.Until(t, "three polled messages", func() int {
+			var l gen.MessageList
+			e.get("/api/v1/instances/"+polled.Id+"/messages", &l)
+			return len(l.Data)
+		}, func(n int) bool { return n == 3 })
+		await.Equal(t, "the updates confirmed", func() int { return fake.Pending(ptoken) }, 0)
+		if h, _ := fake.Webhook(ptoken); h != "" {
+			t.Errorf("a polling bot has a webhook: %s", h)
+		}
+
+		// Disconnect drops the webhook: Telegram keeps the updates until the bot connects again.
+		e.post("/api/v1/instances/"+inst.Id+"/disconnect", "")
+		e.status(inst.Id, "disconnected")
+		await.Until(t, "the webhook deleted", func() string { h, _ := fake.Webhook(token); return h }, func(h string) bool { return h == "" })
+	})
+}
+
+func deref[T any](v *T) T {
+	var zero T
+	if v == nil {
+		return zero
+	}
+	return *v
+}
+
+type workspaceInstance struct{ id, token string }
+
+// newWorkspaceInstance connects a Telegram bot of a second workspace.
+func newWorkspaceInstance(t *testing.T, e *msgEnv, fake *telegramtest.Server) workspaceInstance {
+	t.Helper()
+	ws := e.workspace("Other")
+	key, _ := e.key(ws.ID, "messaging:write")
+	token := fake.AddBot(7002, "OtherBot")
+	body, _ := json.Marshal(map[string]any{"name": "other", "provider": "telegram",
+		"config": map[string]any{"bot_token": token, "api_url": fake.URL}})
+	res := e.do(request{method: http.MethodPost, path: "/api/v1/instances", key: key, body: string(body)})
+	if res.StatusCode != 201 {
+		t.Fatalf("other instance: %d %s", res.StatusCode, res.body)
+	}
+	var inst gen.Instance
+	res.json(t, &inst)
+	e.do(request{method: http.MethodPost, path: "/api/v1/instances/" + inst.Id + "/connect", key: key})
+	await.Until(t, "the other webhook", func() string { h, _ := fake.Webhook(token); return h }, func(h string) bool { return h != "" })
+	return workspaceInstance{id: inst.Id, token: token}
+}
