@@ -10,6 +10,7 @@ import (
 	"github.com/switchboard/switchboard/internal/channels/hub"
 	"github.com/switchboard/switchboard/internal/channels/sandbox"
 	"github.com/switchboard/switchboard/internal/channels/telegram"
+	"github.com/switchboard/switchboard/internal/channels/whatsappcloud"
 	"github.com/switchboard/switchboard/internal/channels/xmpp"
 	"github.com/switchboard/switchboard/internal/egress"
 	"github.com/switchboard/switchboard/internal/events"
@@ -70,6 +71,7 @@ func messagingService(db *store.DB, outbox *events.Outbox, box *webhook.Box, gua
 		sandbox.New(db, runtime, sandbox.Options{Logger: log, Delivered: sandbox.DefaultDelivered, Read: sandbox.DefaultRead}),
 		xmpp.New(xmpp.Options{Dial: guard.DialContext, HTTP: guard.Client(xmpp.DefaultUploadTimeout)}),
 		telegram.New(telegram.Options{PublicURL: baseURL, HTTP: guard.Client(time.Minute)}),
+		whatsappcloud.New(whatsappcloud.Options{HTTP: guard.Client(time.Minute)}),
 	}
 	for _, p := range providers {
 		if err := svc.AddProvider(p); err != nil {

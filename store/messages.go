@@ -204,16 +204,12 @@ func (s *Messages) Several(ctx context.Context, db bun.IDB, ids []string) ([]Mes
 	return ms, err
 }
 
-// LastInboundAt returns when the newest inbound message of a chat was stored (zero when it has none). It returns no
-// sentinel errors.
-func (s *Messages) LastInboundAt(ctx context.Context, db bun.IDB, chatID string) (time.Time, error) {
-	var at []time.Time
-	err := db.NewSelect().Model((*Message)(nil)).Column("created_at").
-		Where("chat_id = ?", chatID).Where("direction = 'inbound'").OrderExpr("id DESC").Limit(1).Scan(ctx, &at)
-	if err != nil || len(at) == 0 {
-		return time.Time{}, err
-	}
-	return at[0], nil
+// LastInbound returns the newest inbound message of a chat. Returns ErrNotFound when it has none.
+func (s *Messages) LastInbound(ctx context.Context, db bun.IDB, chatID string) (Message, error) {
+	var m Message
+	err := db.NewSelect().Model(&m).Where("chat_id = ?", chatID).Where("direction = 'inbound'").
+		OrderExpr("id DESC").Limit(1).Scan(ctx)
+	return m, mapErr(err)
 }
 
 // MarkRead moves an instance's received messages of a chat to read inside tx and returns them. It returns no

@@ -89,12 +89,15 @@ func (s *Service) MarkRead(ctx context.Context, workspaceID, instanceID, chatID 
 		return c, err
 	}
 	if p.Info().Has(CapMarkRead) && c.LastMessageID != nil {
-		last, err := s.db.Messages.ByID(ctx, s.db.Reader(), *c.LastMessageID)
-		if err != nil {
+		// Read receipts are about what the other side wrote: the newest inbound message marks the rest read.
+		last, err := s.db.Messages.LastInbound(ctx, s.db.Reader(), c.ID)
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
 			return c, err
 		}
-		if err := s.call(ctx, inst, OpMarkRead, markReadArgs{Chat: c.Address, UpTo: deref(last.ProviderMessageID)}, nil); err != nil {
-			return c, err
+		if err == nil {
+			if err := s.call(ctx, inst, OpMarkRead, markReadArgs{Chat: c.Address, UpTo: deref(last.ProviderMessageID)}, nil); err != nil {
+				return c, err
+			}
 		}
 	}
 	err = s.inTxFor(ctx, []string{instanceID}, func(ctx context.Context, tx bun.Tx) error {

@@ -232,9 +232,11 @@ func (s *Service) checkWindow(ctx context.Context, p Provider, inst store.Instan
 	case err != nil:
 		return err
 	default:
-		if last, err = s.db.Messages.LastInboundAt(ctx, s.db.Reader(), chat.ID); err != nil {
+		m, err := s.db.Messages.LastInbound(ctx, s.db.Reader(), chat.ID)
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
 			return err
 		}
+		last = m.CreatedAt
 	}
 	window := w.ConversationWindow()
 	if last.IsZero() {
