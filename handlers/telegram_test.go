@@ -1,8 +1,10 @@
 package handlers_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"mime/multipart"
 	"net/http"
 	"slices"
 	"strings"
@@ -199,6 +201,93 @@ func TestTelegramEndToEnd(t *testing.T) {
 		}, func(m *gen.Message) bool { return m != nil })
 		if photo.Media == nil || deref(photo.Media.Caption) != "a cat" {
 			t.Errorf("photo = %+v", photo.Media)
+		}
+
+		// Out: media is uploaded with the method of its kind.
+		var buf bytes.Buffer
+		mw := multipart.NewWriter(&buf)
+		fw, _ := mw.CreateFormFile("file", "cat.png")
+		_, _ = fw.Write([]byte("\x89PNG\r\n\x1a\n a cat"))
+		_ = mw.Close()
+		up := e.do(request{method: http.MethodPost, path: "/api/v1/media", key: e.apiKey, body: buf.String(),
+			header: map[string]string{"Content-Type": mw.FormDataContentType()}})
+		var media gen.Media
+		up.json(t, &media)
+		awaitMessage(e, inst.Id, send(`{"to":"501","type":"media","media":{"media_id":"`+media.Id+`","caption":"yours"}}`).Id, "sent")
+		if c := fake.Calls("sendPhoto"); len(c) != 1 || string(c[0].Files["photo"]) != "\x89PNG\r\n\x1a\n a cat" || c[0].Params["caption"] != "yours" {
+			t.Errorf("sendPhoto calls = %+v", c)
+		}
+
+		// In: an edit names the message it changes; a button press is a message with the button's data.
+		var before gen.MessageList
+		e.get("/api/v1/instances/"+inst.Id+"/messages", &before)
+		var first gen.Message
+		for _, m := range before.Data {
+			if deref(m.Text) == "hello bot" {
+				first = m
+			}
+		}
+		orig := upd["message"].(map[string]any)
+		edit := map[string]any{"edited_message": map[string]any{"message_id": orig["message_id"], "from": orig["from"],
+			"chat": orig["chat"], "date": orig["date"], "edit_date": time.Now().Unix(), "text": "hello bot (edited)"}}
+		press := map[string]any{"callback_query": map[string]any{"id": "4382", "from": orig["from"], "data": "order:42",
+			"chat_instance": "-1", "message": map[string]any{"message_id": 1, "date": time.Now().Unix(),
+				"chat": orig["chat"], "text": "pick one"}}}
+		for _, u := range []map[string]any{edit, press} {
+			if st := fake.Push(token, u); st != 200 {
+				t.Fatalf("push: %d", st)
+			}
+		}
+		var after gen.MessageList // decoded fresh: a reused list keeps members the new page omits
+		e.get("/api/v1/instances/"+inst.Id+"/messages", &after)
+		var edited, pressed *gen.Message
+		for i, m := range after.Data {
+			switch {
+			case m.Type == "edit" && m.Direction == "inbound":
+				edited = &after.Data[i]
+			case deref(m.Text) == "order:42":
+				pressed = &after.Data[i]
+			}
+		}
+		if edited == nil || deref(edited.TargetMessageId) != first.Id || deref(edited.Text) != "hello bot (edited)" || pressed == nil {
+			t.Errorf("edit %+v, button press %+v", edited, pressed)
+		}
+
+		// Groups: the bot added to one makes it the instance's; it is read, renamed, shared and left through the API.
+		fake.AddGroup(token, -1001234, "Team", 501, 502)
+		botUser := map[string]any{"id": 7001, "is_bot": true, "first_name": "AcmeBot"}
+		fake.Push(token, map[string]any{"my_chat_member": map[string]any{"chat": map[string]any{"id": -1001234, "type": "supergroup", "title": "Team"},
+			"from": orig["from"], "date": time.Now().Unix(), "old_chat_member": map[string]any{"status": "left", "user": botUser},
+			"new_chat_member": map[string]any{"status": "member", "user": botUser}}})
+		var groups gen.GroupList
+		e.get("/api/v1/instances/"+inst.Id+"/groups", &groups)
+		if len(groups.Data) != 1 || groups.Data[0].Subject != "Team" {
+			t.Fatalf("groups = %+v", groups.Data)
+		}
+		gp := "/api/v1/instances/" + inst.Id + "/groups/" + groups.Data[0].Id
+		var group gen.Group
+		e.get(gp, &group)
+		if group.Address != "-1001234" || group.Subject != "Team" {
+			t.Errorf("group = %+v", group)
+		}
+		var invite gen.GroupInvite
+		e.get(gp+"/invite", &invite)
+		if !strings.HasPrefix(invite.Invite, "https://t.me/+") {
+			t.Errorf("invite = %q", invite.Invite)
+		}
+		var changed gen.ParticipantsChangeResult
+		res = e.post(gp+"/participants", `{"action":"remove","participants":["502"]}`)
+		if res.json(t, &changed); res.StatusCode != 200 || len(changed.Data) != 1 || !changed.Data[0].Ok ||
+			len(fake.Calls("banChatMember")) != 1 || len(fake.Calls("unbanChatMember")) != 1 {
+			t.Errorf("remove: %d %s", res.StatusCode, res.body)
+		}
+		res = e.post(gp+"/participants", `{"action":"add","participants":["503"]}`)
+		if res.json(t, &changed); res.StatusCode != 200 || changed.Data[0].Ok || changed.Data[0].Error == nil ||
+			changed.Data[0].Error.Code != "capability_not_supported" {
+			t.Errorf("add: %d %s", res.StatusCode, res.body)
+		}
+		if res := e.post(gp+"/leave", ""); res.StatusCode >= 300 || len(fake.Calls("leaveChat")) != 1 {
+			t.Errorf("leave: %d %s", res.StatusCode, res.body)
 		}
 
 		// Long polling: updates arrive by getUpdates and are confirmed only once stored.
