@@ -58,7 +58,7 @@ func messagingService(db *store.DB, outbox *events.Outbox, box *webhook.Box, gua
 	if db.Dialect() == store.SQLite {
 		media = channels.DirMedia{DB: db, Dir: filepath.Join(db.DataDir(), "media")}
 	}
-	svc, err := channels.New(db, outbox, channels.Config{Sealer: box, Media: media, Guard: guard, Logger: log})
+	svc, err := channels.New(db, outbox, channels.Config{Sealer: box, Media: media, Guard: guard, Logger: log, BaseURL: baseURL})
 	if err != nil {
 		return nil, nil, err
 	}

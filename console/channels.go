@@ -231,7 +231,9 @@ func (c *Console) createInstance(ec echo.Context) error {
 type channelData struct {
 	Instance store.Instance
 	Info     channels.Info
-	QR       *gen.InstanceQR
+	// HookURL is where the network pushes the instance's updates (providers that take pushes).
+	HookURL string
+	QR      *gen.InstanceQR
 	// QRImage is the QR code's PNG as a data URL: made by the server, so trusted as an image source.
 	QRImage  template.URL
 	Messages []gen.Message
@@ -266,6 +268,9 @@ func (c *Console) renderChannel(ec echo.Context, status int, notice, errMsg stri
 	d.Instance = inst
 	if d.Info, err = c.channels.Provider(inst.Provider); err != nil {
 		d.Info = channels.Info{Name: inst.Provider}
+	}
+	if u := c.channels.InstanceAPI(inst).HookUrl; u != nil {
+		d.HookURL = *u
 	}
 	if inst.Status == string(channels.StatusAwaitingAuth) && inst.QRCode != nil {
 		if qr, err := c.channels.QRAPI(inst); err == nil && strings.HasPrefix(qr.Image, "data:image/png;base64,") {

@@ -65,6 +65,9 @@ func TestWhatsAppCloudEndToEnd(t *testing.T) {
 			t.Fatalf("account = %+v", acc)
 		}
 		hook := "/hooks/channels/" + inst.Id
+		if inst.HookUrl == nil || *inst.HookUrl != publicURL+hook {
+			t.Errorf("hook_url = %v", inst.HookUrl)
+		}
 		fake.Callback = e.url + hook
 
 		// Meta's URL check: the verify token answers the challenge; a wrong one is refused.

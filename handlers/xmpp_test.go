@@ -47,7 +47,7 @@ func newProviderEnv(t *testing.T, db *store.DB, name string, providers ...channe
 	}
 	log := slog.New(slog.NewTextHandler(testLog{t}, &slog.HandlerOptions{Level: slog.LevelError}))
 	outbox := events.NewOutbox(db, events.Builtin())
-	svc, err := channels.New(db, outbox, channels.Config{Sealer: box, Logger: log, Providers: providers})
+	svc, err := channels.New(db, outbox, channels.Config{Sealer: box, Logger: log, Providers: providers, BaseURL: publicURL})
 	if err != nil {
 		t.Fatal(err)
 	}

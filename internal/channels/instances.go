@@ -509,6 +509,10 @@ func (s *Service) InstanceAPI(i store.Instance) gen.Instance {
 		for _, c := range capabilities(p.Info()) {
 			out.Capabilities = append(out.Capabilities, gen.Capability(c))
 		}
+		if _, push := p.(PushReceiver); push && s.baseURL != "" {
+			u := s.baseURL + "/hooks/channels/" + i.ID
+			out.HookUrl = &u
+		}
 	}
 	if i.AuthMethod != nil {
 		m := gen.InstanceAuthMethod(*i.AuthMethod)

@@ -48,6 +48,8 @@ type Config struct {
 	MaxMedia int64
 	// Logger receives what reaches no client (default slog.Default()).
 	Logger *slog.Logger
+	// BaseURL is the server's public URL, under which instances of providers that take pushes have their hook URL.
+	BaseURL string
 }
 
 // Service is the messaging capability: instances and their state, messages, chats, contacts and groups. Handlers,
@@ -64,6 +66,7 @@ type Service struct {
 	media     MediaStore
 	fetch     *http.Client
 	maxMedia  int64
+	baseURL   string
 
 	early earlyReceipts
 
@@ -93,7 +96,7 @@ func New(db *store.DB, outbox *events.Outbox, cfg Config) (*Service, error) {
 		cfg.MaxMedia = DefaultMaxMedia
 	}
 	s := &Service{db: db, events: outbox, sealer: cfg.Sealer, log: cfg.Logger, providers: map[string]Provider{},
-		sessions: cfg.Sessions, queue: cfg.Queue, lookupTTL: cfg.LookupTTL, media: cfg.Media,
+		sessions: cfg.Sessions, queue: cfg.Queue, lookupTTL: cfg.LookupTTL, media: cfg.Media, baseURL: strings.TrimRight(cfg.BaseURL, "/"),
 		fetch: cfg.Guard.Client(mediaFetchTimeout), maxMedia: cfg.MaxMedia}
 	for _, p := range cfg.Providers {
 		name := p.Info().Name
