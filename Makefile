@@ -4,7 +4,7 @@ NPM     ?= npm
 PKGS    := ./...
 FUZZTIME ?= 5s
 
-.PHONY: run build test test-go test-e2e test-short fuzz generate check-generated tidy-check lint-spec compat vet ci bench tools browser proxy help
+.PHONY: run build test test-go test-e2e test-short fuzz generate check-generated tidy-check lint-spec compat vet ci e2e-n8n bench tools browser proxy help
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -73,10 +73,14 @@ compat: $(OASDIFF) ## fail on a breaking change of api/openapi.yaml against the 
 vet: ## go vet
 	$(GO) vet $(PKGS)
 
-ci: tidy-check check-generated lint-spec compat vet fuzz test ## everything CI checks
+ci: tidy-check check-generated lint-spec compat vet fuzz test e2e-n8n ## everything CI checks (e2e-n8n adds about 7 minutes: npm ci of n8n, then 40 s)
 
 browser: ## install Debian's Chromium for the browser tests when missing (never a downloaded browser)
 	@command -v chromium >/dev/null || { apt-get update -qq && apt-get install -y -qq chromium; }
+
+e2e-n8n: build ## Switchboard with a real n8n (npm, pinned in e2e/n8n): publish to a source, verify signed webhooks in a workflow
+	cd e2e/n8n && { [ -x node_modules/.bin/n8n ] || npm ci --no-audit --no-fund --loglevel=error; }
+	node --test e2e/n8n/run.mjs
 
 tools: ## install the load generator used by make bench (Debian's wrk)
 	@command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk; }

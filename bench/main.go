@@ -82,9 +82,10 @@ const warmUp = 2 * time.Second
 
 // database is a Switchboard server over one database, with its links.
 type database struct {
-	name  string
-	sb    *switchboard
-	links linkSetup
+	name      string
+	sb        *switchboard
+	links     linkSetup
+	ingestURL string
 }
 
 // run measures the HTTP hot paths and then the webhook dispatcher, and prints their tables to out (progress goes to
@@ -195,6 +196,9 @@ func runHTTP(ctx context.Context, o options, prof *profile, out, log io.Writer) 
 		if db.links, err = setupLinks(ctx, db.sb); err != nil {
 			return 0, fmt.Errorf("links on %s: %w", db.name, err)
 		}
+		if db.ingestURL, err = setupIngest(ctx, db.sb); err != nil {
+			return 0, fmt.Errorf("ingest on %s: %w", db.name, err)
+		}
 	}
 
 	// The bare handlers serve exactly the bytes Switchboard answers, so both rows write the same response and the
@@ -217,6 +221,15 @@ func runHTTP(ctx context.Context, o options, prof *profile, out, log io.Writer) 
 	if err != nil {
 		return 0, err
 	}
+	bareIngest, err := startBareIngest()
+	if err != nil {
+		return 0, fmt.Errorf("bare Echo: %w", err)
+	}
+	defer bareIngest.close()
+	ingestScript, err := writeIngestScript(tmp)
+	if err != nil {
+		return 0, err
+	}
 
 	// The baseline gets the same headers, so that wrk sends byte for byte the same requests to both.
 	modelsBaseline := &scenario{name: "GET /api/v1/models — bare Echo (baseline)", url: bare.url + modelsPath,
@@ -236,6 +249,14 @@ func runHTTP(ctx context.Context, o options, prof *profile, out, log io.Writer) 
 			url: db.sb.url + "/u0", script: uniformScript, baseline: hot, goal: uniformGoal}
 		redirectRows[hot], redirectRows[uniform] = db.sb, db.sb
 		scenarios = append(scenarios, hot, uniform)
+	}
+	ingestBaseline := &scenario{name: "POST a signed JSON body — bare Echo (baseline)", url: bareIngest.url + ingestPath,
+		script: ingestScript, post: []byte(ingestBody), postHeaders: []string{"Content-Type: application/json", ingestSignature()}}
+	scenarios = append(scenarios, ingestBaseline)
+	for _, db := range dbs {
+		scenarios = append(scenarios, &scenario{name: "POST /in/{token} HMAC-verified, stored before 200 — " + db.name,
+			url: db.ingestURL, script: ingestScript, baseline: ingestBaseline, minRPS: ingestGoal[db.name],
+			post: []byte(ingestBody), postHeaders: []string{"Content-Type: application/json", ingestSignature()}})
 	}
 
 	var replicas *replicaSetup

@@ -24,6 +24,12 @@ type scenario struct {
 	script   string
 	baseline *scenario
 	goal     float64 // least acceptable ratio to the baseline's req/s; unused for baselines
+	// minRPS, when set, is the row's goal instead: the least acceptable req/s (the ratio is still shown).
+	minRPS float64
+	// post is the body of a POST row (the script sends it; the preflight POSTs it with headers and postHeaders).
+	// Its answers differ request by request (an event ID each), so they are not compared with the baseline's.
+	post        []byte
+	postHeaders []string
 
 	body     []byte      // the response to the preflight request
 	runs     []wrkResult // measured rounds
@@ -34,6 +40,14 @@ type scenario struct {
 // very bytes the baseline answers: a benchmark of 401s, or of two handlers doing different work, means nothing.
 // Baselines must be preflighted before the rows compared with them.
 func (sc *scenario) preflight(ctx context.Context) error {
+	if sc.post != nil {
+		body, err := postOnce(ctx, sc.url, sc.post, append(slices.Clone(sc.headers), sc.postHeaders...))
+		if err != nil {
+			return fmt.Errorf("%s: %w", sc.name, err)
+		}
+		sc.body = body
+		return nil
+	}
 	body, err := fetch(ctx, sc.url, sc.headers)
 	if err != nil {
 		return fmt.Errorf("%s: %w", sc.name, err)
@@ -75,6 +89,33 @@ func fetch(ctx context.Context, url string, headers []string) ([]byte, error) {
 	return body, nil
 }
 
+// postOnce POSTs body to url with headers and returns the body of a 2xx response.
+func postOnce(ctx context.Context, url string, body []byte, headers []string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	for _, h := range headers {
+		name, value, _ := strings.Cut(h, ":")
+		req.Header.Set(name, strings.TrimSpace(value))
+	}
+	resp, err := noRedirects.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	out, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return nil, fmt.Errorf("POST %s answered %s: %s", url, resp.Status, out)
+	}
+	return out, nil
+}
+
 // summary is a row's medians over its measured rounds. Each column is its own median, so one bad round moves none
 // of them.
 type summary struct {
@@ -96,6 +137,9 @@ func (sc *scenario) summary() summary {
 		s.ratio = s.rps / median(sc.baseline.runs, func(r wrkResult) float64 { return r.rps })
 		s.hasGoal = true
 		s.goalMet = s.ratio >= sc.goal
+		if sc.minRPS > 0 {
+			s.goalMet = s.rps >= sc.minRPS
+		}
 	}
 	return s
 }
@@ -124,6 +168,9 @@ func printTable(w io.Writer, scenarios []*scenario) (failed int) {
 		goal, met := "—", "—"
 		if s.hasGoal {
 			goal, met = fmt.Sprintf("≥ %.2f", sc.goal), "no"
+			if sc.minRPS > 0 {
+				goal = fmt.Sprintf("≥ %.0f req/s", sc.minRPS)
+			}
 			if s.goalMet {
 				met = "yes"
 			}
@@ -137,6 +184,12 @@ func printTable(w io.Writer, scenarios []*scenario) (failed int) {
 		switch {
 		case len(sc.failures) > 0:
 			verdicts = append(verdicts, fmt.Sprintf("FAILED %s: %s", sc.name, strings.Join(sc.failures, "; ")))
+		case s.hasGoal && sc.minRPS > 0:
+			verdict := "goal met"
+			if !s.goalMet {
+				verdict = "goal MISSED"
+			}
+			verdicts = append(verdicts, fmt.Sprintf("%s: %s at %.0f req/s, %.2f of the baseline (goal ≥ %.0f req/s)", verdict, sc.name, s.rps, s.ratio, sc.minRPS))
 		case s.hasGoal && s.goalMet:
 			verdicts = append(verdicts, fmt.Sprintf("goal met: %s at %.2f of the baseline (goal ≥ %.2f)", sc.name, s.ratio, sc.goal))
 		case s.hasGoal:

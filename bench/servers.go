@@ -25,6 +25,7 @@ import (
 	"github.com/switchboard/switchboard/internal/links/clicks"
 	"github.com/switchboard/switchboard/internal/links/linkcache"
 	"github.com/switchboard/switchboard/internal/runner"
+	"github.com/switchboard/switchboard/internal/webhook"
 	"github.com/switchboard/switchboard/store"
 	"github.com/switchboard/switchboard/store/storetest"
 )
@@ -128,7 +129,7 @@ func startSwitchboard(ctx context.Context, dbURL, spoolDir string) (_ *switchboa
 	if err != nil {
 		return nil, err
 	}
-	linksKey, err := createKey(ctx, db, ws.ID, "links:write")
+	linksKey, err := createKey(ctx, db, ws.ID, "links:write", "automation:write")
 	if err != nil {
 		return nil, err
 	}
@@ -150,8 +151,17 @@ func startSwitchboard(ctx context.Context, dbURL, spoolDir string) (_ *switchboa
 	}
 	cache := linkcache.New(linkService.Resolve, db.LinkChanges, linkcache.Config{})
 	verifier := apikey.NewVerifier(db.APIKeys, 0, log)
+	// The ingest rows' source seals its secret, as in production.
+	key := make([]byte, webhook.KeySize)
+	_, _ = rand.Read(key)
+	box, err := webhook.NewBox(key)
+	if err != nil {
+		_ = ln.Close()
+		return nil, err
+	}
 	h, err := handlers.New(handlers.Config{
-		BaseURL: "http://" + ln.Addr().String(),
+		BaseURL:  "http://" + ln.Addr().String(),
+		Webhooks: handlers.WebhookEngine{Box: box},
 		// High enough never to answer 429: the limiter's bookkeeping is measured, its refusals are not.
 		KeyRateLimit:       1_000_000_000,
 		WorkspaceRateLimit: 1_000_000_000,
