@@ -5,14 +5,22 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/switchboard/switchboard/internal/egress"
+	"github.com/switchboard/switchboard/internal/webhook"
+	"github.com/switchboard/switchboard/store"
 )
 
 // The ingest rows POST one signed JSON body to a source's public URL: the source verifies its HMAC-SHA256 over the
@@ -77,4 +85,103 @@ func startBareIngest() (*httpServer, error) {
 		return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, answer)
 	})
 	return serve(ln, e), nil
+}
+
+// The ingest → delivery row: signed requests at ingestDeliveryRate a second to the source for the round's duration,
+// with a webhook dispatcher (production settings) delivering each event to a receiver on loopback; the samples are
+// the time from sending a request to the receiver seeing its event.
+const (
+	ingestDeliveryRate = 1000
+	ingestDeliveryGoal = 500 * time.Millisecond // at the 99th percentile
+)
+
+// measureIngestDelivery runs the ingest → delivery row on one server.
+func measureIngestDelivery(ctx context.Context, s *switchboard, ingestURL string, d time.Duration) ([]time.Duration, error) {
+	arrivals := &arrivals{seen: map[string]time.Time{}}
+	ln, err := listen()
+	if err != nil {
+		return nil, err
+	}
+	rc := serve(ln, arrivals)
+	defer rc.close()
+	secret, err := webhook.NewSecret()
+	if err != nil {
+		return nil, err
+	}
+	if _, err := s.db.Webhooks.Create(ctx, store.NewWebhookEndpoint{WorkspaceID: s.ws.ID, URL: rc.url + "/hook",
+		Events: []string{"custom.bench.order_paid"}, SealSecret: func(id string) string { return s.box.Seal([]byte(secret), []byte(id)) }}); err != nil {
+		return nil, err
+	}
+	guard := egress.NewGuard(egress.Policy{AllowHTTP: true, AllowedNetworks: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}})
+	dispatcher := webhook.NewDispatcher(s.db, s.box, guard, webhook.Config{Events: s.outbox, Logger: quietLog()})
+	running, stop := context.WithCancel(ctx)
+	stopped := make(chan struct{})
+	go func() { _ = dispatcher.Run(running); close(stopped) }()
+	defer func() { stop(); <-stopped }()
+
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 128}, Timeout: 10 * time.Second}
+	name, value, _ := strings.Cut(ingestSignature(), ": ")
+	type sent struct {
+		id string
+		at time.Time
+	}
+	var (
+		mu     sync.Mutex
+		sents  []sent
+		failed []string
+		wg     sync.WaitGroup
+	)
+	slots := make(chan struct{}, 128)
+	tick := time.NewTicker(time.Second / ingestDeliveryRate)
+	defer tick.Stop()
+	for end := time.Now().Add(d); time.Now().Before(end); {
+		<-tick.C
+		slots <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-slots; wg.Done() }()
+			at := time.Now()
+			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, ingestURL, strings.NewReader(ingestBody))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set(name, value)
+			res, err := client.Do(req)
+			if err != nil {
+				mu.Lock()
+				failed = append(failed, err.Error())
+				mu.Unlock()
+				return
+			}
+			var out struct {
+				EventID string `json:"event_id"`
+			}
+			err = json.NewDecoder(res.Body).Decode(&out)
+			res.Body.Close()
+			mu.Lock()
+			defer mu.Unlock()
+			if res.StatusCode != http.StatusOK || err != nil {
+				failed = append(failed, fmt.Sprintf("HTTP %d", res.StatusCode))
+				return
+			}
+			sents = append(sents, sent{out.EventID, at})
+		}()
+	}
+	wg.Wait()
+	if len(failed) > 0 {
+		return nil, fmt.Errorf("%d of %d ingest requests failed, first: %s", len(failed), len(failed)+len(sents), failed[0])
+	}
+	deadline := time.Now().Add(2 * time.Minute)
+	out := make([]time.Duration, 0, len(sents))
+	for _, s := range sents {
+		for {
+			if seen, ok := arrivals.at(s.id); ok {
+				out = append(out, max(seen.Sub(s.at), 0))
+				break
+			}
+			if time.Now().After(deadline) {
+				return nil, fmt.Errorf("event %s was accepted but never delivered", s.id)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	return out, nil
 }

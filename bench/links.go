@@ -291,24 +291,29 @@ func (s *switchboard) steadyLoad(path string, rate int, stop <-chan struct{}) *s
 type measurement struct {
 	name    string
 	samples []time.Duration
-	// goal applies to the 95th percentile.
+	// goal applies to the 95th percentile, or to the 99th with p99.
 	goal time.Duration
+	p99  bool
 }
 
 // printMeasurements writes the second table and a verdict per row.
 func printMeasurements(w io.Writer, ms []measurement) {
-	fmt.Fprintln(w, "| measurement | samples | p50 | p95 | max | goal (p95) | met |")
-	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---|---|")
+	fmt.Fprintln(w, "| measurement | samples | p50 | p95 | p99 | max | goal | met |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---|---|")
 	var verdicts []string
 	for _, m := range ms {
-		p95 := percentile(m.samples, 0.95)
+		p95, p99 := percentile(m.samples, 0.95), percentile(m.samples, 0.99)
+		at, which := p95, "p95"
+		if m.p99 {
+			at, which = p99, "p99"
+		}
 		met, verdict := "yes", "goal met"
-		if p95 > m.goal {
+		if at > m.goal {
 			met, verdict = "no", "goal MISSED"
 		}
-		fmt.Fprintf(w, "| %s | %d | %s | %s | %s | ≤ %s | %s |\n", m.name, len(m.samples), formatLatency(percentile(m.samples, 0.5)),
-			formatLatency(p95), formatLatency(slices.Max(m.samples)), formatLatency(m.goal), met)
-		verdicts = append(verdicts, fmt.Sprintf("%s: %s at p95 %s (goal ≤ %s)", verdict, m.name, formatLatency(p95), formatLatency(m.goal)))
+		fmt.Fprintf(w, "| %s | %d | %s | %s | %s | %s | %s ≤ %s | %s |\n", m.name, len(m.samples), formatLatency(percentile(m.samples, 0.5)),
+			formatLatency(p95), formatLatency(p99), formatLatency(slices.Max(m.samples)), which, formatLatency(m.goal), met)
+		verdicts = append(verdicts, fmt.Sprintf("%s: %s at %s %s (goal ≤ %s)", verdict, m.name, which, formatLatency(at), formatLatency(m.goal)))
 	}
 	fmt.Fprintln(w)
 	for _, v := range verdicts {

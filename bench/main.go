@@ -357,6 +357,13 @@ func runHTTP(ctx context.Context, o options, prof *profile, out, log io.Writer) 
 			}
 			ms = append(ms, measurement{name: steady, samples: samples, goal: visibleGoal})
 		}
+		if name := fmt.Sprintf("POST /in/{token} at %d/s → signed delivery at a receiver — %s", ingestDeliveryRate, db.name); o.rows.MatchString(name) {
+			samples, err := measureIngestDelivery(ctx, db.sb, db.ingestURL, o.duration)
+			if err != nil {
+				return 0, fmt.Errorf("%s: %w", db.name, err)
+			}
+			ms = append(ms, measurement{name: name, samples: samples, goal: ingestDeliveryGoal, p99: true})
+		}
 		if busy := "redirect → counted in stats, hot link under full load (wrk) — " + db.name; o.rows.MatchString(busy) {
 			samples, err := visibleUnderLoad(ctx, w, db, hotScript, o.duration)
 			if err != nil {

@@ -106,6 +106,10 @@ type switchboard struct {
 	// verifier last) and waits for them.
 	stopJobs func()
 	db       *store.DB
+	// box and outbox are the server's, for a webhook dispatcher run beside it (the ingest → delivery row).
+	box    *webhook.Box
+	outbox *events.Outbox
+	ws     store.Workspace
 }
 
 // startSwitchboard opens and migrates the database at dbURL, creates a workspace and its keys the way
@@ -184,7 +188,7 @@ func startSwitchboard(ctx context.Context, dbURL, spoolDir string) (_ *switchboa
 	stopped := make(chan struct{})
 	go func() { _ = jobs.Run(running); close(stopped) }()
 	return &switchboard{httpServer: serve(ln, h), key: modelsKey, linksKey: linksKey, handler: h, recorder: rec,
-		stopJobs: func() { stop(); <-stopped }, db: db}, nil
+		stopJobs: func() { stop(); <-stopped }, db: db, box: box, outbox: outbox, ws: ws}, nil
 }
 
 // createKey stores a new key of the workspace with the scopes and returns its secret.

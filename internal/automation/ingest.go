@@ -124,7 +124,8 @@ func (s *Service) Ingest(ctx context.Context, token string, r IngestRequest) (In
 		}
 	}
 	var ev store.Event
-	err = s.db.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+	err = s.commits.Do(ctx, func(ctx context.Context, tx bun.Tx) error {
+		var err error
 		if ev, err = s.outbox.EmitJSON(ctx, tx, src.WorkspaceID, src.EventType, data); err != nil {
 			return err
 		}

@@ -67,6 +67,9 @@ type Service struct {
 	now     func() time.Time
 	limiter ratelimit.Limiter
 	schemas schemaCache
+	// commits writes accepted requests (event, deliveries, request log) of concurrent senders in shared
+	// transactions: ingest is bound by commits, not by work.
+	commits *store.GroupCommit
 
 	// lastRateLog is when each source last logged a request refused for its rate: a flood of refusals is logged
 	// once a second, so that it cannot turn into a flood of writes.
@@ -93,7 +96,7 @@ func New(db *store.DB, outbox *events.Outbox, cfg Config) (*Service, error) {
 	}
 	return &Service{db: db, outbox: outbox, types: outbox.Types(), box: cfg.Box, base: cfg.BaseURL, log: cfg.Logger,
 		now: cfg.Now, limiter: cfg.Limiter, schemas: schemaCache{m: map[string]compiledType{}},
-		lastRateLog: map[string]time.Time{}}, nil
+		lastRateLog: map[string]time.Time{}, commits: store.NewGroupCommit(db, 0)}, nil
 }
 
 // LoadTypes defines every workspace's custom types in the registry, so that webhooks can subscribe to them and the

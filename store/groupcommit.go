@@ -1,0 +1,111 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/uptrace/bun"
+)
+
+// GroupCommit runs small write transactions of many callers as few database transactions: while one transaction
+// is being written and committed, the calls that arrive wait, and go together into the next one. Each call runs in
+// a savepoint of its own, so a call that fails (a duplicate key, a refused row) rolls back only its own writes and
+// gets its own error; the others commit. A call returns once the transaction holding it committed (or failed), so
+// "Do returned nil" means "durable", exactly as with RunInTx.
+//
+// It is fair: calls are taken in arrival order, at most Max a transaction. It pays where commits are the cost — the
+// single writer of SQLite, and the fsync of each PostgreSQL commit — and costs two statements a call (the savepoint
+// and its release) when calls do not overlap.
+type GroupCommit struct {
+	db  *DB
+	max int
+
+	mu      sync.Mutex
+	pending []*groupCall
+	running bool
+}
+
+type groupCall struct {
+	fn   func(ctx context.Context, tx bun.Tx) error
+	done chan error
+}
+
+// NewGroupCommit returns a group committer over db taking at most max calls a transaction (default 64).
+func NewGroupCommit(db *DB, max int) *GroupCommit {
+	if max <= 0 {
+		max = 64
+	}
+	return &GroupCommit{db: db, max: max}
+}
+
+// groupTimeout bounds one shared transaction; it does not depend on any caller's context, because a caller that
+// goes away must not roll back the others.
+const groupTimeout = 30 * time.Second
+
+// Do runs fn in a shared transaction and returns its error, or the transaction's when the commit failed. fn must
+// not keep tx, and must leave the Go state it changes consistent when it returns an error (its writes are rolled
+// back). The call waits for the commit even when ctx ends: the writes of an accepted call are not abandoned halfway.
+func (g *GroupCommit) Do(ctx context.Context, fn func(ctx context.Context, tx bun.Tx) error) error {
+	c := &groupCall{fn: fn, done: make(chan error, 1)}
+	g.mu.Lock()
+	g.pending = append(g.pending, c)
+	if !g.running {
+		g.running = true
+		go g.loop()
+	}
+	g.mu.Unlock()
+	return <-c.done
+}
+
+// loop runs batches until no call waits.
+func (g *GroupCommit) loop() {
+	for {
+		g.mu.Lock()
+		n := min(len(g.pending), g.max)
+		if n == 0 {
+			g.running = false
+			g.mu.Unlock()
+			return
+		}
+		batch := g.pending[:n:n]
+		g.pending = g.pending[n:]
+		g.mu.Unlock()
+		g.run(batch)
+	}
+}
+
+// run writes one batch in one transaction.
+func (g *GroupCommit) run(batch []*groupCall) {
+	ctx, cancel := context.WithTimeout(context.Background(), groupTimeout)
+	defer cancel()
+	errs := make([]error, len(batch))
+	err := g.db.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		if len(batch) == 1 {
+			errs[0] = batch[0].fn(ctx, tx)
+			return errs[0]
+		}
+		for i, c := range batch {
+			sp := fmt.Sprintf("group_%d", i)
+			if _, err := tx.ExecContext(ctx, "SAVEPOINT "+sp); err != nil {
+				return err
+			}
+			if errs[i] = c.fn(ctx, tx); errs[i] != nil {
+				if _, err := tx.ExecContext(ctx, "ROLLBACK TO SAVEPOINT "+sp); err != nil {
+					return err
+				}
+			}
+			if _, err := tx.ExecContext(ctx, "RELEASE SAVEPOINT "+sp); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	for i, c := range batch {
+		if errs[i] == nil && err != nil {
+			errs[i] = err
+		}
+		c.done <- errs[i]
+	}
+}
