@@ -19,12 +19,13 @@ import (
 // single writer of SQLite, and the fsync of each PostgreSQL commit — and costs two statements a call (the savepoint
 // and its release) when calls do not overlap.
 type GroupCommit struct {
-	db  *DB
-	max int
+	db    *DB
+	max   int
+	lanes int // transactions written at once: 1 on SQLite (one writer), a few on PostgreSQL
 
 	mu      sync.Mutex
 	pending []*groupCall
-	running bool
+	running int
 }
 
 type groupCall struct {
@@ -32,12 +33,17 @@ type groupCall struct {
 	done chan error
 }
 
-// NewGroupCommit returns a group committer over db taking at most max calls a transaction (default 64).
+// NewGroupCommit returns a group committer over db taking at most max calls a transaction (default 64). On
+// PostgreSQL up to four transactions are written at once, so that statement round trips overlap with commits.
 func NewGroupCommit(db *DB, max int) *GroupCommit {
 	if max <= 0 {
 		max = 64
 	}
-	return &GroupCommit{db: db, max: max}
+	lanes := 1
+	if db.Dialect() == Postgres {
+		lanes = 4
+	}
+	return &GroupCommit{db: db, max: max, lanes: lanes}
 }
 
 // groupTimeout bounds one shared transaction; it does not depend on any caller's context, because a caller that
@@ -51,8 +57,8 @@ func (g *GroupCommit) Do(ctx context.Context, fn func(ctx context.Context, tx bu
 	c := &groupCall{fn: fn, done: make(chan error, 1)}
 	g.mu.Lock()
 	g.pending = append(g.pending, c)
-	if !g.running {
-		g.running = true
+	if g.running < g.lanes {
+		g.running++
 		go g.loop()
 	}
 	g.mu.Unlock()
@@ -65,7 +71,7 @@ func (g *GroupCommit) loop() {
 		g.mu.Lock()
 		n := min(len(g.pending), g.max)
 		if n == 0 {
-			g.running = false
+			g.running--
 			g.mu.Unlock()
 			return
 		}
