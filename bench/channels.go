@@ -514,6 +514,7 @@ func runChannels(ctx context.Context, o options, prof *profile, out, log io.Writ
 			return formatLatency(time.Duration(med(func(r channelResult) float64 { return float64(f(r)) })))
 		}
 		rate := med(func(r channelResult) float64 { return r.rate })
+		dbBound = append(dbBound, dbBoundRow{name: "messages sent (sandbox) — " + t.database, database: t.database, rate: rate, unit: "sent/s"})
 		var failures []string
 		for _, r := range append(runs, scale) {
 			failures = append(failures, r.failures...)

@@ -101,6 +101,7 @@ func run(ctx context.Context, o options, out, log io.Writer) error {
 	}
 	defer prof.stop()
 	failed := 0
+	limits := measureDBLimits(ctx, o, log)
 	if !o.webhooksOnly && !o.channelsOnly {
 		n, err := runHTTP(ctx, o, prof, out, log)
 		if err != nil {
@@ -122,6 +123,7 @@ func run(ctx context.Context, o options, out, log io.Writer) error {
 		}
 		failed += n
 	}
+	printDBLimits(out, limits)
 	if failed > 0 {
 		return fmt.Errorf("%d row(s) FAILED: the measurement is not valid (see the tables)", failed)
 	}
@@ -377,6 +379,11 @@ func runHTTP(ctx context.Context, o options, prof *profile, out, log io.Writer) 
 		o.connections, wrkDuration(o.duration), o.rounds, runtime.Version(), runtime.GOOS, runtime.GOARCH,
 		runtime.NumCPU(), runtime.GOMAXPROCS(0))
 	failed := printTable(out, scenarios)
+	for _, sc := range scenarios {
+		if sc.minRPS > 0 && len(sc.runs) > 0 {
+			dbBound = append(dbBound, dbBoundRow{name: sc.name, database: databaseOf(sc.name), rate: sc.summary().rps, unit: "req/s"})
+		}
+	}
 	if len(ms) > 0 {
 		fmt.Fprintln(out)
 		printMeasurements(out, ms)

@@ -317,6 +317,7 @@ func printWebhookTable(w io.Writer, benches []*webhookBench) (failed int) {
 			continue
 		}
 		rate := median(b.runs, func(r webhookResult) float64 { return r.rate })
+		dbBound = append(dbBound, dbBoundRow{name: b.name, database: databaseOf(b.name), rate: rate, unit: "deliveries/s"})
 		p50 := time.Duration(median(b.runs, func(r webhookResult) float64 { return float64(r.p50) }))
 		p99 := time.Duration(median(b.runs, func(r webhookResult) float64 { return float64(r.p99) }))
 		met := rate >= webhookRateGoal && p99 < webhookP99Goal
