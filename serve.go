@@ -48,6 +48,8 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		"requests per minute per API key (env SWITCHBOARD_RATE_LIMIT_PER_MINUTE)")
 	wsRate := fs.Int("workspace-rate-limit", handlers.DefaultWorkspaceRateLimit,
 		"requests per minute per workspace (env SWITCHBOARD_WORKSPACE_RATE_LIMIT_PER_MINUTE)")
+	hookRate := fs.Int("hook-rate-limit", handlers.DefaultHookRateLimit,
+		"pushes per minute one instance's hook URL takes, Telegram and WhatsApp Cloud (env SWITCHBOARD_HOOK_RATE_LIMIT_PER_MINUTE)")
 	bodyLimit := fs.Int64("body-limit", handlers.DefaultBodyLimit,
 		"maximum request body in bytes (env SWITCHBOARD_BODY_LIMIT_BYTES)")
 	cacheTTL := fs.Duration("key-cache-ttl", apikey.DefaultCacheTTL,
@@ -155,7 +157,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	srv, err := handlers.New(handlers.Config{
-		BaseURL: strings.TrimSuffix(*baseURL, "/"), BodyLimit: *bodyLimit, KeyRateLimit: *keyRate,
+		BaseURL: strings.TrimSuffix(*baseURL, "/"), BodyLimit: *bodyLimit, KeyRateLimit: *keyRate, HookRateLimit: *hookRate,
 		WorkspaceRateLimit: *wsRate, Verifier: verifier, Models: catalog, TrustedProxies: proxies, Logger: log,
 		Webhooks: webhookEngine,
 		Events:   outbox, Links: linkService, Automation: automations, Limiter: limits.limiter, Channels: messaging,

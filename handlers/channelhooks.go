@@ -2,15 +2,19 @@ package handlers
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"regexp"
+	"strconv"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/switchboard/switchboard/gen"
 	"github.com/switchboard/switchboard/internal/channels"
 	"github.com/switchboard/switchboard/internal/problem"
+	"github.com/switchboard/switchboard/internal/ratelimit"
 )
 
 // channelHookRoute is where networks that push over HTTP (Telegram, WhatsApp Cloud) deliver an instance's updates.
@@ -32,6 +36,11 @@ func (s *Server) channelPush(c echo.Context) error {
 	id := c.Param("instance_id")
 	if !instanceIDPattern.MatchString(id) {
 		return newProblem(problem.NotFound, "There is no instance at this URL.")
+	}
+	if d := s.limiter.Take("hook:"+id, ratelimit.Policy{Name: "hook", Quota: s.cfg.HookRateLimit, Window: time.Minute}, time.Now()); !d.Allowed {
+		secs := max(1, ceilSeconds(d.RetryAfter))
+		return newProblem(problem.RateLimited, fmt.Sprintf("This instance's hook URL takes %d pushes a minute; retry in %d seconds.",
+			s.cfg.HookRateLimit, secs)).withHeader("Retry-After", strconv.Itoa(secs))
 	}
 	req := c.Request()
 	body, err := io.ReadAll(req.Body)

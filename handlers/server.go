@@ -48,6 +48,9 @@ type Config struct {
 	// DefaultWorkspaceRateLimit).
 	KeyRateLimit       int
 	WorkspaceRateLimit int
+	// HookRateLimit is how many pushes a minute one instance's hook URL takes (default DefaultHookRateLimit). The
+	// route has no API key, so this bounds what a flood of forged pushes costs the database.
+	HookRateLimit int
 	// Verifier authenticates API keys. Its Run is the process's to run: it writes last-use times and follows the
 	// revocations of other processes. Without one the server verifies keys with a Verifier nobody runs: every key is
 	// looked up on PostgreSQL and no last-use time is written (enough for tests of other things).
@@ -86,6 +89,7 @@ type WebhookEngine = webhook.ServiceConfig
 // Defaults of Config.
 const (
 	DefaultBodyLimit          = 1 << 20
+	DefaultHookRateLimit      = 60000
 	DefaultKeyRateLimit       = 600
 	DefaultWorkspaceRateLimit = 3000
 	DefaultTombstonePeriod    = 30 * 24 * time.Hour
@@ -133,6 +137,9 @@ func New(cfg Config, db *store.DB) (*Server, error) {
 	}
 	if cfg.KeyRateLimit <= 0 {
 		cfg.KeyRateLimit = DefaultKeyRateLimit
+	}
+	if cfg.HookRateLimit <= 0 {
+		cfg.HookRateLimit = DefaultHookRateLimit
 	}
 	if cfg.WorkspaceRateLimit <= 0 {
 		cfg.WorkspaceRateLimit = DefaultWorkspaceRateLimit

@@ -1,0 +1,27 @@
+package handlers_test
+
+import (
+	"net/http"
+	"testing"
+
+	"github.com/switchboard/switchboard/handlers"
+	"github.com/switchboard/switchboard/store/storetest"
+)
+
+// The hook URL has no API key: each instance's URL takes HookRateLimit pushes a minute, whoever sends them, so a
+// flood of forged pushes costs the database a bounded number of reads. Over it: 429 with Retry-After.
+func TestChannelHookRateLimit(t *testing.T) {
+	e := newEnv(t, storetest.SQLite(t), handlers.Config{HookRateLimit: 2})
+	path := "/hooks/channels/ins_01JDAD0A1B2C3D4E5F6G7H8J9K"
+	for range 2 {
+		e.do(request{method: http.MethodPost, path: path, body: "{}"}).problem(t, 404, "not_found")
+	}
+	res := e.do(request{method: http.MethodPost, path: path, body: "{}"})
+	res.problem(t, 429, "rate_limited")
+	if res.Header.Get("Retry-After") == "" {
+		t.Error("no Retry-After")
+	}
+	e.do(request{path: path + "?hub.mode=subscribe&hub.verify_token=x&hub.challenge=1"}).problem(t, 429, "rate_limited")
+	// Another instance's URL has its own quota.
+	e.do(request{method: http.MethodPost, path: "/hooks/channels/ins_01JDAD0A1B2C3D4E5F6G7H8J9M", body: "{}"}).problem(t, 404, "not_found")
+}
