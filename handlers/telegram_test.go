@@ -32,7 +32,7 @@ func TestTelegramEndToEnd(t *testing.T) {
 		fake := telegramtest.Start(t)
 		const pace = 400 * time.Millisecond
 		e := newProviderEnv(t, db, "Telegram", telegram.New(telegram.Options{PublicURL: publicURL, PollTimeout: time.Second,
-			ChatInterval: pace, GroupInterval: pace, BotInterval: time.Millisecond}))
+			ChatInterval: pace, GroupInterval: pace, BotInterval: time.Millisecond, WebhookCheck: 200 * time.Millisecond}))
 		fake.Reroute = func(u string) string { return strings.Replace(u, publicURL, e.url, 1) }
 		config := func(token, inbound string) string {
 			return fmt.Sprintf(`{"bot_token":%q,"api_url":%q,"inbound":%q}`, token, fake.URL, inbound)
@@ -308,6 +308,10 @@ func TestTelegramEndToEnd(t *testing.T) {
 		if h, _ := fake.Webhook(ptoken); h != "" {
 			t.Errorf("a polling bot has a webhook: %s", h)
 		}
+
+		// A webhook deleted behind the session's back is set again at its next check.
+		fake.DropWebhook(token)
+		await.Until(t, "the webhook set again", func() string { h, _ := fake.Webhook(token); return h }, func(h string) bool { return h == hook })
 
 		// Disconnect drops the webhook: Telegram keeps the updates until the bot connects again.
 		e.post("/api/v1/instances/"+inst.Id+"/disconnect", "")

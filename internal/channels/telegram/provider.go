@@ -44,6 +44,10 @@ type Options struct {
 	PollTimeout time.Duration
 	// ChatInterval, GroupInterval and BotInterval override Telegram's send spacing (tests).
 	ChatInterval, GroupInterval, BotInterval time.Duration
+	// WebhookCheck is how often a session in webhook mode asks Telegram whether its webhook is still the one it set
+	// (default a minute): another process's late deleteWebhook, or someone's setWebhook elsewhere, would otherwise
+	// leave updates waiting at Telegram while the instance shows connected.
+	WebhookCheck time.Duration
 }
 
 // Provider is the Telegram provider.
@@ -65,6 +69,9 @@ func New(o Options) *Provider {
 	}
 	if o.BotInterval == 0 {
 		o.BotInterval = botInterval
+	}
+	if o.WebhookCheck <= 0 {
+		o.WebhookCheck = time.Minute
 	}
 	return &Provider{opts: o}
 }

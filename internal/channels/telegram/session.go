@@ -80,11 +80,31 @@ func (s *session) Run(ctx context.Context) error {
 		return err
 	}
 	if s.mode == "webhook" {
-		if _, err := s.b.SetWebhook(ctx, &bot.SetWebhookParams{URL: s.p.hookURL(s.inst.ID), SecretToken: s.secret,
-			AllowedUpdates: allowedUpdates}); err != nil {
-			return s.redact(err)
+		if err := s.setWebhook(ctx); err != nil {
+			return err
 		}
-		<-ctx.Done()
+		check := time.NewTicker(s.p.opts.WebhookCheck)
+		defer check.Stop()
+	watch:
+		for {
+			select {
+			case <-ctx.Done():
+				break watch
+			case <-check.C:
+				info, err := s.b.GetWebhookInfo(ctx)
+				if ctx.Err() != nil {
+					break watch
+				}
+				if err != nil {
+					return s.redact(err)
+				}
+				if info.URL != s.p.hookURL(s.inst.ID) {
+					if err := s.setWebhook(ctx); err != nil {
+						return err
+					}
+				}
+			}
+		}
 		// Updates wait at Telegram (up to a day) until the instance connects again, here or in another process.
 		stop, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
@@ -92,6 +112,13 @@ func (s *session) Run(ctx context.Context) error {
 		return nil
 	}
 	return s.poll(ctx)
+}
+
+// setWebhook points the bot's webhook at the instance's hook URL with its secret token.
+func (s *session) setWebhook(ctx context.Context) error {
+	_, err := s.b.SetWebhook(ctx, &bot.SetWebhookParams{URL: s.p.hookURL(s.inst.ID), SecretToken: s.secret,
+		AllowedUpdates: allowedUpdates})
+	return s.redact(err)
 }
 
 // poll takes updates by getUpdates: each batch is stored before the next call confirms it to Telegram, so a crash

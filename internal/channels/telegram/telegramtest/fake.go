@@ -225,6 +225,13 @@ func (s *Server) Update(update map[string]any) []byte {
 	return raw
 }
 
+// DropWebhook deletes a bot's webhook behind its back (another process or tool called deleteWebhook).
+func (s *Server) DropWebhook(token string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.bots[token].webhook, s.bots[token].secret = "", ""
+}
+
 // Pending is the number of updates waiting for getUpdates to confirm them.
 func (s *Server) Pending(token string) int {
 	s.mu.Lock()
@@ -396,6 +403,8 @@ func (s *Server) call(r *http.Request, token, method string, p map[string]string
 	case "deleteWebhook":
 		b.webhook, b.secret = "", ""
 		return http.StatusOK, true
+	case "getWebhookInfo":
+		return http.StatusOK, map[string]any{"url": b.webhook, "has_custom_certificate": false, "pending_update_count": len(b.updates)}
 	case "sendMessage":
 		if st, f, ok := needChat(); !ok {
 			return st, f
