@@ -93,3 +93,34 @@ test('create, pair by QR, send and watch the status, delete', async () => {
   assert.deepEqual(errors, []);
   await context.close();
 });
+
+// A network that pushes (WhatsApp Cloud): its secrets are password fields, never shown again, and the instance's page
+// shows the hook URL to enter in Meta's dashboard.
+test('create a WhatsApp Cloud instance and find its hook URL', async () => {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 1000 } });
+  const page = await context.newPage();
+  await signUpWithWorkspace(page, sb.url, 'wa@example.com', 'Acme WhatsApp');
+  await page.goto(`${sb.url}/user/channels`);
+  await page.getByLabel('Name', { exact: true }).fill('Support line');
+  await page.getByRole('radio', { name: /WhatsApp Business/ }).check();
+  const field = (name) => page.locator(`#config-whatsapp_cloud-${name}`);
+  await field('phone_number_id').fill('106540352242922');
+  for (const [name, value] of [['access_token', 'EAAJ-a-system-user-token-0123456789'], ['app_secret', 'app-secret-0123456789'],
+    ['verify_token', 'verify-me-please']]) {
+    assert.equal(await field(name).getAttribute('type'), 'password');
+    await field(name).fill(value);
+  }
+  await page.getByRole('button', { name: 'Create instance' }).click();
+  await page.waitForURL(/\/user\/channels\/ins_/);
+  const id = page.url().split('/').pop();
+  assert.equal(await page.locator('#hook-url').innerText(), `${sb.url}/hooks/channels/${id}`);
+  const text = await page.locator('main').innerText();
+  for (const secret of ['EAAJ-a-system-user-token', 'app-secret-0123456789', 'verify-me-please']) {
+    assert.ok(!text.includes(secret), `the page shows ${secret}`);
+  }
+  await page.screenshot({ path: join(screenshotDir, 'channels-06-whatsapp-hook.png'), fullPage: true });
+  // Meta's URL check is answered by the verify token.
+  const check = await fetch(`${sb.url}/hooks/channels/${id}?hub.mode=subscribe&hub.verify_token=verify-me-please&hub.challenge=4242`);
+  assert.equal(await check.text(), '4242');
+  await context.close();
+});
