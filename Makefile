@@ -34,6 +34,8 @@ fuzz: ## each fuzz target for FUZZTIME (20000 executions, a few seconds); go tes
 	$(GO) test -run='^$$' -fuzz='^FuzzLiteralAddr$$' -fuzztime=$(FUZZTIME) ./internal/egress
 	$(GO) test -run='^$$' -fuzz='^FuzzCheck$$' -fuzztime=$(FUZZTIME) ./internal/apikey
 	$(GO) test -run='^$$' -fuzz='^FuzzNormalizeAddress$$' -fuzztime=$(FUZZTIME) ./internal/channels/xmpp
+	$(GO) test -run='^$$' -fuzz='^FuzzNormalizeAddress$$' -fuzztime=$(FUZZTIME) ./internal/channels/telegram
+	$(GO) test -run='^$$' -fuzz='^FuzzNormalizeAddress$$' -fuzztime=$(FUZZTIME) ./internal/channels/whatsappcloud
 
 generate: ## regenerate gen/ from api/openapi.yaml (always from the repository root)
 	$(GO) generate ./...

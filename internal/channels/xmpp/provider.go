@@ -320,7 +320,16 @@ func (p *Provider) NormalizeAddress(raw string) (string, error) {
 	if j.Localpart() == "" {
 		return "", errors.New("an XMPP address names an account: user@domain")
 	}
-	return j.Bare().String(), nil
+	out := j.Bare().String()
+	// The parser drops one trailing dot of the domain, so "a@.." became "a@.", which is no address at all: a
+	// normalized address must parse back to itself (the fuzz target found this).
+	if d := j.Domainpart(); strings.Trim(d, ".") == "" || strings.Contains(d, "..") {
+		return "", errors.New("not an XMPP address (user@domain): the domain has an empty label")
+	}
+	if again, err := jid.Parse(out); err != nil || again.Bare().String() != out {
+		return "", errors.New("not an XMPP address (user@domain)")
+	}
+	return out, nil
 }
 
 // Open implements channels.Provider.
