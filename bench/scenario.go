@@ -64,36 +64,23 @@ var noRedirects = &http.Client{CheckRedirect: func(*http.Request, []*http.Reques
 
 // fetch GETs url with headers and returns the body of a 2xx or 3xx response (redirects are not followed).
 func fetch(ctx context.Context, url string, headers []string) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return nil, err
-	}
-	for _, h := range headers {
-		name, value, _ := strings.Cut(h, ":")
-		req.Header.Set(name, strings.TrimSpace(value))
-	}
-	resp, err := noRedirects.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode < 200 || resp.StatusCode > 399 {
-		return nil, fmt.Errorf("GET %s answered %s: %s", url, resp.Status, body)
-	}
-	return body, nil
+	return roundTrip(ctx, http.MethodGet, url, nil, headers, 399)
 }
 
 // postOnce POSTs body to url with headers and returns the body of a 2xx response.
 func postOnce(ctx context.Context, url string, body []byte, headers []string) ([]byte, error) {
+	return roundTrip(ctx, http.MethodPost, url, body, headers, 299)
+}
+
+// roundTrip sends one request and returns the body of a response whose status is 200 to maxStatus.
+func roundTrip(ctx context.Context, method, url string, body []byte, headers []string, maxStatus int) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	var r io.Reader
+	if body != nil {
+		r = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, url, r)
 	if err != nil {
 		return nil, err
 	}
@@ -110,8 +97,8 @@ func postOnce(ctx context.Context, url string, body []byte, headers []string) ([
 	if err != nil {
 		return nil, err
 	}
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return nil, fmt.Errorf("POST %s answered %s: %s", url, resp.Status, out)
+	if resp.StatusCode < 200 || resp.StatusCode > maxStatus {
+		return nil, fmt.Errorf("%s %s answered %s: %s", method, url, resp.Status, out)
 	}
 	return out, nil
 }

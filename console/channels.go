@@ -269,9 +269,7 @@ func (c *Console) renderChannel(ec echo.Context, status int, notice, errMsg stri
 	if d.Info, err = c.channels.Provider(inst.Provider); err != nil {
 		d.Info = channels.Info{Name: inst.Provider}
 	}
-	if u := c.channels.InstanceAPI(inst).HookUrl; u != nil {
-		d.HookURL = *u
-	}
+	d.HookURL = c.channels.HookURL(inst)
 	if inst.Status == string(channels.StatusAwaitingAuth) && inst.QRCode != nil {
 		if qr, err := c.channels.QRAPI(inst); err == nil && strings.HasPrefix(qr.Image, "data:image/png;base64,") {
 			d.QR, d.QRImage = &qr, template.URL(qr.Image) //nolint:gosec // our own PNG, base64-encoded

@@ -24,4 +24,9 @@ func TestChannelHookRateLimit(t *testing.T) {
 	e.do(request{path: path + "?hub.mode=subscribe&hub.verify_token=x&hub.challenge=1"}).problem(t, 429, "rate_limited")
 	// Another instance's URL has its own quota.
 	e.do(request{method: http.MethodPost, path: "/hooks/channels/ins_01JDAD0A1B2C3D4E5F6G7H8J9M", body: "{}"}).problem(t, 404, "not_found")
+	// Not an instance ID at all, and a body over the server's limit.
+	e.do(request{method: http.MethodPost, path: "/hooks/channels/nope", body: "{}"}).problem(t, 404, "not_found")
+	small := newEnv(t, storetest.SQLite(t), handlers.Config{BodyLimit: 16})
+	small.do(request{method: http.MethodPost, path: "/hooks/channels/ins_01JDAD0A1B2C3D4E5F6G7H8J9N",
+		body: `{"update_id":1,"message":{"text":"longer than sixteen bytes"}}`}).problem(t, 413, "request_too_large")
 }

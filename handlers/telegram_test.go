@@ -114,6 +114,9 @@ func TestTelegramEndToEnd(t *testing.T) {
 		}
 		res = e.do(request{method: http.MethodPost, path: "/hooks/channels/ins_01JDAD0A1B2C3D4E5F6G7H8J9K", body: "{}"})
 		res.problem(t, 404, "not_found")
+		// A verified push that is not an Update is refused with a problem, not a 5xx.
+		e.do(request{method: http.MethodPost, path: "/hooks/channels/" + inst.Id, body: `["not an update"]`,
+			header: map[string]string{"X-Telegram-Bot-Api-Secret-Token": secret}}).problem(t, 400, "validation_failed")
 
 		// Out: each type reaches the Bot API with its method.
 		send := func(body string) gen.Message {

@@ -509,10 +509,9 @@ func (s *Service) InstanceAPI(i store.Instance) gen.Instance {
 		for _, c := range capabilities(p.Info()) {
 			out.Capabilities = append(out.Capabilities, gen.Capability(c))
 		}
-		if _, push := p.(PushReceiver); push && s.baseURL != "" {
-			u := s.baseURL + "/hooks/channels/" + i.ID
-			out.HookUrl = &u
-		}
+	}
+	if u := s.HookURL(i); u != "" {
+		out.HookUrl = &u
 	}
 	if i.AuthMethod != nil {
 		m := gen.InstanceAuthMethod(*i.AuthMethod)
@@ -528,6 +527,16 @@ func (s *Service) InstanceAPI(i store.Instance) gen.Instance {
 		out.Pacing = &gen.InstancePacing{RatePerMinute: int32(*i.PacingRate), Burst: int32(*i.PacingBurst)}
 	}
 	return out
+}
+
+// HookURL is where the network pushes an instance's updates: "" for providers that take no pushes, or when the
+// server was given no public URL.
+func (s *Service) HookURL(i store.Instance) string {
+	p, ok := s.provider(i.Provider)
+	if _, push := p.(PushReceiver); !ok || !push || s.baseURL == "" {
+		return ""
+	}
+	return s.baseURL + "/hooks/channels/" + i.ID
 }
 
 // nonEmpty is s, or nil when it is empty.

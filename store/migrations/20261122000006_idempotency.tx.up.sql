@@ -1,4 +1,5 @@
--- Idempotency-Key records (DESIGN §4): per API key, the request a key was first used with and, once it finished,
+-- Idempotency-Key records, so that a client retrying a POST after a lost answer gets the first answer instead of a
+-- second effect: per API key, the request a key was first used with and, once it finished,
 -- the answer to replay. A row is claimed (completed_at NULL) while its request runs and kept until expires_at.
 CREATE TABLE idempotency_keys (
     api_key_id       TEXT NOT NULL REFERENCES api_keys (id) ON DELETE CASCADE,

@@ -12,7 +12,7 @@ import (
 // Groups are the chats the bot was added to. Bots cannot create them, add people or join by invite; they can read a
 // group, rename it, manage its invite link, remove (ban, then unban: a kick) and promote members, and leave.
 
-var errCannot = func(what string) error {
+func errCannot(what string) *channels.Failure {
 	return &channels.Failure{Code: "capability_not_supported", Detail: "Telegram bots cannot " + what}
 }
 
@@ -87,7 +87,7 @@ func (s *session) ChangeParticipants(ctx context.Context, group, action string, 
 			_, err = s.b.PromoteChatMember(ctx, &bot.PromoteChatMemberParams{ChatID: chat, UserID: user,
 				CanManageChat: on, CanDeleteMessages: on, CanRestrictMembers: on, CanInviteUsers: on, CanPinMessages: on})
 		default:
-			out[i].Failure = errCannot(action + " members").(*channels.Failure)
+			out[i].Failure = errCannot(action + " members")
 			continue
 		}
 		if err != nil {
