@@ -50,6 +50,10 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		"requests per minute per workspace (env SWITCHBOARD_WORKSPACE_RATE_LIMIT_PER_MINUTE)")
 	hookRate := fs.Int("hook-rate-limit", handlers.DefaultHookRateLimit,
 		"pushes per minute one instance's hook URL takes, Telegram and WhatsApp Cloud (env SWITCHBOARD_HOOK_RATE_LIMIT_PER_MINUTE)")
+	addrRate := fs.Int("address-rate-limit", handlers.DefaultAddressRateLimit,
+		"requests per minute one client address may send without a valid API key (env SWITCHBOARD_ADDRESS_RATE_LIMIT_PER_MINUTE)")
+	corsOrigins := fs.String("cors-origins", "",
+		"origins whose pages may call the API from a browser, comma-separated, or * for any (env SWITCHBOARD_CORS_ORIGINS; default none)")
 	bodyLimit := fs.Int64("body-limit", handlers.DefaultBodyLimit,
 		"maximum request body in bytes (env SWITCHBOARD_BODY_LIMIT_BYTES)")
 	cacheTTL := fs.Duration("key-cache-ttl", apikey.DefaultCacheTTL,
@@ -158,6 +162,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	srv, err := handlers.New(handlers.Config{
 		BaseURL: strings.TrimSuffix(*baseURL, "/"), BodyLimit: *bodyLimit, KeyRateLimit: *keyRate, HookRateLimit: *hookRate,
+		AddressRateLimit: *addrRate, CORSOrigins: splitList(*corsOrigins),
 		WorkspaceRateLimit: *wsRate, Verifier: verifier, Models: catalog, TrustedProxies: proxies, Logger: log,
 		Webhooks: webhookEngine,
 		Events:   outbox, Links: linkService, Automation: automations, Limiter: limits.limiter, Channels: messaging,

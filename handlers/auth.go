@@ -26,9 +26,18 @@ func (s *Server) authenticate(_ context.Context, in *openapi3filter.Authenticati
 	st := stateFrom(req.Context())
 	token, p := bearerToken(req.Header.Get(echo.HeaderAuthorization))
 	if p != nil {
+		if lp := s.limitAddress(st); lp != nil {
+			return lp
+		}
 		return p
 	}
 	key, err := s.verifier.Verify(req.Context(), token)
+	if err != nil && (errors.Is(err, apikey.ErrMalformed) || errors.Is(err, apikey.ErrUnknown) ||
+		errors.Is(err, apikey.ErrRevoked) || errors.Is(err, apikey.ErrExpired)) {
+		if lp := s.limitAddress(st); lp != nil {
+			return lp
+		}
+	}
 	switch {
 	case errors.Is(err, apikey.ErrMalformed), errors.Is(err, apikey.ErrUnknown):
 		return unauthorized(problem.InvalidAPIKey, "The API key is not valid. Check that it was copied whole; create keys at /user/api.")

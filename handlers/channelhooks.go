@@ -37,7 +37,10 @@ func (s *Server) channelPush(c echo.Context) error {
 	if !instanceIDPattern.MatchString(id) {
 		return newProblem(problem.NotFound, "There is no instance at this URL.")
 	}
-	if d := s.limiter.Take("hook:"+id, ratelimit.Policy{Name: "hook", Quota: s.cfg.HookRateLimit, Window: time.Minute}, time.Now()); !d.Allowed {
+	policy := ratelimit.Policy{Name: "hook", Quota: s.cfg.HookRateLimit, Window: time.Minute}
+	d := s.limiter.Take("hook:"+id, policy, time.Now())
+	setRateHeaders(c.Response().Header(), policy, d)
+	if !d.Allowed {
 		secs := max(1, ceilSeconds(d.RetryAfter))
 		return newProblem(problem.RateLimited, fmt.Sprintf("This instance's hook URL takes %d pushes a minute; retry in %d seconds.",
 			s.cfg.HookRateLimit, secs)).withHeader("Retry-After", strconv.Itoa(secs))

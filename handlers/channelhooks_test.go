@@ -1,7 +1,9 @@
 package handlers_test
 
 import (
+	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/switchboard/switchboard/handlers"
@@ -13,8 +15,12 @@ import (
 func TestChannelHookRateLimit(t *testing.T) {
 	e := newEnv(t, storetest.SQLite(t), handlers.Config{HookRateLimit: 2})
 	path := "/hooks/channels/ins_01JDAD0A1B2C3D4E5F6G7H8J9K"
-	for range 2 {
-		e.do(request{method: http.MethodPost, path: path, body: "{}"}).problem(t, 404, "not_found")
+	for i := range 2 {
+		res := e.do(request{method: http.MethodPost, path: path, body: "{}"})
+		res.problem(t, 404, "not_found")
+		if res.Header.Get("RateLimit-Policy") != `"hook";q=2;w=60` || !strings.HasPrefix(res.Header.Get("RateLimit"), fmt.Sprintf(`"hook";r=%d;`, 1-i)) {
+			t.Errorf("push %d: RateLimit-Policy %q, RateLimit %q", i+1, res.Header.Get("RateLimit-Policy"), res.Header.Get("RateLimit"))
+		}
 	}
 	res := e.do(request{method: http.MethodPost, path: path, body: "{}"})
 	res.problem(t, 429, "rate_limited")

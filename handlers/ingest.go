@@ -11,6 +11,7 @@ import (
 	"github.com/switchboard/switchboard/gen"
 	"github.com/switchboard/switchboard/internal/automation"
 	"github.com/switchboard/switchboard/internal/problem"
+	"github.com/switchboard/switchboard/internal/ratelimit"
 )
 
 // ingestRoute is where sources receive requests; the token authenticates the sender, so these routes carry no API
@@ -32,15 +33,11 @@ func (s *Server) ingest(c echo.Context) error {
 		return newProblem(problem.NotFound, "There is no source at this URL.")
 	}
 	req := c.Request()
+	h := c.Response().Header()
 	res, err := s.automation.Ingest(req.Context(), token, automation.IngestRequest{Method: req.Method,
-		Header: req.Header, Body: req.Body})
-	var limited *automation.RateLimitedError
-	switch {
-	case errors.As(err, &limited):
-		return fromError(limited.Problem).withHeader("Retry-After",
-			strconv.Itoa(max(1, int(limited.RetryAfter.Seconds()+0.999))))
-	case err != nil:
-		return err
+		Header: req.Header, Body: req.Body, Rate: func(p ratelimit.Policy, d ratelimit.Decision) { setRateHeaders(h, p, d) }})
+	if err != nil {
+		return ingestError(err)
 	}
 	out := gen.IngestResult{Object: gen.IngestResultObjectIngestResult, Duplicate: res.Duplicate}
 	if res.EventID != "" {
@@ -58,8 +55,12 @@ func (s *Server) ingestChallenge(c echo.Context) error {
 	if !ingestToken.MatchString(token) {
 		return newProblem(problem.NotFound, "There is no source at this URL.")
 	}
-	if _, err := s.automation.SourceByToken(c.Request().Context(), token); err != nil {
-		return err
+	p, d, err := s.automation.Challenge(c.Request().Context(), token)
+	if p.Name != "" {
+		setRateHeaders(c.Response().Header(), p, d)
+	}
+	if err != nil {
+		return ingestError(err)
 	}
 	challenge := c.QueryParam("challenge")
 	if challenge == "" {
@@ -70,4 +71,14 @@ func (s *Server) ingestChallenge(c echo.Context) error {
 	}
 	c.Response().Header().Set("Cache-Control", "no-store")
 	return c.Blob(http.StatusOK, "text/plain; charset=utf-8", []byte(challenge))
+}
+
+// ingestError answers a source over its rate with 429 and Retry-After; other errors go to the error handler.
+func ingestError(err error) error {
+	var limited *automation.RateLimitedError
+	if errors.As(err, &limited) {
+		return fromError(limited.Problem).withHeader("Retry-After",
+			strconv.Itoa(max(1, int(limited.RetryAfter.Seconds()+0.999))))
+	}
+	return err
 }

@@ -19,7 +19,9 @@ type requestState struct {
 	key *apikey.Key
 	// header is the response's header map, for headers decided before the handler runs (rate limits).
 	header http.Header
-	log    *slog.Logger
+	// ip is the client address (Echo's RealIP: the connection's, or the trusted proxy's X-Forwarded-For).
+	ip  func() string
+	log *slog.Logger
 }
 
 type requestStateKey struct{}

@@ -51,6 +51,12 @@ type Config struct {
 	// HookRateLimit is how many pushes a minute one instance's hook URL takes (default DefaultHookRateLimit). The
 	// route has no API key, so this bounds what a flood of forged pushes costs the database.
 	HookRateLimit int
+	// AddressRateLimit is how many requests a minute one client address may send without a valid API key (default
+	// DefaultAddressRateLimit).
+	AddressRateLimit int
+	// CORSOrigins are the origins whose pages may call the API and the ingest URLs from a browser ("*" for any);
+	// empty means none: no CORS header is sent.
+	CORSOrigins []string
 	// Verifier authenticates API keys. Its Run is the process's to run: it writes last-use times and follows the
 	// revocations of other processes. Without one the server verifies keys with a Verifier nobody runs: every key is
 	// looked up on PostgreSQL and no last-use time is written (enough for tests of other things).
@@ -120,7 +126,9 @@ type Server struct {
 	modelLists     sync.Map
 	modelListCount atomic.Int64
 
-	keyPolicy, workspacePolicy ratelimit.Policy
+	keyPolicy, workspacePolicy, addressPolicy ratelimit.Policy
+	corsOrigins                               map[string]bool
+	corsAny                                   bool
 	// policyHeader is the RateLimit-Policy value, shared read-only by every response.
 	policyHeader []string
 }
@@ -143,6 +151,9 @@ func New(cfg Config, db *store.DB) (*Server, error) {
 	}
 	if cfg.WorkspaceRateLimit <= 0 {
 		cfg.WorkspaceRateLimit = DefaultWorkspaceRateLimit
+	}
+	if cfg.AddressRateLimit <= 0 {
+		cfg.AddressRateLimit = DefaultAddressRateLimit
 	}
 	if cfg.Models == nil {
 		cfg.Models = modelcatalog.Default()
@@ -177,6 +188,8 @@ func New(cfg Config, db *store.DB) (*Server, error) {
 		metrics:         newMetrics(),
 		keyPolicy:       ratelimit.Policy{Name: "key", Quota: cfg.KeyRateLimit, Window: time.Minute},
 		workspacePolicy: ratelimit.Policy{Name: "workspace", Quota: cfg.WorkspaceRateLimit, Window: time.Minute},
+		addressPolicy:   ratelimit.Policy{Name: "address", Quota: cfg.AddressRateLimit, Window: time.Minute},
+		corsOrigins:     map[string]bool{},
 		models:          map[string]gen.Model{},
 		events:          cfg.Events,
 	}
@@ -219,6 +232,13 @@ func New(cfg Config, db *store.DB) (*Server, error) {
 	}
 	e.HTTPErrorHandler = s.ErrorHandler
 	e.Pre(headAsGet(e))
+	for _, o := range cfg.CORSOrigins {
+		s.corsOrigins[o] = true
+		s.corsAny = s.corsAny || o == "*"
+	}
+	if len(s.corsOrigins) > 0 {
+		e.Pre(s.cors)
+	}
 	e.Use(s.requestContext, s.bodyLimit)
 
 	routes, err := apiRoutes()
@@ -334,7 +354,7 @@ func (s *Server) requestContext(next echo.HandlerFunc) echo.HandlerFunc {
 		c.Response().Header()[echo.HeaderXRequestID] = []string{id}
 		// No answer of this server is to be sniffed into another type (an excerpt of a receiver's body, an upload).
 		c.Response().Header()[echo.HeaderXContentTypeOptions] = nosniff
-		st := &requestState{ID: id, Path: req.URL.EscapedPath(), header: c.Response().Header()}
+		st := &requestState{ID: id, Path: req.URL.EscapedPath(), header: c.Response().Header(), ip: c.RealIP}
 		c.SetRequest(req.WithContext(withRequestState(req.Context(), st)))
 
 		op := s.ops.byEchoRoute(req.Method, c.Path())

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/switchboard/switchboard/handlers"
+	"github.com/switchboard/switchboard/internal/automation"
 	"github.com/switchboard/switchboard/store"
 	"github.com/switchboard/switchboard/store/storetest"
 )
@@ -139,8 +140,18 @@ func TestSourceIngestVerified(t *testing.T) {
 			t.Errorf("event %+v", ev)
 		}
 
+		// Every answer once the source is known carries its own quota: the accepted request spent one, the forged
+		// one another.
+		q := automation.DefaultRatePerMinute
+		if res.Header.Get("RateLimit-Policy") != fmt.Sprintf(`"source";q=%d;w=60`, q) ||
+			!strings.HasPrefix(res.Header.Get("RateLimit"), fmt.Sprintf(`"source";r=%d;t=`, q-1)) {
+			t.Errorf("accepted: RateLimit-Policy %q, RateLimit %q", res.Header.Get("RateLimit-Policy"), res.Header.Get("RateLimit"))
+		}
 		forged := a.send(src.IngestURL, "application/json", body, map[string]string{"X-Hub-Signature-256": githubSignature("guess", body)})
 		forged.problem(t, http.StatusUnauthorized, "signature_invalid")
+		if !strings.HasPrefix(forged.Header.Get("RateLimit"), fmt.Sprintf(`"source";r=%d;t=`, q-2)) {
+			t.Errorf("forged: RateLimit %q", forged.Header.Get("RateLimit"))
+		}
 		a.send(src.IngestURL, "application/json", body, nil).problem(t, http.StatusUnauthorized, "signature_invalid")
 
 		log := a.requests(src.ID)

@@ -36,6 +36,8 @@ type IngestRequest struct {
 	Header http.Header
 	// Body is read up to the source's size limit.
 	Body io.Reader
+	// Rate, when set, is told the source's rate-limit decision for this request (the HTTP layer answers with it).
+	Rate func(ratelimit.Policy, ratelimit.Decision)
 }
 
 // IngestResult is what a source made of a request.
@@ -65,7 +67,11 @@ func (s *Service) Ingest(ctx context.Context, token string, r IngestRequest) (In
 	now := s.now()
 	body, readErr := io.ReadAll(io.LimitReader(r.Body, int64(src.MaxBodyBytes)+1))
 	log := s.logEntry(src, r, body, now)
-	if d := s.limiter.Take("source:"+src.ID, ratelimit.Policy{Name: "source", Quota: src.RatePerMinute, Window: time.Minute}, now); !d.Allowed {
+	policy, d := s.takeRate(src, now)
+	if r.Rate != nil {
+		r.Rate(policy, d)
+	}
+	if !d.Allowed {
 		p := &RateLimitedError{Problem: problem.Errorf(problem.RateLimited,
 			"This source accepts %d requests a minute; retry after %d s.", src.RatePerMinute, retrySeconds(d.RetryAfter)),
 			RetryAfter: d.RetryAfter}
@@ -149,6 +155,29 @@ func (s *Service) Ingest(ctx context.Context, token string, r IngestRequest) (In
 		return IngestResult{}, err
 	}
 	return IngestResult{EventID: ev.ID}, nil
+}
+
+// takeRate charges one request to the source's rate limit.
+func (s *Service) takeRate(src store.Source, now time.Time) (ratelimit.Policy, ratelimit.Decision) {
+	p := ratelimit.Policy{Name: "source", Quota: src.RatePerMinute, Window: time.Minute}
+	return p, s.limiter.Take("source:"+src.ID, p, now)
+}
+
+// Challenge is a sender's URL check (GET on the ingest URL) of token: it counts against the source's rate like a
+// request. Returns NotFound for an unknown token and a RateLimitedError over the rate; the decision is returned
+// either way once the source is known.
+func (s *Service) Challenge(ctx context.Context, token string) (ratelimit.Policy, ratelimit.Decision, error) {
+	src, err := s.SourceByToken(ctx, token)
+	if err != nil {
+		return ratelimit.Policy{}, ratelimit.Decision{}, err
+	}
+	p, d := s.takeRate(src, s.now())
+	if !d.Allowed {
+		return p, d, &RateLimitedError{Problem: problem.Errorf(problem.RateLimited,
+			"This source accepts %d requests a minute; retry after %d s.", src.RatePerMinute, retrySeconds(d.RetryAfter)),
+			RetryAfter: d.RetryAfter}
+	}
+	return p, d, nil
 }
 
 // RateLimitedError is the 429 of a source over its rate, with the wait the sender is told (Retry-After).

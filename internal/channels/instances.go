@@ -524,7 +524,7 @@ func (s *Service) InstanceAPI(i store.Instance) gen.Instance {
 		out.Reconnect = &gen.InstanceReconnect{Attempt: i.ReconnectAttempt, NextAt: i.ReconnectNextAt}
 	}
 	if i.PacingRate != nil && i.PacingBurst != nil {
-		out.Pacing = &gen.InstancePacing{RatePerMinute: int32(*i.PacingRate), Burst: int32(*i.PacingBurst)}
+		out.Pacing = &gen.InstancePacing{RatePerMinute: *i.PacingRate, Burst: *i.PacingBurst}
 	}
 	return out
 }

@@ -186,5 +186,5 @@ func (s *Service) mediaFor(ctx context.Context, workspaceID string, in gen.Messa
 // MediaAPI is the API's Media of a stored file.
 func MediaAPI(m store.Media) gen.Media {
 	return gen.Media{Id: m.ID, Object: gen.MediaObjectMedia, Kind: gen.MediaKind(m.Kind), MimeType: m.MIMEType,
-		Filename: m.Filename, Size: int(m.Size), Sha256: m.SHA256, SourceUrl: m.SourceURL, CreatedAt: m.CreatedAt}
+		Filename: m.Filename, Size: m.Size, Sha256: m.SHA256, SourceUrl: m.SourceURL, CreatedAt: m.CreatedAt}
 }

@@ -594,7 +594,7 @@ func (s *Service) MessagesAPI(ctx context.Context, db bun.IDB, ms []store.Messag
 		}
 		if m.Media != nil {
 			g.Media = &gen.MessageMedia{MediaId: m.Media.MediaID, Kind: gen.MessageMediaKind(m.Media.Kind),
-				MimeType: m.Media.MIMEType, Filename: nonEmpty(m.Media.Filename), Size: int(m.Media.Size),
+				MimeType: m.Media.MIMEType, Filename: nonEmpty(m.Media.Filename), Size: m.Media.Size,
 				Caption: nonEmpty(m.Media.Caption)}
 		}
 		if m.Location != nil {
