@@ -86,6 +86,8 @@ type database struct {
 	sb        *switchboard
 	links     linkSetup
 	ingestURL string
+	spoolDir  string
+	hot       *scenario // the hot-link redirect row
 }
 
 // run measures the HTTP hot paths and then the webhook dispatcher, and prints their tables to out (progress goes to
@@ -171,7 +173,7 @@ func runHTTP(ctx context.Context, o options, prof *profile, out, log io.Writer) 
 		return 0, fmt.Errorf("Switchboard on SQLite: %w", err)
 	}
 	defer sqlite.close()
-	dbs := []*database{{name: "SQLite", sb: sqlite}}
+	dbs := []*database{{name: "SQLite", sb: sqlite, spoolDir: filepath.Join(tmp, "spool-sqlite")}}
 	var skipped string
 	if o.skipPostgres {
 		skipped = "-skip-postgres was given"
@@ -191,7 +193,7 @@ func runHTTP(ctx context.Context, o options, prof *profile, out, log io.Writer) 
 				return 0, fmt.Errorf("Switchboard on PostgreSQL: %w", err)
 			}
 			defer pg.close()
-			dbs = append(dbs, &database{name: "PostgreSQL", sb: pg})
+			dbs = append(dbs, &database{name: "PostgreSQL", sb: pg, spoolDir: filepath.Join(tmp, "spool-postgres")})
 		}
 	}
 	for _, db := range dbs {
@@ -250,6 +252,7 @@ func runHTTP(ctx context.Context, o options, prof *profile, out, log io.Writer) 
 		uniform := &scenario{name: fmt.Sprintf("GET /{slug} %d uniform links (vs hot) — %s", uniformLinks, db.name),
 			url: db.sb.url + "/u0", script: uniformScript, baseline: hot, goal: uniformGoal}
 		redirectRows[hot], redirectRows[uniform] = db.sb, db.sb
+		db.hot = hot
 		scenarios = append(scenarios, hot, uniform)
 	}
 	ingestBaseline := &scenario{name: "POST a signed JSON body — bare Echo (baseline)", url: bareIngest.url + ingestPath,
@@ -321,6 +324,7 @@ func runHTTP(ctx context.Context, o options, prof *profile, out, log io.Writer) 
 	}
 
 	var ms []measurement
+	var replays []replayRow
 	for _, db := range dbs {
 		bulk := fmt.Sprintf("POST /api/v1/links/bulk, %d links — %s", bulkSize, db.name)
 		if o.rows.MatchString(bulk) {
@@ -366,6 +370,13 @@ func runHTTP(ctx context.Context, o options, prof *profile, out, log io.Writer) 
 			}
 			ms = append(ms, measurement{name: name, samples: samples, goal: ingestDeliveryGoal, p99: true})
 		}
+		if name := "spool replay — " + db.name; o.rows.MatchString(name) {
+			rows, err := measureReplay(ctx, w, db, db.spoolDir, db.hot, o.duration, log)
+			if err != nil {
+				return 0, fmt.Errorf("%s: replay: %w", db.name, err)
+			}
+			replays = append(replays, rows...)
+		}
 		if busy := "redirect → counted in stats, hot link under full load (wrk) — " + db.name; o.rows.MatchString(busy) {
 			samples, err := visibleUnderLoad(ctx, w, db, hotScript, o.duration)
 			if err != nil {
@@ -387,6 +398,10 @@ func runHTTP(ctx context.Context, o options, prof *profile, out, log io.Writer) 
 	if len(ms) > 0 {
 		fmt.Fprintln(out)
 		printMeasurements(out, ms)
+	}
+	if len(replays) > 0 {
+		fmt.Fprintln(out)
+		failed += printReplay(out, replays)
 	}
 	if skipped != "" {
 		fmt.Fprintf(out, "\nPostgreSQL rows skipped: %s\n", skipped)

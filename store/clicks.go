@@ -260,7 +260,7 @@ func (m *multiRow) sql(pg bool, rows int) string {
 // statements prepared once.
 const chunkRows = 128
 
-var multiRows = []*multiRow{&clickInsert, &visitorInsert, &rollupUpsert, &dimensionUpsert, &linksUpdate}
+var multiRows = []*multiRow{&clickInsert, &clickInsertReturning, &visitorInsert, &rollupUpsert, &dimensionUpsert, &linksUpdate}
 
 // prepare prepares the statements of every multiRow for every chunk size, once (a failure is retried by the next
 // call). It runs outside transactions: on SQLite the transaction holds the only writer connection.
@@ -342,46 +342,55 @@ var clickInsert = multiRow{
 	casts: make([]string, 13),
 }
 
+// clickInsertReturning is clickInsert naming the rows it stored: a batch that may repeat clicks learns which are
+// new from its own insert, instead of looking every ID up first.
+var clickInsertReturning = multiRow{head: clickInsert.head, tail: clickInsert.tail + " RETURNING id", casts: clickInsert.casts}
+
 // insertClicks inserts the clicks that are not stored yet and returns those, in the order given. Unless mayRepeat,
 // the clicks are taken to be new, and one found stored fails the batch (errUnexpectedDuplicate).
 func (s *Clicks) insertClicks(ctx context.Context, tx bun.Tx, clicks []Click, mayRepeat bool) ([]Click, error) {
-	if mayRepeat {
-		stored := map[string]bool{}
-		for chunk := range slices.Chunk(clicks, lockChunk) {
-			ids := make([]string, len(chunk))
-			for i, c := range chunk {
-				ids[i] = c.ID
-			}
-			var found []string
-			if err := tx.NewSelect().Table("clicks").Column("id").Where("id IN (?)", bun.In(ids)).Scan(ctx, &found); err != nil {
-				return nil, err
-			}
-			for _, id := range found {
-				stored[id] = true
-			}
-		}
-		fresh := make([]Click, 0, len(clicks))
-		for _, c := range clicks {
-			if !stored[c.ID] {
-				stored[c.ID] = true // a click twice in one batch is recorded once
-				fresh = append(fresh, c)
-			}
-		}
-		clicks = fresh
-	}
 	args := make([]any, 0, len(clicks)*13)
 	for _, c := range clicks {
 		args = append(args, c.ID, c.LinkID, c.WorkspaceID, s.timeArg(c.ClickedAt), c.Class, c.ReferrerHost, c.Country,
 			c.Device, c.OS, c.Browser, c.UserAgent, c.IPPrefix, c.VisitorHash)
 	}
-	n, err := s.exec(ctx, tx, &clickInsert, args)
+	if !mayRepeat {
+		n, err := s.exec(ctx, tx, &clickInsert, args)
+		if err != nil {
+			return nil, err
+		}
+		if n != int64(len(clicks)) {
+			return nil, errUnexpectedDuplicate
+		}
+		return clicks, nil
+	}
+	stored := make(map[string]bool, len(clicks))
+	err := s.run(ctx, tx, &clickInsertReturning, args, func(stmt *sql.Stmt, args []any) error {
+		rows, err := stmt.QueryContext(ctx, args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				return err
+			}
+			stored[id] = true
+		}
+		return rows.Err()
+	})
 	if err != nil {
 		return nil, err
 	}
-	if n != int64(len(clicks)) {
-		return nil, errUnexpectedDuplicate
+	fresh := make([]Click, 0, len(stored))
+	for _, c := range clicks {
+		if stored[c.ID] {
+			delete(stored, c.ID) // a click twice in one batch is recorded once
+			fresh = append(fresh, c)
+		}
 	}
-	return clicks, nil
+	return fresh, nil
 }
 
 // visitorKey is a human visitor of a link on the day of the salt in its hash.

@@ -486,3 +486,35 @@ func TestRecorderSpillsWhileBehind(t *testing.T) {
 		wantLinkClicks(t, db, l.ID, 300)
 	})
 }
+
+// A segment written by WriteSegment (as an outage leaves one) is replayed link by link: every click of every link
+// counted once, each visitor once, on both databases (PostgreSQL in two concurrent transactions).
+func TestRecorderReplaysAWrittenSegmentLinkByLink(t *testing.T) {
+	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
+		links := []store.Link{testLink(t, db), testLink(t, db), testLink(t, db)}
+		dir := t.TempDir()
+		var hits []Hit
+		for i := range 90 {
+			hits = append(hits, hit(links[i%3].ID, firefox, fmt.Sprintf("203.0.113.%d", i/3)))
+		}
+		if err := WriteSegment(dir, hits); err != nil {
+			t.Fatal(err)
+		}
+		r := newRecorder(t, db, Config{SpoolDir: dir, BatchSize: 10})
+		await.Equal(t, "the replay", func() float64 { return testutil.ToFloat64(r.m.replayed) }, 90)
+		for _, l := range links {
+			if n := clickCount(t, db, l.ID); n != 30 {
+				t.Errorf("%s: %d click rows, want 30", l.ID, n)
+			}
+			wantLinkClicks(t, db, l.ID, 30)
+			var uniques int64
+			if err := db.Bun().NewSelect().Table("click_rollups").ColumnExpr("coalesce(sum(unique_humans), 0)").
+				Where("link_id = ?", l.ID).Scan(ctx, &uniques); err != nil || uniques != 30 {
+				t.Errorf("%s: unique humans %d (%v), want 30", l.ID, uniques, err)
+			}
+		}
+		if _, spooled := r.Backlog(); spooled != 0 {
+			t.Errorf("%d bytes still spooled", spooled)
+		}
+	})
+}
