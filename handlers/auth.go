@@ -25,29 +25,28 @@ func (s *Server) authenticate(_ context.Context, in *openapi3filter.Authenticati
 	req := in.RequestValidationInput.Request
 	st := stateFrom(req.Context())
 	token, p := bearerToken(req.Header.Get(echo.HeaderAuthorization))
+	var key apikey.Key
+	if p == nil {
+		var err error
+		key, err = s.verifier.Verify(req.Context(), token)
+		switch {
+		case errors.Is(err, apikey.ErrMalformed), errors.Is(err, apikey.ErrUnknown):
+			p = unauthorized(problem.InvalidAPIKey, "The API key is not valid. Check that it was copied whole; create keys at /user/api.")
+		case errors.Is(err, apikey.ErrRevoked):
+			p = unauthorized(problem.APIKeyRevoked, "This API key was revoked. Create a new key at /user/api.")
+		case errors.Is(err, apikey.ErrExpired):
+			p = unauthorized(problem.APIKeyExpired, fmt.Sprintf("This API key expired at %s. Create a new key at /user/api.",
+				key.ExpiresAt.UTC().Format(time.RFC3339)))
+		case err != nil:
+			return fmt.Errorf("verify API key: %w", err)
+		}
+	}
 	if p != nil {
+		// No valid key: the request is charged to its client address instead (401 within the quota, 429 above).
 		if lp := s.limitAddress(st); lp != nil {
 			return lp
 		}
 		return p
-	}
-	key, err := s.verifier.Verify(req.Context(), token)
-	if err != nil && (errors.Is(err, apikey.ErrMalformed) || errors.Is(err, apikey.ErrUnknown) ||
-		errors.Is(err, apikey.ErrRevoked) || errors.Is(err, apikey.ErrExpired)) {
-		if lp := s.limitAddress(st); lp != nil {
-			return lp
-		}
-	}
-	switch {
-	case errors.Is(err, apikey.ErrMalformed), errors.Is(err, apikey.ErrUnknown):
-		return unauthorized(problem.InvalidAPIKey, "The API key is not valid. Check that it was copied whole; create keys at /user/api.")
-	case errors.Is(err, apikey.ErrRevoked):
-		return unauthorized(problem.APIKeyRevoked, "This API key was revoked. Create a new key at /user/api.")
-	case errors.Is(err, apikey.ErrExpired):
-		return unauthorized(problem.APIKeyExpired, fmt.Sprintf("This API key expired at %s. Create a new key at /user/api.",
-			key.ExpiresAt.UTC().Format(time.RFC3339)))
-	case err != nil:
-		return fmt.Errorf("verify API key: %w", err)
 	}
 	// The quota first: every request of a valid key counts and is answered with its RateLimit headers, the ones
 	// refused for scope included.

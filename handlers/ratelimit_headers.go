@@ -27,10 +27,10 @@ func setRateHeaders(h http.Header, p ratelimit.Policy, d ratelimit.Decision) {
 // no key or wrong keys would cost key lookups without any bound. The answer (a 401, or a 429 when the address is
 // over its quota) carries the address policy's RateLimit headers.
 func (s *Server) limitAddress(st *requestState) *Problem {
-	if st.ip == nil {
+	if st.echo == nil {
 		return nil
 	}
-	d := s.limiter.Take("a:"+st.ip(), s.addressPolicy, time.Now())
+	d := s.limiter.Take("a:"+st.echo.RealIP(), s.addressPolicy, time.Now())
 	if st.header != nil {
 		setRateHeaders(st.header, s.addressPolicy, d)
 	}
@@ -62,11 +62,10 @@ func (s *Server) cors(next echo.HandlerFunc) echo.HandlerFunc {
 		h := c.Response().Header()
 		h.Add(echo.HeaderVary, echo.HeaderOrigin)
 		origin := req.Header.Get(echo.HeaderOrigin)
-		allowed := origin != "" && (s.corsAny || s.corsOrigins[origin])
-		if !allowed {
+		if origin == "" || (!s.corsOrigins[origin] && !s.corsOrigins["*"]) {
 			return next(c)
 		}
-		if s.corsAny {
+		if s.corsOrigins["*"] {
 			origin = "*"
 		}
 		h.Set(echo.HeaderAccessControlAllowOrigin, origin)

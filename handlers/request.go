@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"net/http"
 
+	"github.com/labstack/echo/v4"
+
 	"github.com/switchboard/switchboard/internal/apikey"
 )
 
@@ -19,9 +21,10 @@ type requestState struct {
 	key *apikey.Key
 	// header is the response's header map, for headers decided before the handler runs (rate limits).
 	header http.Header
-	// ip is the client address (Echo's RealIP: the connection's, or the trusted proxy's X-Forwarded-For).
-	ip  func() string
-	log *slog.Logger
+	// echo is the request's Echo context: its RealIP is the client address (the connection's, or the trusted
+	// proxy's X-Forwarded-For).
+	echo echo.Context
+	log  *slog.Logger
 }
 
 type requestStateKey struct{}

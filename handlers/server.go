@@ -234,7 +234,6 @@ func New(cfg Config, db *store.DB) (*Server, error) {
 	e.Pre(headAsGet(e))
 	for _, o := range cfg.CORSOrigins {
 		s.corsOrigins[o] = true
-		s.corsAny = s.corsAny || o == "*"
 	}
 	if len(s.corsOrigins) > 0 {
 		e.Pre(s.cors)
@@ -354,7 +353,7 @@ func (s *Server) requestContext(next echo.HandlerFunc) echo.HandlerFunc {
 		c.Response().Header()[echo.HeaderXRequestID] = []string{id}
 		// No answer of this server is to be sniffed into another type (an excerpt of a receiver's body, an upload).
 		c.Response().Header()[echo.HeaderXContentTypeOptions] = nosniff
-		st := &requestState{ID: id, Path: req.URL.EscapedPath(), header: c.Response().Header(), ip: c.RealIP}
+		st := &requestState{ID: id, Path: req.URL.EscapedPath(), header: c.Response().Header(), echo: c}
 		c.SetRequest(req.WithContext(withRequestState(req.Context(), st)))
 
 		op := s.ops.byEchoRoute(req.Method, c.Path())

@@ -72,9 +72,7 @@ func (s *Service) Ingest(ctx context.Context, token string, r IngestRequest) (In
 		r.Rate(policy, d)
 	}
 	if !d.Allowed {
-		p := &RateLimitedError{Problem: problem.Errorf(problem.RateLimited,
-			"This source accepts %d requests a minute; retry after %d s.", src.RatePerMinute, retrySeconds(d.RetryAfter)),
-			RetryAfter: d.RetryAfter}
+		p := rateLimited(src, d)
 		if s.shouldLogRate(src.ID, now) {
 			return IngestResult{}, s.refuse(ctx, &log, ReasonRateLimited, p)
 		}
@@ -173,11 +171,16 @@ func (s *Service) Challenge(ctx context.Context, token string) (ratelimit.Policy
 	}
 	p, d := s.takeRate(src, s.now())
 	if !d.Allowed {
-		return p, d, &RateLimitedError{Problem: problem.Errorf(problem.RateLimited,
-			"This source accepts %d requests a minute; retry after %d s.", src.RatePerMinute, retrySeconds(d.RetryAfter)),
-			RetryAfter: d.RetryAfter}
+		return p, d, rateLimited(src, d)
 	}
 	return p, d, nil
+}
+
+// rateLimited is the 429 of a source over its rate.
+func rateLimited(src store.Source, d ratelimit.Decision) *RateLimitedError {
+	return &RateLimitedError{Problem: problem.Errorf(problem.RateLimited,
+		"This source accepts %d requests a minute; retry after %d s.", src.RatePerMinute, retrySeconds(d.RetryAfter)),
+		RetryAfter: d.RetryAfter}
 }
 
 // RateLimitedError is the 429 of a source over its rate, with the wait the sender is told (Retry-After).

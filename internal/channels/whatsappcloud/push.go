@@ -169,17 +169,20 @@ type waMessage struct {
 }
 
 type waStatus struct {
-	ID        string `json:"id"`
-	Status    string `json:"status"`
-	Timestamp string `json:"timestamp"`
-	Errors    []struct {
-		Code      int    `json:"code"`
-		Title     string `json:"title"`
-		Message   string `json:"message"`
-		ErrorData struct {
-			Details string `json:"details"`
-		} `json:"error_data"`
-	} `json:"errors"`
+	ID        string    `json:"id"`
+	Status    string    `json:"status"`
+	Timestamp string    `json:"timestamp"`
+	Errors    []waError `json:"errors"`
+}
+
+// waError is an error of a status report.
+type waError struct {
+	Code      int    `json:"code"`
+	Title     string `json:"title"`
+	Message   string `json:"message"`
+	ErrorData struct {
+		Details string `json:"details"`
+	} `json:"error_data"`
 }
 
 func unix(ts string) time.Time {

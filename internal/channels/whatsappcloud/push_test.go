@@ -56,14 +56,7 @@ func TestNormalizeAddress(t *testing.T) {
 
 // A failed status keeps Meta's code and maps it; retryable codes arriving as a final status are final.
 func TestFailedStatus(t *testing.T) {
-	r, ok := receipt(waStatus{ID: "wamid.1", Status: "failed", Timestamp: "1700000000", Errors: []struct {
-		Code      int    `json:"code"`
-		Title     string `json:"title"`
-		Message   string `json:"message"`
-		ErrorData struct {
-			Details string `json:"details"`
-		} `json:"error_data"`
-	}{{Code: 130429, Title: "Rate limit hit"}}})
+	r, ok := receipt(waStatus{ID: "wamid.1", Status: "failed", Timestamp: "1700000000", Errors: []waError{{Code: 130429, Title: "Rate limit hit"}}})
 	if !ok || r.Failure == nil || r.Failure.Code != "rate_limited" || r.Failure.Retryable {
 		t.Errorf("receipt = %+v, failure %+v", r, r.Failure)
 	}

@@ -316,30 +316,13 @@ func syncDir(dir string) error {
 }
 
 // WriteSegment writes hits into dir as one sealed spool segment, the way a database outage leaves them: a running
-// recorder with its spool in dir replays it as it would its own. The segment appears whole or not at all (it is
-// written under another name, made durable, then renamed). For benchmarks of the replay.
+// recorder with its spool in dir replays it as it would its own. The segment stays locked until it is whole and
+// durable, so no recorder claims it half written. For benchmarks of the replay.
 func WriteSegment(dir string, hits []Hit) error {
-	var buf []byte
-	for i := range hits {
-		buf = appendRecord(buf, &hits[i])
-	}
-	name := filepath.Join(dir, "clicks-"+ulid.Make().String())
-	f, err := os.OpenFile(name+".partial", os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	sp, err := openSpool(dir)
 	if err != nil {
-		return fmt.Errorf("clicks: create spool segment: %w", err)
+		return err
 	}
-	if _, err = f.Write(buf); err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(name+".partial", name+spoolSuffix)
-	}
-	if err != nil {
-		_ = os.Remove(name + ".partial")
-		return fmt.Errorf("clicks: write spool segment: %w", err)
-	}
-	return syncDir(dir)
+	defer sp.seal()
+	return sp.append(hits)
 }
