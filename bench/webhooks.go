@@ -199,17 +199,21 @@ func (b *webhookBench) succeeded(ctx context.Context) (int, error) {
 // drainTimeout bounds each wait for deliveries; running past it fails the row.
 const drainTimeout = 2 * time.Minute
 
-// drain polls until no delivery is pending (every attempt recorded), with a count on the partial index of pending
-// deliveries: cheap, unlike counting the growing log of succeeded ones, which would take the database from the
-// dispatcher it measures.
+// drain polls until no delivery is pending (every attempt recorded), asking only whether one pending delivery
+// exists: one probe of the partial index of pending deliveries, where counting them (4 ms at a backlog of 10 000 on
+// PostgreSQL, every 10 ms) took a third of a core from the dispatcher it measures.
 func (b *webhookBench) drain(ctx context.Context) error {
 	deadline := time.Now().Add(drainTimeout)
+	pending := func() *bun.SelectQuery {
+		return b.db.Bun().NewSelect().Table("webhook_deliveries").Where("status = ?", store.DeliveryPending)
+	}
 	for {
-		n, err := b.db.Bun().NewSelect().Table("webhook_deliveries").Where("status = ?", store.DeliveryPending).Count(ctx)
-		if err != nil || n == 0 {
+		waiting, err := pending().Exists(ctx)
+		if err != nil || !waiting {
 			return err
 		}
 		if time.Now().After(deadline) {
+			n, _ := pending().Count(ctx)
 			return fmt.Errorf("%d deliveries still pending after %v", n, drainTimeout)
 		}
 		select {

@@ -50,14 +50,18 @@ func (s *Deliveries) Claim(ctx context.Context, now time.Time, lease time.Durati
 			return nil, err
 		}
 	}
-	sub := claimable(s.db.w.NewSelect(), now, exclude).Column("d2.id").OrderExpr("d2.next_attempt_at, d2.id").Limit(int64(limit))
-	if s.db.dialect == Postgres {
-		sub = sub.For("UPDATE OF d2 SKIP LOCKED")
-	}
+	// A claim lost in a database crash is only claimed again (see RunInRepeatableTx): it need not wait for a flush.
 	var out []Delivery
-	_, err := s.db.w.NewUpdate().Model(&out).ModelTableExpr("webhook_deliveries AS d").
-		Set("lease_until = ?", now.Add(lease)).Set("updated_at = ?", now).
-		Where("d.id IN (?)", sub).Returning("*").Exec(ctx, &out)
+	err := s.db.repeatable(ctx, orderedClaim, func(idb bun.IDB) error {
+		sub := claimable(idb.NewSelect(), now, exclude).Column("d2.id").OrderExpr("d2.next_attempt_at, d2.id").Limit(int64(limit))
+		if s.db.dialect == Postgres {
+			sub = sub.For("UPDATE OF d2 SKIP LOCKED")
+		}
+		_, err := idb.NewUpdate().Model(&out).ModelTableExpr("webhook_deliveries AS d").
+			Set("lease_until = ?", now.Add(lease)).Set("updated_at = ?", now).
+			Where("d.id IN (?)", sub).Returning("*").Exec(ctx, &out)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -70,8 +74,9 @@ func (s *Deliveries) Claim(ctx context.Context, now time.Time, lease time.Durati
 // not in exclude. The pending partial index serves it in due order.
 func claimable(q *bun.SelectQuery, now time.Time, exclude []string) *bun.SelectQuery {
 	// The endpoint's status is checked with NOT EXISTS rather than a join: an anti-join keeps the deliveries as the
-	// driving side, so the planner walks the pending index in order and stops at the limit even when its statistics
-	// predate a sudden backlog (a join lets it start from the endpoints and sort every due delivery).
+	// driving side, so walking the pending index in order stops at the limit. On PostgreSQL the claim's transaction
+	// also rules out sorting (orderedClaim): with statistics that predate a sudden backlog the planner would rather
+	// read every due delivery and sort them.
 	q = q.TableExpr("webhook_deliveries AS d2").
 		Where("d2.status = ?", DeliveryPending).Where("d2.next_attempt_at <= ?", now).
 		Where("(d2.lease_until IS NULL OR d2.lease_until <= ?)", now).
@@ -210,9 +215,11 @@ func (s *Deliveries) Release(ctx context.Context, ids []string, notBefore time.T
 		u := notBefore.UTC().Truncate(time.Microsecond)
 		until = &u
 	}
-	_, err := s.db.w.NewUpdate().Table("webhook_deliveries").Set("lease_until = ?", until).
-		Where("id IN (?) AND status = ?", bun.In(ids), DeliveryPending).Exec(ctx)
-	return err
+	return s.db.repeatable(ctx, asyncCommit, func(idb bun.IDB) error {
+		_, err := idb.NewUpdate().Table("webhook_deliveries").Set("lease_until = ?", until).
+			Where("id IN (?) AND status = ?", bun.In(ids), DeliveryPending).Exec(ctx)
+		return err
+	})
 }
 
 // QueueStats describes the delivery queue, for metrics.

@@ -253,6 +253,56 @@ func (db *DB) RunInTx(ctx context.Context, fn func(ctx context.Context, tx bun.T
 	return db.w.RunInTx(ctx, nil, fn)
 }
 
+// RunInRepeatableTx runs fn in a write transaction whose loss in a crash of the database server only makes work be
+// done again: a queue's claims, releases and recorded outcomes, which at-least-once delivery already allows to
+// repeat. On PostgreSQL it commits asynchronously (synchronous_commit off for this transaction only): the commit
+// returns before its WAL record is flushed, so a dispatcher does not wait a disk flush per batch. Everyone sees
+// the change at once and it is atomic as any other; a server crash within about three wal_writer_delay (600 ms by
+// default) may forget it, which leaves a claim unleased (claimed again, sent again) or an outcome unrecorded (sent
+// again once its lease runs out). The transactions that accept work — queuing a delivery, an event, a message —
+// never use it. On SQLite it is RunInTx: WAL commits there do not wait for the disk anyway (synchronous=NORMAL).
+//
+// Its statements must find their rows by key (a batch of IDs): the transaction also keeps the planner from scanning
+// whole tables (see keyedWrites).
+func (db *DB) RunInRepeatableTx(ctx context.Context, fn func(ctx context.Context, tx bun.Tx) error) error {
+	return db.runInRepeatableTx(ctx, keyedWrites, fn)
+}
+
+// The settings of a repeatable transaction on PostgreSQL, made in one round trip. A queue's table grows and
+// shrinks faster than autovacuum's statistics follow, and planned with the statistics of an empty queue the
+// statements of a busy one read the whole backlog every time; measured at 10 000 pending deliveries:
+//   - keyedWrites (recording a batch of outcomes by ID) keeps the planner on the indexes: a bulk UPDATE … FROM
+//     (VALUES …) otherwise hash-joins a sequential scan of every delivery;
+//   - orderedClaim (ORDER BY … LIMIT … FOR UPDATE SKIP LOCKED) makes it walk the queue's index in order and stop
+//     at the limit instead of reading and sorting every due item: 1.5 ms a claim instead of 12 ms.
+const (
+	asyncCommit  = "SELECT set_config('synchronous_commit', 'off', true)"
+	keyedWrites  = "SELECT set_config('synchronous_commit', 'off', true), set_config('enable_seqscan', 'off', true)"
+	orderedClaim = "SELECT set_config('synchronous_commit', 'off', true), set_config('enable_sort', 'off', true), " +
+		"set_config('enable_bitmapscan', 'off', true)"
+)
+
+func (db *DB) runInRepeatableTx(ctx context.Context, settings string, fn func(ctx context.Context, tx bun.Tx) error) error {
+	return db.w.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		if db.dialect == Postgres {
+			if _, err := tx.ExecContext(ctx, settings); err != nil {
+				return err
+			}
+		}
+		return fn(ctx, tx)
+	})
+}
+
+// repeatable runs one statement as RunInRepeatableTx would, with the settings given: in such a transaction on
+// PostgreSQL, straight on the writer on SQLite (where a transaction around one statement would only add round
+// trips).
+func (db *DB) repeatable(ctx context.Context, settings string, fn func(idb bun.IDB) error) error {
+	if db.dialect != Postgres {
+		return fn(db.w)
+	}
+	return db.runInRepeatableTx(ctx, settings, func(_ context.Context, tx bun.Tx) error { return fn(tx) })
+}
+
 // Reader is the handle for reads outside a transaction: on SQLite the pool of read-only connections, which never
 // waits for the single writer.
 func (db *DB) Reader() bun.IDB { return db.r }

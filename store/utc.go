@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -23,6 +24,14 @@ func openPostgresDB(rawURL string) (*sql.DB, error) {
 	cfg, err := pgx.ParseConfig(rawURL)
 	if err != nil {
 		return nil, err
+	}
+	// Bun writes every value into the SQL text itself, so nearly every statement's text is new (a timestamp, an ID).
+	// pgx's default mode prepares each new text as a named statement first — a second round trip, a plan the server
+	// keeps, and a DEALLOCATE when its cache of 512 overflows — for statements that never run twice. The simple
+	// protocol sends the text once and is also what a PgBouncer in transaction mode needs. A URL that names
+	// default_query_exec_mode keeps its own choice.
+	if !strings.Contains(rawURL, "default_query_exec_mode") {
+		cfg.DefaultQueryExecMode = pgx.QueryExecModeSimpleProtocol
 	}
 	return stdlib.OpenDB(*cfg, stdlib.OptionAfterConnect(func(_ context.Context, conn *pgx.Conn) error {
 		conn.TypeMap().RegisterType(&pgtype.Type{Name: "timestamptz", OID: pgtype.TimestamptzOID,

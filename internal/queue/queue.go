@@ -19,6 +19,7 @@ package queue
 import (
 	"context"
 	"errors"
+	"hash/fnv"
 	"log/slog"
 	"sync"
 	"time"
@@ -69,6 +70,11 @@ type Config struct {
 	Channel string
 	// MaxBatch bounds how many outcomes one Record call gets (default 128).
 	MaxBatch int
+	// RecordLanes is how many Record calls may run at once (default 1). The outcomes of one target always go to the
+	// same lane, so concurrent calls never touch the same target's rows (no lock waits, no deadlocks between them);
+	// more than one lane pays off where the database runs transactions in parallel (PostgreSQL), not on SQLite's
+	// single writer.
+	RecordLanes int
 	// InFlightMetric names the gauge of the items this process has claimed and not recorded yet (default
 	// switchboard_queue_in_flight with the label queue=Name).
 	InFlightMetric string
@@ -95,17 +101,22 @@ type Engine[T, R any] struct {
 	cfg    Config
 	log    *slog.Logger
 	wake   chan struct{}
-	// results carries finished attempts to the recorder, which hands them to the client in batches.
-	results chan R
+	// lanes carry finished attempts to the recorders, which hand them to the client in batches; a target's
+	// outcomes always take the same lane.
+	lanes []chan R
 
 	mu sync.Mutex
 	// inFlight counts the attempts running per target (the in-flight cap).
 	inFlight map[string]int
 	// throttled holds the targets out of rate until the time given: they are not claimed before it.
 	throttled map[string]time.Time
-	// running counts the claimed items whose attempt is not recorded yet.
-	running int
-	idle    *sync.Cond
+	// attempting counts the attempts running (the worker pool); running counts the claimed items whose attempt is
+	// not recorded yet: those attempting and those whose outcome waits for its Record. A worker is free again as
+	// soon as its attempt ends, so claiming and attempting go on while earlier outcomes are recorded, and up to
+	// MaxBatch outcomes may wait for their record besides the Workers attempts.
+	attempting int
+	running    int
+	idle       *sync.Cond
 	// draining is set once Run stopped claiming and waits for the attempts in flight.
 	draining bool
 
@@ -132,12 +143,18 @@ func New[T, R any](db *store.DB, client Client[T, R], cfg Config) *Engine[T, R] 
 	if cfg.MaxBatch <= 0 {
 		cfg.MaxBatch = DefaultMaxBatch
 	}
+	if cfg.RecordLanes <= 0 {
+		cfg.RecordLanes = 1
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
 	e := &Engine[T, R]{db: db, client: client, cfg: cfg, log: cfg.Logger.With("queue", cfg.Name),
-		wake: make(chan struct{}, 1), results: make(chan R, cfg.Workers),
+		wake: make(chan struct{}, 1), lanes: make([]chan R, cfg.RecordLanes),
 		inFlight: map[string]int{}, throttled: map[string]time.Time{}}
+	for i := range e.lanes {
+		e.lanes[i] = make(chan R, cfg.Workers+cfg.MaxBatch)
+	}
 	e.idle = sync.NewCond(&e.mu)
 	labels := prometheus.Labels{"queue": cfg.Name}
 	gauge := prometheus.GaugeOpts{Name: "switchboard_queue_in_flight", ConstLabels: labels,
@@ -190,8 +207,10 @@ func (e *Engine[T, R]) Run(ctx context.Context) error {
 	if w := e.db.WatchCommits(); w != nil {
 		background.Go(func() { e.watch(ctx, w) })
 	}
-	recorded := make(chan struct{})
-	go func() { e.record(); close(recorded) }()
+	var recorders sync.WaitGroup
+	for _, lane := range e.lanes {
+		recorders.Go(func() { e.record(lane) })
+	}
 
 	for ctx.Err() == nil {
 		started, retryAt, err := e.claimAndStart(ctx)
@@ -219,8 +238,10 @@ func (e *Engine[T, R]) Run(ctx context.Context) error {
 		e.idle.Wait()
 	}
 	e.mu.Unlock()
-	close(e.results)
-	<-recorded
+	for _, lane := range e.lanes {
+		close(lane)
+	}
+	recorders.Wait()
 	background.Wait()
 	return nil
 }
@@ -231,7 +252,7 @@ func (e *Engine[T, R]) Run(ctx context.Context) error {
 func (e *Engine[T, R]) claimAndStart(ctx context.Context) (started int, retryAt time.Time, err error) {
 	now := time.Now()
 	e.mu.Lock()
-	free := e.cfg.Workers - e.running
+	free := min(e.cfg.Workers-e.attempting, e.cfg.Workers+e.cfg.MaxBatch-e.running)
 	var exclude []string
 	for target, n := range e.inFlight {
 		if n >= e.cfg.PerTarget {
@@ -282,6 +303,7 @@ func (e *Engine[T, R]) claimAndStart(ctx context.Context) (started int, retryAt 
 			continue
 		}
 		e.inFlight[target]++
+		e.attempting++
 		e.running++
 		e.mu.Unlock()
 		started++
@@ -323,12 +345,15 @@ func (e *Engine[T, R]) attempt(target string, it T) {
 	if e.inFlight[target]--; e.inFlight[target] <= 0 {
 		delete(e.inFlight, target)
 	}
+	e.attempting--
 	e.mu.Unlock()
+	// The worker is free: the loop may claim and start the next items while this outcome waits for its record.
+	e.Wake()
 	if !ok {
 		e.finished(1)
 		return
 	}
-	e.results <- res
+	e.lanes[laneOf(target, len(e.lanes))] <- res
 }
 
 // finished counts n claimed items as done and lets the loop claim more.
@@ -340,15 +365,24 @@ func (e *Engine[T, R]) finished(n int) {
 	e.Wake()
 }
 
-// record hands the outcomes the workers finish to the client, as many per call as are waiting, until results is
-// closed.
-func (e *Engine[T, R]) record() {
-	for first := range e.results {
+// laneOf is the record lane of a target's outcomes, of n.
+func laneOf(target string, n int) int {
+	if n == 1 {
+		return 0
+	}
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(target))
+	return int(h.Sum32() % uint32(n))
+}
+
+// record hands the outcomes of a lane to the client, as many per call as are waiting, until the lane is closed.
+func (e *Engine[T, R]) record(lane chan R) {
+	for first := range lane {
 		batch := []R{first}
 	more:
 		for len(batch) < e.cfg.MaxBatch {
 			select {
-			case r, ok := <-e.results:
+			case r, ok := <-lane:
 				if !ok {
 					break more
 				}

@@ -41,6 +41,15 @@ type memQueue struct {
 	failRecord string
 	recorded   []string
 	released   int
+	// recordGate, when set, holds every Record call until it is closed; recordDelay slows each down. recording
+	// counts the calls in progress per target, recordPeak the most calls in progress at once, and overlap names a
+	// target whose outcomes two calls recorded at the same time.
+	recordGate  chan struct{}
+	recordDelay time.Duration
+	recording   map[string]int
+	calls       int
+	recordPeak  int
+	overlap     string
 }
 
 func newMemQueue(targets map[string]int) *memQueue {
@@ -116,7 +125,36 @@ func (q *memQueue) Attempt(_ context.Context, it *item) (string, bool) {
 
 func (q *memQueue) Record(_ context.Context, ids []string) error {
 	q.mu.Lock()
+	targets := map[string]bool{}
+	for _, id := range ids {
+		for _, it := range q.items {
+			if it.id == id {
+				targets[it.target] = true
+			}
+		}
+	}
+	if q.recording == nil {
+		q.recording = map[string]int{}
+	}
+	for target := range targets {
+		if q.recording[target]++; q.recording[target] > 1 {
+			q.overlap = target
+		}
+	}
+	q.calls++
+	q.recordPeak = max(q.recordPeak, q.calls)
+	gate, delay := q.recordGate, q.recordDelay
+	q.mu.Unlock()
+	if gate != nil {
+		<-gate
+	}
+	time.Sleep(delay)
+	q.mu.Lock()
 	defer q.mu.Unlock()
+	q.calls--
+	for target := range targets {
+		q.recording[target]--
+	}
 	if slices.Contains(ids, q.failRecord) {
 		return errors.New("cannot record " + q.failRecord)
 	}
@@ -265,5 +303,40 @@ func TestStopWaitsForAttemptsInFlight(t *testing.T) {
 	await.Receive(t, "Run to return", stopped)
 	if n := q.count(func(it *item) bool { return it.done }); n != 2 || e.InFlight() != 0 {
 		t.Errorf("after the stop: %d recorded, %d in flight", n, e.InFlight())
+	}
+}
+
+// A worker is free again when its attempt ends: attempts go on while earlier outcomes wait for a slow Record, up to
+// MaxBatch outcomes beside the Workers attempts, and nothing is lost when the Record comes through.
+func TestAttemptsGoOnWhileRecording(t *testing.T) {
+	q := newMemQueue(map[string]int{"a": 10, "b": 10, "c": 10})
+	q.recordGate = make(chan struct{})
+	e, _ := run(t, q, queue.Config{Workers: 2, MaxBatch: 4})
+	attempted := func() int { return q.count(func(it *item) bool { return it.attempts > 0 }) }
+	await.Equal(t, "attempts while the first Record waits", attempted, 6)
+	time.Sleep(50 * time.Millisecond)
+	if n, in := attempted(), e.InFlight(); n != 6 || in != 6 {
+		t.Errorf("while Record waits: %d attempted, %d in flight; want 6 (2 workers + 4 outcomes waiting)", n, in)
+	}
+	close(q.recordGate)
+	await.Equal(t, "items recorded", func() int { return q.count(func(it *item) bool { return it.done }) }, 30)
+	if n := q.count(func(it *item) bool { return it.attempts != 1 }); n != 0 {
+		t.Errorf("%d items attempted other than once", n)
+	}
+}
+
+// With two record lanes, two Record calls run at once, and never with outcomes of the same target.
+func TestRecordLanesKeepATargetInOneLane(t *testing.T) {
+	q := newMemQueue(map[string]int{"a": 20, "b": 20, "c": 20, "d": 20, "e": 20, "f": 20, "g": 20, "h": 20})
+	q.recordDelay = 3 * time.Millisecond
+	run(t, q, queue.Config{Workers: 16, PerTarget: 2, RecordLanes: 2})
+	await.Equal(t, "items recorded", func() int { return q.count(func(it *item) bool { return it.done }) }, 160)
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.overlap != "" {
+		t.Errorf("two Record calls at once held outcomes of target %q", q.overlap)
+	}
+	if q.recordPeak != 2 {
+		t.Errorf("at most %d Record calls ran at once, want 2", q.recordPeak)
 	}
 }

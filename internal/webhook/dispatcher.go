@@ -121,10 +121,17 @@ func NewDispatcher(db *store.DB, box *Box, guard *egress.Guard, cfg Config) *Dis
 	d := &Dispatcher{db: db, recorder: NewRecorder(db, cfg.Events, cfg.DisableAfter), sender: NewSender(box, guard, cfg.Timeout),
 		cfg: cfg, retry: RetryPolicy{Schedule: cfg.Schedule, ThrottledWait: cfg.ThrottledWait}, log: cfg.Logger,
 		limiter: cfg.Limiter}
+	// PostgreSQL runs two recording transactions side by side (endpoints split between them); SQLite's one writer
+	// would only queue the second.
+	lanes := 1
+	if db.Dialect() == store.Postgres {
+		lanes = 2
+	}
 	d.engine = queue.New(db, queue.Client[claimed, AttemptResult](deliveryQueue{d}), queue.Config{
 		Name: "webhook", Workers: cfg.Workers, PerTarget: cfg.PerEndpoint, Lease: cfg.Lease, Poll: cfg.Poll,
-		Channel: store.DeliveriesChannel, MaxBatch: maxRecordBatch, InFlightMetric: "switchboard_webhook_attempts_in_flight",
-		Logger: cfg.Logger})
+		Channel: store.DeliveriesChannel, MaxBatch: maxRecordBatch, RecordLanes: lanes,
+		InFlightMetric: "switchboard_webhook_attempts_in_flight",
+		Logger:         cfg.Logger})
 	d.metrics = newMetrics(d)
 	return d
 }

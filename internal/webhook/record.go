@@ -89,7 +89,9 @@ func NewRecorder(db *store.DB, outbox *events.Outbox, disableAfter time.Duration
 // Any error rolls back every attempt of the batch.
 func (r *Recorder) Record(ctx context.Context, rs []AttemptResult) ([]AttemptEffects, error) {
 	var fxs []AttemptEffects
-	err := r.db.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+	// Losing this transaction in a database crash only sends its deliveries again (at least once), so it does not
+	// wait for a disk flush (RunInRepeatableTx).
+	err := r.db.RunInRepeatableTx(ctx, func(ctx context.Context, tx bun.Tx) error {
 		fxs = make([]AttemptEffects, len(rs))
 		t := time.Now().UTC().Truncate(time.Microsecond)
 		ids := make([]string, len(rs))
