@@ -13,6 +13,7 @@ import (
 
 	"github.com/switchboard/switchboard/internal/links"
 	"github.com/switchboard/switchboard/internal/links/clicks"
+	"github.com/switchboard/switchboard/internal/links/hops"
 	"github.com/switchboard/switchboard/internal/links/linkcache"
 	"github.com/switchboard/switchboard/internal/problem"
 )
@@ -31,6 +32,9 @@ type RedirectOptions struct {
 type redirector struct {
 	clicks *clicks.Recorder
 	cache  *linkcache.Cache[*links.Target]
+	// hops remembers the redirects just sent, so that a client following one back here (a loop, or a chain through
+	// a name of this server) is not counted as a click again.
+	hops *hops.Memory
 	// refusing is set from the first redirect refused because its click could not be recorded until one is served
 	// again: at overload every redirect is refused, and one log line says so (the recorder counts the refusals).
 	refusing atomic.Bool
@@ -53,7 +57,7 @@ func (s *Server) registerRedirects(e *echo.Echo) error {
 	if o.Clicks == nil || o.Cache == nil {
 		return errors.New("redirects need both a click recorder and a link cache")
 	}
-	s.redirects = &redirector{clicks: o.Clicks, cache: o.Cache}
+	s.redirects = &redirector{clicks: o.Clicks, cache: o.Cache, hops: hops.New(0)}
 	e.GET(redirectRoute, s.redirect)
 	e.HEAD(redirectRoute, s.redirect)
 	return nil
@@ -95,6 +99,18 @@ func (s *Server) redirect(c echo.Context) error {
 	}
 	head := req.Method == http.MethodHead
 	ua := req.Header.Get("User-Agent")
+	ip := c.RealIP()
+	location := t.Location(req.URL.RawQuery)
+	// A request made by following a redirect of ours is no visit: it is redirected again (a chain goes on, a loop
+	// ends where the client's hop limit is) but counts no click and spends no max_clicks.
+	requestURI := req.RequestURI
+	if requestURI == "" {
+		requestURI = req.URL.RequestURI()
+	}
+	if s.redirects.hops.Followed(ip, req.Host, requestURI, now) {
+		s.redirects.hops.Sent(ip, location, now)
+		return s.sendRedirect(c, t, location)
+	}
 	var class string
 	if t.Capped() {
 		// Only people spend the cap: the class must be known before the admission.
@@ -111,7 +127,7 @@ func (s *Server) redirect(c echo.Context) error {
 		}
 	}
 	err = s.redirects.clicks.Record(clicks.Hit{ID: clicks.NewHitID(now), At: now, LinkID: t.ID(), Class: class, Head: head,
-		UserAgent: ua, Referer: req.Header.Get("Referer"), IP: c.RealIP()})
+		UserAgent: ua, Referer: req.Header.Get("Referer"), IP: ip})
 	if err != nil {
 		if !s.redirects.refusing.Swap(true) {
 			loggerFrom(req.Context(), s.log).Error("redirects are refused: their clicks cannot be recorded "+
@@ -122,9 +138,15 @@ func (s *Server) redirect(c echo.Context) error {
 	if s.redirects.refusing.Load() && s.redirects.refusing.Swap(false) {
 		loggerFrom(req.Context(), s.log).Info("redirects are served again: their clicks are recorded")
 	}
+	s.redirects.hops.Sent(ip, location, now)
+	return s.sendRedirect(c, t, location)
+}
+
+// sendRedirect answers a visit with the link's redirect to location.
+func (s *Server) sendRedirect(c echo.Context, t *links.Target, location string) error {
 	status := t.Status()
 	h := c.Response().Header()
-	h["Location"] = []string{t.Location(req.URL.RawQuery)}
+	h["Location"] = []string{location}
 	h["Cache-Control"] = cacheControl(status)
 	h["X-Robots-Tag"] = noIndex
 	c.Response().WriteHeader(status)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -663,5 +664,48 @@ func TestClicksReachStatsAndEvents(t *testing.T) {
 				t.Errorf("event data %s (%v)", ev.Data, err)
 			}
 		}
+	})
+}
+
+// A link whose destination leads back to this server under a name the create check cannot know (a name that
+// resolves here) makes a loop: a client following it counts one click, not one per hop. A chain through such a
+// name counts the first link only; a visit of the second link of its own counts as usual.
+func TestRedirectsWeMadeAreNoClicks(t *testing.T) {
+	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
+		e := newRedirectEnv(t, db, handlers.Config{})
+		alias := "alias-" + strings.ToLower(store.NewID("d")[6:14]) + ".example"
+		slug := "loop-" + strings.ToLower(store.NewID("s")[6:14])
+		loop := e.create(`{"destination_url":"http://` + alias + `/` + slug + `","slug":"` + slug + `"}`)
+		// A client that follows redirects as browsers do, for which every host is this server.
+		addr := strings.TrimPrefix(e.url, "http://")
+		follower := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, network, addr)
+		}}}
+		req, _ := http.NewRequest(http.MethodGet, "http://"+e.domain+"/"+slug, nil)
+		req.Header.Set("User-Agent", browserUA)
+		_, err := follower.Do(req)
+		if err == nil || !strings.Contains(err.Error(), "stopped after 10 redirects") {
+			t.Fatalf("following the loop: %v, want the client's hop limit", err)
+		}
+		e.awaitClicks(loop.Id, 1)
+		time.Sleep(100 * time.Millisecond) // the recorder writes every 10 ms: hops counted by mistake would be in
+		if n := len(e.clickRows(loop.Id)); n != 1 {
+			t.Errorf("%d clicks recorded for one visit of a loop of 11 requests, want 1", n)
+		}
+
+		second := e.create(`{"destination_url":"https://example.com/final"}`)
+		first := e.create(`{"destination_url":"http://` + alias + `/` + second.Slug + `"}`)
+		r := e.visit(visit{path: "/" + first.Slug})
+		hop := e.visit(visit{path: "/" + second.Slug, host: alias})
+		if r.location() != "http://"+alias+"/"+second.Slug || hop.status != http.StatusFound || hop.location() != "https://example.com/final" {
+			t.Fatalf("chain: %d %q, then %d %q", r.status, r.location(), hop.status, hop.location())
+		}
+		e.awaitClicks(first.Id, 1)
+		time.Sleep(100 * time.Millisecond)
+		if n := len(e.clickRows(second.Id)); n != 0 {
+			t.Errorf("the hop of a chain was counted as %d clicks of its second link", n)
+		}
+		e.visit(visit{path: "/" + second.Slug, host: alias})
+		e.awaitClicks(second.Id, 1)
 	})
 }
