@@ -90,6 +90,9 @@ const (
 	DefaultMaxBatch  = 128
 )
 
+// claimGather is the longest a claim for few items waits for more workers to free up (see claimAndStart).
+const claimGather = 2 * time.Millisecond
+
 // CommitCheck is how often an engine on SQLite looks at the WAL index for commits of other processes (or of code
 // that queued items without calling Wake).
 const CommitCheck = 10 * time.Millisecond
@@ -116,7 +119,9 @@ type Engine[T, R any] struct {
 	// MaxBatch outcomes may wait for their record besides the Workers attempts.
 	attempting int
 	running    int
-	idle       *sync.Cond
+	// lastClaim is when the loop last claimed (only the loop reads and writes it).
+	lastClaim time.Time
+	idle      *sync.Cond
 	// draining is set once Run stopped claiming and waits for the attempts in flight.
 	draining bool
 
@@ -182,6 +187,13 @@ func (e *Engine[T, R]) InFlight() int {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.running
+}
+
+// Attempting is how many attempts run now.
+func (e *Engine[T, R]) Attempting() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.attempting
 }
 
 // Wake makes an idle engine look for due items now (after this process queued some, or a target became able to
@@ -253,6 +265,7 @@ func (e *Engine[T, R]) claimAndStart(ctx context.Context) (started int, retryAt 
 	now := time.Now()
 	e.mu.Lock()
 	free := min(e.cfg.Workers-e.attempting, e.cfg.Workers+e.cfg.MaxBatch-e.running)
+	busy := e.attempting
 	var exclude []string
 	for target, n := range e.inFlight {
 		if n >= e.cfg.PerTarget {
@@ -271,6 +284,16 @@ func (e *Engine[T, R]) claimAndStart(ctx context.Context) (started int, retryAt 
 	if free <= 0 {
 		return 0, retryAt, nil
 	}
+	// While attempts run, a claim for fewer than a quarter of the workers waits up to claimGather after the last
+	// claim for more of them to free up: every claim costs the database a transaction whatever its size, and one per
+	// finished attempt spends it on claims of one or two items. The wait is bounded, so workers held by slow
+	// targets never hold back the others for longer.
+	if busy > 0 && free < max(e.cfg.Workers/4, 1) {
+		if gathered := e.lastClaim.Add(claimGather); now.Before(gathered) {
+			return 0, earliest(retryAt, gathered), nil
+		}
+	}
+	e.lastClaim = now
 	items, err := e.client.Claim(ctx, now, e.cfg.Lease, free, exclude)
 	if err != nil || len(items) == 0 {
 		return 0, retryAt, err
@@ -377,8 +400,12 @@ func laneOf(target string, n int) int {
 
 // record hands the outcomes of a lane to the client, as many per call as are waiting, until the lane is closed.
 func (e *Engine[T, R]) record(lane chan R) {
+	few := max(e.cfg.Workers/4, 1)
 	for first := range lane {
 		batch := []R{first}
+		// What is waiting goes into the batch; a batch of few outcomes waits up to claimGather for more while
+		// attempts run, for the same reason claims do.
+		var gather <-chan time.Time
 	more:
 		for len(batch) < e.cfg.MaxBatch {
 			select {
@@ -387,7 +414,22 @@ func (e *Engine[T, R]) record(lane chan R) {
 					break more
 				}
 				batch = append(batch, r)
+				continue
 			default:
+			}
+			if gather == nil && len(batch) < few && e.Attempting() > 0 {
+				gather = time.After(claimGather)
+			}
+			if gather == nil {
+				break
+			}
+			select {
+			case r, ok := <-lane:
+				if !ok {
+					break more
+				}
+				batch = append(batch, r)
+			case <-gather:
 				break more
 			}
 		}
