@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"time"
 
 	"github.com/switchboard/switchboard/internal/links/clicks"
@@ -96,7 +97,10 @@ func printReplay(w io.Writer, rows []replayRow) (missed int) {
 		if r.redirect != nil {
 			s := r.redirect.summary()
 			redirects, ratio, rgoal = fmt.Sprintf("%.0f req/s", s.rps), fmt.Sprintf("%.2f", s.ratio), fmt.Sprintf("≥ %.2f", r.redirect.goal)
-			if !s.goalMet {
+			switch {
+			case math.IsNaN(s.ratio):
+				ratio = "— (the bare Echo row was left out by -rows)"
+			case !s.goalMet:
 				met = "no"
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"slices"
 	"strings"
@@ -139,6 +140,9 @@ func median[R any](runs []R, value func(R) float64) float64 {
 	}
 	slices.Sort(vs)
 	n := len(vs)
+	if n == 0 {
+		return math.NaN() // a row -rows left out (a baseline)
+	}
 	if n%2 == 1 {
 		return vs[n/2]
 	}
