@@ -103,11 +103,7 @@ func (s *Server) redirect(c echo.Context) error {
 	location := t.Location(req.URL.RawQuery)
 	// A request made by following a redirect of ours is no visit: it is redirected again (a chain goes on, a loop
 	// ends where the client's hop limit is) but counts no click and spends no max_clicks.
-	requestURI := req.RequestURI
-	if requestURI == "" {
-		requestURI = req.URL.RequestURI()
-	}
-	if s.redirects.hops.Followed(ip, req.Host, requestURI, now) {
+	if s.redirects.hops.Followed(ip, req.Host, req.RequestURI, now) {
 		s.redirects.hops.Sent(ip, location, now)
 		return s.sendRedirect(c, t, location)
 	}

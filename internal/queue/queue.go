@@ -19,7 +19,6 @@ package queue
 import (
 	"context"
 	"errors"
-	"hash/fnv"
 	"log/slog"
 	"sync"
 	"time"
@@ -90,8 +89,9 @@ const (
 	DefaultMaxBatch  = 128
 )
 
-// claimGather is the longest a claim for few items waits for more workers to free up (see claimAndStart).
-const claimGather = 2 * time.Millisecond
+// gatherWait is the longest a claim for few items waits for more workers to free up, and a record of few outcomes
+// for more outcomes (see claimAndStart and record).
+const gatherWait = 2 * time.Millisecond
 
 // CommitCheck is how often an engine on SQLite looks at the WAL index for commits of other processes (or of code
 // that queued items without calling Wake).
@@ -284,12 +284,12 @@ func (e *Engine[T, R]) claimAndStart(ctx context.Context) (started int, retryAt 
 	if free <= 0 {
 		return 0, retryAt, nil
 	}
-	// While attempts run, a claim for fewer than a quarter of the workers waits up to claimGather after the last
+	// While attempts run, a claim for fewer than a quarter of the workers waits up to gatherWait after the last
 	// claim for more of them to free up: every claim costs the database a transaction whatever its size, and one per
 	// finished attempt spends it on claims of one or two items. The wait is bounded, so workers held by slow
 	// targets never hold back the others for longer.
 	if busy > 0 && free < max(e.cfg.Workers/4, 1) {
-		if gathered := e.lastClaim.Add(claimGather); now.Before(gathered) {
+		if gathered := e.lastClaim.Add(gatherWait); now.Before(gathered) {
 			return 0, earliest(retryAt, gathered), nil
 		}
 	}
@@ -376,7 +376,7 @@ func (e *Engine[T, R]) attempt(target string, it T) {
 		e.finished(1)
 		return
 	}
-	e.lanes[laneOf(target, len(e.lanes))] <- res
+	e.lanes[store.LaneOf(target, len(e.lanes))] <- res
 }
 
 // finished counts n claimed items as done and lets the loop claim more.
@@ -388,22 +388,12 @@ func (e *Engine[T, R]) finished(n int) {
 	e.Wake()
 }
 
-// laneOf is the record lane of a target's outcomes, of n.
-func laneOf(target string, n int) int {
-	if n == 1 {
-		return 0
-	}
-	h := fnv.New32a()
-	_, _ = h.Write([]byte(target))
-	return int(h.Sum32() % uint32(n))
-}
-
 // record hands the outcomes of a lane to the client, as many per call as are waiting, until the lane is closed.
 func (e *Engine[T, R]) record(lane chan R) {
 	few := max(e.cfg.Workers/4, 1)
 	for first := range lane {
 		batch := []R{first}
-		// What is waiting goes into the batch; a batch of few outcomes waits up to claimGather for more while
+		// What is waiting goes into the batch; a batch of few outcomes waits up to gatherWait for more while
 		// attempts run, for the same reason claims do.
 		var gather <-chan time.Time
 	more:
@@ -418,7 +408,7 @@ func (e *Engine[T, R]) record(lane chan R) {
 			default:
 			}
 			if gather == nil && len(batch) < few && e.Attempting() > 0 {
-				gather = time.After(claimGather)
+				gather = time.After(gatherWait)
 			}
 			if gather == nil {
 				break

@@ -130,8 +130,7 @@ func NewDispatcher(db *store.DB, box *Box, guard *egress.Guard, cfg Config) *Dis
 	d.engine = queue.New(db, queue.Client[claimed, AttemptResult](deliveryQueue{d}), queue.Config{
 		Name: "webhook", Workers: cfg.Workers, PerTarget: cfg.PerEndpoint, Lease: cfg.Lease, Poll: cfg.Poll,
 		Channel: store.DeliveriesChannel, MaxBatch: maxRecordBatch, RecordLanes: lanes,
-		InFlightMetric: "switchboard_webhook_attempts_in_flight",
-		Logger:         cfg.Logger})
+		InFlightMetric: "switchboard_webhook_attempts_in_flight", Logger: cfg.Logger})
 	d.metrics = newMetrics(d)
 	return d
 }

@@ -478,11 +478,8 @@ func (r *Recorder) record(ctx context.Context, clicks []store.Click, replayed bo
 	}
 	var lanes [replayLanes][]store.Click
 	for _, c := range clicks {
-		h := uint32(2166136261) // FNV-1a of the link ID: the same link always goes to the same lane
-		for i := 0; i < len(c.LinkID); i++ {
-			h = (h ^ uint32(c.LinkID[i])) * 16777619
-		}
-		lanes[h%replayLanes] = append(lanes[h%replayLanes], c)
+		lane := store.LaneOf(c.LinkID, replayLanes)
+		lanes[lane] = append(lanes[lane], c)
 	}
 	var (
 		wg    sync.WaitGroup
