@@ -22,8 +22,11 @@ func chatID(address string) any {
 }
 
 // pace waits until a send to chat keeps Telegram's spacing: the chat's interval since its last send (groups have
-// negative IDs and a longer one) and the bot's since any send. The send queue sends one message of a chat at a time,
-// so only that chat waits.
+// negative IDs and a longer one), then the bot's since any send. The send queue sends one message of a chat at a
+// time, so only that chat waits its interval, and a bot slot is taken only once the chat's wait is over: a send
+// that is due later never holds up another chat's send that is due now. The chat's interval runs from when its
+// previous send ended (see sent): Telegram counts from when a request arrives, and a request held up on its way (a
+// slow connection, a busy scheduler) would otherwise arrive closer to the next one than the interval.
 func (s *session) pace(ctx context.Context, chat string) error {
 	interval := s.p.opts.ChatInterval
 	if strings.HasPrefix(chat, "-") {
@@ -35,10 +38,7 @@ func (s *session) pace(ctx context.Context, chat string) error {
 	if last, ok := s.lastChat[chat]; ok && last.Add(interval).After(at) {
 		at = last.Add(interval)
 	}
-	if s.lastAny.Add(s.p.opts.BotInterval).After(at) {
-		at = s.lastAny.Add(s.p.opts.BotInterval)
-	}
-	s.lastChat[chat], s.lastAny = at, at
+	s.lastChat[chat] = at
 	if len(s.lastChat) > 10000 { // forget chats whose interval passed long ago
 		for c, t := range s.lastChat {
 			if now.Sub(t) > time.Minute {
@@ -47,16 +47,43 @@ func (s *session) pace(ctx context.Context, chat string) error {
 		}
 	}
 	s.mu.Unlock()
-	if wait := time.Until(at); wait > 0 {
-		t := time.NewTimer(wait)
-		defer t.Stop()
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-t.C:
-		}
+	if err := sleepUntil(ctx, at); err != nil {
+		return err
 	}
-	return nil
+	s.mu.Lock()
+	at = time.Now()
+	if next := s.lastAny.Add(s.p.opts.BotInterval); next.After(at) {
+		at = next
+	}
+	s.lastAny = at
+	s.mu.Unlock()
+	return sleepUntil(ctx, at)
+}
+
+// sleepUntil waits until t, or until ctx ends.
+func sleepUntil(ctx context.Context, t time.Time) error {
+	wait := time.Until(t)
+	if wait <= 0 {
+		return nil
+	}
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-timer.C:
+		return nil
+	}
+}
+
+// sent marks the end of a send to chat: the next one to that chat waits its interval from here.
+func (s *session) sent(chat string) {
+	now := time.Now()
+	s.mu.Lock()
+	if now.After(s.lastChat[chat]) {
+		s.lastChat[chat] = now
+	}
+	s.mu.Unlock()
 }
 
 // Send sends one message.
@@ -64,6 +91,7 @@ func (s *session) Send(ctx context.Context, m channels.Outbound) (channels.Sent,
 	if err := s.pace(ctx, m.Chat); err != nil {
 		return channels.Sent{}, err
 	}
+	defer s.sent(m.Chat)
 	chat := chatID(m.Chat)
 	var reply *models.ReplyParameters
 	if _, id, ok := parseProviderID(m.ReplyTo); ok {

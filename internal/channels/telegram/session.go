@@ -40,7 +40,7 @@ type session struct {
 	b                       *bot.Bot
 	secret                  string
 	mu                      sync.Mutex
-	lastChat                map[string]time.Time // when the last send to each chat went out
+	lastChat                map[string]time.Time // when the last send to each chat ended (or is due to start)
 	lastAny                 time.Time
 }
 
