@@ -450,13 +450,26 @@ func runChannels(ctx context.Context, o options, prof *profile, out, log io.Writ
 		database, url string
 		goal          float64
 	}
-	targets := []target{{"SQLite", "file:" + filepath.Join(tmp, "switchboard.db"), channelRateGoalSQLite}}
+	// -rows picks the databases by the rows' names; with neither picked the section is left out.
+	wanted := func(database string) bool { return o.rows.MatchString("messaging — " + database) }
+	if !wanted("SQLite") && !wanted("PostgreSQL") {
+		return 0, nil
+	}
+	var targets []target
+	if wanted("SQLite") {
+		targets = append(targets, target{"SQLite", "file:" + filepath.Join(tmp, "switchboard.db"), channelRateGoalSQLite})
+	}
 	var skipped string
-	if o.skipPostgres {
+	switch {
+	case !wanted("PostgreSQL"): // left out by -rows
+	case o.skipPostgres:
 		skipped = "-skip-postgres was given"
-	} else if pgURL, drop, err := createPostgresDB(ctx); err != nil {
-		skipped = err.Error()
-	} else {
+	default:
+		pgURL, drop, err := createPostgresDB(ctx)
+		if err != nil {
+			skipped = err.Error()
+			break
+		}
 		defer func() {
 			if err := drop(); err != nil {
 				fmt.Fprintln(log, "bench:", err)

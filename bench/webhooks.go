@@ -352,18 +352,31 @@ func runWebhooks(ctx context.Context, o options, prof *profile, out, log io.Writ
 		return 0, err
 	}
 	defer os.RemoveAll(tmp)
-	sqlite, err := startWebhookBench(ctx, "SQLite", "file:"+filepath.Join(tmp, "switchboard.db"))
-	if err != nil {
-		return 0, fmt.Errorf("webhooks on SQLite: %w", err)
+	// -rows picks the databases by the rows' names; with neither picked the section is left out.
+	wanted := func(database string) bool { return o.rows.MatchString("webhook deliveries — " + database) }
+	if !wanted("SQLite") && !wanted("PostgreSQL") {
+		return 0, nil
 	}
-	defer sqlite.close()
-	benches := []*webhookBench{sqlite}
+	var benches []*webhookBench
+	if wanted("SQLite") {
+		sqlite, err := startWebhookBench(ctx, "SQLite", "file:"+filepath.Join(tmp, "switchboard.db"))
+		if err != nil {
+			return 0, fmt.Errorf("webhooks on SQLite: %w", err)
+		}
+		defer sqlite.close()
+		benches = append(benches, sqlite)
+	}
 	var skipped string
-	if o.skipPostgres {
+	switch {
+	case !wanted("PostgreSQL"): // left out by -rows
+	case o.skipPostgres:
 		skipped = "-skip-postgres was given"
-	} else if pgURL, drop, err := createPostgresDB(ctx); err != nil {
-		skipped = err.Error()
-	} else {
+	default:
+		pgURL, drop, err := createPostgresDB(ctx)
+		if err != nil {
+			skipped = err.Error()
+			break
+		}
 		defer func() {
 			if err := drop(); err != nil {
 				fmt.Fprintln(log, "bench:", err)

@@ -264,11 +264,11 @@ func (db *DB) RunInTx(ctx context.Context, fn func(ctx context.Context, tx bun.T
 //
 // Its statements must find their rows by key (a batch of IDs): the transaction also keeps the planner from scanning
 // whole tables (see keyedWrites).
-func (db *DB) RunInRepeatableTx(ctx context.Context, fn func(ctx context.Context, tx bun.Tx) error) error {
+func (db *DB) RunInRepeatableTx(ctx context.Context, fn func(ctx context.Context, tx bun.IDB) error) error {
 	return db.runInRepeatableTx(ctx, keyedWrites, fn)
 }
 
-// The settings of a repeatable transaction on PostgreSQL, made in one round trip. A queue's table grows and
+// The settings of a repeatable transaction on PostgreSQL, sent with its BEGIN. A queue's table grows and
 // shrinks faster than autovacuum's statistics follow, and planned with the statistics of an empty queue the
 // statements of a busy one read the whole backlog every time; measured at 10 000 pending deliveries:
 //   - keyedWrites (recording a batch of outcomes by ID) keeps the planner on the indexes: a bulk UPDATE … FROM
@@ -282,15 +282,13 @@ const (
 		"set_config('enable_bitmapscan', 'off', true)"
 )
 
-func (db *DB) runInRepeatableTx(ctx context.Context, settings string, fn func(ctx context.Context, tx bun.Tx) error) error {
-	return db.w.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		if db.dialect == Postgres {
-			if _, err := tx.ExecContext(ctx, settings); err != nil {
-				return err
-			}
-		}
-		return fn(ctx, tx)
-	})
+// runInRepeatableTx is RunInRepeatableTx with the settings given. On PostgreSQL the transaction is pipelined (see
+// pipelinedTx): its writes are sent with the next read or with COMMIT.
+func (db *DB) runInRepeatableTx(ctx context.Context, settings string, fn func(ctx context.Context, tx bun.IDB) error) error {
+	if db.dialect == Postgres {
+		return db.runPipelined(ctx, settings, fn)
+	}
+	return db.w.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error { return fn(ctx, tx) })
 }
 
 // repeatable runs one statement as RunInRepeatableTx would, with the settings given: in such a transaction on
@@ -300,7 +298,7 @@ func (db *DB) repeatable(ctx context.Context, settings string, fn func(idb bun.I
 	if db.dialect != Postgres {
 		return fn(db.w)
 	}
-	return db.runInRepeatableTx(ctx, settings, func(_ context.Context, tx bun.Tx) error { return fn(tx) })
+	return db.runPipelined(ctx, settings, func(_ context.Context, idb bun.IDB) error { return fn(idb) })
 }
 
 // Reader is the handle for reads outside a transaction: on SQLite the pool of read-only connections, which never
