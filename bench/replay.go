@@ -81,9 +81,9 @@ func measureReplay(ctx context.Context, w wrkRunner, db *database, spoolDir stri
 }
 
 // printReplay writes the replay table: clicks per second stored, and the redirects served meanwhile against the
-// bare Echo 302 and the redirect goal.
-// It returns how many rows missed a goal.
-func printReplay(w io.Writer, rows []replayRow) (missed int) {
+// bare Echo 302 and the redirect goal. A missed goal is a result like any other (marked "no"), not a failed
+// measurement: a replay that could not run returns its error before this.
+func printReplay(w io.Writer, rows []replayRow) {
 	fmt.Fprintln(w, "| replay | clicks/s stored | goal | redirects meanwhile | vs bare Echo | goal | met |")
 	fmt.Fprintln(w, "|---|---:|---|---:|---:|---|---|")
 	for _, r := range rows {
@@ -104,10 +104,6 @@ func printReplay(w io.Writer, rows []replayRow) (missed int) {
 				met = "no"
 			}
 		}
-		if met == "no" {
-			missed++
-		}
 		fmt.Fprintf(w, "| %s | %.0f | %s | %s | %s | %s | %s |\n", r.name, r.rate, goal, redirects, ratio, rgoal, met)
 	}
-	return missed
 }
