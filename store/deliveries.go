@@ -3,8 +3,10 @@ package store
 import (
 	"cmp"
 	"context"
+	"errors"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -105,8 +107,9 @@ func dueTime(d Delivery) time.Time {
 }
 
 // ForSending returns the endpoints and events of claimed deliveries, by ID, in one query each, so a dispatcher
-// does not read them once per delivery. A delivery whose endpoint or event is missing from the maps was deleted
-// with them after the claim.
+// does not read them once per delivery. The two queries run at once, on two connections: they stand between a
+// claim and its attempts, and with the database across a network a round trip saved there is one every claim
+// waits less. A delivery whose endpoint or event is missing from the maps was deleted with them after the claim.
 func (s *Deliveries) ForSending(ctx context.Context, ds []Delivery) (map[string]WebhookEndpoint, map[string]Event, error) {
 	if len(ds) == 0 {
 		return nil, nil, nil
@@ -120,12 +123,16 @@ func (s *Deliveries) ForSending(ctx context.Context, ds []Delivery) (map[string]
 		}
 		eventIDs = append(eventIDs, d.EventID)
 	}
-	var es []WebhookEndpoint
-	if err := s.db.r.NewSelect().Model(&es).Where("e.id IN (?)", bun.In(endpointIDs)).Scan(ctx); err != nil {
-		return nil, nil, err
-	}
-	var evs []Event
-	if err := s.db.r.NewSelect().Model(&evs).Where("ev.id IN (?)", bun.In(eventIDs)).Scan(ctx); err != nil {
+	var (
+		es         []WebhookEndpoint
+		evs        []Event
+		evErr      error
+		readEvents sync.WaitGroup
+	)
+	readEvents.Go(func() { evErr = s.db.r.NewSelect().Model(&evs).Where("ev.id IN (?)", bun.In(eventIDs)).Scan(ctx) })
+	err := s.db.r.NewSelect().Model(&es).Where("e.id IN (?)", bun.In(endpointIDs)).Scan(ctx)
+	readEvents.Wait()
+	if err = errors.Join(err, evErr); err != nil {
 		return nil, nil, err
 	}
 	endpoints, events := make(map[string]WebhookEndpoint, len(es)), make(map[string]Event, len(evs))
