@@ -459,22 +459,9 @@ func runChannels(ctx context.Context, o options, prof *profile, out, log io.Writ
 	if wanted("SQLite") {
 		targets = append(targets, target{"SQLite", "file:" + filepath.Join(tmp, "switchboard.db"), channelRateGoalSQLite})
 	}
-	var skipped string
-	switch {
-	case !wanted("PostgreSQL"): // left out by -rows
-	case o.skipPostgres:
-		skipped = "-skip-postgres was given"
-	default:
-		pgURL, drop, err := createPostgresDB(ctx)
-		if err != nil {
-			skipped = err.Error()
-			break
-		}
-		defer func() {
-			if err := drop(); err != nil {
-				fmt.Fprintln(log, "bench:", err)
-			}
-		}()
+	pgURL, dropPG, skipped := benchPostgres(ctx, o, wanted("PostgreSQL"), log)
+	defer dropPG()
+	if pgURL != "" {
 		targets = append(targets, target{"PostgreSQL", pgURL, channelRateGoalPostgres})
 	}
 	if err := prof.start(); err != nil {

@@ -174,27 +174,17 @@ func runHTTP(ctx context.Context, o options, prof *profile, out, log io.Writer) 
 	}
 	defer sqlite.close()
 	dbs := []*database{{name: "SQLite", sb: sqlite, spoolDir: filepath.Join(tmp, "spool-sqlite")}}
-	var skipped string
-	if o.skipPostgres {
-		skipped = "-skip-postgres was given"
-	} else {
-		pgURL, drop, err := createPostgresDB(ctx)
+	pgURL, dropPG, skipped := benchPostgres(ctx, o, true, log)
+	defer dropPG()
+	if pgURL != "" {
+		pg, err := startSwitchboard(ctx, pgURL, filepath.Join(tmp, "spool-postgres"))
 		if err != nil {
-			skipped = err.Error()
-			fmt.Fprintln(log, "PostgreSQL rows skipped:", skipped)
-		} else {
-			defer func() {
-				if err := drop(); err != nil {
-					fmt.Fprintln(log, "bench:", err)
-				}
-			}()
-			pg, err := startSwitchboard(ctx, pgURL, filepath.Join(tmp, "spool-postgres"))
-			if err != nil {
-				return 0, fmt.Errorf("Switchboard on PostgreSQL: %w", err)
-			}
-			defer pg.close()
-			dbs = append(dbs, &database{name: "PostgreSQL", sb: pg, spoolDir: filepath.Join(tmp, "spool-postgres")})
+			return 0, fmt.Errorf("Switchboard on PostgreSQL: %w", err)
 		}
+		defer pg.close()
+		dbs = append(dbs, &database{name: "PostgreSQL", sb: pg, spoolDir: filepath.Join(tmp, "spool-postgres")})
+	} else if skipped != "" && !o.skipPostgres {
+		fmt.Fprintln(log, "PostgreSQL rows skipped:", skipped)
 	}
 	for _, db := range dbs {
 		if db.links, err = setupLinks(ctx, db.sb); err != nil {

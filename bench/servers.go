@@ -230,6 +230,28 @@ func (s *switchboard) close() {
 	_ = s.db.Close()
 }
 
+// benchPostgres is the PostgreSQL database of a section's rows when they are wanted: a new one (createPostgresDB),
+// with the function that drops it (reporting a failure to log), or the reason the rows are skipped. drop is never
+// nil; dbURL is empty when there is no database.
+func benchPostgres(ctx context.Context, o options, wanted bool, log io.Writer) (dbURL string, drop func(), skipped string) {
+	drop = func() {}
+	switch {
+	case !wanted:
+		return "", drop, ""
+	case o.skipPostgres:
+		return "", drop, "-skip-postgres was given"
+	}
+	dbURL, dropDB, err := createPostgresDB(ctx)
+	if err != nil {
+		return "", drop, err.Error()
+	}
+	return dbURL, func() {
+		if err := dropDB(); err != nil {
+			fmt.Fprintln(log, "bench:", err)
+		}
+	}, ""
+}
+
 // createPostgresDB creates an empty database switchboard_bench_<random> on the server of the PostgreSQL tests
 // (SWITCHBOARD_TEST_POSTGRES_URL, default storetest.DefaultPostgresURL) and returns its URL and the function that
 // drops it. The error says why PostgreSQL cannot be used.

@@ -366,22 +366,9 @@ func runWebhooks(ctx context.Context, o options, prof *profile, out, log io.Writ
 		defer sqlite.close()
 		benches = append(benches, sqlite)
 	}
-	var skipped string
-	switch {
-	case !wanted("PostgreSQL"): // left out by -rows
-	case o.skipPostgres:
-		skipped = "-skip-postgres was given"
-	default:
-		pgURL, drop, err := createPostgresDB(ctx)
-		if err != nil {
-			skipped = err.Error()
-			break
-		}
-		defer func() {
-			if err := drop(); err != nil {
-				fmt.Fprintln(log, "bench:", err)
-			}
-		}()
+	pgURL, dropPG, skipped := benchPostgres(ctx, o, wanted("PostgreSQL"), log)
+	defer dropPG()
+	if pgURL != "" {
 		pg, err := startWebhookBench(ctx, "PostgreSQL", pgURL)
 		if err != nil {
 			return 0, fmt.Errorf("webhooks on PostgreSQL: %w", err)

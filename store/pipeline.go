@@ -32,12 +32,10 @@ type pipelinedTx struct {
 // deferredResult is the result of a queued write: it was not run yet.
 type deferredResult struct{}
 
-func (deferredResult) LastInsertId() (int64, error) {
-	return 0, errors.New("store: a write of a pipelined transaction has no result until it commits")
-}
-func (deferredResult) RowsAffected() (int64, error) {
-	return 0, errors.New("store: a write of a pipelined transaction has no result until it commits")
-}
+var errNotRunYet = errors.New("store: a write of a pipelined transaction has no result until it commits")
+
+func (deferredResult) LastInsertId() (int64, error) { return 0, errNotRunYet }
+func (deferredResult) RowsAffected() (int64, error) { return 0, errNotRunYet }
 
 // ExecContext queues the statement; like database/sql, it refuses to when ctx has ended.
 func (p *pipelinedTx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
@@ -65,7 +63,8 @@ func (p *pipelinedTx) QueryContext(ctx context.Context, query string, args ...an
 
 // QueryRowContext sends the queued writes, then runs the read. database/sql has no row that carries an error of
 // ours: when ctx has ended or the send failed, the row fails as one of an ended context, and the transaction fails
-// with the real error (p.err).
+// with the real error (p.err). The driver gives that connection up (the pool opens another): a price paid only by
+// a transaction that fails anyway.
 func (p *pipelinedTx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
 	if err := ctx.Err(); err != nil && p.err == nil {
 		p.err = err

@@ -186,6 +186,19 @@ func TestPipelinedRepeatableTx(t *testing.T) {
 		t.Errorf("a transaction whose read sent a failing write returned %v", err)
 	}
 	outsideTx("after a failed read", true)
+	// The same through a single-row read (database/sql's Row cannot carry the send's error; the transaction does).
+	err = db.RunInRepeatableTx(ctx, func(ctx context.Context, tx bun.IDB) error {
+		_ = insert(tx, 11, "")
+		_ = insert(tx, 0, "")
+		if _, err := tx.NewSelect().Table("pipelined").Count(ctx); err == nil {
+			t.Error("a single-row read after a failing write succeeded")
+		}
+		return nil
+	})
+	if err == nil || !strings.Contains(err.Error(), "duplicate key") {
+		t.Errorf("a transaction whose single-row read sent a failing write returned %v", err)
+	}
+	outsideTx("after a failed single-row read", false) // the ended context's row costs the connection
 	// fn's own error, a cancelled context, a panic: rolled back.
 	refused := errors.New("refused")
 	if err := db.RunInRepeatableTx(ctx, func(ctx context.Context, tx bun.IDB) error {
