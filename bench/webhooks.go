@@ -50,14 +50,27 @@ const (
 
 // webhookResult is one measured round of the dispatcher.
 type webhookResult struct {
-	rate     float64 // deliveries per second draining the backlog
-	p50, p99 time.Duration
-	samples  int
+	rate float64 // deliveries per second draining the backlog
+	// cpuSelf and cpuDB are the CPU time per delivery of the drain: this process's (the dispatcher, and the
+	// receivers that answer it, and SQLite when it is the database) and PostgreSQL's (zero for SQLite, or when the
+	// server is not on this machine).
+	cpuSelf, cpuDB time.Duration
+	p50, p99       time.Duration
+	samples        int
 }
 
 func (r webhookResult) String() string {
-	return fmt.Sprintf("%10.0f deliveries/s  commit→receiver p50 %s  p99 %s (%d events)", r.rate,
+	cpu := fmt.Sprintf("CPU/delivery %s", formatMicros(r.cpuSelf))
+	if r.cpuDB > 0 {
+		cpu += fmt.Sprintf(" + PostgreSQL %s", formatMicros(r.cpuDB))
+	}
+	return fmt.Sprintf("%10.0f deliveries/s  %s  commit→receiver p50 %s  p99 %s (%d events)", r.rate, cpu,
 		formatLatency(r.p50), formatLatency(r.p99), r.samples)
+}
+
+// formatMicros shows a CPU time per item in microseconds.
+func formatMicros(d time.Duration) string {
+	return fmt.Sprintf("%.0f µs", float64(d)/float64(time.Microsecond))
 }
 
 // webhookBench is the dispatcher on one database, with its endpoints and receivers.
@@ -248,6 +261,7 @@ func (b *webhookBench) measure(ctx context.Context, d time.Duration) error {
 			return err
 		}
 	}
+	cpu := readCPU()
 	stop := b.dispatch()
 	defer stop()
 	start := time.Now()
@@ -256,6 +270,10 @@ func (b *webhookBench) measure(ctx context.Context, d time.Duration) error {
 		return nil
 	}
 	r := webhookResult{rate: webhookBacklog / time.Since(start).Seconds()}
+	r.cpuSelf, r.cpuDB = cpu.perItem(readCPU(), webhookBacklog)
+	if databaseOf(b.name) != "PostgreSQL" {
+		r.cpuDB = 0 // a PostgreSQL server on the machine is idle meanwhile, or busy with something else
+	}
 	if err := b.drained(ctx, before, webhookBacklog); err != nil {
 		b.failures = append(b.failures, "backlog: "+err.Error())
 		return nil
@@ -309,19 +327,24 @@ func percentile(samples []time.Duration, p float64) time.Duration {
 // printWebhookTable writes the Markdown table of the webhook rows with a verdict per row, and returns how many rows
 // failed.
 func printWebhookTable(w io.Writer, benches []*webhookBench) (failed int) {
-	fmt.Fprintln(w, "| target | deliveries/s | commit → receiver p50 | p99 | goal | met |")
-	fmt.Fprintln(w, "|---|---:|---:|---:|---|---|")
+	fmt.Fprintln(w, "| target | deliveries/s | CPU per delivery: this process | PostgreSQL | commit → receiver p50 | p99 | goal | met |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---|---|")
 	goal := fmt.Sprintf("≥ %.0f/s, p99 < %s", webhookRateGoal, webhookP99Goal)
 	var verdicts []string
 	for _, b := range benches {
 		if len(b.failures) > 0 || len(b.runs) == 0 {
 			failed++
-			fmt.Fprintf(w, "| %s | — | — | — | %s | **FAILED** |\n", b.name, goal)
+			fmt.Fprintf(w, "| %s | — | — | — | — | — | %s | **FAILED** |\n", b.name, goal)
 			verdicts = append(verdicts, fmt.Sprintf("FAILED %s: %s", b.name, strings.Join(b.failures, "; ")))
 			continue
 		}
 		rate := median(b.runs, func(r webhookResult) float64 { return r.rate })
 		dbBound = append(dbBound, dbBoundRow{name: b.name, database: databaseOf(b.name), rate: rate, unit: "deliveries/s"})
+		cpuSelf := time.Duration(median(b.runs, func(r webhookResult) float64 { return float64(r.cpuSelf) }))
+		cpuDB, dbCPU := time.Duration(median(b.runs, func(r webhookResult) float64 { return float64(r.cpuDB) })), "—"
+		if cpuDB > 0 {
+			dbCPU = formatMicros(cpuDB)
+		}
 		p50 := time.Duration(median(b.runs, func(r webhookResult) float64 { return float64(r.p50) }))
 		p99 := time.Duration(median(b.runs, func(r webhookResult) float64 { return float64(r.p99) }))
 		met := rate >= webhookRateGoal && p99 < webhookP99Goal
@@ -333,7 +356,8 @@ func printWebhookTable(w io.Writer, benches []*webhookBench) (failed int) {
 		if met {
 			answer = "yes"
 		}
-		fmt.Fprintf(w, "| %s | %.0f | %s | %s | %s | %s |\n", b.name, rate, formatLatency(p50), formatLatency(p99), goal, answer)
+		fmt.Fprintf(w, "| %s | %.0f | %s | %s | %s | %s | %s | %s |\n", b.name, rate, formatMicros(cpuSelf), dbCPU,
+			formatLatency(p50), formatLatency(p99), goal, answer)
 		verdicts = append(verdicts, fmt.Sprintf("%s: %s at %.0f deliveries/s, p99 %s (goal %s)", verdict, b.name, rate,
 			formatLatency(p99), goal))
 	}

@@ -3,6 +3,7 @@ package store
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"slices"
 	"strings"
@@ -129,8 +130,8 @@ func (s *Deliveries) ForSending(ctx context.Context, ds []Delivery) (map[string]
 		evErr      error
 		readEvents sync.WaitGroup
 	)
-	readEvents.Go(func() { evErr = s.db.r.NewSelect().Model(&evs).Where("ev.id IN (?)", bun.In(eventIDs)).Scan(ctx) })
-	err := s.db.r.NewSelect().Model(&es).Where("e.id IN (?)", bun.In(endpointIDs)).Scan(ctx)
+	readEvents.Go(func() { evErr = s.db.whereOneOf(s.db.r.NewSelect().Model(&evs), "ev.id", eventIDs).Scan(ctx) })
+	err := s.db.whereOneOf(s.db.r.NewSelect().Model(&es), "e.id", endpointIDs).Scan(ctx)
 	readEvents.Wait()
 	if err = errors.Join(err, evErr); err != nil {
 		return nil, nil, err
@@ -150,7 +151,7 @@ func (s *Deliveries) ForSending(ctx context.Context, ds []Delivery) (map[string]
 // errors.
 func (s *Deliveries) ForRecording(ctx context.Context, tx bun.IDB, ids []string) ([]Delivery, error) {
 	var ds []Delivery
-	err := tx.NewSelect().Model(&ds).Where("d.id IN (?)", bun.In(ids)).Scan(ctx)
+	err := s.db.whereOneOf(tx.NewSelect().Model(&ds), "d.id", ids).Scan(ctx)
 	return ds, err
 }
 
@@ -161,6 +162,26 @@ func (s *Deliveries) UpdateStates(ctx context.Context, tx bun.IDB, ds []Delivery
 	if len(ds) == 0 {
 		return nil
 	}
+	if s.db.dialect == Postgres {
+		_, err := tx.NewRaw(`UPDATE webhook_deliveries AS d SET status = u.status, attempts = u.attempts,
+				next_attempt_at = u.next_attempt_at, lease_until = u.lease_until, last_status_code = u.last_status_code,
+				last_error = u.last_error, updated_at = u.updated_at, completed_at = u.completed_at
+			FROM unnest(?::text[], ?::text[], ?::int[], ?::timestamptz[], ?::timestamptz[], ?::int[], ?::text[],
+				?::timestamptz[], ?::timestamptz[])
+				AS u (id, status, attempts, next_attempt_at, lease_until, last_status_code, last_error, updated_at,
+					completed_at)
+			WHERE d.id = u.id`,
+			pgTexts(ds, func(d Delivery) string { return d.ID }),
+			pgTexts(ds, func(d Delivery) string { return d.Status }),
+			pgInts(ds, func(d Delivery) int { return d.Attempts }),
+			pgOptTimes(ds, func(d Delivery) *time.Time { return d.NextAttemptAt }),
+			pgOptTimes(ds, func(d Delivery) *time.Time { return d.LeaseUntil }),
+			pgOptInts(ds, func(d Delivery) *int { return d.LastStatusCode }),
+			pgOptTexts(ds, func(d Delivery) *string { return d.LastError }),
+			pgTimes(ds, func(d Delivery) time.Time { return d.UpdatedAt }),
+			pgOptTimes(ds, func(d Delivery) *time.Time { return d.CompletedAt })).Exec(ctx)
+		return err
+	}
 	_, err := tx.NewUpdate().Model(&ds).Column("status", "attempts", "next_attempt_at", "lease_until",
 		"last_status_code", "last_error", "updated_at", "completed_at").Bulk().Exec(ctx)
 	return err
@@ -170,6 +191,33 @@ func (s *Deliveries) UpdateStates(ctx context.Context, tx bun.IDB, ds []Delivery
 func (s *Deliveries) LogAttempts(ctx context.Context, tx bun.IDB, as []Attempt) error {
 	if len(as) == 0 {
 		return nil
+	}
+	if s.db.dialect == Postgres {
+		headers := make([]*string, len(as))
+		for i, a := range as {
+			if a.ResponseHeaders != nil {
+				b, err := json.Marshal(a.ResponseHeaders)
+				if err != nil {
+					return err
+				}
+				j := string(b)
+				headers[i] = &j
+			}
+		}
+		_, err := tx.NewRaw(`INSERT INTO webhook_attempts (id, delivery_id, started_at, duration_ms, status_code,
+				error_class, response_excerpt, response_headers, signature)
+			SELECT * FROM unnest(?::text[], ?::text[], ?::timestamptz[], ?::int[], ?::int[], ?::text[], ?::text[],
+				?::jsonb[], ?::text[])`,
+			pgTexts(as, func(a Attempt) string { return a.ID }),
+			pgTexts(as, func(a Attempt) string { return a.DeliveryID }),
+			pgTimes(as, func(a Attempt) time.Time { return a.StartedAt }),
+			pgInts(as, func(a Attempt) int { return a.DurationMS }),
+			pgOptInts(as, func(a Attempt) *int { return a.StatusCode }),
+			pgOptTexts(as, func(a Attempt) *string { return a.ErrorClass }),
+			pgOptTexts(as, func(a Attempt) *string { return a.ResponseExcerpt }),
+			pgOptTexts(headers, func(h *string) *string { return h }),
+			pgOptTexts(as, func(a Attempt) *string { return a.Signature })).Exec(ctx)
+		return err
 	}
 	// Bun would read back the nil fields it writes as DEFAULT (RETURNING): a result set nobody uses, and a statement
 	// a pipelined transaction could not hold back until its commit.

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -228,6 +229,70 @@ func TestRecordingStatements(t *testing.T) {
 		e, _ = db.Webhooks.Get(ctx, w.ID, recovered.ID)
 		if e.Status != store.EndpointPaused || e.FailingSince != nil {
 			t.Errorf("an endpoint whose run ended %+v, want it paused still, without a run of failures", e)
+		}
+	})
+}
+
+// A recorded batch keeps every value as it was given, whatever its text: quotes, backslashes, commas, braces, the
+// word NULL, line breaks and non-ASCII text, and real NULLs beside them in the same column (on PostgreSQL the batch
+// travels as one array literal per column).
+func TestRecordingKeepsAwkwardValues(t *testing.T) {
+	awkward := []string{`say "hi"`, `C:\path\`, "a,b", "{x}", "NULL", "line\nbreak", "Grüße 👋", "", `\"`, "'quoted'"}
+	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		w := newWorkspace(t, db, "awkward")
+		newEndpoint(t, db, w.ID, "*")
+		var ds []store.Delivery
+		for range awkward {
+			ds = append(ds, deliveriesOf(t, db, emit(t, db, w.ID, "link.created").ID)...)
+		}
+		at := time.Now().UTC().Truncate(time.Microsecond)
+		var as []store.Attempt
+		for i, text := range awkward {
+
+			a := store.Attempt{ID: store.NewID("att"), DeliveryID: ds[i].ID, StartedAt: at.Add(time.Duration(i) * time.Microsecond),
+				DurationMS: i, ResponseExcerpt: &text, ErrorClass: &text, Signature: &text,
+				ResponseHeaders: map[string]string{text: text, "content-type": "text/plain"}}
+			ds[i].Attempts, ds[i].UpdatedAt, ds[i].LastError = i, at, &text
+			if i%2 == 1 { // every other one NULL where the column allows it
+				a.StatusCode, a.ResponseHeaders, a.Signature = nil, nil, nil
+				ds[i].Status, ds[i].NextAttemptAt, ds[i].LastStatusCode, ds[i].CompletedAt = store.DeliverySucceeded, nil, ptr(200), &at
+			} else {
+				a.StatusCode = ptr(500 + i)
+			}
+			as = append(as, a)
+		}
+		err := db.RunInRepeatableTx(ctx, func(ctx context.Context, tx bun.IDB) error {
+			if err := db.Deliveries.UpdateStates(ctx, tx, ds); err != nil {
+				return err
+			}
+			return db.Deliveries.LogAttempts(ctx, tx, as)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, want := range ds {
+			got, err := db.Deliveries.Get(ctx, w.ID, want.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Status != want.Status || got.Attempts != want.Attempts || !got.UpdatedAt.Equal(at) ||
+				got.LastError == nil || *got.LastError != awkward[i] || !reflect.DeepEqual(got.LastStatusCode, want.LastStatusCode) ||
+				(got.CompletedAt == nil) != (want.CompletedAt == nil) || (got.NextAttemptAt == nil) != (want.NextAttemptAt == nil) {
+				t.Errorf("delivery %d: got %+v, want %+v", i, got, want)
+			}
+			logged, err := db.Deliveries.Attempts(ctx, want.ID)
+			if err != nil || len(logged) != 1 {
+				t.Fatalf("attempts of delivery %d: %+v, %v", i, logged, err)
+			}
+			a := logged[0]
+			if !a.StartedAt.Equal(as[i].StartedAt) {
+				t.Errorf("attempt %d started %v, want %v", i, a.StartedAt, as[i].StartedAt)
+			}
+			a.StartedAt = as[i].StartedAt
+			if !reflect.DeepEqual(a, as[i]) {
+				t.Errorf("attempt %d:\n got  %+v\n want %+v", i, a, as[i])
+			}
 		}
 	})
 }

@@ -337,8 +337,7 @@ func (s *WebhookEndpoints) Subscriptions(ctx context.Context, db bun.IDB, worksp
 // URL, status and the start of their run of failures. It returns no sentinel errors.
 func (s *WebhookEndpoints) FailureRuns(ctx context.Context, tx bun.IDB, ids []string) ([]WebhookEndpoint, error) {
 	var es []WebhookEndpoint
-	err := tx.NewSelect().Model(&es).Column("id", "url", "status", "failing_since").
-		Where("e.id IN (?)", bun.In(ids)).Scan(ctx)
+	err := s.db.whereOneOf(tx.NewSelect().Model(&es).Column("id", "url", "status", "failing_since"), "e.id", ids).Scan(ctx)
 	return es, err
 }
 
@@ -348,8 +347,11 @@ func (s *WebhookEndpoints) EndFailureRuns(ctx context.Context, tx bun.IDB, ids [
 	if len(ids) == 0 {
 		return nil
 	}
+	// Several deliveries of a batch often went to one endpoint: each is named once.
+	ids = slices.Compact(slices.Sorted(slices.Values(ids)))
+	cond, arg := s.db.oneOf("id", ids)
 	_, err := tx.NewUpdate().Table("webhook_endpoints").Set("failing_since = NULL").
-		Where("id IN (?) AND failing_since IS NOT NULL", bun.In(ids)).Exec(ctx)
+		Where(cond+" AND failing_since IS NOT NULL", arg).Exec(ctx)
 	return err
 }
 

@@ -204,13 +204,16 @@ func TestRecordDisablesAfterLongFailure(t *testing.T) {
 	})
 }
 
-// rollbackAt fails the statement of a transaction that contains marker, as a database that fails mid-transaction
-// would: bun runs the query with the context the hook returns, and database/sql refuses a cancelled one.
-type rollbackAt struct{ marker string }
+// rollbackAt fails the statement of a transaction that contains every one of markers, as a database that fails
+// mid-transaction would: bun runs the query with the context the hook returns, and database/sql refuses a
+// cancelled one.
+type rollbackAt struct{ markers []string }
 
 func (r rollbackAt) BeforeQuery(ctx context.Context, q *bun.QueryEvent) context.Context {
-	if !strings.Contains(q.Query, r.marker) {
-		return ctx
+	for _, m := range r.markers {
+		if !strings.Contains(q.Query, m) {
+			return ctx
+		}
 	}
 	cancelled, cancel := context.WithCancel(ctx)
 	cancel()
@@ -225,7 +228,7 @@ func TestRecordIsAtomic(t *testing.T) {
 	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
 		h := newHarness(t, db)
 		e, ds := h.queue(1)
-		db.Bun().AddQueryHook(rollbackAt{marker: `INSERT INTO "webhook_attempts"`})
+		db.Bun().AddQueryHook(rollbackAt{markers: []string{"INSERT INTO", "webhook_attempts"}})
 		_, err := webhook.NewRecorder(db, nil, 0).Record(context.Background(), []webhook.AttemptResult{{DeliveryID: ds[0].ID,
 			StartedAt: time.Now(), StatusCode: ptr(410), ErrorClass: ptr("http_410"), Gone: true}})
 		if !errors.Is(err, context.Canceled) {

@@ -1,0 +1,66 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// cpuUse is the CPU time (user and system) used so far by this process and by the PostgreSQL server's processes on
+// this machine. A drain's throughput swings by a fifth from one run to the next on a shared two-core machine; the
+// CPU it costs per delivery, on each side, is what a change to the dispatcher moves, and stays put from run to run.
+type cpuUse struct {
+	self, postgres time.Duration
+	// seen is false when no PostgreSQL process is visible (the database runs elsewhere, or it is SQLite's turn).
+	seen bool
+}
+
+// clockTick is the unit of /proc/<pid>/stat's times: USER_HZ, 100 on every Linux architecture Go supports.
+const clockTick = 10 * time.Millisecond
+
+// readCPU reads this process's CPU time and the sum over the processes named postgres. A backend that exits between
+// two readings takes its time with it; the dispatcher's connections stay open for the whole drain.
+func readCPU() cpuUse {
+	var u cpuUse
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
+		u.self = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, path := range stats {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			continue // exited meanwhile
+		}
+		// pid (comm) state ppid … utime stime: comm may hold spaces, so fields count from its closing parenthesis.
+		s := string(b)
+		open, closing := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+		if open < 0 || closing < open || s[open+1:closing] != "postgres" {
+			continue
+		}
+		fields := strings.Fields(s[closing+1:])
+		if len(fields) < 13 {
+			continue
+		}
+		user, err1 := strconv.ParseInt(fields[11], 10, 64)
+		system, err2 := strconv.ParseInt(fields[12], 10, 64)
+		if err1 != nil || err2 != nil {
+			continue
+		}
+		u.postgres += time.Duration(user+system) * clockTick
+		u.seen = true
+	}
+	return u
+}
+
+// perItem is the CPU time from u to v spent per item, on this process's side and PostgreSQL's.
+func (u cpuUse) perItem(v cpuUse, items int) (self, postgres time.Duration) {
+	self = (v.self - u.self) / time.Duration(items)
+	if u.seen && v.seen {
+		postgres = (v.postgres - u.postgres) / time.Duration(items)
+	}
+	return self, postgres
+}
