@@ -56,6 +56,11 @@ func (s *Deliveries) Claim(ctx context.Context, now time.Time, lease time.Durati
 	// A claim lost in a database crash is only claimed again (see RunInRepeatableTx): it need not wait for a flush.
 	var out []Delivery
 	err := s.db.repeatable(ctx, orderedClaim, func(idb bun.IDB) error {
+		if s.db.dialect == Postgres {
+			// The statement below, as a function whose plan the connection keeps (see its migration).
+			return idb.NewRaw("SELECT * FROM switchboard_claim_webhook_deliveries(?, ?, ?, ?::text[])",
+				now, now.Add(lease), limit, pgTexts(exclude, same)).Scan(ctx, &out)
+		}
 		sub := claimable(idb.NewSelect(), now, exclude).Column("d2.id").OrderExpr("d2.next_attempt_at, d2.id").Limit(int64(limit))
 		if s.db.dialect == Postgres {
 			sub = sub.For("UPDATE OF d2 SKIP LOCKED")
@@ -163,14 +168,9 @@ func (s *Deliveries) UpdateStates(ctx context.Context, tx bun.IDB, ds []Delivery
 		return nil
 	}
 	if s.db.dialect == Postgres {
-		_, err := tx.NewRaw(`UPDATE webhook_deliveries AS d SET status = u.status, attempts = u.attempts,
-				next_attempt_at = u.next_attempt_at, lease_until = u.lease_until, last_status_code = u.last_status_code,
-				last_error = u.last_error, updated_at = u.updated_at, completed_at = u.completed_at
-			FROM unnest(?::text[], ?::text[], ?::int[], ?::timestamptz[], ?::timestamptz[], ?::int[], ?::text[],
-				?::timestamptz[], ?::timestamptz[])
-				AS u (id, status, attempts, next_attempt_at, lease_until, last_status_code, last_error, updated_at,
-					completed_at)
-			WHERE d.id = u.id`,
+		// One array per column, to a function whose plan the connection keeps (see its migration).
+		_, err := tx.NewRaw(`SELECT switchboard_record_webhook_deliveries(?::text[], ?::text[], ?::int[],
+				?::timestamptz[], ?::timestamptz[], ?::int[], ?::text[], ?::timestamptz[], ?::timestamptz[])`,
 			pgTexts(ds, func(d Delivery) string { return d.ID }),
 			pgTexts(ds, func(d Delivery) string { return d.Status }),
 			pgInts(ds, func(d Delivery) int { return d.Attempts }),
@@ -204,10 +204,8 @@ func (s *Deliveries) LogAttempts(ctx context.Context, tx bun.IDB, as []Attempt) 
 				headers[i] = &j
 			}
 		}
-		_, err := tx.NewRaw(`INSERT INTO webhook_attempts (id, delivery_id, started_at, duration_ms, status_code,
-				error_class, response_excerpt, response_headers, signature)
-			SELECT * FROM unnest(?::text[], ?::text[], ?::timestamptz[], ?::int[], ?::int[], ?::text[], ?::text[],
-				?::jsonb[], ?::text[])`,
+		_, err := tx.NewRaw(`SELECT switchboard_log_webhook_attempts(?::text[], ?::text[], ?::timestamptz[], ?::int[],
+				?::int[], ?::text[], ?::text[], ?::jsonb[], ?::text[])`,
 			pgTexts(as, func(a Attempt) string { return a.ID }),
 			pgTexts(as, func(a Attempt) string { return a.DeliveryID }),
 			pgTimes(as, func(a Attempt) time.Time { return a.StartedAt }),

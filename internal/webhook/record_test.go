@@ -204,20 +204,20 @@ func TestRecordDisablesAfterLongFailure(t *testing.T) {
 	})
 }
 
-// rollbackAt fails the statement of a transaction that contains every one of markers, as a database that fails
+// rollbackAt fails the statement of a transaction that contains any of markers, as a database that fails
 // mid-transaction would: bun runs the query with the context the hook returns, and database/sql refuses a
 // cancelled one.
 type rollbackAt struct{ markers []string }
 
 func (r rollbackAt) BeforeQuery(ctx context.Context, q *bun.QueryEvent) context.Context {
 	for _, m := range r.markers {
-		if !strings.Contains(q.Query, m) {
-			return ctx
+		if strings.Contains(q.Query, m) {
+			cancelled, cancel := context.WithCancel(ctx)
+			cancel()
+			return cancelled
 		}
 	}
-	cancelled, cancel := context.WithCancel(ctx)
-	cancel()
-	return cancelled
+	return ctx
 }
 
 func (rollbackAt) AfterQuery(context.Context, *bun.QueryEvent) {}
@@ -228,7 +228,10 @@ func TestRecordIsAtomic(t *testing.T) {
 	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
 		h := newHarness(t, db)
 		e, ds := h.queue(1)
-		db.Bun().AddQueryHook(rollbackAt{markers: []string{"INSERT INTO", "webhook_attempts"}})
+		db.Bun().AddQueryHook(rollbackAt{markers: []string{
+			`INSERT INTO "webhook_attempts"`,    // SQLite
+			"switchboard_log_webhook_attempts(", // PostgreSQL
+		}})
 		_, err := webhook.NewRecorder(db, nil, 0).Record(context.Background(), []webhook.AttemptResult{{DeliveryID: ds[0].ID,
 			StartedAt: time.Now(), StatusCode: ptr(410), ErrorClass: ptr("http_410"), Gone: true}})
 		if !errors.Is(err, context.Canceled) {
