@@ -57,14 +57,12 @@ func (s *Deliveries) Claim(ctx context.Context, now time.Time, lease time.Durati
 	var out []Delivery
 	err := s.db.repeatable(ctx, orderedClaim, func(idb bun.IDB) error {
 		if s.db.dialect == Postgres {
-			// The statement below, as a function whose plan the connection keeps (see its migration).
+			// The statement below with FOR UPDATE OF d2 SKIP LOCKED, as a function whose plan the connection keeps
+			// (see its migration).
 			return idb.NewRaw("SELECT * FROM switchboard_claim_webhook_deliveries(?, ?, ?, ?::text[])",
 				now, now.Add(lease), limit, pgTexts(exclude, same)).Scan(ctx, &out)
 		}
 		sub := claimable(idb.NewSelect(), now, exclude).Column("d2.id").OrderExpr("d2.next_attempt_at, d2.id").Limit(int64(limit))
-		if s.db.dialect == Postgres {
-			sub = sub.For("UPDATE OF d2 SKIP LOCKED")
-		}
 		_, err := idb.NewUpdate().Model(&out).ModelTableExpr("webhook_deliveries AS d").
 			Set("lease_until = ?", now.Add(lease)).Set("updated_at = ?", now).
 			Where("d.id IN (?)", sub).Returning("*").Exec(ctx, &out)
