@@ -310,15 +310,23 @@ func (e *Engine[T, R]) claimAndStart(ctx context.Context) (started int, retryAt 
 	}
 	// Items that may not start now, by when they may.
 	giveBack := map[time.Time][]T{}
+	// Once an item of a target is given back, so is every later item of it in this claim, though an attempt of the
+	// target may end meanwhile and make room: the later item would otherwise start before the earlier one.
+	heldBack := map[string]time.Time{}
 	// Admission is judged at the moment the attempts start, not when the claim began: a claim slowed down by the
 	// database, followed by a quick one, would otherwise start two attempts closer together than a rate allows.
 	admitAt := time.Now()
 	for _, it := range items {
 		target := e.client.Target(it)
+		if notBefore, held := heldBack[target]; held {
+			giveBack[notBefore] = append(giveBack[notBefore], it)
+			continue
+		}
 		e.mu.Lock()
 		notBefore, ok := e.admit(target, it, admitAt)
 		if !ok {
 			e.mu.Unlock()
+			heldBack[target] = notBefore
 			giveBack[notBefore] = append(giveBack[notBefore], it)
 			if !notBefore.IsZero() {
 				retryAt = earliest(retryAt, notBefore)

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -37,6 +38,10 @@ type memQueue struct {
 	peak    map[string]int
 	// admit, when set, is Admit's answer for a target.
 	admit func(target string, now time.Time) (time.Time, bool)
+	// onTarget, when set, runs whenever the engine asks an item's target; started lists the attempts in the order
+	// they started.
+	onTarget func(it *item)
+	started  []string
 	// failRecord makes Record fail for batches holding this id.
 	failRecord string
 	recorded   []string
@@ -98,7 +103,12 @@ func (q *memQueue) Release(_ context.Context, items []*item, notBefore time.Time
 	return nil
 }
 
-func (q *memQueue) Target(it *item) string { return it.target }
+func (q *memQueue) Target(it *item) string {
+	if q.onTarget != nil {
+		q.onTarget(it)
+	}
+	return it.target
+}
 
 func (q *memQueue) Admit(it *item, now time.Time) (time.Time, bool) {
 	if q.admit == nil {
@@ -112,6 +122,7 @@ func (q *memQueue) Attempt(_ context.Context, it *item) (string, bool) {
 	q.running[it.target]++
 	q.peak[it.target] = max(q.peak[it.target], q.running[it.target])
 	it.attempts++
+	q.started = append(q.started, it.id)
 	block := q.block
 	q.mu.Unlock()
 	if block != nil {
@@ -219,6 +230,41 @@ func TestEveryItemAttemptedOnceAndRecorded(t *testing.T) {
 	await.Equal(t, "items recorded", func() int { return q.count(func(it *item) bool { return it.done }) }, 150)
 	if n := q.count(func(it *item) bool { return it.attempts != 1 }); n != 0 {
 		t.Errorf("%d items attempted other than once", n)
+	}
+}
+
+// A claim that gives an item back because its target is at its in-flight cap gives back every later item of that
+// target too, even when an attempt of the target ends meanwhile: otherwise the later item would start first, and a
+// backlog would go out of order.
+func TestCapKeepsTheOrderWithinAClaim(t *testing.T) {
+	q := newMemQueue(map[string]int{"t": 3})
+	q.block = make(chan struct{})
+	var engine atomic.Pointer[queue.Engine[*item, string]]
+	var once sync.Once
+	third := q.items[2]
+	q.onTarget = func(it *item) {
+		if it != third {
+			return
+		}
+		// The first claim held all three: the first started, the second was given back at the cap. The first
+		// attempt ends now, before the engine judges the third.
+		once.Do(func() {
+			q.unblock()
+			await.Equal(t, "attempts running", func() int {
+				if e := engine.Load(); e != nil {
+					return e.Attempting()
+				}
+				return -1
+			}, 0)
+		})
+	}
+	e, _ := run(t, q, queue.Config{Workers: 4, PerTarget: 1})
+	engine.Store(e)
+	await.Equal(t, "items recorded", func() int { return q.count(func(it *item) bool { return it.done }) }, 3)
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if want := []string{q.items[0].id, q.items[1].id, q.items[2].id}; !slices.Equal(q.started, want) {
+		t.Errorf("attempts started in the order %v, want %v", q.started, want)
 	}
 }
 
