@@ -191,17 +191,6 @@ func (s *Deliveries) LogAttempts(ctx context.Context, tx bun.IDB, as []Attempt) 
 		return nil
 	}
 	if s.db.dialect == Postgres {
-		headers := make([]*string, len(as))
-		for i, a := range as {
-			if a.ResponseHeaders != nil {
-				b, err := json.Marshal(a.ResponseHeaders)
-				if err != nil {
-					return err
-				}
-				j := string(b)
-				headers[i] = &j
-			}
-		}
 		_, err := tx.NewRaw(`SELECT switchboard_log_webhook_attempts(?::text[], ?::text[], ?::timestamptz[], ?::int[],
 				?::int[], ?::text[], ?::text[], ?::jsonb[], ?::text[])`,
 			pgTexts(as, func(a Attempt) string { return a.ID }),
@@ -211,7 +200,13 @@ func (s *Deliveries) LogAttempts(ctx context.Context, tx bun.IDB, as []Attempt) 
 			pgOptInts(as, func(a Attempt) *int { return a.StatusCode }),
 			pgOptTexts(as, func(a Attempt) *string { return a.ErrorClass }),
 			pgOptTexts(as, func(a Attempt) *string { return a.ResponseExcerpt }),
-			pgOptTexts(headers, func(h *string) *string { return h }),
+			pgArray(as, func(a Attempt) (string, bool) {
+				if a.ResponseHeaders == nil {
+					return "", false
+				}
+				b, _ := json.Marshal(a.ResponseHeaders) // a map of strings always marshals
+				return string(b), true
+			}),
 			pgOptTexts(as, func(a Attempt) *string { return a.Signature })).Exec(ctx)
 		return err
 	}

@@ -249,7 +249,6 @@ func TestRecordingKeepsAwkwardValues(t *testing.T) {
 		at := time.Now().UTC().Truncate(time.Microsecond)
 		var as []store.Attempt
 		for i, text := range awkward {
-
 			a := store.Attempt{ID: store.NewID("att"), DeliveryID: ds[i].ID, StartedAt: at.Add(time.Duration(i) * time.Microsecond),
 				DurationMS: i, ResponseExcerpt: &text, ErrorClass: &text, Signature: &text,
 				ResponseHeaders: map[string]string{text: text, "content-type": "text/plain"}}
