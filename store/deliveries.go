@@ -7,7 +7,6 @@ import (
 	"errors"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -35,41 +34,77 @@ type Attempt struct {
 // Deliveries is the queue and log of webhook deliveries.
 type Deliveries struct{ workspaceScoped[Delivery] }
 
+// ClaimedDelivery is a leased delivery with the event it carries.
+type ClaimedDelivery struct {
+	Delivery
+	Event Event
+}
+
+// claimRow is a row of PostgreSQL's claim: the delivery, then its event's data and time.
+type claimRow struct {
+	Delivery       `bun:",extend"`
+	EventData      json.RawMessage `bun:"event_data"`
+	EventCreatedAt time.Time       `bun:"event_created_at"`
+}
+
 // Claim leases up to limit due deliveries of active endpoints until now+lease, leaving out the endpoints in exclude
-// (those at their in-flight cap or rate limit). Deliveries come in the order they fell due, and those due at the
-// same instant in the order they were queued (IDs are time-ordered), so a backlog — deliveries that waited for a
-// receiver to come back or for an endpoint to resume — goes out in event order.
+// (those at their in-flight cap or rate limit), and returns them with their events. Deliveries come in the order
+// they fell due, and those due at the same instant in the order they were queued (IDs are time-ordered), so a
+// backlog — deliveries that waited for a receiver to come back or for an endpoint to resume — goes out in event
+// order. A delivery deleted (with its event) since it was leased is left out.
 //
-// On PostgreSQL, FOR UPDATE SKIP LOCKED lets any number of dispatchers claim concurrently without taking the same
-// delivery; on SQLite the single writer serialises claims, and a read connection first checks whether anything is
-// claimable at all: the one dispatcher is woken by every commit (click batches included), and most of those wake-ups
-// find nothing due, which must not take the writer. A delivery whose lease ran out (its dispatcher died) is due
-// again and keeps its ID, so the receiver sees the same webhook-id.
-func (s *Deliveries) Claim(ctx context.Context, now time.Time, lease time.Duration, limit int, exclude []string) ([]Delivery, error) {
+// On PostgreSQL it is one statement, its own transaction (a function; see its migration), and FOR UPDATE SKIP
+// LOCKED lets any number of dispatchers claim concurrently without taking the same delivery. On SQLite the single
+// writer serialises claims, and a read connection first checks whether anything is claimable at all: the one
+// dispatcher is woken by every commit (click batches included), and most of those wake-ups find nothing due, which
+// must not take the writer. A delivery whose lease ran out (its dispatcher died) is due again and keeps its ID, so
+// the receiver sees the same webhook-id. A claim lost in a crash of the database server is only claimed again: it
+// does not wait for a disk flush.
+func (s *Deliveries) Claim(ctx context.Context, now time.Time, lease time.Duration, limit int, exclude []string) ([]ClaimedDelivery, error) {
 	now = now.UTC().Truncate(time.Microsecond)
-	if s.db.dialect == SQLite {
+	var out []ClaimedDelivery
+	if s.db.dialect == Postgres {
+		var rows []claimRow
+		err := s.db.w.NewRaw("SELECT * FROM switchboard_claim_webhook_deliveries(?, ?, ?, ?::text[])",
+			now, now.Add(lease), limit, pgTexts(exclude, same)).Scan(ctx, &rows)
+		if err != nil {
+			return nil, err
+		}
+		out = make([]ClaimedDelivery, len(rows))
+		for i, r := range rows {
+			out[i] = ClaimedDelivery{Delivery: r.Delivery, Event: Event{ID: r.EventID, WorkspaceID: r.WorkspaceID,
+				Type: r.EventType, Data: r.EventData, CreatedAt: r.EventCreatedAt}}
+		}
+	} else {
 		due, err := claimable(s.db.r.NewSelect(), now, exclude).Exists(ctx)
 		if err != nil || !due {
 			return nil, err
 		}
-	}
-	// A claim lost in a database crash is only claimed again (see RunInRepeatableTx): it need not wait for a flush.
-	var out []Delivery
-	err := s.db.repeatable(ctx, orderedClaim, func(idb bun.IDB) error {
-		if s.db.dialect == Postgres {
-			// The statement below with FOR UPDATE OF d2 SKIP LOCKED, as a function whose plan the connection keeps
-			// (see its migration).
-			return idb.NewRaw("SELECT * FROM switchboard_claim_webhook_deliveries(?, ?, ?, ?::text[])",
-				now, now.Add(lease), limit, pgTexts(exclude, same)).Scan(ctx, &out)
-		}
-		sub := claimable(idb.NewSelect(), now, exclude).Column("d2.id").OrderExpr("d2.next_attempt_at, d2.id").Limit(int64(limit))
-		_, err := idb.NewUpdate().Model(&out).ModelTableExpr("webhook_deliveries AS d").
+		var ds []Delivery
+		sub := claimable(s.db.w.NewSelect(), now, exclude).Column("d2.id").OrderExpr("d2.next_attempt_at, d2.id").Limit(int64(limit))
+		_, err = s.db.w.NewUpdate().Model(&ds).ModelTableExpr("webhook_deliveries AS d").
 			Set("lease_until = ?", now.Add(lease)).Set("updated_at = ?", now).
-			Where("d.id IN (?)", sub).Returning("*").Exec(ctx, &out)
-		return err
-	})
-	if err != nil {
-		return nil, err
+			Where("d.id IN (?)", sub).Returning("*").Exec(ctx, &ds)
+		if err != nil || len(ds) == 0 {
+			return nil, err
+		}
+		ids := make([]string, len(ds))
+		for i, d := range ds {
+			ids[i] = d.EventID
+		}
+		var evs []Event
+		if err := s.db.whereOneOf(s.db.r.NewSelect().Model(&evs), "ev.id", ids).Scan(ctx); err != nil {
+			return nil, err
+		}
+		byID := make(map[string]Event, len(evs))
+		for _, ev := range evs {
+			byID[ev.ID] = ev
+		}
+		for _, d := range ds {
+			if ev, ok := byID[d.EventID]; ok {
+				out = append(out, ClaimedDelivery{Delivery: d, Event: ev})
+			}
+		}
 	}
 	// UPDATE … RETURNING returns rows in no particular order.
 	sortDeliveries(out)
@@ -93,10 +128,10 @@ func claimable(q *bun.SelectQuery, now time.Time, exclude []string) *bun.SelectQ
 	return q
 }
 
-// sortDeliveries orders deliveries as Claim promises: by due time, then ID.
-func sortDeliveries(ds []Delivery) {
-	slices.SortFunc(ds, func(a, b Delivery) int {
-		if c := cmp.Compare(dueTime(a).UnixMicro(), dueTime(b).UnixMicro()); c != 0 {
+// sortDeliveries orders claimed deliveries as Claim promises: by due time, then ID.
+func sortDeliveries(ds []ClaimedDelivery) {
+	slices.SortFunc(ds, func(a, b ClaimedDelivery) int {
+		if c := cmp.Compare(dueTime(a.Delivery).UnixMicro(), dueTime(b.Delivery).UnixMicro()); c != 0 {
 			return c
 		}
 		return strings.Compare(a.ID, b.ID)
@@ -110,43 +145,29 @@ func dueTime(d Delivery) time.Time {
 	return *d.NextAttemptAt
 }
 
-// ForSending returns the endpoints and events of claimed deliveries, by ID, in one query each, so a dispatcher
-// does not read them once per delivery. The two queries run at once, on two connections: they stand between a
-// claim and its attempts, and with the database across a network a round trip saved there is one every claim
-// waits less. A delivery whose endpoint or event is missing from the maps was deleted with them after the claim.
-func (s *Deliveries) ForSending(ctx context.Context, ds []Delivery) (map[string]WebhookEndpoint, map[string]Event, error) {
+// ForSending returns the endpoints of claimed deliveries, by ID, in one query, so a dispatcher does not read them
+// once per delivery. A delivery whose endpoint is missing from the map was deleted with it after the claim.
+func (s *Deliveries) ForSending(ctx context.Context, ds []Delivery) (map[string]WebhookEndpoint, error) {
 	if len(ds) == 0 {
-		return nil, nil, nil
+		return nil, nil
 	}
-	endpointIDs, eventIDs := make([]string, 0, len(ds)), make([]string, 0, len(ds))
+	ids := make([]string, 0, len(ds))
 	seen := make(map[string]bool, len(ds))
 	for _, d := range ds {
 		if !seen[d.EndpointID] {
 			seen[d.EndpointID] = true
-			endpointIDs = append(endpointIDs, d.EndpointID)
+			ids = append(ids, d.EndpointID)
 		}
-		eventIDs = append(eventIDs, d.EventID)
 	}
-	var (
-		es         []WebhookEndpoint
-		evs        []Event
-		evErr      error
-		readEvents sync.WaitGroup
-	)
-	readEvents.Go(func() { evErr = s.db.whereOneOf(s.db.r.NewSelect().Model(&evs), "ev.id", eventIDs).Scan(ctx) })
-	err := s.db.whereOneOf(s.db.r.NewSelect().Model(&es), "e.id", endpointIDs).Scan(ctx)
-	readEvents.Wait()
-	if err = errors.Join(err, evErr); err != nil {
-		return nil, nil, err
+	var es []WebhookEndpoint
+	if err := s.db.whereOneOf(s.db.r.NewSelect().Model(&es), "e.id", ids).Scan(ctx); err != nil {
+		return nil, err
 	}
-	endpoints, events := make(map[string]WebhookEndpoint, len(es)), make(map[string]Event, len(evs))
+	endpoints := make(map[string]WebhookEndpoint, len(es))
 	for _, e := range es {
 		endpoints[e.ID] = e
 	}
-	for _, ev := range evs {
-		events[ev.ID] = ev
-	}
-	return endpoints, events, nil
+	return endpoints, nil
 }
 
 // ForRecording reads, inside tx, the deliveries among ids that still exist (those deleted with their endpoint or
@@ -200,13 +221,7 @@ func (s *Deliveries) LogAttempts(ctx context.Context, tx bun.IDB, as []Attempt) 
 			pgOptInts(as, func(a Attempt) *int { return a.StatusCode }),
 			pgOptTexts(as, func(a Attempt) *string { return a.ErrorClass }),
 			pgOptTexts(as, func(a Attempt) *string { return a.ResponseExcerpt }),
-			pgArray(as, func(a Attempt) (string, bool) {
-				if a.ResponseHeaders == nil {
-					return "", false
-				}
-				b, _ := json.Marshal(a.ResponseHeaders) // a map of strings always marshals
-				return string(b), true
-			}),
+			pgArray(as, responseHeaders),
 			pgOptTexts(as, func(a Attempt) *string { return a.Signature })).Exec(ctx)
 		return err
 	}
@@ -214,6 +229,61 @@ func (s *Deliveries) LogAttempts(ctx context.Context, tx bun.IDB, as []Attempt) 
 	// a pipelined transaction could not hold back until its commit.
 	_, err := tx.NewInsert().Model(&as).Returning("NULL").Exec(ctx)
 	return err
+}
+
+// LeasedSuccess is a successful attempt of a delivery that a dispatcher claimed under Lease; Attempt.DeliveryID
+// names the delivery.
+type LeasedSuccess struct {
+	Lease   time.Time
+	Attempt Attempt
+}
+
+// RecordSuccesses records a batch of successful attempts at t in one statement, its own transaction, on PostgreSQL
+// (see its migration): each delivery still held under its lease succeeds and its endpoint's run of failures ends;
+// the attempts of the deliveries that exist are logged. It returns the deliveries it left alone, each with whether
+// it is superseded (it exists, under another lease) rather than gone. A delivery appears at most once in ss. Like a
+// repeatable transaction, its commit does not wait for a disk flush. SQLite has no such function: ErrUnsupported.
+func (s *Deliveries) RecordSuccesses(ctx context.Context, t time.Time, ss []LeasedSuccess) (map[string]bool, error) {
+	if s.db.dialect != Postgres {
+		return nil, errors.ErrUnsupported
+	}
+	var left []struct {
+		ID         string `bun:"left_id"`
+		Superseded bool   `bun:"superseded"`
+	}
+	if len(ss) == 0 {
+		return nil, nil
+	}
+	err := s.db.w.NewRaw(`SELECT * FROM switchboard_record_webhook_successes(?, ?::text[], ?::timestamptz[],
+			?::text[], ?::timestamptz[], ?::int[], ?::int[], ?::text[], ?::text[], ?::jsonb[], ?::text[])`,
+		t.UTC().Truncate(time.Microsecond),
+		pgTexts(ss, func(x LeasedSuccess) string { return x.Attempt.DeliveryID }),
+		pgTimes(ss, func(x LeasedSuccess) time.Time { return x.Lease }),
+		pgTexts(ss, func(x LeasedSuccess) string { return x.Attempt.ID }),
+		pgTimes(ss, func(x LeasedSuccess) time.Time { return x.Attempt.StartedAt }),
+		pgInts(ss, func(x LeasedSuccess) int { return x.Attempt.DurationMS }),
+		pgOptInts(ss, func(x LeasedSuccess) *int { return x.Attempt.StatusCode }),
+		pgOptTexts(ss, func(x LeasedSuccess) *string { return x.Attempt.ErrorClass }),
+		pgOptTexts(ss, func(x LeasedSuccess) *string { return x.Attempt.ResponseExcerpt }),
+		pgArray(ss, func(x LeasedSuccess) (string, bool) { return responseHeaders(x.Attempt) }),
+		pgOptTexts(ss, func(x LeasedSuccess) *string { return x.Attempt.Signature })).Scan(ctx, &left)
+	if err != nil || len(left) == 0 {
+		return nil, err
+	}
+	out := make(map[string]bool, len(left))
+	for _, l := range left {
+		out[l.ID] = l.Superseded
+	}
+	return out, nil
+}
+
+// responseHeaders is the jsonb array element of an attempt's response headers (false: NULL).
+func responseHeaders(a Attempt) (string, bool) {
+	if a.ResponseHeaders == nil {
+		return "", false
+	}
+	b, _ := json.Marshal(a.ResponseHeaders) // a map of strings always marshals
+	return string(b), true
 }
 
 // Attempts returns a delivery's attempts, oldest first.

@@ -1,7 +1,9 @@
 package store_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"reflect"
 	"strings"
 	"sync"
@@ -76,25 +78,53 @@ func TestClaimOrder(t *testing.T) {
 	})
 }
 
-// ForSending loads the endpoints and events of a claim at once.
-func TestForSending(t *testing.T) {
+// A claim comes with the deliveries' events, and ForSending loads their endpoints at once.
+func TestClaimAndForSending(t *testing.T) {
 	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		w := newWorkspace(t, db, "sending")
 		a, b := newEndpoint(t, db, w.ID, "*"), newEndpoint(t, db, w.ID, "*")
 		ev1, ev2 := emit(t, db, w.ID, "link.created"), emit(t, db, w.ID, "link.deleted")
-		ds := append(deliveriesOf(t, db, ev1.ID), deliveriesOf(t, db, ev2.ID)...)
-		endpoints, events, err := db.Deliveries.ForSending(ctx, ds)
+		claimed, err := db.Deliveries.Claim(ctx, time.Now().Add(time.Second), time.Minute, 1000, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ds []store.Delivery
+		events := map[string]store.Event{}
+		for _, c := range claimed {
+			if c.WorkspaceID == w.ID { // PostgreSQL is shared with other tests' deliveries
+				ds = append(ds, c.Delivery)
+				events[c.EventID] = c.Event
+			}
+		}
+		if len(ds) != 4 {
+			t.Fatalf("claimed %d deliveries of the workspace, want 4", len(ds))
+		}
+		for _, want := range []store.Event{ev1, ev2} {
+			got := events[want.ID]
+			if got.ID != want.ID || got.Type != want.Type || got.WorkspaceID != w.ID || compactJSON(t, got.Data) != compactJSON(t, want.Data) ||
+				!got.CreatedAt.Equal(want.CreatedAt) {
+				t.Errorf("claimed with the event %+v, want %+v", got, want)
+			}
+		}
+		endpoints, err := db.Deliveries.ForSending(ctx, ds)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if len(endpoints) != 2 || endpoints[a.ID].Secret != a.Secret || endpoints[b.ID].URL != b.URL {
 			t.Errorf("endpoints %+v", endpoints)
 		}
-		if len(events) != 2 || events[ev1.ID].Type != "link.created" || events[ev2.ID].WorkspaceID != w.ID {
-			t.Errorf("events %+v", events)
-		}
 	})
+}
+
+// compactJSON is data without insignificant space (PostgreSQL's jsonb adds some).
+func compactJSON(t *testing.T, data []byte) string {
+	t.Helper()
+	var b bytes.Buffer
+	if err := json.Compact(&b, data); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
 }
 
 // Released deliveries are due again at once, or not before the time given.

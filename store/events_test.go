@@ -105,7 +105,7 @@ func TestClaimIsExclusiveAndLeased(t *testing.T) {
 				t.Errorf("delivery %s claimed %d times", id, n)
 			}
 		}
-		mine := func(ds []store.Delivery) (n int) {
+		mine := func(ds []store.ClaimedDelivery) (n int) {
 			for _, d := range ds {
 				if d.EndpointID == e.ID {
 					n++

@@ -154,7 +154,8 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	return err
 }
 
-// claimed is a leased delivery with what sending it needs (endpoint and event are read by Prepare).
+// claimed is a leased delivery with what sending it needs: its event comes with the claim, its endpoint is read
+// by Prepare.
 type claimed struct {
 	delivery store.Delivery
 	endpoint store.WebhookEndpoint
@@ -168,7 +169,7 @@ func (q deliveryQueue) Claim(ctx context.Context, now time.Time, lease time.Dura
 	ds, err := q.d.db.Deliveries.Claim(ctx, now, lease, limit, exclude)
 	out := make([]claimed, len(ds))
 	for i, dl := range ds {
-		out[i] = claimed{delivery: dl}
+		out[i] = claimed{delivery: dl.Delivery, event: dl.Event}
 	}
 	return out, err
 }
@@ -178,18 +179,18 @@ func (q deliveryQueue) Prepare(ctx context.Context, cs []claimed) ([]claimed, er
 	for i, c := range cs {
 		ds[i] = c.delivery
 	}
-	endpoints, events, err := q.d.db.Deliveries.ForSending(ctx, ds)
+	endpoints, err := q.d.db.Deliveries.ForSending(ctx, ds)
 	if err != nil {
 		return nil, err
 	}
 	out := cs[:0:0]
 	for _, c := range cs {
 		e, ok := endpoints[c.delivery.EndpointID]
-		ev, ok2 := events[c.delivery.EventID]
-		if !ok || !ok2 {
+		if !ok {
 			continue // deleted since the claim, and the delivery with it
 		}
-		out = append(out, claimed{delivery: c.delivery, endpoint: e, event: ev})
+		c.endpoint = e
+		out = append(out, c)
 	}
 	return out, nil
 }
@@ -228,7 +229,7 @@ func (q deliveryQueue) Attempt(ctx context.Context, c claimed) (AttemptResult, b
 	res := AttemptResult{DeliveryID: dl.ID, LeaseUntil: dl.LeaseUntil, StartedAt: sent.StartedAt,
 		Duration: sent.Duration, StatusCode: sent.StatusCode, Excerpt: sent.Excerpt,
 		ResponseHeaders: sent.ResponseHeaders, Signature: sent.Signature,
-		Succeeded: sent.Outcome.Result == Delivered, Gone: sent.Outcome.Result == Gone}
+		Succeeded: sent.Outcome.Result == Delivered, Gone: sent.Outcome.Result == Gone, Claimed: &dl}
 	if sent.Outcome.Class != "" {
 		class := sent.Outcome.Class
 		res.ErrorClass = &class

@@ -32,6 +32,10 @@ type AttemptResult struct {
 	Gone bool
 	// NextAttemptAt schedules a retry of a failed attempt; nil means the schedule is exhausted (failed for good).
 	NextAttemptAt *time.Time
+
+	// Claimed is the delivery as the claim returned it, under LeaseUntil. With it, a batch of successes on
+	// PostgreSQL is recorded without reading its deliveries first (nil: they are read).
+	Claimed *store.Delivery
 }
 
 // AttemptEffects tells what recording an attempt changed.
@@ -40,7 +44,8 @@ type AttemptEffects struct {
 	Delivery store.Delivery
 	// Missing is set when the delivery no longer exists (its endpoint or event was deleted): nothing was recorded.
 	Missing bool
-	// Superseded is set when another dispatcher holds the delivery now: only the attempt was logged.
+	// Superseded is set when another dispatcher holds the delivery now: only the attempt was logged. Delivery is
+	// then as it was read, or as it was claimed.
 	Superseded bool
 	// EndpointDisabled is set to the reason ("gone", "failing") when this attempt disabled the endpoint.
 	EndpointDisabled string
@@ -88,6 +93,9 @@ func NewRecorder(db *store.DB, outbox *events.Outbox, disableAfter time.Duration
 // The effects are returned in the order of rs; an attempt of a delivery that no longer exists is skipped (Missing).
 // Any error rolls back every attempt of the batch.
 func (r *Recorder) Record(ctx context.Context, rs []AttemptResult) ([]AttemptEffects, error) {
+	if fxs, ok, err := r.recordSuccesses(ctx, rs); ok {
+		return fxs, err
+	}
 	var fxs []AttemptEffects
 	// Losing this transaction in a database crash only sends its deliveries again (at least once), so it does not
 	// wait for a disk flush (RunInRepeatableTx).
@@ -116,10 +124,7 @@ func (r *Recorder) Record(ctx context.Context, rs []AttemptResult) ([]AttemptEff
 				fx.Missing = true
 				continue
 			}
-			attempts = append(attempts, store.Attempt{ID: store.NewID("att"), DeliveryID: d.ID,
-				StartedAt: res.StartedAt.UTC().Truncate(time.Microsecond), DurationMS: int(res.Duration.Milliseconds()),
-				StatusCode: res.StatusCode, ErrorClass: res.ErrorClass, ResponseExcerpt: res.Excerpt,
-				ResponseHeaders: res.ResponseHeaders, Signature: nonEmpty(res.Signature)})
+			attempts = append(attempts, attemptOf(res))
 			if res.LeaseUntil != nil && (d.LeaseUntil == nil || !d.LeaseUntil.Equal(*res.LeaseUntil)) {
 				fx.Delivery, fx.Superseded = d, true
 				continue
@@ -170,6 +175,56 @@ func (r *Recorder) Record(ctx context.Context, rs []AttemptResult) ([]AttemptEff
 		return nil, err
 	}
 	return fxs, nil
+}
+
+// recordSuccesses records, on PostgreSQL, a batch in which every attempt succeeded, each of a different delivery
+// whose claim it carries, with one statement (Deliveries.RecordSuccesses) instead of a transaction that reads the
+// batch first. Nothing needs reading: a delivery still held under the lease of its claim is as the claim returned
+// it, since whatever else changes a delivery (a redelivery, a release, another claim) changes or clears its lease,
+// and a success leaves nothing to judge. ok is false when the batch does not qualify: Record then takes its
+// transaction.
+func (r *Recorder) recordSuccesses(ctx context.Context, rs []AttemptResult) (fxs []AttemptEffects, ok bool, err error) {
+	if r.db.Dialect() != store.Postgres || len(rs) == 0 {
+		return nil, false, nil
+	}
+	seen := make(map[string]bool, len(rs))
+	for _, res := range rs {
+		if !res.Succeeded || res.Claimed == nil || res.LeaseUntil == nil || seen[res.DeliveryID] {
+			return nil, false, nil
+		}
+		seen[res.DeliveryID] = true
+	}
+	t := time.Now().UTC().Truncate(time.Microsecond)
+	ss := make([]store.LeasedSuccess, len(rs))
+	for i, res := range rs {
+		ss[i] = store.LeasedSuccess{Lease: *res.LeaseUntil, Attempt: attemptOf(res)}
+	}
+	left, err := r.db.Deliveries.RecordSuccesses(ctx, t, ss)
+	if err != nil {
+		return nil, true, err
+	}
+	fxs = make([]AttemptEffects, len(rs))
+	for i, res := range rs {
+		superseded, wasLeft := left[res.DeliveryID]
+		switch fx := &fxs[i]; {
+		case !wasLeft:
+			fx.Delivery = *res.Claimed
+			applyAttempt(&fx.Delivery, res, t)
+		case superseded:
+			fx.Delivery, fx.Superseded = *res.Claimed, true
+		default:
+			fx.Missing = true
+		}
+	}
+	return fxs, true, nil
+}
+
+// attemptOf is the delivery log's entry for an attempt.
+func attemptOf(res AttemptResult) store.Attempt {
+	return store.Attempt{ID: store.NewID("att"), DeliveryID: res.DeliveryID,
+		StartedAt: res.StartedAt.UTC().Truncate(time.Microsecond), DurationMS: int(res.Duration.Milliseconds()),
+		StatusCode: res.StatusCode, ErrorClass: res.ErrorClass, ResponseExcerpt: res.Excerpt,
+		ResponseHeaders: res.ResponseHeaders, Signature: nonEmpty(res.Signature)}
 }
 
 // applyAttempt moves a delivery to the state an attempt leads to at t, and reports whether it failed for good: a

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -54,22 +55,30 @@ func (h *harness) endpointNow(id string) store.WebhookEndpoint {
 // other tests' deliveries).
 func (h *harness) claim(ids ...string) map[string]*time.Time {
 	h.t.Helper()
+	leases := map[string]*time.Time{}
+	for id, d := range h.claimed(ids...) {
+		leases[id] = d.LeaseUntil
+	}
+	return leases
+}
+
+// claimed leases the deliveries due at now+1s and returns those among ids as the claim returned them.
+func (h *harness) claimed(ids ...string) map[string]store.Delivery {
+	h.t.Helper()
 	claimed, err := h.db.Deliveries.Claim(context.Background(), time.Now().Add(time.Second), time.Minute, 1000, nil)
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	leases := map[string]*time.Time{}
+	out := map[string]store.Delivery{}
 	for _, d := range claimed {
-		for _, id := range ids {
-			if d.ID == id {
-				leases[id] = d.LeaseUntil
-			}
+		if slices.Contains(ids, d.ID) {
+			out[d.ID] = d.Delivery
 		}
 	}
-	if len(leases) != len(ids) {
-		h.t.Fatalf("claimed %d of the deliveries %v", len(leases), ids)
+	if len(out) != len(ids) {
+		h.t.Fatalf("claimed %d of the deliveries %v", len(out), ids)
 	}
-	return leases
+	return out
 }
 
 // A retryable failure schedules the next attempt and starts the endpoint's run of failures; a success completes
@@ -288,6 +297,83 @@ func TestRecordBatch(t *testing.T) {
 		}
 	})
 }
+
+// A batch of successes that carry their claims is recorded as the transaction would record it, on PostgreSQL
+// with one statement and without reading the deliveries first: a delivery still under its claim's lease succeeds
+// and ends its endpoint's run of failures, one whose lease another dispatcher holds now is only logged, one
+// deleted meanwhile is skipped.
+func TestRecordSuccessesWithTheirClaims(t *testing.T) {
+	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		h := newHarness(t, db)
+		e, ds := h.queue(3)
+		failing := time.Now().Add(-time.Hour).UTC().Truncate(time.Microsecond)
+		h.set(e.ID, map[string]any{"failing_since": failing})
+		claims := h.claimed(ds[0].ID, ds[1].ID, ds[2].ID)
+		// The second delivery's lease ran out and another dispatcher claimed it; the third was deleted with its event.
+		if err := db.Deliveries.Release(ctx, []string{ds[1].ID}, time.Time{}); err != nil {
+			t.Fatal(err)
+		}
+		retaken := h.claim(ds[1].ID)[ds[1].ID]
+		if _, err := db.Bun().NewDelete().Table("events").Where("id = ?", ds[2].EventID).Exec(ctx); err != nil {
+			t.Fatal(err)
+		}
+		statements := &countQueries{marker: "switchboard_record_webhook_successes("}
+		db.Bun().AddQueryHook(statements)
+		var rs []webhook.AttemptResult
+		for _, d := range ds {
+			c := claims[d.ID]
+			rs = append(rs, webhook.AttemptResult{DeliveryID: d.ID, LeaseUntil: c.LeaseUntil, Claimed: &c,
+				StartedAt: time.Now(), Duration: 12 * time.Millisecond, StatusCode: ptr(204), Succeeded: true,
+				ResponseHeaders: map[string]string{"Content-Type": "text/plain"}, Signature: "v1,c2ln"})
+		}
+		fxs := h.record(0, rs...)
+		if want := map[bool]int{true: 1, false: 0}[db.Dialect() == store.Postgres]; statements.n != want {
+			t.Errorf("%d calls of the single-statement record, want %d", statements.n, want)
+		}
+		if len(fxs) != 3 || fxs[0].Missing || fxs[0].Superseded || !fxs[1].Superseded || !fxs[2].Missing {
+			t.Fatalf("effects %+v", fxs)
+		}
+		done := h.delivery(ds[0].EventID, e.ID)
+		if fx := fxs[0].Delivery; fx.Status != store.DeliverySucceeded || fx.Attempts != 1 || fx.LeaseUntil != nil ||
+			fx.CompletedAt == nil || !fx.UpdatedAt.Equal(done.UpdatedAt) {
+			t.Errorf("effect on the recorded delivery: %+v", fx)
+		}
+		if done.Status != store.DeliverySucceeded || done.Attempts != 1 || done.LeaseUntil != nil || done.NextAttemptAt != nil ||
+			done.CompletedAt == nil || done.LastStatusCode == nil || *done.LastStatusCode != 204 || done.LastError != nil {
+			t.Errorf("recorded delivery %+v", done)
+		}
+		if as := h.attempts(ds[0].ID); len(as) != 1 || as[0].DurationMS != 12 || *as[0].StatusCode != 204 ||
+			as[0].ResponseHeaders["Content-Type"] != "text/plain" || *as[0].Signature != "v1,c2ln" {
+			t.Errorf("logged attempts %+v", as)
+		}
+		taken := h.delivery(ds[1].EventID, e.ID)
+		if taken.Status != store.DeliveryPending || taken.Attempts != 0 || taken.LeaseUntil == nil || !taken.LeaseUntil.Equal(*retaken) {
+			t.Errorf("a superseded success changed the delivery: %+v", taken)
+		}
+		if as := h.attempts(ds[1].ID); len(as) != 1 {
+			t.Errorf("the superseded attempt is not in the log: %d attempts", len(as))
+		}
+		if endpoint := h.endpointNow(e.ID); endpoint.FailingSince != nil {
+			t.Errorf("a success left the endpoint failing since %v", endpoint.FailingSince)
+		}
+	})
+}
+
+// countQueries counts the statements that contain marker.
+type countQueries struct {
+	marker string
+	n      int
+}
+
+func (c *countQueries) BeforeQuery(ctx context.Context, q *bun.QueryEvent) context.Context {
+	if strings.Contains(q.Query, c.marker) {
+		c.n++
+	}
+	return ctx
+}
+
+func (*countQueries) AfterQuery(context.Context, *bun.QueryEvent) {}
 
 // Failed attempts to one endpoint in one batch are all recorded, judged in order: the first starts the endpoint's
 // run of failures, the first that disables it (a 410) is the only one that does, and the later ones find it
