@@ -38,13 +38,24 @@ type Deliveries struct{ workspaceScoped[Delivery] }
 type ClaimedDelivery struct {
 	Delivery
 	Event Event
+	// EndpointVersion is the version of the endpoint's row at the claim (see VersionedEndpoint).
+	EndpointVersion string
 }
 
-// claimRow is a row of PostgreSQL's claim: the delivery, then its event's data and time.
+// claimRow is a row of PostgreSQL's claim: the delivery, then its event's data and time and its endpoint's version.
 type claimRow struct {
-	Delivery       `bun:",extend"`
-	EventData      json.RawMessage `bun:"event_data"`
-	EventCreatedAt time.Time       `bun:"event_created_at"`
+	Delivery        `bun:",extend"`
+	EventData       json.RawMessage `bun:"event_data"`
+	EventCreatedAt  time.Time       `bun:"event_created_at"`
+	EndpointVersion string          `bun:"endpoint_version"`
+}
+
+// VersionedEndpoint is an endpoint with the version of its row: on PostgreSQL its xmin, which every update of the
+// row changes, so that a reader can keep an endpoint until a claim shows another version; "" on SQLite (always
+// read again).
+type VersionedEndpoint struct {
+	WebhookEndpoint `bun:",extend"`
+	Version         string `bun:"version"`
 }
 
 // Claim leases up to limit due deliveries of active endpoints until now+lease, leaving out the endpoints in exclude
@@ -73,7 +84,7 @@ func (s *Deliveries) Claim(ctx context.Context, now time.Time, lease time.Durati
 		out = make([]ClaimedDelivery, len(rows))
 		for i, r := range rows {
 			out[i] = ClaimedDelivery{Delivery: r.Delivery, Event: Event{ID: r.EventID, WorkspaceID: r.WorkspaceID,
-				Type: r.EventType, Data: r.EventData, CreatedAt: r.EventCreatedAt}}
+				Type: r.EventType, Data: r.EventData, CreatedAt: r.EventCreatedAt}, EndpointVersion: r.EndpointVersion}
 		}
 	} else {
 		due, err := claimable(s.db.r.NewSelect(), now, exclude).Exists(ctx)
@@ -145,25 +156,23 @@ func dueTime(d Delivery) time.Time {
 	return *d.NextAttemptAt
 }
 
-// ForSending returns the endpoints of claimed deliveries, by ID, in one query, so a dispatcher does not read them
-// once per delivery. A delivery whose endpoint is missing from the map was deleted with it after the claim.
-func (s *Deliveries) ForSending(ctx context.Context, ds []Delivery) (map[string]WebhookEndpoint, error) {
-	if len(ds) == 0 {
+// ForSending returns endpoints of claimed deliveries by ID, with their versions, in one query, so a dispatcher
+// does not read them once per delivery. An endpoint missing from the map was deleted (with its deliveries) after
+// the claim. It returns no sentinel errors.
+func (s *Deliveries) ForSending(ctx context.Context, ids []string) (map[string]VersionedEndpoint, error) {
+	if len(ids) == 0 {
 		return nil, nil
 	}
-	ids := make([]string, 0, len(ds))
-	seen := make(map[string]bool, len(ds))
-	for _, d := range ds {
-		if !seen[d.EndpointID] {
-			seen[d.EndpointID] = true
-			ids = append(ids, d.EndpointID)
-		}
+	version := "''"
+	if s.db.dialect == Postgres {
+		version = "e.xmin::text"
 	}
-	var es []WebhookEndpoint
-	if err := s.db.whereOneOf(s.db.r.NewSelect().Model(&es), "e.id", ids).Scan(ctx); err != nil {
+	var es []VersionedEndpoint
+	q := s.db.r.NewSelect().Model(&es).ColumnExpr("e.*").ColumnExpr(version + " AS version")
+	if err := s.db.whereOneOf(q, "e.id", ids).Scan(ctx); err != nil {
 		return nil, err
 	}
-	endpoints := make(map[string]WebhookEndpoint, len(es))
+	endpoints := make(map[string]VersionedEndpoint, len(es))
 	for _, e := range es {
 		endpoints[e.ID] = e
 	}

@@ -89,16 +89,16 @@ func TestClaimAndForSending(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var ds []store.Delivery
-		events := map[string]store.Event{}
+		events, versions := map[string]store.Event{}, map[string]string{}
+		n := 0
 		for _, c := range claimed {
 			if c.WorkspaceID == w.ID { // PostgreSQL is shared with other tests' deliveries
-				ds = append(ds, c.Delivery)
-				events[c.EventID] = c.Event
+				n++
+				events[c.EventID], versions[c.EndpointID] = c.Event, c.EndpointVersion
 			}
 		}
-		if len(ds) != 4 {
-			t.Fatalf("claimed %d deliveries of the workspace, want 4", len(ds))
+		if n != 4 {
+			t.Fatalf("claimed %d deliveries of the workspace, want 4", n)
 		}
 		for _, want := range []store.Event{ev1, ev2} {
 			got := events[want.ID]
@@ -107,12 +107,44 @@ func TestClaimAndForSending(t *testing.T) {
 				t.Errorf("claimed with the event %+v, want %+v", got, want)
 			}
 		}
-		endpoints, err := db.Deliveries.ForSending(ctx, ds)
+		endpoints, err := db.Deliveries.ForSending(ctx, []string{a.ID, b.ID, "whk_deleted"})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if len(endpoints) != 2 || endpoints[a.ID].Secret != a.Secret || endpoints[b.ID].URL != b.URL {
 			t.Errorf("endpoints %+v", endpoints)
+		}
+		// PostgreSQL versions an endpoint's row (a reader keeps it until a claim shows another version); SQLite
+		// does not (always read again).
+		versioned := db.Dialect() == store.Postgres
+		for _, id := range []string{a.ID, b.ID} {
+			if v := endpoints[id].Version; v != versions[id] || (v != "") != versioned {
+				t.Errorf("endpoint %s: version %q read, %q claimed", id, v, versions[id])
+			}
+		}
+		if _, err := db.Webhooks.Pause(ctx, w.ID, a.ID); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.Webhooks.Resume(ctx, w.ID, a.ID); err != nil {
+			t.Fatal(err)
+		}
+		emit(t, db, w.ID, "link.updated")
+		again, err := db.Deliveries.Claim(ctx, time.Now().Add(time.Second), time.Minute, 1000, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mine := 0
+		for _, c := range again {
+			if c.WorkspaceID != w.ID || !versioned {
+				continue
+			}
+			mine++
+			if changed := c.EndpointVersion != versions[c.EndpointID]; changed != (c.EndpointID == a.ID) {
+				t.Errorf("endpoint %s: version %q after a's update, %q before", c.EndpointID, c.EndpointVersion, versions[c.EndpointID])
+			}
+		}
+		if versioned && mine != 2 {
+			t.Errorf("claimed %d deliveries of the new event, want 2", mine)
 		}
 	})
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"time"
 
@@ -78,6 +79,8 @@ type Dispatcher struct {
 	limiter  ratelimit.Limiter
 	metrics  *metrics
 	engine   *queue.Engine[claimed, AttemptResult]
+	// endpoints are the copies of endpoints that claims find current.
+	endpoints endpointCopies
 }
 
 // NewDispatcher returns a dispatcher; Run starts it.
@@ -154,12 +157,13 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	return err
 }
 
-// claimed is a leased delivery with what sending it needs: its event comes with the claim, its endpoint is read
-// by Prepare.
+// claimed is a leased delivery with what sending it needs: its event comes with the claim, its endpoint from
+// Prepare.
 type claimed struct {
-	delivery store.Delivery
-	endpoint store.WebhookEndpoint
-	event    store.Event
+	delivery        store.Delivery
+	endpoint        store.WebhookEndpoint
+	event           store.Event
+	endpointVersion string
 }
 
 // deliveryQueue is the webhook deliveries as a client of the queue engine: an endpoint is a target.
@@ -169,17 +173,15 @@ func (q deliveryQueue) Claim(ctx context.Context, now time.Time, lease time.Dura
 	ds, err := q.d.db.Deliveries.Claim(ctx, now, lease, limit, exclude)
 	out := make([]claimed, len(ds))
 	for i, dl := range ds {
-		out[i] = claimed{delivery: dl.Delivery, event: dl.Event}
+		out[i] = claimed{delivery: dl.Delivery, event: dl.Event, endpointVersion: dl.EndpointVersion}
 	}
 	return out, err
 }
 
+// Prepare gives each claimed delivery its endpoint: from the dispatcher's copies when the claim saw the version
+// of the endpoint's row the copy was read at, otherwise read (in one query for the claim).
 func (q deliveryQueue) Prepare(ctx context.Context, cs []claimed) ([]claimed, error) {
-	ds := make([]store.Delivery, len(cs))
-	for i, c := range cs {
-		ds[i] = c.delivery
-	}
-	endpoints, err := q.d.db.Deliveries.ForSending(ctx, ds)
+	endpoints, err := q.d.endpoints.get(ctx, q.d.db, cs)
 	if err != nil {
 		return nil, err
 	}
@@ -191,6 +193,55 @@ func (q deliveryQueue) Prepare(ctx context.Context, cs []claimed) ([]claimed, er
 		}
 		c.endpoint = e
 		out = append(out, c)
+	}
+	return out, nil
+}
+
+// endpointCopies are the endpoints a dispatcher read, each at the version of its row it read; a claim tells which
+// are still current. Without versions (SQLite) every claim reads its endpoints.
+type endpointCopies struct {
+	mu sync.Mutex
+	m  map[string]store.VersionedEndpoint
+}
+
+// maxEndpointCopies bounds the copies: past it they are dropped and read again as claims need them (the copies of
+// deleted endpoints go that way).
+const maxEndpointCopies = 4096
+
+// get returns the endpoints of claimed deliveries, reading those it has no current copy of.
+func (ec *endpointCopies) get(ctx context.Context, db *store.DB, cs []claimed) (map[string]store.WebhookEndpoint, error) {
+	out := make(map[string]store.WebhookEndpoint, len(cs))
+	var read []string
+	ec.mu.Lock()
+	for _, c := range cs {
+		id := c.delivery.EndpointID
+		if _, ok := out[id]; ok || slices.Contains(read, id) {
+			continue
+		}
+		if e, ok := ec.m[id]; ok && c.endpointVersion != "" && e.Version == c.endpointVersion {
+			out[id] = e.WebhookEndpoint
+			continue
+		}
+		read = append(read, id)
+	}
+	ec.mu.Unlock()
+	if len(read) == 0 {
+		return out, nil
+	}
+	fresh, err := db.Deliveries.ForSending(ctx, read)
+	if err != nil {
+		return nil, err
+	}
+	ec.mu.Lock()
+	defer ec.mu.Unlock()
+	if ec.m == nil || len(ec.m)+len(fresh) > maxEndpointCopies {
+		ec.m = make(map[string]store.VersionedEndpoint, len(fresh))
+	}
+	for id, e := range fresh {
+		out[id] = e.WebhookEndpoint
+		if e.Version != "" {
+			ec.m[id] = e
+		}
 	}
 	return out, nil
 }

@@ -50,6 +50,29 @@ func TestDeliverySignedAndVerifiable(t *testing.T) {
 	})
 }
 
+// A running dispatcher keeps the endpoints it read, and sends the next delivery with what changed since: a new
+// URL, new headers.
+func TestEndpointChangesReachTheNextDelivery(t *testing.T) {
+	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
+		h := newHarness(t, db)
+		before, after := newReceiver(t, nil), newReceiver(t, nil)
+		e, _ := h.endpoint(before.url(), nil)
+		h.start(webhook.Config{})
+		h.emit("link.created")
+		await.Equal(t, "delivery to the first URL", before.count, 1)
+		h.set(e.ID, map[string]any{"url": after.url(),
+			"sealed_headers": h.box.SealHeaders(map[string]string{"X-Tenant": "acme"}, e.ID)})
+		h.emit("link.created")
+		await.Equal(t, "delivery to the new URL", after.count, 1)
+		if before.count() != 1 {
+			t.Errorf("the old URL got %d deliveries, want 1", before.count())
+		}
+		if got := after.requests()[0].header.Get("X-Tenant"); got != "acme" {
+			t.Errorf("X-Tenant %q, want the new header", got)
+		}
+	})
+}
+
 // A failing receiver gets the same webhook-id on every retry until it answers 2xx; a redirect is a failure.
 func TestRetriesUntilDelivered(t *testing.T) {
 	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
