@@ -122,13 +122,12 @@ func (s *Deliveries) Claim(ctx context.Context, now time.Time, lease time.Durati
 	return out, nil
 }
 
-// claimable selects, as d2, the deliveries Claim may take at now: pending, due, not leased, of an active endpoint
-// not in exclude. The pending partial index serves it in due order.
+// claimable selects, as d2, the deliveries Claim may take at now on SQLite: pending, due, not leased, of an active
+// endpoint not in exclude. The pending partial index serves it in due order. (PostgreSQL's claim function runs the
+// same selection.)
 func claimable(q *bun.SelectQuery, now time.Time, exclude []string) *bun.SelectQuery {
 	// The endpoint's status is checked with NOT EXISTS rather than a join: an anti-join keeps the deliveries as the
-	// driving side, so walking the pending index in order stops at the limit. On PostgreSQL the claim's transaction
-	// also rules out sorting (orderedClaim): with statistics that predate a sudden backlog the planner would rather
-	// read every due delivery and sort them.
+	// driving side, so walking the pending index in order stops at the limit.
 	q = q.TableExpr("webhook_deliveries AS d2").
 		Where("d2.status = ?", DeliveryPending).Where("d2.next_attempt_at <= ?", now).
 		Where("(d2.lease_until IS NULL OR d2.lease_until <= ?)", now).
