@@ -127,7 +127,7 @@ func TestValidationProblems(t *testing.T) {
 				t.Errorf("field error without detail: %+v", f)
 			}
 		}
-		for _, want := range []string{"parameter limit", "header Idempotency-Key", "pointer /name", "pointer /a~1b", "pointer "} {
+		for _, want := range []string{"parameter limit", "header Idempotency-Key", "pointer /name", "pointer /a~1b", "pointer /extra"} {
 			if !got[want] {
 				t.Errorf("missing %q in %v", want, got)
 			}

@@ -245,7 +245,7 @@ func TestCreateLinkValidation(t *testing.T) {
 			{"duplicate tags", `{"destination_url":"https://example.com","tags":["a","a"]}`, "/tags", ""},
 			{"control character in tag", `{"destination_url":"https://example.com","tags":["a\u0001"]}`, "/tags/0", ""},
 			{"external id pattern", `{"destination_url":"https://example.com","external_id":"a b"}`, "/external_id", ""},
-			{"utm unknown member", `{"destination_url":"https://example.com","utm":{"id":"x"}}`, "/utm", ""},
+			{"utm unknown member", `{"destination_url":"https://example.com","utm":{"id":"x"}}`, "/utm/id", "unsupported"},
 			{"expires_at format", `{"destination_url":"https://example.com","expires_at":"tomorrow"}`, "/expires_at", ""},
 			{"expires_at in the past", `{"destination_url":"https://example.com","expires_at":"2020-01-01T00:00:00Z"}`, "/expires_at", "future"},
 			{"expired_url", `{"destination_url":"https://example.com","expired_url":"ftp://example.com"}`, "/expired_url", "not allowed"},
@@ -255,7 +255,8 @@ func TestCreateLinkValidation(t *testing.T) {
 			{"metadata too large", `{"destination_url":"https://example.com","metadata":{"a":"` + strings.Repeat("x", 8200) + `"}}`, "/metadata", "8192"},
 			{"metadata too deep", `{"destination_url":"https://example.com","metadata":` + deep + `}`, "/metadata", "deeper than 5"},
 			{"archived type", `{"destination_url":"https://example.com","archived":1}`, "/archived", ""},
-			{"unknown field", `{"destination_url":"https://example.com","clicks":5}`, "", ""},
+			{"unknown field", `{"destination_url":"https://example.com","clicks":5}`, "/clicks", "unsupported"},
+			{"unknown field named like a pointer", `{"destination_url":"https://example.com","a/b~c":5}`, "/a~1b~0c", "unsupported"},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				p := e.call(http.MethodPost, "/api/v1/links", tc.body).problem(t, http.StatusBadRequest, "validation_failed")

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -174,10 +175,26 @@ func requestFields(re *openapi3filter.RequestError) []problem.Field {
 	out := make([]problem.Field, 0, len(schemaErrs))
 	for _, se := range schemaErrs {
 		f := problem.Field{Detail: se.Reason}
-		locate(&f, problem.Pointer(se.JSONPointer()...))
+		locate(&f, schemaPointer(se))
 		out = append(out, f)
 	}
 	return out
+}
+
+// schemaPointer is the JSON pointer of the member a schema error is about. The validator reports a member the
+// schema does not allow at its object (`property "x" is unsupported`, pointing at the object); the pointer names
+// the member itself, the one a client has to remove or rename.
+func schemaPointer(se *openapi3.SchemaError) string {
+	path := se.JSONPointer()
+	if se.SchemaField == "properties" {
+		name, ok := strings.CutPrefix(se.Reason, "property ")
+		if name, ok2 := strings.CutSuffix(name, " is unsupported"); ok && ok2 {
+			if unquoted, err := strconv.Unquote(name); err == nil {
+				path = append(path, unquoted)
+			}
+		}
+	}
+	return problem.Pointer(path...)
 }
 
 // tooLarge returns the request_too_large problem when reading the body failed on the body limit, else nil.
