@@ -255,12 +255,12 @@ func (s *Deliveries) RecordSuccesses(ctx context.Context, t time.Time, ss []Leas
 	if s.db.dialect != Postgres {
 		return nil, errors.ErrUnsupported
 	}
+	if len(ss) == 0 {
+		return nil, nil
+	}
 	var left []struct {
 		ID         string `bun:"left_id"`
 		Superseded bool   `bun:"superseded"`
-	}
-	if len(ss) == 0 {
-		return nil, nil
 	}
 	err := s.db.w.NewRaw(`SELECT * FROM switchboard_record_webhook_successes(?, ?::text[], ?::timestamptz[],
 			?::text[], ?::timestamptz[], ?::int[], ?::int[], ?::text[], ?::text[], ?::jsonb[], ?::text[])`,

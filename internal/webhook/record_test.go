@@ -360,6 +360,32 @@ func TestRecordSuccessesWithTheirClaims(t *testing.T) {
 	})
 }
 
+// When the single statement that records a batch of successes fails, Record returns its error and the deliveries
+// stay as claimed, leased: they are sent again once the lease runs out.
+func TestRecordSuccessesFailing(t *testing.T) {
+	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
+		if db.Dialect() != store.Postgres {
+			t.Skip("SQLite records every batch in a transaction (TestRecordIsAtomic)")
+		}
+		h := newHarness(t, db)
+		e, ds := h.queue(1)
+		claim := h.claimed(ds[0].ID)[ds[0].ID]
+		db.Bun().AddQueryHook(rollbackAt{markers: []string{"switchboard_record_webhook_successes("}})
+		_, err := webhook.NewRecorder(db, nil, 0).Record(context.Background(), []webhook.AttemptResult{{DeliveryID: ds[0].ID,
+			LeaseUntil: claim.LeaseUntil, Claimed: &claim, StartedAt: time.Now(), StatusCode: ptr(200), Succeeded: true}})
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("Record = %v, want the failed statement's error", err)
+		}
+		if got := h.delivery(ds[0].EventID, e.ID); got.Status != store.DeliveryPending || got.Attempts != 0 ||
+			got.LeaseUntil == nil || !got.LeaseUntil.Equal(*claim.LeaseUntil) {
+			t.Errorf("a failed record left the delivery %+v", got)
+		}
+		if n := len(h.attempts(ds[0].ID)); n != 0 {
+			t.Errorf("a failed record left %d attempts", n)
+		}
+	})
+}
+
 // countQueries counts the statements that contain marker.
 type countQueries struct {
 	marker string

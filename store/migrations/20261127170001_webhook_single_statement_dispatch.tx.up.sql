@@ -7,16 +7,18 @@
 -- statements in the store.
 {{if eq .Dialect "pg"}}
 -- Claim: lease up to p_limit due deliveries of active endpoints not in p_exclude until p_until, oldest due first,
--- each with its event's data and time (a dispatcher sends them): one statement where a claim and a read of its
--- events were two. The planner walks the pending index in order and stops at the limit (no sort, no bitmap scan):
--- with statistics older than a sudden backlog it would rather read every due delivery and sort them.
+-- each with its event's data and time (a dispatcher sends them: one statement where a claim and a read of its
+-- events were two) and the version of its endpoint's row (its xmin, which every update of the row changes: a
+-- dispatcher reads an endpoint again only when it changed since it last read it, instead of once per claim). The
+-- planner walks the pending index in order and stops at the limit (no sort, no bitmap scan): with statistics older
+-- than a sudden backlog it would rather read every due delivery and sort them.
 DROP FUNCTION switchboard_claim_webhook_deliveries(TIMESTAMPTZ, TIMESTAMPTZ, INTEGER, TEXT[]);
 
 CREATE FUNCTION switchboard_claim_webhook_deliveries(p_now TIMESTAMPTZ, p_until TIMESTAMPTZ, p_limit INTEGER,
     p_exclude TEXT[]) RETURNS TABLE (id TEXT, workspace_id TEXT, endpoint_id TEXT, event_id TEXT, event_type TEXT,
         status TEXT, attempts INTEGER, schedule_start INTEGER, next_attempt_at TIMESTAMPTZ, lease_until TIMESTAMPTZ,
         last_status_code INTEGER, last_error TEXT, created_at TIMESTAMPTZ, updated_at TIMESTAMPTZ,
-        completed_at TIMESTAMPTZ, event_data JSONB, event_created_at TIMESTAMPTZ)
+        completed_at TIMESTAMPTZ, event_data JSONB, event_created_at TIMESTAMPTZ, endpoint_version TEXT)
     LANGUAGE plpgsql SET enable_sort = off SET enable_bitmapscan = off AS $$
 #variable_conflict use_column
 BEGIN
@@ -35,8 +37,8 @@ BEGIN
         RETURNING d.*)
     SELECT c.id, c.workspace_id, c.endpoint_id, c.event_id, c.event_type, c.status, c.attempts, c.schedule_start,
         c.next_attempt_at, c.lease_until, c.last_status_code, c.last_error, c.created_at, c.updated_at,
-        c.completed_at, ev.data, ev.created_at
-    FROM claimed AS c JOIN events AS ev ON ev.id = c.event_id;
+        c.completed_at, ev.data, ev.created_at, e.xmin::text
+    FROM claimed AS c JOIN events AS ev ON ev.id = c.event_id JOIN webhook_endpoints AS e ON e.id = c.endpoint_id;
 END
 $$;
 
