@@ -7,10 +7,10 @@ import "sync"
 // deliveries queued by other processes, or by code of its own process that did not wake it, within milliseconds
 // instead of one poll interval. It reads the WAL-index header (see walIndexHint) and is safe for concurrent use.
 type CommitWatch struct {
-	path string
+	// hint is the store's mapping of the WAL index, retained until Close: a watch may stop after its store closed.
+	hint *walIndex
 
 	mu   sync.Mutex
-	hint *walIndexHint
 	last walIndexHeader
 }
 
@@ -19,7 +19,7 @@ func (db *DB) WatchCommits() *CommitWatch {
 	if db.dialect != SQLite {
 		return nil
 	}
-	return &CommitWatch{path: db.sqlitePath}
+	return &CommitWatch{hint: db.wal.retain()}
 }
 
 // Changed reports whether a commit may have happened since the previous call (the first call answers true). A torn
@@ -28,21 +28,23 @@ func (db *DB) WatchCommits() *CommitWatch {
 func (w *CommitWatch) Changed() bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.hint == nil {
-		if w.hint = openWALIndexHint(w.path); w.hint == nil {
+	h := w.hint.header()
+	if !h.valid() {
+		w.hint.refresh() // SQLite makes the -shm file on a connection's first read
+		if h = w.hint.header(); !h.valid() {
 			return false
 		}
 	}
-	h := w.hint.header()
 	changed := h != w.last
 	w.last = h
 	return changed
 }
 
-// Close unmaps the WAL index; call it before the database is closed.
+// Close gives up the watch's use of the WAL-index mapping; the last of the store and its watches to let go of it
+// unmaps it (see walIndexHint for why the store's descriptor outlives its connections).
 func (w *CommitWatch) Close() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.hint.close()
+	w.hint.release()
 	w.hint = nil
 }

@@ -60,6 +60,10 @@ type DB struct {
 	// dir is the directory of the SQLite file ("" on PostgreSQL): the data directory of the installation.
 	dir        string
 	sqlitePath string
+	// sqliteDSN is the connection string of the store's SQLite connections; wal maps their WAL index (nil on
+	// PostgreSQL) and is released after they are closed.
+	sqliteDSN string
+	wal       *walIndex
 
 	keys keyWatch
 
@@ -109,11 +113,23 @@ func Open(ctx context.Context, rawURL string) (*DB, error) {
 		err = db.openSQLite(rawURL)
 	}
 	if err != nil {
+		_ = db.Close()
 		return nil, err
 	}
 	if err := db.w.PingContext(ctx); err != nil {
 		_ = db.Close()
 		return nil, fmt.Errorf("store: connect to %s database: %w", db.dialect, err)
+	}
+	if db.dialect == SQLite {
+		// The writer's connection has opened the database: map its WAL index (if SQLite has not made one yet,
+		// the watches map it on first use).
+		db.wal.refresh()
+		watch, err := newSQLiteKeyWatch(db.sqliteDSN, db.wal)
+		if err != nil {
+			_ = db.Close()
+			return nil, err
+		}
+		db.keys = watch
 	}
 	db.Workspaces = &Workspaces{db: db}
 	db.APIKeys = &APIKeys{workspaceScoped[APIKey]{db}}
@@ -185,14 +201,20 @@ func (db *DB) openSQLite(rawURL string) error {
 	db.dir, db.sqlitePath = filepath.Dir(path), path
 	// The database holds password hashes and sealed secrets: only its owner reads it. SQLite gives the WAL and
 	// shared-memory files the database file's mode, so the file is created 0600 before SQLite opens it, and files
-	// left readable by an older version are tightened.
+	// left readable by an older version are tightened. An existing database file is never opened here: closing a
+	// descriptor of it would drop the locks SQLite connections of this process may hold on it (see walIndexHint).
 	if err := os.MkdirAll(db.dir, 0o700); err != nil {
 		return fmt.Errorf("store: create data directory: %w", err)
 	}
-	if f, err := os.OpenFile(path, os.O_RDONLY|os.O_CREATE, 0o600); err != nil {
-		return fmt.Errorf("store: create database file: %w", err)
-	} else {
-		_ = f.Close()
+	db.wal = acquireWALIndex(path) // before any connection: see walIndex
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		f, err := os.OpenFile(path, os.O_RDONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if err != nil && !errors.Is(err, os.ErrExist) {
+			return fmt.Errorf("store: create database file: %w", err)
+		}
+		if f != nil {
+			_ = f.Close()
+		}
 	}
 	for _, name := range []string{path, path + "-wal", path + "-shm"} {
 		if err := os.Chmod(name, 0o600); err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -221,15 +243,9 @@ func (db *DB) openSQLite(rawURL string) error {
 	rdb.SetMaxIdleConns(8)
 	rdb.SetConnMaxLifetime(0)
 	db.dialect = SQLite
+	db.sqliteDSN = base
 	db.w = bun.NewDB(wdb, sqlitedialect.New())
 	db.r = bun.NewDB(rdb, sqlitedialect.New())
-	watch, err := newSQLiteKeyWatch(base, path)
-	if err != nil {
-		_ = wdb.Close()
-		_ = rdb.Close()
-		return err
-	}
-	db.keys = watch
 	return nil
 }
 
@@ -318,6 +334,9 @@ func (db *DB) Close() error {
 	if db.w != nil {
 		errs = append(errs, db.w.Close())
 	}
+	// Last: until every connection above is closed, SQLite holds locks on the WAL index (see walIndexHint).
+	db.wal.release()
+	db.wal = nil
 	return errors.Join(errs...)
 }
 
@@ -424,14 +443,13 @@ type keyWatch interface {
 // first compares the header of the WAL index (the -shm file every WAL connection maps; see walIndexHint): while it
 // is byte-for-byte unchanged no connection has committed, and the last answer still holds.
 type sqliteKeyWatch struct {
-	db   *sql.DB
-	path string
+	db *sql.DB
+	// hint is the store's WAL index (while it is not mapped, every call checks the database).
+	hint *walIndex
 	// state is the last answer and the WAL-index header it was read under (nil before the first check).
 	state atomic.Pointer[keyWatchState]
 
-	mu sync.Mutex // serialises checks; guards everything below
-	// hint maps the -shm file until close; the store's open connections keep SQLite from truncating or deleting it.
-	hint   *walIndexHint
+	mu     sync.Mutex // serialises checks; guards everything below
 	conn   *sql.Conn
 	data   *sql.Stmt // PRAGMA data_version
 	access *sql.Stmt // the access_version row
@@ -441,22 +459,22 @@ type sqliteKeyWatch struct {
 }
 
 type keyWatchState struct {
-	hint    *walIndexHint
 	header  walIndexHeader
 	version uint64
 }
 
-func newSQLiteKeyWatch(dsn, path string) (*sqliteKeyWatch, error) {
+// newSQLiteKeyWatch watches the database of dsn; hint is the store's WAL index, which outlives the watch.
+func newSQLiteKeyWatch(dsn string, hint *walIndex) (*sqliteKeyWatch, error) {
 	db, err := openSQLiteDB(dsn + "&_pragma=query_only(1)")
 	if err != nil {
 		return nil, fmt.Errorf("store: open sqlite: %w", err)
 	}
 	db.SetMaxOpenConns(1)
-	return &sqliteKeyWatch{db: db, path: path}, nil
+	return &sqliteKeyWatch{db: db, hint: hint}, nil
 }
 
 func (w *sqliteKeyWatch) version(ctx context.Context) (uint64, error) {
-	if st := w.state.Load(); st != nil && st.header.valid() && st.hint.header() == st.header {
+	if st := w.state.Load(); st != nil && st.header.valid() && w.hint.header() == st.header {
 		return st.version, nil
 	}
 	w.mu.Lock()
@@ -466,8 +484,8 @@ func (w *sqliteKeyWatch) version(ctx context.Context) (uint64, error) {
 			return 0, err
 		}
 	}
-	if w.hint == nil {
-		w.hint = openWALIndexHint(w.path) // nil until a connection has opened the database in WAL mode
+	if !w.hint.header().valid() {
+		w.hint.refresh() // SQLite makes the -shm file on a connection's first read
 	}
 	// Read the header before the check: a commit in between changes it again, so the next call checks again.
 	header := w.hint.header()
@@ -475,7 +493,7 @@ func (w *sqliteKeyWatch) version(ctx context.Context) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	w.state.Store(&keyWatchState{hint: w.hint, header: header, version: v})
+	w.state.Store(&keyWatchState{header: header, version: v})
 	return v, nil
 }
 
@@ -515,8 +533,7 @@ func (w *sqliteKeyWatch) connect(ctx context.Context) error {
 	return err
 }
 
-// reset drops the connection after an error; the next call reconnects. The mapping stays: readers may hold it,
-// and the store's other open connections keep the -shm file in place.
+// reset drops the connection after an error; the next call reconnects. The mapping stays: it is the store's.
 func (w *sqliteKeyWatch) reset() {
 	w.state.Store(nil)
 	for _, st := range []*sql.Stmt{w.data, w.access} {
@@ -536,13 +553,11 @@ func (w *sqliteKeyWatch) changed() {}
 // watch needs nothing on SQLite: every commit, by any process, changes PRAGMA data_version.
 func (w *sqliteKeyWatch) watch(context.Context) {}
 
-// close runs when no request is served any more: the mapping goes away with it.
+// close runs when no request is served any more; the store releases the mapping after its connections.
 func (w *sqliteKeyWatch) close() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.reset()
-	w.hint.close()
-	w.hint = nil
 	return w.db.Close()
 }
 
