@@ -8,6 +8,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/switchboard/switchboard/store"
 )
 
 // metrics are the server's Prometheus metrics, in a registry of its own (several servers can run in one test).
@@ -17,7 +19,7 @@ type metrics struct {
 	duration *prometheus.HistogramVec
 }
 
-func newMetrics() *metrics {
+func newMetrics(db *store.DB) *metrics {
 	m := &metrics{
 		registry: prometheus.NewRegistry(),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -30,7 +32,11 @@ func newMetrics() *metrics {
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
 		}, []string{"operation"}),
 	}
-	m.registry.MustRegister(m.requests, m.duration,
+	faults := prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "switchboard_store_faults_total",
+		Help: "Database operations that failed because of the database (connection, busy, I/O, locking protocol, corruption), not the statement.",
+	}, func() float64 { return float64(db.Faults()) })
+	m.registry.MustRegister(m.requests, m.duration, faults,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

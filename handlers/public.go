@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"html/template"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 
 	"github.com/switchboard/switchboard/api"
 	"github.com/switchboard/switchboard/internal/problem"
+	"github.com/switchboard/switchboard/store"
 )
 
 // registerPublicRoutes adds the routes that need no API key: the reference, the spec, the problem catalogue,
@@ -65,13 +67,19 @@ func (s *Server) registerPublicRoutes(e *echo.Echo) error {
 	return nil
 }
 
-// readyz reports whether the database answers.
+// readyz reports whether the database answers and whether the server's recent work with it succeeded: a database
+// that answers pings while writes fail with I/O errors is not ready either.
 func (s *Server) readyz(c echo.Context) error {
 	ctx, cancel := context.WithTimeout(c.Request().Context(), 2*time.Second)
 	defer cancel()
 	if err := s.db.Ping(ctx); err != nil {
 		loggerFrom(ctx, s.log).Warn("readiness check failed", "error", err)
 		return newProblem(problem.ServiceUnavailable, "The database does not answer.").withHeader("Retry-After", "5")
+	}
+	if err := s.db.Health(); err != nil {
+		loggerFrom(ctx, s.log).Warn("readiness check failed", "error", err)
+		return newProblem(problem.ServiceUnavailable, "The server's work with its database is failing: "+err.Error()+".").
+			withHeader("Retry-After", strconv.Itoa(int(store.FaultWindow.Seconds())))
 	}
 	return c.JSON(http.StatusOK, map[string]string{"status": "ok", "database": string(s.db.Dialect())})
 }

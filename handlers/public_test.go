@@ -1,6 +1,7 @@
 package handlers_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -158,6 +159,34 @@ func TestHealthReadinessMetrics(t *testing.T) {
 				t.Errorf("/metrics lacks %s", want)
 			}
 		}
+
+		// A statement the database refuses says nothing about the database; an operation that fails because of it
+		// (here: a file PostgreSQL cannot read, a write SQLite refuses to the read-only pool) makes the server unready
+		// although the database still answers pings.
+		ctx := context.Background()
+		if _, err := db.Bun().NewRaw("SELEC 1").Exec(ctx); err == nil {
+			t.Fatal("a syntax error was accepted")
+		}
+		if res := e.do(request{path: "/readyz"}); res.StatusCode != http.StatusOK {
+			t.Errorf("/readyz after a refused statement: %d %s", res.StatusCode, res.body)
+		}
+		var err error
+		if db.Dialect() == store.Postgres {
+			_, err = db.Bun().NewRaw("SELECT pg_read_file('/nonexistent/switchboard')").Exec(ctx)
+		} else {
+			_, err = db.Reader().NewRaw("INSERT INTO workspaces (id, name) VALUES ('ws_x', 'x')").Exec(ctx)
+		}
+		if err == nil {
+			t.Fatal("the faulty operation succeeded")
+		}
+		p := e.do(request{path: "/readyz"}).problem(t, http.StatusServiceUnavailable, "service_unavailable")
+		if !strings.Contains(p.Detail, "1 since the server started") {
+			t.Errorf("/readyz after a fault: %+v", p)
+		}
+		if metrics := string(e.do(request{path: "/metrics"}).body); !strings.Contains(metrics, "switchboard_store_faults_total 1\n") {
+			t.Error("/metrics does not count the fault")
+		}
+
 		_ = db.Close()
 		if res := e.do(request{path: "/readyz"}); res.StatusCode != http.StatusServiceUnavailable {
 			t.Errorf("/readyz with the database closed: %d", res.StatusCode)

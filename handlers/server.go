@@ -185,7 +185,7 @@ func New(cfg Config, db *store.DB) (*Server, error) {
 		cfg: cfg, db: db, log: cfg.Logger, ops: ops,
 		verifier:        cfg.Verifier,
 		limiter:         cfg.Limiter,
-		metrics:         newMetrics(),
+		metrics:         newMetrics(db),
 		keyPolicy:       ratelimit.Policy{Name: "key", Quota: cfg.KeyRateLimit, Window: time.Minute},
 		workspacePolicy: ratelimit.Policy{Name: "workspace", Quota: cfg.WorkspaceRateLimit, Window: time.Minute},
 		addressPolicy:   ratelimit.Policy{Name: "address", Quota: cfg.AddressRateLimit, Window: time.Minute},

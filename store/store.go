@@ -66,6 +66,8 @@ type DB struct {
 	wal       *walIndex
 
 	keys keyWatch
+	// health counts the faults of the database that the store's operations met (see Health).
+	health health
 
 	Workspaces  *Workspaces
 	APIKeys     *APIKeys
@@ -167,7 +169,7 @@ func (db *DB) openPostgres(rawURL string) error {
 	sqldb.SetMaxIdleConns(20)
 	sqldb.SetConnMaxIdleTime(5 * time.Minute)
 	db.dialect = Postgres
-	db.w = bun.NewDB(sqldb, pgdialect.New())
+	db.w = bun.NewDB(sqldb, pgdialect.New()).WithQueryHook(&db.health)
 	db.r = db.w
 	db.keys = newPGKeyWatch(rawURL)
 	return nil
@@ -244,8 +246,8 @@ func (db *DB) openSQLite(rawURL string) error {
 	rdb.SetConnMaxLifetime(0)
 	db.dialect = SQLite
 	db.sqliteDSN = base
-	db.w = bun.NewDB(wdb, sqlitedialect.New())
-	db.r = bun.NewDB(rdb, sqlitedialect.New())
+	db.w = bun.NewDB(wdb, sqlitedialect.New()).WithQueryHook(&db.health)
+	db.r = bun.NewDB(rdb, sqlitedialect.New()).WithQueryHook(&db.health)
 	return nil
 }
 
