@@ -98,7 +98,7 @@ tools: ## install the load generator used by make bench (Debian's wrk)
 proxy: ## install Debian's HAProxy when missing (the replica test and the replica bench rows run three servers behind it)
 	@command -v haproxy >/dev/null || { apt-get update -qq && apt-get install -y -qq haproxy; }
 
-bench: tools proxy ## hot paths against a bare Echo handler in the same run, then the XMPP provider through Prosody (see README)
+bench: tools proxy ## hot paths against a bare Echo handler in the same run, then the XMPP provider through Prosody (see docs/benchmarks.md)
 	$(GO) run ./bench
 	$(GO) test -run '^$$' -bench '^BenchmarkProsody$$' -benchtime 2000x ./internal/channels/xmpp
 	SWITCHBOARD_BENCH_XMPP=1 $(GO) test -count=1 -v -run '^TestXMPPThroughAPIMeasure$$' ./handlers | grep -e 'XMPP through' -e '^ok' -e FAIL

@@ -144,7 +144,7 @@ func (d *deployment) works(t *testing.T, base string) {
 }
 
 // A backup taken while the server writes (redirects record clicks all along) is a consistent database that a server
-// starts from, restored as the README says.
+// starts from, restored as docs/operations.md says.
 func TestBackupWhileServingAndRestore(t *testing.T) {
 	d := newDeployment(t)
 	backup := filepath.Join(t.TempDir(), "backup.db")

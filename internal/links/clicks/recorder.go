@@ -11,7 +11,7 @@
 // While the database is merely slow, the buffer passing its high-water mark (or the writer being stuck on one
 // transaction for half a second) spills to the spool too. When Run is stopped it drains the buffer to the database,
 // or to the spool. A click is therefore lost only if the process is killed (kill -9, power loss) while it is in
-// memory: the clicks of about one Interval plus the batch being written — see the README's crash window.
+// memory: the clicks of about one Interval plus the batch being written — see the crash window in docs/links.md.
 //
 // The recorder also keeps the click data tidy: it purges the clicks of deleted links and deletes visitor salts
 // older than two days.
