@@ -64,6 +64,8 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		"debug, info, warn or error (env SWITCHBOARD_LOG_LEVEL)")
 	redisTimeout := fs.Duration("redis-timeout", redislimit.DefaultTimeout,
 		"longest wait for Redis before a limit is decided in process (env SWITCHBOARD_REDIS_TIMEOUT)")
+	txTimeout := fs.Duration("tx-timeout", handlers.DefaultTxTimeout,
+		"longest a request's transaction may wait for and hold the database's writer before it answers 503 (env SWITCHBOARD_TX_TIMEOUT)")
 	wh := addWebhookFlags(fs)
 	shortLinks := linkFlags(fs)
 	chans := channelFlags(fs)
@@ -166,7 +168,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		WorkspaceRateLimit: *wsRate, Verifier: verifier, Models: catalog, TrustedProxies: proxies, Logger: log,
 		Webhooks: webhookEngine,
 		Events:   outbox, Links: linkService, Automation: automations, Limiter: limits.limiter, Channels: messaging,
-		Redirects: handlers.RedirectOptions{Clicks: recorder, Cache: redirectCache},
+		Redirects: handlers.RedirectOptions{Clicks: recorder, Cache: redirectCache}, TxTimeout: *txTimeout,
 	}, db)
 	if err != nil {
 		_ = ln.Close()

@@ -85,7 +85,11 @@ type Config struct {
 	// Limiter holds the key and workspace quotas (default: in this process; a shared one, such as redislimit's,
 	// makes them hold across replicas).
 	Limiter ratelimit.Limiter
-	Logger  *slog.Logger
+	// TxTimeout bounds each transaction of a request, its wait for the database's writer included (default
+	// DefaultTxTimeout): past it the transaction is rolled back and the request answers 503 with Retry-After. On
+	// SQLite, whose single writer every write of the server shares, it is the longest any request holds them all up.
+	TxTimeout time.Duration
+	Logger    *slog.Logger
 }
 
 // WebhookEngine connects the webhook API to the delivery engine of the process: it configures the webhook
@@ -99,6 +103,7 @@ const (
 	DefaultKeyRateLimit       = 600
 	DefaultWorkspaceRateLimit = 3000
 	DefaultTombstonePeriod    = 30 * 24 * time.Hour
+	DefaultTxTimeout          = 5 * time.Second
 )
 
 // Server serves the whole product over HTTP.
@@ -160,6 +165,9 @@ func New(cfg Config, db *store.DB) (*Server, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if cfg.TxTimeout <= 0 {
+		cfg.TxTimeout = DefaultTxTimeout
 	}
 	if cfg.Limiter == nil {
 		cfg.Limiter = ratelimit.New()
@@ -341,7 +349,8 @@ func (w *bodiless) Write(p []byte) (int, error) { w.n += len(p); return len(p), 
 func (w *bodiless) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // requestContext runs around every request: request ID (taken from X-Request-Id when well-formed), a logger that
-// carries it, deprecation headers, panic recovery, metrics by operationId and one access log line.
+// carries it, the bound of its transactions (Config.TxTimeout), deprecation headers, panic recovery, metrics by
+// operationId and one access log line.
 func (s *Server) requestContext(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		start := time.Now()
@@ -354,7 +363,7 @@ func (s *Server) requestContext(next echo.HandlerFunc) echo.HandlerFunc {
 		// No answer of this server is to be sniffed into another type (an excerpt of a receiver's body, an upload).
 		c.Response().Header()[echo.HeaderXContentTypeOptions] = nosniff
 		st := &requestState{ID: id, Path: req.URL.EscapedPath(), header: c.Response().Header(), echo: c}
-		c.SetRequest(req.WithContext(withRequestState(req.Context(), st)))
+		c.SetRequest(req.WithContext(store.WithTxTimeout(withRequestState(req.Context(), st), s.cfg.TxTimeout)))
 
 		op := s.ops.byEchoRoute(req.Method, c.Path())
 		if op != nil && op.Deprecation != "" {

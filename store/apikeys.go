@@ -110,7 +110,7 @@ func (s *APIKeys) RevokeInWorkspace(ctx context.Context, workspaceID, id string)
 
 func (s *APIKeys) revoke(ctx context.Context, workspaceID, id string) (APIKey, error) {
 	var k APIKey
-	err := s.db.w.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+	err := s.db.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error {
 		q := tx.NewSelect().Model(&k).Where("k.id = ?", id)
 		if workspaceID != "" {
 			q = q.Where("k.workspace_id = ?", workspaceID)
@@ -139,7 +139,7 @@ func (s *APIKeys) TouchLastUsed(ctx context.Context, used map[string]time.Time) 
 	if len(used) == 0 {
 		return nil
 	}
-	return s.db.w.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+	return s.db.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error {
 		for id, t := range used {
 			if _, err := tx.NewUpdate().Table("api_keys").Set("last_used_at = ?", t.UTC().Truncate(time.Microsecond)).
 				Where("id = ?", id).Exec(ctx); err != nil {

@@ -149,7 +149,7 @@ func (s *Clicks) Record(ctx context.Context, clicks []Click, o RecordOptions) (R
 	if err := s.prepare(ctx); err != nil {
 		return res, err
 	}
-	err := s.db.w.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+	err := s.db.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error {
 		res = RecordResult{}
 		links, err := s.lockLinks(ctx, tx, clicks)
 		if err != nil {

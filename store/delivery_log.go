@@ -45,7 +45,7 @@ func (s *Deliveries) List(ctx context.Context, workspaceID, endpointID string, f
 // an EndpointDisabledError (ErrConflict) if its endpoint is disabled.
 func (s *Deliveries) Redeliver(ctx context.Context, workspaceID, id string) (Delivery, error) {
 	var d Delivery
-	err := s.db.w.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+	err := s.db.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error {
 		var err error
 		// On PostgreSQL the lock waits for a claim in progress, whose lease it then sees.
 		if d, err = s.lock(ctx, tx, workspaceID, id); err != nil {
@@ -85,7 +85,7 @@ func (s *Deliveries) Redeliver(ctx context.Context, workspaceID, id string) (Del
 // (Enable recovers as it enables).
 func (s *Deliveries) Recover(ctx context.Context, workspaceID, endpointID string, since, until time.Time) (int, error) {
 	queued := 0
-	err := s.db.w.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+	err := s.db.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error {
 		var e WebhookEndpoint
 		q := tx.NewSelect().Model(&e).Column("id", "status", "disabled_reason").
 			Where("e.id = ? AND e.workspace_id = ?", endpointID, workspaceID)

@@ -59,16 +59,24 @@ func (s *EventTypeDefs) List(ctx context.Context, workspaceID string) ([]EventTy
 	return ts, s.db.r.NewSelect().Model(&ts).Where("workspace_id = ?", workspaceID).Order("name").Scan(ctx)
 }
 
-// Update writes every field of t but its keys and creation time. Returns ErrNotFound if the type does not exist.
+// Update writes every field of t but its keys and creation time, provided the stored type is still the version read
+// (its updated_at is still t.UpdatedAt): one statement, so that a change computed from what was read never
+// overwrites a change made meanwhile. It sets t.UpdatedAt. Returns ErrNotFound if the type does not exist and
+// ErrConflict if it changed since it was read.
 func (s *EventTypeDefs) Update(ctx context.Context, t *EventTypeDef) error {
+	read := t.UpdatedAt
 	t.UpdatedAt = now()
 	res, err := s.db.w.NewUpdate().Model(t).Column("description", "schema", "example", "archived", "updated_at").
-		WherePK().Exec(ctx)
+		WherePK().Where("updated_at = ?", read).Exec(ctx)
 	if err != nil {
 		return err
 	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return ErrNotFound
+	if n, _ := res.RowsAffected(); n > 0 {
+		return nil
 	}
-	return nil
+	t.UpdatedAt = read
+	if _, err := s.Get(ctx, nil, t.WorkspaceID, t.Name); err != nil {
+		return err
+	}
+	return ErrConflict
 }

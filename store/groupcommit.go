@@ -53,7 +53,11 @@ const groupTimeout = 30 * time.Second
 // Do runs fn in a shared transaction and returns its error, or the transaction's when the commit failed. fn must
 // not keep tx, and must leave the Go state it changes consistent when it returns an error (its writes are rolled
 // back). The call waits for the commit even when ctx ends: the writes of an accepted call are not abandoned halfway.
+// It refuses to run inside a transaction of the same database, whose writer the batch would wait for.
 func (g *GroupCommit) Do(ctx context.Context, fn func(ctx context.Context, tx bun.Tx) error) error {
+	if ctx.Value(txKey{g.db}) != nil {
+		return errTxInTx
+	}
 	c := &groupCall{fn: fn, done: make(chan error, 1)}
 	g.mu.Lock()
 	g.pending = append(g.pending, c)

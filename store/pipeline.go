@@ -125,7 +125,16 @@ func (p *pipelinedTx) flush(ctx context.Context, then string) error {
 // rolls it back, so the connection goes back to the pool ready for the next caller. (Should the rollback fail too,
 // the driver discards a connection that comes back inside a transaction.)
 func (db *DB) runPipelined(ctx context.Context, settings string, fn func(ctx context.Context, idb bun.IDB) error) error {
-	conn, err := db.w.Conn(ctx)
+	tctx, cancel, err := db.txContext(ctx)
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	return overBound(tctx, ctx, db.pipelined(tctx, settings, fn))
+}
+
+func (db *DB) pipelined(ctx context.Context, settings string, fn func(ctx context.Context, idb bun.IDB) error) error {
+	conn, err := db.txw.Conn(ctx)
 	if err != nil {
 		return err
 	}
@@ -141,7 +150,7 @@ func (db *DB) runPipelined(ctx context.Context, settings string, fn func(ctx con
 	if _, err := conn.Conn.ExecContext(ctx, "BEGIN;\n"+settings); err != nil {
 		return err
 	}
-	p := &pipelinedTx{Conn: conn, gen: db.w.QueryGen()}
+	p := &pipelinedTx{Conn: conn, gen: db.txw.QueryGen()}
 	if err := fn(ctx, p); err != nil {
 		if p.err != nil {
 			return errors.Join(p.err, err)

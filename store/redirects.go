@@ -30,7 +30,7 @@ func (s *Links) AdmitClick(ctx context.Context, id string, reached func(ctx cont
 		greatest = "GREATEST"
 	}
 	admitted := false
-	err := s.db.w.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+	err := s.db.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error {
 		admitted = false
 		var l Link
 		err := tx.NewUpdate().Model((*Link)(nil)).
@@ -71,7 +71,7 @@ func (s *Links) AdmitClick(ctx context.Context, id string, reached func(ctx cont
 func (s *Links) AnnounceExpired(ctx context.Context, now time.Time, limit int,
 	announce func(ctx context.Context, tx bun.Tx, l Link) error) (int, error) {
 	n := 0
-	err := s.db.w.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+	err := s.db.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error {
 		n = 0
 		sub := tx.NewSelect().Model((*Link)(nil)).Column("l.id").
 			Where("l.expires_at IS NOT NULL AND l.expires_at <= ? AND l.expired_event_at IS NULL", now).

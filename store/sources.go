@@ -81,10 +81,17 @@ func (s *Sources) ByToken(ctx context.Context, tokenHash string) (Source, error)
 	return src, mapErr(err)
 }
 
-// Update writes every changeable field of src (not its tokens). Returns ErrNotFound if it is not in its workspace.
-func (s *Sources) Update(ctx context.Context, src *Source) error {
+// Lock reads a source of a workspace inside tx for a change (see Update). Returns ErrNotFound if it is not in that
+// workspace.
+func (s *Sources) Lock(ctx context.Context, tx bun.IDB, workspaceID, id string) (Source, error) {
+	return s.lock(ctx, tx, workspaceID, id)
+}
+
+// Update writes every changeable field of src (not its tokens) on db (the writer or a transaction). Returns
+// ErrNotFound if it is not in its workspace.
+func (s *Sources) Update(ctx context.Context, db bun.IDB, src *Source) error {
 	src.UpdatedAt = now()
-	res, err := inWorkspace(s.db.w.NewUpdate().Model(src), src.WorkspaceID, src.ID).
+	res, err := inWorkspace(db.NewUpdate().Model(src), src.WorkspaceID, src.ID).
 		Column("name", "event_type", "verification", "sealed_secret", "dedup_header", "dedup_pointer",
 			"dedup_window_seconds", "max_body_bytes", "rate_per_minute", "updated_at").Exec(ctx)
 	return affectedOne(res, err)

@@ -50,9 +50,14 @@ const (
 
 // DB is an open Switchboard database.
 type DB struct {
-	// w runs writes and transactions; on SQLite it is the single writer connection.
+	// w runs writes that are not part of a transaction; on SQLite it is the single writer connection. While a
+	// context carries a transaction of this database its statements are refused (see poolGuard).
 	w *bun.DB
-	// r runs reads; on SQLite it is a pool of read-only connections, on PostgreSQL the same pool as w.
+	// txw begins transactions on w's connections; it is a second handle on the same pool, so that the statements of
+	// a transaction (which Bun runs through the handle that began it) are not taken for writes beside it.
+	txw *bun.DB
+	// r runs reads; on SQLite it is a pool of read-only connections, on PostgreSQL the same pool as w (through an
+	// unguarded handle: a read beside a transaction waits for nothing there).
 	r *bun.DB
 
 	dialect Dialect
@@ -169,8 +174,9 @@ func (db *DB) openPostgres(rawURL string) error {
 	sqldb.SetMaxIdleConns(20)
 	sqldb.SetConnMaxIdleTime(5 * time.Minute)
 	db.dialect = Postgres
-	db.w = bun.NewDB(sqldb, pgdialect.New()).WithQueryHook(&db.health)
-	db.r = db.w
+	db.w = bun.NewDB(sqldb, pgdialect.New()).WithQueryHook(&db.health).WithQueryHook(poolGuard{db})
+	db.txw = bun.NewDB(sqldb, pgdialect.New()).WithQueryHook(&db.health)
+	db.r = db.txw
 	db.keys = newPGKeyWatch(rawURL)
 	return nil
 }
@@ -246,7 +252,8 @@ func (db *DB) openSQLite(rawURL string) error {
 	rdb.SetConnMaxLifetime(0)
 	db.dialect = SQLite
 	db.sqliteDSN = base
-	db.w = bun.NewDB(wdb, sqlitedialect.New()).WithQueryHook(&db.health)
+	db.w = bun.NewDB(wdb, sqlitedialect.New()).WithQueryHook(&db.health).WithQueryHook(poolGuard{db})
+	db.txw = bun.NewDB(wdb, sqlitedialect.New()).WithQueryHook(&db.health)
 	db.r = bun.NewDB(rdb, sqlitedialect.New()).WithQueryHook(&db.health)
 	return nil
 }
@@ -266,9 +273,17 @@ func (db *DB) Ping(ctx context.Context) error {
 	return db.r.NewSelect().ColumnExpr("1").Scan(ctx, &one)
 }
 
-// RunInTx runs fn in a write transaction: the way areas make a change and Emit its event atomically.
+// RunInTx runs fn in a write transaction: the way areas make a change and Emit its event atomically. Everything fn
+// writes goes through tx: a write through the store's pool with fn's context is refused (see poolGuard), and so is
+// a transaction inside it. With a bound on ctx (WithTxTimeout) the transaction, its wait for the writer included,
+// ends within it; past it the transaction is rolled back and RunInTx returns ErrTxTimeout.
 func (db *DB) RunInTx(ctx context.Context, fn func(ctx context.Context, tx bun.Tx) error) error {
-	return db.w.RunInTx(ctx, nil, fn)
+	tctx, cancel, err := db.txContext(ctx)
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	return overBound(tctx, ctx, db.txw.RunInTx(tctx, nil, fn))
 }
 
 // RunInRepeatableTx runs fn in a write transaction whose loss in a crash of the database server only makes work be
@@ -304,7 +319,7 @@ func (db *DB) runInRepeatableTx(ctx context.Context, settings string, fn func(ct
 	if db.dialect == Postgres {
 		return db.runPipelined(ctx, settings, fn)
 	}
-	return db.w.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error { return fn(ctx, tx) })
+	return db.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error { return fn(ctx, tx) })
 }
 
 // repeatable runs one statement as RunInRepeatableTx would, with the settings given: in such a transaction on
@@ -324,13 +339,23 @@ func (db *DB) Reader() bun.IDB { return db.r }
 // Bun exposes the writer handle for tests and tools that need raw SQL.
 func (db *DB) Bun() *bun.DB { return db.w }
 
+// AddQueryHook adds a hook to every handle of the database — its writes, its transactions and its reads — for
+// tests that watch statements or fail one.
+func (db *DB) AddQueryHook(h bun.QueryHook) {
+	db.w.AddQueryHook(h)
+	db.txw.AddQueryHook(h)
+	if db.r != db.txw {
+		db.r.AddQueryHook(h)
+	}
+}
+
 // Close releases every connection.
 func (db *DB) Close() error {
 	var errs []error
 	if db.keys != nil {
 		errs = append(errs, db.keys.close())
 	}
-	if db.r != nil && db.r != db.w {
+	if db.r != nil && db.r.DB != db.w.DB {
 		errs = append(errs, db.r.Close())
 	}
 	if db.w != nil {

@@ -68,7 +68,7 @@ func (s *Users) Emails(ctx context.Context, ids []string) (map[string]string, er
 // SetPassword replaces a user's password hash and ends every session of the user except keepSessionID ("" ends
 // all), in one transaction. Returns ErrNotFound if the user does not exist.
 func (s *Users) SetPassword(ctx context.Context, id, passwordHash, keepSessionID string) error {
-	return mapErr(s.db.w.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+	return mapErr(s.db.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error {
 		res, err := tx.NewUpdate().Table("users").Set("password_hash = ?", passwordHash).Set("updated_at = ?", now()).
 			Where("id = ?", id).Exec(ctx)
 		if err := expectOneRow(res, err); err != nil {
@@ -109,7 +109,7 @@ func addMember(ctx context.Context, db bun.IDB, workspaceID, userID, role string
 func (s *Workspaces) CreateOwned(ctx context.Context, name, userID string) (Workspace, error) {
 	t := now()
 	w := Workspace{ID: NewID("ws"), Name: name, CreatedAt: t, UpdatedAt: t}
-	err := s.db.w.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+	err := s.db.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error {
 		if _, err := tx.NewInsert().Model(&w).Exec(ctx); err != nil {
 			return err
 		}

@@ -291,7 +291,7 @@ func (s *WebhookEndpoints) RotateSecret(ctx context.Context, workspaceID, id, se
 func (s *WebhookEndpoints) change(ctx context.Context, workspaceID, id string,
 	edit func(ctx context.Context, tx bun.Tx, e *WebhookEndpoint) ([]string, error)) (WebhookEndpoint, error) {
 	var e WebhookEndpoint
-	err := s.db.w.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+	err := s.db.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error {
 		var err error
 		if e, err = s.lock(ctx, tx, workspaceID, id); err != nil {
 			return err

@@ -49,7 +49,7 @@ func (s *Workspaces) List(ctx context.Context) ([]Workspace, error) {
 // SetEnabledModels restricts the workspace to the given model IDs; nil enables every model of the catalogue.
 // Returns ErrNotFound if the workspace does not exist.
 func (s *Workspaces) SetEnabledModels(ctx context.Context, id string, models []string) (Workspace, error) {
-	err := s.db.w.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+	err := s.db.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error {
 		q := tx.NewUpdate().Table("workspaces").Set("updated_at = ?", now()).Where("id = ?", id)
 		if models == nil {
 			q = q.Set("enabled_models = NULL")

@@ -154,41 +154,58 @@ func (s *Service) CreateType(ctx context.Context, workspaceID string, n NewType)
 // UpdateType changes a workspace's custom type. Returns a NotFound problem if the workspace has no custom type of
 // that name (built-in types cannot be changed), and a ValidationFailed problem for a schema that does not compile
 // or an example that does not match it.
+//
+// The change is computed from the type as read — the schema compiled and the example checked outside any
+// transaction, so that the writer is not held for that work — and written only if the type is still that version;
+// a change made meanwhile makes it start over from the new version, so that concurrent changes of different fields
+// all stay.
 func (s *Service) UpdateType(ctx context.Context, workspaceID, name string, c TypeChange) (events.Type, error) {
-	def, err := s.db.EventTypes.Get(ctx, nil, workspaceID, name)
-	if errors.Is(err, store.ErrNotFound) {
-		return events.Type{}, noType(name)
+	for {
+		def, err := s.db.EventTypes.Get(ctx, nil, workspaceID, name)
+		if errors.Is(err, store.ErrNotFound) {
+			return events.Type{}, noType(name)
+		}
+		if err != nil {
+			return events.Type{}, err
+		}
+		if err := s.changeType(&def, c); err != nil {
+			return events.Type{}, err
+		}
+		err = s.db.EventTypes.Update(ctx, &def)
+		switch {
+		case errors.Is(err, store.ErrConflict):
+			continue
+		case errors.Is(err, store.ErrNotFound):
+			return events.Type{}, noType(name)
+		case err != nil:
+			return events.Type{}, err
+		}
+		return s.define(def)
 	}
-	if err != nil {
-		return events.Type{}, err
-	}
+}
+
+// changeType applies c to def. Returns a ValidationFailed problem for a schema that does not compile or an example
+// that does not match it.
+func (s *Service) changeType(def *store.EventTypeDef, c TypeChange) error {
 	if c.Description != nil {
 		def.Description = strings.TrimSpace(*c.Description)
 	}
 	if c.Archived != nil {
 		def.Archived = *c.Archived
 	}
-	if c.Schema != nil || c.Example != nil {
-		schema, example := c.Schema, c.Example
-		if schema == nil {
-			_ = json.Unmarshal(def.Schema, &schema)
-		}
-		if example == nil {
-			_ = json.Unmarshal(def.Example, &example)
-		}
-		var errs problem.Fields
-		def.Schema, def.Example = checkSchemaAndExample(&errs, schema, example)
-		if err := errs.Err(); err != nil {
-			return events.Type{}, err
-		}
+	if c.Schema == nil && c.Example == nil {
+		return nil
 	}
-	if err := s.db.EventTypes.Update(ctx, &def); err != nil {
-		if errors.Is(err, store.ErrNotFound) {
-			return events.Type{}, noType(name)
-		}
-		return events.Type{}, err
+	schema, example := c.Schema, c.Example
+	if schema == nil {
+		_ = json.Unmarshal(def.Schema, &schema)
 	}
-	return s.define(def)
+	if example == nil {
+		_ = json.Unmarshal(def.Example, &example)
+	}
+	var errs problem.Fields
+	def.Schema, def.Example = checkSchemaAndExample(&errs, schema, example)
+	return errs.Err()
 }
 
 // Types returns the catalogue a workspace sees: the built-in types and its own, by name, its own read again so that

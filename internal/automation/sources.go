@@ -177,12 +177,17 @@ func (s *Service) CreateSource(ctx context.Context, workspaceID string, n NewSou
 	src.SealedSecret = s.seal(src.ID, n.Verification.Secret)
 	applyDedup(&src, n.Dedup)
 	applyLimits(&src, n.Limits)
+	var created *store.EventTypeDef
 	err := s.db.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error {
-		if err := s.ensureType(ctx, tx, workspaceID, n.EventType, src.Name); err != nil {
+		var err error
+		if created, err = s.ensureType(ctx, tx, workspaceID, n.EventType, src.Name); err != nil {
 			return err
 		}
 		return s.db.Sources.Create(ctx, tx, &src)
 	})
+	if err == nil {
+		err = s.defineCreated(created)
+	}
 	if err != nil {
 		return store.Source{}, "", sourceError(err, src.ID)
 	}
@@ -198,18 +203,28 @@ func applyLimits(src *store.Source, l Limits) {
 	}
 }
 
-// ensureType creates, inside tx, the custom type a source produces when the workspace does not have it yet.
-func (s *Service) ensureType(ctx context.Context, tx bun.IDB, workspaceID, name, sourceName string) error {
+// ensureType creates, inside tx, the custom type a source produces when the workspace does not have it yet, and
+// returns it (nil when it existed). The caller defines it in the registry once tx has committed: a type of a
+// transaction rolled back must not be listed.
+func (s *Service) ensureType(ctx context.Context, tx bun.IDB, workspaceID, name, sourceName string) (*store.EventTypeDef, error) {
 	_, err := s.db.EventTypes.Get(ctx, tx, workspaceID, name)
 	if !errors.Is(err, store.ErrNotFound) {
-		return err
+		return nil, err
 	}
 	def := store.EventTypeDef{WorkspaceID: workspaceID, Name: name, Schema: anyObject, Example: []byte(`{}`),
 		Description: fmt.Sprintf("Requests received by the source %q.", sourceName)}
 	if err := s.db.EventTypes.Create(ctx, tx, &def); err != nil {
-		return err
+		return nil, err
 	}
-	_, err = s.define(def)
+	return &def, nil
+}
+
+// defineCreated defines a type ensureType created, once its transaction committed.
+func (s *Service) defineCreated(def *store.EventTypeDef) error {
+	if def == nil {
+		return nil
+	}
+	_, err := s.define(*def)
 	return err
 }
 
@@ -224,13 +239,38 @@ func (s *Service) Sources(ctx context.Context, workspaceID string, p store.Page)
 	return s.db.Sources.List(ctx, workspaceID, p)
 }
 
-// UpdateSource changes a source. Returns a NotFound problem if it is not in that workspace and a ValidationFailed
+// UpdateSource changes a source: read, changed and written in one transaction, so that concurrent changes of
+// different fields all stay. Returns a NotFound problem if it is not in that workspace and a ValidationFailed
 // problem as CreateSource does.
 func (s *Service) UpdateSource(ctx context.Context, workspaceID, id string, c SourceChange) (store.Source, error) {
-	src, err := s.db.Sources.Get(ctx, workspaceID, id)
+	var src store.Source
+	var created *store.EventTypeDef
+	err := s.db.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		var err error
+		if src, err = s.db.Sources.Lock(ctx, tx, workspaceID, id); err != nil {
+			return err
+		}
+		if err := s.changeSource(&src, c); err != nil {
+			return err
+		}
+		if c.EventType != nil {
+			if created, err = s.ensureType(ctx, tx, workspaceID, src.EventType, src.Name); err != nil {
+				return err
+			}
+		}
+		return s.db.Sources.Update(ctx, tx, &src)
+	})
+	if err == nil {
+		err = s.defineCreated(created)
+	}
 	if err != nil {
 		return store.Source{}, sourceError(err, id)
 	}
+	return src, nil
+}
+
+// changeSource applies c to src. Returns a ValidationFailed problem as CreateSource does.
+func (s *Service) changeSource(src *store.Source, c SourceChange) error {
 	var errs problem.Fields
 	if c.Name != nil {
 		src.Name = strings.TrimSpace(*c.Name)
@@ -247,24 +287,13 @@ func (s *Service) UpdateSource(ctx context.Context, workspaceID, id string, c So
 		d, set := c.Dedup.Value()
 		if set {
 			checkDedup(&errs, d)
-			applyDedup(&src, &d)
+			applyDedup(src, &d)
 		} else {
-			applyDedup(&src, nil)
+			applyDedup(src, nil)
 		}
 	}
-	applyLimits(&src, c.Limits)
-	if err := errs.Err(); err != nil {
-		return store.Source{}, err
-	}
-	err = s.db.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error {
-		if c.EventType != nil {
-			if err := s.ensureType(ctx, tx, workspaceID, src.EventType, src.Name); err != nil {
-				return err
-			}
-		}
-		return s.db.Sources.Update(ctx, &src)
-	})
-	return src, sourceError(err, id)
+	applyLimits(src, c.Limits)
+	return errs.Err()
 }
 
 // DeleteSource removes a source with its request log; its events stay. Returns a NotFound problem if it is not in

@@ -237,7 +237,7 @@ func TestRecordIsAtomic(t *testing.T) {
 	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
 		h := newHarness(t, db)
 		e, ds := h.queue(1)
-		db.Bun().AddQueryHook(rollbackAt{markers: []string{
+		db.AddQueryHook(rollbackAt{markers: []string{
 			`INSERT INTO "webhook_attempts"`,    // SQLite
 			"switchboard_log_webhook_attempts(", // PostgreSQL
 		}})
@@ -319,7 +319,7 @@ func TestRecordSuccessesWithTheirClaims(t *testing.T) {
 			t.Fatal(err)
 		}
 		statements := &countQueries{marker: "switchboard_record_webhook_successes("}
-		db.Bun().AddQueryHook(statements)
+		db.AddQueryHook(statements)
 		var rs []webhook.AttemptResult
 		for _, d := range ds {
 			c := claims[d.ID]
@@ -370,7 +370,7 @@ func TestRecordSuccessesFailing(t *testing.T) {
 		h := newHarness(t, db)
 		e, ds := h.queue(1)
 		claim := h.claimed(ds[0].ID)[ds[0].ID]
-		db.Bun().AddQueryHook(rollbackAt{markers: []string{"switchboard_record_webhook_successes("}})
+		db.AddQueryHook(rollbackAt{markers: []string{"switchboard_record_webhook_successes("}})
 		_, err := webhook.NewRecorder(db, nil, 0).Record(context.Background(), []webhook.AttemptResult{{DeliveryID: ds[0].ID,
 			LeaseUntil: claim.LeaseUntil, Claimed: &claim, StartedAt: time.Now(), StatusCode: ptr(200), Succeeded: true}})
 		if !errors.Is(err, context.Canceled) {
