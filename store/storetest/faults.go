@@ -16,22 +16,33 @@ import (
 // quote.
 func FailInserts(t testing.TB, db *store.DB, table, column, value string) {
 	t.Helper()
+	failWrites(t, db, "INSERT", table, column, value)
+}
+
+// FailUpdates is FailInserts for updates that give column the value.
+func FailUpdates(t testing.TB, db *store.DB, table, column, value string) {
+	t.Helper()
+	failWrites(t, db, "UPDATE", table, column, value)
+}
+
+func failWrites(t testing.TB, db *store.DB, op, table, column, value string) {
+	t.Helper()
 	if strings.Contains(value, "'") {
-		t.Fatalf("FailInserts: value %q contains a quote", value)
+		t.Fatalf("failing %s: value %q contains a quote", op, value)
 	}
 	ctx := context.Background()
 	b := make([]byte, 8)
 	_, _ = rand.Read(b)
 	name := "fail_" + hex.EncodeToString(b)
-	stmts := []string{fmt.Sprintf(`CREATE TRIGGER %s BEFORE INSERT ON %s WHEN NEW.%s = '%s'
-		BEGIN SELECT RAISE(ABORT, 'injected failure'); END`, name, table, column, value)}
+	stmts := []string{fmt.Sprintf(`CREATE TRIGGER %s BEFORE %s ON %s WHEN NEW.%s = '%s'
+		BEGIN SELECT RAISE(ABORT, 'injected failure'); END`, name, op, table, column, value)}
 	drop := []string{"DROP TRIGGER " + name}
 	if db.Dialect() == store.Postgres {
 		stmts = []string{
 			fmt.Sprintf(`CREATE FUNCTION %s() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
-				IF NEW.%s = '%s' THEN RAISE EXCEPTION 'injected failure'; END IF; RETURN NEW; END $$`,
+				IF NEW.%s::text = '%s' THEN RAISE EXCEPTION 'injected failure'; END IF; RETURN NEW; END $$`,
 				name, column, value),
-			fmt.Sprintf("CREATE TRIGGER %s BEFORE INSERT ON %s FOR EACH ROW EXECUTE FUNCTION %[1]s()", name, table),
+			fmt.Sprintf("CREATE TRIGGER %s BEFORE %s ON %s FOR EACH ROW EXECUTE FUNCTION %[1]s()", name, op, table),
 		}
 		drop = []string{"DROP TRIGGER " + name + " ON " + table, "DROP FUNCTION " + name}
 	}
