@@ -107,13 +107,10 @@ func (s *Service) Ingest(ctx context.Context, token string, r IngestRequest) (In
 		return IngestResult{Challenge: challenge}, s.db.SourceRequests.Insert(ctx, nil, &log)
 	}
 	if err := s.checkPublishable(ctx, src.WorkspaceID, src.EventType, decoded, ""); err != nil {
-		var p *problem.Error
-		if errors.As(err, &p) && (p.Code == problem.EventTypeArchived || p.Code == problem.EventDataInvalid) {
-			reason := ReasonDataInvalid
-			if p.Code == problem.EventTypeArchived {
-				reason = ReasonTypeArchived
-			}
-			return IngestResult{}, s.refuse(ctx, &log, reason, p)
+		reasons := map[problem.Code]string{problem.EventTypeArchived: ReasonTypeArchived,
+			problem.EventDataInvalid: ReasonDataInvalid, problem.SchemaTooComplex: ReasonSchemaTooComplex}
+		if p, ok := errors.AsType[*problem.Error](err); ok && reasons[p.Code] != "" {
+			return IngestResult{}, s.refuse(ctx, &log, reasons[p.Code], p)
 		}
 		return IngestResult{}, err
 	}

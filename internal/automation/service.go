@@ -95,7 +95,7 @@ func New(db *store.DB, outbox *events.Outbox, cfg Config) (*Service, error) {
 		cfg.Limiter = ratelimit.New()
 	}
 	return &Service{db: db, outbox: outbox, types: outbox.Types(), box: cfg.Box, base: cfg.BaseURL, log: cfg.Logger,
-		now: cfg.Now, limiter: cfg.Limiter, schemas: schemaCache{m: map[string]compiledType{}},
+		now: cfg.Now, limiter: cfg.Limiter, schemas: schemaCache{m: map[string]cachedSchema{}},
 		lastRateLog: map[string]time.Time{}, commits: store.NewGroupCommit(db, 0)}, nil
 }
 

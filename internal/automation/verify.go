@@ -46,6 +46,7 @@ const (
 	ReasonRateLimited        = "rate_limited"
 	ReasonTypeArchived       = "event_type_archived"
 	ReasonDataInvalid        = "event_data_invalid"
+	ReasonSchemaTooComplex   = "schema_too_complex"
 )
 
 // refusal is why a request did not verify: a reason of the log and a detail for the sender.

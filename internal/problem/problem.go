@@ -49,6 +49,7 @@ const (
 	UnsupportedMediaType         Code = "unsupported_media_type"
 	IdempotencyKeyReused         Code = "idempotency_key_reused"
 	EventDataInvalid             Code = "event_data_invalid"
+	SchemaTooComplex             Code = "schema_too_complex"
 	RateLimited                  Code = "rate_limited"
 	InternalError                Code = "internal_error"
 	ServiceUnavailable           Code = "service_unavailable"
@@ -98,6 +99,7 @@ func init() {
 		{RecipientNotOnNetwork, 422, "Recipient not on network", "No account of the instance's network has this address."},
 		{ConversationWindowClosed, 422, "Conversation window closed", "The network takes free-form messages only within its customer-service window after the person's last message (WhatsApp: 24 hours); send a template instead. Nothing was queued."},
 		{EventDataInvalid, 422, "Event data invalid", "The event's data does not match the JSON Schema of its type; errors[] points at each failure."},
+		{SchemaTooComplex, 422, "Schema too complex", "A custom event type's JSON Schema passes a bound that keeps validation cheap (depth, subschemas, $ref expansion, checks per value, patterns; errors[] names each at its pointer), or validating an event's data against its type's schema would cost more than an event may: send less data in one event, or simplify the schema."},
 		{RateLimited, 429, "Rate limit exceeded", "A rate limit of the key or its workspace is exhausted; wait Retry-After seconds."},
 		{InternalError, 500, "Internal server error", "Something failed on the server; the request_id finds the log line."},
 		{ServiceUnavailable, 503, "Service unavailable", "A dependency of the server (its database) does not answer; retry after Retry-After seconds."},
