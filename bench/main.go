@@ -339,6 +339,11 @@ func runHTTP(ctx context.Context, o options, prof *profile, out, log io.Writer) 
 				ms = append(ms, measurement{name: name, samples: samples, goal: statsGoal})
 			}
 		}
+		schemaRows, err := measureSchemaBounds(ctx, db.sb, db.name, o.rows)
+		if err != nil {
+			return 0, fmt.Errorf("%s: schema bounds: %w", db.name, err)
+		}
+		ms = append(ms, schemaRows...)
 		if steady := fmt.Sprintf("redirect → counted in stats, hot link at %d redirects/s — %s", steadyRate, db.name); o.rows.MatchString(steady) {
 			stop := make(chan struct{})
 			load := db.sb.steadyLoad("/hot", steadyRate, stop)

@@ -83,7 +83,7 @@ func TestStoredSchemaPastTheBounds(t *testing.T) {
 	})
 }
 
-// Validation has a budget: a sender cannot make one request cost more than 100,000 checks, whatever it sends. Past
+// Validation has a budget: a sender cannot make one request cost more than 50,000 checks, whatever it sends. Past
 // it the body is refused with 422 schema_too_complex, and the refusal is in the source's log; the same schema takes
 // a smaller body.
 func TestIngestPastTheCheckBudget(t *testing.T) {
