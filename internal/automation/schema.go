@@ -234,7 +234,46 @@ func newChecker(raw []byte) (*checker, error) {
 	if err != nil {
 		return nil, err
 	}
+	meterFormats(sch, m)
 	return &checker{schema: sch, meter: m}, nil
+}
+
+// Format checks, which drafts 4 to 7 assert, are charged by the length of the string before they run. The library
+// reads a "regex" string of the data by compiling it — 4 µs a byte of "(a)(a)…", 13 of "\pL\pL…", and a format it
+// lets no one replace — so that one costs 64 checks a byte (a pattern of a few hundred bytes is still cheap); the
+// others (URI templates, international addresses) walk the string once, a check for every 64 bytes.
+const (
+	regexFormatChecksPerByte = 64
+	formatBytesPerCheck      = 64
+)
+
+// meterFormats makes every format check of a compiled copy charge m. The copy's subschemas are its own, so their
+// Format can be replaced; the formats they pointed to are shared and stay as they are.
+func meterFormats(root *jsonschema.Schema, m *meter) {
+	seen := map[*jsonschema.Schema]bool{}
+	var visit func(s *jsonschema.Schema)
+	visit = func(s *jsonschema.Schema) {
+		if seen[s] {
+			return
+		}
+		seen[s] = true
+		if f := s.Format; f != nil {
+			s.Format = &jsonschema.Format{Name: f.Name, Validate: func(v any) error {
+				if str, ok := v.(string); ok {
+					if f.Name == "regex" {
+						m.charge(1 + len(str)*regexFormatChecksPerByte)
+					} else {
+						m.charge(1 + len(str)/formatBytesPerCheck)
+					}
+				}
+				return f.Validate(v)
+			}}
+		}
+		for _, e := range edges(s) {
+			visit(e.to)
+		}
+	}
+	visit(root)
 }
 
 // validate checks v against the schema within checkBudget, and stops when ctx ends. Returns errOverBudget, ctx's

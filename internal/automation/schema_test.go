@@ -129,6 +129,25 @@ func TestValidationBudget(t *testing.T) {
 	}
 }
 
+// Draft-07 asserts formats, and the library checks a "regex" string of the data by compiling it (a second for 250 KB
+// of "(a)(a)…"): that is charged to the budget by length before it runs, and ordinary ones pass.
+func TestRegexFormatIsCharged(t *testing.T) {
+	ts, err := newTypeSchema([]byte(`{"$schema":"http://json-schema.org/draft-07/schema#","properties":{"re":{"format":"regex"}}}`),
+		schemaPrefix, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ts.check(context.Background(), decoded(t, `{"re":"`+strings.Repeat("(a)", 1<<10)+`"}`), ""); !errors.Is(err, errOverBudget) {
+		t.Errorf("a 3 KB pattern in the data: %v", err)
+	}
+	if f, err := ts.check(context.Background(), decoded(t, `{"re":"^[a-z]+$"}`), ""); err != nil || len(f) > 0 {
+		t.Errorf("an ordinary pattern: %v %v", f, err)
+	}
+	if f, err := ts.check(context.Background(), decoded(t, `{"re":"(a"}`), ""); err != nil || len(f) != 1 {
+		t.Errorf("a broken pattern: %v %v", f, err)
+	}
+}
+
 // A number the validator would spend long on reading exactly is refused before it runs (1e9999999 also made the
 // library dereference nil: a 500 for an unauthenticated sender).
 func TestHugeNumbers(t *testing.T) {
