@@ -344,7 +344,13 @@ func (ts *typeSchema) acquire(ctx context.Context) (*checker, error) {
 	}
 	ts.mu.Unlock()
 	if compile {
-		return newChecker(ts.raw)
+		c, err := newChecker(ts.raw)
+		if err != nil {
+			ts.mu.Lock()
+			ts.made--
+			ts.mu.Unlock()
+		}
+		return c, err
 	}
 	select {
 	case c := <-ts.free:
