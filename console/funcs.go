@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/switchboard/switchboard/internal/text"
 	"github.com/switchboard/switchboard/internal/workspaces"
 )
 
@@ -18,6 +19,8 @@ var templateFuncs = template.FuncMap{
 	"join":  strings.Join,
 	"upper": strings.ToUpper,
 	"eq2":   func(a, b string) bool { return a == b },
+	// bytesText shows bytes kept as they came in (a request log's body) as text a page can hold.
+	"bytesText": text.Bytes,
 	// maxName is the longest name of a workspace or key, for the forms' maxlength (the service judges names).
 	"maxName": func() int { return workspaces.MaxNameLength },
 }

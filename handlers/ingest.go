@@ -35,7 +35,8 @@ func (s *Server) ingest(c echo.Context) error {
 	req := c.Request()
 	h := c.Response().Header()
 	res, err := s.automation.Ingest(req.Context(), token, automation.IngestRequest{Method: req.Method,
-		Header: req.Header, Body: req.Body, Rate: func(p ratelimit.Policy, d ratelimit.Decision) { setRateHeaders(h, p, d) }})
+		Header: req.Header, Body: req.Body, Length: req.ContentLength, Limit: s.cfg.BodyLimit,
+		Rate: func(p ratelimit.Policy, d ratelimit.Decision) { setRateHeaders(h, p, d) }})
 	if err != nil {
 		return ingestError(err)
 	}

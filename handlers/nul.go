@@ -6,10 +6,10 @@ import (
 	"io"
 	"net/http"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/switchboard/switchboard/internal/problem"
+	"github.com/switchboard/switchboard/internal/text"
 )
 
 // The databases cannot keep U+0000 in text (PostgreSQL refuses it, SQLite cuts strings at it in places), so a
@@ -59,41 +59,6 @@ func nulFields(r *http.Request, pathParams map[string]string) (problem.Fields, e
 	if json.Unmarshal(body, &v) != nil {
 		return errs, nil // not JSON: the validator says so
 	}
-	walkNUL(v, "", &errs)
+	text.Check(v, "", &errs)
 	return errs, nil
-}
-
-// walkNUL adds the pointer of every string (or object key) of v that contains U+0000.
-func walkNUL(v any, pointer string, errs *problem.Fields) {
-	switch x := v.(type) {
-	case string:
-		if strings.IndexByte(x, 0) >= 0 {
-			errs.Add(pointerOrRoot(pointer), "must not contain the character U+0000")
-		}
-	case []any:
-		for i, e := range x {
-			walkNUL(e, pointer+"/"+strconv.Itoa(i), errs)
-		}
-	case map[string]any:
-		keys := make([]string, 0, len(x))
-		for k := range x {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			p := pointer + problem.Pointer(k)
-			if strings.IndexByte(k, 0) >= 0 {
-				errs.Add(p, "a member name must not contain the character U+0000")
-				continue
-			}
-			walkNUL(x[k], p, errs)
-		}
-	}
-}
-
-func pointerOrRoot(p string) string {
-	if p == "" {
-		return "/"
-	}
-	return p
 }

@@ -424,10 +424,15 @@ func recovered(next echo.HandlerFunc, c echo.Context) (err error) {
 // mediaUploadPath takes files, so its bodies have a limit of their own.
 const mediaUploadPath = "/api/v1/media"
 
-// bodyLimit refuses bodies over the limit: at once when Content-Length says so, else when reading passes it.
+// bodyLimit refuses bodies over the limit: at once when Content-Length says so, else when reading passes it. A
+// source's ingest URL applies the limit itself (it reads no more than it), so that the refusal is in the source's
+// request log like every other.
 func (s *Server) bodyLimit(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		req := c.Request()
+		if req.Method == http.MethodPost && c.Path() == ingestRoute {
+			return next(c)
+		}
 		limit := s.cfg.BodyLimit
 		if req.Method == http.MethodPost && req.URL.Path == mediaUploadPath {
 			limit = s.cfg.MediaBodyLimit

@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/switchboard/switchboard/gen"
@@ -246,5 +247,6 @@ func apiSourceRequest(r store.SourceRequest) gen.SourceRequest {
 	return gen.SourceRequest{Id: r.ID, Object: gen.SourceRequestObjectSourceRequest, SourceId: r.SourceID,
 		ReceivedAt: r.ReceivedAt, Method: r.Method, ContentType: r.ContentType, SizeBytes: r.SizeBytes,
 		Outcome: gen.SourceRequestOutcome(r.Outcome), Status: r.Status, Reason: r.Reason, Detail: r.Detail,
-		EventId: r.EventID, Headers: headers, BodyExcerpt: r.BodyExcerpt, BodyTruncated: r.BodyTruncated}
+		EventId: r.EventID, Headers: headers, BodyExcerpt: strings.ToValidUTF8(string(r.BodyExcerpt), "\uFFFD"),
+		BodyTruncated: r.BodyTruncated}
 }

@@ -138,21 +138,23 @@ const (
 type SourceRequest struct {
 	bun.BaseModel `bun:"table:source_requests,alias:sr"`
 
-	ID            string            `bun:"id,pk"`
-	SourceID      string            `bun:"source_id"`
-	WorkspaceID   string            `bun:"workspace_id"`
-	ReceivedAt    time.Time         `bun:"received_at"`
-	Method        string            `bun:"method"`
-	ContentType   string            `bun:"content_type"`
-	SizeBytes     int               `bun:"size_bytes"`
-	Outcome       string            `bun:"outcome"`
-	Status        int               `bun:"status"`
-	Reason        *string           `bun:"reason"`
-	Detail        *string           `bun:"detail"`
-	EventID       *string           `bun:"event_id"`
-	Headers       map[string]string `bun:"headers,type:json"`
-	BodyExcerpt   string            `bun:"body_excerpt"`
-	BodyTruncated bool              `bun:"body_truncated"`
+	ID          string            `bun:"id,pk"`
+	SourceID    string            `bun:"source_id"`
+	WorkspaceID string            `bun:"workspace_id"`
+	ReceivedAt  time.Time         `bun:"received_at"`
+	Method      string            `bun:"method"`
+	ContentType string            `bun:"content_type"`
+	SizeBytes   int               `bun:"size_bytes"`
+	Outcome     string            `bun:"outcome"`
+	Status      int               `bun:"status"`
+	Reason      *string           `bun:"reason"`
+	Detail      *string           `bun:"detail"`
+	EventID     *string           `bun:"event_id"`
+	Headers     map[string]string `bun:"headers,type:json"`
+	// BodyExcerpt is the start of the body as its bytes came in: any bytes at all, which a text column could not
+	// keep (U+0000, bytes that are not UTF-8).
+	BodyExcerpt   []byte `bun:"body_excerpt"`
+	BodyTruncated bool   `bun:"body_truncated"`
 }
 
 // SourceRequests is the repository of sources' request logs.
@@ -165,6 +167,9 @@ func (s *SourceRequests) Insert(ctx context.Context, db bun.IDB, r *SourceReques
 		db = s.db.w
 	}
 	r.ID = NewID("srq")
+	if r.BodyExcerpt == nil {
+		r.BodyExcerpt = []byte{} // no body: no bytes, which Bun would write as NULL
+	}
 	return insert(ctx, db, r)
 }
 

@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"testing"
@@ -114,6 +115,26 @@ func TestSourceRequestsPrune(t *testing.T) {
 			if err != nil || len(rs) != 2 || rs[0].Headers["N"] != "4" || rs[1].Headers["N"] != "3" {
 				t.Errorf("kept %+v %v", rs, err)
 			}
+		}
+	})
+}
+
+// A request's body excerpt is kept as the bytes that came in, whatever they are: U+0000, bytes that are not UTF-8,
+// quotes and backslashes go into the log and come back unchanged, and a header value with them cannot fail the write.
+func TestSourceRequestsKeepAnyBytes(t *testing.T) {
+	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
+		ws, _ := db.Workspaces.Create(ctx, "A")
+		src := newSource(t, db, ws.ID, "hx")
+		body := []byte("a\x00b\xff\xfe'\"\\x00\\\\'';--\x00")
+		r := store.SourceRequest{SourceID: src.ID, WorkspaceID: ws.ID, ReceivedAt: time.Now(), Method: "POST",
+			Outcome: store.SourceRequestRefused, Status: 400, Headers: map[string]string{"X-Odd": "\xff\x00"},
+			BodyExcerpt: body}
+		if err := db.SourceRequests.Insert(ctx, nil, &r); err != nil {
+			t.Fatal(err)
+		}
+		rs, _, err := db.SourceRequests.List(ctx, ws.ID, src.ID, "", store.Page{Limit: 10})
+		if err != nil || len(rs) != 1 || !bytes.Equal(rs[0].BodyExcerpt, body) {
+			t.Fatalf("read back %+v, %v; want the excerpt %q", rs, err, body)
 		}
 	})
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"mime"
 	"net/http"
 	"net/url"
@@ -20,6 +21,7 @@ import (
 	"github.com/switchboard/switchboard/internal/events"
 	"github.com/switchboard/switchboard/internal/problem"
 	"github.com/switchboard/switchboard/internal/ratelimit"
+	"github.com/switchboard/switchboard/internal/text"
 	"github.com/switchboard/switchboard/store"
 )
 
@@ -34,8 +36,13 @@ const (
 type IngestRequest struct {
 	Method string
 	Header http.Header
-	// Body is read up to the source's size limit.
+	// Body is read up to the smaller of the source's size limit and Limit.
 	Body io.Reader
+	// Length is the body's declared length (-1 when unknown): a body declared over the limit is refused unread.
+	Length int64
+	// Limit is the server's limit on request bodies (0: none). The ingest applies it rather than the HTTP layer, so
+	// that a body over it is refused like one over the source's own limit, and logged.
+	Limit int64
 	// Rate, when set, is told the source's rate-limit decision for this request (the HTTP layer answers with it).
 	Rate func(ratelimit.Policy, ratelimit.Decision)
 }
@@ -57,15 +64,25 @@ func (e errDuplicate) Error() string { return "duplicate of " + e.first }
 // Ingest verifies a request to the ingest URL of token and records it: as an event with its deliveries and a log
 // entry, in one transaction, before it returns — or, refused, as a log entry with the reason. Returns a NotFound
 // problem for an unknown token (not logged: it names no source), SignatureInvalid (401), RequestTooLarge (413),
-// UnsupportedMediaType (415), MalformedJSON (400), RateLimited (429, with RetryAfter), EventTypeArchived (409) and
-// EventDataInvalid (422) problems.
+// UnsupportedMediaType (415), MalformedJSON (400, also for a body that ended early), InvalidText (400),
+// RateLimited (429, with RetryAfter), EventTypeArchived (409) and EventDataInvalid (422) problems.
 func (s *Service) Ingest(ctx context.Context, token string, r IngestRequest) (IngestResult, error) {
 	src, err := s.SourceByToken(ctx, token)
 	if err != nil {
 		return IngestResult{}, err
 	}
 	now := s.now()
-	body, readErr := io.ReadAll(io.LimitReader(r.Body, int64(src.MaxBodyBytes)+1))
+	limit, limitName := int64(src.MaxBodyBytes), "this source accepts"
+	if r.Limit > 0 && r.Limit < limit {
+		limit, limitName = r.Limit, "this server accepts"
+	}
+	var (
+		body    []byte
+		readErr error
+	)
+	if r.Length <= limit {
+		body, readErr = io.ReadAll(io.LimitReader(r.Body, limit+1))
+	}
 	log := s.logEntry(src, r, body, now)
 	policy, d := s.takeRate(src, now)
 	if r.Rate != nil {
@@ -78,12 +95,15 @@ func (s *Service) Ingest(ctx context.Context, token string, r IngestRequest) (In
 		}
 		return IngestResult{}, p
 	}
-	if readErr != nil {
-		return IngestResult{}, readErr
-	}
-	if len(body) > src.MaxBodyBytes {
+	if r.Length > limit || int64(len(body)) > limit {
+		log.SizeBytes = max(len(body), int(min(r.Length, math.MaxInt32)))
 		return IngestResult{}, s.refuse(ctx, &log, ReasonTooLarge, problem.Errorf(problem.RequestTooLarge,
-			"The body is larger than this source accepts (%d bytes).", src.MaxBodyBytes))
+			"The body is larger than %s (%d bytes).", limitName, limit))
+	}
+	if readErr != nil {
+		// The sender went away (or stalled) in the middle of its body: its request, not a failure of ours.
+		return IngestResult{}, s.refuse(ctx, &log, ReasonMalformedBody, problem.New(problem.MalformedJSON,
+			"The request body ended before it was complete."))
 	}
 	kind, ok := bodyKind(r.Header.Get("Content-Type"), len(body))
 	if !ok {
@@ -98,6 +118,9 @@ func (s *Service) Ingest(ctx context.Context, token string, r IngestRequest) (In
 		return IngestResult{}, s.refuse(ctx, &log, ref.reason, problem.New(problem.SignatureInvalid, ref.detail))
 	}
 	data, decoded, err := eventData(kind, body)
+	if p, ok := errors.AsType[*problem.Error](err); ok {
+		return IngestResult{}, s.refuse(ctx, &log, ReasonInvalidText, p)
+	}
 	if err != nil {
 		return IngestResult{}, s.refuse(ctx, &log, ReasonMalformedBody, problem.New(problem.MalformedJSON,
 			"The body is not valid JSON: "+err.Error()))
@@ -228,7 +251,8 @@ func (s *Service) duplicate(ctx context.Context, log *store.SourceRequest, first
 func (s *Service) refuse(ctx context.Context, log *store.SourceRequest, reason string, refusal error) error {
 	var p *problem.Error
 	errors.As(refusal, &p)
-	log.Outcome, log.Status, log.Reason, log.Detail = store.SourceRequestRefused, p.Status(), &reason, &p.Detail
+	detail := text.Clean(p.Detail) // a detail may quote what was sent
+	log.Outcome, log.Status, log.Reason, log.Detail = store.SourceRequestRefused, p.Status(), &reason, &detail
 	if err := s.db.SourceRequests.Insert(ctx, nil, log); err != nil && !errors.Is(err, store.ErrNotFound) {
 		return err
 	}
@@ -277,15 +301,22 @@ func bodyKind(contentType string, size int) (int, bool) {
 
 // eventData turns a body into the event's data (a JSON object) and its decoded form (for schemas, pointers and
 // handshakes): a JSON object as it is, any other JSON value, or text, as {"body": value}; form fields as members
-// (repeated fields as arrays).
+// (repeated fields as arrays). Text the databases cannot keep — bytes that are not UTF-8 (which a JSON decoder would
+// quietly replace) or U+0000 anywhere — is refused with an InvalidText problem, never altered.
 func eventData(kind int, body []byte) (json.RawMessage, any, error) {
 	var v any
 	switch kind {
 	case bodyEmpty:
 		v = map[string]any{}
 	case bodyJSON:
+		if !utf8.Valid(body) {
+			return nil, nil, notUTF8(body)
+		}
 		decoded, err := jsonschema.UnmarshalJSON(bytes.NewReader(body))
 		if err != nil {
+			return nil, nil, err
+		}
+		if err := storable(decoded); err != nil {
 			return nil, nil, err
 		}
 		if obj, ok := decoded.(map[string]any); ok {
@@ -306,12 +337,18 @@ func eventData(kind int, body []byte) (json.RawMessage, any, error) {
 			if len(vs) == 1 {
 				m[k] = vs[0]
 			} else {
-				m[k] = vs
+				m[k] = anys(vs)
 			}
+		}
+		if err := storable(m); err != nil {
+			return nil, nil, err
 		}
 		v = m
 	case bodyText:
-		v = map[string]any{"body": strings.ToValidUTF8(string(body), "\uFFFD")}
+		if d := text.Fault(string(body)); d != "" {
+			return nil, nil, problem.New(problem.InvalidText, "The text body "+d+".")
+		}
+		v = map[string]any{"body": string(body)}
 	}
 	raw, err := json.Marshal(v)
 	if err != nil {
@@ -319,6 +356,40 @@ func eventData(kind int, body []byte) (json.RawMessage, any, error) {
 	}
 	decoded, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
 	return raw, decoded, err
+}
+
+// storable returns the InvalidText problem of decoded data holding text the databases cannot keep, naming each
+// place, or nil.
+func storable(data any) error {
+	var errs problem.Fields
+	text.Check(data, "", &errs)
+	if len(errs) == 0 {
+		return nil
+	}
+	p := problem.New(problem.InvalidText, "The body holds text that cannot be stored; errors[] points at each place.")
+	p.Fields = errs
+	return p
+}
+
+// notUTF8 is the InvalidText problem of a JSON body that is not UTF-8 (RFC 8259 requires it).
+func notUTF8(body []byte) error {
+	at := 0
+	for at < len(body) {
+		r, n := utf8.DecodeRune(body[at:])
+		if r == utf8.RuneError && n <= 1 {
+			break
+		}
+		at += n
+	}
+	return problem.Errorf(problem.InvalidText, "The body is not valid UTF-8 (the first invalid byte is at offset %d).", at)
+}
+
+func anys(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
 }
 
 // slackChallenge answers Slack's signed url_verification request.
@@ -368,14 +439,11 @@ func (s *Service) logEntry(src store.Source, r IngestRequest, body []byte, now t
 		}
 		headers[name] = v
 	}
-	excerpt := body
-	if len(excerpt) > excerptBytes {
-		excerpt = excerpt[:excerptBytes]
-	}
+	// The excerpt is kept as bytes: it may hold anything, which is what a refusal of its text is about.
+	excerpt := []byte(truncateUTF8(string(body), excerptBytes))
 	return store.SourceRequest{SourceID: src.ID, WorkspaceID: src.WorkspaceID, ReceivedAt: now.UTC().Truncate(time.Microsecond),
-		Method: r.Method, ContentType: truncateUTF8(r.Header.Get("Content-Type"), 256), SizeBytes: len(body),
-		Headers: headers, BodyExcerpt: strings.ToValidUTF8(truncateUTF8(string(excerpt), excerptBytes), "\uFFFD"),
-		BodyTruncated: len(body) > excerptBytes}
+		Method: r.Method, ContentType: text.Clean(truncateUTF8(r.Header.Get("Content-Type"), 256)), SizeBytes: len(body),
+		Headers: headers, BodyExcerpt: excerpt, BodyTruncated: len(body) > len(excerpt)}
 }
 
 // sensitiveHeader reports whether a header's value may carry a credential (or a signature that would let someone

@@ -43,6 +43,7 @@ const (
 	ReasonTooLarge           = "too_large"
 	ReasonUnsupportedMedia   = "unsupported_media_type"
 	ReasonMalformedBody      = "malformed_body"
+	ReasonInvalidText        = "invalid_text"
 	ReasonRateLimited        = "rate_limited"
 	ReasonTypeArchived       = "event_type_archived"
 	ReasonDataInvalid        = "event_data_invalid"

@@ -21,6 +21,7 @@ type Code string
 const (
 	MalformedJSON                Code = "malformed_json"
 	ValidationFailed             Code = "validation_failed"
+	InvalidText                  Code = "invalid_text"
 	MissingAPIKey                Code = "missing_api_key"
 	InvalidAPIKey                Code = "invalid_api_key"
 	APIKeyRevoked                Code = "api_key_revoked"
@@ -71,6 +72,7 @@ func init() {
 	for _, t := range []Type{
 		{MalformedJSON, 400, "Malformed JSON", "The request body is not valid JSON."},
 		{ValidationFailed, 400, "Validation failed", "The request does not match the API reference; errors[] lists every invalid field."},
+		{InvalidText, 400, "Invalid text", "A body sent to a source's ingest URL is text, form fields or JSON that cannot be stored: bytes that are not UTF-8, or the character U+0000 (NUL) in a string or a name; errors[] points at each such place of JSON or form fields. Send UTF-8 and leave NUL out (or send the data base64-encoded). The source's request log keeps the refused body's bytes."},
 		{MissingAPIKey, 401, "Missing API key", `No "Authorization: Bearer sb_sk_…" header was sent.`},
 		{InvalidAPIKey, 401, "Invalid API key", "The key is malformed, mistyped or unknown."},
 		{APIKeyRevoked, 401, "API key revoked", "The key was revoked; create a new one at /user/api."},
