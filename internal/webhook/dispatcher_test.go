@@ -94,6 +94,33 @@ func TestRetriesUntilDelivered(t *testing.T) {
 	})
 }
 
+// A receiver's answer is logged whatever its bytes: a body with U+0000 and bytes that are not UTF-8 (and headers
+// with them) is kept as text both databases store, and the delivery is recorded — such an answer once failed the
+// write of the whole batch of outcomes, leaving its deliveries to be sent again forever.
+func TestAnyResponseBytesAreLogged(t *testing.T) {
+	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
+		h := newHarness(t, db)
+		odd := newReceiver(t, func(_ int, w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("X-Odd", "caf\xe9")
+			_, _ = w.Write([]byte("ok\x00then\xffmore '\\x00';--"))
+		})
+		plain := newReceiver(t, nil)
+		e, _ := h.endpoint(odd.url(), nil)
+		other, _ := h.endpoint(plain.url(), nil)
+		h.start(webhook.Config{})
+		ev := h.emit("link.created")
+		for _, id := range []string{e.ID, other.ID} {
+			await.Equal(t, "succeeded", func() string { return h.status(ev.ID, id) }, store.DeliverySucceeded)
+		}
+		attempts := h.attempts(h.delivery(ev.ID, e.ID).ID)
+		if len(attempts) != 1 || attempts[0].ResponseExcerpt == nil ||
+			*attempts[0].ResponseExcerpt != "ok\uFFFDthen\uFFFDmore '\\x00';--" ||
+			attempts[0].ResponseHeaders["X-Odd"] != "caf\uFFFD" {
+			t.Errorf("attempt log %+v", attempts)
+		}
+	})
+}
+
 // 410 Gone disables the endpoint and tells the workspace — an endpoint subscribed to webhook events receives
 // webhook.endpoint.disabled and webhook.delivery.exhausted in the spec's shapes — and the gone endpoint's later
 // events are recorded as skipped, nothing sent.

@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/switchboard/switchboard/internal/egress"
+	"github.com/switchboard/switchboard/internal/text"
 	"github.com/switchboard/switchboard/store"
 )
 
@@ -36,7 +37,8 @@ type Sent struct {
 	Duration  time.Duration
 	// StatusCode is nil when the receiver did not answer.
 	StatusCode *int
-	// Excerpt is the valid UTF-8 start of the response body (at most ExcerptLen bytes), nil when empty.
+	// Excerpt is the start of the response body (at most ExcerptLen bytes) as storable text (see cutText), nil when
+	// empty.
 	Excerpt *string
 	Outcome Outcome
 	// RetryAfter is the response's Retry-After header ("" when absent).
@@ -103,13 +105,13 @@ func (s *Sender) Send(ctx context.Context, e store.WebhookEndpoint, ev store.Eve
 	status := 0
 	if resp != nil {
 		status, r.RetryAfter = resp.StatusCode, resp.Header.Get("Retry-After")
-		excerpt, _ := io.ReadAll(io.LimitReader(resp.Body, ExcerptLen))
+		excerpt, _ := io.ReadAll(io.LimitReader(resp.Body, ExcerptLen+1))
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // let the connection be reused
 		_ = resp.Body.Close()
 		r.StatusCode = &status
 		r.ResponseHeaders = ResponseHeadersOf(resp.Header)
-		if text := validUTF8(excerpt); text != "" {
-			r.Excerpt = &text
+		if t := cutText(excerpt, ExcerptLen); t != "" {
+			r.Excerpt = &t
 		}
 	}
 	// A target the policy refuses at dial time, or a scheme it no longer allows (plain http after the operator turned
@@ -142,11 +144,7 @@ func ResponseHeadersOf(h http.Header) map[string]string {
 		if strings.EqualFold(name, "Set-Cookie") {
 			continue
 		}
-		v := strings.Join(h[name], ", ")
-		if len(v) > maxResponseHeaderValue {
-			v = validUTF8([]byte(v[:maxResponseHeaderValue]))
-		}
-		out[name] = v
+		out[name] = cutText([]byte(strings.Join(h[name], ", ")), maxResponseHeaderValue)
 	}
 	return out
 }
@@ -175,10 +173,21 @@ func (s *Sender) signingKeys(e store.WebhookEndpoint, now time.Time) ([][]byte, 
 	return keys, nil
 }
 
-// validUTF8 keeps the valid UTF-8 prefix of a response excerpt (it is shown as JSON text).
-func validUTF8(b []byte) string {
-	for len(b) > 0 && !utf8.Valid(b) {
-		b = b[:len(b)-1]
+// cutText is the start of a receiver's answer (its body, a header's value) as the delivery log keeps it: at most n
+// bytes, without a character the cut would split, as text both databases store (U+0000 and bytes that are not
+// UTF-8 shown as U+FFFD, see package text). A receiver's answer may be anything at all, and one that could not be
+// stored would fail the write of every outcome recorded with it.
+func cutText(b []byte, n int) string {
+	if len(b) > n {
+		b = b[:n]
+		for i := n - 1; i >= 0 && i >= n-utf8.UTFMax; i-- {
+			if utf8.RuneStart(b[i]) {
+				if !utf8.FullRune(b[i:]) {
+					b = b[:i]
+				}
+				break
+			}
+		}
 	}
-	return string(b)
+	return text.Bytes(b)
 }
