@@ -27,7 +27,7 @@ func TestMain(m *testing.M) { storetest.Main(m) }
 
 // env is one running server over a real database, reached over real HTTP.
 type env struct {
-	t   *testing.T
+	t   testing.TB
 	db  *store.DB
 	srv *handlers.Server
 	url string
@@ -35,7 +35,7 @@ type env struct {
 
 // newEnv starts the server over db and runs its key verifier, as serve does; cfg zero values take the server's
 // defaults.
-func newEnv(t *testing.T, db *store.DB, cfg handlers.Config) *env {
+func newEnv(t testing.TB, db *store.DB, cfg handlers.Config) *env {
 	t.Helper()
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewJSONHandler(io.Discard, nil))
@@ -76,7 +76,7 @@ func (e *env) key(workspaceID string, scopes ...string) (string, store.APIKey) {
 	return createKey(e.t, e.db, workspaceID, nil, scopes...)
 }
 
-func createKey(t *testing.T, db *store.DB, workspaceID string, n *store.NewAPIKey, scopes ...string) (string, store.APIKey) {
+func createKey(t testing.TB, db *store.DB, workspaceID string, n *store.NewAPIKey, scopes ...string) (string, store.APIKey) {
 	t.Helper()
 	secret, err := apikey.Generate()
 	if err != nil {
@@ -103,7 +103,7 @@ type response struct {
 	body []byte
 }
 
-func (r *response) json(t *testing.T, v any) {
+func (r *response) json(t testing.TB, v any) {
 	t.Helper()
 	if err := json.Unmarshal(r.body, v); err != nil {
 		t.Fatalf("decode %s: %v", r.body, err)
@@ -125,7 +125,7 @@ type problem struct {
 }
 
 // problem asserts the response is the problem with the given status and code, and returns it.
-func (r *response) problem(t *testing.T, status int, code string) problem {
+func (r *response) problem(t testing.TB, status int, code string) problem {
 	t.Helper()
 	if r.StatusCode != status {
 		t.Fatalf("status = %d, want %d; body %s", r.StatusCode, status, r.body)
@@ -198,7 +198,7 @@ var specDoc, specRouter = func() (*openapi3.T, routers.Router) {
 	return doc, router
 }()
 
-func validateResponse(t *testing.T, req *http.Request, res *response, reqBody string) {
+func validateResponse(t testing.TB, req *http.Request, res *response, reqBody string) {
 	t.Helper()
 	if res.StatusCode >= 400 {
 		if ct := res.Header.Get("Content-Type"); ct != "application/problem+json" {

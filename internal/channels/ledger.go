@@ -7,6 +7,7 @@ import (
 
 	"github.com/uptrace/bun"
 
+	"github.com/switchboard/switchboard/internal/text"
 	"github.com/switchboard/switchboard/store"
 )
 
@@ -67,6 +68,7 @@ func (s *Service) Begin(ctx context.Context, jobs []SendJob) (map[string]Outboun
 func (s *Service) Settle(ctx context.Context, results []SendResult, hold func(ctx context.Context, tx bun.IDB) ([]string, error)) error {
 	type early struct{ providerID, messageID string }
 	var sent []early
+	results = text.Cleaned(results) // a network's message IDs and refusals, stored as text
 	instances := make([]string, 0, len(results))
 	for _, r := range results {
 		instances = append(instances, r.InstanceID)
@@ -118,6 +120,7 @@ func (s *Service) Settle(ctx context.Context, results []SendResult, hold func(ct
 // with the attempt and its time, and the reason. An instance that is offline meanwhile (disconnected, deleted)
 // stays as it is.
 func (s *Service) Backoff(ctx context.Context, instanceID string, attempt int, next time.Time, reason string) error {
+	reason = text.Clean(reason) // a session's error, which may quote its network
 	err := s.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
 		i, err := s.db.Instances.Lock(ctx, tx, instanceID)
 		if err != nil {
@@ -147,6 +150,7 @@ func (s *Service) Backoff(ctx context.Context, instanceID string, attempt int, n
 // GiveUp moves an instance whose session failed more often than its failure budget allows to failed, with the
 // reason; it stays there until a client connects it again.
 func (s *Service) GiveUp(ctx context.Context, instanceID, reason string) error {
+	reason = text.Clean(reason)
 	err := s.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
 		i, err := s.db.Instances.Lock(ctx, tx, instanceID)
 		if err != nil {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/switchboard/switchboard/gen"
 	"github.com/switchboard/switchboard/internal/problem"
+	"github.com/switchboard/switchboard/internal/text"
 	"github.com/switchboard/switchboard/store"
 )
 
@@ -122,7 +123,8 @@ func (s *Service) storeMedia(ctx context.Context, workspaceID, filename, mimeTyp
 	sum := sha256.Sum256(content)
 	m := store.Media{ID: store.NewID("med"), WorkspaceID: workspaceID, Kind: kindOf(mimeType), MIMEType: mimeType,
 		Size: int64(len(content)), SHA256: hex.EncodeToString(sum[:]), SourceURL: source}
-	if filename != "" {
+	// A file's name comes from a multipart header or a network's message: any bytes at all.
+	if filename = text.Clean(filename); filename != "" {
 		m.Filename = &filename
 	}
 	if err := s.media.Save(ctx, &m, content); err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/switchboard/switchboard/gen"
+	"github.com/switchboard/switchboard/internal/text"
 	"github.com/switchboard/switchboard/store"
 )
 
@@ -164,6 +165,8 @@ func (e *earlyReceipts) take(instanceID, providerID string) []Receipt {
 }
 
 // SinkFor is the Sink of an instance's session: every method commits the change and its events before it returns.
+// What a session reports comes from its network, and every string of it is made text both databases keep (see
+// package text) before anything is stored: a network's message is never refused or lost for a character.
 func (s *Service) SinkFor(instanceID string) Sink { return &sink{s: s, id: instanceID} }
 
 type sink struct {
@@ -186,6 +189,7 @@ func (k *sink) locked(ctx context.Context, fn func(ctx context.Context, tx bun.T
 // "connecting"; the instance shows it as reconnecting, with the attempt counted. A move the state machine does not
 // have is refused.
 func (k *sink) State(ctx context.Context, st Status, reason string) error {
+	reason = text.Clean(reason)
 	return k.locked(ctx, func(ctx context.Context, tx bun.Tx, i *store.Instance) error {
 		from := Status(i.Status)
 		if st == StatusConnecting && (from == StatusConnected || from == StatusReconnecting) {
@@ -211,6 +215,7 @@ func (k *sink) State(ctx context.Context, st Status, reason string) error {
 
 // QR shows a pairing code: the instance awaits auth by QR, and instance.qr_updated carries the code.
 func (k *sink) QR(ctx context.Context, code string, expires time.Time) error {
+	code = text.Clean(code)
 	return k.locked(ctx, func(ctx context.Context, tx bun.Tx, i *store.Instance) error {
 		exp := micro(expires)
 		qr := string(AuthQR)
@@ -234,6 +239,7 @@ func (k *sink) QR(ctx context.Context, code string, expires time.Time) error {
 
 // Connected records the paired account and its credentials (sealed) and moves the instance to connected.
 func (k *sink) Connected(ctx context.Context, account Party, credentials []byte) error {
+	account = text.Cleaned(account)
 	return k.locked(ctx, func(ctx context.Context, tx bun.Tx, i *store.Instance) error {
 		i.Account = &store.Account{Address: account.Address, DisplayName: account.DisplayName, IDs: account.IDs}
 		if credentials != nil {
@@ -255,6 +261,7 @@ func (k *sink) Connected(ctx context.Context, account Party, credentials []byte)
 // unread), the message itself, and message.received with chat.updated — once, however often the network hands it
 // over.
 func (k *sink) Inbound(ctx context.Context, in Inbound) error {
+	in = text.Cleaned(in)
 	inst, err := k.s.db.Instances.ByID(ctx, k.s.db.Reader(), k.id)
 	if err != nil {
 		return err
@@ -374,6 +381,7 @@ var errParked = errors.New("channels: receipt parked")
 
 // Receipt moves a sent message to delivered or read, never backwards.
 func (k *sink) Receipt(ctx context.Context, r Receipt) error {
+	r = text.Cleaned(r)
 	err := k.receipt(ctx, r)
 	if !errors.Is(err, errParked) {
 		return err
@@ -419,6 +427,7 @@ func (k *sink) receipt(ctx context.Context, r Receipt) error {
 
 // GroupChanged records a group as the network reports it after a change made by others.
 func (k *sink) GroupChanged(ctx context.Context, g Group, change string) error {
+	g = text.Cleaned(g)
 	inst, err := k.s.db.Instances.ByID(ctx, k.s.db.Reader(), k.id)
 	if err != nil {
 		return err
@@ -429,6 +438,7 @@ func (k *sink) GroupChanged(ctx context.Context, g Group, change string) error {
 
 // ContactChanged records what the network says about a person (a name, another address).
 func (k *sink) ContactChanged(ctx context.Context, p Party) error {
+	p = text.Cleaned(p)
 	inst, err := k.s.db.Instances.ByID(ctx, k.s.db.Reader(), k.id)
 	if err != nil {
 		return err

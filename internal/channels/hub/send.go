@@ -11,6 +11,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/switchboard/switchboard/internal/channels"
+	"github.com/switchboard/switchboard/internal/text"
 	"github.com/switchboard/switchboard/store"
 )
 
@@ -228,7 +229,7 @@ func (c *sendClient) Attempt(ctx context.Context, j *job) (outcome, bool) {
 				Detail: fmt.Sprintf("gave up after %d attempts: %s", j.item.Attempts, why)}}
 			return o, true
 		}
-		o.store.RetryAt, o.store.LastError = time.Now().Add(wait), why
+		o.store.RetryAt, o.store.LastError = time.Now().Add(wait), text.Clean(why) // a network's words, kept as text
 		return o, true
 	}
 	snd := c.h.sender(j.item.InstanceID)
