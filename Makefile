@@ -36,6 +36,7 @@ fuzz: ## each fuzz target for FUZZTIME (20000 executions, a few seconds); go tes
 	$(GO) test -run='^$$' -fuzz='^FuzzNormalizeAddress$$' -fuzztime=$(FUZZTIME) ./internal/channels/xmpp
 	$(GO) test -run='^$$' -fuzz='^FuzzNormalizeAddress$$' -fuzztime=$(FUZZTIME) ./internal/channels/telegram
 	$(GO) test -run='^$$' -fuzz='^FuzzNormalizeAddress$$' -fuzztime=$(FUZZTIME) ./internal/channels/whatsappcloud
+	$(GO) test -run='^$$' -fuzz='^FuzzUntrustedBytes$$' -fuzztime=$(FUZZTIME) ./handlers
 
 generate: ## regenerate gen/ from api/openapi.yaml (always from the repository root)
 	$(GO) generate ./...

@@ -180,3 +180,75 @@ func TestPushesWithUnstorableTextAreStored(t *testing.T) {
 		}
 	})
 }
+
+// Routes of FuzzUntrustedBytes: where an input goes.
+const (
+	toIngest = iota
+	toTelegram
+	toWhatsApp
+	routes
+)
+
+// Any bytes at all, sent to a source's ingest URL (with any content type) or as a verified push to a Telegram or
+// WhatsApp Cloud hook URL, on both databases, are answered without a 5xx: stored, or refused with a 4xx problem.
+// `make fuzz` runs it; go test runs the seeds.
+func FuzzUntrustedBytes(f *testing.F) {
+	for _, s := range []struct {
+		route       uint8
+		contentType string
+		body        string
+	}{
+		{toIngest, "application/json", `{"id":"a1","s":"caf\u00e9","n":[1,2.5e300,null,true]}`},
+		{toIngest, "application/json", `{"s":"a\u0000b"}`},
+		{toIngest, "application/json", "{\"s\":\"a\x00b\xff\"}"},
+		{toIngest, "application/json", `[{"a\u0000":1}]`},
+		{toIngest, "text/plain", "a\x00b"},
+		{toIngest, "text/plain; charset=latin1", "caf\xe9"},
+		{toIngest, "application/x-www-form-urlencoded", "id=1&a=%00&a=%FF&%00=x"},
+		{toIngest, "application/cloudevents+json", `{"id":7}`},
+		{toIngest, "", ""},
+		{toTelegram, "", `{"update_id":1,"message":{"message_id":1,"date":1700000000,"chat":{"id":501,"type":"private"},
+			"from":{"id":501,"is_bot":false,"first_name":"A\u0000","username":"a\u0000"},"text":"hi\u0000"}}`},
+		{toTelegram, "", `{"update_id":2,"message":{"message_id":2,"date":1,"chat":{"id":-100,"type":"group","title":"\u0000"},
+			"from":{"id":9,"is_bot":false,"first_name":"B"},"document":{"file_id":"\u0000","file_unique_id":"u",
+			"file_name":"\u0000.pdf","mime_type":"\u0000","file_size":3},"caption":"\u0000"}}`},
+		{toTelegram, "", `{"update_id":3,"edited_message":{"message_id":1,"date":1,"edit_date":2,"chat":{"id":501,"type":"private"},
+			"from":{"id":501,"is_bot":false,"first_name":"A"},"text":"\u0000"}}`},
+		{toTelegram, "", `{"update_id":4,"callback_query":{"id":"\u0000","from":{"id":501,"is_bot":false,"first_name":"A"},
+			"data":"\u0000","chat_instance":"c"}}`},
+		{toTelegram, "", `{"update_id":5,"my_chat_member":{"chat":{"id":-5,"type":"group","title":"T\u0000"},"from":{"id":1,
+			"is_bot":false,"first_name":"x"},"date":1,"old_chat_member":{"status":"left","user":{"id":7001,"is_bot":true,
+			"first_name":"bot"}},"new_chat_member":{"status":"member","user":{"id":7001,"is_bot":true,"first_name":"bot"}}}}`},
+		{toWhatsApp, "", `{"object":"whatsapp_business_account","entry":[{"id":"1","changes":[{"field":"messages","value":{
+			"messaging_product":"whatsapp","metadata":{"phone_number_id":"106540352242922"},
+			"contacts":[{"wa_id":"15550100002","profile":{"name":"\u0000"}}],
+			"messages":[{"from":"15550100002","id":"wamid.\u0000","timestamp":"1700000000","type":"text","text":{"body":"\u0000"}},
+			{"from":"15550100002","id":"wamid.2","timestamp":"x","type":"image","image":{"id":"../\u0000?x","mime_type":"\u0000"}},
+			{"from":"\u0000","id":"wamid.3","timestamp":"1","type":"location","location":{"latitude":91.5,"name":"\u0000"}},
+			{"from":"15550100002","id":"wamid.4","timestamp":"1","type":"contacts","contacts":[{"name":{"formatted_name":"\u0000"},
+			"phones":[{"phone":"\u0000"}]}]},
+			{"from":"15550100002","id":"wamid.5","timestamp":"1","type":"reaction","reaction":{"message_id":"wamid.1","emoji":"\u0000"}}],
+			"statuses":[{"id":"wamid.\u0000","status":"failed","timestamp":"1","recipient_id":"1",
+			"errors":[{"code":131026,"title":"\u0000"}]}]}}]}]}`},
+	} {
+		f.Add(s.route, s.contentType, []byte(s.body))
+	}
+	envs := []*untrustedEnv{newUntrustedEnv(f, storetest.SQLite(f)), newUntrustedEnv(f, storetest.Postgres(f))}
+	f.Fuzz(func(t *testing.T, route uint8, contentType string, body []byte) {
+		for _, u := range envs {
+			var res *http.Response
+			switch route % routes {
+			case toIngest:
+				res = u.raw(http.MethodPost, u.ingest, contentType, body, nil)
+			case toTelegram:
+				res = u.pushTelegram(body)
+			case toWhatsApp:
+				res = u.pushWhatsApp(body)
+			}
+			if res.StatusCode >= 500 {
+				b, _ := io.ReadAll(res.Body)
+				t.Fatalf("route %d, %q, %q: %d %s", route%routes, contentType, body, res.StatusCode, b)
+			}
+		}
+	})
+}

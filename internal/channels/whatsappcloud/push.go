@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -273,7 +274,8 @@ func (g *graph) download(ctx context.Context, id string) (io.ReadCloser, error) 
 	var meta struct {
 		URL string `json:"url"`
 	}
-	if err := g.do(ctx, http.MethodGet, "/"+id, nil, "", &meta); err != nil {
+	// The ID comes from the push: escaped, it names one object of the Graph API whatever it holds.
+	if err := g.do(ctx, http.MethodGet, "/"+url.PathEscape(id), nil, "", &meta); err != nil {
 		return nil, err
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, meta.URL, nil)
