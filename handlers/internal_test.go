@@ -256,3 +256,21 @@ func TestPanicIsAnInternalProblem(t *testing.T) {
 		t.Errorf("the panic was not logged with the request id: %s", logs.String())
 	}
 }
+
+// An ingest URL's token is shown as its prefix and last four characters wherever the path is shown; other paths
+// are shown as they are.
+func TestPublicPath(t *testing.T) {
+	for in, want := range map[string]string{
+		"/in/in_4kTq2m9XbV7cR1sL0pW3yZ8aE5uN6hJdFgx9Qz":       "/in/in_***x9Qz",
+		"/in/in_4kTq2m9XbV7cR1sL0pW3yZ8aE5uN6hJdFgx9Qz/extra": "/in/in_***x9Qz/extra",
+		"/in/AnyTokenWithoutItsPrefix0123456789":              "/in/***6789",
+		"/in/short":                                           "/in/***",
+		"/in/":                                                "/in/",
+		"/api/v1/sources/src_01JDAB3C4D5E6F7G8H9J0K1M2P":      "/api/v1/sources/src_01JDAB3C4D5E6F7G8H9J0K1M2P",
+		"/inbox/in_4kTq2m9XbV7cR1sL0pW3yZ8aE5uN6hJdFgx9Qz":    "/inbox/in_4kTq2m9XbV7cR1sL0pW3yZ8aE5uN6hJdFgx9Qz",
+	} {
+		if got := publicPath(in); got != want {
+			t.Errorf("publicPath(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

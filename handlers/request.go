@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 
@@ -15,7 +16,8 @@ import (
 // by handlers, problems and the access log. It is one pointer in the request context, so adding the principal
 // costs no copy of the request.
 type requestState struct {
-	ID   string
+	ID string
+	// Path is the request's path with its secrets redacted (see publicPath): what logs and problems show.
 	Path string
 	// key is the authenticated API key, nil on public routes and before authentication.
 	key *apikey.Key
@@ -61,4 +63,40 @@ func principal(ctx context.Context) (apikey.Key, error) {
 		return *st.key, nil
 	}
 	return apikey.Key{}, errors.New("handlers: no authenticated key in context")
+}
+
+// secretPrefixes are the type prefixes of the product's secrets: a redacted secret keeps its own, so that a reader
+// tells an ingest token from a key.
+var secretPrefixes = []string{"in_", "sb_sk_", "whsec_"}
+
+// redacted is how logs and problems show a secret: its type prefix and its last four characters ("in_***Qz3k", like
+// the token_last4 the API shows of a source), enough to tell which one it was and nothing more; the mask is ASCII,
+// so a redacted path is still a URI reference. A value too short to spare four characters shows none.
+func redacted(secret string) string {
+	prefix := ""
+	for _, p := range secretPrefixes {
+		if strings.HasPrefix(secret, p) {
+			prefix = p
+			break
+		}
+	}
+	if len(secret)-len(prefix) < 16 {
+		return prefix + "***"
+	}
+	return prefix + "***" + secret[len(secret)-4:]
+}
+
+// publicPath is a request's path as the access log and problems show it (metrics name routes, never paths). An ingest URL's path is its
+// source's only credential when the source verifies nothing else (scheme none), so its token is redacted — on any
+// path under /in/, routed or not.
+func publicPath(escapedPath string) string {
+	rest, ok := strings.CutPrefix(escapedPath, "/in/")
+	if !ok || rest == "" {
+		return escapedPath
+	}
+	token, tail, more := strings.Cut(rest, "/")
+	if more {
+		tail = "/" + tail
+	}
+	return "/in/" + redacted(token) + tail
 }

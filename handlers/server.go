@@ -362,7 +362,7 @@ func (s *Server) requestContext(next echo.HandlerFunc) echo.HandlerFunc {
 		c.Response().Header()[echo.HeaderXRequestID] = []string{id}
 		// No answer of this server is to be sniffed into another type (an excerpt of a receiver's body, an upload).
 		c.Response().Header()[echo.HeaderXContentTypeOptions] = nosniff
-		st := &requestState{ID: id, Path: req.URL.EscapedPath(), header: c.Response().Header(), echo: c}
+		st := &requestState{ID: id, Path: publicPath(req.URL.EscapedPath()), header: c.Response().Header(), echo: c}
 		c.SetRequest(req.WithContext(store.WithTxTimeout(withRequestState(req.Context(), st), s.cfg.TxTimeout)))
 
 		op := s.ops.byEchoRoute(req.Method, c.Path())
