@@ -30,6 +30,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -40,6 +41,7 @@ import (
 	"github.com/switchboard/switchboard/internal/channels"
 	"github.com/switchboard/switchboard/internal/links"
 	"github.com/switchboard/switchboard/internal/ratelimit"
+	"github.com/switchboard/switchboard/internal/text"
 	"github.com/switchboard/switchboard/internal/webhook"
 	"github.com/switchboard/switchboard/internal/workspaces"
 	"github.com/switchboard/switchboard/store"
@@ -183,12 +185,12 @@ func (c *Console) Register(e *echo.Echo) {
 	e.GET("/user", func(ec echo.Context) error { return ec.Redirect(http.StatusFound, "/user/api") })
 	e.GET("/user/", func(ec echo.Context) error { return ec.Redirect(http.StatusFound, "/user/api") })
 
-	e.GET("/user/sign-up", c.signUpPage)
-	e.POST("/user/sign-up", c.signUp, c.sameOrigin)
-	e.GET("/user/sign-in", c.signInPage)
-	e.POST("/user/sign-in", c.signIn, c.sameOrigin)
+	e.GET("/user/sign-up", c.signUpPage, c.storableText)
+	e.POST("/user/sign-up", c.signUp, c.sameOrigin, c.storableText)
+	e.GET("/user/sign-in", c.signInPage, c.storableText)
+	e.POST("/user/sign-in", c.signIn, c.sameOrigin, c.storableText)
 
-	g := e.Group("/user", c.sameOrigin, c.requireSession)
+	g := e.Group("/user", c.sameOrigin, c.storableText, c.requireSession)
 	g.POST("/sign-out", c.signOut)
 	g.GET("/workspaces", c.workspacesPage)
 	g.POST("/workspaces", c.createWorkspace)
@@ -332,6 +334,31 @@ func (c *Console) sameOrigin(next echo.HandlerFunc) echo.HandlerFunc {
 			return c.render(ec, http.StatusForbidden, "error", page{Title: "Request refused",
 				Error: "This form was sent from another site, so nothing was done. If you sent it yourself, go back, " +
 					"reload the page and try again."})
+		}
+		return next(ec)
+	}
+}
+
+// storableText refuses, with the console's error page, a request whose form fields or query parameters hold text
+// the databases cannot keep (U+0000, bytes that are not UTF-8): the services store what the console hands them, and
+// such a value would fail its statement as a 500. It runs before the session is loaded, like sameOrigin.
+func (c *Console) storableText(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(ec echo.Context) error {
+		values := ec.QueryParams()
+		if ec.Request().Method == http.MethodPost {
+			form, err := ec.FormParams()
+			if err != nil {
+				return c.render(ec, http.StatusBadRequest, "error", page{Title: "Request refused",
+					Error: "This form could not be read. Go back, reload the page and try again."})
+			}
+			values = form // the query's parameters are among the form's
+		}
+		for name, vs := range values {
+			if !text.Storable(name) || slices.ContainsFunc(vs, func(v string) bool { return !text.Storable(v) }) {
+				return c.render(ec, http.StatusBadRequest, "error", page{Title: "Request refused",
+					Error: "A field holds a character that cannot be stored (the character U+0000, or bytes that " +
+						"are not UTF-8), so nothing was done. Remove it and try again."})
+			}
 		}
 		return next(ec)
 	}
