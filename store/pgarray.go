@@ -18,7 +18,9 @@ import (
 // would not.
 
 // pgArray returns the PostgreSQL array literal of xs; elem gives an element's text, or false for NULL. Elements are
-// always quoted, so any text (commas, braces, quotes, backslashes, the word NULL) keeps its value.
+// always quoted, so any text (commas, braces, quotes, backslashes, the word NULL) keeps its value. The literal is
+// text in the statement, so its elements must be text PostgreSQL stores: no U+0000, which fails the statement and
+// every row it carries (values from outside reach it made storable by package text).
 func pgArray[T any](xs []T, elem func(T) (string, bool)) string {
 	var b strings.Builder
 	b.WriteByte('{')
