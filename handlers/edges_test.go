@@ -83,8 +83,10 @@ func TestUnknownAPIRoutesAndNosniff(t *testing.T) {
 	})
 }
 
-// U+0000 anywhere in a request (a JSON string of the body, written \u0000; a query parameter) is refused as
-// validation_failed naming each place, per item in bulk — never a 500 from the database.
+// U+0000 anywhere in a request (a JSON string of the body, written \u0000; a query parameter), or a parameter
+// whose bytes are not UTF-8, is refused as validation_failed naming each place, per item in bulk — never a 500 from
+// the database. A body whose bytes are not UTF-8 is no JSON text (RFC 8259 §8.1): malformed_json, never a body
+// taken in with the bytes silently replaced.
 func TestNULIsRefusedWhereverItIs(t *testing.T) {
 	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
 		e := newLinkEnv(t, db, handlers.Config{})
@@ -95,6 +97,7 @@ func TestNULIsRefusedWhereverItIs(t *testing.T) {
 			{"POST", "/api/v1/links", `{"destination":"https://example.com","title":"a\u0000b"}`, []string{"/title"}},
 			{"POST", "/api/v1/links/bulk", `{"links":[{"destination":"https://example.com/1"},{"destination":"https://example.com/2","title":"x\u0000"}]}`, []string{"/links/1/title"}},
 			{"GET", "/api/v1/links?q=a%00b", "", []string{"q"}},
+			{"GET", "/api/v1/links?q=caf%E9", "", []string{"q"}},
 		} {
 			res := e.do(request{method: c.method, path: c.path, key: e.key, body: c.body})
 			var p problem
@@ -108,6 +111,24 @@ func TestNULIsRefusedWhereverItIs(t *testing.T) {
 					t.Errorf("%s %s: %s does not name %s", c.method, c.path, res.body, w)
 				}
 			}
+		}
+	})
+}
+
+func TestBodyThatIsNotUTF8IsMalformed(t *testing.T) {
+	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
+		e := newLinkEnv(t, db, handlers.Config{})
+		for _, body := range []string{
+			"{\"destination_url\":\"https://example.com\",\"title\":\"caf\xe9\"}",
+			"{\"destination_url\":\"https://example.com\",\"tags\":[\"\xff\xfe\"]}",
+		} {
+			p := e.do(request{method: "POST", path: "/api/v1/links", key: e.key, body: body}).problem(t, http.StatusBadRequest, "malformed_json")
+			if !strings.Contains(p.Detail, "UTF-8") {
+				t.Errorf("%q: %s", body, p.Detail)
+			}
+		}
+		if res := e.do(request{path: "/api/v1/links", key: e.key}); strings.Contains(string(res.body), "caf") {
+			t.Fatal("a link was created from a body that is not UTF-8")
 		}
 	})
 }

@@ -44,6 +44,9 @@ func (s *Server) validatorFor(route *routers.Route) echo.MiddlewareFunc {
 			if p := tooLarge(err); p != nil {
 				return p
 			}
+			if e, ok := errors.AsType[errNotUTF8](err); ok {
+				return newProblem(problem.MalformedJSON, e.Error())
+			}
 			if err != nil {
 				// The client went away (or stalled) in the middle of its body: its fault, not a 5xx.
 				return newProblem(problem.MalformedJSON, "The request body ended before it was complete.")
