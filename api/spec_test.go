@@ -73,3 +73,23 @@ func TestSpecIsValid(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestRequiredParametersHaveExamples checks that every required parameter of every operation has an example of its
+// own: contract testers (Dredd) and mock servers (Prism) build requests from them and refuse a spec where one is
+// missing, and the interactive reference fills them in for "Try it out".
+func TestRequiredParametersHaveExamples(t *testing.T) {
+	doc, err := openapi3.NewLoader().LoadFromData(api.Spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for path, item := range doc.Paths.Map() {
+		for method, op := range item.Operations() {
+			for _, p := range append(append(openapi3.Parameters{}, item.Parameters...), op.Parameters...) {
+				if p.Value.Required && p.Value.Example == nil && len(p.Value.Examples) == 0 {
+					t.Errorf("%s %s (%s): required %s parameter %q has no example", method, path, op.OperationID,
+						p.Value.In, p.Value.Name)
+				}
+			}
+		}
+	}
+}

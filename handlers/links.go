@@ -35,7 +35,8 @@ func (s *Server) CreateLinksBulk(ctx context.Context, req gen.CreateLinksBulkReq
 	}
 	ins := make([]links.NewLink, len(req.Body.Links))
 	for i, in := range req.Body.Links {
-		ins[i] = links.NewLinkOf(in)
+		// An item is a createLink body whose URLs the schema leaves unchecked (the service checks them per item).
+		ins[i] = links.NewLinkOf(gen.LinkCreate(in))
 	}
 	outcomes := s.links.CreateMany(ctx, key.WorkspaceID, ins)
 	out := gen.LinkBulkResult{Object: "bulk_result", Data: make([]gen.LinkBulkItem, len(outcomes))}

@@ -557,6 +557,40 @@ func TestCreateLinksBulk(t *testing.T) {
 	})
 }
 
+// A bulk item whose URL is not one fails alone, as the operation documents. For that the contract must not declare
+// the items' URLs as format: uri: a client or gateway that follows the contract (Prism) would refuse the whole
+// request before the server could judge each item.
+func TestCreateLinksBulkBadURLFailsItsItem(t *testing.T) {
+	item := specDoc.Components.Schemas["LinkBulkCreate"].Value.Properties["links"].Value.Items.Value
+	for _, name := range []string{"destination_url", "expired_url"} {
+		if f := item.Properties[name].Value.Format; f != "" {
+			t.Errorf("a bulk item's %s has format %q: a spec-following client refuses the whole request", name, f)
+		}
+	}
+	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
+		e := newLinkEnv(t, db, handlers.Config{})
+		r := e.call(http.MethodPost, "/api/v1/links/bulk", `{"links":[
+			{"destination_url":"not a url"},
+			{"destination_url":"https://example.com/ok","expired_url":"also not one"},
+			{"destination_url":"https://example.com/fine"}]}`)
+		if r.StatusCode != http.StatusOK {
+			t.Fatalf("bulk: %d %s", r.StatusCode, r.body)
+		}
+		var res gen.LinkBulkResult
+		r.json(t, &res)
+		if res.Created != 1 || res.Failed != 2 {
+			t.Fatalf("result %s", r.body)
+		}
+		for i, pointer := range []string{"/destination_url", "/expired_url"} {
+			d := res.Data[i]
+			if d.Error == nil || d.Error.Code != "validation_failed" || d.Error.Errors == nil ||
+				(*d.Error.Errors)[0].Pointer == nil || *(*d.Error.Errors)[0].Pointer != pointer {
+				t.Errorf("item %d: %s, want validation_failed at %s", i, r.body, pointer)
+			}
+		}
+	})
+}
+
 // A database failure while a chunk is stored fails the items of that chunk, and only those, with internal_error;
 // the answer is still 200, and nothing of the failed chunk was created, announced or emitted.
 func TestCreateLinksBulkChunkFailure(t *testing.T) {
