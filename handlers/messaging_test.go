@@ -35,6 +35,13 @@ func newSandboxEnv(t *testing.T, db *store.DB) *msgEnv {
 // newSandboxEnvWith is newSandboxEnv with the sandbox network configured by opts.
 func newSandboxEnvWith(t *testing.T, db *store.DB, opts sandbox.Options) *msgEnv {
 	t.Helper()
+	return newSandboxServer(t, db, opts, handlers.Config{})
+}
+
+// newSandboxServer is newSandboxEnvWith over cfg: the messaging service, the outbox, the webhook engine's Box,
+// the logger and generous rate limits are set here, the rest is cfg's.
+func newSandboxServer(t *testing.T, db *store.DB, opts sandbox.Options, cfg handlers.Config) *msgEnv {
+	t.Helper()
 	box, err := webhook.NewBox(make([]byte, 32))
 	if err != nil {
 		t.Fatal(err)
@@ -56,8 +63,9 @@ func newSandboxEnvWith(t *testing.T, db *store.DB, opts sandbox.Options) *msgEnv
 	go func() { defer close(stopped); _ = rt.Run(ctx) }()
 	t.Cleanup(func() { stop(); <-stopped })
 	log := slog.New(slog.NewTextHandler(testLog{t}, &slog.HandlerOptions{Level: slog.LevelError}))
-	e := &msgEnv{env: newEnv(t, db, handlers.Config{Events: outbox, Channels: svc, Logger: log,
-		Webhooks: handlers.WebhookEngine{Box: box}, KeyRateLimit: 1 << 20, WorkspaceRateLimit: 1 << 20}), channels: svc}
+	cfg.Events, cfg.Channels, cfg.Logger, cfg.Webhooks.Box = outbox, svc, log, box
+	cfg.KeyRateLimit, cfg.WorkspaceRateLimit = 1<<20, 1<<20
+	e := &msgEnv{env: newEnv(t, db, cfg), channels: svc}
 	e.ws = e.workspace("Sandbox")
 	e.apiKey, _ = e.key(e.ws.ID, "messaging:write")
 	return e
