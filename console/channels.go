@@ -245,13 +245,9 @@ type channelData struct {
 func (c *Console) instanceOf(ec echo.Context) (store.Instance, error) {
 	ses := sessionFrom(ec)
 	if ses.Workspace == nil {
-		return store.Instance{}, echo.NewHTTPError(http.StatusNotFound)
+		return store.Instance{}, problem.New(problem.NotFound, "There is no such instance in this workspace.")
 	}
-	inst, err := c.channels.Get(ec.Request().Context(), ses.Workspace.ID, ec.Param("id"))
-	if p := problemOf(err); p != nil && p.Code == problem.NotFound {
-		return inst, echo.NewHTTPError(http.StatusNotFound)
-	}
-	return inst, err
+	return c.channels.Get(ec.Request().Context(), ses.Workspace.ID, ec.Param("id"))
 }
 
 func (c *Console) channelPage(ec echo.Context) error {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/switchboard/switchboard/handlers"
+	"github.com/switchboard/switchboard/store"
 	"github.com/switchboard/switchboard/store/storetest"
 )
 
@@ -35,4 +36,20 @@ func TestChannelHookRateLimit(t *testing.T) {
 	small := newEnv(t, storetest.SQLite(t), handlers.Config{BodyLimit: 16})
 	small.do(request{method: http.MethodPost, path: "/hooks/channels/ins_01JDAD0A1B2C3D4E5F6G7H8J9N",
 		body: `{"update_id":1,"message":{"text":"longer than sixteen bytes"}}`}).problem(t, 413, "request_too_large")
+}
+
+// The hook URL of an instance whose provider takes no pushes says so; it does not deny that the instance exists.
+func TestHookURLOfAProviderWithoutPushes(t *testing.T) {
+	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
+		e := newSandboxEnv(t, db)
+		inst := e.instance("sandbox", `{}`)
+		path := "/hooks/channels/" + inst.Id
+		for _, r := range []request{{method: http.MethodPost, path: path, body: "{}"},
+			{path: path + "?hub.mode=subscribe&hub.verify_token=my-verify-token&hub.challenge=1158201444"}} {
+			p := e.do(r).problem(t, http.StatusNotFound, "hooks_not_supported")
+			if !strings.Contains(p.Detail, inst.Id) || !strings.Contains(p.Detail, "sandbox") {
+				t.Errorf("%s %s: detail %q", r.method, r.path, p.Detail)
+			}
+		}
+	})
 }

@@ -70,7 +70,7 @@ func TestUnknownAPIRoutesAndNosniff(t *testing.T) {
 			res := e.do(request{path: path})
 			var p problem
 			res.json(t, &p)
-			if res.StatusCode != http.StatusNotFound || p.Code != "not_found" || !strings.Contains(p.Detail, "No route matches") {
+			if res.StatusCode != http.StatusNotFound || p.Code != "route_not_found" || !strings.Contains(p.Detail, "No route matches") {
 				t.Errorf("GET %s: %d %s", path, res.StatusCode, res.body)
 			}
 			if res.Header.Get("X-Content-Type-Options") != "nosniff" {

@@ -13,16 +13,35 @@ func TestRoutingFailuresAreProblems(t *testing.T) {
 	e := newEnv(t, storetest.SQLite(t), handlers.Config{})
 	key, _ := e.key(e.workspace("Acme").ID, "models:read")
 
-	p := e.do(request{path: "/api/v1/nothing-here", key: key}).problem(t, http.StatusNotFound, "not_found")
+	p := e.do(request{path: "/api/v1/nothing-here", key: key}).problem(t, http.StatusNotFound, "route_not_found")
 	if p.Instance != "/api/v1/nothing-here" {
 		t.Errorf("instance = %q", p.Instance)
 	}
-	e.do(request{path: "/nothing-here"}).problem(t, http.StatusNotFound, "not_found")
+	e.do(request{path: "/nothing-here"}).problem(t, http.StatusNotFound, "route_not_found")
 
 	res := e.do(request{method: http.MethodDelete, path: "/api/v1/models", key: key})
 	res.problem(t, http.StatusMethodNotAllowed, "method_not_allowed")
 	if got := res.Header.Get("Allow"); got != "GET" {
 		t.Errorf("Allow = %q, want GET", got)
+	}
+}
+
+// A path that no route serves, with any method, is route_not_found whatever the method; a route asked with a method
+// it lacks is method_not_allowed with its Allow. The short-link route, which Echo matches for every path, serves no
+// path of more than one segment.
+func TestRouteNotFoundWhateverTheMethod(t *testing.T) {
+	e := newRedirectEnv(t, storetest.SQLite(t), handlers.Config{})
+	for _, method := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+		for _, path := range []string{"/api", "/api/v1/nope", "/api/v1/links/x/y/z", "/a/b", "/user/nope/deeper"} {
+			e.do(request{method: method, path: path, key: e.key}).problem(t, http.StatusNotFound, "route_not_found")
+		}
+	}
+	for path, allow := range map[string]string{"/api/v1/models": "GET", "/docs/": "OPTIONS, GET", "/some-slug": "OPTIONS, GET, HEAD"} {
+		res := e.do(request{method: http.MethodDelete, path: path, key: e.key})
+		res.problem(t, http.StatusMethodNotAllowed, "method_not_allowed")
+		if got := res.Header.Get("Allow"); got != allow {
+			t.Errorf("DELETE %s: Allow = %q, want %q", path, got, allow)
+		}
 	}
 }
 

@@ -148,7 +148,7 @@ func problemFromError(err error) *Problem {
 		}
 		switch he.Code {
 		case http.StatusNotFound:
-			return newProblem(problem.NotFound, "No route matches this path. The API reference is at /docs.")
+			return routeNotFound()
 		case http.StatusMethodNotAllowed:
 			return newProblem(problem.MethodNotAllowed, "This route does not accept this method.")
 		case http.StatusRequestEntityTooLarge:
@@ -160,6 +160,11 @@ func problemFromError(err error) *Problem {
 		}
 	}
 	return nil
+}
+
+// routeNotFound is the problem of a path no route serves, with any method.
+func routeNotFound() *Problem {
+	return newProblem(problem.RouteNotFound, "No route matches this path. The API reference is at /docs.")
 }
 
 // ErrorHandler is Echo's HTTPErrorHandler: every failure leaves the server through it as application/problem+json.
@@ -180,14 +185,20 @@ func (s *Server) ErrorHandler(err error, c echo.Context) {
 		log.Error("internal error", "error", err)
 		p = newProblem(problem.InternalError, "Something went wrong on our side. Quote the request_id if you contact support.")
 	}
-	if p.Code == problem.MethodNotAllowed || p.Code == problem.RequestTooLarge {
-		s.countRefusedEarly(c)
-	}
 	if p.Code == problem.MethodNotAllowed {
 		// Echo's Allow names every method its router knows (OPTIONS included); the spec's list is the truth.
-		if allow := s.ops.allowedMethods(c.Request().URL.Path); allow != "" {
+		allow := s.ops.allowedMethods(c.Request().URL.Path)
+		switch {
+		case allow != "":
 			c.Response().Header().Set(echo.HeaderAllow, allow)
+		case c.Path() == redirectRoute && !shortLinkPath(c.Request().URL.Path):
+			// Echo matches the short-link route for any path and calls it a wrong method for every method the
+			// route lacks; but no method serves a path the route refuses.
+			p = routeNotFound()
 		}
+	}
+	if p.Code == problem.MethodNotAllowed || p.Code == problem.RequestTooLarge {
+		s.countRefusedEarly(c)
 	}
 	writeProblem(c, p)
 }

@@ -67,14 +67,19 @@ func (s *Server) registerRedirects(e *echo.Echo) error {
 // recorded as a click, and the HTTP metrics count every answer.
 const redirectRoute = "/:slug"
 
+// shortLinkPath reports whether a request path can name a short link: a path of more than one segment, or /api, is
+// none (slugs have neither), although Echo routes every path to the short-link route.
+func shortLinkPath(path string) bool {
+	return !strings.Contains(path[1:], "/") && path != "/api"
+}
+
 // redirect serves a short link: the destination (with UTM and the visitor's query), the expired answer, or the
 // preview page of /slug+. For a cached link without max_clicks it does no I/O: it reads the cache, builds the
 // Location and hands the click's raw facts to the recorder.
 func (s *Server) redirect(c echo.Context) error {
 	req := c.Request()
-	// A path of more than one segment, or under /api, is no short link (slugs have neither): a client that mistyped
-	// a route gets the route problem, not the visitor's page.
-	if p := req.URL.Path; strings.Contains(p[1:], "/") || p == "/api" {
+	// A client that mistyped a route gets the route problem, not the visitor's page.
+	if !shortLinkPath(req.URL.Path) {
 		return echo.ErrNotFound
 	}
 	slug, preview := strings.CutSuffix(c.Param("slug"), "+")

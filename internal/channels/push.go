@@ -25,8 +25,8 @@ func (s *Service) Templates(ctx context.Context, workspaceID, instanceID string)
 // Receive hands a network's push to the provider of the instance the hook URL names, which verifies it with the
 // instance's own secret and applies it through the instance's sink. The instance is looked up by its ID alone (the
 // push carries no API key); what binds the push to a workspace is the secret that verifies it. Returns a NotFound
-// problem for an unknown instance or one whose provider takes no pushes, and SignatureInvalid when the push does
-// not verify.
+// problem for an unknown instance, HooksNotSupported for one whose provider takes no pushes, and SignatureInvalid
+// when the push does not verify.
 func (s *Service) Receive(ctx context.Context, instanceID string, p Push) (PushAnswer, error) {
 	inst, prov, sink, err := s.Open(ctx, instanceID)
 	if errors.Is(err, store.ErrNotFound) {
@@ -37,7 +37,10 @@ func (s *Service) Receive(ctx context.Context, instanceID string, p Push) (PushA
 	}
 	rcv, ok := prov.(PushReceiver)
 	if !ok {
-		return PushAnswer{}, notFound("instance", instanceID)
+		name := prov.Info().Name
+		return PushAnswer{}, problem.New(problem.HooksNotSupported, fmt.Sprintf(
+			"Instance %s is a %s instance, and %s takes no pushes: nothing is received at this URL.", instanceID,
+			name, name))
 	}
 	ans, err := rcv.Receive(ctx, inst, sink, p)
 	var f *Failure

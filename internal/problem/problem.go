@@ -29,6 +29,8 @@ const (
 	SignatureInvalid             Code = "signature_invalid"
 	InsufficientScope            Code = "insufficient_scope"
 	NotFound                     Code = "not_found"
+	RouteNotFound                Code = "route_not_found"
+	HooksNotSupported            Code = "hooks_not_supported"
 	ModelNotFound                Code = "model_not_found"
 	MethodNotAllowed             Code = "method_not_allowed"
 	Conflict                     Code = "conflict"
@@ -79,7 +81,9 @@ func init() {
 		{APIKeyExpired, 401, "API key expired", "The key's expiry date has passed; create a new one at /user/api."},
 		{SignatureInvalid, 401, "Signature invalid", "A source's ingest URL or a channel hook URL refused the request: its signature, timestamp, secret token or credentials do not verify (with the source's scheme; with the instance's secret). A source's request log (GET /api/v1/sources/{id}/requests) shows each refusal with its reason."},
 		{InsufficientScope, 403, "Insufficient scope", "The key lacks a scope the operation needs; required_scopes names them."},
-		{NotFound, 404, "Not found", "No such route, no such object in the key's workspace, or no short link at this address."},
+		{NotFound, 404, "Not found", "No such object in the key's workspace, or no short link at this address."},
+		{RouteNotFound, 404, "Route not found", "No route serves this path, with any method; the API reference at /docs lists every route."},
+		{HooksNotSupported, 404, "Hooks not supported", "The instance exists, but its provider takes no pushes over HTTP, so nothing is received at its hook URL; only providers that push (GET /api/v1/providers) have one."},
 		{ModelNotFound, 404, "Model not found", "No model with this ID is enabled for the workspace."},
 		{MethodNotAllowed, 405, "Method not allowed", "The route exists but not for this method; the Allow header lists the methods it takes."},
 		{Conflict, 409, "Conflict", "The request conflicts with the current state of the object."},
