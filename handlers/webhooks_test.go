@@ -367,6 +367,48 @@ func TestWebhookValidation(t *testing.T) {
 	})
 }
 
+// An endpoint's instance filter names instances of its workspace: another workspace's instance, or an ID that was
+// never an instance, is refused with 422 reference_not_found and a pointer to each, on creation and on update.
+func TestWebhookInstanceFilterNamesWorkspaceInstances(t *testing.T) {
+	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
+		h := newHooks(t, db)
+		instance := func(workspaceID string) string {
+			inst := store.Instance{ID: store.NewID("ins"), WorkspaceID: workspaceID, Name: "i", Provider: "sandbox",
+				Status: "created", StatusReason: "created"}
+			if err := db.RunInTx(context.Background(), func(ctx context.Context, tx bun.Tx) error {
+				return db.Instances.Create(ctx, tx, &inst)
+			}); err != nil {
+				t.Fatal(err)
+			}
+			return inst.ID
+		}
+		own, theirs := instance(h.ws.ID), instance(h.workspace("Other").ID)
+		madeUp := "ins_01JDAD0A1B2C3D4E5F6G7H8J9K"
+		body := fmt.Sprintf(`{"url":"http://127.0.0.1:9/hook","events":["*"],"instance_ids":[%q,%q,%q]}`, own, theirs, madeUp)
+		p := h.do(request{method: http.MethodPost, path: "/api/v1/webhooks", key: h.write, body: body}).
+			problem(t, http.StatusUnprocessableEntity, "reference_not_found")
+		if got := pointers(p); !slices.Equal(got, []string{"/instance_ids/1", "/instance_ids/2"}) {
+			t.Errorf("pointers %v, want /instance_ids/1 and /instance_ids/2", got)
+		}
+		if strings.Contains(fmt.Sprint(p), "Other") {
+			t.Errorf("the problem names the other workspace: %+v", p)
+		}
+		w := h.create(fmt.Sprintf(`{"url":"http://127.0.0.1:9/hook","events":["*"],"instance_ids":[%q]}`, own))
+		p = h.do(request{method: http.MethodPatch, path: "/api/v1/webhooks/" + w.ID, key: h.write,
+			body: fmt.Sprintf(`{"instance_ids":[%q,%q]}`, theirs, own)}).problem(t, http.StatusUnprocessableEntity, "reference_not_found")
+		if got := pointers(p); !slices.Equal(got, []string{"/instance_ids/0"}) {
+			t.Errorf("PATCH pointers %v, want /instance_ids/0", got)
+		}
+		var got struct {
+			InstanceIDs []string `json:"instance_ids"`
+		}
+		h.call(http.MethodGet, "/api/v1/webhooks/"+w.ID, "", http.StatusOK, &got)
+		if !slices.Equal(got.InstanceIDs, []string{own}) {
+			t.Errorf("instance_ids = %v after a refused update, want [%s]", got.InstanceIDs, own)
+		}
+	})
+}
+
 func TestWebhookScopes(t *testing.T) {
 	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
 		h := newHooks(t, db)

@@ -147,6 +147,21 @@ func (s *Instances) Wanted(ctx context.Context) ([]string, error) {
 	return ids, err
 }
 
+// OfWorkspace returns which of ids name instances of the workspace. It returns no sentinel errors.
+func (s *Instances) OfWorkspace(ctx context.Context, workspaceID string, ids []string) (map[string]bool, error) {
+	found := map[string]bool{}
+	if len(ids) == 0 {
+		return found, nil
+	}
+	var got []string
+	err := s.db.r.NewSelect().Model((*Instance)(nil)).Column("id").Where("i.workspace_id = ?", workspaceID).
+		Where("i.id IN (?)", bun.In(ids)).Scan(ctx, &got)
+	for _, id := range got {
+		found[id] = true
+	}
+	return found, err
+}
+
 // WantedAmong returns which of ids should still hold a session (they exist and are not offline). It returns no
 // sentinel errors.
 func (s *Instances) WantedAmong(ctx context.Context, ids []string) ([]string, error) {

@@ -107,8 +107,9 @@ type EndpointChange struct {
 
 // Create registers an endpoint of a workspace: it checks the URL against the egress policy, the subscriptions
 // against the catalogue and the static headers, generates the signing secret and stores it and the headers sealed.
-// The secret is returned this once. Returns a ValidationFailed problem naming every invalid field, and a NotFound
-// problem if the workspace does not exist.
+// The secret is returned this once. Returns a ValidationFailed problem naming every invalid field, a
+// ReferenceNotFound problem naming every instance of the filter that is not in the workspace, and a NotFound problem
+// if the workspace does not exist.
 func (s *Service) Create(ctx context.Context, workspaceID string, n NewEndpoint) (store.WebhookEndpoint, string, error) {
 	var bad problem.Fields
 	s.checkURL(ctx, n.URL, &bad)
@@ -119,6 +120,9 @@ func (s *Service) Create(ctx context.Context, workspaceID string, n NewEndpoint)
 	}
 	checkFilters(n.Filters, &bad)
 	if err := bad.Err(); err != nil {
+		return store.WebhookEndpoint{}, "", err
+	}
+	if err := s.checkInstances(ctx, workspaceID, n.InstanceIDs); err != nil {
 		return store.WebhookEndpoint{}, "", err
 	}
 	secret, err := NewSecret()
@@ -136,6 +140,28 @@ func (s *Service) Create(ctx context.Context, workspaceID string, n NewEndpoint)
 	return e, secret, nil
 }
 
+// checkInstances returns a ReferenceNotFound problem pointing at each of ids (the instance filter) that names no
+// instance of the workspace: a filter on another workspace's instance, or on one that never existed, would
+// silently match nothing.
+func (s *Service) checkInstances(ctx context.Context, workspaceID string, ids []string) error {
+	found, err := s.db.Instances.OfWorkspace(ctx, workspaceID, ids)
+	if err != nil {
+		return err
+	}
+	var missing problem.Fields
+	for i, id := range ids {
+		if !found[id] {
+			missing.Add(problem.Pointer("instance_ids", strconv.Itoa(i)), fmt.Sprintf("There is no instance %s in this workspace.", id))
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	e := problem.Errorf(problem.ReferenceNotFound, "instance_ids names %d instance(s) that are not in this workspace.", len(missing))
+	e.Fields = missing
+	return e
+}
+
 // Get returns an endpoint of a workspace. Returns a NotFound problem if it is not in the workspace.
 func (s *Service) Get(ctx context.Context, workspaceID, id string) (store.WebhookEndpoint, error) {
 	e, err := s.db.Webhooks.Get(ctx, workspaceID, id)
@@ -148,8 +174,9 @@ func (s *Service) List(ctx context.Context, workspaceID string, p store.Page) ([
 }
 
 // Update changes an endpoint of a workspace, each field checked as at creation; deliveries already queued go to its
-// new URL, with its new headers. Returns a ValidationFailed problem naming every invalid field, and a NotFound
-// problem if the endpoint is not in the workspace.
+// new URL, with its new headers. Returns a ValidationFailed problem naming every invalid field, a ReferenceNotFound
+// problem naming every instance of the filter that is not in the workspace, and a NotFound problem if the endpoint
+// is not in the workspace.
 func (s *Service) Update(ctx context.Context, workspaceID, id string, c EndpointChange) (store.WebhookEndpoint, error) {
 	change := store.WebhookEndpointChange{URL: c.URL, Description: c.Description}
 	var bad problem.Fields
@@ -183,6 +210,9 @@ func (s *Service) Update(ctx context.Context, workspaceID, id string, c Endpoint
 		change.Filters = c.Filters
 	}
 	if err := bad.Err(); err != nil {
+		return store.WebhookEndpoint{}, err
+	}
+	if err := s.checkInstances(ctx, workspaceID, change.InstanceIDs); err != nil {
 		return store.WebhookEndpoint{}, err
 	}
 	e, err := s.db.Webhooks.Update(ctx, workspaceID, id, change)
