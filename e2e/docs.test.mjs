@@ -25,7 +25,12 @@ test('a pasted key runs the first call from /docs and shows its cURL command', a
   const key = sb.cli(['key', 'create', '--workspace', ws.id, '--name', 'docs', '--scopes', 'models:read']);
 
   const page = await browser.newPage({ viewport: { width: 1300, height: 1400 } });
-  await page.goto(`${sb.url}/docs/`);
+  // The page runs under a Content-Security-Policy: anything it refuses (a script, a style, a call) is a failure.
+  const refused = [];
+  page.on('console', (msg) => { if (/Content Security Policy/i.test(msg.text())) refused.push(msg.text()); });
+  page.on('pageerror', (err) => refused.push(err.message));
+  const res = await page.goto(`${sb.url}/docs/`);
+  assert.match(res.headers()['content-security-policy'], /frame-ancestors 'none'/);
   await page.getByRole('button', { name: 'Authorize' }).first().click();
   await page.locator('.modal-ux input').fill(key.secret);
   await page.locator('.modal-ux button.authorize').click();
@@ -44,4 +49,5 @@ test('a pasted key runs the first call from /docs and shows its cURL command', a
   assert.match(curl, new RegExp(`Authorization: Bearer ${key.secret}`));
   await op.screenshot({ path: join(screenshotDir, 'docs-list-models.png') });
   assert.ok(!sb.logs().includes(key.secret), 'the server must never log a key');
+  assert.deepEqual(refused, [], 'the page broke its Content-Security-Policy');
 });

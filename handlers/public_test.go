@@ -2,6 +2,8 @@ package handlers_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -73,6 +75,38 @@ func TestInteractiveReference(t *testing.T) {
 	r.Body.Close()
 	if r.StatusCode != http.StatusMovedPermanently || r.Header.Get("Location") != "/docs/" {
 		t.Errorf("/docs → %d %s", r.StatusCode, r.Header.Get("Location"))
+	}
+}
+
+// The interactive reference and the problem catalogue are pages like the console's: a Content-Security-Policy that
+// lets only their own code run (the reference's inline scripts by hash, none on the catalogue) and no site frame
+// them.
+func TestPublicPagesHaveASecurityPolicy(t *testing.T) {
+	e := newEnv(t, storetest.SQLite(t), handlers.Config{})
+	for _, path := range []string{"/docs/", "/problems"} {
+		res := e.do(request{path: path})
+		csp := res.Header.Get("Content-Security-Policy")
+		directives := map[string]string{}
+		for d := range strings.SplitSeq(csp, ";") {
+			name, value, _ := strings.Cut(strings.TrimSpace(d), " ")
+			directives[name] = value
+		}
+		if directives["frame-ancestors"] != "'none'" || res.Header.Get("X-Frame-Options") != "DENY" {
+			t.Errorf("%s: framing allowed: CSP %q, X-Frame-Options %q", path, csp, res.Header.Get("X-Frame-Options"))
+		}
+		script, ok := directives["script-src"]
+		if !ok {
+			script = directives["default-src"]
+		}
+		if script == "" || strings.Contains(script, "unsafe") || strings.Contains(script, "*") {
+			t.Errorf("%s: scripts are not restricted: %q", path, csp)
+		}
+		for _, m := range regexp.MustCompile(`(?s)<script>(.*?)</script>`).FindAllStringSubmatch(string(res.body), -1) {
+			sum := sha256.Sum256([]byte(m[1]))
+			if hash := "'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "'"; !strings.Contains(script, hash) {
+				t.Errorf("%s: an inline script of the page is not allowed by %q", path, script)
+			}
+		}
 	}
 }
 
