@@ -374,3 +374,26 @@ func TestStatusNeverMovesBackwards(t *testing.T) {
 		}
 	})
 }
+
+// An upload whose file is not in the part named file is refused as validation_failed naming the parts: the part
+// the operation does not take and the one it needs (the validator's own error said the body was not JSON).
+func TestMediaUploadWithoutAFilePart(t *testing.T) {
+	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
+		e := newSandboxEnv(t, db)
+		var buf bytes.Buffer
+		mw := multipart.NewWriter(&buf)
+		fw, _ := mw.CreateFormFile("upload", "note.txt")
+		_, _ = io.WriteString(fw, "hello media")
+		_ = mw.WriteField("filename", "note.txt")
+		_ = mw.Close()
+		p := e.do(request{method: http.MethodPost, path: "/api/v1/media", key: e.apiKey, body: buf.String(),
+			header: map[string]string{"Content-Type": mw.FormDataContentType()}}).problem(t, 400, "validation_failed")
+		got := map[string]string{}
+		for _, f := range p.Errors {
+			got[f["pointer"]] = f["detail"]
+		}
+		if len(got) != 2 || !strings.Contains(got["/upload"], "not a part") || !strings.Contains(got["/file"], "required") {
+			t.Errorf("errors = %v, want /upload (not a part) and /file (required)", p.Errors)
+		}
+	})
+}

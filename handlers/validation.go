@@ -3,8 +3,12 @@ package handlers
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"mime"
+	"mime/multipart"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -59,6 +63,12 @@ func (s *Server) validatorFor(route *routers.Route) echo.MiddlewareFunc {
 			})
 			if err == nil {
 				return next(c)
+			}
+			var pe *openapi3filter.ParseError
+			if errors.As(err, &pe) {
+				if f := multipartFields(req, route); len(f) > 0 {
+					return fieldsProblem(f)
+				}
 			}
 			var me openapi3.MultiError
 			if !errors.As(err, &me) {
@@ -124,6 +134,15 @@ func validationProblem(errs []error) *Problem {
 		}
 		var pe *openapi3filter.ParseError
 		if re.RequestBody != nil && errors.As(re.Err, &pe) {
+			if re.Input != nil && !isJSON(re.Input.Request.Header.Get(echo.HeaderContentType)) {
+				// A form the validator cannot decode: no JSON to blame, and the field it names, if any.
+				path := make([]string, 0, len(pe.Path()))
+				for _, seg := range pe.Path() {
+					path = append(path, fmt.Sprint(seg))
+				}
+				fields = append(fields, problem.Field{Pointer: problem.Pointer(path...), Detail: pe.Error()})
+				continue
+			}
 			return newProblem(problem.MalformedJSON, "The request body is not valid JSON: "+pe.Error())
 		}
 		fields = append(fields, requestFields(re)...)
@@ -133,6 +152,54 @@ func validationProblem(errs []error) *Problem {
 		p.Fields = p.Fields[:maxFieldErrors] // the detail still counts them all
 	}
 	return p
+}
+
+// isJSON reports whether a Content-Type is JSON (application/json, application/merge-patch+json, …).
+func isJSON(contentType string) bool {
+	mt, _, err := mime.ParseMediaType(contentType)
+	return err == nil && (mt == echo.MIMEApplicationJSON || strings.HasSuffix(mt, "+json"))
+}
+
+// multipartFields names what is wrong with the parts of a multipart/form-data body the validator could not decode:
+// each part the operation's schema does not define, and each required part that is missing. The validator stops at
+// the first part it does not know and names no field; the body is read again (the validator put it back) for all.
+func multipartFields(req *http.Request, route *routers.Route) problem.Fields {
+	mt, params, err := mime.ParseMediaType(req.Header.Get(echo.HeaderContentType))
+	if err != nil || mt != echo.MIMEMultipartForm || route.Operation.RequestBody == nil || req.GetBody == nil {
+		return nil
+	}
+	media := route.Operation.RequestBody.Value.Content.Get(mt)
+	if media == nil || media.Schema == nil {
+		return nil
+	}
+	schema := media.Schema.Value
+	body, err := req.GetBody()
+	if err != nil {
+		return nil
+	}
+	defer body.Close()
+	known := slices.Sorted(maps.Keys(schema.Properties))
+	var fields problem.Fields
+	seen := map[string]bool{}
+	mr := multipart.NewReader(body, params["boundary"])
+	for {
+		part, err := mr.NextPart()
+		if err != nil {
+			break // the end, or a broken body: the parts read so far are judged
+		}
+		name := part.FormName()
+		if schema.Properties[name] == nil && !seen[name] {
+			fields.Add(problem.Pointer(name), fmt.Sprintf("is not a part of this request (its parts: %s)",
+				strings.Join(known, ", ")))
+		}
+		seen[name] = true
+	}
+	for _, name := range schema.Required {
+		if !seen[name] {
+			fields.Add(problem.Pointer(name), fmt.Sprintf("a part named %s is required", name))
+		}
+	}
+	return fields
 }
 
 // maxFieldErrors is how many invalid fields a problem lists (the spec's maxItems of errors).
