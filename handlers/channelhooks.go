@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -31,32 +32,55 @@ func (s *Server) registerChannelHooks(e *echo.Echo) {
 }
 
 // channelPush verifies a push (or URL check) with the named instance's secret and answers once what it carries is
-// stored.
+// stored. A verified push is charged to the instance's quota; one that is refused (no such instance, a provider
+// that takes none, a signature that does not verify) to the sender's address, like a request without a valid API
+// key: whoever knows an instance's ID cannot spend its quota, and a flood of forged pushes from one address stops
+// at the address quota before it costs a lookup.
 func (s *Server) channelPush(c echo.Context) error {
+	req := c.Request()
+	st := stateFrom(req.Context())
+	refused := func(p error) error {
+		if lp := s.limitAddress(st); lp != nil {
+			return lp
+		}
+		return p
+	}
 	id := c.Param("instance_id")
 	if !instanceIDPattern.MatchString(id) {
-		return newProblem(problem.NotFound, "There is no instance at this URL.")
+		return refused(newProblem(problem.NotFound, "There is no instance at this URL."))
 	}
+	if !s.limiter.Peek(addressKey(c), s.addressPolicy, time.Now()).Allowed {
+		if lp := s.limitAddress(st); lp != nil {
+			return lp
+		}
+	}
+	// The instance's quota is taken before the push is verified, so that the pushes its network sends at once
+	// cannot all pass it, and given back when the push is refused.
 	policy := ratelimit.Policy{Name: "hook", Quota: s.cfg.HookRateLimit, Window: time.Minute}
-	d := s.limiter.Take("hook:"+id, policy, time.Now())
-	setRateHeaders(c.Response().Header(), policy, d)
+	key := "hook:" + id
+	d := s.limiter.Take(key, policy, time.Now())
 	if !d.Allowed {
+		setRateHeaders(c.Response().Header(), policy, d)
 		secs := max(1, ceilSeconds(d.RetryAfter))
 		return newProblem(problem.RateLimited, fmt.Sprintf("This instance's hook URL takes %d pushes a minute; retry in %d seconds.",
 			s.cfg.HookRateLimit, secs)).withHeader("Retry-After", strconv.Itoa(secs))
 	}
-	req := c.Request()
 	body, err := io.ReadAll(req.Body)
 	if err != nil {
+		s.limiter.Refund(key, policy)
 		if p := tooLarge(err); p != nil {
-			return p
+			return refused(p)
 		}
-		return newProblem(problem.MalformedJSON, "The request body could not be read to its end.")
+		return refused(newProblem(problem.MalformedJSON, "The request body could not be read to its end."))
 	}
 	// The network is answered only after the push is stored; a client that hangs up does not cut that short.
-	ctx := context.WithoutCancel(req.Context())
-	ans, err := s.channels.Receive(ctx, id, channels.Push{Method: req.Method, Header: req.Header,
-		Query: req.URL.Query(), Body: body})
+	ans, err := s.channels.Receive(context.WithoutCancel(req.Context()), id, channels.Push{Method: req.Method,
+		Header: req.Header, Query: req.URL.Query(), Body: body})
+	if pushRefused(err) {
+		s.limiter.Refund(key, policy)
+		return refused(err)
+	}
+	setRateHeaders(c.Response().Header(), policy, d)
 	if err != nil {
 		return err
 	}
@@ -65,6 +89,20 @@ func (s *Server) channelPush(c echo.Context) error {
 		return c.Blob(http.StatusOK, "text/plain; charset=utf-8", []byte(ans.Challenge))
 	}
 	return c.JSON(http.StatusOK, gen.ChannelPushResult{Object: gen.ChannelPushResultObjectChannelPushResult, Applied: ans.Applied})
+}
+
+// pushRefused reports whether a push was refused before it was verified: the instance it names does not exist,
+// takes no pushes, or did not verify it.
+func pushRefused(err error) bool {
+	var pe *problem.Error
+	if !errors.As(err, &pe) {
+		return false
+	}
+	switch pe.Code {
+	case problem.NotFound, problem.HooksNotSupported, problem.SignatureInvalid:
+		return true
+	}
+	return false
 }
 
 // ListTemplates answers GET /api/v1/instances/{instance_id}/templates.

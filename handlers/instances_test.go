@@ -62,6 +62,13 @@ type msgEnv struct {
 
 func newMsgEnv(t *testing.T, db *store.DB, cfg channels.Config) *msgEnv {
 	t.Helper()
+	return newMsgEnvWith(t, db, cfg, handlers.Config{})
+}
+
+// newMsgEnvWith is newMsgEnv with the server configured by hc (its messaging, events, webhook engine and logger are
+// set here).
+func newMsgEnvWith(t *testing.T, db *store.DB, cfg channels.Config, hc handlers.Config) *msgEnv {
+	t.Helper()
 	box, err := webhook.NewBox(make([]byte, 32))
 	if err != nil {
 		t.Fatal(err)
@@ -73,8 +80,8 @@ func newMsgEnv(t *testing.T, db *store.DB, cfg channels.Config) *msgEnv {
 		t.Fatal(err)
 	}
 	log := slog.New(slog.NewTextHandler(testLog{t}, &slog.HandlerOptions{Level: slog.LevelError}))
-	e := &msgEnv{env: newEnv(t, db, handlers.Config{Events: outbox, Channels: svc, Logger: log,
-		Webhooks: handlers.WebhookEngine{Box: box}}), channels: svc}
+	hc.Events, hc.Channels, hc.Logger, hc.Webhooks = outbox, svc, log, handlers.WebhookEngine{Box: box}
+	e := &msgEnv{env: newEnv(t, db, hc), channels: svc}
 	e.ws = e.workspace("Messaging")
 	e.apiKey, _ = e.key(e.ws.ID, "messaging:write")
 	return e

@@ -30,7 +30,7 @@ func (s *Server) limitAddress(st *requestState) *Problem {
 	if st.echo == nil {
 		return nil
 	}
-	d := s.limiter.Take("a:"+st.echo.RealIP(), s.addressPolicy, time.Now())
+	d := s.limiter.Take(addressKey(st.echo), s.addressPolicy, time.Now())
 	if st.header != nil {
 		setRateHeaders(st.header, s.addressPolicy, d)
 	}
@@ -43,6 +43,9 @@ func (s *Server) limitAddress(st *requestState) *Problem {
 	p.ViolatedPolicies = []string{"address"}
 	return p.withHeader("Retry-After", strconv.Itoa(secs))
 }
+
+// addressKey is the limiter's key of a request's client address.
+func addressKey(c echo.Context) string { return "a:" + c.RealIP() }
 
 // corsPreflightHeaders are the request headers a page of an allowed origin may send.
 const corsPreflightHeaders = "Authorization, Content-Type, Idempotency-Key, X-Request-Id"

@@ -48,8 +48,9 @@ type Config struct {
 	// DefaultWorkspaceRateLimit).
 	KeyRateLimit       int
 	WorkspaceRateLimit int
-	// HookRateLimit is how many pushes a minute one instance's hook URL takes (default DefaultHookRateLimit). The
-	// route has no API key, so this bounds what a flood of forged pushes costs the database.
+	// HookRateLimit is how many verified pushes a minute one instance's hook URL takes (default
+	// DefaultHookRateLimit). Refused pushes are charged to the sender's address instead (AddressRateLimit), so
+	// that nobody who knows an instance's ID can spend its quota.
 	HookRateLimit int
 	// AddressRateLimit is how many requests a minute one client address may send without a valid API key (default
 	// DefaultAddressRateLimit).
