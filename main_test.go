@@ -327,3 +327,26 @@ func TestKeyExpiryAndWorkspaceModels(t *testing.T) {
 		t.Errorf("without the catalogue: exit %d, stderr %q; want 2", code, stderr)
 	}
 }
+
+// A start that cannot serve on its address (a port out of range, one in use) refuses before it opens the database:
+// nothing is migrated and no key is written into the data directory.
+func TestServeRefusesItsAddressFirst(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	for _, tt := range []struct {
+		addr, msg string
+		code      int
+	}{{"127.0.0.1:99999", "invalid port", 2}, {taken.Addr().String(), "address already in use", 1}} {
+		dir := filepath.Join(t.TempDir(), "data")
+		_, stderr, code := cli(t, "file:"+filepath.Join(dir, "switchboard.db"), "serve", "--addr", tt.addr)
+		if code != tt.code || !strings.Contains(stderr, tt.msg) {
+			t.Errorf("serve --addr %s: exit %d, stderr %q; want exit %d and %q", tt.addr, code, stderr, tt.code, tt.msg)
+		}
+		if entries, err := os.ReadDir(dir); !os.IsNotExist(err) {
+			t.Errorf("serve --addr %s left the data directory behind: %v %v", tt.addr, entries, err)
+		}
+	}
+}

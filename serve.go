@@ -94,6 +94,17 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		}
 		proxies = append(proxies, n)
 	}
+	// The address is taken before anything touches the database or the data directory, so that a start that
+	// cannot serve (a port out of range, one in use) migrates nothing and writes no key. Closing it again once
+	// the HTTP server has closed it is harmless.
+	if _, err := net.ResolveTCPAddr("tcp", *addr); err != nil {
+		return usagef("--addr: %v", err)
+	}
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
 	db, err := store.Open(ctx, *dbURL)
 	if err != nil {
 		return err
@@ -132,17 +143,12 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	defer geo.Close()
 	verifier := apikey.NewVerifier(db.APIKeys, *cacheTTL, log)
 
-	ln, err := net.Listen("tcp", *addr)
-	if err != nil {
-		return err
-	}
 	if *baseURL == "" {
 		*baseURL = "http://" + displayAddr(ln.Addr())
 	}
 	outbox := events.NewOutbox(db, events.Builtin())
 	linkService, err := links.New(db, outbox, shortLinks.config(strings.TrimSuffix(*baseURL, "/"), log))
 	if err != nil {
-		_ = ln.Close()
 		return err
 	}
 	// The API and the console call webhook services of the same engine.
@@ -153,13 +159,11 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		err = automations.LoadTypes(ctx)
 	}
 	if err != nil {
-		_ = ln.Close()
 		return err
 	}
 	redirectCache := linkcache.New(linkService.Resolve, db.LinkChanges, linkcache.Config{Size: *shortLinks.cacheSize})
 	messaging, channelRuntime, err := messagingService(db, outbox, box, guard, strings.TrimSuffix(*baseURL, "/"), chans.options(log), log)
 	if err != nil {
-		_ = ln.Close()
 		return err
 	}
 	srv, err := handlers.New(handlers.Config{
@@ -171,24 +175,20 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		Redirects: handlers.RedirectOptions{Clicks: recorder, Cache: redirectCache}, TxTimeout: *txTimeout,
 	}, db)
 	if err != nil {
-		_ = ln.Close()
 		return err
 	}
 	if err := srv.RegisterMetrics(slices.Concat(dispatcher.Collectors(), recorder.Collectors(), limits.collectors,
 		channelRuntime.Collectors())...); err != nil {
-		_ = ln.Close()
 		return err
 	}
 	webhookService, err := webhook.NewService(db, outbox, webhookEngine)
 	if err != nil {
-		_ = ln.Close()
 		return err
 	}
 	con, err := console.New(console.Config{BaseURL: strings.TrimSuffix(*baseURL, "/"), Logger: log, Automation: automations,
 		Workspaces: workspaces.New(db, workspaces.Config{Models: catalog, ForgetKey: verifier.Forget}),
 		Links:      linkService, Webhooks: webhookService, Channels: messaging, Limiter: limits.limiter, Nonces: limits.nonces}, db)
 	if err != nil {
-		_ = ln.Close()
 		return err
 	}
 	srv.Mount(con.Register)
