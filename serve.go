@@ -162,7 +162,20 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	redirectCache := linkcache.New(linkService.Resolve, db.LinkChanges, linkcache.Config{Size: *shortLinks.cacheSize})
-	messaging, channelRuntime, err := messagingService(db, outbox, box, guard, strings.TrimSuffix(*baseURL, "/"), chans.options(log), log)
+	runtimeOptions := chans.options(log)
+	// The runtime slot lets a restart in this process's place take the instances it leaves at once (see hub.Options).
+	host, _ := os.Hostname()
+	slot, err := db.LockRuntimeSlot(ctx, host)
+	switch {
+	case errors.Is(err, store.ErrNoRuntimeSlot):
+		log.Warn("every runtime slot of this host is held: after a restart, this process's instances wait for their leases to run out")
+	case err != nil:
+		return err
+	default:
+		defer slot.Close()
+		runtimeOptions.Slot = slot.Name
+	}
+	messaging, channelRuntime, err := messagingService(db, outbox, box, guard, strings.TrimSuffix(*baseURL, "/"), runtimeOptions, log)
 	if err != nil {
 		return err
 	}

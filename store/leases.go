@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -25,35 +27,54 @@ type InstanceLease struct {
 type InstanceLeases struct{ db *DB }
 
 // Free returns, among the instances that should hold a session (see Instances.Wanted), those no process holds at at
-// (no lease, or one that ran out), each with whether it was held before (a takeover). It returns no sentinel errors.
-func (s *InstanceLeases) Free(ctx context.Context, at time.Time) (ids []string, held map[string]bool, err error) {
+// (no lease, or one that ran out) and those whose lease an earlier process of slot left (the slot's name followed
+// by "/" starts their owner's name; "" for none): that process is gone, as a slot is held while its process lives.
+// Each comes with whether it was held before (a takeover) and whether slot's earlier process held it. It returns
+// no sentinel errors.
+func (s *InstanceLeases) Free(ctx context.Context, at time.Time, slot string) (ids []string, held, left map[string]bool, err error) {
 	at = at.UTC().Truncate(time.Microsecond)
 	var rows []struct {
 		ID    string  `bun:"id"`
 		Owner *string `bun:"owner"`
+		Left  bool    `bun:"left_by_slot"`
 	}
 	err = s.db.r.NewSelect().TableExpr("instances AS i").
-		ColumnExpr("i.id").ColumnExpr("l.owner").
+		ColumnExpr("i.id").ColumnExpr("l.owner").ColumnExpr("? AS left_by_slot", leftBySlot("l", slot)).
 		Join("LEFT JOIN instance_leases AS l ON l.instance_id = i.id").
 		Where("i.status NOT IN (?)", bun.In(instanceStatusesOffline)).
-		Where("(l.instance_id IS NULL OR l.lease_until <= ?)", at).
+		Where("(l.instance_id IS NULL OR l.lease_until <= ? OR ?)", at, leftBySlot("l", slot)).
 		OrderExpr("i.id").Scan(ctx, &rows)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	held = map[string]bool{}
+	held, left = map[string]bool{}, map[string]bool{}
 	for _, r := range rows {
 		ids = append(ids, r.ID)
 		if r.Owner != nil {
 			held[r.ID] = true
 		}
+		if r.Left {
+			left[r.ID] = true
+		}
 	}
-	return ids, held, nil
+	return ids, held, left, nil
 }
 
-// Acquire takes the instances among ids that no process holds at at (no lease or an expired one) for owner until
-// at+lease and returns those it took. It returns no sentinel errors.
-func (s *InstanceLeases) Acquire(ctx context.Context, owner string, ids []string, at time.Time, lease time.Duration) ([]string, error) {
+// leftBySlot is the condition that the lease of table alias was left by a process of slot ("": never).
+func leftBySlot(alias, slot string) bun.Safe {
+	if slot == "" {
+		return bun.Safe("(1 = 0)")
+	}
+	prefix := slot + "/"
+	// The slot's name is the host's name and a number, written as a string literal: the condition also appears as a
+	// column of Free's select.
+	return bun.Safe(fmt.Sprintf("(substr(%s.owner, 1, %d) = '%s')", alias, len(prefix), strings.ReplaceAll(prefix, "'", "''")))
+}
+
+// Acquire takes the instances among ids that no process holds at at (no lease or an expired one), or whose lease an
+// earlier process of slot left (see Free), for owner until at+lease and returns those it took. It returns no
+// sentinel errors.
+func (s *InstanceLeases) Acquire(ctx context.Context, owner, slot string, ids []string, at time.Time, lease time.Duration) ([]string, error) {
 	at = at.UTC().Truncate(time.Microsecond)
 	var took []string
 	for _, id := range ids {
@@ -62,8 +83,8 @@ func (s *InstanceLeases) Acquire(ctx context.Context, owner string, ids []string
 			SELECT ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM instances WHERE id = ?)
 			ON CONFLICT (instance_id) DO UPDATE SET owner = excluded.owner, lease_until = excluded.lease_until,
 				acquired_at = excluded.acquired_at
-			WHERE instance_leases.lease_until <= ?
-			RETURNING instance_id`, id, owner, at.Add(lease), at, id, at).Exec(ctx, &got)
+			WHERE instance_leases.lease_until <= ? OR ?
+			RETURNING instance_id`, id, owner, at.Add(lease), at, id, at, leftBySlot("instance_leases", slot)).Exec(ctx, &got)
 		if err != nil {
 			return took, err
 		}

@@ -108,6 +108,18 @@ func (s *SendQueue) Claim(ctx context.Context, at time.Time, lease time.Duration
 	return out, nil
 }
 
+// Unclaim gives back every claim on the items of instances, whoever made it, so that they are due again at once:
+// for instances whose last holder is known to be gone (its claims would only run out). A late outcome of such a
+// claim is no longer recorded (Settle). It returns no sentinel errors.
+func (s *SendQueue) Unclaim(ctx context.Context, instances []string) error {
+	if len(instances) == 0 {
+		return nil
+	}
+	_, err := s.db.w.NewUpdate().Table("send_queue").Set("lease_until = NULL").
+		Where("instance_id IN (?)", bun.In(instances)).Where("lease_until IS NOT NULL").Exec(ctx)
+	return err
+}
+
 // Release gives claimed items back without an attempt (their attempt is not counted); they are due again at
 // notBefore (now when zero).
 func (s *SendQueue) Release(ctx context.Context, items []SendItem, notBefore time.Time) error {

@@ -37,7 +37,12 @@ import (
 
 // Options tune a Hub; zero values take the defaults.
 type Options struct {
-	// Owner names this process in the leases (default host-pid-random).
+	// Slot is the runtime slot this process holds (store.LockRuntimeSlot), "" for none. With one, the process takes
+	// the leases an earlier process of its slot left at once, with the claims of their queued messages: that
+	// process died (a slot is held while its process lives), and a restart does not wait for its leases to run out.
+	Slot string
+	// Owner names this process in the leases (default: the slot's name, "/", and random characters; without a
+	// slot host-pid-random).
 	Owner string
 	// Lease is how long a lease holds without renewal (default 30 s): the failover time when a process dies. Renew
 	// is how often leases are renewed and free instances looked for (default Lease/3).
@@ -76,10 +81,14 @@ const (
 
 func (o *Options) defaults() {
 	if o.Owner == "" {
-		host, _ := os.Hostname()
 		b := make([]byte, 4)
 		_, _ = rand.Read(b)
-		o.Owner = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b))
+		if o.Slot != "" {
+			o.Owner = fmt.Sprintf("%s/%d-%s", o.Slot, os.Getpid(), hex.EncodeToString(b))
+		} else {
+			host, _ := os.Hostname()
+			o.Owner = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b))
+		}
 	}
 	if o.Lease <= 0 {
 		o.Lease = 30 * time.Second
@@ -328,7 +337,7 @@ func (h *Hub) maintain(ctx context.Context, first bool) error {
 		return err
 	}
 
-	free, before, err := h.db.InstanceLeases.Free(ctx, now)
+	free, before, left, err := h.db.InstanceLeases.Free(ctx, now, h.opts.Slot)
 	if err != nil {
 		return err
 	}
@@ -340,9 +349,20 @@ func (h *Hub) maintain(ctx context.Context, first bool) error {
 	if len(free) == 0 {
 		return nil
 	}
-	took, err := h.db.InstanceLeases.Acquire(ctx, h.opts.Owner, free, now, h.opts.Lease)
+	took, err := h.db.InstanceLeases.Acquire(ctx, h.opts.Owner, h.opts.Slot, free, now, h.opts.Lease)
 	if err != nil && len(took) == 0 {
 		return err
+	}
+	// What the slot's earlier process claimed to send is due again: it was never sent, or is sent again with the
+	// same message ID, as after any lease that ran out.
+	var orphaned []string
+	for _, id := range took {
+		if left[id] {
+			orphaned = append(orphaned, id)
+		}
+	}
+	if uerr := h.db.SendQueue.Unclaim(ctx, orphaned); uerr != nil {
+		err = errors.Join(err, uerr)
 	}
 	// Instances taken at start or over from a process that died connect over the stagger; an instance nobody held
 	// (a connect just asked for) connects at once.
