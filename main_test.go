@@ -176,6 +176,14 @@ func (b *lockedBuffer) String() string {
 // test ends (logging its output when the test failed).
 func runServer(t *testing.T, dbURL, addr string, env ...string) *server {
 	t.Helper()
+	s := startServer(t, dbURL, addr, env...)
+	s.awaitReady()
+	return s
+}
+
+// startServer is runServer without the wait for readiness.
+func startServer(t *testing.T, dbURL, addr string, env ...string) *server {
+	t.Helper()
 	if addr == "" {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
@@ -197,11 +205,17 @@ func runServer(t *testing.T, dbURL, addr string, env ...string) *server {
 			t.Logf("output of the server at %s:\n%s", s.url, logs)
 		}
 	})
-	await.Equal(t, "the server to be ready", func() string {
+	return s
+}
+
+// awaitReady waits until the server answers /readyz with 200.
+func (s *server) awaitReady() {
+	s.t.Helper()
+	await.Equal(s.t, "the server to be ready", func() string {
 		select {
 		case err := <-s.done:
 			s.exited = true
-			t.Fatalf("server exited before it was ready: %v", err)
+			s.t.Fatalf("server exited before it was ready: %v", err)
 		default:
 		}
 		res, err := http.Get(s.url + "/readyz")
@@ -211,7 +225,6 @@ func runServer(t *testing.T, dbURL, addr string, env ...string) *server {
 		res.Body.Close()
 		return res.Status
 	}, "200 OK")
-	return s
 }
 
 // stop ends the server with SIGTERM, asserts a clean exit within 20 s and returns its logs; after kill or a first

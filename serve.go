@@ -104,7 +104,25 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	defer ln.Close()
+	// Served from now on, by the gate (503 with Retry-After) until the server is built: see handlers.Gate.
+	gate := &handlers.Gate{}
+	httpSrv := &http.Server{
+		Handler:           gate,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       60 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	served := make(chan error, 1)
+	go func() { served <- httpSrv.Serve(ln) }()
+	opened := false
+	defer func() {
+		if !opened { // the start failed: the gate's answers end with it
+			_ = httpSrv.Close()
+			<-served
+		}
+	}()
 	db, err := store.Open(ctx, *dbURL)
 	if err != nil {
 		return err
@@ -205,14 +223,8 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	srv.Mount(con.Register)
-	httpSrv := &http.Server{
-		Handler:           srv,
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       60 * time.Second,
-		WriteTimeout:      60 * time.Second,
-		IdleTimeout:       120 * time.Second,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
+	gate.Open(srv)
+	opened = true
 
 	// Every background job of the process, stopped in stages when ctx ends (SIGTERM), so that a shutdown loses
 	// nothing: stage 0 stops taking work and drains it side by side — the requests in flight and the webhook
@@ -220,7 +232,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	// last-use times they left. Only then does serve return and close the database. A job that fails stops them all
 	// the same way.
 	jobs := runner.New(log)
-	jobs.Go(0, "http server", serveHTTP(httpSrv, ln, srv, log))
+	jobs.Go(0, "http server", serveHTTP(httpSrv, served, log))
 	jobs.Go(0, "webhook dispatcher", dispatcher.Run)
 	// The channel runtime drains the sends in flight, closes its sessions and gives its leases to the other replicas.
 	jobs.Go(0, "channel runtime", channelRuntime.Run)
@@ -243,12 +255,10 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 // shutdownTimeout bounds the drain of the requests in flight.
 const shutdownTimeout = 30 * time.Second
 
-// serveHTTP is the HTTP server's job: it serves on ln until ctx ends, then closes the listener and waits for the
-// requests in flight.
-func serveHTTP(httpSrv *http.Server, ln net.Listener, srv *handlers.Server, log *slog.Logger) func(context.Context) error {
+// serveHTTP is the HTTP server's job: the server serves (served reports its end) until ctx ends; then it closes the
+// listener and waits for the requests in flight.
+func serveHTTP(httpSrv *http.Server, served <-chan error, log *slog.Logger) func(context.Context) error {
 	return func(ctx context.Context) error {
-		served := make(chan error, 1)
-		go func() { served <- httpSrv.Serve(ln) }()
 		select {
 		case err := <-served:
 			return err
