@@ -20,7 +20,9 @@ type barChart struct {
 	YTicks, XTicks           []chartTick
 	// Label describes the chart for screen readers; Class is the stylesheet's variant of it ("" or "health").
 	Label, Class string
-	Empty        bool
+	// Empty is set when no bar has a value; EmptyText is what the chart then says, in the words of what it counts.
+	Empty     bool
+	EmptyText string
 }
 
 // chartBar is one bucket: Lower is drawn from the axis up, Upper above it.
@@ -49,10 +51,11 @@ const (
 	chartHeight = 240
 )
 
-// newBarChart lays out points (oldest first); label formats a bucket start for the x axis, every few bars.
-func newBarChart(points []chartPoint, label func(time.Time) string, describe string) barChart {
+// newBarChart lays out points (oldest first); label formats a bucket start for the x axis, every few bars; describe
+// is the chart's description and empty what it says when it has nothing to show.
+func newBarChart(points []chartPoint, label func(time.Time) string, describe, empty string) barChart {
 	c := barChart{Width: chartWidth, Height: chartHeight, Left: 48, Top: 12, Right: chartWidth - 8,
-		Bottom: chartHeight - 28, Label: describe}
+		Bottom: chartHeight - 28, Label: describe, EmptyText: empty}
 	var top int64
 	for _, p := range points {
 		top = max(top, p.Lower+p.Upper)

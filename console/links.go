@@ -376,7 +376,8 @@ func (c *Console) linkPage(ec echo.Context) error {
 			bucketTitle(b.Start, d.Interval, st.Location), b.Humans, b.Bots)}
 	}
 	d.Chart = newBarChart(points, func(t time.Time) string { return bucketLabel(t, d.Interval, st.Location) },
-		fmt.Sprintf("Clicks by %s in %s: %d human and %d bot clicks in all", d.Interval, st.Location, st.Totals.Humans, st.Totals.Bots))
+		fmt.Sprintf("Clicks by %s in %s: %d human and %d bot clicks in all", d.Interval, st.Location, st.Totals.Humans, st.Totals.Bots),
+		"No clicks in this period yet")
 	for _, dim := range linkDimensions {
 		by, err := c.links.StatsBy(ctx, ses.Workspace.ID, l.ID, dim.Name, period, dimensionValues)
 		if err != nil {

@@ -36,31 +36,77 @@ func (c *Console) registerWebhooks(g *echo.Group) {
 	g.POST("/webhooks/:id/rotate-secret", c.rotateWebhookSecret)
 	g.POST("/webhooks/:id/test", c.testWebhook)
 	g.POST("/webhooks/:id/recover", c.recoverWebhook)
+	g.GET("/webhooks/:id/edit", c.editWebhookPage)
+	g.POST("/webhooks/:id/edit", c.editWebhook)
 	g.GET("/webhooks/:id/delete", c.deleteWebhookPage)
 	g.POST("/webhooks/:id/delete", c.deleteWebhook)
 	g.GET("/webhooks/:id/deliveries/:delivery", c.deliveryPage)
 	g.POST("/webhooks/:id/deliveries/:delivery/resend", c.resendDelivery)
 }
 
-// webhookForm is the create form as submitted.
+// webhookForm is the create or the edit form as submitted.
 type webhookForm struct {
-	URL, Description, Headers, RateLimit string
-	Events                               []string
-	Nonce                                string
+	URL, Description, Headers, RateLimit, Filters string
+	Events                                        []string
+	// ClearHeaders (edit form) removes every static header.
+	ClearHeaders bool
+	Nonce        string
 }
 
 func readWebhookForm(ec echo.Context) webhookForm {
 	f := webhookForm{URL: strings.TrimSpace(ec.FormValue("url")), Description: strings.TrimSpace(ec.FormValue("description")),
-		Headers: ec.FormValue("headers"), RateLimit: strings.TrimSpace(ec.FormValue("rate_limit")), Nonce: ec.FormValue("nonce")}
+		Headers: ec.FormValue("headers"), RateLimit: strings.TrimSpace(ec.FormValue("rate_limit")),
+		Filters: strings.TrimSpace(ec.FormValue("filters")), ClearHeaders: ec.FormValue("clear_headers") != "",
+		Nonce: ec.FormValue("nonce")}
 	if params, err := ec.FormParams(); err == nil {
 		f.Events = params["events"]
 	}
 	return f
 }
 
-// document is the form as the API's WebhookCreate body. Static headers are typed one per line as "Name: value".
+// document is the create form as the API's WebhookCreate body. Static headers are typed one per line as
+// "Name: value"; filters as the API's JSON array.
 func (f webhookForm) document() (map[string]any, error) {
 	var bad problem.Fields
+	doc := f.common()
+	if headers := f.headers(&bad); len(headers) > 0 {
+		doc["headers"] = headers
+	}
+	if f.RateLimit != "" {
+		doc["rate_limit"] = f.rateLimit(&bad)
+	}
+	if f.Filters != "" {
+		doc["filters"] = f.filters(&bad)
+	}
+	return doc, bad.Err()
+}
+
+// update is the edit form as the API's WebhookUpdate body: every field is sent, so that the endpoint becomes what
+// the form shows — an empty rate limit removes the limit, empty filters remove them — except the static headers,
+// whose values are never shown: they are replaced when some are typed, removed with ClearHeaders, else kept.
+func (f webhookForm) update() (map[string]any, error) {
+	var bad problem.Fields
+	doc := f.common()
+	doc["description"] = f.Description
+	switch headers := f.headers(&bad); {
+	case f.ClearHeaders:
+		doc["headers"] = map[string]string{}
+	case len(headers) > 0:
+		doc["headers"] = headers
+	}
+	doc["rate_limit"] = nil
+	if f.RateLimit != "" {
+		doc["rate_limit"] = f.rateLimit(&bad)
+	}
+	doc["filters"] = []any{}
+	if f.Filters != "" {
+		doc["filters"] = f.filters(&bad)
+	}
+	return doc, bad.Err()
+}
+
+// common is what both forms send alike: the URL, the events and a description.
+func (f webhookForm) common() map[string]any {
 	doc := map[string]any{"url": f.URL, "events": f.Events}
 	if f.Events == nil {
 		doc["events"] = []string{}
@@ -68,6 +114,10 @@ func (f webhookForm) document() (map[string]any, error) {
 	if f.Description != "" {
 		doc["description"] = f.Description
 	}
+	return doc
+}
+
+func (f webhookForm) headers(bad *problem.Fields) map[string]string {
 	headers := map[string]string{}
 	for line := range strings.SplitSeq(strings.ReplaceAll(f.Headers, "\r\n", "\n"), "\n") {
 		if strings.TrimSpace(line) == "" {
@@ -80,17 +130,33 @@ func (f webhookForm) document() (map[string]any, error) {
 		}
 		headers[strings.TrimSpace(name)] = strings.TrimSpace(value)
 	}
-	if len(headers) > 0 {
-		doc["headers"] = headers
+	return headers
+}
+
+func (f webhookForm) rateLimit(bad *problem.Fields) int {
+	n, err := strconv.Atoi(f.RateLimit)
+	if err != nil {
+		bad.Add("/rate_limit", "must be a whole number")
 	}
-	if f.RateLimit != "" {
-		n, err := strconv.Atoi(f.RateLimit)
-		if err != nil {
-			bad.Add("/rate_limit", "must be a whole number")
-		}
-		doc["rate_limit"] = n
+	return n
+}
+
+func (f webhookForm) filters(bad *problem.Fields) any {
+	var filters any
+	if err := json.Unmarshal([]byte(f.Filters), &filters); err != nil {
+		bad.Add("/filters", `write the filters as a JSON array, such as [{"pointer": "/action", "op": "equals", "value": "opened"}]`)
 	}
-	return doc, bad.Err()
+	return filters
+}
+
+// webhookFieldsData is what the webhook-fields template (shared by the create and the edit form) shows.
+type webhookFieldsData struct {
+	Form      webhookForm
+	Errors    map[string]string
+	Catalogue catalogue
+	// HeaderNames are the names of the endpoint's static headers (edit form).
+	HeaderNames []string
+	Edit        bool
 }
 
 // webhooksData is what the webhooks page shows.
@@ -228,6 +294,73 @@ func (c *Console) createWebhook(ec echo.Context) error {
 	return c.renderWebhooks(ec, http.StatusCreated, "", "", webhookForm{}, nil, &created, secret)
 }
 
+// webhookEditData is what the edit page of an endpoint shows.
+type webhookEditData struct {
+	Endpoint  gen.Webhook
+	Form      webhookForm
+	Errors    map[string]string
+	Catalogue catalogue
+}
+
+// editWebhookPage shows an endpoint's edit form, filled with what it is now (its header values are never shown).
+func (c *Console) editWebhookPage(ec echo.Context) error {
+	e, found, err := c.workspaceEndpoint(ec)
+	if !found {
+		return err
+	}
+	w := c.webhooks.API(e)
+	form := webhookForm{URL: w.Url, Description: w.Description, Events: w.Events}
+	if w.RateLimit != nil {
+		form.RateLimit = strconv.Itoa(*w.RateLimit)
+	}
+	if w.Filters != nil && len(*w.Filters) > 0 {
+		b, err := json.MarshalIndent(w.Filters, "", "  ")
+		if err != nil {
+			return err
+		}
+		form.Filters = string(b)
+	}
+	return c.renderEditWebhook(ec, http.StatusOK, "", w, form, nil)
+}
+
+func (c *Console) renderEditWebhook(ec echo.Context, status int, errMsg string, w gen.Webhook, form webhookForm, errs map[string]string) error {
+	cat, err := c.catalogueOf(ec, sessionFrom(ec).Workspace.ID)
+	if err != nil {
+		return err
+	}
+	return c.render(ec, status, "webhook-edit", page{Title: "Edit " + w.Url, Session: sessionFrom(ec), Error: errMsg,
+		Data: webhookEditData{Endpoint: w, Form: form, Errors: errs, Catalogue: cat}})
+}
+
+// editWebhook changes an endpoint as the API's PATCH does, through the same service.
+func (c *Console) editWebhook(ec echo.Context) error {
+	e, found, err := c.workspaceEndpoint(ec)
+	if !found {
+		return err
+	}
+	form := readWebhookForm(ec)
+	fail := func(err error) error {
+		if errs := fieldErrors(err); errs != nil {
+			return c.renderEditWebhook(ec, http.StatusUnprocessableEntity, "The endpoint was not saved: correct the fields marked below.",
+				c.webhooks.API(e), form, errs)
+		}
+		return err
+	}
+	doc, err := form.update()
+	if err != nil {
+		return fail(err)
+	}
+	var body gen.WebhookUpdate
+	if err := requestBody("WebhookUpdate", doc, &body); err != nil {
+		return fail(err)
+	}
+	if _, err := c.webhooks.Update(ec.Request().Context(), e.WorkspaceID, e.ID, webhook.EndpointChangeOf(body)); err != nil {
+		return fail(err)
+	}
+	c.log.Info("console changed webhook endpoint", "webhook_id", e.ID, "workspace_id", e.WorkspaceID, "user_id", sessionFrom(ec).UserID)
+	return ec.Redirect(http.StatusSeeOther, "/user/webhooks/"+url.PathEscape(e.ID)+"?done=edit")
+}
+
 // workspaceEndpoint is the endpoint of the path's :id in the session's workspace; found is false when it answered
 // 404.
 func (c *Console) workspaceEndpoint(ec echo.Context) (e store.WebhookEndpoint, found bool, err error) {
@@ -288,6 +421,7 @@ func (c *Console) webhookPage(ec echo.Context) error {
 // webhookNotices confirm the actions of an endpoint's page (named, so that a crafted link cannot make the page say
 // anything else).
 var webhookNotices = map[string]string{
+	"edit":   "The endpoint was saved; deliveries from now on follow it.",
 	"pause":  "The endpoint is paused: new deliveries wait until you resume it.",
 	"resume": "The endpoint is active again; what waited goes out now.",
 	"enable": "The endpoint is enabled again.",
@@ -324,7 +458,8 @@ func (c *Console) renderWebhook(ec echo.Context, status int, notice, errMsg stri
 			Title: fmt.Sprintf("%s: %d succeeded, %d failed", h.Start.In(loc).Format("Mon 15:04"), h.Succeeded, h.Failed)}
 	}
 	d.Chart = newBarChart(points, func(t time.Time) string { return t.In(loc).Format("15:04") },
-		fmt.Sprintf("Attempts by hour over the last day: %d succeeded, %d failed", d.Health.Succeeded, d.Health.Attempts-d.Health.Succeeded))
+		fmt.Sprintf("Attempts by hour over the last day: %d succeeded, %d failed", d.Health.Succeeded, d.Health.Attempts-d.Health.Succeeded),
+		"No delivery attempts in the last day")
 	d.Chart.Class = "health"
 	since := time.Now().Add(-time.Hour).In(loc)
 	d.RecoverSince = since.Format(datetimeLocal)
@@ -588,6 +723,12 @@ type (
 func init() {
 	for name, fn := range map[string]any{
 		"secretView": func(secret, id string) secretView { return secretView{secret, id} },
+		"webhookFields": func(f webhookForm, errs map[string]string, cat catalogue) webhookFieldsData {
+			return webhookFieldsData{Form: f, Errors: errs, Catalogue: cat}
+		},
+		"webhookEditFields": func(f webhookForm, errs map[string]string, cat catalogue, headerNames []string) webhookFieldsData {
+			return webhookFieldsData{Form: f, Errors: errs, Catalogue: cat, HeaderNames: headerNames, Edit: true}
+		},
 		"actionView": func(id, action, label, csrf, tz string) actionView { return actionView{id, action, label, csrf, tz} },
 		"has":        slices.Contains[[]string],
 		// oneLine is a description of the spec (wrapped over lines) as one line.

@@ -336,6 +336,57 @@ func TestWebhookPages(t *testing.T) {
 	})
 }
 
+// An endpoint is edited in the console as the API's PATCH does, through the same service: its URL, events,
+// filters, static headers (typed ones replace them, none typed keeps them, a box removes them) and rate limit (empty
+// for none). Its chart of attempts says so when it has none, in its own words.
+func TestEditWebhookForm(t *testing.T) {
+	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
+		e := newEnv(t, db, console.Config{})
+		b, ws := linksUser(t, e, "edit")
+		rx := newReceiver(t)
+		b.createWebhook(t, url.Values{"url": {rx.URL + "/hook"}, "events": {"link.*"}, "headers": {"Authorization: Bearer s3cret"},
+			"rate_limit": {"5"}}).wantStatus(t, http.StatusCreated)
+		ep := endpoints(t, db, ws.ID)[0]
+		p := b.get(t, "/user/webhooks/"+ep.ID)
+		p.wantText(t, "No delivery attempts in the last day")
+		p.wantNoText(t, "No clicks")
+
+		form := b.get(t, "/user/webhooks/"+ep.ID+"/edit")
+		form.wantStatus(t, http.StatusOK)
+		if got := form.field(t, "url"); got != rx.URL+"/hook" {
+			t.Fatalf("the form's URL is %q", got)
+		}
+		form.wantText(t, "Authorization")
+		form.wantNoText(t, "s3cret")
+		save := func(v url.Values) *resp {
+			t.Helper()
+			v.Set("csrf_token", b.csrf(t))
+			return b.post(t, "/user/webhooks/"+ep.ID+"/edit", v)
+		}
+		save(url.Values{"url": {rx.URL + "/moved"}, "events": {"link.created", "webhook.*"}, "description": {"CRM"},
+			"filters": {`[{"pointer":"/link_id","op":"prefix","value":"lnk_"}]`}, "rate_limit": {""}}).
+			wantRedirect(t, "/user/webhooks/"+ep.ID+"?done=edit")
+		got, err := db.Webhooks.Get(ctx, ws.ID, ep.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.URL != rx.URL+"/moved" || strings.Join(got.Events, ",") != "link.created,webhook.*" || got.Description != "CRM" ||
+			got.RateLimit != nil || len(got.Filters) != 1 || got.Filters[0].Op != "prefix" || got.SealedHeaders == nil {
+			t.Fatalf("after the edit: %+v", got)
+		}
+		refused := save(url.Values{"url": {rx.URL + "/moved"}, "events": {"nothing.*"}, "filters": {"not json"}})
+		refused.wantStatus(t, http.StatusUnprocessableEntity)
+		refused.wantText(t, "JSON array")
+		save(url.Values{"url": {rx.URL + "/moved"}, "events": {"*"}, "clear_headers": {"1"}, "rate_limit": {"7"}}).
+			wantRedirect(t, "/user/webhooks/"+ep.ID+"?done=edit")
+		if got, _ = db.Webhooks.Get(ctx, ws.ID, ep.ID); got.SealedHeaders != nil || got.RateLimit == nil || *got.RateLimit != 7 ||
+			len(got.Filters) != 0 {
+			t.Fatalf("after removing the headers and the filters: %+v", got)
+		}
+		b.get(t, "/user/webhooks/"+ep.ID+"?done=edit").wantText(t, "The endpoint was saved")
+	})
+}
+
 // Another workspace's endpoint and deliveries are not found on any page or action; a delivery is found only under
 // its own endpoint.
 func TestWebhookPagesTenantIsolation(t *testing.T) {

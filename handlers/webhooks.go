@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/switchboard/switchboard/gen"
-	"github.com/switchboard/switchboard/internal/patch"
 	"github.com/switchboard/switchboard/internal/webhook"
 	"github.com/switchboard/switchboard/store"
 )
@@ -67,30 +66,7 @@ func (s *Server) UpdateWebhook(ctx context.Context, req gen.UpdateWebhookRequest
 	if err != nil {
 		return nil, err
 	}
-	b := req.Body
-	c := webhook.EndpointChange{URL: b.Url, Description: b.Description, Events: b.Events, InstanceIDs: b.InstanceIds}
-	if b.Headers != nil {
-		headers := map[string]string(*b.Headers)
-		c.Headers = &headers
-	}
-	switch {
-	case !b.RateLimit.IsSpecified():
-	case b.RateLimit.IsNull():
-		c.RateLimit = patch.Clear[int]()
-	default:
-		c.RateLimit = patch.Set(b.RateLimit.MustGet())
-	}
-	switch {
-	case !b.ExpiresAt.IsSpecified():
-	case b.ExpiresAt.IsNull():
-		c.ExpiresAt = patch.Clear[time.Time]()
-	default:
-		c.ExpiresAt = patch.Set(b.ExpiresAt.MustGet())
-	}
-	if b.Filters != nil {
-		filters := webhook.FiltersOf(*b.Filters)
-		c.Filters = &filters
-	}
+	c := webhook.EndpointChangeOf(*req.Body)
 	e, err := s.webhooks.Update(ctx, key.WorkspaceID, req.WebhookId, c)
 	if err != nil {
 		return nil, err

@@ -75,6 +75,35 @@ func NewEndpointOf(b gen.WebhookCreate) NewEndpoint {
 	return n
 }
 
+// EndpointChangeOf maps the API's WebhookUpdate body (PATCH /api/v1/webhooks/{id}, the console's edit form) to the
+// change Update makes: absent fields stay, null ones clear.
+func EndpointChangeOf(b gen.WebhookUpdate) EndpointChange {
+	c := EndpointChange{URL: b.Url, Description: b.Description, Events: b.Events, InstanceIDs: b.InstanceIds}
+	if b.Headers != nil {
+		headers := map[string]string(*b.Headers)
+		c.Headers = &headers
+	}
+	switch {
+	case !b.RateLimit.IsSpecified():
+	case b.RateLimit.IsNull():
+		c.RateLimit = patch.Clear[int]()
+	default:
+		c.RateLimit = patch.Set(b.RateLimit.MustGet())
+	}
+	switch {
+	case !b.ExpiresAt.IsSpecified():
+	case b.ExpiresAt.IsNull():
+		c.ExpiresAt = patch.Clear[time.Time]()
+	default:
+		c.ExpiresAt = patch.Set(b.ExpiresAt.MustGet())
+	}
+	if b.Filters != nil {
+		filters := FiltersOf(*b.Filters)
+		c.Filters = &filters
+	}
+	return c
+}
+
 // FiltersOf maps the API's payload filters to the stored ones.
 func FiltersOf(fs gen.WebhookFilters) []store.WebhookFilter {
 	out := make([]store.WebhookFilter, len(fs))
