@@ -102,7 +102,13 @@ test('create a WhatsApp Cloud instance and find its hook URL', async () => {
   await signUpWithWorkspace(page, sb.url, 'wa@example.com', 'Acme WhatsApp');
   await page.goto(`${sb.url}/user/channels`);
   await page.getByLabel('Name', { exact: true }).fill('Support line');
+  // Only the chosen provider's settings show (a static script; the console allows no inline one).
+  const shownSettings = () => page.locator('fieldset.provider-config:visible').evaluateAll((sets) => sets.map((f) => f.id));
+  await page.getByRole('radio', { name: /Sandbox/ }).check();
+  assert.deepEqual(await shownSettings(), ['config-sandbox']);
   await page.getByRole('radio', { name: /WhatsApp Business/ }).check();
+  assert.deepEqual(await shownSettings(), ['config-whatsapp_cloud']);
+  await page.screenshot({ path: join(screenshotDir, 'channels-06-provider-settings.png'), fullPage: true });
   const field = (name) => page.locator(`#config-whatsapp_cloud-${name}`);
   await field('phone_number_id').fill('106540352242922');
   for (const [name, value] of [['access_token', 'EAAJ-a-system-user-token-0123456789'], ['app_secret', 'app-secret-0123456789'],

@@ -1,5 +1,6 @@
 // Webhooks in a real browser: add an endpoint for link events, keep its secret, send a test event, watch a real
-// delivery fail in the delivery log with the receiver's answer, fix the receiver and resend with one click.
+// delivery fail in the delivery log with the receiver's answer, fix the receiver and resend with one click; edit an
+// endpoint after its creation.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
@@ -18,7 +19,7 @@ before(async () => {
     let body = '';
     req.on('data', (chunk) => { body += chunk; });
     req.on('end', () => {
-      rx.received.push({ headers: req.headers, body });
+      rx.received.push({ url: req.url, headers: req.headers, body });
       res.setHeader('Content-Type', 'application/json');
       res.setHeader('X-Receiver-Version', rx.fixed ? '2' : '1');
       if (rx.fixed) {
@@ -157,6 +158,59 @@ test('a delivery the receiver rejected is found in the log and resent after the 
   await page.getByRole('link', { name: hookURL }).click();
   await page.waitForURL(/\/deliveries\/dlv_/);
   assert.ok(!sb.logs().includes(secret) && !sb.logs().includes(rotated), 'the server never logs a signing secret');
+  assert.deepEqual(errors, [], 'no script errors and no CSP violations');
+  await context.close();
+});
+
+test('an endpoint is edited after creation, and its empty chart speaks of deliveries', async () => {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  const page = await context.newPage();
+  const errors = [];
+  page.on('console', (msg) => {
+    if (msg.type() === 'error' && !/status of 4\d\d/.test(msg.text())) errors.push(msg.text());
+  });
+  page.on('pageerror', (err) => errors.push(err.message));
+  const shot = (name) => page.screenshot({ path: join(screenshotDir, `webhooks-${name}.png`), fullPage: true });
+  const base = `http://127.0.0.1:${receiver.address().port}`;
+
+  await signUpWithWorkspace(page, sb.url, 'edit@example.com', 'Acme edits');
+  await page.goto(`${sb.url}/user/webhooks`);
+  await page.getByLabel('Endpoint URL').fill(`${base}/first`);
+  await page.getByRole('checkbox', { name: /Every link event/ }).check();
+  await page.getByRole('button', { name: 'Add endpoint' }).click();
+  await page.getByRole('link', { name: 'Open the endpoint' }).click();
+  const chart = page.locator('svg.chart');
+  assert.match(await chart.innerHTML(), /No delivery attempts in the last day/);
+  assert.doesNotMatch(await chart.innerHTML(), /clicks/);
+  await shot('08-empty-chart');
+
+  await page.getByRole('link', { name: 'Edit' }).click();
+  await page.waitForURL(/\/edit$/);
+  assert.equal(await page.getByLabel('Endpoint URL').inputValue(), `${base}/first`);
+  await page.getByLabel('Endpoint URL').fill(`${base}/moved`);
+  await page.getByRole('checkbox', { name: /Every webhook event/ }).check();
+  await page.locator('details.more-options summary').click();
+  await page.getByLabel(/^Filters/).fill('[{"pointer": "/link_id", "op": "exists"}]');
+  await page.getByLabel(/^Headers/).fill('X-Token: edited-value');
+  await page.getByLabel(/^Rate limit/).fill('3');
+  await shot('09-edit');
+  await page.getByRole('button', { name: 'Save endpoint' }).click();
+  await page.getByRole('status').filter({ hasText: 'The endpoint was saved' }).waitFor();
+  const head = await page.locator('.page-head').innerText();
+  assert.match(head, new RegExp(`${base}/moved`));
+  assert.match(head, /webhook\.\*/);
+  assert.match(head, /header X-Token/);
+  assert.match(head, /3\/s/);
+  await shot('10-edited');
+
+  // Deliveries follow the saved endpoint: the test event goes to the new URL with the new header.
+  const before = rx.received.length;
+  await page.getByRole('button', { name: 'Send test event' }).click();
+  await page.locator('#test-result').waitFor();
+  const got = rx.received[before];
+  assert.equal(got.url, '/moved');
+  assert.equal(got.headers['x-token'], 'edited-value');
+  assert.ok(!(await page.locator('main').innerText()).includes('edited-value'), 'a header value is never shown');
   assert.deepEqual(errors, [], 'no script errors and no CSP violations');
   await context.close();
 });

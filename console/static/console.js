@@ -1,4 +1,5 @@
-// Switchboard console: copy buttons, the workspace switcher, the custom-scope matrix and the cURL builder.
+// Switchboard console: copy buttons, the workspace switcher, the custom-scope matrix, the instance form's provider
+// settings and the cURL builder.
 // No dependencies, no inline script (the pages send a strict Content-Security-Policy).
 'use strict';
 
@@ -52,6 +53,22 @@ if (customScopes) {
   };
   presets.forEach((radio) => radio.addEventListener('change', sync));
   sync();
+}
+
+// The instance form shows only the chosen provider's settings; the others are hidden and disabled, so that they
+// are not sent either (without script every provider's settings show, and the server reads the chosen one's).
+const providerChoices = document.querySelectorAll('input[name="provider"]');
+if (providerChoices.length) {
+  const syncProvider = () => {
+    const chosen = document.querySelector('input[name="provider"]:checked')?.value;
+    document.querySelectorAll('fieldset.provider-config').forEach((settings) => {
+      const shown = settings.id === `config-${chosen}`;
+      settings.hidden = !shown;
+      settings.disabled = !shown;
+    });
+  };
+  providerChoices.forEach((radio) => radio.addEventListener('change', syncProvider));
+  syncProvider();
 }
 
 // ---- cURL builder -------------------------------------------------------------------------------------------
