@@ -176,7 +176,7 @@ func (x *exampleRun) sendOnly(operationID, name string, want ...int) map[string]
 }
 
 // specOperation finds an operation of the spec by its ID.
-func specOperation(t *testing.T, operationID string) (path, method string, op *openapi3.Operation) {
+func specOperation(t testing.TB, operationID string) (path, method string, op *openapi3.Operation) {
 	t.Helper()
 	for path, item := range specDoc.Paths.Map() {
 		for method, op := range item.Operations() {
@@ -190,7 +190,7 @@ func specOperation(t *testing.T, operationID string) (path, method string, op *o
 }
 
 // successStatus is the success status an operation documents: its only one, or want when it has several.
-func successStatus(t *testing.T, op *openapi3.Operation, want []int) int {
+func successStatus(t testing.TB, op *openapi3.Operation, want []int) int {
 	t.Helper()
 	var success []int
 	for code := range op.Responses.Map() {
@@ -209,7 +209,7 @@ func successStatus(t *testing.T, op *openapi3.Operation, want []int) int {
 }
 
 // idOf returns the "id" of a JSON answer.
-func idOf(t *testing.T, res *response) string {
+func idOf(t testing.TB, res *response) string {
 	t.Helper()
 	var v struct {
 		ID string `json:"id"`
