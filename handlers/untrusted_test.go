@@ -29,6 +29,7 @@ import (
 // what is tested, not a download.
 type untrustedEnv struct {
 	*env
+	ws                             string // the workspace of the instances and the source
 	key                            string
 	ingest                         string
 	telegramHook, telegramSecret   string
@@ -54,7 +55,7 @@ func newUntrustedEnv(t testing.TB, db *store.DB) *untrustedEnv {
 	e := newEnv(t, db, handlers.Config{Events: outbox, Channels: svc, Logger: log,
 		Webhooks: handlers.WebhookEngine{Box: box}, AddressRateLimit: 1 << 30, HookRateLimit: 1 << 30})
 	ws := e.workspace("Untrusted")
-	u := &untrustedEnv{env: e, appSecret: "the-app-secret-of-the-fuzz", phone: "106540352242922",
+	u := &untrustedEnv{env: e, ws: ws.ID, appSecret: "the-app-secret-of-the-fuzz", phone: "106540352242922",
 		telegramSecret: "the-webhook-secret-token-of-the-fuzz"}
 	u.key, _ = e.key(ws.ID, "automation:write", "messaging:write")
 
@@ -163,15 +164,16 @@ func TestPushesWithUnstorableTextAreStored(t *testing.T) {
 			}
 		}
 		var texts []string
-		if err := db.Bun().NewSelect().Table("messages").ColumnExpr("COALESCE(text, '')").Order("id").
-			Scan(context.Background(), &texts); err != nil {
+		// This test's own rows: other tests share the PostgreSQL database.
+		if err := db.Bun().NewSelect().Table("messages").ColumnExpr("COALESCE(text, '')").Where("workspace_id = ?", u.ws).
+			Order("id").Scan(context.Background(), &texts); err != nil {
 			t.Fatal(err)
 		}
 		if strings.Join(texts, "|") != "hello\uFFFDbot||hi\uFFFDthere|" {
 			t.Errorf("texts %q", texts)
 		}
 		var names []string
-		if err := db.Bun().NewSelect().Table("media").Column("filename").Order("id").
+		if err := db.Bun().NewSelect().Table("media").Column("filename").Where("workspace_id = ?", u.ws).Order("id").
 			Scan(context.Background(), &names); err != nil {
 			t.Fatal(err)
 		}
