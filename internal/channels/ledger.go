@@ -94,7 +94,11 @@ func (s *Service) Settle(ctx context.Context, results []SendResult, hold func(ct
 				if at.IsZero() {
 					at = time.Now()
 				}
-				moves = append(moves, move{id: r.MessageID, to: msgSent, at: at, providerID: r.Sent.ProviderID})
+				mv := move{id: r.MessageID, to: msgSent, at: at, providerID: r.Sent.ProviderID}
+				if r.Sent.PossibleRepeat {
+					mv.detail = possibleRepeat
+				}
+				moves = append(moves, mv)
 				if r.Sent.ProviderID != "" {
 					sent = append(sent, early{r.Sent.ProviderID, r.MessageID})
 				}
@@ -115,6 +119,10 @@ func (s *Service) Settle(ctx context.Context, results []SendResult, hold func(ct
 	}
 	return nil
 }
+
+// possibleRepeat is the detail of the sent step of a message the network may hold twice (Sent.PossibleRepeat).
+const possibleRepeat = "sent again after an attempt whose outcome was unknown; the network cannot recognise a repeat, " +
+	"so the recipient may have it twice"
 
 // Backoff records that an instance's session failed and is tried again at next: the instance shows reconnecting
 // with the attempt and its time, and the reason. An instance that is offline meanwhile (disconnected, deleted)

@@ -123,8 +123,9 @@ type Session interface {
 // Sender is a session that sends messages (every provider with messages.text).
 type Sender interface {
 	// Send delivers one message to the network. It is called again with the same Outbound.MessageID when an earlier
-	// call's outcome is unknown (a crash mid-send): providers that can deduplicate by it do. A *Failure error is the
-	// network's refusal; any other error is treated as transient.
+	// call's outcome is unknown (a crash mid-send), with Outbound.Resend set: providers whose network can drop the
+	// repeat by that ID do, and the others mark the result Sent.PossibleRepeat. A *Failure error is the network's
+	// refusal; any other error is treated as transient.
 	Send(ctx context.Context, m Outbound) (Sent, error)
 }
 
@@ -218,6 +219,21 @@ type Outbound struct {
 	Target   string
 	Emoji    string
 	Template *Template
+	// Resend is set on every attempt after the first: an earlier one may have reached the network (it ended without
+	// an answer, or its process died). The queue does not keep how an attempt ended, so a retry after the network
+	// refused with a wait is a Resend too.
+	Resend bool
+}
+
+// MayRepeat reports whether sending m may leave the recipient with a second copy: it is a Resend of a message that
+// adds to the chat (a reaction, an edit or a delete applied twice changes nothing more). A provider whose network
+// cannot recognise a repeat returns it as Sent.PossibleRepeat.
+func (m Outbound) MayRepeat() bool {
+	switch m.Type {
+	case TypeReaction, TypeEdit, TypeDelete:
+		return false
+	}
+	return m.Resend
 }
 
 // Template is a template message to send: a pre-approved message of the account, named with its language, with the
@@ -305,6 +321,9 @@ type ContactCard struct {
 type Sent struct {
 	ProviderID string
 	At         time.Time
+	// PossibleRepeat says the network may hold the message twice: the send was a Resend, and the network has no way
+	// to recognise the repeat (no idempotency key). The message's sent step says so.
+	PossibleRepeat bool
 }
 
 // Failure is a network's refusal of a call, with a stable code the API shows (`recipient_not_on_network`,

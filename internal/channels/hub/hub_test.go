@@ -29,8 +29,10 @@ func TestMain(m *testing.M) { storetest.Main(m) }
 // in the order the network received them.
 type fakeNet struct {
 	mu sync.Mutex
-	// sent holds the sends received, per chat, in order (a retried send appears once per attempt).
-	sent map[string][]string
+	// sent holds the sends received, per chat, in order (a retried send appears once per attempt); resent whether
+	// each attempt of a message came marked as a Resend.
+	sent   map[string][]string
+	resent map[string][]bool
 	// inFlight counts the sends running per chat; overlap records a chat that ever had two at once.
 	inFlight map[string]int
 	overlap  []string
@@ -45,7 +47,7 @@ type fakeNet struct {
 }
 
 func newFakeNet() *fakeNet {
-	return &fakeNet{sent: map[string][]string{}, inFlight: map[string]int{}, failures: map[string][]error{},
+	return &fakeNet{sent: map[string][]string{}, resent: map[string][]bool{}, inFlight: map[string]int{}, failures: map[string][]error{},
 		runErr: map[string]error{}, opens: map[string]int{}}
 }
 
@@ -103,6 +105,7 @@ func (s *fakeSession) Send(ctx context.Context, m channels.Outbound) (channels.S
 	n := s.net
 	n.mu.Lock()
 	n.sent[m.Chat] = append(n.sent[m.Chat], m.MessageID)
+	n.resent[m.MessageID] = append(n.resent[m.MessageID], m.Resend)
 	if n.inFlight[m.Chat]++; n.inFlight[m.Chat] > 1 {
 		n.overlap = append(n.overlap, m.Chat)
 	}
@@ -121,7 +124,8 @@ func (s *fakeSession) Send(ctx context.Context, m channels.Outbound) (channels.S
 	if err != nil {
 		return channels.Sent{}, err
 	}
-	return channels.Sent{ProviderID: "p-" + m.MessageID}, nil
+	// The fake network cannot recognise a repeat.
+	return channels.Sent{ProviderID: "p-" + m.MessageID, PossibleRepeat: m.MayRepeat()}, nil
 }
 
 // Handle answers the test op "fake.echo" with its args, or fails with the Failure they describe.
@@ -307,6 +311,20 @@ func TestRetriesKeepTheChatsOrder(t *testing.T) {
 		e.awaitStatus(e2.ID, m2.ID, "sent")
 		if got := e.net.sends("chat"); !slices.Equal(got[len(got)-4:], []string{m1.ID, m1.ID, m1.ID, m2.ID}) {
 			t.Errorf("chat sends = %v, want m1 three times then m2", got)
+		}
+		// Every attempt after the first is a Resend, and a network that cannot recognise the repeat leaves a note
+		// on the sent step; a message sent at the first attempt has none.
+		e.net.mu.Lock()
+		resent := slices.Clone(e.net.resent[m1.ID])
+		e.net.mu.Unlock()
+		if !slices.Equal(resent, []bool{false, true, true}) {
+			t.Errorf("m1's attempts were resends %v, want [false true true]", resent)
+		}
+		if h := e.message(e2.ID, m1.ID).StatusHistory; !strings.Contains(h[len(h)-1].Detail, "may have it twice") {
+			t.Errorf("m1's sent step %+v says nothing of a possible repeat", h[len(h)-1])
+		}
+		if h := e.message(e2.ID, m2.ID).StatusHistory; h[len(h)-1].Detail != "" {
+			t.Errorf("m2, sent at once, has the detail %q", h[len(h)-1].Detail)
 		}
 		failed := e.awaitStatus(e2.ID, m3.ID, "failed")
 		if failed.Failure == nil || failed.Failure.Code != "recipient_not_on_network" {

@@ -240,7 +240,9 @@ func (c *sendClient) Attempt(ctx context.Context, j *job) (outcome, bool) {
 	}
 	sctx, cancel := context.WithTimeout(ctx, c.h.opts.SendTimeout)
 	defer cancel()
-	sent, err := snd.Send(sctx, *j.out)
+	out := *j.out
+	out.Resend = j.item.Attempts > 1
+	sent, err := snd.Send(sctx, out)
 	var f *channels.Failure
 	switch {
 	case err == nil:

@@ -140,7 +140,8 @@ func (s *session) Send(ctx context.Context, m channels.Outbound) (channels.Sent,
 	if err != nil {
 		return channels.Sent{}, s.failure(err, m)
 	}
-	sent := channels.Sent{At: time.Now()}
+	// The Bot API takes no idempotency key: a resend is a second message.
+	sent := channels.Sent{At: time.Now(), PossibleRepeat: m.MayRepeat()}
 	if msg != nil && m.Type != channels.TypeEdit {
 		sent.ProviderID = providerID(msg.Chat.ID, msg.ID)
 		sent.At = time.Unix(int64(msg.Date), 0)

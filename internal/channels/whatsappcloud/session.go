@@ -116,7 +116,8 @@ func (s *session) Send(ctx context.Context, m channels.Outbound) (channels.Sent,
 	if len(out.Messages) == 0 || out.Messages[0].ID == "" {
 		return channels.Sent{}, &channels.Failure{Code: "network_error", Detail: "Meta accepted the message without a message ID", Retryable: true}
 	}
-	return channels.Sent{ProviderID: out.Messages[0].ID, At: time.Now()}, nil
+	// The Cloud API takes no idempotency key: a resend is a second message.
+	return channels.Sent{ProviderID: out.Messages[0].ID, At: time.Now(), PossibleRepeat: m.MayRepeat()}, nil
 }
 
 // templateBody is a template message's "template" object: the components given, plus a body component with the

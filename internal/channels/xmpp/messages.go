@@ -149,7 +149,8 @@ func (s *session) Send(ctx context.Context, m channels.Outbound) (channels.Sent,
 	if err := s.sendAcked(ctx, xs, tokens(out)); err != nil {
 		return channels.Sent{}, &channels.Failure{Code: "network_error", Detail: err.Error(), Retryable: true}
 	}
-	return channels.Sent{ProviderID: m.MessageID, At: time.Now().UTC()}, nil
+	// Servers route a repeated stanza like any other; only clients that deduplicate by its id show it once.
+	return channels.Sent{ProviderID: m.MessageID, At: time.Now().UTC(), PossibleRepeat: m.MayRepeat()}, nil
 }
 
 // sendAcked sends a stanza and, with stream management on, asks the server for an acknowledgement right behind it
