@@ -252,7 +252,7 @@ func (s *session) JoinGroup(ctx context.Context, invite string) (channels.Group,
 	if _, number := s.live(); number == "" {
 		return channels.Group{}, notConnected()
 	}
-	invalid := failure("invite_invalid", "the invite is not one of a sandbox group, or it was revoked")
+	invalid := failure("invalid_invite", "the invite is not one of a sandbox group, or it was revoked")
 	code, err := inviteCode(invite)
 	if err != nil {
 		return channels.Group{}, invalid

@@ -148,7 +148,7 @@ func TestGroups(t *testing.T) {
 		if err != nil || fresh == link {
 			t.Fatalf("revoke = %q, %v", fresh, err)
 		}
-		if _, err := outsider.sess.JoinGroup(ctx, link); failureCode(t, err) != "invite_invalid" {
+		if _, err := outsider.sess.JoinGroup(ctx, link); failureCode(t, err) != "invalid_invite" {
 			t.Errorf("join by a revoked link: %v", err)
 		}
 		if _, err := outsider.sess.JoinGroup(ctx, strings.TrimPrefix(fresh, inviteBase)); err != nil {
