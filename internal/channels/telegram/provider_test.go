@@ -37,7 +37,7 @@ func TestFailures(t *testing.T) {
 		{errors.Join(bot.ErrorForbidden, errors.New("Forbidden: bot was blocked by the user")), "recipient_blocked", false},
 		{errors.Join(bot.ErrorForbidden, errors.New("Forbidden: user is deactivated")), "recipient_not_on_network", false},
 		{errors.Join(bot.ErrorBadRequest, errors.New("Bad Request: chat not found")), "recipient_not_on_network", false},
-		{errors.Join(bot.ErrorBadRequest, errors.New("Bad Request: message to edit not found")), "target_not_found", false},
+		{errors.Join(bot.ErrorBadRequest, errors.New("Bad Request: message to edit not found")), "message_not_found", false},
 		{errors.Join(bot.ErrorUnauthorized, errors.New("Unauthorized")), "not_connected", false},
 	} {
 		var f *channels.Failure

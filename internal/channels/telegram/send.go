@@ -118,7 +118,7 @@ func (s *session) Send(ctx context.Context, m channels.Outbound) (channels.Sent,
 		}
 	case channels.TypeContact:
 		if len(m.Contact.Phones) == 0 {
-			return channels.Sent{}, &channels.Failure{Code: "invalid_content", Detail: "Telegram contacts need a phone number"}
+			return channels.Sent{}, &channels.Failure{Code: "invalid_message", Detail: "Telegram contacts need a phone number"}
 		}
 		first, last, _ := strings.Cut(m.Contact.Name, " ")
 		msg, err = s.b.SendContact(ctx, &bot.SendContactParams{ChatID: chat, PhoneNumber: m.Contact.Phones[0],
@@ -191,13 +191,13 @@ func (s *session) failure(err error, m channels.Outbound) error {
 	case errors.Is(err, bot.ErrorForbidden) && strings.Contains(lower, "deactivated"):
 		return &channels.Failure{Code: "recipient_not_on_network", Detail: text}
 	case errors.Is(err, bot.ErrorForbidden):
-		return &channels.Failure{Code: "forbidden", Detail: text}
+		return &channels.Failure{Code: "not_permitted", Detail: text}
 	case errors.Is(err, bot.ErrorUnauthorized):
 		return &channels.Failure{Code: "not_connected", Detail: "Telegram no longer accepts the bot token: " + text}
 	case errors.Is(err, bot.ErrorBadRequest) && strings.Contains(lower, "chat not found"):
 		return &channels.Failure{Code: "recipient_not_on_network", Detail: text + " (a person must start a chat with the bot first)"}
 	case errors.Is(err, bot.ErrorBadRequest) && strings.Contains(lower, "not found"):
-		return &channels.Failure{Code: "target_not_found", Detail: text}
+		return &channels.Failure{Code: "message_not_found", Detail: text}
 	case errors.Is(err, bot.ErrorBadRequest) && m.Type == channels.TypeMedia:
 		return &channels.Failure{Code: "media_rejected", Detail: text}
 	case errors.Is(err, bot.ErrorBadRequest), errors.Is(err, bot.ErrorNotFound), errors.Is(err, bot.ErrorConflict):

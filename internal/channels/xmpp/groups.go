@@ -518,7 +518,7 @@ func stanzaFailure(err error, doing string) error {
 	case stanza.FeatureNotImplemented:
 		code = "capability_not_supported"
 	case stanza.BadRequest, stanza.JIDMalformed, stanza.NotAcceptable:
-		code = "invalid_request"
+		code = "invalid_argument"
 	}
 	return &channels.Failure{Code: code, Detail: doing + ": " + string(se.Condition)}
 }
