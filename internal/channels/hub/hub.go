@@ -528,10 +528,12 @@ func (h *Hub) runOnce(ctx context.Context, x *held) error {
 		return err
 	}
 	h.loadPacing(ctx, x.id)
-	sess, err := p.Open(inst, &trackingSink{Sink: sink, h: h, x: x})
+	ts := &trackingSink{sink: sink, h: h, x: x}
+	sess, err := p.Open(inst, ts)
 	if err != nil {
 		return err
 	}
+	defer ts.fence()
 	// The session takes commands (a sandbox delivery, a lookup) as soon as it exists: some arrive while it is still
 	// connecting.
 	x.mu.Lock()
@@ -578,24 +580,74 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// trackingSink passes a session's reports on and keeps, for the send queue, whether the session is connected.
+// trackingSink passes a session's reports on, keeps for the send queue whether the session is connected, and
+// fences the session once its Run returned (stopped, or its lease lost): a goroutine the session left behind, or
+// a session slow to notice, must not record anything over the process that holds the instance now.
 type trackingSink struct {
-	channels.Sink
-	h *Hub
-	x *held
+	sink channels.Sink
+	h    *Hub
+	x    *held
+
+	// mu is held for reading by each report under way, and for writing by fence.
+	mu     sync.RWMutex
+	fenced bool
+}
+
+// errFenced answers the reports of a session the runtime no longer runs.
+var errFenced = errors.New("hub: the runtime no longer runs this session; its report is not recorded")
+
+// fence refuses every later report and returns once those under way are done.
+func (s *trackingSink) fence() {
+	s.mu.Lock()
+	s.fenced = true
+	s.mu.Unlock()
+}
+
+// pass makes a report unless the session is fenced.
+func (s *trackingSink) pass(report func() error) error {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.fenced {
+		return errFenced
+	}
+	return report()
 }
 
 func (s *trackingSink) State(ctx context.Context, st channels.Status, reason string) error {
-	s.set(st == channels.StatusConnected)
-	return s.Sink.State(ctx, st, reason)
+	return s.pass(func() error {
+		s.set(st == channels.StatusConnected)
+		return s.sink.State(ctx, st, reason)
+	})
 }
 
 func (s *trackingSink) Connected(ctx context.Context, account channels.Party, credentials []byte) error {
-	err := s.Sink.Connected(ctx, account, credentials)
-	if err == nil {
-		s.set(true)
-	}
-	return err
+	return s.pass(func() error {
+		err := s.sink.Connected(ctx, account, credentials)
+		if err == nil {
+			s.set(true)
+		}
+		return err
+	})
+}
+
+func (s *trackingSink) QR(ctx context.Context, code string, expires time.Time) error {
+	return s.pass(func() error { return s.sink.QR(ctx, code, expires) })
+}
+
+func (s *trackingSink) Inbound(ctx context.Context, m channels.Inbound) error {
+	return s.pass(func() error { return s.sink.Inbound(ctx, m) })
+}
+
+func (s *trackingSink) Receipt(ctx context.Context, r channels.Receipt) error {
+	return s.pass(func() error { return s.sink.Receipt(ctx, r) })
+}
+
+func (s *trackingSink) GroupChanged(ctx context.Context, g channels.Group, change string) error {
+	return s.pass(func() error { return s.sink.GroupChanged(ctx, g, change) })
+}
+
+func (s *trackingSink) ContactChanged(ctx context.Context, p channels.Party) error {
+	return s.pass(func() error { return s.sink.ContactChanged(ctx, p) })
 }
 
 func (s *trackingSink) set(connected bool) {
