@@ -51,6 +51,7 @@ type Server struct {
 	bots     map[string]*botState
 	calls    []Call
 	failures map[string][]Failure // method → answers to give before working again
+	lose     map[string]int       // method → calls to carry out without answering
 	nextMsg  int
 	nextUpd  int64
 }
@@ -71,7 +72,8 @@ type botState struct {
 
 // Start starts a fake Bot API server.
 func Start(t testing.TB) *Server {
-	s := &Server{t: t, bots: map[string]*botState{}, failures: map[string][]Failure{}, nextMsg: 100, nextUpd: 1000}
+	s := &Server{t: t, bots: map[string]*botState{}, failures: map[string][]Failure{}, lose: map[string]int{},
+		nextMsg: 100, nextUpd: 1000}
 	s.Server = httptest.NewServer(http.HandlerFunc(s.serve))
 	t.Cleanup(s.Close)
 	return s
@@ -110,6 +112,14 @@ func (s *Server) Fail(method string, n int, f Failure) {
 	for range n {
 		s.failures[method] = append(s.failures[method], f)
 	}
+}
+
+// LoseAnswers makes the next n calls of method that succeed go unanswered: the fake carries them out, then drops
+// the connection, as when an answer is lost on its way.
+func (s *Server) LoseAnswers(method string, n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.lose[method] += n
 }
 
 // Calls returns the calls of a method so far (all methods for "").
@@ -268,7 +278,17 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	call.Status = status
 	s.mu.Lock()
 	s.calls = append(s.calls, call)
+	lost := status == http.StatusOK && s.lose[method] > 0
+	if lost {
+		s.lose[method]--
+	}
 	s.mu.Unlock()
+	if lost {
+		if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
+			conn.Close()
+		}
+		return
+	}
 	if status != http.StatusOK {
 		f := result.(Failure)
 		answerError(w, f.Status, f.Description, f.RetryAfter)
