@@ -176,8 +176,12 @@ func (e *engine) push(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case errors.Is(err, channels.ErrPushUnverified):
 		http.Error(w, err.Error(), http.StatusUnauthorized)
+	case errors.As(err, new(*channels.Failure)):
+		// A verified push the provider cannot read: the service answers it 400.
+		e.observe("a push to the hook URL", err, true)
+		http.Error(w, err.Error(), http.StatusBadRequest)
 	case err != nil:
-		e.observe("a push to the hook URL", err, false)
+		e.observe("a push to the hook URL", err, true)
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 	case ans.Challenge != "":
 		_, _ = io.WriteString(w, ans.Challenge)

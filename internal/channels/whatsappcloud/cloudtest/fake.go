@@ -58,6 +58,7 @@ type Server struct {
 	sent      []Sent
 	reads     []string
 	failures  []Failure
+	lose      int // message sends to accept without answering
 	media     map[string][]byte
 	templates []Template
 	notOnWA   map[string]bool
@@ -95,6 +96,14 @@ func (s *Server) Fail(n int, f Failure) {
 	for range n {
 		s.failures = append(s.failures, f)
 	}
+}
+
+// LoseAnswer makes the next message send that is accepted go unanswered: the fake keeps the message, then drops
+// the connection, as when an answer is lost on its way.
+func (s *Server) LoseAnswer() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.lose++
 }
 
 // Sent returns the messages accepted so far.
@@ -257,6 +266,13 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 	s.next++
 	id := fmt.Sprintf("wamid.HBgL%s%06d", strings.TrimPrefix(to, "+"), s.next)
 	s.sent = append(s.sent, Sent{ID: id, Body: body, At: time.Now()})
+	if s.lose > 0 {
+		s.lose--
+		if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
+			conn.Close()
+		}
+		return
+	}
 	s.ok(w, map[string]any{"messaging_product": "whatsapp", "contacts": []any{map[string]any{"input": to, "wa_id": strings.TrimPrefix(to, "+")}},
 		"messages": []any{map[string]any{"id": id}}})
 }
