@@ -102,10 +102,12 @@ func (s *suite) failureCodes(t *testing.T) {
 	}
 
 	codes := documentedCodes(t)
+	seen := map[string]int{}
 	judge := func(where string, err error, command bool) {
 		var f *channels.Failure
 		switch {
 		case errors.As(err, &f):
+			seen[f.Code]++
 			if !codes[f.Code] {
 				t.Errorf("%s: the failure code %q is neither a code of the problem table nor one of the spec's "+
 					"MessageFailure codes (%v)", where, f.Code, err)
@@ -127,6 +129,7 @@ func (s *suite) failureCodes(t *testing.T) {
 	for id, code := range s.e.failedMessages(t) {
 		judge("message "+id, &channels.Failure{Code: code}, true)
 	}
+	t.Logf("failure codes judged (how often): %v", seen)
 }
 
 var documented struct {

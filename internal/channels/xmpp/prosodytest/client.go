@@ -122,14 +122,20 @@ func (c *Client) handle(r xmlstream.TokenReadEncoder, start *xml.StartElement) e
 	return nil
 }
 
-// Send writes one raw stanza to the client's stream.
+// Send writes one raw stanza to the client's stream, failing the test that dialled the client if it cannot.
 func (c *Client) Send(raw string) {
 	c.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := c.xs.Send(ctx, xml.NewDecoder(strings.NewReader(raw))); err != nil {
+	if err := c.Write(ctx, raw); err != nil {
 		c.t.Fatalf("client send %s: %v", raw, err)
 	}
+}
+
+// Write writes one raw stanza to the client's stream (for tests that run it from a subtest of the one that dialled
+// the client, which must not fail that test from their goroutine).
+func (c *Client) Write(ctx context.Context, raw string) error {
+	return c.xs.Send(ctx, xml.NewDecoder(strings.NewReader(raw)))
 }
 
 // Wait waits for a received stanza that match accepts and returns it.
