@@ -32,7 +32,6 @@ import (
 // engine is the messaging service and the channel runtime over one database, as a serve process wires them, with
 // the provider under test registered and every sink call of its sessions recorded.
 type engine struct {
-	t        *testing.T
 	db       *store.DB
 	svc      *channels.Service
 	hub      *hub.Hub
@@ -81,7 +80,7 @@ func start(t *testing.T, db *store.DB, h Harness) *engine {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &engine{t: t, db: db, svc: svc, live: map[string]*opened{}}
+	e := &engine{db: db, svc: svc, live: map[string]*opened{}}
 	// A lease of 6 s gives sends 4 s (two thirds of it) and notices a lost lease within 2 s; no pacing, and a
 	// short backoff, so that the checks wait on the network and not on the runtime's caution.
 	e.hub = hub.New(db, ledger{Ledger: svc, e: e}, hub.Options{Owner: "conformance-" + rand.Text()[:8],
@@ -477,12 +476,14 @@ func (e *engine) lateCalls() []Call {
 	return append([]Call(nil), e.late...)
 }
 
+// errors are the errors the provider returned.
 func (e *engine) errors() []observed {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return append([]observed(nil), e.observed...)
 }
 
+// refusedCommits are the sink calls Network.Committed found made before the provider's commit.
 func (e *engine) refusedCommits() []string {
 	e.mu.Lock()
 	defer e.mu.Unlock()
