@@ -6,7 +6,7 @@ PKGS    := ./...
 # exceeded" at the deadline on a busy machine without any failing input (golang/go#75804, fixed in go1.27).
 FUZZTIME ?= 20000x
 
-.PHONY: run build test test-go test-e2e test-short fuzz generate check-generated tidy-check lint-spec compat vet ci e2e-n8n bench tools browser proxy help
+.PHONY: run build test test-go test-e2e test-sdk sdk-build test-short fuzz generate check-generated tidy-check lint-spec compat vet ci e2e-n8n bench tools browser proxy help
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -17,7 +17,7 @@ run: ## start the server on embedded SQLite (data/switchboard.db) at http://loca
 build: ## build bin/switchboard
 	$(GO) build -trimpath -o bin/switchboard .
 
-test: test-go test-e2e ## every test: Go (SQLite and PostgreSQL) and the browser tests
+test: test-go test-e2e test-sdk ## every test: Go (SQLite and PostgreSQL), the browser tests and the SDKs' round trip
 
 test-go: proxy ## Go tests, race detector on, against SQLite and PostgreSQL (127.0.0.1:5432 or SWITCHBOARD_TEST_POSTGRES_URL)
 	$(GO) test -race -count=1 -timeout 45m $(PKGS)
@@ -38,13 +38,26 @@ fuzz: ## each fuzz target for FUZZTIME (20000 executions, a few seconds); go tes
 	$(GO) test -run='^$$' -fuzz='^FuzzNormalizeAddress$$' -fuzztime=$(FUZZTIME) ./internal/channels/whatsappcloud
 	$(GO) test -run='^$$' -fuzz='^FuzzUntrustedBytes$$' -fuzztime=$(FUZZTIME) ./handlers
 
-generate: ## regenerate gen/ from api/openapi.yaml (always from the repository root)
-	$(GO) generate ./...
+GENERATED := gen/ sdk/go/client.gen.go sdk/typescript/src/gen/
 
-check-generated: generate ## fail when gen/ differs from a fresh generation or holds untracked files
-	@git diff --exit-code --stat -- gen/ || { echo "gen/ is stale: run make generate and commit"; exit 1; }
-	@untracked=$$(git ls-files --others --exclude-standard -- gen/); \
+generate: sdk/typescript/node_modules/.package-lock.json ## regenerate gen/ and both SDKs from api/openapi.yaml (always from the repository root)
+	$(GO) generate ./...
+	$(GO) tool oapi-codegen -config sdk/go/oapi-codegen.yaml api/openapi.yaml
+	cd sdk/typescript && $(NPM) run --silent generate >/dev/null
+
+check-generated: generate ## fail when gen/ or an SDK differs from a fresh generation or holds untracked files
+	@git diff --exit-code --stat -- $(GENERATED) || { echo "generated code is stale: run make generate and commit"; exit 1; }
+	@untracked=$$(git ls-files --others --exclude-standard -- $(GENERATED)); \
 	  if [ -n "$$untracked" ]; then echo "untracked generated files: $$untracked"; exit 1; fi
+
+sdk/typescript/node_modules/.package-lock.json: sdk/typescript/package.json sdk/typescript/package-lock.json
+	cd sdk/typescript && $(NPM) ci --no-audit --no-fund --loglevel=error
+
+sdk-build: sdk/typescript/node_modules/.package-lock.json ## build the TypeScript SDK (sdk/typescript/dist: ESM and types)
+	cd sdk/typescript && $(NPM) run --silent build
+
+test-sdk: sdk-build ## both SDKs' round trip against a fresh server (a key made with the CLI; models, link, webhook, message)
+	sdk/roundtrip.sh
 
 tidy-check: ## fail when go.mod/go.sum are not tidy
 	$(GO) mod tidy -diff
