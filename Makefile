@@ -6,7 +6,7 @@ PKGS    := ./...
 # exceeded" at the deadline on a busy machine without any failing input (golang/go#75804, fixed in go1.27).
 FUZZTIME ?= 20000x
 
-.PHONY: run build test test-go test-e2e test-sdk sdk-build test-short fuzz generate check-generated tidy-check lint-spec compat vet ci e2e-n8n bench tools browser proxy help
+.PHONY: run build test test-go test-e2e test-sdk sdk-build image test-image test-short fuzz generate check-generated tidy-check lint-spec compat vet ci e2e-n8n bench tools browser proxy help
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -97,7 +97,7 @@ compat: $(OASDIFF) ## fail on a breaking change of api/openapi.yaml against the 
 vet: ## go vet
 	$(GO) vet $(PKGS)
 
-ci: tidy-check check-generated lint-spec compat vet fuzz test e2e-n8n ## everything CI checks (e2e-n8n adds about 7 minutes: npm ci of n8n, then 40 s)
+ci: tidy-check check-generated lint-spec compat vet fuzz test test-image e2e-n8n ## everything CI checks (e2e-n8n adds about 7 minutes: npm ci of n8n, then 40 s)
 
 browser: ## install Debian's Chromium for the browser tests when missing (never a downloaded browser)
 	@command -v chromium >/dev/null || { apt-get update -qq && apt-get install -y -qq chromium; }
@@ -105,6 +105,20 @@ browser: ## install Debian's Chromium for the browser tests when missing (never 
 e2e-n8n: build ## Switchboard with a real n8n (npm, pinned in e2e/n8n): publish to a source, verify signed webhooks in a workflow
 	cd e2e/n8n && { [ -x node_modules/.bin/n8n ] || npm ci --no-audit --no-fund --loglevel=error; }
 	node --test e2e/n8n/run.mjs
+
+IMAGE ?= switchboard:dev
+
+image: ## the container image (Containerfile: FROM scratch, a static binary, CA certificates and zone data) with Debian's buildah
+	@command -v buildah >/dev/null || { apt-get update -qq && apt-get install -y -qq buildah; }
+	rm -rf build/image && mkdir -p build/image/etc/ssl/certs build/image/usr/share build/image/data
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -o build/image/switchboard .
+	cp /etc/ssl/certs/ca-certificates.crt build/image/etc/ssl/certs/
+	cp -r /usr/share/zoneinfo build/image/usr/share/
+	touch build/image/data/.keep
+	buildah bud --quiet --layers=false -f Containerfile -t $(IMAGE) build/image
+
+test-image: image ## start the binary from the image's own file system (mounted, chroot: containers cannot run here) and make the first call
+	e2e/image.sh $(IMAGE)
 
 tools: ## install the load generator used by make bench (Debian's wrk)
 	@command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk; }
