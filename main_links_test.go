@@ -31,20 +31,9 @@ type linkFixture struct {
 
 func newLinkFixture(t *testing.T, dbURL string, p *server) linkFixture {
 	t.Helper()
-	out, stderr, code := cli(t, dbURL, "workspace", "create", "--name", "Clicks", "--json")
-	if code != 0 {
-		t.Fatalf("workspace create: %s", stderr)
-	}
-	var ws struct{ ID string }
-	mustJSON(t, out, &ws)
-	out, stderr, code = cli(t, dbURL, "key", "create", "--workspace", ws.ID, "--name", "k", "--scopes", "links:write", "--json")
-	if code != 0 {
-		t.Fatalf("key create: %s", stderr)
-	}
-	var key struct{ Secret string }
-	mustJSON(t, out, &key)
+	secret := workspaceKey(t, dbURL, "Clicks", "links:write")
 	req, _ := http.NewRequest(http.MethodPost, p.url+"/api/v1/links", strings.NewReader(`{"destination_url":"https://example.com/landing"}`))
-	req.Header.Set("Authorization", "Bearer "+key.Secret)
+	req.Header.Set("Authorization", "Bearer "+secret)
 	req.Header.Set("Content-Type", "application/json")
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -57,7 +46,7 @@ func newLinkFixture(t *testing.T, dbURL string, p *server) linkFixture {
 	}
 	var l struct{ ID, Slug string }
 	mustJSON(t, string(body), &l)
-	return linkFixture{key: key.Secret, slug: l.Slug, id: l.ID}
+	return linkFixture{key: secret, slug: l.Slug, id: l.ID}
 }
 
 // hammer sends redirect requests for slug from 8 connections until stopped, and counts the redirects served: a

@@ -32,18 +32,7 @@ func TestGrafanaDashboardAndMetricsReference(t *testing.T) {
 	}))
 	defer receiver.Close()
 
-	out, stderr, code := cli(t, dbURL, "workspace", "create", "--name", "Metrics", "--json")
-	if code != 0 {
-		t.Fatalf("workspace create: %s", stderr)
-	}
-	var ws struct{ ID string }
-	mustJSON(t, out, &ws)
-	out, stderr, code = cli(t, dbURL, "key", "create", "--workspace", ws.ID, "--name", "m", "--scopes", "links:write,webhooks:write", "--json")
-	if code != 0 {
-		t.Fatalf("key create: %s", stderr)
-	}
-	var key struct{ Secret string }
-	mustJSON(t, out, &key)
+	secret := workspaceKey(t, dbURL, "Metrics", "links:write,webhooks:write")
 
 	env := []string{"SWITCHBOARD_WEBHOOK_ALLOW_HTTP=true", "SWITCHBOARD_WEBHOOK_ALLOWED_NETWORKS=127.0.0.0/8"}
 	if redis := os.Getenv("SWITCHBOARD_TEST_REDIS_URL"); redis != "" {
@@ -54,7 +43,7 @@ func TestGrafanaDashboardAndMetricsReference(t *testing.T) {
 	srv := runServer(t, dbURL, "", env...)
 	post := func(path, body string) {
 		req, _ := http.NewRequest(http.MethodPost, srv.url+path, strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+key.Secret)
+		req.Header.Set("Authorization", "Bearer "+secret)
 		req.Header.Set("Content-Type", "application/json")
 		res, err := http.DefaultClient.Do(req)
 		if err != nil {

@@ -52,6 +52,24 @@ func cli(t *testing.T, dbURL string, args ...string) (string, string, int) {
 	return stdout.String(), stderr.String(), code
 }
 
+// workspaceKey makes a workspace and a key of it with the CLI and returns the key's secret.
+func workspaceKey(t *testing.T, dbURL, name, scopes string) string {
+	t.Helper()
+	out, stderr, code := cli(t, dbURL, "workspace", "create", "--name", name, "--json")
+	if code != 0 {
+		t.Fatalf("workspace create: %s", stderr)
+	}
+	var ws struct{ ID string }
+	mustJSON(t, out, &ws)
+	out, stderr, code = cli(t, dbURL, "key", "create", "--workspace", ws.ID, "--name", "k", "--scopes", scopes, "--json")
+	if code != 0 {
+		t.Fatalf("key create: %s", stderr)
+	}
+	var key struct{ Secret string }
+	mustJSON(t, out, &key)
+	return key.Secret
+}
+
 func mustJSON(t *testing.T, s string, v any) {
 	t.Helper()
 	if err := json.Unmarshal([]byte(s), v); err != nil {
