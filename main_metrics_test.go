@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"encoding/json"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -41,22 +40,8 @@ func TestGrafanaDashboardAndMetricsReference(t *testing.T) {
 		env = append(env, "SWITCHBOARD_REDIS_URL=redis://127.0.0.1:6379/0")
 	}
 	srv := runServer(t, dbURL, "", env...)
-	post := func(path, body string) {
-		req, _ := http.NewRequest(http.MethodPost, srv.url+path, strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+secret)
-		req.Header.Set("Content-Type", "application/json")
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(res.Body)
-		res.Body.Close()
-		if res.StatusCode != http.StatusCreated {
-			t.Fatalf("POST %s: %d %s", path, res.StatusCode, b)
-		}
-	}
-	post("/api/v1/webhooks", `{"url":"`+receiver.URL+`/hook","events":["link.created"]}`)
-	post("/api/v1/links", `{"destination_url":"https://example.com/metrics","slug":"dash-click"}`)
+	srv.created(secret, "/api/v1/webhooks", `{"url":"`+receiver.URL+`/hook","events":["link.created"]}`)
+	srv.created(secret, "/api/v1/links", `{"destination_url":"https://example.com/metrics","slug":"dash-click"}`)
 	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	if res, err := noRedirect.Get(srv.url + "/dash-click"); err != nil {
 		t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -68,6 +69,28 @@ func workspaceKey(t *testing.T, dbURL, name, scopes string) string {
 	var key struct{ Secret string }
 	mustJSON(t, out, &key)
 	return key.Secret
+}
+
+// created posts body as JSON to the server with the key (and extra headers as name, value pairs), expects 201 and
+// returns the body.
+func (s *server) created(secret, path, body string, header ...string) string {
+	s.t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, s.url+path, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+secret)
+	req.Header.Set("Content-Type", "application/json")
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	b, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != http.StatusCreated {
+		s.t.Fatalf("POST %s: %d %s", path, res.StatusCode, b)
+	}
+	return string(b)
 }
 
 func mustJSON(t *testing.T, s string, v any) {

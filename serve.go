@@ -31,6 +31,7 @@ import (
 	"github.com/switchboard/switchboard/internal/ratelimit"
 	"github.com/switchboard/switchboard/internal/ratelimit/redislimit"
 	"github.com/switchboard/switchboard/internal/runner"
+	"github.com/switchboard/switchboard/internal/telemetry"
 	"github.com/switchboard/switchboard/internal/webhook"
 	"github.com/switchboard/switchboard/internal/workspaces"
 	"github.com/switchboard/switchboard/store"
@@ -66,6 +67,10 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		"longest wait for Redis before a limit is decided in process (env SWITCHBOARD_REDIS_TIMEOUT)")
 	txTimeout := fs.Duration("tx-timeout", handlers.DefaultTxTimeout,
 		"longest a request's transaction may wait for and hold the database's writer before it answers 503 (env SWITCHBOARD_TX_TIMEOUT)")
+	otlpEndpoint := fs.String("otlp-endpoint", "",
+		"OpenTelemetry collector's OTLP/HTTP base URL, e.g. http://collector:4318: traces of requests, database statements, webhook attempts and provider calls (env SWITCHBOARD_OTLP_ENDPOINT, else OTEL_EXPORTER_OTLP_ENDPOINT; default off)")
+	sampleRatio := fs.Float64("trace-sample-ratio", 1,
+		"share of new traces kept, 0 to 1; a caller's sampled traceparent is always followed (env SWITCHBOARD_TRACE_SAMPLE_RATIO)")
 	wh := addWebhookFlags(fs)
 	shortLinks := linkFlags(fs)
 	chans := channelFlags(fs)
@@ -81,6 +86,19 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		return usagef("--log-level: %v", err)
 	}
 	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
+
+	if *otlpEndpoint == "" {
+		*otlpEndpoint = os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT")
+	}
+	stopTracing, err := telemetry.Setup(ctx, telemetry.Options{Endpoint: *otlpEndpoint, SampleRatio: *sampleRatio})
+	if err != nil {
+		return usagef("--otlp-endpoint: %v", err)
+	}
+	defer func() { // last: the spans of the shutdown are sent too
+		flush, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = stopTracing(flush)
+	}()
 
 	catalog, err := loadCatalog(*modelsFile)
 	if err != nil {
@@ -129,6 +147,13 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	// Closed last: after every job that uses it has returned.
 	defer db.Close()
+	if *otlpEndpoint != "" {
+		system := "postgresql"
+		if db.Dialect() == store.SQLite {
+			system = "sqlite"
+		}
+		db.AddQueryHook(telemetry.QueryHook{System: system})
+	}
 	// The key is checked before migrating, so that a misconfigured start changes nothing.
 	key, created, err := webhook.LoadOrCreateKey(os.Getenv("SWITCHBOARD_SECRET_KEY"), db.DataDir())
 	if err != nil {

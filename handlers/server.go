@@ -31,6 +31,7 @@ import (
 	"github.com/switchboard/switchboard/internal/links"
 	"github.com/switchboard/switchboard/internal/modelcatalog"
 	"github.com/switchboard/switchboard/internal/ratelimit"
+	"github.com/switchboard/switchboard/internal/telemetry"
 	"github.com/switchboard/switchboard/internal/webhook"
 	"github.com/switchboard/switchboard/store"
 )
@@ -367,6 +368,12 @@ func (s *Server) requestContext(next echo.HandlerFunc) echo.HandlerFunc {
 		c.SetRequest(req.WithContext(store.WithTxTimeout(withRequestState(req.Context(), st), s.cfg.TxTimeout)))
 
 		op := s.ops.byEchoRoute(req.Method, c.Path())
+		spanName := c.Path()
+		if op != nil {
+			spanName = op.ID
+		}
+		traced, span := telemetry.Server(c.Request(), spanName, c.Path())
+		c.SetRequest(traced)
 		if op != nil && op.Deprecation != "" {
 			c.Response().Header().Set("Deprecation", op.Deprecation)
 			c.Response().Header().Set("Sunset", op.Sunset)
@@ -376,6 +383,7 @@ func (s *Server) requestContext(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 
 		status := c.Response().Status
+		telemetry.EndServer(span, status, id)
 		elapsed := time.Since(start)
 		label := "unmatched"
 		switch {

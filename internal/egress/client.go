@@ -8,6 +8,8 @@ import (
 	"net/netip"
 	"syscall"
 	"time"
+
+	"github.com/switchboard/switchboard/internal/telemetry"
 )
 
 // Transport limits for deliveries. Receivers are customers' servers, some slow or hostile; each limit keeps one of
@@ -57,7 +59,8 @@ func (g *Guard) Client(timeout time.Duration) *http.Client {
 		ForceAttemptHTTP2: false,
 	}
 	return &http.Client{
-		Transport: schemeCheck{guard: g, next: transport},
+		// A client span per request when tracing is on (it names the host, never the path); traceparent goes along.
+		Transport: telemetry.Transport(schemeCheck{guard: g, next: transport}),
 		Timeout:   timeout,
 		CheckRedirect: func(*http.Request, []*http.Request) error {
 			return http.ErrUseLastResponse

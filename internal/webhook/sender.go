@@ -14,7 +14,12 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/switchboard/switchboard/internal/egress"
+	"github.com/switchboard/switchboard/internal/telemetry"
 	"github.com/switchboard/switchboard/internal/text"
 	"github.com/switchboard/switchboard/store"
 )
@@ -73,7 +78,19 @@ func EnvelopeOf(ev store.Event) Envelope {
 // Send posts ev to endpoint e, signed with its secret (and, during a rotation's grace period, its previous one), with
 // its static headers. A failed attempt is not an error: it is classified in Sent.Outcome. An error means nothing was
 // sent (a secret or the headers could not be opened).
-func (s *Sender) Send(ctx context.Context, e store.WebhookEndpoint, ev store.Event) (Sent, error) {
+func (s *Sender) Send(ctx context.Context, e store.WebhookEndpoint, ev store.Event) (sent Sent, err error) {
+	ctx, span := telemetry.Start(ctx, "webhook attempt", trace.SpanKindInternal,
+		attribute.String("switchboard.webhook_id", e.ID), attribute.String("switchboard.event_id", ev.ID),
+		attribute.String("switchboard.event_type", ev.Type), attribute.String("switchboard.workspace_id", ev.WorkspaceID))
+	defer func() {
+		if sent.StatusCode != nil {
+			span.SetAttributes(attribute.Int("http.response.status_code", *sent.StatusCode))
+		}
+		if err != nil || sent.Outcome.Result != Delivered {
+			span.SetStatus(codes.Error, sent.Outcome.Class)
+		}
+		span.End()
+	}()
 	keys, err := s.signingKeys(e, time.Now())
 	if err != nil {
 		return Sent{}, err
