@@ -6,15 +6,14 @@ import (
 	"html/template"
 	"net/http"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/switchboard/switchboard/internal/links"
 	"github.com/switchboard/switchboard/internal/links/clicks"
-	"github.com/switchboard/switchboard/internal/links/hops"
 	"github.com/switchboard/switchboard/internal/links/linkcache"
+	"github.com/switchboard/switchboard/internal/links/redirector"
 	"github.com/switchboard/switchboard/internal/problem"
 )
 
@@ -26,18 +25,6 @@ type RedirectOptions struct {
 	// Cache holds the links resolved for redirects: linkcache.New over the Resolve of Config.Links. Its Run must
 	// run for as long as the server serves (until then, every redirect reads the database).
 	Cache *linkcache.Cache[*links.Target]
-}
-
-// redirector is the state of the redirect route.
-type redirector struct {
-	clicks *clicks.Recorder
-	cache  *linkcache.Cache[*links.Target]
-	// hops remembers the redirects just sent, so that a client following one back here (a loop, or a chain through
-	// a name of this server) is not counted as a click again.
-	hops *hops.Memory
-	// refusing is set from the first redirect refused because its click could not be recorded until one is served
-	// again: at overload every redirect is refused, and one log line says so (the recorder counts the refusals).
-	refusing atomic.Bool
 }
 
 var (
@@ -57,7 +44,11 @@ func (s *Server) registerRedirects(e *echo.Echo) error {
 	if o.Clicks == nil || o.Cache == nil {
 		return errors.New("redirects need both a click recorder and a link cache")
 	}
-	s.redirects = &redirector{clicks: o.Clicks, cache: o.Cache, hops: hops.New(0)}
+	r, err := redirector.New(s.links, o.Clicks, o.Cache, s.log)
+	if err != nil {
+		return err
+	}
+	s.redirects = r
 	e.GET(redirectRoute, s.redirect)
 	e.HEAD(redirectRoute, s.redirect)
 	return nil
@@ -73,79 +64,36 @@ func shortLinkPath(path string) bool {
 	return !strings.Contains(path[1:], "/") && path != "/api"
 }
 
-// redirect serves a short link: the destination (with UTM and the visitor's query), the expired answer, or the
-// preview page of /slug+. For a cached link without max_clicks it does no I/O: it reads the cache, builds the
-// Location and hands the click's raw facts to the recorder.
+// redirect serves a short link: the redirector decides (the destination with its click recorded, the preview of
+// /slug+, the expired answer, …) and this maps its decision to HTTP. For a cached link without max_clicks the
+// decision does no I/O.
 func (s *Server) redirect(c echo.Context) error {
 	req := c.Request()
 	// A client that mistyped a route gets the route problem, not the visitor's page.
 	if !shortLinkPath(req.URL.Path) {
 		return echo.ErrNotFound
 	}
-	slug, preview := strings.CutSuffix(c.Param("slug"), "+")
-	if !links.ValidSlug(slug) {
-		return s.noSuchLink(c)
-	}
-	now := time.Now()
-	key := s.links.Key(req.Host, slug)
-	t, found, err := s.redirects.cache.Get(req.Context(), key, now)
-	if err != nil {
-		loggerFrom(req.Context(), s.log).Warn("short link lookup failed", "error", err)
-		return s.linkUnavailable(c, "The short link cannot be looked up right now.")
-	}
-	if !found {
-		return s.noSuchLink(c)
-	}
-	if preview {
-		return s.previewPage(c, t.Preview(now))
-	}
-	if t.Expired(now) {
-		return s.linkExpired(c, t)
-	}
-	head := req.Method == http.MethodHead
-	ua := req.Header.Get("User-Agent")
-	ip := c.RealIP()
-	location := t.Location(req.URL.RawQuery)
-	// A request made by following a redirect of ours is no visit: it is redirected again (a chain goes on, a loop
-	// ends where the client's hop limit is) but counts no click and spends no max_clicks.
-	if s.redirects.hops.Followed(ip, req.Host, req.RequestURI, now) {
-		s.redirects.hops.Sent(ip, location, now)
-		return s.sendRedirect(c, t, location)
-	}
-	var class string
-	if t.Capped() {
-		// Only people spend the cap: the class must be known before the admission.
-		class = s.redirects.clicks.Classify(head, ua)
-		admission, err := s.links.Admit(req.Context(), t, class)
-		switch {
-		case err != nil:
-			loggerFrom(req.Context(), s.log).Warn("max_clicks admission failed", "link_id", t.ID(), "error", err)
-			return s.linkUnavailable(c, "The short link cannot be checked right now.")
-		case admission == links.Refused:
-			return s.linkExpired(c, t)
-		case admission == links.Changed:
-			s.redirects.cache.Invalidate(key)
+	d := s.redirects.Decide(req.Context(), redirector.Visit{Host: req.Host, Slug: c.Param("slug"),
+		Head: req.Method == http.MethodHead, RequestURI: req.RequestURI, RawQuery: req.URL.RawQuery,
+		UserAgent: req.Header.Get("User-Agent"), Referer: req.Header.Get("Referer"), IP: c.RealIP(), At: time.Now()})
+	switch d.Outcome {
+	case redirector.Redirect:
+		return sendRedirect(c, d.Status, d.Location)
+	case redirector.Preview:
+		return s.previewPage(c, d.Preview)
+	case redirector.Expired:
+		return s.linkExpired(c, d.Location)
+	case redirector.Unavailable:
+		if d.Err != nil {
+			loggerFrom(req.Context(), s.log).Warn("a short link cannot be served", "detail", d.Detail, "error", d.Err)
 		}
+		return s.linkUnavailable(c, d.Detail)
 	}
-	err = s.redirects.clicks.Record(clicks.Hit{ID: clicks.NewHitID(now), At: now, LinkID: t.ID(), Class: class, Head: head,
-		UserAgent: ua, Referer: req.Header.Get("Referer"), IP: ip})
-	if err != nil {
-		if !s.redirects.refusing.Swap(true) {
-			loggerFrom(req.Context(), s.log).Error("redirects are refused: their clicks cannot be recorded "+
-				"(logged once until a redirect is served again)", "error", err)
-		}
-		return s.linkUnavailable(c, "Clicks cannot be recorded right now.")
-	}
-	if s.redirects.refusing.Load() && s.redirects.refusing.Swap(false) {
-		loggerFrom(req.Context(), s.log).Info("redirects are served again: their clicks are recorded")
-	}
-	s.redirects.hops.Sent(ip, location, now)
-	return s.sendRedirect(c, t, location)
+	return s.noSuchLink(c)
 }
 
-// sendRedirect answers a visit with the link's redirect to location.
-func (s *Server) sendRedirect(c echo.Context, t *links.Target, location string) error {
-	status := t.Status()
+// sendRedirect answers a visit with the link's redirect (status) to location.
+func sendRedirect(c echo.Context, status int, location string) error {
 	h := c.Response().Header()
 	h["Location"] = []string{location}
 	h["Cache-Control"] = cacheControl(status)
@@ -195,8 +143,8 @@ func (s *Server) linkUnavailable(c echo.Context, detail string) error {
 }
 
 // linkExpired answers a link past its expires_at or max_clicks: its expired_url (302, never cached), else 410.
-func (s *Server) linkExpired(c echo.Context, t *links.Target) error {
-	if u := t.ExpiredURL(); u != "" {
+func (s *Server) linkExpired(c echo.Context, u string) error {
+	if u != "" {
 		h := c.Response().Header()
 		h["Location"] = []string{u}
 		h["Cache-Control"] = noStore

@@ -29,6 +29,7 @@ import (
 	"github.com/switchboard/switchboard/internal/egress"
 	"github.com/switchboard/switchboard/internal/events"
 	"github.com/switchboard/switchboard/internal/links"
+	"github.com/switchboard/switchboard/internal/links/redirector"
 	"github.com/switchboard/switchboard/internal/modelcatalog"
 	"github.com/switchboard/switchboard/internal/ratelimit"
 	"github.com/switchboard/switchboard/internal/telemetry"
@@ -122,7 +123,7 @@ type Server struct {
 	// automation serves sources, their ingest URLs and custom event types.
 	automation *automation.Service
 	// redirects is nil when the server answers no short links.
-	redirects   *redirector
+	redirects   *redirector.Redirector
 	idempotency *idempotency
 	metrics     *metrics
 	echo        *echo.Echo
