@@ -28,6 +28,7 @@ import (
 	"github.com/switchboard/switchboard/internal/apikey"
 	"github.com/switchboard/switchboard/internal/await"
 	"github.com/switchboard/switchboard/internal/egress"
+	idem "github.com/switchboard/switchboard/internal/idempotency"
 	"github.com/switchboard/switchboard/internal/problem"
 	"github.com/switchboard/switchboard/store"
 	"github.com/switchboard/switchboard/store/storetest"
@@ -564,15 +565,15 @@ func TestIdempotencyStaleClaimIsTakenOver(t *testing.T) {
 		secret, k := e.apiKey("")
 		r := idemRequest{key: secret, idemKey: "orphan", body: webhookBody}
 		dead, claimed, err := db.Idempotency.Claim(context.Background(), store.NewIdempotencyClaim{APIKeyID: k.ID,
-			Key: r.idemKey, Fingerprint: fingerprint(httptest.NewRequest(http.MethodPost, "/api/v1/webhooks", nil), []byte(r.body)),
-			TTL: idempotencyTTL, StaleAfter: idempotencyStaleAfter})
+			Key: r.idemKey, Fingerprint: idem.Fingerprint(http.MethodPost, "/api/v1/webhooks", "", []byte(r.body)),
+			TTL: idem.TTL, StaleAfter: idem.StaleAfter})
 		if err != nil || !claimed {
 			t.Fatalf("Claim: %v, %v", claimed, err)
 		}
 		if got := e.send(r); got.StatusCode != http.StatusConflict {
 			t.Fatalf("retry of a live claim: %d %s, want 409", got.StatusCode, got.body)
 		}
-		e.age(k, "locked_at", idempotencyStaleAfter+time.Second)
+		e.age(k, "locked_at", idem.StaleAfter+time.Second)
 		first := e.send(r)
 		wantExecuted(t, first, http.StatusCreated)
 		wantReplayOf(t, e.send(r), first)
@@ -580,57 +581,6 @@ func TestIdempotencyStaleClaimIsTakenOver(t *testing.T) {
 			t.Errorf("the dead attempt could still store its answer: %v", err)
 		}
 		e.wantCalls(1)
-	})
-}
-
-// Every idempotencyPruneEvery claims, the middleware asks the pruning job to delete expired records (of any API
-// key); the job finishes a delete it started when it is stopped.
-func TestIdempotencyPrunesExpiredRecords(t *testing.T) {
-	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
-		e := newIdemServer(t, db)
-		secret, k := e.apiKey("")
-		_, other := e.apiKey("")
-		ctx := context.Background()
-		for _, key := range []store.APIKey{k, other} {
-			if _, _, err := db.Idempotency.Claim(ctx, store.NewIdempotencyClaim{APIKeyID: key.ID, Key: "old", Fingerprint: "fp"}); err != nil {
-				t.Fatal(err)
-			}
-		}
-		count := func() int64 {
-			n, err := db.Bun().NewSelect().Table("idempotency_keys").Where("idempotency_key = ?", "old").
-				Where("api_key_id IN (?)", bun.In([]string{k.ID, other.ID})).Count(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return n
-		}
-		// The middleware counts a claim before the answer leaves (a small body is sent when the handler returns).
-		e.mw.claims.Store(idempotencyPruneEvery - 2)
-		e.send(idemRequest{key: secret, idemKey: "new-1", body: webhookBody})
-		if len(e.mw.pruneDue) != 0 {
-			t.Fatal("a delete was asked for before the pruning claim")
-		}
-		e.send(idemRequest{key: secret, idemKey: "new-2", body: webhookBody})
-		if len(e.mw.pruneDue) != 1 {
-			t.Fatal("the pruning claim asked for no delete")
-		}
-		jobCtx, stop := context.WithCancel(ctx)
-		done := make(chan error, 1)
-		go func() { done <- e.mw.runPruning(jobCtx) }()
-		deadline := time.Now().Add(5 * time.Second)
-		for len(e.mw.pruneDue) > 0 {
-			if time.Now().After(deadline) {
-				t.Fatal("the pruning job did not take the request for a delete within 5s")
-			}
-			time.Sleep(time.Millisecond)
-		}
-		stop()
-		if err := <-done; err != nil {
-			t.Fatal(err)
-		}
-		if n := count(); n != 0 {
-			t.Errorf("%d expired records left after the pruning job's delete", n)
-		}
 	})
 }
 

@@ -302,7 +302,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.echo.Serv
 // the process's other background work): a bounded batch every so many claims of this server, one delete at a time,
 // so that no request waits for it. It returns once ctx ends and a delete in progress has finished.
 func (s *Server) PruneIdempotencyKeys(ctx context.Context) error {
-	return s.idempotency.runPruning(ctx)
+	return s.idempotency.svc.RunPruning(ctx)
 }
 
 var nosniff = []string{"nosniff"}
