@@ -30,7 +30,8 @@ key=$(run key create --workspace "$ws" --name image --scopes models:read,links:r
 port=18190
 while (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; do port=$((port + 1)); done
 base="http://127.0.0.1:$port"
-run serve --addr "127.0.0.1:$port" >/tmp/switchboard-image.log 2>&1 &
+# chroot itself in the background (not a function's subshell), so that $! is the server and kill stops it.
+chroot --userspec=65532:65532 "$mnt" /switchboard serve --addr "127.0.0.1:$port" >/tmp/switchboard-image.log 2>&1 &
 server=$!
 for _ in $(seq 100); do curl -fs "$base/readyz" >/dev/null 2>&1 && break; sleep 0.1; done
 
