@@ -20,6 +20,7 @@ import (
 	"github.com/switchboard/switchboard/handlers"
 	"github.com/switchboard/switchboard/internal/events"
 	"github.com/switchboard/switchboard/internal/links"
+	"github.com/switchboard/switchboard/internal/links/clicks"
 	"github.com/switchboard/switchboard/internal/links/linkcache"
 	"github.com/switchboard/switchboard/internal/runner"
 	"github.com/switchboard/switchboard/store"
@@ -33,6 +34,8 @@ type linkEnv struct {
 	ws     store.Workspace
 	key    string
 	domain string
+	// recorder is the click recorder of a redirect env (newRedirectEnv), nil otherwise.
+	recorder *clicks.Recorder
 	// changes records the short URLs published by LinkChanges in this process.
 	mu      sync.Mutex
 	changes []store.LinkKey

@@ -39,7 +39,16 @@ func newRedirectEnv(t *testing.T, db *store.DB, cfg handlers.Config) *linkEnv {
 func newRedirectEnvWith(t *testing.T, db *store.DB, cfg handlers.Config, lc links.Config) *linkEnv {
 	t.Helper()
 	cfg.Redirects.Clicks, _ = newClickRecorder(t, db)
-	return newLinkEnvWith(t, db, cfg, lc)
+	e := newLinkEnvWith(t, db, cfg, lc)
+	e.recorder = cfg.Redirects.Clicks
+	return e
+}
+
+// awaitRecorded waits until the recorder holds no click in memory: every click handed to it by the visits made so
+// far (a redirect hands its click over before it answers) is written.
+func (e *linkEnv) awaitRecorded() {
+	e.t.Helper()
+	await.Equal(e.t, "the recorder to write what it was handed", func() int { n, _ := e.recorder.Backlog(); return n }, 0)
 }
 
 // newClickRecorder is a running recorder, stopped (drained) after the servers using it stopped, or earlier by stop.
@@ -688,7 +697,7 @@ func TestRedirectsWeMadeAreNoClicks(t *testing.T) {
 			t.Fatalf("following the loop: %v, want the client's hop limit", err)
 		}
 		e.awaitClicks(loop.Id, 1)
-		time.Sleep(100 * time.Millisecond) // the recorder writes every 10 ms: hops counted by mistake would be in
+		e.awaitRecorded() // hops counted by mistake would be written now
 		if n := len(e.clickRows(loop.Id)); n != 1 {
 			t.Errorf("%d clicks recorded for one visit of a loop of 11 requests, want 1", n)
 		}
@@ -701,7 +710,7 @@ func TestRedirectsWeMadeAreNoClicks(t *testing.T) {
 			t.Fatalf("chain: %d %q, then %d %q", r.status, r.location(), hop.status, hop.location())
 		}
 		e.awaitClicks(first.Id, 1)
-		time.Sleep(100 * time.Millisecond)
+		e.awaitRecorded()
 		if n := len(e.clickRows(second.Id)); n != 0 {
 			t.Errorf("the hop of a chain was counted as %d clicks of its second link", n)
 		}
