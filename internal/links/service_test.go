@@ -3,7 +3,6 @@ package links
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -16,6 +15,7 @@ import (
 	"github.com/switchboard/switchboard/internal/events"
 	"github.com/switchboard/switchboard/internal/patch"
 	"github.com/switchboard/switchboard/internal/problem"
+	"github.com/switchboard/switchboard/internal/problem/problemtest"
 	"github.com/switchboard/switchboard/store"
 	"github.com/switchboard/switchboard/store/storetest"
 )
@@ -97,18 +97,6 @@ func (f *fixture) events(eventType string) []json.RawMessage {
 
 func ptr[T any](v T) *T { return &v }
 
-// wantProblem fails unless err is the problem code, with an invalid field at pointer when pointer is not "".
-func wantProblem(t *testing.T, err error, code problem.Code, pointer string) *problem.Error {
-	t.Helper()
-	var p *problem.Error
-	if !errors.As(err, &p) || p.Code != code {
-		t.Fatalf("error %v, want the problem %s", err, code)
-	}
-	if pointer != "" && !slices.ContainsFunc(p.Fields, func(f problem.Field) bool { return f.Pointer == pointer }) {
-		t.Fatalf("problem %+v names no field %s", p, pointer)
-	}
-	return p
-}
 
 // A generated slug that collides is drawn again; when every draw collides the create fails with slug_taken. In a
 // bulk create the redraw concerns only the items that collided, and two items of one call that drew the same slug
@@ -125,7 +113,7 @@ func TestGeneratedSlugRedraw(t *testing.T) {
 
 		f.draw("taken7")
 		_, err := f.s.Create(ctx, f.ws, NewLink{DestinationURL: "https://example.com/b"})
-		wantProblem(t, err, problem.SlugTaken, "")
+		problemtest.Want(t, err, problem.SlugTaken)
 		if f.drawn != maxSlugAttempts {
 			t.Errorf("%d draws, want maxSlugAttempts (%d)", f.drawn, maxSlugAttempts)
 		}
@@ -175,7 +163,7 @@ func TestMetadataLimits(t *testing.T) {
 					}
 					continue
 				}
-				p := wantProblem(t, err, problem.ValidationFailed, "/metadata")
+				p := problemtest.Want(t, err, problem.ValidationFailed, "/metadata")
 				if !strings.Contains(p.Fields[0].Detail, tc.detail) {
 					t.Errorf("detail %q, want %q", p.Fields[0].Detail, tc.detail)
 				}
@@ -286,10 +274,9 @@ func TestUpdatePatchSemantics(t *testing.T) {
 		}
 
 		_, err = f.s.Update(ctx, f.ws, l.ID, Update{DestinationURL: ptr("javascript:alert(1)"), Slug: ptr("docs")})
-		p := wantProblem(t, err, problem.ValidationFailed, "/destination_url")
-		wantProblem(t, p, problem.ValidationFailed, "/slug")
+		problemtest.Want(t, err, problem.ValidationFailed, "/slug", "/destination_url")
 		_, err = f.s.Update(ctx, f.ws, "lnk_missing", Update{Title: patch.Set("x")})
-		wantProblem(t, err, problem.NotFound, "")
+		problemtest.Want(t, err, problem.NotFound)
 	})
 }
 
@@ -315,7 +302,7 @@ func TestBulkChunkFailure(t *testing.T) {
 					t.Errorf("item %d of the stored chunk: %+v", i, o)
 				}
 			case i == BulkChunk:
-				wantProblem(t, o.Err, problem.ValidationFailed, "/destination_url")
+				problemtest.Want(t, o.Err, problem.ValidationFailed, "/destination_url")
 			default:
 				if o.Err == nil || o.Err.Code != problem.InternalError || o.Link.ID != "" || strings.Contains(o.Err.Detail, "injected") {
 					t.Errorf("item %d of the failed chunk: %+v", i, o)
@@ -446,10 +433,7 @@ func TestStatsQueryProblems(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := s.Stats(ctx, "ws", "lnk_x", tc.q)
-			p := wantProblem(t, err, problem.ValidationFailed, "")
-			if len(p.Fields) != 1 || p.Fields[0].Parameter != tc.parameter {
-				t.Errorf("fields %+v, want the parameter %s", p.Fields, tc.parameter)
-			}
+			problemtest.Want(t, err, problem.ValidationFailed, tc.parameter)
 		})
 	}
 }

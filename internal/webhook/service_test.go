@@ -2,7 +2,6 @@ package webhook_test
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"testing"
 	"time"
@@ -10,6 +9,7 @@ import (
 	"github.com/switchboard/switchboard/internal/events"
 	"github.com/switchboard/switchboard/internal/patch"
 	"github.com/switchboard/switchboard/internal/problem"
+	"github.com/switchboard/switchboard/internal/problem/problemtest"
 	"github.com/switchboard/switchboard/internal/webhook"
 	"github.com/switchboard/switchboard/store"
 	"github.com/switchboard/switchboard/store/storetest"
@@ -27,22 +27,6 @@ func (h *harness) service() (*webhook.Service, *int) {
 	return s, wakes
 }
 
-// wantProblem checks that err is a problem of code and, for validation failures, names exactly pointers.
-func wantProblem(t *testing.T, what string, err error, code problem.Code, pointers ...string) *problem.Error {
-	t.Helper()
-	var p *problem.Error
-	if !errors.As(err, &p) || p.Code != code {
-		t.Fatalf("%s: %v, want a %s problem", what, err, code)
-	}
-	var got []string
-	for _, f := range p.Fields {
-		got = append(got, f.Pointer)
-	}
-	if !slices.Equal(got, pointers) {
-		t.Errorf("%s: invalid fields %v, want %v", what, got, pointers)
-	}
-	return p
-}
 
 // The service checks what the schema cannot and answers with problems a client can act on.
 func TestServiceRules(t *testing.T) {
@@ -54,7 +38,7 @@ func TestServiceRules(t *testing.T) {
 
 		_, _, err := s.Create(ctx, ws, webhook.NewEndpoint{URL: "ftp://example.com/hook", Events: []string{"link.*", "nope.*"},
 			Headers: map[string]string{"Webhook-Id": "x", "X-A/B": "1", "X-Ok": "line\nbreak"}})
-		wantProblem(t, "create", err, problem.ValidationFailed, "/url", "/events/1", "/headers/Webhook-Id", "/headers/X-A~1B",
+		problemtest.Want(t, err, problem.ValidationFailed, "/url", "/events/1", "/headers/Webhook-Id", "/headers/X-A~1B",
 			"/headers/X-Ok")
 
 		e, secret, err := s.Create(ctx, ws, webhook.NewEndpoint{URL: "http://127.0.0.1:9/hook", Events: []string{"*"},
@@ -69,34 +53,34 @@ func TestServiceRules(t *testing.T) {
 			t.Errorf("API %+v", api)
 		}
 		_, _, err = s.Create(ctx, "ws_missing", webhook.NewEndpoint{URL: "http://127.0.0.1:9/hook", Events: []string{"*"}})
-		wantProblem(t, "create in a missing workspace", err, problem.NotFound)
+		problemtest.Want(t, err, problem.NotFound)
 
 		e, err = s.Update(ctx, ws, e.ID, webhook.EndpointChange{RateLimit: patch.Clear[int](), Headers: &map[string]string{}})
 		if err != nil || e.RateLimit != nil || e.SealedHeaders != nil {
 			t.Errorf("update cleared %+v, %v", e, err)
 		}
 		_, err = s.Update(ctx, ws, e.ID, webhook.EndpointChange{Events: &[]string{"link.nope"}})
-		wantProblem(t, "update", err, problem.ValidationFailed, "/events/0")
+		problemtest.Want(t, err, problem.ValidationFailed, "/events/0")
 
 		_, err = s.Recover(ctx, ws, e.ID, time.Now().Add(-15*24*time.Hour), nil)
-		wantProblem(t, "recover too far back", err, problem.ValidationFailed, "/since")
+		problemtest.Want(t, err, problem.ValidationFailed, "/since")
 		_, err = s.Recover(ctx, ws, e.ID, time.Now().Add(-time.Hour), ptr(time.Now().Add(-2*time.Hour)))
-		wantProblem(t, "recover an empty window", err, problem.ValidationFailed, "/until")
+		problemtest.Want(t, err, problem.ValidationFailed, "/until")
 		_, err = s.Enable(ctx, ws, e.ID, ptr(time.Now().Add(-15*24*time.Hour)))
-		wantProblem(t, "enable recovering too far back", err, problem.ValidationFailed, "/recover_since")
+		problemtest.Want(t, err, problem.ValidationFailed, "/recover_since")
 		_, err = s.Test(ctx, ws, e.ID, "link.nope")
-		wantProblem(t, "test an unknown type", err, problem.ValidationFailed, "/event_type")
+		problemtest.Want(t, err, problem.ValidationFailed, "/event_type")
 
-		p := wantProblem(t, "get a missing endpoint", func() error { _, err := s.Get(ctx, ws, "whk_missing"); return err }(), problem.NotFound)
+		p := problemtest.Want(t, func() error { _, err := s.Get(ctx, ws, "whk_missing"); return err }(), problem.NotFound)
 		if p.Detail != "There is no webhook endpoint whk_missing in this workspace." {
 			t.Errorf("detail %q", p.Detail)
 		}
 		_, err = s.Redeliver(ctx, ws, "dlv_missing")
-		wantProblem(t, "redeliver a missing delivery", err, problem.NotFound)
+		problemtest.Want(t, err, problem.NotFound)
 
 		h.set(e.ID, map[string]any{"status": store.EndpointDisabled, "disabled_reason": "gone"})
 		_, err = s.Pause(ctx, ws, e.ID)
-		if p := wantProblem(t, "pause a disabled endpoint", err, problem.WebhookDisabled); p.Detail !=
+		if p := problemtest.Want(t, err, problem.WebhookDisabled); p.Detail !=
 			"This endpoint was disabled because its receiver answered 410 Gone. Enable it with POST /api/v1/webhooks/"+e.ID+
 				"/enable (with recover_since to send what it missed)." {
 			t.Errorf("detail %q", p.Detail)

@@ -2,7 +2,6 @@ package workspaces_test
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -11,6 +10,7 @@ import (
 	"github.com/switchboard/switchboard/internal/apikey"
 	"github.com/switchboard/switchboard/internal/modelcatalog"
 	"github.com/switchboard/switchboard/internal/problem"
+	"github.com/switchboard/switchboard/internal/problem/problemtest"
 	"github.com/switchboard/switchboard/internal/workspaces"
 	"github.com/switchboard/switchboard/store"
 	"github.com/switchboard/switchboard/store/storetest"
@@ -20,22 +20,6 @@ var ctx = context.Background()
 
 func TestMain(m *testing.M) { storetest.Main(m) }
 
-// wantProblem fails unless err is a problem of code; for ValidationFailed, pointers are the fields it must name.
-func wantProblem(t *testing.T, err error, code problem.Code, pointers ...string) *problem.Error {
-	t.Helper()
-	var p *problem.Error
-	if !errors.As(err, &p) || p.Code != code {
-		t.Fatalf("error = %v, want %s", err, code)
-	}
-	var got []string
-	for _, f := range p.Fields {
-		got = append(got, f.Pointer)
-	}
-	if !slices.Equal(got, pointers) {
-		t.Fatalf("invalid fields = %q, want %q", got, pointers)
-	}
-	return p
-}
 
 func TestName(t *testing.T) {
 	tests := []struct {
@@ -53,7 +37,7 @@ func TestName(t *testing.T) {
 	for _, tt := range tests {
 		got, err := workspaces.Name(tt.raw)
 		if tt.want == "" {
-			wantProblem(t, err, problem.ValidationFailed, workspaces.FieldName)
+			problemtest.Want(t, err, problem.ValidationFailed, workspaces.FieldName)
 			continue
 		}
 		if err != nil || got != tt.want {
@@ -86,9 +70,9 @@ func TestCreateWorkspace(t *testing.T) {
 		}
 
 		_, err = svc.CreateWorkspace(ctx, "Orphan", "usr_gone")
-		wantProblem(t, err, problem.NotFound)
+		problemtest.Want(t, err, problem.NotFound)
 		_, err = svc.CreateWorkspace(ctx, "   ", u.ID)
-		wantProblem(t, err, problem.ValidationFailed, workspaces.FieldName)
+		problemtest.Want(t, err, problem.ValidationFailed, workspaces.FieldName)
 		if all, _ := svc.Workspaces(ctx); len(all) != 2 {
 			t.Errorf("refused creations stored workspaces: %d", len(all))
 		}
@@ -108,7 +92,7 @@ func TestSetEnabledModels(t *testing.T) {
 			t.Fatalf("SetEnabledModels = %v, %v", got.EnabledModels, err)
 		}
 		_, err = svc.SetEnabledModels(ctx, w.ID, []string{some[0], "gpt-9", "gpt-10"})
-		p := wantProblem(t, err, problem.ValidationFailed, "/enabled_models/1", "/enabled_models/2")
+		p := problemtest.Want(t, err, problem.ValidationFailed, "/enabled_models/1", "/enabled_models/2")
 		if !strings.Contains(p.Fields[0].Detail, `"gpt-9" is not in the model catalogue`) {
 			t.Errorf("detail = %q", p.Fields[0].Detail)
 		}
@@ -116,7 +100,7 @@ func TestSetEnabledModels(t *testing.T) {
 			t.Errorf("enabling every model = %v, %v", got.EnabledModels, err)
 		}
 		_, err = svc.SetEnabledModels(ctx, "ws_nope", nil)
-		wantProblem(t, err, problem.NotFound)
+		problemtest.Want(t, err, problem.NotFound)
 
 		// The operator's own catalogue is the one checked.
 		own, err := modelcatalog.New([]modelcatalog.Model{{ID: "local-llama", OwnedBy: "ops"}})
@@ -128,7 +112,7 @@ func TestSetEnabledModels(t *testing.T) {
 			t.Errorf("the operator's model: %v", err)
 		}
 		_, err = operator.SetEnabledModels(ctx, w.ID, some)
-		wantProblem(t, err, problem.ValidationFailed, "/enabled_models/0")
+		problemtest.Want(t, err, problem.ValidationFailed, "/enabled_models/0")
 	})
 }
 
@@ -148,15 +132,15 @@ func TestAddMember(t *testing.T) {
 			t.Fatalf("AddMember = %+v, %v", m, err)
 		}
 		_, err = svc.AddMember(ctx, w.ID, "them@example.com")
-		wantProblem(t, err, problem.Conflict)
+		problemtest.Want(t, err, problem.Conflict)
 		_, err = svc.AddMember(ctx, w.ID, "nobody@example.com")
-		if p := wantProblem(t, err, problem.NotFound); !strings.Contains(p.Detail, "sign up in the console first") {
+		if p := problemtest.Want(t, err, problem.NotFound); !strings.Contains(p.Detail, "sign up in the console first") {
 			t.Errorf("detail = %q", p.Detail)
 		}
 		_, err = svc.AddMember(ctx, "ws_nope", "them@example.com")
-		wantProblem(t, err, problem.NotFound)
+		problemtest.Want(t, err, problem.NotFound)
 		_, err = svc.AddMember(ctx, w.ID, " ")
-		wantProblem(t, err, problem.ValidationFailed, workspaces.FieldEmail)
+		problemtest.Want(t, err, problem.ValidationFailed, workspaces.FieldEmail)
 	})
 }
 
@@ -195,21 +179,21 @@ func TestCreateKey(t *testing.T) {
 
 		// Every invalid field is reported at once, and nothing is stored.
 		_, secret, err = svc.CreateKey(ctx, workspaces.NewKey{WorkspaceID: w.ID, Name: "", Preset: "root", ExpiresIn: -time.Hour})
-		wantProblem(t, err, problem.ValidationFailed, workspaces.FieldName, workspaces.FieldPreset, workspaces.FieldExpiresIn)
+		problemtest.Want(t, err, problem.ValidationFailed, workspaces.FieldName, workspaces.FieldPreset, workspaces.FieldExpiresIn)
 		if secret != "" {
 			t.Error("a refused key has a secret")
 		}
 		_, _, err = svc.CreateKey(ctx, workspaces.NewKey{WorkspaceID: w.ID, Name: "write models", Scopes: []string{"models:write"}})
-		wantProblem(t, err, problem.ValidationFailed, "/scopes/0")
+		problemtest.Want(t, err, problem.ValidationFailed, "/scopes/0")
 		_, _, err = svc.CreateKey(ctx, workspaces.NewKey{WorkspaceID: "ws_nope", Name: "k", Preset: "read"})
-		wantProblem(t, err, problem.NotFound)
+		problemtest.Want(t, err, problem.NotFound)
 
 		keys, err := svc.Keys(ctx, w.ID)
 		if err != nil || len(keys) != 2 || keys[0].ID != custom.ID {
 			t.Errorf("Keys = %d keys, %v; want the two created, newest first", len(keys), err)
 		}
 		_, err = svc.Keys(ctx, "ws_nope")
-		wantProblem(t, err, problem.NotFound)
+		problemtest.Want(t, err, problem.NotFound)
 	})
 }
 
@@ -236,7 +220,7 @@ func TestRevokeKey(t *testing.T) {
 
 		// A member's revoke reaches the keys of their workspace only.
 		_, err = svc.RevokeWorkspaceKey(ctx, a.ID, kb.ID)
-		wantProblem(t, err, problem.NotFound)
+		problemtest.Want(t, err, problem.NotFound)
 		if got, _ := svc.Key(ctx, b.ID, kb.ID); got.RevokedAt != nil || len(forgotten) != 0 {
 			t.Fatal("a key of another workspace was revoked")
 		}
@@ -255,9 +239,9 @@ func TestRevokeKey(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err = svc.RevokeKey(ctx, "key_nope")
-		wantProblem(t, err, problem.NotFound)
+		problemtest.Want(t, err, problem.NotFound)
 		_, err = svc.Key(ctx, a.ID, kb.ID)
-		wantProblem(t, err, problem.NotFound)
+		problemtest.Want(t, err, problem.NotFound)
 
 		if !slices.Equal(forgotten, []string{ka.SecretHash, ka.SecretHash, kb.SecretHash}) {
 			t.Errorf("forgotten = %q, want every revoked key's hash", forgotten)
