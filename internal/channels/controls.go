@@ -16,8 +16,8 @@ func (s *Service) PairingCode(ctx context.Context, workspaceID, instanceID, phon
 	if Status(inst.Status) != StatusAwaitingAuth && Status(inst.Status) != StatusConnecting {
 		return "", problem.Errorf(problem.Conflict, "Instance %s is %s; a pairing code is only issued while it is awaiting_auth.", instanceID, inst.Status)
 	}
-	var out pairingResult
-	if err := s.call(ctx, inst, OpPairingCode, pairingArgs{Phone: phone}, &out); err != nil {
+	out, err := call(ctx, s, inst, cmdPairingCode, pairingArgs{Phone: phone})
+	if err != nil {
 		return "", err
 	}
 	return out.Code, nil
@@ -41,7 +41,7 @@ func (s *Service) Control(ctx context.Context, workspaceID, instanceID string, c
 		}
 		c.MessageID = *m.ProviderMessageID
 	}
-	err = s.call(ctx, inst, OpControl, c, nil)
+	_, err = call(ctx, s, inst, cmdControl, c)
 	if p, ok := err.(*problem.Error); ok && p.Code == problem.CapabilityNotSupported {
 		return problem.Errorf(problem.CapabilityNotSupported, "The %s provider takes no test controls; they are for sandbox instances.", inst.Provider)
 	}

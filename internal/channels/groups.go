@@ -95,7 +95,7 @@ func (s *Service) MarkRead(ctx context.Context, workspaceID, instanceID, chatID 
 			return c, err
 		}
 		if err == nil {
-			if err := s.call(ctx, inst, OpMarkRead, markReadArgs{Chat: c.Address, UpTo: deref(last.ProviderMessageID)}, nil); err != nil {
+			if _, err := call(ctx, s, inst, cmdMarkRead, markReadArgs{Chat: c.Address, UpTo: deref(last.ProviderMessageID)}); err != nil {
 				return c, err
 			}
 		}
@@ -168,13 +168,12 @@ func (s *Service) CreateGroup(ctx context.Context, workspaceID, instanceID, subj
 	if err := errs.Err(); err != nil {
 		return store.ChatGroup{}, nil, err
 	}
-	var g Group
-	if err := s.call(ctx, inst, OpGroupCreate, groupCreateArgs{Subject: subject, Participants: addresses}, &g); err != nil {
+	g, err := call(ctx, s, inst, cmdGroupCreate, groupCreateArgs{Subject: subject, Participants: addresses})
+	if err != nil {
 		return store.ChatGroup{}, nil, err
 	}
 	if description != nil && *description != "" && p.Info().Has(CapGroupsManage) {
-		var updated Group
-		if err := s.call(ctx, inst, OpGroupUpdate, groupUpdateArgs{Group: g.Address, Description: description}, &updated); err == nil {
+		if updated, err := call(ctx, s, inst, cmdGroupUpdate, groupUpdateArgs{Group: g.Address, Description: description}); err == nil {
 			g = updated
 		}
 	}
@@ -257,8 +256,8 @@ func (s *Service) UpdateGroup(ctx context.Context, workspaceID, instanceID, grou
 	if err != nil {
 		return g, err
 	}
-	var out Group
-	if err := s.call(ctx, inst, OpGroupUpdate, groupUpdateArgs{Group: g.Address, Subject: subject, Description: description}, &out); err != nil {
+	out, err := call(ctx, s, inst, cmdGroupUpdate, groupUpdateArgs{Group: g.Address, Subject: subject, Description: description})
+	if err != nil {
 		return g, err
 	}
 	return s.recordGroup(ctx, inst, out, GroupUpdated)
@@ -281,13 +280,12 @@ func (s *Service) ChangeParticipants(ctx context.Context, workspaceID, instanceI
 	if err := errs.Err(); err != nil {
 		return g, nil, err
 	}
-	var results []ParticipantResult
-	if err := s.call(ctx, inst, OpGroupParticipants, participantsArgs{Group: g.Address, Action: action, Participants: addresses}, &results); err != nil {
+	results, err := call(ctx, s, inst, cmdGroupParticipants, participantsArgs{Group: g.Address, Action: action, Participants: addresses})
+	if err != nil {
 		return g, nil, err
 	}
 	if slices.ContainsFunc(results, func(r ParticipantResult) bool { return r.OK }) {
-		var now Group
-		if err := s.call(ctx, inst, OpGroupGet, groupArgs{Group: g.Address}, &now); err == nil {
+		if now, err := call(ctx, s, inst, cmdGroupGet, groupArgs{Group: g.Address}); err == nil {
 			if g, err = s.recordGroup(ctx, inst, now, GroupParticipantsChanged); err != nil {
 				return g, nil, err
 			}
@@ -307,8 +305,8 @@ func (s *Service) GroupInvite(ctx context.Context, workspaceID, instanceID, grou
 	if err != nil {
 		return "", err
 	}
-	var out inviteResult
-	if err := s.call(ctx, inst, OpGroupInvite, inviteArgs{Group: g.Address, Revoke: revoke}, &out); err != nil {
+	out, err := call(ctx, s, inst, cmdGroupInvite, inviteArgs{Group: g.Address, Revoke: revoke})
+	if err != nil {
 		return "", err
 	}
 	return out.Invite, nil
@@ -321,8 +319,8 @@ func (s *Service) JoinGroup(ctx context.Context, workspaceID, instanceID, invite
 	if err != nil {
 		return store.ChatGroup{}, err
 	}
-	var g Group
-	if err := s.call(ctx, inst, OpGroupJoin, joinArgs{Invite: invite}, &g); err != nil {
+	g, err := call(ctx, s, inst, cmdGroupJoin, joinArgs{Invite: invite})
+	if err != nil {
 		return store.ChatGroup{}, err
 	}
 	return s.recordGroup(ctx, inst, g, GroupCreated)
@@ -339,7 +337,7 @@ func (s *Service) LeaveGroup(ctx context.Context, workspaceID, instanceID, group
 	if err != nil {
 		return err
 	}
-	if err := s.call(ctx, inst, OpGroupLeave, groupArgs{Group: g.Address}, nil); err != nil {
+	if _, err := call(ctx, s, inst, cmdGroupLeave, groupArgs{Group: g.Address}); err != nil {
 		return err
 	}
 	_, err = s.recordGroup(ctx, inst, Group{Address: g.Address, Subject: g.Subject, Description: g.Description,

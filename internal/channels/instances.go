@@ -318,7 +318,7 @@ func (s *Service) Delete(ctx context.Context, workspaceID, id string) error {
 		return err
 	}
 	if sessions, _ := s.runtime(); sessions != nil && !offline(Status(inst.Status)) {
-		if _, err := sessions.Do(ctx, id, Command{Op: OpLogout}); err != nil && !errors.Is(err, ErrNotConnected) {
+		if _, err := sessions.Do(ctx, id, Command{Op: cmdLogout.Op()}); err != nil && !errors.Is(err, ErrNotConnected) {
 			s.log.Warn("instance delete: logout failed; deleting anyway", "instance_id", id, "error", err)
 		}
 		if err := sessions.Stop(ctx, id); err != nil {
@@ -400,7 +400,7 @@ func (s *Service) stop(ctx context.Context, workspaceID, id string, to Status, r
 	}
 	if sessions, _ := s.runtime(); sessions != nil && !offline(Status(inst.Status)) {
 		if logout {
-			if _, err := sessions.Do(ctx, id, Command{Op: OpLogout}); err != nil && !errors.Is(err, ErrNotConnected) {
+			if _, err := sessions.Do(ctx, id, Command{Op: cmdLogout.Op()}); err != nil && !errors.Is(err, ErrNotConnected) {
 				s.log.Warn("instance logout: the network was not told", "instance_id", id, "error", err)
 			}
 		}

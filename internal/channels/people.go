@@ -115,11 +115,11 @@ func (s *Service) Lookup(ctx context.Context, workspaceID, instanceID string, ad
 	}
 	answers := map[string]LookupAnswer{}
 	if len(ask) > 0 {
-		var found []LookupResult
-		if err := s.call(ctx, inst, OpContactsLookup, lookupArgs{Addresses: ask}, &found); err != nil {
+		found, err := call(ctx, s, inst, cmdContactsLookup, lookupArgs{Addresses: ask})
+		if err != nil {
 			return nil, err
 		}
-		err := s.inTxFor(ctx, []string{instanceID}, func(ctx context.Context, tx bun.Tx) error {
+		err = s.inTxFor(ctx, []string{instanceID}, func(ctx context.Context, tx bun.Tx) error {
 			now := micro(time.Now())
 			for _, f := range found {
 				key := f.Address
@@ -180,7 +180,7 @@ func (s *Service) Block(ctx context.Context, workspaceID, instanceID, contactID 
 	if len(c.Addresses) == 0 {
 		return c, problem.Errorf(problem.Conflict, "Contact %s has no address to block.", contactID)
 	}
-	if err := s.call(ctx, inst, OpContactsBlock, blockArgs{Address: c.Addresses[0], Blocked: blocked}, nil); err != nil {
+	if _, err := call(ctx, s, inst, cmdContactsBlock, blockArgs{Address: c.Addresses[0], Blocked: blocked}); err != nil {
 		return c, err
 	}
 	err = s.inTxFor(ctx, []string{instanceID}, func(ctx context.Context, tx bun.Tx) error {
@@ -215,31 +215,6 @@ func (s *Service) capable(ctx context.Context, workspaceID, instanceID string, c
 		return inst, nil, notSupported(inst.Provider, c)
 	}
 	return inst, p, nil
-}
-
-// call runs a command on an instance's live session and decodes its result into out (when not nil). The session's
-// failures become problems: no live session is InstanceNotConnected, a network refusal keeps its code where the
-// table has it (recipient_not_on_network) and is a Conflict with the network's words otherwise.
-func (s *Service) call(ctx context.Context, inst store.Instance, op string, args, out any) error {
-	sessions, _ := s.runtime()
-	if sessions == nil {
-		return noRuntime()
-	}
-	if offline(Status(inst.Status)) {
-		return problem.Errorf(problem.InstanceNotConnected, "Instance %s is %s; connect it first.", inst.ID, inst.Status)
-	}
-	raw, err := json.Marshal(args)
-	if err != nil {
-		return err
-	}
-	res, err := sessions.Do(ctx, inst.ID, Command{Op: op, Args: raw})
-	if err != nil {
-		return sessionError(inst, err)
-	}
-	if out == nil || len(res) == 0 {
-		return nil
-	}
-	return json.Unmarshal(res, out)
 }
 
 // sessionError maps what a session call failed with to the problem a client is told.

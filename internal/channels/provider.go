@@ -120,6 +120,10 @@ type Session interface {
 	Logout(ctx context.Context) error
 }
 
+var cmdLogout = defineCommand("session.logout", func(ctx context.Context, s Session, _ none) (none, error) {
+	return none{}, s.Logout(ctx)
+})
+
 // Sender is a session that sends messages (every provider with messages.text).
 type Sender interface {
 	// Send delivers one message to the network. It is called again with the same Outbound.MessageID when an earlier
@@ -134,6 +138,15 @@ type ReadMarker interface {
 	MarkRead(ctx context.Context, chat string, upTo string) error
 }
 
+type markReadArgs struct {
+	Chat string `json:"chat"`
+	UpTo string `json:"up_to"`
+}
+
+var cmdMarkRead = defineCommand("chats.mark_read", func(ctx context.Context, r ReadMarker, a markReadArgs) (none, error) {
+	return none{}, r.MarkRead(ctx, a.Chat, a.UpTo)
+})
+
 // GroupManager is a session that manages groups (groups.*).
 type GroupManager interface {
 	CreateGroup(ctx context.Context, subject string, participants []string) (Group, error)
@@ -147,11 +160,85 @@ type GroupManager interface {
 	LeaveGroup(ctx context.Context, group string) error
 }
 
+type (
+	groupArgs struct {
+		Group string `json:"group"`
+	}
+	groupCreateArgs struct {
+		Subject      string   `json:"subject"`
+		Participants []string `json:"participants"`
+	}
+	groupUpdateArgs struct {
+		Group       string  `json:"group"`
+		Subject     *string `json:"subject,omitempty"`
+		Description *string `json:"description,omitempty"`
+	}
+	participantsArgs struct {
+		Group        string   `json:"group"`
+		Action       string   `json:"action"`
+		Participants []string `json:"participants"`
+	}
+	inviteArgs struct {
+		Group  string `json:"group"`
+		Revoke bool   `json:"revoke"`
+	}
+	inviteResult struct {
+		Invite string `json:"invite"`
+	}
+	joinArgs struct {
+		Invite string `json:"invite"`
+	}
+)
+
+var (
+	cmdGroupCreate = defineCommand("groups.create", func(ctx context.Context, g GroupManager, a groupCreateArgs) (Group, error) {
+		return g.CreateGroup(ctx, a.Subject, a.Participants)
+	})
+	cmdGroupGet = defineCommand("groups.get", func(ctx context.Context, g GroupManager, a groupArgs) (Group, error) {
+		return g.GetGroup(ctx, a.Group)
+	})
+	cmdGroupUpdate = defineCommand("groups.update", func(ctx context.Context, g GroupManager, a groupUpdateArgs) (Group, error) {
+		return g.UpdateGroup(ctx, a.Group, a.Subject, a.Description)
+	})
+	cmdGroupParticipants = defineCommand("groups.participants", func(ctx context.Context, g GroupManager, a participantsArgs) ([]ParticipantResult, error) {
+		return g.ChangeParticipants(ctx, a.Group, a.Action, a.Participants)
+	})
+	cmdGroupInvite = defineCommand("groups.invite", func(ctx context.Context, g GroupManager, a inviteArgs) (inviteResult, error) {
+		invite, err := g.InviteLink(ctx, a.Group, a.Revoke)
+		return inviteResult{Invite: invite}, err
+	})
+	cmdGroupJoin = defineCommand("groups.join", func(ctx context.Context, g GroupManager, a joinArgs) (Group, error) {
+		return g.JoinGroup(ctx, a.Invite)
+	})
+	cmdGroupLeave = defineCommand("groups.leave", func(ctx context.Context, g GroupManager, a groupArgs) (none, error) {
+		return none{}, g.LeaveGroup(ctx, a.Group)
+	})
+)
+
 // ContactDirectory is a session that can look addresses up (contacts.lookup) and block them (contacts.block).
 type ContactDirectory interface {
 	Lookup(ctx context.Context, addresses []string) ([]LookupResult, error)
 	Block(ctx context.Context, address string, blocked bool) error
 }
+
+type (
+	lookupArgs struct {
+		Addresses []string `json:"addresses"`
+	}
+	blockArgs struct {
+		Address string `json:"address"`
+		Blocked bool   `json:"blocked"`
+	}
+)
+
+var (
+	cmdContactsLookup = defineCommand("contacts.lookup", func(ctx context.Context, d ContactDirectory, a lookupArgs) ([]LookupResult, error) {
+		return d.Lookup(ctx, a.Addresses)
+	})
+	cmdContactsBlock = defineCommand("contacts.block", func(ctx context.Context, d ContactDirectory, a blockArgs) (none, error) {
+		return none{}, d.Block(ctx, a.Address, a.Blocked)
+	})
+)
 
 // Discoverer is a connected session whose capabilities depend on the account's server (XMPP discovers them from
 // the server's service discovery: no HTTP File Upload service, no messages.media). The service consults it, when a
@@ -166,10 +253,28 @@ type Pairer interface {
 	PairingCode(ctx context.Context, phone string) (string, error)
 }
 
+type (
+	pairingArgs struct {
+		Phone string `json:"phone"`
+	}
+	pairingResult struct {
+		Code string `json:"code"`
+	}
+)
+
+var cmdPairingCode = defineCommand("auth.pairing_code", func(ctx context.Context, p Pairer, a pairingArgs) (pairingResult, error) {
+	code, err := p.PairingCode(ctx, a.Phone)
+	return pairingResult{Code: code}, err
+})
+
 // Controller is a session of a simulated network that takes test controls (the sandbox).
 type Controller interface {
 	Control(ctx context.Context, c Control) error
 }
+
+var cmdControl = defineCommand("session.control", func(ctx context.Context, c Controller, a Control) (none, error) {
+	return none{}, c.Control(ctx, a)
+})
 
 // Handler is a session that runs commands of its provider's own: ops the runtime does not map to a method of the
 // interfaces above (the sandbox's "sandbox.deliver", by which one sandbox session wakes another across processes).
@@ -258,6 +363,10 @@ type TemplateInfo struct {
 type Templater interface {
 	Templates(ctx context.Context) ([]TemplateInfo, error)
 }
+
+var cmdTemplates = defineCommand("templates.list", func(ctx context.Context, t Templater, _ none) ([]TemplateInfo, error) {
+	return t.Templates(ctx)
+})
 
 // Windowed is a provider whose network takes free-form messages to a person only within a window after that
 // person's last message (WhatsApp's 24-hour customer-service window); templates go out at any time. The service

@@ -15,11 +15,7 @@ func (s *Service) Templates(ctx context.Context, workspaceID, instanceID string)
 	if err != nil {
 		return nil, err
 	}
-	var out []TemplateInfo
-	if err := s.call(ctx, inst, OpTemplates, struct{}{}, &out); err != nil {
-		return nil, err
-	}
-	return out, nil
+	return call(ctx, s, inst, cmdTemplates, none{})
 }
 
 // Receive hands a network's push to the provider of the instance the hook URL names, which verifies it with the
