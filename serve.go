@@ -25,6 +25,7 @@ import (
 	"github.com/switchboard/switchboard/internal/automation"
 	"github.com/switchboard/switchboard/internal/egress"
 	"github.com/switchboard/switchboard/internal/events"
+	"github.com/switchboard/switchboard/internal/eventstream"
 	"github.com/switchboard/switchboard/internal/links"
 	"github.com/switchboard/switchboard/internal/links/clicks"
 	"github.com/switchboard/switchboard/internal/links/linkcache"
@@ -222,6 +223,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	streams := eventstream.NewHub(db, outbox.Types(), eventstream.Config{Logger: log})
 	srv, err := handlers.New(handlers.Config{
 		BaseURL: strings.TrimSuffix(*baseURL, "/"), BodyLimit: *bodyLimit, KeyRateLimit: *keyRate, HookRateLimit: *hookRate,
 		AddressRateLimit: *addrRate, CORSOrigins: splitList(*corsOrigins),
@@ -229,6 +231,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		Webhooks: webhookEngine,
 		Events:   outbox, Links: linkService, Automation: automations, Limiter: limits.limiter, Channels: messaging,
 		Redirects: handlers.RedirectOptions{Clicks: recorder, Cache: redirectCache}, TxTimeout: *txTimeout,
+		Streams: streams,
 	}, db)
 	if err != nil {
 		return err
@@ -259,6 +262,8 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	jobs := runner.New(log)
 	jobs.Go(0, "http server", serveHTTP(httpSrv, served, log))
 	jobs.Go(0, "webhook dispatcher", dispatcher.Run)
+	// Open event streams end when it stops, so that the HTTP server's drain does not wait for them.
+	jobs.Go(0, "event streams", func(ctx context.Context) error { streams.Run(ctx); return nil })
 	// The channel runtime drains the sends in flight, closes its sessions and gives its leases to the other replicas.
 	jobs.Go(0, "channel runtime", channelRuntime.Run)
 	jobs.Go(0, "console session sweep", con.Run)

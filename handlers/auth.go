@@ -21,9 +21,15 @@ import (
 // authenticate is the validator's AuthenticationFunc for bearerAuth. In order: header shape, key checksum, cache,
 // lookup, revoked/expired (all in apikey.Verifier), then the operation's scopes, then the key's and the workspace's
 // rate limits. Failures are problems; on success the key becomes the request's principal.
+//
+// The event stream also takes a stream token (the streamToken scheme, tried first): a request without one goes on
+// to bearerAuth, whose problem is the one answered.
 func (s *Server) authenticate(_ context.Context, in *openapi3filter.AuthenticationInput) error {
 	req := in.RequestValidationInput.Request
 	st := stateFrom(req.Context())
+	if in.SecuritySchemeName == streamTokenScheme {
+		return s.authenticateStreamToken(in)
+	}
 	token, p := bearerToken(req.Header.Get(echo.HeaderAuthorization))
 	var key apikey.Key
 	if p == nil {
@@ -41,6 +47,12 @@ func (s *Server) authenticate(_ context.Context, in *openapi3filter.Authenticati
 			return fmt.Errorf("verify API key: %w", err)
 		}
 	}
+	return s.admit(in, st, key, p)
+}
+
+// admit decides on a request whose key was verified (p nil) or refused (p): the quota of the key, or of the client
+// address without a valid key, then the operation's scopes. On success the key becomes the request's principal.
+func (s *Server) admit(in *openapi3filter.AuthenticationInput, st *requestState, key apikey.Key, p *Problem) error {
 	if p != nil {
 		// No valid key: the request is charged to its client address instead (401 within the quota, 429 above).
 		if lp := s.limitAddress(st); lp != nil {

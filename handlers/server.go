@@ -28,6 +28,7 @@ import (
 	"github.com/switchboard/switchboard/internal/channels"
 	"github.com/switchboard/switchboard/internal/egress"
 	"github.com/switchboard/switchboard/internal/events"
+	"github.com/switchboard/switchboard/internal/eventstream"
 	"github.com/switchboard/switchboard/internal/links"
 	"github.com/switchboard/switchboard/internal/links/redirector"
 	"github.com/switchboard/switchboard/internal/modelcatalog"
@@ -88,6 +89,10 @@ type Config struct {
 	// Limiter holds the key and workspace quotas (default: in this process; a shared one, such as redislimit's,
 	// makes them hold across replicas).
 	Limiter ratelimit.Limiter
+	// Streams serves the live event streams; its Run is the process's to run. Without one, streams answer 503.
+	Streams *eventstream.Hub
+	// StreamHeartbeat is how often a quiet event stream sends a keep-alive line (default DefaultStreamHeartbeat).
+	StreamHeartbeat time.Duration
 	// TxTimeout bounds each transaction of a request, its wait for the database's writer included (default
 	// DefaultTxTimeout): past it the transaction is rolled back and the request answers 503 with Retry-After. On
 	// SQLite, whose single writer every write of the server shares, it is the longest any request holds them all up.
@@ -171,6 +176,9 @@ func New(cfg Config, db *store.DB) (*Server, error) {
 	}
 	if cfg.TxTimeout <= 0 {
 		cfg.TxTimeout = DefaultTxTimeout
+	}
+	if cfg.StreamHeartbeat <= 0 {
+		cfg.StreamHeartbeat = DefaultStreamHeartbeat
 	}
 	if cfg.Limiter == nil {
 		cfg.Limiter = ratelimit.New()

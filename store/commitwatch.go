@@ -1,6 +1,10 @@
 package store
 
-import "sync"
+import (
+	"context"
+	"sync"
+	"time"
+)
 
 // CommitWatch tells, for the price of a 48-byte memory compare, whether anything may have been committed to an
 // SQLite database — by any connection of any process — since the last look. It lets the webhook dispatcher see
@@ -47,4 +51,22 @@ func (w *CommitWatch) Close() {
 	defer w.mu.Unlock()
 	w.hint.release()
 	w.hint = nil
+}
+
+// Watch calls changed each time a look every interval finds that a commit may have happened, until ctx ends; then it
+// closes the watch.
+func (w *CommitWatch) Watch(ctx context.Context, interval time.Duration, changed func()) {
+	defer w.Close()
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			if w.Changed() {
+				changed()
+			}
+		}
+	}
 }

@@ -19,6 +19,10 @@ type Event struct {
 	Type        string          `bun:"type"`
 	Data        json.RawMessage `bun:"data,type:json"`
 	CreatedAt   time.Time       `bun:"created_at"`
+	// InstanceID is the messaging instance the event is about, "" for none.
+	InstanceID string `bun:"instance_id,nullzero"`
+	// Seq is the event's place in commit order on SQLite, drawn by Insert (see EventPosition); nil on PostgreSQL.
+	Seq *int64 `bun:"seq"`
 }
 
 // Delivery statuses.
@@ -62,12 +66,32 @@ const insertChunk = 500
 // Insert writes events and their deliveries inside tx — the transaction of the business change, so the change,
 // its events and its deliveries commit or vanish together — and, on PostgreSQL, wakes the dispatchers of every
 // replica at commit when a delivery is pending. It returns no sentinel errors.
+//
+// Events get their place in commit order (see EventPosition): on SQLite Insert draws their Seq, on PostgreSQL the
+// column default records the transaction. Live streams of every replica are woken at commit too (on PostgreSQL a
+// notification on EventsChannel; on SQLite they watch commits).
 func (s *Events) Insert(ctx context.Context, tx bun.IDB, evs []Event, deliveries []Delivery) error {
+	if s.db.dialect == SQLite && len(evs) > 0 {
+		var last int64
+		if err := tx.NewRaw("UPDATE event_sequence SET last = last + ? WHERE id = 1 RETURNING last", len(evs)).
+			Scan(ctx, &last); err != nil {
+			return err
+		}
+		for i := range evs {
+			seq := last - int64(len(evs)-1-i)
+			evs[i].Seq = &seq
+		}
+	}
 	if err := insertChunks(ctx, tx, evs); err != nil {
 		return err
 	}
 	if err := insertChunks(ctx, tx, deliveries); err != nil {
 		return err
+	}
+	if s.db.dialect == Postgres && len(evs) > 0 {
+		if _, err := tx.ExecContext(ctx, "SELECT pg_notify(?, '')", EventsChannel); err != nil {
+			return err
+		}
 	}
 	if slices.ContainsFunc(deliveries, func(d Delivery) bool { return d.Status == DeliveryPending }) {
 		return s.db.notifyQueued(ctx, tx)

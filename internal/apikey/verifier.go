@@ -30,6 +30,8 @@ type Key struct {
 	RevokedAt   *time.Time
 	// EnabledModels are the model IDs the workspace may use; nil means all.
 	EnabledModels []string
+	// Hash is the key's Hash, what stands for it where the key itself must not (a stream token).
+	Hash string
 }
 
 // Store is what the Verifier needs from the data layer.
@@ -123,7 +125,12 @@ func (v *Verifier) Verify(ctx context.Context, plain string) (Key, error) {
 	if err := Check(plain); err != nil {
 		return Key{}, err
 	}
-	hash := Hash(plain)
+	return v.VerifyHash(ctx, Hash(plain))
+}
+
+// VerifyHash authenticates a key known by its hash (Hash), such as the key a stream token acts for. It returns
+// ErrUnknown, ErrRevoked, ErrExpired, or another error when the store fails.
+func (v *Verifier) VerifyHash(ctx context.Context, hash string) (Key, error) {
 	version, err := v.store.KeysVersion(ctx)
 	if err != nil {
 		return Key{}, err
@@ -142,7 +149,7 @@ func (v *Verifier) Verify(ctx context.Context, plain string) (Key, error) {
 			return Key{}, err
 		}
 		c = cached{version: version, loadedAt: now, key: Key{
-			ID: sk.ID, WorkspaceID: sk.WorkspaceID, Name: sk.Name, Scopes: sk.Scopes,
+			Hash: hash, ID: sk.ID, WorkspaceID: sk.WorkspaceID, Name: sk.Name, Scopes: sk.Scopes,
 			ExpiresAt: sk.ExpiresAt, RevokedAt: sk.RevokedAt,
 		}}
 		if sk.Workspace != nil {

@@ -107,7 +107,7 @@ func (o *Outbox) record(ctx context.Context, tx bun.IDB, items []recorded) ([]st
 	var deliveries []store.Delivery
 	for i, it := range items {
 		evs[i] = store.Event{ID: store.NewID("evt"), WorkspaceID: it.workspaceID, Type: it.typ.Name, Data: it.data,
-			CreatedAt: t}
+			CreatedAt: t, InstanceID: it.instanceID}
 		var decoded any
 		decodedOK := false
 		for _, e := range endpoints[it.workspaceID] {

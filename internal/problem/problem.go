@@ -57,6 +57,9 @@ const (
 	RateLimited                  Code = "rate_limited"
 	InternalError                Code = "internal_error"
 	ServiceUnavailable           Code = "service_unavailable"
+	InvalidStreamToken           Code = "invalid_stream_token"
+	ReplayUnavailable            Code = "replay_unavailable"
+	StreamOverflow               Code = "stream_overflow"
 )
 
 // Type is one row of the table.
@@ -80,6 +83,7 @@ func init() {
 		{InvalidAPIKey, 401, "Invalid API key", "The key is malformed, mistyped or unknown."},
 		{APIKeyRevoked, 401, "API key revoked", "The key was revoked; create a new one at /user/api."},
 		{APIKeyExpired, 401, "API key expired", "The key's expiry date has passed; create a new one at /user/api."},
+		{InvalidStreamToken, 401, "Invalid stream token", "The access_token of an event stream is malformed, expired (tokens open streams for 5 minutes), or its key was revoked or expired; create a new one with POST /api/v1/events/stream-tokens."},
 		{SignatureInvalid, 401, "Signature invalid", "A source's ingest URL or a channel hook URL refused the request: its signature, timestamp, secret token or credentials do not verify (with the source's scheme; with the instance's secret). A source's request log (GET /api/v1/sources/{id}/requests) shows each refusal with its reason."},
 		{InsufficientScope, 403, "Insufficient scope", "The key lacks a scope the operation needs; required_scopes names them."},
 		{NotFound, 404, "Not found", "No such object in the key's workspace, or no short link at this address."},
@@ -99,6 +103,7 @@ func init() {
 		{EventTypeExists, 409, "Event type exists", "The workspace already has a custom event type of this name; change it with PATCH /api/v1/event-types/{name}."},
 		{EventTypeArchived, 409, "Event type archived", "The custom event type is archived and refuses new events; un-archive it with PATCH /api/v1/event-types/{name}."},
 		{LinkExpired, 410, "Link expired", "The short link expired or reached its click limit, and has no expired_url to send visitors to."},
+		{ReplayUnavailable, 410, "Replay unavailable", "The event an event stream was to resume after (Last-Event-ID or after) is not in the workspace's event log: it expired, or never was one of its events. Reconnect without it and reconcile with GET /api/v1/events."},
 		{RequestTooLarge, 413, "Request too large", "The request body exceeds the size limit."},
 		{UnsupportedMediaType, 415, "Unsupported media type", "The request body has a Content-Type the operation does not accept; send application/json."},
 		{IdempotencyKeyReused, 422, "Idempotency key reused", "The Idempotency-Key was used with a different request in the last 24 hours; use a new key for a new request."},
@@ -109,6 +114,7 @@ func init() {
 		{EventDataInvalid, 422, "Event data invalid", "The event's data does not match the JSON Schema of its type; errors[] points at each failure."},
 		{SchemaTooComplex, 422, "Schema too complex", "A custom event type's JSON Schema passes a bound that keeps validation cheap (depth, subschemas, $ref expansion, checks per value, patterns; errors[] names each at its pointer), or validating an event's data against its type's schema would cost more than an event may: send less data in one event, or simplify the schema."},
 		{RateLimited, 429, "Rate limit exceeded", "A rate limit of the key or its workspace is exhausted; wait Retry-After seconds."},
+		{StreamOverflow, 429, "Stream overflow", "Sent inside an event stream, which then closes: the consumer fell 10,000 events behind. Reconnect with Last-Event-ID to resume from the event log at your own pace."},
 		{InternalError, 500, "Internal server error", "Something failed on the server; the request_id finds the log line."},
 		{ServiceUnavailable, 503, "Service unavailable", "A dependency of the server (its database) does not answer; retry after Retry-After seconds."},
 	} {

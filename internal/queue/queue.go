@@ -217,7 +217,7 @@ func (e *Engine[T, R]) Run(ctx context.Context) error {
 		})
 	}
 	if w := e.db.WatchCommits(); w != nil {
-		background.Go(func() { e.watch(ctx, w) })
+		background.Go(func() { w.Watch(ctx, CommitCheck, e.Wake) })
 	}
 	var recorders sync.WaitGroup
 	for _, lane := range e.lanes {
@@ -452,19 +452,3 @@ func (e *Engine[T, R]) recordBatch(batch []R) {
 	}
 }
 
-// watch wakes the engine when anything was committed to the SQLite database, until ctx ends.
-func (e *Engine[T, R]) watch(ctx context.Context, w *store.CommitWatch) {
-	defer w.Close()
-	tick := time.NewTicker(CommitCheck)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-			if w.Changed() {
-				e.Wake()
-			}
-		}
-	}
-}

@@ -511,3 +511,36 @@ func notTokenChar(r rune) bool {
 func invalidHeaderValueChar(r rune) bool {
 	return r < ' ' && r != '\t' || r == 0x7f
 }
+
+// CheckSubscription checks a subscription given as query parameters (a live event stream's) by the rules of an
+// endpoint's: types the catalogue knows, filters whose values suit their operation, instances of the workspace.
+// Returns a ValidationFailed problem naming the parameter of each bad one (types, filters), or a
+// ReferenceNotFound problem for instances of no instance of the workspace.
+func (s *Service) CheckSubscription(ctx context.Context, workspaceID string, types, instanceIDs []string,
+	filters []store.WebhookFilter) error {
+	var bad problem.Fields
+	s.checkEvents(workspaceID, types, &bad)
+	checkFilters(filters, &bad)
+	asParameters(bad)
+	if err := bad.Err(); err != nil {
+		return err
+	}
+	err := s.checkInstances(ctx, workspaceID, instanceIDs)
+	var p *problem.Error
+	if errors.As(err, &p) {
+		asParameters(p.Fields)
+	}
+	return err
+}
+
+// asParameters turns the body pointers of an endpoint's checks into the query parameters of a stream's: "/events/0"
+// becomes the parameter types, "/filters/0/value" the parameter filters, each detail saying which item.
+func asParameters(fields []problem.Field) {
+	for i, f := range fields {
+		param, member, _ := strings.Cut(strings.TrimPrefix(f.Pointer, "/"), "/")
+		if param == "events" {
+			param = "types"
+		}
+		fields[i] = problem.Field{Parameter: param, Detail: "[" + member + "] " + f.Detail}
+	}
+}

@@ -98,19 +98,7 @@ func (h *Hub) runCommands(ctx context.Context) {
 		if w == nil {
 			return
 		}
-		defer w.Close()
-		tick := time.NewTicker(10 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-				if w.Changed() {
-					h.wakeCommands()
-				}
-			}
-		}
+		w.Watch(ctx, 10*time.Millisecond, h.wakeCommands)
 	}()
 	poll := time.NewTicker(time.Second)
 	defer poll.Stop()

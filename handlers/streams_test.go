@@ -1,0 +1,249 @@
+package handlers_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/uptrace/bun"
+
+	"github.com/switchboard/switchboard/gen"
+	"github.com/switchboard/switchboard/handlers"
+	"github.com/switchboard/switchboard/internal/events"
+	"github.com/switchboard/switchboard/internal/eventstream"
+	"github.com/switchboard/switchboard/store"
+	"github.com/switchboard/switchboard/store/storetest"
+)
+
+// streamEnv is a server whose event streams are served by a running hub, and a workspace with a key that may
+// follow them.
+type streamEnv struct {
+	*env
+	outbox *events.Outbox
+	ws     store.Workspace
+	key    string
+}
+
+func newStreamEnv(t *testing.T, db *store.DB, cfg handlers.Config) *streamEnv {
+	t.Helper()
+	if cfg.Events == nil {
+		cfg.Events = events.NewOutbox(db, events.Builtin())
+	}
+	hub := eventstream.NewHub(db, cfg.Events.Types(), eventstream.Config{})
+	cfg.Streams = hub
+	e := &streamEnv{env: newEnv(t, db, cfg), outbox: cfg.Events}
+	// Registered after the server's cleanup, so it runs first: the hub ends the open streams, which the server's
+	// close waits for.
+	running, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); hub.Run(running) }()
+	t.Cleanup(func() { stop(); <-done })
+	e.ws = e.workspace("Streams")
+	e.key, _ = e.env.key(e.ws.ID, "webhooks:read")
+	return e
+}
+
+// emit records link.created events of the workspace, one transaction each, and returns their IDs.
+func (e *streamEnv) emit(linkIDs ...string) []string {
+	e.t.Helper()
+	var ids []string
+	for _, id := range linkIDs {
+		err := e.db.RunInTx(context.Background(), func(ctx context.Context, tx bun.Tx) error {
+			ev, err := e.outbox.Emit(ctx, tx, e.ws.ID, gen.LinkCreatedEvent{Link: gen.Link{Id: id, Object: "link", Tags: []string{}}})
+			ids = append(ids, ev.ID)
+			return err
+		})
+		if err != nil {
+			e.t.Fatal(err)
+		}
+	}
+	return ids
+}
+
+// sse is an open event stream.
+type sse struct {
+	t    testing.TB
+	res  *http.Response
+	r    *bufio.Reader
+	stop context.CancelFunc
+}
+
+// message is one Server-Sent Event.
+type message struct {
+	id, event, data string
+}
+
+// open opens a stream at path (query included) and checks its answer against the spec (status and headers: the
+// body never ends).
+func (e *streamEnv) open(path string, header map[string]string) *sse {
+	e.t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, e.url+path, nil)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	s := &sse{t: e.t, res: res, r: bufio.NewReader(res.Body), stop: cancel}
+	e.t.Cleanup(s.close)
+	if res.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(res.Body)
+		e.t.Fatalf("GET %s = %d: %s", path, res.StatusCode, b)
+	}
+	route, params, err := specRouter.FindRoute(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	err = openapi3filter.ValidateResponse(context.Background(), &openapi3filter.ResponseValidationInput{
+		RequestValidationInput: &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: route},
+		Status:                 res.StatusCode, Header: res.Header, Body: io.NopCloser(strings.NewReader("")),
+		Options: &openapi3filter.Options{IncludeResponseStatus: true, ExcludeResponseBody: true},
+	})
+	if err != nil || route.Operation.OperationID != "streamEvents" {
+		e.t.Fatalf("GET %s does not match the spec (%s): %v", path, route.Operation.OperationID, err)
+	}
+	if ct := res.Header.Get("Content-Type"); ct != "text/event-stream" {
+		e.t.Fatalf("Content-Type %q", ct)
+	}
+	return s
+}
+
+func (s *sse) close() {
+	s.stop()
+	_ = s.res.Body.Close()
+}
+
+// next reads the next event, skipping comments (keep-alives) and the retry field.
+func (s *sse) next() message {
+	s.t.Helper()
+	var m message
+	for {
+		line, err := s.r.ReadString('\n')
+		if err != nil {
+			s.t.Fatalf("stream ended: %v (after %+v)", err, m)
+		}
+		line = strings.TrimSuffix(line, "\n")
+		field, value, _ := strings.Cut(line, ": ")
+		switch field {
+		case "":
+			if m.data != "" {
+				return m
+			}
+		case "id":
+			m.id = value
+		case "event":
+			m.event = value
+		case "data":
+			m.data = value
+		}
+	}
+}
+
+// ids reads n events and returns their IDs, checking that each is the envelope of its ID and type.
+func (s *sse) ids(n int) []string {
+	s.t.Helper()
+	var out []string
+	for range n {
+		m := s.next()
+		var env struct{ ID, Type, WorkspaceID string }
+		if err := json.Unmarshal([]byte(m.data), &env); err != nil || env.ID != m.id || env.Type != m.event {
+			s.t.Fatalf("message %+v: envelope %+v (%v)", m, env, err)
+		}
+		out = append(out, m.id)
+	}
+	return out
+}
+
+func TestEventStream(t *testing.T) {
+	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
+		e := newStreamEnv(t, db, handlers.Config{StreamHeartbeat: 50 * time.Millisecond})
+		auth := map[string]string{"Authorization": "Bearer " + e.key}
+
+		t.Run("live, then resumed with Last-Event-ID and after, without gap or repeat", func(t *testing.T) {
+			s := e.open("/api/v1/events/stream", auth)
+			first := e.emit("lnk_1", "lnk_2")
+			if got := s.ids(2); !slices.Equal(got, first) {
+				t.Fatalf("got %v, want %v", got, first)
+			}
+			s.close()
+			missed := e.emit("lnk_3")
+			resumed := e.open("/api/v1/events/stream", map[string]string{"Authorization": "Bearer " + e.key,
+				"Last-Event-ID": first[0]})
+			live := e.emit("lnk_4")
+			want := slices.Concat(first[1:], missed, live)
+			if got := resumed.ids(3); !slices.Equal(got, want) {
+				t.Fatalf("resumed: got %v, want %v", got, want)
+			}
+			after := e.open("/api/v1/events/stream?after="+missed[0], auth)
+			if got := after.ids(1); got[0] != live[0] {
+				t.Fatalf("after %s: got %v, want %s", missed[0], got, live[0])
+			}
+		})
+
+		t.Run("filters", func(t *testing.T) {
+			filters := url.QueryEscape(`[{"pointer":"/link/id","op":"prefix","value":"lnk_keep"}]`)
+			s := e.open("/api/v1/events/stream?types=link.created&types=message.*&filters="+filters, auth)
+			ids := e.emit("lnk_drop", "lnk_keep")
+			if got := s.ids(1); got[0] != ids[1] {
+				t.Fatalf("got %v, want %s", got, ids[1])
+			}
+		})
+
+		t.Run("a stream token opens the stream for its key", func(t *testing.T) {
+			var tok gen.StreamToken
+			e.do(request{method: http.MethodPost, path: "/api/v1/events/stream-tokens", key: e.key}).json(t, &tok)
+			if !strings.HasPrefix(tok.Token, "sbst_") || time.Until(tok.ExpiresAt) > 5*time.Minute {
+				t.Fatalf("token %+v", tok)
+			}
+			s := e.open("/api/v1/events/stream?access_token="+url.QueryEscape(tok.Token), nil)
+			ids := e.emit("lnk_token")
+			if got := s.ids(1); got[0] != ids[0] {
+				t.Fatalf("got %v, want %v", got, ids)
+			}
+		})
+
+		t.Run("refusals", func(t *testing.T) {
+			e.do(request{path: "/api/v1/events/stream"}).problem(t, http.StatusUnauthorized, "missing_api_key")
+			e.do(request{path: "/api/v1/events/stream?access_token=sbst_nope"}).problem(t, http.StatusUnauthorized, "invalid_stream_token")
+			noScope, _ := e.env.key(e.ws.ID, "links:read")
+			e.do(request{path: "/api/v1/events/stream", key: noScope}).problem(t, http.StatusForbidden, "insufficient_scope")
+			e.do(request{method: http.MethodPost, path: "/api/v1/events/stream-tokens", key: noScope}).
+				problem(t, http.StatusForbidden, "insufficient_scope")
+			e.do(request{path: "/api/v1/events/stream?after=evt_01JDAB3C4D5E6F7G8H9J0K1M2P", key: e.key}).
+				problem(t, http.StatusGone, "replay_unavailable")
+			p := e.do(request{path: "/api/v1/events/stream?types=nope.*", key: e.key}).problem(t, http.StatusBadRequest, "validation_failed")
+			if len(p.Errors) != 1 || p.Errors[0]["parameter"] != "types" {
+				t.Fatalf("errors %v", p.Errors)
+			}
+			e.do(request{path: "/api/v1/events/stream?instance_ids=ins_01JDAB3C4D5E6F7G8H9J0K1M2P", key: e.key}).
+				problem(t, http.StatusUnprocessableEntity, "reference_not_found")
+		})
+
+		t.Run("a quiet stream sends keep-alives", func(t *testing.T) {
+			s := e.open("/api/v1/events/stream", auth)
+			for {
+				line, err := s.r.ReadString('\n')
+				if err != nil {
+					t.Fatal(err)
+				}
+				if line == ": keep-alive\n" {
+					return
+				}
+			}
+		})
+	})
+}
