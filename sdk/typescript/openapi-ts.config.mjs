@@ -1,4 +1,4 @@
-// Generates src/gen from the contract: `npm run generate` (make sdk-generate from the repository root).
+// Generates src/gen from the contract: `npm run generate` (make generate from the repository root).
 // The output is committed; CI regenerates it and fails when it differs (make check-generated).
 export default {
   input: '../../api/openapi.yaml',
