@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"math"
 	"net/http"
-	"net/mail"
 	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/switchboard/switchboard/internal/accounts"
 	"github.com/switchboard/switchboard/internal/ratelimit"
 	"github.com/switchboard/switchboard/store"
 )
@@ -69,38 +69,23 @@ func (c *Console) signUp(ec echo.Context) error {
 	}
 	email := strings.TrimSpace(ec.FormValue("email"))
 	password := ec.FormValue("password")
-	if msg := emailProblem(email); msg != "" {
-		return c.formError(ec, http.StatusUnprocessableEntity, name, title, msg)
-	}
-	if msg := passwordProblem(password, email); msg != "" {
-		return c.formError(ec, http.StatusUnprocessableEntity, name, title, msg)
+	if err := accounts.CheckSignUp(email, password); err != nil {
+		return c.formError(ec, http.StatusUnprocessableEntity, name, title, err.Error())
 	}
 	// Only well-formed sign-ups count, so a typo does not lock out an office behind one address.
 	if d := c.attempts.Take("signup:"+ec.RealIP(), signUpPolicy, time.Now()); !d.Allowed {
 		return c.formError(ec, http.StatusTooManyRequests, name, title,
 			"Too many accounts were created from your network. Try again in "+minutes(d.RetryAfter)+".")
 	}
-	hash, err := hashPassword(password)
-	if err != nil {
-		return err
-	}
-	u, err := c.db.Users.Create(ec.Request().Context(), email, hash)
-	if errors.Is(err, store.ErrConflict) {
-		return c.formError(ec, http.StatusConflict, name, title, "An account with this email already exists. Sign in instead.")
+	u, err := c.accounts.SignUp(ec.Request().Context(), email, password)
+	if errors.Is(err, accounts.ErrEmailTaken) {
+		return c.formError(ec, http.StatusConflict, name, title, err.Error())
 	}
 	if err != nil {
 		return err
 	}
 	c.log.Info("console sign-up", "user_id", u.ID)
 	return c.startSession(ec, u, localPath(ec.FormValue("next"), "/user/workspaces"))
-}
-
-func emailProblem(email string) string {
-	addr, err := mail.ParseAddress(email)
-	if err != nil || addr.Address != email || !strings.Contains(email, "@") || len(email) > 254 {
-		return "Enter a valid email address, like name@example.com."
-	}
-	return ""
 }
 
 func (c *Console) signIn(ec echo.Context) error {
@@ -139,19 +124,12 @@ func (c *Console) signIn(ec echo.Context) error {
 			return ec.Request().Context().Err()
 		}
 	}
-	u, err := c.db.Users.ByEmail(ec.Request().Context(), email)
-	hash := u.PasswordHash
-	if errors.Is(err, store.ErrNotFound) {
-		hash = dummyHash // same work whether or not the account exists
-	} else if err != nil {
+	u, err := c.accounts.Authenticate(ec.Request().Context(), email, ec.FormValue("password"))
+	if errors.Is(err, accounts.ErrWrongCredentials) {
+		return c.formError(ec, http.StatusUnauthorized, name, title, err.Error())
+	}
+	if err != nil {
 		return err
-	}
-	ok, err := checkPassword(hash, ec.FormValue("password"))
-	if err != nil && u.ID != "" {
-		return fmt.Errorf("check password of %s: %w", u.ID, err)
-	}
-	if !ok || u.ID == "" {
-		return c.formError(ec, http.StatusUnauthorized, name, title, "The email or password is not right.")
 	}
 	c.attempts.Refund(pairKey, accountPolicy)
 	c.attempts.Refund(addressKey, addressPolicy)
@@ -169,7 +147,7 @@ func minutes(d time.Duration) string {
 
 func (c *Console) signOut(ec echo.Context) error {
 	ses := sessionFrom(ec)
-	if err := c.db.Sessions.Delete(ec.Request().Context(), ses.ID); err != nil {
+	if err := c.accounts.EndSession(ec.Request().Context(), ses.ID); err != nil {
 		return err
 	}
 	c.setCookie(ec, sessionCookie, "", -1)
@@ -188,29 +166,22 @@ func (c *Console) changePassword(ec echo.Context) error {
 	fail := func(status int, msg string) error {
 		return c.render(ec, status, "account", page{Title: "Account", Session: ses, Error: msg})
 	}
-	u, err := c.db.Users.Get(ctx, ses.UserID)
-	if err != nil {
-		return err
-	}
-	limitKey := "password:" + u.ID
+	limitKey := "password:" + ses.UserID
 	if d := c.attempts.Take(limitKey, accountPolicy, time.Now()); !d.Allowed {
 		return fail(http.StatusTooManyRequests, "Too many wrong passwords. Try again in "+minutes(d.RetryAfter)+".")
 	}
-	if ok, err := checkPassword(u.PasswordHash, ec.FormValue("current_password")); err != nil || !ok {
-		return fail(http.StatusUnauthorized, "Your current password is not right.")
+	err := c.accounts.ChangePassword(ctx, ses.UserID, ec.FormValue("current_password"), ec.FormValue("new_password"))
+	var refused *accounts.Error
+	switch {
+	case errors.Is(err, accounts.ErrWrongPassword):
+		return fail(http.StatusUnauthorized, err.Error())
+	case errors.As(err, &refused):
+		c.attempts.Refund(limitKey, accountPolicy)
+		return fail(http.StatusUnprocessableEntity, err.Error())
+	case err != nil:
+		return err
 	}
 	c.attempts.Refund(limitKey, accountPolicy)
-	next := ec.FormValue("new_password")
-	if msg := passwordProblem(next, u.Email); msg != "" {
-		return fail(http.StatusUnprocessableEntity, msg)
-	}
-	hash, err := hashPassword(next)
-	if err != nil {
-		return err
-	}
-	if err := c.db.Users.SetPassword(ctx, u.ID, hash, ""); err != nil {
-		return err
-	}
 	c.setCookie(ec, sessionCookie, "", -1)
 	return ec.Redirect(http.StatusSeeOther, "/user/sign-in?password-changed=1")
 }

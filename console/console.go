@@ -17,12 +17,8 @@ package console
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/sha256"
 	"crypto/subtle"
 	"embed"
-	"encoding/base64"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"html/template"
@@ -33,10 +29,10 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/switchboard/switchboard/internal/accounts"
 	"github.com/switchboard/switchboard/internal/automation"
 	"github.com/switchboard/switchboard/internal/channels"
 	"github.com/switchboard/switchboard/internal/links"
@@ -82,6 +78,7 @@ const DefaultSessionTTL = 7 * 24 * time.Hour
 
 // Console serves /user. Its accounts and sessions are its own; workspaces and keys are the Workspaces service's.
 type Console struct {
+	accounts *accounts.Service
 	cfg        Config
 	db         *store.DB
 	workspaces *workspaces.Service
@@ -136,7 +133,7 @@ func New(cfg Config, db *store.DB) (*Console, error) {
 	if cfg.Nonces == nil {
 		cfg.Nonces = ratelimit.NewNonces()
 	}
-	c := &Console{cfg: cfg, db: db, workspaces: cfg.Workspaces, links: cfg.Links, webhooks: cfg.Webhooks,
+	c := &Console{cfg: cfg, db: db, accounts: accounts.New(db, cfg.SessionTTL), workspaces: cfg.Workspaces, links: cfg.Links, webhooks: cfg.Webhooks,
 		automation: cfg.Automation, channels: cfg.Channels, log: cfg.Logger, pages: map[string]*template.Template{},
 		attempts: cfg.Limiter, created: cfg.Nonces, origins: http.NewCrossOriginProtection()}
 	if cfg.BaseURL != "" {
@@ -269,18 +266,7 @@ func (c *Console) setCookie(ec echo.Context, name, value string, maxAge time.Dur
 }
 
 // randomToken returns 32 random bytes, base64url.
-func randomToken() string {
-	b := make([]byte, 32)
-	if _, err := rand.Read(b); err != nil {
-		panic(err) // crypto/rand never fails on supported systems
-	}
-	return base64.RawURLEncoding.EncodeToString(b)
-}
-
-func tokenHash(token string) string {
-	sum := sha256.Sum256([]byte(token))
-	return hex.EncodeToString(sum[:])
-}
+func randomToken() string { return accounts.RandomToken() }
 
 func equalTokens(a, b string) bool {
 	return a != "" && subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1
@@ -372,25 +358,17 @@ func (c *Console) loadSession(ec echo.Context) (*session, error) {
 		return nil, errNoSession
 	}
 	ctx := ec.Request().Context()
-	s, err := c.db.Sessions.ByTokenHash(ctx, tokenHash(ck.Value))
-	if errors.Is(err, store.ErrNotFound) {
+	s, extended, err := c.accounts.Session(ctx, ck.Value)
+	switch {
+	case errors.Is(err, accounts.ErrNoSession):
 		c.setCookie(ec, sessionCookie, "", -1)
-		return nil, errNoSession
-	}
-	if err != nil {
-		return nil, err
-	}
-	now := time.Now()
-	if !now.Before(s.ExpiresAt) {
-		_ = c.db.Sessions.Delete(ctx, s.ID)
-		c.setCookie(ec, sessionCookie, "", -1)
-		return nil, errSessionExpired
-	}
-	// Sliding expiry, written at most every few minutes.
-	if now.Sub(s.LastSeenAt) > 5*time.Minute {
-		if err := c.db.Sessions.Extend(ctx, s.ID, now.Add(c.cfg.SessionTTL)); err != nil && !errors.Is(err, store.ErrNotFound) {
-			return nil, err
+		if s.ID != "" { // it was there, and expired
+			return nil, errSessionExpired
 		}
+		return nil, errNoSession
+	case err != nil:
+		return nil, err
+	case extended: // sliding expiry, written at most every few minutes
 		c.setCookie(ec, sessionCookie, ck.Value, c.cfg.SessionTTL)
 	}
 	ses := &session{Session: s, Email: s.User.Email}
@@ -416,20 +394,11 @@ func sessionFrom(ec echo.Context) *session {
 // startSession signs the user in: a new session row, its cookie, and a redirect to next (a local path only). A session
 // the browser still held is ended first.
 func (c *Console) startSession(ec echo.Context, u store.User, next string) error {
-	if ck, err := ec.Cookie(sessionCookie); err == nil && ck.Value != "" {
-		if old, err := c.db.Sessions.ByTokenHash(ec.Request().Context(), tokenHash(ck.Value)); err == nil {
-			_ = c.db.Sessions.Delete(ec.Request().Context(), old.ID)
-		}
+	n := accounts.NewSession{UserID: u.ID, UserAgent: ec.Request().UserAgent(), IP: ec.RealIP()}
+	if ck, err := ec.Cookie(sessionCookie); err == nil {
+		n.Replaces = ck.Value
 	}
-	token := randomToken()
-	var wsID *string
-	if ws, err := c.db.Workspaces.ForUser(ec.Request().Context(), u.ID); err == nil && len(ws) > 0 {
-		wsID = &ws[0].ID
-	}
-	_, err := c.db.Sessions.Create(ec.Request().Context(), store.NewSession{
-		TokenHash: tokenHash(token), UserID: u.ID, CSRFToken: randomToken(), WorkspaceID: wsID,
-		UserAgent: truncate(ec.Request().UserAgent(), 256), IP: ec.RealIP(), ExpiresAt: time.Now().Add(c.cfg.SessionTTL),
-	})
+	token, err := c.accounts.StartSession(ec.Request().Context(), n)
 	if err != nil {
 		return err
 	}
@@ -447,7 +416,7 @@ func (c *Console) Run(ctx context.Context) error {
 	tick := time.NewTicker(sessionSweepInterval)
 	defer tick.Stop()
 	for {
-		if n, err := c.db.Sessions.DeleteExpired(ctx, time.Now()); err != nil && ctx.Err() == nil {
+		if n, err := c.accounts.PruneSessions(ctx, time.Now()); err != nil && ctx.Err() == nil {
 			c.log.Warn("could not delete expired sessions", "error", err)
 		} else if n > 0 {
 			c.log.Info("deleted expired sessions", "count", n)
@@ -466,15 +435,4 @@ func localPath(next, fallback string) string {
 		return fallback
 	}
 	return next
-}
-
-// truncate cuts s to at most n bytes without splitting a character.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
 }

@@ -103,7 +103,7 @@ func (c *Console) renderAPI(ec echo.Context, status int, notice, errMsg string, 
 		for _, k := range keys {
 			creators = append(creators, k.CreatedBy)
 		}
-		emails, err := c.db.Users.Emails(ec.Request().Context(), creators)
+		emails, err := c.accounts.Emails(ec.Request().Context(), creators)
 		if err != nil {
 			return err
 		}

@@ -28,7 +28,7 @@ func (c *Console) createWorkspace(ec echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := c.db.Sessions.SetWorkspace(ctx, ses.ID, w.ID); err != nil {
+	if err := c.accounts.ShowWorkspace(ctx, ses.ID, w.ID); err != nil {
 		return err
 	}
 	return ec.Redirect(http.StatusSeeOther, "/user/api?workspace-created=1")
@@ -40,7 +40,7 @@ func (c *Console) switchWorkspace(ec echo.Context) error {
 	id := ec.FormValue("workspace_id")
 	for _, w := range ses.Workspaces {
 		if w.ID == id {
-			if err := c.db.Sessions.SetWorkspace(ec.Request().Context(), ses.ID, id); err != nil {
+			if err := c.accounts.ShowWorkspace(ec.Request().Context(), ses.ID, id); err != nil {
 				return err
 			}
 			return ec.Redirect(http.StatusSeeOther, localPath(ec.FormValue("next"), "/user/api"))

@@ -1,4 +1,4 @@
-package console
+package accounts
 
 import (
 	"crypto/rand"
@@ -34,7 +34,7 @@ func hashPassword(password string) (string, error) {
 		b64.EncodeToString(salt), b64.EncodeToString(key)), nil
 }
 
-var errBadHash = errors.New("console: unreadable password hash")
+var errBadHash = errors.New("accounts: unreadable password hash")
 
 // checkPassword reports whether password matches the PHC string, with the parameters stored in it (so they can be
 // raised later without invalidating old hashes).
