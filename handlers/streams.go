@@ -6,7 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
+	"strings"
 	"time"
+
+	"github.com/coder/websocket"
 
 	"github.com/getkin/kin-openapi/openapi3filter"
 
@@ -79,8 +83,12 @@ func (s *Server) StreamEvents(ctx context.Context, req gen.StreamEventsRequestOb
 	if err != nil {
 		return nil, err
 	}
+	c := stateFrom(ctx).echo
+	if isWebSocket(c.Request()) {
+		return wsStream{ctx: ctx, req: c.Request(), sub: sub, heartbeat: s.cfg.StreamHeartbeat}, nil
+	}
 	// A HEAD is answered as the GET it mirrors (headAsGet): the stream's headers, without the stream.
-	_, head := stateFrom(ctx).echo.Response().Writer.(*bodiless)
+	_, head := c.Response().Writer.(*bodiless)
 	return sseStream{ctx: ctx, sub: sub, heartbeat: s.cfg.StreamHeartbeat, head: head}, nil
 }
 
@@ -123,8 +131,54 @@ func (s *Server) subscribe(ctx context.Context, workspaceID string, p gen.Stream
 	return s.cfg.Streams.Subscribe(ctx, workspaceID, f, after)
 }
 
-// sseStream writes a subscription as Server-Sent Events until the client leaves, the subscription ends (too slow:
-// told with an error message first; the server stopping) or a write fails.
+// streamSink is where follow writes a subscription: Server-Sent Events or WebSocket messages.
+type streamSink interface {
+	// events writes events (their envelopes) and sends them on.
+	events(evs []*eventstream.Event) error
+	// keepAlive shows a quiet stream alive.
+	keepAlive() error
+	// overflow tells the subscriber, with the problem's JSON, that it fell too far behind; the stream then ends.
+	overflow(problemJSON []byte)
+}
+
+// follow writes a subscription to a sink until the client leaves (ctx), the subscription ends (too slow: told first;
+// the server stopping) or a write fails, sending a keep-alive whenever the stream was quiet for heartbeat.
+func follow(ctx context.Context, sub *eventstream.Subscription, heartbeat time.Duration, sink streamSink) error {
+	defer sub.Close()
+	ticker := time.NewTicker(heartbeat)
+	defer ticker.Stop()
+	for {
+		evs, err := sub.Take(ctx)
+		if err != nil {
+			if errors.Is(err, eventstream.ErrOverflow) {
+				p := newProblem(problem.StreamOverflow, "This stream fell 10,000 events behind and is closed; reconnect "+
+					"after the last event received to resume from the event log.").body(ctx)
+				data, _ := json.Marshal(p)
+				sink.overflow(data)
+			}
+			return nil // the client leaves, the server stops, or the replay failed: the client resumes
+		}
+		if len(evs) > 0 {
+			if err := sink.events(evs); err != nil {
+				return nil
+			}
+			ticker.Reset(heartbeat)
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-sub.Done():
+		case <-sub.Ready():
+		case <-ticker.C:
+			if err := sink.keepAlive(); err != nil {
+				return nil
+			}
+		}
+	}
+}
+
+// sseStream is the answer of a stream as Server-Sent Events.
 type sseStream struct {
 	ctx       context.Context
 	sub       *eventstream.Subscription
@@ -133,66 +187,136 @@ type sseStream struct {
 }
 
 func (r sseStream) VisitStreamEventsResponse(w http.ResponseWriter) error {
-	defer r.sub.Close()
-	rc := http.NewResponseController(w)
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Accel-Buffering", "no") // nginx would hold events back in its buffer
 	w.WriteHeader(http.StatusOK)
 	if r.head {
+		r.sub.Close()
 		return nil
 	}
-	buf := fmt.Appendf(nil, "retry: %d\n\n", streamRetry.Milliseconds())
-	send := func() error {
-		_ = rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
-		if _, err := w.Write(buf); err != nil {
-			return err
-		}
-		buf = buf[:0]
-		return rc.Flush()
-	}
-	if err := send(); err != nil {
+	sink := &sseSink{w: w, rc: http.NewResponseController(w)}
+	sink.buf = fmt.Appendf(nil, "retry: %d\n\n", streamRetry.Milliseconds())
+	if err := sink.flush(); err != nil {
+		r.sub.Close()
 		return nil // the client left
 	}
-	heartbeat := time.NewTicker(r.heartbeat)
-	defer heartbeat.Stop()
-	for {
-		evs, err := r.sub.Take(r.ctx)
+	return follow(r.ctx, r.sub, r.heartbeat, sink)
+}
+
+// sseSink writes Server-Sent Events.
+type sseSink struct {
+	w   http.ResponseWriter
+	rc  *http.ResponseController
+	buf []byte
+}
+
+func (s *sseSink) flush() error {
+	_ = s.rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
+	_, err := s.w.Write(s.buf)
+	s.buf = s.buf[:0]
+	if err != nil {
+		return err
+	}
+	return s.rc.Flush()
+}
+
+func (s *sseSink) events(evs []*eventstream.Event) error {
+	for _, e := range evs {
+		env, err := e.Envelope()
 		if err != nil {
-			if errors.Is(err, eventstream.ErrOverflow) {
-				p := newProblem(problem.StreamOverflow, "This stream fell 10,000 events behind and is closed; reconnect "+
-					"with Last-Event-ID to resume from the event log.").body(r.ctx)
-				data, _ := json.Marshal(p)
-				buf = fmt.Appendf(buf, "event: error\ndata: %s\n\n", data)
-				_ = send()
-			}
-			return nil // the client leaves, the server stops, or the replay failed: the client resumes
+			return err
 		}
-		for _, e := range evs {
-			env, err := e.Envelope()
-			if err != nil {
-				return err
-			}
-			buf = fmt.Appendf(buf, "id: %s\nevent: %s\ndata: %s\n\n", e.ID, e.Type, env)
+		s.buf = fmt.Appendf(s.buf, "id: %s\nevent: %s\ndata: %s\n\n", e.ID, e.Type, env)
+	}
+	return s.flush()
+}
+
+func (s *sseSink) keepAlive() error {
+	s.buf = append(s.buf, ": keep-alive\n\n"...)
+	return s.flush()
+}
+
+func (s *sseSink) overflow(problemJSON []byte) {
+	s.buf = fmt.Appendf(s.buf, "event: error\ndata: %s\n\n", problemJSON)
+	_ = s.flush()
+}
+
+// isWebSocket reports whether a request asks to be upgraded to a WebSocket.
+func isWebSocket(r *http.Request) bool {
+	return strings.EqualFold(r.Header.Get("Upgrade"), "websocket") &&
+		slices.ContainsFunc(strings.Split(r.Header.Get("Connection"), ","), func(t string) bool {
+			return strings.EqualFold(strings.TrimSpace(t), "upgrade")
+		})
+}
+
+// wsStream is the answer of a stream over WebSocket: one text message per event envelope.
+type wsStream struct {
+	ctx       context.Context
+	req       *http.Request
+	sub       *eventstream.Subscription
+	heartbeat time.Duration
+}
+
+func (r wsStream) VisitStreamEventsResponse(w http.ResponseWriter) error {
+	// The server's read and write timeouts are deadlines on the connection, which the WebSocket keeps: each write
+	// sets its own bound instead.
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Time{})
+	_ = rc.SetWriteDeadline(time.Time{})
+	// No origin check: the stream is authorized by a key or a token the page must hold, never by a cookie, so a
+	// page of another site gains nothing by opening one (no cross-site WebSocket hijacking).
+	conn, err := websocket.Accept(w, r.req, &websocket.AcceptOptions{InsecureSkipVerify: true})
+	if err != nil {
+		r.sub.Close()
+		return nil // Accept answered the client
+	}
+	defer conn.CloseNow()
+	ctx := conn.CloseRead(r.ctx) // the stream is one-way: a message from the client closes it
+	sink := &wsSink{ctx: ctx, conn: conn}
+	if err := follow(ctx, r.sub, r.heartbeat, sink); err != nil || sink.closed {
+		return err
+	}
+	if ctx.Err() == nil {
+		_ = conn.Close(websocket.StatusGoingAway, "the server is shutting down; reconnect with after")
+	}
+	return nil
+}
+
+// wsSink writes WebSocket messages.
+type wsSink struct {
+	ctx    context.Context
+	conn   *websocket.Conn
+	closed bool
+}
+
+func (s *wsSink) events(evs []*eventstream.Event) error {
+	ctx, cancel := context.WithTimeout(s.ctx, streamWriteTimeout)
+	defer cancel()
+	for _, e := range evs {
+		env, err := e.Envelope()
+		if err != nil {
+			return err
 		}
-		if len(evs) > 0 {
-			if err := send(); err != nil {
-				return nil
-			}
-			heartbeat.Reset(r.heartbeat)
-			continue
-		}
-		select {
-		case <-r.ctx.Done():
-			return nil
-		case <-r.sub.Done():
-		case <-r.sub.Ready():
-		case <-heartbeat.C:
-			buf = append(buf, ": keep-alive\n\n"...)
-			if err := send(); err != nil {
-				return nil
-			}
+		if err := s.conn.Write(ctx, websocket.MessageText, env); err != nil {
+			return err
 		}
 	}
+	return nil
+}
+
+func (s *wsSink) keepAlive() error {
+	ctx, cancel := context.WithTimeout(s.ctx, streamWriteTimeout)
+	defer cancel()
+	return s.conn.Ping(ctx)
+}
+
+func (s *wsSink) overflow(problemJSON []byte) {
+	ctx, cancel := context.WithTimeout(s.ctx, streamWriteTimeout)
+	defer cancel()
+	if s.conn.Write(ctx, websocket.MessageText, problemJSON) == nil {
+		_ = s.conn.Close(websocket.StatusPolicyViolation, string(problem.StreamOverflow))
+	}
+	s.closed = true
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/uptrace/bun"
 
@@ -245,5 +246,70 @@ func TestEventStream(t *testing.T) {
 				}
 			}
 		})
+	})
+}
+
+// dialStream opens the stream over WebSocket.
+func (e *streamEnv) dialStream(path string, header http.Header) *websocket.Conn {
+	e.t.Helper()
+	conn, res, err := websocket.Dial(context.Background(), "ws"+strings.TrimPrefix(e.url, "http")+path,
+		&websocket.DialOptions{HTTPHeader: header})
+	if err != nil {
+		e.t.Fatalf("dial %s: %v", path, err)
+	}
+	if res.StatusCode != http.StatusSwitchingProtocols || res.Header.Get("X-Request-Id") == "" {
+		e.t.Fatalf("dial %s: %d %v", path, res.StatusCode, res.Header)
+	}
+	e.t.Cleanup(func() { conn.CloseNow() })
+	return conn
+}
+
+// wsIDs reads n messages, each an event's envelope, and returns their IDs.
+func wsIDs(t *testing.T, conn *websocket.Conn, n int) []string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var out []string
+	for range n {
+		typ, data, err := conn.Read(ctx)
+		if err != nil {
+			t.Fatalf("after %v: %v", out, err)
+		}
+		var env struct{ ID, Type string }
+		if err := json.Unmarshal(data, &env); typ != websocket.MessageText || err != nil || !strings.HasPrefix(env.ID, "evt_") {
+			t.Fatalf("message %s: %v", data, err)
+		}
+		out = append(out, env.ID)
+	}
+	return out
+}
+
+func TestEventStreamOverWebSocket(t *testing.T) {
+	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
+		e := newStreamEnv(t, db, handlers.Config{StreamHeartbeat: 20 * time.Millisecond})
+		auth := http.Header{"Authorization": {"Bearer " + e.key}}
+
+		conn := e.dialStream("/api/v1/events/stream?types=link.*", auth)
+		first := e.emit("lnk_w1", "lnk_w2")
+		if got := wsIDs(t, conn, 2); !slices.Equal(got, first) {
+			t.Fatalf("got %v, want %v", got, first)
+		}
+		conn.CloseNow()
+
+		missed := e.emit("lnk_w3")
+		var tok gen.StreamToken
+		e.do(request{method: http.MethodPost, path: "/api/v1/events/stream-tokens", key: e.key}).json(t, &tok)
+		resumed := e.dialStream("/api/v1/events/stream?after="+first[0]+"&access_token="+url.QueryEscape(tok.Token), nil)
+		time.Sleep(60 * time.Millisecond) // a few pings pass while nothing happens; the stream stays open
+		live := e.emit("lnk_w4")
+		if got, want := wsIDs(t, resumed, 3), slices.Concat(first[1:], missed, live); !slices.Equal(got, want) {
+			t.Fatalf("resumed: got %v, want %v", got, want)
+		}
+
+		// Refusals are answered before the upgrade, as problems.
+		_, res, err := websocket.Dial(context.Background(), "ws"+strings.TrimPrefix(e.url, "http")+"/api/v1/events/stream", nil)
+		if err == nil || res == nil || res.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("without a key: %v %v", res, err)
+		}
 	})
 }

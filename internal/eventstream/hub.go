@@ -171,7 +171,6 @@ func (h *Hub) stop() {
 	close(h.stopped)
 }
 
-
 // catchUp reads what committed since the hub's position and hands it out. With nobody subscribed it only moves to
 // the end of the log.
 func (h *Hub) catchUp(ctx context.Context) (heldBack bool, err error) {

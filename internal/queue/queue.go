@@ -451,4 +451,3 @@ func (e *Engine[T, R]) recordBatch(batch []R) {
 		e.log.Error("queue attempt could not be recorded; its lease will expire and it is attempted again", "error", err)
 	}
 }
-

@@ -7208,7 +7208,13 @@ type ClientInterface interface {
 	// closes: reconnect with `Last-Event-ID` to resume from the log at your own pace. When the server shuts down
 	// the stream ends; reconnect (to any replica).
 	//
-	// **Browsers**: `EventSource` cannot send headers; create a short-lived token with
+	// **WebSocket**: the same stream, with the same parameters, over a WebSocket at this path (a `GET` with
+	// `Upgrade: websocket`, answered `101`). Each text message is one event's envelope; resume with `after` (the
+	// last `id` received). Pings keep it alive. A consumer too slow gets a last message, the problem
+	// `stream_overflow` (its `type` starts with `/problems/`), and the close code 1008; a server shutting down
+	// closes with 1001.
+	//
+	// **Browsers**: neither `EventSource` nor `WebSocket` can send headers; create a short-lived token with
 	// `POST /api/v1/events/stream-tokens` and pass it as `access_token`.
 	//
 	// Corresponds with GET /api/v1/events/stream (the `StreamEvents` operationId).
@@ -8652,7 +8658,13 @@ func (c *Client) PublishEvent(ctx context.Context, params *PublishEventParams, b
 // closes: reconnect with `Last-Event-ID` to resume from the log at your own pace. When the server shuts down
 // the stream ends; reconnect (to any replica).
 //
-// **Browsers**: `EventSource` cannot send headers; create a short-lived token with
+// **WebSocket**: the same stream, with the same parameters, over a WebSocket at this path (a `GET` with
+// `Upgrade: websocket`, answered `101`). Each text message is one event's envelope; resume with `after` (the
+// last `id` received). Pings keep it alive. A consumer too slow gets a last message, the problem
+// `stream_overflow` (its `type` starts with `/problems/`), and the close code 1008; a server shutting down
+// closes with 1001.
+//
+// **Browsers**: neither `EventSource` nor `WebSocket` can send headers; create a short-lived token with
 // `POST /api/v1/events/stream-tokens` and pass it as `access_token`.
 //
 // Corresponds with GET /api/v1/events/stream (the `StreamEvents` operationId).
@@ -16012,7 +16024,13 @@ type ClientWithResponsesInterface interface {
 	// closes: reconnect with `Last-Event-ID` to resume from the log at your own pace. When the server shuts down
 	// the stream ends; reconnect (to any replica).
 	//
-	// **Browsers**: `EventSource` cannot send headers; create a short-lived token with
+	// **WebSocket**: the same stream, with the same parameters, over a WebSocket at this path (a `GET` with
+	// `Upgrade: websocket`, answered `101`). Each text message is one event's envelope; resume with `after` (the
+	// last `id` received). Pings keep it alive. A consumer too slow gets a last message, the problem
+	// `stream_overflow` (its `type` starts with `/problems/`), and the close code 1008; a server shutting down
+	// closes with 1001.
+	//
+	// **Browsers**: neither `EventSource` nor `WebSocket` can send headers; create a short-lived token with
 	// `POST /api/v1/events/stream-tokens` and pass it as `access_token`.
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -18385,6 +18403,12 @@ func (r PublishEventResponse) ContentType() string {
 	return ""
 }
 
+// StreamEventsResponse101Headers the declared response headers of an HTTP 101 response for StreamEvents
+type StreamEventsResponse101Headers struct {
+	Upgrade    *string
+	XRequestId *string
+}
+
 // StreamEventsResponse200Headers the declared response headers of an HTTP 200 response for StreamEvents
 type StreamEventsResponse200Headers struct {
 	AccessControlAllowOrigin *string
@@ -18479,6 +18503,8 @@ type StreamEventsResponse struct {
 	ApplicationproblemJSON500 *InternalError
 	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
 	ApplicationproblemJSONDefault *Problem
+	// Headers101 the parsed response headers for an HTTP 101 response
+	Headers101 *StreamEventsResponse101Headers
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *StreamEventsResponse200Headers
 	// Headers400 the parsed response headers for an HTTP 400 response
@@ -34510,7 +34536,13 @@ func (c *ClientWithResponses) PublishEventWithResponse(ctx context.Context, para
 // closes: reconnect with `Last-Event-ID` to resume from the log at your own pace. When the server shuts down
 // the stream ends; reconnect (to any replica).
 //
-// **Browsers**: `EventSource` cannot send headers; create a short-lived token with
+// **WebSocket**: the same stream, with the same parameters, over a WebSocket at this path (a `GET` with
+// `Upgrade: websocket`, answered `101`). Each text message is one event's envelope; resume with `after` (the
+// last `id` received). Pings keep it alive. A consumer too slow gets a last message, the problem
+// `stream_overflow` (its `type` starts with `/problems/`), and the close code 1008; a server shutting down
+// closes with 1001.
+//
+// **Browsers**: neither `EventSource` nor `WebSocket` can send headers; create a short-lived token with
 // `POST /api/v1/events/stream-tokens` and pass it as `access_token`.
 //
 // Returns a wrapper object for the known response body format(s).
@@ -38669,6 +38701,9 @@ func ParseStreamEventsResponse(rsp *http.Response) (*StreamEventsResponse, error
 	}
 
 	switch {
+	case rsp.StatusCode == 101:
+		break // No content-type
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
 		var dest BadRequest
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -38728,6 +38763,23 @@ func ParseStreamEventsResponse(rsp *http.Response) (*StreamEventsResponse, error
 	}
 
 	switch {
+	case rsp.StatusCode == 101:
+		var headers StreamEventsResponse101Headers
+		if values := rsp.Header.Values("Upgrade"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Upgrade", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Upgrade = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers101 = &headers
 	case rsp.StatusCode == 200:
 		var headers StreamEventsResponse200Headers
 		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {

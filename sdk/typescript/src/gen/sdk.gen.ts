@@ -415,7 +415,13 @@ export const publishEvent = <ThrowOnError extends boolean = false>(options: Opti
  * closes: reconnect with `Last-Event-ID` to resume from the log at your own pace. When the server shuts down
  * the stream ends; reconnect (to any replica).
  *
- * **Browsers**: `EventSource` cannot send headers; create a short-lived token with
+ * **WebSocket**: the same stream, with the same parameters, over a WebSocket at this path (a `GET` with
+ * `Upgrade: websocket`, answered `101`). Each text message is one event's envelope; resume with `after` (the
+ * last `id` received). Pings keep it alive. A consumer too slow gets a last message, the problem
+ * `stream_overflow` (its `type` starts with `/problems/`), and the close code 1008; a server shutting down
+ * closes with 1001.
+ *
+ * **Browsers**: neither `EventSource` nor `WebSocket` can send headers; create a short-lived token with
  * `POST /api/v1/events/stream-tokens` and pass it as `access_token`.
  *
  */
