@@ -261,6 +261,9 @@ func (db *DB) openSQLite(rawURL string) error {
 // Dialect reports which database is open.
 func (db *DB) Dialect() Dialect { return db.dialect }
 
+// Path is the SQLite database file, or "" on PostgreSQL.
+func (db *DB) Path() string { return db.sqlitePath }
+
 // DataDir is the directory of the SQLite database file, or "" on PostgreSQL.
 func (db *DB) DataDir() string { return db.dir }
 
