@@ -144,6 +144,8 @@ type Recorder struct {
 	salts   map[string]*visitorHasher
 	replay  *claimedSegment
 	replayN int // position in replay.hits
+	// replayStart is when the segment being replayed was claimed (its log line gives the replay's duration).
+	replayStart time.Time
 }
 
 // New opens the spool and returns the recorder; it takes clicks at once and writes them once Run runs. Segments
@@ -611,6 +613,8 @@ func (r *Recorder) replaySome(chunks int) {
 		if err := seg.done(); err != nil {
 			r.log.Error("clicks: could not remove a replayed spool segment; it will be replayed again (harmlessly)", "error", err)
 		}
+		r.log.Info("clicks: replayed a spool segment", "clicks", len(seg.hits),
+			"duration_ms", time.Since(r.replayStart).Milliseconds(), "spool_bytes_left", r.spool.bytes())
 		r.replay, r.replayN = nil, 0
 	}
 }
@@ -642,7 +646,8 @@ func (r *Recorder) claimNext() bool {
 			// then updates the rollups, dimensions and counters of a few links instead of every link of the outage,
 			// and a visitor's first click of the day still comes first.
 			slices.SortStableFunc(seg.hits, func(a, b Hit) int { return strings.Compare(a.LinkID, b.LinkID) })
-			r.replay, r.replayN = seg, 0
+			r.replay, r.replayN, r.replayStart = seg, 0, time.Now()
+			r.log.Info("clicks: replaying a spool segment", "clicks", len(seg.hits), "spool_bytes", r.spool.bytes())
 			return true
 		}
 		if !r.spool.seal() {
