@@ -41,8 +41,11 @@ func (s *Server) authenticate(_ context.Context, in *openapi3filter.Authenticati
 			return fmt.Errorf("verify API key: %w", err)
 		}
 	}
+	if p == nil {
+		p = s.allowOrigin(req, st.header, key)
+	}
 	if p != nil {
-		// No valid key: the request is charged to its client address instead (401 within the quota, 429 above).
+		// No valid key, or one used from a page it may not be used from: the request is charged to its client address instead (401 within the quota, 429 above).
 		if lp := s.limitAddress(st); lp != nil {
 			return lp
 		}

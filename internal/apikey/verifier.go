@@ -30,6 +30,14 @@ type Key struct {
 	RevokedAt   *time.Time
 	// EnabledModels are the model IDs the workspace may use; nil means all.
 	EnabledModels []string
+	// Kind is store.KindSecret or store.KindBrowser.
+	Kind string
+	// Origins are the origins whose pages may use the key (see OriginAllowed); empty means the operator's list
+	// decides.
+	Origins []string
+	// ScopeTarget and DailyQuota narrow a browser key's scope (see store.APIKey).
+	ScopeTarget string
+	DailyQuota  int
 }
 
 // Store is what the Verifier needs from the data layer.
@@ -143,7 +151,8 @@ func (v *Verifier) Verify(ctx context.Context, plain string) (Key, error) {
 		}
 		c = cached{version: version, loadedAt: now, key: Key{
 			ID: sk.ID, WorkspaceID: sk.WorkspaceID, Name: sk.Name, Scopes: sk.Scopes,
-			ExpiresAt: sk.ExpiresAt, RevokedAt: sk.RevokedAt,
+			ExpiresAt: sk.ExpiresAt, RevokedAt: sk.RevokedAt, Kind: sk.Kind, Origins: sk.Origins,
+			ScopeTarget: sk.ScopeTarget, DailyQuota: sk.DailyQuota,
 		}}
 		if sk.Workspace != nil {
 			c.key.EnabledModels = sk.Workspace.EnabledModels
