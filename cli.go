@@ -246,6 +246,7 @@ type keyJSON struct {
 	WorkspaceID string     `json:"workspace_id"`
 	Masked      string     `json:"masked"`
 	Scopes      []string   `json:"scopes"`
+	Origins     []string   `json:"origins"`
 	Status      string     `json:"status"`
 	CreatedBy   string     `json:"created_by"`
 	CreatedAt   time.Time  `json:"created_at"`
@@ -257,7 +258,7 @@ type keyJSON struct {
 func toKeyJSON(k store.APIKey) keyJSON {
 	return keyJSON{
 		ID: k.ID, Name: k.Name, WorkspaceID: k.WorkspaceID, Masked: apikey.Mask(k.DisplayPrefix, k.Last4),
-		Scopes: k.Scopes, Status: k.Status(time.Now()), CreatedBy: k.CreatedBy, CreatedAt: k.CreatedAt,
+		Scopes: k.Scopes, Origins: k.Origins, Status: k.Status(time.Now()), CreatedBy: k.CreatedBy, CreatedAt: k.CreatedAt,
 		ExpiresAt: k.ExpiresAt, RevokedAt: k.RevokedAt, LastUsedAt: k.LastUsedAt,
 	}
 }
@@ -277,6 +278,8 @@ func keyCmd(ctx context.Context, args []string, stdout io.Writer) error {
 		name := fs.String("name", "", fmt.Sprintf("key name, 1 to %d characters (required)", workspaces.MaxNameLength))
 		scopes := fs.String("scopes", "", "comma-separated scopes (required): "+strings.Join(apikey.All(), ","))
 		expiresIn := fs.Duration("expires-in", 0, "lifetime, e.g. 720h (default: never expires)")
+		origins := fs.String("origins", "", "comma-separated origins whose pages may use the key, e.g. "+
+			"https://www.example.com,https://*.example.com (default: none; the key works from servers)")
 		if err := parse(fs, args); err != nil {
 			return err
 		}
@@ -289,7 +292,8 @@ func keyCmd(ctx context.Context, args []string, stdout io.Writer) error {
 		}
 		defer db.Close()
 		k, secret, err := svc.CreateKey(ctx, workspaces.NewKey{WorkspaceID: *wsID, Name: *name,
-			Scopes: strings.Split(*scopes, ","), ExpiresIn: *expiresIn, CreatedBy: workspaces.CreatedByCLI})
+			Scopes: strings.Split(*scopes, ","), ExpiresIn: *expiresIn, CreatedBy: workspaces.CreatedByCLI,
+			Origins: splitList(*origins)})
 		if err != nil {
 			return refused(cmd, err)
 		}
@@ -302,10 +306,14 @@ func keyCmd(ctx context.Context, args []string, stdout io.Writer) error {
 		if k.ExpiresAt != nil {
 			expires = k.ExpiresAt.Format(time.RFC3339)
 		}
-		fmt.Fprintf(stdout, "Created API key %s (%q) in workspace %s.\nScopes:  %s\nExpires: %s\n\n    %s\n\n"+
+		originsText := "none (servers, and pages of the operator's --cors-origins)"
+		if len(k.Origins) > 0 {
+			originsText = strings.Join(k.Origins, " ")
+		}
+		fmt.Fprintf(stdout, "Created API key %s (%q) in workspace %s.\nScopes:  %s\nOrigins: %s\nExpires: %s\n\n    %s\n\n"+
 			"Copy the key now: it is stored only as a hash and will not be shown again.\n"+
 			"Try it:  curl -H \"Authorization: Bearer %s\" http://localhost:8080/api/v1/models\n",
-			k.ID, k.Name, k.WorkspaceID, strings.Join(k.Scopes, " "), expires, secret, secret)
+			k.ID, k.Name, k.WorkspaceID, strings.Join(k.Scopes, " "), originsText, expires, secret, secret)
 		return nil
 	case "list":
 		wsID := fs.String("workspace", "", "workspace ID (required)")

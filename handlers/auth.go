@@ -47,6 +47,9 @@ func (s *Server) authenticate(_ context.Context, in *openapi3filter.Authenticati
 			return fmt.Errorf("verify API key: %w", err)
 		}
 	}
+	if p == nil {
+		p = s.allowOrigin(req, st.header, key)
+	}
 	return s.admit(in, st, key, p)
 }
 
@@ -54,7 +57,7 @@ func (s *Server) authenticate(_ context.Context, in *openapi3filter.Authenticati
 // address without a valid key, then the operation's scopes. On success the key becomes the request's principal.
 func (s *Server) admit(in *openapi3filter.AuthenticationInput, st *requestState, key apikey.Key, p *Problem) error {
 	if p != nil {
-		// No valid key: the request is charged to its client address instead (401 within the quota, 429 above).
+		// No valid key, or one used from a page it may not be used from: the request is charged to its client address instead (401 within the quota, 429 above).
 		if lp := s.limitAddress(st); lp != nil {
 			return lp
 		}

@@ -21,6 +21,7 @@ func (s *Server) GetMe(ctx context.Context, _ gen.GetMeRequestObject) (gen.GetMe
 	me.Object = gen.MeObjectMe
 	me.Workspace.Id, me.Workspace.Name = w.ID, w.Name
 	me.Key.Id, me.Key.Name, me.Key.Scopes = key.ID, key.Name, append([]string{}, key.Scopes...)
+	me.Key.Origins = append([]string{}, key.Origins...)
 	return gen.GetMe200JSONResponse{Body: me}, nil
 }
 

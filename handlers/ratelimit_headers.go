@@ -9,6 +9,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/switchboard/switchboard/internal/apikey"
 	"github.com/switchboard/switchboard/internal/problem"
 	"github.com/switchboard/switchboard/internal/ratelimit"
 )
@@ -53,26 +54,35 @@ const corsPreflightHeaders = "Authorization, Content-Type, Idempotency-Key, X-Re
 // corsExposed are the response headers a page of an allowed origin may read.
 const corsExposed = "Location, RateLimit, RateLimit-Policy, Retry-After, X-Request-Id, Idempotent-Replayed, Deprecation, Sunset"
 
-// cors lets pages of the operator's allowed origins (--cors-origins) call the API and the ingest URLs from a
-// browser. Only those paths: the console authenticates with a cookie, and no other site may read its pages. An
-// origin that is not allowed gets no CORS header at all, so its page cannot read the answer.
+// cors answers browsers on the API and the ingest URLs. Only those paths: the console authenticates with a cookie,
+// and no other site may read its pages.
+//
+// A preflight to the API is answered for every origin: it carries no key, so it cannot tell whose page asks, and
+// answering it grants nothing (credentials are never allowed). The request itself decides (see allowOrigin): a key
+// that lists origins is served only from their pages, a key that lists none only from the operator's
+// (--cors-origins) and from Switchboard's own pages, and any other page gets a readable origin_not_allowed. The
+// ingest URLs take no keys: there the operator's list alone decides, preflights included. An origin the operator
+// allows gets Access-Control-Allow-Origin on every answer, problems included, so that its pages can show them.
 func (s *Server) cors(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		req := c.Request()
-		if path := req.URL.Path; !strings.HasPrefix(path, "/api/") && !strings.HasPrefix(path, "/in/") {
+		path := req.URL.Path
+		api := strings.HasPrefix(path, "/api/")
+		if !api && !strings.HasPrefix(path, "/in/") {
 			return next(c)
 		}
 		h := c.Response().Header()
 		h.Add(echo.HeaderVary, echo.HeaderOrigin)
 		origin := req.Header.Get(echo.HeaderOrigin)
-		if origin == "" || (!s.corsOrigins[origin] && !s.corsOrigins["*"]) {
+		if origin == "" {
 			return next(c)
 		}
-		if s.corsOrigins["*"] {
-			origin = "*"
-		}
-		h.Set(echo.HeaderAccessControlAllowOrigin, origin)
+		operator := s.operatorAllows(origin)
 		if req.Method == http.MethodOptions && req.Header.Get(echo.HeaderAccessControlRequestMethod) != "" {
+			if !operator && !api {
+				return next(c)
+			}
+			h.Set(echo.HeaderAccessControlAllowOrigin, origin)
 			h.Add(echo.HeaderVary, echo.HeaderAccessControlRequestMethod)
 			h.Add(echo.HeaderVary, echo.HeaderAccessControlRequestHeaders)
 			h.Set(echo.HeaderAccessControlAllowMethods, "GET, HEAD, POST, PUT, PATCH, DELETE")
@@ -80,7 +90,72 @@ func (s *Server) cors(next echo.HandlerFunc) echo.HandlerFunc {
 			h.Set(echo.HeaderAccessControlMaxAge, "600")
 			return c.NoContent(http.StatusNoContent)
 		}
-		h.Set(echo.HeaderAccessControlExposeHeaders, corsExposed)
+		if operator {
+			allowOriginHeaders(h, s.allowedOriginValue(origin))
+		}
 		return next(c)
 	}
+}
+
+// operatorAllows reports whether the operator's list (--cors-origins) allows origin.
+func (s *Server) operatorAllows(origin string) bool {
+	return s.corsOrigins[origin] || s.corsOrigins["*"]
+}
+
+// allowedOriginValue is the Access-Control-Allow-Origin the operator's list answers origin with: "*" when it
+// allows any origin and does not name this one.
+func (s *Server) allowedOriginValue(origin string) string {
+	if !s.corsOrigins[origin] && s.corsOrigins["*"] {
+		return "*"
+	}
+	return origin
+}
+
+func allowOriginHeaders(h http.Header, value string) {
+	h.Set(echo.HeaderAccessControlAllowOrigin, value)
+	h.Set(echo.HeaderAccessControlExposeHeaders, corsExposed)
+}
+
+// allowOrigin decides whether the page that sent a request (its Origin header, empty when no page did) may use
+// key, and returns origin_not_allowed when it may not. A key that lists origins is served only from their pages —
+// and never without a page, so a key meant for pages is no server key. A key that lists none is served from
+// servers, from the operator's origins and from Switchboard's own pages (the reference's "Try it out"). Either
+// way the answer carries Access-Control-Allow-Origin for the page, refusals included, so that the page can read
+// why it was refused (nothing but the refusal: the request did nothing).
+func (s *Server) allowOrigin(req *http.Request, h http.Header, key apikey.Key) *Problem {
+	origin := req.Header.Get(echo.HeaderOrigin)
+	if len(key.Origins) > 0 {
+		if apikey.OriginAllowed(key.Origins, origin) {
+			if h != nil {
+				allowOriginHeaders(h, origin)
+			}
+			return nil
+		}
+	} else if origin == "" || s.operatorAllows(origin) || sameOrigin(req, origin) {
+		return nil
+	}
+	if origin == "" {
+		return newProblem(problem.OriginNotAllowed,
+			"This API key works only from the pages of its origins, and this request came from no page (no Origin header).")
+	}
+	if h != nil {
+		allowOriginHeaders(h, origin)
+	}
+	shown := origin
+	if len(shown) > 300 || strings.ContainsFunc(shown, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+		shown = "this page's origin"
+	}
+	if len(key.Origins) > 0 {
+		return newProblem(problem.OriginNotAllowed, fmt.Sprintf(
+			"This API key works only from pages of its origins; %s is not one of them. Add it to the key at /user/api.", shown))
+	}
+	return newProblem(problem.OriginNotAllowed, fmt.Sprintf(
+		"This API key lists no origins, so it works from pages only where the operator allows them; %s is not allowed. "+
+			"Use a key that lists it (see /user/api).", shown))
+}
+
+// sameOrigin reports whether origin is Switchboard's own: a page it served (the API reference) calling it.
+func sameOrigin(req *http.Request, origin string) bool {
+	_, host, ok := strings.Cut(origin, "://")
+	return ok && host == req.Host
 }

@@ -141,7 +141,6 @@ type Server struct {
 
 	keyPolicy, workspacePolicy, addressPolicy ratelimit.Policy
 	corsOrigins                               map[string]bool
-	corsAny                                   bool
 	// policyHeader is the RateLimit-Policy value, shared read-only by every response.
 	policyHeader []string
 }
@@ -254,9 +253,7 @@ func New(cfg Config, db *store.DB) (*Server, error) {
 	for _, o := range cfg.CORSOrigins {
 		s.corsOrigins[o] = true
 	}
-	if len(s.corsOrigins) > 0 {
-		e.Pre(s.cors)
-	}
+	e.Pre(s.cors)
 	e.Use(s.requestContext, s.bodyLimit)
 
 	routes, err := apiRoutes()

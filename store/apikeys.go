@@ -24,10 +24,28 @@ type APIKey struct {
 	ExpiresAt     *time.Time `bun:"expires_at"`
 	RevokedAt     *time.Time `bun:"revoked_at"`
 	LastUsedAt    *time.Time `bun:"last_used_at"`
+	// Kind is KindSecret or KindBrowser.
+	Kind string `bun:"kind"`
+	// Origins are the origins whose pages may use the key (exact origins and "https://*.example.com" patterns);
+	// empty means the operator's list decides.
+	Origins []string `bun:"origins,type:json"`
+	// ScopeTarget is what a browser key's scope aims at, where it needs a target: the custom event type it
+	// publishes, the instance it sends into.
+	ScopeTarget string `bun:"scope_target"`
+	// DailyQuota bounds what a browser key may create in a day (short links); 0 for other keys.
+	DailyQuota int `bun:"daily_quota"`
 
 	// Workspace is loaded by ByHash only, so that one query tells the request path everything it needs.
 	Workspace *Workspace `bun:"rel:belongs-to,join:workspace_id=id"`
 }
+
+// Kinds of key.
+const (
+	// KindSecret keys ("sb_sk_…") are kept on servers.
+	KindSecret = "secret"
+	// KindBrowser keys ("sb_pk_…") may be published in pages: bound to origins, one narrow scope.
+	KindBrowser = "browser"
+)
 
 // Status is "revoked", "expired" or "active" at time t.
 func (k APIKey) Status(t time.Time) string {
@@ -50,6 +68,11 @@ type NewAPIKey struct {
 	Scopes        []string
 	CreatedBy     string
 	ExpiresAt     *time.Time
+	// Kind is KindSecret when empty.
+	Kind        string
+	Origins     []string
+	ScopeTarget string
+	DailyQuota  int
 }
 
 // APIKeys is the repository of API keys.
@@ -61,7 +84,13 @@ func (s *APIKeys) Create(ctx context.Context, n NewAPIKey) (APIKey, error) {
 	k := APIKey{
 		ID: NewID("key"), WorkspaceID: n.WorkspaceID, Name: n.Name, SecretHash: n.SecretHash,
 		DisplayPrefix: n.DisplayPrefix, Last4: n.Last4, Scopes: n.Scopes, CreatedBy: n.CreatedBy,
-		CreatedAt: now(),
+		CreatedAt: now(), Kind: n.Kind, Origins: n.Origins, ScopeTarget: n.ScopeTarget, DailyQuota: n.DailyQuota,
+	}
+	if k.Kind == "" {
+		k.Kind = KindSecret
+	}
+	if k.Origins == nil {
+		k.Origins = []string{}
 	}
 	if n.ExpiresAt != nil {
 		t := n.ExpiresAt.UTC().Truncate(time.Microsecond)

@@ -17,7 +17,8 @@ func sameKey(t *testing.T, what string, got, want store.APIKey) {
 	t.Helper()
 	if got.ID != want.ID || got.WorkspaceID != want.WorkspaceID || got.Name != want.Name ||
 		got.SecretHash != want.SecretHash || got.DisplayPrefix != want.DisplayPrefix || got.Last4 != want.Last4 ||
-		!slices.Equal(got.Scopes, want.Scopes) || got.CreatedBy != want.CreatedBy {
+		!slices.Equal(got.Scopes, want.Scopes) || got.CreatedBy != want.CreatedBy || got.Kind != want.Kind ||
+		!slices.Equal(got.Origins, want.Origins) || got.ScopeTarget != want.ScopeTarget || got.DailyQuota != want.DailyQuota {
 		t.Errorf("%s = %+v, want %+v", what, got, want)
 	}
 	wantTime(t, what+": created_at", got.CreatedAt, want.CreatedAt)
@@ -32,12 +33,15 @@ func TestAPIKeyCreate(t *testing.T) {
 	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
 		w := newWorkspace(t, db, "keys")
 		before := time.Now()
-		secret, k := newKey(t, db, w.ID, func(n *store.NewAPIKey) { n.ExpiresAt = &expires })
+		secret, k := newKey(t, db, w.ID, func(n *store.NewAPIKey) {
+			n.ExpiresAt = &expires
+			n.Origins = []string{"https://www.acme.example", "https://*.acme.dev"}
+		})
 
 		if !strings.HasPrefix(k.ID, "key_") || k.WorkspaceID != w.ID || k.Name != "deploy" ||
 			k.SecretHash != secret.Hash || k.DisplayPrefix != secret.DisplayPrefix || k.Last4 != secret.Last4 ||
 			!slices.Equal(k.Scopes, []string{"links:read", "links:write"}) || k.CreatedBy != "cli" ||
-			k.RevokedAt != nil || k.LastUsedAt != nil {
+			k.RevokedAt != nil || k.LastUsedAt != nil || k.Kind != store.KindSecret || len(k.Origins) != 2 {
 			t.Errorf("Create = %+v", k)
 		}
 		recent(t, "created_at", k.CreatedAt, before)

@@ -14,6 +14,10 @@ import (
 // Prefix starts every secret key. Secret scanners can match keys with `\bsb_sk_[0-9A-Za-z]{38}\b`.
 const Prefix = "sb_sk_"
 
+// BrowserPrefix starts every browser key, whose secret may be public: it works only from the pages of its origins
+// and only for its one browser scope. Same length and checksum as a secret key.
+const BrowserPrefix = "sb_pk_"
+
 const (
 	randomLen   = 32
 	checksumLen = 6
@@ -36,9 +40,14 @@ type Secret struct {
 	Last4         string
 }
 
-// Generate makes a new random key: Prefix, 32 base62 characters (190 bits) and 6 base62 characters of the CRC32 of
+// Generate makes a new random secret key: Prefix, 32 base62 characters (190 bits) and 6 base62 characters of the CRC32 of
 // those 32, so that typos and made-up strings are rejected without touching the database.
-func Generate() (Secret, error) {
+func Generate() (Secret, error) { return generate(Prefix) }
+
+// GenerateBrowser makes a new random browser key: Generate with BrowserPrefix.
+func GenerateBrowser() (Secret, error) { return generate(BrowserPrefix) }
+
+func generate(prefix string) (Secret, error) {
 	random := make([]byte, randomLen)
 	max := big.NewInt(int64(len(base62)))
 	for i := range random {
@@ -48,7 +57,7 @@ func Generate() (Secret, error) {
 		}
 		random[i] = base62[n.Int64()]
 	}
-	plain := Prefix + string(random) + checksum(random)
+	plain := prefix + string(random) + checksum(random)
 	return Secret{Plain: plain, Hash: Hash(plain), DisplayPrefix: plain[:len(Prefix)+4], Last4: plain[len(plain)-4:]}, nil
 }
 
@@ -62,9 +71,10 @@ func checksum(random []byte) string {
 	return string(out[:])
 }
 
-// Check reports whether s has the shape and checksum of a key. It allocates nothing and never touches storage.
+// Check reports whether s has the shape and checksum of a key, secret or browser. It allocates nothing and never
+// touches storage.
 func Check(s string) error {
-	if len(s) != Len || s[:len(Prefix)] != Prefix {
+	if len(s) != Len || s[:len(Prefix)] != Prefix && s[:len(BrowserPrefix)] != BrowserPrefix {
 		return ErrMalformed
 	}
 	body := s[len(Prefix):]
@@ -103,7 +113,7 @@ func Hash(plain string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// Mask shows a stored key the way people recognise it: "sb_sk_ABCD…WXYZ".
+// Mask shows a stored key the way people recognise it: "sb_sk_ABCD…WXYZ" (or "sb_pk_…").
 func Mask(displayPrefix, last4 string) string {
 	return displayPrefix + "…" + last4
 }

@@ -14,8 +14,9 @@ import (
 
 const base62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 
-// keyShape is the pattern secret scanners are told to match: the prefix, then 38 base62 characters.
-var keyShape = regexp.MustCompile(`^sb_sk_[0-9A-Za-z]{38}$`)
+// keyShape is the pattern secret scanners are told to match: the prefix of a secret or a browser key, then 38
+// base62 characters.
+var keyShape = regexp.MustCompile(`^sb_[sp]k_[0-9A-Za-z]{38}$`)
 
 // withChecksum builds a key from 32 random characters the way the key format is published (so secret scanners can check
 // it offline), independently of the package: the CRC32 (IEEE) of the random part written as 6 base62 digits, most
@@ -71,6 +72,18 @@ func TestGenerate(t *testing.T) {
 	}
 }
 
+// A browser key has the shape, checksum and length of a secret key, with its own prefix.
+func TestGenerateBrowser(t *testing.T) {
+	s, err := apikey.GenerateBrowser()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(s.Plain, apikey.BrowserPrefix) || !keyShape.MatchString(s.Plain) || apikey.Check(s.Plain) != nil ||
+		s.Plain[6:] != withChecksum(s.Plain[6:38])[6:] || s.DisplayPrefix != s.Plain[:10] || s.Hash != apikey.Hash(s.Plain) {
+		t.Errorf("GenerateBrowser() = %+v", s)
+	}
+}
+
 func TestGenerateUsesTheWholeAlphabet(t *testing.T) {
 	// 500 keys carry 16,000 random characters: every one of the 62 must show up, or entropy is lost.
 	used := map[rune]bool{}
@@ -106,7 +119,7 @@ func rejectedKeys() []struct{ name, key string } {
 	return []struct{ name, key string }{
 		{"empty", ""},
 		{"prefix only", "sb_sk_"},
-		{"publishable prefix", "sb_pk_" + valid[6:]},
+		{"another kind's letter", "sb_xk_" + valid[6:]},
 		{"upper-case prefix", "SB_SK_" + valid[6:]},
 		{"no prefix", valid[6:]},
 		{"prefix without underscore", "sbsk_" + valid[6:] + "0"},
@@ -144,7 +157,7 @@ func FuzzCheck(f *testing.F) {
 		f.Add(tt.key)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		valid := keyShape.MatchString(s) && s == withChecksum(s[6:38])
+		valid := keyShape.MatchString(s) && s[6:] == withChecksum(s[6:38])[6:]
 		switch err := apikey.Check(s); {
 		case valid && err != nil:
 			t.Fatalf("Check(%q) = %v for a key of the right shape and checksum", s, err)
@@ -161,7 +174,8 @@ func TestCheckRejectsEverySingleCharacterChange(t *testing.T) {
 		for i := range len(key) {
 			for j := range len(base62) {
 				c := base62[j]
-				if c == key[i] {
+				if c == key[i] || i == 3 && c == 'p' {
+					// sb_pk_ with the same random part is a well-formed browser key: a different hash, never found.
 					continue
 				}
 				changed := key[:i] + string(c) + key[i+1:]

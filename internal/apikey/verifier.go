@@ -32,6 +32,14 @@ type Key struct {
 	EnabledModels []string
 	// Hash is the key's Hash, what stands for it where the key itself must not (a stream token).
 	Hash string
+	// Kind is store.KindSecret or store.KindBrowser.
+	Kind string
+	// Origins are the origins whose pages may use the key (see OriginAllowed); empty means the operator's list
+	// decides.
+	Origins []string
+	// ScopeTarget and DailyQuota narrow a browser key's scope (see store.APIKey).
+	ScopeTarget string
+	DailyQuota  int
 }
 
 // Store is what the Verifier needs from the data layer.
@@ -150,7 +158,8 @@ func (v *Verifier) VerifyHash(ctx context.Context, hash string) (Key, error) {
 		}
 		c = cached{version: version, loadedAt: now, key: Key{
 			Hash: hash, ID: sk.ID, WorkspaceID: sk.WorkspaceID, Name: sk.Name, Scopes: sk.Scopes,
-			ExpiresAt: sk.ExpiresAt, RevokedAt: sk.RevokedAt,
+			ExpiresAt: sk.ExpiresAt, RevokedAt: sk.RevokedAt, Kind: sk.Kind, Origins: sk.Origins,
+			ScopeTarget: sk.ScopeTarget, DailyQuota: sk.DailyQuota,
 		}}
 		if sk.Workspace != nil {
 			c.key.EnabledModels = sk.Workspace.EnabledModels

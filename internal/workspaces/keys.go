@@ -116,16 +116,59 @@ type NewKey struct {
 	ExpiresIn time.Duration
 	// CreatedBy is the ID of the console user creating the key, or CreatedByCLI.
 	CreatedBy string
+	// Origins are the origins whose pages may use the key (see ParseOrigins); none means the key works from
+	// servers, and from pages only where the operator allows their origin.
+	Origins []string
+}
+
+// ParseOrigins validates the origins a key lists (see apikey.NormalizeOrigin; blanks ignored, at most
+// apikey.MaxOrigins) and returns them normalized without duplicates, in the order given, or a ValidationFailed
+// error at FieldOrigins/i.
+func ParseOrigins(in []string) ([]string, error) {
+	origins, invalid := parseOrigins(in)
+	return origins, invalid.Err()
+}
+
+func parseOrigins(in []string) ([]string, problem.Fields) {
+	out := []string{}
+	var invalid problem.Fields
+	for i, raw := range in {
+		if strings.TrimSpace(raw) == "" {
+			continue
+		}
+		o, err := apikey.NormalizeOrigin(raw)
+		if err != nil {
+			invalid.Add(fmt.Sprintf("%s/%d", FieldOrigins, i), fmt.Sprintf("%q: %v", clip(raw, 100), err))
+			continue
+		}
+		if !slices.Contains(out, o) {
+			out = append(out, o)
+		}
+	}
+	if len(out) > apikey.MaxOrigins {
+		invalid.Add(FieldOrigins, fmt.Sprintf("at most %d origins", apikey.MaxOrigins))
+	}
+	return out, invalid
+}
+
+// clip shortens what an error quotes back.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
 }
 
 // CreateKey generates a key and stores it — only the SHA-256 of its secret and the characters that let people
 // recognise it. The returned secret is the only copy there will ever be: show it once, never log it. Errors:
-// ValidationFailed (every invalid field of n at once: FieldName, FieldPreset, FieldScopes, FieldExpiresIn), NotFound
-// (no such workspace).
+// ValidationFailed (every invalid field of n at once: FieldName, FieldPreset, FieldScopes, FieldOrigins,
+// FieldExpiresIn), NotFound (no such workspace).
 func (s *Service) CreateKey(ctx context.Context, n NewKey) (key store.APIKey, secret string, err error) {
 	name, invalid := checkName(n.Name)
 	scopes, invalidScopes := keyScopes(n)
 	invalid = append(invalid, invalidScopes...)
+	origins, invalidOrigins := parseOrigins(n.Origins)
+	invalid = append(invalid, invalidOrigins...)
 	if n.ExpiresIn < 0 {
 		invalid.Add(FieldExpiresIn, "must be positive")
 	}
@@ -143,7 +186,7 @@ func (s *Service) CreateKey(ctx context.Context, n NewKey) (key store.APIKey, se
 	}
 	k, err := s.db.APIKeys.Create(ctx, store.NewAPIKey{
 		WorkspaceID: n.WorkspaceID, Name: name, Scopes: scopes, CreatedBy: n.CreatedBy, ExpiresAt: expiresAt,
-		SecretHash: generated.Hash, DisplayPrefix: generated.DisplayPrefix, Last4: generated.Last4,
+		Origins: origins, SecretHash: generated.Hash, DisplayPrefix: generated.DisplayPrefix, Last4: generated.Last4,
 	})
 	if errors.Is(err, store.ErrNotFound) {
 		return store.APIKey{}, "", noWorkspace(n.WorkspaceID)

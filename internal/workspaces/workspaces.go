@@ -51,6 +51,7 @@ const (
 	FieldPreset        = "/preset"
 	FieldScopes        = "/scopes"
 	FieldExpiresIn     = "/expires_in"
+	FieldOrigins       = "/origins"
 	FieldEnabledModels = "/enabled_models"
 	FieldEmail         = "/email"
 )

@@ -185,12 +185,28 @@ func TestCreateKey(t *testing.T) {
 		}
 		_, _, err = svc.CreateKey(ctx, workspaces.NewKey{WorkspaceID: w.ID, Name: "write models", Scopes: []string{"models:write"}})
 		problemtest.Want(t, err, problem.ValidationFailed, "/scopes/0")
+		// Origins are stored normalized, without duplicates, and read back; every invalid one is reported.
+		bound, _, err := svc.CreateKey(ctx, workspaces.NewKey{WorkspaceID: w.ID, Name: "site", Preset: "links",
+			Origins: []string{"HTTPS://www.acme.example:443/", "", "https://*.acme.dev", "https://www.acme.example"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []string{"https://www.acme.example", "https://*.acme.dev"}
+		if got, err := svc.Key(ctx, w.ID, bound.ID); err != nil || !slices.Equal(got.Origins, want) || !slices.Equal(bound.Origins, want) {
+			t.Errorf("origins %v, read back %v (%v); want %v", bound.Origins, got.Origins, err, want)
+		}
+		if got, err := svc.Key(ctx, w.ID, custom.ID); err != nil || got.Origins == nil || len(got.Origins) != 0 {
+			t.Errorf("a key without origins reads back %#v (%v)", got.Origins, err)
+		}
+		_, _, err = svc.CreateKey(ctx, workspaces.NewKey{WorkspaceID: w.ID, Name: "bad", Preset: "links",
+			Origins: []string{"https://ok.example", "null", "https://*.com/path"}})
+		problemtest.Want(t, err, problem.ValidationFailed, "/origins/1", "/origins/2")
 		_, _, err = svc.CreateKey(ctx, workspaces.NewKey{WorkspaceID: "ws_nope", Name: "k", Preset: "read"})
 		problemtest.Want(t, err, problem.NotFound)
 
 		keys, err := svc.Keys(ctx, w.ID)
-		if err != nil || len(keys) != 2 || keys[0].ID != custom.ID {
-			t.Errorf("Keys = %d keys, %v; want the two created, newest first", len(keys), err)
+		if err != nil || len(keys) != 3 || keys[0].ID != bound.ID {
+			t.Errorf("Keys = %d keys, %v; want the three created, newest first", len(keys), err)
 		}
 		_, err = svc.Keys(ctx, "ws_nope")
 		problemtest.Want(t, err, problem.NotFound)

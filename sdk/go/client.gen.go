@@ -1071,6 +1071,7 @@ const (
 	ProblemCodeMissingApiKey                ProblemCode = "missing_api_key"
 	ProblemCodeModelNotFound                ProblemCode = "model_not_found"
 	ProblemCodeNotFound                     ProblemCode = "not_found"
+	ProblemCodeOriginNotAllowed             ProblemCode = "origin_not_allowed"
 	ProblemCodeRateLimited                  ProblemCode = "rate_limited"
 	ProblemCodeRecipientNotOnNetwork        ProblemCode = "recipient_not_on_network"
 	ProblemCodeReferenceNotFound            ProblemCode = "reference_not_found"
@@ -1143,6 +1144,8 @@ func (e ProblemCode) Valid() bool {
 	case ProblemCodeModelNotFound:
 		return true
 	case ProblemCodeNotFound:
+		return true
+	case ProblemCodeOriginNotAllowed:
 		return true
 	case ProblemCodeRateLimited:
 		return true
@@ -3670,6 +3673,10 @@ type Me struct {
 
 		// Name The key's name.
 		Name string `json:"name"`
+
+		// Origins The origins whose pages may use the key: exact origins and `https://*.example.com` patterns. Empty:
+		// the key works from servers, and from pages only where the operator allows their origin.
+		Origins []string `json:"origins"`
 
 		// Scopes The key's scopes.
 		Scopes []string `json:"scopes"`
