@@ -195,7 +195,6 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	// The API and the console call webhook services of the same engine.
 	webhookEngine := handlers.WebhookEngine{Box: box, Guard: guard, Sender: dispatcher.Sender(), Wake: dispatcher.Wake, Logger: log}
 	automations, err := automation.New(db, outbox, automation.Config{BaseURL: strings.TrimSuffix(*baseURL, "/"),
 		Box: box, Logger: log, Limiter: limits.limiter})
@@ -223,13 +222,18 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// One webhook service for the API and the console, over the engine of the process.
+	webhookService, err := webhook.NewService(db, outbox, webhookEngine)
+	if err != nil {
+		return err
+	}
 	streams := eventstream.NewHub(db, outbox.Types(), eventstream.Config{Logger: log})
 	srv, err := handlers.New(handlers.Config{
 		BaseURL: strings.TrimSuffix(*baseURL, "/"), BodyLimit: *bodyLimit, KeyRateLimit: *keyRate, HookRateLimit: *hookRate,
 		AddressRateLimit: *addrRate, CORSOrigins: splitList(*corsOrigins),
 		WorkspaceRateLimit: *wsRate, Verifier: verifier, Models: catalog, TrustedProxies: proxies, Logger: log,
-		Webhooks: webhookEngine,
-		Events:   outbox, Links: linkService, Automation: automations, Limiter: limits.limiter, Channels: messaging,
+		Webhooks: webhookEngine, WebhookService: webhookService,
+		Events: outbox, Links: linkService, Automation: automations, Limiter: limits.limiter, Channels: messaging,
 		Redirects: handlers.RedirectOptions{Clicks: recorder, Cache: redirectCache}, TxTimeout: *txTimeout,
 		Streams: streams,
 	}, db)
@@ -238,10 +242,6 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	if err := srv.RegisterMetrics(slices.Concat(dispatcher.Collectors(), recorder.Collectors(), limits.collectors,
 		channelRuntime.Collectors())...); err != nil {
-		return err
-	}
-	webhookService, err := webhook.NewService(db, outbox, webhookEngine)
-	if err != nil {
 		return err
 	}
 	con, err := console.New(console.Config{BaseURL: strings.TrimSuffix(*baseURL, "/"), Logger: log, Automation: automations,

@@ -78,6 +78,9 @@ type Config struct {
 	// Webhooks is what the webhook API needs from the engine; zero fields take safe defaults (a throw-away server key,
 	// https-only public targets, attempts of webhook.DefaultTimeout, no dispatcher to wake, the server's logger).
 	Webhooks WebhookEngine
+	// WebhookService is the webhook capability the process shares between the API and the console (default: one
+	// over the database, Events and Webhooks).
+	WebhookService *webhook.Service
 	// Events is the outbox changes record their events in (default: one of the built-in types over the database).
 	Events *events.Outbox
 	// Channels is the messaging capability (default: channels.New over the database and Events with no providers,
@@ -216,8 +219,10 @@ func New(cfg Config, db *store.DB) (*Server, error) {
 			return nil, err
 		}
 	}
-	if s.webhooks, err = webhook.NewService(db, cfg.Events, cfg.Webhooks); err != nil {
-		return nil, err
+	if s.webhooks = cfg.WebhookService; s.webhooks == nil {
+		if s.webhooks, err = webhook.NewService(db, cfg.Events, cfg.Webhooks); err != nil {
+			return nil, err
+		}
 	}
 	if s.channels = cfg.Channels; s.channels == nil {
 		if s.channels, err = channels.New(db, cfg.Events, channels.Config{Sealer: cfg.Webhooks.Box, Logger: cfg.Logger}); err != nil {
