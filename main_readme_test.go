@@ -319,6 +319,7 @@ func (r *readmeRun) newKey() {
 var docsRunBy = []struct{ prefix, by string }{
 	{"switchboard migrate-data", "TestMigrateDataToPostgres (a deployment copied to PostgreSQL, then served from it)"},
 	{`SWITCHBOARD_SECRET_KEY="$(cat data/secret.key)" DATABASE_URL=postgres://`, "TestMigrateDataToPostgres (serves the copy with the same key)"},
+	{"curl -N -H \"Authorization: Bearer $SB_KEY\" \"http://localhost:8080/api/v1/events/stream", "handlers' TestEventStream (the stream read as curl -N shows it: retry, id, event, data)"},
 	{"make image", "make test-image, part of make ci"},
 	{"podman run", "make test-image: starts the image's binary from the image's file system (containers cannot be run on the build machines)"},
 	{"switchboard serve --otlp-endpoint", "TestTracesReachAnOTLPCollector"},
