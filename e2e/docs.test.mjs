@@ -32,9 +32,11 @@ test('a pasted key runs the first call from /docs and shows its cURL command', a
   const res = await page.goto(`${sb.url}/docs/`);
   assert.match(res.headers()['content-security-policy'], /frame-ancestors 'none'/);
   await page.getByRole('button', { name: 'Authorize' }).first().click();
-  await page.locator('.modal-ux input').fill(key.secret);
-  await page.locator('.modal-ux button.authorize').click();
-  await page.locator('.modal-ux button.btn-done').click();
+  // The API key goes into the bearer scheme (the other one is the event stream's short-lived token).
+  const bearer = page.locator('.modal-ux .auth-container').filter({ has: page.locator('#auth-bearer-value') });
+  await bearer.locator('#auth-bearer-value').fill(key.secret);
+  await bearer.locator('button.authorize').click();
+  await page.locator('.modal-ux button.btn-done').first().click();
 
   const op = page.locator('#operations-Models-listModels');
   await op.click();
