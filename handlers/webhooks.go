@@ -198,7 +198,8 @@ func withSecret(w gen.Webhook, secret string) gen.WebhookWithSecret {
 	out := gen.WebhookWithSecret{Id: w.Id, Object: gen.WebhookWithSecretObject(w.Object), Url: w.Url,
 		Description: w.Description, Events: w.Events, InstanceIds: w.InstanceIds, HeaderNames: w.HeaderNames, RateLimit: w.RateLimit,
 		Status: gen.WebhookWithSecretStatus(w.Status), FailingSince: w.FailingSince,
-		PreviousSecretExpiresAt: w.PreviousSecretExpiresAt, CreatedAt: w.CreatedAt, UpdatedAt: w.UpdatedAt, Secret: secret}
+		PreviousSecretExpiresAt: w.PreviousSecretExpiresAt, CreatedAt: w.CreatedAt, UpdatedAt: w.UpdatedAt, Secret: secret,
+		Kind: w.Kind, ExpiresAt: w.ExpiresAt, Filters: w.Filters, Type: w.Type, Rabbitmq: w.Rabbitmq, Nats: w.Nats, Mqtt: w.Mqtt}
 	if w.DisabledReason != nil {
 		reason := gen.WebhookWithSecretDisabledReason(*w.DisabledReason)
 		out.DisabledReason = &reason

@@ -758,3 +758,48 @@ func newClient(t *testing.T, url, key string) *gen.ClientWithResponses {
 	}
 	return c
 }
+
+// A broker destination is registered through the same API: its type and where it publishes are shown, its
+// credentials never; a URL cannot move it, and broker settings belong to their type.
+func TestWebhookBrokerDestination(t *testing.T) {
+	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
+		h := newHooks(t, db)
+		res := h.do(request{method: http.MethodPost, path: "/api/v1/webhooks", key: h.write, body: `{"type":"rabbitmq",
+			"url":"amqp://guest:guest@127.0.0.1:5672/","events":["*"],"rabbitmq":{"exchange":"amq.topic","routing_key":"{workspace}.{type}"}}`})
+		if res.StatusCode != http.StatusCreated || strings.Contains(string(res.body), "guest:guest") {
+			t.Fatalf("create: %d %s", res.StatusCode, res.body)
+		}
+		var w struct {
+			ID       string
+			URL      string `json:"url"`
+			Type     string `json:"type"`
+			RabbitMQ struct {
+				Exchange   string `json:"exchange"`
+				RoutingKey string `json:"routing_key"`
+			} `json:"rabbitmq"`
+		}
+		res.json(t, &w)
+		if w.Type != "rabbitmq" || w.URL != "amqp://guest@127.0.0.1:5672/" || w.RabbitMQ.Exchange != "amq.topic" ||
+			w.RabbitMQ.RoutingKey != "{workspace}.{type}" {
+			t.Fatalf("created %+v", w)
+		}
+		got := h.call(http.MethodGet, "/api/v1/webhooks/"+w.ID, "", http.StatusOK, nil)
+		if strings.Contains(string(got.body), "guest:guest") || !strings.Contains(string(got.body), `"type":"rabbitmq"`) {
+			t.Fatalf("GET %s", got.body)
+		}
+		p := h.do(request{method: http.MethodPatch, path: "/api/v1/webhooks/" + w.ID, key: h.write, body: `{"url":"amqp://127.0.0.1:5673/"}`}).
+			problem(t, http.StatusBadRequest, "validation_failed")
+		if len(p.Errors) != 1 || p.Errors[0]["pointer"] != "/url" {
+			t.Fatalf("PATCH url: %+v", p)
+		}
+		h.do(request{method: http.MethodPost, path: "/api/v1/webhooks", key: h.write,
+			body: `{"type":"nats","url":"amqp://127.0.0.1:5672/","events":["*"],"rabbitmq":{}}`}).
+			problem(t, http.StatusBadRequest, "validation_failed")
+		var https struct{ Type string }
+		h.do(request{method: http.MethodPost, path: "/api/v1/webhooks", key: h.write,
+			body: `{"url":"http://127.0.0.1:9/hook","events":["*"]}`}).json(t, &https)
+		if https.Type != "https" {
+			t.Fatalf("default type %q", https.Type)
+		}
+	})
+}

@@ -56,9 +56,14 @@ type WebhookEndpoint struct {
 	// ExpiresAt ends the subscription: it receives nothing afterwards and is deleted.
 	ExpiresAt *time.Time `bun:"expires_at"`
 	// Filters are conditions on the payload that must all hold; nil for none.
-	Filters   []WebhookFilter `bun:"filters,type:json"`
-	CreatedAt time.Time       `bun:"created_at"`
-	UpdatedAt time.Time       `bun:"updated_at"`
+	Filters []WebhookFilter `bun:"filters,type:json"`
+	// Type is where deliveries go: EndpointHTTPS, or a message broker ("rabbitmq", "nats", "mqtt").
+	Type string `bun:"type"`
+	// Destination is a broker endpoint's sealed destination (its URL with credentials and where it publishes); nil
+	// for https.
+	Destination *string   `bun:"destination"`
+	CreatedAt   time.Time `bun:"created_at"`
+	UpdatedAt   time.Time `bun:"updated_at"`
 }
 
 // NewWebhookEndpoint is what WebhookEndpoints.Create needs. SealSecret seals the endpoint's secret for its ID,
@@ -71,13 +76,19 @@ type NewWebhookEndpoint struct {
 	InstanceIDs []string
 	RateLimit   *int
 	// Kind is EndpointKindEndpoint ("" too) or EndpointKindHook.
-	Kind       string
-	ExpiresAt  *time.Time
-	Filters    []WebhookFilter
-	SealSecret func(endpointID string) string
+	Kind      string
+	ExpiresAt *time.Time
+	Filters   []WebhookFilter
+	// Type is EndpointHTTPS ("" too) or a broker type; SealDestination seals a broker's destination for the ID.
+	Type            string
+	SealDestination func(endpointID string) *string
+	SealSecret      func(endpointID string) string
 	// SealHeaders, when set, returns the sealed static headers for the endpoint's ID (nil for none).
 	SealHeaders func(endpointID string) *string
 }
+
+// EndpointHTTPS is the type of endpoints that receive signed POST requests.
+const EndpointHTTPS = "https"
 
 // WebhookEndpoints is the repository of webhook endpoints.
 type WebhookEndpoints struct {
@@ -94,6 +105,12 @@ func (s *WebhookEndpoints) Create(ctx context.Context, n NewWebhookEndpoint) (We
 	}
 	if e.Kind == "" {
 		e.Kind = EndpointKindEndpoint
+	}
+	if e.Type = n.Type; e.Type == "" {
+		e.Type = EndpointHTTPS
+	}
+	if n.SealDestination != nil {
+		e.Destination = n.SealDestination(e.ID)
 	}
 	e.Secret = n.SealSecret(e.ID)
 	if n.SealHeaders != nil {

@@ -154,6 +154,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	pruning.Go(func() { d.prune(ctx) })
 	err := d.engine.Run(ctx)
 	pruning.Wait()
+	d.sender.Close()
 	return err
 }
 

@@ -51,6 +51,12 @@ type NewEndpoint struct {
 	ExpiresAt *time.Time
 	// Filters are conditions on the payload; nil for none.
 	Filters []store.WebhookFilter
+	// Type is store.EndpointHTTPS ("" too) or a broker type (TypeRabbitMQ, TypeNATS, TypeMQTT), whose destination
+	// is URL and the templates of Destination (its URL is ignored).
+	Type        string
+	Destination Destination
+	// destinationFor names the broker types whose settings were given (only the endpoint's own may be).
+	destinationFor []string
 }
 
 // NewEndpointOf reads the API's WebhookCreate (checked against its schema) as a NewEndpoint: the one reading of a
@@ -72,7 +78,29 @@ func NewEndpointOf(b gen.WebhookCreate) NewEndpoint {
 	if b.Filters != nil {
 		n.Filters = FiltersOf(*b.Filters)
 	}
+	if b.Type != nil {
+		n.Type = string(*b.Type)
+	}
+	if r := b.Rabbitmq; r != nil {
+		n.destinationFor = append(n.destinationFor, TypeRabbitMQ)
+		n.Destination.Exchange, n.Destination.RoutingKey = deref(r.Exchange), deref(r.RoutingKey)
+	}
+	if b.Nats != nil {
+		n.destinationFor = append(n.destinationFor, TypeNATS)
+		n.Destination.Subject = deref(b.Nats.Subject)
+	}
+	if b.Mqtt != nil {
+		n.destinationFor = append(n.destinationFor, TypeMQTT)
+		n.Destination.Topic = deref(b.Mqtt.Topic)
+	}
 	return n
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }
 
 // EndpointChangeOf maps the API's WebhookUpdate body (PATCH /api/v1/webhooks/{id}, the console's edit form) to the
@@ -141,7 +169,23 @@ type EndpointChange struct {
 // if the workspace does not exist.
 func (s *Service) Create(ctx context.Context, workspaceID string, n NewEndpoint) (store.WebhookEndpoint, string, error) {
 	var bad problem.Fields
-	s.checkURL(ctx, n.URL, &bad)
+	if n.Type == "" {
+		n.Type = store.EndpointHTTPS
+	}
+	for _, other := range n.destinationFor {
+		if other != n.Type {
+			bad.Add("/"+other, fmt.Sprintf("only an endpoint of type %s takes it", other))
+		}
+	}
+	url, sealDestination := n.URL, (func(string) *string)(nil)
+	if IsBroker(n.Type) {
+		n.Destination.URL = n.URL
+		s.checkDestination(ctx, n.Type, n.Destination, &bad)
+		url = withoutPassword(n.URL)
+		sealDestination = func(id string) *string { return s.box.sealDestination(n.Destination, id) }
+	} else {
+		s.checkURL(ctx, n.URL, &bad)
+	}
 	s.checkEvents(workspaceID, n.Events, &bad)
 	checkHeaders(n.Headers, &bad)
 	if n.ExpiresAt != nil {
@@ -158,9 +202,9 @@ func (s *Service) Create(ctx context.Context, workspaceID string, n NewEndpoint)
 	if err != nil {
 		return store.WebhookEndpoint{}, "", err
 	}
-	e, err := s.db.Webhooks.Create(ctx, store.NewWebhookEndpoint{WorkspaceID: workspaceID, URL: n.URL,
+	e, err := s.db.Webhooks.Create(ctx, store.NewWebhookEndpoint{WorkspaceID: workspaceID, URL: url,
 		Description: n.Description, Events: n.Events, InstanceIDs: n.InstanceIDs, RateLimit: n.RateLimit, Kind: n.Kind,
-		ExpiresAt: n.ExpiresAt, Filters: n.Filters,
+		ExpiresAt: n.ExpiresAt, Filters: n.Filters, Type: n.Type, SealDestination: sealDestination,
 		SealSecret:  func(id string) string { return s.box.Seal([]byte(secret), []byte(id)) },
 		SealHeaders: func(id string) *string { return s.box.SealHeaders(n.Headers, id) }})
 	if err != nil {
@@ -210,7 +254,15 @@ func (s *Service) Update(ctx context.Context, workspaceID, id string, c Endpoint
 	change := store.WebhookEndpointChange{URL: c.URL, Description: c.Description}
 	var bad problem.Fields
 	if c.URL != nil {
-		s.checkURL(ctx, *c.URL, &bad)
+		current, err := s.db.Webhooks.Get(ctx, workspaceID, id)
+		if err != nil {
+			return store.WebhookEndpoint{}, clientError(err, "webhook endpoint", id)
+		}
+		if IsBroker(current.Type) {
+			bad.Add("/url", "a broker destination cannot move; create a new endpoint (its credentials are sealed with it)")
+		} else {
+			s.checkURL(ctx, *c.URL, &bad)
+		}
 	}
 	if c.Events != nil {
 		s.checkEvents(workspaceID, *c.Events, &bad)

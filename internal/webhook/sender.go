@@ -27,14 +27,20 @@ import (
 // Sender signs events and posts them to endpoints through the SSRF-guarded client: the one way anything in
 // Switchboard sends a webhook (the dispatcher's attempts and the API's test ping).
 type Sender struct {
-	box    *Box
-	client *http.Client
+	box     *Box
+	client  *http.Client
+	timeout time.Duration
+	// brokers publish to the endpoints of the broker types, through connections kept between attempts.
+	brokers *brokers
 }
 
-// NewSender returns a Sender whose requests are bounded by timeout.
+// NewSender returns a Sender whose requests (and broker publishes) are bounded by timeout.
 func NewSender(box *Box, guard *egress.Guard, timeout time.Duration) *Sender {
-	return &Sender{box: box, client: guard.Client(timeout)}
+	return &Sender{box: box, client: guard.Client(timeout), timeout: timeout, brokers: &brokers{guard: guard}}
 }
+
+// Close closes the connections to brokers; a later publish opens them again.
+func (s *Sender) Close() { s.brokers.close() }
 
 // Sent is what one POST to a receiver produced.
 type Sent struct {
@@ -91,6 +97,9 @@ func (s *Sender) Send(ctx context.Context, e store.WebhookEndpoint, ev store.Eve
 		}
 		span.End()
 	}()
+	if IsBroker(e.Type) {
+		return s.publish(ctx, e, ev)
+	}
 	keys, err := s.signingKeys(e, time.Now())
 	if err != nil {
 		return Sent{}, err

@@ -88,6 +88,25 @@ func (s *Service) API(e store.WebhookEndpoint) gen.Webhook {
 		}
 	}
 	w.Kind, w.ExpiresAt, w.Filters = &kind, e.ExpiresAt, &filters
+	typ := gen.WebhookType(e.Type)
+	if typ == "" {
+		typ = gen.WebhookTypeHttps
+	}
+	w.Type = &typ
+	if IsBroker(e.Type) {
+		d, err := s.box.OpenDestination(e)
+		if err != nil {
+			s.log.Error("webhook endpoint's destination does not open with the server key", "webhook_id", e.ID, "error", err)
+		}
+		switch e.Type {
+		case TypeRabbitMQ:
+			w.Rabbitmq = &gen.WebhookRabbitMQ{Exchange: &d.Exchange, RoutingKey: orDefault(d.RoutingKey, defaultRoutingKey)}
+		case TypeNATS:
+			w.Nats = &gen.WebhookNATS{Subject: orDefault(d.Subject, defaultSubject)}
+		case TypeMQTT:
+			w.Mqtt = &gen.WebhookMQTT{Topic: orDefault(d.Topic, defaultTopic)}
+		}
+	}
 	if e.DisabledReason != nil {
 		reason := gen.WebhookDisabledReason(*e.DisabledReason)
 		w.DisabledReason = &reason
@@ -96,6 +115,14 @@ func (s *Service) API(e store.WebhookEndpoint) gen.Webhook {
 		w.PreviousSecretExpiresAt = e.PreviousSecretUntil
 	}
 	return w
+}
+
+// orDefault is a template as the API shows it: the default when none was given.
+func orDefault(template, fallback string) *string {
+	if template == "" {
+		template = fallback
+	}
+	return &template
 }
 
 // clientError turns the store's errors into the problems a client is told; what and id name the object a not-found

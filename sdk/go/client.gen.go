@@ -1837,6 +1837,30 @@ func (e WebhookTestResultObject) Valid() bool {
 	}
 }
 
+// Defines values for WebhookType.
+const (
+	WebhookTypeHttps    WebhookType = "https"
+	WebhookTypeMqtt     WebhookType = "mqtt"
+	WebhookTypeNats     WebhookType = "nats"
+	WebhookTypeRabbitmq WebhookType = "rabbitmq"
+)
+
+// Valid indicates whether the value is a known member of the WebhookType enum.
+func (e WebhookType) Valid() bool {
+	switch e {
+	case WebhookTypeHttps:
+		return true
+	case WebhookTypeMqtt:
+		return true
+	case WebhookTypeNats:
+		return true
+	case WebhookTypeRabbitmq:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for WebhookWithSecretDisabledReason.
 const (
 	WebhookWithSecretDisabledReasonFailing     WebhookWithSecretDisabledReason = "failing"
@@ -5175,11 +5199,30 @@ type Webhook struct {
 	// Example: hook
 	Kind *WebhookKind `json:"kind,omitempty"`
 
+	// Mqtt Where an `mqtt` destination publishes. `{type}` and `{workspace}` become the event's type and workspace ID.
+	//
+	// Example: {"topic":"switchboard/{type}"}
+	Mqtt *WebhookMQTT `json:"mqtt,omitempty"`
+
+	// Nats Where a `nats` destination publishes: a subject some JetStream stream captures (else the publish fails and is
+	// retried). `{type}` and `{workspace}` become the event's type and workspace ID.
+	//
+	//
+	// Example: {"subject":"events.{type}"}
+	Nats *WebhookNATS `json:"nats,omitempty"`
+
 	// Object Always `webhook`.
 	Object WebhookObject `json:"object"`
 
 	// PreviousSecretExpiresAt During a secret rotation's grace period, when the previous secret stops signing deliveries.
 	PreviousSecretExpiresAt *time.Time `json:"previous_secret_expires_at"`
+
+	// Rabbitmq Where a `rabbitmq` destination publishes. `{type}` and `{workspace}` in `routing_key` become the event's type
+	// and workspace ID.
+	//
+	//
+	// Example: {"exchange":"switchboard","routing_key":"{workspace}.{type}"}
+	Rabbitmq *WebhookRabbitMQ `json:"rabbitmq,omitempty"`
 
 	// RateLimit The most deliveries per second, or `null` for no limit.
 	RateLimit *int `json:"rate_limit"`
@@ -5188,11 +5231,26 @@ type Webhook struct {
 	// `disabled_reason`) records them as skipped deliveries that `enable` or `recover` can send.
 	Status WebhookStatus `json:"status"`
 
+	// Type Where deliveries go: `https` (the default), a receiver that is sent signed `POST` requests; or a message
+	// broker — `rabbitmq` (AMQP 0-9-1: persistent messages, publisher confirms, unroutable messages refused),
+	// `nats` (a JetStream publish acknowledged by the stream, `Nats-Msg-Id` = the event ID so that JetStream drops
+	// a repeat) or `mqtt` (MQTT 5, QoS 1). Every type has the same outbox, retries, delivery log, pause, resume,
+	// recovery and redelivery; a delivery to a broker succeeds only once the broker confirmed it. The body is the
+	// envelope; `webhook-id`, `webhook-timestamp` and `webhook-signature` travel as message headers (AMQP
+	// headers, NATS headers, MQTT user properties), so consumers verify them as webhook receivers do.
+	//
+	//
+	// Example: rabbitmq
+	Type *WebhookType `json:"type,omitempty"`
+
 	// UpdatedAt When it last changed.
 	UpdatedAt time.Time `json:"updated_at"`
 
 	// Url Where deliveries are posted: an absolute `https` URL (plain `http` only when the operator allows it) whose
-	// host resolves to a public address. No user name or password in the URL.
+	// host resolves to a public address. No user name or password in the URL. For a broker destination (`type`
+	// other than `https`) the broker's URL: `amqp://` or `amqps://` (RabbitMQ), `nats://` or `tls://` (NATS),
+	// `mqtt://`, `mqtts://`, `tcp://` or `ssl://` (MQTT), which may hold the user name and password; they are
+	// sealed with the server key and never shown again (answers show the URL without the password).
 	//
 	//
 	// Example: https://hooks.example.com/switchboard
@@ -5281,13 +5339,47 @@ type WebhookCreate struct {
 	// Example: hook
 	Kind *WebhookKind `json:"kind,omitempty"`
 
+	// Mqtt Where an `mqtt` destination publishes. `{type}` and `{workspace}` become the event's type and workspace ID.
+	//
+	// Example: {"topic":"switchboard/{type}"}
+	Mqtt *WebhookMQTT `json:"mqtt,omitempty"`
+
+	// Nats Where a `nats` destination publishes: a subject some JetStream stream captures (else the publish fails and is
+	// retried). `{type}` and `{workspace}` become the event's type and workspace ID.
+	//
+	//
+	// Example: {"subject":"events.{type}"}
+	Nats *WebhookNATS `json:"nats,omitempty"`
+
+	// Rabbitmq Where a `rabbitmq` destination publishes. `{type}` and `{workspace}` in `routing_key` become the event's type
+	// and workspace ID.
+	//
+	//
+	// Example: {"exchange":"switchboard","routing_key":"{workspace}.{type}"}
+	Rabbitmq *WebhookRabbitMQ `json:"rabbitmq,omitempty"`
+
 	// RateLimit The most deliveries per second this endpoint receives; none means no limit beyond the in-flight cap.
 	//
 	// Example: 50
 	RateLimit *WebhookRateLimit `json:"rate_limit,omitempty"`
 
+	// Type Where deliveries go: `https` (the default), a receiver that is sent signed `POST` requests; or a message
+	// broker — `rabbitmq` (AMQP 0-9-1: persistent messages, publisher confirms, unroutable messages refused),
+	// `nats` (a JetStream publish acknowledged by the stream, `Nats-Msg-Id` = the event ID so that JetStream drops
+	// a repeat) or `mqtt` (MQTT 5, QoS 1). Every type has the same outbox, retries, delivery log, pause, resume,
+	// recovery and redelivery; a delivery to a broker succeeds only once the broker confirmed it. The body is the
+	// envelope; `webhook-id`, `webhook-timestamp` and `webhook-signature` travel as message headers (AMQP
+	// headers, NATS headers, MQTT user properties), so consumers verify them as webhook receivers do.
+	//
+	//
+	// Example: rabbitmq
+	Type *WebhookType `json:"type,omitempty"`
+
 	// Url Where deliveries are posted: an absolute `https` URL (plain `http` only when the operator allows it) whose
-	// host resolves to a public address. No user name or password in the URL.
+	// host resolves to a public address. No user name or password in the URL. For a broker destination (`type`
+	// other than `https`) the broker's URL: `amqp://` or `amqps://` (RabbitMQ), `nats://` or `tls://` (NATS),
+	// `mqtt://`, `mqtts://`, `tcp://` or `ssl://` (MQTT), which may hold the user name and password; they are
+	// sealed with the server key and never shown again (answers show the URL without the password).
 	//
 	//
 	// Example: https://hooks.example.com/switchboard
@@ -5431,7 +5523,10 @@ type WebhookEndpointDisabledEvent struct {
 	Reason WebhookEndpointDisabledEventReason `json:"reason"`
 
 	// Url Where deliveries are posted: an absolute `https` URL (plain `http` only when the operator allows it) whose
-	// host resolves to a public address. No user name or password in the URL.
+	// host resolves to a public address. No user name or password in the URL. For a broker destination (`type`
+	// other than `https`) the broker's URL: `amqp://` or `amqps://` (RabbitMQ), `nats://` or `tls://` (NATS),
+	// `mqtt://`, `mqtts://`, `tcp://` or `ssl://` (MQTT), which may hold the user name and password; they are
+	// sealed with the server key and never shown again (answers show the URL without the password).
 	//
 	//
 	// Example: https://hooks.example.com/switchboard
@@ -5508,6 +5603,23 @@ type WebhookList struct {
 // WebhookListObject Always `list`.
 type WebhookListObject string
 
+// WebhookMQTT Where an `mqtt` destination publishes. `{type}` and `{workspace}` become the event's type and workspace ID.
+//
+// Example: {"topic":"switchboard/{type}"}
+type WebhookMQTT struct {
+	// Topic The topic template (default `switchboard/{workspace}/{type}`).
+	Topic *string `json:"topic,omitempty"`
+}
+
+// WebhookNATS Where a `nats` destination publishes: a subject some JetStream stream captures (else the publish fails and is
+// retried). `{type}` and `{workspace}` become the event's type and workspace ID.
+//
+// Example: {"subject":"events.{type}"}
+type WebhookNATS struct {
+	// Subject The subject template (default `switchboard.{workspace}.{type}`).
+	Subject *string `json:"subject,omitempty"`
+}
+
 // WebhookPingEvent A test event, sent by `POST /api/v1/webhooks/{webhook_id}/test`.
 //
 // Example: {"message":"Hello from Switchboard.","webhook_id":"whk_01JDAA2Q8W4V6X7Y8Z9A0B1C2D"}
@@ -5519,6 +5631,18 @@ type WebhookPingEvent struct {
 	//
 	// Example: whk_01JDAA2Q8W4V6X7Y8Z9A0B1C2D
 	WebhookId WebhookID `json:"webhook_id"`
+}
+
+// WebhookRabbitMQ Where a `rabbitmq` destination publishes. `{type}` and `{workspace}` in `routing_key` become the event's type
+// and workspace ID.
+//
+// Example: {"exchange":"switchboard","routing_key":"{workspace}.{type}"}
+type WebhookRabbitMQ struct {
+	// Exchange The exchange (it must exist); empty for the default exchange, which routes to the queue named by the routing key.
+	Exchange *string `json:"exchange,omitempty"`
+
+	// RoutingKey The routing key template (default `{type}`).
+	RoutingKey *string `json:"routing_key,omitempty"`
 }
 
 // WebhookRateLimit The most deliveries per second this endpoint receives; none means no limit beyond the in-flight cap.
@@ -5579,7 +5703,9 @@ type WebhookTestResult struct {
 
 	// ErrorClass Why it failed: `timeout`, `connection_refused`, `connection_closed`, `unreachable`, `dns`, `tls`,
 	// `blocked` (the URL or the address it resolves to is not allowed), `network`, `canceled` (the server
-	// was shutting down; the attempt is retried), or the receiver's answer class `http_1xx`, `http_3xx`
+	// was shutting down; the attempt is retried), `broker_refused` (a broker destination answered but did not
+	// take the message — credentials, a missing exchange or stream, an unroutable message; `response_excerpt`
+	// holds its reason), or the receiver's answer class `http_1xx`, `http_3xx`
 	// (redirects are not followed), `http_4xx`, `http_5xx`, `http_410`, `http_429`, `http_invalid`.
 	ErrorClass *string `json:"error_class"`
 
@@ -5609,8 +5735,22 @@ type WebhookTestResult struct {
 // WebhookTestResultObject Always `webhook_test`.
 type WebhookTestResultObject string
 
+// WebhookType Where deliveries go: `https` (the default), a receiver that is sent signed `POST` requests; or a message
+// broker — `rabbitmq` (AMQP 0-9-1: persistent messages, publisher confirms, unroutable messages refused),
+// `nats` (a JetStream publish acknowledged by the stream, `Nats-Msg-Id` = the event ID so that JetStream drops
+// a repeat) or `mqtt` (MQTT 5, QoS 1). Every type has the same outbox, retries, delivery log, pause, resume,
+// recovery and redelivery; a delivery to a broker succeeds only once the broker confirmed it. The body is the
+// envelope; `webhook-id`, `webhook-timestamp` and `webhook-signature` travel as message headers (AMQP
+// headers, NATS headers, MQTT user properties), so consumers verify them as webhook receivers do.
+//
+// Example: rabbitmq
+type WebhookType string
+
 // WebhookURL Where deliveries are posted: an absolute `https` URL (plain `http` only when the operator allows it) whose
-// host resolves to a public address. No user name or password in the URL.
+// host resolves to a public address. No user name or password in the URL. For a broker destination (`type`
+// other than `https`) the broker's URL: `amqp://` or `amqps://` (RabbitMQ), `nats://` or `tls://` (NATS),
+// `mqtt://`, `mqtts://`, `tcp://` or `ssl://` (MQTT), which may hold the user name and password; they are
+// sealed with the server key and never shown again (answers show the URL without the password).
 //
 // Example: https://hooks.example.com/switchboard
 type WebhookURL = string
@@ -5645,7 +5785,10 @@ type WebhookUpdate struct {
 	RateLimit nullable.Nullable[int] `json:"rate_limit,omitempty"`
 
 	// Url Where deliveries are posted: an absolute `https` URL (plain `http` only when the operator allows it) whose
-	// host resolves to a public address. No user name or password in the URL.
+	// host resolves to a public address. No user name or password in the URL. For a broker destination (`type`
+	// other than `https`) the broker's URL: `amqp://` or `amqps://` (RabbitMQ), `nats://` or `tls://` (NATS),
+	// `mqtt://`, `mqtts://`, `tcp://` or `ssl://` (MQTT), which may hold the user name and password; they are
+	// sealed with the server key and never shown again (answers show the URL without the password).
 	//
 	//
 	// Example: https://hooks.example.com/switchboard
@@ -5694,11 +5837,30 @@ type WebhookWithSecret struct {
 	// Example: hook
 	Kind *WebhookKind `json:"kind,omitempty"`
 
+	// Mqtt Where an `mqtt` destination publishes. `{type}` and `{workspace}` become the event's type and workspace ID.
+	//
+	// Example: {"topic":"switchboard/{type}"}
+	Mqtt *WebhookMQTT `json:"mqtt,omitempty"`
+
+	// Nats Where a `nats` destination publishes: a subject some JetStream stream captures (else the publish fails and is
+	// retried). `{type}` and `{workspace}` become the event's type and workspace ID.
+	//
+	//
+	// Example: {"subject":"events.{type}"}
+	Nats *WebhookNATS `json:"nats,omitempty"`
+
 	// Object Always `webhook`.
 	Object WebhookWithSecretObject `json:"object"`
 
 	// PreviousSecretExpiresAt During a secret rotation's grace period, when the previous secret stops signing deliveries.
 	PreviousSecretExpiresAt *time.Time `json:"previous_secret_expires_at"`
+
+	// Rabbitmq Where a `rabbitmq` destination publishes. `{type}` and `{workspace}` in `routing_key` become the event's type
+	// and workspace ID.
+	//
+	//
+	// Example: {"exchange":"switchboard","routing_key":"{workspace}.{type}"}
+	Rabbitmq *WebhookRabbitMQ `json:"rabbitmq,omitempty"`
 
 	// RateLimit The most deliveries per second, or `null` for no limit.
 	RateLimit *int `json:"rate_limit"`
@@ -5714,11 +5876,26 @@ type WebhookWithSecret struct {
 	// `disabled_reason`) records them as skipped deliveries that `enable` or `recover` can send.
 	Status WebhookWithSecretStatus `json:"status"`
 
+	// Type Where deliveries go: `https` (the default), a receiver that is sent signed `POST` requests; or a message
+	// broker — `rabbitmq` (AMQP 0-9-1: persistent messages, publisher confirms, unroutable messages refused),
+	// `nats` (a JetStream publish acknowledged by the stream, `Nats-Msg-Id` = the event ID so that JetStream drops
+	// a repeat) or `mqtt` (MQTT 5, QoS 1). Every type has the same outbox, retries, delivery log, pause, resume,
+	// recovery and redelivery; a delivery to a broker succeeds only once the broker confirmed it. The body is the
+	// envelope; `webhook-id`, `webhook-timestamp` and `webhook-signature` travel as message headers (AMQP
+	// headers, NATS headers, MQTT user properties), so consumers verify them as webhook receivers do.
+	//
+	//
+	// Example: rabbitmq
+	Type *WebhookType `json:"type,omitempty"`
+
 	// UpdatedAt When it last changed.
 	UpdatedAt time.Time `json:"updated_at"`
 
 	// Url Where deliveries are posted: an absolute `https` URL (plain `http` only when the operator allows it) whose
-	// host resolves to a public address. No user name or password in the URL.
+	// host resolves to a public address. No user name or password in the URL. For a broker destination (`type`
+	// other than `https`) the broker's URL: `amqp://` or `amqps://` (RabbitMQ), `nats://` or `tls://` (NATS),
+	// `mqtt://`, `mqtts://`, `tcp://` or `ssl://` (MQTT), which may hold the user name and password; they are
+	// sealed with the server key and never shown again (answers show the URL without the password).
 	//
 	//
 	// Example: https://hooks.example.com/switchboard
