@@ -313,13 +313,15 @@ func (r *readmeRun) newKey() {
 	r.revoked = false
 }
 
-// docsRunBy names, for each command of the sh blocks in docs/, the test or make target that runs it (the README's
+// docsRunBy names, for each command of the sh blocks in docs/ (found by a part of its text), the test or make
+// target that runs it (the README's
 // run here needs a fresh server of its own; these need PostgreSQL moves, a built image or a collector). A command
 // added to docs/ without an entry fails TestDocsCommandsAreRun: say which test proves it, or write one.
 var docsRunBy = []struct{ prefix, by string }{
 	{"switchboard migrate-data", "TestMigrateDataToPostgres (a deployment copied to PostgreSQL, then served from it)"},
 	{`SWITCHBOARD_SECRET_KEY="$(cat data/secret.key)" DATABASE_URL=postgres://`, "TestMigrateDataToPostgres (serves the copy with the same key)"},
 	{"curl -N -H \"Authorization: Bearer $SB_KEY\" \"http://localhost:8080/api/v1/events/stream", "handlers' TestEventStream (the stream read as curl -N shows it: retry, id, event, data)"},
+	{`-d '{"type":"rabbitmq"`, "internal/webhook's TestRabbitMQDestination (an endpoint of that type delivering into the machine's RabbitMQ, publisher confirms)"},
 	{"make image", "make test-image, part of make ci"},
 	{"podman run", "make test-image: starts the image's binary from the image's file system (containers cannot be run on the build machines)"},
 	{"switchboard serve --otlp-endpoint", "TestTracesReachAnOTLPCollector"},
@@ -346,7 +348,7 @@ func TestDocsCommandsAreRun(t *testing.T) {
 		for _, block := range shBlocks(string(raw)) {
 			for _, c := range block {
 				n++
-				if !slices.ContainsFunc(docsRunBy, func(d struct{ prefix, by string }) bool { return strings.HasPrefix(c.text, d.prefix) }) {
+				if !slices.ContainsFunc(docsRunBy, func(d struct{ prefix, by string }) bool { return strings.Contains(c.text, d.prefix) }) {
 					t.Errorf("%s: %q is run by no test (add it to docsRunBy with the test that runs it)", f, firstLine(c.text))
 				}
 			}

@@ -78,7 +78,7 @@ const DefaultSessionTTL = 7 * 24 * time.Hour
 
 // Console serves /user. Its accounts and sessions are its own; workspaces and keys are the Workspaces service's.
 type Console struct {
-	accounts *accounts.Service
+	accounts   *accounts.Service
 	cfg        Config
 	db         *store.DB
 	workspaces *workspaces.Service

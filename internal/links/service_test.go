@@ -97,7 +97,6 @@ func (f *fixture) events(eventType string) []json.RawMessage {
 
 func ptr[T any](v T) *T { return &v }
 
-
 // A generated slug that collides is drawn again; when every draw collides the create fails with slug_taken. In a
 // bulk create the redraw concerns only the items that collided, and two items of one call that drew the same slug
 // are a collision too.

@@ -27,7 +27,6 @@ func (h *harness) service() (*webhook.Service, *int) {
 	return s, wakes
 }
 
-
 // The service checks what the schema cannot and answers with problems a client can act on.
 func TestServiceRules(t *testing.T) {
 	storetest.Dialects(t, func(t *testing.T, db *store.DB) {

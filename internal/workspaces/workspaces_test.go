@@ -20,7 +20,6 @@ var ctx = context.Background()
 
 func TestMain(m *testing.M) { storetest.Main(m) }
 
-
 func TestName(t *testing.T) {
 	tests := []struct {
 		raw, want string
