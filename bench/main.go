@@ -38,6 +38,7 @@ type options struct {
 	webhooksOnly bool
 	channelsOnly bool
 	streamsOnly  bool
+	brokersOnly  bool
 	cpuProfile   string
 	rows         *regexp.Regexp
 }
@@ -51,6 +52,7 @@ func main() {
 	flag.BoolVar(&o.webhooksOnly, "webhooks-only", false, "measure only the webhook dispatcher (wrk is not needed)")
 	flag.BoolVar(&o.channelsOnly, "channels-only", false, "measure only the messaging rows (wrk is not needed)")
 	flag.BoolVar(&o.streamsOnly, "streams-only", false, "measure only the event stream rows (wrk is not needed)")
+	flag.BoolVar(&o.brokersOnly, "brokers-only", false, "measure only the broker delivery rows (wrk is not needed)")
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "",
 		"write a CPU profile of the measured rounds (all servers run in this process) to this file")
 	rows := flag.String("rows", "", "measure only the rows whose name matches this regular expression (and their baselines)")
@@ -109,6 +111,9 @@ func run(ctx context.Context, o options, out, log io.Writer) error {
 	if o.streamsOnly {
 		return rowsFailed(runStreams(ctx, o, out, log))
 	}
+	if o.brokersOnly {
+		return rowsFailed(runBrokers(ctx, o, out, log))
+	}
 	if !o.webhooksOnly && !o.channelsOnly {
 		n, err := runHTTP(ctx, o, prof, out, log)
 		if err != nil {
@@ -131,11 +136,13 @@ func run(ctx context.Context, o options, out, log io.Writer) error {
 		failed += n
 	}
 	if !o.webhooksOnly && !o.channelsOnly {
-		n, err := runStreams(ctx, o, out, log)
-		if err != nil {
-			return err
+		for _, section := range []func(context.Context, options, io.Writer, io.Writer) (int, error){runStreams, runBrokers} {
+			n, err := section(ctx, o, out, log)
+			if err != nil {
+				return err
+			}
+			failed += n
 		}
-		failed += n
 	}
 	printDBLimits(out, limits)
 	if failed > 0 {
