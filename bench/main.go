@@ -37,6 +37,8 @@ type options struct {
 	skipPostgres bool
 	webhooksOnly bool
 	channelsOnly bool
+	streamsOnly  bool
+	brokersOnly  bool
 	cpuProfile   string
 	rows         *regexp.Regexp
 }
@@ -49,6 +51,8 @@ func main() {
 	flag.BoolVar(&o.skipPostgres, "skip-postgres", false, "measure SQLite only")
 	flag.BoolVar(&o.webhooksOnly, "webhooks-only", false, "measure only the webhook dispatcher (wrk is not needed)")
 	flag.BoolVar(&o.channelsOnly, "channels-only", false, "measure only the messaging rows (wrk is not needed)")
+	flag.BoolVar(&o.streamsOnly, "streams-only", false, "measure only the event stream rows (wrk is not needed)")
+	flag.BoolVar(&o.brokersOnly, "brokers-only", false, "measure only the broker delivery rows (wrk is not needed)")
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "",
 		"write a CPU profile of the measured rounds (all servers run in this process) to this file")
 	rows := flag.String("rows", "", "measure only the rows whose name matches this regular expression (and their baselines)")
@@ -104,6 +108,12 @@ func run(ctx context.Context, o options, out, log io.Writer) error {
 	defer prof.stop()
 	failed := 0
 	limits := measureDBLimits(ctx, o, log)
+	if o.streamsOnly {
+		return rowsFailed(runStreams(ctx, o, out, log))
+	}
+	if o.brokersOnly {
+		return rowsFailed(runBrokers(ctx, o, out, log))
+	}
 	if !o.webhooksOnly && !o.channelsOnly {
 		n, err := runHTTP(ctx, o, prof, out, log)
 		if err != nil {
@@ -125,11 +135,28 @@ func run(ctx context.Context, o options, out, log io.Writer) error {
 		}
 		failed += n
 	}
+	if !o.webhooksOnly && !o.channelsOnly {
+		for _, section := range []func(context.Context, options, io.Writer, io.Writer) (int, error){runStreams, runBrokers} {
+			n, err := section(ctx, o, out, log)
+			if err != nil {
+				return err
+			}
+			failed += n
+		}
+	}
 	printDBLimits(out, limits)
 	if failed > 0 {
 		return fmt.Errorf("%d row(s) FAILED: the measurement is not valid (see the tables)", failed)
 	}
 	return nil
+}
+
+// rowsFailed is run's verdict on one section's result.
+func rowsFailed(failed int, err error) error {
+	if err == nil && failed > 0 {
+		err = fmt.Errorf("%d row(s) FAILED: the measurement is not valid (see the tables)", failed)
+	}
+	return err
 }
 
 // profile is the CPU profile of the measured rounds: started before the first one (after the warm-ups), stopped at

@@ -256,28 +256,12 @@ func (b *webhookBench) measure(ctx context.Context, d time.Duration) error {
 	if err != nil {
 		return err
 	}
-	for first := 0; first < webhookBacklog; first += webhookQueueBatch {
-		if _, _, err := b.emit(ctx, first, min(webhookQueueBatch, webhookBacklog-first)); err != nil {
-			return err
-		}
+	r, ok, err := b.measureBacklog(ctx, before)
+	if err != nil || !ok {
+		return err
 	}
-	cpu := readCPU()
 	stop := b.dispatch()
 	defer stop()
-	start := time.Now()
-	if err := b.drain(ctx); err != nil {
-		b.failures = append(b.failures, "backlog: "+err.Error())
-		return nil
-	}
-	r := webhookResult{rate: webhookBacklog / time.Since(start).Seconds()}
-	r.cpuSelf, r.cpuDB = cpu.perItem(readCPU(), webhookBacklog)
-	if databaseOf(b.name) != "PostgreSQL" {
-		r.cpuDB = 0 // a PostgreSQL server on the machine is idle meanwhile, or busy with something else
-	}
-	if err := b.drained(ctx, before, webhookBacklog); err != nil {
-		b.failures = append(b.failures, "backlog: "+err.Error())
-		return nil
-	}
 
 	committed := map[string]time.Time{}
 	tick := time.NewTicker(time.Second / webhookLatencyRate)
@@ -311,6 +295,34 @@ func (b *webhookBench) measure(ctx context.Context, d time.Duration) error {
 	r.p50, r.p99, r.samples = percentile(latencies, 0.50), percentile(latencies, 0.99), len(latencies)
 	b.runs = append(b.runs, r)
 	return nil
+}
+
+// measureBacklog queues webhookBacklog deliveries while no dispatcher runs, then measures how fast one drains them
+// (ok false: the round failed, recorded in b.failures); before is the count of succeeded deliveries before.
+func (b *webhookBench) measureBacklog(ctx context.Context, before int) (r webhookResult, ok bool, err error) {
+	for first := 0; first < webhookBacklog; first += webhookQueueBatch {
+		if _, _, err := b.emit(ctx, first, min(webhookQueueBatch, webhookBacklog-first)); err != nil {
+			return r, false, err
+		}
+	}
+	cpu := readCPU()
+	stop := b.dispatch()
+	defer stop()
+	start := time.Now()
+	if err := b.drain(ctx); err != nil {
+		b.failures = append(b.failures, "backlog: "+err.Error())
+		return r, false, nil
+	}
+	r.rate = webhookBacklog / time.Since(start).Seconds()
+	r.cpuSelf, r.cpuDB = cpu.perItem(readCPU(), webhookBacklog)
+	if databaseOf(b.name) != "PostgreSQL" {
+		r.cpuDB = 0 // a PostgreSQL server on the machine is idle meanwhile, or busy with something else
+	}
+	if err := b.drained(ctx, before, webhookBacklog); err != nil {
+		b.failures = append(b.failures, "backlog: "+err.Error())
+		return r, false, nil
+	}
+	return r, true, nil
 }
 
 // percentile returns the nearest-rank percentile p of durations (0 for none).

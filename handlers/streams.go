@@ -13,6 +13,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/labstack/echo/v4"
 
 	"github.com/switchboard/switchboard/gen"
 	"github.com/switchboard/switchboard/internal/apikey"
@@ -59,7 +60,13 @@ func (s *Server) authenticateStreamToken(in *openapi3filter.AuthenticationInput)
 	case err != nil:
 		return fmt.Errorf("verify the key of a stream token: %w", err)
 	}
-	return s.admit(in, st, key, nil)
+	// The token was made by a request that passed the key's origin check. A page that opens a stream of its own
+	// origin sends no Origin header (and may, then); a page of another origin does, and is held to the key's.
+	var p *Problem
+	if req.Header.Get(echo.HeaderOrigin) != "" {
+		p = s.allowOrigin(req, st.header, key)
+	}
+	return s.admit(in, st, key, p)
 }
 
 // CreateStreamToken answers POST /api/v1/events/stream-tokens.

@@ -217,6 +217,18 @@ func TestEventStream(t *testing.T) {
 			}
 		})
 
+		t.Run("a token of a key held to origins opens streams from its pages only", func(t *testing.T) {
+			held, _ := createKey(t, db, e.ws.ID, &store.NewAPIKey{Origins: []string{"https://app.example"}}, "webhooks:read")
+			var tok gen.StreamToken
+			e.do(request{method: http.MethodPost, path: "/api/v1/events/stream-tokens", key: held,
+				header: map[string]string{"Origin": "https://app.example"}}).json(t, &tok)
+			path := "/api/v1/events/stream?access_token=" + url.QueryEscape(tok.Token)
+			e.open(path, map[string]string{"Origin": "https://app.example"}).close()
+			e.open(path, nil).close() // a page's own origin: no Origin header
+			e.do(request{path: path, header: map[string]string{"Origin": "https://evil.example"}}).
+				problem(t, http.StatusForbidden, "origin_not_allowed")
+		})
+
 		t.Run("refusals", func(t *testing.T) {
 			e.do(request{path: "/api/v1/events/stream"}).problem(t, http.StatusUnauthorized, "missing_api_key")
 			e.do(request{path: "/api/v1/events/stream?access_token=sbst_nope"}).problem(t, http.StatusUnauthorized, "invalid_stream_token")

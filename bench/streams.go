@@ -1,0 +1,232 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/uptrace/bun"
+
+	"github.com/switchboard/switchboard/gen"
+	"github.com/switchboard/switchboard/handlers"
+	"github.com/switchboard/switchboard/internal/events"
+	"github.com/switchboard/switchboard/internal/eventstream"
+)
+
+// The stream rows follow the workspace's events over Server-Sent Events with streamClients clients of one server
+// process, on loopback, while events are emitted one transaction each at streamRate per second (nothing calls the
+// hub's Wake: it learns of them as of another process's, through LISTEN/NOTIFY or SQLite's commit watch). Every
+// client reads every event; one in streamSampleEvery records when each arrived, and the row shows the time from the
+// commit of an event's transaction to its arrival at a client (p50, p99), whether every client got every event
+// once and in order, and the heap and stacks each open stream adds (both ends: the client is in the same process).
+const (
+	streamClients     = 1000
+	streamRate        = 1000
+	streamSampleEvery = 20
+)
+
+// streamP99Goal is the goal for event → client at streamRate.
+const streamP99Goal = 100 * time.Millisecond
+
+type streamResult struct {
+	sent, rate      float64
+	p50, p99        time.Duration
+	perClient       uint64
+	complete, total int
+}
+
+func (r streamResult) String() string {
+	return fmt.Sprintf("%d clients  %.0f events/s emitted  commit→client p50 %s  p99 %s  %d/%d clients got every event in order  %.1f KiB/stream",
+		r.total, r.rate, formatLatency(r.p50), formatLatency(r.p99), r.complete, r.total, float64(r.perClient)/1024)
+}
+
+// runStreams measures the stream rows on SQLite and PostgreSQL.
+func runStreams(ctx context.Context, o options, out, log io.Writer) (int, error) {
+	wanted := func(database string) bool { return o.rows.MatchString("event streams — " + database) }
+	tmp, err := os.MkdirTemp("", "switchboard-bench-streams-")
+	if err != nil {
+		return 0, err
+	}
+	defer os.RemoveAll(tmp)
+	type row struct {
+		name string
+		res  streamResult
+	}
+	var rows []row
+	if wanted("SQLite") {
+		res, err := measureStreams(ctx, "file:"+filepath.Join(tmp, "switchboard.db"), o.duration)
+		if err != nil {
+			return 0, fmt.Errorf("streams on SQLite: %w", err)
+		}
+		fmt.Fprintf(log, "event streams — SQLite  %s\n", res)
+		rows = append(rows, row{"SQLite", res})
+	}
+	pgURL, dropPG, _ := benchPostgres(ctx, o, wanted("PostgreSQL"), log)
+	defer dropPG()
+	if pgURL != "" {
+		res, err := measureStreams(ctx, pgURL, o.duration)
+		if err != nil {
+			return 0, fmt.Errorf("streams on PostgreSQL: %w", err)
+		}
+		fmt.Fprintf(log, "event streams — PostgreSQL  %s\n", res)
+		rows = append(rows, row{"PostgreSQL", res})
+	}
+	if len(rows) == 0 {
+		return 0, nil
+	}
+	failed := 0
+	fmt.Fprintf(out, "\n| event streams (%d SSE clients, one process) | events/s | commit→client p50 | p99 | complete | memory/stream | goal (p99) |\n|---|---:|---:|---:|---:|---:|---|\n", streamClients)
+	for _, r := range rows {
+		goal := fmt.Sprintf("≤ %s", streamP99Goal)
+		if r.res.p99 > streamP99Goal {
+			goal += " (missed)"
+		}
+		if r.res.complete != r.res.total {
+			failed++
+			goal += " — FAILED: a client missed or repeated events"
+		}
+		fmt.Fprintf(out, "| %s | %.0f | %s | %s | %d/%d | %.1f KiB | %s |\n", r.name, r.res.rate, formatLatency(r.res.p50),
+			formatLatency(r.res.p99), r.res.complete, r.res.total, float64(r.res.perClient)/1024, goal)
+	}
+	return failed, nil
+}
+
+// streamClient is one SSE client: the IDs it read, and when (sampled clients only).
+type streamClient struct {
+	ids []string
+	at  []time.Time
+}
+
+func measureStreams(ctx context.Context, dbURL string, duration time.Duration) (streamResult, error) {
+	db, err := openMigrated(ctx, dbURL)
+	if err != nil {
+		return streamResult{}, err
+	}
+	defer db.Close()
+	ws, err := db.Workspaces.Create(ctx, "streams")
+	if err != nil {
+		return streamResult{}, err
+	}
+	key, err := createKey(ctx, db, ws.ID, "webhooks:read")
+	if err != nil {
+		return streamResult{}, err
+	}
+	quiet := slog.New(slog.NewJSONHandler(io.Discard, nil))
+	outbox := events.NewOutbox(db, events.Builtin())
+	hub := eventstream.NewHub(db, outbox.Types(), eventstream.Config{Logger: quiet})
+	srv, err := handlers.New(handlers.Config{Events: outbox, Streams: hub, Logger: quiet, KeyRateLimit: 1 << 30,
+		WorkspaceRateLimit: 1 << 30}, db)
+	if err != nil {
+		return streamResult{}, err
+	}
+	hubCtx, stopHub := context.WithCancel(ctx)
+	hubDone := make(chan struct{})
+	go func() { defer close(hubDone); hub.Run(hubCtx) }()
+	defer func() { stopHub(); <-hubDone }()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return streamResult{}, err
+	}
+	hs := &http.Server{Handler: srv}
+	go func() { _ = hs.Serve(ln) }()
+	defer hs.Close()
+
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	transport := &http.Transport{MaxIdleConnsPerHost: streamClients, DisableCompression: true}
+	client := &http.Client{Transport: transport}
+	clients := make([]*streamClient, streamClients)
+	var readers sync.WaitGroup
+	readCtx, stopReading := context.WithCancel(ctx)
+	defer stopReading()
+	for i := range clients {
+		req, _ := http.NewRequestWithContext(readCtx, http.MethodGet, "http://"+ln.Addr().String()+"/api/v1/events/stream", nil)
+		req.Header.Set("Authorization", "Bearer "+key)
+		res, err := client.Do(req)
+		if err != nil {
+			return streamResult{}, err
+		}
+		if res.StatusCode != http.StatusOK {
+			return streamResult{}, fmt.Errorf("stream answered %d", res.StatusCode)
+		}
+		r := bufio.NewReader(res.Body)
+		if _, err := r.ReadString('\n'); err != nil { // "retry: …": the stream is registered
+			return streamResult{}, err
+		}
+		c := &streamClient{}
+		clients[i] = c
+		sampled := i%streamSampleEvery == 0
+		readers.Go(func() {
+			defer res.Body.Close()
+			for {
+				line, err := r.ReadString('\n')
+				if err != nil {
+					return
+				}
+				if id, ok := strings.CutPrefix(line, "id: "); ok {
+					c.ids = append(c.ids, strings.TrimSpace(id))
+					if sampled {
+						c.at = append(c.at, time.Now())
+					}
+				}
+			}
+		})
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	perClient := (after.HeapInuse + after.StackInuse - before.HeapInuse - before.StackInuse) / streamClients
+
+	committed := map[string]time.Time{}
+	var order []string
+	tick := time.NewTicker(time.Second / streamRate)
+	start := time.Now()
+	for time.Since(start) < duration {
+		<-tick.C
+		var ev string
+		err := db.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+			e, err := outbox.Emit(ctx, tx, ws.ID, gen.LinkCreatedEvent{Link: gen.Link{Id: "lnk_bench", Object: "link", Tags: []string{}}})
+			ev = e.ID
+			return err
+		})
+		if err != nil {
+			return streamResult{}, err
+		}
+		committed[ev] = time.Now()
+		order = append(order, ev)
+	}
+	tick.Stop()
+	elapsed := time.Since(start)
+	time.Sleep(3 * time.Second) // the last events reach every client
+	stopReading()
+	readers.Wait()
+
+	res := streamResult{rate: float64(len(order)) / elapsed.Seconds(), perClient: perClient, total: streamClients}
+	var lat []time.Duration
+	for _, c := range clients {
+		if slices.Equal(c.ids, order) {
+			res.complete++
+		}
+		for j, at := range c.at {
+			if t, ok := committed[c.ids[j]]; ok {
+				lat = append(lat, max(at.Sub(t), 0))
+			}
+		}
+	}
+	slices.Sort(lat)
+	if len(lat) > 0 {
+		res.p50, res.p99 = lat[len(lat)/2], lat[len(lat)*99/100]
+	}
+	return res, nil
+}
