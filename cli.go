@@ -247,6 +247,9 @@ type keyJSON struct {
 	Masked      string     `json:"masked"`
 	Scopes      []string   `json:"scopes"`
 	Origins     []string   `json:"origins"`
+	Kind        string     `json:"kind"`
+	Target      string     `json:"target,omitempty"`
+	DailyQuota  int        `json:"daily_quota,omitempty"`
 	Status      string     `json:"status"`
 	CreatedBy   string     `json:"created_by"`
 	CreatedAt   time.Time  `json:"created_at"`
@@ -258,7 +261,8 @@ type keyJSON struct {
 func toKeyJSON(k store.APIKey) keyJSON {
 	return keyJSON{
 		ID: k.ID, Name: k.Name, WorkspaceID: k.WorkspaceID, Masked: apikey.Mask(k.DisplayPrefix, k.Last4),
-		Scopes: k.Scopes, Origins: k.Origins, Status: k.Status(time.Now()), CreatedBy: k.CreatedBy, CreatedAt: k.CreatedAt,
+		Scopes: k.Scopes, Origins: k.Origins, Kind: k.Kind, Target: k.ScopeTarget,
+		DailyQuota: k.DailyQuota, Status: k.Status(time.Now()), CreatedBy: k.CreatedBy, CreatedAt: k.CreatedAt,
 		ExpiresAt: k.ExpiresAt, RevokedAt: k.RevokedAt, LastUsedAt: k.LastUsedAt,
 	}
 }
@@ -280,6 +284,17 @@ func keyCmd(ctx context.Context, args []string, stdout io.Writer) error {
 		expiresIn := fs.Duration("expires-in", 0, "lifetime, e.g. 720h (default: never expires)")
 		origins := fs.String("origins", "", "comma-separated origins whose pages may use the key, e.g. "+
 			"https://www.example.com,https://*.example.com (default: none; the key works from servers)")
+		kind := fs.String("kind", "secret", "secret (sb_sk_…, for servers) or browser (sb_pk_…, may be published in pages; "+
+			"needs --origins and --browser-scope)")
+		var browserScopes []string
+		for _, b := range apikey.BrowserScopes {
+			browserScopes = append(browserScopes, b.Name)
+		}
+		browserScope := fs.String("browser-scope", "", "a browser key's one job: "+strings.Join(browserScopes, ", "))
+		target := fs.String("target", "", "what the browser scope aims at: the custom event type (events:publish), "+
+			"the instance ID (messages:send)")
+		dailyQuota := fs.Int("daily-quota", 0, fmt.Sprintf("links a browser key may create in a day (links:create; default %d)",
+			workspaces.DefaultDailyQuota))
 		if err := parse(fs, args); err != nil {
 			return err
 		}
@@ -293,7 +308,7 @@ func keyCmd(ctx context.Context, args []string, stdout io.Writer) error {
 		defer db.Close()
 		k, secret, err := svc.CreateKey(ctx, workspaces.NewKey{WorkspaceID: *wsID, Name: *name,
 			Scopes: strings.Split(*scopes, ","), ExpiresIn: *expiresIn, CreatedBy: workspaces.CreatedByCLI,
-			Origins: splitList(*origins)})
+			Origins: splitList(*origins), Kind: *kind, BrowserScope: *browserScope, Target: *target, DailyQuota: *dailyQuota})
 		if err != nil {
 			return refused(cmd, err)
 		}
@@ -311,9 +326,14 @@ func keyCmd(ctx context.Context, args []string, stdout io.Writer) error {
 			originsText = strings.Join(k.Origins, " ")
 		}
 		fmt.Fprintf(stdout, "Created API key %s (%q) in workspace %s.\nScopes:  %s\nOrigins: %s\nExpires: %s\n\n    %s\n\n"+
-			"Copy the key now: it is stored only as a hash and will not be shown again.\n"+
-			"Try it:  curl -H \"Authorization: Bearer %s\" http://localhost:8080/api/v1/models\n",
-			k.ID, k.Name, k.WorkspaceID, strings.Join(k.Scopes, " "), originsText, expires, secret, secret)
+			"Copy the key now: it is stored only as a hash and will not be shown again.\n",
+			k.ID, k.Name, k.WorkspaceID, strings.Join(k.Scopes, " "), originsText, expires, secret)
+		if k.Kind == apikey.KindBrowser {
+			fmt.Fprintf(stdout, "This browser key may be published in the pages of its origins; it works nowhere else "+
+				"(docs/use-from-your-site.md).\n")
+		} else {
+			fmt.Fprintf(stdout, "Try it:  curl -H \"Authorization: Bearer %s\" http://localhost:8080/api/v1/models\n", secret)
+		}
 		return nil
 	case "list":
 		wsID := fs.String("workspace", "", "workspace ID (required)")

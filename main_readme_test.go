@@ -325,6 +325,7 @@ var docsRunBy = []struct{ prefix, by string }{
 	{"make image", "make test-image, part of make ci"},
 	{"podman run", "make test-image: starts the image's binary from the image's file system (containers cannot be run on the build machines)"},
 	{"switchboard serve --otlp-endpoint", "TestTracesReachAnOTLPCollector"},
+	{`switchboard key create --workspace ws_… --name "site embed" --kind browser`, "TestBootstrapFirstCallAndRevoke (a browser key with the same flags)"},
 	{"make generate", "make check-generated, part of make ci"},
 	{"make test-sdk", "make test"},
 	{"make ci", "CI (.ci/run)"},

@@ -38,6 +38,7 @@ func TestNoSecretInLogs(t *testing.T) {
 		s := &secretTraffic{t: t, base: srv.url, secrets: map[string]string{}}
 
 		s.console()
+		s.browserKey()
 		s.webhooks(receiver.URL, &delivered)
 		s.sources()
 		s.telegram(tg)
@@ -45,6 +46,10 @@ func TestNoSecretInLogs(t *testing.T) {
 		s.secret("a made-up API key", "sb_sk_"+strings.Repeat("Zx9", 12)+"Qq")
 		if status, _ := s.api(http.MethodGet, "/api/v1/models", "", s.secrets["a made-up API key"]); status != 401 {
 			t.Errorf("a made-up key: %d", status)
+		}
+		s.secret("a made-up browser key", "sb_pk_"+strings.Repeat("Zx9", 12)+"Qq")
+		if status, _ := s.api(http.MethodGet, "/api/v1/models", "", s.secrets["a made-up browser key"]); status != 401 {
+			t.Errorf("a made-up browser key: %d", status)
 		}
 		_, metrics := s.request(http.MethodGet, "/metrics", "", "", nil)
 
@@ -140,7 +145,7 @@ func (s *secretTraffic) apiJSON(method, path, body string, v any) {
 
 var (
 	inputField = regexp.MustCompile(`<input[^>]*name="([^"]+)"[^>]*value="([^"]*)"`)
-	keyPattern = regexp.MustCompile(`sb_sk_[0-9A-Za-z]{38}`)
+	keyPattern = regexp.MustCompile(`sb_[sp]k_[0-9A-Za-z]{38}`)
 )
 
 // form reads the hidden fields of a console page.
@@ -207,6 +212,38 @@ func (s *secretTraffic) console() {
 	s.sessionCookies()
 	s.form("/user/sources")
 	s.form("/user/webhooks")
+}
+
+// browserKey makes a browser key in the console and uses it as pages do: from its origin, from another, without
+// one, and for what it may not do.
+func (s *secretTraffic) browserKey() {
+	t := s.t
+	form := s.form("/user/api")
+	form.Set("name", "embed")
+	form.Set("kind", "browser")
+	form.Set("browser_scope", "links:create")
+	form.Set("origins", "https://www.acme.example")
+	form.Set("expiry", "never")
+	status, page := s.post("/user/api/keys", form)
+	key := keyPattern.FindString(page)
+	if status != http.StatusCreated || !strings.HasPrefix(key, "sb_pk_") {
+		t.Fatalf("create browser key: %d %q", status, key)
+	}
+	s.secret("a browser key made in the console", key)
+	for origin, want := range map[string]int{"https://www.acme.example": 201, "https://evil.example": 403, "": 403} {
+		header := map[string]string{"Authorization": "Bearer " + key}
+		if origin != "" {
+			header["Origin"] = origin
+		}
+		if status, body := s.request(http.MethodPost, "/api/v1/links", "application/json",
+			`{"destination_url":"https://www.acme.example/"}`, header); status != want {
+			t.Errorf("browser key from %q: %d %s", origin, status, body)
+		}
+	}
+	if status, _ := s.request(http.MethodGet, "/api/v1/links", "", "",
+		map[string]string{"Authorization": "Bearer " + key, "Origin": "https://www.acme.example"}); status != 403 {
+		t.Errorf("browser key listing links: %d", status)
+	}
 }
 
 // sessionCookies remembers the console's cookies as secrets.

@@ -132,13 +132,30 @@ func TestBootstrapFirstCallAndRevoke(t *testing.T) {
 			t.Fatalf("key %+v", key)
 		}
 
+		out, stderr, code = cli(t, dbURL, "key", "create", "--workspace", ws.ID, "--name", "embed", "--kind", "browser",
+			"--browser-scope", "links:create", "--origins", "https://www.acme.example", "--daily-quota", "50", "--json")
+		var browser struct {
+			Secret, Kind string
+			Origins      []string
+			DailyQuota   int `json:"daily_quota"`
+		}
+		mustJSON(t, out, &browser)
+		if code != 0 || !regexp.MustCompile(`^sb_pk_[0-9A-Za-z]{38}$`).MatchString(browser.Secret) || browser.Kind != "browser" ||
+			len(browser.Origins) != 1 || browser.DailyQuota != 50 {
+			t.Fatalf("browser key create: %d %s %s", code, out, stderr)
+		}
+		if _, stderr, code = cli(t, dbURL, "key", "create", "--workspace", ws.ID, "--name", "embed", "--kind", "browser",
+			"--browser-scope", "links:create"); code == 0 || !strings.Contains(stderr, "origins") {
+			t.Errorf("a browser key without origins: %d %s", code, stderr)
+		}
+
 		out, _, _ = cli(t, dbURL, "key", "list", "--workspace", ws.ID, "--json")
-		if strings.Contains(out, key.Secret) || strings.Contains(out, `"secret"`) {
+		if strings.Contains(out, key.Secret) || strings.Contains(out, browser.Secret) || strings.Contains(out, `"secret":`) {
 			t.Fatalf("key list shows the secret: %s", out)
 		}
 		var listed []map[string]any
 		mustJSON(t, out, &listed)
-		if len(listed) != 1 || listed[0]["id"] != key.ID || listed[0]["status"] != "active" {
+		if len(listed) != 2 || listed[1]["id"] != key.ID || listed[1]["status"] != "active" || listed[0]["kind"] != "browser" {
 			t.Fatalf("key list %s", out)
 		}
 

@@ -52,6 +52,10 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		"requests per minute per workspace (env SWITCHBOARD_WORKSPACE_RATE_LIMIT_PER_MINUTE)")
 	hookRate := fs.Int("hook-rate-limit", handlers.DefaultHookRateLimit,
 		"pushes per minute one instance's hook URL takes, Telegram and WhatsApp Cloud (env SWITCHBOARD_HOOK_RATE_LIMIT_PER_MINUTE)")
+	browserKeyRate := fs.Int("browser-key-rate-limit", handlers.DefaultBrowserKeyRateLimit,
+		"requests per minute per browser key, all its visitors together (env SWITCHBOARD_BROWSER_KEY_RATE_LIMIT_PER_MINUTE)")
+	visitorRate := fs.Int("browser-visitor-rate-limit", handlers.DefaultBrowserVisitorRateLimit,
+		"requests per minute one visitor (client address) may send with one browser key (env SWITCHBOARD_BROWSER_VISITOR_RATE_LIMIT_PER_MINUTE)")
 	addrRate := fs.Int("address-rate-limit", handlers.DefaultAddressRateLimit,
 		"requests per minute one client address may send without a valid API key (env SWITCHBOARD_ADDRESS_RATE_LIMIT_PER_MINUTE)")
 	corsOrigins := fs.String("cors-origins", "",
@@ -230,6 +234,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	streams := eventstream.NewHub(db, outbox.Types(), eventstream.Config{Logger: log})
 	srv, err := handlers.New(handlers.Config{
 		BaseURL: strings.TrimSuffix(*baseURL, "/"), BodyLimit: *bodyLimit, KeyRateLimit: *keyRate, HookRateLimit: *hookRate,
+		BrowserKeyRateLimit: *browserKeyRate, BrowserVisitorRateLimit: *visitorRate,
 		AddressRateLimit: *addrRate, CORSOrigins: splitList(*corsOrigins),
 		WorkspaceRateLimit: *wsRate, Verifier: verifier, Models: catalog, TrustedProxies: proxies, Logger: log,
 		Webhooks: webhookEngine, WebhookService: webhookService,

@@ -29,13 +29,14 @@ type keyRow struct {
 
 // apiData is what the /user/api page shows.
 type apiData struct {
-	Keys         []keyRow
-	RevokedCount int
-	ShowRevoked  bool
-	Presets      []workspaces.Preset
-	Resources    []apikey.Resource
-	Expiries     []expiry
-	Form         keyForm
+	Keys          []keyRow
+	RevokedCount  int
+	ShowRevoked   bool
+	Presets       []workspaces.Preset
+	Resources     []apikey.Resource
+	BrowserScopes []apikey.BrowserScope
+	Expiries      []expiry
+	Form          keyForm
 	// NewKey and NewSecret are set only in the response that created the key: the one time the secret is shown.
 	NewKey    *store.APIKey
 	NewSecret string
@@ -49,6 +50,12 @@ type keyForm struct {
 	Expiry string
 	Custom map[string]string // resource → "none" | "read" | "write"
 	Nonce  string
+	// Kind is "secret" or "browser"; Origins one origin a line (or comma-separated); the rest a browser key's job.
+	Kind         string
+	Origins      string
+	BrowserScope string
+	Target       string
+	DailyQuota   string
 }
 
 type expiry struct {
@@ -87,10 +94,12 @@ func (c *Console) pageNotice(ec echo.Context) string {
 func (c *Console) renderAPI(ec echo.Context, status int, notice, errMsg string, form keyForm, newKey *store.APIKey, secret string) error {
 	ses := sessionFrom(ec)
 	p := page{Title: "API keys", Session: ses, Notice: notice, Error: errMsg}
-	data := apiData{Presets: workspaces.Presets, Resources: apikey.Resources, Expiries: expiries, NewKey: newKey,
+	data := apiData{Presets: workspaces.Presets, Resources: apikey.Resources, BrowserScopes: apikey.BrowserScopes,
+		Expiries: expiries, NewKey: newKey,
 		NewSecret: secret, BaseURL: c.baseURL(ec), ShowRevoked: ec.QueryParam("show") == "revoked"}
 	if form.Preset == "" {
-		form = keyForm{Preset: "full", Expiry: "90d", Custom: map[string]string{}}
+		form = keyForm{Preset: "full", Expiry: "90d", Custom: map[string]string{}, Kind: apikey.KindSecret,
+			BrowserScope: apikey.BrowserScopes[0].Name}
 	}
 	form.Nonce = randomToken()
 	data.Form = form
@@ -150,7 +159,12 @@ func (c *Console) createKey(ec echo.Context) error {
 		return ec.Redirect(http.StatusSeeOther, "/user/workspaces")
 	}
 	form := keyForm{Name: strings.TrimSpace(ec.FormValue("name")), Preset: ec.FormValue("preset"),
-		Expiry: ec.FormValue("expiry"), Custom: map[string]string{}, Nonce: ec.FormValue("nonce")}
+		Expiry: ec.FormValue("expiry"), Custom: map[string]string{}, Nonce: ec.FormValue("nonce"),
+		Kind: ec.FormValue("kind"), Origins: ec.FormValue("origins"), BrowserScope: ec.FormValue("browser_scope"),
+		Target: strings.TrimSpace(ec.FormValue("target")), DailyQuota: strings.TrimSpace(ec.FormValue("daily_quota"))}
+	if form.Kind == "" {
+		form.Kind = apikey.KindSecret
+	}
 	for _, r := range apikey.Resources {
 		form.Custom[r.Name] = ec.FormValue("scope_" + r.Name)
 	}
@@ -158,11 +172,23 @@ func (c *Console) createKey(ec echo.Context) error {
 		return c.renderAPI(ec, http.StatusUnprocessableEntity, "", msg, form, nil, "")
 	}
 	// The form's own choices are read here; what they ask for is judged by the service.
-	n := workspaces.NewKey{WorkspaceID: ses.Workspace.ID, Name: form.Name, Preset: form.Preset, CreatedBy: ses.UserID}
-	switch form.Preset {
-	case "":
+	n := workspaces.NewKey{WorkspaceID: ses.Workspace.ID, Name: form.Name, Preset: form.Preset, CreatedBy: ses.UserID,
+		Kind: form.Kind, Origins: strings.FieldsFunc(form.Origins, func(r rune) bool { return r == ',' || r == '\n' || r == '\r' })}
+	if form.Kind == apikey.KindBrowser {
+		n.Preset, n.BrowserScope, n.Target = "", form.BrowserScope, form.Target
+		if form.DailyQuota != "" {
+			q, err := strconv.Atoi(form.DailyQuota)
+			if err != nil {
+				return fail("The daily quota is a whole number of links.")
+			}
+			n.DailyQuota = q
+		}
+	}
+	switch {
+	case form.Kind == apikey.KindBrowser:
+	case form.Preset == "":
 		return fail(chooseAccess)
-	case "custom":
+	case form.Preset == "custom":
 		scopes, ok := customScopes(form.Custom)
 		if !ok {
 			return fail("Choose none, read or write for each resource.")
@@ -227,6 +253,14 @@ func keyFormMessage(err error, scopes []string) string {
 			workspaces.MaxNameLength)
 	case f.Pointer == workspaces.FieldPreset:
 		return chooseAccess
+	case strings.HasPrefix(f.Pointer, workspaces.FieldOrigins):
+		return "Allowed origins: " + f.Detail + ". Write one origin a line, like https://www.example.com or https://*.example.com."
+	case f.Pointer == workspaces.FieldBrowserScope:
+		return "Choose what the browser key may do."
+	case f.Pointer == workspaces.FieldTarget:
+		return "The browser key's target: " + f.Detail + "."
+	case f.Pointer == workspaces.FieldDailyQuota:
+		return "The daily quota: " + f.Detail + "."
 	case f.Pointer == workspaces.FieldScopes:
 		return "A custom key needs at least one permission: choose read or write for a resource."
 	case strings.HasPrefix(f.Pointer, workspaces.FieldScopes+"/"):

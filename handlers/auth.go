@@ -47,28 +47,34 @@ func (s *Server) authenticate(_ context.Context, in *openapi3filter.Authenticati
 			return fmt.Errorf("verify API key: %w", err)
 		}
 	}
-	if p == nil {
-		p = s.allowOrigin(req, st.header, key)
-	}
 	return s.admit(in, st, key, p)
 }
 
-// admit decides on a request whose key was verified (p nil) or refused (p): the quota of the key, or of the client
-// address without a valid key, then the operation's scopes. On success the key becomes the request's principal.
+// admit decides on a request whose key was verified (p nil) or refused (p): the page's origin, the quota of the key
+// (or of the client address without a valid key or from a page the key refuses), then the operation's scopes. On
+// success the key becomes the request's principal. Stream tokens come here too: a token is no way around its key's
+// origins.
 func (s *Server) admit(in *openapi3filter.AuthenticationInput, st *requestState, key apikey.Key, p *Problem) error {
+	if p == nil {
+		p = s.allowOrigin(in.RequestValidationInput.Request, st.header, key)
+	}
 	if p != nil {
-		// No valid key, or one used from a page it may not be used from: the request is charged to its client address instead (401 within the quota, 429 above).
+		// No valid key, or one used from a page it may not be used from: the request is charged to its client
+		// address instead (401 or 403 within the quota, 429 above).
 		if lp := s.limitAddress(st); lp != nil {
 			return lp
 		}
 		return p
+	}
+	op := s.ops.byID[in.RequestValidationInput.Route.Operation.OperationID]
+	if key.Browser() {
+		return s.admitBrowser(in, st, key, op)
 	}
 	// The quota first: every request of a valid key counts and is answered with its RateLimit headers, the ones
 	// refused for scope included.
 	if p := s.limit(st.header, key); p != nil {
 		return p
 	}
-	op := s.ops.byID[in.RequestValidationInput.Route.Operation.OperationID]
 	if op == nil || !apikey.GrantsAll(key.Scopes, op.Scopes) {
 		var required []string
 		if op != nil {

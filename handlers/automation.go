@@ -22,6 +22,13 @@ func (s *Server) GetMe(ctx context.Context, _ gen.GetMeRequestObject) (gen.GetMe
 	me.Workspace.Id, me.Workspace.Name = w.ID, w.Name
 	me.Key.Id, me.Key.Name, me.Key.Scopes = key.ID, key.Name, append([]string{}, key.Scopes...)
 	me.Key.Origins = append([]string{}, key.Origins...)
+	me.Key.Kind = gen.MeKeyKind(key.Kind)
+	if key.Browser() {
+		me.Key.Browser = &gen.BrowserKeyJob{Scope: gen.BrowserKeyJobScope(firstScope(key.Scopes)), DailyQuota: key.DailyQuota}
+		if key.ScopeTarget != "" {
+			me.Key.Browser.Target = &key.ScopeTarget
+		}
+	}
 	return gen.GetMe200JSONResponse{Body: me}, nil
 }
 
@@ -29,6 +36,9 @@ func (s *Server) GetMe(ctx context.Context, _ gen.GetMeRequestObject) (gen.GetMe
 func (s *Server) PublishEvent(ctx context.Context, req gen.PublishEventRequestObject) (gen.PublishEventResponseObject, error) {
 	key, err := principal(ctx)
 	if err != nil {
+		return nil, err
+	}
+	if err := browserEventType(key, req.Body.Type); err != nil {
 		return nil, err
 	}
 	ev, err := s.automation.Publish(ctx, key.WorkspaceID, req.Body.Type, req.Body.Data)

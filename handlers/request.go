@@ -67,7 +67,7 @@ func principal(ctx context.Context) (apikey.Key, error) {
 
 // secretPrefixes are the type prefixes of the product's secrets: a redacted secret keeps its own, so that a reader
 // tells an ingest token from a key.
-var secretPrefixes = []string{"in_", "sb_sk_", "whsec_"}
+var secretPrefixes = []string{"in_", "sb_sk_", "sb_pk_", "whsec_"}
 
 // redacted is how logs and problems show a secret: its type prefix and its last four characters ("in_***Qz3k", like
 // the token_last4 the API shows of a source), enough to tell which one it was and nothing more; the mask is ASCII,

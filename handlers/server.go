@@ -51,6 +51,11 @@ type Config struct {
 	// DefaultWorkspaceRateLimit).
 	KeyRateLimit       int
 	WorkspaceRateLimit int
+	// BrowserKeyRateLimit is requests per minute of one browser key, all its visitors together (default
+	// DefaultBrowserKeyRateLimit), and BrowserVisitorRateLimit those of one visitor (client address) with one
+	// browser key (default DefaultBrowserVisitorRateLimit). The workspace's quota applies too.
+	BrowserKeyRateLimit     int
+	BrowserVisitorRateLimit int
 	// HookRateLimit is how many verified pushes a minute one instance's hook URL takes (default
 	// DefaultHookRateLimit). Refused pushes are charged to the sender's address instead (AddressRateLimit), so
 	// that nobody who knows an instance's ID can spend its quota.
@@ -109,12 +114,15 @@ type WebhookEngine = webhook.ServiceConfig
 
 // Defaults of Config.
 const (
-	DefaultBodyLimit          = 1 << 20
-	DefaultHookRateLimit      = 60000
-	DefaultKeyRateLimit       = 600
-	DefaultWorkspaceRateLimit = 3000
-	DefaultTombstonePeriod    = 30 * 24 * time.Hour
-	DefaultTxTimeout          = 5 * time.Second
+	DefaultBodyLimit     = 1 << 20
+	DefaultHookRateLimit = 60000
+	DefaultKeyRateLimit  = 600
+	// A browser key serves many visitors, each of whom may script it: a visitor gets a few requests a minute.
+	DefaultBrowserKeyRateLimit     = 300
+	DefaultBrowserVisitorRateLimit = 20
+	DefaultWorkspaceRateLimit      = 3000
+	DefaultTombstonePeriod         = 30 * 24 * time.Hour
+	DefaultTxTimeout               = 5 * time.Second
 )
 
 // Server serves the whole product over HTTP.
@@ -143,6 +151,7 @@ type Server struct {
 	modelListCount atomic.Int64
 
 	keyPolicy, workspacePolicy, addressPolicy ratelimit.Policy
+	browserKeyPolicy, visitorPolicy           ratelimit.Policy
 	corsOrigins                               map[string]bool
 	// policyHeader is the RateLimit-Policy value, shared read-only by every response.
 	policyHeader []string
@@ -160,6 +169,12 @@ func New(cfg Config, db *store.DB) (*Server, error) {
 	}
 	if cfg.KeyRateLimit <= 0 {
 		cfg.KeyRateLimit = DefaultKeyRateLimit
+	}
+	if cfg.BrowserKeyRateLimit <= 0 {
+		cfg.BrowserKeyRateLimit = DefaultBrowserKeyRateLimit
+	}
+	if cfg.BrowserVisitorRateLimit <= 0 {
+		cfg.BrowserVisitorRateLimit = DefaultBrowserVisitorRateLimit
 	}
 	if cfg.HookRateLimit <= 0 {
 		cfg.HookRateLimit = DefaultHookRateLimit
@@ -204,15 +219,17 @@ func New(cfg Config, db *store.DB) (*Server, error) {
 	}
 	s := &Server{
 		cfg: cfg, db: db, log: cfg.Logger, ops: ops,
-		verifier:        cfg.Verifier,
-		limiter:         cfg.Limiter,
-		metrics:         newMetrics(db),
-		keyPolicy:       ratelimit.Policy{Name: "key", Quota: cfg.KeyRateLimit, Window: time.Minute},
-		workspacePolicy: ratelimit.Policy{Name: "workspace", Quota: cfg.WorkspaceRateLimit, Window: time.Minute},
-		addressPolicy:   ratelimit.Policy{Name: "address", Quota: cfg.AddressRateLimit, Window: time.Minute},
-		corsOrigins:     map[string]bool{},
-		models:          map[string]gen.Model{},
-		events:          cfg.Events,
+		verifier:         cfg.Verifier,
+		limiter:          cfg.Limiter,
+		metrics:          newMetrics(db),
+		keyPolicy:        ratelimit.Policy{Name: "key", Quota: cfg.KeyRateLimit, Window: time.Minute},
+		workspacePolicy:  ratelimit.Policy{Name: "workspace", Quota: cfg.WorkspaceRateLimit, Window: time.Minute},
+		addressPolicy:    ratelimit.Policy{Name: "address", Quota: cfg.AddressRateLimit, Window: time.Minute},
+		browserKeyPolicy: ratelimit.Policy{Name: "key", Quota: cfg.BrowserKeyRateLimit, Window: time.Minute},
+		visitorPolicy:    ratelimit.Policy{Name: "visitor", Quota: cfg.BrowserVisitorRateLimit, Window: time.Minute},
+		corsOrigins:      map[string]bool{},
+		models:           map[string]gen.Model{},
+		events:           cfg.Events,
 	}
 	if s.links = cfg.Links; s.links == nil {
 		if s.links, err = links.New(db, cfg.Events, links.Config{BaseURL: cfg.BaseURL, Logger: cfg.Logger}); err != nil {

@@ -119,7 +119,23 @@ type NewKey struct {
 	// Origins are the origins whose pages may use the key (see ParseOrigins); none means the key works from
 	// servers, and from pages only where the operator allows their origin.
 	Origins []string
+	// Kind is apikey.KindSecret (the default) or apikey.KindBrowser. A browser key needs Origins and one
+	// BrowserScope instead of a Preset or Scopes, with its Target where the scope needs one.
+	Kind         string
+	BrowserScope string
+	// Target is what the browser scope aims at: a custom event type of the workspace (events:publish), an instance
+	// of the workspace (messages:send).
+	Target string
+	// DailyQuota bounds how many things a browser key creates in a day (links:create); 0 takes
+	// DefaultDailyQuota.
+	DailyQuota int
 }
+
+// Bounds of a browser key's daily quota.
+const (
+	DefaultDailyQuota = 100
+	MaxDailyQuota     = 100_000
+)
 
 // ParseOrigins validates the origins a key lists (see apikey.NormalizeOrigin; blanks ignored, at most
 // apikey.MaxOrigins) and returns them normalized without duplicates, in the order given, or a ValidationFailed
@@ -165,10 +181,26 @@ func clip(s string, n int) string {
 // FieldExpiresIn), NotFound (no such workspace).
 func (s *Service) CreateKey(ctx context.Context, n NewKey) (key store.APIKey, secret string, err error) {
 	name, invalid := checkName(n.Name)
-	scopes, invalidScopes := keyScopes(n)
-	invalid = append(invalid, invalidScopes...)
+	var scopes []apikey.Scope
+	var browser browserGrant
+	switch n.Kind {
+	case "", apikey.KindSecret:
+		var invalidScopes problem.Fields
+		scopes, invalidScopes = keyScopes(n)
+		invalid = append(invalid, invalidScopes...)
+	case apikey.KindBrowser:
+		var invalidGrant problem.Fields
+		browser, invalidGrant = s.browserGrant(ctx, n)
+		invalid = append(invalid, invalidGrant...)
+		scopes = []apikey.Scope{browser.scope}
+	default:
+		invalid.Add(FieldKind, `must be "secret" or "browser"`)
+	}
 	origins, invalidOrigins := parseOrigins(n.Origins)
 	invalid = append(invalid, invalidOrigins...)
+	if n.Kind == apikey.KindBrowser && len(origins) == 0 && len(invalidOrigins) == 0 {
+		invalid.Add(FieldOrigins, "a browser key needs the origins of the pages it is published in")
+	}
 	if n.ExpiresIn < 0 {
 		invalid.Add(FieldExpiresIn, "must be positive")
 	}
@@ -180,13 +212,17 @@ func (s *Service) CreateKey(ctx context.Context, n NewKey) (key store.APIKey, se
 		t := time.Now().Add(n.ExpiresIn)
 		expiresAt = &t
 	}
-	generated, err := apikey.Generate()
+	generate := apikey.Generate
+	if n.Kind == apikey.KindBrowser {
+		generate = apikey.GenerateBrowser
+	}
+	generated, err := generate()
 	if err != nil {
 		return store.APIKey{}, "", err
 	}
 	k, err := s.db.APIKeys.Create(ctx, store.NewAPIKey{
 		WorkspaceID: n.WorkspaceID, Name: name, Scopes: scopes, CreatedBy: n.CreatedBy, ExpiresAt: expiresAt,
-		Origins: origins, SecretHash: generated.Hash, DisplayPrefix: generated.DisplayPrefix, Last4: generated.Last4,
+		Origins: origins, Kind: n.Kind, ScopeTarget: browser.target, DailyQuota: browser.dailyQuota, SecretHash: generated.Hash, DisplayPrefix: generated.DisplayPrefix, Last4: generated.Last4,
 	})
 	if errors.Is(err, store.ErrNotFound) {
 		return store.APIKey{}, "", noWorkspace(n.WorkspaceID)
@@ -195,6 +231,48 @@ func (s *Service) CreateKey(ctx context.Context, n NewKey) (key store.APIKey, se
 		return store.APIKey{}, "", err
 	}
 	return k, generated.Plain, nil
+}
+
+// browserGrant is what a browser key may do.
+type browserGrant struct {
+	scope, target string
+	dailyQuota    int
+}
+
+// browserGrant checks the browser scope of n, its target (which must exist in n's workspace) and its daily quota.
+func (s *Service) browserGrant(ctx context.Context, n NewKey) (browserGrant, problem.Fields) {
+	var invalid problem.Fields
+	scope, ok := apikey.BrowserScopeNamed(n.BrowserScope)
+	if !ok {
+		var names []string
+		for _, b := range apikey.BrowserScopes {
+			names = append(names, b.Name)
+		}
+		invalid.Add(FieldBrowserScope, "choose one of "+strings.Join(names, ", "))
+		return browserGrant{}, invalid
+	}
+	g := browserGrant{scope: scope.Name, target: strings.TrimSpace(n.Target)}
+	switch scope.Target {
+	case "":
+		g.target = ""
+	case apikey.TargetEventType:
+		if _, err := s.db.EventTypes.Get(ctx, s.db.Reader(), n.WorkspaceID, g.target); err != nil {
+			invalid.Add(FieldTarget, "name a custom event type of the workspace (custom.…)")
+		}
+	case apikey.TargetInstance:
+		if _, err := s.db.Instances.Get(ctx, n.WorkspaceID, g.target); err != nil {
+			invalid.Add(FieldTarget, "name an instance of the workspace (ins_…)")
+		}
+	}
+	if scope.Quota {
+		switch g.dailyQuota = n.DailyQuota; {
+		case g.dailyQuota == 0:
+			g.dailyQuota = DefaultDailyQuota
+		case g.dailyQuota < 0 || g.dailyQuota > MaxDailyQuota:
+			invalid.Add(FieldDailyQuota, fmt.Sprintf("from 1 to %d a day", MaxDailyQuota))
+		}
+	}
+	return g, invalid
 }
 
 // keyScopes are the scopes of n's preset, or its custom set.

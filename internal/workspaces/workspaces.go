@@ -52,6 +52,10 @@ const (
 	FieldScopes        = "/scopes"
 	FieldExpiresIn     = "/expires_in"
 	FieldOrigins       = "/origins"
+	FieldKind          = "/kind"
+	FieldBrowserScope  = "/browser_scope"
+	FieldTarget        = "/target"
+	FieldDailyQuota    = "/daily_quota"
 	FieldEnabledModels = "/enabled_models"
 	FieldEmail         = "/email"
 )

@@ -212,6 +212,46 @@ func TestCreateKey(t *testing.T) {
 	})
 }
 
+// A browser key has an sb_pk_ secret, origins, and one browser scope aimed at a target of its own workspace.
+func TestCreateBrowserKey(t *testing.T) {
+	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
+		svc := workspaces.New(db, workspaces.Config{})
+		w, err := svc.CreateWorkspace(ctx, "Browser", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		other, err := svc.CreateWorkspace(ctx, "Other", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := db.EventTypes.Create(ctx, nil, &store.EventTypeDef{WorkspaceID: other.ID, Name: "custom.signup",
+			Description: "d", Schema: []byte(`{}`)}); err != nil {
+			t.Fatal(err)
+		}
+		k, secret, err := svc.CreateKey(ctx, workspaces.NewKey{WorkspaceID: w.ID, Name: "embed", Kind: apikey.KindBrowser,
+			BrowserScope: "links:create", Origins: []string{"https://www.acme.example"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(secret, apikey.BrowserPrefix) || k.Kind != apikey.KindBrowser ||
+			!slices.Equal(k.Scopes, []string{"links:create"}) || k.DailyQuota != workspaces.DefaultDailyQuota || k.ScopeTarget != "" {
+			t.Errorf("browser key %+v (%s)", k, secret[:6])
+		}
+		_, _, err = svc.CreateKey(ctx, workspaces.NewKey{WorkspaceID: w.ID, Name: "bad", Kind: apikey.KindBrowser,
+			BrowserScope: "links:create", DailyQuota: -1})
+		problemtest.Want(t, err, problem.ValidationFailed, workspaces.FieldDailyQuota, workspaces.FieldOrigins)
+		_, _, err = svc.CreateKey(ctx, workspaces.NewKey{WorkspaceID: w.ID, Name: "bad", Kind: apikey.KindBrowser,
+			BrowserScope: "links:write", Origins: []string{"https://www.acme.example"}})
+		problemtest.Want(t, err, problem.ValidationFailed, workspaces.FieldBrowserScope)
+		// The event type of another workspace is no target.
+		_, _, err = svc.CreateKey(ctx, workspaces.NewKey{WorkspaceID: w.ID, Name: "bad", Kind: apikey.KindBrowser,
+			BrowserScope: "events:publish", Target: "custom.signup", Origins: []string{"https://www.acme.example"}})
+		problemtest.Want(t, err, problem.ValidationFailed, workspaces.FieldTarget)
+		_, _, err = svc.CreateKey(ctx, workspaces.NewKey{WorkspaceID: w.ID, Name: "bad", Kind: "public", Preset: "full"})
+		problemtest.Want(t, err, problem.ValidationFailed, workspaces.FieldKind)
+	})
+}
+
 func TestRevokeKey(t *testing.T) {
 	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
 		var forgotten []string

@@ -40,6 +40,27 @@ func (e AuthMethod) Valid() bool {
 	}
 }
 
+// Defines values for BrowserKeyJobScope.
+const (
+	BrowserKeyJobScopeEventsPublish BrowserKeyJobScope = "events:publish"
+	BrowserKeyJobScopeLinksCreate   BrowserKeyJobScope = "links:create"
+	BrowserKeyJobScopeMessagesSend  BrowserKeyJobScope = "messages:send"
+)
+
+// Valid indicates whether the value is a known member of the BrowserKeyJobScope enum.
+func (e BrowserKeyJobScope) Valid() bool {
+	switch e {
+	case BrowserKeyJobScopeEventsPublish:
+		return true
+	case BrowserKeyJobScopeLinksCreate:
+		return true
+	case BrowserKeyJobScopeMessagesSend:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for Capability.
 const (
 	CapabilityAuthPairingCode    Capability = "auth.pairing_code"
@@ -697,6 +718,24 @@ func (e LinkUpdateRedirectType) Valid() bool {
 	case LinkUpdateRedirectTypeN307:
 		return true
 	case LinkUpdateRedirectTypeN308:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for MeKeyKind.
+const (
+	MeKeyKindBrowser MeKeyKind = "browser"
+	MeKeyKindSecret  MeKeyKind = "secret"
+)
+
+// Valid indicates whether the value is a known member of the MeKeyKind enum.
+func (e MeKeyKind) Valid() bool {
+	switch e {
+	case MeKeyKindBrowser:
+		return true
+	case MeKeyKindSecret:
 		return true
 	default:
 		return false
@@ -1974,6 +2013,23 @@ type Address = string
 //
 // Example: qr
 type AuthMethod string
+
+// BrowserKeyJob A browser key's one job (absent for secret keys).
+type BrowserKeyJob struct {
+	// DailyQuota How many the key creates in a day (refilled smoothly), for `links:create`; 0 for the other scopes.
+	DailyQuota int `json:"daily_quota"`
+
+	// Scope `links:create`: create short links, up to `daily_quota`. `events:publish`: publish events of the
+	// custom type `target`. `messages:send`: send messages through the instance `target`.
+	Scope BrowserKeyJobScope `json:"scope"`
+
+	// Target The custom event type or the instance the scope aims at; absent for `links:create`.
+	Target *string `json:"target,omitempty"`
+}
+
+// BrowserKeyJobScope `links:create`: create short links, up to `daily_quota`. `events:publish`: publish events of the
+// custom type `target`. `messages:send`: send messages through the instance `target`.
+type BrowserKeyJobScope string
 
 // BulkItemError Why one item of a bulk request failed, as the problem its own request would have answered.
 type BulkItemError struct {
@@ -3692,8 +3748,15 @@ type LinkUpsert struct {
 type Me struct {
 	// Key The key (never its secret).
 	Key struct {
+		// Browser A browser key's one job (absent for secret keys).
+		Browser *BrowserKeyJob `json:"browser,omitempty"`
+
 		// Id The key's ID.
 		Id string `json:"id"`
+
+		// Kind `secret` (`sb_sk_…`): kept on servers, holds scopes. `browser` (`sb_pk_…`): may be published in pages;
+		// works only from its origins and holds one browser scope (in `scopes`), described by `browser`.
+		Kind MeKeyKind `json:"kind"`
 
 		// Name The key's name.
 		Name string `json:"name"`
@@ -3720,6 +3783,10 @@ type Me struct {
 		Name string `json:"name"`
 	} `json:"workspace"`
 }
+
+// MeKeyKind `secret` (`sb_sk_…`): kept on servers, holds scopes. `browser` (`sb_pk_…`): may be published in pages;
+// works only from its origins and holds one browser scope (in `scopes`), described by `browser`.
+type MeKeyKind string
 
 // MeObject Always `me`.
 type MeObject string

@@ -1,0 +1,161 @@
+package handlers_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/switchboard/switchboard/handlers"
+	"github.com/switchboard/switchboard/internal/apikey"
+	"github.com/switchboard/switchboard/store"
+	"github.com/switchboard/switchboard/store/storetest"
+)
+
+const page = "https://www.acme.example"
+
+// browserKey stores a browser key of a workspace for the pages of page, with one browser scope.
+func browserKey(t testing.TB, db *store.DB, workspaceID, scope, target string, dailyQuota int) string {
+	t.Helper()
+	secret, err := apikey.GenerateBrowser()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.APIKeys.Create(context.Background(), store.NewAPIKey{WorkspaceID: workspaceID, Name: "embed",
+		SecretHash: secret.Hash, DisplayPrefix: secret.DisplayPrefix, Last4: secret.Last4, Scopes: []string{scope},
+		CreatedBy: "test", Kind: store.KindBrowser, Origins: []string{page}, ScopeTarget: target, DailyQuota: dailyQuota,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return secret.Plain
+}
+
+// A links:create browser key creates short links in its workspace from its page, up to its daily quota, and does
+// nothing else: not list them, not read them, not publish, not send. Another workspace sees none of its links.
+func TestBrowserKeyCreatesLinks(t *testing.T) {
+	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
+		e := newEnv(t, db, handlers.Config{})
+		acme, globex := e.workspace("Acme"), e.workspace("Globex")
+		key := browserKey(t, db, acme.ID, "links:create", "", 2)
+		acmeReader, _ := e.key(acme.ID, "links:read")
+		globexReader, _ := e.key(globex.ID, "links:read")
+		from := fromOrigin(page)
+
+		res := e.do(request{method: http.MethodPost, path: "/api/v1/links", key: key, header: from,
+			body: `{"destination_url":"https://www.acme.example/pricing"}`})
+		if res.StatusCode != http.StatusCreated || res.Header.Get("Access-Control-Allow-Origin") != page {
+			t.Fatalf("create: %d %s", res.StatusCode, res.body)
+		}
+		for _, policy := range []string{`"key";q=300;w=60`, `"visitor";q=20;w=60`, `"daily";q=2;w=86400`} {
+			if !strings.Contains(res.Header.Get("RateLimit-Policy"), policy) {
+				t.Errorf("RateLimit-Policy %q lacks %s", res.Header.Get("RateLimit-Policy"), policy)
+			}
+		}
+		var link struct{ ID string }
+		res.json(t, &link)
+
+		for _, r := range []request{
+			{path: "/api/v1/links"},
+			{path: "/api/v1/links/" + link.ID},
+			{path: "/api/v1/links/" + link.ID + "/stats"},
+			{method: http.MethodDelete, path: "/api/v1/links/" + link.ID},
+			{method: http.MethodPost, path: "/api/v1/events", body: `{"type":"custom.signup","data":{}}`},
+			{path: "/api/v1/webhooks"},
+		} {
+			r.key, r.header = key, from
+			res := e.do(r)
+			p := res.problem(t, http.StatusForbidden, "insufficient_scope")
+			if !strings.Contains(p.Detail, "browser key") || res.Header.Get("Access-Control-Allow-Origin") != page {
+				t.Errorf("%s %s: %q", r.method, r.path, p.Detail)
+			}
+		}
+		// Refusals outside the scope spend no daily quota: the second link is created, the third is over it.
+		res = e.do(request{method: http.MethodPost, path: "/api/v1/links", key: key, header: from,
+			body: `{"destination_url":"https://www.acme.example/"}`})
+		if res.StatusCode != http.StatusCreated {
+			t.Fatalf("second create: %d %s", res.StatusCode, res.body)
+		}
+		res = e.do(request{method: http.MethodPost, path: "/api/v1/links", key: key, header: from,
+			body: `{"destination_url":"https://www.acme.example/"}`})
+		p := res.problem(t, http.StatusTooManyRequests, "rate_limited")
+		if len(p.ViolatedPolicies) != 1 || p.ViolatedPolicies[0] != "daily" || res.Header.Get("Retry-After") == "" {
+			t.Errorf("over the daily quota: %+v, Retry-After %q", p, res.Header.Get("Retry-After"))
+		}
+
+		if res := e.do(request{path: "/api/v1/links/" + link.ID, key: acmeReader}); res.StatusCode != http.StatusOK {
+			t.Errorf("the workspace reads its link: %d", res.StatusCode)
+		}
+		e.do(request{path: "/api/v1/links/" + link.ID, key: globexReader}).problem(t, http.StatusNotFound, "not_found")
+
+		var me struct {
+			Key struct {
+				Kind    string
+				Scopes  []string
+				Browser struct {
+					Scope      string
+					DailyQuota int `json:"daily_quota"`
+				}
+			}
+		}
+		e.do(request{path: "/api/v1/me", key: key, header: from}).json(t, &me)
+		if me.Key.Kind != "browser" || len(me.Key.Scopes) != 1 || me.Key.Browser.Scope != "links:create" ||
+			me.Key.Browser.DailyQuota != 2 {
+			t.Errorf("me: %+v", me.Key)
+		}
+	})
+}
+
+// One visitor (one client address) gets its own small quota with a browser key, below the key's.
+func TestBrowserKeyVisitorQuota(t *testing.T) {
+	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
+		e := newEnv(t, db, handlers.Config{BrowserVisitorRateLimit: 2})
+		key := browserKey(t, db, e.workspace("Acme").ID, "links:create", "", 100)
+		for i := range 3 {
+			res := e.do(request{method: http.MethodPost, path: "/api/v1/links", key: key, header: fromOrigin(page),
+				body: `{"destination_url":"https://www.acme.example/"}`})
+			if i < 2 {
+				if res.StatusCode != http.StatusCreated {
+					t.Fatalf("request %d: %d %s", i+1, res.StatusCode, res.body)
+				}
+				continue
+			}
+			p := res.problem(t, http.StatusTooManyRequests, "rate_limited")
+			if len(p.ViolatedPolicies) != 1 || p.ViolatedPolicies[0] != "visitor" {
+				t.Errorf("third request: violated %v", p.ViolatedPolicies)
+			}
+		}
+	})
+}
+
+// An events:publish browser key publishes events of its one custom type, and no other; a messages:send key sends
+// into its one instance only.
+func TestBrowserKeyTargets(t *testing.T) {
+	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
+		e := newEnv(t, db, handlers.Config{})
+		acme := e.workspace("Acme")
+		admin, _ := e.key(acme.ID, "automation:write")
+		for _, name := range []string{"custom.signup", "custom.refund"} {
+			if res := e.do(request{method: http.MethodPost, path: "/api/v1/event-types", key: admin,
+				body: `{"name":"` + name + `","description":"d","schema":{"type":"object"}}`}); res.StatusCode != http.StatusCreated {
+				t.Fatalf("event type %s: %d %s", name, res.StatusCode, res.body)
+			}
+		}
+		key := browserKey(t, db, acme.ID, "events:publish", "custom.signup", 0)
+		from := fromOrigin(page)
+		if res := e.do(request{method: http.MethodPost, path: "/api/v1/events", key: key, header: from,
+			body: `{"type":"custom.signup","data":{"plan":"pro"}}`}); res.StatusCode != http.StatusCreated {
+			t.Fatalf("publish its type: %d %s", res.StatusCode, res.body)
+		}
+		res := e.do(request{method: http.MethodPost, path: "/api/v1/events", key: key, header: from,
+			body: `{"type":"custom.refund","data":{}}`})
+		if p := res.problem(t, http.StatusForbidden, "insufficient_scope"); !strings.Contains(p.Detail, "custom.signup") {
+			t.Errorf("another type: %q", p.Detail)
+		}
+		e.do(request{method: http.MethodPost, path: "/api/v1/links", key: key, header: from,
+			body: `{"destination_url":"https://www.acme.example/"}`}).problem(t, http.StatusForbidden, "insufficient_scope")
+
+		send := browserKey(t, db, acme.ID, "messages:send", "ins_01JDA9K3M2Q7B8C9D0E1F2G3H4", 0)
+		e.do(request{method: http.MethodPost, path: "/api/v1/instances/ins_01JDA9K3M2Q7B8C9D0E1F2G3H5/messages", key: send,
+			header: from, body: `{"to":"x","type":"text","text":{"body":"hi"}}`}).problem(t, http.StatusForbidden, "insufficient_scope")
+	})
+}

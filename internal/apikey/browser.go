@@ -1,0 +1,53 @@
+package apikey
+
+import "github.com/switchboard/switchboard/store"
+
+// BrowserScope is what a browser key may do: one operation of the API, aimed at one target where the scope needs
+// one. Browser keys are published in pages, so each scope is a job a visitor may be given in full: it reads nothing
+// of the workspace but what the operation returns, and changes nothing but what it creates.
+type BrowserScope struct {
+	Name        string
+	Description string
+	// Operation is the one operationId the scope allows.
+	Operation string
+	// Target names what the key is aimed at, chosen when it is made ("" when the scope needs none): the custom event
+	// type it publishes, the instance it sends into.
+	Target string
+	// Quota is true when the scope creates things under the key's daily quota.
+	Quota bool
+}
+
+// Browser scope targets.
+const (
+	TargetEventType = "event_type"
+	TargetInstance  = "instance"
+)
+
+// BrowserScopes are the scopes a browser key may hold (one per key), in display order.
+var BrowserScopes = []BrowserScope{
+	{Name: "links:create", Description: "Create short links (a share button, a link form), up to a daily quota",
+		Operation: "createLink", Quota: true},
+	{Name: "events:publish", Description: "Publish events of one custom type (a form, a page view, a click)",
+		Operation: "publishEvent", Target: TargetEventType},
+	{Name: "messages:send", Description: "Send messages through one instance (a chat widget)",
+		Operation: "sendMessage", Target: TargetInstance},
+}
+
+// BrowserScopeNamed returns the browser scope called name, or false.
+func BrowserScopeNamed(name string) (BrowserScope, bool) {
+	for _, s := range BrowserScopes {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return BrowserScope{}, false
+}
+
+// Browser reports whether k is a browser key.
+func (k Key) Browser() bool { return k.Kind == KindBrowser }
+
+// Kinds of key, as store.APIKey records them.
+const (
+	KindSecret  = store.KindSecret
+	KindBrowser = store.KindBrowser
+)
