@@ -18656,8 +18656,9 @@ func (r PublishEventResponse) ContentType() string {
 
 // StreamEventsResponse101Headers the declared response headers of an HTTP 101 response for StreamEvents
 type StreamEventsResponse101Headers struct {
-	Upgrade    *string
-	XRequestId *string
+	AccessControlAllowOrigin *string
+	Upgrade                  *string
+	XRequestId               *string
 }
 
 // StreamEventsResponse200Headers the declared response headers of an HTTP 200 response for StreamEvents
@@ -39016,6 +39017,13 @@ func ParseStreamEventsResponse(rsp *http.Response) (*StreamEventsResponse, error
 	switch {
 	case rsp.StatusCode == 101:
 		var headers StreamEventsResponse101Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: "uri"}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
 		if values := rsp.Header.Values("Upgrade"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Upgrade", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
