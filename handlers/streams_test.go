@@ -224,7 +224,8 @@ func TestEventStream(t *testing.T) {
 				header: map[string]string{"Origin": "https://app.example"}}).json(t, &tok)
 			path := "/api/v1/events/stream?access_token=" + url.QueryEscape(tok.Token)
 			e.open(path, map[string]string{"Origin": "https://app.example"}).close()
-			e.open(path, nil).close() // a page's own origin: no Origin header
+			// A key held to origins serves their pages only, as every key does: no page (no Origin) is refused too.
+			e.do(request{path: path}).problem(t, http.StatusForbidden, "origin_not_allowed")
 			e.do(request{path: path, header: map[string]string{"Origin": "https://evil.example"}}).
 				problem(t, http.StatusForbidden, "origin_not_allowed")
 		})
