@@ -171,7 +171,9 @@ func TestKilledWithQueuedMessagesSendsEachOnce(t *testing.T) {
 		if queued < n/2 {
 			t.Errorf("only %d of %d messages were still queued after the kill: the test did not test much", queued, n)
 		}
-		await.Until(t, "every message sent", func() int {
+		// Correctness, not speed: wait while messages keep being sent (a loaded CI machine sends slower), and fail
+		// when 30 s pass without one more.
+		sentSoFar := func() int {
 			time.Sleep(100 * time.Millisecond) // a page of a hundred is no query to run every 10 ms
 			sent := 0
 			for _, m := range c.messages(alice.ID, "") {
@@ -180,7 +182,14 @@ func TestKilledWithQueuedMessagesSendsEachOnce(t *testing.T) {
 				}
 			}
 			return sent
-		}, func(sent int) bool { return sent == n })
+		}
+		for last := -1; ; {
+			sent := await.Until(t, "one more message sent", sentSoFar, func(sent int) bool { return sent == n || sent > last })
+			if sent == n {
+				break
+			}
+			last = sent
+		}
 		var texts []string
 		for _, m := range c.messages(bob.ID, "") {
 			if m.Direction == "inbound" {
