@@ -34,14 +34,13 @@ import (
 //     acceptance (Send returned) to the sent time in the message's status history;
 //   - inbound → webhook: the recipients' message.received events, from the time the network handed the message over
 //     to a signed webhook reaching a receiver on loopback (the webhook dispatcher runs beside the runtime);
-//   - scale: channelScale sandbox instances connected in one process (heap and goroutines per instance), then the
+//   - scale: -channel-scale sandbox instances connected in one process (heap and goroutines per instance), then the
 //     runtime restarted with a stagger of channelStagger: the time until every one is connected again and how
 //     their connects spread.
 const (
 	channelBacklog     = 4000
 	channelRecipients  = 40
 	channelLatencyRate = 500
-	channelScale       = 1000
 	channelStagger     = 10 * time.Second
 )
 
@@ -55,10 +54,14 @@ const (
 
 // channelResult is one measured round.
 type channelResult struct {
-	rate              float64
-	sentP50, sentP99  time.Duration
-	inP50, inP99      time.Duration
-	sentN, inN        int
+	rate             float64
+	sentP50, sentP99 time.Duration
+	inP50, inP99     time.Duration
+	sentN, inN       int
+	// cpuSelf and cpuDB are the CPU time per message of the throughput round: this process's (the service, the
+	// runtime, the sandbox, the webhook dispatcher — and the database itself on SQLite) and PostgreSQL's. Receipts
+	// and inbound messages still under way when the queue is empty are not in it.
+	cpuSelf, cpuDB    time.Duration
 	failures          []string
 	scaleHeap         float64 // bytes of heap per connected instance
 	scaleGoroutines   float64
@@ -311,12 +314,13 @@ func (b *channelBench) measure(ctx context.Context, d time.Duration) (channelRes
 	if _, err := b.until(ctx, sender.ID, channels.StatusConnected, time.Minute); err != nil {
 		return r, err
 	}
-	start := time.Now()
+	start, cpu := time.Now(), readCPU()
 	if err := b.waitQueue(ctx, sender.ID, 5*time.Minute); err != nil {
 		r.failures = append(r.failures, "backlog: "+err.Error())
 		return r, nil
 	}
 	r.rate = channelBacklog / time.Since(start).Seconds()
+	r.cpuSelf, r.cpuDB = cpu.perItem(readCPU(), channelBacklog)
 
 	// Accept → sent, and inbound → webhook, at a steady rate.
 	roundStart := time.Now()
@@ -390,14 +394,14 @@ func (b *channelBench) dispatch() func() {
 	return func() { cancel(); <-done }
 }
 
-// scale connects channelScale instances, measures what they hold, restarts the runtime and measures the reconnects.
-func (b *channelBench) scale(ctx context.Context, r *channelResult) error {
+// scale connects n instances, measures what they hold, restarts the runtime and measures the reconnects.
+func (b *channelBench) scale(ctx context.Context, n int, r *channelResult) error {
 	runtime.GC()
 	var before runtime.MemStats
 	runtime.ReadMemStats(&before)
 	goroutines := runtime.NumGoroutine()
 	start := time.Now()
-	insts, err := b.instances(ctx, channelScale, "scale")
+	insts, err := b.instances(ctx, n, "scale")
 	if err != nil {
 		return err
 	}
@@ -405,8 +409,8 @@ func (b *channelBench) scale(ctx context.Context, r *channelResult) error {
 	runtime.GC()
 	var after runtime.MemStats
 	runtime.ReadMemStats(&after)
-	r.scaleHeap = float64(int64(after.HeapInuse)-int64(before.HeapInuse)) / channelScale
-	r.scaleGoroutines = float64(runtime.NumGoroutine()-goroutines) / channelScale
+	r.scaleHeap = float64(int64(after.HeapInuse)-int64(before.HeapInuse)) / float64(n)
+	r.scaleGoroutines = float64(runtime.NumGoroutine()-goroutines) / float64(n)
 
 	b.stopRT()
 	restart := time.Now().UTC()
@@ -472,7 +476,7 @@ func runChannels(ctx context.Context, o options, prof *profile, out, log io.Writ
 	fmt.Fprintf(out, "\nmessaging: the sandbox network in this process, pacing off, receipts on the sandbox's schedule; "+
 		"backlog of %d messages to %d chats; accept → sent at %d/s for %s; inbound → signed webhook on loopback; "+
 		"%d instances, restart with a %s stagger; medians of %d round(s)\n\n", channelBacklog, channelRecipients,
-		channelLatencyRate, d, channelScale, channelStagger, o.rounds)
+		channelLatencyRate, d, o.channelScale, channelStagger, o.rounds)
 	fmt.Fprintln(out, "| database | sent/s (goal) | accept→sent p50 / p99 (goal p99 < 100 ms) | inbound→webhook p50 / p99 (goal p99 < 250 ms) | per instance | restart: all connected, connects p10–p90 |")
 	fmt.Fprintln(out, "|---|---|---|---|---|---|")
 	for _, t := range targets {
@@ -487,18 +491,20 @@ func runChannels(ctx context.Context, o options, prof *profile, out, log io.Writ
 				b.close()
 				return failed, fmt.Errorf("%s: %w", b.name, err)
 			}
-			fmt.Fprintf(log, "round %d/%d  %-30s %8.0f sent/s  accept→sent p50 %s p99 %s (%d)  inbound→webhook p50 %s p99 %s (%d) %v\n",
-				round, o.rounds, b.name, r.rate, formatLatency(r.sentP50), formatLatency(r.sentP99), r.sentN,
+			fmt.Fprintf(log, "round %d/%d  %-30s %8.0f sent/s  CPU/message %s + PostgreSQL %s  accept→sent p50 %s p99 %s (%d)  inbound→webhook p50 %s p99 %s (%d) %v\n",
+				round, o.rounds, b.name, r.rate, formatMicros(r.cpuSelf), formatMicros(r.cpuDB), formatLatency(r.sentP50), formatLatency(r.sentP99), r.sentN,
 				formatLatency(r.inP50), formatLatency(r.inP99), r.inN, r.failures)
 			runs = append(runs, r)
 		}
 		var scale channelResult
-		if err := b.scale(ctx, &scale); err != nil {
-			b.close()
-			return failed, fmt.Errorf("%s: scale: %w", b.name, err)
+		if o.channelScale > 0 {
+			if err := b.scale(ctx, o.channelScale, &scale); err != nil {
+				b.close()
+				return failed, fmt.Errorf("%s: scale: %w", b.name, err)
+			}
 		}
 		fmt.Fprintf(log, "scale %-30s %d instances connected in %s, %.1f KiB heap and %.1f goroutines each; restart: all in %s, p10 %s p90 %s %v\n",
-			b.name, channelScale, scale.scaleConnect.Round(time.Millisecond), scale.scaleHeap/1024, scale.scaleGoroutines,
+			b.name, o.channelScale, scale.scaleConnect.Round(time.Millisecond), scale.scaleHeap/1024, scale.scaleGoroutines,
 			scale.restartAll.Round(time.Millisecond), scale.restartSpreadP10.Round(time.Millisecond),
 			scale.restartSpreadP90.Round(time.Millisecond), scale.failures)
 		b.close()

@@ -105,6 +105,26 @@ func (s *Messages) Create(ctx context.Context, tx bun.IDB, m *Message) error {
 	return s.create(ctx, tx, m)
 }
 
+// CreateMany inserts messages inside tx in one statement (their IDs given by the caller), stamping the times of
+// those without a creation time. Returns ErrConflict if the instance has a message with one's client_message_id
+// already.
+func (s *Messages) CreateMany(ctx context.Context, tx bun.IDB, ms []Message) error {
+	if len(ms) == 0 {
+		return nil
+	}
+	t := now()
+	for i := range ms {
+		if ms[i].CreatedAt.IsZero() {
+			ms[i].CreatedAt = t
+		}
+		ms[i].UpdatedAt = ms[i].CreatedAt
+		if ms[i].Metadata == nil {
+			ms[i].Metadata = map[string]any{}
+		}
+	}
+	return insert(ctx, tx, &ms)
+}
+
 // Get returns a message of a workspace's instance. Returns ErrNotFound if it is not there.
 func (s *Messages) Get(ctx context.Context, workspaceID, instanceID, id string) (Message, error) {
 	m, err := s.get(ctx, workspaceID, id)
@@ -153,6 +173,25 @@ func (s *Messages) ByProviderID(ctx context.Context, tx bun.IDB, instanceID, pro
 	err := s.db.forUpdate(tx.NewSelect().Model(&m).
 		Where("m.instance_id = ? AND m.provider_message_id = ?", instanceID, providerID).Limit(1)).Scan(ctx)
 	return m, mapErr(err)
+}
+
+// ByProviderIDs reads, for a change inside tx, an instance's messages with the network's IDs among ids, by
+// network ID (IDs no message has are left out). It returns no sentinel errors.
+func (s *Messages) ByProviderIDs(ctx context.Context, tx bun.IDB, instanceID string, ids []string) (map[string]Message, error) {
+	out := map[string]Message{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	var ms []Message
+	err := s.db.forUpdate(tx.NewSelect().Model(&ms).
+		Where("m.instance_id = ? AND m.provider_message_id IN (?)", instanceID, bun.In(ids))).Scan(ctx)
+	// No ORDER BY: SQLite would walk the instance's every message in ID order instead of the network-ID index.
+	for _, m := range ms {
+		if prev, seen := out[*m.ProviderMessageID]; !seen || m.ID < prev.ID {
+			out[*m.ProviderMessageID] = m
+		}
+	}
+	return out, err
 }
 
 // ByProviderIDRead reads an instance's message by the network's ID on the read pool. Returns ErrNotFound if there

@@ -66,7 +66,7 @@ func (s *Service) Begin(ctx context.Context, jobs []SendJob) (map[string]Outboun
 // reschedules them); only those are recorded, so a send that lost its lease never overwrites its retry's outcome.
 // Receipts that arrived before the send was recorded are applied after the commit.
 func (s *Service) Settle(ctx context.Context, results []SendResult, hold func(ctx context.Context, tx bun.IDB) ([]string, error)) error {
-	type early struct{ providerID, messageID string }
+	type early struct{ instanceID, providerID, messageID string }
 	var sent []early
 	results = text.Cleaned(results) // a network's message IDs and refusals, stored as text
 	instances := make([]string, 0, len(results))
@@ -100,7 +100,7 @@ func (s *Service) Settle(ctx context.Context, results []SendResult, hold func(ct
 				}
 				moves = append(moves, mv)
 				if r.Sent.ProviderID != "" {
-					sent = append(sent, early{r.Sent.ProviderID, r.MessageID})
+					sent = append(sent, early{r.InstanceID, r.Sent.ProviderID, r.MessageID})
 				}
 			case r.Failure != nil:
 				moves = append(moves, move{id: r.MessageID, to: msgFailed, at: time.Now(), detail: r.Failure.Code, failure: r.Failure})
@@ -113,7 +113,7 @@ func (s *Service) Settle(ctx context.Context, results []SendResult, hold func(ct
 		return err
 	}
 	for _, e := range sent {
-		if err := s.applyEarly(ctx, e.providerID, e.messageID); err != nil && !errors.Is(err, store.ErrNotFound) {
+		if err := s.applyEarly(ctx, e.instanceID, e.providerID, e.messageID); err != nil && !errors.Is(err, store.ErrNotFound) {
 			return err
 		}
 	}

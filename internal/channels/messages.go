@@ -288,19 +288,24 @@ func (s *Service) upsertChat(ctx context.Context, tx bun.IDB, inst store.Instanc
 	return c, s.db.Chats.Create(ctx, tx, &c)
 }
 
-// touchChat makes m the chat's newest message (counting it unread when it is an inbound one), and emits
-// chat.updated.
+// touchChat makes m the chat's newest message (counting it unread when it is an inbound one), saves the chat and
+// emits chat.updated.
 func (s *Service) touchChat(ctx context.Context, tx bun.IDB, c *store.Chat, m store.Message, unread bool) error {
+	touch(c, m, unread)
+	if err := s.db.Chats.Save(ctx, tx, c); err != nil {
+		return err
+	}
+	return s.emitChat(ctx, tx, *c)
+}
+
+// touch makes m the chat's newest message, counting it unread when it is an inbound one.
+func touch(c *store.Chat, m store.Message, unread bool) {
 	if c.LastMessageAt == nil || !m.CreatedAt.Before(*c.LastMessageAt) {
 		c.LastMessageID, c.LastMessageAt = &m.ID, &m.CreatedAt
 	}
 	if unread {
 		c.UnreadCount++
 	}
-	if err := s.db.Chats.Save(ctx, tx, c); err != nil {
-		return err
-	}
-	return s.emitChat(ctx, tx, *c)
 }
 
 // emitChat records chat.updated for a chat inside tx.
@@ -309,11 +314,8 @@ func (s *Service) emitChat(ctx context.Context, tx bun.IDB, c store.Chat) error 
 	if err != nil {
 		return err
 	}
-	seq, err := s.db.Instances.NextSequence(ctx, tx, c.InstanceID)
-	if err != nil {
-		return err
-	}
-	return s.emitPayload(ctx, tx, c.WorkspaceID, c.InstanceID, gen.ChatUpdatedEvent{Chat: api, InstanceId: c.InstanceID, Sequence: seq})
+	return s.emitNumbered(ctx, tx, events.Pending{WorkspaceID: c.WorkspaceID, InstanceID: c.InstanceID,
+		Payload: gen.ChatUpdatedEvent{Chat: api, InstanceId: c.InstanceID}})
 }
 
 // GetMessage returns a message of a workspace's instance. Returns a NotFound problem if it is not there.
@@ -472,7 +474,6 @@ func (s *Service) advanceMany(ctx context.Context, tx bun.IDB, moves []move) ([]
 		return ms, nil
 	}
 	// The API shapes, one contact lookup per instance.
-	apis := make(map[int]gen.Message, len(changed))
 	byInstance := map[string][]int{}
 	var instances []string
 	for _, i := range changed {
@@ -494,7 +495,6 @@ func (s *Service) advanceMany(ctx context.Context, tx bun.IDB, moves []move) ([]
 		}
 		var payloads []any
 		for k, i := range idx {
-			apis[i] = api[k]
 			payloads = append(payloads, gen.MessageStatusUpdatedEvent{Message: api[k], PreviousStatus: gen.MessageStatus(from[i]),
 				Status: gen.MessageStatus(ms[i].Status), InstanceId: inst})
 			switch ms[i].Status {
@@ -504,28 +504,11 @@ func (s *Service) advanceMany(ctx context.Context, tx bun.IDB, moves []move) ([]
 				payloads = append(payloads, gen.MessageFailedEvent{Message: api[k], InstanceId: inst})
 			}
 		}
-		last, err := s.db.Instances.NextSequences(ctx, tx, inst, len(payloads))
-		if err != nil {
-			return nil, err
-		}
-		seq := last - int64(len(payloads))
 		for _, p := range payloads {
-			seq++
-			switch v := p.(type) {
-			case gen.MessageStatusUpdatedEvent:
-				v.Sequence = seq
-				p = v
-			case gen.MessageSentEvent:
-				v.Sequence = seq
-				p = v
-			case gen.MessageFailedEvent:
-				v.Sequence = seq
-				p = v
-			}
 			pending = append(pending, events.Pending{WorkspaceID: ms[idx[0]].WorkspaceID, InstanceID: inst, Payload: p})
 		}
 	}
-	if _, err := s.events.EmitMany(ctx, tx, pending); err != nil {
+	if err := s.emitNumbered(ctx, tx, pending...); err != nil {
 		return nil, err
 	}
 	return ms, nil

@@ -9,6 +9,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/switchboard/switchboard/gen"
+	"github.com/switchboard/switchboard/internal/events"
 	"github.com/switchboard/switchboard/internal/problem"
 	"github.com/switchboard/switchboard/store"
 )
@@ -37,12 +38,8 @@ func (s *Service) resolve(ctx context.Context, tx bun.IDB, inst store.Instance, 
 }
 
 func (s *Service) emitContact(ctx context.Context, tx bun.IDB, c store.Contact) error {
-	seq, err := s.db.Instances.NextSequence(ctx, tx, c.InstanceID)
-	if err != nil {
-		return err
-	}
-	return s.emitPayload(ctx, tx, c.WorkspaceID, c.InstanceID,
-		gen.ContactUpdatedEvent{Contact: ContactAPI(c), InstanceId: c.InstanceID, Sequence: seq})
+	return s.emitNumbered(ctx, tx, events.Pending{WorkspaceID: c.WorkspaceID, InstanceID: c.InstanceID,
+		Payload: gen.ContactUpdatedEvent{Contact: ContactAPI(c), InstanceId: c.InstanceID}})
 }
 
 // ContactAPI is the API's Contact of a stored contact.

@@ -559,6 +559,44 @@ type Sink interface {
 	ContactChanged(ctx context.Context, p Party) error
 }
 
+// Report is one report of a batch (BatchSink.Record): an inbound message or a receipt, exactly one of them set.
+type Report struct {
+	Inbound *Inbound
+	Receipt *Receipt
+}
+
+// BatchSink is a Sink that records a run of reports in one transaction: what a session that hands over many
+// messages and receipts at once (a backlog after a reconnect, a network that delivers in pages) calls instead of
+// one Inbound or Receipt each, which cost a transaction each. The Service's sinks implement it; a session type
+// asserts it and falls back to the single calls when the sink does not.
+type BatchSink interface {
+	Sink
+	// Record records reports in order, as Inbound and Receipt would one by one, and returns how many it recorded:
+	// all of them, or those before the first that failed with that one's error. The recorded ones are durable
+	// when it returns.
+	Record(ctx context.Context, reports []Report) (int, error)
+}
+
+// RecordEach records reports through sink: in one Record when it is a BatchSink, else one Inbound or Receipt
+// each, stopping at the first that fails. It returns how many were recorded.
+func RecordEach(ctx context.Context, sink Sink, reports []Report) (int, error) {
+	if b, ok := sink.(BatchSink); ok {
+		return b.Record(ctx, reports)
+	}
+	for i, r := range reports {
+		var err error
+		if r.Inbound != nil {
+			err = sink.Inbound(ctx, *r.Inbound)
+		} else if r.Receipt != nil {
+			err = sink.Receipt(ctx, *r.Receipt)
+		}
+		if err != nil {
+			return i, err
+		}
+	}
+	return len(reports), nil
+}
+
 // Command is a call to an instance's live session, carried to the process that holds it. Op names a session method
 // ("groups.create", "contacts.lookup", "chats.mark_read", "auth.pairing_code", "sandbox.control", …); Args and the
 // result are JSON so that a command can cross processes.

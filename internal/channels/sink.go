@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/uptrace/bun"
 
 	"github.com/switchboard/switchboard/gen"
+	"github.com/switchboard/switchboard/internal/events"
 	"github.com/switchboard/switchboard/internal/text"
 	"github.com/switchboard/switchboard/store"
 )
@@ -99,18 +101,15 @@ func (s *Service) Outbound(ctx context.Context, messageID string) (Outbound, err
 	return out, nil
 }
 
-// applyEarly applies the receipts parked for a message whose network ID is now committed. Both sides look after
-// they wrote (Sent after its commit, Receipt after parking), and take is atomic: each receipt is applied once.
-func (s *Service) applyEarly(ctx context.Context, providerID, messageID string) error {
-	m, err := s.db.Messages.ByID(ctx, s.db.Reader(), messageID)
-	if err != nil {
-		return err
-	}
-	rs := s.early.take(m.InstanceID, providerID)
+// applyEarly applies the receipts parked for a message of an instance whose network ID is now committed. Both
+// sides look after they wrote (Sent after its commit, Receipt after parking), and take is atomic: each receipt is
+// applied once.
+func (s *Service) applyEarly(ctx context.Context, instanceID, providerID, messageID string) error {
+	rs := s.early.take(instanceID, providerID)
 	if len(rs) == 0 {
 		return nil
 	}
-	return s.inTxFor(ctx, []string{m.InstanceID}, func(ctx context.Context, tx bun.Tx) error {
+	return s.inTxFor(ctx, []string{instanceID}, func(ctx context.Context, tx bun.Tx) error {
 		for _, r := range rs {
 			if _, err := s.advance(ctx, tx, messageID, r.Status, r.At, "", nil); err != nil {
 				return err
@@ -261,94 +260,299 @@ func (k *sink) Connected(ctx context.Context, account Party, credentials []byte)
 // unread), the message itself, and message.received with chat.updated — once, however often the network hands it
 // over.
 func (k *sink) Inbound(ctx context.Context, in Inbound) error {
-	in = text.Cleaned(in)
-	inst, err := k.s.db.Instances.ByID(ctx, k.s.db.Reader(), k.id)
+	_, err := k.Record(ctx, []Report{{Inbound: &in}})
+	return err
+}
+
+// Receipt moves a sent message to delivered or read, never backwards.
+func (k *sink) Receipt(ctx context.Context, r Receipt) error {
+	_, err := k.Record(ctx, []Report{{Receipt: &r}})
+	return err
+}
+
+var _ BatchSink = (*sink)(nil)
+
+// Record records a run of inbound messages and receipts in one transaction, with chat.updated once per chat the
+// run touched (its state after the run). When that transaction fails, the reports are recorded one by one, so
+// that those before a report that cannot be recorded are kept.
+func (k *sink) Record(ctx context.Context, reports []Report) (int, error) {
+	err := k.record(ctx, reports)
+	if err == nil || len(reports) == 1 {
+		if err != nil {
+			return 0, err
+		}
+		return len(reports), nil
+	}
+	for i := range reports {
+		if err := k.record(ctx, reports[i:i+1]); err != nil {
+			return i, err
+		}
+	}
+	return len(reports), nil
+}
+
+// record records reports in one transaction, then applies the receipts parked for their sends meanwhile.
+func (k *sink) record(ctx context.Context, reports []Report) error {
+	cleaned := make([]Report, len(reports))
+	var inst store.Instance
+	media := map[int]*store.MessageMedia{}
+	for i, r := range reports {
+		switch {
+		case r.Inbound != nil:
+			in := text.Cleaned(*r.Inbound)
+			cleaned[i].Inbound = &in
+			if inst.ID == "" {
+				var err error
+				if inst, err = k.s.db.Instances.ByID(ctx, k.s.db.Reader(), k.id); err != nil {
+					return err
+				}
+			}
+			// Media bytes are stored first, in their own transaction: a retried report stores them again,
+			// unreferenced bytes are what a failed report leaves.
+			if in.Media != nil {
+				m, err := k.s.saveInbound(ctx, inst, in.Media)
+				if err != nil {
+					return err
+				}
+				media[i] = m
+			}
+		case r.Receipt != nil:
+			rc := text.Cleaned(*r.Receipt)
+			if rc.Status != msgDelivered && rc.Status != msgRead && (rc.Status != msgFailed || rc.Failure == nil) {
+				return fmt.Errorf("channels: receipt status %q is neither delivered, read nor failed with a failure", rc.Status)
+			}
+			cleaned[i].Receipt = &rc
+		default:
+			return errors.New("channels: a report with neither an inbound message nor a receipt")
+		}
+	}
+	var parked []Receipt
+	err := k.s.inTxFor(ctx, []string{k.id}, func(ctx context.Context, tx bun.Tx) error {
+		parked = parked[:0]
+		ctx, j := withJournal(ctx)
+		// One read of the messages the reports name: those handed over before (a repeat), those replied to or
+		// reacted to, those the receipts are about.
+		var pids []string
+		for _, r := range cleaned {
+			if r.Receipt != nil {
+				pids = append(pids, r.Receipt.ProviderID)
+				continue
+			}
+			for _, pid := range []string{r.Inbound.ProviderID, r.Inbound.ReplyTo, r.Inbound.Target} {
+				if pid != "" {
+					pids = append(pids, pid)
+				}
+			}
+		}
+		known, err := k.s.db.Messages.ByProviderIDs(ctx, tx, k.id, pids)
+		if err != nil {
+			return err
+		}
+		run := &inboundRun{chats: map[string]*store.Chat{}, people: map[string]bool{}}
+		var receipts []Receipt
+		for i, r := range cleaned {
+			if r.Inbound != nil {
+				if err := k.inbound(ctx, tx, inst, *r.Inbound, media[i], known, run); err != nil {
+					return err
+				}
+				continue
+			}
+			if _, ok := known[r.Receipt.ProviderID]; !ok {
+				// A receipt can overtake the record of the send it is about (the network answers before Sent
+				// commits): it is applied when Sent records the network's ID.
+				k.s.early.park(k.id, *r.Receipt)
+				parked = append(parked, *r.Receipt)
+				continue
+			}
+			receipts = append(receipts, *r.Receipt)
+		}
+		if err := run.save(ctx, tx, k.s, k.id); err != nil {
+			return err
+		}
+		if err := k.s.applyReceipts(ctx, tx, receipts, known); err != nil {
+			return err
+		}
+		if err := run.saveChats(ctx, tx, k.s); err != nil {
+			return err
+		}
+		return j.flush(ctx, tx, k.s)
+	})
 	if err != nil {
 		return err
 	}
-	var media *store.MessageMedia
-	if in.Media != nil {
-		media, err = k.s.saveInbound(ctx, inst, in.Media)
+	for _, r := range parked {
+		// The send may have committed meanwhile, after its own look for parked receipts.
+		m, err := k.s.db.Messages.ByProviderIDRead(ctx, k.id, r.ProviderID)
+		if errors.Is(err, store.ErrNotFound) {
+			continue
+		}
 		if err != nil {
+			return err
+		}
+		if err := k.s.applyEarly(ctx, k.id, r.ProviderID, m.ID); err != nil && !errors.Is(err, store.ErrNotFound) {
 			return err
 		}
 	}
-	return k.s.inTxFor(ctx, []string{k.id}, func(ctx context.Context, tx bun.Tx) error {
-		if in.ProviderID != "" {
-			if _, err := k.s.db.Messages.ByProviderID(ctx, tx, k.id, in.ProviderID); err == nil {
-				return nil
-			} else if !errors.Is(err, store.ErrNotFound) {
-				return err
-			}
+	return nil
+}
+
+// inboundRun is what a run of inbound messages writes at its end: the messages, in one statement, and the chats it
+// changed, each read once and saved (with its chat.updated) once. people are the parties whose contact the run
+// resolved already.
+type inboundRun struct {
+	messages []store.Message
+	chats    map[string]*store.Chat
+	order    []*store.Chat
+	people   map[string]bool
+}
+
+// chat returns the chat of an address, from the run or from tx (created when there is none).
+func (r *inboundRun) chat(ctx context.Context, tx bun.IDB, s *Service, inst store.Instance, address string, person Party) (*store.Chat, error) {
+	if c, ok := r.chats[address]; ok {
+		return c, nil
+	}
+	c, err := s.upsertChat(ctx, tx, inst, address, person)
+	if err != nil {
+		return nil, err
+	}
+	r.chats[address] = &c
+	r.order = append(r.order, &c)
+	return &c, nil
+}
+
+// save inserts the run's messages and records message.received (message.sent for those sent from another
+// device) of each.
+func (r *inboundRun) save(ctx context.Context, tx bun.IDB, s *Service, instanceID string) error {
+	if len(r.messages) == 0 {
+		return nil
+	}
+	if err := s.db.Messages.CreateMany(ctx, tx, r.messages); err != nil {
+		return err
+	}
+	api, err := s.MessagesAPI(ctx, tx, r.messages)
+	if err != nil {
+		return err
+	}
+	evs := make([]events.Pending, len(r.messages))
+	for i, m := range r.messages {
+		var payload any = gen.MessageReceivedEvent{Message: api[i], InstanceId: instanceID}
+		if m.Direction == "outbound" {
+			payload = gen.MessageSentEvent{Message: api[i], InstanceId: instanceID}
 		}
-		chatAddress := in.Chat
-		if chatAddress == "" {
-			chatAddress = in.From.Address
-		}
-		if !in.FromMe && in.From.Address != "" {
-			if _, err := k.s.resolve(ctx, tx, inst, in.From); err != nil {
-				return err
-			}
-		}
-		c, err := k.s.upsertChat(ctx, tx, inst, chatAddress, in.From)
-		if err != nil {
+		evs[i] = events.Pending{WorkspaceID: m.WorkspaceID, InstanceID: instanceID, Payload: payload}
+	}
+	return s.emitNumbered(ctx, tx, evs...)
+}
+
+// saveChats saves the chats the run changed, with chat.updated of each.
+func (r *inboundRun) saveChats(ctx context.Context, tx bun.IDB, s *Service) error {
+	for _, c := range r.order {
+		if err := s.db.Chats.Save(ctx, tx, c); err != nil {
 			return err
 		}
-		at := in.At
-		if at.IsZero() {
-			at = time.Now()
+		if err := s.emitChat(ctx, tx, *c); err != nil {
+			return err
 		}
-		m := store.Message{ID: store.NewID("msg"), WorkspaceID: inst.WorkspaceID, InstanceID: k.id, ChatID: c.ID,
-			Direction: "inbound", From: store.Party{Address: in.From.Address, DisplayName: in.From.DisplayName},
-			To: store.Party{Address: accountAddress(inst)}, Type: string(in.Type), Text: nonEmpty(in.Text),
-			Emoji: nonEmpty(in.Emoji), Media: media, ProviderMessageID: nonEmpty(in.ProviderID), Status: msgReceived,
-			StatusHistory: []store.StatusChange{{Status: msgReceived, At: micro(at)}}}
-		if in.FromMe {
-			m.Direction, m.Status = "outbound", msgSent
-			m.From, m.To = m.To, store.Party{Address: c.Address, DisplayName: deref(c.Name)}
-			m.StatusHistory = []store.StatusChange{{Status: msgSent, At: micro(at), Detail: "sent from another device"}}
+	}
+	return nil
+}
+
+// inbound adds one inbound message to the run, unless known (the messages of the instance by network ID) has it
+// already; known gains it.
+func (k *sink) inbound(ctx context.Context, tx bun.IDB, inst store.Instance, in Inbound, media *store.MessageMedia,
+	known map[string]store.Message, run *inboundRun) error {
+	if _, repeat := known[in.ProviderID]; repeat && in.ProviderID != "" {
+		return nil
+	}
+	chatAddress := in.Chat
+	if chatAddress == "" {
+		chatAddress = in.From.Address
+	}
+	if person := partyKey(in.From); !in.FromMe && in.From.Address != "" && !run.people[person] {
+		if _, err := k.s.resolve(ctx, tx, inst, in.From); err != nil {
+			return err
 		}
-		if m.Type == "" {
-			m.Type = string(TypeText)
+		run.people[person] = true
+	}
+	c, err := run.chat(ctx, tx, k.s, inst, chatAddress, in.From)
+	if err != nil {
+		return err
+	}
+	at := in.At
+	if at.IsZero() {
+		at = time.Now()
+	}
+	m := store.Message{ID: store.NewID("msg"), WorkspaceID: inst.WorkspaceID, InstanceID: k.id, ChatID: c.ID,
+		Direction: "inbound", From: store.Party{Address: in.From.Address, DisplayName: in.From.DisplayName},
+		To: store.Party{Address: accountAddress(inst)}, Type: string(in.Type), Text: nonEmpty(in.Text),
+		Emoji: nonEmpty(in.Emoji), Media: media, ProviderMessageID: nonEmpty(in.ProviderID), Status: msgReceived,
+		StatusHistory: []store.StatusChange{{Status: msgReceived, At: micro(at)}}, CreatedAt: micro(time.Now())}
+	if in.FromMe {
+		m.Direction, m.Status = "outbound", msgSent
+		m.From, m.To = m.To, store.Party{Address: c.Address, DisplayName: deref(c.Name)}
+		m.StatusHistory = []store.StatusChange{{Status: msgSent, At: micro(at), Detail: "sent from another device"}}
+	}
+	if m.Type == "" {
+		m.Type = string(TypeText)
+	}
+	if in.Location != nil {
+		m.Location = &store.Location{Latitude: in.Location.Latitude, Longitude: in.Location.Longitude,
+			Name: in.Location.Name, Address: in.Location.Address}
+	}
+	if in.Contact != nil {
+		m.Contact = &store.ContactCard{Name: in.Contact.Name, Phones: in.Contact.Phones}
+	}
+	for _, ref := range []struct {
+		pid string
+		dst **string
+	}{{in.ReplyTo, &m.ReplyToMessageID}, {in.Target, &m.TargetMessageID}} {
+		if r, ok := known[ref.pid]; ok && ref.pid != "" {
+			*ref.dst = &r.ID
 		}
-		if in.Location != nil {
-			m.Location = &store.Location{Latitude: in.Location.Latitude, Longitude: in.Location.Longitude,
-				Name: in.Location.Name, Address: in.Location.Address}
-		}
-		if in.Contact != nil {
-			m.Contact = &store.ContactCard{Name: in.Contact.Name, Phones: in.Contact.Phones}
-		}
-		for _, ref := range []struct {
-			pid string
-			dst **string
-		}{{in.ReplyTo, &m.ReplyToMessageID}, {in.Target, &m.TargetMessageID}} {
-			if ref.pid == "" {
+	}
+	run.messages = append(run.messages, m)
+	if in.ProviderID != "" {
+		known[in.ProviderID] = m
+	}
+	touch(c, m, !in.FromMe)
+	return nil
+}
+
+// partyKey tells the parties of a run apart: the same address, name and IDs resolve to the same contact, once.
+func partyKey(p Party) string {
+	return strings.Join(append([]string{p.Address, p.DisplayName}, p.IDs...), "\x00")
+}
+
+// applyReceipts moves the messages receipts are about (known by network ID) inside tx; receipts of the same
+// message are applied one after another, in order.
+func (s *Service) applyReceipts(ctx context.Context, tx bun.IDB, receipts []Receipt, known map[string]store.Message) error {
+	for len(receipts) > 0 {
+		var round []move
+		var later []Receipt
+		in := map[string]bool{}
+		for _, r := range receipts {
+			id := known[r.ProviderID].ID
+			if in[id] {
+				later = append(later, r)
 				continue
 			}
-			if r, err := k.s.db.Messages.ByProviderID(ctx, tx, k.id, ref.pid); err == nil {
-				*ref.dst = &r.ID
+			in[id] = true
+			at := r.At
+			if at.IsZero() {
+				at = time.Now()
 			}
+			mv := move{id: id, to: r.Status, at: at, failure: r.Failure}
+			if r.Failure != nil {
+				mv.detail = r.Failure.Detail
+			}
+			round = append(round, mv)
 		}
-		if err := k.s.db.Messages.Create(ctx, tx, &m); err != nil {
+		if _, err := s.advanceMany(ctx, tx, round); err != nil {
 			return err
 		}
-		api, err := k.s.MessageAPI(ctx, tx, m)
-		if err != nil {
-			return err
-		}
-		seq, err := k.s.db.Instances.NextSequence(ctx, tx, k.id)
-		if err != nil {
-			return err
-		}
-		var payload any = gen.MessageReceivedEvent{Message: api, InstanceId: k.id, Sequence: seq}
-		if in.FromMe {
-			payload = gen.MessageSentEvent{Message: api, InstanceId: k.id, Sequence: seq}
-		}
-		if err := k.s.emitPayload(ctx, tx, inst.WorkspaceID, k.id, payload); err != nil {
-			return err
-		}
-		return k.s.touchChat(ctx, tx, &c, m, !in.FromMe)
-	})
+		receipts = later
+	}
+	return nil
 }
 
 // saveInbound stores the bytes of an inbound message's media.
@@ -374,55 +578,6 @@ func (s *Service) saveInbound(ctx context.Context, inst store.Instance, in *Medi
 	}
 	return &store.MessageMedia{MediaID: m.ID, Kind: m.Kind, MIMEType: m.MIMEType, Filename: in.Filename, Size: m.Size,
 		Caption: in.Caption}, nil
-}
-
-// errParked ends the transaction of a receipt that was parked for its send.
-var errParked = errors.New("channels: receipt parked")
-
-// Receipt moves a sent message to delivered or read, never backwards.
-func (k *sink) Receipt(ctx context.Context, r Receipt) error {
-	r = text.Cleaned(r)
-	err := k.receipt(ctx, r)
-	if !errors.Is(err, errParked) {
-		return err
-	}
-	// The send may have committed meanwhile, after its own look for parked receipts.
-	m, err := k.s.db.Messages.ByProviderIDRead(ctx, k.id, r.ProviderID)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	return k.s.applyEarly(ctx, r.ProviderID, m.ID)
-}
-
-func (k *sink) receipt(ctx context.Context, r Receipt) error {
-	return k.s.inTxFor(ctx, []string{k.id}, func(ctx context.Context, tx bun.Tx) error {
-		m, err := k.s.db.Messages.ByProviderID(ctx, tx, k.id, r.ProviderID)
-		if errors.Is(err, store.ErrNotFound) {
-			// A receipt can overtake the record of the send it is about (the network answers before Sent
-			// commits): it is applied when Sent records the network's ID.
-			k.s.early.park(k.id, r)
-			return errParked
-		}
-		if err != nil {
-			return err
-		}
-		if r.Status != msgDelivered && r.Status != msgRead && (r.Status != msgFailed || r.Failure == nil) {
-			return fmt.Errorf("channels: receipt status %q is neither delivered, read nor failed with a failure", r.Status)
-		}
-		at := r.At
-		if at.IsZero() {
-			at = time.Now()
-		}
-		detail := ""
-		if r.Failure != nil {
-			detail = r.Failure.Detail
-		}
-		_, err = k.s.advance(ctx, tx, m.ID, r.Status, at, detail, r.Failure)
-		return err
-	})
 }
 
 // GroupChanged records a group as the network reports it after a change made by others.

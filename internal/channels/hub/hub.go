@@ -642,6 +642,19 @@ func (s *trackingSink) Receipt(ctx context.Context, r channels.Receipt) error {
 	return s.pass(func() error { return s.sink.Receipt(ctx, r) })
 }
 
+var _ channels.BatchSink = (*trackingSink)(nil)
+
+// Record passes a run of reports on in one call when the sink takes runs, one by one otherwise.
+func (s *trackingSink) Record(ctx context.Context, reports []channels.Report) (int, error) {
+	n := 0
+	err := s.pass(func() error {
+		var err error
+		n, err = channels.RecordEach(ctx, s.sink, reports)
+		return err
+	})
+	return n, err
+}
+
 func (s *trackingSink) GroupChanged(ctx context.Context, g channels.Group, change string) error {
 	return s.pass(func() error { return s.sink.GroupChanged(ctx, g, change) })
 }

@@ -101,6 +101,39 @@ func (t *tap) ContactChanged(ctx context.Context, p channels.Party) error {
 	return t.pass(ctx, Call{Kind: "contact", Party: p}, func(n channels.Sink) error { return n.ContactChanged(ctx, p) })
 }
 
+var _ channels.BatchSink = (*tap)(nil)
+
+// Record shows each report of a run as its own call, and passes the run on in one call.
+func (t *tap) Record(ctx context.Context, reports []channels.Report) (int, error) {
+	calls := make([]Call, len(reports))
+	for i, r := range reports {
+		calls[i] = Call{Instance: t.instance, Kind: "receipt"}
+		if r.Inbound != nil {
+			calls[i].Kind, calls[i].Inbound = "inbound", *r.Inbound
+		} else if r.Receipt != nil {
+			calls[i].Receipt = *r.Receipt
+		}
+		if t.seen != nil {
+			t.seen(ctx, calls[i])
+		}
+	}
+	n, err := len(reports), error(nil)
+	if t.next != nil {
+		n, err = channels.RecordEach(ctx, t.next, reports)
+	}
+	if t.done != nil {
+		for i := range calls {
+			if i == n {
+				calls[i].Err = err
+			}
+			if i <= n && i < len(calls) {
+				t.done(calls[i])
+			}
+		}
+	}
+	return n, err
+}
+
 // recorder keeps calls in the order they were made.
 type recorder struct {
 	mu    sync.Mutex

@@ -44,7 +44,7 @@ func (s *session) Send(ctx context.Context, m channels.Outbound) (channels.Sent,
 		return channels.Sent{}, err
 	}
 	var repeated bool
-	err = s.p.db.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+	err = s.p.commits.Do(ctx, func(ctx context.Context, tx bun.Tx) error {
 		created, err := s.p.db.Sandbox.CreateMessage(ctx, tx, row)
 		if err != nil || !created {
 			repeated = !created

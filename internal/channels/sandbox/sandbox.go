@@ -81,6 +81,9 @@ type Provider struct {
 	db       *store.DB
 	sessions channels.Sessions
 	opts     Options
+	// commits writes the network's per-message transactions (a send, a handover's settlement) of all sessions
+	// together: concurrent sends share one commit.
+	commits *store.GroupCommit
 }
 
 // New returns the sandbox provider over the database that holds the network, delivering to online instances
@@ -107,7 +110,11 @@ func New(db *store.DB, sessions channels.Sessions, opts Options) *Provider {
 	if opts.coin == nil {
 		opts.coin = coinFlip
 	}
-	return &Provider{db: db, sessions: sessions, opts: opts}
+	p := &Provider{db: db, sessions: sessions, opts: opts}
+	if db != nil { // nil: a provider that only normalizes addresses
+		p.commits = store.NewGroupCommit(db, 0)
+	}
+	return p
 }
 
 var _ channels.Provider = (*Provider)(nil)

@@ -386,8 +386,10 @@ type handover struct {
 	told map[string]bool
 }
 
-// handOver hands mail to the sink, in order, until it is all handed over or the sink fails. A crash before the
-// batch is settled hands the same mail over again: the sink may see a piece twice, never not at all.
+// handOver hands mail to the sink, in order, until it is all handed over or the sink fails: runs of messages and
+// receipts in one call each (one transaction of the messaging service), group and contact changes one by one. A
+// crash before the batch is settled hands the same mail over again: the sink may see a piece twice, never not at
+// all.
 func (s *session) handOver(ctx context.Context, due []store.SandboxMail, h *handover) error {
 	envs := make([]envelope, len(due))
 	var receiptIDs, senders []string
@@ -420,50 +422,75 @@ func (s *session) handOver(ctx context.Context, due []store.SandboxMail, h *hand
 	for _, a := range accounts {
 		instances[a.Number] = a.InstanceID
 	}
-	for i, m := range due {
-		env := envs[i]
-		switch {
-		case env.Message != nil:
-			if err := s.sink.Inbound(ctx, env.Message.inbound()); err != nil {
-				return err
-			}
-			if id, ok := instances[env.Message.From]; ok && env.Message.Schedule != nil {
-				h.letters = append(h.letters, s.p.receipts(*env.Message.Schedule, env.Message.From, id,
-					env.Message.ID, now())...)
-			}
-		case env.Receipt != nil:
-			if err := s.tellReceipt(ctx, env.Receipt, messages, h); err != nil {
-				return err
-			}
-		case env.Group != nil:
-			if err := s.sink.GroupChanged(ctx, env.Group.Group, env.Group.Change); err != nil {
-				return err
-			}
-		case env.Contact != nil:
-			if err := s.sink.ContactChanged(ctx, *env.Contact); err != nil {
-				return err
-			}
+	// The run of reports not handed over yet, and for each what handing it over leaves to record (the mail taken,
+	// the receipts to post): done once the sink has it.
+	var (
+		run   []channels.Report
+		after []func()
+	)
+	then := func(f func()) {
+		if len(after) == 0 {
+			f()
+			return
 		}
-		h.taken = append(h.taken, m.ID)
+		prev := after[len(after)-1]
+		after[len(after)-1] = func() { prev(); f() }
 	}
-	return nil
-}
-
-// tellReceipt reports a receipt of a message the account sent, unless its sender was told already (a read
-// receipt comes from the schedule and from the recipient marking the chat read; in a group, from every member).
-func (s *session) tellReceipt(ctx context.Context, r *mailReceipt, messages map[string]store.SandboxMessage, h *handover) error {
-	msg, known := messages[r.ID]
-	key := r.ID + " " + r.Status
-	if !known || h.told[key] || (r.Status == statusDelivered && msg.DeliveredAt != nil) ||
-		(r.Status == statusRead && msg.ReadAt != nil) {
-		return nil
-	}
-	if err := s.sink.Receipt(ctx, channels.Receipt{ProviderID: r.ID, Status: r.Status, At: r.At}); err != nil {
+	flush := func() error {
+		n, err := channels.RecordEach(ctx, s.sink, run)
+		for _, f := range after[:n] {
+			f()
+		}
+		run, after = nil, nil
 		return err
 	}
-	h.told[key] = true
-	h.marked = append(h.marked, *r)
-	return nil
+	for i, m := range due {
+		env, id := envs[i], m.ID
+		switch {
+		case env.Message != nil:
+			in := env.Message.inbound()
+			var letters []letter
+			if sender, ok := instances[env.Message.From]; ok && env.Message.Schedule != nil {
+				letters = s.p.receipts(*env.Message.Schedule, env.Message.From, sender, env.Message.ID, now())
+			}
+			run = append(run, channels.Report{Inbound: &in})
+			after = append(after, func() { h.letters = append(h.letters, letters...); h.taken = append(h.taken, id) })
+		case env.Receipt != nil:
+			r := *env.Receipt
+			if !s.toTell(r, messages, h) {
+				then(func() { h.taken = append(h.taken, id) })
+				continue
+			}
+			h.told[r.ID+" "+r.Status] = true
+			run = append(run, channels.Report{Receipt: &channels.Receipt{ProviderID: r.ID, Status: r.Status, At: r.At}})
+			after = append(after, func() { h.marked = append(h.marked, r); h.taken = append(h.taken, id) })
+		case env.Group != nil || env.Contact != nil:
+			if err := flush(); err != nil {
+				return err
+			}
+			if env.Group != nil {
+				err = s.sink.GroupChanged(ctx, env.Group.Group, env.Group.Change)
+			} else {
+				err = s.sink.ContactChanged(ctx, *env.Contact)
+			}
+			if err != nil {
+				return err
+			}
+			h.taken = append(h.taken, id)
+		default: // unreadable mail
+			then(func() { h.taken = append(h.taken, id) })
+		}
+	}
+	return flush()
+}
+
+// toTell reports whether a receipt of a message the account sent is to be told: not when its sender was told
+// already (a read receipt comes from the schedule and from the recipient marking the chat read; in a group, from
+// every member).
+func (s *session) toTell(r mailReceipt, messages map[string]store.SandboxMessage, h *handover) bool {
+	msg, known := messages[r.ID]
+	return known && !h.told[r.ID+" "+r.Status] && (r.Status != statusDelivered || msg.DeliveredAt == nil) &&
+		(r.Status != statusRead || msg.ReadAt == nil)
 }
 
 // settle records a handover in one transaction, then wakes the senders its receipts were posted to.
@@ -471,7 +498,7 @@ func (s *session) settle(ctx context.Context, rs *runState, h *handover) error {
 	if len(h.taken) == 0 {
 		return nil
 	}
-	err := s.p.db.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+	err := s.p.commits.Do(ctx, func(ctx context.Context, tx bun.Tx) error {
 		for _, r := range h.marked {
 			if _, err := s.p.db.Sandbox.MarkMessage(ctx, tx, r.ID, r.Status, r.At); err != nil {
 				return err
