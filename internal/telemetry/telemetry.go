@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel"
@@ -22,6 +23,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 )
 
 // Name is the instrumentation scope of every span.
@@ -64,12 +66,22 @@ func Setup(ctx context.Context, o Options) (shutdown func(context.Context) error
 		sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(o.SampleRatio))),
 	)
 	otel.SetTracerProvider(provider)
+	tracer.Store(tracerBox{provider.Tracer(Name)})
 	otel.SetTextMapPropagator(propagation.TraceContext{})
 	return provider.Shutdown, nil
 }
 
-// Tracer is the tracer of every span of the server (the global provider's, so no-op while tracing is off).
-func Tracer() trace.Tracer { return otel.Tracer(Name) }
+// Tracer is the tracer of every span of the server (no-op while tracing is off).
+func Tracer() trace.Tracer { return tracer.Load().(tracerBox).Tracer }
+
+// tracer is the tracer of Setup's provider, or a no-op one while tracing is off. It is kept here rather than
+// asked of the global provider on every span: before a provider is set, otel.Tracer takes a lock and a map entry
+// each call, which every request (redirects included) would pay for nothing.
+var tracer atomic.Value
+
+type tracerBox struct{ trace.Tracer }
+
+func init() { tracer.Store(tracerBox{noop.NewTracerProvider().Tracer(Name)}) }
 
 // Start starts a span as a child of ctx's span (or a root).
 func Start(ctx context.Context, name string, kind trace.SpanKind, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
