@@ -3,6 +3,7 @@ package handlers
 import (
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -17,6 +18,8 @@ type metrics struct {
 	registry *prometheus.Registry
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
+	// series holds the resolved series by seriesKey.
+	series sync.Map
 }
 
 func newMetrics(db *store.DB) *metrics {
@@ -42,8 +45,29 @@ func newMetrics(db *store.DB) *metrics {
 }
 
 func (m *metrics) observe(operation, method string, status int, elapsed time.Duration) {
-	m.requests.WithLabelValues(operation, methodLabel(method), strconv.Itoa(status)).Inc()
-	m.duration.WithLabelValues(operation).Observe(elapsed.Seconds())
+	method = methodLabel(method)
+	key := seriesKey{operation, method, status}
+	s, ok := m.series.Load(key)
+	if !ok {
+		// Resolving labels hashes them and takes the vector's lock; a request finds its series in a map read
+		// instead. The label values are bounded (operations, methods, statuses), and so is this map.
+		s, _ = m.series.LoadOrStore(key, series{
+			requests: m.requests.WithLabelValues(operation, method, strconv.Itoa(status)),
+			duration: m.duration.WithLabelValues(operation),
+		})
+	}
+	s.(series).requests.Inc()
+	s.(series).duration.Observe(elapsed.Seconds())
+}
+
+type seriesKey struct {
+	operation, method string
+	status            int
+}
+
+type series struct {
+	requests prometheus.Counter
+	duration prometheus.Observer
 }
 
 // methodLabel bounds the method label: anyone can send any method, and each new label value is a new series kept

@@ -58,11 +58,14 @@ func (t transport) CloseIdleConnections() {
 // Server starts the server span of a request: a child of the caller's traceparent, named by the operation (an
 // operationId, or the route), with the route template — never the path, which can hold an ingest token.
 func Server(req *http.Request, operation, route string) (*http.Request, trace.Span) {
+	if !enabled.Load() {
+		return req, off // tracing is off: the request is not copied (redirects are the hot path)
+	}
 	ctx := otel.GetTextMapPropagator().Extract(req.Context(), propagation.HeaderCarrier(req.Header))
 	ctx, span := Start(ctx, operation, trace.SpanKindServer,
 		attribute.String("http.request.method", req.Method), attribute.String("http.route", route))
 	if !span.SpanContext().IsValid() {
-		return req, span // tracing is off: the request is not copied (redirects are the hot path)
+		return req, span // not sampled and no caller's trace: nothing to pass on
 	}
 	return req.WithContext(ctx), span
 }

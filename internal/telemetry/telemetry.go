@@ -67,6 +67,7 @@ func Setup(ctx context.Context, o Options) (shutdown func(context.Context) error
 	)
 	otel.SetTracerProvider(provider)
 	tracer.Store(tracerBox{provider.Tracer(Name)})
+	enabled.Store(true)
 	otel.SetTextMapPropagator(propagation.TraceContext{})
 	return provider.Shutdown, nil
 }
@@ -80,6 +81,13 @@ func Tracer() trace.Tracer { return tracer.Load().(tracerBox).Tracer }
 var tracer atomic.Value
 
 type tracerBox struct{ trace.Tracer }
+
+// enabled is set once Setup installed a provider. Until then the calls made on every request (Server, EndServer)
+// return at once: even a no-op tracer costs the options and attributes built for it, a few percent of a redirect.
+var enabled atomic.Bool
+
+// off is the span handed out while tracing is off: it records nothing and ends at no cost.
+var off = trace.SpanFromContext(context.Background())
 
 func init() { tracer.Store(tracerBox{noop.NewTracerProvider().Tracer(Name)}) }
 
