@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/base64"
+	"github.com/switchboard/switchboard/internal/sealbox"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -34,7 +35,7 @@ var webhookEnv = []string{"SWITCHBOARD_WEBHOOK_ALLOW_HTTP=true", "SWITCHBOARD_WE
 type fixture struct {
 	t   *testing.T
 	db  *store.DB
-	box *webhook.Box
+	box *sealbox.Box
 	ws  store.Workspace
 }
 
@@ -53,7 +54,7 @@ func newFixture(t *testing.T, dbURL string) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	box, err := webhook.NewBox(key)
+	box, err := sealbox.New(key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -276,18 +277,18 @@ func TestServerSecretKey(t *testing.T) {
 		return s.stop()
 	}
 	logs := run()
-	key, err := os.ReadFile(filepath.Join(dir, webhook.KeyFile))
+	key, err := os.ReadFile(filepath.Join(dir, sealbox.KeyFile))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Count(logs, "back it up") != 1 || !strings.Contains(logs, filepath.Join(dir, webhook.KeyFile)) ||
+	if strings.Count(logs, "back it up") != 1 || !strings.Contains(logs, filepath.Join(dir, sealbox.KeyFile)) ||
 		strings.Contains(logs, strings.TrimSpace(string(key))) {
 		t.Errorf("first start logs:\n%s", logs)
 	}
 	if logs := run(); strings.Contains(logs, "back it up") {
 		t.Errorf("a restart generated another key:\n%s", logs)
 	}
-	if again, _ := os.ReadFile(filepath.Join(dir, webhook.KeyFile)); string(again) != string(key) {
+	if again, _ := os.ReadFile(filepath.Join(dir, sealbox.KeyFile)); string(again) != string(key) {
 		t.Error("the key file changed")
 	}
 

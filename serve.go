@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"github.com/switchboard/switchboard/internal/sealbox"
 	"io"
 	"log/slog"
 	"net"
@@ -160,7 +161,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		db.AddQueryHook(telemetry.QueryHook{System: system})
 	}
 	// The key is checked before migrating, so that a misconfigured start changes nothing.
-	key, created, err := webhook.LoadOrCreateKey(os.Getenv("SWITCHBOARD_SECRET_KEY"), db.DataDir())
+	key, created, err := sealbox.LoadOrCreateKey(os.Getenv("SWITCHBOARD_SECRET_KEY"), db.DataDir())
 	if err != nil {
 		return err
 	}
@@ -169,9 +170,9 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	if created {
 		log.Warn("generated the server secret key that encrypts webhook secrets: back it up, without it they cannot be opened",
-			"path", filepath.Join(db.DataDir(), webhook.KeyFile))
+			"path", filepath.Join(db.DataDir(), sealbox.KeyFile))
 	}
-	box, err := webhook.NewBox(key)
+	box, err := sealbox.New(key)
 	if err != nil {
 		return err
 	}

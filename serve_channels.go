@@ -2,6 +2,7 @@ package main
 
 import (
 	"flag"
+	"github.com/switchboard/switchboard/internal/sealbox"
 	"log/slog"
 	"path/filepath"
 	"time"
@@ -14,7 +15,6 @@ import (
 	"github.com/switchboard/switchboard/internal/channels/xmpp"
 	"github.com/switchboard/switchboard/internal/egress"
 	"github.com/switchboard/switchboard/internal/events"
-	"github.com/switchboard/switchboard/internal/webhook"
 	"github.com/switchboard/switchboard/store"
 )
 
@@ -53,7 +53,7 @@ func (c channelSettings) options(log *slog.Logger) hub.Options {
 // it), then the runtime, then the providers that need the runtime (the sandbox wakes sessions across processes).
 // Media bytes live in the data directory on SQLite (files beside the database, out of its single writer) and in the
 // database on PostgreSQL (shared by every process).
-func messagingService(db *store.DB, outbox *events.Outbox, box *webhook.Box, guard *egress.Guard, baseURL string, opts hub.Options, log *slog.Logger) (*channels.Service, *hub.Hub, error) {
+func messagingService(db *store.DB, outbox *events.Outbox, box *sealbox.Box, guard *egress.Guard, baseURL string, opts hub.Options, log *slog.Logger) (*channels.Service, *hub.Hub, error) {
 	var media channels.MediaStore = channels.DatabaseMedia{DB: db}
 	if db.Dialect() == store.SQLite {
 		media = channels.DirMedia{DB: db, Dir: filepath.Join(db.DataDir(), "media")}

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
+	"github.com/switchboard/switchboard/internal/sealbox"
 	"io"
 	"log/slog"
 	"net/http"
@@ -77,7 +78,7 @@ type channelBench struct {
 	name, database string
 	db             *store.DB
 	svc            *channels.Service
-	box            *webhook.Box
+	box            *sealbox.Box
 	outbox         *events.Outbox
 	ws             string
 	rt             *hub.Hub
@@ -98,9 +99,9 @@ func startChannelBench(ctx context.Context, database, dbURL string, goal float64
 	if err != nil {
 		return nil, err
 	}
-	key := make([]byte, webhook.KeySize)
+	key := make([]byte, sealbox.KeySize)
 	_, _ = rand.Read(key)
-	box, err := webhook.NewBox(key)
+	box, err := sealbox.New(key)
 	if err != nil {
 		return nil, err
 	}

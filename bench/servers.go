@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/switchboard/switchboard/internal/sealbox"
 	"io"
 	"log/slog"
 	"net"
@@ -25,7 +26,6 @@ import (
 	"github.com/switchboard/switchboard/internal/links/clicks"
 	"github.com/switchboard/switchboard/internal/links/linkcache"
 	"github.com/switchboard/switchboard/internal/runner"
-	"github.com/switchboard/switchboard/internal/webhook"
 	"github.com/switchboard/switchboard/store"
 	"github.com/switchboard/switchboard/store/storetest"
 )
@@ -107,7 +107,7 @@ type switchboard struct {
 	stopJobs func()
 	db       *store.DB
 	// box and outbox are the server's, for a webhook dispatcher run beside it (the ingest → delivery row).
-	box    *webhook.Box
+	box    *sealbox.Box
 	outbox *events.Outbox
 	ws     store.Workspace
 }
@@ -156,9 +156,9 @@ func startSwitchboard(ctx context.Context, dbURL, spoolDir string) (_ *switchboa
 	cache := linkcache.New(linkService.Resolve, db.LinkChanges, linkcache.Config{})
 	verifier := apikey.NewVerifier(db.APIKeys, 0, log)
 	// The ingest rows' source seals its secret, as in production.
-	key := make([]byte, webhook.KeySize)
+	key := make([]byte, sealbox.KeySize)
 	_, _ = rand.Read(key)
-	box, err := webhook.NewBox(key)
+	box, err := sealbox.New(key)
 	if err != nil {
 		_ = ln.Close()
 		return nil, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
+	"github.com/switchboard/switchboard/internal/sealbox"
 	"io"
 	"log/slog"
 	"net/http"
@@ -77,7 +78,7 @@ func formatMicros(d time.Duration) string {
 type webhookBench struct {
 	name  string
 	db    *store.DB
-	box   *webhook.Box
+	box   *sealbox.Box
 	guard *egress.Guard
 	ws    store.Workspace
 	// outbox holds one run-time event type per endpoint, so events spread evenly over the receivers.
@@ -122,9 +123,9 @@ func startWebhookBench(ctx context.Context, database, dbURL string) (_ *webhookB
 	if err != nil {
 		return nil, err
 	}
-	key := make([]byte, webhook.KeySize)
+	key := make([]byte, sealbox.KeySize)
 	_, _ = rand.Read(key)
-	box, err := webhook.NewBox(key)
+	box, err := sealbox.New(key)
 	if err != nil {
 		_ = db.Close()
 		return nil, err

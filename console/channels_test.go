@@ -2,6 +2,7 @@ package console_test
 
 import (
 	"context"
+	"github.com/switchboard/switchboard/internal/sealbox"
 	"io"
 	"log/slog"
 	"net/http"
@@ -16,7 +17,6 @@ import (
 	"github.com/switchboard/switchboard/internal/channels/hub"
 	"github.com/switchboard/switchboard/internal/channels/sandbox"
 	"github.com/switchboard/switchboard/internal/events"
-	"github.com/switchboard/switchboard/internal/webhook"
 	"github.com/switchboard/switchboard/store"
 	"github.com/switchboard/switchboard/store/storetest"
 )
@@ -24,7 +24,7 @@ import (
 // newChannels is the messaging service with the sandbox network (receipts at once) over the real runtime, unpaced.
 func newChannels(t *testing.T, db *store.DB) *channels.Service {
 	t.Helper()
-	box, err := webhook.NewBox(make([]byte, webhook.KeySize))
+	box, err := sealbox.New(make([]byte, sealbox.KeySize))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"github.com/switchboard/switchboard/internal/sealbox"
 	"html"
 	"io"
 	"log/slog"
@@ -62,9 +63,9 @@ func newEnvWith(t *testing.T, db *store.DB, cfg console.Config, proxies []*net.I
 		t.Fatal(err)
 	}
 	// Webhooks may reach receivers on this machine, as the tests run them.
-	key := make([]byte, webhook.KeySize)
+	key := make([]byte, sealbox.KeySize)
 	_, _ = rand.Read(key)
-	box, err := webhook.NewBox(key)
+	box, err := sealbox.New(key)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/switchboard/switchboard/internal/sealbox"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -14,7 +15,6 @@ import (
 	"github.com/switchboard/switchboard/handlers"
 	"github.com/switchboard/switchboard/internal/channels"
 	"github.com/switchboard/switchboard/internal/events"
-	"github.com/switchboard/switchboard/internal/webhook"
 	"github.com/switchboard/switchboard/store"
 	"github.com/switchboard/switchboard/store/storetest"
 )
@@ -69,7 +69,7 @@ func newMsgEnv(t *testing.T, db *store.DB, cfg channels.Config) *msgEnv {
 // set here).
 func newMsgEnvWith(t *testing.T, db *store.DB, cfg channels.Config, hc handlers.Config) *msgEnv {
 	t.Helper()
-	box, err := webhook.NewBox(make([]byte, 32))
+	box, err := sealbox.New(make([]byte, 32))
 	if err != nil {
 		t.Fatal(err)
 	}

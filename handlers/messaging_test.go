@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/switchboard/switchboard/internal/sealbox"
 	"io"
 	"log/slog"
 	"mime/multipart"
@@ -20,7 +21,6 @@ import (
 	"github.com/switchboard/switchboard/internal/channels/hub"
 	"github.com/switchboard/switchboard/internal/channels/sandbox"
 	"github.com/switchboard/switchboard/internal/events"
-	"github.com/switchboard/switchboard/internal/webhook"
 	"github.com/switchboard/switchboard/store"
 	"github.com/switchboard/switchboard/store/storetest"
 )
@@ -42,7 +42,7 @@ func newSandboxEnvWith(t *testing.T, db *store.DB, opts sandbox.Options) *msgEnv
 // the logger and generous rate limits are set here, the rest is cfg's.
 func newSandboxServer(t *testing.T, db *store.DB, opts sandbox.Options, cfg handlers.Config) *msgEnv {
 	t.Helper()
-	box, err := webhook.NewBox(make([]byte, 32))
+	box, err := sealbox.New(make([]byte, 32))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	crand "crypto/rand"
 	"encoding/binary"
 	"fmt"
+	"github.com/switchboard/switchboard/internal/sealbox"
 	"log/slog"
 	"math/rand/v2"
 	"net"
@@ -487,11 +488,11 @@ func (s *Server) bodyLimit(next echo.HandlerFunc) echo.HandlerFunc {
 // webhookDefaults gives a server built without a webhook engine (tests, tools) a working, safe one.
 func webhookDefaults(w *WebhookEngine, log *slog.Logger) error {
 	if w.Box == nil {
-		key := make([]byte, webhook.KeySize)
+		key := make([]byte, sealbox.KeySize)
 		if _, err := crand.Read(key); err != nil {
 			return err
 		}
-		box, err := webhook.NewBox(key)
+		box, err := sealbox.New(key)
 		if err != nil {
 			return err
 		}

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
+	"github.com/switchboard/switchboard/internal/sealbox"
 	"io"
 	"log/slog"
 	"net/http"
@@ -18,7 +19,6 @@ import (
 	"github.com/switchboard/switchboard/internal/channels/whatsappcloud"
 	"github.com/switchboard/switchboard/internal/channels/whatsappcloud/cloudtest"
 	"github.com/switchboard/switchboard/internal/events"
-	"github.com/switchboard/switchboard/internal/webhook"
 	"github.com/switchboard/switchboard/store"
 	"github.com/switchboard/switchboard/store/storetest"
 )
@@ -37,9 +37,9 @@ type untrustedEnv struct {
 }
 
 func newUntrustedEnv(t testing.TB, db *store.DB) *untrustedEnv {
-	key := make([]byte, webhook.KeySize)
+	key := make([]byte, sealbox.KeySize)
 	_, _ = rand.Read(key)
-	box, err := webhook.NewBox(key)
+	box, err := sealbox.New(key)
 	if err != nil {
 		t.Fatal(err)
 	}

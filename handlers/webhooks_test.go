@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
+	"github.com/switchboard/switchboard/internal/sealbox"
 	"io"
 	"net"
 	"net/http"
@@ -34,7 +35,7 @@ import (
 // a count of dispatcher wake-ups.
 type hooks struct {
 	*env
-	box   *webhook.Box
+	box   *sealbox.Box
 	ws    store.Workspace
 	write string // a webhooks:write key of ws
 	wakes *atomic.Int32
@@ -42,9 +43,9 @@ type hooks struct {
 
 func newHooks(t *testing.T, db *store.DB) *hooks {
 	t.Helper()
-	key := make([]byte, webhook.KeySize)
+	key := make([]byte, sealbox.KeySize)
 	_, _ = rand.Read(key)
-	box, err := webhook.NewBox(key)
+	box, err := sealbox.New(key)
 	if err != nil {
 		t.Fatal(err)
 	}

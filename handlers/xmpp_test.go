@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
+	"github.com/switchboard/switchboard/internal/sealbox"
 	"log/slog"
 	"net/netip"
 	"slices"
@@ -39,9 +40,9 @@ func newXMPPEnv(t *testing.T, db *store.DB) *msgEnv {
 // may reach receivers on loopback, and a workspace (named name) with a key.
 func newProviderEnv(t *testing.T, db *store.DB, name string, providers ...channels.Provider) *msgEnv {
 	t.Helper()
-	key := make([]byte, webhook.KeySize)
+	key := make([]byte, sealbox.KeySize)
 	_, _ = rand.Read(key)
-	box, err := webhook.NewBox(key)
+	box, err := sealbox.New(key)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -34,7 +34,7 @@ const (
 	pruneBatch = 5000
 )
 
-// Sealer seals and opens secrets with the server key (webhook.Box): a source's verification secret is stored
+// Sealer seals and opens secrets with the server key (sealbox.Box): a source's verification secret is stored
 // sealed, bound to the source's ID.
 type Sealer interface {
 	Seal(plaintext, associatedData []byte) string

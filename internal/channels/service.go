@@ -20,7 +20,7 @@ import (
 	"github.com/switchboard/switchboard/store"
 )
 
-// Sealer encrypts secrets at rest with the server key (the webhook engine's Box): an instance's secret config and
+// Sealer encrypts secrets at rest with the server key (a sealbox.Box): an instance's secret config and
 // its session credentials. The associated data binds a sealed value to its instance.
 type Sealer interface {
 	Seal(plaintext, associatedData []byte) string

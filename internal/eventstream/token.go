@@ -4,10 +4,9 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"github.com/switchboard/switchboard/internal/sealbox"
 	"strings"
 	"time"
-
-	"github.com/switchboard/switchboard/internal/webhook"
 )
 
 // TokenTTL is how long a stream token opens streams.
@@ -30,7 +29,7 @@ type token struct {
 }
 
 // IssueToken returns a token that opens streams for the API key with this hash until the returned time.
-func IssueToken(box *webhook.Box, keyHash string, now time.Time) (string, time.Time) {
+func IssueToken(box *sealbox.Box, keyHash string, now time.Time) (string, time.Time) {
 	expires := now.Add(TokenTTL).UTC().Truncate(time.Second)
 	plain, _ := json.Marshal(token{KeyHash: keyHash, Expires: expires.Unix()}) // cannot fail: strings and a number
 	sealed := box.Seal(plain, tokenPurpose)
@@ -40,7 +39,7 @@ func IssueToken(box *webhook.Box, keyHash string, now time.Time) (string, time.T
 
 // OpenToken returns the hash of the API key a stream token acts for. Returns ErrToken if it is malformed, was made
 // with another server key, or expired at now.
-func OpenToken(box *webhook.Box, s string, now time.Time) (string, error) {
+func OpenToken(box *sealbox.Box, s string, now time.Time) (string, error) {
 	encoded, ok := strings.CutPrefix(s, tokenPrefix)
 	if !ok || len(encoded) > 512 {
 		return "", ErrToken

@@ -11,12 +11,12 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/switchboard/switchboard/internal/sealbox"
 	"log/slog"
 	"net/http"
 	"sync/atomic"
 	"time"
 
-	"github.com/switchboard/switchboard/internal/webhook"
 	"github.com/switchboard/switchboard/store"
 )
 
@@ -45,7 +45,7 @@ type Service struct {
 	keys *store.IdempotencyKeys
 	// box seals stored bodies with the server key: an answer may carry a secret shown once (a webhook's signing
 	// secret), which must not rest in clear in the database for a day.
-	box    *webhook.Box
+	box    *sealbox.Box
 	log    *slog.Logger
 	claims atomic.Uint64
 	// pruneDue tells the pruning job that PruneEvery more claims were made. It holds one signal: claims made while
@@ -54,7 +54,7 @@ type Service struct {
 }
 
 // New makes the service over the store's idempotency keys, sealing stored bodies with box.
-func New(db *store.DB, box *webhook.Box, log *slog.Logger) *Service {
+func New(db *store.DB, box *sealbox.Box, log *slog.Logger) *Service {
 	return &Service{keys: db.Idempotency, box: box, log: log, pruneDue: make(chan struct{}, 1)}
 }
 

@@ -3,6 +3,7 @@ package idempotency
 import (
 	"bytes"
 	"context"
+	"github.com/switchboard/switchboard/internal/sealbox"
 	"io"
 	"log/slog"
 	"net/http"
@@ -12,7 +13,6 @@ import (
 
 	"github.com/switchboard/switchboard/internal/apikey"
 	"github.com/switchboard/switchboard/internal/await"
-	"github.com/switchboard/switchboard/internal/webhook"
 	"github.com/switchboard/switchboard/store"
 	"github.com/switchboard/switchboard/store/storetest"
 )
@@ -23,7 +23,7 @@ var ctx = context.Background()
 
 func newService(t *testing.T, db *store.DB) *Service {
 	t.Helper()
-	box, err := webhook.NewBox(bytes.Repeat([]byte{7}, 32))
+	box, err := sealbox.New(bytes.Repeat([]byte{7}, 32))
 	if err != nil {
 		t.Fatal(err)
 	}

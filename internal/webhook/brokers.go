@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/switchboard/switchboard/internal/sealbox"
 	"net"
 	"net/url"
 	"slices"
@@ -56,16 +57,16 @@ type Destination struct {
 const destinationAD = ":destination"
 
 // sealDestination seals a destination for an endpoint.
-func (b *Box) sealDestination(d Destination, endpointID string) *string {
+func sealDestination(b *sealbox.Box, d Destination, endpointID string) *string {
 	plain, _ := json.Marshal(d) // strings only
 	sealed := b.Seal(plain, []byte(endpointID+destinationAD))
 	return &sealed
 }
 
-// OpenDestination opens a broker endpoint's destination. Returns ErrOpen if it does not open.
-func (b *Box) OpenDestination(e store.WebhookEndpoint) (Destination, error) {
+// OpenDestination opens a broker endpoint's destination. Returns sealbox.ErrOpen if it does not open.
+func OpenDestination(b *sealbox.Box, e store.WebhookEndpoint) (Destination, error) {
 	if e.Destination == nil {
-		return Destination{}, ErrOpen
+		return Destination{}, sealbox.ErrOpen
 	}
 	plain, err := b.Open(*e.Destination, []byte(e.ID+destinationAD))
 	if err != nil {
@@ -73,7 +74,7 @@ func (b *Box) OpenDestination(e store.WebhookEndpoint) (Destination, error) {
 	}
 	var d Destination
 	if err := json.Unmarshal(plain, &d); err != nil {
-		return Destination{}, ErrOpen
+		return Destination{}, sealbox.ErrOpen
 	}
 	return d, nil
 }
@@ -220,7 +221,7 @@ func (s *Sender) publish(ctx context.Context, e store.WebhookEndpoint, ev store.
 	if err != nil {
 		return Sent{}, err
 	}
-	d, err := s.box.OpenDestination(e)
+	d, err := OpenDestination(s.box, e)
 	if err != nil {
 		return Sent{}, err
 	}

@@ -3,6 +3,7 @@ package webhook
 import (
 	"context"
 	"fmt"
+	"github.com/switchboard/switchboard/internal/sealbox"
 	"log/slog"
 	"math/rand/v2"
 	"slices"
@@ -84,7 +85,7 @@ type Dispatcher struct {
 }
 
 // NewDispatcher returns a dispatcher; Run starts it.
-func NewDispatcher(db *store.DB, box *Box, guard *egress.Guard, cfg Config) *Dispatcher {
+func NewDispatcher(db *store.DB, box *sealbox.Box, guard *egress.Guard, cfg Config) *Dispatcher {
 	if cfg.Schedule == nil {
 		cfg.Schedule = DefaultSchedule
 	}

@@ -25,7 +25,7 @@ func TestDeliverySignedAndVerifiable(t *testing.T) {
 		rc := newReceiver(t, nil)
 		e, secret := h.endpoint(rc.url(), func(n *store.NewWebhookEndpoint) {
 			n.SealHeaders = func(id string) *string {
-				return h.box.SealHeaders(map[string]string{"Authorization": "Bearer n8n-token", "Webhook-Signature": "forged"}, id)
+				return webhook.SealHeaders(h.box, map[string]string{"Authorization": "Bearer n8n-token", "Webhook-Signature": "forged"}, id)
 			}
 		})
 		h.start(webhook.Config{})
@@ -63,7 +63,7 @@ func TestEndpointChangesReachTheNextDelivery(t *testing.T) {
 		h.emit("link.created")
 		await.Equal(t, "delivery to the first URL", before.count, 1)
 		h.set(e.ID, map[string]any{"url": after.url(),
-			"sealed_headers": h.box.SealHeaders(map[string]string{"X-Tenant": "acme"}, e.ID)})
+			"sealed_headers": webhook.SealHeaders(h.box, map[string]string{"X-Tenant": "acme"}, e.ID)})
 		h.emit("link.created")
 		await.Equal(t, "delivery to the new URL", after.count, 1)
 		if before.count() != 1 {

@@ -177,12 +177,12 @@ func (s *Service) Create(ctx context.Context, workspaceID string, n NewEndpoint)
 			bad.Add("/"+other, fmt.Sprintf("only an endpoint of type %s takes it", other))
 		}
 	}
-	url, sealDestination := n.URL, (func(string) *string)(nil)
+	url, sealDest := n.URL, (func(string) *string)(nil)
 	if IsBroker(n.Type) {
 		n.Destination.URL = n.URL
 		s.checkDestination(ctx, n.Type, n.Destination, &bad)
 		url = withoutPassword(n.URL)
-		sealDestination = func(id string) *string { return s.box.sealDestination(n.Destination, id) }
+		sealDest = func(id string) *string { return sealDestination(s.box, n.Destination, id) }
 	} else {
 		s.checkURL(ctx, n.URL, &bad)
 	}
@@ -204,9 +204,9 @@ func (s *Service) Create(ctx context.Context, workspaceID string, n NewEndpoint)
 	}
 	e, err := s.db.Webhooks.Create(ctx, store.NewWebhookEndpoint{WorkspaceID: workspaceID, URL: url,
 		Description: n.Description, Events: n.Events, InstanceIDs: n.InstanceIDs, RateLimit: n.RateLimit, Kind: n.Kind,
-		ExpiresAt: n.ExpiresAt, Filters: n.Filters, Type: n.Type, SealDestination: sealDestination,
+		ExpiresAt: n.ExpiresAt, Filters: n.Filters, Type: n.Type, SealDestination: sealDest,
 		SealSecret:  func(id string) string { return s.box.Seal([]byte(secret), []byte(id)) },
-		SealHeaders: func(id string) *string { return s.box.SealHeaders(n.Headers, id) }})
+		SealHeaders: func(id string) *string { return SealHeaders(s.box, n.Headers, id) }})
 	if err != nil {
 		return store.WebhookEndpoint{}, "", clientError(err, "workspace", workspaceID)
 	}
@@ -273,7 +273,7 @@ func (s *Service) Update(ctx context.Context, workspaceID, id string, c Endpoint
 	}
 	if c.Headers != nil {
 		checkHeaders(*c.Headers, &bad)
-		change.SetHeaders, change.SealedHeaders = true, s.box.SealHeaders(*c.Headers, id)
+		change.SetHeaders, change.SealedHeaders = true, SealHeaders(s.box, *c.Headers, id)
 	}
 	if c.RateLimit.Given() {
 		change.SetRateLimit = true

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"github.com/switchboard/switchboard/internal/sealbox"
 	"io"
 	"log/slog"
 	"net"
@@ -116,19 +117,14 @@ func (rc *receiver) count() int {
 type harness struct {
 	t     *testing.T
 	db    *store.DB
-	box   *webhook.Box
+	box   *sealbox.Box
 	guard *egress.Guard
 	ws    store.Workspace
 }
 
 func newHarness(t *testing.T, db *store.DB) *harness {
 	t.Helper()
-	key := make([]byte, webhook.KeySize)
-	_, _ = rand.Read(key)
-	box, err := webhook.NewBox(key)
-	if err != nil {
-		t.Fatal(err)
-	}
+	box := newBox(t)
 	ws, err := db.Workspaces.Create(context.Background(), "hooks")
 	if err != nil {
 		t.Fatal(err)
@@ -293,4 +289,18 @@ func conformsTo(t *testing.T, ev store.Event, schema string) {
 	if err := ref.Value.VisitJSON(data); err != nil {
 		t.Errorf("%s data %s does not match %s: %v", ev.Type, ev.Data, schema, err)
 	}
+}
+
+// newBox returns a Box over a fresh random key.
+func newBox(t *testing.T) *sealbox.Box {
+	t.Helper()
+	key := make([]byte, sealbox.KeySize)
+	if _, err := rand.Read(key); err != nil {
+		t.Fatal(err)
+	}
+	box, err := sealbox.New(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return box
 }

@@ -46,7 +46,7 @@ func TestHealthRequestAndEventDeliveries(t *testing.T) {
 		defer rx.Close()
 		e, secret := h.endpoint(rx.URL+"/hook", func(n *store.NewWebhookEndpoint) {
 			n.SealHeaders = func(id string) *string {
-				return h.box.SealHeaders(map[string]string{"Authorization": "Bearer s3cret"}, id)
+				return webhook.SealHeaders(h.box, map[string]string{"Authorization": "Bearer s3cret"}, id)
 			}
 		})
 		other, _ := h.endpoint(rx.URL+"/other", func(n *store.NewWebhookEndpoint) { n.Events = []string{"link.*"} })

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/switchboard/switchboard/internal/sealbox"
 	"io"
 	"maps"
 	"net/http"
@@ -27,7 +28,7 @@ import (
 // Sender signs events and posts them to endpoints through the SSRF-guarded client: the one way anything in
 // Switchboard sends a webhook (the dispatcher's attempts and the API's test ping).
 type Sender struct {
-	box     *Box
+	box     *sealbox.Box
 	client  *http.Client
 	timeout time.Duration
 	// brokers publish to the endpoints of the broker types, through connections kept between attempts.
@@ -35,7 +36,7 @@ type Sender struct {
 }
 
 // NewSender returns a Sender whose requests (and broker publishes) are bounded by timeout.
-func NewSender(box *Box, guard *egress.Guard, timeout time.Duration) *Sender {
+func NewSender(box *sealbox.Box, guard *egress.Guard, timeout time.Duration) *Sender {
 	return &Sender{box: box, client: guard.Client(timeout), timeout: timeout, brokers: &brokers{guard: guard}}
 }
 
@@ -104,7 +105,7 @@ func (s *Sender) Send(ctx context.Context, e store.WebhookEndpoint, ev store.Eve
 	if err != nil {
 		return Sent{}, err
 	}
-	static, err := s.box.OpenHeaders(e.SealedHeaders, e.ID)
+	static, err := OpenHeaders(s.box, e.SealedHeaders, e.ID)
 	if err != nil {
 		return Sent{}, err
 	}

@@ -32,7 +32,7 @@ func TestSendKeepsSignatureAndResponseHeaders(t *testing.T) {
 		w.WriteHeader(http.StatusAccepted)
 	}))
 	defer rx.Close()
-	box := newBox(t, newKey(t))
+	box := newBox(t)
 	guard := egress.NewGuard(egress.Policy{AllowHTTP: true, AllowedNetworks: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}})
 	e := store.WebhookEndpoint{ID: "whk_01JDA9M3N4P5Q6R7S8T9V0W1X2", URL: rx.URL}
 	e.Secret = box.Seal([]byte(secret), []byte(e.ID))

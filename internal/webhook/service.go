@@ -3,6 +3,7 @@ package webhook
 import (
 	"errors"
 	"fmt"
+	"github.com/switchboard/switchboard/internal/sealbox"
 	"log/slog"
 	"slices"
 	"time"
@@ -17,7 +18,7 @@ import (
 // ServiceConfig is what the webhook service needs from the engine of its process.
 type ServiceConfig struct {
 	// Box seals endpoint secrets and static headers with the server key.
-	Box *Box
+	Box *sealbox.Box
 	// Guard checks target URLs at registration (the Sender checks again at dial time).
 	Guard *egress.Guard
 	// Sender posts test pings; build it with the same Box and Guard as the dispatcher.
@@ -35,7 +36,7 @@ type ServiceConfig struct {
 type Service struct {
 	db     *store.DB
 	types  *events.Registry
-	box    *Box
+	box    *sealbox.Box
 	guard  *egress.Guard
 	sender *Sender
 	wake   func()
@@ -61,7 +62,7 @@ func NewService(db *store.DB, outbox *events.Outbox, cfg ServiceConfig) (*Servic
 // API is an endpoint as the API shows it: the names of its static headers, never their values, and when a rotated
 // secret still signs. The signing secret is never part of it: only Create and RotateSecret return it, once.
 func (s *Service) API(e store.WebhookEndpoint) gen.Webhook {
-	headers, err := s.box.OpenHeaders(e.SealedHeaders, e.ID)
+	headers, err := OpenHeaders(s.box, e.SealedHeaders, e.ID)
 	if err != nil {
 		// The server key changed (an operator mistake the dispatcher reports on every attempt): show the endpoint
 		// rather than fail every list that contains it.
@@ -94,7 +95,7 @@ func (s *Service) API(e store.WebhookEndpoint) gen.Webhook {
 	}
 	w.Type = &typ
 	if IsBroker(e.Type) {
-		d, err := s.box.OpenDestination(e)
+		d, err := OpenDestination(s.box, e)
 		if err != nil {
 			s.log.Error("webhook endpoint's destination does not open with the server key", "webhook_id", e.ID, "error", err)
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/switchboard/switchboard/internal/sealbox"
 	"io"
 	"log/slog"
 	"slices"
@@ -18,7 +19,6 @@ import (
 	"github.com/switchboard/switchboard/internal/await"
 	"github.com/switchboard/switchboard/internal/channels"
 	"github.com/switchboard/switchboard/internal/events"
-	"github.com/switchboard/switchboard/internal/webhook"
 	"github.com/switchboard/switchboard/store"
 	"github.com/switchboard/switchboard/store/storetest"
 )
@@ -154,7 +154,7 @@ type env struct {
 
 func newEnv(t *testing.T, db *store.DB) *env {
 	t.Helper()
-	box, err := webhook.NewBox(make([]byte, 32))
+	box, err := sealbox.New(make([]byte, 32))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/switchboard/switchboard/internal/sealbox"
 	"io"
 	"log/slog"
 	"net/http"
@@ -21,7 +22,6 @@ import (
 	"github.com/switchboard/switchboard/internal/channels"
 	"github.com/switchboard/switchboard/internal/channels/hub"
 	"github.com/switchboard/switchboard/internal/events"
-	"github.com/switchboard/switchboard/internal/webhook"
 	"github.com/switchboard/switchboard/store"
 )
 
@@ -71,7 +71,7 @@ type opened struct {
 // start runs the engine over db with the network of h until the test ends.
 func start(t *testing.T, db *store.DB, h Harness) *engine {
 	t.Helper()
-	box, err := webhook.NewBox(make([]byte, 32))
+	box, err := sealbox.New(make([]byte, 32))
 	if err != nil {
 		t.Fatal(err)
 	}

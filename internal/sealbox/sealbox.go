@@ -1,11 +1,13 @@
-package webhook
+// Package sealbox seals secrets at rest with the server secret key (AES-256-GCM): webhook signing secrets and
+// headers, broker credentials, instance configs and sessions, source secrets and stored idempotent answers. A copy of
+// the database alone reveals none of them; the associated data binds a sealed value to its row.
+package sealbox
 
 import (
 	"crypto/aes"
 	"crypto/cipher"
 	"crypto/rand"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -26,33 +28,33 @@ const sealedPrefix = "v1:"
 
 // ErrOpen means a sealed secret does not open: it was sealed with another server key or for another row, or its
 // text was altered or truncated.
-var ErrOpen = errors.New("webhook: sealed secret does not open (wrong server key, wrong endpoint or altered text)")
+var ErrOpen = errors.New("sealbox: sealed secret does not open (wrong server key, wrong row or altered text)")
 
-// Box seals endpoint signing secrets with the server secret key (AES-256-GCM), so that a copy of the database
+// Box seals secrets with the server secret key (AES-256-GCM), so that a copy of the database
 // alone does not reveal them. A Box is safe for concurrent use.
 type Box struct {
 	aead cipher.AEAD
 }
 
-// NewBox returns a Box sealing with key. Returns an error if key is not KeySize bytes long.
-func NewBox(key []byte) (*Box, error) {
+// New returns a Box sealing with key. Returns an error if key is not KeySize bytes long.
+func New(key []byte) (*Box, error) {
 	if len(key) != KeySize {
-		return nil, fmt.Errorf("webhook: the server secret key is %d bytes, want %d", len(key), KeySize)
+		return nil, fmt.Errorf("sealbox: the server secret key is %d bytes, want %d", len(key), KeySize)
 	}
 	block, err := aes.NewCipher(key)
 	if err != nil {
-		return nil, fmt.Errorf("webhook: %w", err)
+		return nil, fmt.Errorf("sealbox: %w", err)
 	}
 	// A fresh random nonce per seal (prepended to the ciphertext) is safe far beyond the number of secrets one
 	// server will ever seal (the limit is 2^32 seals per key).
 	aead, err := cipher.NewGCMWithRandomNonce(block)
 	if err != nil {
-		return nil, fmt.Errorf("webhook: %w", err)
+		return nil, fmt.Errorf("sealbox: %w", err)
 	}
 	return &Box{aead: aead}, nil
 }
 
-// Seal encrypts plaintext bound to associatedData (the endpoint ID) and returns text fit for a TEXT column:
+// Seal encrypts plaintext bound to associatedData (the ID of the row it is stored in) and returns text fit for a TEXT column:
 // "v1:" and the standard base64 of nonce, ciphertext and tag. The binding means a sealed secret copied into another
 // row does not open there.
 func (b *Box) Seal(plaintext, associatedData []byte) string {
@@ -76,40 +78,6 @@ func (b *Box) Open(sealed string, associatedData []byte) ([]byte, error) {
 	return plaintext, nil
 }
 
-// headersAD is appended to the endpoint ID as the associated data of sealed static headers, so that a sealed secret
-// copied into the headers column (or the other way round) does not open.
-const headersAD = ":headers"
-
-// SealHeaders seals an endpoint's static delivery headers (they often carry credentials); nil or empty headers give
-// nil, stored as NULL.
-func (b *Box) SealHeaders(headers map[string]string, endpointID string) *string {
-	if len(headers) == 0 {
-		return nil
-	}
-	plain, err := json.Marshal(headers)
-	if err != nil {
-		panic(fmt.Sprintf("webhook: encode headers: %v", err)) // a map of strings always encodes
-	}
-	sealed := b.Seal(plain, []byte(endpointID+headersAD))
-	return &sealed
-}
-
-// OpenHeaders opens headers sealed by SealHeaders; nil gives none. Returns ErrOpen if they do not open.
-func (b *Box) OpenHeaders(sealed *string, endpointID string) (map[string]string, error) {
-	if sealed == nil {
-		return nil, nil
-	}
-	plain, err := b.Open(*sealed, []byte(endpointID+headersAD))
-	if err != nil {
-		return nil, err
-	}
-	var headers map[string]string
-	if err := json.Unmarshal(plain, &headers); err != nil {
-		return nil, ErrOpen
-	}
-	return headers, nil
-}
-
 // LoadOrCreateKey returns the server secret key and whether it was just generated (the caller should then tell the
 // operator to back up the key file: without it no sealed secret can be opened again).
 //
@@ -125,12 +93,12 @@ func LoadOrCreateKey(env, dataDir string) (key []byte, created bool, err error) 
 	if env != "" {
 		key, ok := decodeKey(env)
 		if !ok {
-			return nil, false, errors.New("webhook: SWITCHBOARD_SECRET_KEY must be the base64 of 32 bytes (make one with: openssl rand -base64 32)")
+			return nil, false, errors.New("sealbox: SWITCHBOARD_SECRET_KEY must be the base64 of 32 bytes (make one with: openssl rand -base64 32)")
 		}
 		return key, false, nil
 	}
 	if dataDir == "" {
-		return nil, false, errors.New("webhook: no server secret key: set SWITCHBOARD_SECRET_KEY to the base64 of 32 random bytes (openssl rand -base64 32) and keep it safe; without a data directory there is nowhere to store a generated one")
+		return nil, false, errors.New("sealbox: no server secret key: set SWITCHBOARD_SECRET_KEY to the base64 of 32 random bytes (openssl rand -base64 32) and keep it safe; without a data directory there is nowhere to store a generated one")
 	}
 	path := filepath.Join(dataDir, KeyFile)
 	key, err = readKeyFile(path)
@@ -139,7 +107,7 @@ func LoadOrCreateKey(env, dataDir string) (key []byte, created bool, err error) 
 	}
 	key = make([]byte, KeySize)
 	if _, err := rand.Read(key); err != nil {
-		return nil, false, fmt.Errorf("webhook: generating the server secret key: %w", err)
+		return nil, false, fmt.Errorf("sealbox: generating the server secret key: %w", err)
 	}
 	err = createKeyFile(path, key)
 	switch {
@@ -169,11 +137,11 @@ func decodeKey(s string) ([]byte, bool) {
 func readKeyFile(path string) ([]byte, error) {
 	text, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("webhook: reading the server secret key: %w", err)
+		return nil, fmt.Errorf("sealbox: reading the server secret key: %w", err)
 	}
 	key, ok := decodeKey(string(text))
 	if !ok {
-		return nil, fmt.Errorf("webhook: %s does not hold the base64 of 32 bytes; restore it from a backup (secrets sealed with another key cannot be opened)", path)
+		return nil, fmt.Errorf("sealbox: %s does not hold the base64 of 32 bytes; restore it from a backup (secrets sealed with another key cannot be opened)", path)
 	}
 	return key, nil
 }
@@ -183,11 +151,11 @@ func readKeyFile(path string) ([]byte, error) {
 func createKeyFile(path string, key []byte) error {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("webhook: creating the data directory: %w", err)
+		return fmt.Errorf("sealbox: creating the data directory: %w", err)
 	}
 	tmp, err := os.CreateTemp(dir, "."+KeyFile+"-*") // mode 0600
 	if err != nil {
-		return fmt.Errorf("webhook: writing the server secret key: %w", err)
+		return fmt.Errorf("sealbox: writing the server secret key: %w", err)
 	}
 	defer os.Remove(tmp.Name())
 	_, err = tmp.WriteString(base64.StdEncoding.EncodeToString(key) + "\n")
@@ -198,12 +166,12 @@ func createKeyFile(path string, key []byte) error {
 		err = cerr
 	}
 	if err != nil {
-		return fmt.Errorf("webhook: writing the server secret key: %w", err)
+		return fmt.Errorf("sealbox: writing the server secret key: %w", err)
 	}
 	// A hard link, unlike a rename, fails when path exists: a key another process has started using must never be
 	// replaced.
 	if err := os.Link(tmp.Name(), path); err != nil {
-		return fmt.Errorf("webhook: writing the server secret key: %w", err)
+		return fmt.Errorf("sealbox: writing the server secret key: %w", err)
 	}
 	// Persist the new directory entry, or a crash could lose the key after secrets were sealed with it. Best
 	// effort: the key file itself is synced, and not every platform can sync a directory.

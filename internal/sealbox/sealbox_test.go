@@ -1,4 +1,4 @@
-package webhook_test
+package sealbox_test
 
 import (
 	"bytes"
@@ -12,7 +12,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/switchboard/switchboard/internal/webhook"
+	"github.com/switchboard/switchboard/internal/sealbox"
 )
 
 // sealedShape is the text Seal stores in a TEXT column.
@@ -20,30 +20,30 @@ var sealedShape = regexp.MustCompile(`^v1:[A-Za-z0-9+/]+={0,2}$`)
 
 func newKey(t *testing.T) []byte {
 	t.Helper()
-	key := make([]byte, webhook.KeySize)
+	key := make([]byte, sealbox.KeySize)
 	if _, err := rand.Read(key); err != nil {
 		t.Fatal(err)
 	}
 	return key
 }
 
-func newBox(t *testing.T, key []byte) *webhook.Box {
+func newBox(t *testing.T, key []byte) *sealbox.Box {
 	t.Helper()
-	b, err := webhook.NewBox(key)
+	b, err := sealbox.New(key)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return b
 }
 
-func TestNewBoxKeySize(t *testing.T) {
+func TestNewKeySize(t *testing.T) {
 	for _, n := range []int{0, 16, 24, 31, 33, 64} {
-		if _, err := webhook.NewBox(make([]byte, n)); err == nil {
-			t.Errorf("NewBox(%d-byte key) = nil error, want one", n)
+		if _, err := sealbox.New(make([]byte, n)); err == nil {
+			t.Errorf("New(%d-byte key) = nil error, want one", n)
 		}
 	}
-	if _, err := webhook.NewBox(make([]byte, 32)); err != nil {
-		t.Errorf("NewBox(32-byte key) = %v", err)
+	if _, err := sealbox.New(make([]byte, 32)); err != nil {
+		t.Errorf("New(32-byte key) = %v", err)
 	}
 }
 
@@ -86,7 +86,7 @@ func TestBoxOpenFails(t *testing.T) {
 
 	tests := []struct {
 		name   string
-		box    *webhook.Box
+		box    *sealbox.Box
 		sealed string
 		ad     []byte
 	}{
@@ -104,7 +104,7 @@ func TestBoxOpenFails(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := tt.box.Open(tt.sealed, tt.ad)
-			if !errors.Is(err, webhook.ErrOpen) || got != nil {
+			if !errors.Is(err, sealbox.ErrOpen) || got != nil {
 				t.Errorf("Open() = %q, %v; want ErrOpen", got, err)
 			}
 		})
@@ -130,7 +130,7 @@ func TestLoadOrCreateKeyFromEnv(t *testing.T) {
 	for name, env := range envSpellings(key) {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
-			got, created, err := webhook.LoadOrCreateKey(env, dir)
+			got, created, err := sealbox.LoadOrCreateKey(env, dir)
 			if err != nil || created || !bytes.Equal(got, key) {
 				t.Fatalf("LoadOrCreateKey() = %x, %v, %v; want %x, false, nil", got, created, err, key)
 			}
@@ -143,11 +143,11 @@ func TestLoadOrCreateKeyFromEnv(t *testing.T) {
 
 func TestLoadOrCreateKeyEnvWinsOverFile(t *testing.T) {
 	dir := t.TempDir()
-	if _, _, err := webhook.LoadOrCreateKey("", dir); err != nil {
+	if _, _, err := sealbox.LoadOrCreateKey("", dir); err != nil {
 		t.Fatal(err)
 	}
 	key := newKey(t)
-	got, created, err := webhook.LoadOrCreateKey(base64.StdEncoding.EncodeToString(key), dir)
+	got, created, err := sealbox.LoadOrCreateKey(base64.StdEncoding.EncodeToString(key), dir)
 	if err != nil || created || !bytes.Equal(got, key) {
 		t.Fatalf("LoadOrCreateKey() = %x, %v, %v; want the environment's key %x", got, created, err, key)
 	}
@@ -166,7 +166,7 @@ func TestLoadOrCreateKeyBadEnv(t *testing.T) {
 	for name, env := range tests {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
-			key, created, err := webhook.LoadOrCreateKey(env, dir)
+			key, created, err := sealbox.LoadOrCreateKey(env, dir)
 			if err == nil || key != nil || created {
 				t.Fatalf("LoadOrCreateKey(%q) = %x, %v, %v; want an error", env, key, created, err)
 			}
@@ -184,7 +184,7 @@ func TestLoadOrCreateKeyBadEnv(t *testing.T) {
 }
 
 func TestLoadOrCreateKeyWithoutDataDir(t *testing.T) {
-	key, created, err := webhook.LoadOrCreateKey("", "")
+	key, created, err := sealbox.LoadOrCreateKey("", "")
 	if err == nil || key != nil || created {
 		t.Fatalf("LoadOrCreateKey(\"\", \"\") = %x, %v, %v; want an error", key, created, err)
 	}
@@ -195,8 +195,8 @@ func TestLoadOrCreateKeyWithoutDataDir(t *testing.T) {
 
 func TestLoadOrCreateKeyFile(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "data", "nested") // does not exist yet
-	key, created, err := webhook.LoadOrCreateKey("", dir)
-	if err != nil || !created || len(key) != webhook.KeySize {
+	key, created, err := sealbox.LoadOrCreateKey("", dir)
+	if err != nil || !created || len(key) != sealbox.KeySize {
 		t.Fatalf("first LoadOrCreateKey() = %d bytes, %v, %v; want a new 32-byte key", len(key), created, err)
 	}
 	path := filepath.Join(dir, "secret.key")
@@ -218,7 +218,7 @@ func TestLoadOrCreateKeyFile(t *testing.T) {
 		t.Errorf("the data directory holds %v, want only secret.key (no temporary file left behind)", entries)
 	}
 
-	again, created, err := webhook.LoadOrCreateKey("", dir)
+	again, created, err := sealbox.LoadOrCreateKey("", dir)
 	if err != nil || created || !bytes.Equal(again, key) {
 		t.Fatalf("second LoadOrCreateKey() = %x, %v, %v; want the same key %x, not created", again, created, err, key)
 	}
@@ -232,7 +232,7 @@ func TestLoadOrCreateKeyFileWrittenByOperator(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(dir, "secret.key"), []byte(text), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			got, created, err := webhook.LoadOrCreateKey("", dir)
+			got, created, err := sealbox.LoadOrCreateKey("", dir)
 			if err != nil || created || !bytes.Equal(got, key) {
 				t.Fatalf("LoadOrCreateKey() = %x, %v, %v; want %x from the file", got, created, err, key)
 			}
@@ -251,7 +251,7 @@ func TestLoadOrCreateKeyNeverReplacesABadFile(t *testing.T) {
 			if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			key, created, err := webhook.LoadOrCreateKey("", filepath.Dir(path))
+			key, created, err := sealbox.LoadOrCreateKey("", filepath.Dir(path))
 			if err == nil || key != nil || created {
 				t.Fatalf("LoadOrCreateKey() = %x, %v, %v; want an error", key, created, err)
 			}
@@ -280,7 +280,7 @@ func TestLoadOrCreateKeyConcurrent(t *testing.T) {
 	for i := range n {
 		wg.Go(func() {
 			<-start
-			keys[i], created[i], errs[i] = webhook.LoadOrCreateKey("", dir)
+			keys[i], created[i], errs[i] = sealbox.LoadOrCreateKey("", dir)
 		})
 	}
 	close(start)
