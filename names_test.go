@@ -17,6 +17,8 @@ import (
 
 	"github.com/switchboard/switchboard/console"
 	"github.com/switchboard/switchboard/handlers"
+	"github.com/switchboard/switchboard/internal/app"
+	"github.com/switchboard/switchboard/internal/app/apptest"
 	"github.com/switchboard/switchboard/internal/problem"
 	"github.com/switchboard/switchboard/internal/workspaces"
 	"github.com/switchboard/switchboard/store"
@@ -149,7 +151,9 @@ var hiddenField = regexp.MustCompile(`<input type="hidden" name="(csrf_token|non
 func newConsoleBrowser(t *testing.T, db *store.DB, svc *workspaces.Service) *consoleBrowser {
 	t.Helper()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	srv, err := handlers.New(handlers.Config{Logger: quiet}, db)
+	a := apptest.New(t, db, app.Config{Logger: quiet})
+	srv, err := handlers.New(handlers.Config{Logger: quiet, Verifier: a.Verifier, Box: a.Box, Events: a.Events,
+		Links: a.Links, Webhooks: a.Webhooks, Channels: a.Messaging, Automation: a.Automation}, db)
 	if err != nil {
 		t.Fatal(err)
 	}

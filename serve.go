@@ -7,7 +7,6 @@ import (
 	"context"
 	"errors"
 	"flag"
-	"github.com/switchboard/switchboard/internal/sealbox"
 	"io"
 	"log/slog"
 	"net"
@@ -23,19 +22,17 @@ import (
 	"github.com/switchboard/switchboard/console"
 	"github.com/switchboard/switchboard/handlers"
 	"github.com/switchboard/switchboard/internal/apikey"
-	"github.com/switchboard/switchboard/internal/automation"
+	"github.com/switchboard/switchboard/internal/app"
 	"github.com/switchboard/switchboard/internal/egress"
-	"github.com/switchboard/switchboard/internal/events"
-	"github.com/switchboard/switchboard/internal/eventstream"
 	"github.com/switchboard/switchboard/internal/links"
 	"github.com/switchboard/switchboard/internal/links/clicks"
 	"github.com/switchboard/switchboard/internal/links/linkcache"
 	"github.com/switchboard/switchboard/internal/ratelimit"
 	"github.com/switchboard/switchboard/internal/ratelimit/redislimit"
 	"github.com/switchboard/switchboard/internal/runner"
+	"github.com/switchboard/switchboard/internal/sealbox"
 	"github.com/switchboard/switchboard/internal/telemetry"
 	"github.com/switchboard/switchboard/internal/webhook"
-	"github.com/switchboard/switchboard/internal/workspaces"
 	"github.com/switchboard/switchboard/store"
 )
 
@@ -172,44 +169,20 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		log.Warn("generated the server secret key that encrypts webhook secrets: back it up, without it they cannot be opened",
 			"path", filepath.Join(db.DataDir(), sealbox.KeyFile))
 	}
-	box, err := sealbox.New(key)
-	if err != nil {
-		return err
-	}
-	guard := egress.NewGuard(whPolicy)
-	whConfig.Logger = log
 	limits, err := openLimits(ctx, os.Getenv("SWITCHBOARD_REDIS_URL"), *redisTimeout, log)
 	if err != nil {
 		return err
 	}
 	defer limits.close()
-	whConfig.Limiter = limits.limiter
-	dispatcher := webhook.NewDispatcher(db, box, guard, whConfig)
-	recorder, geo, err := shortLinks.recorder(db, log)
+	clickConfig, geo, err := shortLinks.clicks(log)
 	if err != nil {
 		return err
 	}
 	defer geo.Close()
-	verifier := apikey.NewVerifier(db.APIKeys, *cacheTTL, log)
-
 	if *baseURL == "" {
 		*baseURL = "http://" + displayAddr(ln.Addr())
 	}
-	outbox := events.NewOutbox(db, events.Builtin())
-	linkService, err := links.New(db, outbox, shortLinks.config(strings.TrimSuffix(*baseURL, "/"), log))
-	if err != nil {
-		return err
-	}
-	webhookEngine := handlers.WebhookEngine{Box: box, Guard: guard, Sender: dispatcher.Sender(), Wake: dispatcher.Wake, Logger: log}
-	automations, err := automation.New(db, outbox, automation.Config{BaseURL: strings.TrimSuffix(*baseURL, "/"),
-		Box: box, Logger: log, Limiter: limits.limiter})
-	if err == nil {
-		err = automations.LoadTypes(ctx)
-	}
-	if err != nil {
-		return err
-	}
-	redirectCache := linkcache.New(linkService.Resolve, db.LinkChanges, linkcache.Config{Size: *shortLinks.cacheSize})
+	*baseURL = strings.TrimSuffix(*baseURL, "/")
 	runtimeOptions := chans.options(log)
 	// The runtime slot lets a restart in this process's place take the instances it leaves at once (see hub.Options).
 	host, _ := os.Hostname()
@@ -223,36 +196,32 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		defer slot.Close()
 		runtimeOptions.Slot = slot.Name
 	}
-	messaging, channelRuntime, err := messagingService(db, outbox, box, guard, strings.TrimSuffix(*baseURL, "/"), runtimeOptions, log)
+	// The one value of every service of the process: the API, the console and the jobs below share it.
+	a, err := app.New(ctx, db, app.Config{BaseURL: *baseURL, Logger: log, SecretKey: key, Egress: whPolicy,
+		Webhooks: whConfig, Limiter: limits.limiter, Nonces: limits.nonces, KeyCacheTTL: *cacheTTL, Models: catalog,
+		Links: shortLinks.config(), Clicks: &clickConfig, RedirectCacheSize: *shortLinks.cacheSize,
+		Channels: runtimeOptions})
 	if err != nil {
 		return err
 	}
-	// One webhook service for the API and the console, over the engine of the process.
-	webhookService, err := webhook.NewService(db, outbox, webhookEngine)
-	if err != nil {
-		return err
-	}
-	streams := eventstream.NewHub(db, outbox.Types(), eventstream.Config{Logger: log})
 	srv, err := handlers.New(handlers.Config{
-		BaseURL: strings.TrimSuffix(*baseURL, "/"), BodyLimit: *bodyLimit, KeyRateLimit: *keyRate, HookRateLimit: *hookRate,
+		BaseURL: *baseURL, BodyLimit: *bodyLimit, KeyRateLimit: *keyRate, HookRateLimit: *hookRate,
 		BrowserKeyRateLimit: *browserKeyRate, BrowserVisitorRateLimit: *visitorRate,
 		AddressRateLimit: *addrRate, CORSOrigins: splitList(*corsOrigins),
-		WorkspaceRateLimit: *wsRate, Verifier: verifier, Models: catalog, TrustedProxies: proxies, Logger: log,
-		Webhooks: webhookEngine, WebhookService: webhookService,
-		Events: outbox, Links: linkService, Automation: automations, Limiter: limits.limiter, Channels: messaging,
-		Redirects: handlers.RedirectOptions{Clicks: recorder, Cache: redirectCache}, TxTimeout: *txTimeout,
-		Streams: streams,
+		WorkspaceRateLimit: *wsRate, Verifier: a.Verifier, Models: a.Models, TrustedProxies: proxies, Logger: log,
+		Box: a.Box, Webhooks: a.Webhooks, Events: a.Events, Links: a.Links, Automation: a.Automation,
+		Limiter: a.Limiter, Channels: a.Messaging, Streams: a.Streams, TxTimeout: *txTimeout,
+		Redirects: handlers.RedirectOptions{Clicks: a.Clicks, Cache: a.Redirects},
 	}, db)
 	if err != nil {
 		return err
 	}
-	if err := srv.RegisterMetrics(slices.Concat(dispatcher.Collectors(), recorder.Collectors(), limits.collectors,
-		channelRuntime.Collectors())...); err != nil {
+	if err := srv.RegisterMetrics(slices.Concat(a.Collectors(), limits.collectors)...); err != nil {
 		return err
 	}
-	con, err := console.New(console.Config{BaseURL: strings.TrimSuffix(*baseURL, "/"), Logger: log, Automation: automations,
-		Workspaces: workspaces.New(db, workspaces.Config{Models: catalog, ForgetKey: verifier.Forget}),
-		Links:      linkService, Webhooks: webhookService, Channels: messaging, Limiter: limits.limiter, Nonces: limits.nonces}, db)
+	con, err := console.New(console.Config{BaseURL: *baseURL, Logger: log, Automation: a.Automation,
+		Workspaces: a.Workspaces, Links: a.Links, Webhooks: a.Webhooks, Channels: a.Messaging, Limiter: a.Limiter,
+		Nonces: a.Nonces}, db)
 	if err != nil {
 		return err
 	}
@@ -261,28 +230,18 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	opened = true
 
 	// Every background job of the process, stopped in stages when ctx ends (SIGTERM), so that a shutdown loses
-	// nothing: stage 0 stops taking work and drains it side by side — the requests in flight and the webhook
-	// attempts in flight; stage 1 then drains the clicks those last requests recorded; stage 2 writes the key
-	// last-use times they left. Only then does serve return and close the database. A job that fails stops them all
-	// the same way.
+	// nothing: stage 0 stops taking work and drains it side by side — the requests in flight and the work of the
+	// engines (app.Register says which); stage 1 then drains what those last requests recorded; stage 2 writes the
+	// key last-use times they left. Only then does serve return and close the database. A job that fails stops
+	// them all the same way.
 	jobs := runner.New(log)
 	jobs.Go(0, "http server", serveHTTP(httpSrv, served, log))
-	jobs.Go(0, "webhook dispatcher", dispatcher.Run)
-	// Open event streams end when it stops, so that the HTTP server's drain does not wait for them.
-	jobs.Go(0, "event streams", func(ctx context.Context) error { streams.Run(ctx); return nil })
-	// The channel runtime drains the sends in flight, closes its sessions and gives its leases to the other replicas.
-	jobs.Go(0, "channel runtime", channelRuntime.Run)
 	jobs.Go(0, "console session sweep", con.Run)
 	jobs.Go(0, "idempotency key pruning", srv.PruneIdempotencyKeys)
-	jobs.Go(0, "source request log pruning", automations.Run)
-	// Redirects in flight still hear of link changes: the link jobs stop once the HTTP server drained.
-	jobs.Go(1, "link expiry announcer", linkService.Run)
-	jobs.Go(1, "redirect cache watch", redirectCache.Run)
-	jobs.Go(1, "click recorder", recorder.Run)
-	jobs.Go(2, "api key verifier", verifier.Run)
+	a.Register(jobs)
 
 	log.Info("switchboard listening", "addr", ln.Addr().String(), "base_url", *baseURL,
-		"database", string(db.Dialect()), "docs", *baseURL+"/docs/", "models", len(catalog.All()))
+		"database", string(db.Dialect()), "docs", *baseURL+"/docs/", "models", len(a.Models.All()))
 	err = jobs.Run(ctx)
 	log.Info("stopped")
 	return err
@@ -462,37 +421,29 @@ func splitList(s string) []string {
 	return out
 }
 
-// config is the configuration of the links service of a server at baseURL.
-func (l linkSettings) config(baseURL string, log *slog.Logger) links.Config {
-	return links.Config{BaseURL: baseURL, ShortBaseURL: strings.TrimSuffix(*l.shortBaseURL, "/"),
+// config is the configuration of short links (the base URL and logger are the process's).
+func (l linkSettings) config() links.Config {
+	return links.Config{ShortBaseURL: strings.TrimSuffix(*l.shortBaseURL, "/"),
 		Domains: splitList(*l.shortDomains), AllowedSchemes: splitList(*l.allowedSchemes),
-		BlockedHosts: splitList(*l.blockedHosts), TombstonePeriod: *l.tombstone, Logger: log}
+		BlockedHosts: splitList(*l.blockedHosts), TombstonePeriod: *l.tombstone}
 }
 
-// recorder opens the GeoIP database (nil without one) and the click recorder, whose spool lives in the data
-// directory.
-func (l linkSettings) recorder(db *store.DB, log *slog.Logger) (*clicks.Recorder, *clicks.GeoIP, error) {
+// clicks opens the GeoIP database (nil without one) and returns the click recorder's configuration, whose spool
+// lives in --data-dir (default: the database's data directory).
+func (l linkSettings) clicks(log *slog.Logger) (clicks.Config, *clicks.GeoIP, error) {
 	var geo *clicks.GeoIP
 	if *l.geoIP != "" {
 		var err error
 		if geo, err = clicks.OpenGeoIP(*l.geoIP); err != nil {
-			return nil, nil, err
+			return clicks.Config{}, nil, err
 		}
 	}
-	dir := *l.dataDir
-	if dir == "" {
-		dir = db.DataDir()
+	c := clicks.Config{BatchSize: *l.clickBatch, Interval: *l.clickInterval, HighWater: *l.clickBuffer, GeoIP: geo,
+		Logger: log}
+	if *l.dataDir != "" {
+		c.SpoolDir = filepath.Join(*l.dataDir, "spool")
 	}
-	if dir == "" {
-		dir = "data"
-	}
-	rec, err := clicks.New(db, clicks.Config{BatchSize: *l.clickBatch, Interval: *l.clickInterval,
-		HighWater: *l.clickBuffer, SpoolDir: filepath.Join(dir, "spool"), GeoIP: geo, Logger: log})
-	if err != nil {
-		_ = geo.Close()
-		return nil, nil, err
-	}
-	return rec, geo, nil
+	return c, geo, nil
 }
 
 // displayAddr turns ":8080" into "localhost:8080" for links.

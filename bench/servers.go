@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/switchboard/switchboard/internal/sealbox"
 	"io"
 	"log/slog"
 	"net"
@@ -21,11 +20,11 @@ import (
 
 	"github.com/switchboard/switchboard/handlers"
 	"github.com/switchboard/switchboard/internal/apikey"
+	"github.com/switchboard/switchboard/internal/app"
 	"github.com/switchboard/switchboard/internal/events"
-	"github.com/switchboard/switchboard/internal/links"
 	"github.com/switchboard/switchboard/internal/links/clicks"
-	"github.com/switchboard/switchboard/internal/links/linkcache"
 	"github.com/switchboard/switchboard/internal/runner"
+	"github.com/switchboard/switchboard/internal/sealbox"
 	"github.com/switchboard/switchboard/store"
 	"github.com/switchboard/switchboard/store/storetest"
 )
@@ -139,46 +138,40 @@ func startSwitchboard(ctx context.Context, dbURL, spoolDir string) (_ *switchboa
 	}
 	// Access logs are formatted as in production; only the write to a terminal or file is left out.
 	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
-	rec, err := clicks.New(db, clicks.Config{SpoolDir: spoolDir, Logger: log})
-	if err != nil {
-		return nil, err
-	}
 	ln, err := listen()
 	if err != nil {
 		return nil, err
 	}
-	outbox := events.NewOutbox(db, events.Builtin())
-	linkService, err := links.New(db, outbox, links.Config{BaseURL: "http://" + ln.Addr().String(), Logger: log})
-	if err != nil {
-		_ = ln.Close()
-		return nil, err
-	}
-	cache := linkcache.New(linkService.Resolve, db.LinkChanges, linkcache.Config{})
-	verifier := apikey.NewVerifier(db.APIKeys, 0, log)
-	// The ingest rows' source seals its secret, as in production.
-	key := make([]byte, sealbox.KeySize)
-	_, _ = rand.Read(key)
-	box, err := sealbox.New(key)
+	// The product as serve builds it (the ingest rows' source seals its secret with the app's key, as in
+	// production); of its jobs only those of links and keys run: the rows here measure requests, and the other
+	// engines have rows of their own.
+	a, err := app.New(ctx, db, app.Config{BaseURL: "http://" + ln.Addr().String(), Logger: log,
+		Clicks: &clicks.Config{SpoolDir: spoolDir}})
 	if err != nil {
 		_ = ln.Close()
 		return nil, err
 	}
 	h, err := handlers.New(handlers.Config{
-		BaseURL:  "http://" + ln.Addr().String(),
-		Webhooks: handlers.WebhookEngine{Box: box},
+		BaseURL: "http://" + ln.Addr().String(),
 		// High enough never to answer 429: the limiter's bookkeeping is measured, its refusals are not.
 		KeyRateLimit:       1_000_000_000,
 		WorkspaceRateLimit: 1_000_000_000,
-		Verifier:           verifier,
+		Verifier:           a.Verifier,
 		Logger:             log,
-		Events:             outbox,
-		Links:              linkService,
-		Redirects:          handlers.RedirectOptions{Clicks: rec, Cache: cache},
+		Box:                a.Box,
+		Events:             a.Events,
+		Links:              a.Links,
+		Webhooks:           a.Webhooks,
+		Channels:           a.Messaging,
+		Automation:         a.Automation,
+		Limiter:            a.Limiter,
+		Redirects:          handlers.RedirectOptions{Clicks: a.Clicks, Cache: a.Redirects},
 	}, db)
 	if err != nil {
 		_ = ln.Close()
 		return nil, err
 	}
+	rec, linkService, cache, verifier, box, outbox := a.Clicks, a.Links, a.Redirects, a.Verifier, a.Box, a.Events
 	jobs := runner.New(log)
 	jobs.Go(1, "link expiry announcer", linkService.Run)
 	jobs.Go(1, "redirect cache watch", cache.Run)

@@ -20,8 +20,7 @@ import (
 
 	"github.com/switchboard/switchboard/gen"
 	"github.com/switchboard/switchboard/handlers"
-	"github.com/switchboard/switchboard/internal/events"
-	"github.com/switchboard/switchboard/internal/eventstream"
+	"github.com/switchboard/switchboard/internal/app"
 )
 
 // The stream rows follow the workspace's events over Server-Sent Events with streamClients clients of one server
@@ -123,10 +122,14 @@ func measureStreams(ctx context.Context, dbURL string, duration time.Duration) (
 		return streamResult{}, err
 	}
 	quiet := slog.New(slog.NewJSONHandler(io.Discard, nil))
-	outbox := events.NewOutbox(db, events.Builtin())
-	hub := eventstream.NewHub(db, outbox.Types(), eventstream.Config{Logger: quiet})
-	srv, err := handlers.New(handlers.Config{Events: outbox, Streams: hub, Logger: quiet, KeyRateLimit: 1 << 30,
-		WorkspaceRateLimit: 1 << 30}, db)
+	a, err := app.New(ctx, db, app.Config{Logger: quiet})
+	if err != nil {
+		return streamResult{}, err
+	}
+	outbox, hub := a.Events, a.Streams
+	srv, err := handlers.New(handlers.Config{Streams: hub, Logger: quiet, KeyRateLimit: 1 << 30,
+		WorkspaceRateLimit: 1 << 30, Verifier: a.Verifier, Box: a.Box, Events: a.Events, Links: a.Links,
+		Webhooks: a.Webhooks, Channels: a.Messaging, Automation: a.Automation}, db)
 	if err != nil {
 		return streamResult{}, err
 	}

@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
-	"github.com/switchboard/switchboard/internal/sealbox"
 	"html"
 	"io"
 	"log/slog"
@@ -13,7 +12,6 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
-	"net/netip"
 	"net/url"
 	"regexp"
 	"strings"
@@ -23,13 +21,8 @@ import (
 
 	"github.com/switchboard/switchboard/console"
 	"github.com/switchboard/switchboard/handlers"
-	"github.com/switchboard/switchboard/internal/apikey"
-	"github.com/switchboard/switchboard/internal/automation"
-	"github.com/switchboard/switchboard/internal/egress"
-	"github.com/switchboard/switchboard/internal/events"
-	"github.com/switchboard/switchboard/internal/links"
-	"github.com/switchboard/switchboard/internal/webhook"
-	"github.com/switchboard/switchboard/internal/workspaces"
+	"github.com/switchboard/switchboard/internal/app"
+	"github.com/switchboard/switchboard/internal/app/apptest"
 	"github.com/switchboard/switchboard/store"
 )
 
@@ -56,41 +49,24 @@ func newEnv(t *testing.T, db *store.DB, cfg console.Config) *env {
 func newEnvWith(t *testing.T, db *store.DB, cfg console.Config, proxies []*net.IPNet) *env {
 	t.Helper()
 	discard := slog.New(slog.NewTextHandler(io.Discard, nil))
-	verifier := apikey.NewVerifier(db.APIKeys, 0, discard)
-	outbox := events.NewOutbox(db, events.Builtin())
-	linkService, err := links.New(db, outbox, links.Config{BaseURL: "https://sb.test", Logger: discard})
-	if err != nil {
-		t.Fatal(err)
-	}
 	// Webhooks may reach receivers on this machine, as the tests run them.
-	key := make([]byte, sealbox.KeySize)
-	_, _ = rand.Read(key)
-	box, err := sealbox.New(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	guard := egress.NewGuard(egress.Policy{AllowHTTP: true, AllowedNetworks: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}})
-	engine := handlers.WebhookEngine{Box: box, Guard: guard, Sender: webhook.NewSender(box, guard, 5*time.Second), Logger: discard}
-	automations, err := automation.New(db, outbox, automation.Config{Box: box, Logger: discard})
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := apptest.New(t, db, app.Config{Logger: discard, BaseURL: "https://sb.test", Egress: apptest.Loopback})
+	verifier := a.Verifier
 	if cfg.Automation == nil {
-		cfg.Automation = automations
+		cfg.Automation = a.Automation
 	}
-	srv, err := handlers.New(handlers.Config{Logger: discard, Verifier: verifier, Events: outbox, Links: linkService,
-		Webhooks: engine, Automation: automations, TrustedProxies: proxies}, db)
+	srv, err := handlers.New(handlers.Config{Logger: discard, Verifier: verifier, Box: a.Box, Events: a.Events,
+		Links: a.Links, Webhooks: a.Webhooks, Channels: a.Messaging, Automation: cfg.Automation,
+		TrustedProxies: proxies}, db)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Webhooks, err = webhook.NewService(db, outbox, engine); err != nil {
-		t.Fatal(err)
-	}
+	cfg.Webhooks = a.Webhooks
 	if cfg.Logger == nil {
 		cfg.Logger = discard
 	}
-	cfg.Workspaces = workspaces.New(db, workspaces.Config{ForgetKey: verifier.Forget})
-	cfg.Links = linkService
+	cfg.Workspaces = a.Workspaces
+	cfg.Links = a.Links
 	con, err := console.New(cfg, db)
 	if err != nil {
 		t.Fatal(err)

@@ -233,8 +233,7 @@ func TestEveryRequestExampleWorks(t *testing.T) {
 			egress.WithLookup(func(context.Context, string, string) ([]netip.Addr, error) {
 				return []netip.Addr{netip.MustParseAddr("127.0.0.2")}, nil
 			}))
-		e := newSandboxServer(t, db, sandbox.Options{}, handlers.Config{BaseURL: "http://app.switchboard.test",
-			Webhooks: handlers.WebhookEngine{Guard: guard}})
+		e := newSandboxServer(t, db, sandbox.Options{}, handlers.Config{BaseURL: "http://app.switchboard.test"}, guard)
 		x := &exampleRun{msgEnv: e, examples: requestExamples(), sent: map[string]bool{},
 			ids: map[string]string{}, params: map[string]string{}, shift: time.Since(exampleEpoch)}
 		x.key, _ = e.key(e.ws.ID, apikey.All()...)

@@ -19,6 +19,10 @@ import (
 	"github.com/switchboard/switchboard/api"
 	"github.com/switchboard/switchboard/handlers"
 	"github.com/switchboard/switchboard/internal/apikey"
+	"github.com/switchboard/switchboard/internal/app"
+	"github.com/switchboard/switchboard/internal/app/apptest"
+	"github.com/switchboard/switchboard/internal/events"
+	"github.com/switchboard/switchboard/internal/webhook"
 	"github.com/switchboard/switchboard/store"
 	"github.com/switchboard/switchboard/store/storetest"
 )
@@ -34,15 +38,20 @@ type env struct {
 }
 
 // newEnv starts the server over db and runs its key verifier, as serve does; cfg zero values take the server's
-// defaults.
+// defaults, and the services it leaves out are the product's own (apptest.New).
 func newEnv(t testing.TB, db *store.DB, cfg handlers.Config) *env {
 	t.Helper()
+	return newAppEnv(t, apptest.New(t, db, app.Config{Logger: cfg.Logger, BaseURL: cfg.BaseURL, Events: cfg.Events}), cfg)
+}
+
+// newAppEnv is newEnv over a product the test built (with its own egress policy, say): cfg's nil services are a's.
+func newAppEnv(t testing.TB, a *app.App, cfg handlers.Config) *env {
+	t.Helper()
+	db := a.DB
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewJSONHandler(io.Discard, nil))
 	}
-	if cfg.Verifier == nil {
-		cfg.Verifier = apikey.NewVerifier(db.APIKeys, 0, cfg.Logger)
-	}
+	withApp(&cfg, a)
 	srv, err := handlers.New(cfg, db)
 	if err != nil {
 		t.Fatal(err)
@@ -59,6 +68,41 @@ func newEnv(t testing.TB, db *store.DB, cfg handlers.Config) *env {
 		}
 	})
 	return &env{t: t, db: db, srv: srv, url: hs.URL}
+}
+
+// webhookService is a webhook service over the engine parts a test chose (a loopback guard, a counted Wake).
+func webhookService(t testing.TB, db *store.DB, outbox *events.Outbox, sc webhook.ServiceConfig) *webhook.Service {
+	t.Helper()
+	svc, err := webhook.NewService(db, outbox, sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return svc
+}
+
+// withApp gives cfg the services of a that it leaves out.
+func withApp(cfg *handlers.Config, a *app.App) {
+	if cfg.Verifier == nil {
+		cfg.Verifier = a.Verifier
+	}
+	if cfg.Box == nil {
+		cfg.Box = a.Box
+	}
+	if cfg.Events == nil {
+		cfg.Events = a.Events
+	}
+	if cfg.Links == nil {
+		cfg.Links = a.Links
+	}
+	if cfg.Webhooks == nil {
+		cfg.Webhooks = a.Webhooks
+	}
+	if cfg.Channels == nil {
+		cfg.Channels = a.Messaging
+	}
+	if cfg.Automation == nil {
+		cfg.Automation = a.Automation
+	}
 }
 
 func (e *env) workspace(name string) store.Workspace {

@@ -40,7 +40,7 @@ type idempotency struct {
 }
 
 func newIdempotency(s *Server) *idempotency {
-	return &idempotency{svc: idem.New(s.db, s.cfg.Webhooks.Box, s.log), log: s.log}
+	return &idempotency{svc: idem.New(s.db, s.cfg.Box, s.log), log: s.log}
 }
 
 // declaresIdempotencyKey reports whether an operation takes the Idempotency-Key header, declared on the operation

@@ -59,14 +59,15 @@ func newIdemServer(t *testing.T, db *store.DB) *idemServer {
 			}
 			s.echo.Add(op.Method, op.Route, e.handle, s.validatorFor(e.routes[id]), e.mw.middleware)
 		}
-	})
+	}, nil)
 }
 
-// startIdemServer serves a server built with cfg over HTTP; setup, when given, adjusts it before it serves.
-func startIdemServer(t *testing.T, db *store.DB, cfg Config, setup func(*idemServer, *Server)) *idemServer {
+// startIdemServer serves a server built with cfg over HTTP, its services the product's own with the egress guard
+// given (nil: the default); setup, when given, adjusts it before it serves.
+func startIdemServer(t *testing.T, db *store.DB, cfg Config, setup func(*idemServer, *Server), guard *egress.Guard) *idemServer {
 	t.Helper()
 	cfg.Logger = slog.New(slog.NewJSONHandler(io.Discard, nil))
-	s, err := New(cfg, db)
+	s, err := New(withServices(t, db, cfg, guard), db)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -622,7 +623,7 @@ func TestIdempotencyRefusedRequestsAreNotStored(t *testing.T) {
 func TestIdempotentCreateWebhook(t *testing.T) {
 	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
 		guard := egress.NewGuard(egress.Policy{AllowHTTP: true, AllowedNetworks: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}})
-		e := startIdemServer(t, db, Config{Webhooks: WebhookEngine{Guard: guard}}, nil)
+		e := startIdemServer(t, db, Config{}, nil, guard)
 		secret, k := e.apiKey("")
 		r := idemRequest{key: secret, idemKey: "create-once", body: `{"url":"http://127.0.0.1:9/hook","events":["*"]}`}
 		first := e.send(r)

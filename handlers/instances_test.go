@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/switchboard/switchboard/internal/sealbox"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -15,6 +14,7 @@ import (
 	"github.com/switchboard/switchboard/handlers"
 	"github.com/switchboard/switchboard/internal/channels"
 	"github.com/switchboard/switchboard/internal/events"
+	"github.com/switchboard/switchboard/internal/sealbox"
 	"github.com/switchboard/switchboard/store"
 	"github.com/switchboard/switchboard/store/storetest"
 )
@@ -80,7 +80,7 @@ func newMsgEnvWith(t *testing.T, db *store.DB, cfg channels.Config, hc handlers.
 		t.Fatal(err)
 	}
 	log := slog.New(slog.NewTextHandler(testLog{t}, &slog.HandlerOptions{Level: slog.LevelError}))
-	hc.Events, hc.Channels, hc.Logger, hc.Webhooks = outbox, svc, log, handlers.WebhookEngine{Box: box}
+	hc.Events, hc.Channels, hc.Logger, hc.Box = outbox, svc, log, box
 	e := &msgEnv{env: newEnv(t, db, hc), channels: svc}
 	e.ws = e.workspace("Messaging")
 	e.apiKey, _ = e.key(e.ws.ID, "messaging:write")

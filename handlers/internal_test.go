@@ -16,6 +16,10 @@ import (
 	"github.com/getkin/kin-openapi/routers/gorillamux"
 	"github.com/labstack/echo/v4"
 
+	"github.com/switchboard/switchboard/internal/app"
+	"github.com/switchboard/switchboard/internal/app/apptest"
+	"github.com/switchboard/switchboard/internal/egress"
+	"github.com/switchboard/switchboard/store"
 	"github.com/switchboard/switchboard/store/storetest"
 )
 
@@ -197,7 +201,8 @@ func TestIndexOperationsRejectsIncompleteSpecs(t *testing.T) {
 
 func newTestServer(t *testing.T) *Server {
 	t.Helper()
-	s, err := New(Config{Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))}, storetest.SQLite(t))
+	db := storetest.SQLite(t)
+	s, err := New(withServices(t, db, Config{Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))}, nil), db)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,7 +238,8 @@ func TestDeprecationHeaders(t *testing.T) {
 // A panic becomes a 500 problem that reveals nothing, and is logged with the request ID.
 func TestPanicIsAnInternalProblem(t *testing.T) {
 	var logs bytes.Buffer
-	s, err := New(Config{Logger: slog.New(slog.NewJSONHandler(&logs, nil))}, storetest.SQLite(t))
+	db := storetest.SQLite(t)
+	s, err := New(withServices(t, db, Config{Logger: slog.New(slog.NewJSONHandler(&logs, nil))}, nil), db)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -273,4 +279,14 @@ func TestPublicPath(t *testing.T) {
 			t.Errorf("publicPath(%q) = %q, want %q", in, got, want)
 		}
 	}
+}
+
+// withServices gives cfg the product's services, built by apptest.New over db with the egress guard given (nil:
+// the default policy).
+func withServices(t *testing.T, db *store.DB, cfg Config, guard *egress.Guard) Config {
+	t.Helper()
+	a := apptest.New(t, db, app.Config{Logger: cfg.Logger, Guard: guard})
+	cfg.Verifier, cfg.Box, cfg.Events, cfg.Links, cfg.Webhooks = a.Verifier, a.Box, a.Events, a.Links, a.Webhooks
+	cfg.Channels, cfg.Automation = a.Messaging, a.Automation
+	return cfg
 }

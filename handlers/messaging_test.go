@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/switchboard/switchboard/internal/sealbox"
 	"io"
 	"log/slog"
 	"mime/multipart"
@@ -16,11 +15,15 @@ import (
 
 	"github.com/switchboard/switchboard/gen"
 	"github.com/switchboard/switchboard/handlers"
+	"github.com/switchboard/switchboard/internal/app"
+	"github.com/switchboard/switchboard/internal/app/apptest"
 	"github.com/switchboard/switchboard/internal/await"
 	"github.com/switchboard/switchboard/internal/channels"
 	"github.com/switchboard/switchboard/internal/channels/hub"
 	"github.com/switchboard/switchboard/internal/channels/sandbox"
+	"github.com/switchboard/switchboard/internal/egress"
 	"github.com/switchboard/switchboard/internal/events"
+	"github.com/switchboard/switchboard/internal/sealbox"
 	"github.com/switchboard/switchboard/store"
 	"github.com/switchboard/switchboard/store/storetest"
 )
@@ -35,12 +38,13 @@ func newSandboxEnv(t *testing.T, db *store.DB) *msgEnv {
 // newSandboxEnvWith is newSandboxEnv with the sandbox network configured by opts.
 func newSandboxEnvWith(t *testing.T, db *store.DB, opts sandbox.Options) *msgEnv {
 	t.Helper()
-	return newSandboxServer(t, db, opts, handlers.Config{})
+	return newSandboxServer(t, db, opts, handlers.Config{}, nil)
 }
 
-// newSandboxServer is newSandboxEnvWith over cfg: the messaging service, the outbox, the webhook engine's Box,
-// the logger and generous rate limits are set here, the rest is cfg's.
-func newSandboxServer(t *testing.T, db *store.DB, opts sandbox.Options, cfg handlers.Config) *msgEnv {
+// newSandboxServer is newSandboxEnvWith over cfg: the messaging service, the outbox, the Box, the logger and
+// generous rate limits are set here, and webhooks reach their targets through guard (nil: the default policy); the
+// rest is cfg's.
+func newSandboxServer(t *testing.T, db *store.DB, opts sandbox.Options, cfg handlers.Config, guard *egress.Guard) *msgEnv {
 	t.Helper()
 	box, err := sealbox.New(make([]byte, 32))
 	if err != nil {
@@ -63,9 +67,10 @@ func newSandboxServer(t *testing.T, db *store.DB, opts sandbox.Options, cfg hand
 	go func() { defer close(stopped); _ = rt.Run(ctx) }()
 	t.Cleanup(func() { stop(); <-stopped })
 	log := slog.New(slog.NewTextHandler(testLog{t}, &slog.HandlerOptions{Level: slog.LevelError}))
-	cfg.Events, cfg.Channels, cfg.Logger, cfg.Webhooks.Box = outbox, svc, log, box
+	cfg.Events, cfg.Channels, cfg.Logger, cfg.Box = outbox, svc, log, box
 	cfg.KeyRateLimit, cfg.WorkspaceRateLimit = 1<<20, 1<<20
-	e := &msgEnv{env: newEnv(t, db, cfg), channels: svc}
+	a := apptest.New(t, db, app.Config{Logger: log, BaseURL: cfg.BaseURL, Events: outbox, Guard: guard})
+	e := &msgEnv{env: newAppEnv(t, a, cfg), channels: svc}
 	e.ws = e.workspace("Sandbox")
 	e.apiKey, _ = e.key(e.ws.ID, "messaging:write")
 	return e

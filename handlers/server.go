@@ -5,10 +5,8 @@ package handlers
 
 import (
 	"context"
-	crand "crypto/rand"
 	"encoding/binary"
 	"fmt"
-	"github.com/switchboard/switchboard/internal/sealbox"
 	"log/slog"
 	"math/rand/v2"
 	"net"
@@ -27,13 +25,13 @@ import (
 	"github.com/switchboard/switchboard/internal/apikey"
 	"github.com/switchboard/switchboard/internal/automation"
 	"github.com/switchboard/switchboard/internal/channels"
-	"github.com/switchboard/switchboard/internal/egress"
 	"github.com/switchboard/switchboard/internal/events"
 	"github.com/switchboard/switchboard/internal/eventstream"
 	"github.com/switchboard/switchboard/internal/links"
 	"github.com/switchboard/switchboard/internal/links/redirector"
 	"github.com/switchboard/switchboard/internal/modelcatalog"
 	"github.com/switchboard/switchboard/internal/ratelimit"
+	"github.com/switchboard/switchboard/internal/sealbox"
 	"github.com/switchboard/switchboard/internal/telemetry"
 	"github.com/switchboard/switchboard/internal/webhook"
 	"github.com/switchboard/switchboard/store"
@@ -67,33 +65,25 @@ type Config struct {
 	// CORSOrigins are the origins whose pages may call the API and the ingest URLs from a browser ("*" for any);
 	// empty means none: no CORS header is sent.
 	CORSOrigins []string
-	// Verifier authenticates API keys. Its Run is the process's to run: it writes last-use times and follows the
-	// revocations of other processes. Without one the server verifies keys with a Verifier nobody runs: every key is
-	// looked up on PostgreSQL and no last-use time is written (enough for tests of other things).
+	// Verifier authenticates API keys (required). Its Run is the process's to run: it writes last-use times and
+	// follows the revocations of other processes.
 	Verifier *apikey.Verifier
 	// Models is the operator's model catalogue (default modelcatalog.Default()).
 	Models *modelcatalog.Catalog
 	// TrustedProxies are the networks of reverse proxies whose X-Forwarded-For is believed; empty means the client
 	// address is the connection's.
 	TrustedProxies []*net.IPNet
-	// Links is the short-link capability (default: links.New over the database and Events, with BaseURL as the
-	// short base URL and the other settings at their defaults).
+	// Links is the short-link capability (required).
 	Links *links.Service
 	// Redirects configures the public redirects of short links; without them no short link is answered.
 	Redirects RedirectOptions
-	// Webhooks is what the webhook API needs from the engine; zero fields take safe defaults (a throw-away server key,
-	// https-only public targets, attempts of webhook.DefaultTimeout, no dispatcher to wake, the server's logger).
-	Webhooks WebhookEngine
-	// WebhookService is the webhook capability the process shares between the API and the console (default: one
-	// over the database, Events and Webhooks).
-	WebhookService *webhook.Service
-	// Events is the outbox changes record their events in (default: one of the built-in types over the database).
-	Events *events.Outbox
-	// Channels is the messaging capability (default: channels.New over the database and Events with no providers,
-	// no runtime and no send queue, sealing secrets with the webhook engine's Box).
-	Channels *channels.Service
-	// Automation is the automation capability (default: automation.New over the database and Events, sealing with
-	// the webhook engine's Box, ingest URLs on BaseURL).
+	// Box seals the stored answers of idempotent requests and the live streams' tokens (required).
+	Box *sealbox.Box
+	// Webhooks, Events, Channels and Automation are the capabilities the API serves (required): the process's own,
+	// shared with the console and the background jobs (see internal/app).
+	Webhooks   *webhook.Service
+	Events     *events.Outbox
+	Channels   *channels.Service
 	Automation *automation.Service
 	// Limiter holds the key and workspace quotas (default: in this process; a shared one, such as redislimit's,
 	// makes them hold across replicas).
@@ -108,10 +98,6 @@ type Config struct {
 	TxTimeout time.Duration
 	Logger    *slog.Logger
 }
-
-// WebhookEngine connects the webhook API to the delivery engine of the process: it configures the webhook
-// service the server is built with (its Box also seals the stored answers of idempotent requests).
-type WebhookEngine = webhook.ServiceConfig
 
 // Defaults of Config.
 const (
@@ -201,11 +187,12 @@ func New(cfg Config, db *store.DB) (*Server, error) {
 	if cfg.Limiter == nil {
 		cfg.Limiter = ratelimit.New()
 	}
-	if cfg.Verifier == nil {
-		cfg.Verifier = apikey.NewVerifier(db.APIKeys, apikey.DefaultCacheTTL, cfg.Logger)
-	}
-	if err := webhookDefaults(&cfg.Webhooks, cfg.Logger); err != nil {
-		return nil, err
+	for name, missing := range map[string]bool{"Verifier": cfg.Verifier == nil, "Links": cfg.Links == nil,
+		"Box": cfg.Box == nil, "Webhooks": cfg.Webhooks == nil, "Events": cfg.Events == nil,
+		"Channels": cfg.Channels == nil, "Automation": cfg.Automation == nil} {
+		if missing {
+			return nil, fmt.Errorf("handlers: Config.%s is required (app.New builds every service of a process)", name)
+		}
 	}
 	spec, err := gen.GetSwagger()
 	if err != nil {
@@ -214,9 +201,6 @@ func New(cfg Config, db *store.DB) (*Server, error) {
 	ops, err := indexOperations(spec)
 	if err != nil {
 		return nil, fmt.Errorf("spec: %w", err)
-	}
-	if cfg.Events == nil {
-		cfg.Events = events.NewOutbox(db, events.Builtin())
 	}
 	s := &Server{
 		cfg: cfg, db: db, log: cfg.Logger, ops: ops,
@@ -232,27 +216,7 @@ func New(cfg Config, db *store.DB) (*Server, error) {
 		models:           map[string]gen.Model{},
 		events:           cfg.Events,
 	}
-	if s.links = cfg.Links; s.links == nil {
-		if s.links, err = links.New(db, cfg.Events, links.Config{BaseURL: cfg.BaseURL, Logger: cfg.Logger}); err != nil {
-			return nil, err
-		}
-	}
-	if s.webhooks = cfg.WebhookService; s.webhooks == nil {
-		if s.webhooks, err = webhook.NewService(db, cfg.Events, cfg.Webhooks); err != nil {
-			return nil, err
-		}
-	}
-	if s.channels = cfg.Channels; s.channels == nil {
-		if s.channels, err = channels.New(db, cfg.Events, channels.Config{Sealer: cfg.Webhooks.Box, Logger: cfg.Logger}); err != nil {
-			return nil, err
-		}
-	}
-	if s.automation = cfg.Automation; s.automation == nil {
-		if s.automation, err = automation.New(db, cfg.Events, automation.Config{BaseURL: cfg.BaseURL,
-			Box: cfg.Webhooks.Box, Logger: cfg.Logger}); err != nil {
-			return nil, err
-		}
-	}
+	s.links, s.webhooks, s.channels, s.automation = cfg.Links, cfg.Webhooks, cfg.Channels, cfg.Automation
 	s.policyHeader = []string{fmt.Sprintf(`"key";q=%d;w=60, "workspace";q=%d;w=60`, cfg.KeyRateLimit, cfg.WorkspaceRateLimit)}
 	for _, m := range cfg.Models.All() {
 		s.models[m.ID] = apiModel(m)
@@ -483,29 +447,4 @@ func (s *Server) bodyLimit(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		return next(c)
 	}
-}
-
-// webhookDefaults gives a server built without a webhook engine (tests, tools) a working, safe one.
-func webhookDefaults(w *WebhookEngine, log *slog.Logger) error {
-	if w.Box == nil {
-		key := make([]byte, sealbox.KeySize)
-		if _, err := crand.Read(key); err != nil {
-			return err
-		}
-		box, err := sealbox.New(key)
-		if err != nil {
-			return err
-		}
-		w.Box = box
-	}
-	if w.Guard == nil {
-		w.Guard = egress.NewGuard(egress.Policy{})
-	}
-	if w.Sender == nil {
-		w.Sender = webhook.NewSender(w.Box, w.Guard, webhook.DefaultTimeout)
-	}
-	if w.Logger == nil {
-		w.Logger = log
-	}
-	return nil
 }

@@ -49,7 +49,7 @@ func (s *Server) authenticateStreamToken(in *openapi3filter.AuthenticationInput)
 	}
 	invalid := unauthorized(problem.InvalidStreamToken,
 		"The access_token is not valid: it expired (tokens open streams for 5 minutes), or its key no longer works. Create a new one with POST /api/v1/events/stream-tokens.")
-	hash, err := eventstream.OpenToken(s.cfg.Webhooks.Box, raw, time.Now())
+	hash, err := eventstream.OpenToken(s.cfg.Box, raw, time.Now())
 	if err != nil {
 		return s.admit(in, st, apikey.Key{}, invalid)
 	}
@@ -75,7 +75,7 @@ func (s *Server) CreateStreamToken(ctx context.Context, _ gen.CreateStreamTokenR
 	if err != nil {
 		return nil, err
 	}
-	token, expires := eventstream.IssueToken(s.cfg.Webhooks.Box, key.Hash, time.Now())
+	token, expires := eventstream.IssueToken(s.cfg.Box, key.Hash, time.Now())
 	return gen.CreateStreamToken201JSONResponse{Body: gen.StreamToken{Object: gen.StreamTokenObjectStreamToken,
 		Token: token, ExpiresAt: expires}}, nil
 }

@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
-	"github.com/switchboard/switchboard/internal/sealbox"
 	"io"
 	"log/slog"
 	"net/http"
@@ -19,6 +18,7 @@ import (
 	"github.com/switchboard/switchboard/internal/channels/whatsappcloud"
 	"github.com/switchboard/switchboard/internal/channels/whatsappcloud/cloudtest"
 	"github.com/switchboard/switchboard/internal/events"
+	"github.com/switchboard/switchboard/internal/sealbox"
 	"github.com/switchboard/switchboard/store"
 	"github.com/switchboard/switchboard/store/storetest"
 )
@@ -53,7 +53,7 @@ func newUntrustedEnv(t testing.TB, db *store.DB) *untrustedEnv {
 		t.Fatal(err)
 	}
 	e := newEnv(t, db, handlers.Config{Events: outbox, Channels: svc, Logger: log,
-		Webhooks: handlers.WebhookEngine{Box: box}, AddressRateLimit: 1 << 30, HookRateLimit: 1 << 30})
+		Box: box, AddressRateLimit: 1 << 30, HookRateLimit: 1 << 30})
 	ws := e.workspace("Untrusted")
 	u := &untrustedEnv{env: e, ws: ws.ID, appSecret: "the-app-secret-of-the-fuzz", phone: "106540352242922",
 		telegramSecret: "the-webhook-secret-token-of-the-fuzz"}

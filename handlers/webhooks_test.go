@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
-	"github.com/switchboard/switchboard/internal/sealbox"
 	"io"
 	"net"
 	"net/http"
@@ -26,6 +25,7 @@ import (
 	"github.com/switchboard/switchboard/handlers"
 	"github.com/switchboard/switchboard/internal/egress"
 	"github.com/switchboard/switchboard/internal/events"
+	"github.com/switchboard/switchboard/internal/sealbox"
 	"github.com/switchboard/switchboard/internal/webhook"
 	"github.com/switchboard/switchboard/store"
 	"github.com/switchboard/switchboard/store/storetest"
@@ -51,8 +51,9 @@ func newHooks(t *testing.T, db *store.DB) *hooks {
 	}
 	guard := egress.NewGuard(egress.Policy{AllowHTTP: true, AllowedNetworks: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}})
 	wakes := &atomic.Int32{}
-	e := newEnv(t, db, handlers.Config{Webhooks: handlers.WebhookEngine{Box: box, Guard: guard,
-		Sender: webhook.NewSender(box, guard, 5*time.Second), Wake: func() { wakes.Add(1) }}})
+	outbox := events.NewOutbox(db, events.Builtin())
+	e := newEnv(t, db, handlers.Config{Box: box, Events: outbox, Webhooks: webhookService(t, db, outbox, webhook.ServiceConfig{
+		Box: box, Guard: guard, Sender: webhook.NewSender(box, guard, 5*time.Second), Wake: func() { wakes.Add(1) }})})
 	h := &hooks{env: e, box: box, ws: e.workspace("Acme"), wakes: wakes}
 	h.write, _ = e.key(h.ws.ID, "webhooks:write")
 	return h
@@ -660,7 +661,9 @@ func TestTestWebhookBlocked(t *testing.T) {
 	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
 		h := newHooks(t, db)
 		rc := newReceiver(t)
-		strict := newEnv(t, db, handlers.Config{Webhooks: handlers.WebhookEngine{Box: h.box}})
+		outbox := events.NewOutbox(db, events.Builtin())
+		strict := newEnv(t, db, handlers.Config{Events: outbox, Webhooks: webhookService(t, db, outbox, webhook.ServiceConfig{
+			Box: h.box, Guard: egress.NewGuard(egress.Policy{}), Sender: webhook.NewSender(h.box, egress.NewGuard(egress.Policy{}), 5*time.Second)})})
 		for _, url := range []string{rc.srv.URL, strings.Replace(rc.srv.URL, "http:", "https:", 1)} {
 			w := h.create(`{"url":"` + url + `","events":["*"]}`)
 			res := strict.do(request{method: http.MethodPost, path: "/api/v1/webhooks/" + w.ID + "/test", key: h.write})

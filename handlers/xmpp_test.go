@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
-	"github.com/switchboard/switchboard/internal/sealbox"
 	"log/slog"
 	"net/netip"
 	"slices"
@@ -24,6 +23,7 @@ import (
 	"github.com/switchboard/switchboard/internal/channels/xmpp/prosodytest"
 	"github.com/switchboard/switchboard/internal/egress"
 	"github.com/switchboard/switchboard/internal/events"
+	"github.com/switchboard/switchboard/internal/sealbox"
 	"github.com/switchboard/switchboard/internal/webhook"
 	"github.com/switchboard/switchboard/store"
 	"github.com/switchboard/switchboard/store/storetest"
@@ -63,7 +63,7 @@ func newProviderEnv(t *testing.T, db *store.DB, name string, providers ...channe
 	go func() { _ = dispatcher.Run(ctx); stopped <- struct{}{} }()
 	t.Cleanup(func() { stop(); <-stopped; <-stopped })
 	e := &msgEnv{env: newEnv(t, db, handlers.Config{Events: outbox, Channels: svc, Logger: log,
-		Webhooks:     handlers.WebhookEngine{Box: box, Guard: guard, Sender: dispatcher.Sender(), Wake: dispatcher.Wake},
+		Box: box, Webhooks: webhookService(t, db, outbox, webhook.ServiceConfig{Box: box, Guard: guard, Sender: dispatcher.Sender(), Wake: dispatcher.Wake}),
 		KeyRateLimit: 1 << 20, WorkspaceRateLimit: 1 << 20}), channels: svc}
 	e.ws = e.workspace(name)
 	e.apiKey, _ = e.key(e.ws.ID, "messaging:write", "webhooks:write")

@@ -3,7 +3,6 @@ package webhook
 import (
 	"context"
 	"fmt"
-	"github.com/switchboard/switchboard/internal/sealbox"
 	"log/slog"
 	"math/rand/v2"
 	"slices"
@@ -16,6 +15,7 @@ import (
 	"github.com/switchboard/switchboard/internal/events"
 	"github.com/switchboard/switchboard/internal/queue"
 	"github.com/switchboard/switchboard/internal/ratelimit"
+	"github.com/switchboard/switchboard/internal/sealbox"
 	"github.com/switchboard/switchboard/store"
 )
 

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/switchboard/switchboard/internal/sealbox"
 	"io"
 	"maps"
 	"net/http"
@@ -20,6 +19,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/switchboard/switchboard/internal/egress"
+	"github.com/switchboard/switchboard/internal/sealbox"
 	"github.com/switchboard/switchboard/internal/telemetry"
 	"github.com/switchboard/switchboard/internal/text"
 	"github.com/switchboard/switchboard/store"

@@ -3,7 +3,6 @@ package webhook
 import (
 	"errors"
 	"fmt"
-	"github.com/switchboard/switchboard/internal/sealbox"
 	"log/slog"
 	"slices"
 	"time"
@@ -12,6 +11,7 @@ import (
 	"github.com/switchboard/switchboard/internal/egress"
 	"github.com/switchboard/switchboard/internal/events"
 	"github.com/switchboard/switchboard/internal/problem"
+	"github.com/switchboard/switchboard/internal/sealbox"
 	"github.com/switchboard/switchboard/store"
 )
 
