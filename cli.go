@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -269,7 +270,7 @@ func toKeyJSON(k store.APIKey) keyJSON {
 
 func keyCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	if len(args) == 0 {
-		return usagef("key: missing subcommand (create, list, revoke)")
+		return usagef("key: missing subcommand (create, list, revoke, origins)")
 	}
 	sub, args := args[0], args[1:]
 	cmd := "key " + sub
@@ -321,13 +322,9 @@ func keyCmd(ctx context.Context, args []string, stdout io.Writer) error {
 		if k.ExpiresAt != nil {
 			expires = k.ExpiresAt.Format(time.RFC3339)
 		}
-		originsText := "none (servers, and pages of the operator's --cors-origins)"
-		if len(k.Origins) > 0 {
-			originsText = strings.Join(k.Origins, " ")
-		}
 		fmt.Fprintf(stdout, "Created API key %s (%q) in workspace %s.\nScopes:  %s\nOrigins: %s\nExpires: %s\n\n    %s\n\n"+
 			"Copy the key now: it is stored only as a hash and will not be shown again.\n",
-			k.ID, k.Name, k.WorkspaceID, strings.Join(k.Scopes, " "), originsText, expires, secret)
+			k.ID, k.Name, k.WorkspaceID, strings.Join(k.Scopes, " "), originsText(k.Origins), expires, secret)
 		if k.Kind == apikey.KindBrowser {
 			fmt.Fprintf(stdout, "This browser key may be published in the pages of its origins; it works nowhere else "+
 				"(docs/use-from-your-site.md).\n")
@@ -361,19 +358,9 @@ func keyCmd(ctx context.Context, args []string, stdout io.Writer) error {
 				k.Status(time.Now()), last}
 		})
 	case "revoke":
-		// Accept the key ID before or after the flags.
-		var id string
-		if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-			id, args = args[0], args[1:]
-		}
-		if err := parse(fs, args); err != nil {
+		id, err := keyIDAndFlags(fs, cmd, args)
+		if err != nil {
 			return err
-		}
-		if id == "" && fs.NArg() == 1 {
-			id = fs.Arg(0)
-		}
-		if id == "" {
-			return usagef("%s: KEY_ID is required", cmd)
 		}
 		svc, db, err := openWorkspaces(ctx, *dbURL, nil)
 		if err != nil {
@@ -390,6 +377,63 @@ func keyCmd(ctx context.Context, args []string, stdout io.Writer) error {
 		fmt.Fprintf(stdout, "Revoked API key %s (%q) at %s. Requests with it now answer 401 api_key_revoked.\n",
 			k.ID, k.Name, k.RevokedAt.Format(time.RFC3339))
 		return nil
+	case "origins":
+		origins := fs.String("origins", "", "the key's origins from now on, comma-separated (required; \"\" removes them "+
+			"from a secret key; a browser key keeps at least one)")
+		id, err := keyIDAndFlags(fs, cmd, args)
+		if err != nil {
+			return err
+		}
+		if !flagSet(fs, "origins") {
+			return usagef("%s: --origins is required", cmd)
+		}
+		svc, db, err := openWorkspaces(ctx, *dbURL, nil)
+		if err != nil {
+			return err
+		}
+		defer db.Close()
+		k, err := svc.SetKeyOrigins(ctx, "", id, splitList(*origins))
+		if err != nil {
+			return refused(cmd, err)
+		}
+		if *asJSON {
+			return printJSON(stdout, toKeyJSON(k))
+		}
+		fmt.Fprintf(stdout, "API key %s (%q) now answers these origins: %s\n", k.ID, k.Name, originsText(k.Origins))
+		return nil
 	}
-	return usagef("key: unknown subcommand %q (create, list, revoke)", sub)
+	return usagef("key: unknown subcommand %q (create, list, revoke, origins)", sub)
+}
+
+// keyIDAndFlags parses the arguments of a command on one key: its ID, before or after the flags.
+func keyIDAndFlags(fs *flag.FlagSet, cmd string, args []string) (string, error) {
+	var id string
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		id, args = args[0], args[1:]
+	}
+	if err := parse(fs, args); err != nil {
+		return "", err
+	}
+	if id == "" && fs.NArg() == 1 {
+		id = fs.Arg(0)
+	}
+	if id == "" {
+		return "", usagef("%s: KEY_ID is required", cmd)
+	}
+	return id, nil
+}
+
+// originsText shows a key's origins.
+func originsText(origins []string) string {
+	if len(origins) == 0 {
+		return "none (servers, and pages of the operator's --cors-origins)"
+	}
+	return strings.Join(origins, " ")
+}
+
+// flagSet reports whether the flag name was given on the command line.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }

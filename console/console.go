@@ -194,6 +194,8 @@ func (c *Console) Register(e *echo.Echo) {
 	g.POST("/workspaces/switch", c.switchWorkspace)
 	g.GET("/api", c.apiPage)
 	g.POST("/api/keys", c.createKey)
+	g.GET("/api/keys/:id/origins", c.originsPage)
+	g.POST("/api/keys/:id/origins", c.setOrigins)
 	g.GET("/api/keys/:id/revoke", c.revokePage)
 	g.POST("/api/keys/:id/revoke", c.revokeKey)
 	g.GET("/account", c.accountPage)

@@ -82,6 +82,11 @@ func (c *Console) pageNotice(ec echo.Context) string {
 	switch {
 	case ec.QueryParam("workspace-created") == "1":
 		return "Your workspace is ready. Create your first API key below."
+	case ec.QueryParam("origins") != "" && ses.Workspace != nil:
+		k, err := c.workspaces.Key(ec.Request().Context(), ses.Workspace.ID, ec.QueryParam("origins"))
+		if err == nil {
+			return "The key “" + k.Name + "” now works from: " + originsText(k.Origins) + "."
+		}
 	case ec.QueryParam("revoked") != "" && ses.Workspace != nil:
 		k, err := c.workspaces.Key(ec.Request().Context(), ses.Workspace.ID, ec.QueryParam("revoked"))
 		if err == nil && k.RevokedAt != nil {
@@ -173,7 +178,7 @@ func (c *Console) createKey(ec echo.Context) error {
 	}
 	// The form's own choices are read here; what they ask for is judged by the service.
 	n := workspaces.NewKey{WorkspaceID: ses.Workspace.ID, Name: form.Name, Preset: form.Preset, CreatedBy: ses.UserID,
-		Kind: form.Kind, Origins: strings.FieldsFunc(form.Origins, func(r rune) bool { return r == ',' || r == '\n' || r == '\r' })}
+		Kind: form.Kind, Origins: splitOrigins(form.Origins)}
 	if form.Kind == apikey.KindBrowser {
 		n.Preset, n.BrowserScope, n.Target = "", form.BrowserScope, form.Target
 		if form.DailyQuota != "" {
@@ -274,21 +279,89 @@ func keyFormMessage(err error, scopes []string) string {
 	return f.Detail
 }
 
-// revokePage asks for confirmation, naming the key.
-func (c *Console) revokePage(ec echo.Context) error {
+// originsData is what the page that edits a key's origins shows.
+type originsData struct {
+	Key keyRow
+	// Origins is the text of the form: the key's origins one a line, or what was submitted.
+	Origins string
+}
+
+// originsPage shows the form that changes a key's allowed origins.
+func (c *Console) originsPage(ec echo.Context) error {
+	return c.renderOrigins(ec, http.StatusOK, "", nil)
+}
+
+// renderOrigins shows the origins form of the key named in the path, with the submitted text and errMsg when
+// submitted is not nil.
+func (c *Console) renderOrigins(ec echo.Context, status int, errMsg string, submitted *string) error {
+	ses := sessionFrom(ec)
+	row, found, err := c.pathKey(ec)
+	if !found {
+		return err
+	}
+	d := originsData{Key: row, Origins: strings.Join(row.Origins, "\n")}
+	if submitted != nil {
+		d.Origins = *submitted
+	}
+	return c.render(ec, status, "key-origins", page{Title: "Origins of " + row.Name, Session: ses, Error: errMsg, Data: d})
+}
+
+// setOrigins replaces a key's allowed origins; the service judges them as it does when a key is made.
+func (c *Console) setOrigins(ec echo.Context) error {
 	ses := sessionFrom(ec)
 	if ses.Workspace == nil {
 		return c.notFound(ec)
 	}
-	k, err := c.workspaces.Key(ec.Request().Context(), ses.Workspace.ID, ec.Param("id"))
-	if isNotFound(err) {
+	text := ec.FormValue("origins")
+	k, err := c.workspaces.SetKeyOrigins(ec.Request().Context(), ses.Workspace.ID, ec.Param("id"), splitOrigins(text))
+	var p *problem.Error
+	switch {
+	case isNotFound(err):
 		return c.notFound(ec)
-	}
-	if err != nil {
+	case errors.As(err, &p) && p.Code == problem.OriginsRequired:
+		return c.renderOrigins(ec, http.StatusUnprocessableEntity,
+			"A browser key keeps at least one origin. To stop it everywhere, revoke it.", &text)
+	case errors.As(err, &p) && p.Code == problem.Conflict:
+		return c.renderOrigins(ec, http.StatusConflict, "This key is revoked; its origins are not changed.", &text)
+	case err != nil:
+		if msg := keyFormMessage(err, nil); msg != "" {
+			return c.renderOrigins(ec, http.StatusUnprocessableEntity, msg, &text)
+		}
 		return err
 	}
-	return c.render(ec, http.StatusOK, "revoke", page{Title: "Revoke " + k.Name, Session: ses,
-		Data: keyRow{APIKey: k, Masked: apikey.Mask(k.DisplayPrefix, k.Last4), Status: k.Status(time.Now())}})
+	c.log.Info("console changed the origins of an API key", "key_id", k.ID, "workspace_id", k.WorkspaceID, "user_id", ses.UserID)
+	return ec.Redirect(http.StatusSeeOther, "/user/api?origins="+url.QueryEscape(k.ID))
+}
+
+// splitOrigins reads the origins of a form: one a line, or comma-separated.
+func splitOrigins(text string) []string {
+	return strings.FieldsFunc(text, func(r rune) bool { return r == ',' || r == '\n' || r == '\r' })
+}
+
+// pathKey is the key named in the path, of the workspace the console shows. When found is false, err is what to
+// return: the not-found page (another workspace's key, or none) or a failure.
+func (c *Console) pathKey(ec echo.Context) (row keyRow, found bool, err error) {
+	ses := sessionFrom(ec)
+	if ses.Workspace == nil {
+		return keyRow{}, false, c.notFound(ec)
+	}
+	k, err := c.workspaces.Key(ec.Request().Context(), ses.Workspace.ID, ec.Param("id"))
+	if isNotFound(err) {
+		return keyRow{}, false, c.notFound(ec)
+	}
+	if err != nil {
+		return keyRow{}, false, err
+	}
+	return keyRow{APIKey: k, Masked: apikey.Mask(k.DisplayPrefix, k.Last4), Status: k.Status(time.Now())}, true, nil
+}
+
+// revokePage asks for confirmation, naming the key.
+func (c *Console) revokePage(ec echo.Context) error {
+	row, found, err := c.pathKey(ec)
+	if !found {
+		return err
+	}
+	return c.render(ec, http.StatusOK, "revoke", page{Title: "Revoke " + row.Name, Session: sessionFrom(ec), Data: row})
 }
 
 func (c *Console) revokeKey(ec echo.Context) error {
@@ -305,6 +378,14 @@ func (c *Console) revokeKey(ec echo.Context) error {
 	}
 	c.log.Info("console revoked API key", "key_id", k.ID, "workspace_id", k.WorkspaceID, "user_id", ses.UserID)
 	return ec.Redirect(http.StatusSeeOther, "/user/api?revoked="+url.QueryEscape(k.ID))
+}
+
+// originsText names a key's origins in a sentence.
+func originsText(origins []string) string {
+	if len(origins) == 0 {
+		return "servers only (no origins)"
+	}
+	return strings.Join(origins, ", ")
 }
 
 func (c *Console) notFound(ec echo.Context) error {

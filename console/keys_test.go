@@ -103,8 +103,17 @@ const (
 // apiCall calls GET /api/v1/models with the key through the same server and returns the status and problem code.
 func (e *env) apiCall(t *testing.T, secret string) (int, string) {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodGet, e.url+"/api/v1/models", nil)
+	return e.call(t, "/api/v1/models", secret, "")
+}
+
+// call GETs path with the key, from a page of origin unless it is "", and returns the status and problem code.
+func (e *env) call(t *testing.T, path, secret, origin string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, e.url+path, nil)
 	req.Header.Set("Authorization", "Bearer "+secret)
+	if origin != "" {
+		req.Header.Set("Origin", origin)
+	}
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

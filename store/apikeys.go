@@ -110,6 +110,13 @@ func (s *APIKeys) Get(ctx context.Context, workspaceID, id string) (APIKey, erro
 	return s.get(ctx, workspaceID, id)
 }
 
+// ByID returns a key of any workspace: the operator's look-up. Returns ErrNotFound if it does not exist.
+func (s *APIKeys) ByID(ctx context.Context, id string) (APIKey, error) {
+	var k APIKey
+	err := s.db.r.NewSelect().Model(&k).Where("k.id = ?", id).Scan(ctx)
+	return k, mapErr(err)
+}
+
 // ByHash returns the key whose secret hashes to hash, with its Workspace, revoked and expired ones included (the
 // caller tells them apart). Returns ErrNotFound if no key has that hash.
 func (s *APIKeys) ByHash(ctx context.Context, hash string) (APIKey, error) {
@@ -140,11 +147,7 @@ func (s *APIKeys) RevokeInWorkspace(ctx context.Context, workspaceID, id string)
 func (s *APIKeys) revoke(ctx context.Context, workspaceID, id string) (APIKey, error) {
 	var k APIKey
 	err := s.db.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error {
-		q := tx.NewSelect().Model(&k).Where("k.id = ?", id)
-		if workspaceID != "" {
-			q = q.Where("k.workspace_id = ?", workspaceID)
-		}
-		if err := q.Scan(ctx); err != nil {
+		if err := selectKey(ctx, tx, workspaceID, id, &k); err != nil {
 			return err
 		}
 		if k.RevokedAt != nil {
@@ -161,6 +164,39 @@ func (s *APIKeys) revoke(ctx context.Context, workspaceID, id string) (APIKey, e
 		s.db.keys.changed()
 	}
 	return k, mapErr(err)
+}
+
+// SetOrigins replaces the origins of a key (workspaceID "" for any workspace: the operator's CLI) and announces the
+// change to every process watching keys, so that cached keys are read again on their next request. Returns
+// ErrNotFound if the key does not exist (in that workspace).
+func (s *APIKeys) SetOrigins(ctx context.Context, workspaceID, id string, origins []string) (APIKey, error) {
+	if origins == nil {
+		origins = []string{}
+	}
+	var k APIKey
+	err := s.db.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		if err := selectKey(ctx, tx, workspaceID, id, &k); err != nil {
+			return err
+		}
+		k.Origins = origins
+		if _, err := tx.NewUpdate().Model(&k).Column("origins").WherePK().Exec(ctx); err != nil {
+			return err
+		}
+		return s.db.announceAccessChange(ctx, tx)
+	})
+	if err == nil {
+		s.db.keys.changed()
+	}
+	return k, mapErr(err)
+}
+
+// selectKey reads key id into k, of any workspace when workspaceID is "".
+func selectKey(ctx context.Context, tx bun.Tx, workspaceID, id string, k *APIKey) error {
+	q := tx.NewSelect().Model(k).Where("k.id = ?", id)
+	if workspaceID != "" {
+		q = q.Where("k.workspace_id = ?", workspaceID)
+	}
+	return q.Scan(ctx)
 }
 
 // TouchLastUsed records when keys were last used. Keys that no longer exist are ignored.

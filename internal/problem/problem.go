@@ -61,6 +61,7 @@ const (
 	InvalidStreamToken           Code = "invalid_stream_token"
 	ReplayUnavailable            Code = "replay_unavailable"
 	StreamOverflow               Code = "stream_overflow"
+	OriginsRequired              Code = "origins_required"
 )
 
 // Type is one row of the table.
@@ -112,6 +113,7 @@ func init() {
 		{CapabilityNotSupported, 422, "Capability not supported", "The instance's provider cannot do this call; GET /api/v1/providers/{provider} lists its capabilities. Nothing was queued."},
 		{RecipientNotOnNetwork, 422, "Recipient not on network", "No account of the instance's network has this address."},
 		{ConversationWindowClosed, 422, "Conversation window closed", "The network takes free-form messages only within its customer-service window after the person's last message (WhatsApp: 24 hours); send a template instead. Nothing was queued."},
+		{OriginsRequired, 422, "Origins required", "A browser key (sb_pk_…) works only from the pages of its origins, so it keeps at least one: list the origins that stay, or revoke the key."},
 		{ReferenceNotFound, 422, "Reference not found", "A member of the body names an object (an instance) that is not in the key's workspace; errors[] points at each such member."},
 		{EventDataInvalid, 422, "Event data invalid", "The event's data does not match the JSON Schema of its type; errors[] points at each failure."},
 		{SchemaTooComplex, 422, "Schema too complex", "A custom event type's JSON Schema passes a bound that keeps validation cheap (depth, subschemas, $ref expansion, checks per value, patterns; errors[] names each at its pointer), or validating an event's data against its type's schema would cost more than an event may: send less data in one event, or simplify the schema."},

@@ -314,19 +314,19 @@ func (s *Service) Key(ctx context.Context, workspaceID, id string) (store.APIKey
 // every process; revoking a revoked key changes nothing and returns it as it is. Errors: NotFound (no such key).
 func (s *Service) RevokeKey(ctx context.Context, id string) (store.APIKey, error) {
 	k, err := s.db.APIKeys.Revoke(ctx, id)
-	return s.revoked(id, k, err)
+	return s.changed(id, k, err)
 }
 
 // RevokeWorkspaceKey is RevokeKey limited to the keys of one workspace: a member's revoke. Errors: NotFound (no such
 // key in that workspace).
 func (s *Service) RevokeWorkspaceKey(ctx context.Context, workspaceID, id string) (store.APIKey, error) {
 	k, err := s.db.APIKeys.RevokeInWorkspace(ctx, workspaceID, id)
-	return s.revoked(id, k, err)
+	return s.changed(id, k, err)
 }
 
-// revoked finishes the revocation of key id: the store announced it to every process, and this process's cache
-// forgets the key at once.
-func (s *Service) revoked(id string, k store.APIKey, err error) (store.APIKey, error) {
+// changed finishes a change of key id (a revocation, new origins): the store announced it to every process, and
+// this process's cache forgets the key at once.
+func (s *Service) changed(id string, k store.APIKey, err error) (store.APIKey, error) {
 	if errors.Is(err, store.ErrNotFound) {
 		return store.APIKey{}, noKey(id)
 	}
@@ -335,6 +335,43 @@ func (s *Service) revoked(id string, k store.APIKey, err error) (store.APIKey, e
 	}
 	s.cfg.ForgetKey(k.SecretHash)
 	return k, nil
+}
+
+// SetKeyOrigins replaces the origins of a key of a workspace (workspaceID "" for any workspace: the operator's CLI),
+// normalized as CreateKey does. The change takes effect on the key's next request in every process. A browser key
+// keeps at least one origin: it is published in pages, and without origins it would answer none (revoke it
+// instead). A revoked key is not changed. Errors: ValidationFailed (an invalid origin at FieldOrigins/i, too many at
+// FieldOrigins), OriginsRequired (no origin left for a browser key), Conflict (the key is revoked), NotFound (no
+// such key in that workspace).
+func (s *Service) SetKeyOrigins(ctx context.Context, workspaceID, id string, in []string) (store.APIKey, error) {
+	origins, invalid := parseOrigins(in)
+	if err := invalid.Err(); err != nil {
+		return store.APIKey{}, err
+	}
+	var k store.APIKey
+	var err error
+	if workspaceID == "" {
+		k, err = s.db.APIKeys.ByID(ctx, id)
+	} else {
+		k, err = s.db.APIKeys.Get(ctx, workspaceID, id)
+	}
+	if errors.Is(err, store.ErrNotFound) {
+		return store.APIKey{}, noKey(id)
+	}
+	if err != nil {
+		return store.APIKey{}, err
+	}
+	switch {
+	case k.RevokedAt != nil:
+		return store.APIKey{}, problem.Errorf(problem.Conflict, "The API key %s is revoked; a revoked key is not changed.", id)
+	case k.Kind == apikey.KindBrowser && len(origins) == 0:
+		p := problem.New(problem.OriginsRequired,
+			"A browser key works only from the pages of its origins, so it keeps at least one; revoke the key to end it.")
+		p.Fields = []problem.Field{{Pointer: FieldOrigins, Detail: "a browser key needs at least one origin"}}
+		return store.APIKey{}, p
+	}
+	k, err = s.db.APIKeys.SetOrigins(ctx, k.WorkspaceID, id, origins)
+	return s.changed(id, k, err)
 }
 
 func noKey(id string) error {

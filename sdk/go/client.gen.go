@@ -1111,6 +1111,7 @@ const (
 	ProblemCodeModelNotFound                ProblemCode = "model_not_found"
 	ProblemCodeNotFound                     ProblemCode = "not_found"
 	ProblemCodeOriginNotAllowed             ProblemCode = "origin_not_allowed"
+	ProblemCodeOriginsRequired              ProblemCode = "origins_required"
 	ProblemCodeRateLimited                  ProblemCode = "rate_limited"
 	ProblemCodeRecipientNotOnNetwork        ProblemCode = "recipient_not_on_network"
 	ProblemCodeReferenceNotFound            ProblemCode = "reference_not_found"
@@ -1185,6 +1186,8 @@ func (e ProblemCode) Valid() bool {
 	case ProblemCodeNotFound:
 		return true
 	case ProblemCodeOriginNotAllowed:
+		return true
+	case ProblemCodeOriginsRequired:
 		return true
 	case ProblemCodeRateLimited:
 		return true
