@@ -252,7 +252,8 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	con, err := console.New(console.Config{BaseURL: strings.TrimSuffix(*baseURL, "/"), Logger: log, Automation: automations,
 		Workspaces: workspaces.New(db, workspaces.Config{Models: catalog, ForgetKey: verifier.Forget}),
-		Links:      linkService, Webhooks: webhookService, Channels: messaging, Limiter: limits.limiter, Nonces: limits.nonces}, db)
+		Links:      linkService, Webhooks: webhookService, Channels: messaging, Limiter: limits.limiter, Nonces: limits.nonces,
+		StreamBox: box}, db)
 	if err != nil {
 		return err
 	}

@@ -27,6 +27,7 @@ import (
 	"github.com/switchboard/switchboard/internal/automation"
 	"github.com/switchboard/switchboard/internal/egress"
 	"github.com/switchboard/switchboard/internal/events"
+	"github.com/switchboard/switchboard/internal/eventstream"
 	"github.com/switchboard/switchboard/internal/links"
 	"github.com/switchboard/switchboard/internal/webhook"
 	"github.com/switchboard/switchboard/internal/workspaces"
@@ -43,6 +44,8 @@ type env struct {
 	db  *store.DB
 	srv *handlers.Server
 	url string
+	// box is the server key (webhook secrets, stream tokens).
+	box *sealbox.Box
 }
 
 // newEnv starts handlers.New + console.New + Mount over db with one key verifier and workspaces service, and runs
@@ -78,8 +81,13 @@ func newEnvWith(t *testing.T, db *store.DB, cfg console.Config, proxies []*net.I
 	if cfg.Automation == nil {
 		cfg.Automation = automations
 	}
+	// The event stream, for the pages that follow it (the console's stream tokens are sealed with the same key).
+	hub := eventstream.NewHub(db, outbox.Types(), eventstream.Config{Logger: discard})
+	if cfg.StreamBox == nil {
+		cfg.StreamBox = box
+	}
 	srv, err := handlers.New(handlers.Config{Logger: discard, Verifier: verifier, Events: outbox, Links: linkService,
-		Webhooks: engine, Automation: automations, TrustedProxies: proxies}, db)
+		Webhooks: engine, Automation: automations, TrustedProxies: proxies, Streams: hub}, db)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +106,8 @@ func newEnvWith(t *testing.T, db *store.DB, cfg console.Config, proxies []*net.I
 	srv.Mount(con.Register)
 	running, stop := context.WithCancel(ctx)
 	var jobs sync.WaitGroup
-	for _, run := range []func(context.Context) error{verifier.Run, con.Run} {
+	runHub := func(ctx context.Context) error { hub.Run(ctx); return nil }
+	for _, run := range []func(context.Context) error{verifier.Run, con.Run, runHub} {
 		jobs.Go(func() {
 			if err := run(running); err != nil {
 				t.Error(err)
@@ -111,7 +120,7 @@ func newEnvWith(t *testing.T, db *store.DB, cfg console.Config, proxies []*net.I
 		stop()
 		jobs.Wait()
 	})
-	return &env{db: db, srv: srv, url: hs.URL}
+	return &env{db: db, srv: srv, url: hs.URL, box: box}
 }
 
 // browser is one browser: its own cookie jar, and redirects are never followed (tests check Location).
