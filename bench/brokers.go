@@ -26,9 +26,16 @@ var benchBrokers = []struct{ typ, url string }{
 	{webhook.TypeMQTT, "mqtt://127.0.0.1:1883"},
 }
 
-// runBrokers measures the broker rows on SQLite (the https baseline included).
+// runBrokers measures the broker rows on SQLite and, unless skipped or unreachable, PostgreSQL (the https baseline
+// of each included). Each drain has a database of its own, so that none drains behind another's rows.
 func runBrokers(ctx context.Context, o options, out, log io.Writer) (int, error) {
-	if !o.rows.MatchString("broker deliveries — SQLite") {
+	var databases []string
+	for _, database := range []string{"SQLite", "PostgreSQL"} {
+		if o.rows.MatchString("broker deliveries — " + database) {
+			databases = append(databases, database)
+		}
+	}
+	if len(databases) == 0 {
 		return 0, nil
 	}
 	tmp, err := os.MkdirTemp("", "switchboard-bench-brokers-")
@@ -42,6 +49,19 @@ func runBrokers(ctx context.Context, o options, out, log io.Writer) (int, error)
 	if err != nil {
 		return 0, err
 	}
+	failed := 0
+	for _, database := range databases {
+		n, err := runBrokerRows(ctx, o, database, tmp, prefix, out, log)
+		if err != nil {
+			return failed, err
+		}
+		failed += n
+	}
+	return failed, nil
+}
+
+// runBrokerRows measures the https drain and each broker's on one kind of database and writes their table.
+func runBrokerRows(ctx context.Context, o options, database, tmp, prefix string, out, log io.Writer) (int, error) {
 	type row struct {
 		name string
 		rate float64
@@ -49,30 +69,25 @@ func runBrokers(ctx context.Context, o options, out, log io.Writer) (int, error)
 	}
 	var rows []row
 	for i, target := range append([]string{"https"}, webhook.TypeRabbitMQ, webhook.TypeNATS, webhook.TypeMQTT) {
-		b, err := startWebhookBench(ctx, "SQLite", "file:"+filepath.Join(tmp, strconv.Itoa(i)+".db"))
-		if err != nil {
-			return 0, err
-		}
-		if target != "https" {
-			if err := b.toBroker(ctx, target, prefix); err != nil {
-				b.close()
-				return 0, err
+		dbURL, drop := "file:"+filepath.Join(tmp, strconv.Itoa(i)+".db"), func() {}
+		if database == "PostgreSQL" {
+			var skipped string
+			if dbURL, drop, skipped = benchPostgres(ctx, o, true, log); dbURL == "" {
+				fmt.Fprintf(out, "\n*broker deliveries — PostgreSQL skipped: %s*\n", skipped)
+				return 0, nil
 			}
 		}
-		r, ok, err := b.measureBacklog(ctx, 0)
-		b.close()
+		r, res, err := measureBrokerDrain(ctx, database, dbURL, target, prefix)
+		drop()
 		if err != nil {
 			return 0, err
 		}
-		res := row{name: target, rate: r.rate}
-		if !ok {
-			res.err = b.failures[len(b.failures)-1]
-		}
-		fmt.Fprintf(log, "broker deliveries — SQLite — %-8s %8.0f deliveries/s %s\n", target, r.rate, res.err)
-		rows = append(rows, res)
+		fmt.Fprintf(log, "broker deliveries — %s — %-8s %8.0f deliveries/s %s\n", database, target, r, res)
+		rows = append(rows, row{name: target, rate: r, err: res})
 	}
 	failed := 0
-	fmt.Fprintf(out, "\n| broker deliveries — SQLite (backlog of %d, confirmed) | deliveries/s | ratio to https |\n|---|---:|---:|\n", webhookBacklog)
+	fmt.Fprintf(out, "\n| broker deliveries — %s (backlog of %d, confirmed) | deliveries/s | ratio to https |\n|---|---:|---:|\n",
+		database, webhookBacklog)
 	for _, r := range rows {
 		if r.err != "" {
 			failed++
@@ -82,6 +97,29 @@ func runBrokers(ctx context.Context, o options, out, log io.Writer) (int, error)
 		fmt.Fprintf(out, "| %s | %.0f | %.2f |\n", r.name, r.rate, r.rate/rows[0].rate)
 	}
 	return failed, nil
+}
+
+// measureBrokerDrain drains the webhook rows' backlog on a database into target (https or a broker type) and
+// returns deliveries/s, or the last failure when the drain did not complete.
+func measureBrokerDrain(ctx context.Context, database, dbURL, target, prefix string) (float64, string, error) {
+	b, err := startWebhookBench(ctx, database, dbURL)
+	if err != nil {
+		return 0, "", err
+	}
+	defer b.close()
+	if target != "https" {
+		if err := b.toBroker(ctx, target, prefix); err != nil {
+			return 0, "", err
+		}
+	}
+	r, ok, err := b.measureBacklog(ctx, 0)
+	if err != nil {
+		return 0, "", err
+	}
+	if !ok {
+		return r.rate, b.failures[len(b.failures)-1], nil
+	}
+	return r.rate, "", nil
 }
 
 // prepareBrokers declares what the brokers need to confirm the bench's messages: a RabbitMQ queue per endpoint (the

@@ -20,8 +20,9 @@ import (
 // The Channels pages: the workspace's instances with their live status and the create form (the provider picked from
 // the service's providers, the config form built from the provider's JSON Schema); an instance's page with its QR
 // code while it waits to be paired, connect / disconnect / logout / delete, a test message and its recent messages
-// with their status history. Pages whose instances are changing state reload themselves every two seconds (a
-// refresh header: no script needed). Every change goes through the messaging service.
+// with their status history. The instance page follows the instance's events live (see live.go); without script it
+// reloads itself every two seconds while the instance changes state. The list reloads itself the same way (a
+// Refresh header). Every change goes through the messaging service.
 
 func (c *Console) registerChannels(g *echo.Group) {
 	g.GET("/channels", c.channelsPage)
@@ -290,10 +291,11 @@ func (c *Console) renderChannel(ec echo.Context, status int, notice, errMsg stri
 			refresh = refresh || time.Since(m.CreatedAt) < 30*time.Second
 		}
 	}
+	p := page{Title: inst.Name, Session: ses, Notice: notice, Error: errMsg, Data: d}
 	if refresh {
-		ec.Response().Header().Set("Refresh", "2")
+		p.Refresh = 2 // without script; with it, the page's sections follow the event stream
 	}
-	return c.render(ec, status, "channel", page{Title: inst.Name, Session: ses, Notice: notice, Error: errMsg, Data: d})
+	return c.render(ec, status, "channel", p)
 }
 
 // instanceAction connects, disconnects, logs out or (on the sandbox) scans the QR code of an instance, then shows

@@ -37,6 +37,7 @@ import (
 	"github.com/switchboard/switchboard/internal/channels"
 	"github.com/switchboard/switchboard/internal/links"
 	"github.com/switchboard/switchboard/internal/ratelimit"
+	"github.com/switchboard/switchboard/internal/sealbox"
 	"github.com/switchboard/switchboard/internal/text"
 	"github.com/switchboard/switchboard/internal/webhook"
 	"github.com/switchboard/switchboard/internal/workspaces"
@@ -66,6 +67,9 @@ type Config struct {
 	Automation *automation.Service
 	// Channels is the messaging service behind the Channels pages; without it the console has none.
 	Channels *channels.Service
+	// StreamBox is the server key that seals event stream tokens: with it the instance page, the delivery log and
+	// the event log update live (see live.go); without it they update by reload.
+	StreamBox *sealbox.Box
 	// Limiter holds the sign-in and sign-up limits, and Nonces the key-creation forms already sent (default: in this
 	// process; shared ones, such as redislimit's, make them hold across replicas).
 	Limiter ratelimit.Limiter
@@ -200,6 +204,7 @@ func (c *Console) Register(e *echo.Echo) {
 	g.POST("/api/keys/:id/revoke", c.revokeKey)
 	g.GET("/account", c.accountPage)
 	g.POST("/account/password", c.changePassword)
+	g.POST("/stream-token", c.streamToken)
 	if c.links != nil {
 		c.registerLinks(g)
 	}
@@ -224,6 +229,9 @@ type page struct {
 	Error   string
 	Notice  string
 	Data    any
+	// Refresh, in seconds, makes a page reload itself when script does not run (where it runs, the page's live
+	// sections follow the event stream instead).
+	Refresh int
 	// NeedsTZ is set on a page loaded without ?tz=: a page that shows times in the browser's zone then reloads once
 	// with it (a page answering a form must not: it would load the form's address).
 	NeedsTZ bool

@@ -23,6 +23,7 @@ import (
 	"github.com/switchboard/switchboard/handlers"
 	"github.com/switchboard/switchboard/internal/app"
 	"github.com/switchboard/switchboard/internal/app/apptest"
+	"github.com/switchboard/switchboard/internal/sealbox"
 	"github.com/switchboard/switchboard/store"
 )
 
@@ -36,6 +37,8 @@ type env struct {
 	db  *store.DB
 	srv *handlers.Server
 	url string
+	// box is the server key (webhook secrets, stream tokens).
+	box *sealbox.Box
 }
 
 // newEnv starts handlers.New + console.New + Mount over db with one key verifier and workspaces service, and runs
@@ -57,11 +60,16 @@ func newEnvWith(t *testing.T, db *store.DB, cfg console.Config, proxies []*net.I
 	}
 	srv, err := handlers.New(handlers.Config{Logger: discard, Verifier: verifier, Box: a.Box, Events: a.Events,
 		Links: a.Links, Webhooks: a.Webhooks, Channels: a.Messaging, Automation: cfg.Automation,
-		TrustedProxies: proxies}, db)
+		TrustedProxies: proxies, Streams: a.Streams}, db)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg.Webhooks = a.Webhooks
+	// The event stream, for the pages that follow it (the console's stream tokens are sealed with the same key).
+	hub := a.Streams
+	if cfg.StreamBox == nil {
+		cfg.StreamBox = a.Box
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = discard
 	}
@@ -74,7 +82,8 @@ func newEnvWith(t *testing.T, db *store.DB, cfg console.Config, proxies []*net.I
 	srv.Mount(con.Register)
 	running, stop := context.WithCancel(ctx)
 	var jobs sync.WaitGroup
-	for _, run := range []func(context.Context) error{verifier.Run, con.Run} {
+	runHub := func(ctx context.Context) error { hub.Run(ctx); return nil }
+	for _, run := range []func(context.Context) error{verifier.Run, con.Run, runHub} {
 		jobs.Go(func() {
 			if err := run(running); err != nil {
 				t.Error(err)
@@ -87,7 +96,7 @@ func newEnvWith(t *testing.T, db *store.DB, cfg console.Config, proxies []*net.I
 		stop()
 		jobs.Wait()
 	})
-	return &env{db: db, srv: srv, url: hs.URL}
+	return &env{db: db, srv: srv, url: hs.URL, box: a.Box}
 }
 
 // browser is one browser: its own cookie jar, and redirects are never followed (tests check Location).

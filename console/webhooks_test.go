@@ -243,7 +243,7 @@ func TestWebhookPages(t *testing.T) {
 		}
 		rows := func(r *resp) []string {
 			var out []string
-			for _, m := range regexp.MustCompile(`<tr data-delivery-id="([^"]+)">`).FindAllStringSubmatch(r.body, -1) {
+			for _, m := range regexp.MustCompile(`<tr data-delivery-id="([^"]+)"[^>]*>`).FindAllStringSubmatch(r.body, -1) {
 				out = append(out, m[1])
 			}
 			return out

@@ -22,6 +22,7 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"github.com/switchboard/switchboard/gen"
+	"github.com/switchboard/switchboard/internal/accounts"
 	"github.com/switchboard/switchboard/internal/apikey"
 	"github.com/switchboard/switchboard/internal/automation"
 	"github.com/switchboard/switchboard/internal/channels"
@@ -118,6 +119,8 @@ type Server struct {
 	db       *store.DB
 	log      *slog.Logger
 	verifier *apikey.Verifier
+	// accounts checks the console sessions that console stream tokens act for.
+	accounts *accounts.Service
 	limiter  ratelimit.Limiter
 	ops      *operations
 	links    *links.Service
@@ -204,6 +207,7 @@ func New(cfg Config, db *store.DB) (*Server, error) {
 	}
 	s := &Server{
 		cfg: cfg, db: db, log: cfg.Logger, ops: ops,
+		accounts:         accounts.New(db, 0),
 		verifier:         cfg.Verifier,
 		limiter:          cfg.Limiter,
 		metrics:          newMetrics(db),

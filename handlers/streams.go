@@ -16,6 +16,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/switchboard/switchboard/gen"
+	"github.com/switchboard/switchboard/internal/accounts"
 	"github.com/switchboard/switchboard/internal/apikey"
 	"github.com/switchboard/switchboard/internal/eventstream"
 	"github.com/switchboard/switchboard/internal/problem"
@@ -49,11 +50,14 @@ func (s *Server) authenticateStreamToken(in *openapi3filter.AuthenticationInput)
 	}
 	invalid := unauthorized(problem.InvalidStreamToken,
 		"The access_token is not valid: it expired (tokens open streams for 5 minutes), or its key no longer works. Create a new one with POST /api/v1/events/stream-tokens.")
-	hash, err := eventstream.OpenToken(s.cfg.Box, raw, time.Now())
+	grant, err := eventstream.OpenToken(s.cfg.Box, raw, time.Now())
 	if err != nil {
 		return s.admit(in, st, apikey.Key{}, invalid)
 	}
-	key, err := s.verifier.VerifyHash(req.Context(), hash)
+	if grant.SessionID != "" {
+		return s.admitConsoleToken(in, st, grant, invalid)
+	}
+	key, err := s.verifier.VerifyHash(req.Context(), grant.KeyHash)
 	switch {
 	case errors.Is(err, apikey.ErrUnknown), errors.Is(err, apikey.ErrRevoked), errors.Is(err, apikey.ErrExpired):
 		return s.admit(in, st, apikey.Key{}, invalid)
@@ -62,6 +66,31 @@ func (s *Server) authenticateStreamToken(in *openapi3filter.AuthenticationInput)
 	}
 	// The token was made by a request that passed the key's origin check. A page that opens a stream of its own
 	// origin sends no Origin header (and may, then); a page of another origin does, and is held to the key's.
+	var p *Problem
+	if req.Header.Get(echo.HeaderOrigin) != "" {
+		p = s.allowOrigin(req, st.header, key)
+	}
+	return s.admit(in, st, key, p)
+}
+
+// consoleScopes are what a console stream token may do: follow the events its pages show.
+var consoleScopes = []apikey.Scope{"webhooks:read"}
+
+// admitConsoleToken admits a stream token the console made for a signed-in session (see
+// eventstream.IssueConsoleToken): it acts in its workspace, with consoleScopes, while the session lives and its user
+// belongs to the workspace. No API key stands behind it: its quota is the session's.
+func (s *Server) admitConsoleToken(in *openapi3filter.AuthenticationInput, st *requestState, g eventstream.Grant, invalid *Problem) error {
+	req := in.RequestValidationInput.Request
+	err := s.accounts.SessionIn(req.Context(), g.SessionID, g.Workspace, time.Now())
+	switch {
+	case errors.Is(err, accounts.ErrNoSession):
+		return s.admit(in, st, apikey.Key{}, invalid)
+	case err != nil:
+		return fmt.Errorf("check the session of a stream token: %w", err)
+	}
+	key := apikey.Key{ID: g.SessionID, WorkspaceID: g.Workspace, Name: "console", Scopes: consoleScopes, Kind: store.KindSecret}
+	// The console's pages open it from the server's own origin (they send no Origin header); a page elsewhere is
+	// held to the operator's origins, as a key without origins of its own is.
 	var p *Problem
 	if req.Header.Get(echo.HeaderOrigin) != "" {
 		p = s.allowOrigin(req, st.header, key)

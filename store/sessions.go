@@ -54,6 +54,13 @@ func (s *Sessions) ByTokenHash(ctx context.Context, hash string) (Session, error
 	return ses, mapErr(err)
 }
 
+// ByID returns the session with that ID, expired or not (the caller decides). Returns ErrNotFound if there is none.
+func (s *Sessions) ByID(ctx context.Context, id string) (Session, error) {
+	var ses Session
+	err := s.db.r.NewSelect().Model(&ses).Where("s.id = ?", id).Scan(ctx)
+	return ses, mapErr(err)
+}
+
 // Extend records activity and moves the expiry (sliding sessions). Returns ErrNotFound if the session is gone.
 func (s *Sessions) Extend(ctx context.Context, id string, expiresAt time.Time) error {
 	res, err := s.db.w.NewUpdate().Table("sessions").Set("last_seen_at = ?", now()).

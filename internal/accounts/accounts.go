@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"net/mail"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -186,6 +187,26 @@ func (s *Service) Session(ctx context.Context, token string) (ses store.Session,
 		extended = true
 	}
 	return ses, extended, nil
+}
+
+// SessionIn checks that a session is still signed in (not ended, not expired at now) and that its user belongs to a
+// workspace: what a console stream token is held to each time it opens a stream. Returns ErrNoSession otherwise.
+func (s *Service) SessionIn(ctx context.Context, sessionID, workspaceID string, now time.Time) error {
+	ses, err := s.db.Sessions.ByID(ctx, sessionID)
+	if errors.Is(err, store.ErrNotFound) || (err == nil && !now.Before(ses.ExpiresAt)) {
+		return ErrNoSession
+	}
+	if err != nil {
+		return err
+	}
+	ws, err := s.db.Workspaces.ForUser(ctx, ses.UserID)
+	if err != nil {
+		return err
+	}
+	if !slices.ContainsFunc(ws, func(w store.MemberWorkspace) bool { return w.ID == workspaceID }) {
+		return fmt.Errorf("%w: the user left the workspace", ErrNoSession)
+	}
+	return nil
 }
 
 // EndSession signs a session out.
