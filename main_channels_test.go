@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -108,6 +109,22 @@ func (c *apiClient) connected(id string) apiInstance {
 	}, func(i apiInstance) bool { return i.Status == "connected" && i.Account != nil })
 }
 
+// post sends a request body without failing the test, for use outside the test's goroutine.
+func (c *apiClient) post(path, body string) (int, error) {
+	req, err := http.NewRequest("POST", c.url+path, strings.NewReader(body))
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Authorization", "Bearer "+c.key)
+	req.Header.Set("Content-Type", "application/json")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	_, _ = io.Copy(io.Discard, res.Body)
+	return res.StatusCode, res.Body.Close()
+}
+
 // queueTexts sends n texts from one instance to another, "m000" to "m<n-1>", each answered 202 (queued).
 func (c *apiClient) queueTexts(from, to apiInstance, n int) {
 	c.t.Helper()
@@ -151,57 +168,94 @@ func (c *apiClient) messages(instanceID, query string) []apiMessage {
 	return all
 }
 
-// A server killed with messages in its send queue sends each of them once after a restart, in order: at most the
-// message in flight at the kill is sent again, with the same ID, and the network drops the repeat.
+// A server killed with messages in its send queue sends each of them once after a restart, in order per chat: at
+// most the messages in flight at the kill are sent again, with the same IDs, and the network drops the repeats.
+// 2,000 messages of 50 instances, each sending 40 to the next in a ring, so that many instances and chats share the
+// queue, its claims and its batched records.
 func TestKilledWithQueuedMessagesSendsEachOnce(t *testing.T) {
 	ownDatabases(t, func(t *testing.T, dbURL string) {
-		const n = 500
-		// Paced at 20 a second, so that most of the messages still wait when the kill comes.
-		a := runServer(t, dbURL, "", "SWITCHBOARD_SEND_RATE_PER_MINUTE=1200", "SWITCHBOARD_SEND_BURST=1",
+		const instances, each = 50, 40
+		const n = instances * each
+		// Paced at one every 5 s per instance (10 a second in all), so that most of the messages still wait when the
+		// kill comes.
+		a := runServer(t, dbURL, "", "SWITCHBOARD_SEND_RATE_PER_MINUTE=12", "SWITCHBOARD_SEND_BURST=1",
 			"SWITCHBOARD_INSTANCE_LEASE=2s", "SWITCHBOARD_RECONNECT_STAGGER=100ms", unlimited[0], unlimited[1])
 		c := newAPIClient(t, dbURL, a.url)
-		alice, bob := c.sandbox("alice"), c.sandbox("bob")
-		c.queueTexts(alice, bob, n)
+		ring := make([]apiInstance, instances)
+		for i := range ring {
+			ring[i] = c.sandbox(fmt.Sprint("i", i))
+		}
+		// Each instance's texts are queued in order by one client, the instances in parallel.
+		var wg sync.WaitGroup
+		failures := make(chan string, instances)
+		for i, from := range ring {
+			to := ring[(i+1)%instances]
+			wg.Go(func() {
+				for k := range each {
+					body := fmt.Sprintf(`{"to":%q,"type":"text","text":"m%03d"}`, to.Account.Address, k)
+					if code, err := c.post("/api/v1/instances/"+from.ID+"/messages", body); err != nil || code != 202 {
+						failures <- fmt.Sprintf("send %d of %s: %d %v", k, from.ID, code, err)
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		close(failures)
+		for f := range failures {
+			t.Fatal(f)
+		}
 		a.kill()
 
 		b := runServer(t, dbURL, "", "SWITCHBOARD_SEND_RATE_PER_MINUTE=0", "SWITCHBOARD_INSTANCE_LEASE=2s",
 			"SWITCHBOARD_RECONNECT_STAGGER=100ms", unlimited[0], unlimited[1])
 		c.url = b.url
-		queued := len(c.messages(alice.ID, "&status=queued"))
+		depth := func() int {
+			total := 0
+			for _, inst := range ring {
+				var q struct {
+					Depth int `json:"depth"`
+				}
+				c.call("GET", "/api/v1/instances/"+inst.ID+"/queue", "", &q)
+				total += q.Depth
+			}
+			return total
+		}
+		queued := depth()
 		if queued < n/2 {
 			t.Errorf("only %d of %d messages were still queued after the kill: the test did not test much", queued, n)
 		}
-		// Correctness, not speed: wait while messages keep being sent (a loaded CI machine sends slower), and fail
-		// when 30 s pass without one more.
-		sentSoFar := func() int {
-			time.Sleep(100 * time.Millisecond) // a page of a hundred is no query to run every 10 ms
-			sent := 0
-			for _, m := range c.messages(alice.ID, "") {
-				if m.Status == "sent" || m.Status == "delivered" || m.Status == "read" {
-					sent++
-				}
-			}
-			return sent
-		}
+		// Correctness, not speed: wait while the queues keep shrinking (a loaded CI machine sends slower), and fail
+		// when 30 s pass without one more message sent.
 		for last := -1; ; {
-			sent := await.Until(t, "one more message sent", sentSoFar, func(sent int) bool { return sent == n || sent > last })
-			if sent == n {
+			left := await.Until(t, "one more message sent", func() int {
+				time.Sleep(200 * time.Millisecond)
+				return depth()
+			}, func(d int) bool { return d == 0 || last < 0 || d < last })
+			if left == 0 {
 				break
 			}
-			last = sent
+			last = left
 		}
-		var texts []string
-		for _, m := range c.messages(bob.ID, "") {
-			if m.Direction == "inbound" {
+		for i, inst := range ring {
+			var texts []string
+			for _, m := range c.messages(inst.ID, "&direction=inbound") {
 				texts = append(texts, m.Text)
 			}
+			if len(texts) != each {
+				t.Fatalf("%s received %d messages from %s, want %d: %v", inst.ID, len(texts), ring[(i+instances-1)%instances].ID, each, texts)
+			}
+			for k, text := range texts {
+				if text != fmt.Sprintf("m%03d", k) {
+					t.Fatalf("%s's message %d is %q: out of order or repeated (%v)", inst.ID, k, text, texts[max(0, k-3):min(each, k+3)])
+				}
+			}
 		}
-		if len(texts) != n {
-			t.Fatalf("bob received %d messages, want %d", len(texts), n)
-		}
-		for i, text := range texts {
-			if text != fmt.Sprintf("m%03d", i) {
-				t.Fatalf("bob's message %d is %q: out of order or repeated (%v)", i, text, texts[max(0, i-3):min(n, i+3)])
+		for _, inst := range ring {
+			for _, m := range c.messages(inst.ID, "&direction=outbound") {
+				if m.Status != "sent" && m.Status != "delivered" && m.Status != "read" {
+					t.Fatalf("message %s of %s is %s after its queue emptied", m.ID, inst.ID, m.Status)
+				}
 			}
 		}
 		t.Logf("%d of %d messages were queued at the kill", queued, n)

@@ -35,6 +35,8 @@ import (
 //     acceptance (Send returned) to the sent time in the message's status history;
 //   - inbound → webhook: the recipients' message.received events, from the time the network handed the message over
 //     to a signed webhook reaching a receiver on loopback (the webhook dispatcher runs beside the runtime);
+//   - fairness: while one instance drains a backlog of channelFairBacklog messages, a quiet instance sends
+//     channelFairRate messages a second for the round's duration: their accept → sent;
 //   - scale: -channel-scale sandbox instances connected in one process (heap and goroutines per instance), then the
 //     runtime restarted with a stagger of channelStagger: the time until every one is connected again and how
 //     their connects spread.
@@ -43,6 +45,8 @@ const (
 	channelRecipients  = 40
 	channelLatencyRate = 500
 	channelStagger     = 10 * time.Second
+	channelFairBacklog = 10000
+	channelFairRate    = 20
 )
 
 // Goals of the messaging rows.
@@ -51,6 +55,10 @@ const (
 	channelRateGoalPostgres = 1000.0
 	channelSentP99Goal      = 100 * time.Millisecond
 	channelInboundP99Goal   = 250 * time.Millisecond
+	channelFairP99Goal      = 200 * time.Millisecond
+	// channelWebhookRatioGoal is the least drain rate as a share of the webhook engine's drain measured on the same
+	// database in the same round: a send is a claim, one in-process call and a recorded outcome, a delivery's shape.
+	channelWebhookRatioGoal = 0.5
 )
 
 // channelResult is one measured round.
@@ -59,6 +67,13 @@ type channelResult struct {
 	sentP50, sentP99 time.Duration
 	inP50, inP99     time.Duration
 	sentN, inN       int
+	// webhookRate is the webhook engine's drain of its backlog on the same database, measured right before;
+	// fairP50/fairP99 the quiet instance's accept → sent while another drains channelFairBacklog, and busyRate
+	// that other instance's drain meanwhile.
+	webhookRate      float64
+	fairP50, fairP99 time.Duration
+	fairN            int
+	busyRate         float64
 	// cpuSelf and cpuDB are the CPU time per message of the throughput round: this process's (the service, the
 	// runtime, the sandbox, the webhook dispatcher — and the database itself on SQLite) and PostgreSQL's. Receipts
 	// and inbound messages still under way when the queue is empty are not in it.
@@ -265,14 +280,19 @@ func (b *channelBench) send(ctx context.Context, from string, to store.Instance,
 func (b *channelBench) waitQueue(ctx context.Context, id string, limit time.Duration) error {
 	deadline := time.Now().Add(limit)
 	for {
-		st, err := b.db.SendQueue.Stats(ctx, id, time.Now())
-		if err != nil || st.Depth == 0 {
+		// Whether one is left, not how many: counting a backlog of 10,000 every few milliseconds is work for the
+		// database the row measures.
+		left, err := b.db.Reader().NewSelect().Table("send_queue").Where("instance_id = ?", id).Exists(ctx)
+		if err != nil || !left {
 			return err
 		}
 		if time.Now().After(deadline) {
+			st, err := b.db.SendQueue.Stats(ctx, id, time.Now())
+			if err != nil {
+				return err
+			}
 			return fmt.Errorf("%d messages still queued after %v", st.Depth, limit)
 		}
-		// Counting a backlog is work for the database the row measures: not too often.
 		time.Sleep(25 * time.Millisecond)
 	}
 }
@@ -326,10 +346,6 @@ func (b *channelBench) measure(ctx context.Context, d time.Duration) (channelRes
 	// Accept → sent, and inbound → webhook, at a steady rate.
 	roundStart := time.Now()
 	b.inbound.reset(roundStart)
-	type accepted struct {
-		id string
-		at time.Time
-	}
 	var mu sync.Mutex
 	var acc []accepted
 	tick := time.NewTicker(time.Second / channelLatencyRate)
@@ -354,17 +370,9 @@ func (b *channelBench) measure(ctx context.Context, d time.Duration) (channelRes
 		r.failures = append(r.failures, "steady: "+err.Error())
 		return r, nil
 	}
-	var lat []time.Duration
-	for _, a := range acc {
-		m, err := b.svc.GetMessage(ctx, b.ws, sender.ID, a.id)
-		if err != nil {
-			return r, err
-		}
-		for _, h := range m.StatusHistory {
-			if h.Status == "sent" {
-				lat = append(lat, max(h.At.Sub(a.at), 0))
-			}
-		}
+	lat, err := b.sentAfter(ctx, sender.ID, acc)
+	if err != nil {
+		return r, err
 	}
 	r.sentN, r.sentP50, r.sentP99 = len(lat), percentile(lat, 0.50), percentile(lat, 0.99)
 	if len(acc) < i*9/10 {
@@ -377,12 +385,108 @@ func (b *channelBench) measure(ctx context.Context, d time.Duration) (channelRes
 	}
 	in := b.inbound.take()
 	r.inN, r.inP50, r.inP99 = len(in), percentile(in, 0.50), percentile(in, 0.99)
+	if err := b.fairness(ctx, d, sender, recipients, &r); err != nil {
+		return r, err
+	}
 	for _, inst := range all {
 		if err := b.svc.Delete(ctx, b.ws, inst.ID); err != nil {
 			return r, err
 		}
 	}
 	return r, nil
+}
+
+// accepted is a message the service accepted, and when.
+type accepted struct {
+	id string
+	at time.Time
+}
+
+// sentAfter is, for each accepted message of an instance that was sent, the time from its acceptance to its sent
+// step.
+func (b *channelBench) sentAfter(ctx context.Context, instanceID string, acc []accepted) ([]time.Duration, error) {
+	var lat []time.Duration
+	for _, a := range acc {
+		m, err := b.svc.GetMessage(ctx, b.ws, instanceID, a.id)
+		if err != nil {
+			return nil, err
+		}
+		for _, h := range m.StatusHistory {
+			if h.Status == "sent" {
+				lat = append(lat, max(h.At.Sub(a.at), 0))
+			}
+		}
+	}
+	return lat, nil
+}
+
+// fairness queues channelFairBacklog messages of the sender while it is disconnected, connects it, and while it
+// drains them has a quiet instance (the first recipient) send channelFairRate messages a second to another
+// recipient for d: the quiet instance's accept → sent, and the busy sender's drain meanwhile.
+func (b *channelBench) fairness(ctx context.Context, d time.Duration, sender store.Instance, recipients []store.Instance, r *channelResult) error {
+	if _, err := b.svc.Disconnect(ctx, b.ws, sender.ID); err != nil {
+		return err
+	}
+	const clients = 32
+	var wg sync.WaitGroup
+	errs := make(chan error, clients)
+	for w := range clients {
+		wg.Go(func() {
+			for i := w; i < channelFairBacklog; i += clients {
+				if _, err := b.send(ctx, sender.ID, recipients[1+i%(len(recipients)-1)], fmt.Sprint("busy ", i)); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		return err
+	}
+	if _, err := b.svc.Connect(ctx, b.ws, sender.ID); err != nil {
+		return err
+	}
+	if _, err := b.until(ctx, sender.ID, channels.StatusConnected, time.Minute); err != nil {
+		return err
+	}
+	start := time.Now()
+	quiet, to := recipients[0], recipients[1]
+	var mu sync.Mutex
+	var acc []accepted
+	tick := time.NewTicker(time.Second / channelFairRate)
+	for i, end := 0, time.Now().Add(d); time.Now().Before(end); i++ {
+		<-tick.C
+		wg.Go(func() {
+			m, err := b.send(ctx, quiet.ID, to, fmt.Sprint("quiet ", i))
+			if err == nil {
+				mu.Lock()
+				acc = append(acc, accepted{m.ID, time.Now()})
+				mu.Unlock()
+			}
+		})
+	}
+	tick.Stop()
+	wg.Wait()
+	if err := b.waitQueue(ctx, quiet.ID, time.Minute); err != nil {
+		r.failures = append(r.failures, "fairness, quiet instance: "+err.Error())
+		return nil
+	}
+	lat, err := b.sentAfter(ctx, quiet.ID, acc)
+	if err != nil {
+		return err
+	}
+	r.fairN, r.fairP50, r.fairP99 = len(lat), percentile(lat, 0.50), percentile(lat, 0.99)
+	if len(lat) < len(acc) {
+		r.failures = append(r.failures, fmt.Sprintf("fairness: %d of %d quiet messages sent", len(lat), len(acc)))
+	}
+	if err := b.waitQueue(ctx, sender.ID, 5*time.Minute); err != nil {
+		r.failures = append(r.failures, "fairness, busy instance: "+err.Error())
+		return nil
+	}
+	r.busyRate = channelFairBacklog / time.Since(start).Seconds()
+	return nil
 }
 
 // dispatch runs a webhook dispatcher beside the runtime until the returned function stops it.
@@ -474,6 +578,7 @@ func runChannels(ctx context.Context, o options, prof *profile, out, log io.Writ
 	}
 	d := max(o.duration/2, time.Second)
 	failed := 0
+	var fairRows []string
 	fmt.Fprintf(out, "\nmessaging: the sandbox network in this process, pacing off, receipts on the sandbox's schedule; "+
 		"backlog of %d messages to %d chats; accept → sent at %d/s for %s; inbound → signed webhook on loopback; "+
 		"%d instances, restart with a %s stagger; medians of %d round(s)\n\n", channelBacklog, channelRecipients,
@@ -481,17 +586,43 @@ func runChannels(ctx context.Context, o options, prof *profile, out, log io.Writ
 	fmt.Fprintln(out, "| database | sent/s (goal) | accept→sent p50 / p99 (goal p99 < 100 ms) | inbound→webhook p50 / p99 (goal p99 < 250 ms) | per instance | restart: all connected, connects p10–p90 |")
 	fmt.Fprintln(out, "|---|---|---|---|---|---|")
 	for _, t := range targets {
+		// The webhook engine's drain on the same kind of database, in the same rounds, is the scale of the
+		// messaging drain (its own SQLite file; the same PostgreSQL database).
+		whURL := t.url
+		if t.database == "SQLite" {
+			whURL = "file:" + filepath.Join(tmp, "webhooks.db")
+		}
+		wb, err := startWebhookBench(ctx, t.database, whURL)
+		if err != nil {
+			return failed, fmt.Errorf("webhooks on %s: %w", t.database, err)
+		}
 		b, err := startChannelBench(ctx, t.database, t.url, t.goal)
 		if err != nil {
+			wb.close()
 			return failed, fmt.Errorf("messaging on %s: %w", t.database, err)
 		}
 		var runs []channelResult
 		for round := 1; round <= o.rounds; round++ {
+			before, err := wb.succeeded(ctx)
+			if err != nil {
+				return failed, err
+			}
+			wr, ok, err := wb.measureBacklog(ctx, before)
+			if err != nil {
+				return failed, fmt.Errorf("%s: webhook drain: %w", b.name, err)
+			}
 			r, err := b.measure(ctx, d)
 			if err != nil {
 				b.close()
 				return failed, fmt.Errorf("%s: %w", b.name, err)
 			}
+			if ok {
+				r.webhookRate = wr.rate
+			} else {
+				r.failures = append(r.failures, wb.failures...)
+			}
+			fmt.Fprintf(log, "round %d/%d  %-30s webhook drain %.0f/s (ratio %.2f); fairness: quiet instance accept→sent p50 %s p99 %s (%d), busy instance %.0f sent/s\n",
+				round, o.rounds, b.name, r.webhookRate, ratio(r.rate, r.webhookRate), formatLatency(r.fairP50), formatLatency(r.fairP99), r.fairN, r.busyRate)
 			fmt.Fprintf(log, "round %d/%d  %-30s %8.0f sent/s  CPU/message %s + PostgreSQL %s  accept→sent p50 %s p99 %s (%d)  inbound→webhook p50 %s p99 %s (%d) %v\n",
 				round, o.rounds, b.name, r.rate, formatMicros(r.cpuSelf), formatMicros(r.cpuDB), formatLatency(r.sentP50), formatLatency(r.sentP99), r.sentN,
 				formatLatency(r.inP50), formatLatency(r.inP99), r.inN, r.failures)
@@ -509,6 +640,7 @@ func runChannels(ctx context.Context, o options, prof *profile, out, log io.Writ
 			scale.restartAll.Round(time.Millisecond), scale.restartSpreadP10.Round(time.Millisecond),
 			scale.restartSpreadP90.Round(time.Millisecond), scale.failures)
 		b.close()
+		wb.close()
 		med := func(f func(channelResult) float64) float64 {
 			var v []float64
 			for _, r := range runs {
@@ -532,6 +664,12 @@ func runChannels(ctx context.Context, o options, prof *profile, out, log io.Writ
 			}
 			return "✗"
 		}
+		drainRatio := med(func(r channelResult) float64 { return ratio(r.rate, r.webhookRate) })
+		fairP99 := time.Duration(med(func(r channelResult) float64 { return float64(r.fairP99) }))
+		fairRows = append(fairRows, fmt.Sprintf("| %s | %.0f | %.0f | %.2f (≥ %.1f %s) | %s / %s %s | %.0f |", t.database,
+			rate, med(func(r channelResult) float64 { return r.webhookRate }), drainRatio, channelWebhookRatioGoal,
+			mark(drainRatio >= channelWebhookRatioGoal), ms(func(r channelResult) time.Duration { return r.fairP50 }),
+			formatLatency(fairP99), mark(fairP99 < channelFairP99Goal), med(func(r channelResult) float64 { return r.busyRate })))
 		sentP99 := time.Duration(med(func(r channelResult) float64 { return float64(r.sentP99) }))
 		inP99 := time.Duration(med(func(r channelResult) float64 { return float64(r.inP99) }))
 		fmt.Fprintf(out, "| %s | %.0f (≥ %.0f %s) | %s / %s %s | %s / %s %s | %.1f KiB heap, %.1f goroutines | %s, %s–%s (stagger %s) |\n",
@@ -545,8 +683,25 @@ func runChannels(ctx context.Context, o options, prof *profile, out, log io.Writ
 			fmt.Fprintf(out, "\n%s FAILED: %v\n", b.name, failures)
 		}
 	}
+	if len(fairRows) > 0 {
+		fmt.Fprintf(out, "\nmessaging drain against the webhook drain of the same rounds and database; fairness: a quiet "+
+			"instance sending %d/s for %s while another drains %d queued messages\n\n", channelFairRate, d, channelFairBacklog)
+		fmt.Fprintln(out, "| database | sent/s | webhook deliveries/s | ratio (goal) | quiet instance accept→sent p50 / p99 (goal p99 < 200 ms) | busy instance sent/s meanwhile |")
+		fmt.Fprintln(out, "|---|---:|---:|---|---|---:|")
+		for _, row := range fairRows {
+			fmt.Fprintln(out, row)
+		}
+	}
 	if skipped != "" {
 		fmt.Fprintf(out, "\nPostgreSQL messaging rows skipped: %s\n", skipped)
 	}
 	return failed, nil
+}
+
+// ratio is a/b, 0 when b is.
+func ratio(a, b float64) float64 {
+	if b <= 0 {
+		return 0
+	}
+	return a / b
 }

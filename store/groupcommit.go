@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -22,6 +23,9 @@ type GroupCommit struct {
 	db    *DB
 	max   int
 	lanes int // transactions written at once: 1 on SQLite (one writer), a few on PostgreSQL
+	// lock, when set, runs first in every shared transaction with the keys of all its calls (DoFor), sorted and
+	// without repeats.
+	lock func(ctx context.Context, tx bun.Tx, keys []string) error
 
 	mu      sync.Mutex
 	pending []*groupCall
@@ -30,6 +34,7 @@ type GroupCommit struct {
 
 type groupCall struct {
 	fn   func(ctx context.Context, tx bun.Tx) error
+	keys []string
 	done chan error
 }
 
@@ -46,6 +51,17 @@ func NewGroupCommit(db *DB, max int) *GroupCommit {
 	return &GroupCommit{db: db, max: max, lanes: lanes}
 }
 
+// NewLockingGroupCommit is NewGroupCommit whose shared transactions first run lock with the keys every call of the
+// transaction named (DoFor), sorted and without repeats, before any call runs. Callers that lock rows in a
+// transaction of their own take them in the same order (the rows of several callers, in key order, first), so a
+// shared transaction — whose calls come in arrival order, not key order — never deadlocks with them or with
+// another shared transaction.
+func NewLockingGroupCommit(db *DB, max int, lock func(ctx context.Context, tx bun.Tx, keys []string) error) *GroupCommit {
+	g := NewGroupCommit(db, max)
+	g.lock = lock
+	return g
+}
+
 // groupTimeout bounds one shared transaction; it does not depend on any caller's context, because a caller that
 // goes away must not roll back the others.
 const groupTimeout = 30 * time.Second
@@ -55,10 +71,16 @@ const groupTimeout = 30 * time.Second
 // back). The call waits for the commit even when ctx ends: the writes of an accepted call are not abandoned halfway.
 // It refuses to run inside a transaction of the same database, whose writer the batch would wait for.
 func (g *GroupCommit) Do(ctx context.Context, fn func(ctx context.Context, tx bun.Tx) error) error {
+	return g.DoFor(ctx, nil, fn)
+}
+
+// DoFor is Do for a call that needs the rows keys name locked (see NewLockingGroupCommit): they are locked, with
+// those of the other calls, before any call of the shared transaction runs.
+func (g *GroupCommit) DoFor(ctx context.Context, keys []string, fn func(ctx context.Context, tx bun.Tx) error) error {
 	if ctx.Value(txKey{g.db}) != nil {
 		return errTxInTx
 	}
-	c := &groupCall{fn: fn, done: make(chan error, 1)}
+	c := &groupCall{fn: fn, keys: keys, done: make(chan error, 1)}
 	g.mu.Lock()
 	g.pending = append(g.pending, c)
 	if g.running < g.lanes {
@@ -91,7 +113,20 @@ func (g *GroupCommit) run(batch []*groupCall) {
 	ctx, cancel := context.WithTimeout(context.Background(), groupTimeout)
 	defer cancel()
 	errs := make([]error, len(batch))
+	var keys []string
+	if g.lock != nil {
+		for _, c := range batch {
+			keys = append(keys, c.keys...)
+		}
+		slices.Sort(keys)
+		keys = slices.Compact(keys)
+	}
 	err := g.db.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		if len(keys) > 0 {
+			if err := g.lock(ctx, tx, keys); err != nil {
+				return err
+			}
+		}
 		if len(batch) == 1 {
 			errs[0] = batch[0].fn(ctx, tx)
 			return errs[0]

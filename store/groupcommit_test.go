@@ -2,8 +2,10 @@ package store_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 
@@ -58,6 +60,58 @@ func TestGroupCommitIsolatesFailures(t *testing.T) {
 		}
 		if rows != n-n/5 {
 			t.Errorf("%d rows, want %d (the refused calls' writes rolled back, the others kept)", rows, n-n/5)
+		}
+	})
+}
+
+// A locking group commit locks the keys of every call of a shared transaction before any call runs, sorted and
+// once each (so shared transactions, whose calls come in arrival order, take row locks in one order), and a failed
+// lock fails every call of its transaction.
+func TestGroupCommitLocksKeysFirst(t *testing.T) {
+	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		var mu sync.Mutex
+		lockedTx := map[*sql.Tx]bool{}
+		var locked [][]string
+		g := store.NewLockingGroupCommit(db, 16, func(_ context.Context, tx bun.Tx, keys []string) error {
+			mu.Lock()
+			defer mu.Unlock()
+			lockedTx[tx.Tx] = true
+			locked = append(locked, keys)
+			if slices.Contains(keys, "refused") {
+				return errors.New("lock refused")
+			}
+			return nil
+		})
+		const n = 100
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() {
+				keys := []string{fmt.Sprintf("k%02d", (n-i)%10), fmt.Sprintf("k%02d", i%10)}
+				errs[i] = g.DoFor(ctx, keys, func(_ context.Context, tx bun.Tx) error {
+					mu.Lock()
+					defer mu.Unlock()
+					if !lockedTx[tx.Tx] {
+						t.Error("a call ran before the keys of its transaction were locked")
+					}
+					return nil
+				})
+			})
+		}
+		wg.Wait()
+		for i, err := range errs {
+			if err != nil {
+				t.Errorf("call %d: %v", i, err)
+			}
+		}
+		for _, keys := range locked {
+			if !slices.IsSorted(keys) || len(slices.Compact(slices.Clone(keys))) != len(keys) {
+				t.Errorf("locked %v: want sorted keys, each once", keys)
+			}
+		}
+		if err := g.DoFor(ctx, []string{"refused"}, func(context.Context, bun.Tx) error { return nil }); err == nil {
+			t.Error("a call whose lock failed returned nil")
 		}
 	})
 }

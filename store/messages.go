@@ -211,6 +211,30 @@ func (s *Messages) Save(ctx context.Context, tx bun.IDB, m *Message) error {
 	return expectOneRow(res, err)
 }
 
+// SaveMany is Save for several messages inside tx, in one statement whatever their number. Returns ErrNotFound if
+// one of them is not there.
+func (s *Messages) SaveMany(ctx context.Context, tx bun.IDB, ms []Message) error {
+	switch len(ms) {
+	case 0:
+		return nil
+	case 1:
+		return s.Save(ctx, tx, &ms[0])
+	}
+	t := now()
+	for i := range ms {
+		ms[i].UpdatedAt = t
+	}
+	res, err := tx.NewUpdate().Model(&ms).
+		Column("status", "status_history", "failure", "provider_message_id", "updated_at").Bulk().Exec(ctx)
+	if err != nil {
+		return mapErr(err)
+	}
+	if n, err := res.RowsAffected(); err == nil && n != int64(len(ms)) {
+		return ErrNotFound
+	}
+	return nil
+}
+
 // MessageFilter narrows a list of messages; empty fields do not.
 type MessageFilter struct {
 	ChatID, Direction, Status string

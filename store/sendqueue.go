@@ -65,40 +65,79 @@ func (s *SendQueue) Enqueue(ctx context.Context, tx bun.IDB, items []SendItem) e
 	return nil
 }
 
-// Claim leases up to limit items until now+lease among the instances given (those whose sessions this process
-// holds and are connected), leaving out the instances in exclude. Only the oldest item of a chat can be claimed, so
-// a chat's messages go out in the order they were queued, one at a time; a head waiting for a retry holds its chat.
-// Items come oldest first.
-func (s *SendQueue) Claim(ctx context.Context, at time.Time, lease time.Duration, limit int, instances, exclude []string) ([]SendItem, error) {
-	instances = slices.DeleteFunc(slices.Clone(instances), func(id string) bool { return slices.Contains(exclude, id) })
+// Due reports whether an item of the instances given, leaving out those in exclude, may be claimed at at: a look
+// on a read connection, so that a wake-up that finds nothing due (most are: any commit of the process wakes the
+// queue) takes no writer on SQLite. It returns no sentinel errors.
+func (s *SendQueue) Due(ctx context.Context, at time.Time, instances, exclude []string) (bool, error) {
+	instances = claimFrom(instances, exclude)
+	if len(instances) == 0 {
+		return false, nil
+	}
+	return s.claimable(s.db.r, at.UTC().Truncate(time.Microsecond), instances).Exists(ctx)
+}
+
+func claimFrom(instances, exclude []string) []string {
+	return slices.DeleteFunc(slices.Clone(instances), func(id string) bool { return slices.Contains(exclude, id) })
+}
+
+// claimable selects the items that may be claimed at at: the heads of the chats of instances, due and not leased.
+// The head of each chat is the lowest message ID of its (instance, chat): the index on those columns gives the
+// heads without reading the messages behind them, however long a backlog is.
+func (s *SendQueue) claimable(db bun.IDB, at time.Time, instances []string) *bun.SelectQuery {
+	heads := db.NewSelect().TableExpr("send_queue AS h").ColumnExpr("MIN(h.message_id)").
+		Where("h.instance_id IN (?)", bun.In(instances)).GroupExpr("h.instance_id, h.chat")
+	return db.NewSelect().TableExpr("send_queue AS q2").
+		Where("q2.message_id IN (?)", heads).
+		Where("q2.next_attempt_at <= ?", at).
+		Where("(q2.lease_until IS NULL OR q2.lease_until <= ?)", at)
+}
+
+// Claim leases, inside tx, up to limit items until now+lease among the instances given (those whose sessions this
+// process holds and are connected), leaving out the instances in exclude, and at most perInstance of one instance
+// (no limit when zero). Only the oldest item of a chat can be claimed, so a chat's messages go out in the order
+// they were queued, one at a time; a head waiting for a retry holds its chat. The instances take turns: every
+// instance's oldest head comes before any instance's second, so an instance with a long backlog over many chats
+// never holds back a quiet one's message for more than a claim. Items come oldest first.
+//
+// On PostgreSQL, lock runs first with the instances that have items to claim, in ID order: the caller locks their
+// rows there, before the claim locks any item, in the order every transaction that changes an instance and its
+// queue (a send, a cancel, an instance's deletion) takes them, so that none of them deadlocks with a claim.
+func (s *SendQueue) Claim(ctx context.Context, tx bun.IDB, at time.Time, lease time.Duration, limit, perInstance int,
+	instances, exclude []string, lock func(ctx context.Context, ids []string) error) ([]SendItem, error) {
+	instances = claimFrom(instances, exclude)
 	if len(instances) == 0 || limit <= 0 {
 		return nil, nil
 	}
-	at = at.UTC().Truncate(time.Microsecond)
-	// The head of each chat is the lowest message ID of its (instance, chat): the index on those columns gives the
-	// heads without reading the messages behind them, however long a backlog is.
-	claimable := func(db *bun.DB) *bun.SelectQuery {
-		heads := db.NewSelect().TableExpr("send_queue AS h").ColumnExpr("MIN(h.message_id)").
-			Where("h.instance_id IN (?)", bun.In(instances)).GroupExpr("h.instance_id, h.chat")
-		return db.NewSelect().TableExpr("send_queue AS q2").
-			Where("q2.message_id IN (?)", heads).
-			Where("q2.next_attempt_at <= ?", at).
-			Where("(q2.lease_until IS NULL OR q2.lease_until <= ?)", at)
+	if perInstance <= 0 {
+		perInstance = limit
 	}
-	if s.db.dialect == SQLite {
-		// Most wake-ups (any commit of the process) find nothing due: look on a read connection before taking the
-		// writer.
-		due, err := claimable(s.db.r).Exists(ctx)
-		if err != nil || !due {
+	at = at.UTC().Truncate(time.Microsecond)
+	if s.db.dialect == Postgres {
+		var due []string
+		if err := s.claimable(tx, at, instances).ColumnExpr("DISTINCT q2.instance_id").Scan(ctx, &due); err != nil {
 			return nil, err
 		}
+		if len(due) == 0 {
+			return nil, nil
+		}
+		slices.Sort(due)
+		if err := lock(ctx, due); err != nil {
+			return nil, err
+		}
+		instances = due
 	}
-	sub := claimable(s.db.w).Column("q2.message_id").OrderExpr("q2.message_id").Limit(int64(limit))
+	// Each head's turn in its instance (1 for its oldest head), so that the claim takes the instances' heads in
+	// turns and at most perInstance of one.
+	ranked := s.claimable(tx, at, instances).Column("q2.message_id").
+		ColumnExpr("ROW_NUMBER() OVER (PARTITION BY q2.instance_id ORDER BY q2.message_id) AS turn")
+	sub := tx.NewSelect().TableExpr("send_queue AS q3").Column("q3.message_id").
+		Join("JOIN (?) AS r ON r.message_id = q3.message_id", ranked).
+		Where("r.turn <= ?", perInstance).OrderExpr("r.turn, q3.message_id").Limit(int64(limit))
 	if s.db.dialect == Postgres {
-		sub = sub.For("UPDATE OF q2 SKIP LOCKED")
+		sub = sub.For("UPDATE OF q3 SKIP LOCKED")
 	}
 	var out []SendItem
-	_, err := s.db.w.NewUpdate().Model(&out).ModelTableExpr("send_queue AS q").
+	_, err := tx.NewUpdate().Model(&out).ModelTableExpr("send_queue AS q").
 		Set("lease_until = ?", at.Add(lease)).Set("attempts = attempts + 1").
 		Where("q.message_id IN (?)", sub).Returning("*").Exec(ctx, &out)
 	if err != nil {
@@ -120,9 +159,9 @@ func (s *SendQueue) Unclaim(ctx context.Context, instances []string) error {
 	return err
 }
 
-// Release gives claimed items back without an attempt (their attempt is not counted); they are due again at
+// Release gives claimed items back on db without an attempt (their attempt is not counted); they are due again at
 // notBefore (now when zero).
-func (s *SendQueue) Release(ctx context.Context, items []SendItem, notBefore time.Time) error {
+func (s *SendQueue) Release(ctx context.Context, db bun.IDB, items []SendItem, notBefore time.Time) error {
 	if len(items) == 0 {
 		return nil
 	}
@@ -130,7 +169,7 @@ func (s *SendQueue) Release(ctx context.Context, items []SendItem, notBefore tim
 	for i, it := range items {
 		ids[i] = it.MessageID
 	}
-	q := s.db.w.NewUpdate().Table("send_queue").Set("lease_until = NULL").Set("attempts = attempts - 1").
+	q := db.NewUpdate().Table("send_queue").Set("lease_until = NULL").Set("attempts = attempts - 1").
 		Where("message_id IN (?)", bun.In(ids))
 	if !notBefore.IsZero() {
 		q = q.Set("next_attempt_at = ?", notBefore.UTC().Truncate(time.Microsecond))

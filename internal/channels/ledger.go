@@ -20,23 +20,25 @@ type SendResult struct {
 	Failure    *Failure
 }
 
-// Begin moves queued messages to sending, in one transaction, and loads each for sending. Messages with nothing
-// left to send (canceled, failed, sent already, deleted) are left out of the map: their queue items only need
-// removing.
-func (s *Service) Begin(ctx context.Context, jobs []SendJob) (map[string]Outbound, error) {
-	live := make([]string, 0, len(jobs))
-	instances := make([]string, 0, len(jobs))
-	for _, j := range jobs {
-		instances = append(instances, j.InstanceID)
-	}
-	err := s.inTxFor(ctx, instances, func(ctx context.Context, tx bun.Tx) error {
+// Begin claims queued messages and moves them to sending in one transaction: claim runs first inside it and
+// returns the jobs it claimed (on PostgreSQL it locks their instances before any queue item, as inTxFor would), then
+// the messages move to sending with their events, numbered once per instance for the whole batch. It then loads each
+// for sending. Messages with nothing left to send (canceled, failed, sent already, deleted) are left out of the
+// map: their queue items only need removing.
+func (s *Service) Begin(ctx context.Context, claim func(ctx context.Context, tx bun.IDB) ([]SendJob, error)) (map[string]Outbound, error) {
+	var live []string
+	err := s.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		live = live[:0]
+		jobs, err := claim(ctx, tx)
+		if err != nil || len(jobs) == 0 {
+			return err
+		}
 		moves := make([]move, len(jobs))
 		now := time.Now()
 		for i, j := range jobs {
 			moves[i] = move{id: j.MessageID, to: msgSending, at: now}
 		}
 		ms, err := s.advanceMany(ctx, tx, moves)
-		live = live[:0]
 		for _, m := range ms {
 			if m.Status == msgSending {
 				live = append(live, m.ID)

@@ -85,7 +85,7 @@ func (s *Service) Send(ctx context.Context, workspaceID, instanceID string, in g
 		return store.Message{}, false, problem.New(problem.InstanceNotConnected,
 			"This server process runs no send queue, so no message can be queued.")
 	}
-	err = s.inTxFor(ctx, []string{instanceID}, func(ctx context.Context, tx bun.Tx) error {
+	err = s.sharedTxFor(ctx, []string{instanceID}, func(ctx context.Context, tx bun.Tx) error {
 		chat, err := s.chatFor(ctx, tx, inst, to, in.ChatId)
 		if err != nil {
 			return err
@@ -443,7 +443,7 @@ func (s *Service) advanceMany(ctx context.Context, tx bun.IDB, moves []move) ([]
 	if err != nil {
 		return nil, err
 	}
-	var changed []int
+	var changed, saved []int
 	from := make([]string, len(ms))
 	for i := range ms {
 		m, mv := &ms[i], byID[ms[i].ID]
@@ -454,9 +454,7 @@ func (s *Service) advanceMany(ctx context.Context, tx bun.IDB, moves []move) ([]
 		}
 		if !forward(m.Status, mv.to) {
 			if learned {
-				if err := s.db.Messages.Save(ctx, tx, m); err != nil {
-					return nil, err
-				}
+				saved = append(saved, i)
 			}
 			continue
 		}
@@ -465,10 +463,19 @@ func (s *Service) advanceMany(ctx context.Context, tx bun.IDB, moves []move) ([]
 		if mv.failure != nil {
 			m.Failure = &store.Failure{Code: mv.failure.Code, Detail: mv.failure.Detail}
 		}
-		if err := s.db.Messages.Save(ctx, tx, m); err != nil {
-			return nil, err
-		}
+		saved = append(saved, i)
 		changed = append(changed, i)
+	}
+	// The changed messages are written in one statement (a batch of the send queue moves many).
+	rows := make([]store.Message, len(saved))
+	for k, i := range saved {
+		rows[k] = ms[i]
+	}
+	if err := s.db.Messages.SaveMany(ctx, tx, rows); err != nil {
+		return nil, err
+	}
+	for k, i := range saved {
+		ms[i].UpdatedAt = rows[k].UpdatedAt
 	}
 	if len(changed) == 0 {
 		return ms, nil

@@ -48,8 +48,9 @@ type Ledger interface {
 	// Backoff records a failed session that is tried again at next; GiveUp one that exhausted its failure budget.
 	Backoff(ctx context.Context, instanceID string, attempt int, next time.Time, reason string) error
 	GiveUp(ctx context.Context, instanceID, reason string) error
-	// Begin moves queued messages to sending and loads them; those with nothing left to send are left out.
-	Begin(ctx context.Context, jobs []SendJob) (map[string]Outbound, error)
+	// Begin claims queued messages and moves them to sending in one transaction (claim runs first, inside it, and
+	// returns the jobs it claimed), then loads them; those with nothing left to send are left out.
+	Begin(ctx context.Context, claim func(ctx context.Context, tx bun.IDB) ([]SendJob, error)) (map[string]Outbound, error)
 	// Settle records outcomes in one transaction, only for the messages hold returns (it runs first, inside it).
 	Settle(ctx context.Context, results []SendResult, hold func(ctx context.Context, tx bun.IDB) ([]string, error)) error
 }

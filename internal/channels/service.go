@@ -69,6 +69,9 @@ type Service struct {
 	baseURL   string
 
 	early earlyReceipts
+	// commits writes the accepted sends and the sessions' runs of reports: concurrent ones share a transaction
+	// (each in its own savepoint), their instances locked first, in ID order, as inTxFor locks them.
+	commits *store.GroupCommit
 
 	mu       sync.RWMutex
 	sessions Sessions
@@ -98,6 +101,9 @@ func New(db *store.DB, outbox *events.Outbox, cfg Config) (*Service, error) {
 	s := &Service{db: db, events: outbox, sealer: cfg.Sealer, log: cfg.Logger, providers: map[string]Provider{},
 		sessions: cfg.Sessions, queue: cfg.Queue, lookupTTL: cfg.LookupTTL, media: cfg.Media, baseURL: strings.TrimRight(cfg.BaseURL, "/"),
 		fetch: cfg.Guard.Client(mediaFetchTimeout), maxMedia: cfg.MaxMedia}
+	s.commits = store.NewLockingGroupCommit(db, 0, func(ctx context.Context, tx bun.Tx, ids []string) error {
+		return db.Instances.LockAll(ctx, tx, ids)
+	})
 	for _, p := range cfg.Providers {
 		name := p.Info().Name
 		if _, dup := s.providers[name]; dup {
@@ -189,6 +195,13 @@ func (s *Service) inTxFor(ctx context.Context, instanceIDs []string, fn func(ctx
 		}
 		return fn(ctx, tx)
 	})
+}
+
+// sharedTxFor is inTxFor in a transaction shared with the concurrent calls of other requests and sessions (see
+// store.GroupCommit): fn runs in a savepoint of its own, after the instances of every call are locked. For the
+// small, frequent writes of one instance each (an accepted send, a run of reports), where the commit is the cost.
+func (s *Service) sharedTxFor(ctx context.Context, instanceIDs []string, fn func(ctx context.Context, tx bun.Tx) error) error {
+	return s.commits.DoFor(ctx, instanceIDs, fn)
 }
 
 // notFound is the problem of an object of a kind the workspace does not have.

@@ -327,7 +327,7 @@ func (k *sink) record(ctx context.Context, reports []Report) error {
 		}
 	}
 	var parked []Receipt
-	err := k.s.inTxFor(ctx, []string{k.id}, func(ctx context.Context, tx bun.Tx) error {
+	err := k.s.sharedTxFor(ctx, []string{k.id}, func(ctx context.Context, tx bun.Tx) error {
 		parked = parked[:0]
 		ctx, j := withJournal(ctx)
 		// One read of the messages the reports name: those handed over before (a repeat), those replied to or

@@ -171,6 +171,8 @@ type held struct {
 	mu        sync.Mutex
 	sess      channels.Session
 	connected bool
+	// sink is the current session's sink, fenced by close before the instance stops counting as held.
+	sink *trackingSink
 }
 
 func (h *held) session() (channels.Session, bool) {
@@ -407,12 +409,27 @@ func (h *Hub) open(ctx context.Context, id string, delay time.Duration, reason s
 	go h.supervise(sctx, x, delay)
 }
 
-// close stops holding an instance: its session is closed (credentials kept) and it is forgotten.
+// close stops holding an instance: its session is closed (credentials kept) and it is forgotten. Its session's
+// reports are refused before the instance stops counting as held (Held): a report under way then ends first (its
+// commit may wait for a shared transaction), and nothing the session reports once another process may hold the
+// instance is recorded.
 func (h *Hub) close(id string) {
 	h.mu.Lock()
 	x := h.held[id]
-	delete(h.held, id)
-	delete(h.pacers, id)
+	h.mu.Unlock()
+	if x != nil {
+		x.mu.Lock()
+		ts := x.sink
+		x.mu.Unlock()
+		if ts != nil {
+			ts.fence()
+		}
+	}
+	h.mu.Lock()
+	if h.held[id] == x {
+		delete(h.held, id)
+		delete(h.pacers, id)
+	}
 	h.mu.Unlock()
 	if x != nil {
 		x.cancel()
@@ -537,11 +554,11 @@ func (h *Hub) runOnce(ctx context.Context, x *held) error {
 	// The session takes commands (a sandbox delivery, a lookup) as soon as it exists: some arrive while it is still
 	// connecting.
 	x.mu.Lock()
-	x.sess, x.connected = sess, false
+	x.sess, x.connected, x.sink = sess, false, ts
 	x.mu.Unlock()
 	defer func() {
 		x.mu.Lock()
-		x.sess, x.connected = nil, false
+		x.sess, x.connected, x.sink = nil, false, nil
 		x.mu.Unlock()
 	}()
 	return sess.Run(ctx)

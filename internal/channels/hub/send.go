@@ -161,36 +161,39 @@ type outcome struct {
 // sendClient is the send queue's client of the queue engine.
 type sendClient struct{ h *Hub }
 
-// Claim claims the heads of the chats of the instances that may send now and admits them through their instance's
-// pacing at once, before Prepare marks them sending: a message held back by pacing is given back still queued.
+// Claim claims the heads of the chats of the instances that may send now, admits them through their instance's
+// pacing, and marks those admitted sending, all in one transaction: a message held back by pacing is given back
+// still queued, in that transaction too.
 func (c *sendClient) Claim(ctx context.Context, now time.Time, lease time.Duration, limit int, exclude []string) ([]*job, error) {
-	items, err := c.h.db.SendQueue.Claim(ctx, now, lease, limit, c.h.sendable(now), exclude)
-	if err != nil {
+	instances := c.h.sendable(now)
+	if due, err := c.h.db.SendQueue.Due(ctx, now, instances, exclude); err != nil || !due {
 		return nil, err
 	}
-	jobs := make([]*job, 0, len(items))
-	later := map[time.Time][]store.SendItem{}
-	for _, it := range items {
-		if notBefore, ok := c.h.pacerOf(it.InstanceID).admit(now); !ok {
-			later[notBefore] = append(later[notBefore], it)
-			continue
+	var jobs []*job
+	outs, err := c.h.ledger.Begin(ctx, func(ctx context.Context, tx bun.IDB) ([]channels.SendJob, error) {
+		jobs = jobs[:0]
+		items, err := c.h.db.SendQueue.Claim(ctx, tx, now, lease, limit, c.h.opts.PerInstance, instances, exclude,
+			func(ctx context.Context, ids []string) error { return c.h.db.Instances.LockAll(ctx, tx, ids) })
+		if err != nil {
+			return nil, err
 		}
-		jobs = append(jobs, &job{item: it})
-	}
-	for notBefore, its := range later {
-		if err := c.h.db.SendQueue.Release(context.WithoutCancel(ctx), its, notBefore); err != nil {
-			return jobs, err
+		later := map[time.Time][]store.SendItem{}
+		sj := make([]channels.SendJob, 0, len(items))
+		for _, it := range items {
+			if notBefore, ok := c.h.pacerOf(it.InstanceID).admit(now); !ok {
+				later[notBefore] = append(later[notBefore], it)
+				continue
+			}
+			jobs = append(jobs, &job{item: it})
+			sj = append(sj, channels.SendJob{MessageID: it.MessageID, InstanceID: it.InstanceID})
 		}
-	}
-	return jobs, nil
-}
-
-func (c *sendClient) Prepare(ctx context.Context, jobs []*job) ([]*job, error) {
-	sj := make([]channels.SendJob, len(jobs))
-	for i, j := range jobs {
-		sj[i] = channels.SendJob{MessageID: j.item.MessageID, InstanceID: j.item.InstanceID}
-	}
-	outs, err := c.h.ledger.Begin(ctx, sj)
+		for notBefore, its := range later {
+			if err := c.h.db.SendQueue.Release(ctx, tx, its, notBefore); err != nil {
+				return nil, err
+			}
+		}
+		return sj, nil
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -202,12 +205,15 @@ func (c *sendClient) Prepare(ctx context.Context, jobs []*job) ([]*job, error) {
 	return jobs, nil
 }
 
+// Prepare has nothing left to do: Claim loaded the messages.
+func (c *sendClient) Prepare(_ context.Context, jobs []*job) ([]*job, error) { return jobs, nil }
+
 func (c *sendClient) Release(ctx context.Context, jobs []*job, notBefore time.Time) error {
 	items := make([]store.SendItem, len(jobs))
 	for i, j := range jobs {
 		items[i] = j.item
 	}
-	return c.h.db.SendQueue.Release(ctx, items, notBefore)
+	return c.h.db.SendQueue.Release(ctx, c.h.db.Bun(), items, notBefore)
 }
 
 func (c *sendClient) Target(j *job) string { return j.item.InstanceID }

@@ -1,0 +1,104 @@
+package store_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/uptrace/bun"
+
+	"github.com/switchboard/switchboard/store"
+	"github.com/switchboard/switchboard/store/storetest"
+)
+
+// A claim takes the instances' chat heads in turns: an instance with a backlog over many chats, queued first, gets
+// at most perInstance of a claim and never crowds out a quiet instance's one message, even when the claim has room
+// for fewer items than the busy instance has heads.
+func TestSendQueueClaimTakesInstancesInTurns(t *testing.T) {
+	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
+		c := context.Background()
+		ws, err := db.Workspaces.Create(c, "send queue")
+		if err != nil {
+			t.Fatal(err)
+		}
+		queue := func(inst store.Instance, chats int) []string {
+			var ids []string
+			err := db.RunInTx(c, func(ctx context.Context, tx bun.Tx) error {
+				var items []store.SendItem
+				for i := range chats {
+					chat := store.Chat{WorkspaceID: ws.ID, InstanceID: inst.ID, Type: "direct", Address: fmt.Sprintf("+1555010%04d", i)}
+					if err := db.Chats.Create(ctx, tx, &chat); err != nil {
+						return err
+					}
+					// Two messages a chat: only the first (the head) can be claimed.
+					for range 2 {
+						m := store.Message{ID: store.NewID("msg"), WorkspaceID: ws.ID, InstanceID: inst.ID, ChatID: chat.ID,
+							Direction: "outbound", Type: "text", Status: "queued", StatusHistory: []store.StatusChange{},
+							Metadata: map[string]any{}}
+						if err := db.Messages.Create(ctx, tx, &m); err != nil {
+							return err
+						}
+						ids = append(ids, m.ID)
+						items = append(items, store.SendItem{MessageID: m.ID, WorkspaceID: ws.ID, InstanceID: inst.ID, Chat: chat.Address})
+					}
+				}
+				return db.SendQueue.Enqueue(ctx, tx, items)
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return ids
+		}
+		var insts []store.Instance
+		for _, name := range []string{"busy", "quiet"} {
+			inst := store.Instance{ID: store.NewID("ins"), WorkspaceID: ws.ID, Name: name, Provider: "sandbox",
+				Status: "connected", StatusReason: "test"}
+			if err := db.RunInTx(c, func(ctx context.Context, tx bun.Tx) error { return db.Instances.Create(ctx, tx, &inst) }); err != nil {
+				t.Fatal(err)
+			}
+			insts = append(insts, inst)
+		}
+		busy, quiet := insts[0], insts[1]
+		queue(busy, 30)
+		quietIDs := queue(quiet, 1)
+		ids := []string{busy.ID, quiet.ID}
+
+		claim := func(limit int) ([]store.SendItem, error) {
+			var items []store.SendItem
+			err := db.RunInTx(c, func(ctx context.Context, tx bun.Tx) error {
+				var err error
+				items, err = db.SendQueue.Claim(ctx, tx, time.Now(), time.Minute, limit, 16, ids, nil,
+					func(ctx context.Context, ids []string) error { return db.Instances.LockAll(ctx, tx, ids) })
+				return err
+			})
+			return items, err
+		}
+		got, err := claim(4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 4 {
+			t.Fatalf("claimed %d items, want 4", len(got))
+		}
+		var sawQuiet bool
+		for _, it := range got {
+			sawQuiet = sawQuiet || it.MessageID == quietIDs[0]
+		}
+		if !sawQuiet {
+			t.Fatalf("a claim of 4 among a busy instance's 30 heads and a quiet one's 1 left the quiet one out: %+v", got)
+		}
+
+		more, err := claim(100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		perInstance := map[string]int{}
+		for _, it := range more {
+			perInstance[it.InstanceID]++
+		}
+		if perInstance[busy.ID] != 16 || perInstance[quiet.ID] != 0 {
+			t.Fatalf("second claim took %v, want 16 of the busy instance (its cap) and none of the quiet one (its chat's head is leased)", perInstance)
+		}
+	})
+}
