@@ -290,3 +290,25 @@ func withServices(t *testing.T, db *store.DB, cfg Config, guard *egress.Guard) C
 	cfg.Channels, cfg.Automation = a.Messaging, a.Automation
 	return cfg
 }
+
+// The API builds no service of its own: a configuration without one is refused, naming it, so that every process
+// shares the services its composition root built (the console and the jobs use the same ones).
+func TestNewRefusesMissingServices(t *testing.T) {
+	db := storetest.SQLite(t)
+	full := withServices(t, db, Config{Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))}, nil)
+	if _, err := New(full, db); err != nil {
+		t.Fatalf("with every service: %v", err)
+	}
+	for name, drop := range map[string]func(*Config){
+		"Verifier": func(c *Config) { c.Verifier = nil }, "Box": func(c *Config) { c.Box = nil },
+		"Events": func(c *Config) { c.Events = nil }, "Links": func(c *Config) { c.Links = nil },
+		"Webhooks": func(c *Config) { c.Webhooks = nil }, "Channels": func(c *Config) { c.Channels = nil },
+		"Automation": func(c *Config) { c.Automation = nil },
+	} {
+		cfg := full
+		drop(&cfg)
+		if _, err := New(cfg, db); err == nil || !strings.Contains(err.Error(), "Config."+name+" is required") {
+			t.Errorf("without %s: %v", name, err)
+		}
+	}
+}
