@@ -111,6 +111,10 @@ func run(ctx context.Context, o options, out, log io.Writer) error {
 	failed := 0
 	limits := measureDBLimits(ctx, o, log)
 	if o.streamsOnly {
+		// The profile covers the whole section: the clients' setup is a small part of it.
+		if err := prof.start(); err != nil {
+			return err
+		}
 		return rowsFailed(runStreams(ctx, o, out, log))
 	}
 	if o.brokersOnly {

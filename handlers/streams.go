@@ -260,11 +260,11 @@ func (s *sseSink) flush() error {
 
 func (s *sseSink) events(evs []*eventstream.Event) error {
 	for _, e := range evs {
-		env, err := e.Envelope()
+		msg, err := e.SSE()
 		if err != nil {
 			return err
 		}
-		s.buf = fmt.Appendf(s.buf, "id: %s\nevent: %s\ndata: %s\n\n", e.ID, e.Type, env)
+		s.buf = append(s.buf, msg...)
 	}
 	return s.flush()
 }
