@@ -43,12 +43,18 @@ func (s *Server) admitBrowser(in *openapi3filter.AuthenticationInput, st *reques
 		{Key: "v:" + key.ID + ":" + visitor, Policy: s.visitorPolicy},
 		{Key: "w:" + key.WorkspaceID, Policy: s.workspacePolicy},
 	}
-	if inScope && scope.Quota && op.ID == scope.Operation && key.DailyQuota > 0 {
+	daily := inScope && scope.Quota && op.ID == scope.Operation && key.DailyQuota > 0
+	if daily {
 		reqs = append(reqs, ratelimit.Request{Key: "d:" + key.ID,
 			Policy: ratelimit.Policy{Name: "daily", Quota: key.DailyQuota, Window: dailyWindow}})
 	}
 	if p := s.limitAll(st.header, reqs); p != nil {
 		return p
+	}
+	if daily {
+		// Spent now, so that concurrent requests cannot create past the quota; given back by requestContext when
+		// the request creates nothing (refused body, taken slug, any failure).
+		st.spent = &reqs[len(reqs)-1]
 	}
 	if otherLink {
 		return newProblem(problem.NotFound, "There is no such link for this browser key.")

@@ -225,3 +225,50 @@ func TestBrowserKeyReadsOneLinksStats(t *testing.T) {
 		}
 	})
 }
+
+// A browser key's daily quota counts the links it created, not its attempts: a body the spec refuses (400), a
+// destination the link rules refuse (400), a taken slug (409), an Idempotency-Key reused with another body (422)
+// and a replay of a created link (201, Idempotent-Replayed) spend none of it, so a page (or a visitor poking at it)
+// cannot use up the quota without creating anything. Fails when the quota is spent before the outcome is known.
+func TestBrowserKeyDailyQuotaCountsOnlyCreatedLinks(t *testing.T) {
+	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
+		e := newEnv(t, db, handlers.Config{})
+		acme := e.workspace("Acme")
+		writer, _ := e.key(acme.ID, "links:write")
+		if res := e.do(request{method: http.MethodPost, path: "/api/v1/links", key: writer,
+			body: `{"destination_url":"https://www.acme.example/","slug":"taken"}`}); res.StatusCode != http.StatusCreated {
+			t.Fatalf("the taken slug: %d %s", res.StatusCode, res.body)
+		}
+		key := browserKey(t, db, acme.ID, "links:create", "", 3)
+		create := func(body, idempotencyKey string) *response {
+			h := fromOrigin(page)
+			if idempotencyKey != "" {
+				h["Idempotency-Key"] = idempotencyKey
+			}
+			return e.do(request{method: http.MethodPost, path: "/api/v1/links", key: key, header: h, body: body})
+		}
+		const first = `{"destination_url":"https://www.acme.example/first"}`
+		if res := create(first, "share-1"); res.StatusCode != http.StatusCreated {
+			t.Fatalf("the first link: %d %s", res.StatusCode, res.body)
+		}
+		for range 3 {
+			create(`{}`, "").problem(t, http.StatusBadRequest, "validation_failed")
+			create(`{"destination_url":"http://127.0.0.1/admin"}`, "").problem(t, http.StatusBadRequest, "validation_failed")
+			create(`{"destination_url":"https://www.acme.example/","slug":"taken"}`, "").problem(t, http.StatusConflict, "slug_taken")
+			create(`{"destination_url":"https://www.acme.example/other"}`, "share-1").
+				problem(t, http.StatusUnprocessableEntity, "idempotency_key_reused")
+			if res := create(first, "share-1"); res.StatusCode != http.StatusCreated || res.Header.Get("Idempotent-Replayed") != "true" {
+				t.Fatalf("the replay: %d %s", res.StatusCode, res.body)
+			}
+		}
+		for i := range 2 {
+			if res := create(`{"destination_url":"https://www.acme.example/"}`, ""); res.StatusCode != http.StatusCreated {
+				t.Fatalf("link %d of a quota of 3, after 15 attempts that created nothing: %d %s", i+2, res.StatusCode, res.body)
+			}
+		}
+		p := create(`{"destination_url":"https://www.acme.example/"}`, "").problem(t, http.StatusTooManyRequests, "rate_limited")
+		if len(p.ViolatedPolicies) != 1 || p.ViolatedPolicies[0] != "daily" {
+			t.Errorf("the fourth link: %+v", p)
+		}
+	})
+}
