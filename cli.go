@@ -293,7 +293,7 @@ func keyCmd(ctx context.Context, args []string, stdout io.Writer) error {
 		}
 		browserScope := fs.String("browser-scope", "", "a browser key's one job: "+strings.Join(browserScopes, ", "))
 		target := fs.String("target", "", "what the browser scope aims at: the custom event type (events:publish), "+
-			"the instance ID (messages:send)")
+			"the instance ID (messages:send), the link ID (links:read_stats)")
 		dailyQuota := fs.Int("daily-quota", 0, fmt.Sprintf("links a browser key may create in a day (links:create; default %d)",
 			workspaces.DefaultDailyQuota))
 		if err := parse(fs, args); err != nil {

@@ -326,6 +326,7 @@ var docsRunBy = []struct{ prefix, by string }{
 	{"podman run", "make test-image: starts the image's binary from the image's file system (containers cannot be run on the build machines)"},
 	{"switchboard serve --otlp-endpoint", "TestTracesReachAnOTLPCollector"},
 	{`switchboard key create --workspace ws_… --name "site embed" --kind browser`, "TestBootstrapFirstCallAndRevoke (a browser key with the same flags)"},
+	{"switchboard key origins key_…", "TestKeyOriginsCLI (a running server follows the change)"},
 	{"make generate", "make check-generated, part of make ci"},
 	{"make test-sdk", "make test"},
 	{"make ci", "CI (.ci/run)"},

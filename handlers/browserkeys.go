@@ -26,8 +26,13 @@ func (s *Server) admitBrowser(in *openapi3filter.AuthenticationInput, st *reques
 	scope, _ := apikey.BrowserScopeNamed(firstScope(key.Scopes))
 	// getMe, the connection test, is every key's: a page may check its key and read what it may do.
 	inScope := op != nil && (scope.Operation == op.ID || op.ID == "getMe")
-	if inScope && scope.Target == apikey.TargetInstance && in.RequestValidationInput.PathParams["instance_id"] != key.ScopeTarget {
-		inScope = false
+	// A scope aimed at an object named in the path: another object is outside it. Another instance is refused
+	// as out of scope; another link is not found — to a key that reads one link's numbers, no other link
+	// exists, here or in another workspace, and the answer is the same whether it exists or not.
+	otherLink := false
+	if param := scope.TargetParam(); inScope && op.ID == scope.Operation && param != "" &&
+		in.RequestValidationInput.PathParams[param] != key.ScopeTarget {
+		inScope, otherLink = false, scope.Target == apikey.TargetLink
 	}
 	visitor := ""
 	if st.echo != nil {
@@ -38,12 +43,21 @@ func (s *Server) admitBrowser(in *openapi3filter.AuthenticationInput, st *reques
 		{Key: "v:" + key.ID + ":" + visitor, Policy: s.visitorPolicy},
 		{Key: "w:" + key.WorkspaceID, Policy: s.workspacePolicy},
 	}
-	if inScope && scope.Quota && op.ID == scope.Operation && key.DailyQuota > 0 {
+	daily := inScope && scope.Quota && op.ID == scope.Operation && key.DailyQuota > 0
+	if daily {
 		reqs = append(reqs, ratelimit.Request{Key: "d:" + key.ID,
 			Policy: ratelimit.Policy{Name: "daily", Quota: key.DailyQuota, Window: dailyWindow}})
 	}
 	if p := s.limitAll(st.header, reqs); p != nil {
 		return p
+	}
+	if daily {
+		// Spent now, so that concurrent requests cannot create past the quota; given back by requestContext when
+		// the request creates nothing (refused body, taken slug, any failure).
+		st.spent = &reqs[len(reqs)-1]
+	}
+	if otherLink {
+		return newProblem(problem.NotFound, "There is no such link for this browser key.")
 	}
 	if !inScope {
 		what := "nothing"

@@ -159,3 +159,116 @@ func TestBrowserKeyTargets(t *testing.T) {
 			header: from, body: `{"to":"x","type":"text","text":{"body":"hi"}}`}).problem(t, http.StatusForbidden, "insufficient_scope")
 	})
 }
+
+// A links:read_stats browser key reads the statistics of its one link from its page (a public counter), and nothing
+// else: another link of its workspace, a link of another workspace and a link that does not exist are all not found
+// to it (one answer, so the key tells nothing about which links exist); the link itself, the list and every other
+// operation are out of its scope.
+func TestBrowserKeyReadsOneLinksStats(t *testing.T) {
+	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
+		e := newEnv(t, db, handlers.Config{})
+		acme, globex := e.workspace("Acme"), e.workspace("Globex")
+		acmeWriter, _ := e.key(acme.ID, "links:write")
+		globexWriter, _ := e.key(globex.ID, "links:write")
+		newLink := func(key string) string {
+			res := e.do(request{method: http.MethodPost, path: "/api/v1/links", key: key,
+				body: `{"destination_url":"https://www.acme.example/pricing"}`})
+			if res.StatusCode != http.StatusCreated {
+				t.Fatalf("create a link: %d %s", res.StatusCode, res.body)
+			}
+			var l struct{ ID string }
+			res.json(t, &l)
+			return l.ID
+		}
+		public, private, theirs := newLink(acmeWriter), newLink(acmeWriter), newLink(globexWriter)
+		key := browserKey(t, db, acme.ID, "links:read_stats", public, 0)
+		from := fromOrigin(page)
+
+		res := e.do(request{path: "/api/v1/links/" + public + "/stats?interval=day", key: key, header: from})
+		if res.StatusCode != http.StatusOK || res.Header.Get("Access-Control-Allow-Origin") != page {
+			t.Fatalf("its link's stats: %d %s", res.StatusCode, res.body)
+		}
+		var stats struct {
+			LinkID string `json:"link_id"`
+		}
+		if res.json(t, &stats); stats.LinkID != public {
+			t.Errorf("stats of %q", stats.LinkID)
+		}
+		for _, id := range []string{private, theirs, "lnk_01JDAC4D5E6F7G8H9J0K1M2N3P"} {
+			res := e.do(request{path: "/api/v1/links/" + id + "/stats", key: key, header: from})
+			if p := res.problem(t, http.StatusNotFound, "not_found"); res.Header.Get("Access-Control-Allow-Origin") != page {
+				t.Errorf("stats of %s: %+v without CORS", id, p)
+			}
+		}
+		for _, r := range []request{
+			{path: "/api/v1/links/" + public},
+			{path: "/api/v1/links"},
+			{path: "/api/v1/links/" + public + "/clicks"},
+			{method: http.MethodPatch, path: "/api/v1/links/" + public, body: `{"destination_url":"https://evil.example/"}`},
+			{method: http.MethodPost, path: "/api/v1/links", body: `{"destination_url":"https://www.acme.example/"}`},
+		} {
+			r.key, r.header = key, from
+			e.do(r).problem(t, http.StatusForbidden, "insufficient_scope")
+		}
+		// From another page, not even its own link.
+		e.do(request{path: "/api/v1/links/" + public + "/stats", key: key, header: fromOrigin("https://evil.example")}).
+			problem(t, http.StatusForbidden, "origin_not_allowed")
+
+		var me struct {
+			Key struct {
+				Browser struct{ Scope, Target string }
+			}
+		}
+		e.do(request{path: "/api/v1/me", key: key, header: from}).json(t, &me)
+		if me.Key.Browser.Scope != "links:read_stats" || me.Key.Browser.Target != public {
+			t.Errorf("me: %+v", me.Key.Browser)
+		}
+	})
+}
+
+// A browser key's daily quota counts the links it created, not its attempts: a body the spec refuses (400), a
+// destination the link rules refuse (400), a taken slug (409), an Idempotency-Key reused with another body (422)
+// and a replay of a created link (201, Idempotent-Replayed) spend none of it, so a page (or a visitor poking at it)
+// cannot use up the quota without creating anything. Fails when the quota is spent before the outcome is known.
+func TestBrowserKeyDailyQuotaCountsOnlyCreatedLinks(t *testing.T) {
+	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
+		e := newEnv(t, db, handlers.Config{})
+		acme := e.workspace("Acme")
+		writer, _ := e.key(acme.ID, "links:write")
+		if res := e.do(request{method: http.MethodPost, path: "/api/v1/links", key: writer,
+			body: `{"destination_url":"https://www.acme.example/","slug":"taken"}`}); res.StatusCode != http.StatusCreated {
+			t.Fatalf("the taken slug: %d %s", res.StatusCode, res.body)
+		}
+		key := browserKey(t, db, acme.ID, "links:create", "", 3)
+		create := func(body, idempotencyKey string) *response {
+			h := fromOrigin(page)
+			if idempotencyKey != "" {
+				h["Idempotency-Key"] = idempotencyKey
+			}
+			return e.do(request{method: http.MethodPost, path: "/api/v1/links", key: key, header: h, body: body})
+		}
+		const first = `{"destination_url":"https://www.acme.example/first"}`
+		if res := create(first, "share-1"); res.StatusCode != http.StatusCreated {
+			t.Fatalf("the first link: %d %s", res.StatusCode, res.body)
+		}
+		for range 3 {
+			create(`{}`, "").problem(t, http.StatusBadRequest, "validation_failed")
+			create(`{"destination_url":"http://127.0.0.1/admin"}`, "").problem(t, http.StatusBadRequest, "validation_failed")
+			create(`{"destination_url":"https://www.acme.example/","slug":"taken"}`, "").problem(t, http.StatusConflict, "slug_taken")
+			create(`{"destination_url":"https://www.acme.example/other"}`, "share-1").
+				problem(t, http.StatusUnprocessableEntity, "idempotency_key_reused")
+			if res := create(first, "share-1"); res.StatusCode != http.StatusCreated || res.Header.Get("Idempotent-Replayed") != "true" {
+				t.Fatalf("the replay: %d %s", res.StatusCode, res.body)
+			}
+		}
+		for i := range 2 {
+			if res := create(`{"destination_url":"https://www.acme.example/"}`, ""); res.StatusCode != http.StatusCreated {
+				t.Fatalf("link %d of a quota of 3, after 15 attempts that created nothing: %d %s", i+2, res.StatusCode, res.body)
+			}
+		}
+		p := create(`{"destination_url":"https://www.acme.example/"}`, "").problem(t, http.StatusTooManyRequests, "rate_limited")
+		if len(p.ViolatedPolicies) != 1 || p.ViolatedPolicies[0] != "daily" {
+			t.Errorf("the fourth link: %+v", p)
+		}
+	})
+}

@@ -10,6 +10,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/switchboard/switchboard/internal/apikey"
+	"github.com/switchboard/switchboard/internal/ratelimit"
 )
 
 // requestState is what the layers of one request share: set up by requestContext, completed by authenticate, read
@@ -27,6 +28,9 @@ type requestState struct {
 	// proxy's X-Forwarded-For).
 	echo echo.Context
 	log  *slog.Logger
+	// spent is a quota spent for what the request would create (a browser key's daily quota), given back when
+	// the request creates nothing: only what is accepted counts.
+	spent *ratelimit.Request
 }
 
 type requestStateKey struct{}

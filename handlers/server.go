@@ -380,6 +380,9 @@ func (s *Server) requestContext(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 
 		status := c.Response().Status
+		if st.spent != nil && (status < 200 || status > 299 || c.Response().Header().Get(replayedHeader) == "true") {
+			s.limiter.Refund(st.spent.Key, st.spent.Policy)
+		}
 		telemetry.EndServer(span, status, id)
 		elapsed := time.Since(start)
 		label := "unmatched"

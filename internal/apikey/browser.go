@@ -11,7 +11,7 @@ type BrowserScope struct {
 	// Operation is the one operationId the scope allows.
 	Operation string
 	// Target names what the key is aimed at, chosen when it is made ("" when the scope needs none): the custom event
-	// type it publishes, the instance it sends into.
+	// type it publishes, the instance it sends into, the link whose statistics it reads.
 	Target string
 	// Quota is true when the scope creates things under the key's daily quota.
 	Quota bool
@@ -21,7 +21,14 @@ type BrowserScope struct {
 const (
 	TargetEventType = "event_type"
 	TargetInstance  = "instance"
+	TargetLink      = "link"
 )
+
+// targetParams are the path parameters that name a scope's target, for the targets named in the path.
+var targetParams = map[string]string{TargetInstance: "instance_id", TargetLink: "link_id"}
+
+// TargetParam is the path parameter that must name the key's target for a request of the scope to be in it, or "".
+func (s BrowserScope) TargetParam() string { return targetParams[s.Target] }
 
 // BrowserScopes are the scopes a browser key may hold (one per key), in display order.
 var BrowserScopes = []BrowserScope{
@@ -31,6 +38,10 @@ var BrowserScopes = []BrowserScope{
 		Operation: "publishEvent", Target: TargetEventType},
 	{Name: "messages:send", Description: "Send messages through one instance (a chat widget)",
 		Operation: "sendMessage", Target: TargetInstance},
+	// One link chosen when the key is made, never "every link of the workspace": a page shows the numbers of the
+	// link it is about, and a visitor who reads the key learns nothing of the others.
+	{Name: "links:read_stats", Description: "Read the click statistics of one link (a public counter)",
+		Operation: "getLinkStats", Target: TargetLink},
 }
 
 // BrowserScopeNamed returns the browser scope called name, or false.

@@ -263,6 +263,10 @@ func (s *Service) browserGrant(ctx context.Context, n NewKey) (browserGrant, pro
 		if _, err := s.db.Instances.Get(ctx, n.WorkspaceID, g.target); err != nil {
 			invalid.Add(FieldTarget, "name an instance of the workspace (ins_…)")
 		}
+	case apikey.TargetLink:
+		if _, err := s.db.Links.Get(ctx, n.WorkspaceID, g.target); err != nil {
+			invalid.Add(FieldTarget, "name a link of the workspace (lnk_…)")
+		}
 	}
 	if scope.Quota {
 		switch g.dailyQuota = n.DailyQuota; {

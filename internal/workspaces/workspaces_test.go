@@ -247,6 +247,20 @@ func TestCreateBrowserKey(t *testing.T) {
 		_, _, err = svc.CreateKey(ctx, workspaces.NewKey{WorkspaceID: w.ID, Name: "bad", Kind: apikey.KindBrowser,
 			BrowserScope: "events:publish", Target: "custom.signup", Origins: []string{"https://www.acme.example"}})
 		problemtest.Want(t, err, problem.ValidationFailed, workspaces.FieldTarget)
+		// The link of another workspace is no target either: a stats key reads a link of its own workspace.
+		theirs := &store.Link{WorkspaceID: other.ID, Domain: "sb.example", Slug: "theirs", DestinationURL: "https://example.com",
+			RedirectType: 302}
+		if refused, err := db.Links.CreateMany(ctx, db.Bun(), []*store.Link{theirs}); err != nil || refused[0] != nil {
+			t.Fatal(err, refused)
+		}
+		_, _, err = svc.CreateKey(ctx, workspaces.NewKey{WorkspaceID: w.ID, Name: "bad", Kind: apikey.KindBrowser,
+			BrowserScope: "links:read_stats", Target: theirs.ID, Origins: []string{"https://www.acme.example"}})
+		problemtest.Want(t, err, problem.ValidationFailed, workspaces.FieldTarget)
+		k, _, err = svc.CreateKey(ctx, workspaces.NewKey{WorkspaceID: other.ID, Name: "counter", Kind: apikey.KindBrowser,
+			BrowserScope: "links:read_stats", Target: theirs.ID, Origins: []string{"https://www.acme.example"}})
+		if err != nil || k.ScopeTarget != theirs.ID || k.DailyQuota != 0 {
+			t.Fatalf("a stats key of the link's workspace: %+v %v", k, err)
+		}
 		_, _, err = svc.CreateKey(ctx, workspaces.NewKey{WorkspaceID: w.ID, Name: "bad", Kind: "public", Preset: "full"})
 		problemtest.Want(t, err, problem.ValidationFailed, workspaces.FieldKind)
 	})

@@ -42,9 +42,10 @@ func (e AuthMethod) Valid() bool {
 
 // Defines values for BrowserKeyJobScope.
 const (
-	BrowserKeyJobScopeEventsPublish BrowserKeyJobScope = "events:publish"
-	BrowserKeyJobScopeLinksCreate   BrowserKeyJobScope = "links:create"
-	BrowserKeyJobScopeMessagesSend  BrowserKeyJobScope = "messages:send"
+	BrowserKeyJobScopeEventsPublish  BrowserKeyJobScope = "events:publish"
+	BrowserKeyJobScopeLinksCreate    BrowserKeyJobScope = "links:create"
+	BrowserKeyJobScopeLinksReadStats BrowserKeyJobScope = "links:read_stats"
+	BrowserKeyJobScopeMessagesSend   BrowserKeyJobScope = "messages:send"
 )
 
 // Valid indicates whether the value is a known member of the BrowserKeyJobScope enum.
@@ -53,6 +54,8 @@ func (e BrowserKeyJobScope) Valid() bool {
 	case BrowserKeyJobScopeEventsPublish:
 		return true
 	case BrowserKeyJobScopeLinksCreate:
+		return true
+	case BrowserKeyJobScopeLinksReadStats:
 		return true
 	case BrowserKeyJobScopeMessagesSend:
 		return true
@@ -2024,14 +2027,18 @@ type BrowserKeyJob struct {
 
 	// Scope `links:create`: create short links, up to `daily_quota`. `events:publish`: publish events of the
 	// custom type `target`. `messages:send`: send messages through the instance `target`.
+	// `links:read_stats`: read the click statistics (`GET /api/v1/links/{link_id}/stats`) of the one link
+	// `target`, whose numbers the workspace chose to show in its pages.
 	Scope BrowserKeyJobScope `json:"scope"`
 
-	// Target The custom event type or the instance the scope aims at; absent for `links:create`.
+	// Target The custom event type, the instance or the link the scope aims at; absent for `links:create`.
 	Target *string `json:"target,omitempty"`
 }
 
 // BrowserKeyJobScope `links:create`: create short links, up to `daily_quota`. `events:publish`: publish events of the
 // custom type `target`. `messages:send`: send messages through the instance `target`.
+// `links:read_stats`: read the click statistics (`GET /api/v1/links/{link_id}/stats`) of the one link
+// `target`, whose numbers the workspace chose to show in its pages.
 type BrowserKeyJobScope string
 
 // BulkItemError Why one item of a bulk request failed, as the problem its own request would have answered.
@@ -8107,6 +8114,10 @@ type ClientInterface interface {
 	// changes daily, so nobody can be followed across days). Clicks appear within about a second. At most 1000
 	// buckets per answer.
 	//
+	// A browser key (`sb_pk_…`) with the browser scope `links:read_stats` reads the statistics of its one link
+	// from the pages of its origins (a public counter); any other link answers `404 not_found` to it, whether
+	// it exists or not, and every other operation `403 insufficient_scope`.
+	//
 	// Corresponds with GET /api/v1/links/{link_id}/stats (the `GetLinkStats` operationId).
 	GetLinkStats(ctx context.Context, linkId LinkID, params *GetLinkStatsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
@@ -10236,6 +10247,10 @@ func (c *Client) ListLinkClicks(ctx context.Context, linkId LinkID, params *List
 // `unique_humans` counts distinct visitors per day (visitors are recognised by a hash with a salt that
 // changes daily, so nobody can be followed across days). Clicks appear within about a second. At most 1000
 // buckets per answer.
+//
+// A browser key (`sb_pk_…`) with the browser scope `links:read_stats` reads the statistics of its one link
+// from the pages of its origins (a public counter); any other link answers `404 not_found` to it, whether
+// it exists or not, and every other operation `403 insufficient_scope`.
 //
 // Corresponds with GET /api/v1/links/{link_id}/stats (the `GetLinkStats` operationId).
 func (c *Client) GetLinkStats(ctx context.Context, linkId LinkID, params *GetLinkStatsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -16994,6 +17009,10 @@ type ClientWithResponsesInterface interface {
 	// `unique_humans` counts distinct visitors per day (visitors are recognised by a hash with a salt that
 	// changes daily, so nobody can be followed across days). Clicks appear within about a second. At most 1000
 	// buckets per answer.
+	//
+	// A browser key (`sb_pk_…`) with the browser scope `links:read_stats` reads the statistics of its one link
+	// from the pages of its origins (a public counter); any other link answers `404 not_found` to it, whether
+	// it exists or not, and every other operation `403 insufficient_scope`.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -35915,6 +35934,10 @@ func (c *ClientWithResponses) ListLinkClicksWithResponse(ctx context.Context, li
 // `unique_humans` counts distinct visitors per day (visitors are recognised by a hash with a salt that
 // changes daily, so nobody can be followed across days). Clicks appear within about a second. At most 1000
 // buckets per answer.
+//
+// A browser key (`sb_pk_…`) with the browser scope `links:read_stats` reads the statistics of its one link
+// from the pages of its origins (a public counter); any other link answers `404 not_found` to it, whether
+// it exists or not, and every other operation `403 insufficient_scope`.
 //
 // Returns a wrapper object for the known response body format(s).
 //

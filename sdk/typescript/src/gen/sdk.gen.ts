@@ -761,6 +761,10 @@ export const updateLink = <ThrowOnError extends boolean = false>(options: Option
  * changes daily, so nobody can be followed across days). Clicks appear within about a second. At most 1000
  * buckets per answer.
  *
+ * A browser key (`sb_pk_…`) with the browser scope `links:read_stats` reads the statistics of its one link
+ * from the pages of its origins (a public counter); any other link answers `404 not_found` to it, whether
+ * it exists or not, and every other operation `403 insufficient_scope`.
+ *
  */
 export const getLinkStats = <ThrowOnError extends boolean = false>(options: Options<GetLinkStatsData, ThrowOnError>) => (options.client ?? client).get<GetLinkStatsResponses, GetLinkStatsErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],
