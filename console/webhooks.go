@@ -48,6 +48,9 @@ func (c *Console) registerWebhooks(g *echo.Group) {
 type webhookForm struct {
 	URL, Description, Headers, RateLimit, Filters string
 	Events                                        []string
+	// Type is the destination's kind (create form): https (default) or a broker — rabbitmq, nats, mqtt — whose
+	// settings are Exchange and RoutingKey, Subject, or Topic.
+	Type, Exchange, RoutingKey, Subject, Topic string
 	// ClearHeaders (edit form) removes every static header.
 	ClearHeaders bool
 	Nonce        string
@@ -57,7 +60,9 @@ func readWebhookForm(ec echo.Context) webhookForm {
 	f := webhookForm{URL: strings.TrimSpace(ec.FormValue("url")), Description: strings.TrimSpace(ec.FormValue("description")),
 		Headers: ec.FormValue("headers"), RateLimit: strings.TrimSpace(ec.FormValue("rate_limit")),
 		Filters: strings.TrimSpace(ec.FormValue("filters")), ClearHeaders: ec.FormValue("clear_headers") != "",
-		Nonce: ec.FormValue("nonce")}
+		Nonce: ec.FormValue("nonce"), Type: strings.TrimSpace(ec.FormValue("type")),
+		Exchange: strings.TrimSpace(ec.FormValue("exchange")), RoutingKey: strings.TrimSpace(ec.FormValue("routing_key")),
+		Subject: strings.TrimSpace(ec.FormValue("subject")), Topic: strings.TrimSpace(ec.FormValue("topic"))}
 	if params, err := ec.FormParams(); err == nil {
 		f.Events = params["events"]
 	}
@@ -78,7 +83,30 @@ func (f webhookForm) document() (map[string]any, error) {
 	if f.Filters != "" {
 		doc["filters"] = f.filters(&bad)
 	}
+	if f.Type != "" && f.Type != "https" {
+		doc["type"] = f.Type
+		// Only the chosen broker's settings are sent: the form shows every broker's fields, the API takes one.
+		settings := map[string]any{}
+		switch f.Type {
+		case "rabbitmq":
+			putNonEmpty(settings, "exchange", f.Exchange)
+			putNonEmpty(settings, "routing_key", f.RoutingKey)
+		case "nats":
+			putNonEmpty(settings, "subject", f.Subject)
+		case "mqtt":
+			putNonEmpty(settings, "topic", f.Topic)
+		}
+		if len(settings) > 0 {
+			doc[f.Type] = settings
+		}
+	}
 	return doc, bad.Err()
+}
+
+func putNonEmpty(m map[string]any, k, v string) {
+	if v != "" {
+		m[k] = v
+	}
 }
 
 // update is the edit form as the API's WebhookUpdate body: every field is sent, so that the endpoint becomes what
