@@ -15,29 +15,13 @@ import (
 	"time"
 
 	"github.com/switchboard/switchboard/internal/await"
+	"github.com/switchboard/switchboard/internal/receivertest"
 )
 
-// receiver is a local webhook receiver on 127.0.0.1 that counts the requests reaching it.
-type receiver struct {
-	*httptest.Server
-	hits atomic.Int32
-}
-
-func newReceiver(t *testing.T, h http.HandlerFunc) *receiver {
+// port is a receiver's port, for URLs that name it by host name.
+func port(t *testing.T, rc *receivertest.Receiver) string {
 	t.Helper()
-	r := &receiver{}
-	r.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		r.hits.Add(1)
-		h(w, req)
-	}))
-	t.Cleanup(r.Close)
-	return r
-}
-
-// port is the receiver's port, for URLs that name it by host name.
-func (r *receiver) port(t *testing.T) string {
-	t.Helper()
-	u, err := url.Parse(r.URL)
+	u, err := url.Parse(rc.URL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,21 +32,21 @@ func TestClientDelivers(t *testing.T) {
 	var got struct {
 		method, host, contentType, body string
 	}
-	rcv := newReceiver(t, func(w http.ResponseWriter, r *http.Request) {
+	rcv := receivertest.New(t, func(_ int, w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		got.method, got.host, got.contentType, got.body = r.Method, r.Host, r.Header.Get("Content-Type"), string(body)
 		w.WriteHeader(http.StatusNoContent)
 	})
 	// A proxy in the environment must be ignored. (Go never proxies requests to 127.0.0.1 anyway, so the request
 	// names the receiver by a host name.)
-	proxy := newReceiver(t, func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusBadGateway) })
+	proxy := receivertest.New(t, func(_ int, w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusBadGateway) })
 	t.Setenv("HTTP_PROXY", proxy.URL)
 	t.Setenv("http_proxy", proxy.URL)
 
 	g := NewGuard(Policy{AllowHTTP: true, AllowedNetworks: loopback}, WithLookup(testLookup(t, map[string][]string{
 		"hooks.example": {"127.0.0.1"},
 	})))
-	target := "http://hooks.example:" + rcv.port(t) + "/in"
+	target := "http://hooks.example:" + port(t, rcv) + "/in"
 	if err := g.CheckURL(t.Context(), target); err != nil {
 		t.Fatalf("CheckURL(%q): %v", target, err)
 	}
@@ -76,12 +60,12 @@ func TestClientDelivers(t *testing.T) {
 		t.Errorf("status = %d, want 204", resp.StatusCode)
 	}
 	want := struct{ method, host, contentType, body string }{
-		http.MethodPost, "hooks.example:" + rcv.port(t), "application/json", `{"type":"link.clicked"}`,
+		http.MethodPost, "hooks.example:" + port(t, rcv), "application/json", `{"type":"link.clicked"}`,
 	}
 	if got != want {
 		t.Errorf("receiver got %+v, want %+v", got, want)
 	}
-	if n := proxy.hits.Load(); n != 0 {
+	if n := proxy.Count(); n != 0 {
 		t.Errorf("the proxy from the environment received %d requests", n)
 	}
 }
@@ -89,7 +73,7 @@ func TestClientDelivers(t *testing.T) {
 func TestClientDoesNotFollowRedirects(t *testing.T) {
 	for _, location := range []string{"http://169.254.169.254/latest/meta-data/", "/landing"} {
 		t.Run(location, func(t *testing.T) {
-			rcv := newReceiver(t, func(w http.ResponseWriter, r *http.Request) {
+			rcv := receivertest.New(t, func(_ int, w http.ResponseWriter, r *http.Request) {
 				if r.URL.Path == "/landing" {
 					t.Error("the redirect was followed")
 				}
@@ -119,7 +103,7 @@ func TestClientRefusesRebinding(t *testing.T) {
 		{"::1", "127.0.0.1"},
 	} {
 		t.Run(strings.Join(dialAnswers, ","), func(t *testing.T) {
-			rcv := newReceiver(t, func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
+			rcv := receivertest.New(t, nil)
 			registration := testLookup(t, map[string][]string{"rebind.example": {publicAddr}})
 			delivery := testLookup(t, map[string][]string{"rebind.example": dialAnswers})
 			var lookups atomic.Int32
@@ -131,7 +115,7 @@ func TestClientRefusesRebinding(t *testing.T) {
 			}
 			g := NewGuard(Policy{AllowHTTP: true}, WithLookup(rebinding))
 
-			target := "http://rebind.example:" + rcv.port(t) + "/"
+			target := "http://rebind.example:" + port(t, rcv) + "/"
 			if err := g.CheckURL(t.Context(), target); err != nil {
 				t.Fatalf("CheckURL(%q) = %v, want nil: the name resolves to a public address at first", target, err)
 			}
@@ -140,7 +124,7 @@ func TestClientRefusesRebinding(t *testing.T) {
 				resp.Body.Close()
 			}
 			assertBlocked(t, err, dialAnswers...)
-			if n := rcv.hits.Load(); n != 0 {
+			if n := rcv.Count(); n != 0 {
 				t.Errorf("the receiver got %d requests", n)
 			}
 		})
@@ -150,18 +134,18 @@ func TestClientRefusesRebinding(t *testing.T) {
 // TestClientRefusesBlockedLiterals: an IP-literal target that is blocked now — whenever it was registered, in
 // whatever notation — is refused at dial time.
 func TestClientRefusesBlockedLiterals(t *testing.T) {
-	rcv := newReceiver(t, func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
+	rcv := receivertest.New(t, nil)
 	client := NewGuard(Policy{AllowHTTP: true}, WithLookup(testLookup(t, nil))).Client(5 * time.Second)
 	for _, host := range []string{"127.0.0.1", "2130706433", "0x7f.1", "[::ffff:127.0.0.1]"} {
 		t.Run(host, func(t *testing.T) {
-			resp, err := client.Get("http://" + host + ":" + rcv.port(t) + "/")
+			resp, err := client.Get("http://" + host + ":" + port(t, rcv) + "/")
 			if err == nil {
 				resp.Body.Close()
 			}
 			assertBlocked(t, err) // the URL names the address already
 		})
 	}
-	if n := rcv.hits.Load(); n != 0 {
+	if n := rcv.Count(); n != 0 {
 		t.Errorf("the receiver got %d requests", n)
 	}
 }
@@ -182,21 +166,21 @@ func assertBlocked(t *testing.T, err error, refused ...string) {
 // TestClientSkipsBlockedAddresses: when a name resolves to blocked and allowed addresses, the delivery goes to an
 // allowed one.
 func TestClientSkipsBlockedAddresses(t *testing.T) {
-	rcv := newReceiver(t, func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
+	rcv := receivertest.New(t, nil)
 	g := NewGuard(Policy{AllowHTTP: true, AllowedNetworks: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}},
 		WithLookup(testLookup(t, map[string][]string{"hooks.example": {"::1", "127.0.0.2", "127.0.0.1"}})))
-	resp, err := g.Client(5 * time.Second).Get("http://hooks.example:" + rcv.port(t) + "/")
+	resp, err := g.Client(5 * time.Second).Get("http://hooks.example:" + port(t, rcv) + "/")
 	if err != nil {
 		t.Fatalf("Get: %v", err)
 	}
 	resp.Body.Close()
-	if n := rcv.hits.Load(); n != 1 {
+	if n := rcv.Count(); n != 1 {
 		t.Errorf("the receiver got %d requests, want 1", n)
 	}
 }
 
 func TestClientFailures(t *testing.T) {
-	rcv := newReceiver(t, func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
+	rcv := receivertest.New(t, nil)
 	withLookup := WithLookup(testLookup(t, map[string][]string{"empty.example": {}}))
 	tests := []struct {
 		name   string
@@ -224,7 +208,7 @@ func TestClientFailures(t *testing.T) {
 			}
 		})
 	}
-	if n := rcv.hits.Load(); n != 0 {
+	if n := rcv.Count(); n != 0 {
 		t.Errorf("the receiver got %d requests", n)
 	}
 }
@@ -241,7 +225,7 @@ func (c *closeRecorder) Close() error {
 
 func TestClientTimeout(t *testing.T) {
 	release := make(chan struct{})
-	rcv := newReceiver(t, func(w http.ResponseWriter, r *http.Request) {
+	rcv := receivertest.New(t, func(_ int, w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-release:
 		case <-r.Context().Done():

@@ -3,6 +3,7 @@
 package receivertest
 
 import (
+	"bytes"
 	"io"
 	"net"
 	"net/http"
@@ -23,7 +24,8 @@ type Request struct {
 	At     time.Time // when the request arrived, before its body was read
 }
 
-// Handler answers the n-th request (from 0) the receiver got; the request is already recorded and its body read.
+// Handler answers the n-th request (from 0) the receiver got; the request is already recorded, and its body
+// can still be read.
 type Handler func(n int, w http.ResponseWriter, r *http.Request)
 
 // Receiver is a webhook receiver on a loopback port. The embedded server gives its URL and lets a test close it
@@ -79,6 +81,7 @@ func (rc *Receiver) serve(w http.ResponseWriter, r *http.Request) {
 	n := len(rc.got)
 	rc.got = append(rc.got, Request{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body, At: at})
 	rc.mu.Unlock()
+	r.Body = io.NopCloser(bytes.NewReader(body)) // the handler may read the body too
 	if rc.handle != nil {
 		rc.handle(n, w, r)
 		return
