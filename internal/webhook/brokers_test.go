@@ -18,6 +18,7 @@ import (
 
 	"github.com/switchboard/switchboard/gen"
 	"github.com/switchboard/switchboard/internal/events"
+	"github.com/switchboard/switchboard/internal/receivertest"
 	"github.com/switchboard/switchboard/internal/webhook"
 	"github.com/switchboard/switchboard/store"
 	"github.com/switchboard/switchboard/store/storetest"
@@ -128,7 +129,7 @@ func (h *brokerHarness) checkSigned(e store.WebhookEndpoint, ev store.Event, bod
 		hdr.Set(k, header(k))
 	}
 	secret := h.secretOf(e)
-	if err := verify(h.t, secret, received{header: hdr, body: body}); err != nil {
+	if err := verify(h.t, secret, receivertest.Request{Header: hdr, Body: body}); err != nil {
 		h.t.Fatalf("signature: %v (body %s)", err, body)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/switchboard/switchboard/gen"
 	"github.com/switchboard/switchboard/internal/await"
 	"github.com/switchboard/switchboard/internal/ratelimit"
+	"github.com/switchboard/switchboard/internal/receivertest"
 	"github.com/switchboard/switchboard/internal/webhook"
 	"github.com/switchboard/switchboard/store"
 	"github.com/switchboard/switchboard/store/storetest"
@@ -22,24 +23,24 @@ import (
 func TestDeliverySignedAndVerifiable(t *testing.T) {
 	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
 		h := newHarness(t, db)
-		rc := newReceiver(t, nil)
-		e, secret := h.endpoint(rc.url(), func(n *store.NewWebhookEndpoint) {
+		rc := receivertest.New(t, nil)
+		e, secret := h.endpoint(rc.URL+"/hook", func(n *store.NewWebhookEndpoint) {
 			n.SealHeaders = func(id string) *string {
 				return webhook.SealHeaders(h.box, map[string]string{"Authorization": "Bearer n8n-token", "Webhook-Signature": "forged"}, id)
 			}
 		})
 		h.start(webhook.Config{})
 		ev := h.emit("link.created")
-		await.Equal(t, "delivery", rc.count, 1)
-		got := rc.requests()[0]
+		await.Equal(t, "delivery", rc.Count, 1)
+		got := rc.Requests()[0]
 		if err := verify(t, secret, got); err != nil {
 			t.Fatalf("the official library rejects the delivery: %v", err)
 		}
-		if got.webhookID() != ev.ID || got.header.Get("Authorization") != "Bearer n8n-token" {
-			t.Errorf("headers %v", got.header)
+		if webhookID(got) != ev.ID || got.Header.Get("Authorization") != "Bearer n8n-token" {
+			t.Errorf("headers %v", got.Header)
 		}
 		var env map[string]any
-		if err := json.Unmarshal(got.body, &env); err != nil {
+		if err := json.Unmarshal(got.Body, &env); err != nil {
 			t.Fatal(err)
 		}
 		if env["id"] != ev.ID || env["type"] != "link.created" || env["api_version"] != "v1" || env["workspace_id"] != h.ws.ID {
@@ -57,19 +58,19 @@ func TestDeliverySignedAndVerifiable(t *testing.T) {
 func TestEndpointChangesReachTheNextDelivery(t *testing.T) {
 	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
 		h := newHarness(t, db)
-		before, after := newReceiver(t, nil), newReceiver(t, nil)
-		e, _ := h.endpoint(before.url(), nil)
+		before, after := receivertest.New(t, nil), receivertest.New(t, nil)
+		e, _ := h.endpoint(before.URL+"/hook", nil)
 		h.start(webhook.Config{})
 		h.emit("link.created")
-		await.Equal(t, "delivery to the first URL", before.count, 1)
-		h.set(e.ID, map[string]any{"url": after.url(),
+		await.Equal(t, "delivery to the first URL", before.Count, 1)
+		h.set(e.ID, map[string]any{"url": after.URL + "/hook",
 			"sealed_headers": webhook.SealHeaders(h.box, map[string]string{"X-Tenant": "acme"}, e.ID)})
 		h.emit("link.created")
-		await.Equal(t, "delivery to the new URL", after.count, 1)
-		if before.count() != 1 {
-			t.Errorf("the old URL got %d deliveries, want 1", before.count())
+		await.Equal(t, "delivery to the new URL", after.Count, 1)
+		if before.Count() != 1 {
+			t.Errorf("the old URL got %d deliveries, want 1", before.Count())
 		}
-		if got := after.requests()[0].header.Get("X-Tenant"); got != "acme" {
+		if got := after.Requests()[0].Header.Get("X-Tenant"); got != "acme" {
 			t.Errorf("X-Tenant %q, want the new header", got)
 		}
 	})
@@ -79,14 +80,14 @@ func TestEndpointChangesReachTheNextDelivery(t *testing.T) {
 func TestRetriesUntilDelivered(t *testing.T) {
 	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
 		h := newHarness(t, db)
-		rc := newReceiver(t, statuses(500, 503, 302))
-		e, _ := h.endpoint(rc.url(), nil)
+		rc := receivertest.New(t, receivertest.Statuses(500, 503, 302))
+		e, _ := h.endpoint(rc.URL+"/hook", nil)
 		h.start(webhook.Config{Schedule: []time.Duration{0, 50 * time.Millisecond, 50 * time.Millisecond, 50 * time.Millisecond}})
 		ev := h.emit("link.updated")
 		await.Equal(t, "succeeded", func() string { return h.status(ev.ID, e.ID) }, store.DeliverySucceeded)
-		for _, r := range rc.requests() {
-			if r.webhookID() != ev.ID {
-				t.Errorf("webhook-id %q, want %q on every attempt", r.webhookID(), ev.ID)
+		for _, r := range rc.Requests() {
+			if webhookID(r) != ev.ID {
+				t.Errorf("webhook-id %q, want %q on every attempt", webhookID(r), ev.ID)
 			}
 		}
 		attempts := h.attempts(h.delivery(ev.ID, e.ID).ID)
@@ -102,13 +103,13 @@ func TestRetriesUntilDelivered(t *testing.T) {
 func TestAnyResponseBytesAreLogged(t *testing.T) {
 	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
 		h := newHarness(t, db)
-		odd := newReceiver(t, func(_ int, w http.ResponseWriter, _ *http.Request) {
+		odd := receivertest.New(t, func(_ int, w http.ResponseWriter, _ *http.Request) {
 			w.Header().Set("X-Odd", "caf\xe9")
 			_, _ = w.Write([]byte("ok\x00then\xffmore '\\x00';--"))
 		})
-		plain := newReceiver(t, nil)
-		e, _ := h.endpoint(odd.url(), nil)
-		other, _ := h.endpoint(plain.url(), nil)
+		plain := receivertest.New(t, nil)
+		e, _ := h.endpoint(odd.URL+"/hook", nil)
+		other, _ := h.endpoint(plain.URL+"/hook", nil)
 		h.start(webhook.Config{})
 		ev := h.emit("link.created")
 		for _, id := range []string{e.ID, other.ID} {
@@ -129,13 +130,13 @@ func TestAnyResponseBytesAreLogged(t *testing.T) {
 func TestGoneDisablesEndpoint(t *testing.T) {
 	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
 		h := newHarness(t, db)
-		gone := newReceiver(t, statuses(http.StatusGone))
-		ops := newReceiver(t, nil)
-		e, _ := h.endpoint(gone.url(), func(n *store.NewWebhookEndpoint) { n.Events = []string{"link.*"} })
-		watcher, _ := h.endpoint(ops.url(), func(n *store.NewWebhookEndpoint) { n.Events = []string{"webhook.*"} })
+		gone := receivertest.New(t, receivertest.Statuses(http.StatusGone))
+		ops := receivertest.New(t, nil)
+		e, _ := h.endpoint(gone.URL+"/hook", func(n *store.NewWebhookEndpoint) { n.Events = []string{"link.*"} })
+		watcher, _ := h.endpoint(ops.URL+"/hook", func(n *store.NewWebhookEndpoint) { n.Events = []string{"webhook.*"} })
 		h.start(webhook.Config{})
 		first := h.emit("link.deleted")
-		await.Equal(t, "operational events delivered", ops.count, 2)
+		await.Equal(t, "operational events delivered", ops.Count, 2)
 
 		got, err := db.Webhooks.Get(context.Background(), h.ws.ID, e.ID)
 		if err != nil || got.Status != store.EndpointDisabled || got.DisabledReason == nil || *got.DisabledReason != "gone" {
@@ -154,7 +155,7 @@ func TestGoneDisablesEndpoint(t *testing.T) {
 		conformsTo(t, exhausted[0], "WebhookDeliveryExhaustedEvent")
 		var dd gen.WebhookEndpointDisabledEvent
 		_ = json.Unmarshal(disabled[0].Data, &dd)
-		if dd.WebhookId != e.ID || dd.Url != gone.url() || dd.Reason != "gone" || dd.FailingSince == nil {
+		if dd.WebhookId != e.ID || dd.Url != gone.URL+"/hook" || dd.Reason != "gone" || dd.FailingSince == nil {
 			t.Errorf("disabled data %s", disabled[0].Data)
 		}
 		var xd gen.WebhookDeliveryExhaustedEvent
@@ -164,8 +165,8 @@ func TestGoneDisablesEndpoint(t *testing.T) {
 			t.Errorf("exhausted data %s", exhausted[0].Data)
 		}
 		seen := map[string]bool{}
-		for _, r := range ops.requests() {
-			seen[r.webhookID()] = true
+		for _, r := range ops.Requests() {
+			seen[webhookID(r)] = true
 		}
 		if !seen[disabled[0].ID] || !seen[exhausted[0].ID] {
 			t.Errorf("the watching endpoint %s did not receive both operational events", watcher.ID)
@@ -175,8 +176,8 @@ func TestGoneDisablesEndpoint(t *testing.T) {
 		if s := h.status(later.ID, e.ID); s != store.DeliverySkipped {
 			t.Errorf("a later event to the disabled endpoint is %q, want skipped", s)
 		}
-		if gone.count() != 1 {
-			t.Errorf("the gone receiver got %d requests, want 1", gone.count())
+		if gone.Count() != 1 {
+			t.Errorf("the gone receiver got %d requests, want 1", gone.Count())
 		}
 	})
 }
@@ -186,8 +187,8 @@ func TestGoneDisablesEndpoint(t *testing.T) {
 func TestFailingEndpointDisabledAfterAWhile(t *testing.T) {
 	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
 		h := newHarness(t, db)
-		rc := newReceiver(t, func(_ int, w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusInternalServerError) })
-		e, _ := h.endpoint(rc.url(), func(n *store.NewWebhookEndpoint) { n.Events = []string{"link.*"} })
+		rc := receivertest.New(t, func(_ int, w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusInternalServerError) })
+		e, _ := h.endpoint(rc.URL+"/hook", func(n *store.NewWebhookEndpoint) { n.Events = []string{"link.*"} })
 		schedule := []time.Duration{0}
 		for range 200 {
 			schedule = append(schedule, 20*time.Millisecond)
@@ -221,15 +222,15 @@ func TestFailingEndpointDisabledAfterAWhile(t *testing.T) {
 func TestPausedEndpointQueuesThenSendsInOrder(t *testing.T) {
 	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
 		h := newHarness(t, db)
-		paused, other := newReceiver(t, nil), newReceiver(t, nil)
-		p, _ := h.endpoint(paused.url(), nil)
-		h.endpoint(other.url(), nil)
+		paused, other := receivertest.New(t, nil), receivertest.New(t, nil)
+		p, _ := h.endpoint(paused.URL+"/hook", nil)
+		h.endpoint(other.URL+"/hook", nil)
 		h.set(p.ID, map[string]any{"status": store.EndpointPaused})
 		d := h.start(webhook.Config{PerEndpoint: 1})
 		evs := h.emitN(5, "link.created")
 		// The other endpoint got the last event: the dispatcher has looked at every delivery due before it.
-		await.Equal(t, "the active endpoint's deliveries", other.count, 5)
-		if n := paused.count(); n != 0 {
+		await.Equal(t, "the active endpoint's deliveries", other.Count, 5)
+		if n := paused.Count(); n != 0 {
 			t.Fatalf("a paused endpoint received %d requests", n)
 		}
 		h.set(p.ID, map[string]any{"status": store.EndpointActive})
@@ -247,7 +248,7 @@ func TestPausedEndpointQueuesThenSendsInOrder(t *testing.T) {
 			}
 			prev = first.StartedAt
 		}
-		if n := paused.count(); n < 5 {
+		if n := paused.Count(); n < 5 {
 			t.Errorf("the receiver got %d requests, want 5", n)
 		}
 	})
@@ -257,9 +258,9 @@ func TestPausedEndpointQueuesThenSendsInOrder(t *testing.T) {
 func TestDisabledEndpointRecordsSkipped(t *testing.T) {
 	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
 		h := newHarness(t, db)
-		disabled, other := newReceiver(t, nil), newReceiver(t, nil)
-		e, _ := h.endpoint(disabled.url(), nil)
-		o, _ := h.endpoint(other.url(), nil)
+		disabled, other := receivertest.New(t, nil), receivertest.New(t, nil)
+		e, _ := h.endpoint(disabled.URL+"/hook", nil)
+		o, _ := h.endpoint(other.URL+"/hook", nil)
 		h.set(e.ID, map[string]any{"status": store.EndpointDisabled, "disabled_reason": "manual"})
 		h.start(webhook.Config{})
 		ev := h.emit("link.created")
@@ -267,8 +268,8 @@ func TestDisabledEndpointRecordsSkipped(t *testing.T) {
 		if s := h.status(ev.ID, e.ID); s != store.DeliverySkipped {
 			t.Errorf("delivery to the disabled endpoint is %q, want skipped", s)
 		}
-		if disabled.count() != 0 {
-			t.Errorf("the disabled endpoint received %d requests", disabled.count())
+		if disabled.Count() != 0 {
+			t.Errorf("the disabled endpoint received %d requests", disabled.Count())
 		}
 	})
 }
@@ -280,21 +281,21 @@ func TestDisabledEndpointRecordsSkipped(t *testing.T) {
 func TestRateLimitPerEndpoint(t *testing.T) {
 	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
 		h := newHarness(t, db)
-		limited, free := newReceiver(t, nil), newReceiver(t, nil)
+		limited, free := receivertest.New(t, nil), receivertest.New(t, nil)
 		rate := 1
-		lim, _ := h.endpoint(limited.url(), func(n *store.NewWebhookEndpoint) { n.RateLimit = &rate })
-		h.endpoint(free.url(), nil)
+		lim, _ := h.endpoint(limited.URL+"/hook", func(n *store.NewWebhookEndpoint) { n.RateLimit = &rate })
+		h.endpoint(free.URL+"/hook", nil)
 		const events = 3
 		for range events {
 			h.emit("link.created")
 		}
 		limiter := &countingLimiter{Limiter: ratelimit.New(), refused: map[string]int{}, asked: map[string]int{}}
 		h.start(webhook.Config{Limiter: limiter})
-		await.Equal(t, "every delivery", func() [2]int { return [2]int{limited.count(), free.count()} }, [2]int{events, events})
+		await.Equal(t, "every delivery", func() [2]int { return [2]int{limited.Count(), free.Count()} }, [2]int{events, events})
 		if refused, asked := limiter.counts("webhook:" + lim.ID); refused == 0 || len(asked) != 1 {
 			t.Errorf("the limiter refused the limited endpoint %d times and was asked about %v: want refusals, and only it", refused, asked)
 		}
-		if last, held := free.requests()[events-1].at, limited.requests()[rate].at; !last.Before(held) {
+		if last, held := free.Requests()[events-1].At, limited.Requests()[rate].At; !last.Before(held) {
 			t.Errorf("the unlimited endpoint waited for the limited one: its last request at %v, the limited one's first past the burst at %v", last, held)
 		}
 	})
@@ -332,14 +333,14 @@ func TestShutdownRecordsAttemptsInFlight(t *testing.T) {
 		release := make(chan struct{})
 		var once sync.Once
 		t.Cleanup(func() { once.Do(func() { close(release) }) })
-		rc := newReceiver(t, func(_ int, w http.ResponseWriter, _ *http.Request) { <-release })
-		e, _ := h.endpoint(rc.url(), nil)
+		rc := receivertest.New(t, func(_ int, w http.ResponseWriter, _ *http.Request) { <-release })
+		e, _ := h.endpoint(rc.URL+"/hook", nil)
 		d := webhook.NewDispatcher(db, h.box, h.guard, quiet(webhook.Config{Timeout: 10 * time.Second}))
 		ctx, stop := context.WithCancel(context.Background())
 		done := make(chan struct{})
 		go func() { _ = d.Run(ctx); close(done) }()
 		ev := h.emit("link.created")
-		await.Equal(t, "the attempt in flight", rc.count, 1)
+		await.Equal(t, "the attempt in flight", rc.Count, 1)
 		stop()
 		once.Do(func() { close(release) })
 		<-done
@@ -355,10 +356,10 @@ func TestShutdownRecordsAttemptsInFlight(t *testing.T) {
 func TestWokenByCommitsOfOtherProcesses(t *testing.T) {
 	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
 		h := newHarness(t, db)
-		rc := newReceiver(t, nil)
-		h.endpoint(rc.url(), nil)
+		rc := receivertest.New(t, nil)
+		h.endpoint(rc.URL+"/hook", nil)
 		h.start(webhook.Config{Poll: time.Hour})
 		h.emit("link.created")
-		await.Equal(t, "delivered without a poll", rc.count, 1)
+		await.Equal(t, "delivered without a poll", rc.Count, 1)
 	})
 }

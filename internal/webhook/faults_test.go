@@ -14,6 +14,7 @@ import (
 
 	"github.com/switchboard/switchboard/internal/await"
 	"github.com/switchboard/switchboard/internal/egress"
+	"github.com/switchboard/switchboard/internal/receivertest"
 	"github.com/switchboard/switchboard/internal/webhook"
 	"github.com/switchboard/switchboard/store"
 	"github.com/switchboard/switchboard/store/storetest"
@@ -58,20 +59,20 @@ func (h *harness) awaitSucceeded(what string, evs []store.Event, endpointID stri
 
 // deliveredOnce checks that the receiver acknowledged every event exactly once: among the requests it answered 2xx
 // (those from index failures on), each event's webhook-id appears once and no other ID does.
-func deliveredOnce(t *testing.T, rc *receiver, failures int, evs []store.Event) {
+func deliveredOnce(t *testing.T, rc *receivertest.Receiver, failures int, evs []store.Event) {
 	t.Helper()
 	want := map[string]bool{}
 	for _, ev := range evs {
 		want[ev.ID] = true
 	}
-	reqs := rc.requests()
+	reqs := rc.Requests()
 	seen := map[string]int{}
 	for i, r := range reqs {
-		if !want[r.webhookID()] {
-			t.Errorf("request %d carries webhook-id %q of no event of the test", i, r.webhookID())
+		if !want[webhookID(r)] {
+			t.Errorf("request %d carries webhook-id %q of no event of the test", i, webhookID(r))
 		}
 		if i >= failures {
-			seen[r.webhookID()]++
+			seen[webhookID(r)]++
 		}
 	}
 	for id := range want {
@@ -111,12 +112,12 @@ func TestReceiverDownThenBack(t *testing.T) {
 			t.Skipf("the receiver's port was taken meanwhile: %v", err)
 		}
 		const failures = 5
-		rc := serveReceiver(t, ln, statuses(503, 503, 503, 503, 503))
+		rc := receivertest.Serve(t, ln, receivertest.Statuses(503, 503, 503, 503, 503))
 		h.awaitSucceeded("every event delivered", evs, e.ID)
 		deliveredOnce(t, rc, failures, evs)
-		for _, r := range rc.requests() {
+		for _, r := range rc.Requests() {
 			if err := verify(t, secret, r); err != nil {
-				t.Errorf("request %s does not verify: %v", r.webhookID(), err)
+				t.Errorf("request %s does not verify: %v", webhookID(r), err)
 			}
 		}
 		for _, ev := range evs {
@@ -138,7 +139,7 @@ func TestSlowReceiverWithoutDelayingOthers(t *testing.T) {
 		const capacity, events = 2, 4
 		fastDone := make(chan struct{})
 		var heldWhileFastDone atomic.Int32
-		slow := newReceiver(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		slow := receivertest.New(t, func(n int, w http.ResponseWriter, r *http.Request) {
 			if n >= capacity {
 				return
 			}
@@ -148,13 +149,13 @@ func TestSlowReceiverWithoutDelayingOthers(t *testing.T) {
 			case <-r.Context().Done():
 			}
 		})
-		fast := newReceiver(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		fast := receivertest.New(t, func(n int, w http.ResponseWriter, r *http.Request) {
 			if n == events-1 {
 				close(fastDone)
 			}
 		})
-		s, _ := h.endpoint(slow.url(), nil)
-		f, _ := h.endpoint(fast.url(), nil)
+		s, _ := h.endpoint(slow.URL+"/hook", nil)
+		f, _ := h.endpoint(fast.URL+"/hook", nil)
 		h.start(webhook.Config{Timeout: 20 * time.Second, PerEndpoint: capacity, Workers: capacity + 1})
 		evs := h.emitN(events, "link.created")
 		h.awaitSucceeded("the fast endpoint's deliveries", evs, f.ID)
@@ -163,11 +164,11 @@ func TestSlowReceiverWithoutDelayingOthers(t *testing.T) {
 			t.Errorf("%d of the slow endpoint's first %d requests were still held when the fast endpoint had all its deliveries", n, capacity)
 		}
 		// The slow endpoint's third request is only sent once one of the held ones ended.
-		got := slow.requests()
+		got := slow.Requests()
 		if len(got) <= capacity {
 			t.Fatalf("the slow endpoint got %d requests", len(got))
 		}
-		if third := got[capacity].at; !fast.requests()[events-1].at.Before(third) {
+		if third := got[capacity].At; !fast.Requests()[events-1].At.Before(third) {
 			t.Errorf("the slow endpoint's request %d came before the fast endpoint had all its deliveries: past its in-flight cap", capacity+1)
 		}
 	})
@@ -178,12 +179,12 @@ func TestSlowReceiverWithoutDelayingOthers(t *testing.T) {
 func TestTimedOutAttemptRetriedAfterThrottledWait(t *testing.T) {
 	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
 		h := newHarness(t, db)
-		slow := newReceiver(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		slow := receivertest.New(t, func(n int, w http.ResponseWriter, r *http.Request) {
 			if n == 0 {
 				<-r.Context().Done() // until the dispatcher gives up
 			}
 		})
-		e, _ := h.endpoint(slow.url(), nil)
+		e, _ := h.endpoint(slow.URL+"/hook", nil)
 		cfg := webhook.Config{Timeout: time.Second, Schedule: fastRetries(4, 10*time.Millisecond)}
 		h.start(cfg)
 		ev := h.emit("link.created")
@@ -213,8 +214,8 @@ func TestServerErrorStorm(t *testing.T) {
 		for i := range codes {
 			codes[i] = http.StatusInternalServerError
 		}
-		rc := newReceiver(t, statuses(codes...))
-		e, _ := h.endpoint(rc.url(), nil)
+		rc := receivertest.New(t, receivertest.Statuses(codes...))
+		e, _ := h.endpoint(rc.URL+"/hook", nil)
 		h.start(webhook.Config{Schedule: fastRetries(200, 20*time.Millisecond)})
 		evs := h.emitN(30, "link.created")
 		h.awaitSucceeded("every event delivered", evs, e.ID)
@@ -227,18 +228,18 @@ func TestServerErrorStorm(t *testing.T) {
 func TestRetryAfterHonoured(t *testing.T) {
 	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
 		h := newHarness(t, db)
-		rc := newReceiver(t, func(n int, w http.ResponseWriter, _ *http.Request) {
+		rc := receivertest.New(t, func(n int, w http.ResponseWriter, _ *http.Request) {
 			if n == 0 {
 				w.Header().Set("Retry-After", "1")
 				w.WriteHeader(http.StatusTooManyRequests)
 			}
 		})
-		e, _ := h.endpoint(rc.url(), nil)
+		e, _ := h.endpoint(rc.URL+"/hook", nil)
 		h.start(webhook.Config{Schedule: []time.Duration{0, 10 * time.Millisecond}})
 		ev := h.emit("link.created")
 		await.Equal(t, "delivered", func() string { return h.status(ev.ID, e.ID) }, store.DeliverySucceeded)
-		reqs := rc.requests()
-		if gap := reqs[1].at.Sub(reqs[0].at); gap < time.Second {
+		reqs := rc.Requests()
+		if gap := reqs[1].At.Sub(reqs[0].At); gap < time.Second {
 			t.Errorf("retried %v after 429 with Retry-After: 1", gap)
 		}
 		if as := h.attempts(h.delivery(ev.ID, e.ID).ID); *as[0].ErrorClass != webhook.ClassRateLimited || *as[0].StatusCode != 429 {
@@ -253,8 +254,8 @@ func TestRetryAfterHonoured(t *testing.T) {
 func TestSSRFBlockedAtDialTime(t *testing.T) {
 	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
 		h := newHarness(t, db)
-		rc := newReceiver(t, nil)
-		_, port, _ := net.SplitHostPort(rc.srv.Listener.Addr().String())
+		rc := receivertest.New(t, nil)
+		_, port, _ := net.SplitHostPort(rc.Listener.Addr().String())
 		lookup := func(_ context.Context, _, host string) ([]netip.Addr, error) {
 			if host == "receiver.test" {
 				return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil
@@ -284,7 +285,7 @@ func TestSSRFBlockedAtDialTime(t *testing.T) {
 				t.Errorf("%s (%s): attempts %+v, want one classed blocked", name, targets[name], as)
 			}
 		}
-		if n := rc.conns.Load(); n != 0 {
+		if n := rc.Conns(); n != 0 {
 			t.Errorf("%d connections reached the receiver", n)
 		}
 	})
@@ -295,8 +296,8 @@ func TestSSRFBlockedAtDialTime(t *testing.T) {
 func TestSchemeForbiddenAtSendTimeIsBlocked(t *testing.T) {
 	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
 		h := newHarness(t, db)
-		rc := newReceiver(t, nil)
-		e, _ := h.endpoint(rc.srv.URL+"/hook", nil)
+		rc := receivertest.New(t, nil)
+		e, _ := h.endpoint(rc.URL+"/hook", nil)
 		h.startWith(egress.NewGuard(egress.Policy{AllowedNetworks: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}),
 			webhook.Config{Schedule: []time.Duration{0}})
 		ev := h.emit("link.created")
@@ -305,7 +306,7 @@ func TestSchemeForbiddenAtSendTimeIsBlocked(t *testing.T) {
 		if len(as) != 1 || as[0].ErrorClass == nil || *as[0].ErrorClass != webhook.ClassBlocked {
 			t.Errorf("attempts %+v, want one classed blocked", as)
 		}
-		if n := rc.conns.Load(); n != 0 {
+		if n := rc.Conns(); n != 0 {
 			t.Errorf("%d connections reached the receiver", n)
 		}
 	})
@@ -315,11 +316,11 @@ func TestSchemeForbiddenAtSendTimeIsBlocked(t *testing.T) {
 func TestRedirectNotFollowed(t *testing.T) {
 	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
 		h := newHarness(t, db)
-		inner := newReceiver(t, nil)
-		outer := newReceiver(t, func(_ int, w http.ResponseWriter, r *http.Request) {
-			http.Redirect(w, r, inner.url(), http.StatusFound)
+		inner := receivertest.New(t, nil)
+		outer := receivertest.New(t, func(_ int, w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, inner.URL+"/hook", http.StatusFound)
 		})
-		e, _ := h.endpoint(outer.url(), nil)
+		e, _ := h.endpoint(outer.URL+"/hook", nil)
 		h.start(webhook.Config{Schedule: []time.Duration{0}})
 		ev := h.emit("link.created")
 		await.Equal(t, "failed", func() string { return h.status(ev.ID, e.ID) }, store.DeliveryFailed)
@@ -327,7 +328,7 @@ func TestRedirectNotFollowed(t *testing.T) {
 		if len(as) != 1 || *as[0].ErrorClass != "http_3xx" || *as[0].StatusCode != http.StatusFound {
 			t.Errorf("attempts %+v", as)
 		}
-		if inner.conns.Load() != 0 {
+		if inner.Conns() != 0 {
 			t.Error("the redirect was followed")
 		}
 	})
@@ -338,8 +339,8 @@ func TestRedirectNotFollowed(t *testing.T) {
 func TestSecretRotation(t *testing.T) {
 	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
 		h := newHarness(t, db)
-		rc := newReceiver(t, nil)
-		e, oldSecret := h.endpoint(rc.url(), nil)
+		rc := receivertest.New(t, nil)
+		e, oldSecret := h.endpoint(rc.URL+"/hook", nil)
 		newSecret, err := webhook.NewSecret()
 		if err != nil {
 			t.Fatal(err)
@@ -348,9 +349,9 @@ func TestSecretRotation(t *testing.T) {
 			"previous_secret_until": time.Now().Add(time.Hour).UTC().Truncate(time.Microsecond)})
 		h.start(webhook.Config{})
 		h.emit("link.created")
-		await.Equal(t, "delivery during the grace period", rc.count, 1)
-		during := rc.requests()[0]
-		if sigs := strings.Fields(during.header.Get("webhook-signature")); len(sigs) != 2 {
+		await.Equal(t, "delivery during the grace period", rc.Count, 1)
+		during := rc.Requests()[0]
+		if sigs := strings.Fields(during.Header.Get("webhook-signature")); len(sigs) != 2 {
 			t.Errorf("signatures during the grace period: %q, want two", sigs)
 		}
 		for name, secret := range map[string]string{"old": oldSecret, "new": newSecret} {
@@ -361,8 +362,8 @@ func TestSecretRotation(t *testing.T) {
 
 		h.set(e.ID, map[string]any{"previous_secret_until": time.Now().Add(-time.Second).UTC().Truncate(time.Microsecond)})
 		h.emit("link.created")
-		await.Equal(t, "delivery after the grace period", rc.count, 2)
-		after := rc.requests()[1]
+		await.Equal(t, "delivery after the grace period", rc.Count, 2)
+		after := rc.Requests()[1]
 		if err := verify(t, newSecret, after); err != nil {
 			t.Errorf("after the grace period the new secret does not verify: %v", err)
 		}

@@ -6,12 +6,8 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
-	"net"
-	"net/http"
-	"net/http/httptest"
 	"net/netip"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -22,6 +18,7 @@ import (
 	"github.com/switchboard/switchboard/api"
 	"github.com/switchboard/switchboard/internal/egress"
 	"github.com/switchboard/switchboard/internal/events"
+	"github.com/switchboard/switchboard/internal/receivertest"
 	"github.com/switchboard/switchboard/internal/sealbox"
 	"github.com/switchboard/switchboard/internal/webhook"
 	"github.com/switchboard/switchboard/store"
@@ -30,87 +27,8 @@ import (
 
 func TestMain(m *testing.M) { storetest.Main(m) }
 
-// received is one request a receiver got.
-type received struct {
-	at     time.Time
-	header http.Header
-	body   []byte
-}
-
-func (r received) webhookID() string { return r.header.Get("webhook-id") }
-
-// receiver is a webhook receiver on a loopback port that records every request as it arrives and lets a handler
-// answer it (by default 200 at once).
-type receiver struct {
-	srv    *httptest.Server
-	handle func(n int, w http.ResponseWriter, r *http.Request)
-	conns  atomic.Int64
-
-	mu  sync.Mutex
-	got []received
-}
-
-// newReceiver serves on a new loopback port; handle answers the n-th request (from 0), nil means 200.
-func newReceiver(t *testing.T, handle func(n int, w http.ResponseWriter, r *http.Request)) *receiver {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return serveReceiver(t, ln, handle)
-}
-
-// serveReceiver serves a receiver on ln.
-func serveReceiver(t *testing.T, ln net.Listener, handle func(n int, w http.ResponseWriter, r *http.Request)) *receiver {
-	rc := &receiver{handle: handle}
-	rc.srv = httptest.NewUnstartedServer(http.HandlerFunc(rc.serve))
-	rc.srv.Listener.Close()
-	rc.srv.Listener = ln
-	rc.srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
-		if s == http.StateNew {
-			rc.conns.Add(1)
-		}
-	}
-	rc.srv.Start()
-	t.Cleanup(rc.srv.Close)
-	return rc
-}
-
-// statuses answers the first requests with the given statuses, then 200.
-func statuses(codes ...int) func(n int, w http.ResponseWriter, r *http.Request) {
-	return func(n int, w http.ResponseWriter, _ *http.Request) {
-		if n < len(codes) {
-			w.WriteHeader(codes[n])
-		}
-		_, _ = w.Write([]byte("receiver says hi"))
-	}
-}
-
-func (rc *receiver) serve(w http.ResponseWriter, r *http.Request) {
-	body, _ := io.ReadAll(r.Body)
-	rc.mu.Lock()
-	n := len(rc.got)
-	rc.got = append(rc.got, received{at: time.Now(), header: r.Header.Clone(), body: body})
-	rc.mu.Unlock()
-	if rc.handle == nil {
-		_, _ = w.Write([]byte("ok"))
-		return
-	}
-	rc.handle(n, w, r)
-}
-
-func (rc *receiver) url() string { return rc.srv.URL + "/hook" }
-
-func (rc *receiver) requests() []received {
-	rc.mu.Lock()
-	defer rc.mu.Unlock()
-	return append([]received(nil), rc.got...)
-}
-
-func (rc *receiver) count() int {
-	rc.mu.Lock()
-	defer rc.mu.Unlock()
-	return len(rc.got)
-}
+// webhookID is the webhook-id header of a request a receiver got.
+func webhookID(r receivertest.Request) string { return r.Header.Get("webhook-id") }
 
 // harness is one workspace on one database, with a server key and the egress policy of the tests (http and
 // loopback allowed).
@@ -255,13 +173,13 @@ func (h *harness) set(endpointID string, columns map[string]any) {
 }
 
 // verify checks a request's signature with the official Standard Webhooks library and one secret.
-func verify(t *testing.T, secret string, r received) error {
+func verify(t *testing.T, secret string, r receivertest.Request) error {
 	t.Helper()
 	wh, err := standardwebhooks.NewWebhook(secret)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return wh.Verify(r.body, r.header)
+	return wh.Verify(r.Body, r.Header)
 }
 
 var spec struct {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/switchboard/switchboard/internal/await"
+	"github.com/switchboard/switchboard/internal/receivertest"
 	"github.com/switchboard/switchboard/internal/webhook"
 	"github.com/switchboard/switchboard/store"
 	"github.com/switchboard/switchboard/store/storetest"
@@ -17,16 +18,16 @@ import (
 func TestGoneDeletesHookSubscription(t *testing.T) {
 	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
 		h := newHarness(t, db)
-		goneHook, gonePlain := newReceiver(t, statuses(http.StatusGone)), newReceiver(t, statuses(http.StatusGone))
-		ops := newReceiver(t, nil)
-		hook, _ := h.endpoint(goneHook.url(), func(n *store.NewWebhookEndpoint) {
+		goneHook, gonePlain := receivertest.New(t, receivertest.Statuses(http.StatusGone)), receivertest.New(t, receivertest.Statuses(http.StatusGone))
+		ops := receivertest.New(t, nil)
+		hook, _ := h.endpoint(goneHook.URL+"/hook", func(n *store.NewWebhookEndpoint) {
 			n.Events, n.Kind = []string{"link.*"}, store.EndpointKindHook
 		})
-		plain, _ := h.endpoint(gonePlain.url(), func(n *store.NewWebhookEndpoint) { n.Events = []string{"link.*"} })
-		h.endpoint(ops.url(), func(n *store.NewWebhookEndpoint) { n.Events = []string{"webhook.endpoint.disabled"} })
+		plain, _ := h.endpoint(gonePlain.URL+"/hook", func(n *store.NewWebhookEndpoint) { n.Events = []string{"link.*"} })
+		h.endpoint(ops.URL+"/hook", func(n *store.NewWebhookEndpoint) { n.Events = []string{"webhook.endpoint.disabled"} })
 		h.start(webhook.Config{})
 		h.emit("link.deleted")
-		await.Equal(t, "both endpoints announced as disabled", ops.count, 2)
+		await.Equal(t, "both endpoints announced as disabled", ops.Count, 2)
 
 		if _, err := db.Webhooks.Get(context.Background(), h.ws.ID, hook.ID); !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("the hook subscription after 410: %v, want it deleted", err)

@@ -10,6 +10,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/switchboard/switchboard/internal/await"
+	"github.com/switchboard/switchboard/internal/receivertest"
 	"github.com/switchboard/switchboard/internal/webhook"
 	"github.com/switchboard/switchboard/store"
 	"github.com/switchboard/switchboard/store/storetest"
@@ -65,8 +66,8 @@ func hasLabels(m *dto.Metric, want map[string]string) bool {
 func TestMetrics(t *testing.T) {
 	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
 		h := newHarness(t, db)
-		rc := newReceiver(t, statuses(http.StatusServiceUnavailable))
-		e, _ := h.endpoint(rc.url(), nil)
+		rc := receivertest.New(t, receivertest.Statuses(http.StatusServiceUnavailable))
+		e, _ := h.endpoint(rc.URL+"/hook", nil)
 		d := webhook.NewDispatcher(db, h.box, h.guard, quiet(webhook.Config{Schedule: []time.Duration{0, 10 * time.Millisecond}}))
 		reg := prometheus.NewRegistry()
 		reg.MustRegister(d.Collectors()...)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/switchboard/switchboard/internal/await"
+	"github.com/switchboard/switchboard/internal/receivertest"
 	"github.com/switchboard/switchboard/internal/webhook"
 	"github.com/switchboard/switchboard/store"
 	"github.com/switchboard/switchboard/store/storetest"
@@ -16,10 +17,10 @@ import (
 func TestDispatcherPrunesAtStart(t *testing.T) {
 	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
 		h := newHarness(t, db)
-		paused := newReceiver(t, nil)
-		delivered := newReceiver(t, nil)
-		p, _ := h.endpoint(paused.url(), func(n *store.NewWebhookEndpoint) { n.Events = []string{"link.deleted"} })
-		d, _ := h.endpoint(delivered.url(), func(n *store.NewWebhookEndpoint) { n.Events = []string{"link.created"} })
+		paused := receivertest.New(t, nil)
+		delivered := receivertest.New(t, nil)
+		p, _ := h.endpoint(paused.URL+"/hook", func(n *store.NewWebhookEndpoint) { n.Events = []string{"link.deleted"} })
+		d, _ := h.endpoint(delivered.URL+"/hook", func(n *store.NewWebhookEndpoint) { n.Events = []string{"link.created"} })
 		h.set(p.ID, map[string]any{"status": store.EndpointPaused})
 		old := h.emit("link.created")
 		waiting := h.emit("link.deleted")

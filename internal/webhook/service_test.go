@@ -10,6 +10,7 @@ import (
 	"github.com/switchboard/switchboard/internal/patch"
 	"github.com/switchboard/switchboard/internal/problem"
 	"github.com/switchboard/switchboard/internal/problem/problemtest"
+	"github.com/switchboard/switchboard/internal/receivertest"
 	"github.com/switchboard/switchboard/internal/webhook"
 	"github.com/switchboard/switchboard/store"
 	"github.com/switchboard/switchboard/store/storetest"
@@ -99,8 +100,8 @@ func TestServiceTest(t *testing.T) {
 		ctx := context.Background()
 		h := newHarness(t, db)
 		s, _ := h.service()
-		rc := newReceiver(t, statuses(503))
-		e, secret, err := s.Create(ctx, h.ws.ID, webhook.NewEndpoint{URL: rc.url(), Events: []string{"*"}})
+		rc := receivertest.New(t, receivertest.Statuses(503))
+		e, secret, err := s.Create(ctx, h.ws.ID, webhook.NewEndpoint{URL: rc.URL + "/hook", Events: []string{"*"}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -109,8 +110,8 @@ func TestServiceTest(t *testing.T) {
 			res.StatusCode == nil || *res.StatusCode != 503 {
 			t.Fatalf("test: %+v, %v", res, err)
 		}
-		got := rc.requests()
-		if len(got) != 1 || got[0].webhookID() != res.EventID {
+		got := rc.Requests()
+		if len(got) != 1 || webhookID(got[0]) != res.EventID {
 			t.Fatalf("the receiver got %d requests", len(got))
 		}
 		if err := verify(t, secret, got[0]); err != nil {
