@@ -5,14 +5,10 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
-	"net/http/httptest"
 	"net/netip"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -25,6 +21,7 @@ import (
 	"github.com/switchboard/switchboard/handlers"
 	"github.com/switchboard/switchboard/internal/egress"
 	"github.com/switchboard/switchboard/internal/events"
+	"github.com/switchboard/switchboard/internal/receivertest"
 	"github.com/switchboard/switchboard/internal/sealbox"
 	"github.com/switchboard/switchboard/internal/webhook"
 	"github.com/switchboard/switchboard/store"
@@ -133,51 +130,6 @@ func (h *hooks) exec(query string, args ...any) {
 	if _, err := h.db.Bun().ExecContext(context.Background(), query, args...); err != nil {
 		h.t.Fatal(err)
 	}
-}
-
-// receiver is a webhook receiver that records what it gets and answers with status.
-type receiver struct {
-	srv    *httptest.Server
-	status atomic.Int32
-	// conns counts the connections that reached it, whether or not a request followed (a TLS handshake to this
-	// plain-HTTP server fails, but its connection counts).
-	conns atomic.Int32
-	mu    sync.Mutex
-	got   []received
-}
-
-type received struct {
-	header http.Header
-	body   []byte
-	at     time.Time // when the request arrived
-}
-
-func newReceiver(t *testing.T) *receiver {
-	rc := &receiver{}
-	rc.status.Store(http.StatusOK)
-	rc.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		at := time.Now()
-		body, _ := io.ReadAll(r.Body)
-		rc.mu.Lock()
-		rc.got = append(rc.got, received{header: r.Header.Clone(), body: body, at: at})
-		rc.mu.Unlock()
-		w.WriteHeader(int(rc.status.Load()))
-		_, _ = fmt.Fprint(w, "ok")
-	}))
-	rc.srv.Config.ConnState = func(_ net.Conn, state http.ConnState) {
-		if state == http.StateNew {
-			rc.conns.Add(1)
-		}
-	}
-	rc.srv.Start()
-	t.Cleanup(rc.srv.Close)
-	return rc
-}
-
-func (rc *receiver) requests() []received {
-	rc.mu.Lock()
-	defer rc.mu.Unlock()
-	return slices.Clone(rc.got)
 }
 
 func TestWebhookLifecycle(t *testing.T) {
@@ -478,8 +430,8 @@ func objectRequests(webhookID, deliveryID, eventID string) []request {
 func TestWebhookTenantIsolation(t *testing.T) {
 	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
 		h := newHooks(t, db)
-		rc := newReceiver(t)
-		w := h.create(`{"url":"` + rc.srv.URL + `","events":["*"]}`)
+		rc := receivertest.New(t, nil)
+		w := h.create(`{"url":"` + rc.URL + `","events":["*"]}`)
 		ev := h.ping()
 		dlv, _, _ := db.Deliveries.List(context.Background(), h.ws.ID, w.ID, store.DeliveryFilter{}, store.Page{Limit: 1})
 		other, _ := h.key(h.workspace("Other").ID, "webhooks:write")
@@ -499,8 +451,8 @@ func TestWebhookTenantIsolation(t *testing.T) {
 		}
 		var got webhookBody
 		h.call(http.MethodGet, "/api/v1/webhooks/"+w.ID, "", http.StatusOK, &got)
-		if got.Status != "active" || got.Description != "" || len(rc.requests()) != 0 {
-			t.Errorf("another workspace changed the endpoint: %+v, %d requests sent", got, len(rc.requests()))
+		if got.Status != "active" || got.Description != "" || len(rc.Requests()) != 0 {
+			t.Errorf("another workspace changed the endpoint: %+v, %d requests sent", got, len(rc.Requests()))
 		}
 	})
 }
@@ -577,8 +529,8 @@ type testResult struct {
 func TestTestWebhook(t *testing.T) {
 	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
 		h := newHooks(t, db)
-		rc := newReceiver(t)
-		w := h.create(`{"url":"` + rc.srv.URL + `/hook","events":["webhook.ping"],"headers":{"X-Static-Auth":"s3cret"}}`)
+		rc := receivertest.New(t, nil)
+		w := h.create(`{"url":"` + rc.URL + `/hook","events":["webhook.ping"],"headers":{"X-Static-Auth":"s3cret"}}`)
 		h.call(http.MethodPost, "/api/v1/webhooks/"+w.ID+"/pause", "", http.StatusOK, nil) // sent whatever the status
 
 		var r testResult
@@ -587,7 +539,7 @@ func TestTestWebhook(t *testing.T) {
 			r.StatusCode == nil || *r.StatusCode != 200 || r.ErrorClass != nil || r.ResponseExcerpt == nil || *r.ResponseExcerpt != "ok" {
 			t.Fatalf("result %+v", r)
 		}
-		got := rc.requests()
+		got := rc.Requests()
 		if len(got) != 1 {
 			t.Fatalf("the receiver got %d requests", len(got))
 		}
@@ -595,21 +547,21 @@ func TestTestWebhook(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := wh.Verify(got[0].body, got[0].header); err != nil {
+		if err := wh.Verify(got[0].Body, got[0].Header); err != nil {
 			t.Errorf("the official library rejects the test ping: %v", err)
 		}
-		if got[0].header.Get("X-Static-Auth") != "s3cret" || got[0].header.Get("webhook-id") != r.EventID {
-			t.Errorf("headers %v", got[0].header)
+		if got[0].Header.Get("X-Static-Auth") != "s3cret" || got[0].Header.Get("webhook-id") != r.EventID {
+			t.Errorf("headers %v", got[0].Header)
 		}
 		var env envelope
-		if err := json.Unmarshal(got[0].body, &env); err != nil {
+		if err := json.Unmarshal(got[0].Body, &env); err != nil {
 			t.Fatal(err)
 		}
 		var ping gen.WebhookPingEvent
 		_ = json.Unmarshal(env.Data, &ping)
 		if env.ID != r.EventID || env.Type != "webhook.ping" || env.WorkspaceID != h.ws.ID || env.APIVersion != "v1" ||
 			ping.WebhookId != w.ID || ping.Message != "Hello from Switchboard." {
-			t.Errorf("envelope %s", got[0].body)
+			t.Errorf("envelope %s", got[0].Body)
 		}
 
 		// Another type is sent with the catalogue's example.
@@ -618,8 +570,8 @@ func TestTestWebhook(t *testing.T) {
 			Example map[string]any `json:"example"`
 		}
 		h.call(http.MethodGet, "/api/v1/event-types/webhook.delivery.exhausted", "", http.StatusOK, &typ)
-		got = rc.requests()
-		_ = json.Unmarshal(got[1].body, &env)
+		got = rc.Requests()
+		_ = json.Unmarshal(got[1].Body, &env)
 		var data map[string]any
 		_ = json.Unmarshal(env.Data, &data)
 		if !r.Success || r.EventType != "webhook.delivery.exhausted" || env.Type != "webhook.delivery.exhausted" ||
@@ -634,12 +586,12 @@ func TestTestWebhook(t *testing.T) {
 		}
 
 		// A failing receiver is an answer, not a server error.
-		rc.status.Store(http.StatusServiceUnavailable)
+		rc.SetStatus(http.StatusServiceUnavailable)
 		h.call(http.MethodPost, "/api/v1/webhooks/"+w.ID+"/test", "{}", http.StatusOK, &r)
 		if r.Success || r.StatusCode == nil || *r.StatusCode != 503 || r.ErrorClass == nil || *r.ErrorClass != "http_5xx" {
 			t.Errorf("failing receiver: %+v", r)
 		}
-		rc.srv.Close()
+		rc.Close()
 		h.call(http.MethodPost, "/api/v1/webhooks/"+w.ID+"/test", "", http.StatusOK, &r)
 		if r.Success || r.StatusCode != nil || r.ErrorClass == nil || *r.ErrorClass != "connection_refused" {
 			t.Errorf("closed receiver: %+v", r)
@@ -660,11 +612,11 @@ func TestTestWebhook(t *testing.T) {
 func TestTestWebhookBlocked(t *testing.T) {
 	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
 		h := newHooks(t, db)
-		rc := newReceiver(t)
+		rc := receivertest.New(t, nil)
 		outbox := events.NewOutbox(db, events.Builtin())
 		strict := newEnv(t, db, handlers.Config{Events: outbox, Webhooks: webhookService(t, db, outbox, webhook.ServiceConfig{
 			Box: h.box, Guard: egress.NewGuard(egress.Policy{}), Sender: webhook.NewSender(h.box, egress.NewGuard(egress.Policy{}), 5*time.Second)})})
-		for _, url := range []string{rc.srv.URL, strings.Replace(rc.srv.URL, "http:", "https:", 1)} {
+		for _, url := range []string{rc.URL, strings.Replace(rc.URL, "http:", "https:", 1)} {
 			w := h.create(`{"url":"` + url + `","events":["*"]}`)
 			res := strict.do(request{method: http.MethodPost, path: "/api/v1/webhooks/" + w.ID + "/test", key: h.write})
 			var r testResult
@@ -678,7 +630,7 @@ func TestTestWebhookBlocked(t *testing.T) {
 			}
 		}
 		// Send refuses at dial time: not even a connection reaches the receiver.
-		if n, conns := len(rc.requests()), rc.conns.Load(); n != 0 || conns != 0 {
+		if n, conns := len(rc.Requests()), rc.Conns(); n != 0 || conns != 0 {
 			t.Errorf("the blocked receiver got %d requests over %d connections", n, conns)
 		}
 	})

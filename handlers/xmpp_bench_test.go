@@ -11,6 +11,7 @@ import (
 	"github.com/switchboard/switchboard/gen"
 	"github.com/switchboard/switchboard/internal/await"
 	"github.com/switchboard/switchboard/internal/channels/xmpp/prosodytest"
+	"github.com/switchboard/switchboard/internal/receivertest"
 	"github.com/switchboard/switchboard/store"
 	"github.com/switchboard/switchboard/store/storetest"
 )
@@ -29,8 +30,8 @@ func TestXMPPThroughAPIMeasure(t *testing.T) {
 		srv := prosodytest.Start(t)
 		alice, bob := srv.Register("alice", "secret-a"), srv.Register("bob", "secret-b")
 		e := newXMPPEnv(t, db)
-		rc := newReceiver(t)
-		if res := e.post("/api/v1/webhooks", `{"url":"`+rc.srv.URL+`/hook","events":["message.received"]}`); res.StatusCode != 201 {
+		rc := receivertest.New(t, nil)
+		if res := e.post("/api/v1/webhooks", `{"url":"`+rc.URL+`/hook","events":["message.received"]}`); res.StatusCode != 201 {
 			t.Fatalf("webhook: %d %s", res.StatusCode, res.body)
 		}
 		cfg, _ := json.Marshal(srv.Config(alice, "secret-a"))
@@ -84,8 +85,8 @@ func TestXMPPThroughAPIMeasure(t *testing.T) {
 			peer.Send(`<message to="` + alice + `" id="` + id + `" type="chat"><body>` + id + `</body></message>`)
 			time.Sleep(5 * time.Millisecond)
 		}
-		arrivals := await.Until(t, "every inbound webhook", func() []received { return rc.requests() },
-			func(r []received) bool { return len(r) >= in })
+		arrivals := await.Until(t, "every inbound webhook", func() []receivertest.Request { return rc.Requests() },
+			func(r []receivertest.Request) bool { return len(r) >= in })
 		var lat []time.Duration
 		for _, r := range arrivals {
 			var ev struct {
@@ -93,11 +94,11 @@ func TestXMPPThroughAPIMeasure(t *testing.T) {
 					Message gen.Message `json:"message"`
 				} `json:"data"`
 			}
-			if json.Unmarshal(r.body, &ev) != nil || ev.Data.Message.Text == nil {
+			if json.Unmarshal(r.Body, &ev) != nil || ev.Data.Message.Text == nil {
 				continue
 			}
 			if at, ok := sentAt[*ev.Data.Message.Text]; ok {
-				lat = append(lat, r.at.Sub(at))
+				lat = append(lat, r.At.Sub(at))
 			}
 		}
 		t.Logf("XMPP through the API (%s): client's send → signed message.received at the receiver, %d messages: "+

@@ -23,6 +23,7 @@ import (
 	"github.com/switchboard/switchboard/internal/channels/xmpp/prosodytest"
 	"github.com/switchboard/switchboard/internal/egress"
 	"github.com/switchboard/switchboard/internal/events"
+	"github.com/switchboard/switchboard/internal/receivertest"
 	"github.com/switchboard/switchboard/internal/sealbox"
 	"github.com/switchboard/switchboard/internal/webhook"
 	"github.com/switchboard/switchboard/store"
@@ -78,11 +79,11 @@ func TestXMPPEndToEnd(t *testing.T) {
 		alice, bob := srv.Register("alice", "secret-a"), srv.Register("bob", "secret-b")
 		e := newXMPPEnv(t, db)
 
-		rc := newReceiver(t)
+		rc := receivertest.New(t, nil)
 		var hook struct {
 			Secret string `json:"secret"`
 		}
-		res := e.post("/api/v1/webhooks", `{"url":"`+rc.srv.URL+`/hook","events":["message.received","message.failed"]}`)
+		res := e.post("/api/v1/webhooks", `{"url":"`+rc.URL+`/hook","events":["message.received","message.failed"]}`)
 		if res.StatusCode != 201 {
 			t.Fatalf("webhook: %d %s", res.StatusCode, res.body)
 		}
@@ -128,16 +129,16 @@ func TestXMPPEndToEnd(t *testing.T) {
 		// In: bob's reply is a signed message.received webhook, from a contact with his address.
 		peer.Send(`<message to="` + alice + `" id="b1" type="chat"><body>hi alice</body></message>`)
 		body := await.Until(t, "the message.received webhook", func() []byte {
-			for _, r := range rc.requests() {
-				if strings.Contains(string(r.body), `"hi alice"`) {
+			for _, r := range rc.Requests() {
+				if strings.Contains(string(r.Body), `"hi alice"`) {
 					wh, err := standardwebhooks.NewWebhook(hook.Secret)
 					if err != nil {
 						t.Fatal(err)
 					}
-					if err := wh.Verify(r.body, r.header); err != nil {
+					if err := wh.Verify(r.Body, r.Header); err != nil {
 						t.Fatalf("the official library rejects the webhook: %v", err)
 					}
-					return r.body
+					return r.Body
 				}
 			}
 			return nil
