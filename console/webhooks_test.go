@@ -4,11 +4,9 @@ import (
 	"context"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,34 +15,16 @@ import (
 
 	"github.com/switchboard/switchboard/console"
 	"github.com/switchboard/switchboard/internal/events"
+	"github.com/switchboard/switchboard/internal/receivertest"
 	"github.com/switchboard/switchboard/internal/webhook"
 	"github.com/switchboard/switchboard/store"
 	"github.com/switchboard/switchboard/store/storetest"
 )
 
-// receiver is a webhook receiver on this machine that answers with status and body and keeps what it got.
-type receiver struct {
-	*httptest.Server
-	mu      sync.Mutex
-	status  int
-	answer  string
-	headers []http.Header
-	bodies  [][]byte
-}
-
-func newReceiver(t *testing.T) *receiver {
-	rx := &receiver{status: http.StatusOK, answer: `{"ok":true}`}
-	rx.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		rx.mu.Lock()
-		defer rx.mu.Unlock()
-		rx.headers, rx.bodies = append(rx.headers, r.Header.Clone()), append(rx.bodies, body)
-		w.Header().Set("X-Receiver", "test")
-		w.WriteHeader(rx.status)
-		_, _ = io.WriteString(w, rx.answer)
-	}))
-	t.Cleanup(rx.Close)
-	return rx
+// answerJSON answers every request to a webhook receiver with 200, a small JSON body and a header of its own.
+func answerJSON(_ int, w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("X-Receiver", "test")
+	_, _ = io.WriteString(w, `{"ok":true}`)
 }
 
 // createWebhook submits the add-endpoint form of a freshly loaded webhooks page.
@@ -72,7 +52,7 @@ func TestCreateWebhookForm(t *testing.T) {
 	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db, console.Config{})
 		b, ws := linksUser(t, e, "hooks")
-		rx := newReceiver(t)
+		rx := receivertest.New(t, answerJSON)
 		page := b.get(t, "/user/webhooks")
 		page.wantStatus(t, http.StatusOK)
 		for _, want := range []string{"link.created", "Every link event", "link.clicked", "opt-in", `"link"`} {
@@ -111,11 +91,12 @@ func TestCreateWebhookForm(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := wh.Verify(rx.bodies[0], rx.headers[0]); err != nil {
+		ping := rx.Requests()[0]
+		if err := wh.Verify(ping.Body, ping.Header); err != nil {
 			t.Fatalf("the shown secret does not verify the ping: %v", err)
 		}
-		if rx.headers[0].Get("Authorization") != "Bearer s3cret" || rx.headers[0].Get("X-Team") != "growth" {
-			t.Fatalf("static headers sent: %v", rx.headers[0])
+		if ping.Header.Get("Authorization") != "Bearer s3cret" || ping.Header.Get("X-Team") != "growth" {
+			t.Fatalf("static headers sent: %v", ping.Header)
 		}
 	})
 }
@@ -223,7 +204,7 @@ func TestWebhookPages(t *testing.T) {
 	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db, console.Config{})
 		b, ws := linksUser(t, e, "log")
-		rx := newReceiver(t)
+		rx := receivertest.New(t, answerJSON)
 		b.createWebhook(t, url.Values{"url": {rx.URL + "/hook"}, "events": {"*"}, "headers": {"Authorization: Bearer s3cret"}}).
 			wantStatus(t, http.StatusCreated)
 		ep := endpoints(t, db, ws.ID)[0]
@@ -310,9 +291,10 @@ func TestWebhookPages(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		last := len(rx.bodies) - 1
-		if err := wh.Verify(rx.bodies[last], rx.headers[last]); err != nil || !strings.Contains(string(rx.bodies[last]), `"type":"link.created"`) {
-			t.Fatalf("the rotated secret does not verify the test (%v): %s", err, rx.bodies[last])
+		got := rx.Requests()
+		last := got[len(got)-1]
+		if err := wh.Verify(last.Body, last.Header); err != nil || !strings.Contains(string(last.Body), `"type":"link.created"`) {
+			t.Fatalf("the rotated secret does not verify the test (%v): %s", err, last.Body)
 		}
 
 		rec := b.post(t, "/user/webhooks/"+ep.ID+"/recover", url.Values{"csrf_token": {csrf}, "tz": {"UTC"},
@@ -343,7 +325,7 @@ func TestEditWebhookForm(t *testing.T) {
 	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db, console.Config{})
 		b, ws := linksUser(t, e, "edit")
-		rx := newReceiver(t)
+		rx := receivertest.New(t, answerJSON)
 		b.createWebhook(t, url.Values{"url": {rx.URL + "/hook"}, "events": {"link.*"}, "headers": {"Authorization: Bearer s3cret"},
 			"rate_limit": {"5"}}).wantStatus(t, http.StatusCreated)
 		ep := endpoints(t, db, ws.ID)[0]
