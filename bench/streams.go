@@ -43,11 +43,14 @@ type streamResult struct {
 	p50, p99        time.Duration
 	perClient       uint64
 	complete, total int
+	// cpu is this process's CPU time (server and clients: both ends) per event per client, from the first event
+	// emitted until every client read the last.
+	cpu time.Duration
 }
 
 func (r streamResult) String() string {
-	return fmt.Sprintf("%d clients  %.0f events/s emitted  commit→client p50 %s  p99 %s  %d/%d clients got every event in order  %.1f KiB/stream",
-		r.total, r.rate, formatLatency(r.p50), formatLatency(r.p99), r.complete, r.total, float64(r.perClient)/1024)
+	return fmt.Sprintf("%d clients  %.0f events/s emitted  commit→client p50 %s  p99 %s  %d/%d clients got every event in order  %.1f KiB/stream  CPU %s per event per client",
+		r.total, r.rate, formatLatency(r.p50), formatLatency(r.p99), r.complete, r.total, float64(r.perClient)/1024, r.cpu)
 }
 
 // runStreams measures the stream rows on SQLite and PostgreSQL.
@@ -85,7 +88,7 @@ func runStreams(ctx context.Context, o options, out, log io.Writer) (int, error)
 		return 0, nil
 	}
 	failed := 0
-	fmt.Fprintf(out, "\n| event streams (%d SSE clients, one process) | events/s | commit→client p50 | p99 | complete | memory/stream | goal (p99) |\n|---|---:|---:|---:|---:|---:|---|\n", streamClients)
+	fmt.Fprintf(out, "\n| event streams (%d SSE clients, one process) | events/s | commit→client p50 | p99 | complete | memory/stream | CPU per event per client | goal (p99) |\n|---|---:|---:|---:|---:|---:|---:|---|\n", streamClients)
 	for _, r := range rows {
 		goal := fmt.Sprintf("≤ %s", streamP99Goal)
 		if r.res.p99 > streamP99Goal {
@@ -95,8 +98,8 @@ func runStreams(ctx context.Context, o options, out, log io.Writer) (int, error)
 			failed++
 			goal += " — FAILED: a client missed or repeated events"
 		}
-		fmt.Fprintf(out, "| %s | %.0f | %s | %s | %d/%d | %.1f KiB | %s |\n", r.name, r.res.rate, formatLatency(r.res.p50),
-			formatLatency(r.res.p99), r.res.complete, r.res.total, float64(r.res.perClient)/1024, goal)
+		fmt.Fprintf(out, "| %s | %.0f | %s | %s | %d/%d | %.1f KiB | %.1f µs | %s |\n", r.name, r.res.rate, formatLatency(r.res.p50),
+			formatLatency(r.res.p99), r.res.complete, r.res.total, float64(r.res.perClient)/1024, float64(r.res.cpu)/float64(time.Microsecond), goal)
 	}
 	return failed, nil
 }
@@ -194,6 +197,7 @@ func measureStreams(ctx context.Context, dbURL string, duration time.Duration) (
 	committed := map[string]time.Time{}
 	var order []string
 	tick := time.NewTicker(time.Second / streamRate)
+	cpuStart := readCPU()
 	start := time.Now()
 	for time.Since(start) < duration {
 		<-tick.C
@@ -214,8 +218,9 @@ func measureStreams(ctx context.Context, dbURL string, duration time.Duration) (
 	time.Sleep(3 * time.Second) // the last events reach every client
 	stopReading()
 	readers.Wait()
+	cpu, _ := cpuStart.perItem(readCPU(), max(len(order)*streamClients, 1))
 
-	res := streamResult{rate: float64(len(order)) / elapsed.Seconds(), perClient: perClient, total: streamClients}
+	res := streamResult{rate: float64(len(order)) / elapsed.Seconds(), perClient: perClient, total: streamClients, cpu: cpu}
 	var lat []time.Duration
 	for _, c := range clients {
 		if slices.Equal(c.ids, order) {
