@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -323,6 +325,80 @@ func TestEventStreamOverWebSocket(t *testing.T) {
 		_, res, err := websocket.Dial(context.Background(), "ws"+strings.TrimPrefix(e.url, "http")+"/api/v1/events/stream", nil)
 		if err == nil || res == nil || res.StatusCode != http.StatusUnauthorized {
 			t.Fatalf("without a key: %v %v", res, err)
+		}
+	})
+}
+
+// flushCounter is a ResponseWriter that keeps what each Flush sent on.
+type flushCounter struct {
+	header  http.Header
+	mu      sync.Mutex
+	pending []byte
+	flushes []string
+	flushed chan struct{}
+}
+
+func (w *flushCounter) Header() http.Header { return w.header }
+func (w *flushCounter) WriteHeader(int)     {}
+func (w *flushCounter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.pending = append(w.pending, p...)
+	return len(p), nil
+}
+func (w *flushCounter) Flush() {
+	w.mu.Lock()
+	w.flushes = append(w.flushes, string(w.pending))
+	w.pending = nil
+	w.mu.Unlock()
+	w.flushed <- struct{}{}
+}
+
+// TestEventStreamCoalescesBufferedEvents: events that are waiting together for a stream (here, committed in one
+// transaction, so the hub reads them together) are written in commit order and flushed once, not once each.
+func TestEventStreamCoalescesBufferedEvents(t *testing.T) {
+	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
+		e := newStreamEnv(t, db, handlers.Config{StreamHeartbeat: time.Hour})
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		req := httptest.NewRequestWithContext(ctx, http.MethodGet, "/api/v1/events/stream", nil)
+		req.Header.Set("Authorization", "Bearer "+e.key)
+		w := &flushCounter{header: http.Header{}, flushed: make(chan struct{}, 10)}
+		served := make(chan struct{})
+		go func() { defer close(served); e.srv.ServeHTTP(w, req) }()
+		<-w.flushed // "retry: …": the stream is registered
+
+		var ids []string
+		err := e.db.RunInTx(context.Background(), func(ctx context.Context, tx bun.Tx) error {
+			for _, link := range []string{"lnk_1", "lnk_2", "lnk_3"} {
+				ev, err := e.outbox.Emit(ctx, tx, e.ws.ID, gen.LinkCreatedEvent{Link: gen.Link{Id: link, Object: "link", Tags: []string{}}})
+				if err != nil {
+					return err
+				}
+				ids = append(ids, ev.ID)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		<-w.flushed
+		cancel()
+		<-served
+
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if len(w.flushes) != 2 || !strings.HasPrefix(w.flushes[0], "retry: ") {
+			t.Fatalf("flushes %q, want the retry then one with every event", w.flushes)
+		}
+		var got []string
+		for line := range strings.Lines(w.flushes[1]) {
+			if id, ok := strings.CutPrefix(line, "id: "); ok {
+				got = append(got, strings.TrimSpace(id))
+			}
+		}
+		if !slices.Equal(got, ids) {
+			t.Fatalf("one flush carried %v, want %v in commit order:\n%s", got, ids, w.flushes[1])
 		}
 	})
 }

@@ -199,12 +199,18 @@ func (h *Hub) catchUp(ctx context.Context) (heldBack bool, err error) {
 			return false, err
 		}
 		h.mu.Lock()
+		// Each subscription is handed the whole read at once, with one signal: its stream then takes the events
+		// together and writes them with one write and flush, instead of waking (and writing) per event while the
+		// hub is still handing out the rest.
+		byWorkspace := map[string][]*Event{}
 		for _, ev := range evs {
-			if subs := h.subs[ev.WorkspaceID]; len(subs) > 0 {
-				e := newEvent(h.types, ev)
-				for s := range subs {
-					s.offer(e, h.cfg.Buffer)
-				}
+			if len(h.subs[ev.WorkspaceID]) > 0 {
+				byWorkspace[ev.WorkspaceID] = append(byWorkspace[ev.WorkspaceID], newEvent(h.types, ev))
+			}
+		}
+		for workspaceID, batch := range byWorkspace {
+			for s := range h.subs[workspaceID] {
+				s.offer(batch, h.cfg.Buffer)
 			}
 		}
 		if len(evs) > 0 {

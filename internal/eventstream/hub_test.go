@@ -254,3 +254,37 @@ func TestLateCommitArrivesInCommitOrder(t *testing.T) {
 		t.Fatalf("got %v, want [%s %s]", got, slow, fast)
 	}
 }
+
+// TestOneReadIsTakenTogether: the events the hub reads together are handed to a subscription at once, so that the
+// first Take after Ready has all of them, in commit order (its stream writes and flushes them once), and events of
+// another workspace in the same read are left out.
+func TestOneReadIsTakenTogether(t *testing.T) {
+	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
+		f := newFixture(t, db, eventstream.Config{})
+		ws, other := f.workspace("Batch"), f.workspace("Other")
+		s, err := f.hub.Subscribe(ctx, ws, eventstream.Filter{}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		ids := f.emit(created(ws, "lnk_1"), created(other, "lnk_x"), created(ws, "lnk_2"), deleted(ws, "lnk_1"))
+		want := []string{ids[0], ids[2], ids[3]}
+		select {
+		case <-s.Ready():
+		case <-time.After(20 * time.Second):
+			t.Fatal("no event")
+		}
+		evs, err := s.Take(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, e := range evs {
+			got = append(got, e.ID)
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("first Take got %v, want %v", got, want)
+		}
+		nothingMore(t, f, s, ws)
+	})
+}

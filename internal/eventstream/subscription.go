@@ -167,25 +167,32 @@ func (s *Subscription) Take(ctx context.Context) ([]*Event, error) {
 	return out, nil
 }
 
-// offer hands the subscription an event the hub read (called with the hub's lock held).
-func (s *Subscription) offer(e *Event, buffer int) {
-	if !s.filter.matches(e) {
-		return
-	}
+// offer hands the subscription events the hub read, in commit order (called with the hub's lock held). It signals
+// once, after all of them are waiting, so that one Take gets them together.
+func (s *Subscription) offer(evs []*Event, buffer int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.err != nil || e.Position.Compare(s.seen) <= 0 {
-		return
+	added := false
+	for _, e := range evs {
+		if s.err != nil {
+			return
+		}
+		if e.Position.Compare(s.seen) <= 0 || !s.filter.matches(e) {
+			continue
+		}
+		if len(s.waiting) >= buffer {
+			s.endLocked(ErrOverflow)
+			s.hub.dropLocked(s)
+			return
+		}
+		s.waiting = append(s.waiting, e)
+		added = true
 	}
-	if len(s.waiting) >= buffer {
-		s.endLocked(ErrOverflow)
-		s.hub.dropLocked(s)
-		return
-	}
-	s.waiting = append(s.waiting, e)
-	select {
-	case s.signal <- struct{}{}:
-	default:
+	if added {
+		select {
+		case s.signal <- struct{}{}:
+		default:
+		}
 	}
 }
 
