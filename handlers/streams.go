@@ -327,6 +327,9 @@ type wsSink struct {
 	closed bool
 }
 
+// events writes one message per event, as the protocol requires. They cannot share a flush: the WebSocket library
+// (github.com/coder/websocket) flushes its buffer at the end of every message and offers no way to hold it, so a
+// batch costs a write per event here, where Server-Sent Events write a whole batch at once.
 func (s *wsSink) events(evs []*eventstream.Event) error {
 	ctx, cancel := context.WithTimeout(s.ctx, streamWriteTimeout)
 	defer cancel()
