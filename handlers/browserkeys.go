@@ -20,17 +20,17 @@ const dailyWindow = 24 * time.Hour
 
 // admitBrowser decides on a request of a browser key whose origin was allowed: its quotas (the key's, the
 // visitor's, the workspace's and, for an operation that creates under the key's daily quota, that one), then its
-// one browser scope — the scope's operation, aimed at the key's target. A request outside the scope is refused
-// with insufficient_scope and spends no daily quota.
+// one browser scope — one of the scope's operations, aimed at the key's target. A request outside the scope is
+// refused with insufficient_scope and spends no daily quota.
 func (s *Server) admitBrowser(in *openapi3filter.AuthenticationInput, st *requestState, key apikey.Key, op *operation) error {
 	scope, _ := apikey.BrowserScopeNamed(firstScope(key.Scopes))
 	// getMe, the connection test, is every key's: a page may check its key and read what it may do.
-	inScope := op != nil && (scope.Operation == op.ID || op.ID == "getMe")
+	inScope := op != nil && (scope.Allows(op.ID) || op.ID == "getMe")
 	// A scope aimed at an object named in the path: another object is outside it. Another instance is refused
 	// as out of scope; another link is not found — to a key that reads one link's numbers, no other link
 	// exists, here or in another workspace, and the answer is the same whether it exists or not.
 	otherLink := false
-	if param := scope.TargetParam(); inScope && op.ID == scope.Operation && param != "" &&
+	if param := scope.TargetParam(); inScope && scope.Allows(op.ID) && param != "" &&
 		in.RequestValidationInput.PathParams[param] != key.ScopeTarget {
 		inScope, otherLink = false, scope.Target == apikey.TargetLink
 	}
@@ -43,7 +43,7 @@ func (s *Server) admitBrowser(in *openapi3filter.AuthenticationInput, st *reques
 		{Key: "v:" + key.ID + ":" + visitor, Policy: s.visitorPolicy},
 		{Key: "w:" + key.WorkspaceID, Policy: s.workspacePolicy},
 	}
-	daily := inScope && scope.Quota && op.ID == scope.Operation && key.DailyQuota > 0
+	daily := inScope && scope.Quota && scope.Allows(op.ID) && key.DailyQuota > 0
 	if daily {
 		reqs = append(reqs, ratelimit.Request{Key: "d:" + key.ID,
 			Policy: ratelimit.Policy{Name: "daily", Quota: key.DailyQuota, Window: dailyWindow}})

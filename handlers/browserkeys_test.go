@@ -5,7 +5,9 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/switchboard/switchboard/gen"
 	"github.com/switchboard/switchboard/handlers"
 	"github.com/switchboard/switchboard/internal/apikey"
 	"github.com/switchboard/switchboard/store"
@@ -160,13 +162,15 @@ func TestBrowserKeyTargets(t *testing.T) {
 	})
 }
 
-// A links:read_stats browser key reads the statistics of its one link from its page (a public counter), and nothing
-// else: another link of its workspace, a link of another workspace and a link that does not exist are all not found
-// to it (one answer, so the key tells nothing about which links exist); the link itself, the list and every other
-// operation are out of its scope.
+// A links:read_stats browser key reads the statistics of its one link from its page (a public counter), with their
+// breakdowns by every dimension, and nothing else: another link of its workspace, a link of another workspace and a
+// link that does not exist are all not found to it, for the statistics and for each breakdown (one answer, so the
+// key tells nothing about which links exist); the link itself, the list and every other operation are out of its
+// scope.
 func TestBrowserKeyReadsOneLinksStats(t *testing.T) {
 	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
-		e := newEnv(t, db, handlers.Config{})
+		// One visitor makes every request here, more than a visitor's default minute allows.
+		e := newEnv(t, db, handlers.Config{BrowserVisitorRateLimit: 100})
 		acme, globex := e.workspace("Acme"), e.workspace("Globex")
 		acmeWriter, _ := e.key(acme.ID, "links:write")
 		globexWriter, _ := e.key(globex.ID, "links:write")
@@ -194,10 +198,37 @@ func TestBrowserKeyReadsOneLinksStats(t *testing.T) {
 		if res.json(t, &stats); stats.LinkID != public {
 			t.Errorf("stats of %q", stats.LinkID)
 		}
+		// The breakdowns of its link: its numbers, by each dimension.
+		bucket := time.Now().UTC().Truncate(time.Hour).Add(-2 * time.Hour)
+		rows := []dimensionRow{{public, "countries", bucket, "DE", 3, 1}, {private, "countries", bucket, "FR", 7, 0},
+			{theirs, "countries", bucket, "US", 9, 0}}
+		if _, err := db.Bun().NewInsert().Model(&rows).ModelTableExpr("click_dimension_rollups").Exec(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		dimensions := []string{"countries", "referrers", "devices", "browsers", "operating_systems"}
+		for _, d := range dimensions {
+			res := e.do(request{path: "/api/v1/links/" + public + "/stats/" + d + "?limit=5", key: key, header: from})
+			if res.StatusCode != http.StatusOK || res.Header.Get("Access-Control-Allow-Origin") != page {
+				t.Fatalf("its link's %s: %d %s", d, res.StatusCode, res.body)
+			}
+			var by gen.LinkDimensionStats
+			if res.json(t, &by); by.LinkId != public || string(by.Dimension) != d {
+				t.Errorf("%s of %q: %s", by.Dimension, by.LinkId, res.body)
+			}
+			if d == "countries" && (len(by.Data) != 1 || by.Data[0].Value != "DE" || by.Data[0].Humans != 3 || by.Data[0].Bots != 1) {
+				t.Errorf("its link's countries: %s", res.body)
+			}
+		}
 		for _, id := range []string{private, theirs, "lnk_01JDAC4D5E6F7G8H9J0K1M2N3P"} {
-			res := e.do(request{path: "/api/v1/links/" + id + "/stats", key: key, header: from})
-			if p := res.problem(t, http.StatusNotFound, "not_found"); res.Header.Get("Access-Control-Allow-Origin") != page {
-				t.Errorf("stats of %s: %+v without CORS", id, p)
+			for _, sub := range append([]string{""}, dimensions...) {
+				path := "/api/v1/links/" + id + "/stats"
+				if sub != "" {
+					path += "/" + sub
+				}
+				res := e.do(request{path: path, key: key, header: from})
+				if p := res.problem(t, http.StatusNotFound, "not_found"); res.Header.Get("Access-Control-Allow-Origin") != page {
+					t.Errorf("%s: %+v without CORS", path, p)
+				}
 			}
 		}
 		for _, r := range []request{
@@ -211,8 +242,10 @@ func TestBrowserKeyReadsOneLinksStats(t *testing.T) {
 			e.do(r).problem(t, http.StatusForbidden, "insufficient_scope")
 		}
 		// From another page, not even its own link.
-		e.do(request{path: "/api/v1/links/" + public + "/stats", key: key, header: fromOrigin("https://evil.example")}).
-			problem(t, http.StatusForbidden, "origin_not_allowed")
+		for _, path := range []string{"/stats", "/stats/countries"} {
+			e.do(request{path: "/api/v1/links/" + public + path, key: key, header: fromOrigin("https://evil.example")}).
+				problem(t, http.StatusForbidden, "origin_not_allowed")
+		}
 
 		var me struct {
 			Key struct {

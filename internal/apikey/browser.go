@@ -1,6 +1,10 @@
 package apikey
 
-import "github.com/switchboard/switchboard/store"
+import (
+	"slices"
+
+	"github.com/switchboard/switchboard/store"
+)
 
 // BrowserScope is what a browser key may do: one operation of the API, aimed at one target where the scope needs
 // one. Browser keys are published in pages, so each scope is a job a visitor may be given in full: it reads nothing
@@ -8,8 +12,9 @@ import "github.com/switchboard/switchboard/store"
 type BrowserScope struct {
 	Name        string
 	Description string
-	// Operation is the one operationId the scope allows.
-	Operation string
+	// Operations are the operationIds the scope allows: one job, which may be answered by more than one
+	// operation (a link's statistics and their breakdowns).
+	Operations []string
 	// Target names what the key is aimed at, chosen when it is made ("" when the scope needs none): the custom event
 	// type it publishes, the instance it sends into, the link whose statistics it reads.
 	Target string
@@ -30,18 +35,24 @@ var targetParams = map[string]string{TargetInstance: "instance_id", TargetLink: 
 // TargetParam is the path parameter that must name the key's target for a request of the scope to be in it, or "".
 func (s BrowserScope) TargetParam() string { return targetParams[s.Target] }
 
+// Allows reports whether the operation operationID is one of the scope's.
+func (s BrowserScope) Allows(operationID string) bool {
+	return slices.Contains(s.Operations, operationID)
+}
+
 // BrowserScopes are the scopes a browser key may hold (one per key), in display order.
 var BrowserScopes = []BrowserScope{
 	{Name: "links:create", Description: "Create short links (a share button, a link form), up to a daily quota",
-		Operation: "createLink", Quota: true},
+		Operations: []string{"createLink"}, Quota: true},
 	{Name: "events:publish", Description: "Publish events of one custom type (a form, a page view, a click)",
-		Operation: "publishEvent", Target: TargetEventType},
+		Operations: []string{"publishEvent"}, Target: TargetEventType},
 	{Name: "messages:send", Description: "Send messages through one instance (a chat widget)",
-		Operation: "sendMessage", Target: TargetInstance},
+		Operations: []string{"sendMessage"}, Target: TargetInstance},
 	// One link chosen when the key is made, never "every link of the workspace": a page shows the numbers of the
-	// link it is about, and a visitor who reads the key learns nothing of the others.
+	// link it is about, and a visitor who reads the key learns nothing of the others. The breakdowns (by country,
+	// referrer, device…) are the same numbers of the same link, grouped.
 	{Name: "links:read_stats", Description: "Read the click statistics of one link (a public counter)",
-		Operation: "getLinkStats", Target: TargetLink},
+		Operations: []string{"getLinkStats", "getLinkStatsByDimension"}, Target: TargetLink},
 }
 
 // BrowserScopeNamed returns the browser scope called name, or false.

@@ -2027,8 +2027,9 @@ type BrowserKeyJob struct {
 
 	// Scope `links:create`: create short links, up to `daily_quota`. `events:publish`: publish events of the
 	// custom type `target`. `messages:send`: send messages through the instance `target`.
-	// `links:read_stats`: read the click statistics (`GET /api/v1/links/{link_id}/stats`) of the one link
-	// `target`, whose numbers the workspace chose to show in its pages.
+	// `links:read_stats`: read the click statistics (`GET /api/v1/links/{link_id}/stats` and its breakdowns
+	// `GET /api/v1/links/{link_id}/stats/{dimension}`) of the one link `target`, whose numbers the workspace
+	// chose to show in its pages.
 	Scope BrowserKeyJobScope `json:"scope"`
 
 	// Target The custom event type, the instance or the link the scope aims at; absent for `links:create`.
@@ -2037,8 +2038,9 @@ type BrowserKeyJob struct {
 
 // BrowserKeyJobScope `links:create`: create short links, up to `daily_quota`. `events:publish`: publish events of the
 // custom type `target`. `messages:send`: send messages through the instance `target`.
-// `links:read_stats`: read the click statistics (`GET /api/v1/links/{link_id}/stats`) of the one link
-// `target`, whose numbers the workspace chose to show in its pages.
+// `links:read_stats`: read the click statistics (`GET /api/v1/links/{link_id}/stats` and its breakdowns
+// `GET /api/v1/links/{link_id}/stats/{dimension}`) of the one link `target`, whose numbers the workspace
+// chose to show in its pages.
 type BrowserKeyJobScope string
 
 // BulkItemError Why one item of a bulk request failed, as the problem its own request would have answered.
@@ -8115,8 +8117,9 @@ type ClientInterface interface {
 	// buckets per answer.
 	//
 	// A browser key (`sb_pk_…`) with the browser scope `links:read_stats` reads the statistics of its one link
-	// from the pages of its origins (a public counter); any other link answers `404 not_found` to it, whether
-	// it exists or not, and every other operation `403 insufficient_scope`.
+	// (here and by dimension, `GET /api/v1/links/{link_id}/stats/{dimension}`) from the pages of its origins (a
+	// public counter); any other link answers `404 not_found` to it, whether it exists or not, and every other
+	// operation `403 insufficient_scope`.
 	//
 	// Corresponds with GET /api/v1/links/{link_id}/stats (the `GetLinkStats` operationId).
 	GetLinkStats(ctx context.Context, linkId LinkID, params *GetLinkStatsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -8126,6 +8129,10 @@ type ClientInterface interface {
 	// The link's clicks between `from` and `to` (default: the last 30 days) grouped by one dimension, most human
 	// clicks first (at most `limit` values, default 20). Countries are ISO 3166-1 alpha-2 codes and need a GeoIP
 	// database configured by the operator (`unknown` otherwise); referrers are host names (`direct` when none).
+	//
+	// A browser key (`sb_pk_…`) with the browser scope `links:read_stats` reads these breakdowns of its one link
+	// from the pages of its origins, as it reads `GET /api/v1/links/{link_id}/stats`; any other link answers
+	// `404 not_found` to it, whether it exists or not.
 	//
 	// Corresponds with GET /api/v1/links/{link_id}/stats/{dimension} (the `GetLinkStatsByDimension` operationId).
 	GetLinkStatsByDimension(ctx context.Context, linkId LinkID, dimension StatsDimension, params *GetLinkStatsByDimensionParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -10249,8 +10256,9 @@ func (c *Client) ListLinkClicks(ctx context.Context, linkId LinkID, params *List
 // buckets per answer.
 //
 // A browser key (`sb_pk_…`) with the browser scope `links:read_stats` reads the statistics of its one link
-// from the pages of its origins (a public counter); any other link answers `404 not_found` to it, whether
-// it exists or not, and every other operation `403 insufficient_scope`.
+// (here and by dimension, `GET /api/v1/links/{link_id}/stats/{dimension}`) from the pages of its origins (a
+// public counter); any other link answers `404 not_found` to it, whether it exists or not, and every other
+// operation `403 insufficient_scope`.
 //
 // Corresponds with GET /api/v1/links/{link_id}/stats (the `GetLinkStats` operationId).
 func (c *Client) GetLinkStats(ctx context.Context, linkId LinkID, params *GetLinkStatsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -10270,6 +10278,10 @@ func (c *Client) GetLinkStats(ctx context.Context, linkId LinkID, params *GetLin
 // The link's clicks between `from` and `to` (default: the last 30 days) grouped by one dimension, most human
 // clicks first (at most `limit` values, default 20). Countries are ISO 3166-1 alpha-2 codes and need a GeoIP
 // database configured by the operator (`unknown` otherwise); referrers are host names (`direct` when none).
+//
+// A browser key (`sb_pk_…`) with the browser scope `links:read_stats` reads these breakdowns of its one link
+// from the pages of its origins, as it reads `GET /api/v1/links/{link_id}/stats`; any other link answers
+// `404 not_found` to it, whether it exists or not.
 //
 // Corresponds with GET /api/v1/links/{link_id}/stats/{dimension} (the `GetLinkStatsByDimension` operationId).
 func (c *Client) GetLinkStatsByDimension(ctx context.Context, linkId LinkID, dimension StatsDimension, params *GetLinkStatsByDimensionParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -17011,8 +17023,9 @@ type ClientWithResponsesInterface interface {
 	// buckets per answer.
 	//
 	// A browser key (`sb_pk_…`) with the browser scope `links:read_stats` reads the statistics of its one link
-	// from the pages of its origins (a public counter); any other link answers `404 not_found` to it, whether
-	// it exists or not, and every other operation `403 insufficient_scope`.
+	// (here and by dimension, `GET /api/v1/links/{link_id}/stats/{dimension}`) from the pages of its origins (a
+	// public counter); any other link answers `404 not_found` to it, whether it exists or not, and every other
+	// operation `403 insufficient_scope`.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -17024,6 +17037,10 @@ type ClientWithResponsesInterface interface {
 	// The link's clicks between `from` and `to` (default: the last 30 days) grouped by one dimension, most human
 	// clicks first (at most `limit` values, default 20). Countries are ISO 3166-1 alpha-2 codes and need a GeoIP
 	// database configured by the operator (`unknown` otherwise); referrers are host names (`direct` when none).
+	//
+	// A browser key (`sb_pk_…`) with the browser scope `links:read_stats` reads these breakdowns of its one link
+	// from the pages of its origins, as it reads `GET /api/v1/links/{link_id}/stats`; any other link answers
+	// `404 not_found` to it, whether it exists or not.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -35936,8 +35953,9 @@ func (c *ClientWithResponses) ListLinkClicksWithResponse(ctx context.Context, li
 // buckets per answer.
 //
 // A browser key (`sb_pk_…`) with the browser scope `links:read_stats` reads the statistics of its one link
-// from the pages of its origins (a public counter); any other link answers `404 not_found` to it, whether
-// it exists or not, and every other operation `403 insufficient_scope`.
+// (here and by dimension, `GET /api/v1/links/{link_id}/stats/{dimension}`) from the pages of its origins (a
+// public counter); any other link answers `404 not_found` to it, whether it exists or not, and every other
+// operation `403 insufficient_scope`.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -35955,6 +35973,10 @@ func (c *ClientWithResponses) GetLinkStatsWithResponse(ctx context.Context, link
 // The link's clicks between `from` and `to` (default: the last 30 days) grouped by one dimension, most human
 // clicks first (at most `limit` values, default 20). Countries are ISO 3166-1 alpha-2 codes and need a GeoIP
 // database configured by the operator (`unknown` otherwise); referrers are host names (`direct` when none).
+//
+// A browser key (`sb_pk_…`) with the browser scope `links:read_stats` reads these breakdowns of its one link
+// from the pages of its origins, as it reads `GET /api/v1/links/{link_id}/stats`; any other link answers
+// `404 not_found` to it, whether it exists or not.
 //
 // Returns a wrapper object for the known response body format(s).
 //

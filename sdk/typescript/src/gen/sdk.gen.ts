@@ -762,8 +762,9 @@ export const updateLink = <ThrowOnError extends boolean = false>(options: Option
  * buckets per answer.
  *
  * A browser key (`sb_pk_…`) with the browser scope `links:read_stats` reads the statistics of its one link
- * from the pages of its origins (a public counter); any other link answers `404 not_found` to it, whether
- * it exists or not, and every other operation `403 insufficient_scope`.
+ * (here and by dimension, `GET /api/v1/links/{link_id}/stats/{dimension}`) from the pages of its origins (a
+ * public counter); any other link answers `404 not_found` to it, whether it exists or not, and every other
+ * operation `403 insufficient_scope`.
  *
  */
 export const getLinkStats = <ThrowOnError extends boolean = false>(options: Options<GetLinkStatsData, ThrowOnError>) => (options.client ?? client).get<GetLinkStatsResponses, GetLinkStatsErrors, ThrowOnError>({
@@ -778,6 +779,10 @@ export const getLinkStats = <ThrowOnError extends boolean = false>(options: Opti
  * The link's clicks between `from` and `to` (default: the last 30 days) grouped by one dimension, most human
  * clicks first (at most `limit` values, default 20). Countries are ISO 3166-1 alpha-2 codes and need a GeoIP
  * database configured by the operator (`unknown` otherwise); referrers are host names (`direct` when none).
+ *
+ * A browser key (`sb_pk_…`) with the browser scope `links:read_stats` reads these breakdowns of its one link
+ * from the pages of its origins, as it reads `GET /api/v1/links/{link_id}/stats`; any other link answers
+ * `404 not_found` to it, whether it exists or not.
  *
  */
 export const getLinkStatsByDimension = <ThrowOnError extends boolean = false>(options: Options<GetLinkStatsByDimensionData, ThrowOnError>) => (options.client ?? client).get<GetLinkStatsByDimensionResponses, GetLinkStatsByDimensionErrors, ThrowOnError>({
