@@ -21,6 +21,7 @@ import (
 	"errors"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -129,6 +130,10 @@ type Engine[T, R any] struct {
 	claimed       prometheus.Counter
 	released      prometheus.Counter
 	unrecorded    prometheus.Counter
+	saturated     prometheus.Counter
+	// saturations counts the loop's passes that found no worker or outcome slot free (the metric's value, readable
+	// without a registry).
+	saturations atomic.Int64
 }
 
 // New returns an engine of client's queue over db; Run starts it.
@@ -174,12 +179,14 @@ func New[T, R any](db *store.DB, client Client[T, R], cfg Config) *Engine[T, R] 
 		Help: "Claimed items given back without an attempt: their target was at its in-flight cap or out of rate."})
 	e.unrecorded = prometheus.NewCounter(prometheus.CounterOpts{Name: "switchboard_queue_unrecorded_total", ConstLabels: labels,
 		Help: "Attempts whose outcome could not be recorded: their item keeps its lease and is attempted again when it runs out."})
+	e.saturated = prometheus.NewCounter(prometheus.CounterOpts{Name: "switchboard_queue_saturated_total", ConstLabels: labels,
+		Help: "Times a queue's loop found every worker busy or every outcome slot waiting for its record, and claimed nothing: a rate that keeps rising means the queue needs more workers or a faster record."})
 	return e
 }
 
 // Collectors are the engine's Prometheus metrics; register them on the server's registry.
 func (e *Engine[T, R]) Collectors() []prometheus.Collector {
-	return []prometheus.Collector{e.inFlightGauge, e.claimed, e.released, e.unrecorded}
+	return []prometheus.Collector{e.inFlightGauge, e.claimed, e.released, e.unrecorded, e.saturated}
 }
 
 // InFlight is how many claimed items this engine has not recorded yet.
@@ -188,6 +195,9 @@ func (e *Engine[T, R]) InFlight() int {
 	defer e.mu.Unlock()
 	return e.running
 }
+
+// Saturations is how many times the loop looked for due items and found no worker or outcome slot free.
+func (e *Engine[T, R]) Saturations() int64 { return e.saturations.Load() }
 
 // Attempting is how many attempts run now.
 func (e *Engine[T, R]) Attempting() int {
@@ -282,6 +292,8 @@ func (e *Engine[T, R]) claimAndStart(ctx context.Context) (started int, retryAt 
 	}
 	e.mu.Unlock()
 	if free <= 0 {
+		e.saturated.Inc()
+		e.saturations.Add(1)
 		return 0, retryAt, nil
 	}
 	// While attempts run, a claim for fewer than a quarter of the workers waits up to gatherWait after the last

@@ -360,7 +360,10 @@ func TestAttemptsGoOnWhileRecording(t *testing.T) {
 	e, _ := run(t, q, queue.Config{Workers: 2, MaxBatch: 4})
 	attempted := func() int { return q.count(func(it *item) bool { return it.attempts > 0 }) }
 	await.Equal(t, "attempts while the first Record waits", attempted, 6)
-	time.Sleep(50 * time.Millisecond)
+	// The loop keeps looking (Poll is 10 ms): once it has found the engine full a few times more, it has had every
+	// chance to start a seventh attempt.
+	seen := e.Saturations()
+	await.Until(t, "the loop to find the engine full again", e.Saturations, func(n int64) bool { return n >= seen+3 })
 	if n, in := attempted(), e.InFlight(); n != 6 || in != 6 {
 		t.Errorf("while Record waits: %d attempted, %d in flight; want 6 (2 workers + 4 outcomes waiting)", n, in)
 	}
