@@ -1,29 +1,16 @@
 // Channels in a real browser: create two sandbox instances from the provider's config form, connect one and see its
 // QR code, simulate the scan, send a message to the other and watch its status history reach "read" as the page
 // follows it; then disconnect and delete with the confirmation step.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { startSwitchboard, launchBrowser, screenshotDir, signUpWithWorkspace } from './server.mjs';
+import { screenshotDir, signUpWithWorkspace, withSwitchboard } from './server.mjs';
 
-let sb;
-let browser;
-
-before(async () => {
-  // Receipts on the sandbox's own schedule (0.5 s, 2 s): the page must follow them.
-  sb = await startSwitchboard(['--send-rate', '0']);
-  browser = await launchBrowser();
-  mkdirSync(screenshotDir, { recursive: true });
-});
-
-after(async () => {
-  await browser?.close();
-  await sb?.stop();
-});
+// Receipts on the sandbox's own schedule (0.5 s, 2 s): the page must follow them.
+const app = withSwitchboard(['--send-rate', '0']);
 
 test('create, pair by QR, send and watch the status, delete', async () => {
-  const context = await browser.newContext({ viewport: { width: 1280, height: 1000 } });
+  const context = await app.browser.newContext({ viewport: { width: 1280, height: 1000 } });
   const page = await context.newPage();
   const errors = [];
   page.on('console', (msg) => {
@@ -32,14 +19,14 @@ test('create, pair by QR, send and watch the status, delete', async () => {
   page.on('pageerror', (err) => errors.push(err.message));
   const shot = (name) => page.screenshot({ path: join(screenshotDir, `channels-${name}.png`), fullPage: true });
 
-  await signUpWithWorkspace(page, sb.url, 'cy@example.com', 'Acme messaging');
+  await signUpWithWorkspace(page, app.sb.url, 'cy@example.com', 'Acme messaging');
   await page.getByRole('navigation', { name: 'Console' }).getByRole('link', { name: 'Channels' }).click();
   await page.waitForURL(/\/user\/channels$/);
   await shot('01-empty');
 
   // The second instance pairs by itself (the sandbox's auto_pair setting, a checkbox of its config form).
   const create = async (name, autoPair) => {
-    await page.goto(`${sb.url}/user/channels`);
+    await page.goto(`${app.sb.url}/user/channels`);
     await page.getByLabel('Name', { exact: true }).fill(name);
     await page.getByRole('radio', { name: /Sandbox/ }).check();
     await page.getByRole('textbox', { name: 'display_name', exact: true }).fill(`${name} Co`);
@@ -74,14 +61,14 @@ test('create, pair by QR, send and watch the status, delete', async () => {
   await shot('03-read');
 
   // Bob's page shows the message received.
-  await page.goto(`${sb.url}/user/channels/${bob}`);
+  await page.goto(`${app.sb.url}/user/channels/${bob}`);
   assert.match(await page.locator('#messages').innerText(), /inbound[\s\S]*Your order has shipped[\s\S]*received/);
 
-  await page.goto(`${sb.url}/user/channels`);
+  await page.goto(`${app.sb.url}/user/channels`);
   assert.match(await page.locator('#instances').innerText(), /Alice[\s\S]*connected/);
   await shot('04-list');
 
-  await page.goto(`${sb.url}/user/channels/${alice}`);
+  await page.goto(`${app.sb.url}/user/channels/${alice}`);
   await page.getByRole('button', { name: 'Disconnect' }).click();
   await page.locator('#instance-status[data-status="disconnected"]').waitFor();
   await page.getByRole('link', { name: 'Delete' }).click();
@@ -97,10 +84,10 @@ test('create, pair by QR, send and watch the status, delete', async () => {
 // A network that pushes (WhatsApp Cloud): its secrets are password fields, never shown again, and the instance's page
 // shows the hook URL to enter in Meta's dashboard.
 test('create a WhatsApp Cloud instance and find its hook URL', async () => {
-  const context = await browser.newContext({ viewport: { width: 1280, height: 1000 } });
+  const context = await app.browser.newContext({ viewport: { width: 1280, height: 1000 } });
   const page = await context.newPage();
-  await signUpWithWorkspace(page, sb.url, 'wa@example.com', 'Acme WhatsApp');
-  await page.goto(`${sb.url}/user/channels`);
+  await signUpWithWorkspace(page, app.sb.url, 'wa@example.com', 'Acme WhatsApp');
+  await page.goto(`${app.sb.url}/user/channels`);
   await page.getByLabel('Name', { exact: true }).fill('Support line');
   // Only the chosen provider's settings show (a static script; the console allows no inline one).
   const shownSettings = () => page.locator('fieldset.provider-config:visible').evaluateAll((sets) => sets.map((f) => f.id));
@@ -119,14 +106,14 @@ test('create a WhatsApp Cloud instance and find its hook URL', async () => {
   await page.getByRole('button', { name: 'Create instance' }).click();
   await page.waitForURL(/\/user\/channels\/ins_/);
   const id = page.url().split('/').pop();
-  assert.equal(await page.locator('#hook-url').innerText(), `${sb.url}/hooks/channels/${id}`);
+  assert.equal(await page.locator('#hook-url').innerText(), `${app.sb.url}/hooks/channels/${id}`);
   const text = await page.locator('main').innerText();
   for (const secret of ['EAAJ-a-system-user-token', 'app-secret-0123456789', 'verify-me-please']) {
     assert.ok(!text.includes(secret), `the page shows ${secret}`);
   }
   await page.screenshot({ path: join(screenshotDir, 'channels-06-whatsapp-hook.png'), fullPage: true });
   // Meta's URL check is answered by the verify token.
-  const check = await fetch(`${sb.url}/hooks/channels/${id}?hub.mode=subscribe&hub.verify_token=verify-me-please&hub.challenge=4242`);
+  const check = await fetch(`${app.sb.url}/hooks/channels/${id}?hub.mode=subscribe&hub.verify_token=verify-me-please&hub.challenge=4242`);
   assert.equal(await check.text(), '4242');
   await context.close();
 });

@@ -1,36 +1,22 @@
 // The onboarding flow in a real browser: sign up, create a workspace, create a key with only models:read, copy its
 // secret from the page, call the API with it (200; 403 outside its scope), revoke it in the console (401 after).
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { startSwitchboard, launchBrowser, screenshotDir } from './server.mjs';
+import { screenshotDir, withSwitchboard } from './server.mjs';
 
-let sb;
-let browser;
-
-before(async () => {
-  sb = await startSwitchboard();
-  browser = await launchBrowser();
-  mkdirSync(screenshotDir, { recursive: true });
-  console.log(`screenshots: ${screenshotDir}`);
-});
-
-after(async () => {
-  await browser?.close();
-  await sb?.stop();
-});
+const app = withSwitchboard();
 
 async function api(path, key) {
-  const res = await fetch(`${sb.url}${path}`, { headers: { Authorization: `Bearer ${key}`, Accept: 'application/json' } });
+  const res = await fetch(`${app.sb.url}${path}`, { headers: { Authorization: `Bearer ${key}`, Accept: 'application/json' } });
   return { status: res.status, body: await res.json() };
 }
 
 test('sign up, create a workspace and a models:read key, call the API, revoke', async () => {
-  const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  const page = await app.browser.newPage({ viewport: { width: 1280, height: 900 } });
   const shot = (name) => page.screenshot({ path: join(screenshotDir, `console-${name}.png`), fullPage: true });
 
-  await page.goto(`${sb.url}/user/api`);
+  await page.goto(`${app.sb.url}/user/api`);
   await page.waitForURL(/\/user\/sign-in/);
   await page.getByRole('link', { name: 'Create an account' }).click();
   await shot('01-sign-up');
@@ -71,7 +57,7 @@ test('sign up, create a workspace and a models:read key, call the API, revoke', 
   assert.equal(noLinks.status, 403);
   assert.equal(noLinks.body.code, 'insufficient_scope');
   assert.deepEqual(noLinks.body.required_scopes, ['links:read']);
-  const other = sb.cli(['key', 'create', '--workspace', (sb.cli(['workspace', 'list']))[0].id, '--name', 'links only', '--scopes', 'links:read']);
+  const other = app.sb.cli(['key', 'create', '--workspace', (app.sb.cli(['workspace', 'list']))[0].id, '--name', 'links only', '--scopes', 'links:read']);
   const forbidden = await api('/api/v1/models', other.secret);
   assert.equal(forbidden.status, 403);
   assert.equal(forbidden.body.code, 'insufficient_scope');
@@ -83,7 +69,7 @@ test('sign up, create a workspace and a models:read key, call the API, revoke', 
   await page.getByRole('button', { name: 'Send request' }).click();
   await page.locator('#curl-response').filter({ hasText: 'HTTP 200' }).waitFor();
 
-  await page.goto(`${sb.url}/user/api`);
+  await page.goto(`${app.sb.url}/user/api`);
   assert.equal(await page.locator('#new-key-secret').count(), 0, 'the secret is shown only once');
   const row = page.locator('tr', { hasText: 'Models reader' });
   assert.match(await row.innerText(), /just now/, 'last used shows the call just made');
@@ -99,5 +85,5 @@ test('sign up, create a workspace and a models:read key, call the API, revoke', 
   const revoked = await api('/api/v1/models', secret);
   assert.equal(revoked.status, 401);
   assert.equal(revoked.body.code, 'api_key_revoked');
-  assert.ok(!sb.logs().includes(secret), 'the server must never log a key');
+  assert.ok(!app.sb.logs().includes(secret), 'the server must never log a key');
 });

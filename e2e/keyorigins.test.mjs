@@ -1,27 +1,14 @@
 // A key's allowed origins in a real browser: create a browser key for one origin, open its Origins page, change the
 // origins and see them listed; clearing every origin of a browser key is refused with a readable reason.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { startSwitchboard, launchBrowser, screenshotDir, signUpWithWorkspace } from './server.mjs';
+import { screenshotDir, signUpWithWorkspace, withSwitchboard } from './server.mjs';
 
-let sb;
-let browser;
-
-before(async () => {
-  sb = await startSwitchboard();
-  browser = await launchBrowser();
-  mkdirSync(screenshotDir, { recursive: true });
-});
-
-after(async () => {
-  await browser?.close();
-  await sb?.stop();
-});
+const app = withSwitchboard();
 
 test('edit the allowed origins of a browser key', async () => {
-  const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  const page = await app.browser.newPage({ viewport: { width: 1280, height: 900 } });
   const errors = [];
   // A refused form answers 422, which Chromium reports as a failed load: that is the page working.
   page.on('console', (msg) => {
@@ -30,7 +17,7 @@ test('edit the allowed origins of a browser key', async () => {
   page.on('pageerror', (err) => errors.push(err.message));
   const shot = (name) => page.screenshot({ path: join(screenshotDir, `keyorigins-${name}.png`), fullPage: true });
 
-  await signUpWithWorkspace(page, sb.url, 'hedy@example.com', 'Acme site');
+  await signUpWithWorkspace(page, app.sb.url, 'hedy@example.com', 'Acme site');
   await page.getByLabel('Key name').fill('Share button');
   await page.getByRole('radio', { name: /Browser key/ }).check();
   await page.locator('#key-origins').fill('https://www.acme.example');
@@ -51,7 +38,7 @@ test('edit the allowed origins of a browser key', async () => {
   await shot('03-saved');
 
   // The change applies to the key's next request: the new origin is served, the old one refused.
-  const me = (origin) => fetch(`${sb.url}/api/v1/me`, { headers: { Authorization: `Bearer ${secret}`, Origin: origin } });
+  const me = (origin) => fetch(`${app.sb.url}/api/v1/me`, { headers: { Authorization: `Bearer ${secret}`, Origin: origin } });
   assert.equal((await me('https://shop.acme.example')).status, 200);
   assert.equal((await me('https://www.acme.example')).status, 200, 'matches https://*.acme.example');
   assert.equal((await me('https://acme.example')).status, 403);

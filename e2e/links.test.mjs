@@ -1,29 +1,16 @@
 // Short links in a real browser: create a link with a custom slug and UTM parameters, copy it, open its page, read
 // its QR code downloads, and watch the chart and the totals move while visitors click (the page redraws itself).
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { startSwitchboard, launchBrowser, screenshotDir, signUpWithWorkspace } from './server.mjs';
+import { screenshotDir, signUpWithWorkspace, withSwitchboard } from './server.mjs';
 
-let sb;
-let browser;
-
-before(async () => {
-  sb = await startSwitchboard();
-  browser = await launchBrowser();
-  mkdirSync(screenshotDir, { recursive: true });
-});
-
-after(async () => {
-  await browser?.close();
-  await sb?.stop();
-});
+const app = withSwitchboard();
 
 const chrome = 'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36';
 
 test('create a short link, share its QR code, watch its clicks arrive', async () => {
-  const context = await browser.newContext({ viewport: { width: 1280, height: 900 }, timezoneId: 'Europe/Berlin', acceptDownloads: true });
+  const context = await app.browser.newContext({ viewport: { width: 1280, height: 900 }, timezoneId: 'Europe/Berlin', acceptDownloads: true });
   const page = await context.newPage();
   const errors = [];
   // A refused form answers 422, which Chromium reports as a failed load: that is the page working.
@@ -33,7 +20,7 @@ test('create a short link, share its QR code, watch its clicks arrive', async ()
   page.on('pageerror', (err) => errors.push(err.message));
   const shot = (name) => page.screenshot({ path: join(screenshotDir, `links-${name}.png`), fullPage: true });
 
-  await signUpWithWorkspace(page, sb.url, 'grace@example.com', 'Acme marketing');
+  await signUpWithWorkspace(page, app.sb.url, 'grace@example.com', 'Acme marketing');
   await page.getByRole('navigation', { name: 'Console' }).getByRole('link', { name: 'Short links' }).click();
   await page.waitForURL(/\/user\/links$/);
   await shot('01-empty');
@@ -51,7 +38,7 @@ test('create a short link, share its QR code, watch its clicks arrive', async ()
   const shortEl = page.locator('#new-link-url');
   await shortEl.waitFor();
   const short = (await shortEl.innerText()).trim();
-  assert.equal(short, `${sb.url}/spring-sale`);
+  assert.equal(short, `${app.sb.url}/spring-sale`);
   await shot('02-created');
 
   // A wrong slug is refused beside the field, the rest of the form kept.
@@ -64,13 +51,13 @@ test('create a short link, share its QR code, watch its clicks arrive', async ()
   await shot('03-refused');
 
   // The link as the API sees it: the expiry was typed in Berlin (CEST, UTC+2).
-  const res = await fetch(`${sb.url}/spring-sale+`);
+  const res = await fetch(`${app.sb.url}/spring-sale+`);
   assert.equal(res.status, 200);
-  const redirect = await fetch(`${sb.url}/spring-sale`, { redirect: 'manual', headers: { 'User-Agent': chrome } });
+  const redirect = await fetch(`${app.sb.url}/spring-sale`, { redirect: 'manual', headers: { 'User-Agent': chrome } });
   assert.equal(redirect.status, 302);
   assert.equal(redirect.headers.get('location'), 'https://example.com/pricing?utm_campaign=spring&utm_source=newsletter');
 
-  await page.goto(`${sb.url}/user/links`);
+  await page.goto(`${app.sb.url}/user/links`);
   await page.getByRole('link', { name: short, exact: true }).click();
   await page.waitForURL(/\/user\/links\/lnk_[^?]+\?tz=Europe%2FBerlin/);
   assert.match(await page.locator('main').innerText(), /Times in Europe\/Berlin/);
@@ -90,9 +77,9 @@ test('create a short link, share its QR code, watch its clicks arrive', async ()
 
   // Visitors click; the page redraws its statistics by itself.
   for (let i = 0; i < 4; i++) {
-    await fetch(`${sb.url}/spring-sale`, { redirect: 'manual', headers: { 'User-Agent': chrome, Referer: 'https://news.example.org/post' } });
+    await fetch(`${app.sb.url}/spring-sale`, { redirect: 'manual', headers: { 'User-Agent': chrome, Referer: 'https://news.example.org/post' } });
   }
-  await fetch(`${sb.url}/spring-sale`, { redirect: 'manual', headers: { 'User-Agent': 'Googlebot/2.1 (+http://www.google.com/bot.html)' } });
+  await fetch(`${app.sb.url}/spring-sale`, { redirect: 'manual', headers: { 'User-Agent': 'Googlebot/2.1 (+http://www.google.com/bot.html)' } });
   await page.locator('#total-humans').filter({ hasText: /^5$/ }).waitFor({ timeout: 15000 });
   await page.locator('#total-bots').filter({ hasText: /^1$/ }).waitFor({ timeout: 15000 });
   assert.match(await page.locator('#link-stats').innerText(), /news\.example\.org/);
@@ -112,7 +99,7 @@ test('create a short link, share its QR code, watch its clicks arrive', async ()
   await shot('05-delete-confirm');
   await page.getByRole('button', { name: `Delete ${short}` }).click();
   await page.getByRole('status').filter({ hasText: 'deleted' }).waitFor();
-  assert.equal((await fetch(`${sb.url}/spring-sale`, { redirect: 'manual' })).status, 404);
+  assert.equal((await fetch(`${app.sb.url}/spring-sale`, { redirect: 'manual' })).status, 404);
   assert.deepEqual(errors, [], 'no script errors and no CSP violations');
   await context.close();
 });

@@ -4,31 +4,25 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
-import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { startSwitchboard, launchBrowser, screenshotDir, signUpWithWorkspace } from './server.mjs';
+import { screenshotDir, signUpWithWorkspace, withSwitchboard } from './server.mjs';
 
-let sb;
-let browser;
+const app = withSwitchboard(['--send-rate', '0', '--webhook-allow-http', '--webhook-allowed-networks', '127.0.0.0/8']);
+
 let receiver;
 let key;
 
 before(async () => {
   receiver = http.createServer((req, res) => { req.resume(); req.on('end', () => res.writeHead(204).end()); });
   await new Promise((resolve) => receiver.listen(0, '127.0.0.1', resolve));
-  sb = await startSwitchboard(['--send-rate', '0', '--webhook-allow-http', '--webhook-allowed-networks', '127.0.0.0/8']);
-  browser = await launchBrowser();
-  mkdirSync(screenshotDir, { recursive: true });
 });
 
 after(async () => {
-  await browser?.close();
-  await sb?.stop();
   receiver?.close();
 });
 
 const api = async (method, path, body) => {
-  const res = await fetch(`${sb.url}${path}`, {
+  const res = await fetch(`${app.sb.url}${path}`, {
     method, headers: { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json' },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
@@ -43,7 +37,7 @@ const samePage = (page) => page.evaluate(() => window.stillTheSamePage === true)
 const liveOpen = (page) => page.locator('html[data-live="open"]').waitFor({ timeout: 15000 });
 
 test('the instance page, the delivery log and the event log follow changes made through the API', async () => {
-  const context = await browser.newContext({ viewport: { width: 1280, height: 1000 } });
+  const context = await app.browser.newContext({ viewport: { width: 1280, height: 1000 } });
   const page = await context.newPage();
   const errors = [];
   page.on('console', (msg) => {
@@ -52,9 +46,9 @@ test('the instance page, the delivery log and the event log follow changes made 
   page.on('pageerror', (err) => errors.push(err.message));
   const shot = (name) => page.screenshot({ path: join(screenshotDir, `live-${name}.png`), fullPage: true });
 
-  await signUpWithWorkspace(page, sb.url, 'live@example.com', 'Acme live');
-  const ws = sb.cli(['workspace', 'list']).find((w) => w.name === 'Acme live');
-  key = sb.cli(['key', 'create', '--workspace', ws.id, '--name', 'live', '--scopes',
+  await signUpWithWorkspace(page, app.sb.url, 'live@example.com', 'Acme live');
+  const ws = app.sb.cli(['workspace', 'list']).find((w) => w.name === 'Acme live');
+  key = app.sb.cli(['key', 'create', '--workspace', ws.id, '--name', 'live', '--scopes',
     'messaging:write,links:write,webhooks:write']).secret;
 
   // Bob pairs by himself; Alice waits for her QR code to be scanned.
@@ -62,7 +56,7 @@ test('the instance page, the delivery log and the event log follow changes made 
   await api('POST', `/api/v1/instances/${bob.id}/connect`);
   const alice = await api('POST', '/api/v1/instances', { name: 'Alice', provider: 'sandbox' });
 
-  await page.goto(`${sb.url}/user/channels/${alice.id}`);
+  await page.goto(`${app.sb.url}/user/channels/${alice.id}`);
   await liveOpen(page);
   await markPage(page);
   assert.equal(await page.locator('#instance-status').getAttribute('data-status'), 'created');
@@ -93,7 +87,7 @@ test('the instance page, the delivery log and the event log follow changes made 
 
   // The delivery log of an endpoint: a link created through the API shows as a delivery, then its outcome.
   const hook = await api('POST', '/api/v1/webhooks', { url: `http://127.0.0.1:${receiver.address().port}/hook`, events: ['link.*'] });
-  await page.goto(`${sb.url}/user/webhooks/${hook.id}?tz=UTC`);
+  await page.goto(`${app.sb.url}/user/webhooks/${hook.id}?tz=UTC`);
   await liveOpen(page);
   await markPage(page);
   assert.equal(await page.locator('#deliveries tbody tr').count(), 0);
@@ -105,7 +99,7 @@ test('the instance page, the delivery log and the event log follow changes made 
   await shot('04-delivery-log');
 
   // The event log: a new event appears on top, and an event the reader opened stays open.
-  await page.goto(`${sb.url}/user/events?tz=UTC`);
+  await page.goto(`${app.sb.url}/user/events?tz=UTC`);
   await liveOpen(page);
   await markPage(page);
   const before = await page.locator('#events > li').count();
@@ -126,14 +120,14 @@ test('the instance page, the delivery log and the event log follow changes made 
 });
 
 test('without script the instance page reloads itself while the instance changes', async () => {
-  const context = await browser.newContext({ viewport: { width: 1280, height: 900 }, javaScriptEnabled: false });
+  const context = await app.browser.newContext({ viewport: { width: 1280, height: 900 }, javaScriptEnabled: false });
   const page = await context.newPage();
-  await signUpWithWorkspace(page, sb.url, 'nojs@example.com', 'Acme no script');
-  const ws = sb.cli(['workspace', 'list']).find((w) => w.name === 'Acme no script');
-  key = sb.cli(['key', 'create', '--workspace', ws.id, '--name', 'nojs', '--scopes', 'messaging:write']).secret;
+  await signUpWithWorkspace(page, app.sb.url, 'nojs@example.com', 'Acme no script');
+  const ws = app.sb.cli(['workspace', 'list']).find((w) => w.name === 'Acme no script');
+  key = app.sb.cli(['key', 'create', '--workspace', ws.id, '--name', 'nojs', '--scopes', 'messaging:write']).secret;
   const carol = await api('POST', '/api/v1/instances', { name: 'Carol', provider: 'sandbox' });
   await api('POST', `/api/v1/instances/${carol.id}/connect`);
-  await page.goto(`${sb.url}/user/channels/${carol.id}`);
+  await page.goto(`${app.sb.url}/user/channels/${carol.id}`);
   await page.locator('#qr-image').waitFor({ timeout: 15000 });
   await api('POST', `/api/v1/instances/${carol.id}/sandbox/scan`);
   await page.locator('#instance-status[data-status="connected"]').waitFor({ timeout: 15000 });

@@ -1,6 +1,7 @@
 // Starts a real Switchboard binary on a fresh SQLite database for browser tests, and drives its CLI.
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdirSync, mkdtempSync } from 'node:fs';
+import { before, after } from 'node:test';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import net from 'node:net';
@@ -64,4 +65,22 @@ export async function signUpWithWorkspace(page, url, email, workspace) {
   await page.getByLabel('Workspace name').fill(workspace);
   await page.getByRole('button', { name: 'Create workspace' }).click();
   await page.waitForURL(/\/user\/api/);
+}
+
+/**
+ * Starts a server (with extra serve flags) and Chromium before the calling file's tests and stops both after them.
+ * Returns the file's handle: its sb (see startSwitchboard) and browser are set once the tests run.
+ */
+export function withSwitchboard(extraArgs = []) {
+  const handle = { sb: undefined, browser: undefined };
+  before(async () => {
+    handle.sb = await startSwitchboard(extraArgs);
+    handle.browser = await launchBrowser();
+    mkdirSync(screenshotDir, { recursive: true });
+  });
+  after(async () => {
+    await handle.browser?.close();
+    await handle.sb?.stop();
+  });
+  return handle;
 }

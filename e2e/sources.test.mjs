@@ -1,30 +1,17 @@
 // Sources in a real browser: create a GitHub source, copy its ingest URL (shown once), send it a signed request and
 // a forged one, read both in the request log with their outcome and reason, replay the accepted event, and add a
 // custom event type.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHmac } from 'node:crypto';
-import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { startSwitchboard, launchBrowser, screenshotDir, signUpWithWorkspace } from './server.mjs';
+import { screenshotDir, signUpWithWorkspace, withSwitchboard } from './server.mjs';
 
-let sb;
-let browser;
-
-before(async () => {
-  sb = await startSwitchboard();
-  browser = await launchBrowser();
-  mkdirSync(screenshotDir, { recursive: true });
-});
-
-after(async () => {
-  await browser?.close();
-  await sb?.stop();
-});
+const app = withSwitchboard();
 
 test('create a source, see signed and forged requests in its log, replay an event', async () => {
-  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-  await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: sb.url });
+  const context = await app.browser.newContext({ viewport: { width: 1280, height: 900 } });
+  await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: app.sb.url });
   const page = await context.newPage();
   const errors = [];
   page.on('console', (msg) => {
@@ -33,7 +20,7 @@ test('create a source, see signed and forged requests in its log, replay an even
   page.on('pageerror', (err) => errors.push(err.message));
   const shot = (name) => page.screenshot({ path: join(screenshotDir, `sources-${name}.png`), fullPage: true });
 
-  await signUpWithWorkspace(page, sb.url, 'ada@example.com', 'Acme automation');
+  await signUpWithWorkspace(page, app.sb.url, 'ada@example.com', 'Acme automation');
   await page.getByRole('navigation', { name: 'Console' }).getByRole('link', { name: 'Sources' }).click();
   await page.waitForURL(/\/user\/sources$/);
 
@@ -53,7 +40,7 @@ test('create a source, see signed and forged requests in its log, replay an even
   const urlEl = page.locator('#new-source-url');
   await urlEl.waitFor();
   const ingestURL = (await urlEl.innerText()).trim();
-  assert.match(ingestURL, new RegExp(`^${sb.url}/in/in_[A-Za-z0-9_-]{40}$`));
+  assert.match(ingestURL, new RegExp(`^${app.sb.url}/in/in_[A-Za-z0-9_-]{40}$`));
   await page.getByRole('button', { name: 'Copy' }).click();
   assert.equal(await page.evaluate(() => navigator.clipboard.readText()), ingestURL);
   await shot('01-created');
@@ -70,7 +57,7 @@ test('create a source, see signed and forged requests in its log, replay an even
   assert.equal((await forged.json()).code, 'signature_invalid');
 
   // The token is shown once: the list shows only its last characters.
-  await page.goto(`${sb.url}/user/sources`);
+  await page.goto(`${app.sb.url}/user/sources`);
   assert.equal(await page.locator('#new-source-url').count(), 0);
   assert.ok(!(await page.content()).includes(ingestURL));
   await page.getByRole('link', { name: 'GitHub pushes' }).click();
@@ -87,7 +74,7 @@ test('create a source, see signed and forged requests in its log, replay an even
   await page.getByRole('status').waitFor();
   assert.match(await page.getByRole('status').innerText(), /Replayed to the subscribers as evt_/);
 
-  await page.goto(`${sb.url}/user/sources`);
+  await page.goto(`${app.sb.url}/user/sources`);
   await page.getByLabel('Type name').fill('custom.order.paid');
   await page.getByLabel('Description').fill('An order was paid.');
   await page.getByLabel('JSON Schema of the data').fill('{"type":"object","required":["order_id"]}');

@@ -4,12 +4,12 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
-import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { startSwitchboard, launchBrowser, screenshotDir, signUpWithWorkspace } from './server.mjs';
+import { screenshotDir, signUpWithWorkspace, withSwitchboard } from './server.mjs';
 
-let sb;
-let browser;
+const app = withSwitchboard(['--webhook-allow-http', '--webhook-allowed-networks', '127.0.0.0/8',
+    '--webhook-retry-schedule', '0s,1h']);
+
 let receiver;
 // The receiver's bug: until it is fixed it refuses every delivery.
 const rx = { fixed: false, received: [] };
@@ -31,20 +31,14 @@ before(async () => {
   });
   await new Promise((resolve) => receiver.listen(0, '127.0.0.1', resolve));
   // A retry an hour later: the test fixes the receiver and resends by hand.
-  sb = await startSwitchboard(['--webhook-allow-http', '--webhook-allowed-networks', '127.0.0.0/8',
-    '--webhook-retry-schedule', '0s,1h']);
-  browser = await launchBrowser();
-  mkdirSync(screenshotDir, { recursive: true });
 });
 
 after(async () => {
-  await browser?.close();
-  await sb?.stop();
   receiver?.close();
 });
 
 test('a delivery the receiver rejected is found in the log and resent after the fix', async () => {
-  const context = await browser.newContext({ viewport: { width: 1280, height: 900 }, timezoneId: 'America/New_York' });
+  const context = await app.browser.newContext({ viewport: { width: 1280, height: 900 }, timezoneId: 'America/New_York' });
   const page = await context.newPage();
   const errors = [];
   page.on('console', (msg) => {
@@ -54,7 +48,7 @@ test('a delivery the receiver rejected is found in the log and resent after the 
   const shot = (name) => page.screenshot({ path: join(screenshotDir, `webhooks-${name}.png`), fullPage: true });
   const hookURL = `http://127.0.0.1:${receiver.address().port}/switchboard`;
 
-  await signUpWithWorkspace(page, sb.url, 'ops@example.com', 'Acme ops');
+  await signUpWithWorkspace(page, app.sb.url, 'ops@example.com', 'Acme ops');
   await page.getByRole('navigation', { name: 'Console' }).getByRole('link', { name: 'Webhooks' }).click();
   await page.waitForURL(/\/user\/webhooks$/);
   await page.getByLabel('Endpoint URL').fill(hookURL);
@@ -79,7 +73,7 @@ test('a delivery the receiver rejected is found in the log and resent after the 
   assert.match(rx.received[0].headers['webhook-signature'], /^v1,/);
 
   // A real event: a short link made in the console.
-  await page.goto(`${sb.url}/user/links`);
+  await page.goto(`${app.sb.url}/user/links`);
   await page.getByLabel('Destination URL').fill('https://example.com/launch');
   await page.getByLabel(/^Slug/).fill('launch');
   await page.getByRole('button', { name: 'Create link' }).click();
@@ -89,7 +83,7 @@ test('a delivery the receiver rejected is found in the log and resent after the 
     await new Promise((r) => setTimeout(r, 100));
   }
 
-  await page.goto(`${sb.url}/user/webhooks`);
+  await page.goto(`${app.sb.url}/user/webhooks`);
   await page.getByRole('link', { name: hookURL }).click();
   await page.waitForURL(/tz=/);
   const row = page.locator('#deliveries tbody tr').first();
@@ -142,7 +136,7 @@ test('a delivery the receiver rejected is found in the log and resent after the 
   await shot('06-endpoint-after');
 
   // The event log: the link's event, its JSON, and the endpoint it went to.
-  await page.goto(`${sb.url}/user/webhooks`);
+  await page.goto(`${app.sb.url}/user/webhooks`);
   await page.getByRole('link', { name: 'Event log' }).click();
   await page.waitForURL(/\/user\/events\?tz=America%2FNew_York/);
   const event = page.locator('li.event').filter({ hasText: 'link.created' });
@@ -153,17 +147,17 @@ test('a delivery the receiver rejected is found in the log and resent after the 
   await page.getByLabel('Event type').selectOption('webhook.ping');
   await page.waitForURL(/type=webhook.ping/);
   assert.match(await page.locator('main').innerText(), /No events of this type yet/, 'test events are not stored');
-  await event.page().goto(`${sb.url}/user/events`);
+  await event.page().goto(`${app.sb.url}/user/events`);
   await page.locator('li.event').filter({ hasText: 'link.created' }).locator('summary').click();
   await page.getByRole('link', { name: hookURL }).click();
   await page.waitForURL(/\/deliveries\/dlv_/);
-  assert.ok(!sb.logs().includes(secret) && !sb.logs().includes(rotated), 'the server never logs a signing secret');
+  assert.ok(!app.sb.logs().includes(secret) && !app.sb.logs().includes(rotated), 'the server never logs a signing secret');
   assert.deepEqual(errors, [], 'no script errors and no CSP violations');
   await context.close();
 });
 
 test('an endpoint is edited after creation, and its empty chart speaks of deliveries', async () => {
-  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  const context = await app.browser.newContext({ viewport: { width: 1280, height: 900 } });
   const page = await context.newPage();
   const errors = [];
   page.on('console', (msg) => {
@@ -173,8 +167,8 @@ test('an endpoint is edited after creation, and its empty chart speaks of delive
   const shot = (name) => page.screenshot({ path: join(screenshotDir, `webhooks-${name}.png`), fullPage: true });
   const base = `http://127.0.0.1:${receiver.address().port}`;
 
-  await signUpWithWorkspace(page, sb.url, 'edit@example.com', 'Acme edits');
-  await page.goto(`${sb.url}/user/webhooks`);
+  await signUpWithWorkspace(page, app.sb.url, 'edit@example.com', 'Acme edits');
+  await page.goto(`${app.sb.url}/user/webhooks`);
   await page.getByLabel('Endpoint URL').fill(`${base}/first`);
   await page.getByRole('checkbox', { name: /Every link event/ }).check();
   await page.getByRole('button', { name: 'Add endpoint' }).click();
