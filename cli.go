@@ -115,7 +115,7 @@ type workspaceJSON struct {
 	CreatedAt     time.Time `json:"created_at"`
 }
 
-func toWorkspaceJSON(w store.Workspace) workspaceJSON {
+func toWorkspaceJSON(w workspaces.Workspace) workspaceJSON {
 	return workspaceJSON{ID: w.ID, Name: w.Name, EnabledModels: w.EnabledModels, CreatedAt: w.CreatedAt}
 }
 
@@ -164,7 +164,7 @@ func workspaceCmd(ctx context.Context, args []string, stdout io.Writer) error {
 		if err != nil {
 			return err
 		}
-		return printList(stdout, ws, *asJSON, toWorkspaceJSON, "ID\tNAME\tMODELS\tCREATED", func(w store.Workspace) []string {
+		return printList(stdout, ws, *asJSON, toWorkspaceJSON, "ID\tNAME\tMODELS\tCREATED", func(w workspaces.Workspace) []string {
 			models := "all"
 			if w.EnabledModels != nil {
 				models = strings.Join(w.EnabledModels, ",")
@@ -259,7 +259,7 @@ type keyJSON struct {
 	LastUsedAt  *time.Time `json:"last_used_at"`
 }
 
-func toKeyJSON(k store.APIKey) keyJSON {
+func toKeyJSON(k workspaces.Key) keyJSON {
 	return keyJSON{
 		ID: k.ID, Name: k.Name, WorkspaceID: k.WorkspaceID, Masked: apikey.Mask(k.DisplayPrefix, k.Last4),
 		Scopes: k.Scopes, Origins: k.Origins, Kind: k.Kind, Target: k.ScopeTarget,
@@ -349,7 +349,7 @@ func keyCmd(ctx context.Context, args []string, stdout io.Writer) error {
 		if err != nil {
 			return refused(cmd, err)
 		}
-		return printList(stdout, keys, *asJSON, toKeyJSON, "ID\tNAME\tKEY\tSCOPES\tSTATUS\tLAST USED", func(k store.APIKey) []string {
+		return printList(stdout, keys, *asJSON, toKeyJSON, "ID\tNAME\tKEY\tSCOPES\tSTATUS\tLAST USED", func(k workspaces.Key) []string {
 			last := "never"
 			if k.LastUsedAt != nil {
 				last = k.LastUsedAt.Format(time.RFC3339)

@@ -15,12 +15,11 @@ import (
 	"github.com/switchboard/switchboard/internal/apikey"
 	"github.com/switchboard/switchboard/internal/problem"
 	"github.com/switchboard/switchboard/internal/workspaces"
-	"github.com/switchboard/switchboard/store"
 )
 
 // keyRow is one line of the key table.
 type keyRow struct {
-	store.APIKey
+	workspaces.Key
 	Masked    string
 	Preset    string // preset name, or "" for a custom set
 	CreatedBy string // an email, "CLI" or "a former member"
@@ -38,7 +37,7 @@ type apiData struct {
 	Expiries      []expiry
 	Form          keyForm
 	// NewKey and NewSecret are set only in the response that created the key: the one time the secret is shown.
-	NewKey    *store.APIKey
+	NewKey    *workspaces.Key
 	NewSecret string
 	BaseURL   string
 }
@@ -96,7 +95,7 @@ func (c *Console) pageNotice(ec echo.Context) string {
 	return ""
 }
 
-func (c *Console) renderAPI(ec echo.Context, status int, notice, errMsg string, form keyForm, newKey *store.APIKey, secret string) error {
+func (c *Console) renderAPI(ec echo.Context, status int, notice, errMsg string, form keyForm, newKey *workspaces.Key, secret string) error {
 	ses := sessionFrom(ec)
 	p := page{Title: "API keys", Session: ses, Notice: notice, Error: errMsg}
 	data := apiData{Presets: workspaces.Presets, Resources: apikey.Resources, BrowserScopes: apikey.BrowserScopes,
@@ -123,7 +122,7 @@ func (c *Console) renderAPI(ec echo.Context, status int, notice, errMsg string, 
 		}
 		now := time.Now()
 		for _, k := range keys {
-			row := keyRow{APIKey: k, Masked: apikey.Mask(k.DisplayPrefix, k.Last4), Status: k.Status(now)}
+			row := keyRow{Key: k, Masked: apikey.Mask(k.DisplayPrefix, k.Last4), Status: k.Status(now)}
 			if pr, ok := workspaces.PresetFor(k.Scopes); ok {
 				row.Preset = pr.Name
 			}
@@ -352,7 +351,7 @@ func (c *Console) pathKey(ec echo.Context) (row keyRow, found bool, err error) {
 	if err != nil {
 		return keyRow{}, false, err
 	}
-	return keyRow{APIKey: k, Masked: apikey.Mask(k.DisplayPrefix, k.Last4), Status: k.Status(time.Now())}, true, nil
+	return keyRow{Key: k, Masked: apikey.Mask(k.DisplayPrefix, k.Last4), Status: k.Status(time.Now())}, true, nil
 }
 
 // revokePage asks for confirmation, naming the key.

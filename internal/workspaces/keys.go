@@ -179,7 +179,7 @@ func clip(s string, n int) string {
 // recognise it. The returned secret is the only copy there will ever be: show it once, never log it. Errors:
 // ValidationFailed (every invalid field of n at once: FieldName, FieldPreset, FieldScopes, FieldOrigins,
 // FieldExpiresIn), NotFound (no such workspace).
-func (s *Service) CreateKey(ctx context.Context, n NewKey) (key store.APIKey, secret string, err error) {
+func (s *Service) CreateKey(ctx context.Context, n NewKey) (key Key, secret string, err error) {
 	name, invalid := checkName(n.Name)
 	var scopes []apikey.Scope
 	var browser browserGrant
@@ -205,7 +205,7 @@ func (s *Service) CreateKey(ctx context.Context, n NewKey) (key store.APIKey, se
 		invalid.Add(FieldExpiresIn, "must be positive")
 	}
 	if err := invalid.Err(); err != nil {
-		return store.APIKey{}, "", err
+		return Key{}, "", err
 	}
 	var expiresAt *time.Time
 	if n.ExpiresIn > 0 {
@@ -218,19 +218,19 @@ func (s *Service) CreateKey(ctx context.Context, n NewKey) (key store.APIKey, se
 	}
 	generated, err := generate()
 	if err != nil {
-		return store.APIKey{}, "", err
+		return Key{}, "", err
 	}
 	k, err := s.db.APIKeys.Create(ctx, store.NewAPIKey{
 		WorkspaceID: n.WorkspaceID, Name: name, Scopes: scopes, CreatedBy: n.CreatedBy, ExpiresAt: expiresAt,
 		Origins: origins, Kind: n.Kind, ScopeTarget: browser.target, DailyQuota: browser.dailyQuota, SecretHash: generated.Hash, DisplayPrefix: generated.DisplayPrefix, Last4: generated.Last4,
 	})
 	if errors.Is(err, store.ErrNotFound) {
-		return store.APIKey{}, "", noWorkspace(n.WorkspaceID)
+		return Key{}, "", noWorkspace(n.WorkspaceID)
 	}
 	if err != nil {
-		return store.APIKey{}, "", err
+		return Key{}, "", err
 	}
-	return k, generated.Plain, nil
+	return keyOf(k), generated.Plain, nil
 }
 
 // browserGrant is what a browser key may do.
@@ -296,49 +296,50 @@ func keyScopes(n NewKey) ([]apikey.Scope, problem.Fields) {
 
 // Keys lists the keys of a workspace, newest first, revoked ones included; never their secrets, which are not
 // stored. Errors: NotFound (no such workspace).
-func (s *Service) Keys(ctx context.Context, workspaceID string) ([]store.APIKey, error) {
+func (s *Service) Keys(ctx context.Context, workspaceID string) ([]Key, error) {
 	if _, err := s.db.Workspaces.Get(ctx, workspaceID); errors.Is(err, store.ErrNotFound) {
 		return nil, noWorkspace(workspaceID)
 	} else if err != nil {
 		return nil, err
 	}
-	return s.db.APIKeys.List(ctx, workspaceID)
+	keys, err := s.db.APIKeys.List(ctx, workspaceID)
+	return listed(keyOf, keys, err)
 }
 
 // Key returns one key of a workspace. Errors: NotFound (no such key in that workspace).
-func (s *Service) Key(ctx context.Context, workspaceID, id string) (store.APIKey, error) {
+func (s *Service) Key(ctx context.Context, workspaceID, id string) (Key, error) {
 	k, err := s.db.APIKeys.Get(ctx, workspaceID, id)
 	if errors.Is(err, store.ErrNotFound) {
-		return store.APIKey{}, noKey(id)
+		return Key{}, noKey(id)
 	}
-	return k, err
+	return keyResult(k, err)
 }
 
 // RevokeKey revokes a key of any workspace: the operator's revoke. The key is refused from the next request on, by
 // every process; revoking a revoked key changes nothing and returns it as it is. Errors: NotFound (no such key).
-func (s *Service) RevokeKey(ctx context.Context, id string) (store.APIKey, error) {
+func (s *Service) RevokeKey(ctx context.Context, id string) (Key, error) {
 	k, err := s.db.APIKeys.Revoke(ctx, id)
 	return s.changed(id, k, err)
 }
 
 // RevokeWorkspaceKey is RevokeKey limited to the keys of one workspace: a member's revoke. Errors: NotFound (no such
 // key in that workspace).
-func (s *Service) RevokeWorkspaceKey(ctx context.Context, workspaceID, id string) (store.APIKey, error) {
+func (s *Service) RevokeWorkspaceKey(ctx context.Context, workspaceID, id string) (Key, error) {
 	k, err := s.db.APIKeys.RevokeInWorkspace(ctx, workspaceID, id)
 	return s.changed(id, k, err)
 }
 
 // changed finishes a change of key id (a revocation, new origins): the store announced it to every process, and
 // this process's cache forgets the key at once.
-func (s *Service) changed(id string, k store.APIKey, err error) (store.APIKey, error) {
+func (s *Service) changed(id string, k store.APIKey, err error) (Key, error) {
 	if errors.Is(err, store.ErrNotFound) {
-		return store.APIKey{}, noKey(id)
+		return Key{}, noKey(id)
 	}
 	if err != nil {
-		return store.APIKey{}, err
+		return Key{}, err
 	}
 	s.cfg.ForgetKey(k.SecretHash)
-	return k, nil
+	return keyOf(k), nil
 }
 
 // SetKeyOrigins replaces the origins of a key of a workspace (workspaceID "" for any workspace: the operator's CLI),
@@ -347,10 +348,10 @@ func (s *Service) changed(id string, k store.APIKey, err error) (store.APIKey, e
 // instead). A revoked key is not changed. Errors: ValidationFailed (an invalid origin at FieldOrigins/i, too many at
 // FieldOrigins), OriginsRequired (no origin left for a browser key), Conflict (the key is revoked), NotFound (no
 // such key in that workspace).
-func (s *Service) SetKeyOrigins(ctx context.Context, workspaceID, id string, in []string) (store.APIKey, error) {
+func (s *Service) SetKeyOrigins(ctx context.Context, workspaceID, id string, in []string) (Key, error) {
 	origins, invalid := parseOrigins(in)
 	if err := invalid.Err(); err != nil {
-		return store.APIKey{}, err
+		return Key{}, err
 	}
 	var k store.APIKey
 	var err error
@@ -360,19 +361,19 @@ func (s *Service) SetKeyOrigins(ctx context.Context, workspaceID, id string, in 
 		k, err = s.db.APIKeys.Get(ctx, workspaceID, id)
 	}
 	if errors.Is(err, store.ErrNotFound) {
-		return store.APIKey{}, noKey(id)
+		return Key{}, noKey(id)
 	}
 	if err != nil {
-		return store.APIKey{}, err
+		return Key{}, err
 	}
 	switch {
 	case k.RevokedAt != nil:
-		return store.APIKey{}, problem.Errorf(problem.Conflict, "The API key %s is revoked; a revoked key is not changed.", id)
+		return Key{}, problem.Errorf(problem.Conflict, "The API key %s is revoked; a revoked key is not changed.", id)
 	case k.Kind == apikey.KindBrowser && len(origins) == 0:
 		p := problem.New(problem.OriginsRequired,
 			"A browser key works only from the pages of its origins, so it keeps at least one; revoke the key to end it.")
 		p.Fields = []problem.Field{{Pointer: FieldOrigins, Detail: "a browser key needs at least one origin"}}
-		return store.APIKey{}, p
+		return Key{}, p
 	}
 	k, err = s.db.APIKeys.SetOrigins(ctx, k.WorkspaceID, id, origins)
 	return s.changed(id, k, err)

@@ -86,30 +86,31 @@ func checkName(raw string) (string, problem.Fields) {
 // CreateWorkspace creates a workspace with every model enabled. With an owner (a console user's ID) the user becomes
 // its owner in the same transaction; with ownerID "" it has no member until AddMember (the operator's CLI). Errors:
 // ValidationFailed (the name, see Name), NotFound (no such user).
-func (s *Service) CreateWorkspace(ctx context.Context, name, ownerID string) (store.Workspace, error) {
+func (s *Service) CreateWorkspace(ctx context.Context, name, ownerID string) (Workspace, error) {
 	name, err := Name(name)
 	if err != nil {
-		return store.Workspace{}, err
+		return Workspace{}, err
 	}
 	if ownerID == "" {
-		return s.db.Workspaces.Create(ctx, name)
+		return workspaceResult(s.db.Workspaces.Create(ctx, name))
 	}
 	w, err := s.db.Workspaces.CreateOwned(ctx, name, ownerID)
 	if errors.Is(err, store.ErrNotFound) {
-		return store.Workspace{}, problem.Errorf(problem.NotFound, "There is no user %s.", ownerID)
+		return Workspace{}, problem.Errorf(problem.NotFound, "There is no user %s.", ownerID)
 	}
-	return w, err
+	return workspaceResult(w, err)
 }
 
 // Workspaces lists every workspace, newest first: the operator's view.
-func (s *Service) Workspaces(ctx context.Context) ([]store.Workspace, error) {
-	return s.db.Workspaces.List(ctx)
+func (s *Service) Workspaces(ctx context.Context) ([]Workspace, error) {
+	ws, err := s.db.Workspaces.List(ctx)
+	return listed(workspaceOf, ws, err)
 }
 
 // SetEnabledModels chooses the models a workspace may use: models lists their IDs, each of the catalogue, and nil
 // enables every model of the catalogue (today's and those added later). Keys see the change on their next request.
 // Errors: ValidationFailed (a model outside the catalogue, at FieldEnabledModels/i), NotFound (no such workspace).
-func (s *Service) SetEnabledModels(ctx context.Context, workspaceID string, models []string) (store.Workspace, error) {
+func (s *Service) SetEnabledModels(ctx context.Context, workspaceID string, models []string) (Workspace, error) {
 	var invalid problem.Fields
 	for i, id := range models {
 		if !s.cfg.Models.Has(id) {
@@ -117,13 +118,13 @@ func (s *Service) SetEnabledModels(ctx context.Context, workspaceID string, mode
 		}
 	}
 	if err := invalid.Err(); err != nil {
-		return store.Workspace{}, err
+		return Workspace{}, err
 	}
 	w, err := s.db.Workspaces.SetEnabledModels(ctx, workspaceID, models)
 	if errors.Is(err, store.ErrNotFound) {
-		return store.Workspace{}, noWorkspace(workspaceID)
+		return Workspace{}, noWorkspace(workspaceID)
 	}
-	return w, err
+	return workspaceResult(w, err)
 }
 
 // Member is a user's membership of a workspace.
