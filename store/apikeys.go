@@ -47,17 +47,6 @@ const (
 	KindBrowser = "browser"
 )
 
-// Status is "revoked", "expired" or "active" at time t.
-func (k APIKey) Status(t time.Time) string {
-	switch {
-	case k.RevokedAt != nil:
-		return "revoked"
-	case k.ExpiresAt != nil && !t.Before(*k.ExpiresAt):
-		return "expired"
-	}
-	return "active"
-}
-
 // NewAPIKey is what Create needs: the hash and display parts come from package apikey, never the secret itself.
 type NewAPIKey struct {
 	WorkspaceID   string
