@@ -17,10 +17,9 @@ import (
 // Client is the part of whatsmeow's client the provider uses: the seam its tests drive with a fake that emits
 // whatsmeow's own event types. Every call of the provider to WhatsApp goes through it.
 type Client interface {
-	// AddEventHandler registers the handler of every event (whatsmeow's types/events values).
+	// AddEventHandler registers the handler of every event (whatsmeow's types/events values). An unpaired device
+	// gets its QR codes as events.QR, whose rotation the session runs itself.
 	AddEventHandler(h func(evt any))
-	// QRChannel must be asked for before Connect on an unpaired device; it carries the QR codes as they rotate.
-	QRChannel(ctx context.Context) (<-chan whatsmeow.QRChannelItem, error)
 	Connect(ctx context.Context) error
 	Disconnect()
 	Logout(ctx context.Context) error
@@ -77,10 +76,6 @@ func Real(httpClient *http.Client) NewClient {
 }
 
 func (r *realClient) AddEventHandler(h func(evt any)) { r.c.AddEventHandler(h) }
-
-func (r *realClient) QRChannel(ctx context.Context) (<-chan whatsmeow.QRChannelItem, error) {
-	return r.c.GetQRChannel(ctx)
-}
 
 func (r *realClient) Connect(ctx context.Context) error { return r.c.ConnectContext(ctx) }
 func (r *realClient) Disconnect()                       { r.c.Disconnect() }
