@@ -13,6 +13,6 @@ import (
 // database; its media downloads and uploads go through the egress guard like every customer-driven request.
 func init() {
 	optionalProviders = append(optionalProviders, func(a *App) channels.Provider {
-		return whatsappweb.New(a.DB, whatsappweb.Options{NewClient: whatsappweb.Real(a.Guard.Client(5 * time.Minute))})
+		return whatsappweb.New(a.DB, whatsappweb.Options{NewClient: whatsappweb.Real(whatsappweb.RealOptions{Media: a.Guard.Client(5 * time.Minute)})})
 	})
 }

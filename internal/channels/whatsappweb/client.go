@@ -57,19 +57,30 @@ type realClient struct {
 	dev *store.Device
 }
 
-// Real returns the NewClient of whatsmeow's client. Its websocket and media requests use httpClient when set
-// (the server's egress policy). Its own reconnect loop is off: a lost connection ends the session's Run, and the
-// channel runtime's backoff opens it again, as for every other network.
-func Real(httpClient *http.Client) NewClient {
+// RealOptions configure whatsmeow's clients.
+type RealOptions struct {
+	// Media carries media uploads and downloads (the server's egress guard).
+	Media *http.Client
+	// Websocket dials WhatsApp's websocket (default whatsmeow's own). It must set no overall timeout: the
+	// connection is the response body of its request and lives for hours.
+	Websocket *http.Client
+}
+
+// Real returns the NewClient of whatsmeow's client. Its own reconnect loop is off: a lost connection ends the
+// session's Run, and the channel runtime's backoff opens it again, as for every other network.
+func Real(o RealOptions) NewClient {
 	return func(dev *store.Device) Client {
 		// whatsmeow's logger is off: its debug output carries keys, QR payloads and message contents.
 		c := whatsmeow.NewClient(dev, nil)
 		c.EnableAutoReconnect = false
 		c.InitialAutoReconnect = false
-		// History sync is opt-in (off by default): without it the phone sends no backlog.
+		// The phone's history sync is not downloaded: the instance starts with the messages after pairing.
 		c.ManualHistorySyncDownload = true
-		if httpClient != nil {
-			c.SetMediaHTTPClient(httpClient)
+		if o.Media != nil {
+			c.SetMediaHTTPClient(o.Media)
+		}
+		if o.Websocket != nil {
+			c.SetWebsocketHTTPClient(o.Websocket)
 		}
 		return &realClient{c: c, dev: dev}
 	}

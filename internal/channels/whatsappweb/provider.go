@@ -25,7 +25,7 @@ const DefaultDeviceName = "Chrome (Linux)"
 
 // Options configure the provider.
 type Options struct {
-	// NewClient builds a device's client (default: whatsmeow's, Real(nil)).
+	// NewClient builds a device's client (default: whatsmeow's, Real(RealOptions{})).
 	NewClient NewClient
 }
 
@@ -41,7 +41,7 @@ type Provider struct {
 // New returns the provider over the product's database.
 func New(db *sbstore.DB, o Options) *Provider {
 	if o.NewClient == nil {
-		o.NewClient = Real(nil)
+		o.NewClient = Real(RealOptions{})
 	}
 	return &Provider{devices: NewDevices(db), newClient: o.NewClient, keys: newSenders(10000)}
 }

@@ -19,7 +19,8 @@ import (
 
 // How long WhatsApp's QR codes are shown: the first for a minute, each of the next for 20 seconds (the rotation
 // WhatsApp Web uses; the server sends the codes in one batch and closes the pairing when the last expires).
-const (
+// Variables only so that tests rotate faster.
+var (
 	firstQRTimeout = 60 * time.Second
 	nextQRTimeout  = 20 * time.Second
 )
@@ -172,7 +173,7 @@ func (s *session) handle(evt any) {
 		s.joinedGroup(e)
 	case *events.PushName:
 		s.report(func(ctx context.Context) error {
-			return s.sink.ContactChanged(ctx, s.party(ctx, e.JID, types.EmptyJID, e.NewPushName))
+			return s.sink.ContactChanged(ctx, s.party(ctx, e.JID, e.JIDAlt, e.NewPushName))
 		})
 	case *events.IdentityChange:
 		// The person's security code changed (a new phone, a reinstall): their contact is refreshed, so that a
