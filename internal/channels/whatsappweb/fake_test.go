@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -24,6 +25,7 @@ type network struct {
 	mu       sync.Mutex
 	accounts map[string]*account // by phone digits
 	byLID    map[string]*account
+	groups   map[string]*fakeGroup // by the group JID's user part
 	// scanning are accounts whose phones scan the next QR code an unpaired device shows, in order.
 	scanning []*account
 	next     int
@@ -32,7 +34,7 @@ type network struct {
 }
 
 func newNetwork() *network {
-	return &network{accounts: map[string]*account{}, byLID: map[string]*account{}}
+	return &network{accounts: map[string]*account{}, byLID: map[string]*account{}, groups: map[string]*fakeGroup{}}
 }
 
 // account is a WhatsApp account: its linked devices (the device JIDs WhatsApp accepts), the client connected as
@@ -293,29 +295,167 @@ func (c *fakeClient) Download(_ context.Context, msg whatsmeow.DownloadableMessa
 	return b, nil
 }
 
-func (c *fakeClient) CreateGroup(context.Context, string, []types.JID) (*types.GroupInfo, error) {
-	return nil, &whatsmeow.IQError{Code: 500, Text: "the fake has no groups"}
+// fakeGroup is a group of the fake: its info and its invite code.
+type fakeGroup struct {
+	info   types.GroupInfo
+	invite string
 }
 
-func (c *fakeClient) GroupInfo(_ context.Context, g types.JID) (*types.GroupInfo, error) {
-	return nil, whatsmeow.ErrGroupNotFound
+func (n *network) group(j types.JID) (*fakeGroup, error) {
+	g := n.groups[j.User]
+	if g == nil {
+		return nil, whatsmeow.ErrGroupNotFound
+	}
+	return g, nil
 }
-func (c *fakeClient) SetGroupName(context.Context, types.JID, string) error {
-	return whatsmeow.ErrGroupNotFound
+
+func participant(a *account) types.GroupParticipant {
+	return types.GroupParticipant{JID: a.jid(), LID: a.jid(), PhoneNumber: a.pn()}
 }
-func (c *fakeClient) SetGroupDescription(context.Context, types.JID, string) error {
-	return whatsmeow.ErrGroupNotFound
+
+func (c *fakeClient) CreateGroup(_ context.Context, name string, who []types.JID) (*types.GroupInfo, error) {
+	me, err := c.account()
+	if err != nil {
+		return nil, err
+	}
+	n := c.n
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.next++
+	owner := participant(me)
+	owner.IsAdmin, owner.IsSuperAdmin = true, true
+	g := &fakeGroup{info: types.GroupInfo{JID: types.NewJID(fmt.Sprintf("1203630%011d", n.next), types.GroupServer),
+		GroupName: types.GroupName{Name: name}, GroupCreated: time.Now(), Participants: []types.GroupParticipant{owner}},
+		invite: fmt.Sprintf("INVITE%d", n.next)}
+	// WhatsApp answers the creation with every participant asked for, those it could not add with an error
+	// code; the group has the others.
+	answer := g.info
+	answer.Participants = slices.Clone(g.info.Participants)
+	for _, j := range who {
+		if a := n.accounts[j.User]; a != nil {
+			g.info.Participants = append(g.info.Participants, participant(a))
+			answer.Participants = append(answer.Participants, participant(a))
+		} else {
+			answer.Participants = append(answer.Participants, types.GroupParticipant{JID: j, PhoneNumber: j, Error: 404})
+		}
+	}
+	n.groups[g.info.JID.User] = g
+	return &answer, nil
 }
-func (c *fakeClient) UpdateGroupParticipants(context.Context, types.JID, []types.JID, whatsmeow.ParticipantChange) ([]types.GroupParticipant, error) {
-	return nil, whatsmeow.ErrGroupNotFound
+
+func (c *fakeClient) GroupInfo(_ context.Context, j types.JID) (*types.GroupInfo, error) {
+	c.n.mu.Lock()
+	defer c.n.mu.Unlock()
+	g, err := c.n.group(j)
+	if err != nil {
+		return nil, err
+	}
+	info := g.info
+	info.Participants = slices.Clone(g.info.Participants)
+	return &info, nil
 }
-func (c *fakeClient) GroupInviteLink(context.Context, types.JID, bool) (string, error) {
-	return "", whatsmeow.ErrGroupNotFound
+
+func (c *fakeClient) SetGroupName(_ context.Context, j types.JID, name string) error {
+	c.n.mu.Lock()
+	defer c.n.mu.Unlock()
+	g, err := c.n.group(j)
+	if err == nil {
+		g.info.Name = name
+	}
+	return err
 }
-func (c *fakeClient) JoinGroupWithLink(context.Context, string) (types.JID, error) {
-	return types.EmptyJID, whatsmeow.ErrInviteLinkInvalid
+
+func (c *fakeClient) SetGroupDescription(_ context.Context, j types.JID, topic string) error {
+	c.n.mu.Lock()
+	defer c.n.mu.Unlock()
+	g, err := c.n.group(j)
+	if err == nil {
+		g.info.Topic = topic
+	}
+	return err
 }
-func (c *fakeClient) LeaveGroup(context.Context, types.JID) error { return whatsmeow.ErrGroupNotFound }
+
+func (c *fakeClient) UpdateGroupParticipants(_ context.Context, j types.JID, who []types.JID, action whatsmeow.ParticipantChange) ([]types.GroupParticipant, error) {
+	c.n.mu.Lock()
+	defer c.n.mu.Unlock()
+	g, err := c.n.group(j)
+	if err != nil {
+		return nil, err
+	}
+	var out []types.GroupParticipant
+	for _, w := range who {
+		i := slices.IndexFunc(g.info.Participants, func(p types.GroupParticipant) bool { return p.PhoneNumber.User == w.User })
+		a := c.n.accounts[w.User]
+		res := types.GroupParticipant{JID: w, PhoneNumber: w}
+		switch {
+		case a == nil:
+			res.Error = 404
+		case action == whatsmeow.ParticipantChangeAdd && i >= 0:
+			res.Error = 409
+		case action == whatsmeow.ParticipantChangeAdd:
+			res = participant(a)
+			g.info.Participants = append(g.info.Participants, res)
+		case i < 0:
+			res.Error = 404
+		case action == whatsmeow.ParticipantChangeRemove:
+			g.info.Participants = slices.Delete(g.info.Participants, i, i+1)
+		default:
+			g.info.Participants[i].IsAdmin = action == whatsmeow.ParticipantChangePromote
+			res = g.info.Participants[i]
+		}
+		out = append(out, res)
+	}
+	return out, nil
+}
+
+func (c *fakeClient) GroupInviteLink(_ context.Context, j types.JID, reset bool) (string, error) {
+	c.n.mu.Lock()
+	defer c.n.mu.Unlock()
+	g, err := c.n.group(j)
+	if err != nil {
+		return "", err
+	}
+	if reset {
+		c.n.next++
+		g.invite = fmt.Sprintf("INVITE%d", c.n.next)
+	}
+	return invitePrefix + g.invite, nil
+}
+
+func (c *fakeClient) JoinGroupWithLink(_ context.Context, code string) (types.JID, error) {
+	me, err := c.account()
+	if err != nil {
+		return types.EmptyJID, err
+	}
+	c.n.mu.Lock()
+	defer c.n.mu.Unlock()
+	for _, g := range c.n.groups {
+		if g.invite == code {
+			g.info.Participants = append(g.info.Participants, participant(me))
+			return g.info.JID, nil
+		}
+	}
+	return types.EmptyJID, whatsmeow.ErrInviteLinkRevoked
+}
+
+func (c *fakeClient) LeaveGroup(_ context.Context, j types.JID) error {
+	me, err := c.account()
+	if err != nil {
+		return err
+	}
+	c.n.mu.Lock()
+	defer c.n.mu.Unlock()
+	g, err := c.n.group(j)
+	if err != nil {
+		return err
+	}
+	i := slices.IndexFunc(g.info.Participants, func(p types.GroupParticipant) bool { return p.PhoneNumber.User == me.phone })
+	if i < 0 {
+		return whatsmeow.ErrNotInGroup
+	}
+	g.info.Participants = slices.Delete(g.info.Participants, i, i+1)
+	return nil
+}
 
 func (c *fakeClient) IsOnWhatsApp(_ context.Context, phones []string) ([]types.IsOnWhatsAppResponse, error) {
 	c.n.mu.Lock()
