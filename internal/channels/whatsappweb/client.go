@@ -61,8 +61,8 @@ type realClient struct {
 type RealOptions struct {
 	// Media carries media uploads and downloads (the server's egress guard).
 	Media *http.Client
-	// Websocket dials WhatsApp's websocket (default whatsmeow's own). It must set no overall timeout: the
-	// connection is the response body of its request and lives for hours.
+	// Websocket dials WhatsApp's websocket, before and after pairing (default whatsmeow's own). It must set no
+	// overall timeout: the connection is the response body of its request and lives for hours.
 	Websocket *http.Client
 }
 
@@ -81,6 +81,7 @@ func Real(o RealOptions) NewClient {
 		}
 		if o.Websocket != nil {
 			c.SetWebsocketHTTPClient(o.Websocket)
+			c.SetPreLoginHTTPClient(o.Websocket)
 		}
 		return &realClient{c: c, dev: dev}
 	}
