@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"runtime"
+	"sync/atomic"
 	"testing"
 
 	waAdv "go.mau.fi/whatsmeow/proto/waAdv"
@@ -24,9 +25,9 @@ var errOffline = errors.New("connect: network is unreachable")
 
 // offline is whatsmeow's real client whose websocket dials fail, as on a machine that cannot reach WhatsApp;
 // dials counts the attempts.
-func offline(dials *int) NewClient {
+func offline(dials *atomic.Int64) NewClient {
 	return Real(RealOptions{Websocket: &http.Client{Transport: &http.Transport{
-		DialContext: func(context.Context, string, string) (net.Conn, error) { *dials++; return nil, errOffline },
+		DialContext: func(context.Context, string, string) (net.Conn, error) { dials.Add(1); return nil, errOffline },
 	}}})
 }
 
@@ -36,7 +37,7 @@ func offline(dials *int) NewClient {
 func TestRealClientOfflineFailsCleanly(t *testing.T) {
 	ctx := t.Context()
 	db := sqlite(t)
-	dials := 0
+	var dials atomic.Int64
 	p := New(db, Options{NewClient: offline(&dials)})
 	dev, err := p.devices.Device(ctx, types.EmptyJID)
 	if err != nil {
@@ -78,8 +79,8 @@ func TestRealClientOfflineFailsCleanly(t *testing.T) {
 	for range 5 {
 		attempt(nil)
 	}
-	if dials < 107 {
-		t.Errorf("%d dials for 107 attempts: the client did not try to connect each time", dials)
+	if dials.Load() < 107 {
+		t.Errorf("%d dials for 107 attempts: the client did not try to connect each time", dials.Load())
 	}
 	// Goroutines that end after Run returned (whatsmeow's event dispatch) are waited for, not slept on.
 	await.Until(t, "the goroutines of 105 offline attempts to end", runtime.NumGoroutine, func(n int) bool { return n <= before })
