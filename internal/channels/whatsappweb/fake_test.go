@@ -31,6 +31,8 @@ type network struct {
 	next     int
 	// offline makes Connect fail, as when WhatsApp cannot be reached.
 	offline bool
+	// waiting is the last unpaired device that showed a QR code no phone was due to scan.
+	waiting *fakeClient
 }
 
 func newNetwork() *network {
@@ -124,6 +126,9 @@ func (c *fakeClient) Connect(ctx context.Context) error {
 		}
 		n.next++
 		code := fmt.Sprintf("2@fake-qr-%d", n.next)
+		if a == nil {
+			n.waiting = c
+		}
 		n.mu.Unlock()
 		c.emit(&events.QR{Codes: []string{code, code + "-b"}})
 		if a != nil {
