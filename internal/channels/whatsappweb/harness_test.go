@@ -85,8 +85,10 @@ type rig struct {
 	me     *account
 	peer   *account
 	client atomic.Pointer[fakeClient]
-	done   chan struct{}
-	err    error
+	// instance is the ID of the instance the sessions are of.
+	instance string
+	done     chan struct{}
+	err      error
 }
 
 // newRig opens a session of an instance on a fresh fake network; paired has the account's phone scan its first
@@ -111,9 +113,23 @@ func newRig(t *testing.T, db *store.DB, paired bool) *rig {
 	return r
 }
 
-// open starts the session with credentials creds.
+// open starts the session of the rig's instance with credentials creds.
 func (r *rig) open(creds []byte) {
-	s, err := r.p.Open(channels.Instance{ID: store.NewID("inst"), Credentials: creds, Config: map[string]any{}}, r.sink)
+	if r.instance == "" {
+		// The instance exists, as every instance a provider opens does: the device store deletes the devices of
+		// instances that are gone.
+		ctx := context.Background()
+		ws, err := r.db.Workspaces.Create(ctx, "whatsapp")
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		inst := &store.Instance{ID: store.NewID("ins"), WorkspaceID: ws.ID, Name: "wa", Provider: Name, Status: "connecting"}
+		if err := r.db.Instances.Create(ctx, r.db.Bun(), inst); err != nil {
+			r.t.Fatal(err)
+		}
+		r.instance = inst.ID
+	}
+	s, err := r.p.Open(channels.Instance{ID: r.instance, Credentials: creds, Config: map[string]any{}}, r.sink)
 	if err != nil {
 		r.t.Fatal(err)
 	}

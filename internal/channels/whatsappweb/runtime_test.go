@@ -32,6 +32,7 @@ import (
 type engine struct {
 	db  *store.DB
 	svc *channels.Service
+	p   *Provider
 	ws  string
 }
 
@@ -51,7 +52,8 @@ func newEngine(t *testing.T, db *store.DB, newClient NewClient, budget int) *eng
 	rt := hub.New(db, svc, hub.Options{Owner: "whatsapp-test", Lease: 6 * time.Second, Rate: -1,
 		BackoffBase: 10 * time.Millisecond, BackoffMax: 40 * time.Millisecond, Budget: budget, Logger: quiet})
 	svc.Attach(rt, rt)
-	if err := svc.AddProvider(New(db, Options{NewClient: newClient})); err != nil {
+	p := New(db, Options{NewClient: newClient})
+	if err := svc.AddProvider(p); err != nil {
 		t.Fatal(err)
 	}
 	run, cancel := context.WithCancel(ctx)
@@ -62,7 +64,7 @@ func newEngine(t *testing.T, db *store.DB, newClient NewClient, budget int) *eng
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &engine{db: db, svc: svc, ws: ws.ID}
+	return &engine{db: db, svc: svc, p: p, ws: ws.ID}
 }
 
 // connect creates an instance and connects it.
@@ -205,6 +207,41 @@ func TestWhatReachesTheAPI(t *testing.T) {
 		if len(contacts) != 1 || !slices.Contains(contacts[0].Addresses, "+4915112345678") ||
 			!slices.Contains(contacts[0].Addresses, peer.lid+"@lid") {
 			t.Errorf("contacts %+v, want one with the number and the LID", contacts)
+		}
+	})
+}
+
+// Deleting an instance whose session is not live (disconnected) does not reach its session; its device is deleted
+// when the next session of the provider starts.
+func TestDeletedOfflineInstanceLosesItsDevice(t *testing.T) {
+	storetest.OwnDialects(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		n := newNetwork()
+		first, second := n.add("15550100001", "First"), n.add("15550100002", "Second")
+		n.scanning = append(n.scanning, first, second)
+		e := newEngine(t, db, n.NewClient, 0)
+		connected := func(id string) store.Instance {
+			return await.Until(t, "the instance to connect", func() store.Instance { return e.instance(t, id) },
+				func(i store.Instance) bool { return i.Status == string(channels.StatusConnected) })
+		}
+		id := e.connect(t)
+		connected(id)
+		var jid types.JID
+		for j := range first.devices {
+			jid, _ = types.ParseJID(j)
+		}
+		if _, err := e.svc.Disconnect(ctx, e.ws, id); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.svc.Delete(ctx, e.ws, id); err != nil {
+			t.Fatal(err)
+		}
+		if ok, err := e.p.devices.Paired(ctx, jid); err != nil || !ok {
+			t.Fatalf("the disconnected instance's device is not in the store before any session started (%v)", err)
+		}
+		connected(e.connect(t))
+		if ok, err := e.p.devices.Paired(ctx, jid); err != nil || ok {
+			t.Errorf("the deleted instance's device is still in the store after the next session started (%v)", err)
 		}
 	})
 }

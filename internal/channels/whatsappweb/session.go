@@ -49,6 +49,10 @@ type session struct {
 func (s *session) Run(ctx context.Context) error {
 	run, cancel := context.WithCancel(ctx)
 	defer cancel()
+	// Each session start deletes the devices of instances deleted while their sessions were not live.
+	if _, err := s.p.devices.Sweep(run); err != nil {
+		return err
+	}
 	dev, err := s.p.devices.Device(run, s.jid)
 	if err != nil {
 		return err
@@ -234,6 +238,12 @@ func (s *session) connected() {
 	if err != nil {
 		s.finish(err)
 		return
+	}
+	if ctx := s.live(); ctx != nil {
+		if err := s.p.devices.Bind(ctx, s.inst.ID, pn); err != nil {
+			s.finish(err)
+			return
+		}
 	}
 	account := channels.Party{Address: "+" + pn.User, DisplayName: name}
 	if !lid.IsEmpty() {

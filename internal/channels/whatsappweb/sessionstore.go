@@ -46,9 +46,87 @@ func (d *Devices) Container(ctx context.Context) (*sqlstore.Container, error) {
 			d.err = fmt.Errorf("whatsapp_web: migrating the device store: %w", err)
 			return
 		}
+		if _, err := d.db.Bun().ExecContext(ctx, bindingsTable); err != nil {
+			d.err = fmt.Errorf("whatsapp_web: creating the device bindings: %w", err)
+			return
+		}
 		d.container = c
 	})
 	return d.container, d.err
+}
+
+// bindingsTable says which instance each device is: deleting an instance whose session is not live (disconnected,
+// failed) does not reach the provider, so Sweep finds the devices of instances that are gone and deletes them.
+const bindingsTable = `CREATE TABLE IF NOT EXISTS whatsapp_web_instances (
+	instance_id TEXT PRIMARY KEY,
+	jid         TEXT NOT NULL
+)`
+
+// Bind records that the instance is the device jid; a device the instance was before is deleted.
+func (d *Devices) Bind(ctx context.Context, instanceID string, jid types.JID) error {
+	c, err := d.Container(ctx)
+	if err != nil {
+		return err
+	}
+	var before []string
+	if err := d.db.Bun().NewRaw("SELECT jid FROM whatsapp_web_instances WHERE instance_id = ?", instanceID).
+		Scan(ctx, &before); err != nil {
+		return fmt.Errorf("whatsapp_web: reading the device binding: %w", err)
+	}
+	for _, old := range before {
+		if old == jid.String() {
+			return nil
+		}
+		if err := d.wipeJID(ctx, c, old); err != nil {
+			return err
+		}
+	}
+	if _, err := d.db.Bun().ExecContext(ctx, "DELETE FROM whatsapp_web_instances WHERE instance_id = ?", instanceID); err != nil {
+		return fmt.Errorf("whatsapp_web: binding the device: %w", err)
+	}
+	if _, err := d.db.Bun().ExecContext(ctx, "INSERT INTO whatsapp_web_instances (instance_id, jid) VALUES (?, ?)",
+		instanceID, jid.String()); err != nil {
+		return fmt.Errorf("whatsapp_web: binding the device: %w", err)
+	}
+	return nil
+}
+
+// Sweep deletes the devices of instances that no longer exist, and their bindings. It returns how many it deleted.
+func (d *Devices) Sweep(ctx context.Context) (int, error) {
+	c, err := d.Container(ctx)
+	if err != nil {
+		return 0, err
+	}
+	var gone []struct {
+		InstanceID string `bun:"instance_id"`
+		JID        string `bun:"jid"`
+	}
+	if err := d.db.Bun().NewRaw(`SELECT b.instance_id, b.jid FROM whatsapp_web_instances b
+		LEFT JOIN instances i ON i.id = b.instance_id WHERE i.id IS NULL`).Scan(ctx, &gone); err != nil {
+		return 0, fmt.Errorf("whatsapp_web: finding the devices of deleted instances: %w", err)
+	}
+	for _, g := range gone {
+		if err := d.wipeJID(ctx, c, g.JID); err != nil {
+			return 0, err
+		}
+		if _, err := d.db.Bun().ExecContext(ctx, "DELETE FROM whatsapp_web_instances WHERE instance_id = ?", g.InstanceID); err != nil {
+			return 0, fmt.Errorf("whatsapp_web: deleting a device binding: %w", err)
+		}
+	}
+	return len(gone), nil
+}
+
+// wipeJID deletes the device jid names, when it still has rows.
+func (d *Devices) wipeJID(ctx context.Context, c *sqlstore.Container, raw string) error {
+	jid, err := types.ParseJID(raw)
+	if err != nil {
+		return nil // no device could have been saved under it
+	}
+	dev, err := c.GetDevice(ctx, jid)
+	if err != nil {
+		return fmt.Errorf("whatsapp_web: reading a device to delete: %w", err)
+	}
+	return d.Wipe(ctx, dev)
 }
 
 // Device returns the device paired as jid, or a new unpaired device when jid is empty or its rows are gone (the
