@@ -44,6 +44,21 @@ func TestQRCodesRotateThenPairingTimesOut(t *testing.T) {
 	}
 }
 
+// WhatsApp closes the connection of an unpaired device once its codes expired: the instance waits, disconnected,
+// for a client to connect it again, instead of new codes rotating for nobody.
+func TestDisconnectWhileWaitingForAScanEndsThePairing(t *testing.T) {
+	r := newRig(t, sqlite(t), false)
+	r.await("the QR code", func(c call) bool { return c.kind == "qr" })
+	r.emit(&events.Disconnected{})
+	if err := r.ended(); err != nil {
+		t.Fatalf("Run returned %v, want nil (ended for good)", err)
+	}
+	all := r.sink.all()
+	if last := all[len(all)-1]; last.status != channels.StatusDisconnected || !strings.Contains(last.reason, "not scanned") {
+		t.Errorf("the last report is %s", last)
+	}
+}
+
 // Scanning the code pairs the device: connecting after PairSuccess, then connected with the phone number, the LID
 // as another ID of the same account, and credentials that name the device saved in the store.
 func TestPairSuccessThenConnectedReportsTheAccount(t *testing.T) {

@@ -41,8 +41,9 @@ type session struct {
 	// end carries why the connection ended: nil for an end for good (reported through the sink), an error for a
 	// loss the runtime retries.
 	end chan error
-	// qr is the rotation of the QR codes of the current batch.
-	qr *time.Timer
+	// qr is the rotation of the QR codes of the current batch; shown says codes were shown.
+	qr    *time.Timer
+	shown bool
 }
 
 // Run connects the device and keeps the connection until ctx ends or WhatsApp ends it.
@@ -162,6 +163,13 @@ func (s *session) handle(evt any) {
 		s.finish(&channels.Failure{Code: "stream_error", Detail: "WhatsApp ended the stream with code " + e.Code,
 			Retryable: true})
 	case *events.Disconnected:
+		if s.pairing() {
+			// WhatsApp closes the connection of a device nobody paired once its last QR code expired: a new batch
+			// waits for the user to connect again, rather than codes rotating for nobody.
+			s.stopQR()
+			s.end1(channels.StatusDisconnected, "the QR code was not scanned in time; connect the instance again for a new one")
+			return
+		}
 		s.finish(&channels.Failure{Code: "server_unreachable", Detail: "the connection to WhatsApp was lost",
 			Retryable: true})
 	case *events.KeepAliveTimeout:
@@ -213,9 +221,17 @@ func (s *session) showQR(codes []string, i int) {
 	s.report(func(ctx context.Context) error { return s.sink.QR(ctx, codes[i], time.Now().Add(timeout)) })
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.shown = true
 	if s.run != nil && s.run.Err() == nil {
 		s.qr = time.AfterFunc(timeout, func() { s.showQR(codes, i+1) })
 	}
+}
+
+// pairing reports whether the device is unpaired and QR codes were shown.
+func (s *session) pairing() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.shown && s.dev != nil && s.dev.ID == nil
 }
 
 func (s *session) stopQR() {
