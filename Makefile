@@ -6,7 +6,7 @@ PKGS    := ./...
 # exceeded" at the deadline on a busy machine without any failing input (golang/go#75804, fixed in go1.27).
 FUZZTIME ?= 20000x
 
-.PHONY: run build test test-go test-e2e test-sdk sdk-build image test-image test-short fuzz generate check-generated tidy-check lint-spec compat vet ci e2e-n8n bench tools browser proxy help
+.PHONY: run build build-whatsapp test-whatsapp test test-go test-e2e test-sdk sdk-build image test-image test-short fuzz generate check-generated tidy-check lint-spec compat vet ci e2e-n8n bench tools browser proxy help
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -16,6 +16,18 @@ run: ## start the server on embedded SQLite (data/switchboard.db) at http://loca
 
 build: ## build bin/switchboard
 	$(GO) build -trimpath -o bin/switchboard .
+
+# The WhatsApp Web provider links go.mau.fi/whatsmeow, whose go.mau.fi/libsignal is GPL-3.0: only a build with the
+# whatsapp_web tag has it, and such a binary is distributed under GPL-3.0 as a whole (docs/whatsapp-web.md).
+build-whatsapp: ## build bin/switchboard-whatsapp with the WhatsApp Web provider (-tags whatsapp_web; the binary is GPL-3.0 as a whole)
+	$(GO) build -trimpath -tags whatsapp_web -o bin/switchboard-whatsapp .
+
+test-whatsapp: ## the WhatsApp Web provider's tests (SQLite and PostgreSQL), the provider list of both builds, and no go.mau.fi code in the default build
+	$(GO) vet -tags whatsapp_web ./internal/channels/whatsappweb/... ./internal/app/
+	$(GO) test -race -count=1 -tags whatsapp_web ./internal/channels/whatsappweb/...
+	$(GO) test -count=1 -tags whatsapp_web -run '^TestNewBuildsEveryServiceOnce$$' ./internal/app/
+	$(GO) test -count=1 -run '^TestNewBuildsEveryServiceOnce$$' ./internal/app/
+	@if $(GO) list -deps . | grep -q '^go\.mau\.fi/'; then echo "the default build imports go.mau.fi (GPL-3.0) packages"; exit 1; fi
 
 test: test-go test-e2e test-sdk ## every test: Go (SQLite and PostgreSQL), the browser tests and the SDKs' round trip
 

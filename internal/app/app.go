@@ -235,8 +235,17 @@ func (a *App) messaging(baseURL string, opts hub.Options) error {
 			return err
 		}
 	}
+	for _, build := range optionalProviders {
+		if err := a.Messaging.AddProvider(build(a)); err != nil {
+			return err
+		}
+	}
 	return nil
 }
+
+// optionalProviders are the providers of build tags: files built only with a tag append to it in their init (the
+// WhatsApp Web provider, whatsapp_web, links GPL-3.0 code that the default build leaves out).
+var optionalProviders []func(a *App) channels.Provider
 
 // Register adds the background jobs of the product to jobs, in the stages of a shutdown that loses nothing: stage
 // 0 stops taking work and drains it (webhook attempts, open streams, channel sessions and sends); stage 1 drains

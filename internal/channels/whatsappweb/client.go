@@ -1,0 +1,166 @@
+//go:build whatsapp_web
+
+package whatsappweb
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"go.mau.fi/whatsmeow"
+	waE2E "go.mau.fi/whatsmeow/proto/waE2E"
+	"go.mau.fi/whatsmeow/store"
+	"go.mau.fi/whatsmeow/types"
+	"go.mau.fi/whatsmeow/types/events"
+)
+
+// Client is the part of whatsmeow's client the provider uses: the seam its tests drive with a fake that emits
+// whatsmeow's own event types. Every call of the provider to WhatsApp goes through it.
+type Client interface {
+	// AddEventHandler registers the handler of every event (whatsmeow's types/events values). An unpaired device
+	// gets its QR codes as events.QR, whose rotation the session runs itself.
+	AddEventHandler(h func(evt any))
+	Connect(ctx context.Context) error
+	Disconnect()
+	Logout(ctx context.Context) error
+	// PairPhone asks for a pairing code for phone (digits with the country code) shown under displayName.
+	PairPhone(ctx context.Context, phone, displayName string) (string, error)
+	// Own is the paired account: its phone-number JID (device part included), its LID and push name.
+	Own() (pn, lid types.JID, pushName string)
+	// PNForLID is the phone-number JID WhatsApp mapped to a LID, empty when none is known.
+	PNForLID(ctx context.Context, lid types.JID) (types.JID, error)
+
+	SendMessage(ctx context.Context, to types.JID, msg *waE2E.Message, id types.MessageID) (whatsmeow.SendResponse, error)
+	MarkRead(ctx context.Context, ids []types.MessageID, at time.Time, chat, sender types.JID) error
+	Upload(ctx context.Context, data []byte, kind whatsmeow.MediaType) (whatsmeow.UploadResponse, error)
+	Download(ctx context.Context, msg whatsmeow.DownloadableMessage) ([]byte, error)
+
+	CreateGroup(ctx context.Context, name string, participants []types.JID) (*types.GroupInfo, error)
+	GroupInfo(ctx context.Context, group types.JID) (*types.GroupInfo, error)
+	SetGroupName(ctx context.Context, group types.JID, name string) error
+	SetGroupDescription(ctx context.Context, group types.JID, description string) error
+	UpdateGroupParticipants(ctx context.Context, group types.JID, who []types.JID, action whatsmeow.ParticipantChange) ([]types.GroupParticipant, error)
+	GroupInviteLink(ctx context.Context, group types.JID, reset bool) (string, error)
+	JoinGroupWithLink(ctx context.Context, code string) (types.JID, error)
+	LeaveGroup(ctx context.Context, group types.JID) error
+
+	IsOnWhatsApp(ctx context.Context, phones []string) ([]types.IsOnWhatsAppResponse, error)
+	UpdateBlocklist(ctx context.Context, who types.JID, action events.BlocklistChangeAction) error
+}
+
+// NewClient builds the client of a device; the provider's Options take another for tests.
+type NewClient func(dev *store.Device) Client
+
+// realClient is Client over whatsmeow's *Client.
+type realClient struct {
+	c   *whatsmeow.Client
+	dev *store.Device
+}
+
+// RealOptions configure whatsmeow's clients.
+type RealOptions struct {
+	// Media carries media uploads and downloads (the server's egress guard).
+	Media *http.Client
+	// Websocket dials WhatsApp's websocket, before and after pairing (default whatsmeow's own). It must set no
+	// overall timeout: the connection is the response body of its request and lives for hours.
+	Websocket *http.Client
+}
+
+// Real returns the NewClient of whatsmeow's client. Its own reconnect loop is off: a lost connection ends the
+// session's Run, and the channel runtime's backoff opens it again, as for every other network.
+func Real(o RealOptions) NewClient {
+	return func(dev *store.Device) Client {
+		// whatsmeow's logger is off: its debug output carries keys, QR payloads and message contents.
+		c := whatsmeow.NewClient(dev, nil)
+		c.EnableAutoReconnect = false
+		c.InitialAutoReconnect = false
+		// The phone's history sync is not downloaded: the instance starts with the messages after pairing.
+		c.ManualHistorySyncDownload = true
+		if o.Media != nil {
+			c.SetMediaHTTPClient(o.Media)
+		}
+		if o.Websocket != nil {
+			c.SetWebsocketHTTPClient(o.Websocket)
+			c.SetPreLoginHTTPClient(o.Websocket)
+		}
+		return &realClient{c: c, dev: dev}
+	}
+}
+
+func (r *realClient) AddEventHandler(h func(evt any)) { r.c.AddEventHandler(h) }
+
+func (r *realClient) Connect(ctx context.Context) error { return r.c.ConnectContext(ctx) }
+func (r *realClient) Disconnect()                       { r.c.Disconnect() }
+func (r *realClient) Logout(ctx context.Context) error  { return r.c.Logout(ctx) }
+
+func (r *realClient) PairPhone(ctx context.Context, phone, displayName string) (string, error) {
+	return r.c.PairPhone(ctx, phone, true, whatsmeow.PairClientChrome, displayName)
+}
+
+func (r *realClient) Own() (types.JID, types.JID, string) {
+	return r.dev.GetJID(), r.dev.GetLID(), r.dev.PushName
+}
+
+func (r *realClient) PNForLID(ctx context.Context, lid types.JID) (types.JID, error) {
+	if r.dev.LIDs == nil {
+		return types.EmptyJID, nil
+	}
+	return r.dev.LIDs.GetPNForLID(ctx, lid)
+}
+
+func (r *realClient) SendMessage(ctx context.Context, to types.JID, msg *waE2E.Message, id types.MessageID) (whatsmeow.SendResponse, error) {
+	return r.c.SendMessage(ctx, to, msg, whatsmeow.SendRequestExtra{ID: id})
+}
+
+func (r *realClient) MarkRead(ctx context.Context, ids []types.MessageID, at time.Time, chat, sender types.JID) error {
+	return r.c.MarkRead(ctx, ids, at, chat, sender)
+}
+
+func (r *realClient) Upload(ctx context.Context, data []byte, kind whatsmeow.MediaType) (whatsmeow.UploadResponse, error) {
+	return r.c.Upload(ctx, data, kind)
+}
+
+func (r *realClient) Download(ctx context.Context, msg whatsmeow.DownloadableMessage) ([]byte, error) {
+	return r.c.Download(ctx, msg)
+}
+
+func (r *realClient) CreateGroup(ctx context.Context, name string, participants []types.JID) (*types.GroupInfo, error) {
+	return r.c.CreateGroup(ctx, whatsmeow.ReqCreateGroup{Name: name, Participants: participants})
+}
+
+func (r *realClient) GroupInfo(ctx context.Context, group types.JID) (*types.GroupInfo, error) {
+	return r.c.GetGroupInfo(ctx, group)
+}
+
+func (r *realClient) SetGroupName(ctx context.Context, group types.JID, name string) error {
+	return r.c.SetGroupName(ctx, group, name)
+}
+
+func (r *realClient) SetGroupDescription(ctx context.Context, group types.JID, description string) error {
+	return r.c.SetGroupDescription(ctx, group, description)
+}
+
+func (r *realClient) UpdateGroupParticipants(ctx context.Context, group types.JID, who []types.JID, action whatsmeow.ParticipantChange) ([]types.GroupParticipant, error) {
+	return r.c.UpdateGroupParticipants(ctx, group, who, action)
+}
+
+func (r *realClient) GroupInviteLink(ctx context.Context, group types.JID, reset bool) (string, error) {
+	return r.c.GetGroupInviteLink(ctx, group, reset)
+}
+
+func (r *realClient) JoinGroupWithLink(ctx context.Context, code string) (types.JID, error) {
+	return r.c.JoinGroupWithLink(ctx, code)
+}
+
+func (r *realClient) LeaveGroup(ctx context.Context, group types.JID) error {
+	return r.c.LeaveGroup(ctx, group)
+}
+
+func (r *realClient) IsOnWhatsApp(ctx context.Context, phones []string) ([]types.IsOnWhatsAppResponse, error) {
+	return r.c.IsOnWhatsApp(ctx, phones)
+}
+
+func (r *realClient) UpdateBlocklist(ctx context.Context, who types.JID, action events.BlocklistChangeAction) error {
+	_, err := r.c.UpdateBlocklist(ctx, who, action)
+	return err
+}

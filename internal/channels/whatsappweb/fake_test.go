@@ -1,0 +1,481 @@
+//go:build whatsapp_web
+
+package whatsappweb
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"go.mau.fi/whatsmeow"
+	waAdv "go.mau.fi/whatsmeow/proto/waAdv"
+	waE2E "go.mau.fi/whatsmeow/proto/waE2E"
+	"go.mau.fi/whatsmeow/store"
+	"go.mau.fi/whatsmeow/types"
+	"go.mau.fi/whatsmeow/types/events"
+)
+
+// network is a fake of WhatsApp's servers for the provider's Client seam: accounts with phone numbers and LIDs,
+// devices that pair by QR (the account's phone scans the next code shown), messages between accounts (a message
+// to an offline device waits for it), receipts, and the devices' rows written through whatsmeow's real store.
+type network struct {
+	mu       sync.Mutex
+	accounts map[string]*account // by phone digits
+	byLID    map[string]*account
+	groups   map[string]*fakeGroup // by the group JID's user part
+	// scanning are accounts whose phones scan the next QR code an unpaired device shows, in order.
+	scanning []*account
+	next     int
+	// offline makes Connect fail, as when WhatsApp cannot be reached.
+	offline bool
+	// waiting is the last unpaired device that showed a QR code no phone was due to scan.
+	waiting *fakeClient
+}
+
+func newNetwork() *network {
+	return &network{accounts: map[string]*account{}, byLID: map[string]*account{}, groups: map[string]*fakeGroup{}}
+}
+
+// account is a WhatsApp account: its linked devices (the device JIDs WhatsApp accepts), the client connected as
+// one of them, what waits for it, and what it received.
+type account struct {
+	phone, lid, name string
+	devices          map[string]bool
+	client           *fakeClient
+	queue            []any
+	received         []received
+	loseAnswer       bool
+}
+
+type received struct {
+	id   types.MessageID
+	from string
+	msg  *waE2E.Message
+}
+
+func (n *network) add(phone, name string) *account {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.next++
+	a := &account{phone: phone, lid: fmt.Sprintf("%d", 200000000000000+n.next), name: name, devices: map[string]bool{}}
+	n.accounts[phone] = a
+	n.byLID[a.lid] = a
+	return a
+}
+
+func (a *account) pn() types.JID  { return types.NewJID(a.phone, types.DefaultUserServer) }
+func (a *account) jid() types.JID { return types.NewJID(a.lid, types.HiddenUserServer) }
+
+// deliver hands an event to the account's connected device, or queues it until one connects.
+func (n *network) deliver(a *account, evt any) {
+	n.mu.Lock()
+	c := a.client
+	if c == nil {
+		a.queue = append(a.queue, evt)
+	}
+	n.mu.Unlock()
+	if c != nil {
+		c.emit(evt)
+	}
+}
+
+// NewClient is the fake's Client of a device.
+func (n *network) NewClient(dev *store.Device) Client { return &fakeClient{n: n, dev: dev} }
+
+type fakeClient struct {
+	n   *network
+	dev *store.Device
+
+	mu        sync.Mutex
+	handlers  []func(any)
+	connected bool
+	acct      *account
+}
+
+func (c *fakeClient) emit(evt any) {
+	c.mu.Lock()
+	hs := append([]func(any){}, c.handlers...)
+	c.mu.Unlock()
+	for _, h := range hs {
+		h(evt)
+	}
+}
+
+func (c *fakeClient) AddEventHandler(h func(any)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.handlers = append(c.handlers, h)
+}
+
+var errUnreachable = errors.New("dial tcp: lookup web.whatsapp.com: no such host")
+
+func (c *fakeClient) Connect(ctx context.Context) error {
+	n := c.n
+	n.mu.Lock()
+	if n.offline {
+		n.mu.Unlock()
+		return errUnreachable
+	}
+	if c.dev.ID == nil {
+		var a *account
+		if len(n.scanning) > 0 {
+			a, n.scanning = n.scanning[0], n.scanning[1:]
+		}
+		n.next++
+		code := fmt.Sprintf("2@fake-qr-%d", n.next)
+		if a == nil {
+			n.waiting = c
+		}
+		n.mu.Unlock()
+		c.emit(&events.QR{Codes: []string{code, code + "-b"}})
+		if a != nil {
+			return c.pair(ctx, a)
+		}
+		return nil
+	}
+	a := n.accounts[c.dev.ID.User]
+	if a == nil || !a.devices[c.dev.ID.String()] {
+		n.mu.Unlock()
+		c.emit(&events.LoggedOut{OnConnect: true, Reason: events.ConnectFailureLoggedOut})
+		return nil
+	}
+	n.mu.Unlock()
+	c.online(a)
+	return nil
+}
+
+// pair is the phone of a scanning the code: WhatsApp links the device, whatsmeow saves it, and it connects.
+func (c *fakeClient) pair(ctx context.Context, a *account) error {
+	n := c.n
+	n.mu.Lock()
+	n.next++
+	jid := types.JID{User: a.phone, Server: types.DefaultUserServer, Device: uint16(n.next % 90)}
+	a.devices[jid.String()] = true
+	n.mu.Unlock()
+	c.dev.ID, c.dev.LID, c.dev.PushName = &jid, a.jid(), a.name
+	// What the phone signs for the device at pairing (whatsmeow keeps it with the device's keys).
+	c.dev.Account = &waAdv.ADVSignedDeviceIdentity{Details: []byte("details of " + jid.String()),
+		AccountSignatureKey: make([]byte, 32), AccountSignature: make([]byte, 64), DeviceSignature: make([]byte, 64)}
+	if err := c.dev.Save(ctx); err != nil {
+		return err
+	}
+	c.emit(&events.PairSuccess{ID: jid, LID: a.jid(), Platform: "android"})
+	c.online(a)
+	return nil
+}
+
+func (c *fakeClient) online(a *account) {
+	n := c.n
+	n.mu.Lock()
+	a.client = c
+	queue := a.queue
+	a.queue = nil
+	n.mu.Unlock()
+	c.mu.Lock()
+	c.connected, c.acct = true, a
+	c.mu.Unlock()
+	c.emit(&events.Connected{})
+	for _, evt := range queue {
+		c.emit(evt)
+	}
+}
+
+func (c *fakeClient) Disconnect() {
+	c.mu.Lock()
+	a := c.acct
+	c.connected, c.acct = false, nil
+	c.mu.Unlock()
+	if a != nil {
+		c.n.mu.Lock()
+		if a.client == c {
+			a.client = nil
+		}
+		c.n.mu.Unlock()
+	}
+}
+
+func (c *fakeClient) Logout(ctx context.Context) error {
+	c.mu.Lock()
+	a := c.acct
+	c.mu.Unlock()
+	if a == nil {
+		return whatsmeow.ErrNotConnected
+	}
+	c.n.mu.Lock()
+	delete(a.devices, c.dev.ID.String())
+	c.n.mu.Unlock()
+	c.Disconnect()
+	// whatsmeow deletes the device once WhatsApp confirmed the logout.
+	return c.dev.Delete(ctx)
+}
+
+func (c *fakeClient) PairPhone(_ context.Context, phone, name string) (string, error) {
+	if name != DefaultDeviceName && !deviceName.MatchString(name) {
+		return "", fmt.Errorf("bad display name %q", name)
+	}
+	return "ABCD-" + phone[len(phone)-4:], nil
+}
+
+func (c *fakeClient) Own() (types.JID, types.JID, string) {
+	return c.dev.GetJID(), c.dev.GetLID(), c.dev.PushName
+}
+
+func (c *fakeClient) PNForLID(_ context.Context, lid types.JID) (types.JID, error) {
+	c.n.mu.Lock()
+	defer c.n.mu.Unlock()
+	if a := c.n.byLID[lid.User]; a != nil {
+		return a.pn(), nil
+	}
+	return types.EmptyJID, nil
+}
+
+func (c *fakeClient) account() (*account, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.connected {
+		return nil, whatsmeow.ErrNotConnected
+	}
+	return c.acct, nil
+}
+
+// SendMessage delivers to the recipient's account; its devices keep one copy per message ID, as WhatsApp's apps
+// do.
+func (c *fakeClient) SendMessage(_ context.Context, to types.JID, msg *waE2E.Message, id types.MessageID) (whatsmeow.SendResponse, error) {
+	from, err := c.account()
+	if err != nil {
+		return whatsmeow.SendResponse{}, err
+	}
+	n := c.n
+	n.mu.Lock()
+	r := n.accounts[to.User]
+	if to.Server == types.HiddenUserServer {
+		r = n.byLID[to.User]
+	}
+	lose := from.loseAnswer
+	from.loseAnswer = false
+	if r == nil {
+		n.mu.Unlock()
+		return whatsmeow.SendResponse{}, &whatsmeow.IQError{Code: 404, Text: "item-not-found"}
+	}
+	dup := false
+	for _, m := range r.received {
+		dup = dup || m.id == id
+	}
+	if !dup {
+		r.received = append(r.received, received{id: id, from: from.phone, msg: msg})
+	}
+	n.mu.Unlock()
+	if lose {
+		return whatsmeow.SendResponse{}, whatsmeow.ErrMessageTimedOut
+	}
+	return whatsmeow.SendResponse{ID: id, Timestamp: time.Now()}, nil
+}
+
+func (c *fakeClient) MarkRead(context.Context, []types.MessageID, time.Time, types.JID, types.JID) error {
+	_, err := c.account()
+	return err
+}
+
+func (c *fakeClient) Upload(_ context.Context, data []byte, _ whatsmeow.MediaType) (whatsmeow.UploadResponse, error) {
+	return whatsmeow.UploadResponse{URL: "https://mmg.example/x", DirectPath: "/v/x", MediaKey: []byte("k"),
+		FileLength: uint64(len(data))}, nil
+}
+
+// media are the bytes of attachments the fake's media servers hold, by direct path.
+var media = struct {
+	sync.Mutex
+	byPath map[string][]byte
+}{byPath: map[string][]byte{}}
+
+func (c *fakeClient) Download(_ context.Context, msg whatsmeow.DownloadableMessage) ([]byte, error) {
+	media.Lock()
+	defer media.Unlock()
+	b, ok := media.byPath[msg.GetDirectPath()]
+	if !ok {
+		return nil, errors.New("download failed with status code 404")
+	}
+	return b, nil
+}
+
+// fakeGroup is a group of the fake: its info and its invite code.
+type fakeGroup struct {
+	info   types.GroupInfo
+	invite string
+}
+
+func (n *network) group(j types.JID) (*fakeGroup, error) {
+	g := n.groups[j.User]
+	if g == nil {
+		return nil, whatsmeow.ErrGroupNotFound
+	}
+	return g, nil
+}
+
+func participant(a *account) types.GroupParticipant {
+	return types.GroupParticipant{JID: a.jid(), LID: a.jid(), PhoneNumber: a.pn()}
+}
+
+func (c *fakeClient) CreateGroup(_ context.Context, name string, who []types.JID) (*types.GroupInfo, error) {
+	me, err := c.account()
+	if err != nil {
+		return nil, err
+	}
+	n := c.n
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.next++
+	owner := participant(me)
+	owner.IsAdmin, owner.IsSuperAdmin = true, true
+	g := &fakeGroup{info: types.GroupInfo{JID: types.NewJID(fmt.Sprintf("1203630%011d", n.next), types.GroupServer),
+		GroupName: types.GroupName{Name: name}, GroupCreated: time.Now(), Participants: []types.GroupParticipant{owner}},
+		invite: fmt.Sprintf("INVITE%d", n.next)}
+	// WhatsApp answers the creation with every participant asked for, those it could not add with an error
+	// code; the group has the others.
+	answer := g.info
+	answer.Participants = slices.Clone(g.info.Participants)
+	for _, j := range who {
+		if a := n.accounts[j.User]; a != nil {
+			g.info.Participants = append(g.info.Participants, participant(a))
+			answer.Participants = append(answer.Participants, participant(a))
+		} else {
+			answer.Participants = append(answer.Participants, types.GroupParticipant{JID: j, PhoneNumber: j, Error: 404})
+		}
+	}
+	n.groups[g.info.JID.User] = g
+	return &answer, nil
+}
+
+func (c *fakeClient) GroupInfo(_ context.Context, j types.JID) (*types.GroupInfo, error) {
+	c.n.mu.Lock()
+	defer c.n.mu.Unlock()
+	g, err := c.n.group(j)
+	if err != nil {
+		return nil, err
+	}
+	info := g.info
+	info.Participants = slices.Clone(g.info.Participants)
+	return &info, nil
+}
+
+func (c *fakeClient) SetGroupName(_ context.Context, j types.JID, name string) error {
+	c.n.mu.Lock()
+	defer c.n.mu.Unlock()
+	g, err := c.n.group(j)
+	if err == nil {
+		g.info.Name = name
+	}
+	return err
+}
+
+func (c *fakeClient) SetGroupDescription(_ context.Context, j types.JID, topic string) error {
+	c.n.mu.Lock()
+	defer c.n.mu.Unlock()
+	g, err := c.n.group(j)
+	if err == nil {
+		g.info.Topic = topic
+	}
+	return err
+}
+
+func (c *fakeClient) UpdateGroupParticipants(_ context.Context, j types.JID, who []types.JID, action whatsmeow.ParticipantChange) ([]types.GroupParticipant, error) {
+	c.n.mu.Lock()
+	defer c.n.mu.Unlock()
+	g, err := c.n.group(j)
+	if err != nil {
+		return nil, err
+	}
+	var out []types.GroupParticipant
+	for _, w := range who {
+		i := slices.IndexFunc(g.info.Participants, func(p types.GroupParticipant) bool { return p.PhoneNumber.User == w.User })
+		a := c.n.accounts[w.User]
+		res := types.GroupParticipant{JID: w, PhoneNumber: w}
+		switch {
+		case a == nil:
+			res.Error = 404
+		case action == whatsmeow.ParticipantChangeAdd && i >= 0:
+			res.Error = 409
+		case action == whatsmeow.ParticipantChangeAdd:
+			res = participant(a)
+			g.info.Participants = append(g.info.Participants, res)
+		case i < 0:
+			res.Error = 404
+		case action == whatsmeow.ParticipantChangeRemove:
+			g.info.Participants = slices.Delete(g.info.Participants, i, i+1)
+		default:
+			g.info.Participants[i].IsAdmin = action == whatsmeow.ParticipantChangePromote
+			res = g.info.Participants[i]
+		}
+		out = append(out, res)
+	}
+	return out, nil
+}
+
+func (c *fakeClient) GroupInviteLink(_ context.Context, j types.JID, reset bool) (string, error) {
+	c.n.mu.Lock()
+	defer c.n.mu.Unlock()
+	g, err := c.n.group(j)
+	if err != nil {
+		return "", err
+	}
+	if reset {
+		c.n.next++
+		g.invite = fmt.Sprintf("INVITE%d", c.n.next)
+	}
+	return invitePrefix + g.invite, nil
+}
+
+func (c *fakeClient) JoinGroupWithLink(_ context.Context, code string) (types.JID, error) {
+	me, err := c.account()
+	if err != nil {
+		return types.EmptyJID, err
+	}
+	c.n.mu.Lock()
+	defer c.n.mu.Unlock()
+	for _, g := range c.n.groups {
+		if g.invite == code {
+			g.info.Participants = append(g.info.Participants, participant(me))
+			return g.info.JID, nil
+		}
+	}
+	return types.EmptyJID, whatsmeow.ErrInviteLinkRevoked
+}
+
+func (c *fakeClient) LeaveGroup(_ context.Context, j types.JID) error {
+	me, err := c.account()
+	if err != nil {
+		return err
+	}
+	c.n.mu.Lock()
+	defer c.n.mu.Unlock()
+	g, err := c.n.group(j)
+	if err != nil {
+		return err
+	}
+	i := slices.IndexFunc(g.info.Participants, func(p types.GroupParticipant) bool { return p.PhoneNumber.User == me.phone })
+	if i < 0 {
+		return whatsmeow.ErrNotInGroup
+	}
+	g.info.Participants = slices.Delete(g.info.Participants, i, i+1)
+	return nil
+}
+
+func (c *fakeClient) IsOnWhatsApp(_ context.Context, phones []string) ([]types.IsOnWhatsAppResponse, error) {
+	c.n.mu.Lock()
+	defer c.n.mu.Unlock()
+	out := make([]types.IsOnWhatsAppResponse, len(phones))
+	for i, p := range phones {
+		out[i].Query = p
+		if a := c.n.accounts[p[1:]]; a != nil {
+			out[i].IsIn, out[i].JID, out[i].PhoneNumber = true, a.jid(), a.pn()
+		}
+	}
+	return out, nil
+}
+
+func (c *fakeClient) UpdateBlocklist(context.Context, types.JID, events.BlocklistChangeAction) error {
+	_, err := c.account()
+	return err
+}
