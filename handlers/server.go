@@ -30,6 +30,7 @@ import (
 	"github.com/switchboard/switchboard/internal/eventstream"
 	"github.com/switchboard/switchboard/internal/links"
 	"github.com/switchboard/switchboard/internal/links/redirector"
+	"github.com/switchboard/switchboard/internal/llm"
 	"github.com/switchboard/switchboard/internal/modelcatalog"
 	"github.com/switchboard/switchboard/internal/ratelimit"
 	"github.com/switchboard/switchboard/internal/sealbox"
@@ -71,6 +72,10 @@ type Config struct {
 	Verifier *apikey.Verifier
 	// Models is the operator's model catalogue (default modelcatalog.Default()).
 	Models *modelcatalog.Catalog
+	// LLM serves the models list and chat completions from the operator's upstreams when it has any (see
+	// internal/llm); without it, or without upstreams, the models list is the catalogue and completions answer
+	// model_not_found.
+	LLM *llm.Service
 	// TrustedProxies are the networks of reverse proxies whose X-Forwarded-For is believed; empty means the client
 	// address is the connection's.
 	TrustedProxies []*net.IPNet

@@ -29,6 +29,7 @@ import (
 	"github.com/switchboard/switchboard/internal/links"
 	"github.com/switchboard/switchboard/internal/links/clicks"
 	"github.com/switchboard/switchboard/internal/links/linkcache"
+	"github.com/switchboard/switchboard/internal/llm"
 	"github.com/switchboard/switchboard/internal/modelcatalog"
 	"github.com/switchboard/switchboard/internal/ratelimit"
 	"github.com/switchboard/switchboard/internal/runner"
@@ -63,6 +64,10 @@ type Config struct {
 	KeyCacheTTL time.Duration
 	// Models is the operator's model catalogue (default modelcatalog.Default()).
 	Models *modelcatalog.Catalog
+	// ModelUpstreams are the operator's OpenAI-compatible servers: when set, the models list is theirs and chat
+	// completions and model bots go to them; ModelLimits are each workspace's quotas of completions.
+	ModelUpstreams []llm.Upstream
+	ModelLimits    llm.Limits
 	// Links configures short links; its BaseURL and Logger default to the process's.
 	Links links.Config
 	// Clicks configures the click recorder of redirects (SpoolDir defaults to "spool" in the database's data
@@ -93,6 +98,8 @@ type App struct {
 	Nonces   ratelimit.Nonces
 	Verifier *apikey.Verifier
 	Models   *modelcatalog.Catalog
+	// LLM lists the upstreams' models and passes completions to them (Configured is false without upstreams).
+	LLM *llm.Service
 
 	Workspaces *workspaces.Service
 	Links      *links.Service
@@ -133,6 +140,9 @@ func New(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 		key = make([]byte, sealbox.KeySize)
 		_, _ = rand.Read(key)
 	}
+	// An upstream's stream can last minutes: the service bounds each call itself, so the client sets no timeout.
+	a.LLM = llm.New(llm.Config{Upstreams: cfg.ModelUpstreams, Client: a.Guard.Client(0), Limits: cfg.ModelLimits,
+		Logger: a.Log})
 	var err error
 	if a.Box, err = sealbox.New(key); err != nil {
 		return nil, err

@@ -4333,10 +4333,18 @@ type Model struct {
 	// Object Always `model`.
 	Object ModelObject `json:"object"`
 
-	// OwnedBy The organisation that provides the model.
+	// OwnedBy The organisation that provides the model (for an upstream's model, what the upstream says).
 	//
 	// Example: openai
 	OwnedBy string `json:"owned_by"`
+
+	// Upstream The name of the operator's model upstream that serves the model, and answers
+	// `POST /api/v1/chat/completions` for it. Absent for models of the built-in catalogue, which no upstream
+	// serves.
+	//
+	//
+	// Example: local
+	Upstream *string `json:"upstream,omitempty"`
 }
 
 // ModelCapabilities defines model for Model.Capabilities.
@@ -8174,6 +8182,12 @@ type ClientInterface interface {
 	// it needs only the `models:read` scope and touches nothing. The catalogue is small and is returned whole
 	// (no pagination).
 	//
+	// When the operator configured model upstreams (OpenAI-compatible servers, `SWITCHBOARD_MODEL_UPSTREAMS`),
+	// the list is instead the models those upstreams serve, as their own `GET /models` answers (narrowed to each
+	// upstream's allow-list), in the order of the upstreams; each names the upstream that serves it in
+	// `upstream`. The lists are cached and refreshed in the background; an upstream that does not answer keeps
+	// its last list. A model served by two upstreams is listed once, for the first.
+	//
 	// Corresponds with GET /api/v1/models (the `ListModels` operationId).
 	ListModels(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
@@ -10372,6 +10386,12 @@ func (c *Client) GetMediaContent(ctx context.Context, mediaId MediaID, reqEditor
 // Lists the models enabled for the key's workspace, in catalogue order. This is the reference first call:
 // it needs only the `models:read` scope and touches nothing. The catalogue is small and is returned whole
 // (no pagination).
+//
+// When the operator configured model upstreams (OpenAI-compatible servers, `SWITCHBOARD_MODEL_UPSTREAMS`),
+// the list is instead the models those upstreams serve, as their own `GET /models` answers (narrowed to each
+// upstream's allow-list), in the order of the upstreams; each names the upstream that serves it in
+// `upstream`. The lists are cached and refreshed in the background; an upstream that does not answer keeps
+// its last list. A model served by two upstreams is listed once, for the first.
 //
 // Corresponds with GET /api/v1/models (the `ListModels` operationId).
 func (c *Client) ListModels(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -17089,6 +17109,12 @@ type ClientWithResponsesInterface interface {
 	// Lists the models enabled for the key's workspace, in catalogue order. This is the reference first call:
 	// it needs only the `models:read` scope and touches nothing. The catalogue is small and is returned whole
 	// (no pagination).
+	//
+	// When the operator configured model upstreams (OpenAI-compatible servers, `SWITCHBOARD_MODEL_UPSTREAMS`),
+	// the list is instead the models those upstreams serve, as their own `GET /models` answers (narrowed to each
+	// upstream's allow-list), in the order of the upstreams; each names the upstream that serves it in
+	// `upstream`. The lists are cached and refreshed in the background; an upstream that does not answer keeps
+	// its last list. A model served by two upstreams is listed once, for the first.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -36055,6 +36081,12 @@ func (c *ClientWithResponses) GetMediaContentWithResponse(ctx context.Context, m
 // Lists the models enabled for the key's workspace, in catalogue order. This is the reference first call:
 // it needs only the `models:read` scope and touches nothing. The catalogue is small and is returned whole
 // (no pagination).
+//
+// When the operator configured model upstreams (OpenAI-compatible servers, `SWITCHBOARD_MODEL_UPSTREAMS`),
+// the list is instead the models those upstreams serve, as their own `GET /models` answers (narrowed to each
+// upstream's allow-list), in the order of the upstreams; each names the upstream that serves it in
+// `upstream`. The lists are cached and refreshed in the background; an upstream that does not answer keeps
+// its last list. A model served by two upstreams is listed once, for the first.
 //
 // Returns a wrapper object for the known response body format(s).
 //

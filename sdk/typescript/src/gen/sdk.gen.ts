@@ -25,6 +25,12 @@ export type Options<TData extends TDataShape = TDataShape, ThrowOnError extends 
  * it needs only the `models:read` scope and touches nothing. The catalogue is small and is returned whole
  * (no pagination).
  *
+ * When the operator configured model upstreams (OpenAI-compatible servers, `SWITCHBOARD_MODEL_UPSTREAMS`),
+ * the list is instead the models those upstreams serve, as their own `GET /models` answers (narrowed to each
+ * upstream's allow-list), in the order of the upstreams; each names the upstream that serves it in
+ * `upstream`. The lists are cached and refreshed in the background; an upstream that does not answer keeps
+ * its last list. A model served by two upstreams is listed once, for the first.
+ *
  */
 export const listModels = <ThrowOnError extends boolean = false>(options?: Options<ListModelsData, ThrowOnError>) => (options?.client ?? client).get<ListModelsResponses, ListModelsErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],
