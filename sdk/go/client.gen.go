@@ -1127,6 +1127,8 @@ const (
 	ProblemCodeSlugTaken                    ProblemCode = "slug_taken"
 	ProblemCodeStreamOverflow               ProblemCode = "stream_overflow"
 	ProblemCodeUnsupportedMediaType         ProblemCode = "unsupported_media_type"
+	ProblemCodeUpstreamError                ProblemCode = "upstream_error"
+	ProblemCodeUpstreamRejected             ProblemCode = "upstream_rejected"
 	ProblemCodeValidationFailed             ProblemCode = "validation_failed"
 	ProblemCodeWebhookDisabled              ProblemCode = "webhook_disabled"
 )
@@ -1215,6 +1217,10 @@ func (e ProblemCode) Valid() bool {
 	case ProblemCodeStreamOverflow:
 		return true
 	case ProblemCodeUnsupportedMediaType:
+		return true
+	case ProblemCodeUpstreamError:
+		return true
+	case ProblemCodeUpstreamRejected:
 		return true
 	case ProblemCodeValidationFailed:
 		return true
@@ -2132,6 +2138,44 @@ type ChatObject string
 
 // ChatType With one person or a group.
 type ChatType string
+
+// ChatCompletion An OpenAI `chat.completion` object, as the upstream answered it.
+type ChatCompletion struct {
+	Choices *[]map[string]interface{} `json:"choices,omitempty"`
+	Id      *string                   `json:"id,omitempty"`
+	Model   *string                   `json:"model,omitempty"`
+
+	// Object `chat.completion`.
+	Object *string `json:"object,omitempty"`
+
+	// Usage The tokens the completion used, which the workspace's token quotas count.
+	Usage                *map[string]interface{} `json:"usage,omitempty"`
+	AdditionalProperties map[string]interface{}  `json:"-"`
+}
+
+// ChatCompletionRequest An OpenAI chat-completions request (see OpenAI's API reference for every field); it is passed to the
+// upstream as it is, so fields this reference does not name (`temperature`, `tools`, `response_format`, …)
+// reach it too.
+type ChatCompletionRequest struct {
+	// Messages The conversation, as OpenAI's message objects.
+	Messages []ChatCompletionRequest_Messages_Item `json:"messages"`
+
+	// Model A model ID from the catalogue.
+	//
+	// Example: gpt-4o-mini
+	Model ModelID `json:"model"`
+
+	// Stream Answer with server-sent events as the upstream produces them.
+	Stream               *bool                  `json:"stream,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// ChatCompletionRequest_Messages_Item defines model for ChatCompletionRequest.messages.Item.
+type ChatCompletionRequest_Messages_Item struct {
+	// Role system, developer, user, assistant or tool.
+	Role                 string                 `json:"role"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
 
 // ChatID A chat ID.
 //
@@ -4369,7 +4413,7 @@ type ModelList struct {
 // ModelListObject Always `list`.
 type ModelListObject string
 
-// OpenAIError On the answers of the OpenAI-compatible `/api/v1/models` endpoints only: the same problem in the shape OpenAI's SDKs read, so that they show its message instead of "(no body)".
+// OpenAIError On the answers of the OpenAI-compatible endpoints only (`/api/v1/models` and `/api/v1/chat/completions`): the same problem in the shape OpenAI's SDKs read, so that they show its message instead of "(no body)". Its `code` is the problem's code (`rate_limited`, `upstream_rejected`, …).
 type OpenAIError struct {
 	// Code A stable, machine-readable error code; each has one HTTP status, described at `/problems/<code>`. Codes are
 	// never repurposed, and new ones are added as the API grows: treat a code you do not know by its HTTP status.
@@ -4509,7 +4553,7 @@ type Problem struct {
 	// Detail An explanation of this occurrence.
 	Detail *string `json:"detail,omitempty"`
 
-	// Error On the answers of the OpenAI-compatible `/api/v1/models` endpoints only: the same problem in the shape OpenAI's SDKs read, so that they show its message instead of "(no body)".
+	// Error On the answers of the OpenAI-compatible endpoints only (`/api/v1/models` and `/api/v1/chat/completions`): the same problem in the shape OpenAI's SDKs read, so that they show its message instead of "(no body)". Its `code` is the problem's code (`rate_limited`, `upstream_rejected`, …).
 	Error *OpenAIError `json:"error,omitempty"`
 
 	// Errors For `validation_failed`, every invalid field.
@@ -4536,7 +4580,7 @@ type Problem struct {
 	// Example: /problems/validation_failed
 	Type string `json:"type"`
 
-	// ViolatedPolicies For `rate_limited`, the names of the exhausted rate-limit policies (`key`, `workspace`, `address`).
+	// ViolatedPolicies For `rate_limited`, the names of the exhausted rate-limit policies (`key`, `workspace`, `address`; for chat completions `model_requests_per_minute`, `model_requests_per_day`, `model_tokens_per_minute`, `model_tokens_per_day`, or `upstream` when the model's upstream limited the request).
 	ViolatedPolicies *[]string `json:"violated-policies,omitempty"`
 }
 
@@ -6022,6 +6066,9 @@ type StatsTZ = string
 // StatsTo defines model for StatsTo.
 type StatsTo = time.Time
 
+// BadGateway An RFC 9457 problem document. Switch on `code`, which is stable; `title` and `detail` are for humans.
+type BadGateway = Problem
+
 // BadRequest An RFC 9457 problem document. Switch on `code`, which is stable; `title` and `detail` are for humans.
 type BadRequest = Problem
 
@@ -6464,6 +6511,9 @@ type IngestSourceRequestFormdataBody struct {
 // IngestSourceRequestTextBody defines parameters for IngestSourceRequest.
 type IngestSourceRequestTextBody = string
 
+// CreateChatCompletionJSONRequestBody defines body for CreateChatCompletion for application/json ContentType.
+type CreateChatCompletionJSONRequestBody = ChatCompletionRequest
+
 // CreateEventTypeJSONRequestBody defines body for CreateEventType for application/json ContentType.
 type CreateEventTypeJSONRequestBody = EventTypeCreate
 
@@ -6562,6 +6612,296 @@ type IngestSourceRequestFormdataRequestBody IngestSourceRequestFormdataBody
 
 // IngestSourceRequestTextRequestBody defines body for IngestSourceRequest for text/plain ContentType.
 type IngestSourceRequestTextRequestBody = IngestSourceRequestTextBody
+
+// Getter for additional properties for ChatCompletion. Returns the specified
+// element and whether it was found
+func (a ChatCompletion) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for ChatCompletion
+func (a *ChatCompletion) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for ChatCompletion to handle AdditionalProperties
+func (a *ChatCompletion) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["choices"]; found {
+		err = json.Unmarshal(raw, &a.Choices)
+		if err != nil {
+			return fmt.Errorf("error reading 'choices': %w", err)
+		}
+		delete(object, "choices")
+	}
+
+	if raw, found := object["id"]; found {
+		err = json.Unmarshal(raw, &a.Id)
+		if err != nil {
+			return fmt.Errorf("error reading 'id': %w", err)
+		}
+		delete(object, "id")
+	}
+
+	if raw, found := object["model"]; found {
+		err = json.Unmarshal(raw, &a.Model)
+		if err != nil {
+			return fmt.Errorf("error reading 'model': %w", err)
+		}
+		delete(object, "model")
+	}
+
+	if raw, found := object["object"]; found {
+		err = json.Unmarshal(raw, &a.Object)
+		if err != nil {
+			return fmt.Errorf("error reading 'object': %w", err)
+		}
+		delete(object, "object")
+	}
+
+	if raw, found := object["usage"]; found {
+		err = json.Unmarshal(raw, &a.Usage)
+		if err != nil {
+			return fmt.Errorf("error reading 'usage': %w", err)
+		}
+		delete(object, "usage")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for ChatCompletion to handle AdditionalProperties
+func (a ChatCompletion) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.Choices != nil {
+		object["choices"], err = json.Marshal(a.Choices)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'choices': %w", err)
+		}
+	}
+
+	if a.Id != nil {
+		object["id"], err = json.Marshal(a.Id)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'id': %w", err)
+		}
+	}
+
+	if a.Model != nil {
+		object["model"], err = json.Marshal(a.Model)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'model': %w", err)
+		}
+	}
+
+	if a.Object != nil {
+		object["object"], err = json.Marshal(a.Object)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'object': %w", err)
+		}
+	}
+
+	if a.Usage != nil {
+		object["usage"], err = json.Marshal(a.Usage)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'usage': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for ChatCompletionRequest. Returns the specified
+// element and whether it was found
+func (a ChatCompletionRequest) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for ChatCompletionRequest
+func (a *ChatCompletionRequest) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for ChatCompletionRequest to handle AdditionalProperties
+func (a *ChatCompletionRequest) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["messages"]; found {
+		err = json.Unmarshal(raw, &a.Messages)
+		if err != nil {
+			return fmt.Errorf("error reading 'messages': %w", err)
+		}
+		delete(object, "messages")
+	}
+
+	if raw, found := object["model"]; found {
+		err = json.Unmarshal(raw, &a.Model)
+		if err != nil {
+			return fmt.Errorf("error reading 'model': %w", err)
+		}
+		delete(object, "model")
+	}
+
+	if raw, found := object["stream"]; found {
+		err = json.Unmarshal(raw, &a.Stream)
+		if err != nil {
+			return fmt.Errorf("error reading 'stream': %w", err)
+		}
+		delete(object, "stream")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for ChatCompletionRequest to handle AdditionalProperties
+func (a ChatCompletionRequest) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.Messages != nil {
+		object["messages"], err = json.Marshal(a.Messages)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'messages': %w", err)
+		}
+	}
+
+	object["model"], err = json.Marshal(a.Model)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'model': %w", err)
+	}
+
+	if a.Stream != nil {
+		object["stream"], err = json.Marshal(a.Stream)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'stream': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for ChatCompletionRequest_Messages_Item. Returns the specified
+// element and whether it was found
+func (a ChatCompletionRequest_Messages_Item) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for ChatCompletionRequest_Messages_Item
+func (a *ChatCompletionRequest_Messages_Item) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for ChatCompletionRequest_Messages_Item to handle AdditionalProperties
+func (a *ChatCompletionRequest_Messages_Item) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["role"]; found {
+		err = json.Unmarshal(raw, &a.Role)
+		if err != nil {
+			return fmt.Errorf("error reading 'role': %w", err)
+		}
+		delete(object, "role")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for ChatCompletionRequest_Messages_Item to handle AdditionalProperties
+func (a ChatCompletionRequest_Messages_Item) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["role"], err = json.Marshal(a.Role)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'role': %w", err)
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
 
 // AsWebhookPingEvent returns the union data inside the Event_Data as a WebhookPingEvent
 func (t Event_Data) AsWebhookPingEvent() (WebhookPingEvent, error) {
@@ -7322,6 +7662,56 @@ func WithRequestEditorFn(fn RequestEditorFn) ClientOption {
 
 // The interface specification for the client above.
 type ClientInterface interface {
+
+	// CreateChatCompletionWithBody Create a chat completion
+	//
+	// Passes an OpenAI chat-completions request to the upstream that serves its `model` (see `GET /api/v1/models`)
+	// and answers with the upstream's answer as it is: a `chat.completion` object, or with `"stream": true` the
+	// upstream's server-sent events (`chat.completion.chunk` objects, then `data: [DONE]`), passed on as they
+	// arrive. Point an OpenAI SDK at `base_url = "https://<host>/api/v1"` with a Switchboard key and
+	// `client.chat.completions.create(...)` works unchanged; the upstream's key never leaves the server.
+	//
+	// Each workspace has quotas of completions — requests and tokens per minute and per UTC day, tokens as the
+	// upstream's `usage` counts them (prompt and completion). A stream that does not set `stream_options` is
+	// sent to the upstream with `stream_options.include_usage` so that its tokens are counted: its last chunk
+	// then carries `usage` and no choices. An exhausted quota answers `429 rate_limited` with `Retry-After` and
+	// the exhausted quotas in `violated-policies`.
+	//
+	// Errors are problem documents that also carry OpenAI's `error` object (`message`, `type`, and our problem
+	// `code`), so that the SDKs raise them with their message: `404 model_not_found` (no upstream serves the
+	// model), `422 upstream_rejected` (the upstream refused the request as invalid, in its own words), `429
+	// rate_limited` (a quota, or the upstream's own limit with its `Retry-After`: policy `upstream`) and `502
+	// upstream_error` (the upstream failed or does not answer).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/chat/completions (the `CreateChatCompletion` operationId).
+	CreateChatCompletionWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateChatCompletion Create a chat completion
+	//
+	// Passes an OpenAI chat-completions request to the upstream that serves its `model` (see `GET /api/v1/models`)
+	// and answers with the upstream's answer as it is: a `chat.completion` object, or with `"stream": true` the
+	// upstream's server-sent events (`chat.completion.chunk` objects, then `data: [DONE]`), passed on as they
+	// arrive. Point an OpenAI SDK at `base_url = "https://<host>/api/v1"` with a Switchboard key and
+	// `client.chat.completions.create(...)` works unchanged; the upstream's key never leaves the server.
+	//
+	// Each workspace has quotas of completions — requests and tokens per minute and per UTC day, tokens as the
+	// upstream's `usage` counts them (prompt and completion). A stream that does not set `stream_options` is
+	// sent to the upstream with `stream_options.include_usage` so that its tokens are counted: its last chunk
+	// then carries `usage` and no choices. An exhausted quota answers `429 rate_limited` with `Retry-After` and
+	// the exhausted quotas in `violated-policies`.
+	//
+	// Errors are problem documents that also carry OpenAI's `error` object (`message`, `type`, and our problem
+	// `code`), so that the SDKs raise them with their message: `404 model_not_found` (no upstream serves the
+	// model), `422 upstream_rejected` (the upstream refused the request as invalid, in its own words), `429
+	// rate_limited` (a quota, or the upstream's own limit with its `Retry-After`: policy `upstream`) and `502
+	// upstream_error` (the upstream failed or does not answer).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/chat/completions (the `CreateChatCompletion` operationId).
+	CreateChatCompletion(ctx context.Context, body CreateChatCompletionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListEventTypes List event types
 	//
@@ -8696,6 +9086,76 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /in/{token} (the `IngestSourceRequest` operationId).
 	IngestSourceRequestWithTextBody(ctx context.Context, token string, body IngestSourceRequestTextRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+}
+
+// CreateChatCompletionWithBody Create a chat completion
+//
+// Passes an OpenAI chat-completions request to the upstream that serves its `model` (see `GET /api/v1/models`)
+// and answers with the upstream's answer as it is: a `chat.completion` object, or with `"stream": true` the
+// upstream's server-sent events (`chat.completion.chunk` objects, then `data: [DONE]`), passed on as they
+// arrive. Point an OpenAI SDK at `base_url = "https://<host>/api/v1"` with a Switchboard key and
+// `client.chat.completions.create(...)` works unchanged; the upstream's key never leaves the server.
+//
+// Each workspace has quotas of completions — requests and tokens per minute and per UTC day, tokens as the
+// upstream's `usage` counts them (prompt and completion). A stream that does not set `stream_options` is
+// sent to the upstream with `stream_options.include_usage` so that its tokens are counted: its last chunk
+// then carries `usage` and no choices. An exhausted quota answers `429 rate_limited` with `Retry-After` and
+// the exhausted quotas in `violated-policies`.
+//
+// Errors are problem documents that also carry OpenAI's `error` object (`message`, `type`, and our problem
+// `code`), so that the SDKs raise them with their message: `404 model_not_found` (no upstream serves the
+// model), `422 upstream_rejected` (the upstream refused the request as invalid, in its own words), `429
+// rate_limited` (a quota, or the upstream's own limit with its `Retry-After`: policy `upstream`) and `502
+// upstream_error` (the upstream failed or does not answer).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/chat/completions (the `CreateChatCompletion` operationId).
+func (c *Client) CreateChatCompletionWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateChatCompletionRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateChatCompletion Create a chat completion
+//
+// Passes an OpenAI chat-completions request to the upstream that serves its `model` (see `GET /api/v1/models`)
+// and answers with the upstream's answer as it is: a `chat.completion` object, or with `"stream": true` the
+// upstream's server-sent events (`chat.completion.chunk` objects, then `data: [DONE]`), passed on as they
+// arrive. Point an OpenAI SDK at `base_url = "https://<host>/api/v1"` with a Switchboard key and
+// `client.chat.completions.create(...)` works unchanged; the upstream's key never leaves the server.
+//
+// Each workspace has quotas of completions — requests and tokens per minute and per UTC day, tokens as the
+// upstream's `usage` counts them (prompt and completion). A stream that does not set `stream_options` is
+// sent to the upstream with `stream_options.include_usage` so that its tokens are counted: its last chunk
+// then carries `usage` and no choices. An exhausted quota answers `429 rate_limited` with `Retry-After` and
+// the exhausted quotas in `violated-policies`.
+//
+// Errors are problem documents that also carry OpenAI's `error` object (`message`, `type`, and our problem
+// `code`), so that the SDKs raise them with their message: `404 model_not_found` (no upstream serves the
+// model), `422 upstream_rejected` (the upstream refused the request as invalid, in its own words), `429
+// rate_limited` (a quota, or the upstream's own limit with its `Retry-After`: policy `upstream`) and `502
+// upstream_error` (the upstream failed or does not answer).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/chat/completions (the `CreateChatCompletion` operationId).
+func (c *Client) CreateChatCompletion(ctx context.Context, body CreateChatCompletionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateChatCompletionRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
 }
 
 // ListEventTypes List event types
@@ -11320,6 +11780,46 @@ func (c *Client) IngestSourceRequestWithTextBody(ctx context.Context, token stri
 		return nil, err
 	}
 	return c.Client.Do(req)
+}
+
+// NewCreateChatCompletionRequest calls the generic CreateChatCompletion builder with application/json body
+func NewCreateChatCompletionRequest(server string, body CreateChatCompletionJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateChatCompletionRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewCreateChatCompletionRequestWithBody constructs an http.Request for the CreateChatCompletion method, with any body, and a specified content type
+func NewCreateChatCompletionRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/chat/completions")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
 }
 
 // NewListEventTypesRequest constructs an http.Request for the ListEventTypes method
@@ -16163,6 +16663,56 @@ func WithBaseURL(baseURL string) ClientOption {
 // ClientWithResponsesInterface is the interface specification for the client with responses above.
 type ClientWithResponsesInterface interface {
 
+	// CreateChatCompletionWithBodyWithResponse Create a chat completion
+	//
+	// Passes an OpenAI chat-completions request to the upstream that serves its `model` (see `GET /api/v1/models`)
+	// and answers with the upstream's answer as it is: a `chat.completion` object, or with `"stream": true` the
+	// upstream's server-sent events (`chat.completion.chunk` objects, then `data: [DONE]`), passed on as they
+	// arrive. Point an OpenAI SDK at `base_url = "https://<host>/api/v1"` with a Switchboard key and
+	// `client.chat.completions.create(...)` works unchanged; the upstream's key never leaves the server.
+	//
+	// Each workspace has quotas of completions — requests and tokens per minute and per UTC day, tokens as the
+	// upstream's `usage` counts them (prompt and completion). A stream that does not set `stream_options` is
+	// sent to the upstream with `stream_options.include_usage` so that its tokens are counted: its last chunk
+	// then carries `usage` and no choices. An exhausted quota answers `429 rate_limited` with `Retry-After` and
+	// the exhausted quotas in `violated-policies`.
+	//
+	// Errors are problem documents that also carry OpenAI's `error` object (`message`, `type`, and our problem
+	// `code`), so that the SDKs raise them with their message: `404 model_not_found` (no upstream serves the
+	// model), `422 upstream_rejected` (the upstream refused the request as invalid, in its own words), `429
+	// rate_limited` (a quota, or the upstream's own limit with its `Retry-After`: policy `upstream`) and `502
+	// upstream_error` (the upstream failed or does not answer).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/chat/completions (the `CreateChatCompletion` operationId).
+	CreateChatCompletionWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateChatCompletionResponse, error)
+
+	// CreateChatCompletionWithResponse Create a chat completion
+	//
+	// Passes an OpenAI chat-completions request to the upstream that serves its `model` (see `GET /api/v1/models`)
+	// and answers with the upstream's answer as it is: a `chat.completion` object, or with `"stream": true` the
+	// upstream's server-sent events (`chat.completion.chunk` objects, then `data: [DONE]`), passed on as they
+	// arrive. Point an OpenAI SDK at `base_url = "https://<host>/api/v1"` with a Switchboard key and
+	// `client.chat.completions.create(...)` works unchanged; the upstream's key never leaves the server.
+	//
+	// Each workspace has quotas of completions — requests and tokens per minute and per UTC day, tokens as the
+	// upstream's `usage` counts them (prompt and completion). A stream that does not set `stream_options` is
+	// sent to the upstream with `stream_options.include_usage` so that its tokens are counted: its last chunk
+	// then carries `usage` and no choices. An exhausted quota answers `429 rate_limited` with `Retry-After` and
+	// the exhausted quotas in `violated-policies`.
+	//
+	// Errors are problem documents that also carry OpenAI's `error` object (`message`, `type`, and our problem
+	// `code`), so that the SDKs raise them with their message: `404 model_not_found` (no upstream serves the
+	// model), `422 upstream_rejected` (the upstream refused the request as invalid, in its own words), `429
+	// rate_limited` (a quota, or the upstream's own limit with its `Retry-After`: policy `upstream`) and `502
+	// upstream_error` (the upstream failed or does not answer).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/chat/completions (the `CreateChatCompletion` operationId).
+	CreateChatCompletionWithResponse(ctx context.Context, body CreateChatCompletionJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateChatCompletionResponse, error)
+
 	// ListEventTypesWithResponse List event types
 	//
 	// Every event type Switchboard emits, with its description, the JSON Schema of its `data` and an example.
@@ -17660,6 +18210,247 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /in/{token} (the `IngestSourceRequest` operationId).
 	IngestSourceRequestWithTextBodyWithResponse(ctx context.Context, token string, body IngestSourceRequestTextRequestBody, reqEditors ...RequestEditorFn) (*IngestSourceRequestResponse, error)
+}
+
+// CreateChatCompletionResponse200Headers the declared response headers of an HTTP 200 response for CreateChatCompletion
+type CreateChatCompletionResponse200Headers struct {
+	AccessControlAllowOrigin *string
+	RateLimit                *string
+	RateLimitPolicy          *string
+	XRequestId               *string
+}
+
+// CreateChatCompletionResponse400Headers the declared response headers of an HTTP 400 response for CreateChatCompletion
+type CreateChatCompletionResponse400Headers struct {
+	AccessControlAllowOrigin *string
+	RateLimit                *string
+	RateLimitPolicy          *string
+	XRequestId               *string
+}
+
+// CreateChatCompletionResponse401Headers the declared response headers of an HTTP 401 response for CreateChatCompletion
+type CreateChatCompletionResponse401Headers struct {
+	AccessControlAllowOrigin *string
+	RateLimit                *string
+	RateLimitPolicy          *string
+	WWWAuthenticate          *string
+	XRequestId               *string
+}
+
+// CreateChatCompletionResponse403Headers the declared response headers of an HTTP 403 response for CreateChatCompletion
+type CreateChatCompletionResponse403Headers struct {
+	AccessControlAllowOrigin *string
+	RateLimit                *string
+	RateLimitPolicy          *string
+	WWWAuthenticate          *string
+	XRequestId               *string
+}
+
+// CreateChatCompletionResponse404Headers the declared response headers of an HTTP 404 response for CreateChatCompletion
+type CreateChatCompletionResponse404Headers struct {
+	AccessControlAllowOrigin *string
+	RateLimit                *string
+	RateLimitPolicy          *string
+	XRequestId               *string
+}
+
+// CreateChatCompletionResponse413Headers the declared response headers of an HTTP 413 response for CreateChatCompletion
+type CreateChatCompletionResponse413Headers struct {
+	AccessControlAllowOrigin *string
+	RateLimit                *string
+	RateLimitPolicy          *string
+	XRequestId               *string
+}
+
+// CreateChatCompletionResponse415Headers the declared response headers of an HTTP 415 response for CreateChatCompletion
+type CreateChatCompletionResponse415Headers struct {
+	AccessControlAllowOrigin *string
+	RateLimit                *string
+	RateLimitPolicy          *string
+	XRequestId               *string
+}
+
+// CreateChatCompletionResponse422Headers the declared response headers of an HTTP 422 response for CreateChatCompletion
+type CreateChatCompletionResponse422Headers struct {
+	AccessControlAllowOrigin *string
+	RateLimit                *string
+	RateLimitPolicy          *string
+	XRequestId               *string
+}
+
+// CreateChatCompletionResponse429Headers the declared response headers of an HTTP 429 response for CreateChatCompletion
+type CreateChatCompletionResponse429Headers struct {
+	AccessControlAllowOrigin *string
+	RateLimit                *string
+	RateLimitPolicy          *string
+	RetryAfter               *int
+	XRequestId               *string
+}
+
+// CreateChatCompletionResponse500Headers the declared response headers of an HTTP 500 response for CreateChatCompletion
+type CreateChatCompletionResponse500Headers struct {
+	AccessControlAllowOrigin *string
+	RateLimit                *string
+	RateLimitPolicy          *string
+	XRequestId               *string
+}
+
+// CreateChatCompletionResponse502Headers the declared response headers of an HTTP 502 response for CreateChatCompletion
+type CreateChatCompletionResponse502Headers struct {
+	AccessControlAllowOrigin *string
+	RateLimit                *string
+	RateLimitPolicy          *string
+	XRequestId               *string
+}
+
+// CreateChatCompletionResponseDefaultHeaders the declared response headers of an HTTP default response for CreateChatCompletion
+type CreateChatCompletionResponseDefaultHeaders struct {
+	AccessControlAllowOrigin *string
+	RateLimit                *string
+	RateLimitPolicy          *string
+	XRequestId               *string
+}
+
+type CreateChatCompletionResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ChatCompletion
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *TooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *UnsupportedMediaType
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *UnprocessableEntity
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *InternalError
+	// ApplicationproblemJSON502 the response for an HTTP 502 `application/problem+json` response
+	ApplicationproblemJSON502 *BadGateway
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *CreateChatCompletionResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *CreateChatCompletionResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CreateChatCompletionResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *CreateChatCompletionResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *CreateChatCompletionResponse404Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *CreateChatCompletionResponse413Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *CreateChatCompletionResponse415Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *CreateChatCompletionResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CreateChatCompletionResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *CreateChatCompletionResponse500Headers
+	// Headers502 the parsed response headers for an HTTP 502 response
+	Headers502 *CreateChatCompletionResponse502Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *CreateChatCompletionResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CreateChatCompletionResponse) GetJSON200() *ChatCompletion {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r CreateChatCompletionResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r CreateChatCompletionResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r CreateChatCompletionResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r CreateChatCompletionResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r CreateChatCompletionResponse) GetApplicationproblemJSON413() *TooLarge {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r CreateChatCompletionResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r CreateChatCompletionResponse) GetApplicationproblemJSON422() *UnprocessableEntity {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r CreateChatCompletionResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r CreateChatCompletionResponse) GetApplicationproblemJSON500() *InternalError {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON502 returns the response for an HTTP 502 `application/problem+json` response
+func (r CreateChatCompletionResponse) GetApplicationproblemJSON502() *BadGateway {
+	return r.ApplicationproblemJSON502
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r CreateChatCompletionResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateChatCompletionResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateChatCompletionResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateChatCompletionResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateChatCompletionResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
 }
 
 // ListEventTypesResponse200Headers the declared response headers of an HTTP 200 response for ListEventTypes
@@ -34637,6 +35428,68 @@ func (r IngestSourceRequestResponse) ContentType() string {
 	return ""
 }
 
+// CreateChatCompletionWithBodyWithResponse Create a chat completion
+//
+// Passes an OpenAI chat-completions request to the upstream that serves its `model` (see `GET /api/v1/models`)
+// and answers with the upstream's answer as it is: a `chat.completion` object, or with `"stream": true` the
+// upstream's server-sent events (`chat.completion.chunk` objects, then `data: [DONE]`), passed on as they
+// arrive. Point an OpenAI SDK at `base_url = "https://<host>/api/v1"` with a Switchboard key and
+// `client.chat.completions.create(...)` works unchanged; the upstream's key never leaves the server.
+//
+// Each workspace has quotas of completions — requests and tokens per minute and per UTC day, tokens as the
+// upstream's `usage` counts them (prompt and completion). A stream that does not set `stream_options` is
+// sent to the upstream with `stream_options.include_usage` so that its tokens are counted: its last chunk
+// then carries `usage` and no choices. An exhausted quota answers `429 rate_limited` with `Retry-After` and
+// the exhausted quotas in `violated-policies`.
+//
+// Errors are problem documents that also carry OpenAI's `error` object (`message`, `type`, and our problem
+// `code`), so that the SDKs raise them with their message: `404 model_not_found` (no upstream serves the
+// model), `422 upstream_rejected` (the upstream refused the request as invalid, in its own words), `429
+// rate_limited` (a quota, or the upstream's own limit with its `Retry-After`: policy `upstream`) and `502
+// upstream_error` (the upstream failed or does not answer).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/chat/completions (the `CreateChatCompletion` operationId).
+func (c *ClientWithResponses) CreateChatCompletionWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateChatCompletionResponse, error) {
+	rsp, err := c.CreateChatCompletionWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateChatCompletionResponse(rsp)
+}
+
+// CreateChatCompletionWithResponse Create a chat completion
+//
+// Passes an OpenAI chat-completions request to the upstream that serves its `model` (see `GET /api/v1/models`)
+// and answers with the upstream's answer as it is: a `chat.completion` object, or with `"stream": true` the
+// upstream's server-sent events (`chat.completion.chunk` objects, then `data: [DONE]`), passed on as they
+// arrive. Point an OpenAI SDK at `base_url = "https://<host>/api/v1"` with a Switchboard key and
+// `client.chat.completions.create(...)` works unchanged; the upstream's key never leaves the server.
+//
+// Each workspace has quotas of completions — requests and tokens per minute and per UTC day, tokens as the
+// upstream's `usage` counts them (prompt and completion). A stream that does not set `stream_options` is
+// sent to the upstream with `stream_options.include_usage` so that its tokens are counted: its last chunk
+// then carries `usage` and no choices. An exhausted quota answers `429 rate_limited` with `Retry-After` and
+// the exhausted quotas in `violated-policies`.
+//
+// Errors are problem documents that also carry OpenAI's `error` object (`message`, `type`, and our problem
+// `code`), so that the SDKs raise them with their message: `404 model_not_found` (no upstream serves the
+// model), `422 upstream_rejected` (the upstream refused the request as invalid, in its own words), `429
+// rate_limited` (a quota, or the upstream's own limit with its `Retry-After`: policy `upstream`) and `502
+// upstream_error` (the upstream failed or does not answer).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/chat/completions (the `CreateChatCompletion` operationId).
+func (c *ClientWithResponses) CreateChatCompletionWithResponse(ctx context.Context, body CreateChatCompletionJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateChatCompletionResponse, error) {
+	rsp, err := c.CreateChatCompletion(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateChatCompletionResponse(rsp)
+}
+
 // ListEventTypesWithResponse List event types
 //
 // Every event type Switchboard emits, with its description, the JSON Schema of its `data` and an example.
@@ -36883,6 +37736,508 @@ func (c *ClientWithResponses) IngestSourceRequestWithTextBodyWithResponse(ctx co
 		return nil, err
 	}
 	return ParseIngestSourceRequestResponse(rsp)
+}
+
+// ParseCreateChatCompletionResponse parses an HTTP response from a CreateChatCompletionWithResponse call
+func ParseCreateChatCompletionResponse(rsp *http.Response) (*CreateChatCompletionResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateChatCompletionResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ChatCompletion
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest UnprocessableEntity
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 502:
+		var dest BadGateway
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON502 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	case rsp.StatusCode == 200:
+		// Content-type (text/event-stream) unsupported
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers CreateChatCompletionResponse200Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: "uri"}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers CreateChatCompletionResponse400Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: "uri"}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers CreateChatCompletionResponse401Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: "uri"}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers CreateChatCompletionResponse403Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: "uri"}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers CreateChatCompletionResponse404Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: "uri"}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 413:
+		var headers CreateChatCompletionResponse413Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: "uri"}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 415:
+		var headers CreateChatCompletionResponse415Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: "uri"}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers415 = &headers
+	case rsp.StatusCode == 422:
+		var headers CreateChatCompletionResponse422Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: "uri"}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers CreateChatCompletionResponse429Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: "uri"}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int32"}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers CreateChatCompletionResponse500Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: "uri"}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 502:
+		var headers CreateChatCompletionResponse502Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: "uri"}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers502 = &headers
+	case true:
+		var headers CreateChatCompletionResponseDefaultHeaders
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: "uri"}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
 }
 
 // ParseListEventTypesResponse parses an HTTP response from a ListEventTypesWithResponse call

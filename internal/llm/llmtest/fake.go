@@ -125,6 +125,11 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request) {
 		openAIError(w, http.StatusBadRequest, "invalid_request_error", "", "[] is too short - 'messages'")
 		return
 	}
+	if temp, ok := body["temperature"].(float64); ok && (temp < 0 || temp > 2) {
+		openAIError(w, http.StatusBadRequest, "invalid_request_error", "",
+			fmt.Sprintf("%g is greater than the maximum of 2 - 'temperature'", temp))
+		return
+	}
 	reply := "echo: " + lastUser(msgs)
 	usage := map[string]any{"prompt_tokens": PromptTokens, "completion_tokens": CompletionTokens,
 		"total_tokens": PromptTokens + CompletionTokens}
