@@ -223,7 +223,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		BaseURL: *baseURL, BodyLimit: *bodyLimit, KeyRateLimit: *keyRate, HookRateLimit: *hookRate,
 		BrowserKeyRateLimit: *browserKeyRate, BrowserVisitorRateLimit: *visitorRate,
 		AddressRateLimit: *addrRate, CORSOrigins: splitList(*corsOrigins),
-		WorkspaceRateLimit: *wsRate, Verifier: a.Verifier, Models: a.Models, LLM: a.LLM, TrustedProxies: proxies, Logger: log,
+		WorkspaceRateLimit: *wsRate, Verifier: a.Verifier, Models: a.Models, LLM: a.LLM, Bots: a.Bots, TrustedProxies: proxies, Logger: log,
 		Box: a.Box, Webhooks: a.Webhooks, Events: a.Events, Links: a.Links, Automation: a.Automation,
 		Limiter: a.Limiter, Channels: a.Messaging, Streams: a.Streams, TxTimeout: *txTimeout,
 		Redirects: handlers.RedirectOptions{Clicks: a.Clicks, Cache: a.Redirects},

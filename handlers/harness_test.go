@@ -91,6 +91,9 @@ func withApp(cfg *handlers.Config, a *app.App) {
 	if cfg.LLM == nil {
 		cfg.LLM = a.LLM
 	}
+	if cfg.Bots == nil {
+		cfg.Bots = a.Bots
+	}
 	if cfg.Events == nil {
 		cfg.Events = a.Events
 	}

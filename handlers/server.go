@@ -25,6 +25,7 @@ import (
 	"github.com/switchboard/switchboard/internal/accounts"
 	"github.com/switchboard/switchboard/internal/apikey"
 	"github.com/switchboard/switchboard/internal/automation"
+	"github.com/switchboard/switchboard/internal/bots"
 	"github.com/switchboard/switchboard/internal/channels"
 	"github.com/switchboard/switchboard/internal/events"
 	"github.com/switchboard/switchboard/internal/eventstream"
@@ -76,6 +77,8 @@ type Config struct {
 	// internal/llm); without it, or without upstreams, the models list is the catalogue and completions answer
 	// model_not_found.
 	LLM *llm.Service
+	// Bots manages the instances' bots (see internal/bots); without it the bot operations answer 503.
+	Bots *bots.Service
 	// TrustedProxies are the networks of reverse proxies whose X-Forwarded-For is believed; empty means the client
 	// address is the connection's.
 	TrustedProxies []*net.IPNet

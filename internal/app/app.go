@@ -17,6 +17,7 @@ import (
 
 	"github.com/switchboard/switchboard/internal/apikey"
 	"github.com/switchboard/switchboard/internal/automation"
+	"github.com/switchboard/switchboard/internal/bots"
 	"github.com/switchboard/switchboard/internal/channels"
 	"github.com/switchboard/switchboard/internal/channels/hub"
 	"github.com/switchboard/switchboard/internal/channels/sandbox"
@@ -111,6 +112,8 @@ type App struct {
 	Webhooks   *webhook.Service
 	Automation *automation.Service
 	Messaging  *channels.Service
+	// Bots answers the instances' inbound messages; its Run follows the event log.
+	Bots *bots.Service
 	// Runtime holds this process's channel sessions and runs its send queue.
 	Runtime *hub.Hub
 	Streams *eventstream.Hub
@@ -204,6 +207,8 @@ func New(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 	if err := a.messaging(baseURL, cfg.Channels); err != nil {
 		return nil, err
 	}
+	a.Bots = bots.New(db, bots.Config{Events: a.Events, Channels: a.Messaging, LLM: a.LLM, Box: a.Box, Guard: a.Guard,
+		Logger: a.Log})
 	sc := cfg.Streams
 	if sc.Logger == nil {
 		sc.Logger = a.Log
@@ -260,6 +265,8 @@ func (a *App) Register(jobs *runner.Runner) {
 	// The channel runtime drains the sends in flight, closes its sessions and gives its leases to the other replicas.
 	jobs.Go(0, "channel runtime", a.Runtime.Run)
 	jobs.Go(0, "source request log pruning", a.Automation.Run)
+	// Bots stop taking messages first and finish the answers under way while the channel runtime still sends.
+	jobs.Go(0, "bots", a.Bots.Run)
 	jobs.Go(1, "link expiry announcer", a.Links.Run)
 	if a.Clicks != nil {
 		jobs.Go(1, "redirect cache watch", a.Redirects.Run)
