@@ -69,6 +69,11 @@ type Config struct {
 	// completions and model bots go to them; ModelLimits are each workspace's quotas of completions.
 	ModelUpstreams []llm.Upstream
 	ModelLimits    llm.Limits
+	// Bots tunes the bot engine (tries, retry delay, poll interval); its services are the process's.
+	Bots bots.Config
+	// LLM, when set, is used instead of a service over ModelUpstreams (a test's, over upstreams its egress policy
+	// would not reach).
+	LLM *llm.Service
 	// Links configures short links; its BaseURL and Logger default to the process's.
 	Links links.Config
 	// Clicks configures the click recorder of redirects (SpoolDir defaults to "spool" in the database's data
@@ -144,8 +149,10 @@ func New(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 		_, _ = rand.Read(key)
 	}
 	// An upstream's stream can last minutes: the service bounds each call itself, so the client sets no timeout.
-	a.LLM = llm.New(llm.Config{Upstreams: cfg.ModelUpstreams, Client: a.Guard.Client(0), Limits: cfg.ModelLimits,
-		Logger: a.Log})
+	if a.LLM = cfg.LLM; a.LLM == nil {
+		a.LLM = llm.New(llm.Config{Upstreams: cfg.ModelUpstreams, Client: a.Guard.Client(0), Limits: cfg.ModelLimits,
+			Logger: a.Log})
+	}
 	var err error
 	if a.Box, err = sealbox.New(key); err != nil {
 		return nil, err
@@ -207,8 +214,9 @@ func New(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 	if err := a.messaging(baseURL, cfg.Channels); err != nil {
 		return nil, err
 	}
-	a.Bots = bots.New(db, bots.Config{Events: a.Events, Channels: a.Messaging, LLM: a.LLM, Box: a.Box, Guard: a.Guard,
-		Logger: a.Log})
+	bc := cfg.Bots
+	bc.Events, bc.Channels, bc.LLM, bc.Box, bc.Guard, bc.Logger = a.Events, a.Messaging, a.LLM, a.Box, a.Guard, a.Log
+	a.Bots = bots.New(db, bc)
 	sc := cfg.Streams
 	if sc.Logger == nil {
 		sc.Logger = a.Log
