@@ -27,6 +27,7 @@ import (
 	"github.com/switchboard/switchboard/internal/links"
 	"github.com/switchboard/switchboard/internal/links/clicks"
 	"github.com/switchboard/switchboard/internal/links/linkcache"
+	"github.com/switchboard/switchboard/internal/llm"
 	"github.com/switchboard/switchboard/internal/ratelimit"
 	"github.com/switchboard/switchboard/internal/ratelimit/redislimit"
 	"github.com/switchboard/switchboard/internal/runner"
@@ -44,6 +45,15 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		"public URL of the server, used in links it returns (env SWITCHBOARD_BASE_URL, default http://localhost<addr>)")
 	modelsFile := fs.String("models-file", "",
 		"YAML or JSON model catalogue (env SWITCHBOARD_MODELS_FILE, default: the built-in list)")
+	modelLimits := llm.Limits{}
+	fs.IntVar(&modelLimits.RequestsPerMinute, "model-requests-per-minute", 60,
+		"chat completions per minute per workspace, bots' included; 0 for no limit (env SWITCHBOARD_MODEL_REQUESTS_PER_MINUTE)")
+	fs.IntVar(&modelLimits.RequestsPerDay, "model-requests-per-day", 10000,
+		"chat completions per UTC day per workspace; 0 for no limit (env SWITCHBOARD_MODEL_REQUESTS_PER_DAY)")
+	fs.IntVar(&modelLimits.TokensPerMinute, "model-tokens-per-minute", 200000,
+		"tokens per minute per workspace, as the upstreams' usage counts them; 0 for no limit (env SWITCHBOARD_MODEL_TOKENS_PER_MINUTE)")
+	fs.IntVar(&modelLimits.TokensPerDay, "model-tokens-per-day", 2000000,
+		"tokens per UTC day per workspace; 0 for no limit (env SWITCHBOARD_MODEL_TOKENS_PER_DAY)")
 	keyRate := fs.Int("rate-limit", handlers.DefaultKeyRateLimit,
 		"requests per minute per API key (env SWITCHBOARD_RATE_LIMIT_PER_MINUTE)")
 	wsRate := fs.Int("workspace-rate-limit", handlers.DefaultWorkspaceRateLimit,
@@ -106,6 +116,10 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	catalog, err := loadCatalog(*modelsFile)
 	if err != nil {
 		return err
+	}
+	upstreams, err := llm.ParseUpstreams(os.Getenv("SWITCHBOARD_MODEL_UPSTREAMS"))
+	if err != nil {
+		return usagef("%v", err)
 	}
 	var proxies []*net.IPNet
 	for _, cidr := range splitList(*trusted) {
@@ -199,6 +213,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	// The one value of every service of the process: the API, the console and the jobs below share it.
 	a, err := app.New(ctx, db, app.Config{BaseURL: *baseURL, Logger: log, SecretKey: key, Egress: whPolicy,
 		Webhooks: whConfig, Limiter: limits.limiter, Nonces: limits.nonces, KeyCacheTTL: *cacheTTL, Models: catalog,
+		ModelUpstreams: upstreams, ModelLimits: modelLimits,
 		Links: shortLinks.config(), Clicks: &clickConfig, RedirectCacheSize: *shortLinks.cacheSize,
 		Channels: runtimeOptions})
 	if err != nil {
@@ -208,7 +223,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		BaseURL: *baseURL, BodyLimit: *bodyLimit, KeyRateLimit: *keyRate, HookRateLimit: *hookRate,
 		BrowserKeyRateLimit: *browserKeyRate, BrowserVisitorRateLimit: *visitorRate,
 		AddressRateLimit: *addrRate, CORSOrigins: splitList(*corsOrigins),
-		WorkspaceRateLimit: *wsRate, Verifier: a.Verifier, Models: a.Models, TrustedProxies: proxies, Logger: log,
+		WorkspaceRateLimit: *wsRate, Verifier: a.Verifier, Models: a.Models, LLM: a.LLM, Bots: a.Bots, TrustedProxies: proxies, Logger: log,
 		Box: a.Box, Webhooks: a.Webhooks, Events: a.Events, Links: a.Links, Automation: a.Automation,
 		Limiter: a.Limiter, Channels: a.Messaging, Streams: a.Streams, TxTimeout: *txTimeout,
 		Redirects: handlers.RedirectOptions{Clicks: a.Clicks, Cache: a.Redirects},
@@ -279,7 +294,13 @@ Environment only (a secret does not belong on a command line):
   SWITCHBOARD_REDIS_URL
     	redis://[user:password@]host:port[/db] (rediss:// for TLS): every rate limit and the console's form nonces are
     	shared through it by all replicas. Unset: each process limits alone. While it does not answer, each process
-    	limits alone too (switchboard_ratelimit_redis_up is 0) and nothing is refused because of it.`
+    	limits alone too (switchboard_ratelimit_redis_up is 0) and nothing is refused because of it.
+  SWITCHBOARD_MODEL_UPSTREAMS
+    	the OpenAI-compatible model servers, as a JSON list or the path of a JSON or YAML file holding one:
+    	[{"name": "local", "base_url": "http://ollama:11434/v1", "api_key": "…", "models": ["llama3.1"]}] (models,
+    	optional, narrows what the upstream lists). Set: GET /api/v1/models lists their models, and chat
+    	completions and model bots go to them; their addresses pass the egress guard (--webhook-allowed-networks
+    	for one on a private network). Unset: the models list is the catalogue.`
 
 // limits are the rate limits and form nonces of the process: shared through Redis, or its own.
 type limits struct {

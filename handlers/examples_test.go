@@ -21,9 +21,12 @@ import (
 
 	"github.com/switchboard/switchboard/handlers"
 	"github.com/switchboard/switchboard/internal/apikey"
+	"github.com/switchboard/switchboard/internal/app/apptest"
 	"github.com/switchboard/switchboard/internal/await"
 	"github.com/switchboard/switchboard/internal/channels/sandbox"
 	"github.com/switchboard/switchboard/internal/egress"
+	"github.com/switchboard/switchboard/internal/llm"
+	"github.com/switchboard/switchboard/internal/llm/llmtest"
 	"github.com/switchboard/switchboard/store"
 	"github.com/switchboard/switchboard/store/storetest"
 )
@@ -233,7 +236,11 @@ func TestEveryRequestExampleWorks(t *testing.T) {
 			egress.WithLookup(func(context.Context, string, string) ([]netip.Addr, error) {
 				return []netip.Addr{netip.MustParseAddr("127.0.0.2")}, nil
 			}))
-		e := newSandboxServer(t, db, sandbox.Options{}, handlers.Config{BaseURL: "http://app.switchboard.test"}, guard)
+		// The model of the chat completion's example is served by a fake OpenAI-compatible upstream.
+		upstream := llmtest.New(t, "sk-upstream", "llama3.1")
+		models := llm.New(llm.Config{Client: egress.NewGuard(apptest.Loopback).Client(0),
+			Upstreams: []llm.Upstream{{Name: "local", BaseURL: upstream.URL, APIKey: "sk-upstream"}}})
+		e := newSandboxServer(t, db, sandbox.Options{}, handlers.Config{BaseURL: "http://app.switchboard.test", LLM: models}, guard)
 		x := &exampleRun{msgEnv: e, examples: requestExamples(), sent: map[string]bool{},
 			ids: map[string]string{}, params: map[string]string{}, shift: time.Since(exampleEpoch)}
 		x.key, _ = e.key(e.ws.ID, apikey.All()...)
@@ -263,6 +270,8 @@ func TestEveryRequestExampleWorks(t *testing.T) {
 		res.json(t, &shop)
 		x.use(shop.IngestURL[strings.LastIndex(shop.IngestURL, "/")+1:])
 		x.send("ingestSourceRequest")
+
+		x.send("createChatCompletion")
 
 		// Links; the upsert's external ID is the one the campaign example created.
 		x.send("createLink")
@@ -302,6 +311,10 @@ func TestEveryRequestExampleWorks(t *testing.T) {
 		x.use(text.ID)
 		x.use(text.ChatID)
 		x.send("sendMessage", http.StatusAccepted)
+		// A bot of the instance (the engine does not run here: it answers nothing), disabled again at once.
+		x.use(idOf(t, x.send("createBot")["model"]))
+		x.send("updateBot")
+		x.send("controlChatBot")
 		// A receipt follows a message the network took.
 		await.Until(t, "the text example sent", func() string {
 			var m struct {

@@ -88,6 +88,12 @@ func withApp(cfg *handlers.Config, a *app.App) {
 	if cfg.Box == nil {
 		cfg.Box = a.Box
 	}
+	if cfg.LLM == nil {
+		cfg.LLM = a.LLM
+	}
+	if cfg.Bots == nil {
+		cfg.Bots = a.Bots
+	}
 	if cfg.Events == nil {
 		cfg.Events = a.Events
 	}

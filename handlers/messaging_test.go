@@ -69,7 +69,7 @@ func newSandboxServer(t *testing.T, db *store.DB, opts sandbox.Options, cfg hand
 	log := slog.New(slog.NewTextHandler(testLog{t}, &slog.HandlerOptions{Level: slog.LevelError}))
 	cfg.Events, cfg.Channels, cfg.Logger, cfg.Box = outbox, svc, log, box
 	cfg.KeyRateLimit, cfg.WorkspaceRateLimit = 1<<20, 1<<20
-	a := apptest.New(t, db, app.Config{Logger: log, BaseURL: cfg.BaseURL, Events: outbox, Guard: guard})
+	a := apptest.New(t, db, app.Config{Logger: log, BaseURL: cfg.BaseURL, Events: outbox, Guard: guard, LLM: cfg.LLM})
 	e := &msgEnv{env: newAppEnv(t, a, cfg), channels: svc}
 	e.ws = e.workspace("Sandbox")
 	e.apiKey, _ = e.key(e.ws.ID, "messaging:write")

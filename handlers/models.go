@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/switchboard/switchboard/gen"
+	"github.com/switchboard/switchboard/internal/llm"
 	"github.com/switchboard/switchboard/internal/modelcatalog"
 	"github.com/switchboard/switchboard/internal/problem"
 )
@@ -18,6 +19,14 @@ func (s *Server) ListModels(ctx context.Context, _ gen.ListModelsRequestObject) 
 	key, err := principal(ctx)
 	if err != nil {
 		return nil, err
+	}
+	if s.cfg.LLM.Configured() {
+		ms := s.cfg.LLM.Models(ctx)
+		data := make([]gen.Model, len(ms))
+		for i, m := range ms {
+			data[i] = upstreamModel(m)
+		}
+		return gen.ListModels200JSONResponse{Body: gen.ModelList{Object: gen.ModelListObjectList, Data: data}}, nil
 	}
 	cacheKey := "*"
 	if key.EnabledModels != nil {
@@ -61,12 +70,28 @@ func (s *Server) GetModel(ctx context.Context, req gen.GetModelRequestObject) (g
 	if err != nil {
 		return nil, err
 	}
+	if s.cfg.LLM.Configured() {
+		m, _, ok := s.cfg.LLM.Lookup(ctx, req.Model)
+		if !ok {
+			return nil, modelNotFound(req.Model)
+		}
+		return gen.GetModel200JSONResponse{Body: upstreamModel(m)}, nil
+	}
 	m, ok := s.cfg.Models.Get(req.Model, key.EnabledModels)
 	if !ok {
-		p := newProblem(problem.ModelNotFound, fmt.Sprintf("No model %q is enabled for this workspace. GET /api/v1/models lists them.", req.Model))
-		return gen.GetModel404ApplicationProblemPlusJSONResponse{NotFoundApplicationProblemPlusJSONResponse: gen.NotFoundApplicationProblemPlusJSONResponse{Body: p.body(ctx)}}, nil
+		return nil, modelNotFound(req.Model)
 	}
 	return gen.GetModel200JSONResponse{Body: s.models[m.ID]}, nil
+}
+
+// modelNotFound is the problem of a model the workspace cannot use.
+func modelNotFound(id string) *Problem {
+	return newProblem(problem.ModelNotFound, fmt.Sprintf("No model %q is enabled for this workspace. GET /api/v1/models lists them.", id))
+}
+
+// upstreamModel maps a model an upstream serves to the API's Model.
+func upstreamModel(m llm.Model) gen.Model {
+	return gen.Model{Id: m.ID, Object: gen.ModelObjectModel, Created: m.Created, OwnedBy: m.OwnedBy, Upstream: &m.Upstream}
 }
 
 // apiModel maps a catalogue entry to the API's Model.

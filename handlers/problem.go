@@ -103,7 +103,7 @@ func (p *Problem) body(ctx context.Context) gen.Problem {
 	}
 	// OpenAI's SDKs read {"error": {message, type, code}}: on the OpenAI-compatible endpoints the problem says it
 	// that way too, so a client built on them shows the message.
-	if strings.HasPrefix(info.Path, "/api/v1/models") {
+	if strings.HasPrefix(info.Path, "/api/v1/models") || info.Path == "/api/v1/chat/completions" {
 		msg := t.Title
 		if p.Detail != "" {
 			msg = p.Detail

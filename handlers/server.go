@@ -25,11 +25,13 @@ import (
 	"github.com/switchboard/switchboard/internal/accounts"
 	"github.com/switchboard/switchboard/internal/apikey"
 	"github.com/switchboard/switchboard/internal/automation"
+	"github.com/switchboard/switchboard/internal/bots"
 	"github.com/switchboard/switchboard/internal/channels"
 	"github.com/switchboard/switchboard/internal/events"
 	"github.com/switchboard/switchboard/internal/eventstream"
 	"github.com/switchboard/switchboard/internal/links"
 	"github.com/switchboard/switchboard/internal/links/redirector"
+	"github.com/switchboard/switchboard/internal/llm"
 	"github.com/switchboard/switchboard/internal/modelcatalog"
 	"github.com/switchboard/switchboard/internal/ratelimit"
 	"github.com/switchboard/switchboard/internal/sealbox"
@@ -71,6 +73,12 @@ type Config struct {
 	Verifier *apikey.Verifier
 	// Models is the operator's model catalogue (default modelcatalog.Default()).
 	Models *modelcatalog.Catalog
+	// LLM serves the models list and chat completions from the operator's upstreams when it has any (see
+	// internal/llm); without it, or without upstreams, the models list is the catalogue and completions answer
+	// model_not_found.
+	LLM *llm.Service
+	// Bots manages the instances' bots (see internal/bots); without it the bot operations answer 503.
+	Bots *bots.Service
 	// TrustedProxies are the networks of reverse proxies whose X-Forwarded-For is believed; empty means the client
 	// address is the connection's.
 	TrustedProxies []*net.IPNet

@@ -93,8 +93,10 @@ type DB struct {
 	// LinkChanges announces link changes to redirect caches.
 	LinkChanges *LinkChanges
 	// EventTypes are the workspaces' custom event types; Sources and SourceRequests their ingest endpoints.
-	EventTypes     *EventTypeDefs
-	Sources        *Sources
+	EventTypes *EventTypeDefs
+	Sources    *Sources
+	// Bots are the instances' bots, their runs and the chats in takeover.
+	Bots           *Bots
 	SourceRequests *SourceRequests
 	// Sandbox is the data of the sandbox messaging network.
 	Sandbox *SandboxNetwork
@@ -157,6 +159,7 @@ func Open(ctx context.Context, rawURL string) (*DB, error) {
 	db.LinkChanges = &LinkChanges{db: db}
 	db.EventTypes = &EventTypeDefs{db: db}
 	db.Sources = &Sources{workspaceScoped[Source]{db}}
+	db.Bots = &Bots{workspaceScoped[Bot]{db}}
 	db.SourceRequests = &SourceRequests{db: db}
 	db.Sandbox = &SandboxNetwork{db: db}
 	db.SendQueue = &SendQueue{db: db}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/switchboard/switchboard/internal/apikey"
 	"github.com/switchboard/switchboard/internal/automation"
+	"github.com/switchboard/switchboard/internal/bots"
 	"github.com/switchboard/switchboard/internal/channels"
 	"github.com/switchboard/switchboard/internal/channels/hub"
 	"github.com/switchboard/switchboard/internal/channels/sandbox"
@@ -29,6 +30,7 @@ import (
 	"github.com/switchboard/switchboard/internal/links"
 	"github.com/switchboard/switchboard/internal/links/clicks"
 	"github.com/switchboard/switchboard/internal/links/linkcache"
+	"github.com/switchboard/switchboard/internal/llm"
 	"github.com/switchboard/switchboard/internal/modelcatalog"
 	"github.com/switchboard/switchboard/internal/ratelimit"
 	"github.com/switchboard/switchboard/internal/runner"
@@ -63,6 +65,15 @@ type Config struct {
 	KeyCacheTTL time.Duration
 	// Models is the operator's model catalogue (default modelcatalog.Default()).
 	Models *modelcatalog.Catalog
+	// ModelUpstreams are the operator's OpenAI-compatible servers: when set, the models list is theirs and chat
+	// completions and model bots go to them; ModelLimits are each workspace's quotas of completions.
+	ModelUpstreams []llm.Upstream
+	ModelLimits    llm.Limits
+	// Bots tunes the bot engine (tries, retry delay, poll interval); its services are the process's.
+	Bots bots.Config
+	// LLM, when set, is used instead of a service over ModelUpstreams (a test's, over upstreams its egress policy
+	// would not reach).
+	LLM *llm.Service
 	// Links configures short links; its BaseURL and Logger default to the process's.
 	Links links.Config
 	// Clicks configures the click recorder of redirects (SpoolDir defaults to "spool" in the database's data
@@ -93,6 +104,8 @@ type App struct {
 	Nonces   ratelimit.Nonces
 	Verifier *apikey.Verifier
 	Models   *modelcatalog.Catalog
+	// LLM lists the upstreams' models and passes completions to them (Configured is false without upstreams).
+	LLM *llm.Service
 
 	Workspaces *workspaces.Service
 	Links      *links.Service
@@ -104,6 +117,8 @@ type App struct {
 	Webhooks   *webhook.Service
 	Automation *automation.Service
 	Messaging  *channels.Service
+	// Bots answers the instances' inbound messages; its Run follows the event log.
+	Bots *bots.Service
 	// Runtime holds this process's channel sessions and runs its send queue.
 	Runtime *hub.Hub
 	Streams *eventstream.Hub
@@ -132,6 +147,11 @@ func New(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 	if key == nil {
 		key = make([]byte, sealbox.KeySize)
 		_, _ = rand.Read(key)
+	}
+	// An upstream's stream can last minutes: the service bounds each call itself, so the client sets no timeout.
+	if a.LLM = cfg.LLM; a.LLM == nil {
+		a.LLM = llm.New(llm.Config{Upstreams: cfg.ModelUpstreams, Client: a.Guard.Client(0), Limits: cfg.ModelLimits,
+			Logger: a.Log})
 	}
 	var err error
 	if a.Box, err = sealbox.New(key); err != nil {
@@ -194,6 +214,9 @@ func New(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 	if err := a.messaging(baseURL, cfg.Channels); err != nil {
 		return nil, err
 	}
+	bc := cfg.Bots
+	bc.Events, bc.Channels, bc.LLM, bc.Box, bc.Guard, bc.Logger = a.Events, a.Messaging, a.LLM, a.Box, a.Guard, a.Log
+	a.Bots = bots.New(db, bc)
 	sc := cfg.Streams
 	if sc.Logger == nil {
 		sc.Logger = a.Log
@@ -259,6 +282,8 @@ func (a *App) Register(jobs *runner.Runner) {
 	// The channel runtime drains the sends in flight, closes its sessions and gives its leases to the other replicas.
 	jobs.Go(0, "channel runtime", a.Runtime.Run)
 	jobs.Go(0, "source request log pruning", a.Automation.Run)
+	// Bots stop taking messages first and finish the answers under way while the channel runtime still sends.
+	jobs.Go(0, "bots", a.Bots.Run)
 	jobs.Go(1, "link expiry announcer", a.Links.Run)
 	if a.Clicks != nil {
 		jobs.Go(1, "redirect cache watch", a.Redirects.Run)

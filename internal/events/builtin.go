@@ -35,6 +35,9 @@ var builtinPayloads = []any{
 	gen.GroupParticipantsChangedEvent{},
 	gen.GroupLeftEvent{},
 	gen.ContactUpdatedEvent{},
+	gen.BotRepliedEvent{},
+	gen.BotHandoffEvent{},
+	gen.BotFailedEvent{},
 }
 
 // Builtin returns a new registry of the built-in event types of the embedded spec. The embedded spec and the

@@ -62,6 +62,8 @@ const (
 	ReplayUnavailable            Code = "replay_unavailable"
 	StreamOverflow               Code = "stream_overflow"
 	OriginsRequired              Code = "origins_required"
+	UpstreamRejected             Code = "upstream_rejected"
+	UpstreamError                Code = "upstream_error"
 )
 
 // Type is one row of the table.
@@ -119,6 +121,8 @@ func init() {
 		{SchemaTooComplex, 422, "Schema too complex", "A custom event type's JSON Schema passes a bound that keeps validation cheap (depth, subschemas, $ref expansion, checks per value, patterns; errors[] names each at its pointer), or validating an event's data against its type's schema would cost more than an event may: send less data in one event, or simplify the schema."},
 		{RateLimited, 429, "Rate limit exceeded", "A rate limit of the key or its workspace is exhausted; wait Retry-After seconds."},
 		{StreamOverflow, 429, "Stream overflow", "Sent inside an event stream, which then closes: the consumer fell 10,000 events behind. Reconnect with Last-Event-ID to resume from the event log at your own pace."},
+		{UpstreamRejected, 422, "Upstream rejected", "The model's upstream refused the chat completion as invalid; detail (and error.message) carries its own words. Fix the request (its messages, its parameters) and send it again."},
+		{UpstreamError, 502, "Upstream error", "The model's upstream failed, does not answer, or refused the server's credentials: nothing in the request is at fault. Retry later; the operator's logs name the upstream."},
 		{InternalError, 500, "Internal server error", "Something failed on the server; the request_id finds the log line."},
 		{ServiceUnavailable, 503, "Service unavailable", "A dependency of the server (its database) does not answer; retry after Retry-After seconds."},
 	} {

@@ -2,7 +2,7 @@
 
 import { client } from './client.gen.js';
 import { type Client, formDataBodySerializer, type Options as Options2, type TDataShape } from './client/index.js';
-import type { BlockContactData, BlockContactErrors, BlockContactResponses, CancelMessageData, CancelMessageErrors, CancelMessageResponses, ChangeGroupParticipantsData, ChangeGroupParticipantsErrors, ChangeGroupParticipantsResponses, ConnectInstanceData, ConnectInstanceErrors, ConnectInstanceResponses, CreateEventTypeData, CreateEventTypeErrors, CreateEventTypeResponses, CreateGroupData, CreateGroupErrors, CreateGroupResponses, CreateInstanceData, CreateInstanceErrors, CreateInstanceResponses, CreateLinkData, CreateLinkErrors, CreateLinkResponses, CreateLinksBulkData, CreateLinksBulkErrors, CreateLinksBulkResponses, CreateSourceData, CreateSourceErrors, CreateSourceResponses, CreateStreamTokenData, CreateStreamTokenErrors, CreateStreamTokenResponses, CreateWebhookData, CreateWebhookErrors, CreateWebhookResponses, DeleteInstanceData, DeleteInstanceErrors, DeleteInstanceResponses, DeleteLinkData, DeleteLinkErrors, DeleteLinkResponses, DeleteSourceData, DeleteSourceErrors, DeleteSourceResponses, DeleteWebhookData, DeleteWebhookErrors, DeleteWebhookResponses, DisconnectInstanceData, DisconnectInstanceErrors, DisconnectInstanceResponses, EnableWebhookData, EnableWebhookErrors, EnableWebhookResponses, GetChatData, GetChatErrors, GetChatResponses, GetContactData, GetContactErrors, GetContactResponses, GetEventData, GetEventErrors, GetEventResponses, GetEventTypeData, GetEventTypeErrors, GetEventTypeResponses, GetGroupData, GetGroupErrors, GetGroupInviteData, GetGroupInviteErrors, GetGroupInviteResponses, GetGroupResponses, GetInstanceData, GetInstanceErrors, GetInstanceQrData, GetInstanceQrErrors, GetInstanceQrResponses, GetInstanceResponses, GetLinkData, GetLinkErrors, GetLinkResponses, GetLinkStatsByDimensionData, GetLinkStatsByDimensionErrors, GetLinkStatsByDimensionResponses, GetLinkStatsData, GetLinkStatsErrors, GetLinkStatsResponses, GetMeData, GetMediaContentData, GetMediaContentErrors, GetMediaContentResponses, GetMediaData, GetMediaErrors, GetMediaResponses, GetMeErrors, GetMeResponses, GetMessageData, GetMessageErrors, GetMessageResponses, GetModelData, GetModelErrors, GetModelResponses, GetProviderData, GetProviderErrors, GetProviderResponses, GetSendQueueData, GetSendQueueErrors, GetSendQueueResponses, GetSourceData, GetSourceErrors, GetSourceResponses, GetWebhookData, GetWebhookDeliveryData, GetWebhookDeliveryErrors, GetWebhookDeliveryResponses, GetWebhookErrors, GetWebhookResponses, IngestSourceChallengeData, IngestSourceChallengeErrors, IngestSourceChallengeResponses, IngestSourceRequestData, IngestSourceRequestErrors, IngestSourceRequestResponses, JoinGroupData, JoinGroupErrors, JoinGroupResponses, LeaveGroupData, LeaveGroupErrors, LeaveGroupResponses, ListChatsData, ListChatsErrors, ListChatsResponses, ListContactsData, ListContactsErrors, ListContactsResponses, ListEventsData, ListEventsErrors, ListEventsResponses, ListEventTypesData, ListEventTypesErrors, ListEventTypesResponses, ListGroupsData, ListGroupsErrors, ListGroupsResponses, ListInstancesData, ListInstancesErrors, ListInstancesResponses, ListLinkClicksData, ListLinkClicksErrors, ListLinkClicksResponses, ListLinksData, ListLinksErrors, ListLinksResponses, ListMessagesData, ListMessagesErrors, ListMessagesResponses, ListModelsData, ListModelsErrors, ListModelsResponses, ListProvidersData, ListProvidersErrors, ListProvidersResponses, ListSourceRequestsData, ListSourceRequestsErrors, ListSourceRequestsResponses, ListSourcesData, ListSourcesErrors, ListSourcesResponses, ListTemplatesData, ListTemplatesErrors, ListTemplatesResponses, ListWebhookDeliveriesData, ListWebhookDeliveriesErrors, ListWebhookDeliveriesResponses, ListWebhooksData, ListWebhooksErrors, ListWebhooksResponses, LogoutInstanceData, LogoutInstanceErrors, LogoutInstanceResponses, LookupContactsData, LookupContactsErrors, LookupContactsResponses, LookupLinkData, LookupLinkErrors, LookupLinkResponses, MarkChatReadData, MarkChatReadErrors, MarkChatReadResponses, PauseWebhookData, PauseWebhookErrors, PauseWebhookResponses, PublishEventData, PublishEventErrors, PublishEventResponses, PurgeSendQueueData, PurgeSendQueueErrors, PurgeSendQueueResponses, ReceiveChannelUpdateData, ReceiveChannelUpdateErrors, ReceiveChannelUpdateResponses, RecoverWebhookData, RecoverWebhookErrors, RecoverWebhookResponses, RedeliverWebhookDeliveryData, RedeliverWebhookDeliveryErrors, RedeliverWebhookDeliveryResponses, RequestPairingCodeData, RequestPairingCodeErrors, RequestPairingCodeResponses, ResumeWebhookData, ResumeWebhookErrors, ResumeWebhookResponses, RevokeGroupInviteData, RevokeGroupInviteErrors, RevokeGroupInviteResponses, RotateSourceTokenData, RotateSourceTokenErrors, RotateSourceTokenResponses, RotateWebhookSecretData, RotateWebhookSecretErrors, RotateWebhookSecretResponses, SandboxDisconnectData, SandboxDisconnectErrors, SandboxDisconnectResponses, SandboxFailSendsData, SandboxFailSendsErrors, SandboxFailSendsResponses, SandboxInboundData, SandboxInboundErrors, SandboxInboundResponses, SandboxLogoutData, SandboxLogoutErrors, SandboxLogoutResponses, SandboxReceiptData, SandboxReceiptErrors, SandboxReceiptResponses, SandboxScanData, SandboxScanErrors, SandboxScanResponses, SendMessageData, SendMessageErrors, SendMessageResponses, StreamEventsData, StreamEventsErrors, StreamEventsResponse, StreamEventsResponses, TestWebhookData, TestWebhookErrors, TestWebhookResponses, UnblockContactData, UnblockContactErrors, UnblockContactResponses, UpdateEventTypeData, UpdateEventTypeErrors, UpdateEventTypeResponses, UpdateGroupData, UpdateGroupErrors, UpdateGroupResponses, UpdateInstanceData, UpdateInstanceErrors, UpdateInstanceResponses, UpdateLinkData, UpdateLinkErrors, UpdateLinkResponses, UpdateSourceData, UpdateSourceErrors, UpdateSourceResponses, UpdateWebhookData, UpdateWebhookErrors, UpdateWebhookResponses, UploadMediaData, UploadMediaErrors, UploadMediaResponses, UpsertLinkByExternalIdData, UpsertLinkByExternalIdErrors, UpsertLinkByExternalIdResponses, VerifyChannelHookData, VerifyChannelHookErrors, VerifyChannelHookResponses } from './types.gen.js';
+import type { BlockContactData, BlockContactErrors, BlockContactResponses, CancelMessageData, CancelMessageErrors, CancelMessageResponses, ChangeGroupParticipantsData, ChangeGroupParticipantsErrors, ChangeGroupParticipantsResponses, ConnectInstanceData, ConnectInstanceErrors, ConnectInstanceResponses, ControlChatBotData, ControlChatBotErrors, ControlChatBotResponses, CreateBotData, CreateBotErrors, CreateBotResponses, CreateChatCompletionData, CreateChatCompletionErrors, CreateChatCompletionResponses, CreateEventTypeData, CreateEventTypeErrors, CreateEventTypeResponses, CreateGroupData, CreateGroupErrors, CreateGroupResponses, CreateInstanceData, CreateInstanceErrors, CreateInstanceResponses, CreateLinkData, CreateLinkErrors, CreateLinkResponses, CreateLinksBulkData, CreateLinksBulkErrors, CreateLinksBulkResponses, CreateSourceData, CreateSourceErrors, CreateSourceResponses, CreateStreamTokenData, CreateStreamTokenErrors, CreateStreamTokenResponses, CreateWebhookData, CreateWebhookErrors, CreateWebhookResponses, DeleteBotData, DeleteBotErrors, DeleteBotResponses, DeleteInstanceData, DeleteInstanceErrors, DeleteInstanceResponses, DeleteLinkData, DeleteLinkErrors, DeleteLinkResponses, DeleteSourceData, DeleteSourceErrors, DeleteSourceResponses, DeleteWebhookData, DeleteWebhookErrors, DeleteWebhookResponses, DisconnectInstanceData, DisconnectInstanceErrors, DisconnectInstanceResponses, EnableWebhookData, EnableWebhookErrors, EnableWebhookResponses, GetBotData, GetBotErrors, GetBotResponses, GetChatData, GetChatErrors, GetChatResponses, GetContactData, GetContactErrors, GetContactResponses, GetEventData, GetEventErrors, GetEventResponses, GetEventTypeData, GetEventTypeErrors, GetEventTypeResponses, GetGroupData, GetGroupErrors, GetGroupInviteData, GetGroupInviteErrors, GetGroupInviteResponses, GetGroupResponses, GetInstanceData, GetInstanceErrors, GetInstanceQrData, GetInstanceQrErrors, GetInstanceQrResponses, GetInstanceResponses, GetLinkData, GetLinkErrors, GetLinkResponses, GetLinkStatsByDimensionData, GetLinkStatsByDimensionErrors, GetLinkStatsByDimensionResponses, GetLinkStatsData, GetLinkStatsErrors, GetLinkStatsResponses, GetMeData, GetMediaContentData, GetMediaContentErrors, GetMediaContentResponses, GetMediaData, GetMediaErrors, GetMediaResponses, GetMeErrors, GetMeResponses, GetMessageData, GetMessageErrors, GetMessageResponses, GetModelData, GetModelErrors, GetModelResponses, GetProviderData, GetProviderErrors, GetProviderResponses, GetSendQueueData, GetSendQueueErrors, GetSendQueueResponses, GetSourceData, GetSourceErrors, GetSourceResponses, GetWebhookData, GetWebhookDeliveryData, GetWebhookDeliveryErrors, GetWebhookDeliveryResponses, GetWebhookErrors, GetWebhookResponses, IngestSourceChallengeData, IngestSourceChallengeErrors, IngestSourceChallengeResponses, IngestSourceRequestData, IngestSourceRequestErrors, IngestSourceRequestResponses, JoinGroupData, JoinGroupErrors, JoinGroupResponses, LeaveGroupData, LeaveGroupErrors, LeaveGroupResponses, ListBotsData, ListBotsErrors, ListBotsResponses, ListChatsData, ListChatsErrors, ListChatsResponses, ListContactsData, ListContactsErrors, ListContactsResponses, ListEventsData, ListEventsErrors, ListEventsResponses, ListEventTypesData, ListEventTypesErrors, ListEventTypesResponses, ListGroupsData, ListGroupsErrors, ListGroupsResponses, ListInstancesData, ListInstancesErrors, ListInstancesResponses, ListLinkClicksData, ListLinkClicksErrors, ListLinkClicksResponses, ListLinksData, ListLinksErrors, ListLinksResponses, ListMessagesData, ListMessagesErrors, ListMessagesResponses, ListModelsData, ListModelsErrors, ListModelsResponses, ListProvidersData, ListProvidersErrors, ListProvidersResponses, ListSourceRequestsData, ListSourceRequestsErrors, ListSourceRequestsResponses, ListSourcesData, ListSourcesErrors, ListSourcesResponses, ListTemplatesData, ListTemplatesErrors, ListTemplatesResponses, ListWebhookDeliveriesData, ListWebhookDeliveriesErrors, ListWebhookDeliveriesResponses, ListWebhooksData, ListWebhooksErrors, ListWebhooksResponses, LogoutInstanceData, LogoutInstanceErrors, LogoutInstanceResponses, LookupContactsData, LookupContactsErrors, LookupContactsResponses, LookupLinkData, LookupLinkErrors, LookupLinkResponses, MarkChatReadData, MarkChatReadErrors, MarkChatReadResponses, PauseWebhookData, PauseWebhookErrors, PauseWebhookResponses, PublishEventData, PublishEventErrors, PublishEventResponses, PurgeSendQueueData, PurgeSendQueueErrors, PurgeSendQueueResponses, ReceiveChannelUpdateData, ReceiveChannelUpdateErrors, ReceiveChannelUpdateResponses, RecoverWebhookData, RecoverWebhookErrors, RecoverWebhookResponses, RedeliverWebhookDeliveryData, RedeliverWebhookDeliveryErrors, RedeliverWebhookDeliveryResponses, RequestPairingCodeData, RequestPairingCodeErrors, RequestPairingCodeResponses, ResumeWebhookData, ResumeWebhookErrors, ResumeWebhookResponses, RevokeGroupInviteData, RevokeGroupInviteErrors, RevokeGroupInviteResponses, RotateSourceTokenData, RotateSourceTokenErrors, RotateSourceTokenResponses, RotateWebhookSecretData, RotateWebhookSecretErrors, RotateWebhookSecretResponses, SandboxDisconnectData, SandboxDisconnectErrors, SandboxDisconnectResponses, SandboxFailSendsData, SandboxFailSendsErrors, SandboxFailSendsResponses, SandboxInboundData, SandboxInboundErrors, SandboxInboundResponses, SandboxLogoutData, SandboxLogoutErrors, SandboxLogoutResponses, SandboxReceiptData, SandboxReceiptErrors, SandboxReceiptResponses, SandboxScanData, SandboxScanErrors, SandboxScanResponses, SendMessageData, SendMessageErrors, SendMessageResponses, StreamEventsData, StreamEventsErrors, StreamEventsResponse, StreamEventsResponses, TestWebhookData, TestWebhookErrors, TestWebhookResponses, UnblockContactData, UnblockContactErrors, UnblockContactResponses, UpdateBotData, UpdateBotErrors, UpdateBotResponses, UpdateEventTypeData, UpdateEventTypeErrors, UpdateEventTypeResponses, UpdateGroupData, UpdateGroupErrors, UpdateGroupResponses, UpdateInstanceData, UpdateInstanceErrors, UpdateInstanceResponses, UpdateLinkData, UpdateLinkErrors, UpdateLinkResponses, UpdateSourceData, UpdateSourceErrors, UpdateSourceResponses, UpdateWebhookData, UpdateWebhookErrors, UpdateWebhookResponses, UploadMediaData, UploadMediaErrors, UploadMediaResponses, UpsertLinkByExternalIdData, UpsertLinkByExternalIdErrors, UpsertLinkByExternalIdResponses, VerifyChannelHookData, VerifyChannelHookErrors, VerifyChannelHookResponses } from './types.gen.js';
 
 export type Options<TData extends TDataShape = TDataShape, ThrowOnError extends boolean = boolean, TResponse = unknown> = Options2<TData, ThrowOnError, TResponse> & {
     /**
@@ -25,11 +25,49 @@ export type Options<TData extends TDataShape = TDataShape, ThrowOnError extends 
  * it needs only the `models:read` scope and touches nothing. The catalogue is small and is returned whole
  * (no pagination).
  *
+ * When the operator configured model upstreams (OpenAI-compatible servers, `SWITCHBOARD_MODEL_UPSTREAMS`),
+ * the list is instead the models those upstreams serve, as their own `GET /models` answers (narrowed to each
+ * upstream's allow-list), in the order of the upstreams; each names the upstream that serves it in
+ * `upstream`. The lists are cached and refreshed in the background; an upstream that does not answer keeps
+ * its last list. A model served by two upstreams is listed once, for the first.
+ *
  */
 export const listModels = <ThrowOnError extends boolean = false>(options?: Options<ListModelsData, ThrowOnError>) => (options?.client ?? client).get<ListModelsResponses, ListModelsErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],
     url: '/api/v1/models',
     ...options
+});
+
+/**
+ * Create a chat completion
+ *
+ * Passes an OpenAI chat-completions request to the upstream that serves its `model` (see `GET /api/v1/models`)
+ * and answers with the upstream's answer as it is: a `chat.completion` object, or with `"stream": true` the
+ * upstream's server-sent events (`chat.completion.chunk` objects, then `data: [DONE]`), passed on as they
+ * arrive. Point an OpenAI SDK at `base_url = "https://<host>/api/v1"` with a Switchboard key and
+ * `client.chat.completions.create(...)` works unchanged; the upstream's key never leaves the server.
+ *
+ * Each workspace has quotas of completions — requests and tokens per minute and per UTC day, tokens as the
+ * upstream's `usage` counts them (prompt and completion). A stream that does not set `stream_options` is
+ * sent to the upstream with `stream_options.include_usage` so that its tokens are counted: its last chunk
+ * then carries `usage` and no choices. An exhausted quota answers `429 rate_limited` with `Retry-After` and
+ * the exhausted quotas in `violated-policies`.
+ *
+ * Errors are problem documents that also carry OpenAI's `error` object (`message`, `type`, and our problem
+ * `code`), so that the SDKs raise them with their message: `404 model_not_found` (no upstream serves the
+ * model), `422 upstream_rejected` (the upstream refused the request as invalid, in its own words), `429
+ * rate_limited` (a quota, or the upstream's own limit with its `Retry-After`: policy `upstream`) and `502
+ * upstream_error` (the upstream failed or does not answer).
+ *
+ */
+export const createChatCompletion = <ThrowOnError extends boolean = false>(options: Options<CreateChatCompletionData, ThrowOnError>) => (options.client ?? client).post<CreateChatCompletionResponses, CreateChatCompletionErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/api/v1/chat/completions',
+    ...options,
+    headers: {
+        'Content-Type': 'application/json',
+        ...options.headers
+    }
 });
 
 /**
@@ -1081,6 +1119,91 @@ export const markChatRead = <ThrowOnError extends boolean = false>(options: Opti
     security: [{ scheme: 'bearer', type: 'http' }],
     url: '/api/v1/instances/{instance_id}/chats/{chat_id}/read',
     ...options
+});
+
+/**
+ * List an instance's bots
+ *
+ * The instance's bots, newest first.
+ */
+export const listBots = <ThrowOnError extends boolean = false>(options: Options<ListBotsData, ThrowOnError>) => (options.client ?? client).get<ListBotsResponses, ListBotsErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/api/v1/instances/{instance_id}/bots',
+    ...options
+});
+
+/**
+ * Add a bot to an instance
+ *
+ * Adds a bot that answers the instance's inbound messages. A `model` bot asks a model of the operator's
+ * upstreams (see `GET /api/v1/models`) with its system prompt and the chat's last `memory` messages; a
+ * `workflow` bot posts each message and the chat's recent history to its URL as a Standard Webhooks request
+ * signed with its `signing_secret` (shown once, in this answer) and sends the `reply` it answers with.
+ *
+ */
+export const createBot = <ThrowOnError extends boolean = false>(options: Options<CreateBotData, ThrowOnError>) => (options.client ?? client).post<CreateBotResponses, CreateBotErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/api/v1/instances/{instance_id}/bots',
+    ...options,
+    headers: {
+        'Content-Type': 'application/json',
+        ...options.headers
+    }
+});
+
+/**
+ * Delete a bot
+ *
+ * The bot stops answering; its runs go with it.
+ */
+export const deleteBot = <ThrowOnError extends boolean = false>(options: Options<DeleteBotData, ThrowOnError>) => (options.client ?? client).delete<DeleteBotResponses, DeleteBotErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/api/v1/instances/{instance_id}/bots/{bot_id}',
+    ...options
+});
+
+/**
+ * Retrieve a bot
+ *
+ * One bot, with its latest runs (the messages it answered, handed over or failed on).
+ */
+export const getBot = <ThrowOnError extends boolean = false>(options: Options<GetBotData, ThrowOnError>) => (options.client ?? client).get<GetBotResponses, GetBotErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/api/v1/instances/{instance_id}/bots/{bot_id}',
+    ...options
+});
+
+/**
+ * Update a bot
+ *
+ * Changes the fields sent; the others keep their values. A bot's kind does not change.
+ */
+export const updateBot = <ThrowOnError extends boolean = false>(options: Options<UpdateBotData, ThrowOnError>) => (options.client ?? client).patch<UpdateBotResponses, UpdateBotErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/api/v1/instances/{instance_id}/bots/{bot_id}',
+    ...options,
+    headers: {
+        'Content-Type': 'application/json',
+        ...options.headers
+    }
+});
+
+/**
+ * Pause or resume the bots of a chat
+ *
+ * `pause` puts the chat in human takeover: no bot of the instance answers it, for `minutes` or until it is
+ * resumed (emits `bot.handoff` with reason `manual`); `resume` ends the takeover, whatever started it (the
+ * person's handoff keyword, a workflow's answer, or a pause by hand).
+ *
+ */
+export const controlChatBot = <ThrowOnError extends boolean = false>(options: Options<ControlChatBotData, ThrowOnError>) => (options.client ?? client).post<ControlChatBotResponses, ControlChatBotErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/api/v1/instances/{instance_id}/chats/{chat_id}/bot',
+    ...options,
+    headers: {
+        'Content-Type': 'application/json',
+        ...options.headers
+    }
 });
 
 /**
