@@ -29,7 +29,7 @@ test-whatsapp: ## the WhatsApp Web provider's tests (SQLite and PostgreSQL), the
 	$(GO) test -count=1 -run '^TestNewBuildsEveryServiceOnce$$' ./internal/app/
 	@if $(GO) list -deps . | grep -q '^go\.mau\.fi/'; then echo "the default build imports go.mau.fi (GPL-3.0) packages"; exit 1; fi
 
-test: test-go test-e2e test-sdk ## every test: Go (SQLite and PostgreSQL), the browser tests and the SDKs' round trip
+test: test-go test-whatsapp test-e2e test-sdk ## every test: Go (SQLite and PostgreSQL) of both builds (default and whatsapp_web), the browser tests and the SDKs' round trip
 
 test-go: proxy ## Go tests, race detector on, against SQLite and PostgreSQL (127.0.0.1:5432 or SWITCHBOARD_TEST_POSTGRES_URL)
 	$(GO) test -race -count=1 -timeout 45m $(PKGS)
