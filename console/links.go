@@ -273,14 +273,14 @@ func linkFieldErrors(err error) map[string]string {
 }
 
 // workspaceLink is the link of the path's :id in the session's workspace; found is false when it answered 404.
-func (c *Console) workspaceLink(ec echo.Context) (l store.Link, found bool, err error) {
+func (c *Console) workspaceLink(ec echo.Context) (l links.Link, found bool, err error) {
 	ses := sessionFrom(ec)
 	if ses.Workspace == nil {
-		return store.Link{}, false, c.notFoundPage(ec, "There is no such link in this workspace.")
+		return links.Link{}, false, c.notFoundPage(ec, "There is no such link in this workspace.")
 	}
 	l, err = c.links.Get(ec.Request().Context(), ses.Workspace.ID, ec.Param("id"))
 	if isNotFound(err) {
-		return store.Link{}, false, c.notFoundPage(ec, "There is no such link in this workspace.")
+		return links.Link{}, false, c.notFoundPage(ec, "There is no such link in this workspace.")
 	}
 	return l, err == nil, err
 }

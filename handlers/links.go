@@ -5,7 +5,6 @@ import (
 
 	"github.com/switchboard/switchboard/gen"
 	"github.com/switchboard/switchboard/internal/links"
-	"github.com/switchboard/switchboard/store"
 )
 
 func linkLocation(id string) *string {
@@ -150,8 +149,8 @@ func (s *Server) ListLinks(ctx context.Context, req gen.ListLinksRequestObject) 
 	if err != nil {
 		return nil, err
 	}
-	data, next, err := listPage(ls, more, page, func(l store.Link) string { return l.ID },
-		func(l store.Link) (gen.Link, error) { return s.links.API(l), nil })
+	data, next, err := listPage(ls, more, page, func(l links.Link) string { return l.ID },
+		func(l links.Link) (gen.Link, error) { return s.links.API(l), nil })
 	if err != nil {
 		return nil, err
 	}

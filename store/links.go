@@ -47,24 +47,6 @@ type Link struct {
 	UpdatedAt        time.Time  `bun:"updated_at"`
 }
 
-// Link statuses: whether a link sends visitors to its destination at a given time.
-const (
-	LinkActive           = "active"
-	LinkExpired          = "expired"
-	LinkMaxClicksReached = "max_clicks_reached"
-)
-
-// Status is LinkActive, LinkExpired or LinkMaxClicksReached at time t.
-func (l Link) Status(t time.Time) string {
-	switch {
-	case l.ExpiresAt != nil && !t.Before(*l.ExpiresAt):
-		return LinkExpired
-	case l.MaxClicks != nil && max(l.AdmittedClicks, l.Clicks) >= *l.MaxClicks:
-		return LinkMaxClicksReached
-	}
-	return LinkActive
-}
-
 // Key is where the link answers.
 func (l Link) Key() LinkKey { return LinkKey{Domain: l.Domain, SlugKey: l.SlugKey} }
 

@@ -5,7 +5,6 @@ import (
 
 	"github.com/switchboard/switchboard/gen"
 	"github.com/switchboard/switchboard/internal/patch"
-	"github.com/switchboard/switchboard/store"
 )
 
 // UTM are the UTM parameters of a link as a client names them; nil or empty members are left out.
@@ -51,7 +50,7 @@ func utmOf(params map[string]string) UTM {
 }
 
 // API is the API's Link of a stored link: the one shape of a link in answers and in event payloads.
-func (s *Service) API(l store.Link) gen.Link {
+func (s *Service) API(l Link) gen.Link {
 	tags := l.Tags
 	if tags == nil {
 		tags = []string{}

@@ -35,7 +35,7 @@ func (s *Service) Run(ctx context.Context) error {
 func (s *Service) announceExpired(ctx context.Context, now time.Time) error {
 	for {
 		n, err := s.db.Links.AnnounceExpired(ctx, now, expiryBatch, func(ctx context.Context, tx bun.Tx, l store.Link) error {
-			return s.emit(ctx, tx, l.WorkspaceID, gen.LinkExpiredEvent{Link: s.API(l)})
+			return s.emit(ctx, tx, l.WorkspaceID, gen.LinkExpiredEvent{Link: s.API(linkOf(l))})
 		})
 		if err != nil || n < expiryBatch {
 			return err

@@ -328,7 +328,7 @@ func (s *Service) insert(ctx context.Context, tx bun.IDB, links []*store.Link, g
 		if refused[i] != nil {
 			continue
 		}
-		created = append(created, events.Pending{WorkspaceID: l.WorkspaceID, Payload: gen.LinkCreatedEvent{Link: s.API(*l)}})
+		created = append(created, events.Pending{WorkspaceID: l.WorkspaceID, Payload: gen.LinkCreatedEvent{Link: s.API(linkOf(*l))}})
 		keys = append(keys, l.Key())
 	}
 	if _, err := s.events.EmitMany(ctx, tx, created); err != nil {
@@ -357,7 +357,7 @@ func (s *Service) write(ctx context.Context, tx bun.IDB, l *store.Link, old stor
 	if err := s.db.Links.Update(ctx, tx, l, old, now.Add(s.tombstone)); err != nil {
 		return nil, err
 	}
-	if err := s.emit(ctx, tx, l.WorkspaceID, gen.LinkUpdatedEvent{Link: s.API(*l), Changed: changed}); err != nil {
+	if err := s.emit(ctx, tx, l.WorkspaceID, gen.LinkUpdatedEvent{Link: s.API(linkOf(*l)), Changed: changed}); err != nil {
 		return nil, err
 	}
 	keys := []store.LinkKey{l.Key()}
@@ -369,10 +369,10 @@ func (s *Service) write(ctx context.Context, tx bun.IDB, l *store.Link, old stor
 
 // Create makes a link in the workspace and emits link.created. A generated slug that is taken is drawn again.
 // Errors: validation_failed, slug_taken and external_id_taken problems; any other error is internal.
-func (s *Service) Create(ctx context.Context, workspaceID string, in NewLink) (store.Link, error) {
+func (s *Service) Create(ctx context.Context, workspaceID string, in NewLink) (Link, error) {
 	l, generated, err := s.newLink(workspaceID, in, time.Now())
 	if err != nil {
-		return store.Link{}, err
+		return Link{}, err
 	}
 	var keys []store.LinkKey
 	err = s.db.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error {
@@ -381,15 +381,15 @@ func (s *Service) Create(ctx context.Context, workspaceID string, in NewLink) (s
 		return err
 	})
 	if err != nil {
-		return store.Link{}, storeError(err, l.ID)
+		return Link{}, storeError(err, l.ID)
 	}
 	s.db.LinkChanges.Published(keys...)
-	return l, nil
+	return linkOf(l), nil
 }
 
 // Outcome is what became of one link of a bulk create: the link created, or the problem that refused it.
 type Outcome struct {
-	Link store.Link
+	Link Link
 	Err  *problem.Error
 }
 
@@ -434,7 +434,7 @@ func (s *Service) CreateMany(ctx context.Context, workspaceID string, ins []NewL
 				out[it.index].Err = asProblem(storeError(refused[j], links[j].ID))
 				continue
 			}
-			out[it.index].Link = *links[j]
+			out[it.index].Link = linkOf(*links[j])
 		}
 	}
 	return out
@@ -466,35 +466,35 @@ func asProblem(err error) *problem.Error {
 }
 
 // Get returns the workspace's link. Errors: not_found; any other error is internal.
-func (s *Service) Get(ctx context.Context, workspaceID, id string) (store.Link, error) {
+func (s *Service) Get(ctx context.Context, workspaceID, id string) (Link, error) {
 	l, err := s.db.Links.Get(ctx, workspaceID, id)
 	if err != nil {
-		return store.Link{}, storeError(err, id)
+		return Link{}, storeError(err, id)
 	}
-	return l, nil
+	return linkOf(l), nil
 }
 
 // Lookup returns the workspace's link at a short URL, whatever the slug's case; a nil domain is the default short
 // domain. Errors: not_found; any other error is internal.
-func (s *Service) Lookup(ctx context.Context, workspaceID string, domain *string, slug string) (store.Link, error) {
+func (s *Service) Lookup(ctx context.Context, workspaceID string, domain *string, slug string) (Link, error) {
 	d := s.defaultDomain
 	if domain != nil {
 		d = strings.ToLower(*domain)
 	}
 	l, err := s.db.Links.ByKey(ctx, workspaceID, store.LinkKey{Domain: d, SlugKey: store.SlugKey(slug)})
 	if errors.Is(err, store.ErrNotFound) {
-		return store.Link{}, problem.Errorf(problem.NotFound, "This workspace has no link %s/%s.", d, slug)
+		return Link{}, problem.Errorf(problem.NotFound, "This workspace has no link %s/%s.", d, slug)
 	}
-	return l, err
+	return linkResult(l, err)
 }
 
 // Update changes the workspace's link and emits link.updated with the fields that changed; nothing is written
 // (and no event sent) when the update changes nothing. A new slug or domain tombstones the old short URL.
 // Errors: validation_failed, not_found, slug_taken and external_id_taken problems; any other error is internal.
-func (s *Service) Update(ctx context.Context, workspaceID, id string, in Update) (store.Link, error) {
+func (s *Service) Update(ctx context.Context, workspaceID, id string, in Update) (Link, error) {
 	apply, err := s.patcher(in)
 	if err != nil {
-		return store.Link{}, err
+		return Link{}, err
 	}
 	now := time.Now()
 	var l store.Link
@@ -510,10 +510,10 @@ func (s *Service) Update(ctx context.Context, workspaceID, id string, in Update)
 		return err
 	})
 	if err != nil {
-		return store.Link{}, storeError(err, id)
+		return Link{}, storeError(err, id)
 	}
 	s.db.LinkChanges.Published(keys...)
-	return l, nil
+	return linkOf(l), nil
 }
 
 // Upsert creates the workspace's link with the external ID (created is true), or replaces every field of the one
@@ -521,15 +521,16 @@ func (s *Service) Update(ctx context.Context, workspaceID, id string, in Update)
 // would break links already shared. Two concurrent upserts of one external ID make one link: the one that loses
 // the insert replaces the winner's link instead. in.ExternalID is ignored. Errors: validation_failed, slug_taken
 // and external_id_taken problems; any other error is internal.
-func (s *Service) Upsert(ctx context.Context, workspaceID, externalID string, in NewLink) (l store.Link, created bool, err error) {
+func (s *Service) Upsert(ctx context.Context, workspaceID, externalID string, in NewLink) (_ Link, created bool, err error) {
 	now := time.Now()
 	in.ExternalID = &externalID
 	fresh, generated, err := s.newLink(workspaceID, in, now)
 	if err != nil {
-		return store.Link{}, false, err
+		return Link{}, false, err
 	}
 	for attempt := 0; ; attempt++ {
-		l, created = fresh, false
+		l := fresh
+		created = false
 		var keys []store.LinkKey
 		err = s.db.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error {
 			old, err := s.db.Links.LockByExternalID(ctx, tx, workspaceID, externalID)
@@ -549,10 +550,10 @@ func (s *Service) Upsert(ctx context.Context, workspaceID, externalID string, in
 			continue // a concurrent upsert created the link first: replace it
 		}
 		if err != nil {
-			return store.Link{}, false, storeError(err, l.ID)
+			return Link{}, false, storeError(err, l.ID)
 		}
 		s.db.LinkChanges.Published(keys...)
-		return l, created, nil
+		return linkOf(l), created, nil
 	}
 }
 
@@ -581,7 +582,7 @@ func (s *Service) Delete(ctx context.Context, workspaceID, id string) error {
 		if l, err = s.db.Links.Delete(ctx, tx, workspaceID, id, time.Now().Add(s.tombstone)); err != nil {
 			return err
 		}
-		if err := s.emit(ctx, tx, l.WorkspaceID, gen.LinkDeletedEvent{Link: s.API(l)}); err != nil {
+		if err := s.emit(ctx, tx, l.WorkspaceID, gen.LinkDeletedEvent{Link: s.API(linkOf(l))}); err != nil {
 			return err
 		}
 		return s.db.LinkChanges.Announce(ctx, tx, l.Key())
@@ -605,7 +606,7 @@ type ListQuery struct {
 
 // List returns a page of the workspace's links, newest first, and whether more follow, and records the opt-in
 // link.listed audit of the key that listed them. Errors are internal.
-func (s *Service) List(ctx context.Context, workspaceID, keyID string, q ListQuery) ([]store.Link, bool, error) {
+func (s *Service) List(ctx context.Context, workspaceID, keyID string, q ListQuery) ([]Link, bool, error) {
 	ls, more, err := s.Browse(ctx, workspaceID, q)
 	if err != nil {
 		return nil, false, err
@@ -620,7 +621,7 @@ func (s *Service) List(ctx context.Context, workspaceID, keyID string, q ListQue
 // Browse returns a page of the workspace's links, newest first, and whether more follow, as List does but without
 // the link.listed audit: that event names the API key that read the inventory, and the console's members read it
 // with their session instead. Errors are internal.
-func (s *Service) Browse(ctx context.Context, workspaceID string, q ListQuery) ([]store.Link, bool, error) {
+func (s *Service) Browse(ctx context.Context, workspaceID string, q ListQuery) ([]Link, bool, error) {
 	f := store.LinkFilter{Expired: q.Expired, Now: time.Now(), CreatedAfter: q.CreatedAfter, CreatedBefore: q.CreatedBefore}
 	assign(&f.Query, q.Query)
 	assign(&f.Tag, q.Tag)
@@ -629,7 +630,11 @@ func (s *Service) Browse(ctx context.Context, workspaceID string, q ListQuery) (
 	if q.Domain != nil {
 		f.Domain = strings.ToLower(*q.Domain)
 	}
-	return s.db.Links.List(ctx, workspaceID, f, q.Page)
+	ls, more, err := s.db.Links.List(ctx, workspaceID, f, q.Page)
+	if err != nil {
+		return nil, false, err
+	}
+	return linksOf(ls), more, nil
 }
 
 // filters are the query parameters a list call sent, as link.listed reports them.

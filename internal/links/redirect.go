@@ -110,7 +110,7 @@ func (s *Service) target(l store.Link) *Target {
 	if l.ExpiredURL != nil {
 		t.expiredURL = *l.ExpiredURL
 	}
-	if l.Status(time.Now()) == store.LinkMaxClicksReached {
+	if linkOf(l).Status(time.Now()) == StatusMaxClicksReached {
 		t.reached.Store(true)
 	}
 	t.base, t.fragment, t.names, t.hasQuery = withUTM(l.DestinationURL, l.UTM)
@@ -264,5 +264,5 @@ func (s *Service) Admit(ctx context.Context, t *Target, class string) (Admission
 // the event counts them already.
 func (s *Service) maxClicksReached(ctx context.Context, tx bun.Tx, l store.Link) error {
 	l.Clicks = max(l.Clicks, l.AdmittedClicks)
-	return s.emit(ctx, tx, l.WorkspaceID, gen.LinkMaxClicksReachedEvent{Link: s.API(l)})
+	return s.emit(ctx, tx, l.WorkspaceID, gen.LinkMaxClicksReachedEvent{Link: s.API(linkOf(l))})
 }

@@ -133,7 +133,7 @@ func (s *Service) Domains() []string {
 }
 
 // ShortURL is where a link answers.
-func (s *Service) ShortURL(l store.Link) string { return s.shortURL(l.Domain, l.Slug) }
+func (s *Service) ShortURL(l Link) string { return s.shortURL(l.Domain, l.Slug) }
 
 // shortURL is where a link answers.
 func (s *Service) shortURL(domain, slug string) string { return ShortURL(s.scheme, domain, slug) }

@@ -71,7 +71,7 @@ func (f *fixture) draw(slugs ...string) {
 	}
 }
 
-func (f *fixture) create(in NewLink) store.Link {
+func (f *fixture) create(in NewLink) Link {
 	f.t.Helper()
 	l, err := f.s.Create(ctx, f.ws, in)
 	if err != nil {
@@ -191,7 +191,7 @@ func TestUTMMapping(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := s.API(store.Link{UTM: params}).Utm
+	got := s.API(Link{UTM: params}).Utm
 	if got.Source == nil || *got.Source != "newsletter" || got.Campaign == nil || *got.Campaign != "bf 26" ||
 		got.Content == nil || *got.Content != "top" || got.Medium != nil || got.Term != nil {
 		t.Errorf("API UTM %+v", got)
@@ -208,7 +208,7 @@ func TestUpdatePatchSemantics(t *testing.T) {
 		l := f.create(NewLink{DestinationURL: "https://example.com/a", Title: ptr("T"), ExternalID: ptr("crm-" + f.domain),
 			ExpiredURL: ptr("https://example.com/over"), MaxClicks: ptr(int64(3)), ExpiresAt: &expires,
 			Tags: []string{"x"}, UTM: &UTM{Source: ptr("nl")}, Metadata: map[string]any{"k": "v"}})
-		update := func(in Update) store.Link {
+		update := func(in Update) Link {
 			t.Helper()
 			out, err := f.s.Update(ctx, f.ws, l.ID, in)
 			if err != nil {
@@ -255,7 +255,7 @@ func TestUpdatePatchSemantics(t *testing.T) {
 		}
 
 		got = update(Update{ExpiresAt: patch.Set(time.Now().Add(-time.Minute))})
-		if got.Status(time.Now()) != store.LinkExpired {
+		if got.Status(time.Now()) != StatusExpired {
 			t.Errorf("an update may expire a link at once: status %s", got.Status(time.Now()))
 		}
 
@@ -350,7 +350,7 @@ func TestAdmit(t *testing.T) {
 		}
 
 		other := f.create(NewLink{DestinationURL: "https://example.com/other", MaxClicks: ptr(int64(5))})
-		tg, _, err = f.s.Resolve(ctx, other.Key())
+		tg, _, err = f.s.Resolve(ctx, f.s.Key(other.Domain, other.Slug))
 		if err != nil {
 			t.Fatal(err)
 		}

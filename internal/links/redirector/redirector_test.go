@@ -66,7 +66,7 @@ func newEnv(t *testing.T, db *store.DB) *env {
 	return e
 }
 
-func (e *env) link(in gen.LinkCreate) store.Link {
+func (e *env) link(in gen.LinkCreate) links.Link {
 	e.t.Helper()
 	l, err := e.links.Create(context.Background(), e.ws, links.NewLinkOf(in))
 	if err != nil {
