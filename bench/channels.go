@@ -92,17 +92,16 @@ type channelResult struct {
 type channelBench struct {
 	name, database string
 	db             *store.DB
-	svc            *channels.Service
+	rec            *channels.Recorder
+	svc            *channels.Service // over the runtime that runs now
 	box            *sealbox.Box
 	outbox         *events.Outbox
 	ws             string
 	rt             *hub.Hub
 	stopRT         func()
-	// sessions is what the sandbox calls: the current runtime, across the restart of the scale round.
-	sessions currentSessions
-	receiver *httpServer
-	inbound  *inboundArrivals
-	goal     float64
+	receiver       *httpServer
+	inbound        *inboundArrivals
+	goal           float64
 }
 
 func quietLog() *slog.Logger { return slog.New(slog.NewJSONHandler(io.Discard, nil)) }
@@ -122,13 +121,13 @@ func startChannelBench(ctx context.Context, database, dbURL string, goal float64
 	}
 	b := &channelBench{name: "messaging — " + database, database: database, db: db, box: box, goal: goal,
 		outbox: events.NewOutbox(db, events.Builtin()), inbound: &inboundArrivals{}}
-	b.svc, err = channels.New(db, b.outbox, channels.Config{Sealer: box, Logger: quietLog()})
+	b.rec, err = channels.NewRecorder(db, b.outbox, channels.Config{Sealer: box, Logger: quietLog(),
+		Providers: []channels.Provider{sandbox.New(db, sandbox.Options{Logger: quietLog(),
+			Delivered: sandbox.DefaultDelivered, Read: sandbox.DefaultRead})}})
 	if err != nil {
 		return nil, err
 	}
-	b.startRuntime(channelStagger)
-	if err := b.svc.AddProvider(sandbox.New(db, &b.sessions, sandbox.Options{Logger: quietLog(),
-		Delivered: sandbox.DefaultDelivered, Read: sandbox.DefaultRead})); err != nil {
+	if err := b.startRuntime(channelStagger); err != nil {
 		return nil, err
 	}
 	ws, err := db.Workspaces.Create(ctx, "messaging bench")
@@ -152,32 +151,19 @@ func startChannelBench(ctx context.Context, database, dbURL string, goal float64
 	return b, nil
 }
 
-// startRuntime runs a runtime until stopRT (the sandbox holds the first runtime's Sessions, which forwards to the
-// current one).
-func (b *channelBench) startRuntime(stagger time.Duration) {
-	b.rt = hub.New(b.db, b.svc, hub.Options{Rate: -1, Stagger: stagger, Logger: quietLog()})
-	b.svc.Attach(b.rt, b.rt)
-	b.sessions.set(b.rt)
+// startRuntime runs a runtime over the records until stopRT, and the service over it (the sandbox's sessions wake
+// each other through the runtime that opened them).
+func (b *channelBench) startRuntime(stagger time.Duration) error {
+	b.rt = hub.New(b.db, b.rec, hub.Options{Rate: -1, Stagger: stagger, Logger: quietLog()})
+	var err error
+	if b.svc, err = channels.New(b.rec, b.rt); err != nil {
+		return err
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { _ = b.rt.Run(ctx); close(done) }()
 	b.stopRT = func() { cancel(); <-done }
-}
-
-// currentSessions forwards to the runtime that runs now.
-type currentSessions struct {
-	mu sync.RWMutex
-	h  *hub.Hub
-}
-
-func (c *currentSessions) set(h *hub.Hub) { c.mu.Lock(); c.h = h; c.mu.Unlock() }
-func (c *currentSessions) get() *hub.Hub  { c.mu.RLock(); defer c.mu.RUnlock(); return c.h }
-func (c *currentSessions) Start(ctx context.Context, id string) error {
-	return c.get().Start(ctx, id)
-}
-func (c *currentSessions) Stop(ctx context.Context, id string) error { return c.get().Stop(ctx, id) }
-func (c *currentSessions) Do(ctx context.Context, id string, cmd channels.Command) (json.RawMessage, error) {
-	return c.get().Do(ctx, id, cmd)
+	return nil
 }
 
 func (b *channelBench) close() {
@@ -519,7 +505,9 @@ func (b *channelBench) scale(ctx context.Context, n int, r *channelResult) error
 
 	b.stopRT()
 	restart := time.Now().UTC()
-	b.startRuntime(channelStagger)
+	if err := b.startRuntime(channelStagger); err != nil {
+		return err
+	}
 	var connectedAt []time.Duration
 	deadline := time.Now().Add(channelStagger + 2*time.Minute)
 	for {

@@ -29,13 +29,14 @@ func newChannels(t *testing.T, db *store.DB) *channels.Service {
 		t.Fatal(err)
 	}
 	discard := slog.New(slog.NewTextHandler(io.Discard, nil))
-	svc, err := channels.New(db, events.NewOutbox(db, events.Builtin()), channels.Config{Sealer: box, Logger: discard})
+	rec, err := channels.NewRecorder(db, events.NewOutbox(db, events.Builtin()), channels.Config{Sealer: box, Logger: discard,
+		Providers: []channels.Provider{sandbox.New(db, sandbox.Options{Logger: discard})}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt := hub.New(db, svc, hub.Options{Rate: -1, Lease: 3 * time.Second, Logger: discard})
-	svc.Attach(rt, rt)
-	if err := svc.AddProvider(sandbox.New(db, rt, sandbox.Options{Logger: discard})); err != nil {
+	rt := hub.New(db, rec, hub.Options{Rate: -1, Lease: 3 * time.Second, Logger: discard})
+	svc, err := channels.New(rec, rt)
+	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, stop := context.WithCancel(context.Background())

@@ -75,7 +75,12 @@ func newMsgEnvWith(t *testing.T, db *store.DB, cfg channels.Config, hc handlers.
 	}
 	outbox := events.NewOutbox(db, events.Builtin())
 	cfg.Sealer = box
-	svc, err := channels.New(db, outbox, cfg)
+	rec, err := channels.NewRecorder(db, outbox, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A process that runs no channel runtime: the API alone.
+	svc, err := channels.New(rec, channels.NoRuntime)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -51,15 +51,16 @@ func newSandboxServer(t *testing.T, db *store.DB, opts sandbox.Options, cfg hand
 		t.Fatal(err)
 	}
 	outbox := events.NewOutbox(db, events.Builtin())
-	svc, err := channels.New(db, outbox, channels.Config{Sealer: box, Providers: []channels.Provider{bareProvider{}}})
+	rec, err := channels.NewRecorder(db, outbox, channels.Config{Sealer: box,
+		Providers: []channels.Provider{bareProvider{}, sandbox.New(db, opts)}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The real runtime, unpaced (pacing has its own tests), with a short lease so that a test's end frees it.
-	rt := hub.New(db, svc, hub.Options{Rate: -1, Lease: 3 * time.Second,
+	rt := hub.New(db, rec, hub.Options{Rate: -1, Lease: 3 * time.Second,
 		Logger: slog.New(slog.NewTextHandler(testLog{t}, &slog.HandlerOptions{Level: slog.LevelError}))})
-	svc.Attach(rt, rt)
-	if err := svc.AddProvider(sandbox.New(db, rt, opts)); err != nil {
+	svc, err := channels.New(rec, rt)
+	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, stop := context.WithCancel(context.Background())

@@ -47,8 +47,13 @@ func newUntrustedEnv(t testing.TB, db *store.DB) *untrustedEnv {
 	t.Cleanup(files.Close)
 	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
 	outbox := events.NewOutbox(db, events.Builtin())
-	svc, err := channels.New(db, outbox, channels.Config{Sealer: box, Logger: log, BaseURL: publicURL,
+	rec, err := channels.NewRecorder(db, outbox, channels.Config{Sealer: box, Logger: log, BaseURL: publicURL,
 		Providers: []channels.Provider{telegram.New(telegram.Options{PublicURL: publicURL}), whatsappcloud.New(whatsappcloud.Options{})}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A process that runs no channel runtime: the API alone.
+	svc, err := channels.New(rec, channels.NoRuntime)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -49,13 +49,16 @@ func newProviderEnv(t *testing.T, db *store.DB, name string, providers ...channe
 	}
 	log := slog.New(slog.NewTextHandler(testLog{t}, &slog.HandlerOptions{Level: slog.LevelError}))
 	outbox := events.NewOutbox(db, events.Builtin())
-	svc, err := channels.New(db, outbox, channels.Config{Sealer: box, Logger: log, Providers: providers, BaseURL: publicURL})
+	rec, err := channels.NewRecorder(db, outbox, channels.Config{Sealer: box, Logger: log, Providers: providers, BaseURL: publicURL})
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt := hub.New(db, svc, hub.Options{Rate: -1, Lease: 3 * time.Second, BackoffBase: 100 * time.Millisecond,
+	rt := hub.New(db, rec, hub.Options{Rate: -1, Lease: 3 * time.Second, BackoffBase: 100 * time.Millisecond,
 		BackoffMax: 500 * time.Millisecond, Logger: log})
-	svc.Attach(rt, rt)
+	svc, err := channels.New(rec, rt)
+	if err != nil {
+		t.Fatal(err)
+	}
 	guard := egress.NewGuard(egress.Policy{AllowHTTP: true, AllowedNetworks: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}})
 	dispatcher := webhook.NewDispatcher(db, box, guard, webhook.Config{Events: outbox, Logger: log})
 	ctx, stop := context.WithCancel(context.Background())

@@ -225,8 +225,9 @@ func New(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 	return a, nil
 }
 
-// messaging builds the messaging capability and its runtime: the service first (the runtime records through it),
-// then the runtime, then the providers that need the runtime (the sandbox wakes sessions across processes). Media
+// messaging builds the messaging capability one way: the providers first, the records over them, the runtime over
+// the records (it opens sessions and records what they report through them), then the service over the records and
+// the runtime. The sandbox's sessions wake each other across processes through the runtime that opens them. Media
 // bytes live in the data directory on SQLite (files beside the database, out of its single writer) and in the
 // database on PostgreSQL (shared by every process).
 func (a *App) messaging(baseURL string, opts hub.Options) error {
@@ -237,33 +238,26 @@ func (a *App) messaging(baseURL string, opts hub.Options) error {
 	if a.DB.Dialect() == store.SQLite {
 		media = channels.DirMedia{DB: a.DB, Dir: filepath.Join(a.DB.DataDir(), "media")}
 	}
-	var err error
-	a.Messaging, err = channels.New(a.DB, a.Events, channels.Config{Sealer: a.Box, Media: media, Guard: a.Guard,
-		Logger: a.Log, BaseURL: baseURL})
-	if err != nil {
-		return err
-	}
-	a.Runtime = hub.New(a.DB, a.Messaging, opts)
-	a.Messaging.Attach(a.Runtime, a.Runtime)
 	// XMPP servers, Bot API servers and Graph API base URLs are named by instance configs, that is by customers:
 	// their connections go through the egress guard like webhooks (a server on a private network needs
 	// --webhook-allowed-networks). Telegram and WhatsApp Cloud push to the hook URLs under the public base URL.
-	for _, p := range []channels.Provider{
-		sandbox.New(a.DB, a.Runtime, sandbox.Options{Logger: a.Log, Delivered: sandbox.DefaultDelivered, Read: sandbox.DefaultRead}),
+	providers := []channels.Provider{
+		sandbox.New(a.DB, sandbox.Options{Logger: a.Log, Delivered: sandbox.DefaultDelivered, Read: sandbox.DefaultRead}),
 		xmpp.New(xmpp.Options{Dial: a.Guard.DialContext, HTTP: a.Guard.Client(xmpp.DefaultUploadTimeout)}),
 		telegram.New(telegram.Options{PublicURL: baseURL, HTTP: a.Guard.Client(time.Minute)}),
 		whatsappcloud.New(whatsappcloud.Options{HTTP: a.Guard.Client(time.Minute)}),
-	} {
-		if err := a.Messaging.AddProvider(p); err != nil {
-			return err
-		}
 	}
 	for _, build := range optionalProviders {
-		if err := a.Messaging.AddProvider(build(a)); err != nil {
-			return err
-		}
+		providers = append(providers, build(a))
 	}
-	return nil
+	rec, err := channels.NewRecorder(a.DB, a.Events, channels.Config{Providers: providers, Sealer: a.Box, Media: media,
+		Guard: a.Guard, Logger: a.Log, BaseURL: baseURL})
+	if err != nil {
+		return err
+	}
+	a.Runtime = hub.New(a.DB, rec, opts)
+	a.Messaging, err = channels.New(rec, a.Runtime)
+	return err
 }
 
 // optionalProviders are the providers of build tags: files built only with a tag append to it in their init (the

@@ -79,10 +79,6 @@ func Invoke(ctx context.Context, sess Session, c Command) (json.RawMessage, erro
 // table has it (recipient_not_on_network) and is a Conflict with the network's words otherwise.
 func call[A, R any](ctx context.Context, s *Service, inst store.Instance, c command[A, R], args A) (R, error) {
 	var out R
-	sessions, _ := s.runtime()
-	if sessions == nil {
-		return out, noRuntime()
-	}
 	if offline(Status(inst.Status)) {
 		return out, problem.Errorf(problem.InstanceNotConnected, "Instance %s is %s; connect it first.", inst.ID, inst.Status)
 	}
@@ -90,7 +86,7 @@ func call[A, R any](ctx context.Context, s *Service, inst store.Instance, c comm
 	if err != nil {
 		return out, err
 	}
-	res, err := sessions.Do(ctx, inst.ID, Command{Op: c.op, Args: raw})
+	res, err := s.sessions.Do(ctx, inst.ID, Command{Op: c.op, Args: raw})
 	if err != nil {
 		return out, sessionError(inst, err)
 	}

@@ -14,7 +14,7 @@ import (
 )
 
 // GroupAPI is the API's Group of a stored group, its participants' contacts and its chat resolved on db.
-func (s *Service) GroupAPI(ctx context.Context, db bun.IDB, g store.ChatGroup) (gen.Group, error) {
+func (s *Recorder) GroupAPI(ctx context.Context, db bun.IDB, g store.ChatGroup) (gen.Group, error) {
 	out := gen.Group{Id: g.ID, Object: gen.GroupObjectGroup, InstanceId: g.InstanceID, Address: g.Address,
 		Subject: g.Subject, Description: g.Description, Participants: []gen.Participant{}, CreatedAt: g.CreatedAt,
 		UpdatedAt: g.UpdatedAt}
@@ -42,7 +42,7 @@ func (s *Service) GroupAPI(ctx context.Context, db bun.IDB, g store.ChatGroup) (
 }
 
 // ChatAPI is the API's Chat of a stored chat with its newest message, read on db.
-func (s *Service) ChatAPI(ctx context.Context, db bun.IDB, c store.Chat) (gen.Chat, error) {
+func (s *Recorder) ChatAPI(ctx context.Context, db bun.IDB, c store.Chat) (gen.Chat, error) {
 	out := gen.Chat{Id: c.ID, Object: gen.ChatObjectChat, InstanceId: c.InstanceID, Type: gen.ChatType(c.Type),
 		Address: c.Address, Name: c.Name, ContactId: c.ContactID, GroupId: c.GroupID, UnreadCount: c.UnreadCount,
 		LastMessageAt: c.LastMessageAt, CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt}
@@ -183,7 +183,7 @@ func (s *Service) CreateGroup(ctx context.Context, workspaceID, instanceID, subj
 
 // recordGroup stores a group as the network reports it, inside its own transaction, and emits the event of the
 // change (group.created for a group new to the instance).
-func (s *Service) recordGroup(ctx context.Context, inst store.Instance, g Group, change string) (store.ChatGroup, error) {
+func (s *Recorder) recordGroup(ctx context.Context, inst store.Instance, g Group, change string) (store.ChatGroup, error) {
 	var stored store.ChatGroup
 	err := s.inTxFor(ctx, []string{inst.ID}, func(ctx context.Context, tx bun.Tx) error {
 		var err error
@@ -194,7 +194,7 @@ func (s *Service) recordGroup(ctx context.Context, inst store.Instance, g Group,
 }
 
 // saveGroup is recordGroup inside tx.
-func (s *Service) saveGroup(ctx context.Context, tx bun.IDB, inst store.Instance, g Group, change string) (store.ChatGroup, error) {
+func (s *Recorder) saveGroup(ctx context.Context, tx bun.IDB, inst store.Instance, g Group, change string) (store.ChatGroup, error) {
 	row := store.ChatGroup{WorkspaceID: inst.WorkspaceID, InstanceID: inst.ID, Address: g.Address, Subject: g.Subject,
 		Description: g.Description, Participants: []store.Participant{}}
 	for _, p := range g.Participants {

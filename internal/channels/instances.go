@@ -210,7 +210,7 @@ func (s *Service) sealSecrets(inst *store.Instance, secrets map[string]any) {
 }
 
 // openSecrets returns an instance's secret config.
-func (s *Service) openSecrets(inst store.Instance) (map[string]any, error) {
+func (s *Recorder) openSecrets(inst store.Instance) (map[string]any, error) {
 	out := map[string]any{}
 	if inst.SealedSecrets == nil {
 		return out, nil
@@ -317,11 +317,11 @@ func (s *Service) Delete(ctx context.Context, workspaceID, id string) error {
 	if err != nil {
 		return err
 	}
-	if sessions, _ := s.runtime(); sessions != nil && !offline(Status(inst.Status)) {
-		if _, err := sessions.Do(ctx, id, Command{Op: cmdLogout.Op()}); err != nil && !errors.Is(err, ErrNotConnected) {
+	if !offline(Status(inst.Status)) {
+		if _, err := s.sessions.Do(ctx, id, Command{Op: cmdLogout.Op()}); err != nil && !errors.Is(err, ErrNotConnected) {
 			s.log.Warn("instance delete: logout failed; deleting anyway", "instance_id", id, "error", err)
 		}
-		if err := sessions.Stop(ctx, id); err != nil {
+		if err := s.sessions.Stop(ctx, id); err != nil {
 			s.log.Warn("instance delete: stop failed", "instance_id", id, "error", err)
 		}
 	}
@@ -354,9 +354,8 @@ func (s *Service) Delete(ctx context.Context, workspaceID, id string) error {
 // nothing. Returns a NotFound problem if it is not in the workspace, and an InstanceNotConnected problem on a
 // server that runs no channel runtime.
 func (s *Service) Connect(ctx context.Context, workspaceID, id string) (store.Instance, error) {
-	sessions, _ := s.runtime()
-	if sessions == nil {
-		return store.Instance{}, noRuntime()
+	if nr, none := s.sessions.(noRuntime); none {
+		return store.Instance{}, nr.refusal()
 	}
 	var inst store.Instance
 	err := s.change(ctx, workspaceID, id, func(ctx context.Context, tx bun.Tx, i *store.Instance) error {
@@ -375,7 +374,7 @@ func (s *Service) Connect(ctx context.Context, workspaceID, id string) (store.In
 	if err != nil {
 		return store.Instance{}, err
 	}
-	if err := sessions.Start(ctx, id); err != nil {
+	if err := s.sessions.Start(ctx, id); err != nil {
 		return store.Instance{}, err
 	}
 	return inst, nil
@@ -398,13 +397,13 @@ func (s *Service) stop(ctx context.Context, workspaceID, id string, to Status, r
 	if err != nil {
 		return store.Instance{}, err
 	}
-	if sessions, _ := s.runtime(); sessions != nil && !offline(Status(inst.Status)) {
+	if !offline(Status(inst.Status)) {
 		if logout {
-			if _, err := sessions.Do(ctx, id, Command{Op: cmdLogout.Op()}); err != nil && !errors.Is(err, ErrNotConnected) {
+			if _, err := s.sessions.Do(ctx, id, Command{Op: cmdLogout.Op()}); err != nil && !errors.Is(err, ErrNotConnected) {
 				s.log.Warn("instance logout: the network was not told", "instance_id", id, "error", err)
 			}
 		}
-		if err := sessions.Stop(ctx, id); err != nil {
+		if err := s.sessions.Stop(ctx, id); err != nil {
 			return store.Instance{}, err
 		}
 	}
@@ -428,14 +427,10 @@ func (s *Service) stop(ctx context.Context, workspaceID, id string, to Status, r
 }
 
 // noRuntime is the problem of a call that needs a live session on a server without a channel runtime.
-func noRuntime() *problem.Error {
-	return problem.New(problem.InstanceNotConnected,
-		"This server process runs no channel runtime, so no instance can hold a live session.")
-}
 
 // move changes an instance's status inside tx (the caller saves nothing else afterwards): the reason, the time,
 // the auth method and QR code that only belong to awaiting_auth, and the instance.status_changed event.
-func (s *Service) move(ctx context.Context, tx bun.IDB, i *store.Instance, to Status, reason string) error {
+func (s *Recorder) move(ctx context.Context, tx bun.IDB, i *store.Instance, to Status, reason string) error {
 	from := Status(i.Status)
 	i.Status, i.StatusReason, i.StatusSince = string(to), reason, time.Now().UTC().Truncate(time.Microsecond)
 	if to != StatusAwaitingAuth {
@@ -457,7 +452,7 @@ func (s *Service) move(ctx context.Context, tx bun.IDB, i *store.Instance, to St
 
 // emit records an event of an instance inside tx with the instance's next sequence number; build makes the
 // payload from the instance as the API shows it.
-func (s *Service) emit(ctx context.Context, tx bun.IDB, i *store.Instance, build func(api gen.Instance, seq int64) any) error {
+func (s *Recorder) emit(ctx context.Context, tx bun.IDB, i *store.Instance, build func(api gen.Instance, seq int64) any) error {
 	seq, err := s.db.Instances.NextSequence(ctx, tx, i.ID)
 	if err != nil {
 		return err
@@ -467,7 +462,7 @@ func (s *Service) emit(ctx context.Context, tx bun.IDB, i *store.Instance, build
 }
 
 // emitPayload records one event of an instance inside tx.
-func (s *Service) emitPayload(ctx context.Context, tx bun.IDB, workspaceID, instanceID string, payload any) error {
+func (s *Recorder) emitPayload(ctx context.Context, tx bun.IDB, workspaceID, instanceID string, payload any) error {
 	_, err := s.events.EmitMany(ctx, tx, []events.Pending{{WorkspaceID: workspaceID, InstanceID: instanceID, Payload: payload}})
 	return err
 }
@@ -494,7 +489,7 @@ func (s *Service) QR(ctx context.Context, workspaceID, id string) (store.Instanc
 
 // InstanceAPI is the API's Instance of a stored instance: the one shape of an instance in answers and events.
 // Secrets are never part of it.
-func (s *Service) InstanceAPI(i store.Instance) gen.Instance {
+func (s *Recorder) InstanceAPI(i store.Instance) gen.Instance {
 	out := gen.Instance{Id: i.ID, Object: gen.InstanceObjectInstance, Name: i.Name, Provider: i.Provider,
 		Status: gen.InstanceStatus(i.Status), StatusReason: i.StatusReason, StatusSince: i.StatusSince,
 		Capabilities: []gen.Capability{}, Config: i.Config, Metadata: i.Metadata, CreatedAt: i.CreatedAt,
@@ -531,7 +526,7 @@ func (s *Service) InstanceAPI(i store.Instance) gen.Instance {
 
 // HookURL is where the network pushes an instance's updates: "" for providers that take no pushes, or when the
 // server was given no public URL.
-func (s *Service) HookURL(i store.Instance) string {
+func (s *Recorder) HookURL(i store.Instance) string {
 	p, ok := s.provider(i.Provider)
 	if _, push := p.(PushReceiver); !ok || !push || s.baseURL == "" {
 		return ""

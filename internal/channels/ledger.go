@@ -25,7 +25,7 @@ type SendResult struct {
 // the messages move to sending with their events, numbered once per instance for the whole batch. It then loads each
 // for sending. Messages with nothing left to send (canceled, failed, sent already, deleted) are left out of the
 // map: their queue items only need removing.
-func (s *Service) Begin(ctx context.Context, claim func(ctx context.Context, tx bun.IDB) ([]SendJob, error)) (map[string]Outbound, error) {
+func (s *Recorder) Begin(ctx context.Context, claim func(ctx context.Context, tx bun.IDB) ([]SendJob, error)) (map[string]Outbound, error) {
 	var live []string
 	err := s.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
 		live = live[:0]
@@ -67,7 +67,7 @@ func (s *Service) Begin(ctx context.Context, claim func(ctx context.Context, tx 
 // messages whose outcome may be recorded (their queue item still holds the lease of its claim, and it removes or
 // reschedules them); only those are recorded, so a send that lost its lease never overwrites its retry's outcome.
 // Receipts that arrived before the send was recorded are applied after the commit.
-func (s *Service) Settle(ctx context.Context, results []SendResult, hold func(ctx context.Context, tx bun.IDB) ([]string, error)) error {
+func (s *Recorder) Settle(ctx context.Context, results []SendResult, hold func(ctx context.Context, tx bun.IDB) ([]string, error)) error {
 	type early struct{ instanceID, providerID, messageID string }
 	var sent []early
 	results = text.Cleaned(results) // a network's message IDs and refusals, stored as text
@@ -129,7 +129,7 @@ const possibleRepeat = "sent again after an attempt whose outcome was unknown; t
 // Backoff records that an instance's session failed and is tried again at next: the instance shows reconnecting
 // with the attempt and its time, and the reason. An instance that is offline meanwhile (disconnected, deleted)
 // stays as it is.
-func (s *Service) Backoff(ctx context.Context, instanceID string, attempt int, next time.Time, reason string) error {
+func (s *Recorder) Backoff(ctx context.Context, instanceID string, attempt int, next time.Time, reason string) error {
 	reason = text.Clean(reason) // a session's error, which may quote its network
 	err := s.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
 		i, err := s.db.Instances.Lock(ctx, tx, instanceID)
@@ -159,7 +159,7 @@ func (s *Service) Backoff(ctx context.Context, instanceID string, attempt int, n
 
 // GiveUp moves an instance whose session failed more often than its failure budget allows to failed, with the
 // reason; it stays there until a client connects it again.
-func (s *Service) GiveUp(ctx context.Context, instanceID, reason string) error {
+func (s *Recorder) GiveUp(ctx context.Context, instanceID, reason string) error {
 	reason = text.Clean(reason)
 	err := s.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
 		i, err := s.db.Instances.Lock(ctx, tx, instanceID)
@@ -178,7 +178,7 @@ func (s *Service) GiveUp(ctx context.Context, instanceID, reason string) error {
 }
 
 // Pacing is an instance's own send pacing, nil where it takes the server's default.
-func (s *Service) Pacing(ctx context.Context, instanceID string) (rate, burst *int, err error) {
+func (s *Recorder) Pacing(ctx context.Context, instanceID string) (rate, burst *int, err error) {
 	i, err := s.db.Instances.ByID(ctx, s.db.Reader(), instanceID)
 	if err != nil {
 		return nil, nil, err

@@ -105,7 +105,7 @@ func (s *Service) Upload(ctx context.Context, workspaceID, filename, mimeType st
 	return s.storeMedia(ctx, workspaceID, filename, mimeType, content, nil, "/file")
 }
 
-func (s *Service) storeMedia(ctx context.Context, workspaceID, filename, mimeType string, content []byte, source *string, pointer string) (store.Media, error) {
+func (s *Recorder) storeMedia(ctx context.Context, workspaceID, filename, mimeType string, content []byte, source *string, pointer string) (store.Media, error) {
 	if len(content) == 0 {
 		return store.Media{}, problem.Invalid(pointer, "the file is empty")
 	}

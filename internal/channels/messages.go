@@ -80,11 +80,6 @@ func (s *Service) Send(ctx context.Context, workspaceID, instanceID string, in g
 	if err := s.checkWindow(ctx, p, inst, in, to); err != nil {
 		return store.Message{}, false, err
 	}
-	_, queue := s.runtime()
-	if queue == nil {
-		return store.Message{}, false, problem.New(problem.InstanceNotConnected,
-			"This server process runs no send queue, so no message can be queued.")
-	}
 	err = s.sharedTxFor(ctx, []string{instanceID}, func(ctx context.Context, tx bun.Tx) error {
 		chat, err := s.chatFor(ctx, tx, inst, to, in.ChatId)
 		if err != nil {
@@ -95,7 +90,7 @@ func (s *Service) Send(ctx context.Context, workspaceID, instanceID string, in g
 		if err := s.db.Messages.Create(ctx, tx, &m); err != nil {
 			return err
 		}
-		if err := queue.Enqueue(ctx, tx, SendJob{MessageID: m.ID, WorkspaceID: workspaceID, InstanceID: instanceID,
+		if err := s.queue.Enqueue(ctx, tx, SendJob{MessageID: m.ID, WorkspaceID: workspaceID, InstanceID: instanceID,
 			Chat: chat.Address}); err != nil {
 			return err
 		}
@@ -268,7 +263,7 @@ func (s *Service) chatFor(ctx context.Context, tx bun.IDB, inst store.Instance, 
 
 // upsertChat returns, inside tx, the instance's chat with an address, creating it when there is none: a group chat
 // when the instance knows a group with the address, else a direct chat with the person's contact.
-func (s *Service) upsertChat(ctx context.Context, tx bun.IDB, inst store.Instance, address string, person Party) (store.Chat, error) {
+func (s *Recorder) upsertChat(ctx context.Context, tx bun.IDB, inst store.Instance, address string, person Party) (store.Chat, error) {
 	c, err := s.db.Chats.ByAddress(ctx, tx, inst.ID, address)
 	if !errors.Is(err, store.ErrNotFound) {
 		return c, err
@@ -309,7 +304,7 @@ func touch(c *store.Chat, m store.Message, unread bool) {
 }
 
 // emitChat records chat.updated for a chat inside tx.
-func (s *Service) emitChat(ctx context.Context, tx bun.IDB, c store.Chat) error {
+func (s *Recorder) emitChat(ctx context.Context, tx bun.IDB, c store.Chat) error {
 	api, err := s.ChatAPI(ctx, tx, c)
 	if err != nil {
 		return err
@@ -340,12 +335,11 @@ func (s *Service) Cancel(ctx context.Context, workspaceID, instanceID, id string
 	if err != nil {
 		return m, err
 	}
-	_, queue := s.runtime()
-	if m.Status != msgQueued || queue == nil {
+	if m.Status != msgQueued {
 		return m, notCancelable(m)
 	}
 	err = s.inTxFor(ctx, []string{instanceID}, func(ctx context.Context, tx bun.Tx) error {
-		ok, err := queue.Cancel(ctx, tx, instanceID, id)
+		ok, err := s.queue.Cancel(ctx, tx, instanceID, id)
 		if err != nil {
 			return err
 		}
@@ -368,11 +362,7 @@ func (s *Service) QueueStats(ctx context.Context, workspaceID, instanceID string
 	if _, err := s.Get(ctx, workspaceID, instanceID); err != nil {
 		return QueueStats{}, err
 	}
-	_, queue := s.runtime()
-	if queue == nil {
-		return QueueStats{}, problem.New(problem.InstanceNotConnected, "This server runs no send queue.")
-	}
-	return queue.Stats(ctx, instanceID)
+	return s.queue.Stats(ctx, instanceID)
 }
 
 // Purge cancels every message waiting in an instance's send queue and returns their IDs. Returns a NotFound
@@ -381,14 +371,10 @@ func (s *Service) Purge(ctx context.Context, workspaceID, instanceID string) ([]
 	if _, err := s.Get(ctx, workspaceID, instanceID); err != nil {
 		return nil, err
 	}
-	_, queue := s.runtime()
-	if queue == nil {
-		return []string{}, nil
-	}
 	var ids []string
 	err := s.inTxFor(ctx, []string{instanceID}, func(ctx context.Context, tx bun.Tx) error {
 		var err error
-		if ids, err = queue.Purge(ctx, tx, instanceID); err != nil {
+		if ids, err = s.queue.Purge(ctx, tx, instanceID); err != nil {
 			return err
 		}
 		for _, id := range ids {
@@ -405,7 +391,7 @@ func (s *Service) Purge(ctx context.Context, workspaceID, instanceID string) ([]
 }
 
 // advance moves a message to a status inside tx (see advanceMany) and returns it as it is afterwards.
-func (s *Service) advance(ctx context.Context, tx bun.IDB, id, to string, at time.Time, detail string, f *Failure) (store.Message, error) {
+func (s *Recorder) advance(ctx context.Context, tx bun.IDB, id, to string, at time.Time, detail string, f *Failure) (store.Message, error) {
 	ms, err := s.advanceMany(ctx, tx, []move{{id: id, to: to, at: at, detail: detail, failure: f}})
 	if err != nil {
 		return store.Message{}, err
@@ -432,7 +418,7 @@ type move struct {
 // message.failed besides, numbered in the instance's sequence. It reads, numbers and emits in a few statements
 // whatever the number of messages (the send queue moves them in batches), and returns the messages as they are
 // afterwards, in ID order (those that do not exist are left out).
-func (s *Service) advanceMany(ctx context.Context, tx bun.IDB, moves []move) ([]store.Message, error) {
+func (s *Recorder) advanceMany(ctx context.Context, tx bun.IDB, moves []move) ([]store.Message, error) {
 	ids := make([]string, len(moves))
 	byID := make(map[string]move, len(moves))
 	for i, mv := range moves {
@@ -539,7 +525,7 @@ func forward(from, to string) bool {
 }
 
 // MessageAPI is the API's Message of a stored message, its parties' contacts resolved on db.
-func (s *Service) MessageAPI(ctx context.Context, db bun.IDB, m store.Message) (gen.Message, error) {
+func (s *Recorder) MessageAPI(ctx context.Context, db bun.IDB, m store.Message) (gen.Message, error) {
 	ms, err := s.MessagesAPI(ctx, db, []store.Message{m})
 	if err != nil {
 		return gen.Message{}, err
@@ -548,7 +534,7 @@ func (s *Service) MessageAPI(ctx context.Context, db bun.IDB, m store.Message) (
 }
 
 // MessagesAPI is MessageAPI for several messages of one instance, with one read of their contacts.
-func (s *Service) MessagesAPI(ctx context.Context, db bun.IDB, ms []store.Message) ([]gen.Message, error) {
+func (s *Recorder) MessagesAPI(ctx context.Context, db bun.IDB, ms []store.Message) ([]gen.Message, error) {
 	out := make([]gen.Message, len(ms))
 	if len(ms) == 0 {
 		return out, nil

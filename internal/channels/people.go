@@ -20,7 +20,7 @@ const DefaultLookupTTL = 24 * time.Hour
 // resolve returns, inside tx, the one contact of a person on an instance (every address and ID the network
 // reported for them), creating or merging contacts as needed, with their newest display name; a change emits
 // contact.updated.
-func (s *Service) resolve(ctx context.Context, tx bun.IDB, inst store.Instance, p Party) (store.Contact, error) {
+func (s *Recorder) resolve(ctx context.Context, tx bun.IDB, inst store.Instance, p Party) (store.Contact, error) {
 	c, changed, err := s.db.Contacts.Resolve(ctx, tx, inst.WorkspaceID, inst.ID, append([]string{p.Address}, p.IDs...))
 	if err != nil {
 		return c, err
@@ -37,7 +37,7 @@ func (s *Service) resolve(ctx context.Context, tx bun.IDB, inst store.Instance, 
 	return c, nil
 }
 
-func (s *Service) emitContact(ctx context.Context, tx bun.IDB, c store.Contact) error {
+func (s *Recorder) emitContact(ctx context.Context, tx bun.IDB, c store.Contact) error {
 	return s.emitNumbered(ctx, tx, events.Pending{WorkspaceID: c.WorkspaceID, InstanceID: c.InstanceID,
 		Payload: gen.ContactUpdatedEvent{Contact: ContactAPI(c), InstanceId: c.InstanceID}})
 }

@@ -108,6 +108,10 @@ type Instance struct {
 	// Credentials is what the session saved through Sink.Connected the last time it paired (nil before the first
 	// pairing and after a logout): a session restores from it without asking the user again.
 	Credentials []byte
+	// Runtime is the runtime that opened the session, set by it: a session that must reach the session of another
+	// instance, wherever it lives, carries a command through it (the sandbox wakes a recipient so). The runtime
+	// hands itself to the sessions it opens, so that providers are built before it and never need it.
+	Runtime Sessions
 }
 
 // Session is one live connection of one instance, held by one process at a time.

@@ -2,9 +2,13 @@ package channels
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/uptrace/bun"
+
+	"github.com/switchboard/switchboard/internal/problem"
 )
 
 // SendJob is an outbound message waiting in the send queue. Jobs of one instance and chat are sent in the order
@@ -37,9 +41,8 @@ type SendQueue interface {
 	Stats(ctx context.Context, instanceID string) (QueueStats, error)
 }
 
-// Ledger is what the runtime needs from the messaging service: which instances to hold, how to open them, and where
-// to record what happens to sessions and outbound messages. The service implements it; every method commits
-// before returning.
+// Ledger is what the runtime needs from the messaging capability: how to open instances, and where to record what
+// happens to sessions and outbound messages. The Recorder implements it; every method commits before returning.
 type Ledger interface {
 	// Open loads an instance for a session: what its provider needs, the provider, and the sink to report to.
 	Open(ctx context.Context, instanceID string) (Instance, Provider, Sink, error)
@@ -53,4 +56,29 @@ type Ledger interface {
 	Begin(ctx context.Context, claim func(ctx context.Context, tx bun.IDB) ([]SendJob, error)) (map[string]Outbound, error)
 	// Settle records outcomes in one transaction, only for the messages hold returns (it runs first, inside it).
 	Settle(ctx context.Context, results []SendResult, hold func(ctx context.Context, tx bun.IDB) ([]string, error)) error
+}
+
+// NoRuntime is the Runtime of a process that holds no sessions and runs no send queue: connecting, sending and
+// session commands are refused with instance_not_connected, and there is nothing to stop, cancel or purge.
+var NoRuntime Runtime = noRuntime{}
+
+type noRuntime struct{}
+
+func (noRuntime) refusal() *problem.Error {
+	return problem.New(problem.InstanceNotConnected,
+		"This server process runs no channel runtime, so no instance can hold a live session.")
+}
+
+func (n noRuntime) Start(context.Context, string) error { return n.refusal() }
+func (noRuntime) Stop(context.Context, string) error    { return nil }
+func (noRuntime) Do(_ context.Context, id string, _ Command) (json.RawMessage, error) {
+	return nil, fmt.Errorf("instance %s: %w (this process runs no channel runtime)", id, ErrNotConnected)
+}
+func (noRuntime) Enqueue(context.Context, bun.IDB, ...SendJob) error {
+	return problem.New(problem.InstanceNotConnected, "This server process runs no send queue, so no message can be queued.")
+}
+func (noRuntime) Cancel(context.Context, bun.IDB, string, string) (bool, error) { return false, nil }
+func (noRuntime) Purge(context.Context, bun.IDB, string) ([]string, error)      { return nil, nil }
+func (noRuntime) Stats(context.Context, string) (QueueStats, error) {
+	return QueueStats{}, problem.New(problem.InstanceNotConnected, "This server runs no send queue.")
 }

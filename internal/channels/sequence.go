@@ -28,7 +28,7 @@ func withJournal(ctx context.Context) (context.Context, *journal) {
 }
 
 // flush numbers and records the journal's events inside tx.
-func (j *journal) flush(ctx context.Context, tx bun.IDB, s *Service) error {
+func (j *journal) flush(ctx context.Context, tx bun.IDB, s *Recorder) error {
 	evs := j.pending
 	j.pending = nil
 	return s.number(ctx, tx, evs)
@@ -36,7 +36,7 @@ func (j *journal) flush(ctx context.Context, tx bun.IDB, s *Service) error {
 
 // emitNumbered records events of instances inside tx, each numbered in its instance's sequence; inside a run with
 // a journal, it adds them to the journal instead. A payload is a generated event type with a Sequence field.
-func (s *Service) emitNumbered(ctx context.Context, tx bun.IDB, evs ...events.Pending) error {
+func (s *Recorder) emitNumbered(ctx context.Context, tx bun.IDB, evs ...events.Pending) error {
 	if j, ok := ctx.Value(journalKey{}).(*journal); ok {
 		j.pending = append(j.pending, evs...)
 		return nil
@@ -45,7 +45,7 @@ func (s *Service) emitNumbered(ctx context.Context, tx bun.IDB, evs ...events.Pe
 }
 
 // number counts the events of each instance in one statement, sets their Sequence in order, and records them.
-func (s *Service) number(ctx context.Context, tx bun.IDB, evs []events.Pending) error {
+func (s *Recorder) number(ctx context.Context, tx bun.IDB, evs []events.Pending) error {
 	if len(evs) == 0 {
 		return nil
 	}

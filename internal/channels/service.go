@@ -9,7 +9,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -33,11 +32,6 @@ type Config struct {
 	Providers []Provider
 	// Sealer seals secrets at rest (required).
 	Sealer Sealer
-	// Sessions is the runtime that holds sessions; nil on a server that runs none, where calls that need a live
-	// session answer instance_not_connected.
-	Sessions Sessions
-	// Queue is the durable send queue; nil on a server that runs none, where sends are refused.
-	Queue SendQueue
 	// LookupTTL is how long a contacts lookup's answer is trusted (default DefaultLookupTTL).
 	LookupTTL time.Duration
 	// Media stores the bytes of media (default: the database's media_content table).
@@ -52,10 +46,11 @@ type Config struct {
 	BaseURL string
 }
 
-// Service is the messaging capability: instances and their state, messages, chats, contacts and groups. Handlers,
-// the console and the runtime call it; its failures a client can be told about are *problem.Error values. It is
-// also the Ledger of the runtime and the Sink of every session (see SinkFor).
-type Service struct {
+// Recorder is the messaging capability's records: the providers, the database, and every change of instances,
+// messages, chats, contacts and groups with its events. It is built first, over the providers; the runtime records
+// through it (it is the runtime's Ledger and, through SinkFor, every session's Sink), and the Service is built over
+// it and the runtime. So construction runs one way: providers, Recorder, runtime, Service.
+type Recorder struct {
 	db        *store.DB
 	events    *events.Outbox
 	sealer    Sealer
@@ -72,14 +67,10 @@ type Service struct {
 	// commits writes the accepted sends and the sessions' runs of reports: concurrent ones share a transaction
 	// (each in its own savepoint), their instances locked first, in ID order, as inTxFor locks them.
 	commits *store.GroupCommit
-
-	mu       sync.RWMutex
-	sessions Sessions
-	queue    SendQueue
 }
 
-// New returns the messaging service over an open, migrated database.
-func New(db *store.DB, outbox *events.Outbox, cfg Config) (*Service, error) {
+// NewRecorder returns the records of the messaging capability over an open, migrated database, with its providers.
+func NewRecorder(db *store.DB, outbox *events.Outbox, cfg Config) (*Recorder, error) {
 	if cfg.Sealer == nil {
 		return nil, errors.New("channels: the service needs a Sealer")
 	}
@@ -98,8 +89,8 @@ func New(db *store.DB, outbox *events.Outbox, cfg Config) (*Service, error) {
 	if cfg.MaxMedia <= 0 {
 		cfg.MaxMedia = DefaultMaxMedia
 	}
-	s := &Service{db: db, events: outbox, sealer: cfg.Sealer, log: cfg.Logger, providers: map[string]Provider{},
-		sessions: cfg.Sessions, queue: cfg.Queue, lookupTTL: cfg.LookupTTL, media: cfg.Media, baseURL: strings.TrimRight(cfg.BaseURL, "/"),
+	s := &Recorder{db: db, events: outbox, sealer: cfg.Sealer, log: cfg.Logger, providers: map[string]Provider{},
+		lookupTTL: cfg.LookupTTL, media: cfg.Media, baseURL: strings.TrimRight(cfg.BaseURL, "/"),
 		fetch: cfg.Guard.Client(mediaFetchTimeout), maxMedia: cfg.MaxMedia}
 	s.commits = store.NewLockingGroupCommit(db, 0, func(ctx context.Context, tx bun.Tx, ids []string) error {
 		return db.Instances.LockAll(ctx, tx, ids)
@@ -116,46 +107,38 @@ func New(db *store.DB, outbox *events.Outbox, cfg Config) (*Service, error) {
 	return s, nil
 }
 
-// Attach sets the runtime and the send queue once they exist: they are built over the service (its Ledger), so
-// serve creates the service first.
-func (s *Service) Attach(sessions Sessions, queue SendQueue) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.sessions, s.queue = sessions, queue
+// Runtime is what the service asks of the channel runtime: the sessions it holds and the send queue it drains.
+// hub.Hub is the runtime; NoRuntime stands for none.
+type Runtime interface {
+	Sessions
+	SendQueue
 }
 
-// AddProvider registers a provider built after the service (one that needs the runtime, like the sandbox). It
-// fails when the name is taken.
-func (s *Service) AddProvider(p Provider) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	name := p.Info().Name
-	if _, dup := s.providers[name]; dup {
-		return fmt.Errorf("channels: provider %q registered twice", name)
+// Service is the messaging capability: instances and their state, messages, chats, contacts and groups. Handlers
+// and the console call it; its failures a client can be told about are *problem.Error values. It records through
+// its Recorder and reaches sessions and the send queue through the runtime it is built with.
+type Service struct {
+	*Recorder
+	sessions Sessions
+	queue    SendQueue
+}
+
+// New returns the messaging service over its records and the runtime built over them (NoRuntime in a process that
+// holds no sessions).
+func New(rec *Recorder, rt Runtime) (*Service, error) {
+	if rec == nil || rt == nil {
+		return nil, errors.New("channels: the service needs its Recorder and a Runtime")
 	}
-	s.providers[name] = p
-	s.names = append(s.names, name)
-	sort.Strings(s.names)
-	return nil
+	return &Service{Recorder: rec, sessions: rt, queue: rt}, nil
 }
 
-func (s *Service) runtime() (Sessions, SendQueue) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	return s.sessions, s.queue
-}
-
-func (s *Service) provider(name string) (Provider, bool) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+func (s *Recorder) provider(name string) (Provider, bool) {
 	p, ok := s.providers[name]
 	return p, ok
 }
 
 // Providers returns every provider's Info, by name.
-func (s *Service) Providers() []Info {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+func (s *Recorder) Providers() []Info {
 	out := make([]Info, 0, len(s.names))
 	for _, n := range s.names {
 		out = append(out, s.providers[n].Info())
@@ -164,7 +147,7 @@ func (s *Service) Providers() []Info {
 }
 
 // Provider returns a provider's Info. Returns a NotFound problem if there is no such provider.
-func (s *Service) Provider(name string) (Info, error) {
+func (s *Recorder) Provider(name string) (Info, error) {
 	p, ok := s.provider(name)
 	if !ok {
 		return Info{}, problem.Errorf(problem.NotFound, "There is no provider %q; GET /api/v1/providers lists them.", name)
@@ -173,14 +156,10 @@ func (s *Service) Provider(name string) (Info, error) {
 }
 
 // providerNames lists the registered providers for messages.
-func (s *Service) providerNames() string {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	return strings.Join(s.names, ", ")
-}
+func (s *Recorder) providerNames() string { return strings.Join(s.names, ", ") }
 
 // inTx runs fn in a write transaction.
-func (s *Service) inTx(ctx context.Context, fn func(ctx context.Context, tx bun.Tx) error) error {
+func (s *Recorder) inTx(ctx context.Context, fn func(ctx context.Context, tx bun.Tx) error) error {
 	return s.db.RunInTx(ctx, fn)
 }
 
@@ -188,7 +167,7 @@ func (s *Service) inTx(ctx context.Context, fn func(ctx context.Context, tx bun.
 // messages, chats, contacts or groups counts the instance's event sequence, which locks the instance's row; taking
 // that lock first, in ID order, keeps transactions that also lock other rows (a chat, a message) from deadlocking
 // on PostgreSQL. (SQLite's single writer needs no locks.)
-func (s *Service) inTxFor(ctx context.Context, instanceIDs []string, fn func(ctx context.Context, tx bun.Tx) error) error {
+func (s *Recorder) inTxFor(ctx context.Context, instanceIDs []string, fn func(ctx context.Context, tx bun.Tx) error) error {
 	return s.db.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error {
 		if err := s.db.Instances.LockAll(ctx, tx, instanceIDs); err != nil {
 			return err
@@ -200,7 +179,7 @@ func (s *Service) inTxFor(ctx context.Context, instanceIDs []string, fn func(ctx
 // sharedTxFor is inTxFor in a transaction shared with the concurrent calls of other requests and sessions (see
 // store.GroupCommit): fn runs in a savepoint of its own, after the instances of every call are locked. For the
 // small, frequent writes of one instance each (an accepted send, a run of reports), where the commit is the cost.
-func (s *Service) sharedTxFor(ctx context.Context, instanceIDs []string, fn func(ctx context.Context, tx bun.Tx) error) error {
+func (s *Recorder) sharedTxFor(ctx context.Context, instanceIDs []string, fn func(ctx context.Context, tx bun.Tx) error) error {
 	return s.commits.DoFor(ctx, instanceIDs, fn)
 }
 

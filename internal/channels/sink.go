@@ -17,14 +17,14 @@ import (
 	"github.com/switchboard/switchboard/store"
 )
 
-var _ Ledger = (*Service)(nil)
+var _ Ledger = (*Recorder)(nil)
 
 // Wanted lists the instances that should hold a session.
-func (s *Service) Wanted(ctx context.Context) ([]string, error) { return s.db.Instances.Wanted(ctx) }
+func (s *Recorder) Wanted(ctx context.Context) ([]string, error) { return s.db.Instances.Wanted(ctx) }
 
 // Open loads an instance for a session: its config with secrets unsealed, its saved credentials, its provider, and
 // the sink its session reports to.
-func (s *Service) Open(ctx context.Context, instanceID string) (Instance, Provider, Sink, error) {
+func (s *Recorder) Open(ctx context.Context, instanceID string) (Instance, Provider, Sink, error) {
 	inst, err := s.db.Instances.ByID(ctx, s.db.Reader(), instanceID)
 	if err != nil {
 		return Instance{}, nil, nil, err
@@ -55,7 +55,7 @@ func (s *Service) Open(ctx context.Context, instanceID string) (Instance, Provid
 
 // Outbound loads a queued message for sending: its chat's address, the network IDs of the messages it refers to,
 // and a reader of its media.
-func (s *Service) Outbound(ctx context.Context, messageID string) (Outbound, error) {
+func (s *Recorder) Outbound(ctx context.Context, messageID string) (Outbound, error) {
 	m, err := s.db.Messages.ByID(ctx, s.db.Reader(), messageID)
 	if err != nil {
 		return Outbound{}, err
@@ -104,7 +104,7 @@ func (s *Service) Outbound(ctx context.Context, messageID string) (Outbound, err
 // applyEarly applies the receipts parked for a message of an instance whose network ID is now committed. Both
 // sides look after they wrote (Sent after its commit, Receipt after parking), and take is atomic: each receipt is
 // applied once.
-func (s *Service) applyEarly(ctx context.Context, instanceID, providerID, messageID string) error {
+func (s *Recorder) applyEarly(ctx context.Context, instanceID, providerID, messageID string) error {
 	rs := s.early.take(instanceID, providerID)
 	if len(rs) == 0 {
 		return nil
@@ -166,10 +166,10 @@ func (e *earlyReceipts) take(instanceID, providerID string) []Receipt {
 // SinkFor is the Sink of an instance's session: every method commits the change and its events before it returns.
 // What a session reports comes from its network, and every string of it is made text both databases keep (see
 // package text) before anything is stored: a network's message is never refused or lost for a character.
-func (s *Service) SinkFor(instanceID string) Sink { return &sink{s: s, id: instanceID} }
+func (s *Recorder) SinkFor(instanceID string) Sink { return &sink{s: s, id: instanceID} }
 
 type sink struct {
-	s  *Service
+	s  *Recorder
 	id string
 }
 
@@ -407,7 +407,7 @@ type inboundRun struct {
 }
 
 // chat returns the chat of an address, from the run or from tx (created when there is none).
-func (r *inboundRun) chat(ctx context.Context, tx bun.IDB, s *Service, inst store.Instance, address string, person Party) (*store.Chat, error) {
+func (r *inboundRun) chat(ctx context.Context, tx bun.IDB, s *Recorder, inst store.Instance, address string, person Party) (*store.Chat, error) {
 	if c, ok := r.chats[address]; ok {
 		return c, nil
 	}
@@ -422,7 +422,7 @@ func (r *inboundRun) chat(ctx context.Context, tx bun.IDB, s *Service, inst stor
 
 // save inserts the run's messages and records message.received (message.sent for those sent from another
 // device) of each.
-func (r *inboundRun) save(ctx context.Context, tx bun.IDB, s *Service, instanceID string) error {
+func (r *inboundRun) save(ctx context.Context, tx bun.IDB, s *Recorder, instanceID string) error {
 	if len(r.messages) == 0 {
 		return nil
 	}
@@ -445,7 +445,7 @@ func (r *inboundRun) save(ctx context.Context, tx bun.IDB, s *Service, instanceI
 }
 
 // saveChats saves the chats the run changed, with chat.updated of each.
-func (r *inboundRun) saveChats(ctx context.Context, tx bun.IDB, s *Service) error {
+func (r *inboundRun) saveChats(ctx context.Context, tx bun.IDB, s *Recorder) error {
 	for _, c := range r.order {
 		if err := s.db.Chats.Save(ctx, tx, c); err != nil {
 			return err
@@ -525,7 +525,7 @@ func partyKey(p Party) string {
 
 // applyReceipts moves the messages receipts are about (known by network ID) inside tx; receipts of the same
 // message are applied one after another, in order.
-func (s *Service) applyReceipts(ctx context.Context, tx bun.IDB, receipts []Receipt, known map[string]store.Message) error {
+func (s *Recorder) applyReceipts(ctx context.Context, tx bun.IDB, receipts []Receipt, known map[string]store.Message) error {
 	for len(receipts) > 0 {
 		var round []move
 		var later []Receipt
@@ -556,7 +556,7 @@ func (s *Service) applyReceipts(ctx context.Context, tx bun.IDB, receipts []Rece
 }
 
 // saveInbound stores the bytes of an inbound message's media.
-func (s *Service) saveInbound(ctx context.Context, inst store.Instance, in *Media) (*store.MessageMedia, error) {
+func (s *Recorder) saveInbound(ctx context.Context, inst store.Instance, in *Media) (*store.MessageMedia, error) {
 	if in.Open == nil {
 		return nil, nil
 	}

@@ -1,6 +1,7 @@
 // Package hub is the channel runtime: it holds the live session of each instance in exactly one process of a
 // deployment, reconnects sessions that fail, carries commands to the process that holds a session, and runs the
-// durable send queue. It implements channels.Sessions and channels.SendQueue over the messaging service's Ledger.
+// durable send queue. It implements channels.Sessions and channels.SendQueue over the messaging capability's
+// Ledger (its channels.Recorder).
 //
 // Ownership is a lease in the database (instance_leases): the holder renews it every Renew; when a process dies,
 // its leases run out after Lease and any other process takes the instances over. A start (or a takeover of many
@@ -186,7 +187,8 @@ var (
 	_ channels.SendQueue = (*Hub)(nil)
 )
 
-// New returns the runtime over db and the messaging service's ledger.
+// New returns the runtime over db and the ledger it records through (a channels.Recorder, built before it: the
+// messaging service is built after the runtime, over both).
 func New(db *store.DB, ledger channels.Ledger, opts Options) *Hub {
 	opts.defaults()
 	h := &Hub{db: db, ledger: ledger, opts: opts, log: opts.Logger.With("owner", opts.Owner),
@@ -544,6 +546,7 @@ func (h *Hub) runOnce(ctx context.Context, x *held) error {
 	if err != nil {
 		return err
 	}
+	inst.Runtime = h
 	h.loadPacing(ctx, x.id)
 	ts := &trackingSink{sink: sink, h: h, x: x}
 	sess, err := p.Open(inst, ts)

@@ -147,6 +147,8 @@ func (s *fakeSession) Handle(_ context.Context, c channels.Command) (json.RawMes
 type env struct {
 	t   *testing.T
 	db  *store.DB
+	rec *channels.Recorder
+	// svc is the service over the runtime started last (the API of the process it stands for).
 	svc *channels.Service
 	net *fakeNet
 	ws  string
@@ -159,7 +161,7 @@ func newEnv(t *testing.T, db *store.DB) *env {
 		t.Fatal(err)
 	}
 	n := newFakeNet()
-	svc, err := channels.New(db, events.NewOutbox(db, events.Builtin()), channels.Config{Sealer: box,
+	rec, err := channels.NewRecorder(db, events.NewOutbox(db, events.Builtin()), channels.Config{Sealer: box,
 		Providers: []channels.Provider{fakeProvider{net: n}}, Logger: quiet()})
 	if err != nil {
 		t.Fatal(err)
@@ -168,12 +170,12 @@ func newEnv(t *testing.T, db *store.DB) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &env{t: t, db: db, svc: svc, net: n, ws: ws.ID}
+	return &env{t: t, db: db, rec: rec, net: n, ws: ws.ID}
 }
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
-// start runs a hub until the test ends (or stop is called) and attaches it to the service.
+// start runs a hub until the test ends (or stop is called) and builds the service over it.
 func (e *env) start(opts Options) (h *Hub, stop func()) {
 	e.t.Helper()
 	if opts.Logger == nil {
@@ -185,8 +187,8 @@ func (e *env) start(opts Options) (h *Hub, stop func()) {
 	if opts.Rate == 0 {
 		opts.Rate = -1
 	}
-	h = New(e.db, e.svc, opts)
-	e.svc.Attach(h, h)
+	h = New(e.db, e.rec, opts)
+	e.serve(h)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = h.Run(ctx) }()
@@ -194,6 +196,16 @@ func (e *env) start(opts Options) (h *Hub, stop func()) {
 	stop = func() { once.Do(func() { cancel(); <-done }) }
 	e.t.Cleanup(stop)
 	return h, stop
+}
+
+// serve builds the service over h, as the process that runs h builds its API.
+func (e *env) serve(h *Hub) {
+	e.t.Helper()
+	svc, err := channels.New(e.rec, h)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.svc = svc
 }
 
 func (e *env) instance(name string) store.Instance {
@@ -542,8 +554,8 @@ func TestStopAndStartAcrossProcesses(t *testing.T) {
 		e.connect(inst.ID)
 		e.status(inst.ID, channels.StatusConnected)
 		// The API of another process (b) disconnects and connects it; a still holds it.
-		b := New(db, e.svc, Options{Owner: "b", Logger: quiet()})
-		e.svc.Attach(b, b)
+		b := New(db, e.rec, Options{Owner: "b", Logger: quiet()})
+		e.serve(b)
 		if _, err := e.svc.Disconnect(context.Background(), e.ws, inst.ID); err != nil {
 			t.Fatal(err)
 		}
@@ -551,7 +563,7 @@ func TestStopAndStartAcrossProcesses(t *testing.T) {
 			t.Error("disconnect dropped the credentials")
 		}
 		await.Until(t, "a lets go of the instance", a.Held, func(h []string) bool { return len(h) == 0 })
-		e.svc.Attach(a, a)
+		e.serve(a)
 		e.connect(inst.ID)
 		e.status(inst.ID, channels.StatusConnected)
 		if _, err := e.svc.Logout(context.Background(), e.ws, inst.ID); err != nil {

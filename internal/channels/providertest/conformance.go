@@ -93,6 +93,7 @@ type detached struct {
 func (s *suite) detach(t *testing.T, p channels.Provider, inst channels.Instance) *detached {
 	t.Helper()
 	d := &detached{id: inst.ID, calls: &recorder{}}
+	inst.Runtime = s.e.hub // the runtime of the process it stands for reaches the suite's sessions as this one does
 	sess, err := p.Open(inst, &tap{instance: inst.ID, done: d.calls.add})
 	if err != nil {
 		t.Fatalf("opening a session: %v", err)

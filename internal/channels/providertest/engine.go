@@ -76,23 +76,25 @@ func start(t *testing.T, db *store.DB, h Harness) *engine {
 		t.Fatal(err)
 	}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	svc, err := channels.New(db, events.NewOutbox(db, events.Builtin()), channels.Config{Sealer: box, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := &engine{db: db, svc: svc, live: map[string]*opened{}}
-	// A lease of 6 s gives sends 4 s (two thirds of it) and notices a lost lease within 2 s; no pacing, and a
-	// short backoff, so that the checks wait on the network and not on the runtime's caution.
-	e.hub = hub.New(db, ledger{Ledger: svc, e: e}, hub.Options{Owner: "conformance-" + rand.Text()[:8],
-		Lease: 6 * time.Second, Rate: -1, BackoffBase: 100 * time.Millisecond, BackoffMax: time.Second, Logger: quiet})
-	svc.Attach(e.hub, e.hub)
+	e := &engine{db: db, live: map[string]*opened{}}
 	e.hooks = httptest.NewServer(http.HandlerFunc(e.push))
 	t.Cleanup(e.hooks.Close)
-	e.net = h.Network(t, Env{DB: db, Sessions: e.hub, HookURL: func(id string) string {
+	// As a serve process wires them, one way: the provider, the records over it, the runtime over the records
+	// (seen through ledger), the service over both.
+	e.net = h.Network(t, Env{DB: db, HookURL: func(id string) string {
 		return e.hooks.URL + "/hooks/channels/" + id
 	}})
 	e.provider = e.net.Provider()
-	if err := svc.AddProvider(e.provider); err != nil {
+	rec, err := channels.NewRecorder(db, events.NewOutbox(db, events.Builtin()), channels.Config{Sealer: box,
+		Logger: quiet, Providers: []channels.Provider{e.provider}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A lease of 6 s gives sends 4 s (two thirds of it) and notices a lost lease within 2 s; no pacing, and a
+	// short backoff, so that the checks wait on the network and not on the runtime's caution.
+	e.hub = hub.New(db, ledger{Ledger: rec, e: e}, hub.Options{Owner: "conformance-" + rand.Text()[:8],
+		Lease: 6 * time.Second, Rate: -1, BackoffBase: 100 * time.Millisecond, BackoffMax: time.Second, Logger: quiet})
+	if e.svc, err = channels.New(rec, e.hub); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -27,8 +27,6 @@ type Harness struct {
 type Env struct {
 	// DB is the run's database; the sandbox keeps its network in it.
 	DB *store.DB
-	// Sessions is the runtime that holds the instances' sessions (the sandbox wakes sessions through it).
-	Sessions channels.Sessions
 	// HookURL is where a network pushes an instance's updates; the engine applies them through the instance's sink
 	// as the hook URL of a serve process does.
 	HookURL func(instanceID string) string

@@ -31,11 +31,11 @@ func TestConformance(t *testing.T) {
 // conformanceNetwork is the sandbox in the suite's database. Receipts come only when the suite's peers report
 // them, and peers are sessions this test runs itself beside the suite's runtime.
 func conformanceNetwork(t *testing.T, env providertest.Env) providertest.Network {
-	rt := &routing{Sessions: env.Sessions, peers: map[string]*session{}}
+	rt := &routing{peers: map[string]*session{}}
 	opts := Options{Delivered: NoReceipt, Read: NoReceipt, Poll: time.Hour}
-	peers := New(env.DB, rt, opts)
+	peers := New(env.DB, opts)
 	return providertest.Network{
-		Provider: func() channels.Provider { return New(env.DB, rt, opts) },
+		Provider: func() channels.Provider { return routed{Provider: New(env.DB, opts), rt: rt} },
 		Account: func(t *testing.T) providertest.Account {
 			number := freeNumber()
 			p := startPeer(t, peers, rt, number)
@@ -76,12 +76,16 @@ func committed(db *store.DB) func(ctx context.Context, c providertest.Call) erro
 	}
 }
 
-// routing carries commands to the suite's runtime, except those for the peers this test runs itself.
+// routing carries commands to the suite's runtime, except those for the peers this test runs itself. It learns
+// the runtime from the sessions the runtime opens (routed).
 type routing struct {
-	channels.Sessions
-	mu    sync.Mutex
-	peers map[string]*session
+	mu      sync.Mutex
+	runtime channels.Sessions
+	peers   map[string]*session
 }
+
+func (r *routing) Start(ctx context.Context, id string) error { return r.suite().Start(ctx, id) }
+func (r *routing) Stop(ctx context.Context, id string) error  { return r.suite().Stop(ctx, id) }
 
 func (r *routing) Do(ctx context.Context, id string, c channels.Command) (json.RawMessage, error) {
 	r.mu.Lock()
@@ -90,7 +94,33 @@ func (r *routing) Do(ctx context.Context, id string, c channels.Command) (json.R
 	if p != nil {
 		return p.Handle(ctx, c)
 	}
-	return r.Sessions.Do(ctx, id, c)
+	return r.suite().Do(ctx, id, c)
+}
+
+// suite is the suite's runtime: the runtime opens the suite's instance before any command can be carried to it.
+func (r *routing) suite() channels.Sessions {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.runtime == nil {
+		return channels.NoRuntime
+	}
+	return r.runtime
+}
+
+// routed is the sandbox whose sessions wake through routing, so that the suite's sessions reach the peers too.
+type routed struct {
+	*Provider
+	rt *routing
+}
+
+func (p routed) Open(inst channels.Instance, sink channels.Sink) (channels.Session, error) {
+	p.rt.mu.Lock()
+	if inst.Runtime != nil && inst.Runtime != channels.Sessions(p.rt) {
+		p.rt.runtime = inst.Runtime
+	}
+	p.rt.mu.Unlock()
+	inst.Runtime = p.rt
+	return p.Provider.Open(inst, sink)
 }
 
 // peer is another instance of the sandbox network, paired with a number of its own, talking to the account.
@@ -109,7 +139,7 @@ func startPeer(t *testing.T, p *Provider, rt *routing, account string) *peer {
 	number := freeNumber()
 	sink := &recorder{}
 	s, err := p.Open(channels.Instance{ID: store.NewID("ins"), WorkspaceID: "ws_peer",
-		Config: map[string]any{"auto_pair": true, "number": number}}, sink)
+		Config: map[string]any{"auto_pair": true, "number": number}, Runtime: rt}, sink)
 	if err != nil {
 		t.Fatal(err)
 	}

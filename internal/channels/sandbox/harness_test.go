@@ -165,12 +165,14 @@ func (s *sessions) set(id string, sess *session) {
 	}
 }
 
-// network is a sandbox provider over a test database with its in-memory runtime.
+// network is a sandbox provider over a test database with its in-memory runtime: sessions holds this process's
+// sessions, and reach is the runtime its sessions are opened with (sessions, or a cluster of processes).
 type network struct {
 	t        *testing.T
 	db       *store.DB
 	p        *Provider
 	sessions *sessions
+	reach    channels.Sessions
 }
 
 func newNetwork(t *testing.T, db *store.DB, opts Options) *network {
@@ -178,7 +180,7 @@ func newNetwork(t *testing.T, db *store.DB, opts Options) *network {
 		opts.Poll = time.Hour // so that a test passes by wake-ups and timers alone, never thanks to a poll
 	}
 	rt := &sessions{live: map[string]*session{}, done: map[string]int{}}
-	return &network{t: t, db: db, p: New(db, rt, opts), sessions: rt}
+	return &network{t: t, db: db, p: New(db, opts), sessions: rt, reach: rt}
 }
 
 // instance is one instance of the network with its sink and its running session.
@@ -204,8 +206,8 @@ func (n *network) open(config map[string]any) *instance {
 // reopen opens a new session for the instance, as the runtime does after a restart.
 func (in *instance) reopen(creds []byte) {
 	in.n.t.Helper()
-	s, err := in.n.p.Open(channels.Instance{ID: in.id, WorkspaceID: "ws_test", Config: in.config, Credentials: creds},
-		in.sink)
+	s, err := in.n.p.Open(channels.Instance{ID: in.id, WorkspaceID: "ws_test", Config: in.config, Credentials: creds,
+		Runtime: in.n.reach}, in.sink)
 	if err != nil {
 		in.n.t.Fatalf("open: %v", err)
 	}

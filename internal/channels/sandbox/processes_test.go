@@ -61,10 +61,10 @@ func TestTwoProcesses(t *testing.T) {
 			if c.cross {
 				poll = time.Hour
 			}
-			n1 := &network{t: t, db: open(), sessions: one}
-			n1.p = New(n1.db, reach1, Options{Poll: poll})
-			n2 := &network{t: t, db: open(), sessions: two}
-			n2.p = New(n2.db, reach2, Options{Poll: poll})
+			n1 := &network{t: t, db: open(), sessions: one, reach: reach1}
+			n1.p = New(n1.db, Options{Poll: poll})
+			n2 := &network{t: t, db: open(), sessions: two, reach: reach2}
+			n2.p = New(n2.db, Options{Poll: poll})
 
 			a := n1.connected(nil)
 			b := n2.connected(nil)

@@ -7,7 +7,7 @@
 // The network is shared by every instance of the deployment, across processes: its accounts, groups, blocks and
 // the mail it holds for each account (messages, receipts, group changes) live in the database, so two serve
 // processes on one PostgreSQL form one network. Mail is written first and the recipient's session is then woken
-// through channels.Sessions (the op "sandbox.deliver", wherever that session lives); a session that is offline
+// through the runtime (the op "sandbox.deliver", wherever that session lives); a session that is offline
 // finds its mail when it connects, as on a real network that queues on its servers.
 package sandbox
 
@@ -78,17 +78,16 @@ const NoReceipt time.Duration = -1
 
 // Provider is the sandbox network. It is safe for concurrent use.
 type Provider struct {
-	db       *store.DB
-	sessions channels.Sessions
-	opts     Options
+	db   *store.DB
+	opts Options
 	// commits writes the network's per-message transactions (a send, a handover's settlement) of all sessions
 	// together: concurrent sends share one commit.
 	commits *store.GroupCommit
 }
 
-// New returns the sandbox provider over the database that holds the network, delivering to online instances
-// through sessions (the runtime that holds the sessions of every process).
-func New(db *store.DB, sessions channels.Sessions, opts Options) *Provider {
+// New returns the sandbox provider over the database that holds the network. Its sessions wake the online
+// recipients of what they post through the runtime that opened them (channels.Instance.Runtime).
+func New(db *store.DB, opts Options) *Provider {
 	if opts.QRRefresh <= 0 {
 		opts.QRRefresh = DefaultQRRefresh
 	}
@@ -110,7 +109,7 @@ func New(db *store.DB, sessions channels.Sessions, opts Options) *Provider {
 	if opts.coin == nil {
 		opts.coin = coinFlip
 	}
-	p := &Provider{db: db, sessions: sessions, opts: opts}
+	p := &Provider{db: db, opts: opts}
 	if db != nil { // nil: a provider that only normalizes addresses
 		p.commits = store.NewGroupCommit(db, 0)
 	}

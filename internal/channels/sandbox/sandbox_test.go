@@ -17,7 +17,7 @@ import (
 )
 
 func TestNormalizeAddress(t *testing.T) {
-	p := New(nil, nil, Options{})
+	p := New(nil, Options{})
 	for _, c := range []struct{ raw, want, err string }{
 		{raw: "+999 555 0101", want: "+9995550101"},
 		{raw: "0099955501 01", want: "+9995550101"},
@@ -47,7 +47,7 @@ func TestNormalizeAddress(t *testing.T) {
 }
 
 func TestInfoAndConfig(t *testing.T) {
-	p := New(nil, nil, Options{})
+	p := New(nil, Options{})
 	info := p.Info()
 	every := []channels.Capability{channels.CapText, channels.CapMedia, channels.CapLocation, channels.CapContactCard,
 		channels.CapReaction, channels.CapReply, channels.CapEdit, channels.CapDelete, channels.CapDelivered,

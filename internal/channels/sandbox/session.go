@@ -551,7 +551,8 @@ func (s *session) wakeUp() {
 	}
 }
 
-// nudge wakes other instances' sessions, wherever they live, until ctx ends.
+// nudge wakes other instances' sessions, wherever they live, through the runtime that opened this session, until
+// ctx ends.
 func (s *session) nudge(ctx context.Context, rs *runState) {
 	for {
 		select {
@@ -563,8 +564,11 @@ func (s *session) nudge(ctx context.Context, rs *runState) {
 		ids := rs.toWake
 		rs.toWake = map[string]bool{}
 		s.mu.Unlock()
+		if s.inst.Runtime == nil {
+			continue // a session no runtime opened: its recipients find their mail when they poll
+		}
 		for id := range ids {
-			_, err := s.p.sessions.Do(ctx, id, channels.Command{Op: OpDeliver, Args: json.RawMessage(`{}`)})
+			_, err := s.inst.Runtime.Do(ctx, id, channels.Command{Op: OpDeliver, Args: json.RawMessage(`{}`)})
 			if err != nil && !errors.Is(err, channels.ErrNotConnected) && ctx.Err() == nil {
 				s.p.opts.Logger.Debug("sandbox: could not wake an instance; it finds its mail when it polls",
 					"instance", id, "error", err)

@@ -44,16 +44,16 @@ func newEngine(t *testing.T, db *store.DB, newClient NewClient, budget int) *eng
 		t.Fatal(err)
 	}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	svc, err := channels.New(db, sbevents.NewOutbox(db, sbevents.Builtin()), channels.Config{Sealer: box, Logger: quiet,
-		Media: channels.DatabaseMedia{DB: db}})
+	p := New(db, Options{NewClient: newClient})
+	rec, err := channels.NewRecorder(db, sbevents.NewOutbox(db, sbevents.Builtin()), channels.Config{Sealer: box, Logger: quiet,
+		Media: channels.DatabaseMedia{DB: db}, Providers: []channels.Provider{p}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt := hub.New(db, svc, hub.Options{Owner: "whatsapp-test", Lease: 6 * time.Second, Rate: -1,
+	rt := hub.New(db, rec, hub.Options{Owner: "whatsapp-test", Lease: 6 * time.Second, Rate: -1,
 		BackoffBase: 10 * time.Millisecond, BackoffMax: 40 * time.Millisecond, Budget: budget, Logger: quiet})
-	svc.Attach(rt, rt)
-	p := New(db, Options{NewClient: newClient})
-	if err := svc.AddProvider(p); err != nil {
+	svc, err := channels.New(rec, rt)
+	if err != nil {
 		t.Fatal(err)
 	}
 	run, cancel := context.WithCancel(ctx)
