@@ -122,7 +122,7 @@ func startChannelBench(ctx context.Context, database, dbURL string, goal float64
 	b := &channelBench{name: "messaging — " + database, database: database, db: db, box: box, goal: goal,
 		outbox: events.NewOutbox(db, events.Builtin()), inbound: &inboundArrivals{}}
 	b.rec, err = channels.NewRecorder(db, b.outbox, channels.Config{Sealer: box, Logger: quietLog(),
-		Providers: []channels.Provider{sandbox.New(db, sandbox.Options{Logger: quietLog(),
+		Providers: []channels.Provider{sandbox.New(db.Sandbox, sandbox.Options{Logger: quietLog(),
 			Delivered: sandbox.DefaultDelivered, Read: sandbox.DefaultRead})}})
 	if err != nil {
 		return nil, err

@@ -30,7 +30,7 @@ func newChannels(t *testing.T, db *store.DB) *channels.Service {
 	}
 	discard := slog.New(slog.NewTextHandler(io.Discard, nil))
 	rec, err := channels.NewRecorder(db, events.NewOutbox(db, events.Builtin()), channels.Config{Sealer: box, Logger: discard,
-		Providers: []channels.Provider{sandbox.New(db, sandbox.Options{Logger: discard})}})
+		Providers: []channels.Provider{sandbox.New(db.Sandbox, sandbox.Options{Logger: discard})}})
 	if err != nil {
 		t.Fatal(err)
 	}

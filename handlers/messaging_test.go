@@ -52,7 +52,7 @@ func newSandboxServer(t *testing.T, db *store.DB, opts sandbox.Options, cfg hand
 	}
 	outbox := events.NewOutbox(db, events.Builtin())
 	rec, err := channels.NewRecorder(db, outbox, channels.Config{Sealer: box,
-		Providers: []channels.Provider{bareProvider{}, sandbox.New(db, opts)}})
+		Providers: []channels.Provider{bareProvider{}, sandbox.New(db.Sandbox, opts)}})
 	if err != nil {
 		t.Fatal(err)
 	}

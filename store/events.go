@@ -127,6 +127,12 @@ func (s *Events) Get(ctx context.Context, workspaceID, id string) (Event, error)
 	return s.get(ctx, workspaceID, id)
 }
 
+// CountOf counts a workspace's events, on the reader.
+func (s *Events) CountOf(ctx context.Context, workspaceID string) (int64, error) {
+	n, err := s.db.r.NewSelect().Model((*Event)(nil)).Where("workspace_id = ?", workspaceID).Count(ctx)
+	return int64(n), err
+}
+
 // EventFilter narrows a list of events; the zero value lists them all.
 type EventFilter struct {
 	// Type is an exact type name or a family wildcard ("link.*"); "" and "*" mean every type.

@@ -267,6 +267,12 @@ func (s *Messages) Several(ctx context.Context, db bun.IDB, ids []string) ([]Mes
 	return ms, err
 }
 
+// CountOf counts an instance's messages, on the reader.
+func (s *Messages) CountOf(ctx context.Context, instanceID string) (int64, error) {
+	n, err := s.db.r.NewSelect().Model((*Message)(nil)).Where("instance_id = ?", instanceID).Count(ctx)
+	return int64(n), err
+}
+
 // LastInbound returns the newest inbound message of a chat. Returns ErrNotFound when it has none.
 func (s *Messages) LastInbound(ctx context.Context, db bun.IDB, chatID string) (Message, error) {
 	var m Message

@@ -78,9 +78,31 @@ type sandboxBlock struct {
 	CreatedAt time.Time `bun:"created_at"`
 }
 
-// SandboxNetwork is the data of the sandbox network. Every method runs on the handle it is given: the reader, the
-// writer (Bun) or a transaction.
-type SandboxNetwork struct{ db *DB }
+// SandboxNetwork is the data of the sandbox network, the repository of the sandbox provider (its sandbox.Storage).
+// Every method runs on the handle it is given: the reader, the writer or a transaction of InTx or Shared.
+type SandboxNetwork struct {
+	db *DB
+	// commits writes the network's per-message transactions (a send, a handover's settlement) of all sessions
+	// together: concurrent sends share one commit.
+	commits *GroupCommit
+}
+
+// Reader is the handle of reads outside a transaction.
+func (s *SandboxNetwork) Reader() Querier { return s.db.Reader() }
+
+// Writer is the handle of a single write outside a transaction.
+func (s *SandboxNetwork) Writer() Querier { return s.db.Bun() }
+
+// InTx runs fn in a write transaction of its own.
+func (s *SandboxNetwork) InTx(ctx context.Context, fn func(ctx context.Context, tx Tx) error) error {
+	return s.db.RunInTx(ctx, fn)
+}
+
+// Shared runs fn in a write transaction shared with the concurrent calls of other sessions (see GroupCommit), for
+// the small, frequent writes whose commit is the cost.
+func (s *SandboxNetwork) Shared(ctx context.Context, fn func(ctx context.Context, tx Tx) error) error {
+	return s.commits.Do(ctx, fn)
+}
 
 // Account reads the account with the number. Returns ErrNotFound if the number has none.
 func (s *SandboxNetwork) Account(ctx context.Context, db bun.IDB, number string) (SandboxAccount, error) {

@@ -161,7 +161,7 @@ func Open(ctx context.Context, rawURL string) (*DB, error) {
 	db.Sources = &Sources{workspaceScoped[Source]{db}}
 	db.Bots = &Bots{workspaceScoped[Bot]{db}}
 	db.SourceRequests = &SourceRequests{db: db}
-	db.Sandbox = &SandboxNetwork{db: db}
+	db.Sandbox = &SandboxNetwork{db: db, commits: NewGroupCommit(db, 0)}
 	db.SendQueue = &SendQueue{db: db}
 	db.InstanceLeases = &InstanceLeases{db: db}
 	db.InstanceCommands = &InstanceCommands{db: db}

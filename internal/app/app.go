@@ -242,7 +242,7 @@ func (a *App) messaging(baseURL string, opts hub.Options) error {
 	// their connections go through the egress guard like webhooks (a server on a private network needs
 	// --webhook-allowed-networks). Telegram and WhatsApp Cloud push to the hook URLs under the public base URL.
 	providers := []channels.Provider{
-		sandbox.New(a.DB, sandbox.Options{Logger: a.Log, Delivered: sandbox.DefaultDelivered, Read: sandbox.DefaultRead}),
+		sandbox.New(a.DB.Sandbox, sandbox.Options{Logger: a.Log, Delivered: sandbox.DefaultDelivered, Read: sandbox.DefaultRead}),
 		xmpp.New(xmpp.Options{Dial: a.Guard.DialContext, HTTP: a.Guard.Client(xmpp.DefaultUploadTimeout)}),
 		telegram.New(telegram.Options{PublicURL: baseURL, HTTP: a.Guard.Client(time.Minute)}),
 		whatsappcloud.New(whatsappcloud.Options{HTTP: a.Guard.Client(time.Minute)}),

@@ -6,15 +6,13 @@ import (
 	"slices"
 	"time"
 
-	"github.com/uptrace/bun"
-
 	"github.com/switchboard/switchboard/gen"
 	"github.com/switchboard/switchboard/internal/problem"
 	"github.com/switchboard/switchboard/store"
 )
 
 // GroupAPI is the API's Group of a stored group, its participants' contacts and its chat resolved on db.
-func (s *Recorder) GroupAPI(ctx context.Context, db bun.IDB, g store.ChatGroup) (gen.Group, error) {
+func (s *Recorder) GroupAPI(ctx context.Context, db store.Querier, g store.ChatGroup) (gen.Group, error) {
 	out := gen.Group{Id: g.ID, Object: gen.GroupObjectGroup, InstanceId: g.InstanceID, Address: g.Address,
 		Subject: g.Subject, Description: g.Description, Participants: []gen.Participant{}, CreatedAt: g.CreatedAt,
 		UpdatedAt: g.UpdatedAt}
@@ -42,7 +40,7 @@ func (s *Recorder) GroupAPI(ctx context.Context, db bun.IDB, g store.ChatGroup) 
 }
 
 // ChatAPI is the API's Chat of a stored chat with its newest message, read on db.
-func (s *Recorder) ChatAPI(ctx context.Context, db bun.IDB, c store.Chat) (gen.Chat, error) {
+func (s *Recorder) ChatAPI(ctx context.Context, db store.Querier, c store.Chat) (gen.Chat, error) {
 	out := gen.Chat{Id: c.ID, Object: gen.ChatObjectChat, InstanceId: c.InstanceID, Type: gen.ChatType(c.Type),
 		Address: c.Address, Name: c.Name, ContactId: c.ContactID, GroupId: c.GroupID, UnreadCount: c.UnreadCount,
 		LastMessageAt: c.LastMessageAt, CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt}
@@ -100,7 +98,7 @@ func (s *Service) MarkRead(ctx context.Context, workspaceID, instanceID, chatID 
 			}
 		}
 	}
-	err = s.inTxFor(ctx, []string{instanceID}, func(ctx context.Context, tx bun.Tx) error {
+	err = s.inTxFor(ctx, []string{instanceID}, func(ctx context.Context, tx store.Tx) error {
 		if c, err = s.db.Chats.Lock(ctx, tx, instanceID, chatID); err != nil {
 			return err
 		}
@@ -185,7 +183,7 @@ func (s *Service) CreateGroup(ctx context.Context, workspaceID, instanceID, subj
 // change (group.created for a group new to the instance).
 func (s *Recorder) recordGroup(ctx context.Context, inst store.Instance, g Group, change string) (store.ChatGroup, error) {
 	var stored store.ChatGroup
-	err := s.inTxFor(ctx, []string{inst.ID}, func(ctx context.Context, tx bun.Tx) error {
+	err := s.inTxFor(ctx, []string{inst.ID}, func(ctx context.Context, tx store.Tx) error {
 		var err error
 		stored, err = s.saveGroup(ctx, tx, inst, g, change)
 		return err
@@ -194,7 +192,7 @@ func (s *Recorder) recordGroup(ctx context.Context, inst store.Instance, g Group
 }
 
 // saveGroup is recordGroup inside tx.
-func (s *Recorder) saveGroup(ctx context.Context, tx bun.IDB, inst store.Instance, g Group, change string) (store.ChatGroup, error) {
+func (s *Recorder) saveGroup(ctx context.Context, tx store.Querier, inst store.Instance, g Group, change string) (store.ChatGroup, error) {
 	row := store.ChatGroup{WorkspaceID: inst.WorkspaceID, InstanceID: inst.ID, Address: g.Address, Subject: g.Subject,
 		Description: g.Description, Participants: []store.Participant{}}
 	for _, p := range g.Participants {

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
-	"github.com/uptrace/bun"
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
 
@@ -184,7 +183,7 @@ func (s *Service) Create(ctx context.Context, workspaceID string, n NewInstance)
 		inst.PacingRate, inst.PacingBurst = &n.Pacing.Rate, &n.Pacing.Burst
 	}
 	s.sealSecrets(&inst, secrets)
-	err := s.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+	err := s.inTx(ctx, func(ctx context.Context, tx store.Tx) error {
 		if err := s.db.Instances.Create(ctx, tx, &inst); err != nil {
 			return err
 		}
@@ -238,7 +237,7 @@ func (s *Service) List(ctx context.Context, workspaceID string, f store.Instance
 // ValidationFailed problem for a config or metadata that is refused.
 func (s *Service) Update(ctx context.Context, workspaceID, id string, u InstanceUpdate) (store.Instance, error) {
 	var inst store.Instance
-	err := s.change(ctx, workspaceID, id, func(ctx context.Context, tx bun.Tx, i *store.Instance) error {
+	err := s.change(ctx, workspaceID, id, func(ctx context.Context, tx store.Tx, i *store.Instance) error {
 		var errs problem.Fields
 		var changed []string
 		if u.Name != nil && *u.Name != i.Name {
@@ -296,8 +295,8 @@ func (s *Service) Update(ctx context.Context, workspaceID, id string, u Instance
 
 // change runs fn on the workspace's instance, locked, inside a transaction. Returns a NotFound problem if the
 // instance is not in the workspace, and what fn returns.
-func (s *Service) change(ctx context.Context, workspaceID, id string, fn func(ctx context.Context, tx bun.Tx, i *store.Instance) error) error {
-	err := s.inTxFor(ctx, []string{id}, func(ctx context.Context, tx bun.Tx) error {
+func (s *Service) change(ctx context.Context, workspaceID, id string, fn func(ctx context.Context, tx store.Tx, i *store.Instance) error) error {
+	err := s.inTxFor(ctx, []string{id}, func(ctx context.Context, tx store.Tx) error {
 		i, err := s.db.Instances.Lock(ctx, tx, id)
 		if err != nil {
 			return err
@@ -325,7 +324,7 @@ func (s *Service) Delete(ctx context.Context, workspaceID, id string) error {
 			s.log.Warn("instance delete: stop failed", "instance_id", id, "error", err)
 		}
 	}
-	err = s.inTxFor(ctx, []string{id}, func(ctx context.Context, tx bun.Tx) error {
+	err = s.inTxFor(ctx, []string{id}, func(ctx context.Context, tx store.Tx) error {
 		last, err := s.db.Instances.Lock(ctx, tx, id)
 		if err != nil {
 			return err
@@ -358,7 +357,7 @@ func (s *Service) Connect(ctx context.Context, workspaceID, id string) (store.In
 		return store.Instance{}, nr.refusal()
 	}
 	var inst store.Instance
-	err := s.change(ctx, workspaceID, id, func(ctx context.Context, tx bun.Tx, i *store.Instance) error {
+	err := s.change(ctx, workspaceID, id, func(ctx context.Context, tx store.Tx, i *store.Instance) error {
 		if _, ok := s.provider(i.Provider); !ok {
 			return problem.Errorf(problem.Conflict, "The provider %q of this instance is not available on this server.", i.Provider)
 		}
@@ -407,7 +406,7 @@ func (s *Service) stop(ctx context.Context, workspaceID, id string, to Status, r
 			return store.Instance{}, err
 		}
 	}
-	err = s.change(ctx, workspaceID, id, func(ctx context.Context, tx bun.Tx, i *store.Instance) error {
+	err = s.change(ctx, workspaceID, id, func(ctx context.Context, tx store.Tx, i *store.Instance) error {
 		if logout {
 			i.Credentials, i.Account = nil, nil
 		}
@@ -430,7 +429,7 @@ func (s *Service) stop(ctx context.Context, workspaceID, id string, to Status, r
 
 // move changes an instance's status inside tx (the caller saves nothing else afterwards): the reason, the time,
 // the auth method and QR code that only belong to awaiting_auth, and the instance.status_changed event.
-func (s *Recorder) move(ctx context.Context, tx bun.IDB, i *store.Instance, to Status, reason string) error {
+func (s *Recorder) move(ctx context.Context, tx store.Querier, i *store.Instance, to Status, reason string) error {
 	from := Status(i.Status)
 	i.Status, i.StatusReason, i.StatusSince = string(to), reason, time.Now().UTC().Truncate(time.Microsecond)
 	if to != StatusAwaitingAuth {
@@ -452,7 +451,7 @@ func (s *Recorder) move(ctx context.Context, tx bun.IDB, i *store.Instance, to S
 
 // emit records an event of an instance inside tx with the instance's next sequence number; build makes the
 // payload from the instance as the API shows it.
-func (s *Recorder) emit(ctx context.Context, tx bun.IDB, i *store.Instance, build func(api gen.Instance, seq int64) any) error {
+func (s *Recorder) emit(ctx context.Context, tx store.Querier, i *store.Instance, build func(api gen.Instance, seq int64) any) error {
 	seq, err := s.db.Instances.NextSequence(ctx, tx, i.ID)
 	if err != nil {
 		return err
@@ -462,7 +461,7 @@ func (s *Recorder) emit(ctx context.Context, tx bun.IDB, i *store.Instance, buil
 }
 
 // emitPayload records one event of an instance inside tx.
-func (s *Recorder) emitPayload(ctx context.Context, tx bun.IDB, workspaceID, instanceID string, payload any) error {
+func (s *Recorder) emitPayload(ctx context.Context, tx store.Querier, workspaceID, instanceID string, payload any) error {
 	_, err := s.events.EmitMany(ctx, tx, []events.Pending{{WorkspaceID: workspaceID, InstanceID: instanceID, Payload: payload}})
 	return err
 }

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"time"
 
-	"github.com/uptrace/bun"
-
 	"github.com/switchboard/switchboard/internal/text"
 	"github.com/switchboard/switchboard/store"
 )
@@ -25,9 +23,9 @@ type SendResult struct {
 // the messages move to sending with their events, numbered once per instance for the whole batch. It then loads each
 // for sending. Messages with nothing left to send (canceled, failed, sent already, deleted) are left out of the
 // map: their queue items only need removing.
-func (s *Recorder) Begin(ctx context.Context, claim func(ctx context.Context, tx bun.IDB) ([]SendJob, error)) (map[string]Outbound, error) {
+func (s *Recorder) Begin(ctx context.Context, claim func(ctx context.Context, tx store.Querier) ([]SendJob, error)) (map[string]Outbound, error) {
 	var live []string
-	err := s.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+	err := s.inTx(ctx, func(ctx context.Context, tx store.Tx) error {
 		live = live[:0]
 		jobs, err := claim(ctx, tx)
 		if err != nil || len(jobs) == 0 {
@@ -67,7 +65,7 @@ func (s *Recorder) Begin(ctx context.Context, claim func(ctx context.Context, tx
 // messages whose outcome may be recorded (their queue item still holds the lease of its claim, and it removes or
 // reschedules them); only those are recorded, so a send that lost its lease never overwrites its retry's outcome.
 // Receipts that arrived before the send was recorded are applied after the commit.
-func (s *Recorder) Settle(ctx context.Context, results []SendResult, hold func(ctx context.Context, tx bun.IDB) ([]string, error)) error {
+func (s *Recorder) Settle(ctx context.Context, results []SendResult, hold func(ctx context.Context, tx store.Querier) ([]string, error)) error {
 	type early struct{ instanceID, providerID, messageID string }
 	var sent []early
 	results = text.Cleaned(results) // a network's message IDs and refusals, stored as text
@@ -75,7 +73,7 @@ func (s *Recorder) Settle(ctx context.Context, results []SendResult, hold func(c
 	for _, r := range results {
 		instances = append(instances, r.InstanceID)
 	}
-	err := s.inTxFor(ctx, instances, func(ctx context.Context, tx bun.Tx) error {
+	err := s.inTxFor(ctx, instances, func(ctx context.Context, tx store.Tx) error {
 		sent = sent[:0]
 		held, err := hold(ctx, tx)
 		if err != nil {
@@ -131,7 +129,7 @@ const possibleRepeat = "sent again after an attempt whose outcome was unknown; t
 // stays as it is.
 func (s *Recorder) Backoff(ctx context.Context, instanceID string, attempt int, next time.Time, reason string) error {
 	reason = text.Clean(reason) // a session's error, which may quote its network
-	err := s.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+	err := s.inTx(ctx, func(ctx context.Context, tx store.Tx) error {
 		i, err := s.db.Instances.Lock(ctx, tx, instanceID)
 		if err != nil {
 			return err
@@ -161,7 +159,7 @@ func (s *Recorder) Backoff(ctx context.Context, instanceID string, attempt int, 
 // reason; it stays there until a client connects it again.
 func (s *Recorder) GiveUp(ctx context.Context, instanceID, reason string) error {
 	reason = text.Clean(reason)
-	err := s.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+	err := s.inTx(ctx, func(ctx context.Context, tx store.Tx) error {
 		i, err := s.db.Instances.Lock(ctx, tx, instanceID)
 		if err != nil {
 			return err

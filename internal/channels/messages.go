@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/uptrace/bun"
-
 	"github.com/switchboard/switchboard/gen"
 	"github.com/switchboard/switchboard/internal/events"
 	"github.com/switchboard/switchboard/internal/problem"
@@ -80,7 +78,7 @@ func (s *Service) Send(ctx context.Context, workspaceID, instanceID string, in g
 	if err := s.checkWindow(ctx, p, inst, in, to); err != nil {
 		return store.Message{}, false, err
 	}
-	err = s.sharedTxFor(ctx, []string{instanceID}, func(ctx context.Context, tx bun.Tx) error {
+	err = s.sharedTxFor(ctx, []string{instanceID}, func(ctx context.Context, tx store.Tx) error {
 		chat, err := s.chatFor(ctx, tx, inst, to, in.ChatId)
 		if err != nil {
 			return err
@@ -250,7 +248,7 @@ func (s *Service) checkWindow(ctx context.Context, p Provider, inst store.Instan
 // chatFor returns, inside tx, the chat a message goes to: the one chatID names, or the instance's chat with the
 // address (created, with the person's contact, when there is none). Returns ErrNotFound for a chat not the
 // instance's.
-func (s *Service) chatFor(ctx context.Context, tx bun.IDB, inst store.Instance, address string, chatID *string) (store.Chat, error) {
+func (s *Service) chatFor(ctx context.Context, tx store.Querier, inst store.Instance, address string, chatID *string) (store.Chat, error) {
 	if chatID != nil {
 		c, err := s.db.Chats.Lock(ctx, tx, inst.ID, *chatID)
 		if err != nil {
@@ -263,7 +261,7 @@ func (s *Service) chatFor(ctx context.Context, tx bun.IDB, inst store.Instance, 
 
 // upsertChat returns, inside tx, the instance's chat with an address, creating it when there is none: a group chat
 // when the instance knows a group with the address, else a direct chat with the person's contact.
-func (s *Recorder) upsertChat(ctx context.Context, tx bun.IDB, inst store.Instance, address string, person Party) (store.Chat, error) {
+func (s *Recorder) upsertChat(ctx context.Context, tx store.Querier, inst store.Instance, address string, person Party) (store.Chat, error) {
 	c, err := s.db.Chats.ByAddress(ctx, tx, inst.ID, address)
 	if !errors.Is(err, store.ErrNotFound) {
 		return c, err
@@ -285,7 +283,7 @@ func (s *Recorder) upsertChat(ctx context.Context, tx bun.IDB, inst store.Instan
 
 // touchChat makes m the chat's newest message (counting it unread when it is an inbound one), saves the chat and
 // emits chat.updated.
-func (s *Service) touchChat(ctx context.Context, tx bun.IDB, c *store.Chat, m store.Message, unread bool) error {
+func (s *Service) touchChat(ctx context.Context, tx store.Querier, c *store.Chat, m store.Message, unread bool) error {
 	touch(c, m, unread)
 	if err := s.db.Chats.Save(ctx, tx, c); err != nil {
 		return err
@@ -304,7 +302,7 @@ func touch(c *store.Chat, m store.Message, unread bool) {
 }
 
 // emitChat records chat.updated for a chat inside tx.
-func (s *Recorder) emitChat(ctx context.Context, tx bun.IDB, c store.Chat) error {
+func (s *Recorder) emitChat(ctx context.Context, tx store.Querier, c store.Chat) error {
 	api, err := s.ChatAPI(ctx, tx, c)
 	if err != nil {
 		return err
@@ -338,7 +336,7 @@ func (s *Service) Cancel(ctx context.Context, workspaceID, instanceID, id string
 	if m.Status != msgQueued {
 		return m, notCancelable(m)
 	}
-	err = s.inTxFor(ctx, []string{instanceID}, func(ctx context.Context, tx bun.Tx) error {
+	err = s.inTxFor(ctx, []string{instanceID}, func(ctx context.Context, tx store.Tx) error {
 		ok, err := s.queue.Cancel(ctx, tx, instanceID, id)
 		if err != nil {
 			return err
@@ -372,7 +370,7 @@ func (s *Service) Purge(ctx context.Context, workspaceID, instanceID string) ([]
 		return nil, err
 	}
 	var ids []string
-	err := s.inTxFor(ctx, []string{instanceID}, func(ctx context.Context, tx bun.Tx) error {
+	err := s.inTxFor(ctx, []string{instanceID}, func(ctx context.Context, tx store.Tx) error {
 		var err error
 		if ids, err = s.queue.Purge(ctx, tx, instanceID); err != nil {
 			return err
@@ -391,7 +389,7 @@ func (s *Service) Purge(ctx context.Context, workspaceID, instanceID string) ([]
 }
 
 // advance moves a message to a status inside tx (see advanceMany) and returns it as it is afterwards.
-func (s *Recorder) advance(ctx context.Context, tx bun.IDB, id, to string, at time.Time, detail string, f *Failure) (store.Message, error) {
+func (s *Recorder) advance(ctx context.Context, tx store.Querier, id, to string, at time.Time, detail string, f *Failure) (store.Message, error) {
 	ms, err := s.advanceMany(ctx, tx, []move{{id: id, to: to, at: at, detail: detail, failure: f}})
 	if err != nil {
 		return store.Message{}, err
@@ -418,7 +416,7 @@ type move struct {
 // message.failed besides, numbered in the instance's sequence. It reads, numbers and emits in a few statements
 // whatever the number of messages (the send queue moves them in batches), and returns the messages as they are
 // afterwards, in ID order (those that do not exist are left out).
-func (s *Recorder) advanceMany(ctx context.Context, tx bun.IDB, moves []move) ([]store.Message, error) {
+func (s *Recorder) advanceMany(ctx context.Context, tx store.Querier, moves []move) ([]store.Message, error) {
 	ids := make([]string, len(moves))
 	byID := make(map[string]move, len(moves))
 	for i, mv := range moves {
@@ -525,7 +523,7 @@ func forward(from, to string) bool {
 }
 
 // MessageAPI is the API's Message of a stored message, its parties' contacts resolved on db.
-func (s *Recorder) MessageAPI(ctx context.Context, db bun.IDB, m store.Message) (gen.Message, error) {
+func (s *Recorder) MessageAPI(ctx context.Context, db store.Querier, m store.Message) (gen.Message, error) {
 	ms, err := s.MessagesAPI(ctx, db, []store.Message{m})
 	if err != nil {
 		return gen.Message{}, err
@@ -534,7 +532,7 @@ func (s *Recorder) MessageAPI(ctx context.Context, db bun.IDB, m store.Message) 
 }
 
 // MessagesAPI is MessageAPI for several messages of one instance, with one read of their contacts.
-func (s *Recorder) MessagesAPI(ctx context.Context, db bun.IDB, ms []store.Message) ([]gen.Message, error) {
+func (s *Recorder) MessagesAPI(ctx context.Context, db store.Querier, ms []store.Message) ([]gen.Message, error) {
 	out := make([]gen.Message, len(ms))
 	if len(ms) == 0 {
 		return out, nil

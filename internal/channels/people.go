@@ -6,8 +6,6 @@ import (
 	"errors"
 	"time"
 
-	"github.com/uptrace/bun"
-
 	"github.com/switchboard/switchboard/gen"
 	"github.com/switchboard/switchboard/internal/events"
 	"github.com/switchboard/switchboard/internal/problem"
@@ -20,7 +18,7 @@ const DefaultLookupTTL = 24 * time.Hour
 // resolve returns, inside tx, the one contact of a person on an instance (every address and ID the network
 // reported for them), creating or merging contacts as needed, with their newest display name; a change emits
 // contact.updated.
-func (s *Recorder) resolve(ctx context.Context, tx bun.IDB, inst store.Instance, p Party) (store.Contact, error) {
+func (s *Recorder) resolve(ctx context.Context, tx store.Querier, inst store.Instance, p Party) (store.Contact, error) {
 	c, changed, err := s.db.Contacts.Resolve(ctx, tx, inst.WorkspaceID, inst.ID, append([]string{p.Address}, p.IDs...))
 	if err != nil {
 		return c, err
@@ -37,7 +35,7 @@ func (s *Recorder) resolve(ctx context.Context, tx bun.IDB, inst store.Instance,
 	return c, nil
 }
 
-func (s *Recorder) emitContact(ctx context.Context, tx bun.IDB, c store.Contact) error {
+func (s *Recorder) emitContact(ctx context.Context, tx store.Querier, c store.Contact) error {
 	return s.emitNumbered(ctx, tx, events.Pending{WorkspaceID: c.WorkspaceID, InstanceID: c.InstanceID,
 		Payload: gen.ContactUpdatedEvent{Contact: ContactAPI(c), InstanceId: c.InstanceID}})
 }
@@ -116,7 +114,7 @@ func (s *Service) Lookup(ctx context.Context, workspaceID, instanceID string, ad
 		if err != nil {
 			return nil, err
 		}
-		err = s.inTxFor(ctx, []string{instanceID}, func(ctx context.Context, tx bun.Tx) error {
+		err = s.inTxFor(ctx, []string{instanceID}, func(ctx context.Context, tx store.Tx) error {
 			now := micro(time.Now())
 			for _, f := range found {
 				key := f.Address
@@ -180,7 +178,7 @@ func (s *Service) Block(ctx context.Context, workspaceID, instanceID, contactID 
 	if _, err := call(ctx, s, inst, cmdContactsBlock, blockArgs{Address: c.Addresses[0], Blocked: blocked}); err != nil {
 		return c, err
 	}
-	err = s.inTxFor(ctx, []string{instanceID}, func(ctx context.Context, tx bun.Tx) error {
+	err = s.inTxFor(ctx, []string{instanceID}, func(ctx context.Context, tx store.Tx) error {
 		c, err = s.db.Contacts.Lock(ctx, tx, instanceID, contactID)
 		if err != nil {
 			return err

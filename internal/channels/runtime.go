@@ -6,9 +6,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/uptrace/bun"
-
 	"github.com/switchboard/switchboard/internal/problem"
+	"github.com/switchboard/switchboard/store"
 )
 
 // SendJob is an outbound message waiting in the send queue. Jobs of one instance and chat are sent in the order
@@ -33,11 +32,11 @@ type QueueStats struct {
 // SendQueue is the durable send queue (implemented by the runtime over the shared queue engine). Enqueue, Cancel
 // and Purge run in the caller's transaction, beside the message rows they concern.
 type SendQueue interface {
-	Enqueue(ctx context.Context, tx bun.IDB, jobs ...SendJob) error
+	Enqueue(ctx context.Context, tx store.Querier, jobs ...SendJob) error
 	// Cancel removes a waiting message; false when it is already being sent or gone.
-	Cancel(ctx context.Context, tx bun.IDB, instanceID, messageID string) (bool, error)
+	Cancel(ctx context.Context, tx store.Querier, instanceID, messageID string) (bool, error)
 	// Purge removes every waiting message of an instance and returns their ids.
-	Purge(ctx context.Context, tx bun.IDB, instanceID string) ([]string, error)
+	Purge(ctx context.Context, tx store.Querier, instanceID string) ([]string, error)
 	Stats(ctx context.Context, instanceID string) (QueueStats, error)
 }
 
@@ -53,9 +52,9 @@ type Ledger interface {
 	GiveUp(ctx context.Context, instanceID, reason string) error
 	// Begin claims queued messages and moves them to sending in one transaction (claim runs first, inside it, and
 	// returns the jobs it claimed), then loads them; those with nothing left to send are left out.
-	Begin(ctx context.Context, claim func(ctx context.Context, tx bun.IDB) ([]SendJob, error)) (map[string]Outbound, error)
+	Begin(ctx context.Context, claim func(ctx context.Context, tx store.Querier) ([]SendJob, error)) (map[string]Outbound, error)
 	// Settle records outcomes in one transaction, only for the messages hold returns (it runs first, inside it).
-	Settle(ctx context.Context, results []SendResult, hold func(ctx context.Context, tx bun.IDB) ([]string, error)) error
+	Settle(ctx context.Context, results []SendResult, hold func(ctx context.Context, tx store.Querier) ([]string, error)) error
 }
 
 // NoRuntime is the Runtime of a process that holds no sessions and runs no send queue: connecting, sending and
@@ -74,11 +73,13 @@ func (noRuntime) Stop(context.Context, string) error    { return nil }
 func (noRuntime) Do(_ context.Context, id string, _ Command) (json.RawMessage, error) {
 	return nil, fmt.Errorf("instance %s: %w (this process runs no channel runtime)", id, ErrNotConnected)
 }
-func (noRuntime) Enqueue(context.Context, bun.IDB, ...SendJob) error {
+func (noRuntime) Enqueue(context.Context, store.Querier, ...SendJob) error {
 	return problem.New(problem.InstanceNotConnected, "This server process runs no send queue, so no message can be queued.")
 }
-func (noRuntime) Cancel(context.Context, bun.IDB, string, string) (bool, error) { return false, nil }
-func (noRuntime) Purge(context.Context, bun.IDB, string) ([]string, error)      { return nil, nil }
+func (noRuntime) Cancel(context.Context, store.Querier, string, string) (bool, error) {
+	return false, nil
+}
+func (noRuntime) Purge(context.Context, store.Querier, string) ([]string, error) { return nil, nil }
 func (noRuntime) Stats(context.Context, string) (QueueStats, error) {
 	return QueueStats{}, problem.New(problem.InstanceNotConnected, "This server runs no send queue.")
 }

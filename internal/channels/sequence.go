@@ -5,9 +5,8 @@ import (
 	"fmt"
 	"reflect"
 
-	"github.com/uptrace/bun"
-
 	"github.com/switchboard/switchboard/internal/events"
+	"github.com/switchboard/switchboard/store"
 )
 
 // Every event of an instance carries its number in the instance's gap-free sequence (Sequence), counted on the
@@ -28,7 +27,7 @@ func withJournal(ctx context.Context) (context.Context, *journal) {
 }
 
 // flush numbers and records the journal's events inside tx.
-func (j *journal) flush(ctx context.Context, tx bun.IDB, s *Recorder) error {
+func (j *journal) flush(ctx context.Context, tx store.Querier, s *Recorder) error {
 	evs := j.pending
 	j.pending = nil
 	return s.number(ctx, tx, evs)
@@ -36,7 +35,7 @@ func (j *journal) flush(ctx context.Context, tx bun.IDB, s *Recorder) error {
 
 // emitNumbered records events of instances inside tx, each numbered in its instance's sequence; inside a run with
 // a journal, it adds them to the journal instead. A payload is a generated event type with a Sequence field.
-func (s *Recorder) emitNumbered(ctx context.Context, tx bun.IDB, evs ...events.Pending) error {
+func (s *Recorder) emitNumbered(ctx context.Context, tx store.Querier, evs ...events.Pending) error {
 	if j, ok := ctx.Value(journalKey{}).(*journal); ok {
 		j.pending = append(j.pending, evs...)
 		return nil
@@ -45,7 +44,7 @@ func (s *Recorder) emitNumbered(ctx context.Context, tx bun.IDB, evs ...events.P
 }
 
 // number counts the events of each instance in one statement, sets their Sequence in order, and records them.
-func (s *Recorder) number(ctx context.Context, tx bun.IDB, evs []events.Pending) error {
+func (s *Recorder) number(ctx context.Context, tx store.Querier, evs []events.Pending) error {
 	if len(evs) == 0 {
 		return nil
 	}

@@ -11,8 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/uptrace/bun"
-
 	"github.com/switchboard/switchboard/internal/egress"
 	"github.com/switchboard/switchboard/internal/events"
 	"github.com/switchboard/switchboard/internal/problem"
@@ -92,7 +90,7 @@ func NewRecorder(db *store.DB, outbox *events.Outbox, cfg Config) (*Recorder, er
 	s := &Recorder{db: db, events: outbox, sealer: cfg.Sealer, log: cfg.Logger, providers: map[string]Provider{},
 		lookupTTL: cfg.LookupTTL, media: cfg.Media, baseURL: strings.TrimRight(cfg.BaseURL, "/"),
 		fetch: cfg.Guard.Client(mediaFetchTimeout), maxMedia: cfg.MaxMedia}
-	s.commits = store.NewLockingGroupCommit(db, 0, func(ctx context.Context, tx bun.Tx, ids []string) error {
+	s.commits = store.NewLockingGroupCommit(db, 0, func(ctx context.Context, tx store.Tx, ids []string) error {
 		return db.Instances.LockAll(ctx, tx, ids)
 	})
 	for _, p := range cfg.Providers {
@@ -159,7 +157,7 @@ func (s *Recorder) Provider(name string) (Info, error) {
 func (s *Recorder) providerNames() string { return strings.Join(s.names, ", ") }
 
 // inTx runs fn in a write transaction.
-func (s *Recorder) inTx(ctx context.Context, fn func(ctx context.Context, tx bun.Tx) error) error {
+func (s *Recorder) inTx(ctx context.Context, fn func(ctx context.Context, tx store.Tx) error) error {
 	return s.db.RunInTx(ctx, fn)
 }
 
@@ -167,8 +165,8 @@ func (s *Recorder) inTx(ctx context.Context, fn func(ctx context.Context, tx bun
 // messages, chats, contacts or groups counts the instance's event sequence, which locks the instance's row; taking
 // that lock first, in ID order, keeps transactions that also lock other rows (a chat, a message) from deadlocking
 // on PostgreSQL. (SQLite's single writer needs no locks.)
-func (s *Recorder) inTxFor(ctx context.Context, instanceIDs []string, fn func(ctx context.Context, tx bun.Tx) error) error {
-	return s.db.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+func (s *Recorder) inTxFor(ctx context.Context, instanceIDs []string, fn func(ctx context.Context, tx store.Tx) error) error {
+	return s.db.RunInTx(ctx, func(ctx context.Context, tx store.Tx) error {
 		if err := s.db.Instances.LockAll(ctx, tx, instanceIDs); err != nil {
 			return err
 		}
@@ -179,7 +177,7 @@ func (s *Recorder) inTxFor(ctx context.Context, instanceIDs []string, fn func(ct
 // sharedTxFor is inTxFor in a transaction shared with the concurrent calls of other requests and sessions (see
 // store.GroupCommit): fn runs in a savepoint of its own, after the instances of every call are locked. For the
 // small, frequent writes of one instance each (an accepted send, a run of reports), where the commit is the cost.
-func (s *Recorder) sharedTxFor(ctx context.Context, instanceIDs []string, fn func(ctx context.Context, tx bun.Tx) error) error {
+func (s *Recorder) sharedTxFor(ctx context.Context, instanceIDs []string, fn func(ctx context.Context, tx store.Tx) error) error {
 	return s.commits.DoFor(ctx, instanceIDs, fn)
 }
 

@@ -9,8 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/uptrace/bun"
-
 	"github.com/switchboard/switchboard/gen"
 	"github.com/switchboard/switchboard/internal/events"
 	"github.com/switchboard/switchboard/internal/text"
@@ -109,7 +107,7 @@ func (s *Recorder) applyEarly(ctx context.Context, instanceID, providerID, messa
 	if len(rs) == 0 {
 		return nil
 	}
-	return s.inTxFor(ctx, []string{instanceID}, func(ctx context.Context, tx bun.Tx) error {
+	return s.inTxFor(ctx, []string{instanceID}, func(ctx context.Context, tx store.Tx) error {
 		for _, r := range rs {
 			if _, err := s.advance(ctx, tx, messageID, r.Status, r.At, "", nil); err != nil {
 				return err
@@ -174,8 +172,8 @@ type sink struct {
 }
 
 // locked runs fn on the instance, locked, inside a transaction.
-func (k *sink) locked(ctx context.Context, fn func(ctx context.Context, tx bun.Tx, i *store.Instance) error) error {
-	return k.s.inTxFor(ctx, []string{k.id}, func(ctx context.Context, tx bun.Tx) error {
+func (k *sink) locked(ctx context.Context, fn func(ctx context.Context, tx store.Tx, i *store.Instance) error) error {
+	return k.s.inTxFor(ctx, []string{k.id}, func(ctx context.Context, tx store.Tx) error {
 		i, err := k.s.db.Instances.Lock(ctx, tx, k.id)
 		if err != nil {
 			return err
@@ -189,7 +187,7 @@ func (k *sink) locked(ctx context.Context, fn func(ctx context.Context, tx bun.T
 // have is refused.
 func (k *sink) State(ctx context.Context, st Status, reason string) error {
 	reason = text.Clean(reason)
-	return k.locked(ctx, func(ctx context.Context, tx bun.Tx, i *store.Instance) error {
+	return k.locked(ctx, func(ctx context.Context, tx store.Tx, i *store.Instance) error {
 		from := Status(i.Status)
 		if st == StatusConnecting && (from == StatusConnected || from == StatusReconnecting) {
 			st = StatusReconnecting
@@ -215,7 +213,7 @@ func (k *sink) State(ctx context.Context, st Status, reason string) error {
 // QR shows a pairing code: the instance awaits auth by QR, and instance.qr_updated carries the code.
 func (k *sink) QR(ctx context.Context, code string, expires time.Time) error {
 	code = text.Clean(code)
-	return k.locked(ctx, func(ctx context.Context, tx bun.Tx, i *store.Instance) error {
+	return k.locked(ctx, func(ctx context.Context, tx store.Tx, i *store.Instance) error {
 		exp := micro(expires)
 		qr := string(AuthQR)
 		if Status(i.Status) != StatusAwaitingAuth {
@@ -239,7 +237,7 @@ func (k *sink) QR(ctx context.Context, code string, expires time.Time) error {
 // Connected records the paired account and its credentials (sealed) and moves the instance to connected.
 func (k *sink) Connected(ctx context.Context, account Party, credentials []byte) error {
 	account = text.Cleaned(account)
-	return k.locked(ctx, func(ctx context.Context, tx bun.Tx, i *store.Instance) error {
+	return k.locked(ctx, func(ctx context.Context, tx store.Tx, i *store.Instance) error {
 		i.Account = &store.Account{Address: account.Address, DisplayName: account.DisplayName, IDs: account.IDs}
 		if credentials != nil {
 			sealed := k.s.sealer.Seal(credentials, []byte("credentials:"+k.id))
@@ -327,7 +325,7 @@ func (k *sink) record(ctx context.Context, reports []Report) error {
 		}
 	}
 	var parked []Receipt
-	err := k.s.sharedTxFor(ctx, []string{k.id}, func(ctx context.Context, tx bun.Tx) error {
+	err := k.s.sharedTxFor(ctx, []string{k.id}, func(ctx context.Context, tx store.Tx) error {
 		parked = parked[:0]
 		ctx, j := withJournal(ctx)
 		// One read of the messages the reports name: those handed over before (a repeat), those replied to or
@@ -407,7 +405,7 @@ type inboundRun struct {
 }
 
 // chat returns the chat of an address, from the run or from tx (created when there is none).
-func (r *inboundRun) chat(ctx context.Context, tx bun.IDB, s *Recorder, inst store.Instance, address string, person Party) (*store.Chat, error) {
+func (r *inboundRun) chat(ctx context.Context, tx store.Querier, s *Recorder, inst store.Instance, address string, person Party) (*store.Chat, error) {
 	if c, ok := r.chats[address]; ok {
 		return c, nil
 	}
@@ -422,7 +420,7 @@ func (r *inboundRun) chat(ctx context.Context, tx bun.IDB, s *Recorder, inst sto
 
 // save inserts the run's messages and records message.received (message.sent for those sent from another
 // device) of each.
-func (r *inboundRun) save(ctx context.Context, tx bun.IDB, s *Recorder, instanceID string) error {
+func (r *inboundRun) save(ctx context.Context, tx store.Querier, s *Recorder, instanceID string) error {
 	if len(r.messages) == 0 {
 		return nil
 	}
@@ -445,7 +443,7 @@ func (r *inboundRun) save(ctx context.Context, tx bun.IDB, s *Recorder, instance
 }
 
 // saveChats saves the chats the run changed, with chat.updated of each.
-func (r *inboundRun) saveChats(ctx context.Context, tx bun.IDB, s *Recorder) error {
+func (r *inboundRun) saveChats(ctx context.Context, tx store.Querier, s *Recorder) error {
 	for _, c := range r.order {
 		if err := s.db.Chats.Save(ctx, tx, c); err != nil {
 			return err
@@ -459,7 +457,7 @@ func (r *inboundRun) saveChats(ctx context.Context, tx bun.IDB, s *Recorder) err
 
 // inbound adds one inbound message to the run, unless known (the messages of the instance by network ID) has it
 // already; known gains it.
-func (k *sink) inbound(ctx context.Context, tx bun.IDB, inst store.Instance, in Inbound, media *store.MessageMedia,
+func (k *sink) inbound(ctx context.Context, tx store.Querier, inst store.Instance, in Inbound, media *store.MessageMedia,
 	known map[string]store.Message, run *inboundRun) error {
 	if _, repeat := known[in.ProviderID]; repeat && in.ProviderID != "" {
 		return nil
@@ -525,7 +523,7 @@ func partyKey(p Party) string {
 
 // applyReceipts moves the messages receipts are about (known by network ID) inside tx; receipts of the same
 // message are applied one after another, in order.
-func (s *Recorder) applyReceipts(ctx context.Context, tx bun.IDB, receipts []Receipt, known map[string]store.Message) error {
+func (s *Recorder) applyReceipts(ctx context.Context, tx store.Querier, receipts []Receipt, known map[string]store.Message) error {
 	for len(receipts) > 0 {
 		var round []move
 		var later []Receipt
@@ -598,7 +596,7 @@ func (k *sink) ContactChanged(ctx context.Context, p Party) error {
 	if err != nil {
 		return err
 	}
-	return k.s.inTxFor(ctx, []string{k.id}, func(ctx context.Context, tx bun.Tx) error {
+	return k.s.inTxFor(ctx, []string{k.id}, func(ctx context.Context, tx store.Tx) error {
 		_, err := k.s.resolve(ctx, tx, inst, p)
 		return err
 	})

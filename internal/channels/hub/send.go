@@ -8,8 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/uptrace/bun"
-
 	"github.com/switchboard/switchboard/internal/channels"
 	"github.com/switchboard/switchboard/internal/text"
 	"github.com/switchboard/switchboard/store"
@@ -17,7 +15,7 @@ import (
 
 // Enqueue queues messages inside tx (the transaction that stores them); the queues of every process wake when it
 // commits.
-func (h *Hub) Enqueue(ctx context.Context, tx bun.IDB, jobs ...channels.SendJob) error {
+func (h *Hub) Enqueue(ctx context.Context, tx store.Querier, jobs ...channels.SendJob) error {
 	items := make([]store.SendItem, len(jobs))
 	for i, j := range jobs {
 		items[i] = store.SendItem{MessageID: j.MessageID, WorkspaceID: j.WorkspaceID, InstanceID: j.InstanceID, Chat: j.Chat}
@@ -30,13 +28,13 @@ func (h *Hub) Enqueue(ctx context.Context, tx bun.IDB, jobs ...channels.SendJob)
 }
 
 // Cancel takes a waiting message out of the queue inside tx; false when it is being sent or gone.
-func (h *Hub) Cancel(ctx context.Context, tx bun.IDB, instanceID, messageID string) (bool, error) {
+func (h *Hub) Cancel(ctx context.Context, tx store.Querier, instanceID, messageID string) (bool, error) {
 	removed, err := h.db.SendQueue.Remove(ctx, tx, instanceID, []string{messageID}, time.Now())
 	return len(removed) > 0, err
 }
 
 // Purge takes every waiting message of an instance out of the queue inside tx and returns their IDs.
-func (h *Hub) Purge(ctx context.Context, tx bun.IDB, instanceID string) ([]string, error) {
+func (h *Hub) Purge(ctx context.Context, tx store.Querier, instanceID string) ([]string, error) {
 	return h.db.SendQueue.Remove(ctx, tx, instanceID, nil, time.Now())
 }
 
@@ -170,7 +168,7 @@ func (c *sendClient) Claim(ctx context.Context, now time.Time, lease time.Durati
 		return nil, err
 	}
 	var jobs []*job
-	outs, err := c.h.ledger.Begin(ctx, func(ctx context.Context, tx bun.IDB) ([]channels.SendJob, error) {
+	outs, err := c.h.ledger.Begin(ctx, func(ctx context.Context, tx store.Querier) ([]channels.SendJob, error) {
 		jobs = jobs[:0]
 		items, err := c.h.db.SendQueue.Claim(ctx, tx, now, lease, limit, c.h.opts.PerInstance, instances, exclude,
 			func(ctx context.Context, ids []string) error { return c.h.db.Instances.LockAll(ctx, tx, ids) })
@@ -282,7 +280,7 @@ func (c *sendClient) Record(ctx context.Context, outs []outcome) error {
 			results = append(results, *o.result)
 		}
 	}
-	return c.h.ledger.Settle(ctx, results, func(ctx context.Context, tx bun.IDB) ([]string, error) {
+	return c.h.ledger.Settle(ctx, results, func(ctx context.Context, tx store.Querier) ([]string, error) {
 		return c.h.db.SendQueue.Settle(ctx, tx, stored)
 	})
 }

@@ -460,11 +460,11 @@ func (i *instance) trace(t *testing.T) trace {
 	t.Helper()
 	ctx := context.Background()
 	s := i.state(t)
-	evs, err := i.e.db.Bun().NewSelect().Table("events").Where("workspace_id = ?", i.ws).Count(ctx)
+	evs, err := i.e.db.Events.CountOf(ctx, i.ws)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ms, err := i.e.db.Bun().NewSelect().Table("messages").Where("instance_id = ?", i.id).Count(ctx)
+	ms, err := i.e.db.Messages.CountOf(ctx, i.id)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -33,9 +33,9 @@ func TestConformance(t *testing.T) {
 func conformanceNetwork(t *testing.T, env providertest.Env) providertest.Network {
 	rt := &routing{peers: map[string]*session{}}
 	opts := Options{Delivered: NoReceipt, Read: NoReceipt, Poll: time.Hour}
-	peers := New(env.DB, opts)
+	peers := New(env.DB.Sandbox, opts)
 	return providertest.Network{
-		Provider: func() channels.Provider { return routed{Provider: New(env.DB, opts), rt: rt} },
+		Provider: func() channels.Provider { return routed{Provider: New(env.DB.Sandbox, opts), rt: rt} },
 		Account: func(t *testing.T) providertest.Account {
 			number := freeNumber()
 			p := startPeer(t, peers, rt, number)

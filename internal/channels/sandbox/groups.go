@@ -6,8 +6,6 @@ import (
 	"errors"
 	"strings"
 
-	"github.com/uptrace/bun"
-
 	"github.com/switchboard/switchboard/internal/channels"
 	"github.com/switchboard/switchboard/store"
 )
@@ -50,7 +48,7 @@ func (s *session) CreateGroup(ctx context.Context, subject string, participants 
 	var group channels.Group
 	var letters []letter
 	added := map[string]string{}
-	err = s.p.db.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+	err = s.p.net.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
 		for _, raw := range participants {
 			n, f := s.addable(ctx, tx, raw, number)
 			if f == nil && (n == number || added[n] != "") {
@@ -66,7 +64,7 @@ func (s *session) CreateGroup(ctx context.Context, subject string, participants 
 		for i := range g.Members {
 			g.Members[i].GroupAddress = g.Address
 		}
-		if err := s.p.db.Sandbox.CreateGroup(ctx, tx, &g); err != nil {
+		if err := s.p.net.CreateGroup(ctx, tx, &g); err != nil {
 			return err
 		}
 		group, letters, err = s.tell(ctx, tx, g.Address, number, added, "")
@@ -83,7 +81,7 @@ func (s *session) CreateGroup(ctx context.Context, subject string, participants 
 // addable checks that a participant can be added to a group by actor: a sandbox account, not the echo service,
 // not one that blocks the actor. It returns the normalized number (or raw, when it is not a number) and, when it
 // cannot be added, why.
-func (s *session) addable(ctx context.Context, db bun.IDB, raw, actor string) (string, *channels.Failure) {
+func (s *session) addable(ctx context.Context, db store.Querier, raw, actor string) (string, *channels.Failure) {
 	n, err := normalizeNumber(raw)
 	if err != nil {
 		return raw, failure("invalid_address", "%v", err)
@@ -94,13 +92,13 @@ func (s *session) addable(ctx context.Context, db bun.IDB, raw, actor string) (s
 	if n == actor {
 		return n, nil
 	}
-	if _, err := s.p.db.Sandbox.Account(ctx, db, n); err != nil {
+	if _, err := s.p.net.Account(ctx, db, n); err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			return n, failure("recipient_not_on_network", "%s has no account on the sandbox network", n)
 		}
 		return n, &channels.Failure{Code: "network_error", Detail: err.Error(), Retryable: true}
 	}
-	blocked, err := s.p.db.Sandbox.Blocks(ctx, db, n, actor)
+	blocked, err := s.p.net.Blocks(ctx, db, n, actor)
 	if err != nil {
 		return n, &channels.Failure{Code: "network_error", Detail: err.Error(), Retryable: true}
 	}
@@ -116,11 +114,11 @@ func (s *session) GetGroup(ctx context.Context, group string) (channels.Group, e
 	if number == "" {
 		return channels.Group{}, notConnected()
 	}
-	g, err := s.p.db.Sandbox.Group(ctx, s.p.db.Reader(), group)
+	g, err := s.p.net.Group(ctx, s.p.net.Reader(), group)
 	if err := access(g, err, group, number, roleMember); err != nil {
 		return channels.Group{}, err
 	}
-	return s.p.snapshot(ctx, s.p.db.Reader(), g)
+	return s.p.snapshot(ctx, s.p.net.Reader(), g)
 }
 
 // UpdateGroup changes a group's subject and description (nil: unchanged); only admins may.
@@ -136,14 +134,14 @@ func (s *session) UpdateGroup(ctx context.Context, group string, subject, descri
 		return channels.Group{}, failure("invalid_description", "a group's description is at most %d characters",
 			maxDescription)
 	}
-	return s.changeGroup(ctx, group, roleAdmin, func(ctx context.Context, tx bun.Tx, g *store.SandboxGroup, actor string) (map[string]string, string, error) {
+	return s.changeGroup(ctx, group, roleAdmin, func(ctx context.Context, tx store.Tx, g *store.SandboxGroup, actor string) (map[string]string, string, error) {
 		if subject != nil {
 			g.Subject = *subject
 		}
 		if description != nil {
 			g.Description = *description
 		}
-		return nil, channels.GroupUpdated, s.p.db.Sandbox.UpdateGroup(ctx, tx, *g)
+		return nil, channels.GroupUpdated, s.p.net.UpdateGroup(ctx, tx, *g)
 	})
 }
 
@@ -156,7 +154,7 @@ func (s *session) ChangeParticipants(ctx context.Context, group, action string, 
 		return nil, failure("invalid_action", "%q is not a participant change (add, remove, promote, demote)", action)
 	}
 	var results []channels.ParticipantResult
-	_, err := s.changeGroup(ctx, group, roleAdmin, func(ctx context.Context, tx bun.Tx, g *store.SandboxGroup, actor string) (map[string]string, string, error) {
+	_, err := s.changeGroup(ctx, group, roleAdmin, func(ctx context.Context, tx store.Tx, g *store.SandboxGroup, actor string) (map[string]string, string, error) {
 		told := map[string]string{}
 		roles := map[string]string{}
 		for _, m := range g.Members {
@@ -181,7 +179,7 @@ func (s *session) ChangeParticipants(ctx context.Context, group, action string, 
 
 // changeParticipant applies action to one participant, keeping roles (number → role) current and recording in
 // told what the participant's instance is to be told.
-func (s *session) changeParticipant(ctx context.Context, tx bun.Tx, group, action, raw, actor string,
+func (s *session) changeParticipant(ctx context.Context, tx store.Tx, group, action, raw, actor string,
 	roles, told map[string]string) (string, *channels.Failure, error) {
 	if action == "add" {
 		n, f := s.addable(ctx, tx, raw, actor)
@@ -191,7 +189,7 @@ func (s *session) changeParticipant(ctx context.Context, tx bun.Tx, group, actio
 		if roles[n] != "" {
 			return n, failure("already_participant", "%s is a participant already", n), nil
 		}
-		if err := s.p.db.Sandbox.AddMember(ctx, tx, store.SandboxGroupMember{GroupAddress: group, Number: n,
+		if err := s.p.net.AddMember(ctx, tx, store.SandboxGroupMember{GroupAddress: group, Number: n,
 			Role: roleMember, JoinedAt: now()}); err != nil {
 			return n, nil, err
 		}
@@ -209,7 +207,7 @@ func (s *session) changeParticipant(ctx context.Context, tx bun.Tx, group, actio
 	case role == roleOwner && action != "promote":
 		return n, failure("not_permitted", "the group's owner is neither removed nor demoted"), nil
 	case action == "remove":
-		if err := s.p.db.Sandbox.RemoveMember(ctx, tx, group, n); err != nil {
+		if err := s.p.net.RemoveMember(ctx, tx, group, n); err != nil {
 			return n, nil, err
 		}
 		delete(roles, n)
@@ -220,7 +218,7 @@ func (s *session) changeParticipant(ctx context.Context, tx bun.Tx, group, actio
 		if action == "demote" {
 			newRole = roleMember
 		}
-		if err := s.p.db.Sandbox.SetRole(ctx, tx, group, n, newRole); err != nil {
+		if err := s.p.net.SetRole(ctx, tx, group, n, newRole); err != nil {
 			return n, nil, err
 		}
 		roles[n] = newRole
@@ -232,14 +230,14 @@ func (s *session) changeParticipant(ctx context.Context, tx bun.Tx, group, actio
 // issued yet; only admins may.
 func (s *session) InviteLink(ctx context.Context, group string, revoke bool) (string, error) {
 	var code string
-	_, err := s.changeGroup(ctx, group, roleAdmin, func(ctx context.Context, tx bun.Tx, g *store.SandboxGroup, actor string) (map[string]string, string, error) {
+	_, err := s.changeGroup(ctx, group, roleAdmin, func(ctx context.Context, tx store.Tx, g *store.SandboxGroup, actor string) (map[string]string, string, error) {
 		if g.InviteCode != nil && !revoke {
 			code = *g.InviteCode
 			return nil, "", nil
 		}
 		code = rand.Text()
 		g.InviteCode = &code
-		return nil, "", s.p.db.Sandbox.UpdateGroup(ctx, tx, *g)
+		return nil, "", s.p.net.UpdateGroup(ctx, tx, *g)
 	})
 	if err != nil {
 		return "", err
@@ -257,30 +255,30 @@ func (s *session) JoinGroup(ctx context.Context, invite string) (channels.Group,
 	if err != nil {
 		return channels.Group{}, invalid
 	}
-	address, err := s.p.db.Sandbox.GroupAddressByInvite(ctx, s.p.db.Reader(), code)
+	address, err := s.p.net.GroupAddressByInvite(ctx, s.p.net.Reader(), code)
 	if errors.Is(err, store.ErrNotFound) {
 		return channels.Group{}, invalid
 	}
 	if err != nil {
 		return channels.Group{}, err
 	}
-	return s.changeGroup(ctx, address, "", func(ctx context.Context, tx bun.Tx, g *store.SandboxGroup, actor string) (map[string]string, string, error) {
+	return s.changeGroup(ctx, address, "", func(ctx context.Context, tx store.Tx, g *store.SandboxGroup, actor string) (map[string]string, string, error) {
 		if g.InviteCode == nil || *g.InviteCode != code {
 			return nil, "", invalid // revoked meanwhile
 		}
 		if _, ok := member(*g, actor); ok {
 			return nil, "", nil
 		}
-		return nil, channels.GroupParticipantsChanged, s.p.db.Sandbox.AddMember(ctx, tx, store.SandboxGroupMember{GroupAddress: g.Address,
+		return nil, channels.GroupParticipantsChanged, s.p.net.AddMember(ctx, tx, store.SandboxGroupMember{GroupAddress: g.Address,
 			Number: actor, Role: roleMember, JoinedAt: now()})
 	})
 }
 
 // LeaveGroup leaves a group; an owner who leaves hands the group to the longest-serving admin, or participant.
 func (s *session) LeaveGroup(ctx context.Context, group string) error {
-	_, err := s.changeGroup(ctx, group, roleMember, func(ctx context.Context, tx bun.Tx, g *store.SandboxGroup, actor string) (map[string]string, string, error) {
+	_, err := s.changeGroup(ctx, group, roleMember, func(ctx context.Context, tx store.Tx, g *store.SandboxGroup, actor string) (map[string]string, string, error) {
 		const changed = channels.GroupParticipantsChanged
-		if err := s.p.db.Sandbox.RemoveMember(ctx, tx, g.Address, actor); err != nil {
+		if err := s.p.net.RemoveMember(ctx, tx, g.Address, actor); err != nil {
 			return nil, "", err
 		}
 		if m, _ := member(*g, actor); m.Role != roleOwner {
@@ -295,7 +293,7 @@ func (s *session) LeaveGroup(ctx context.Context, group string) error {
 		if heir == nil {
 			return nil, changed, nil
 		}
-		return nil, changed, s.p.db.Sandbox.SetRole(ctx, tx, g.Address, heir.Number, roleOwner)
+		return nil, changed, s.p.net.SetRole(ctx, tx, g.Address, heir.Number, roleOwner)
 	})
 	return err
 }
@@ -323,15 +321,15 @@ func access(g store.SandboxGroup, err error, group, number, needed string) error
 // needed. change returns what to tell whom (number → change) and what to tell the other participants but the
 // instance ("" nothing); they are told in the same transaction, with the group as it is after the change.
 func (s *session) changeGroup(ctx context.Context, group, needed string,
-	change func(ctx context.Context, tx bun.Tx, g *store.SandboxGroup, actor string) (told map[string]string, others string, err error)) (channels.Group, error) {
+	change func(ctx context.Context, tx store.Tx, g *store.SandboxGroup, actor string) (told map[string]string, others string, err error)) (channels.Group, error) {
 	rs, number := s.live()
 	if number == "" {
 		return channels.Group{}, notConnected()
 	}
 	var after channels.Group
 	var letters []letter
-	err := s.p.db.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error {
-		g, err := s.p.db.Sandbox.Group(ctx, tx, group)
+	err := s.p.net.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
+		g, err := s.p.net.Group(ctx, tx, group)
 		if err := access(g, err, group, number, needed); err != nil {
 			return err
 		}
@@ -351,8 +349,8 @@ func (s *session) changeGroup(ctx context.Context, group, needed string,
 
 // tell posts a group's change, in tx, to the participants named in told (number → change) and, with others
 // (unless ""), to the other participants but actor. It returns the group as it is now and the letters posted.
-func (s *session) tell(ctx context.Context, tx bun.Tx, group, actor string, told map[string]string, others string) (channels.Group, []letter, error) {
-	g, err := s.p.db.Sandbox.Group(ctx, tx, group)
+func (s *session) tell(ctx context.Context, tx store.Tx, group, actor string, told map[string]string, others string) (channels.Group, []letter, error) {
+	g, err := s.p.net.Group(ctx, tx, group)
 	if err != nil {
 		return channels.Group{}, nil, err
 	}
@@ -375,7 +373,7 @@ func (s *session) tell(ctx context.Context, tx bun.Tx, group, actor string, told
 	for n := range changes {
 		numbers = append(numbers, n)
 	}
-	accounts, err := s.p.db.Sandbox.Accounts(ctx, tx, numbers)
+	accounts, err := s.p.net.Accounts(ctx, tx, numbers)
 	if err != nil {
 		return channels.Group{}, nil, err
 	}
@@ -389,12 +387,12 @@ func (s *session) tell(ctx context.Context, tx bun.Tx, group, actor string, told
 }
 
 // snapshot is a group as the network reports it, its participants with their display names.
-func (p *Provider) snapshot(ctx context.Context, db bun.IDB, g store.SandboxGroup) (channels.Group, error) {
+func (p *Provider) snapshot(ctx context.Context, db store.Querier, g store.SandboxGroup) (channels.Group, error) {
 	numbers := make([]string, len(g.Members))
 	for i, m := range g.Members {
 		numbers[i] = m.Number
 	}
-	accounts, err := p.db.Sandbox.Accounts(ctx, db, numbers)
+	accounts, err := p.net.Accounts(ctx, db, numbers)
 	if err != nil {
 		return channels.Group{}, err
 	}

@@ -180,7 +180,7 @@ func newNetwork(t *testing.T, db *store.DB, opts Options) *network {
 		opts.Poll = time.Hour // so that a test passes by wake-ups and timers alone, never thanks to a poll
 	}
 	rt := &sessions{live: map[string]*session{}, done: map[string]int{}}
-	return &network{t: t, db: db, p: New(db, opts), sessions: rt, reach: rt}
+	return &network{t: t, db: db, p: New(db.Sandbox, opts), sessions: rt, reach: rt}
 }
 
 // instance is one instance of the network with its sink and its running session.

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"io"
 
-	"github.com/uptrace/bun"
-
 	"github.com/switchboard/switchboard/internal/channels"
 	"github.com/switchboard/switchboard/store"
 )
@@ -44,15 +42,15 @@ func (s *session) Send(ctx context.Context, m channels.Outbound) (channels.Sent,
 		return channels.Sent{}, err
 	}
 	var repeated bool
-	err = s.p.commits.Do(ctx, func(ctx context.Context, tx bun.Tx) error {
-		created, err := s.p.db.Sandbox.CreateMessage(ctx, tx, row)
+	err = s.p.net.Shared(ctx, func(ctx context.Context, tx store.Tx) error {
+		created, err := s.p.net.CreateMessage(ctx, tx, row)
 		if err != nil || !created {
 			repeated = !created
 			return err
 		}
 		for _, l := range letters {
 			if echo := l.env.Message; echo != nil && echo.From == EchoNumber {
-				if _, err := s.p.db.Sandbox.CreateMessage(ctx, tx, &store.SandboxMessage{ID: echo.ID,
+				if _, err := s.p.net.CreateMessage(ctx, tx, &store.SandboxMessage{ID: echo.ID,
 					Sender: EchoNumber, Chat: number, Injected: true, SentAt: at}); err != nil {
 					return err
 				}
@@ -73,7 +71,7 @@ func (s *session) Send(ctx context.Context, m channels.Outbound) (channels.Sent,
 
 // sentBefore finds the message the account sent with the client id.
 func (s *session) sentBefore(ctx context.Context, number, clientID string) (channels.Sent, bool, error) {
-	prev, err := s.p.db.Sandbox.MessageByClientID(ctx, s.p.db.Reader(), number, clientID)
+	prev, err := s.p.net.MessageByClientID(ctx, s.p.net.Reader(), number, clientID)
 	if errors.Is(err, store.ErrNotFound) {
 		return channels.Sent{}, false, nil
 	}
@@ -86,7 +84,7 @@ func (s *session) sentBefore(ctx context.Context, number, clientID string) (chan
 // route addresses a message: to the recipient (unless they block the sender), to every other participant of a
 // group, or back from the echo service with the receipts of the original.
 func (s *session) route(ctx context.Context, number, chat string, msg *mailMessage) ([]letter, error) {
-	db := s.p.db.Reader()
+	db := s.p.net.Reader()
 	switch {
 	case chat == EchoNumber:
 		echo := *msg
@@ -106,7 +104,7 @@ func (s *session) route(ctx context.Context, number, chat string, msg *mailMessa
 		own := letter{to: number, instance: s.inst.ID, due: msg.At, env: envelope{Message: &echo}}
 		return append([]letter{own}, s.p.receipts(s.schedule, number, s.inst.ID, msg.ID, msg.At)...), nil
 	case isGroup(chat):
-		g, err := s.p.db.Sandbox.Group(ctx, db, chat)
+		g, err := s.p.net.Group(ctx, db, chat)
 		if errors.Is(err, store.ErrNotFound) {
 			return nil, failure("group_not_found", "the sandbox network has no group %s", chat)
 		}
@@ -123,7 +121,7 @@ func (s *session) route(ctx context.Context, number, chat string, msg *mailMessa
 				others = append(others, m.Number)
 			}
 		}
-		accounts, err := s.p.db.Sandbox.Accounts(ctx, db, others)
+		accounts, err := s.p.net.Accounts(ctx, db, others)
 		if err != nil {
 			return nil, err
 		}
@@ -134,7 +132,7 @@ func (s *session) route(ctx context.Context, number, chat string, msg *mailMessa
 		}
 		return letters, nil
 	default:
-		instanceID, blocked, err := s.p.db.Sandbox.Recipient(ctx, db, chat, number)
+		instanceID, blocked, err := s.p.net.Recipient(ctx, db, chat, number)
 		if errors.Is(err, store.ErrNotFound) {
 			return nil, &channels.Failure{Code: "recipient_not_on_network",
 				Detail: chat + " has no account on the sandbox network"}
@@ -228,7 +226,7 @@ func (s *session) checkReferences(ctx context.Context, number, chat string, m ch
 		if id == "" {
 			continue
 		}
-		ref, err := s.p.db.Sandbox.Message(ctx, s.p.db.Reader(), id)
+		ref, err := s.p.net.Message(ctx, s.p.net.Reader(), id)
 		if err != nil && !errors.Is(err, store.ErrNotFound) {
 			return err
 		}
@@ -254,29 +252,29 @@ func (s *session) injectInbound(ctx context.Context, from, text string) error {
 	if text == "" {
 		return failure("invalid_control", "an inbound control needs a text")
 	}
-	acc, err := s.p.db.Sandbox.AccountOf(ctx, s.p.db.Reader(), s.inst.ID)
+	acc, err := s.p.net.AccountOf(ctx, s.p.net.Reader(), s.inst.ID)
 	if errors.Is(err, store.ErrNotFound) {
 		return failure("invalid_state", "the instance has no number yet: pair it first")
 	}
 	if err != nil {
 		return err
 	}
-	if blocked, err := s.p.db.Sandbox.Blocks(ctx, s.p.db.Reader(), acc.Number, sender); err != nil || blocked {
+	if blocked, err := s.p.net.Blocks(ctx, s.p.net.Reader(), acc.Number, sender); err != nil || blocked {
 		if blocked {
 			return failure("blocked", "the instance blocks %s: the network delivers nothing from it", sender)
 		}
 		return err
 	}
 	fromName := ""
-	if a, err := s.p.db.Sandbox.Account(ctx, s.p.db.Reader(), sender); err == nil {
+	if a, err := s.p.net.Account(ctx, s.p.net.Reader(), sender); err == nil {
 		fromName = a.DisplayName
 	}
 	at := now()
 	msg := &mailMessage{ID: newID(), Chat: sender, From: sender, FromName: fromName, At: at,
 		Type: channels.TypeText, Text: text}
 	letters := []letter{{to: acc.Number, instance: s.inst.ID, due: at, env: envelope{Message: msg}}}
-	err = s.p.db.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error {
-		if _, err := s.p.db.Sandbox.CreateMessage(ctx, tx, &store.SandboxMessage{ID: msg.ID, Sender: sender,
+	err = s.p.net.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
+		if _, err := s.p.net.CreateMessage(ctx, tx, &store.SandboxMessage{ID: msg.ID, Sender: sender,
 			Chat: acc.Number, Injected: true, SentAt: at}); err != nil {
 			return err
 		}
@@ -298,7 +296,7 @@ func (s *session) MarkRead(ctx context.Context, chat string, upTo string) error 
 	if err != nil {
 		return failure("invalid_address", "%v", err)
 	}
-	unread, err := s.p.db.Sandbox.Unread(ctx, s.p.db.Reader(), number, chat, isGroup(chat), upTo)
+	unread, err := s.p.net.Unread(ctx, s.p.net.Reader(), number, chat, isGroup(chat), upTo)
 	if err != nil || len(unread) == 0 {
 		return err
 	}
@@ -310,7 +308,7 @@ func (s *session) MarkRead(ctx context.Context, chat string, upTo string) error 
 			numbers = append(numbers, m.Sender)
 		}
 	}
-	accounts, err := s.p.db.Sandbox.Accounts(ctx, s.p.db.Reader(), numbers)
+	accounts, err := s.p.net.Accounts(ctx, s.p.net.Reader(), numbers)
 	if err != nil {
 		return err
 	}
@@ -325,7 +323,7 @@ func (s *session) MarkRead(ctx context.Context, chat string, upTo string) error 
 			letters = append(letters, receipt(m.Sender, id, m.ID, statusRead, at))
 		}
 	}
-	if err := s.p.post(ctx, s.p.db.Bun(), letters); err != nil {
+	if err := s.p.post(ctx, s.p.net.Writer(), letters); err != nil {
 		return err
 	}
 	s.wakeAll(rs, letters)
@@ -346,7 +344,7 @@ func (s *session) Lookup(ctx context.Context, addresses []string) ([]channels.Lo
 			numbers = append(numbers, n)
 		}
 	}
-	accounts, err := s.p.db.Sandbox.Accounts(ctx, s.p.db.Reader(), numbers)
+	accounts, err := s.p.net.Accounts(ctx, s.p.net.Reader(), numbers)
 	if err != nil {
 		return nil, err
 	}
@@ -375,7 +373,7 @@ func (s *session) Block(ctx context.Context, address string, blocked bool) error
 	if n == number {
 		return failure("invalid_address", "an instance cannot block its own number")
 	}
-	return s.p.db.Sandbox.SetBlock(ctx, s.p.db.Bun(), number, n, blocked, now())
+	return s.p.net.SetBlock(ctx, s.p.net.Writer(), number, n, blocked, now())
 }
 
 // member finds a participant of a group.

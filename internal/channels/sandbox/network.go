@@ -6,8 +6,6 @@ import (
 	"errors"
 	"time"
 
-	"github.com/uptrace/bun"
-
 	"github.com/switchboard/switchboard/store"
 )
 
@@ -20,15 +18,15 @@ const assignAttempts = 20
 func (p *Provider) pairAccount(ctx context.Context, instanceID, requested, displayName string) (number, token string, err error) {
 	token = rand.Text()
 	hash, at := hashToken(token), now()
-	err = p.db.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error {
-		acc, err := p.db.Sandbox.AccountOf(ctx, tx, instanceID)
+	err = p.net.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
+		acc, err := p.net.AccountOf(ctx, tx, instanceID)
 		if err == nil {
 			if requested != "" && requested != acc.Number {
 				return failure("number_mismatch", "the instance holds %s on the sandbox network and pairs with it "+
 					"again, not with %s", acc.Number, requested)
 			}
 			number = acc.Number
-			return p.db.Sandbox.Pair(ctx, tx, instanceID, hash, at)
+			return p.net.Pair(ctx, tx, instanceID, hash, at)
 		}
 		if !errors.Is(err, store.ErrNotFound) {
 			return err
@@ -38,7 +36,7 @@ func (p *Provider) pairAccount(ctx context.Context, instanceID, requested, displ
 			if number == "" {
 				number = assignedNumber()
 			}
-			created, err := p.db.Sandbox.CreateAccount(ctx, tx, &store.SandboxAccount{Number: number,
+			created, err := p.net.CreateAccount(ctx, tx, &store.SandboxAccount{Number: number,
 				InstanceID: instanceID, DisplayName: displayName, TokenHash: &hash, CreatedAt: at, PairedAt: &at})
 			if err != nil || created {
 				return err
@@ -55,14 +53,14 @@ func (p *Provider) pairAccount(ctx context.Context, instanceID, requested, displ
 // numberFree checks that an instance may pair with the number: no other instance holds it, and the instance holds
 // no other one.
 func (p *Provider) numberFree(ctx context.Context, number, instanceID string) error {
-	acc, err := p.db.Sandbox.Account(ctx, p.db.Reader(), number)
+	acc, err := p.net.Account(ctx, p.net.Reader(), number)
 	if err == nil && acc.InstanceID != instanceID {
 		return failure("number_taken", "%s is held by another instance: choose another number", number)
 	}
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return err
 	}
-	own, err := p.db.Sandbox.AccountOf(ctx, p.db.Reader(), instanceID)
+	own, err := p.net.AccountOf(ctx, p.net.Reader(), instanceID)
 	if err == nil && own.Number != number {
 		return failure("number_mismatch", "the instance holds %s on the sandbox network and pairs with it again, "+
 			"not with %s", own.Number, number)
@@ -75,19 +73,19 @@ func (p *Provider) numberFree(ctx context.Context, number, instanceID string) er
 
 // unpair invalidates an instance's credential (nothing to do when it never paired).
 func (p *Provider) unpair(ctx context.Context, instanceID string) error {
-	if err := p.db.Sandbox.Unpair(ctx, p.db.Bun(), instanceID); err != nil && !errors.Is(err, store.ErrNotFound) {
+	if err := p.net.Unpair(ctx, p.net.Writer(), instanceID); err != nil && !errors.Is(err, store.ErrNotFound) {
 		return err
 	}
 	return nil
 }
 
 // post puts letters into their mailboxes in tx.
-func (p *Provider) post(ctx context.Context, tx bun.IDB, letters []letter) error {
+func (p *Provider) post(ctx context.Context, tx store.Querier, letters []letter) error {
 	rows, err := mail(letters)
 	if err != nil {
 		return err
 	}
-	return p.db.Sandbox.Post(ctx, tx, rows)
+	return p.net.Post(ctx, tx, rows)
 }
 
 // schedule is when the sender of a message is told it was delivered and read, counted from its delivery to the

@@ -62,9 +62,9 @@ func TestTwoProcesses(t *testing.T) {
 				poll = time.Hour
 			}
 			n1 := &network{t: t, db: open(), sessions: one, reach: reach1}
-			n1.p = New(n1.db, Options{Poll: poll})
+			n1.p = New(n1.db.Sandbox, Options{Poll: poll})
 			n2 := &network{t: t, db: open(), sessions: two, reach: reach2}
-			n2.p = New(n2.db, Options{Poll: poll})
+			n2.p = New(n2.db.Sandbox, Options{Poll: poll})
 
 			a := n1.connected(nil)
 			b := n2.connected(nil)

@@ -19,7 +19,6 @@ import (
 	"time"
 
 	"github.com/switchboard/switchboard/internal/channels"
-	"github.com/switchboard/switchboard/store"
 )
 
 // Name is the provider's name in the API.
@@ -78,16 +77,14 @@ const NoReceipt time.Duration = -1
 
 // Provider is the sandbox network. It is safe for concurrent use.
 type Provider struct {
-	db   *store.DB
+	net  Storage
 	opts Options
-	// commits writes the network's per-message transactions (a send, a handover's settlement) of all sessions
-	// together: concurrent sends share one commit.
-	commits *store.GroupCommit
 }
 
-// New returns the sandbox provider over the database that holds the network. Its sessions wake the online
-// recipients of what they post through the runtime that opened them (channels.Instance.Runtime).
-func New(db *store.DB, opts Options) *Provider {
+// New returns the sandbox provider over the records of the network (the database's store.SandboxNetwork; nil for a
+// provider that only normalizes addresses). Its sessions wake the online recipients of what they post through the
+// runtime that opened them (channels.Instance.Runtime).
+func New(net Storage, opts Options) *Provider {
 	if opts.QRRefresh <= 0 {
 		opts.QRRefresh = DefaultQRRefresh
 	}
@@ -109,11 +106,7 @@ func New(db *store.DB, opts Options) *Provider {
 	if opts.coin == nil {
 		opts.coin = coinFlip
 	}
-	p := &Provider{db: db, opts: opts}
-	if db != nil { // nil: a provider that only normalizes addresses
-		p.commits = store.NewGroupCommit(db, 0)
-	}
-	return p
+	return &Provider{net: net, opts: opts}
 }
 
 var _ channels.Provider = (*Provider)(nil)

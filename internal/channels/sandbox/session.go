@@ -12,8 +12,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/uptrace/bun"
-
 	"github.com/switchboard/switchboard/internal/channels"
 	"github.com/switchboard/switchboard/store"
 )
@@ -186,7 +184,7 @@ func (s *session) connect(ctx context.Context, rs *runState) (string, error) {
 	if err := json.Unmarshal(saved, &c); err != nil || c.Token == "" {
 		return "", s.loggedOut(ctx, "the instance's credentials are not the sandbox's: pair it again")
 	}
-	acc, err := s.p.db.Sandbox.AccountOf(ctx, s.p.db.Reader(), s.inst.ID)
+	acc, err := s.p.net.AccountOf(ctx, s.p.net.Reader(), s.inst.ID)
 	if errors.Is(err, store.ErrNotFound) || (err == nil && (acc.Number != c.Number || acc.TokenHash == nil ||
 		*acc.TokenHash != hashToken(c.Token))) {
 		return "", s.loggedOut(ctx, "the sandbox network no longer accepts the instance's credentials (it was "+
@@ -206,12 +204,12 @@ func (s *session) loggedOut(ctx context.Context, reason string) error {
 // accounts that know the number (the nudges go out once Run's waker starts).
 func (s *session) announceName(ctx context.Context, rs *runState, number string) error {
 	var letters []letter
-	err := s.p.db.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error {
-		changed, err := s.p.db.Sandbox.Rename(ctx, tx, number, s.cfg.DisplayName)
+	err := s.p.net.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
+		changed, err := s.p.net.Rename(ctx, tx, number, s.cfg.DisplayName)
 		if err != nil || !changed {
 			return err
 		}
-		known, err := s.p.db.Sandbox.Counterparts(ctx, tx, number)
+		known, err := s.p.net.Counterparts(ctx, tx, number)
 		if err != nil {
 			return err
 		}
@@ -357,7 +355,7 @@ const drainBatch = 100
 // drain hands the sink every piece of mail due now, oldest first, and reports when the next one falls due.
 func (s *session) drain(ctx context.Context, rs *runState, number string) (time.Time, bool, error) {
 	for {
-		due, err := s.p.db.Sandbox.Due(ctx, s.p.db.Reader(), number, now(), drainBatch)
+		due, err := s.p.net.Due(ctx, s.p.net.Reader(), number, now(), drainBatch)
 		if err != nil {
 			return time.Time{}, false, err
 		}
@@ -371,7 +369,7 @@ func (s *session) drain(ctx context.Context, rs *runState, number string) (time.
 		}
 		if len(due) < drainBatch {
 			// The earliest mail left, due in the future or since Due read (then the timer fires at once).
-			return s.p.db.Sandbox.NextDue(ctx, s.p.db.Reader(), number)
+			return s.p.net.NextDue(ctx, s.p.net.Reader(), number)
 		}
 	}
 }
@@ -406,7 +404,7 @@ func (s *session) handOver(ctx context.Context, due []store.SandboxMail, h *hand
 			senders = append(senders, msg.From)
 		}
 	}
-	sent, err := s.p.db.Sandbox.Messages(ctx, s.p.db.Reader(), receiptIDs)
+	sent, err := s.p.net.Messages(ctx, s.p.net.Reader(), receiptIDs)
 	if err != nil {
 		return err
 	}
@@ -414,7 +412,7 @@ func (s *session) handOver(ctx context.Context, due []store.SandboxMail, h *hand
 	for _, m := range sent {
 		messages[m.ID] = m
 	}
-	accounts, err := s.p.db.Sandbox.Accounts(ctx, s.p.db.Reader(), senders)
+	accounts, err := s.p.net.Accounts(ctx, s.p.net.Reader(), senders)
 	if err != nil {
 		return err
 	}
@@ -498,13 +496,13 @@ func (s *session) settle(ctx context.Context, rs *runState, h *handover) error {
 	if len(h.taken) == 0 {
 		return nil
 	}
-	err := s.p.commits.Do(ctx, func(ctx context.Context, tx bun.Tx) error {
+	err := s.p.net.Shared(ctx, func(ctx context.Context, tx store.Tx) error {
 		for _, r := range h.marked {
-			if _, err := s.p.db.Sandbox.MarkMessage(ctx, tx, r.ID, r.Status, r.At); err != nil {
+			if _, err := s.p.net.MarkMessage(ctx, tx, r.ID, r.Status, r.At); err != nil {
 				return err
 			}
 		}
-		if err := s.p.db.Sandbox.Take(ctx, tx, h.taken); err != nil {
+		if err := s.p.net.Take(ctx, tx, h.taken); err != nil {
 			return err
 		}
 		return s.p.post(ctx, tx, h.letters)
