@@ -33,6 +33,9 @@ const maxWorkers = 8
 func (s *Service) Run(ctx context.Context) error {
 	pos, err := s.db.Events.LastPosition(ctx)
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped before it started: a shutdown, not a failure of the job
+		}
 		return err
 	}
 	var wg sync.WaitGroup
