@@ -12,7 +12,7 @@ import (
 func (s *Server) ListProviders(ctx context.Context, _ gen.ListProvidersRequestObject) (gen.ListProvidersResponseObject, error) {
 	out := gen.ProviderList{Object: "list", Data: []gen.Provider{}}
 	for _, info := range s.channels.Providers() {
-		out.Data = append(out.Data, channels.ProviderAPI(info))
+		out.Data = append(out.Data, providerAPI(info))
 	}
 	return gen.ListProviders200JSONResponse{Body: out}, nil
 }
@@ -23,7 +23,24 @@ func (s *Server) GetProvider(ctx context.Context, req gen.GetProviderRequestObje
 	if err != nil {
 		return nil, err
 	}
-	return gen.GetProvider200JSONResponse{Body: channels.ProviderAPI(info)}, nil
+	return gen.GetProvider200JSONResponse{Body: providerAPI(info)}, nil
+}
+
+// providerAPI is the API's Provider of a provider's Info.
+func providerAPI(info channels.Info) gen.Provider {
+	out := gen.Provider{Object: gen.ProviderObjectProvider, Name: info.Name, Title: info.Title,
+		Description: info.Description, Capabilities: []gen.Capability{}, AuthMethods: []gen.AuthMethod{},
+		ConfigSchema: info.ConfigSchema, AddressFormat: info.AddressFormat, AddressExample: info.AddressExample}
+	for _, c := range info.Capabilities {
+		out.Capabilities = append(out.Capabilities, gen.Capability(c))
+	}
+	for _, m := range info.AuthMethods {
+		out.AuthMethods = append(out.AuthMethods, gen.AuthMethod(m))
+	}
+	if out.ConfigSchema == nil {
+		out.ConfigSchema = map[string]any{"type": "object"}
+	}
+	return out
 }
 
 func instanceLocation(id string) *string {

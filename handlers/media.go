@@ -57,7 +57,7 @@ func (s *Server) UploadMedia(ctx context.Context, req gen.UploadMediaRequestObje
 		return nil, err
 	}
 	loc := "/api/v1/media/" + m.ID
-	return gen.UploadMedia201JSONResponse{Body: channels.MediaAPI(m), Headers: gen.UploadMedia201ResponseHeaders{Location: &loc}}, nil
+	return gen.UploadMedia201JSONResponse{Body: mediaAPI(m), Headers: gen.UploadMedia201ResponseHeaders{Location: &loc}}, nil
 }
 
 // GetMedia answers GET /api/v1/media/{media_id}.
@@ -70,7 +70,7 @@ func (s *Server) GetMedia(ctx context.Context, req gen.GetMediaRequestObject) (g
 	if err != nil {
 		return nil, err
 	}
-	return gen.GetMedia200JSONResponse{Body: channels.MediaAPI(m)}, nil
+	return gen.GetMedia200JSONResponse{Body: mediaAPI(m)}, nil
 }
 
 // GetMediaContent answers GET /api/v1/media/{media_id}/content with the file's bytes and media type.
@@ -90,4 +90,10 @@ func (s *Server) GetMediaContent(ctx context.Context, req gen.GetMediaContentReq
 	return gen.GetMediaContent200AsteriskResponse{Body: bytes.NewReader(content), ContentType: m.MIMEType,
 		ContentLength: int64(len(content)), Headers: gen.GetMediaContent200ResponseHeaders{
 			ContentDisposition: &disposition}}, nil
+}
+
+// mediaAPI is the API's Media of a file.
+func mediaAPI(m channels.MediaFile) gen.Media {
+	return gen.Media{Id: m.ID, Object: gen.MediaObjectMedia, Kind: gen.MediaKind(m.Kind), MimeType: m.MIMEType,
+		Filename: m.Filename, Size: m.Size, Sha256: m.SHA256, SourceUrl: m.Source, CreatedAt: m.Created}
 }

@@ -34,7 +34,7 @@ func (s *Service) Run(ctx context.Context) error {
 	pos, err := s.db.Events.LastPosition(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
-			return nil // stopped before it began: nothing under way
+			return nil // stopped before it started: a shutdown, not a failure of the job
 		}
 		return err
 	}

@@ -554,23 +554,6 @@ func (s *Service) QRAPI(i store.Instance) (gen.InstanceQR, error) {
 		ExpiresAt: *i.QRExpiresAt}, nil
 }
 
-// ProviderAPI is the API's Provider of a provider's Info.
-func ProviderAPI(info Info) gen.Provider {
-	out := gen.Provider{Object: gen.ProviderObjectProvider, Name: info.Name, Title: info.Title,
-		Description: info.Description, Capabilities: []gen.Capability{}, AuthMethods: []gen.AuthMethod{},
-		ConfigSchema: info.ConfigSchema, AddressFormat: info.AddressFormat, AddressExample: info.AddressExample}
-	for _, c := range info.Capabilities {
-		out.Capabilities = append(out.Capabilities, gen.Capability(c))
-	}
-	for _, m := range info.AuthMethods {
-		out.AuthMethods = append(out.AuthMethods, gen.AuthMethod(m))
-	}
-	if out.ConfigSchema == nil {
-		out.ConfigSchema = map[string]any{"type": "object"}
-	}
-	return out
-}
-
 // InstanceSecrets returns the secret config of an instance, whatever its workspace (what a provider's session
 // needs). Returns a NotFound problem if there is no such instance.
 func (s *Service) InstanceSecrets(ctx context.Context, id string) (map[string]any, error) {

@@ -99,10 +99,28 @@ func kindOf(mimeType string) string {
 	return "document"
 }
 
+// MediaFile is a file of a workspace that messages carry: uploaded, fetched by URL, or received.
+type MediaFile struct {
+	ID       string
+	Kind     string // image, video, audio or document, by its media type
+	MIMEType string
+	Filename *string
+	Size     int64
+	SHA256   string  // hex
+	Source   *string // the URL it was fetched from
+	Created  time.Time
+}
+
+func mediaFileOf(m store.Media) MediaFile {
+	return MediaFile{ID: m.ID, Kind: m.Kind, MIMEType: m.MIMEType, Filename: m.Filename, Size: m.Size, SHA256: m.SHA256,
+		Source: m.SourceURL, Created: m.CreatedAt}
+}
+
 // Upload stores a file of a workspace. Returns a ValidationFailed problem for an empty file or one larger than the
 // limit.
-func (s *Service) Upload(ctx context.Context, workspaceID, filename, mimeType string, content []byte) (store.Media, error) {
-	return s.storeMedia(ctx, workspaceID, filename, mimeType, content, nil, "/file")
+func (s *Service) Upload(ctx context.Context, workspaceID, filename, mimeType string, content []byte) (MediaFile, error) {
+	m, err := s.storeMedia(ctx, workspaceID, filename, mimeType, content, nil, "/file")
+	return mediaFileOf(m), err
 }
 
 func (s *Recorder) storeMedia(ctx context.Context, workspaceID, filename, mimeType string, content []byte, source *string, pointer string) (store.Media, error) {
@@ -134,19 +152,25 @@ func (s *Recorder) storeMedia(ctx context.Context, workspaceID, filename, mimeTy
 }
 
 // GetMedia returns a file's metadata. Returns a NotFound problem if it is not in the workspace.
-func (s *Service) GetMedia(ctx context.Context, workspaceID, id string) (store.Media, error) {
+func (s *Service) GetMedia(ctx context.Context, workspaceID, id string) (MediaFile, error) {
+	m, err := s.mediaRow(ctx, workspaceID, id)
+	return mediaFileOf(m), err
+}
+
+// mediaRow reads a file's row. Returns a NotFound problem if it is not in the workspace.
+func (s *Service) mediaRow(ctx context.Context, workspaceID, id string) (store.Media, error) {
 	m, err := s.db.Media.Get(ctx, workspaceID, id)
 	return m, storeError(err, "media", id)
 }
 
 // MediaContent returns a file's metadata and bytes. Returns a NotFound problem if it is not in the workspace.
-func (s *Service) MediaContent(ctx context.Context, workspaceID, id string) (store.Media, []byte, error) {
-	m, err := s.GetMedia(ctx, workspaceID, id)
+func (s *Service) MediaContent(ctx context.Context, workspaceID, id string) (MediaFile, []byte, error) {
+	m, err := s.mediaRow(ctx, workspaceID, id)
 	if err != nil {
-		return m, nil, err
+		return MediaFile{}, nil, err
 	}
 	b, err := s.media.Read(ctx, id)
-	return m, b, storeError(err, "media", id)
+	return mediaFileOf(m), b, storeError(err, "media", id)
 }
 
 // mediaFor returns the file a message's media names: an uploaded media_id of the workspace, or a URL fetched now
@@ -156,7 +180,7 @@ func (s *Service) mediaFor(ctx context.Context, workspaceID string, in gen.Messa
 	case (in.MediaId == nil) == (in.Url == nil):
 		return store.Media{}, problem.Invalid("/media", "give exactly one of media_id and url")
 	case in.MediaId != nil:
-		return s.GetMedia(ctx, workspaceID, *in.MediaId)
+		return s.mediaRow(ctx, workspaceID, *in.MediaId)
 	}
 	url := *in.Url
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
@@ -183,10 +207,4 @@ func (s *Service) mediaFor(ctx context.Context, workspaceID string, in gen.Messa
 		}
 	}
 	return s.storeMedia(ctx, workspaceID, name, res.Header.Get("Content-Type"), content, &url, "/media/url")
-}
-
-// MediaAPI is the API's Media of a stored file.
-func MediaAPI(m store.Media) gen.Media {
-	return gen.Media{Id: m.ID, Object: gen.MediaObjectMedia, Kind: gen.MediaKind(m.Kind), MimeType: m.MIMEType,
-		Filename: m.Filename, Size: m.Size, Sha256: m.SHA256, SourceUrl: m.SourceURL, CreatedAt: m.CreatedAt}
 }

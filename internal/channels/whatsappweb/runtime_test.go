@@ -44,11 +44,9 @@ func newEngine(t *testing.T, db *store.DB, newClient NewClient, budget int) *eng
 		t.Fatal(err)
 	}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	// As serve wires them, one way: the provider, the records over it, the runtime over the records, the service
-	// over both.
 	p := New(db, Options{NewClient: newClient})
-	rec, err := channels.NewRecorder(db, sbevents.NewOutbox(db, sbevents.Builtin()), channels.Config{Sealer: box,
-		Logger: quiet, Media: channels.DatabaseMedia{DB: db}, Providers: []channels.Provider{p}})
+	rec, err := channels.NewRecorder(db, sbevents.NewOutbox(db, sbevents.Builtin()), channels.Config{Sealer: box, Logger: quiet,
+		Media: channels.DatabaseMedia{DB: db}, Providers: []channels.Provider{p}})
 	if err != nil {
 		t.Fatal(err)
 	}
