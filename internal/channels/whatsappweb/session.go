@@ -32,6 +32,7 @@ type session struct {
 	sink       channels.Sink
 	jid        types.JID // the device the instance paired, empty before the first pairing
 	deviceName string
+	history    bool // the instance opted in to the phone's history sync
 
 	mu  sync.Mutex
 	dev *store.Device
