@@ -9,6 +9,8 @@ import (
 
 	"go.mau.fi/whatsmeow"
 	waE2E "go.mau.fi/whatsmeow/proto/waE2E"
+	waHistorySync "go.mau.fi/whatsmeow/proto/waHistorySync"
+	waWeb "go.mau.fi/whatsmeow/proto/waWeb"
 	"go.mau.fi/whatsmeow/store"
 	"go.mau.fi/whatsmeow/types"
 	"go.mau.fi/whatsmeow/types/events"
@@ -34,6 +36,10 @@ type Client interface {
 	MarkRead(ctx context.Context, ids []types.MessageID, at time.Time, chat, sender types.JID) error
 	Upload(ctx context.Context, data []byte, kind whatsmeow.MediaType) (whatsmeow.UploadResponse, error)
 	Download(ctx context.Context, msg whatsmeow.DownloadableMessage) ([]byte, error)
+	// DownloadHistorySync fetches the chats' history the phone offers in notif; ParseWebMessage makes one of its
+	// messages a message event.
+	DownloadHistorySync(ctx context.Context, notif *waE2E.HistorySyncNotification) (*waHistorySync.HistorySync, error)
+	ParseWebMessage(chat types.JID, msg *waWeb.WebMessageInfo) (*events.Message, error)
 
 	CreateGroup(ctx context.Context, name string, participants []types.JID) (*types.GroupInfo, error)
 	GroupInfo(ctx context.Context, group types.JID) (*types.GroupInfo, error)
@@ -74,7 +80,7 @@ func Real(o RealOptions) NewClient {
 		c := whatsmeow.NewClient(dev, nil)
 		c.EnableAutoReconnect = false
 		c.InitialAutoReconnect = false
-		// The phone's history sync is not downloaded: the instance starts with the messages after pairing.
+		// The phone's history sync is downloaded only by sessions whose instance opted in (history_sync).
 		c.ManualHistorySyncDownload = true
 		if o.Media != nil {
 			c.SetMediaHTTPClient(o.Media)
@@ -122,6 +128,14 @@ func (r *realClient) Upload(ctx context.Context, data []byte, kind whatsmeow.Med
 
 func (r *realClient) Download(ctx context.Context, msg whatsmeow.DownloadableMessage) ([]byte, error) {
 	return r.c.Download(ctx, msg)
+}
+
+func (r *realClient) DownloadHistorySync(ctx context.Context, notif *waE2E.HistorySyncNotification) (*waHistorySync.HistorySync, error) {
+	return r.c.DownloadHistorySync(ctx, notif, true)
+}
+
+func (r *realClient) ParseWebMessage(chat types.JID, msg *waWeb.WebMessageInfo) (*events.Message, error) {
+	return r.c.ParseWebMessage(chat, msg)
 }
 
 func (r *realClient) CreateGroup(ctx context.Context, name string, participants []types.JID) (*types.GroupInfo, error) {

@@ -11,6 +11,8 @@ import (
 
 	waCommon "go.mau.fi/whatsmeow/proto/waCommon"
 	waE2E "go.mau.fi/whatsmeow/proto/waE2E"
+	waHistorySync "go.mau.fi/whatsmeow/proto/waHistorySync"
+	waWeb "go.mau.fi/whatsmeow/proto/waWeb"
 	"go.mau.fi/whatsmeow/types"
 	"go.mau.fi/whatsmeow/types/events"
 	"google.golang.org/protobuf/proto"
@@ -409,4 +411,60 @@ func TestGroupAndContactEvents(t *testing.T) {
 	}
 	r.emit(&events.PushName{JID: r.peer.jid(), JIDAlt: r.peer.pn(), NewPushName: "Peer Two"})
 	r.await("the new push name", func(c call) bool { return c.kind == "contact" && c.party.DisplayName == "Peer Two" })
+}
+
+// The phone's history sync is reported only for an instance that opted in, as one run of received messages, each
+// in its chat with its sender; without the opt-in nothing of it is.
+func TestHistorySyncIsOptIn(t *testing.T) {
+	group := types.NewJID("120363025246125486", types.GroupServer)
+	history.Lock()
+	history.byPath["/v/history"] = &waHistorySync.HistorySync{Conversations: []*waHistorySync.Conversation{
+		{ID: proto.String("4915112345678@s.whatsapp.net"), Messages: []*waHistorySync.HistorySyncMsg{
+			{Message: &waWeb.WebMessageInfo{Key: &waCommon.MessageKey{ID: proto.String("3AOLD1")}, MessageTimestamp: proto.Uint64(1600000000),
+				Message: &waE2E.Message{Conversation: proto.String("an old message")}}},
+			{Message: &waWeb.WebMessageInfo{Key: &waCommon.MessageKey{ID: proto.String("3AOLD2"), FromMe: proto.Bool(true)},
+				MessageTimestamp: proto.Uint64(1600000100), Message: &waE2E.Message{Conversation: proto.String("my old answer")}}},
+		}},
+		{ID: proto.String(group.String()), Messages: []*waHistorySync.HistorySyncMsg{
+			{Message: &waWeb.WebMessageInfo{Key: &waCommon.MessageKey{ID: proto.String("3AOLD3")}, Participant: proto.String("4915112345678@s.whatsapp.net"),
+				MessageTimestamp: proto.Uint64(1600000200), Message: &waE2E.Message{Conversation: proto.String("old group talk")}}},
+		}},
+	}}
+	history.Unlock()
+	notification := func(r *rig) *events.Message {
+		m := r.message("3AHISTORY", &waE2E.Message{ProtocolMessage: &waE2E.ProtocolMessage{
+			Type:                    waE2E.ProtocolMessage_HISTORY_SYNC_NOTIFICATION.Enum(),
+			HistorySyncNotification: &waE2E.HistorySyncNotification{DirectPath: proto.String("/v/history")}}})
+		m.Info.IsFromMe, m.Info.Chat, m.Info.Sender = true, r.me.pn(), r.me.pn()
+		return m
+	}
+
+	off := newRig(t, sqlite(t), true)
+	off.emit(notification(off))
+	off.emit(off.message("after", &waE2E.Message{Conversation: proto.String("after")}))
+	off.inbound("after")
+	for _, c := range off.sink.all() {
+		if c.kind == "inbound" && c.in.ProviderID != "after" {
+			t.Errorf("without the opt-in, %s of the history was reported", c.in.ProviderID)
+		}
+	}
+
+	on := newRigConfig(t, sqlite(t), true, map[string]any{"history_sync": true})
+	on.emit(notification(on))
+	old := on.inbound("3AOLD1")
+	if old.Text != "an old message" || old.Chat != "+4915112345678" || old.From.Address != "+4915112345678" ||
+		!old.At.Equal(time.Unix(1600000000, 0)) {
+		t.Errorf("an old message: %+v", old)
+	}
+	if mine := on.inbound("3AOLD2"); !mine.FromMe || mine.From.Address != "+15550100001" {
+		t.Errorf("the account's old message: %+v", mine)
+	}
+	if g := on.inbound("3AOLD3"); g.Chat != group.String() || g.From.Address != "+4915112345678" {
+		t.Errorf("an old group message: %+v", g)
+	}
+	for _, c := range on.sink.all() {
+		if c.kind == "inbound" && c.in.ProviderID == "3AHISTORY" {
+			t.Error("the history sync notification itself was reported as a message")
+		}
+	}
 }

@@ -13,6 +13,8 @@ import (
 	"go.mau.fi/whatsmeow"
 	waAdv "go.mau.fi/whatsmeow/proto/waAdv"
 	waE2E "go.mau.fi/whatsmeow/proto/waE2E"
+	waHistorySync "go.mau.fi/whatsmeow/proto/waHistorySync"
+	waWeb "go.mau.fi/whatsmeow/proto/waWeb"
 	"go.mau.fi/whatsmeow/store"
 	"go.mau.fi/whatsmeow/types"
 	"go.mau.fi/whatsmeow/types/events"
@@ -316,6 +318,42 @@ func (n *network) group(j types.JID) (*fakeGroup, error) {
 
 func participant(a *account) types.GroupParticipant {
 	return types.GroupParticipant{JID: a.jid(), LID: a.jid(), PhoneNumber: a.pn()}
+}
+
+// history is what the fake's phones offer as history sync, by the notification's direct path.
+var history = struct {
+	sync.Mutex
+	byPath map[string]*waHistorySync.HistorySync
+}{byPath: map[string]*waHistorySync.HistorySync{}}
+
+func (c *fakeClient) DownloadHistorySync(_ context.Context, notif *waE2E.HistorySyncNotification) (*waHistorySync.HistorySync, error) {
+	history.Lock()
+	defer history.Unlock()
+	h, ok := history.byPath[notif.GetDirectPath()]
+	if !ok {
+		return nil, errors.New("download failed with status code 404")
+	}
+	return h, nil
+}
+
+// ParseWebMessage is whatsmeow's parse for the cases of a chat with a person and a group.
+func (c *fakeClient) ParseWebMessage(chat types.JID, m *waWeb.WebMessageInfo) (*events.Message, error) {
+	info := types.MessageInfo{ID: m.GetKey().GetID(), PushName: m.GetPushName(),
+		Timestamp:     time.Unix(int64(m.GetMessageTimestamp()), 0),
+		MessageSource: types.MessageSource{Chat: chat, IsFromMe: m.GetKey().GetFromMe(), IsGroup: chat.Server == types.GroupServer}}
+	switch {
+	case info.IsFromMe:
+		info.Sender = c.dev.GetJID().ToNonAD()
+	case info.IsGroup:
+		p, err := types.ParseJID(m.GetParticipant())
+		if err != nil {
+			return nil, err
+		}
+		info.Sender = p
+	default:
+		info.Sender = chat
+	}
+	return &events.Message{Info: info, Message: m.GetMessage(), SourceWebMsg: m}, nil
 }
 
 func (c *fakeClient) CreateGroup(_ context.Context, name string, who []types.JID) (*types.GroupInfo, error) {

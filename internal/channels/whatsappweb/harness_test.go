@@ -85,8 +85,9 @@ type rig struct {
 	me     *account
 	peer   *account
 	client atomic.Pointer[fakeClient]
-	// instance is the ID of the instance the sessions are of.
+	// instance is the ID of the instance the sessions are of, config its config.
 	instance string
+	config   map[string]any
 	done     chan struct{}
 	err      error
 }
@@ -95,7 +96,13 @@ type rig struct {
 // QR code, as a user does. The session runs until the test ends.
 func newRig(t *testing.T, db *store.DB, paired bool) *rig {
 	t.Helper()
-	r := &rig{t: t, db: db, n: newNetwork(), sink: &recorder{}, done: make(chan struct{})}
+	return newRigConfig(t, db, paired, map[string]any{})
+}
+
+// newRigConfig is newRig with the instance's config.
+func newRigConfig(t *testing.T, db *store.DB, paired bool, config map[string]any) *rig {
+	t.Helper()
+	r := &rig{t: t, db: db, n: newNetwork(), sink: &recorder{}, done: make(chan struct{}), config: config}
 	r.me = r.n.add("15550100001", "Me")
 	r.peer = r.n.add("4915112345678", "Peer")
 	if paired {
@@ -129,7 +136,7 @@ func (r *rig) open(creds []byte) {
 		}
 		r.instance = inst.ID
 	}
-	s, err := r.p.Open(channels.Instance{ID: r.instance, Credentials: creds, Config: map[string]any{}}, r.sink)
+	s, err := r.p.Open(channels.Instance{ID: r.instance, Credentials: creds, Config: r.config}, r.sink)
 	if err != nil {
 		r.t.Fatal(err)
 	}

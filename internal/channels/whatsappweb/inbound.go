@@ -23,16 +23,64 @@ func (s *session) message(e *events.Message) {
 	if ctx == nil || e.Message == nil {
 		return
 	}
-	info := e.Info
-	if info.Chat.Server == types.BroadcastServer || info.Chat.Server == types.NewsletterServer {
-		return // status updates and channels are not chats of the instance
+	if notif := e.Message.GetProtocolMessage().GetHistorySyncNotification(); notif != nil {
+		if s.history {
+			s.historySync(ctx, notif)
+		}
+		return
 	}
-	in, ok := s.inbound(ctx, e)
+	in, ok := s.inboundOf(ctx, e)
 	if !ok {
 		return
 	}
-	s.p.keys.put(s.inst.ID+"/"+info.ID, sender{chat: info.Chat, from: info.Sender, fromMe: info.IsFromMe})
 	s.report(func(ctx context.Context) error { return s.sink.Inbound(ctx, in) })
+}
+
+// inboundOf is a message event as the API's message, remembered for later reactions and replies; ok is false for
+// what is not reported.
+func (s *session) inboundOf(ctx context.Context, e *events.Message) (channels.Inbound, bool) {
+	info := e.Info
+	if info.Chat.Server == types.BroadcastServer || info.Chat.Server == types.NewsletterServer {
+		return channels.Inbound{}, false // status updates and channels are not chats of the instance
+	}
+	in, ok := s.inbound(ctx, e)
+	if ok {
+		s.p.keys.put(s.inst.ID+"/"+info.ID, sender{chat: info.Chat, from: info.Sender, fromMe: info.IsFromMe})
+	}
+	return in, ok
+}
+
+// historySync reports the messages of the history the phone sent, in one run: the service records each message
+// once however often the phone offers it.
+func (s *session) historySync(ctx context.Context, notif *waE2E.HistorySyncNotification) {
+	h, err := s.c.DownloadHistorySync(ctx, notif)
+	if err != nil {
+		// The phone offers the history again on a later connection; the session goes on without it.
+		return
+	}
+	var reports []channels.Report
+	for _, conv := range h.GetConversations() {
+		chat, err := types.ParseJID(conv.GetID())
+		if err != nil {
+			continue
+		}
+		for _, hm := range conv.GetMessages() {
+			evt, err := s.c.ParseWebMessage(chat, hm.GetMessage())
+			if err != nil || evt.Message == nil {
+				continue
+			}
+			if in, ok := s.inboundOf(ctx, evt); ok {
+				reports = append(reports, channels.Report{Inbound: &in})
+			}
+		}
+	}
+	if len(reports) == 0 {
+		return
+	}
+	s.report(func(ctx context.Context) error {
+		_, err := channels.RecordEach(ctx, s.sink, reports)
+		return err
+	})
 }
 
 // chat is the address of the chat a message belongs to: the group, or the person (by number when known).

@@ -76,6 +76,9 @@ func (p *Provider) Info() channels.Info {
 				"device_name": map[string]any{"type": "string", "maxLength": 64, "default": DefaultDeviceName,
 					"pattern":     deviceName.String(),
 					"description": `The linked device's name on the phone when pairing by code, as "Browser (OS)".`},
+				"history_sync": map[string]any{"type": "boolean", "default": false,
+					"description": "Receive the chats' recent history the phone offers after pairing, as received " +
+						"messages (off: the instance starts with the messages after pairing)."},
 			},
 		},
 		AddressFormat:  "E.164 phone number of a person, or a group's ID (…@g.us)",
@@ -159,7 +162,8 @@ func (p *Provider) Open(inst channels.Instance, sink channels.Sink) (channels.Se
 	if name == "" {
 		name = DefaultDeviceName
 	}
-	return &session{p: p, inst: inst, sink: sink, jid: jid, deviceName: name}, nil
+	history, _ := inst.Config["history_sync"].(bool)
+	return &session{p: p, inst: inst, sink: sink, jid: jid, deviceName: name, history: history}, nil
 }
 
 // senders remembers, for recent message IDs, the chat and sender of the message, up to a bound (the oldest go).

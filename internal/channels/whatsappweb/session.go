@@ -32,6 +32,7 @@ type session struct {
 	sink       channels.Sink
 	jid        types.JID // the device the instance paired, empty before the first pairing
 	deviceName string
+	history    bool // the instance opted in to the phone's history sync
 
 	mu  sync.Mutex
 	dev *store.Device
@@ -135,22 +136,22 @@ func (s *session) handle(evt any) {
 		})
 	case *events.PairError:
 		s.stopQR()
-		s.end1(channels.StatusFailed, "auth_failed: pairing failed: "+e.Error.Error())
+		s.endForGood(channels.StatusFailed, "auth_failed: pairing failed: "+e.Error.Error())
 	case *events.Connected:
 		s.connected()
 	case *events.LoggedOut:
 		s.loggedOut(e)
 	case *events.StreamReplaced:
-		s.end1(channels.StatusFailed, "conflict: another client connected with this linked device's session; "+
+		s.endForGood(channels.StatusFailed, "conflict: another client connected with this linked device's session; "+
 			"connect the instance again to take it back")
 	case *events.TemporaryBan:
 		reason := "restricted: WhatsApp temporarily banned the account (" + e.Code.String() + ")"
 		if e.Expire > 0 {
 			reason += fmt.Sprintf("; the ban ends at %s", time.Now().Add(e.Expire).UTC().Format(time.RFC3339))
 		}
-		s.end1(channels.StatusFailed, reason)
+		s.endForGood(channels.StatusFailed, reason)
 	case *events.ClientOutdated:
-		s.end1(channels.StatusFailed, "client_outdated: WhatsApp refuses this client version; the server's "+
+		s.endForGood(channels.StatusFailed, "client_outdated: WhatsApp refuses this client version; the server's "+
 			"whatsmeow must be updated")
 	case *events.ConnectFailure:
 		if e.Reason.IsLoggedOut() {
@@ -167,7 +168,7 @@ func (s *session) handle(evt any) {
 			// WhatsApp closes the connection of a device nobody paired once its last QR code expired: a new batch
 			// waits for the user to connect again, rather than codes rotating for nobody.
 			s.stopQR()
-			s.end1(channels.StatusDisconnected, "the QR code was not scanned in time; connect the instance again for a new one")
+			s.endForGood(channels.StatusDisconnected, "the QR code was not scanned in time; connect the instance again for a new one")
 			return
 		}
 		s.finish(&channels.Failure{Code: "server_unreachable", Detail: "the connection to WhatsApp was lost",
@@ -196,8 +197,8 @@ func (s *session) handle(evt any) {
 	}
 }
 
-// end1 reports a state the session ends in for good and ends Run.
-func (s *session) end1(st channels.Status, reason string) {
+// endForGood reports a state the session ends in for good and ends Run.
+func (s *session) endForGood(st channels.Status, reason string) {
 	s.report(func(ctx context.Context) error { return s.sink.State(ctx, st, reason) })
 	s.finish(nil)
 }
@@ -211,7 +212,7 @@ func (s *session) showQR(codes []string, i int) {
 	}
 	s.mu.Unlock()
 	if i >= len(codes) {
-		s.end1(channels.StatusDisconnected, "the QR code was not scanned in time; connect the instance again for a new one")
+		s.endForGood(channels.StatusDisconnected, "the QR code was not scanned in time; connect the instance again for a new one")
 		return
 	}
 	timeout := nextQRTimeout
@@ -280,7 +281,7 @@ func (s *session) loggedOut(e *events.LoggedOut) {
 			return
 		}
 	}
-	s.end1(channels.StatusLoggedOut, reason)
+	s.endForGood(channels.StatusLoggedOut, reason)
 }
 
 // Logout unlinks the device on WhatsApp (best effort offline) and deletes its rows.
