@@ -31,18 +31,25 @@ const maxWorkers = 8
 // reply minutes after the question would surprise more than help. Every replica may run it: a message is taken up
 // by one (store.Bots.Claim).
 func (s *Service) Run(ctx context.Context) error {
+	tick := time.NewTicker(s.cfg.Poll)
+	defer tick.Stop()
+	// Where to start: a database that does not answer yet is waited for, as the other jobs of the process do.
 	pos, err := s.db.Events.LastPosition(ctx)
-	if err != nil {
+	for err != nil {
 		if ctx.Err() != nil {
-			return nil // stopped before it began: nothing under way
+			return nil
 		}
-		return err
+		s.log.Warn("bots: find the end of the event log", "error", err)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+		pos, err = s.db.Events.LastPosition(ctx)
 	}
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	slots := make(chan struct{}, maxWorkers)
-	tick := time.NewTicker(s.cfg.Poll)
-	defer tick.Stop()
 	for {
 		evs, _, err := s.db.Events.ReadEvents(ctx, "", pos, readBatch)
 		if err != nil && ctx.Err() == nil {
