@@ -371,7 +371,6 @@ func (s *Service) pause(ctx context.Context, workspaceID, instanceID, chatID, bo
 		if err := s.db.Bots.Pause(ctx, tx, &t); err != nil {
 			return notFound(err, "chat")
 		}
-		_, err := s.cfg.Events.Emit(ctx, tx, workspaceID, ev)
-		return err
+		return s.emit(ctx, tx, store.Bot{WorkspaceID: workspaceID, InstanceID: instanceID}, ev)
 	})
 }

@@ -14,7 +14,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/uptrace/bun"
+
 	"github.com/switchboard/switchboard/gen"
+	"github.com/switchboard/switchboard/internal/events"
 	"github.com/switchboard/switchboard/internal/llm"
 	"github.com/switchboard/switchboard/internal/webhook"
 	"github.com/switchboard/switchboard/store"
@@ -275,7 +278,7 @@ func (s *Service) answer(ctx context.Context, j *job) {
 	if err := s.db.Bots.Finish(ctx, &run); err != nil {
 		s.log.Warn("bots: record a reply", "bot", j.bot.ID, "error", err)
 	}
-	if _, err := s.cfg.Events.Emit(ctx, s.db.Bun(), j.bot.WorkspaceID, gen.BotRepliedEvent{BotId: j.bot.ID,
+	if err := s.emit(ctx, s.db.Bun(), j.bot, gen.BotRepliedEvent{BotId: j.bot.ID,
 		InstanceId: j.bot.InstanceID, ChatId: j.msg.ChatId, MessageId: j.msg.Id, ReplyMessageIds: sent}); err != nil {
 		s.log.Warn("bots: emit bot.replied", "bot", j.bot.ID, "error", err)
 	}
@@ -290,7 +293,7 @@ func (s *Service) fail(ctx context.Context, j *job, run *store.BotRun, reason st
 	if err := s.db.Bots.Finish(ctx, run); err != nil {
 		s.log.Warn("bots: record a failure", "bot", j.bot.ID, "error", err)
 	}
-	if _, err := s.cfg.Events.Emit(ctx, s.db.Bun(), j.bot.WorkspaceID, gen.BotFailedEvent{BotId: j.bot.ID,
+	if err := s.emit(ctx, s.db.Bun(), j.bot, gen.BotFailedEvent{BotId: j.bot.ID,
 		InstanceId: j.bot.InstanceID, ChatId: j.msg.ChatId, MessageId: j.msg.Id, Reason: reason,
 		Attempts: run.Attempts}); err != nil {
 		s.log.Warn("bots: emit bot.failed", "bot", j.bot.ID, "error", err)
@@ -480,5 +483,12 @@ func modelError(err error) error {
 	case errors.As(err, &ue):
 		return fmt.Errorf("the model's upstream failed: %s", ue.Message)
 	}
+	return err
+}
+
+// emit records an event of a bot, as one of its instance (endpoints and streams filtered by instance receive it).
+func (s *Service) emit(ctx context.Context, tx bun.IDB, b store.Bot, payload any) error {
+	_, err := s.cfg.Events.EmitMany(ctx, tx, []events.Pending{{WorkspaceID: b.WorkspaceID, InstanceID: b.InstanceID,
+		Payload: payload}})
 	return err
 }
