@@ -62,7 +62,7 @@ func (s *Service) Complete(ctx context.Context, workspaceID string, body []byte)
 	if err := json.Unmarshal(body, &head); err != nil {
 		return nil, fmt.Errorf("chat completion body: %w", err)
 	}
-	_, u, ok := s.Lookup(ctx, head.Model)
+	_, u, ok := s.Lookup(ctx, workspaceID, head.Model)
 	if !ok {
 		return nil, ErrModelNotFound
 	}
