@@ -340,3 +340,21 @@ func TestBotsAreTheirWorkspacesAndChecked(t *testing.T) {
 		e.do(request{path: "/api/v1/instances/" + bob.Id + "/bots/" + bot.Id, key: e.apiKey}).problem(t, http.StatusNotFound, "not_found")
 	})
 }
+
+// A bot answers at most replies_per_minute messages of a chat a minute.
+func TestBotReplyLimitPerChat(t *testing.T) {
+	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
+		e, upstream := botEnv(t, db)
+		alice, bob, carol := e.connected("Alice"), e.connected("Bob"), e.connected("Carol")
+		e.createBot(bob, `{"name":"Bob's","kind":"model","model":{"model":"llama3.1"},"replies_per_minute":1}`)
+		e.createBot(carol, `{"name":"Carol's","kind":"model","model":{"model":"llama3.1"}}`)
+		e.say(alice, bob.Account.Address, "first question")
+		e.received(alice, "echo: first question")
+		e.say(alice, bob.Account.Address, "second question")
+		e.received(bob, "second question")
+		// Carol's bot answering a later message shows that the second question was considered by then.
+		e.say(alice, carol.Account.Address, "ping")
+		e.received(alice, "echo: ping")
+		neverAsked(t, upstream, "second question")
+	})
+}

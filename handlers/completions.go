@@ -21,7 +21,7 @@ func (s *Server) CreateChatCompletion(ctx context.Context, req gen.CreateChatCom
 	if err != nil {
 		return nil, err
 	}
-	if !s.cfg.LLM.Configured() {
+	if s.cfg.LLM == nil {
 		return nil, modelNotFound(req.Body.Model)
 	}
 	// The body was validated against the spec; fields it does not name are kept in AdditionalProperties and
@@ -96,4 +96,56 @@ func (r completionResponse) VisitCreateChatCompletionResponse(w http.ResponseWri
 			return nil // the upstream ended (or broke off) the answer, which is already under way
 		}
 	}
+}
+
+// ListModelUpstreams answers GET /api/v1/model-upstreams.
+func (s *Server) ListModelUpstreams(ctx context.Context, _ gen.ListModelUpstreamsRequestObject) (gen.ListModelUpstreamsResponseObject, error) {
+	ws, svc, err := s.llmService(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ups, err := svc.ListUpstreams(ctx, ws)
+	if err != nil {
+		return nil, err
+	}
+	return gen.ListModelUpstreams200JSONResponse{Body: gen.ModelUpstreamList{Object: gen.ModelUpstreamListObjectList, Data: ups}}, nil
+}
+
+// CreateModelUpstream answers POST /api/v1/model-upstreams.
+func (s *Server) CreateModelUpstream(ctx context.Context, req gen.CreateModelUpstreamRequestObject) (gen.CreateModelUpstreamResponseObject, error) {
+	ws, svc, err := s.llmService(ctx)
+	if err != nil {
+		return nil, err
+	}
+	u, err := svc.CreateUpstream(ctx, ws, *req.Body)
+	if err != nil {
+		return nil, err
+	}
+	return gen.CreateModelUpstream201JSONResponse{Body: u}, nil
+}
+
+// DeleteModelUpstream answers DELETE /api/v1/model-upstreams/{upstream_id}.
+func (s *Server) DeleteModelUpstream(ctx context.Context, req gen.DeleteModelUpstreamRequestObject) (gen.DeleteModelUpstreamResponseObject, error) {
+	ws, svc, err := s.llmService(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := svc.DeleteUpstream(ctx, ws, req.UpstreamId); err != nil {
+		return nil, err
+	}
+	return gen.DeleteModelUpstream204Response{}, nil
+}
+
+// llmService returns the key's workspace and the model service that keeps its upstreams, or the problem of a server
+// built without one.
+func (s *Server) llmService(ctx context.Context) (string, *llm.Service, error) {
+	key, err := principal(ctx)
+	if err != nil {
+		return "", nil, err
+	}
+	if s.cfg.LLM == nil || !s.cfg.LLM.HasWorkspaceUpstreams() {
+		return "", nil, newProblem(problem.ServiceUnavailable, "This server keeps no model upstreams of workspaces.").
+			withHeader("Retry-After", "5")
+	}
+	return key.WorkspaceID, s.cfg.LLM, nil
 }

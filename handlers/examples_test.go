@@ -27,6 +27,7 @@ import (
 	"github.com/switchboard/switchboard/internal/egress"
 	"github.com/switchboard/switchboard/internal/llm"
 	"github.com/switchboard/switchboard/internal/llm/llmtest"
+	"github.com/switchboard/switchboard/internal/sealbox"
 	"github.com/switchboard/switchboard/store"
 	"github.com/switchboard/switchboard/store/storetest"
 )
@@ -238,7 +239,11 @@ func TestEveryRequestExampleWorks(t *testing.T) {
 			}))
 		// The model of the chat completion's example is served by a fake OpenAI-compatible upstream.
 		upstream := llmtest.New(t, "sk-upstream", "llama3.1")
-		models := llm.New(llm.Config{Client: egress.NewGuard(apptest.Loopback).Client(0),
+		box, err := sealbox.New(make([]byte, sealbox.KeySize))
+		if err != nil {
+			t.Fatal(err)
+		}
+		models := llm.New(llm.Config{Client: egress.NewGuard(apptest.Loopback).Client(0), DB: db, Box: box, Guard: guard,
 			Upstreams: []llm.Upstream{{Name: "local", BaseURL: upstream.URL, APIKey: "sk-upstream"}}})
 		e := newSandboxServer(t, db, sandbox.Options{}, handlers.Config{BaseURL: "http://app.switchboard.test", LLM: models}, guard)
 		x := &exampleRun{msgEnv: e, examples: requestExamples(), sent: map[string]bool{},
@@ -272,6 +277,7 @@ func TestEveryRequestExampleWorks(t *testing.T) {
 		x.send("ingestSourceRequest")
 
 		x.send("createChatCompletion")
+		x.send("createModelUpstream")
 
 		// Links; the upsert's external ID is the one the campaign example created.
 		x.send("createLink")

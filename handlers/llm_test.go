@@ -1,17 +1,21 @@
 package handlers_test
 
 import (
+	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/switchboard/switchboard/gen"
 	"github.com/switchboard/switchboard/handlers"
 	"github.com/switchboard/switchboard/internal/app"
 	"github.com/switchboard/switchboard/internal/app/apptest"
 	"github.com/switchboard/switchboard/internal/llm"
 	"github.com/switchboard/switchboard/internal/llm/llmtest"
+	"github.com/switchboard/switchboard/internal/modelcatalog"
 	"github.com/switchboard/switchboard/store"
 	"github.com/switchboard/switchboard/store/storetest"
 )
@@ -155,6 +159,62 @@ func TestChatCompletionErrorsKeepOpenAIsShape(t *testing.T) {
 		if p.Code != "upstream_rejected" || p.Error.Type != "invalid_request_error" ||
 			p.Error.Message != "2.5 is greater than the maximum of 2 - 'temperature'" {
 			t.Errorf("rejected: %+v", p)
+		}
+	})
+}
+
+// A workspace's own upstream serves that workspace only; its key is stored sealed.
+func TestWorkspaceModelUpstreams(t *testing.T) {
+	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
+		f := llmtest.New(t, "sk-acme-secret-1234", "m-own", "m-other")
+		e := newAppEnv(t, apptest.New(t, db, app.Config{Egress: apptest.Loopback}), handlers.Config{})
+		acme, other := e.workspace("Acme"), e.workspace("Other")
+		key, _ := e.key(acme.ID, "models:write")
+		otherKey, _ := e.key(other.ID, "models:write")
+		post := func(key, path, body string) *response {
+			return e.do(request{method: http.MethodPost, path: path, key: key, body: body,
+				header: map[string]string{"Content-Type": "application/json"}})
+		}
+		res := post(key, "/api/v1/model-upstreams",
+			fmt.Sprintf(`{"name":"acme","base_url":%q,"api_key":"sk-acme-secret-1234","models":["m-own"]}`, f.URL))
+		var up gen.ModelUpstream
+		if res.json(t, &up); res.StatusCode != http.StatusCreated || up.ApiKeyLast4 != "1234" || up.Name != "acme" {
+			t.Fatalf("create: %d %s", res.StatusCode, res.body)
+		}
+		var sealed string
+		if err := db.Bun().NewSelect().Table("model_upstreams").Column("sealed_key").Where("id = ?", up.Id).Scan(context.Background(), &sealed); err != nil || strings.Contains(sealed, "sk-acme") {
+			t.Errorf("stored key %q, %v", sealed, err)
+		}
+		post(key, "/api/v1/model-upstreams", fmt.Sprintf(`{"name":"acme","base_url":%q}`, f.URL)).problem(t, http.StatusConflict, "conflict")
+		post(key, "/api/v1/model-upstreams", `{"name":"lan","base_url":"http://10.1.2.3/v1"}`).problem(t, http.StatusBadRequest, "validation_failed")
+
+		var l modelList
+		e.do(request{path: "/api/v1/models", key: key}).json(t, &l)
+		if ids := l.ids(); !slices.Equal(ids, []string{"m-own"}) {
+			t.Errorf("acme's models = %v", ids)
+		}
+		e.do(request{path: "/api/v1/models", key: otherKey}).json(t, &l)
+		if len(l.Data) != len(modelcatalog.Default().All()) {
+			t.Errorf("the other workspace sees %v", l.ids())
+		}
+		body := `{"model": "m-own", "messages": [{"role": "user", "content": "mine"}]}`
+		if res := post(key, "/api/v1/chat/completions", body); res.StatusCode != http.StatusOK || !strings.Contains(string(res.body), "echo: mine") {
+			t.Errorf("acme's completion: %d %s", res.StatusCode, res.body)
+		}
+		post(otherKey, "/api/v1/chat/completions", body).problem(t, http.StatusNotFound, "model_not_found")
+		e.do(request{method: http.MethodDelete, path: "/api/v1/model-upstreams/" + up.Id, key: otherKey}).problem(t, http.StatusNotFound, "not_found")
+
+		var ul gen.ModelUpstreamList
+		e.do(request{path: "/api/v1/model-upstreams", key: key}).json(t, &ul)
+		if len(ul.Data) != 1 || ul.Data[0].Id != up.Id {
+			t.Errorf("list = %+v", ul)
+		}
+		if res := e.do(request{method: http.MethodDelete, path: "/api/v1/model-upstreams/" + up.Id, key: key}); res.StatusCode != http.StatusNoContent {
+			t.Fatalf("delete: %d %s", res.StatusCode, res.body)
+		}
+		e.do(request{path: "/api/v1/models", key: key}).json(t, &l)
+		if len(l.Data) != len(modelcatalog.Default().All()) {
+			t.Errorf("after the delete acme sees %v", l.ids())
 		}
 	})
 }

@@ -20,8 +20,7 @@ func (s *Server) ListModels(ctx context.Context, _ gen.ListModelsRequestObject) 
 	if err != nil {
 		return nil, err
 	}
-	if s.cfg.LLM.Configured() {
-		ms := s.cfg.LLM.Models(ctx)
+	if ms, ok := s.upstreamModels(ctx, key.WorkspaceID); ok {
 		data := make([]gen.Model, len(ms))
 		for i, m := range ms {
 			data[i] = upstreamModel(m)
@@ -70,8 +69,8 @@ func (s *Server) GetModel(ctx context.Context, req gen.GetModelRequestObject) (g
 	if err != nil {
 		return nil, err
 	}
-	if s.cfg.LLM.Configured() {
-		m, _, ok := s.cfg.LLM.Lookup(ctx, req.Model)
+	if _, ok := s.upstreamModels(ctx, key.WorkspaceID); ok {
+		m, _, ok := s.cfg.LLM.Lookup(ctx, key.WorkspaceID, req.Model)
 		if !ok {
 			return nil, modelNotFound(req.Model)
 		}
@@ -82,6 +81,16 @@ func (s *Server) GetModel(ctx context.Context, req gen.GetModelRequestObject) (g
 		return nil, modelNotFound(req.Model)
 	}
 	return gen.GetModel200JSONResponse{Body: s.models[m.ID]}, nil
+}
+
+// upstreamModels returns the models a workspace's upstreams serve, the operator's and its own; false when neither
+// has any upstream, where the catalogue serves instead.
+func (s *Server) upstreamModels(ctx context.Context, workspaceID string) ([]llm.Model, bool) {
+	if s.cfg.LLM == nil {
+		return nil, false
+	}
+	ms := s.cfg.LLM.Models(ctx, workspaceID)
+	return ms, s.cfg.LLM.Configured() || len(ms) > 0
 }
 
 // modelNotFound is the problem of a model the workspace cannot use.

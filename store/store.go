@@ -96,7 +96,9 @@ type DB struct {
 	EventTypes *EventTypeDefs
 	Sources    *Sources
 	// Bots are the instances' bots, their runs and the chats in takeover.
-	Bots           *Bots
+	Bots *Bots
+	// ModelUpstreams are the workspaces' own OpenAI-compatible model servers.
+	ModelUpstreams *ModelUpstreams
 	SourceRequests *SourceRequests
 	// Sandbox is the data of the sandbox messaging network.
 	Sandbox *SandboxNetwork
@@ -160,6 +162,7 @@ func Open(ctx context.Context, rawURL string) (*DB, error) {
 	db.EventTypes = &EventTypeDefs{db: db}
 	db.Sources = &Sources{workspaceScoped[Source]{db}}
 	db.Bots = &Bots{workspaceScoped[Bot]{db}}
+	db.ModelUpstreams = &ModelUpstreams{workspaceScoped[ModelUpstream]{db}}
 	db.SourceRequests = &SourceRequests{db: db}
 	db.Sandbox = &SandboxNetwork{db: db, commits: NewGroupCommit(db, 0)}
 	db.SendQueue = &SendQueue{db: db}

@@ -8,7 +8,7 @@ type Scope = string
 // Resources lists the resources scopes are granted on, in display order, with what they cover and whether a
 // write scope exists.
 var Resources = []Resource{
-	{Name: "models", Description: "AI models of the workspace", Writable: false},
+	{Name: "models", Description: "AI models of the workspace and its own model upstreams", Writable: true},
 	{Name: "links", Description: "Short links and their analytics", Writable: true},
 	{Name: "webhooks", Description: "Webhook endpoints and deliveries", Writable: true},
 	{Name: "messaging", Description: "Channel instances, messages, groups and contacts", Writable: true},

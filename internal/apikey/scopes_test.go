@@ -9,7 +9,7 @@ import (
 
 func TestAllListsTheCatalogueInDisplayOrder(t *testing.T) {
 	want := []string{
-		"models:read",
+		"models:read", "models:write",
 		"links:read", "links:write",
 		"webhooks:read", "webhooks:write",
 		"messaging:read", "messaging:write",

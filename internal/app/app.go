@@ -148,14 +148,14 @@ func New(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 		key = make([]byte, sealbox.KeySize)
 		_, _ = rand.Read(key)
 	}
-	// An upstream's stream can last minutes: the service bounds each call itself, so the client sets no timeout.
-	if a.LLM = cfg.LLM; a.LLM == nil {
-		a.LLM = llm.New(llm.Config{Upstreams: cfg.ModelUpstreams, Client: a.Guard.Client(0), Limits: cfg.ModelLimits,
-			Logger: a.Log})
-	}
 	var err error
 	if a.Box, err = sealbox.New(key); err != nil {
 		return nil, err
+	}
+	// An upstream's stream can last minutes: the service bounds each call itself, so the client sets no timeout.
+	if a.LLM = cfg.LLM; a.LLM == nil {
+		a.LLM = llm.New(llm.Config{Upstreams: cfg.ModelUpstreams, Client: a.Guard.Client(0), Limits: cfg.ModelLimits,
+			Logger: a.Log, DB: db, Box: a.Box, Guard: a.Guard})
 	}
 	baseURL := strings.TrimSuffix(cfg.BaseURL, "/")
 	if a.Events = cfg.Events; a.Events == nil {

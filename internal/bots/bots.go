@@ -114,14 +114,14 @@ func (st settings) store() (map[string]any, error) {
 
 // check validates settings a schema cannot judge, for a bot of kind: its kind's settings are there, the model is
 // served, the URL is allowed, the pattern compiles. Returns a ValidationFailed problem.
-func (s *Service) check(ctx context.Context, kind string, st *settings) error {
+func (s *Service) check(ctx context.Context, workspaceID, kind string, st *settings) error {
 	var invalid problem.Fields
 	switch kind {
 	case string(gen.BotKindModel):
 		switch {
 		case st.Model == nil:
 			invalid.Add("/model", "a model bot needs its model settings")
-		case !s.served(ctx, st.Model.Model):
+		case !s.served(ctx, workspaceID, st.Model.Model):
 			invalid.Add("/model/model", "no upstream of this server serves this model (GET /api/v1/models lists them)")
 		}
 		if st.Workflow != nil {
@@ -158,8 +158,8 @@ func (s *Service) check(ctx context.Context, kind string, st *settings) error {
 	return nil
 }
 
-func (s *Service) served(ctx context.Context, model string) bool {
-	_, _, ok := s.cfg.LLM.Lookup(ctx, model)
+func (s *Service) served(ctx context.Context, workspaceID, model string) bool {
+	_, _, ok := s.cfg.LLM.Lookup(ctx, workspaceID, model)
 	return ok
 }
 
@@ -208,7 +208,7 @@ func (s *Service) Create(ctx context.Context, workspaceID, instanceID string, in
 		st.RepliesPerMinute = *in.RepliesPerMinute
 	}
 	withDefaults(&st)
-	if err := s.check(ctx, string(in.Kind), &st); err != nil {
+	if err := s.check(ctx, workspaceID, string(in.Kind), &st); err != nil {
 		return gen.Bot{}, err
 	}
 	m, err := st.store()
@@ -299,7 +299,7 @@ func (s *Service) Update(ctx context.Context, workspaceID, instanceID, id string
 		st.Workflow = in.Workflow
 	}
 	withDefaults(&st)
-	if err := s.check(ctx, b.Kind, &st); err != nil {
+	if err := s.check(ctx, workspaceID, b.Kind, &st); err != nil {
 		return gen.Bot{}, err
 	}
 	if b.Settings, err = st.store(); err != nil {
@@ -371,7 +371,6 @@ func (s *Service) pause(ctx context.Context, workspaceID, instanceID, chatID, bo
 		if err := s.db.Bots.Pause(ctx, tx, &t); err != nil {
 			return notFound(err, "chat")
 		}
-		_, err := s.cfg.Events.Emit(ctx, tx, workspaceID, ev)
-		return err
+		return s.emit(ctx, tx, store.Bot{WorkspaceID: workspaceID, InstanceID: instanceID}, ev)
 	})
 }

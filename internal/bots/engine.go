@@ -14,7 +14,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/uptrace/bun"
+
 	"github.com/switchboard/switchboard/gen"
+	"github.com/switchboard/switchboard/internal/events"
 	"github.com/switchboard/switchboard/internal/llm"
 	"github.com/switchboard/switchboard/internal/webhook"
 	"github.com/switchboard/switchboard/store"
@@ -31,18 +34,25 @@ const maxWorkers = 8
 // reply minutes after the question would surprise more than help. Every replica may run it: a message is taken up
 // by one (store.Bots.Claim).
 func (s *Service) Run(ctx context.Context) error {
+	tick := time.NewTicker(s.cfg.Poll)
+	defer tick.Stop()
+	// Where to start: a database that does not answer yet is waited for, as the other jobs of the process do.
 	pos, err := s.db.Events.LastPosition(ctx)
-	if err != nil {
+	for err != nil {
 		if ctx.Err() != nil {
 			return nil // stopped before it started: a shutdown, not a failure of the job
 		}
-		return err
+		s.log.Warn("bots: find the end of the event log", "error", err)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+		pos, err = s.db.Events.LastPosition(ctx)
 	}
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	slots := make(chan struct{}, maxWorkers)
-	tick := time.NewTicker(s.cfg.Poll)
-	defer tick.Stop()
 	for {
 		evs, _, err := s.db.Events.ReadEvents(ctx, "", pos, readBatch)
 		if err != nil && ctx.Err() == nil {
@@ -268,7 +278,7 @@ func (s *Service) answer(ctx context.Context, j *job) {
 	if err := s.db.Bots.Finish(ctx, &run); err != nil {
 		s.log.Warn("bots: record a reply", "bot", j.bot.ID, "error", err)
 	}
-	if _, err := s.cfg.Events.Emit(ctx, s.db.Bun(), j.bot.WorkspaceID, gen.BotRepliedEvent{BotId: j.bot.ID,
+	if err := s.emit(ctx, s.db.Bun(), j.bot, gen.BotRepliedEvent{BotId: j.bot.ID,
 		InstanceId: j.bot.InstanceID, ChatId: j.msg.ChatId, MessageId: j.msg.Id, ReplyMessageIds: sent}); err != nil {
 		s.log.Warn("bots: emit bot.replied", "bot", j.bot.ID, "error", err)
 	}
@@ -283,7 +293,7 @@ func (s *Service) fail(ctx context.Context, j *job, run *store.BotRun, reason st
 	if err := s.db.Bots.Finish(ctx, run); err != nil {
 		s.log.Warn("bots: record a failure", "bot", j.bot.ID, "error", err)
 	}
-	if _, err := s.cfg.Events.Emit(ctx, s.db.Bun(), j.bot.WorkspaceID, gen.BotFailedEvent{BotId: j.bot.ID,
+	if err := s.emit(ctx, s.db.Bun(), j.bot, gen.BotFailedEvent{BotId: j.bot.ID,
 		InstanceId: j.bot.InstanceID, ChatId: j.msg.ChatId, MessageId: j.msg.Id, Reason: reason,
 		Attempts: run.Attempts}); err != nil {
 		s.log.Warn("bots: emit bot.failed", "bot", j.bot.ID, "error", err)
@@ -473,5 +483,12 @@ func modelError(err error) error {
 	case errors.As(err, &ue):
 		return fmt.Errorf("the model's upstream failed: %s", ue.Message)
 	}
+	return err
+}
+
+// emit records an event of a bot, as one of its instance (endpoints and streams filtered by instance receive it).
+func (s *Service) emit(ctx context.Context, tx bun.IDB, b store.Bot, payload any) error {
+	_, err := s.cfg.Events.EmitMany(ctx, tx, []events.Pending{{WorkspaceID: b.WorkspaceID, InstanceID: b.InstanceID,
+		Payload: payload}})
 	return err
 }

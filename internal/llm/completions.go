@@ -62,7 +62,7 @@ func (s *Service) Complete(ctx context.Context, workspaceID string, body []byte)
 	if err := json.Unmarshal(body, &head); err != nil {
 		return nil, fmt.Errorf("chat completion body: %w", err)
 	}
-	_, u, ok := s.Lookup(ctx, head.Model)
+	_, u, ok := s.Lookup(ctx, workspaceID, head.Model)
 	if !ok {
 		return nil, ErrModelNotFound
 	}
@@ -78,10 +78,11 @@ func (s *Service) Complete(ctx context.Context, workspaceID string, body []byte)
 			}
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), completionTimeout)
 	// The caller's cancellation still ends the call (a client that hangs up stops its stream), but the deadline
-	// is this package's.
-	stop := context.AfterFunc(ctx, cancel)
+	// is this package's: a caller's request deadline would cut a long stream.
+	parent := ctx
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(parent), completionTimeout)
+	stop := context.AfterFunc(parent, cancel)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.BaseURL+"/chat/completions", bytes.NewReader(body))
 	if err != nil {
 		cancel()

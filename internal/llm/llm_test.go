@@ -59,14 +59,14 @@ func TestModelsOfEveryUpstreamNarrowedToTheAllowList(t *testing.T) {
 		llm.Upstream{Name: "b", BaseURL: b.URL, APIKey: "kb", Models: []string{"beta", "gamma"}},
 		llm.Upstream{Name: "wrongkey", BaseURL: b.URL, APIKey: "nope"})
 	var got []string
-	for _, m := range s.Models(context.Background()) {
+	for _, m := range s.Models(context.Background(), "") {
 		got = append(got, m.ID+"@"+m.Upstream+"/"+m.OwnedBy)
 	}
 	want := []string{"alpha@a/fake-org", "beta@a/fake-org", "gamma@b/fake-org"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("models = %v, want %v", got, want)
 	}
-	if _, u, ok := s.Lookup(context.Background(), "gamma"); !ok || u.Name != "b" {
+	if _, u, ok := s.Lookup(context.Background(), "", "gamma"); !ok || u.Name != "b" {
 		t.Errorf("Lookup(gamma) = %v, %v", u, ok)
 	}
 }

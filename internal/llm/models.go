@@ -11,6 +11,10 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/switchboard/switchboard/internal/egress"
+	"github.com/switchboard/switchboard/internal/sealbox"
+	"github.com/switchboard/switchboard/store"
 )
 
 // Model is one model an upstream serves.
@@ -34,6 +38,12 @@ type Config struct {
 	Logger *slog.Logger
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// DB and Box, when set, add each workspace's own upstreams (store.ModelUpstreams, keys sealed with Box) to
+	// what that workspace sees.
+	DB  *store.DB
+	Box *sealbox.Box
+	// Guard checks the URLs of workspaces' upstreams when they are added (the Client's guard).
+	Guard *egress.Guard
 }
 
 // DefaultRefresh is how long a fetched model list is served before it is fetched again.
@@ -59,6 +69,16 @@ type Service struct {
 	refreshing bool
 	// ready is closed once the first refresh ended, so that the first readers wait for it and later ones do not.
 	ready chan struct{}
+	// own caches the lists of workspaces' upstreams by upstream ID.
+	own map[string]ownList
+	// rows caches each workspace's upstreams (see ownRowsTTL).
+	rows map[string]ownRows
+}
+
+// ownList is a workspace upstream's last fetched list.
+type ownList struct {
+	models  []Model
+	fetched time.Time
 }
 
 // New returns a service over the configured upstreams; with none, Configured is false and the caller serves its
@@ -74,16 +94,23 @@ func New(cfg Config) *Service {
 		cfg.Now = time.Now
 	}
 	return &Service{cfg: cfg, log: cfg.Logger, usage: newUsage(cfg.Limits), lists: map[string][]Model{},
-		ready: make(chan struct{})}
+		ready: make(chan struct{}), own: map[string]ownList{}, rows: map[string]ownRows{}}
 }
 
 // Configured reports whether the operator configured any upstream.
 func (s *Service) Configured() bool { return s != nil && len(s.cfg.Upstreams) > 0 }
 
-// Models returns the models of every upstream, in the order of the upstreams, each ID once (the first upstream
-// that serves it wins). A list older than Refresh is served while a fresh one is fetched in the background; only
-// the first call waits for the upstreams (or for ctx).
-func (s *Service) Models(ctx context.Context) []Model {
+// Models returns the models a workspace sees: those of the operator's upstreams, in their order, then those of the
+// workspace's own; each ID once (the first upstream that serves it wins). A list older than Refresh is served
+// while a fresh one is fetched in the background; only the first call waits for the operator's upstreams (or for
+// ctx). A workspace's own upstream is fetched when its list is missing or stale.
+func (s *Service) Models(ctx context.Context, workspaceID string) []Model {
+	ms, _ := s.models(ctx, workspaceID)
+	return ms
+}
+
+// models is Models with the upstream of each model's name.
+func (s *Service) models(ctx context.Context, workspaceID string) ([]Model, map[string]Upstream) {
 	s.mu.Lock()
 	stale := s.cfg.Now().Sub(s.fetched) >= s.cfg.Refresh
 	if stale && !s.refreshing {
@@ -96,30 +123,58 @@ func (s *Service) Models(ctx context.Context) []Model {
 	case <-s.ready:
 	case <-ctx.Done():
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	ups := map[string]Upstream{}
 	var out []Model
 	seen := map[string]bool{}
-	for _, u := range s.cfg.Upstreams {
-		for _, m := range s.lists[u.Name] {
+	add := func(u Upstream, ms []Model) {
+		ups[u.Name] = u
+		for _, m := range ms {
 			if !seen[m.ID] {
 				seen[m.ID] = true
 				out = append(out, m)
 			}
 		}
 	}
-	return out
+	s.mu.Lock()
+	for _, u := range s.cfg.Upstreams {
+		add(u, s.lists[u.Name])
+	}
+	s.mu.Unlock()
+	own, err := s.workspaceUpstreams(ctx, workspaceID)
+	if err != nil {
+		s.log.Warn("model upstreams of a workspace", "workspace", workspaceID, "error", err)
+	}
+	for _, u := range own {
+		add(u, s.ownModels(ctx, u))
+	}
+	return out, ups
 }
 
-// Lookup returns the model with an ID and its upstream.
-func (s *Service) Lookup(ctx context.Context, id string) (Model, Upstream, bool) {
-	for _, m := range s.Models(ctx) {
+// ownModels returns a workspace upstream's list, fetched again when stale; a failed fetch keeps the last list.
+func (s *Service) ownModels(ctx context.Context, u Upstream) []Model {
+	s.mu.Lock()
+	l, ok := s.own[u.id]
+	s.mu.Unlock()
+	if ok && s.cfg.Now().Sub(l.fetched) < s.cfg.Refresh {
+		return l.models
+	}
+	ms, err := s.fetch(ctx, u)
+	if err != nil {
+		s.log.Info("a workspace's model upstream list failed; its last list is kept", "upstream", u.id, "error", err)
+		ms = l.models
+	}
+	s.mu.Lock()
+	s.own[u.id] = ownList{models: ms, fetched: s.cfg.Now()}
+	s.mu.Unlock()
+	return ms
+}
+
+// Lookup returns the model with an ID that a workspace sees, and its upstream.
+func (s *Service) Lookup(ctx context.Context, workspaceID, id string) (Model, Upstream, bool) {
+	ms, ups := s.models(ctx, workspaceID)
+	for _, m := range ms {
 		if m.ID == id {
-			for _, u := range s.cfg.Upstreams {
-				if u.Name == m.Upstream {
-					return m, u, true
-				}
-			}
+			return m, ups[m.Upstream], true
 		}
 	}
 	return Model{}, Upstream{}, false

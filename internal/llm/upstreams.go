@@ -27,6 +27,8 @@ type Upstream struct {
 	// Models, when set, narrows what the upstream lists to these IDs (an upstream such as OpenAI serves far more
 	// models than an operator wants to offer).
 	Models []string `json:"models,omitempty" yaml:"models"`
+	// id is the store ID of a workspace's upstream ("" for the operator's).
+	id string
 }
 
 var namePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)

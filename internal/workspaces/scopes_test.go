@@ -52,7 +52,7 @@ func TestParseScopesErrors(t *testing.T) {
 		{"only blanks", []string{"", " "}, "/scopes", "at least one scope"},
 		{"unknown resource", []string{"billing:read"}, "/scopes/0", `"billing:read"`},
 		{"unknown among known", []string{"links:read", "links:admin"}, "/scopes/1", `"links:admin"`},
-		{"write on a read-only resource", []string{"models:write"}, "/scopes/0", `"models:write"`},
+		{"unknown resource", []string{"billing:write"}, "/scopes/0", `"billing:write"`},
 		{"wrong case", []string{"Links:read"}, "/scopes/0", `"Links:read"`},
 		{"resource without access", []string{"links"}, "/scopes/0", `"links"`},
 		{"wildcard", []string{"*"}, "/scopes/0", `"*"`},

@@ -187,7 +187,7 @@ func TestCreateKey(t *testing.T) {
 		if secret != "" {
 			t.Error("a refused key has a secret")
 		}
-		_, _, err = svc.CreateKey(ctx, workspaces.NewKey{WorkspaceID: w.ID, Name: "write models", Scopes: []string{"models:write"}})
+		_, _, err = svc.CreateKey(ctx, workspaces.NewKey{WorkspaceID: w.ID, Name: "unknown scope", Scopes: []string{"billing:write"}})
 		problemtest.Want(t, err, problem.ValidationFailed, "/scopes/0")
 		// Origins are stored normalized, without duplicates, and read back; every invalid one is reported.
 		bound, _, err := svc.CreateKey(ctx, workspaces.NewKey{WorkspaceID: w.ID, Name: "site", Preset: "links",
