@@ -186,20 +186,24 @@ func (s *Instances) LockAll(ctx context.Context, tx bun.IDB, ids []string) error
 		OrderExpr("i.id").For("NO KEY UPDATE").Scan(ctx, &got)
 }
 
-// PacingOf returns the own pacing of the instances among ids that have one (rate, burst), by ID. It returns no
-// sentinel errors.
-func (s *Instances) PacingOf(ctx context.Context, ids []string) (map[string][2]int, error) {
-	out := map[string][2]int{}
+// InstancePacing is an instance's own pacing (nil: none of its own) and its provider, which may have a default.
+type InstancePacing struct {
+	Provider    string
+	Rate, Burst *int
+}
+
+// PacingOf returns the own pacing and the provider of the instances among ids, by ID. It returns no sentinel
+// errors.
+func (s *Instances) PacingOf(ctx context.Context, ids []string) (map[string]InstancePacing, error) {
+	out := map[string]InstancePacing{}
 	if len(ids) == 0 {
 		return out, nil
 	}
 	var rows []Instance
-	err := s.db.r.NewSelect().Model(&rows).Column("id", "pacing_rate", "pacing_burst").Where("i.id IN (?)", bun.In(ids)).
-		Where("i.pacing_rate IS NOT NULL").Scan(ctx)
+	err := s.db.r.NewSelect().Model(&rows).Column("id", "provider", "pacing_rate", "pacing_burst").
+		Where("i.id IN (?)", bun.In(ids)).Scan(ctx)
 	for _, r := range rows {
-		if r.PacingRate != nil && r.PacingBurst != nil {
-			out[r.ID] = [2]int{*r.PacingRate, *r.PacingBurst}
-		}
+		out[r.ID] = InstancePacing{Provider: r.Provider, Rate: r.PacingRate, Burst: r.PacingBurst}
 	}
 	return out, err
 }

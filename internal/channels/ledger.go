@@ -175,11 +175,38 @@ func (s *Recorder) GiveUp(ctx context.Context, instanceID, reason string) error 
 	return err
 }
 
-// Pacing is an instance's own send pacing, nil where it takes the server's default.
+// Pacing is an instance's send pacing: its own, else its provider's default (see Paced); nil where it takes the
+// server's default.
 func (s *Recorder) Pacing(ctx context.Context, instanceID string) (rate, burst *int, err error) {
-	i, err := s.db.Instances.ByID(ctx, s.db.Reader(), instanceID)
+	all, err := s.PacingOf(ctx, []string{instanceID})
 	if err != nil {
 		return nil, nil, err
 	}
-	return i.PacingRate, i.PacingBurst, nil
+	if p, ok := all[instanceID]; ok {
+		return &p.Rate, &p.Burst, nil
+	}
+	return nil, nil, nil
+}
+
+// PacingOf is Pacing of many instances in one read: the pacing of those among ids that do not take the server's
+// default, by ID.
+func (s *Recorder) PacingOf(ctx context.Context, ids []string) (map[string]Pacing, error) {
+	rows, err := s.db.Instances.PacingOf(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]Pacing, len(rows))
+	for id, r := range rows {
+		switch {
+		case r.Rate != nil && r.Burst != nil:
+			out[id] = Pacing{Rate: *r.Rate, Burst: *r.Burst}
+		default:
+			if p, ok := s.provider(r.Provider); ok {
+				if paced, ok := p.(Paced); ok {
+					out[id] = paced.DefaultPacing()
+				}
+			}
+		}
+	}
+	return out, nil
 }

@@ -379,6 +379,13 @@ type Windowed interface {
 	ConversationWindow() time.Duration
 }
 
+// Paced is a provider whose network punishes sending like a machine (WhatsApp restricts and bans new linked devices
+// that send in bursts): its instances without pacing of their own take DefaultPacing instead of the server's
+// default, even when the server's default is no pacing. An instance's own pacing still wins.
+type Paced interface {
+	DefaultPacing() Pacing
+}
+
 // Push is one HTTP request a network sent to an instance's hook URL (/hooks/channels/{instance_id}).
 type Push struct {
 	Method string

@@ -45,8 +45,10 @@ type SendQueue interface {
 type Ledger interface {
 	// Open loads an instance for a session: what its provider needs, the provider, and the sink to report to.
 	Open(ctx context.Context, instanceID string) (Instance, Provider, Sink, error)
-	// Pacing is the instance's own send pacing (nil: the runtime's default; a rate of 0: none).
+	// Pacing is the instance's send pacing — its own, else its provider's (nil: the runtime's default; a rate of 0:
+	// none); PacingOf the same of many instances, by ID, leaving out those that take the runtime's default.
 	Pacing(ctx context.Context, instanceID string) (rate, burst *int, err error)
+	PacingOf(ctx context.Context, ids []string) (map[string]Pacing, error)
 	// Backoff records a failed session that is tried again at next; GiveUp one that exhausted its failure budget.
 	Backoff(ctx context.Context, instanceID string, attempt int, next time.Time, reason string) error
 	GiveUp(ctx context.Context, instanceID, reason string) error

@@ -75,6 +75,16 @@ func (p fakeProvider) Open(inst channels.Instance, sink channels.Sink) (channels
 	return &fakeSession{net: p.net, id: inst.ID, sink: sink}, nil
 }
 
+// pacedProvider is the fake network under another name, whose network punishes bursts: one message a minute.
+type pacedProvider struct{ fakeProvider }
+
+func (p pacedProvider) Info() channels.Info {
+	i := p.fakeProvider.Info()
+	i.Name = "paced"
+	return i
+}
+func (pacedProvider) DefaultPacing() channels.Pacing { return channels.Pacing{Rate: 1, Burst: 1} }
+
 type fakeSession struct {
 	net  *fakeNet
 	id   string
@@ -162,7 +172,7 @@ func newEnv(t *testing.T, db *store.DB) *env {
 	}
 	n := newFakeNet()
 	rec, err := channels.NewRecorder(db, events.NewOutbox(db, events.Builtin()), channels.Config{Sealer: box,
-		Providers: []channels.Provider{fakeProvider{net: n}}, Logger: quiet()})
+		Providers: []channels.Provider{fakeProvider{net: n}, pacedProvider{fakeProvider{net: n}}}, Logger: quiet()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -605,6 +615,44 @@ func TestInstancePacingOverridesTheDefault(t *testing.T) {
 		e.awaitStatus(inst.ID, first.ID, "sent")
 		if s := e.message(inst.ID, second.ID).Status; s != "queued" {
 			t.Errorf("after slowing down to one a minute, the second message is %s", s)
+		}
+	})
+}
+
+// A provider's default pacing holds where the instance has none of its own, even with the server's pacing off; the
+// instance's own pacing still wins.
+func TestProviderPacingOverridesTheServerDefault(t *testing.T) {
+	storetest.OwnDialects(t, func(t *testing.T, db *store.DB) {
+		e := newEnv(t, db)
+		e.start(Options{Rate: -1, Renew: 100 * time.Millisecond})
+		ctx := context.Background()
+		paced, err := e.svc.Create(ctx, e.ws, channels.NewInstance{Name: "careful", Provider: "paced"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		own, err := e.svc.Create(ctx, e.ws, channels.NewInstance{Name: "own", Provider: "paced",
+			Pacing: &channels.Pacing{Rate: 0, Burst: 1}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for id, want := range map[string][2]int{paced.ID: {1, 1}, own.ID: {0, 1}} {
+			if st, err := e.svc.QueueStats(ctx, e.ws, id); err != nil || st.Rate != want[0] || st.Burst != want[1] {
+				t.Errorf("queue stats of %s = %+v, %v; want rate %d, burst %d", id, st, err, want[0], want[1])
+			}
+		}
+		for _, id := range []string{paced.ID, own.ID} {
+			e.connect(id)
+			e.status(id, channels.StatusConnected)
+		}
+		var last store.Message
+		for i := range 3 {
+			last = e.send(own.ID, "chat", fmt.Sprint(i))
+		}
+		e.awaitStatus(own.ID, last.ID, "sent")
+		first, second := e.send(paced.ID, "chat", "a"), e.send(paced.ID, "chat", "b")
+		e.awaitStatus(paced.ID, first.ID, "sent")
+		if s := e.message(paced.ID, second.ID).Status; s != "queued" {
+			t.Errorf("at the provider's one a minute, the second message is %s", s)
 		}
 	})
 }

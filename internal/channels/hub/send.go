@@ -82,14 +82,14 @@ func (h *Hub) loadPacing(ctx context.Context, id string) {
 
 // refreshPacing applies the pacing changes of held instances (each upkeep pass, so a change applies within Renew).
 func (h *Hub) refreshPacing(ctx context.Context, ids []string) error {
-	own, err := h.db.Instances.PacingOf(ctx, ids)
+	own, err := h.ledger.PacingOf(ctx, ids)
 	if err != nil {
 		return err
 	}
 	for _, id := range ids {
 		var rate, burst *int
 		if p, ok := own[id]; ok {
-			rate, burst = &p[0], &p[1]
+			rate, burst = &p.Rate, &p.Burst
 		}
 		r, b := h.pacing(rate, burst)
 		h.pacerOf(id).set(r, b)

@@ -56,6 +56,11 @@ var capabilities = []channels.Capability{
 	channels.CapContactsLookup, channels.CapContactsBlock, channels.CapAuthQR, channels.CapAuthPairing,
 }
 
+// DefaultPacing is the pacing of instances without their own: six messages a minute on average, one at a time,
+// each wait ±30 % jitter. WhatsApp restricts and bans accounts, newly linked devices above all, that send in bursts,
+// so this holds even where the server's default is faster or off; an instance's own pacing still wins.
+func (p *Provider) DefaultPacing() channels.Pacing { return channels.Pacing{Rate: 6, Burst: 1} }
+
 // Info describes the provider.
 func (p *Provider) Info() channels.Info {
 	return channels.Info{
@@ -208,3 +213,6 @@ var (
 	_ channels.ContactDirectory = (*session)(nil)
 	_ channels.Pairer           = (*session)(nil)
 )
+
+// The provider's network punishes bursts: its default pacing holds where an instance has none of its own.
+var _ channels.Paced = (*Provider)(nil)
