@@ -79,8 +79,9 @@ func main() {
 	}
 }
 
-// modelsGoal is the least acceptable ratio of Switchboard's GET /api/v1/models throughput to the bare handler's.
-const modelsGoal = 0.60
+// modelsGoal is the least acceptable ratio of Switchboard's GET /api/v1/models throughput to the bare handler's
+// (0.60 before; 0.63–0.69 was measured on a quiet machine, so the bar moved up to what a lean API layer should keep).
+const modelsGoal = 0.75
 
 // warmUp is the length of the unmeasured run per target that fills caches and connection pools and lets the
 // runtime grow its heap before the first measured round.
