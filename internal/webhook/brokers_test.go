@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -17,7 +18,9 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/switchboard/switchboard/gen"
+	"github.com/switchboard/switchboard/internal/await"
 	"github.com/switchboard/switchboard/internal/events"
+	"github.com/switchboard/switchboard/internal/problem"
 	"github.com/switchboard/switchboard/internal/receivertest"
 	"github.com/switchboard/switchboard/internal/webhook"
 	"github.com/switchboard/switchboard/store"
@@ -195,7 +198,15 @@ func TestRabbitMQDestination(t *testing.T) {
 			if err := ch.QueueBind(q.Name, "webhook.ping", exchange, false, nil); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := h.svc.Redeliver(context.Background(), h.ws.ID, h.delivery(ev.ID, e.ID).ID); err != nil {
+			// The dispatcher may be retrying on its own schedule at this moment (the answer is then delivery_in_flight,
+			// and that attempt may already find the exchange): send again until the delivery is not in flight.
+			if err := await.Until(t, "a redelivery that is not refused as in flight", func() error {
+				_, err := h.svc.Redeliver(context.Background(), h.ws.ID, h.delivery(ev.ID, e.ID).ID)
+				return err
+			}, func(err error) bool {
+				var p *problem.Error
+				return err == nil || !errors.As(err, &p) || p.Code != problem.DeliveryInFlight
+			}); err != nil {
 				t.Fatal(err)
 			}
 			h.wait(ev.ID, e.ID, store.DeliverySucceeded)
