@@ -330,7 +330,7 @@ func TestCLIErrors(t *testing.T) {
 	}{
 		{"unknown command", []string{"frobnicate"}, 2, `unknown command "frobnicate"`},
 		{"workspace without name", []string{"workspace", "create"}, 2, "--name is required"},
-		{"unknown scope", []string{"key", "create", "--workspace", ws.ID, "--name", "k", "--scopes", "models:delete"}, 2, `unknown scope "models:delete"`},
+		{"unknown scope", []string{"key", "create", "--workspace", ws.ID, "--name", "k", "--scopes", "billing:write"}, 2, `unknown scope "billing:write"`},
 		{"no scopes", []string{"key", "create", "--workspace", ws.ID, "--name", "k", "--scopes", ""}, 2, "at least one scope"},
 		{"missing workspace", []string{"key", "create", "--workspace", "ws_nope", "--name", "k", "--scopes", "models:read"}, 1, "no workspace ws_nope"},
 		{"revoke unknown key", []string{"key", "revoke", "key_nope"}, 1, "no API key key_nope"},

@@ -62,6 +62,13 @@ func TestUpdatesCommitAtomically(t *testing.T) {
 		group := created("/api/v1/instances/"+alice.Id+"/groups",
 			fmt.Sprintf(`{"subject":"as created","participants":[%q]}`, bob.Account.Address))
 
+		// A workflow bot whose URL is a public address literal, which the default egress policy takes without DNS.
+		bot := store.Bot{WorkspaceID: e.ws.ID, InstanceID: alice.Id, Name: "as created", Kind: "workflow", Enabled: true,
+			Settings: map[string]any{"trigger": map[string]any{"type": "all"}, "handoff": map[string]any{"minutes": 60},
+				"replies_per_minute": 6, "workflow": map[string]any{"url": "https://93.184.216.34/hook", "timeout_seconds": 15}}}
+		if err := db.Bots.Create(context.Background(), db.Bun(), &bot); err != nil {
+			t.Fatal(err)
+		}
 		updates := []update{
 			{operation: "updateWebhook", path: "/api/v1/webhooks/" + hook.ID, body: `{"description":"changed"}`,
 				field: "description", want: "changed",
@@ -86,6 +93,9 @@ func TestUpdatesCommitAtomically(t *testing.T) {
 			{operation: "updateGroup", path: "/api/v1/instances/" + alice.Id + "/groups/" + group["id"].(string),
 				body: `{"subject":"changed"}`, field: "subject", want: "changed", event: "group.updated",
 				fail: func(t *testing.T, db *store.DB) { storetest.FailInserts(t, db, "events", "type", "group.updated") }},
+			{operation: "updateBot", path: "/api/v1/instances/" + alice.Id + "/bots/" + bot.ID,
+				body: `{"name":"changed"}`, field: "name", want: "changed",
+				fail: func(t *testing.T, db *store.DB) { storetest.FailUpdates(t, db, "bots", "name", "changed") }},
 		}
 		if len(updates) != len(patchOperations(t)) {
 			t.Fatalf("the API has the PATCH operations %v; this test drives %d", patchOperations(t), len(updates))
