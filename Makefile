@@ -22,7 +22,7 @@ build: ## build bin/switchboard
 build-whatsapp: ## build bin/switchboard-whatsapp with the WhatsApp Web provider (-tags whatsapp_web; the binary is GPL-3.0 as a whole)
 	$(GO) build -trimpath -tags whatsapp_web -o bin/switchboard-whatsapp .
 
-test-whatsapp: ## the WhatsApp Web provider's tests (SQLite and PostgreSQL), the provider list of both builds, and no go.mau.fi code in the default build
+test-whatsapp: build-whatsapp ## the WhatsApp Web binary builds; the WhatsApp Web provider's tests (SQLite and PostgreSQL), the provider list of both builds, and no go.mau.fi code in the default build
 	$(GO) vet -tags whatsapp_web ./internal/channels/whatsappweb/... ./internal/app/
 	$(GO) test -race -count=1 -tags whatsapp_web ./internal/channels/whatsappweb/...
 	$(GO) test -count=1 -tags whatsapp_web -run '^TestNewBuildsEveryServiceOnce$$' ./internal/app/

@@ -329,6 +329,8 @@ var docsRunBy = []struct{ prefix, by string }{
 	{"switchboard key origins key_…", "TestKeyOriginsCLI (a running server follows the change)"},
 	{"make generate", "make check-generated, part of make ci"},
 	{"make test-sdk", "make test"},
+	{"make build-whatsapp", "make test-whatsapp, part of make test (it builds the tagged binary first)"},
+	{"make test-whatsapp", "make test"},
 	{"make ci", "CI (.ci/run)"},
 	{"make fuzz", "make ci"},
 	{"make bench", "run by hand: its numbers are in docs/benchmarks.md"},
