@@ -183,7 +183,7 @@ func (db *DB) openPostgres(rawURL string) error {
 	db.w = bun.NewDB(sqldb, pgdialect.New()).WithQueryHook(&db.health).WithQueryHook(poolGuard{db})
 	db.txw = bun.NewDB(sqldb, pgdialect.New()).WithQueryHook(&db.health)
 	db.r = db.txw
-	db.keys = newPGKeyWatch(rawURL)
+	db.keys = newPGKeyWatch(db.r)
 	return nil
 }
 
@@ -595,23 +595,6 @@ func (w *sqliteKeyWatch) close() error {
 	defer w.mu.Unlock()
 	w.reset()
 	return w.db.Close()
-}
-
-// counterWatch is a version counter bumped by notifications; used on PostgreSQL.
-type counterWatch struct {
-	n         atomic.Uint64
-	connected atomic.Bool
-}
-
-func (w *counterWatch) bump() { w.n.Add(1) }
-
-// version returns the counter while the listener is connected; while it is not, every call returns a new value,
-// so no cached key is trusted while revocations could be missed.
-func (w *counterWatch) version(context.Context) (uint64, error) {
-	if !w.connected.Load() {
-		return w.n.Add(1), nil
-	}
-	return w.n.Load(), nil
 }
 
 // jsonText encodes v for a JSON column (TEXT on SQLite, JSONB on PostgreSQL).

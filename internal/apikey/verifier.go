@@ -46,7 +46,8 @@ type Key struct {
 type Store interface {
 	// ByHash returns the key with the given hash, with its workspace, or store.ErrNotFound.
 	ByHash(ctx context.Context, hash string) (store.APIKey, error)
-	// KeysVersion changes whenever any key may have changed, in any process.
+	// KeysVersion changes whenever any key may have changed, in any process, from the first call after the change
+	// committed: the cache is only as fresh as this answer.
 	KeysVersion(ctx context.Context) (uint64, error)
 	// TouchLastUsed records last-use times.
 	TouchLastUsed(ctx context.Context, used map[string]time.Time) error
