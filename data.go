@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/switchboard/switchboard/internal/channels/whatsappweb"
 	"github.com/switchboard/switchboard/store"
 )
 
@@ -97,6 +98,7 @@ func migrateDataCmd(ctx context.Context, args []string, stdout io.Writer) error 
 	start := time.Now()
 	last := ""
 	p := newProgress(stdout, time.Second)
+	// WhatsApp Web sessions are carried by the whatsapp_web build, and refused by the default one.
 	copied, err := src.CopyTo(ctx, dst, func(table string, n, total int) {
 		// A line when a table starts and ends, and one a second in between with the rate (a table of millions of
 		// clicks takes minutes).
@@ -107,7 +109,7 @@ func migrateDataCmd(ctx context.Context, args []string, stdout io.Writer) error 
 			return
 		}
 		p.report(first || n == total, "%-32s %d/%d rows", table, n, total)
-	})
+	}, whatsappweb.CopyExtra())
 	if err != nil {
 		return fmt.Errorf("%w (nothing was committed to PostgreSQL)", err)
 	}

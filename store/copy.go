@@ -133,19 +133,37 @@ type Copied struct {
 	Rows  int
 }
 
+// Extra is a set of tables that code other than the migrations creates in the product's database (a provider's
+// library that keeps its own schema, versioned its own way). The destination's migrations do not create them, so
+// CopyTo copies them only after the extra prepared both databases; without an Extra that owns them the copy fails
+// on the first table the destination lacks.
+type Extra struct {
+	// Name says what the tables hold, for errors.
+	Name string
+	// Owns reports whether a table of the source is one of the extra's.
+	Owns func(table string) bool
+	// Prepare brings the extra's schema of the source and of the destination to the same version, given the
+	// source's tables it owns, or returns why it cannot (a binary built without the code that owns them).
+	Prepare func(ctx context.Context, src, dst *DB, tables []string) error
+	// Versions are the extra's tables that record its schema version: Prepare filled them in the destination, so
+	// they are not copied.
+	Versions []string
+}
+
 // copyBatch is how many rows one INSERT carries (PostgreSQL allows 65,535 parameters per statement).
 const copyBatch = 500
 
 // CopyTo copies every table of an SQLite database (see Tables) into a migrated PostgreSQL database that holds no
-// workspace and no user yet, in one transaction of the destination: it has all of the source or nothing. The source
-// is read in one read transaction, a consistent snapshot even while a server writes; writes after it are not
-// copied, so stop the servers first. progress is called after every batch. Returns ErrNotSQLite when db is not
-// SQLite, and an error when dst is not PostgreSQL, is not empty, or lacks a table or column of the source (migrate
-// it with the same version first).
-func (db *DB) CopyTo(ctx context.Context, dst *DB, progress func(table string, copied, total int)) ([]Copied, error) {
-	tables, err := db.Tables(ctx)
-	if err != nil {
-		return nil, err
+// workspace and no user yet, in one transaction of the destination: it has all of the source's rows or none. The
+// source is read in one read transaction, a consistent snapshot even while a server writes; writes after it are
+// not copied, so stop the servers first. progress is called after every batch. The tables of extras are copied
+// after each extra present in the source prepared its schema: schema, like the migrations, is created outside the
+// transaction, and a failed copy leaves it empty, as a server would create it, so the copy can be run again.
+// Returns ErrNotSQLite when db is not SQLite, and an error when dst is not PostgreSQL, is not empty, lacks a table
+// or column of the source (migrate it with the same version first), or an extra refuses.
+func (db *DB) CopyTo(ctx context.Context, dst *DB, progress func(table string, copied, total int), extras ...Extra) ([]Copied, error) {
+	if db.dialect != SQLite {
+		return nil, ErrNotSQLite
 	}
 	if dst.dialect != Postgres {
 		return nil, errors.New("store: the destination must be a PostgreSQL database")
@@ -159,6 +177,34 @@ func (db *DB) CopyTo(ctx context.Context, dst *DB, progress func(table string, c
 			return nil, fmt.Errorf("store: the destination is not empty (%d rows in %s)", n, t)
 		}
 	}
+	tables, err := db.Tables(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var versions []string
+	prepared := false
+	for _, x := range extras {
+		var owned []string
+		for _, t := range tables {
+			if x.Owns(t.Name) {
+				owned = append(owned, t.Name)
+			}
+		}
+		if len(owned) == 0 {
+			continue
+		}
+		if err := x.Prepare(ctx, db, dst, owned); err != nil {
+			return nil, fmt.Errorf("store: %s: %w", x.Name, err)
+		}
+		versions = append(versions, x.Versions...)
+		prepared = true
+	}
+	if prepared { // preparing may have upgraded the source's schema of an extra
+		if tables, err = db.Tables(ctx); err != nil {
+			return nil, err
+		}
+	}
+	tables = slices.DeleteFunc(tables, func(t Table) bool { return slices.Contains(versions, t.Name) })
 	types, err := dst.columnTypes(ctx)
 	if err != nil {
 		return nil, err
@@ -286,7 +332,7 @@ func copyTable(ctx context.Context, src, dst *sql.Tx, t Table, types map[string]
 }
 
 // toPostgres converts a value read from SQLite to the PostgreSQL column type it goes into: SQLite keeps booleans as
-// integers and JSON as text.
+// integers and JSON as text, and a column it does not know as binary (whatsmeow's bytea) may hold text.
 func toPostgres(v any, pgType string) (any, error) {
 	switch x := v.(type) {
 	case nil:
@@ -300,6 +346,9 @@ func toPostgres(v any, pgType string) (any, error) {
 			return string(x), nil
 		}
 	case string:
+		if pgType == "bytea" {
+			return []byte(x), nil
+		}
 		if pgType == "timestamp with time zone" {
 			for _, layout := range []string{"2006-01-02 15:04:05.999999999-07:00", time.RFC3339Nano, "2006-01-02 15:04:05"} {
 				if ts, err := time.Parse(layout, x); err == nil {
