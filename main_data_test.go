@@ -240,3 +240,47 @@ func TestMigrateDataToPostgres(t *testing.T) {
 		t.Errorf("a second migrate-data: exit %d, %s; want a refusal", code, stderr)
 	}
 }
+
+// The default binary has no whatsmeow to create WhatsApp Web's tables in PostgreSQL: given a source holding paired
+// devices (tables a whatsapp_web server created), migrate-data refuses, names the tables and the build that copies
+// them, and writes no row, rather than leave every instance to pair again.
+func TestMigrateDataRefusesWhatsAppWebSessionsWithoutTheProvider(t *testing.T) {
+	dbURL := storetest.SQLiteURL(t)
+	workspaceKey(t, dbURL, "Paired", "models:read")
+	ctx := context.Background()
+	src, err := store.Open(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The shape of whatsmeow's device table and the provider's bindings, as far as the refusal looks.
+	for _, q := range []string{
+		"CREATE TABLE whatsmeow_device (jid TEXT PRIMARY KEY, registration_id BIGINT NOT NULL, noise_key bytea NOT NULL)",
+		"INSERT INTO whatsmeow_device VALUES ('15550000001.0:7@s.whatsapp.net', 1, x'0102')",
+		"CREATE TABLE whatsapp_web_instances (instance_id TEXT PRIMARY KEY, jid TEXT NOT NULL)",
+		"INSERT INTO whatsapp_web_instances VALUES ('inst_1', '15550000001.0:7@s.whatsapp.net')",
+	} {
+		if _, err := src.Bun().ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_ = src.Close()
+	pgURL := storetest.EmptyPostgresURL(t)
+	_, stderr, code := cli(t, dbURL, "migrate-data", "--to", pgURL)
+	if code == 0 {
+		t.Fatal("migrate-data of a source with WhatsApp Web sessions succeeded in the default build")
+	}
+	for _, want := range []string{"whatsmeow_device", "whatsapp_web_instances", "whatsapp_web build", "nothing was committed"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("the refusal does not say %q:\n%s", want, stderr)
+		}
+	}
+	dst, err := store.Open(ctx, pgURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dst.Close()
+	var n int
+	if err := dst.Bun().NewSelect().TableExpr("workspaces").ColumnExpr("count(*)").Scan(ctx, &n); err != nil || n != 0 {
+		t.Errorf("the refused copy left %d workspaces in PostgreSQL (%v)", n, err)
+	}
+}
