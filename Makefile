@@ -22,11 +22,12 @@ build: ## build bin/switchboard
 build-whatsapp: ## build bin/switchboard-whatsapp with the WhatsApp Web provider (-tags whatsapp_web; the binary is GPL-3.0 as a whole)
 	$(GO) build -trimpath -tags whatsapp_web -o bin/switchboard-whatsapp .
 
-test-whatsapp: build-whatsapp ## the WhatsApp Web binary builds; the WhatsApp Web provider's tests (SQLite and PostgreSQL), the provider list of both builds, and no go.mau.fi code in the default build
+test-whatsapp: build-whatsapp ## the WhatsApp Web binary builds; the WhatsApp Web provider's tests (SQLite and PostgreSQL), backup and migrate-data carrying its sessions, the provider list of both builds, and no go.mau.fi code in the default build
 	$(GO) vet -tags whatsapp_web ./internal/channels/whatsappweb/... ./internal/app/
 	$(GO) test -race -count=1 -tags whatsapp_web ./internal/channels/whatsappweb/...
 	$(GO) test -count=1 -tags whatsapp_web -run '^TestNewBuildsEveryServiceOnce$$' ./internal/app/
 	$(GO) test -count=1 -run '^TestNewBuildsEveryServiceOnce$$' ./internal/app/
+	$(GO) test -count=1 -run '^TestMigrateDataRefusesWhatsAppWebSessionsWithoutTheProvider$$' .
 	@if $(GO) list -deps . | grep -q '^go\.mau\.fi/'; then echo "the default build imports go.mau.fi (GPL-3.0) packages"; exit 1; fi
 
 test: test-go test-whatsapp test-e2e test-sdk ## every test: Go (SQLite and PostgreSQL) of both builds (default and whatsapp_web), the browser tests and the SDKs' round trip
