@@ -1,6 +1,8 @@
 package store_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -116,5 +118,68 @@ func TestBackupIsACopy(t *testing.T) {
 	pg := storetest.Postgres(t)
 	if err := pg.BackupTo(ctx, filepath.Join(t.TempDir(), "pg.db")); err != store.ErrNotSQLite {
 		t.Errorf("backup of PostgreSQL: %v, want ErrNotSQLite", err)
+	}
+}
+
+// Tables that code other than the migrations creates are copied only after an Extra prepared them: without one the
+// copy stops at the first table the destination lacks; an Extra can refuse; a prepared one's rows are copied with
+// their types converted (SQLite's 0/1 to boolean, text in a bytea column to bytes), and its version table is the
+// destination's own.
+func TestCopyToExtras(t *testing.T) {
+	src := storetest.SQLite(t)
+	newWorkspace(t, src, "With extras")
+	for _, q := range []string{
+		"CREATE TABLE plugin_version (version INTEGER)",
+		"INSERT INTO plugin_version VALUES (1)",
+		"CREATE TABLE plugin_things (id TEXT PRIMARY KEY, enabled BOOLEAN NOT NULL, data bytea NOT NULL)",
+		"INSERT INTO plugin_things VALUES ('a', 1, '\\x61')", // text that PostgreSQL's bytea input would decode
+	} {
+		if _, err := src.Bun().ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	owns := func(table string) bool { return strings.HasPrefix(table, "plugin_") }
+	dst := migratedPostgres(t)
+	if _, err := src.CopyTo(ctx, dst, nil); err == nil || !strings.Contains(err.Error(), "plugin_things") {
+		t.Errorf("copy without the extra: %v, want the missing table named", err)
+	}
+	var owned []string
+	refuse := store.Extra{Name: "plugin data", Owns: owns, Prepare: func(_ context.Context, _, _ *store.DB, tables []string) error {
+		owned = tables
+		return errors.New("no plugin here")
+	}}
+	if _, err := src.CopyTo(ctx, dst, nil, refuse); err == nil || !strings.Contains(err.Error(), "plugin data: no plugin here") {
+		t.Errorf("copy with a refusing extra: %v", err)
+	}
+	if !slices.Equal(owned, []string{"plugin_things", "plugin_version"}) {
+		t.Errorf("the extra was given %v", owned)
+	}
+	prepare := store.Extra{Name: "plugin data", Owns: owns, Versions: []string{"plugin_version"},
+		Prepare: func(ctx context.Context, _, dst *store.DB, _ []string) error {
+			for _, q := range []string{
+				"CREATE TABLE plugin_version (version INTEGER)",
+				"INSERT INTO plugin_version VALUES (9)",
+				"CREATE TABLE plugin_things (id TEXT PRIMARY KEY, enabled BOOLEAN NOT NULL, data bytea NOT NULL)",
+			} {
+				if _, err := dst.Bun().ExecContext(ctx, q); err != nil {
+					return err
+				}
+			}
+			return nil
+		}}
+	if _, err := src.CopyTo(ctx, dst, nil, prepare); err != nil {
+		t.Fatal(err)
+	}
+	var thing struct {
+		Enabled bool   `bun:"enabled"`
+		Data    []byte `bun:"data"`
+	}
+	if err := dst.Bun().NewRaw("SELECT enabled, data FROM plugin_things WHERE id = 'a'").Scan(ctx, &thing); err != nil ||
+		!thing.Enabled || string(thing.Data) != `\x61` {
+		t.Errorf("the extra's row on PostgreSQL: %+v, %v", thing, err)
+	}
+	var version int
+	if err := dst.Bun().NewRaw("SELECT version FROM plugin_version").Scan(ctx, &version); err != nil || version != 9 {
+		t.Errorf("the destination's version %d (%v), want its own 9", version, err)
 	}
 }
