@@ -163,6 +163,8 @@ func startSwitchboard(ctx context.Context, dbURL, spoolDir string) (_ *switchboa
 		Links:              a.Links,
 		Webhooks:           a.Webhooks,
 		Channels:           a.Messaging,
+		LLM:                a.LLM,
+		Bots:               a.Bots,
 		Automation:         a.Automation,
 		Limiter:            a.Limiter,
 		Redirects:          handlers.RedirectOptions{Clicks: a.Clicks, Cache: a.Redirects},

@@ -132,7 +132,7 @@ func measureStreams(ctx context.Context, dbURL string, duration time.Duration) (
 	outbox, hub := a.Events, a.Streams
 	srv, err := handlers.New(handlers.Config{Streams: hub, Logger: quiet, KeyRateLimit: 1 << 30,
 		WorkspaceRateLimit: 1 << 30, Verifier: a.Verifier, Box: a.Box, Events: a.Events, Links: a.Links,
-		Webhooks: a.Webhooks, Channels: a.Messaging, Automation: a.Automation}, db)
+		Webhooks: a.Webhooks, Channels: a.Messaging, Automation: a.Automation, LLM: a.LLM, Bots: a.Bots}, db)
 	if err != nil {
 		return streamResult{}, err
 	}

@@ -5,17 +5,8 @@ import (
 
 	"github.com/switchboard/switchboard/gen"
 	"github.com/switchboard/switchboard/internal/bots"
-	"github.com/switchboard/switchboard/internal/problem"
 	"github.com/switchboard/switchboard/store"
 )
-
-// botService returns the bot service, or the problem of a server built without one.
-func (s *Server) botService() (*bots.Service, error) {
-	if s.cfg.Bots == nil {
-		return nil, newProblem(problem.ServiceUnavailable, "This server runs no bots.").withHeader("Retry-After", "5")
-	}
-	return s.cfg.Bots, nil
-}
 
 // ListBots answers GET /api/v1/instances/{instance_id}/bots.
 func (s *Server) ListBots(ctx context.Context, req gen.ListBotsRequestObject) (gen.ListBotsResponseObject, error) {
@@ -23,10 +14,7 @@ func (s *Server) ListBots(ctx context.Context, req gen.ListBotsRequestObject) (g
 	if err != nil {
 		return nil, err
 	}
-	svc, err := s.botService()
-	if err != nil {
-		return nil, err
-	}
+	svc := s.cfg.Bots
 	page, err := pageFrom(req.Params.Limit, req.Params.Cursor, "bot_", false)
 	if err != nil {
 		return nil, err
@@ -49,10 +37,7 @@ func (s *Server) CreateBot(ctx context.Context, req gen.CreateBotRequestObject) 
 	if err != nil {
 		return nil, err
 	}
-	svc, err := s.botService()
-	if err != nil {
-		return nil, err
-	}
+	svc := s.cfg.Bots
 	b, err := svc.Create(ctx, key.WorkspaceID, req.InstanceId, *req.Body)
 	if err != nil {
 		return nil, err
@@ -66,10 +51,7 @@ func (s *Server) GetBot(ctx context.Context, req gen.GetBotRequestObject) (gen.G
 	if err != nil {
 		return nil, err
 	}
-	svc, err := s.botService()
-	if err != nil {
-		return nil, err
-	}
+	svc := s.cfg.Bots
 	b, err := svc.Get(ctx, key.WorkspaceID, req.InstanceId, req.BotId)
 	if err != nil {
 		return nil, err
@@ -83,10 +65,7 @@ func (s *Server) UpdateBot(ctx context.Context, req gen.UpdateBotRequestObject) 
 	if err != nil {
 		return nil, err
 	}
-	svc, err := s.botService()
-	if err != nil {
-		return nil, err
-	}
+	svc := s.cfg.Bots
 	b, err := svc.Update(ctx, key.WorkspaceID, req.InstanceId, req.BotId, *req.Body)
 	if err != nil {
 		return nil, err
@@ -100,10 +79,7 @@ func (s *Server) DeleteBot(ctx context.Context, req gen.DeleteBotRequestObject) 
 	if err != nil {
 		return nil, err
 	}
-	svc, err := s.botService()
-	if err != nil {
-		return nil, err
-	}
+	svc := s.cfg.Bots
 	if err := svc.Delete(ctx, key.WorkspaceID, req.InstanceId, req.BotId); err != nil {
 		return nil, err
 	}
@@ -116,10 +92,7 @@ func (s *Server) ControlChatBot(ctx context.Context, req gen.ControlChatBotReque
 	if err != nil {
 		return nil, err
 	}
-	svc, err := s.botService()
-	if err != nil {
-		return nil, err
-	}
+	svc := s.cfg.Bots
 	st, err := svc.Control(ctx, key.WorkspaceID, req.InstanceId, req.ChatId, *req.Body)
 	if err != nil {
 		return nil, err

@@ -21,9 +21,6 @@ func (s *Server) CreateChatCompletion(ctx context.Context, req gen.CreateChatCom
 	if err != nil {
 		return nil, err
 	}
-	if s.cfg.LLM == nil {
-		return nil, modelNotFound(req.Body.Model)
-	}
 	// The body was validated against the spec; fields it does not name are kept in AdditionalProperties and
 	// encoded again, so that the upstream receives every field the client sent.
 	body, err := json.Marshal(req.Body)
@@ -143,7 +140,7 @@ func (s *Server) llmService(ctx context.Context) (string, *llm.Service, error) {
 	if err != nil {
 		return "", nil, err
 	}
-	if s.cfg.LLM == nil || !s.cfg.LLM.HasWorkspaceUpstreams() {
+	if !s.cfg.LLM.HasWorkspaceUpstreams() {
 		return "", nil, newProblem(problem.ServiceUnavailable, "This server keeps no model upstreams of workspaces.").
 			withHeader("Retry-After", "5")
 	}

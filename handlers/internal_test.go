@@ -287,7 +287,7 @@ func withServices(t *testing.T, db *store.DB, cfg Config, guard *egress.Guard) C
 	t.Helper()
 	a := apptest.New(t, db, app.Config{Logger: cfg.Logger, Guard: guard})
 	cfg.Verifier, cfg.Box, cfg.Events, cfg.Links, cfg.Webhooks = a.Verifier, a.Box, a.Events, a.Links, a.Webhooks
-	cfg.Channels, cfg.Automation = a.Messaging, a.Automation
+	cfg.Channels, cfg.Automation, cfg.LLM, cfg.Bots = a.Messaging, a.Automation, a.LLM, a.Bots
 	return cfg
 }
 
@@ -303,7 +303,8 @@ func TestNewRefusesMissingServices(t *testing.T) {
 		"Verifier": func(c *Config) { c.Verifier = nil }, "Box": func(c *Config) { c.Box = nil },
 		"Events": func(c *Config) { c.Events = nil }, "Links": func(c *Config) { c.Links = nil },
 		"Webhooks": func(c *Config) { c.Webhooks = nil }, "Channels": func(c *Config) { c.Channels = nil },
-		"Automation": func(c *Config) { c.Automation = nil },
+		"Automation": func(c *Config) { c.Automation = nil }, "LLM": func(c *Config) { c.LLM = nil },
+		"Bots": func(c *Config) { c.Bots = nil },
 	} {
 		cfg := full
 		drop(&cfg)

@@ -86,9 +86,6 @@ func (s *Server) GetModel(ctx context.Context, req gen.GetModelRequestObject) (g
 // upstreamModels returns the models a workspace's upstreams serve, the operator's and its own; false when neither
 // has any upstream, where the catalogue serves instead.
 func (s *Server) upstreamModels(ctx context.Context, workspaceID string) ([]llm.Model, bool) {
-	if s.cfg.LLM == nil {
-		return nil, false
-	}
 	ms := s.cfg.LLM.Models(ctx, workspaceID)
 	return ms, s.cfg.LLM.Configured() || len(ms) > 0
 }

@@ -200,7 +200,7 @@ func New(cfg Config, db *store.DB) (*Server, error) {
 	}
 	for name, missing := range map[string]bool{"Verifier": cfg.Verifier == nil, "Links": cfg.Links == nil,
 		"Box": cfg.Box == nil, "Webhooks": cfg.Webhooks == nil, "Events": cfg.Events == nil,
-		"Channels": cfg.Channels == nil, "Automation": cfg.Automation == nil} {
+		"Channels": cfg.Channels == nil, "Automation": cfg.Automation == nil, "LLM": cfg.LLM == nil, "Bots": cfg.Bots == nil} {
 		if missing {
 			return nil, fmt.Errorf("handlers: Config.%s is required (app.New builds every service of a process)", name)
 		}
