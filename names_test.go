@@ -153,7 +153,7 @@ func newConsoleBrowser(t *testing.T, db *store.DB, svc *workspaces.Service) *con
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	a := apptest.New(t, db, app.Config{Logger: quiet})
 	srv, err := handlers.New(handlers.Config{Logger: quiet, Verifier: a.Verifier, Box: a.Box, Events: a.Events,
-		Links: a.Links, Webhooks: a.Webhooks, Channels: a.Messaging, Automation: a.Automation}, db)
+		Links: a.Links, Webhooks: a.Webhooks, Channels: a.Messaging, Automation: a.Automation, LLM: a.LLM, Bots: a.Bots}, db)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -60,7 +60,7 @@ func newEnvWith(t *testing.T, db *store.DB, cfg console.Config, proxies []*net.I
 	}
 	srv, err := handlers.New(handlers.Config{Logger: discard, Verifier: verifier, Box: a.Box, Events: a.Events,
 		Links: a.Links, Webhooks: a.Webhooks, Channels: a.Messaging, Automation: cfg.Automation,
-		TrustedProxies: proxies, Streams: a.Streams}, db)
+		TrustedProxies: proxies, Streams: a.Streams, LLM: a.LLM, Bots: a.Bots}, db)
 	if err != nil {
 		t.Fatal(err)
 	}
