@@ -358,3 +358,49 @@ func TestBotReplyLimitPerChat(t *testing.T) {
 		neverAsked(t, upstream, "second question")
 	})
 }
+
+// A model bot's tokens_per_day counts the tokens its upstream reported over 24 hours; once they are spent the bot
+// answers nothing more, each unanswered message a failed run saying when tokens come free.
+func TestBotTokensPerDay(t *testing.T) {
+	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
+		e, upstream := botEnv(t, db)
+		alice, bob := e.connected("Alice"), e.connected("Bob")
+		perRun := llmtest.PromptTokens + llmtest.CompletionTokens
+		b := e.createBot(bob, fmt.Sprintf(`{"name":"Thrifty","kind":"model","model":{"model":"llama3.1","tokens_per_day":%d}}`,
+			perRun+1))
+		if b.Model == nil || b.Model.TokensPerDay == nil || *b.Model.TokensPerDay != perRun+1 {
+			t.Fatalf("tokens_per_day not kept: %+v", b.Model)
+		}
+		// The first two are admitted (the second on the tokens spent before it), which takes the bot past its limit.
+		for _, q := range []string{"first question", "second question"} {
+			e.say(alice, bob.Account.Address, q)
+			e.received(alice, "echo: "+q)
+		}
+		e.say(alice, bob.Account.Address, "third question")
+		third := e.received(bob, "third question")
+		var got gen.Bot
+		await.Until(t, "the third message's run", func() []gen.BotRun {
+			e.get("/api/v1/instances/"+bob.Id+"/bots/"+b.Id, &got)
+			return *got.RecentRuns
+		}, func(runs []gen.BotRun) bool { return len(runs) == 3 && runs[0].Status == gen.BotRunStatusFailed })
+		runs := *got.RecentRuns
+		if runs[0].Reason == nil || !strings.Contains(*runs[0].Reason, fmt.Sprintf("tokens_per_day (%d) are spent: %d", perRun+1, 2*perRun)) ||
+			runs[0].Tokens != 0 || runs[0].Attempts != 0 {
+			t.Fatalf("the refused run: %+v (reason %v)", runs[0], runs[0].Reason)
+		}
+		for _, r := range runs[1:] {
+			if r.Status != gen.BotRunStatusReplied || r.Tokens != perRun {
+				t.Fatalf("an answered run: %+v", r)
+			}
+		}
+		neverAsked(t, upstream, "third question")
+		var evs gen.EventList
+		await.Until(t, "bot.failed", func() int {
+			e.get("/api/v1/events?type=bot.failed", &evs)
+			return len(evs.Data)
+		}, func(n int) bool { return n == 1 })
+		if failed, _ := evs.Data[0].Data.AsBotFailedEvent(); failed.MessageId != third.Id || failed.Reason != *runs[0].Reason {
+			t.Fatalf("bot.failed = %+v", failed)
+		}
+	})
+}

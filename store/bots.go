@@ -142,6 +142,7 @@ type BotRun struct {
 	ReplyMessageID *string   `bun:"reply_message_id"`
 	Reason         *string   `bun:"reason"`
 	Attempts       int       `bun:"attempts"`
+	Tokens         int       `bun:"tokens"`
 	CreatedAt      time.Time `bun:"created_at"`
 	UpdatedAt      time.Time `bun:"updated_at"`
 }
@@ -162,7 +163,7 @@ func (s *Bots) Claim(ctx context.Context, r *BotRun) (bool, error) {
 // Finish records the outcome of a run. It returns no sentinel errors.
 func (s *Bots) Finish(ctx context.Context, r *BotRun) error {
 	r.UpdatedAt = now()
-	_, err := s.db.w.NewUpdate().Model(r).Column("status", "reply_message_id", "reason", "attempts", "updated_at").
+	_, err := s.db.w.NewUpdate().Model(r).Column("status", "reply_message_id", "reason", "attempts", "tokens", "updated_at").
 		WherePK().Exec(ctx)
 	return err
 }
@@ -180,4 +181,30 @@ func (s *Bots) RepliesSince(ctx context.Context, botID, chatID string, since tim
 	n, err := s.db.r.NewSelect().Model((*BotRun)(nil)).
 		Where("br.bot_id = ? AND br.chat_id = ? AND br.created_at > ?", botID, chatID, since.UTC()).Count(ctx)
 	return int(n), err
+}
+
+// TokensSince sums the tokens of a bot's runs since a time, and returns when the oldest of those runs that cost
+// any began (zero when none did): what the bot's tokens per day counts, and from when tokens come free again. It
+// returns no sentinel errors.
+func (s *Bots) TokensSince(ctx context.Context, botID string, since time.Time) (int, time.Time, error) {
+	var out struct {
+		Tokens int        `bun:"tokens"`
+		Oldest *time.Time `bun:"oldest"`
+	}
+	err := s.db.r.NewSelect().Model((*BotRun)(nil)).
+		ColumnExpr("COALESCE(SUM(br.tokens), 0) AS tokens").ColumnExpr("MIN(br.created_at) AS oldest").
+		Where("br.bot_id = ? AND br.created_at > ? AND br.tokens > 0", botID, since.UTC()).Scan(ctx, &out)
+	if err != nil || out.Oldest == nil {
+		return out.Tokens, time.Time{}, err
+	}
+	return out.Tokens, *out.Oldest, nil
+}
+
+// Takeovers returns the chats of an instance in takeover at a time, latest first. It returns no sentinel errors.
+func (s *Bots) Takeovers(ctx context.Context, workspaceID, instanceID string, at time.Time, limit int) ([]BotTakeover, error) {
+	var out []BotTakeover
+	err := s.db.r.NewSelect().Model(&out).Where("bt.workspace_id = ? AND bt.instance_id = ?", workspaceID, instanceID).
+		Where("bt.paused_until IS NULL OR bt.paused_until > ?", at.UTC()).
+		Order("bt.created_at DESC").Limit(int64(limit)).Scan(ctx)
+	return out, err
 }

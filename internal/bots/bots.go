@@ -253,7 +253,7 @@ func (s *Service) Get(ctx context.Context, workspaceID, instanceID, id string) (
 	list := make([]gen.BotRun, len(runs))
 	for i, r := range runs {
 		list[i] = gen.BotRun{MessageId: r.MessageID, ChatId: r.ChatID, Status: gen.BotRunStatus(r.Status),
-			Attempts: r.Attempts, ReplyMessageId: r.ReplyMessageID, Reason: r.Reason, CreatedAt: r.CreatedAt}
+			Attempts: r.Attempts, Tokens: r.Tokens, ReplyMessageId: r.ReplyMessageID, Reason: r.Reason, CreatedAt: r.CreatedAt}
 	}
 	out.RecentRuns = &list
 	return out, nil

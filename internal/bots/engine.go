@@ -234,12 +234,21 @@ func (s *Service) handoff(ctx context.Context, b store.Bot, st settings, msg gen
 // answer makes a bot's reply to a message, with retries, and sends it; or records why it could not.
 func (s *Service) answer(ctx context.Context, j *job) {
 	run := store.BotRun{BotID: j.bot.ID, MessageID: j.msg.Id, WorkspaceID: j.bot.WorkspaceID, ChatID: j.msg.ChatId}
+	if reason, err := s.tokensSpent(ctx, j); err != nil || reason != "" {
+		if err != nil {
+			reason = "the bot's token use could not be read: " + err.Error()
+		}
+		s.fail(ctx, j, &run, reason)
+		return
+	}
 	var out reply
 	var err error
 	delay := s.cfg.RetryDelay
 	for run.Attempts < s.cfg.Attempts {
 		run.Attempts++
-		if out, err = s.generate(ctx, j); err == nil || !retryable(err) {
+		out, err = s.generate(ctx, j)
+		run.Tokens += out.tokens
+		if err == nil || !retryable(err) {
 			break
 		}
 		if run.Attempts < s.cfg.Attempts {
@@ -300,10 +309,30 @@ func (s *Service) fail(ctx context.Context, j *job, run *store.BotRun, reason st
 	}
 }
 
-// reply is what a model or workflow answered.
+// reply is what a model or workflow answered, and the tokens a model spent on it.
 type reply struct {
 	texts   []string
 	handoff bool
+	tokens  int
+}
+
+// tokensDay is the window a bot's tokens_per_day counts over.
+const tokensDay = 24 * time.Hour
+
+// tokensSpent says why a model bot may not answer now: its tokens of the last 24 hours reached its
+// tokens_per_day. Empty when it may (or has no limit of its own). Runs that are working at the same time may take
+// the bot past its limit by what they spend: each is admitted on what was spent before it.
+func (s *Service) tokensSpent(ctx context.Context, j *job) (string, error) {
+	if j.st.Model == nil || j.st.Model.TokensPerDay == nil {
+		return "", nil
+	}
+	limit := *j.st.Model.TokensPerDay
+	spent, oldest, err := s.db.Bots.TokensSince(ctx, j.bot.ID, time.Now().Add(-tokensDay))
+	if err != nil || spent < limit {
+		return "", err
+	}
+	return fmt.Sprintf("the bot's tokens_per_day (%d) are spent: %d in the last 24 hours; tokens come free again from %s",
+		limit, spent, oldest.Add(tokensDay).UTC().Format(time.RFC3339)), nil
 }
 
 // permanent marks an error no retry can mend (the workspace's quota, a request the upstream refused).
@@ -388,15 +417,19 @@ func (s *Service) fromModel(ctx context.Context, j *job, history []store.Message
 				Content string `json:"content"`
 			} `json:"message"`
 		} `json:"choices"`
+		Usage struct {
+			TotalTokens int `json:"total_tokens"`
+		} `json:"usage"`
 	}
 	if err := json.NewDecoder(c.Body).Decode(&out); err != nil {
 		return reply{}, fmt.Errorf("the model's answer is not a chat completion: %w", err)
 	}
 	_, _ = io.Copy(io.Discard, c.Body) // to the end, so that its usage is counted
+	spent := max(out.Usage.TotalTokens, 0)
 	if len(out.Choices) == 0 || strings.TrimSpace(out.Choices[0].Message.Content) == "" {
-		return reply{}, errors.New("the model answered nothing")
+		return reply{tokens: spent}, errors.New("the model answered nothing")
 	}
-	return reply{texts: []string{strings.TrimSpace(out.Choices[0].Message.Content)}}, nil
+	return reply{texts: []string{strings.TrimSpace(out.Choices[0].Message.Content)}, tokens: spent}, nil
 }
 
 // maxWorkflowAnswer bounds a workflow's answer.

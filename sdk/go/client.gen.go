@@ -2433,6 +2433,12 @@ type BotModelSettings struct {
 	// SystemPrompt The system message of every completion.
 	SystemPrompt *string  `json:"system_prompt,omitempty"`
 	Temperature  *float32 `json:"temperature,omitempty"`
+
+	// TokensPerDay The most tokens (prompt and completion, as the upstream reports them) the bot spends in 24 hours, over
+	// every chat. A message that arrives after they are spent is not answered: its run fails with a reason
+	// saying when tokens come free again, and `bot.failed` tells you. Absent: only the workspace's model
+	// quota limits the bot.
+	TokensPerDay *int `json:"tokens_per_day,omitempty"`
 }
 
 // BotRepliedEvent A bot answered an inbound message; the reply is an ordinary outbound message (its own `message.*` events follow) with `metadata.bot_id`.
@@ -2482,6 +2488,9 @@ type BotRun struct {
 	// ReplyMessageId The first message the bot sent in reply.
 	ReplyMessageId *string      `json:"reply_message_id"`
 	Status         BotRunStatus `json:"status"`
+
+	// Tokens The tokens the model's answer cost (0 for a workflow bot).
+	Tokens int `json:"tokens"`
 }
 
 // BotRunStatus defines model for BotRun.Status.
