@@ -235,7 +235,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	con, err := console.New(console.Config{BaseURL: *baseURL, Logger: log, Automation: a.Automation,
-		Workspaces: a.Workspaces, Links: a.Links, Webhooks: a.Webhooks, Channels: a.Messaging, Limiter: a.Limiter,
+		Workspaces: a.Workspaces, Links: a.Links, Webhooks: a.Webhooks, Channels: a.Messaging, Bots: a.Bots, LLM: a.LLM, Limiter: a.Limiter,
 		Nonces: a.Nonces, StreamBox: a.Box}, db)
 	if err != nil {
 		return err

@@ -160,12 +160,17 @@ func (c *Console) channelsPage(ec echo.Context) error {
 
 // channelNotices are the messages a redirect back to a Channels page names (fixed texts).
 var channelNotices = map[string]string{
-	"deleted":    "The instance was logged out and deleted.",
-	"connect":    "Connecting…",
-	"disconnect": "Disconnected; the credentials are kept, and queued messages wait.",
-	"logout":     "Logged out; the credentials were dropped.",
-	"scan":       "The QR code was scanned.",
-	"sent":       "The message was queued.",
+	"deleted":     "The instance was logged out and deleted.",
+	"connect":     "Connecting…",
+	"disconnect":  "Disconnected; the credentials are kept, and queued messages wait.",
+	"logout":      "Logged out; the credentials were dropped.",
+	"scan":        "The QR code was scanned.",
+	"sent":        "The message was queued.",
+	"bot-added":   "The bot was added: it answers the instance's next messages.",
+	"bot-enable":  "The bot answers again.",
+	"bot-disable": "The bot is stopped; it answers nothing until enabled.",
+	"bot-delete":  "The bot was deleted with its runs.",
+	"bot-resumed": "The bots answer the chat again.",
 }
 
 func (c *Console) renderChannels(ec echo.Context, status int, notice, errMsg string, d channelsData) error {
@@ -241,6 +246,13 @@ type channelData struct {
 	Queue    *channels.QueueStats
 	To       string
 	Text     string
+	// BotsOn is set when the console has the bot service: the page then shows the instance's bots (Bots), the chats
+	// in takeover, the add-a-bot form (BotForm) and the models it offers.
+	BotsOn    bool
+	Bots      []botView
+	Takeovers []takeoverView
+	Models    []string
+	BotForm   botForm
 }
 
 func (c *Console) instanceOf(ec echo.Context) (store.Instance, error) {
@@ -281,6 +293,9 @@ func (c *Console) renderChannel(ec echo.Context, status int, notice, errMsg stri
 	}
 	if st, err := c.channels.QueueStats(ctx, ses.Workspace.ID, inst.ID); err == nil {
 		d.Queue = &st
+	}
+	if err := c.botsSection(ec, inst, &d); err != nil {
+		return err
 	}
 	// The page follows a state change, and a message sent within the last half minute up to read.
 	refresh := transitional(inst.Status)

@@ -34,8 +34,10 @@ import (
 
 	"github.com/switchboard/switchboard/internal/accounts"
 	"github.com/switchboard/switchboard/internal/automation"
+	"github.com/switchboard/switchboard/internal/bots"
 	"github.com/switchboard/switchboard/internal/channels"
 	"github.com/switchboard/switchboard/internal/links"
+	"github.com/switchboard/switchboard/internal/llm"
 	"github.com/switchboard/switchboard/internal/ratelimit"
 	"github.com/switchboard/switchboard/internal/sealbox"
 	"github.com/switchboard/switchboard/internal/text"
@@ -67,6 +69,10 @@ type Config struct {
 	Automation *automation.Service
 	// Channels is the messaging service behind the Channels pages; without it the console has none.
 	Channels *channels.Service
+	// Bots is the bot service behind the instance page's bots (with Channels); LLM lists the models a model bot
+	// can use. Without Bots the page has no bots section.
+	Bots *bots.Service
+	LLM  *llm.Service
 	// StreamBox is the server key that seals event stream tokens: with it the instance page, the delivery log and
 	// the event log update live (see live.go); without it they update by reload.
 	StreamBox *sealbox.Box
@@ -90,6 +96,8 @@ type Console struct {
 	webhooks   *webhook.Service
 	automation *automation.Service
 	channels   *channels.Service
+	bots       *bots.Service
+	llm        *llm.Service
 	log        *slog.Logger
 	pages      map[string]*template.Template
 
@@ -138,7 +146,7 @@ func New(cfg Config, db *store.DB) (*Console, error) {
 		cfg.Nonces = ratelimit.NewNonces()
 	}
 	c := &Console{cfg: cfg, db: db, accounts: accounts.New(db, cfg.SessionTTL), workspaces: cfg.Workspaces, links: cfg.Links, webhooks: cfg.Webhooks,
-		automation: cfg.Automation, channels: cfg.Channels, log: cfg.Logger, pages: map[string]*template.Template{},
+		automation: cfg.Automation, channels: cfg.Channels, bots: cfg.Bots, llm: cfg.LLM, log: cfg.Logger, pages: map[string]*template.Template{},
 		attempts: cfg.Limiter, created: cfg.Nonces, origins: http.NewCrossOriginProtection()}
 	if cfg.BaseURL != "" {
 		u, err := url.Parse(cfg.BaseURL)
@@ -217,6 +225,9 @@ func (c *Console) Register(e *echo.Echo) {
 	}
 	if c.channels != nil {
 		c.registerChannels(g)
+		if c.bots != nil {
+			c.registerBots(g)
+		}
 	}
 }
 

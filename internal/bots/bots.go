@@ -353,6 +353,28 @@ func (s *Service) Control(ctx context.Context, workspaceID, instanceID, chatID s
 		Reason: &reason}, nil
 }
 
+// takeoversShown bounds the chats in takeover Takeovers returns.
+const takeoversShown = 100
+
+// Takeovers returns the chats of an instance in human takeover now, the latest first (at most 100). Errors:
+// NotFound (no such instance).
+func (s *Service) Takeovers(ctx context.Context, workspaceID, instanceID string) ([]gen.ChatBotState, error) {
+	if _, err := s.cfg.Channels.Get(ctx, workspaceID, instanceID); err != nil {
+		return nil, err
+	}
+	rows, err := s.db.Bots.Takeovers(ctx, workspaceID, instanceID, time.Now(), takeoversShown)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]gen.ChatBotState, len(rows))
+	for i, t := range rows {
+		reason := gen.ChatBotStateReason(t.Reason)
+		out[i] = gen.ChatBotState{Object: gen.ChatBotStateObjectChatBot, ChatId: t.ChatID, Paused: true,
+			PausedUntil: t.PausedUntil, Reason: &reason}
+	}
+	return out, nil
+}
+
 // pause puts a chat in takeover and emits bot.handoff, in one transaction.
 func (s *Service) pause(ctx context.Context, workspaceID, instanceID, chatID, botID, messageID string,
 	reason gen.ChatBotStateReason, until *time.Time) error {
