@@ -20,9 +20,9 @@ async function freePort() {
 }
 
 /** Starts the server (with extra serve flags, if any); returns {url, cli(args) → parsed JSON, stop()}. */
-export async function startSwitchboard(extraArgs = []) {
+export async function startSwitchboard(extraArgs = [], extraEnv = {}) {
   const dir = mkdtempSync(join(tmpdir(), 'switchboard-e2e-'));
-  const env = { ...process.env, DATABASE_URL: `file:${join(dir, 'switchboard.db')}` };
+  const env = { ...process.env, ...extraEnv, DATABASE_URL: `file:${join(dir, 'switchboard.db')}` };
   const port = await freePort();
   const proc = spawn(binary, ['serve', '--addr', `127.0.0.1:${port}`, ...extraArgs], { env, stdio: ['ignore', 'ignore', 'pipe'] });
   let logs = '';
@@ -71,10 +71,10 @@ export async function signUpWithWorkspace(page, url, email, workspace) {
  * Starts a server (with extra serve flags) and Chromium before the calling file's tests and stops both after them.
  * Returns the file's handle: its sb (see startSwitchboard) and browser are set once the tests run.
  */
-export function withSwitchboard(extraArgs = []) {
+export function withSwitchboard(extraArgs = [], extraEnv = async () => ({})) {
   const handle = { sb: undefined, browser: undefined };
   before(async () => {
-    handle.sb = await startSwitchboard(extraArgs);
+    handle.sb = await startSwitchboard(extraArgs, await extraEnv());
     handle.browser = await launchBrowser();
     mkdirSync(screenshotDir, { recursive: true });
   });
