@@ -86,6 +86,9 @@ type channelResult struct {
 	restartSpreadP10  time.Duration
 	restartSpreadP90  time.Duration
 	restartSpreadLast time.Duration
+	// restartPeak is the most connects in one second of the restart, restartBound what the stagger allows on
+	// average (the instances over the window).
+	restartPeak, restartBound float64
 }
 
 // channelBench is the messaging capability over one database, with its runtime and a webhook receiver.
@@ -214,19 +217,32 @@ func (a *inboundArrivals) take() []time.Duration {
 	return slices.Clone(a.lat)
 }
 
-// instances creates n sandbox instances that pair by themselves and connects them.
+// instances creates n sandbox instances that pair by themselves and connects them, eight clients at a time.
 func (b *channelBench) instances(ctx context.Context, n int, prefix string) ([]store.Instance, error) {
-	out := make([]store.Instance, 0, n)
-	for i := range n {
-		inst, err := b.svc.Create(ctx, b.ws, channels.NewInstance{Name: fmt.Sprint(prefix, i), Provider: "sandbox",
-			Config: map[string]any{"auto_pair": true}})
-		if err != nil {
-			return nil, err
-		}
-		if _, err := b.svc.Connect(ctx, b.ws, inst.ID); err != nil {
-			return nil, err
-		}
-		out = append(out, inst)
+	out := make([]store.Instance, n)
+	const clients = 8
+	var wg sync.WaitGroup
+	errs := make(chan error, clients)
+	for w := range clients {
+		wg.Go(func() {
+			for i := w; i < n; i += clients {
+				inst, err := b.svc.Create(ctx, b.ws, channels.NewInstance{Name: fmt.Sprint(prefix, i), Provider: "sandbox",
+					Config: map[string]any{"auto_pair": true}})
+				if err == nil {
+					_, err = b.svc.Connect(ctx, b.ws, inst.ID)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+				out[i] = inst
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		return nil, err
 	}
 	for i, inst := range out {
 		got, err := b.until(ctx, inst.ID, channels.StatusConnected, time.Minute)
@@ -532,6 +548,16 @@ func (b *channelBench) scale(ctx context.Context, n int, r *channelResult) error
 	r.restartAll = connectedAt[len(connectedAt)-1]
 	r.restartSpreadP10, r.restartSpreadP90 = percentile(connectedAt, 0.10), percentile(connectedAt, 0.90)
 	r.restartSpreadLast = connectedAt[len(connectedAt)-1]
+	perSecond := map[time.Duration]int{}
+	for _, d := range connectedAt {
+		perSecond[d/time.Second]++
+		r.restartPeak = max(r.restartPeak, float64(perSecond[d/time.Second]))
+	}
+	r.restartBound = float64(n) / min(channelStagger, time.Duration(n)*50*time.Millisecond).Seconds()
+	if r.restartAll > channelStagger+channelStagger/10 {
+		r.failures = append(r.failures, fmt.Sprintf("restart: the last of %d instances connected after %s, beyond the %s stagger", n,
+			r.restartAll.Round(time.Millisecond), channelStagger))
+	}
 	return nil
 }
 
@@ -571,7 +597,7 @@ func runChannels(ctx context.Context, o options, prof *profile, out, log io.Writ
 		"backlog of %d messages to %d chats; accept → sent at %d/s for %s; inbound → signed webhook on loopback; "+
 		"%d instances, restart with a %s stagger; medians of %d round(s)\n\n", channelBacklog, channelRecipients,
 		channelLatencyRate, d, o.channelScale, channelStagger, o.rounds)
-	fmt.Fprintln(out, "| database | sent/s (goal) | accept→sent p50 / p99 (goal p99 < 100 ms) | inbound→webhook p50 / p99 (goal p99 < 250 ms) | per instance | restart: all connected, connects p10–p90 |")
+	fmt.Fprintln(out, "| database | sent/s (goal) | accept→sent p50 / p99 (goal p99 < 100 ms) | inbound→webhook p50 / p99 (goal p99 < 250 ms) | per instance | restart: all connected, connects p10–p90, peak connects/s |")
 	fmt.Fprintln(out, "|---|---|---|---|---|---|")
 	for _, t := range targets {
 		// The webhook engine's drain on the same kind of database, in the same rounds, is the scale of the
@@ -590,7 +616,7 @@ func runChannels(ctx context.Context, o options, prof *profile, out, log io.Writ
 			return failed, fmt.Errorf("messaging on %s: %w", t.database, err)
 		}
 		var runs []channelResult
-		for round := 1; round <= o.rounds; round++ {
+		for round := 1; round <= o.rounds && !o.scaleOnly; round++ {
 			before, err := wb.succeeded(ctx)
 			if err != nil {
 				return failed, err
@@ -623,16 +649,19 @@ func runChannels(ctx context.Context, o options, prof *profile, out, log io.Writ
 				return failed, fmt.Errorf("%s: scale: %w", b.name, err)
 			}
 		}
-		fmt.Fprintf(log, "scale %-30s %d instances connected in %s, %.1f KiB heap and %.1f goroutines each; restart: all in %s, p10 %s p90 %s %v\n",
+		fmt.Fprintf(log, "scale %-30s %d instances connected in %s, %.1f KiB heap and %.2f goroutines each; restart: all in %s, p10 %s p90 %s, peak %.0f connects/s (stagger's average %.0f/s) %v\n",
 			b.name, o.channelScale, scale.scaleConnect.Round(time.Millisecond), scale.scaleHeap/1024, scale.scaleGoroutines,
 			scale.restartAll.Round(time.Millisecond), scale.restartSpreadP10.Round(time.Millisecond),
-			scale.restartSpreadP90.Round(time.Millisecond), scale.failures)
+			scale.restartSpreadP90.Round(time.Millisecond), scale.restartPeak, scale.restartBound, scale.failures)
 		b.close()
 		wb.close()
 		med := func(f func(channelResult) float64) float64 {
 			var v []float64
 			for _, r := range runs {
 				v = append(v, f(r))
+			}
+			if len(v) == 0 {
+				return 0 // -scale-only: no rounds
 			}
 			slices.Sort(v)
 			return v[len(v)/2]
@@ -660,12 +689,12 @@ func runChannels(ctx context.Context, o options, prof *profile, out, log io.Writ
 			formatLatency(fairP99), mark(fairP99 < channelFairP99Goal), med(func(r channelResult) float64 { return r.busyRate })))
 		sentP99 := time.Duration(med(func(r channelResult) float64 { return float64(r.sentP99) }))
 		inP99 := time.Duration(med(func(r channelResult) float64 { return float64(r.inP99) }))
-		fmt.Fprintf(out, "| %s | %.0f (≥ %.0f %s) | %s / %s %s | %s / %s %s | %.1f KiB heap, %.1f goroutines | %s, %s–%s (stagger %s) |\n",
+		fmt.Fprintf(out, "| %s | %.0f (≥ %.0f %s) | %s / %s %s | %s / %s %s | %.1f KiB heap, %.2f goroutines | %s, %s–%s (stagger %s), peak %.0f/s (average %.0f/s) |\n",
 			t.database, rate, t.goal, mark(rate >= t.goal),
 			ms(func(r channelResult) time.Duration { return r.sentP50 }), formatLatency(sentP99), mark(sentP99 < channelSentP99Goal),
 			ms(func(r channelResult) time.Duration { return r.inP50 }), formatLatency(inP99), mark(inP99 < channelInboundP99Goal),
 			scale.scaleHeap/1024, scale.scaleGoroutines, scale.restartAll.Round(100*time.Millisecond),
-			scale.restartSpreadP10.Round(100*time.Millisecond), scale.restartSpreadP90.Round(100*time.Millisecond), channelStagger)
+			scale.restartSpreadP10.Round(100*time.Millisecond), scale.restartSpreadP90.Round(100*time.Millisecond), channelStagger, scale.restartPeak, scale.restartBound)
 		if len(failures) > 0 {
 			failed++
 			fmt.Fprintf(out, "\n%s FAILED: %v\n", b.name, failures)

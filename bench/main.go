@@ -40,6 +40,7 @@ type options struct {
 	streamsOnly  bool
 	brokersOnly  bool
 	channelScale int
+	scaleOnly    bool
 	cpuProfile   string
 	rows         *regexp.Regexp
 }
@@ -55,6 +56,7 @@ func main() {
 	flag.BoolVar(&o.streamsOnly, "streams-only", false, "measure only the event stream rows (wrk is not needed)")
 	flag.BoolVar(&o.brokersOnly, "brokers-only", false, "measure only the broker delivery rows (wrk is not needed)")
 	flag.IntVar(&o.channelScale, "channel-scale", 1000, "sandbox instances the messaging scale row connects and restarts (0: no scale row)")
+	flag.BoolVar(&o.scaleOnly, "scale-only", false, "with -channels-only: measure only the messaging scale row (no throughput or latency rounds)")
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "",
 		"write a CPU profile of the measured rounds (all servers run in this process) to this file")
 	rows := flag.String("rows", "", "measure only the rows whose name matches this regular expression (and their baselines)")

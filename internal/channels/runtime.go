@@ -51,6 +51,8 @@ type Ledger interface {
 	PacingOf(ctx context.Context, ids []string) (map[string]Pacing, error)
 	// Backoff records a failed session that is tried again at next; GiveUp one that exhausted its failure budget.
 	Backoff(ctx context.Context, instanceID string, attempt int, next time.Time, reason string) error
+	// Staggered records many instances whose sessions open later, each at its time, with one reason (a start).
+	Staggered(ctx context.Context, next map[string]time.Time, reason string) error
 	GiveUp(ctx context.Context, instanceID, reason string) error
 	// Begin claims queued messages and moves them to sending in one transaction (claim runs first, inside it, and
 	// returns the jobs it claimed), then loads them; those with nothing left to send are left out.

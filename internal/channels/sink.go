@@ -173,7 +173,9 @@ type sink struct {
 
 // locked runs fn on the instance, locked, inside a transaction.
 func (k *sink) locked(ctx context.Context, fn func(ctx context.Context, tx store.Tx, i *store.Instance) error) error {
-	return k.s.inTxFor(ctx, []string{k.id}, func(ctx context.Context, tx store.Tx) error {
+	// In a shared commit: a restart reconnects thousands of sessions within the stagger, each reporting its state
+	// twice, and one commit each would be a storm against the database.
+	return k.s.sharedTxFor(ctx, []string{k.id}, func(ctx context.Context, tx store.Tx) error {
 		i, err := k.s.db.Instances.Lock(ctx, tx, k.id)
 		if err != nil {
 			return err
@@ -189,7 +191,10 @@ func (k *sink) State(ctx context.Context, st Status, reason string) error {
 	reason = text.Clean(reason)
 	return k.locked(ctx, func(ctx context.Context, tx store.Tx, i *store.Instance) error {
 		from := Status(i.Status)
-		if st == StatusConnecting && (from == StatusConnected || from == StatusReconnecting) {
+		if st == StatusConnecting && from == StatusReconnecting {
+			return nil // it shows reconnecting already (a backoff or a staggered start recorded why)
+		}
+		if st == StatusConnecting && from == StatusConnected {
 			st = StatusReconnecting
 		}
 		if st == from && st != StatusReconnecting {

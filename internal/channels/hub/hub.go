@@ -154,6 +154,11 @@ type Hub struct {
 	pacers map[string]*pacer
 	// running is set while Run runs: Start and Do before it (or after it) find no live session.
 	running bool
+	// pending are the instances a connect asked for since the last pass (Start): a wake-up takes just those,
+	// rather than looking over every instance of the deployment as the upkeep pass does.
+	pending map[string]bool
+	// taking serialises the passes that take instances (the upkeep's and a wake-up's).
+	taking sync.Mutex
 	// passes counts the lease upkeep passes done (tests watch it).
 	passes atomic.Int64
 
@@ -193,7 +198,7 @@ func New(db *store.DB, ledger channels.Ledger, opts Options) *Hub {
 	opts.defaults()
 	h := &Hub{db: db, ledger: ledger, opts: opts, log: opts.Logger.With("owner", opts.Owner),
 		kick: make(chan struct{}, 1), commands: make(chan struct{}, 1),
-		held: map[string]*held{}, pacers: map[string]*pacer{}}
+		held: map[string]*held{}, pacers: map[string]*pacer{}, pending: map[string]bool{}}
 	h.send = queue.New[*job, outcome](db, &sendClient{h: h}, queue.Config{Name: "send", Workers: opts.Workers,
 		PerTarget: opts.PerInstance, Lease: opts.Lease, Channel: store.SendChannel, Logger: opts.Logger})
 	h.gauges = []prometheus.Collector{
@@ -258,20 +263,31 @@ func (h *Hub) Run(ctx context.Context) error {
 	wg.Go(func() { _ = h.send.Run(sendCtx) })
 	wg.Go(func() { h.runCommands(ctx) })
 
+	// The upkeep pass runs at start and every Renew; a wake-up in between only takes what was asked for (a connect)
+	// or, with nothing asked for, looks for free instances: with ten thousand instances a connect must not cost a
+	// renewal of every lease.
 	first := true
 	tick := time.NewTicker(h.opts.Renew)
 	defer tick.Stop()
-	for {
-		if err := h.maintain(ctx, first); err != nil && ctx.Err() == nil {
+	for full := true; ; {
+		var err error
+		if full {
+			err = h.maintain(ctx, first)
+			h.passes.Add(1)
+		} else {
+			err = h.takeAsked(ctx)
+		}
+		if err != nil && ctx.Err() == nil {
 			h.log.Warn("channel runtime: lease upkeep failed", "error", err)
 		}
 		first = false
-		h.passes.Add(1)
 		select {
 		case <-ctx.Done():
 		case <-tick.C:
+			full = true
 			continue
 		case <-h.kick:
+			full = false
 			continue
 		}
 		break
@@ -341,10 +357,46 @@ func (h *Hub) maintain(ctx context.Context, first bool) error {
 		return err
 	}
 
+	return h.takeFree(ctx, now, first)
+}
+
+// takeFree takes the instances no live process holds. first marks the pass at start.
+func (h *Hub) takeFree(ctx context.Context, now time.Time, first bool) error {
+	h.taking.Lock()
+	defer h.taking.Unlock()
+	h.mu.Lock()
+	clear(h.pending) // the instances asked for are free ones too
+	h.mu.Unlock()
 	free, before, left, err := h.db.InstanceLeases.Free(ctx, now, h.opts.Slot)
 	if err != nil {
 		return err
 	}
+	return h.take(ctx, now, free, before, left, first)
+}
+
+// takeAsked takes the instances a connect asked for since the last pass, or, when none was, the free ones (a
+// session that ended for good gave its lease up).
+func (h *Hub) takeAsked(ctx context.Context) error {
+	h.mu.Lock()
+	asked := make([]string, 0, len(h.pending))
+	for id := range h.pending {
+		asked = append(asked, id)
+	}
+	clear(h.pending)
+	h.mu.Unlock()
+	if len(asked) == 0 {
+		return h.takeFree(ctx, time.Now(), false)
+	}
+	h.taking.Lock()
+	defer h.taking.Unlock()
+	slices.Sort(asked)
+	// Nobody held them when they were asked for; Acquire still takes only those whose lease is free.
+	return h.take(ctx, time.Now(), asked, nil, nil, false)
+}
+
+// take acquires the leases of free instances not held here yet and opens their sessions: before are those that
+// had a holder (taken over: staggered), left those the slot's earlier process left (their claims are undone).
+func (h *Hub) take(ctx context.Context, now time.Time, free []string, before, left map[string]bool, first bool) error {
 	free = slices.DeleteFunc(free, func(id string) bool {
 		h.mu.Lock()
 		defer h.mu.Unlock()
@@ -376,38 +428,49 @@ func (h *Hub) maintain(ctx context.Context, first bool) error {
 			staggered = append(staggered, id)
 			continue
 		}
-		h.open(ctx, id, 0, "")
+		h.open(ctx, id, 0)
+	}
+	reason := "taken over from a process that stopped answering"
+	if first {
+		reason = "reconnecting after the server started"
 	}
 	// The window grows with the number of instances up to Stagger: a few connect within a fraction of a second,
-	// a thousand over the whole window.
+	// a thousand over the whole window. The instances show reconnecting until their turn; that is recorded for a
+	// chunk at a time, each chunk's sessions started right after (a session must not connect before its instance
+	// shows its turn, or the record would move it back), so the first connects do not wait for every record.
 	window := min(h.opts.Stagger, time.Duration(len(staggered))*staggerStep)
-	for i, id := range staggered {
-		delay := time.Duration(float64(window) * (float64(i) + mrand.Float64()) / float64(len(staggered)))
-		reason := "taken over from a process that stopped answering"
-		if first {
-			reason = "reconnecting after the server started"
+	start := time.Now()
+	for off := 0; off < len(staggered); off += staggerChunk {
+		chunk := staggered[off:min(off+staggerChunk, len(staggered))]
+		at := make(map[string]time.Time, len(chunk))
+		for k, id := range chunk {
+			i := off + k
+			at[id] = start.Add(time.Duration(float64(window) * (float64(i) + mrand.Float64()) / float64(len(staggered))))
 		}
-		h.open(ctx, id, delay, reason)
+		if rerr := h.ledger.Staggered(ctx, at, reason); rerr != nil {
+			h.log.Warn("channel runtime: could not record the staggered start", "instances", len(chunk), "error", rerr)
+		}
+		for _, id := range chunk {
+			h.open(ctx, id, time.Until(at[id]))
+		}
 	}
 	return err
 }
 
+// staggerChunk is how many staggered instances one transaction marks reconnecting.
+const staggerChunk = 250
+
 // staggerStep is the share of the stagger window each instance adds: at most 20 connects a second.
 const staggerStep = 50 * time.Millisecond
 
-// open starts holding an instance: its supervisor opens the session after delay (marking the instance
-// reconnecting with the reason meanwhile, when there is a delay).
-func (h *Hub) open(ctx context.Context, id string, delay time.Duration, reason string) {
+// open starts holding an instance: its supervisor opens the session after delay (a staggered start recorded the
+// wait beforehand).
+func (h *Hub) open(ctx context.Context, id string, delay time.Duration) {
 	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	x := &held{id: id, cancel: cancel, done: make(chan struct{})}
 	h.mu.Lock()
 	h.held[id] = x
 	h.mu.Unlock()
-	if delay > 0 {
-		if err := h.ledger.Backoff(sctx, id, 0, time.Now().Add(delay), reason); err != nil {
-			h.log.Warn("channel runtime: could not record the staggered start", "instance_id", id, "error", err)
-		}
-	}
 	go h.supervise(sctx, x, delay)
 }
 
@@ -476,10 +539,15 @@ func (h *Hub) restartStopped(now time.Time) {
 	}
 }
 
+// without is all but some; a set, as both hold every instance of the process.
 func without(all, some []string) []string {
+	in := make(map[string]bool, len(some))
+	for _, id := range some {
+		in[id] = true
+	}
 	var out []string
 	for _, id := range all {
-		if !slices.Contains(some, id) {
+		if !in[id] {
 			out = append(out, id)
 		}
 	}
@@ -705,6 +773,11 @@ func (h *Hub) Start(ctx context.Context, id string) error {
 	}
 	holder, err := h.db.InstanceLeases.Holder(ctx, id, time.Now())
 	if err != nil || holder == "" || holder == h.opts.Owner {
+		if err == nil && holder == "" {
+			h.mu.Lock()
+			h.pending[id] = true
+			h.mu.Unlock()
+		}
 		h.wake()
 		return err
 	}
@@ -721,7 +794,7 @@ func (h *Hub) restart(x *held) {
 	h.mu.Unlock()
 	if stopped {
 		h.close(x.id)
-		h.open(context.Background(), x.id, 0, "")
+		h.open(context.Background(), x.id, 0)
 	}
 }
 

@@ -66,10 +66,13 @@ func newSession(p *Provider, inst channels.Instance, cfg instanceConfig, sink ch
 type runState struct {
 	// end stops Run: a disconnect or logout control, or Logout.
 	end chan runEnd
-	// toWake are the instances to wake (letters were posted to them), each once however many letters it got;
-	// kick tells the goroutine that wakes them, off the callers' path.
-	toWake map[string]bool
-	kick   chan struct{}
+	// toWake are the instances to wake (letters were posted to them), each once however many letters it got. A
+	// goroutine wakes them off the callers' path while there are any (nudging), under nudgeCtx, which is set while
+	// the session serves: an idle session holds no goroutine but its Run's, which counts with ten thousand of them.
+	toWake   map[string]bool
+	nudging  bool
+	nudgeCtx context.Context
+	nudges   sync.WaitGroup
 	// pairing is set while the session waits to be paired.
 	pairing *pairing
 }
@@ -124,7 +127,7 @@ func (s *session) live() (*runState, string) {
 // Run pairs (without credentials) or connects (with them), then takes the mail the network holds for the account
 // until ctx ends or a control ends the connection.
 func (s *session) Run(ctx context.Context) error {
-	rs := &runState{end: make(chan runEnd, 1), toWake: map[string]bool{}, kick: make(chan struct{}, 1)}
+	rs := &runState{end: make(chan runEnd, 1), toWake: map[string]bool{}}
 	s.mu.Lock()
 	if s.run != nil {
 		s.mu.Unlock()
@@ -163,11 +166,19 @@ func (s *session) connectAndServe(ctx context.Context, rs *runState) error {
 		return err
 	}
 
-	var wg sync.WaitGroup
-	defer wg.Wait()
 	nudgeCtx, stopNudges := context.WithCancel(ctx)
-	defer stopNudges()
-	wg.Go(func() { s.nudge(nudgeCtx, rs) })
+	s.mu.Lock()
+	rs.nudgeCtx = nudgeCtx
+	s.startNudge(rs) // the letters of announceName
+	s.mu.Unlock()
+	defer func() {
+		// No nudge starts once nudgeCtx is gone: the wait below is the last.
+		s.mu.Lock()
+		rs.nudgeCtx = nil
+		s.mu.Unlock()
+		stopNudges()
+		rs.nudges.Wait()
+	}()
 	return s.serve(ctx, rs, number)
 }
 
@@ -533,13 +544,21 @@ func (s *session) wakeAll(rs *runState, letters []letter) {
 			rs.toWake[l.instance], others = true, true
 		}
 	}
-	s.mu.Unlock()
 	if others {
-		select {
-		case rs.kick <- struct{}{}:
-		default:
-		}
+		s.startNudge(rs)
 	}
+	s.mu.Unlock()
+}
+
+// startNudge starts the goroutine that wakes the instances in rs.toWake, unless one runs or the session does not
+// serve (yet: Run starts it then). s.mu is held.
+func (s *session) startNudge(rs *runState) {
+	if rs.nudging || rs.nudgeCtx == nil || len(rs.toWake) == 0 {
+		return
+	}
+	rs.nudging = true
+	ctx := rs.nudgeCtx
+	rs.nudges.Go(func() { s.nudge(ctx, rs) })
 }
 
 func (s *session) wakeUp() {
@@ -550,16 +569,16 @@ func (s *session) wakeUp() {
 }
 
 // nudge wakes other instances' sessions, wherever they live, through the runtime that opened this session, until
-// ctx ends.
+// none is left to wake or ctx ends.
 func (s *session) nudge(ctx context.Context, rs *runState) {
 	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-rs.kick:
-		}
 		s.mu.Lock()
 		ids := rs.toWake
+		if len(ids) == 0 || ctx.Err() != nil {
+			rs.nudging = false
+			s.mu.Unlock()
+			return
+		}
 		rs.toWake = map[string]bool{}
 		s.mu.Unlock()
 		if s.inst.Runtime == nil {
