@@ -1,10 +1,13 @@
 // make e2e-n8n: Switchboard with a real n8n (the npm package pinned in this folder), headless on loopback.
 //
-// Two workflows, imported with n8n's own CLI and published:
+// Three workflows, imported with n8n's own CLI and published:
 //   - "publish": an n8n Webhook trigger takes an order, a Code node signs it (HMAC-SHA256, the source's secret), an
 //     HTTP Request node posts it to a Switchboard source's ingest URL;
 //   - "receive": an n8n Webhook trigger subscribed to Switchboard events (a Switchboard webhook) checks the Standard
 //     Webhooks signature over the raw body in a Code node and reports the verdict to a receiver of this test.
+//   - "bot": a workflow bot of a sandbox instance — an n8n Webhook trigger takes each message the bot is asked about,
+//     a Code node checks its Standard Webhooks signature (the bot's signing secret) and a Respond to Webhook node
+//     answers {"reply": …}, which Switchboard sends to the chat: the other sandbox instance receives it.
 // The event the first workflow publishes reaches a third receiver (this test's, verified with the official
 // standardwebhooks library) and the second workflow, which finds its signature valid; a forged delivery to the
 // second workflow is found invalid.
@@ -58,9 +61,9 @@ async function startReceiver() {
   return { url: `http://127.0.0.1:${port}`, requests, close: () => srv.close() };
 }
 
-function webhookNode(name, path, webhookId, rawBody) {
+function webhookNode(name, path, webhookId, rawBody, responseMode = 'onReceived') {
   return {
-    parameters: { httpMethod: 'POST', path, responseMode: 'onReceived', options: rawBody ? { rawBody: true } : {} },
+    parameters: { httpMethod: 'POST', path, responseMode, options: rawBody ? { rawBody: true } : {} },
     name, type: 'n8n-nodes-base.webhook', typeVersion: 2, position: [0, 0], webhookId,
   };
 }
@@ -80,6 +83,11 @@ function httpNode(name, url, headers) {
   };
 }
 
+function respondNode(name) {
+  return { parameters: { respondWith: 'json', responseBody: '={{ $json.answer }}', options: {} }, name,
+    type: 'n8n-nodes-base.respondToWebhook', typeVersion: 1.1, position: [500, 0] };
+}
+
 function workflow(id, name, nodes) {
   const connections = {};
   for (let i = 0; i + 1 < nodes.length; i++) {
@@ -96,7 +104,7 @@ test('n8n publishes to a source and verifies the signed webhooks of its events',
   let n8n;
   try {
     const ws = sb.cli(['workspace', 'create', '--name', 'n8n']);
-    const key = sb.cli(['key', 'create', '--workspace', ws.id, '--name', 'n8n', '--scopes', 'automation:write,webhooks:write']).secret;
+    const key = sb.cli(['key', 'create', '--workspace', ws.id, '--name', 'n8n', '--scopes', 'automation:write,webhooks:write,messaging:write']).secret;
     const api = async (method, path, body) => {
       const res = await fetch(sb.url + path, { method, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
         body: body && JSON.stringify(body) });
@@ -108,6 +116,20 @@ test('n8n publishes to a source and verifies the signed webhooks of its events',
       verification: { scheme: 'hmac', secret: sourceSecret, header: 'X-Signature' } });
     const toN8n = await api('POST', '/api/v1/webhooks', { url: `${n8nURL}/webhook/switchboard-events`, events: ['custom.n8n.order'] });
     const toReceiver = await api('POST', '/api/v1/webhooks', { url: `${receiver.url}/switchboard`, events: ['custom.n8n.order'] });
+
+    // Two sandbox instances; Bob's bot is the third workflow.
+    const connected = async (name) => {
+      const inst = await api('POST', '/api/v1/instances', { name, provider: 'sandbox', config: { auto_pair: true, display_name: name } });
+      await api('POST', `/api/v1/instances/${inst.id}/connect`);
+      return until(`${name} connected`, async () => {
+        const i = await api('GET', `/api/v1/instances/${inst.id}`);
+        return i.status === 'connected' && i;
+      });
+    };
+    const alice = await connected('Alice');
+    const bob = await connected('Bob');
+    const bot = await api('POST', `/api/v1/instances/${bob.id}/bots`, { name: 'n8n support', kind: 'workflow',
+      workflow: { url: `${n8nURL}/webhook/bot`, timeout_seconds: 30 } });
 
     // The workflows, with the secrets they need, imported and published with n8n's CLI.
     const sign = `const crypto = require('crypto');
@@ -124,6 +146,21 @@ const fresh = Math.abs(Date.now() / 1000 - Number(h['webhook-timestamp'])) < 300
 const verified = fresh && String(h['webhook-signature'] || '').split(' ').some((s) => s === 'v1,' + expected);
 let id = null; try { id = JSON.parse(raw).id; } catch (e) {}
 return [{ json: { body: JSON.stringify({ verified, id, webhook_id: h['webhook-id'] }) } }];`;
+    const answer = `const crypto = require('crypto');
+const item = $input.first();
+const raw = (await this.helpers.getBinaryDataBuffer(0, 'data')).toString('utf8');
+const h = item.json.headers;
+const secret = Buffer.from(${JSON.stringify(bot.signing_secret)}.slice('whsec_'.length), 'base64');
+const expected = crypto.createHmac('sha256', secret).update(h['webhook-id'] + '.' + h['webhook-timestamp'] + '.' + raw).digest('base64');
+const verified = String(h['webhook-signature'] || '').split(' ').some((s) => s === 'v1,' + expected);
+const asked = JSON.parse(raw);
+const reply = verified ? 'n8n here: you wrote "' + asked.message.text + '" (' + asked.history.length + ' in the chat so far)' : 'unverified';
+return [{ json: { answer: JSON.stringify({ reply }) } }];`;
+    const botFlow = workflow('sbBot00000000001', 'bot', [
+      webhookNode('Message', 'bot', '7d1c2a90-0000-4000-8000-000000000003', true, 'responseNode'),
+      codeNode('Answer', answer),
+      respondNode('Reply'),
+    ]);
     const publish = workflow('sbPublish0000001', 'publish', [
       webhookNode('Order', 'publish', '7d1c2a90-0000-4000-8000-000000000001', false),
       codeNode('Sign', sign),
@@ -140,7 +177,7 @@ return [{ json: { body: JSON.stringify({ verified, id, webhook_id: h['webhook-id
       N8N_VERSION_NOTIFICATIONS_ENABLED: 'false', N8N_TEMPLATES_ENABLED: 'false', N8N_PERSONALIZATION_ENABLED: 'false',
       N8N_SECURE_COOKIE: 'false', NODE_FUNCTION_ALLOW_BUILTIN: 'crypto', N8N_BLOCK_ENV_ACCESS_IN_NODE: 'true',
       N8N_ENFORCE_SETTINGS_FILE_PERMISSIONS: 'true', DB_SQLITE_POOL_SIZE: '1' };
-    for (const wf of [publish, receive]) {
+    for (const wf of [publish, receive, botFlow]) {
       const file = join(home, `${wf.name}.json`);
       writeFileSync(file, JSON.stringify(wf));
       execFileSync(n8nBin, ['import:workflow', `--input=${file}`], { env, stdio: 'pipe' });
@@ -186,6 +223,22 @@ return [{ json: { body: JSON.stringify({ verified, id, webhook_id: h['webhook-id
     const forgedReport = await until('n8n\'s verdict on the forgery', () => receiver.requests.find((r) =>
       r.path === '/n8n-verified' && JSON.parse(r.body).webhook_id === 'msg_forged'));
     assert.equal(JSON.parse(forgedReport.body).verified, false);
+
+    // Alice writes to Bob; Bob's n8n workflow bot answers, and Alice receives the answer.
+    const botStarted = Date.now();
+    await api('POST', `/api/v1/instances/${alice.id}/messages`, { to: bob.account.address, type: 'text',
+      text: 'Where is order SB-1042?' });
+    const replyText = 'n8n here: you wrote "Where is order SB-1042?" (1 in the chat so far)';
+    await until('the n8n bot\'s reply at Alice', async () => {
+      const inbox = await api('GET', `/api/v1/instances/${alice.id}/messages?direction=inbound`);
+      return inbox.data.find((m) => m.text === replyText);
+    }).catch(async (e) => {
+      const b = await api('GET', `/api/v1/instances/${bob.id}/bots/${bot.id}`);
+      throw new Error(`${e.message}\nbot runs: ${JSON.stringify(b.recent_runs)}\n${logs}`);
+    });
+    const runs = (await api('GET', `/api/v1/instances/${bob.id}/bots/${bot.id}`)).recent_runs;
+    assert.equal(runs[0].status, 'replied');
+    console.log(`Alice → Bob → n8n bot → Alice in ${Date.now() - botStarted} ms`);
 
     // The source's request log shows the accepted request.
     const log = await api('GET', `/api/v1/sources/${source.id}/requests`);
