@@ -72,9 +72,8 @@ const insertChunk = 500
 // notification on EventsChannel; on SQLite they watch commits).
 func (s *Events) Insert(ctx context.Context, tx bun.IDB, evs []Event, deliveries []Delivery) error {
 	if s.db.dialect == SQLite && len(evs) > 0 {
-		var last int64
-		if err := tx.NewRaw("UPDATE event_sequence SET last = last + ? WHERE id = 1 RETURNING last", len(evs)).
-			Scan(ctx, &last); err != nil {
+		last, err := s.db.scanInt(ctx, tx, "UPDATE event_sequence SET last = last + ? WHERE id = 1 RETURNING last", len(evs))
+		if err != nil {
 			return err
 		}
 		for i := range evs {
@@ -82,10 +81,10 @@ func (s *Events) Insert(ctx context.Context, tx bun.IDB, evs []Event, deliveries
 			evs[i].Seq = &seq
 		}
 	}
-	if err := insertChunks(ctx, tx, evs); err != nil {
+	if err := insertRows(ctx, s.db, tx, evs); err != nil {
 		return err
 	}
-	if err := insertChunks(ctx, tx, deliveries); err != nil {
+	if err := insertRows(ctx, s.db, tx, deliveries); err != nil {
 		return err
 	}
 	if s.db.dialect == Postgres && len(evs) > 0 {

@@ -126,10 +126,7 @@ func (s *Instances) NextSequence(ctx context.Context, tx bun.IDB, id string) (in
 // NextSequences counts n more events of an instance inside tx and returns the number of the last; the n events
 // are numbered last-n+1 … last. Returns ErrNotFound if the instance does not exist.
 func (s *Instances) NextSequences(ctx context.Context, tx bun.IDB, id string, n int) (int64, error) {
-	var seq int64
-	err := tx.NewUpdate().Model((*Instance)(nil)).Set("event_sequence = event_sequence + ?", n).Where("id = ?", id).
-		Returning("event_sequence").Scan(ctx, &seq)
-	return seq, mapErr(err)
+	return s.db.scanInt(ctx, tx, "UPDATE instances SET event_sequence = event_sequence + ? WHERE id = ? RETURNING event_sequence", n, id)
 }
 
 // Delete removes an instance of a workspace inside tx, with its messages, chats, contacts and groups, and returns

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -206,6 +207,9 @@ func (s *Messages) ByProviderIDRead(ctx context.Context, instanceID, providerID 
 // Save writes a message's status, provider ID, history and failure inside tx, stamping updated_at.
 func (s *Messages) Save(ctx context.Context, tx bun.IDB, m *Message) error {
 	m.UpdatedAt = now()
+	if s.db.dialect == SQLite {
+		return s.saveParams(ctx, tx, m)
+	}
 	res, err := tx.NewUpdate().Model(m).WherePK().
 		Column("status", "status_history", "failure", "provider_message_id", "updated_at").Exec(ctx)
 	return expectOneRow(res, err)
@@ -224,6 +228,16 @@ func (s *Messages) SaveMany(ctx context.Context, tx bun.IDB, ms []Message) error
 	for i := range ms {
 		ms[i].UpdatedAt = t
 	}
+	if s.db.dialect == SQLite {
+		// One parameterized statement a message, parsed once per connection (see execParams), costs less than
+		// parsing a bulk statement with every value written into it.
+		for i := range ms {
+			if err := s.saveParams(ctx, tx, &ms[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	res, err := tx.NewUpdate().Model(&ms).
 		Column("status", "status_history", "failure", "provider_message_id", "updated_at").Bulk().Exec(ctx)
 	if err != nil {
@@ -233,6 +247,28 @@ func (s *Messages) SaveMany(ctx context.Context, tx bun.IDB, ms []Message) error
 		return ErrNotFound
 	}
 	return nil
+}
+
+// saveParams is Save with parameters, for SQLite.
+func (s *Messages) saveParams(ctx context.Context, tx bun.IDB, m *Message) error {
+	var history, failure any
+	if m.StatusHistory != nil {
+		b, err := json.Marshal(m.StatusHistory)
+		if err != nil {
+			return err
+		}
+		history = string(b)
+	}
+	if m.Failure != nil {
+		b, err := json.Marshal(m.Failure)
+		if err != nil {
+			return err
+		}
+		failure = string(b)
+	}
+	return expectOneRow(s.db.execParams(ctx, tx, "UPDATE messages SET status = ?, status_history = ?, failure = ?, "+
+		"provider_message_id = ?, updated_at = ? WHERE id = ?", m.Status, history, failure, m.ProviderMessageID,
+		m.UpdatedAt, m.ID))
 }
 
 // MessageFilter narrows a list of messages; empty fields do not.

@@ -189,15 +189,15 @@ func (s *SendQueue) Settle(ctx context.Context, tx bun.IDB, outcomes []SendOutco
 			err error
 		)
 		if o.Done {
-			res, e := tx.NewDelete().Table("send_queue").Where("message_id = ?", o.MessageID).
-				Where("lease_until = ?", lease).Exec(ctx)
+			res, e := s.db.execParams(ctx, tx, "DELETE FROM send_queue WHERE message_id = ? AND lease_until = ?",
+				o.MessageID, lease)
 			if err = e; e == nil {
 				n, err = res.RowsAffected()
 			}
 		} else {
-			res, e := tx.NewUpdate().Table("send_queue").Set("lease_until = NULL").
-				Set("next_attempt_at = ?", o.RetryAt.UTC().Truncate(time.Microsecond)).Set("last_error = ?", o.LastError).Set("attempts = ?", o.Attempts).
-				Where("message_id = ?", o.MessageID).Where("lease_until = ?", lease).Exec(ctx)
+			res, e := s.db.execParams(ctx, tx, "UPDATE send_queue SET lease_until = NULL, next_attempt_at = ?, "+
+				"last_error = ?, attempts = ? WHERE message_id = ? AND lease_until = ?",
+				o.RetryAt.UTC().Truncate(time.Microsecond), o.LastError, o.Attempts, o.MessageID, lease)
 			if err = e; e == nil {
 				n, err = res.RowsAffected()
 			}

@@ -237,8 +237,11 @@ func (db *DB) openSQLite(rawURL string) error {
 	}
 	// WAL lets readers run beside the one writer; busy_timeout waits out writers in other processes (the CLI);
 	// _txlock=immediate takes the write lock at BEGIN so transactions never fail half-way on an upgrade.
+	// temp_store=memory keeps statement journals in memory: a group commit runs each call in a savepoint, whose
+	// journal otherwise spills to a temporary file past 64 KiB — measured on the messaging send path, writing it
+	// was 7% of all CPU, in write system calls.
 	base := "file:" + path + "?_pragma=foreign_keys(1)&_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)" +
-		"&_pragma=synchronous(NORMAL)&_txlock=immediate"
+		"&_pragma=synchronous(NORMAL)&_pragma=temp_store(memory)&_txlock=immediate"
 	// The writer gets a 32 MiB page cache (SQLite's default is 2 MiB): click batches update rollup rows of many
 	// links, and with the default the writer reads pages back from disk once there are many links.
 	wdb, err := openSQLiteDB(base + "&_pragma=cache_size(-32768)")

@@ -86,16 +86,51 @@ func (c utcSQLiteConnector) Connect(ctx context.Context) (driver.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return utcSQLiteConn{conn}, nil
+	return &utcSQLiteConn{sqliteConn: conn}, nil
 }
 
-type utcSQLiteConn struct{ sqliteConn }
+// utcSQLiteConn also keeps the statements run with arguments prepared, one each per text (see stmtCache).
+type utcSQLiteConn struct {
+	sqliteConn
+	stmts stmtCache
+}
 
-func (c utcSQLiteConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
+func (c *utcSQLiteConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
+	if len(args) > 0 {
+		if st, release, err := c.stmts.take(ctx, c, query); err != nil || st != nil {
+			if err != nil {
+				return nil, err
+			}
+			rows, err := utcRows(st.QueryContext(ctx, args))
+			if err != nil {
+				release()
+				return nil, err
+			}
+			return &releasingRows{Rows: rows, release: release}, nil
+		}
+	}
 	return utcRows(c.sqliteConn.QueryContext(ctx, query, args))
 }
 
-func (c utcSQLiteConn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
+func (c *utcSQLiteConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
+	if len(args) > 0 {
+		if st, release, err := c.stmts.take(ctx, c, query); err != nil || st != nil {
+			if err != nil {
+				return nil, err
+			}
+			defer release()
+			return st.ExecContext(ctx, args)
+		}
+	}
+	return c.sqliteConn.ExecContext(ctx, query, args)
+}
+
+func (c *utcSQLiteConn) Close() error {
+	c.stmts.close()
+	return c.sqliteConn.Close()
+}
+
+func (c *utcSQLiteConn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
 	st, err := whole[sqliteStmt](c.sqliteConn.PrepareContext(ctx, query))
 	if err != nil {
 		return nil, err
@@ -104,6 +139,72 @@ func (c utcSQLiteConn) PrepareContext(ctx context.Context, query string) (driver
 }
 
 type utcSQLiteStmt struct{ sqliteStmt }
+
+// stmtCache holds a connection's statements prepared for the texts it ran with arguments. Bun writes every value
+// into the SQL text, so its statements are new text each time and SQLite parses each one from scratch: measured on
+// the messaging send path, parsing was a quarter of all CPU. The store's hot statements are therefore written with
+// parameters (see execParams), and a text run with arguments is parsed once per connection and then only bound and
+// stepped. Only texts with arguments are kept — the hand-written statements, a bounded set — and at most
+// stmtCacheSize of them; a statement whose rows are still open when its text runs again is not shared (a fresh one
+// is prepared for that run). database/sql uses a connection from one goroutine at a time, so the cache needs no lock.
+type stmtCache struct {
+	m map[string]*cachedStmt
+}
+
+type cachedStmt struct {
+	st   sqliteStmt
+	busy bool
+}
+
+// stmtCacheSize bounds a connection's cache: far more than the store's hand-written texts.
+const stmtCacheSize = 256
+
+// take returns the prepared statement of query and the function that gives it back, or nil when it is not kept
+// (the cache is full, or its statement is busy): the caller then runs the text as it would without a cache.
+func (c *stmtCache) take(ctx context.Context, conn *utcSQLiteConn, query string) (sqliteStmt, func(), error) {
+	cs, ok := c.m[query]
+	if !ok {
+		if len(c.m) >= stmtCacheSize {
+			return nil, nil, nil
+		}
+		st, err := whole[sqliteStmt](conn.sqliteConn.PrepareContext(ctx, query))
+		if err != nil {
+			return nil, nil, err
+		}
+		if c.m == nil {
+			c.m = map[string]*cachedStmt{}
+		}
+		cs = &cachedStmt{st: st}
+		c.m[query] = cs
+	}
+	if cs.busy {
+		return nil, nil, nil
+	}
+	cs.busy = true
+	return cs.st, func() { cs.busy = false }, nil
+}
+
+func (c *stmtCache) close() {
+	for _, cs := range c.m {
+		_ = cs.st.Close()
+	}
+	c.m = nil
+}
+
+// releasingRows gives its statement back to the cache when closed.
+type releasingRows struct {
+	driver.Rows
+	release func()
+}
+
+func (r *releasingRows) Close() error {
+	err := r.Rows.Close()
+	if r.release != nil {
+		r.release()
+		r.release = nil
+	}
+	return err
+}
 
 func (s utcSQLiteStmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
 	return utcRows(s.sqliteStmt.QueryContext(ctx, args))
