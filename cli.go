@@ -248,6 +248,7 @@ type keyJSON struct {
 	Masked      string     `json:"masked"`
 	Scopes      []string   `json:"scopes"`
 	Origins     []string   `json:"origins"`
+	InstanceIDs []string   `json:"instance_ids"`
 	Kind        string     `json:"kind"`
 	Target      string     `json:"target,omitempty"`
 	DailyQuota  int        `json:"daily_quota,omitempty"`
@@ -262,7 +263,7 @@ type keyJSON struct {
 func toKeyJSON(k workspaces.Key) keyJSON {
 	return keyJSON{
 		ID: k.ID, Name: k.Name, WorkspaceID: k.WorkspaceID, Masked: apikey.Mask(k.DisplayPrefix, k.Last4),
-		Scopes: k.Scopes, Origins: k.Origins, Kind: k.Kind, Target: k.ScopeTarget,
+		Scopes: k.Scopes, Origins: k.Origins, InstanceIDs: k.InstanceIDs, Kind: k.Kind, Target: k.ScopeTarget,
 		DailyQuota: k.DailyQuota, Status: k.Status(time.Now()), CreatedBy: k.CreatedBy, CreatedAt: k.CreatedAt,
 		ExpiresAt: k.ExpiresAt, RevokedAt: k.RevokedAt, LastUsedAt: k.LastUsedAt,
 	}
@@ -270,7 +271,7 @@ func toKeyJSON(k workspaces.Key) keyJSON {
 
 func keyCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	if len(args) == 0 {
-		return usagef("key: missing subcommand (create, list, revoke, origins)")
+		return usagef("key: missing subcommand (create, list, revoke, origins, instances)")
 	}
 	sub, args := args[0], args[1:]
 	cmd := "key " + sub
@@ -294,6 +295,8 @@ func keyCmd(ctx context.Context, args []string, stdout io.Writer) error {
 		browserScope := fs.String("browser-scope", "", "a browser key's one job: "+strings.Join(browserScopes, ", "))
 		target := fs.String("target", "", "what the browser scope aims at: the custom event type (events:publish), "+
 			"the instance ID (messages:send), the link ID (links:read_stats)")
+		instances := fs.String("instances", "", "comma-separated IDs of the instances a secret key is limited to "+
+			"(default: none; the key reaches every instance of the workspace)")
 		dailyQuota := fs.Int("daily-quota", 0, fmt.Sprintf("links a browser key may create in a day (links:create; default %d)",
 			workspaces.DefaultDailyQuota))
 		if err := parse(fs, args); err != nil {
@@ -309,7 +312,8 @@ func keyCmd(ctx context.Context, args []string, stdout io.Writer) error {
 		defer db.Close()
 		k, secret, err := svc.CreateKey(ctx, workspaces.NewKey{WorkspaceID: *wsID, Name: *name,
 			Scopes: strings.Split(*scopes, ","), ExpiresIn: *expiresIn, CreatedBy: workspaces.CreatedByCLI,
-			Origins: splitList(*origins), Kind: *kind, BrowserScope: *browserScope, Target: *target, DailyQuota: *dailyQuota})
+			Origins: splitList(*origins), Kind: *kind, BrowserScope: *browserScope, Target: *target, DailyQuota: *dailyQuota,
+			Instances: splitList(*instances)})
 		if err != nil {
 			return refused(cmd, err)
 		}
@@ -322,9 +326,9 @@ func keyCmd(ctx context.Context, args []string, stdout io.Writer) error {
 		if k.ExpiresAt != nil {
 			expires = k.ExpiresAt.Format(time.RFC3339)
 		}
-		fmt.Fprintf(stdout, "Created API key %s (%q) in workspace %s.\nScopes:  %s\nOrigins: %s\nExpires: %s\n\n    %s\n\n"+
+		fmt.Fprintf(stdout, "Created API key %s (%q) in workspace %s.\nScopes:  %s\nOrigins: %s\nInstances: %s\nExpires: %s\n\n    %s\n\n"+
 			"Copy the key now: it is stored only as a hash and will not be shown again.\n",
-			k.ID, k.Name, k.WorkspaceID, strings.Join(k.Scopes, " "), originsText(k.Origins), expires, secret)
+			k.ID, k.Name, k.WorkspaceID, strings.Join(k.Scopes, " "), originsText(k.Origins), instancesText(k.InstanceIDs), expires, secret)
 		if k.Kind == apikey.KindBrowser {
 			fmt.Fprintf(stdout, "This browser key may be published in the pages of its origins; it works nowhere else "+
 				"(docs/use-from-your-site.md).\n")
@@ -401,8 +405,32 @@ func keyCmd(ctx context.Context, args []string, stdout io.Writer) error {
 		}
 		fmt.Fprintf(stdout, "API key %s (%q) now answers these origins: %s\n", k.ID, k.Name, originsText(k.Origins))
 		return nil
+	case "instances":
+		instances := fs.String("instances", "", "the instances the key is limited to from now on, comma-separated "+
+			"(required; \"\" lifts the limit: every instance of the workspace)")
+		id, err := keyIDAndFlags(fs, cmd, args)
+		if err != nil {
+			return err
+		}
+		if !flagSet(fs, "instances") {
+			return usagef("%s: --instances is required", cmd)
+		}
+		svc, db, err := openWorkspaces(ctx, *dbURL, nil)
+		if err != nil {
+			return err
+		}
+		defer db.Close()
+		k, err := svc.SetKeyInstances(ctx, "", id, splitList(*instances))
+		if err != nil {
+			return refused(cmd, err)
+		}
+		if *asJSON {
+			return printJSON(stdout, toKeyJSON(k))
+		}
+		fmt.Fprintf(stdout, "API key %s (%q) now reaches these instances: %s\n", k.ID, k.Name, instancesText(k.InstanceIDs))
+		return nil
 	}
-	return usagef("key: unknown subcommand %q (create, list, revoke, origins)", sub)
+	return usagef("key: unknown subcommand %q (create, list, revoke, origins, instances)", sub)
 }
 
 // keyIDAndFlags parses the arguments of a command on one key: its ID, before or after the flags.
@@ -429,6 +457,14 @@ func originsText(origins []string) string {
 		return "none (servers, and pages of the operator's --cors-origins)"
 	}
 	return strings.Join(origins, " ")
+}
+
+// instancesText shows the instances a key is limited to.
+func instancesText(ids []string) string {
+	if len(ids) == 0 {
+		return "all (the key is not limited to instances)"
+	}
+	return strings.Join(ids, " ")
 }
 
 // flagSet reports whether the flag name was given on the command line.

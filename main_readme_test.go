@@ -327,6 +327,7 @@ var docsRunBy = []struct{ prefix, by string }{
 	{"switchboard serve --otlp-endpoint", "TestTracesReachAnOTLPCollector"},
 	{`switchboard key create --workspace ws_… --name "site embed" --kind browser`, "TestBootstrapFirstCallAndRevoke (a browser key with the same flags)"},
 	{"switchboard key origins key_…", "TestKeyOriginsCLI (a running server follows the change)"},
+	{"switchboard key instances", "TestKeyInstancesCLI (a running server follows the change)"},
 	{"make generate", "make check-generated, part of make ci"},
 	{"make test-sdk", "make test"},
 	{"make build-whatsapp", "make test-whatsapp, part of make test (it builds the tagged binary first)"},

@@ -85,6 +85,9 @@ func (s *Server) admit(in *openapi3filter.AuthenticationInput, st *requestState,
 		return p.withHeader(echo.HeaderWWWAuthenticate,
 			fmt.Sprintf(`Bearer realm="switchboard", error="insufficient_scope", scope=%q`, strings.Join(required, " ")))
 	}
+	if p := admitInstances(in, key, op); p != nil {
+		return p
+	}
 	st.key = &key
 	return nil
 }

@@ -22,6 +22,7 @@ func (s *Server) GetMe(ctx context.Context, _ gen.GetMeRequestObject) (gen.GetMe
 	me.Workspace.Id, me.Workspace.Name = w.ID, w.Name
 	me.Key.Id, me.Key.Name, me.Key.Scopes = key.ID, key.Name, append([]string{}, key.Scopes...)
 	me.Key.Origins = append([]string{}, key.Origins...)
+	me.Key.InstanceIds = append([]gen.InstanceID{}, key.InstanceIDs...)
 	me.Key.Kind = gen.MeKeyKind(key.Kind)
 	if key.Browser() {
 		me.Key.Browser = &gen.BrowserKeyJob{Scope: gen.BrowserKeyJobScope(firstScope(key.Scopes)), DailyQuota: key.DailyQuota}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/switchboard/switchboard/gen"
+	"github.com/switchboard/switchboard/internal/problem"
 	"github.com/switchboard/switchboard/internal/webhook"
 	"github.com/switchboard/switchboard/store"
 )
@@ -29,6 +30,9 @@ func (s *Server) ListEvents(ctx context.Context, req gen.ListEventsRequestObject
 	if req.Params.Type != nil {
 		f.Type = *req.Params.Type
 	}
+	if key.Limited() {
+		f.Instances = key.InstanceIDs
+	}
 	evs, more, err := s.webhooks.Events(ctx, key.WorkspaceID, f, page)
 	if err != nil {
 		return nil, err
@@ -50,6 +54,10 @@ func (s *Server) GetEvent(ctx context.Context, req gen.GetEventRequestObject) (g
 	ev, err := s.webhooks.Event(ctx, key.WorkspaceID, req.EventId)
 	if err != nil {
 		return nil, err
+	}
+	if ev.InstanceID != "" && !key.Reaches(ev.InstanceID) {
+		// An event of an instance the key does not reach is another workspace's to it.
+		return nil, problem.Errorf(problem.NotFound, "There is no event %s in this workspace.", req.EventId)
 	}
 	out, err := apiEvent(ev)
 	if err != nil {

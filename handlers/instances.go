@@ -82,6 +82,9 @@ func (s *Server) ListInstances(ctx context.Context, req gen.ListInstancesRequest
 	if q.Provider != nil {
 		f.Provider = *q.Provider
 	}
+	if key.Limited() {
+		f.IDs = key.InstanceIDs
+	}
 	rows, more, err := s.channels.List(ctx, key.WorkspaceID, f, page)
 	if err != nil {
 		return nil, err

@@ -115,7 +115,7 @@ func (s *Server) StreamEvents(ctx context.Context, req gen.StreamEventsRequestOb
 	if err != nil {
 		return nil, err
 	}
-	sub, err := s.subscribe(ctx, key.WorkspaceID, req.Params)
+	sub, err := s.subscribe(ctx, key, req.Params)
 	if err != nil {
 		return nil, err
 	}
@@ -130,7 +130,8 @@ func (s *Server) StreamEvents(ctx context.Context, req gen.StreamEventsRequestOb
 
 // subscribe checks a stream's parameters and opens its subscription. Returns a ValidationFailed or
 // ReferenceNotFound problem for bad filters, a ReplayUnavailable problem for a cursor not in the log.
-func (s *Server) subscribe(ctx context.Context, workspaceID string, p gen.StreamEventsParams) (*eventstream.Subscription, error) {
+func (s *Server) subscribe(ctx context.Context, key apikey.Key, p gen.StreamEventsParams) (*eventstream.Subscription, error) {
+	workspaceID := key.WorkspaceID
 	if s.cfg.Streams == nil {
 		return nil, newProblem(problem.ServiceUnavailable, "This server does not serve event streams.").
 			withHeader("Retry-After", "5")
@@ -141,6 +142,10 @@ func (s *Server) subscribe(ctx context.Context, workspaceID string, p gen.Stream
 	}
 	if p.InstanceIds != nil {
 		f.InstanceIDs = *p.InstanceIds
+	}
+	var err error
+	if f.InstanceIDs, err = keyInstances(key, f.InstanceIDs, queryInstances); err != nil {
+		return nil, err
 	}
 	if p.Filters != nil {
 		f.Filters = webhook.FiltersOf(*p.Filters)

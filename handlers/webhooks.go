@@ -15,7 +15,11 @@ func (s *Server) CreateWebhook(ctx context.Context, req gen.CreateWebhookRequest
 	if err != nil {
 		return nil, err
 	}
-	e, secret, err := s.webhooks.Create(ctx, key.WorkspaceID, webhook.NewEndpointOf(*req.Body))
+	n := webhook.NewEndpointOf(*req.Body)
+	if n.InstanceIDs, err = keyInstances(key, n.InstanceIDs, bodyInstance); err != nil {
+		return nil, err
+	}
+	e, secret, err := s.webhooks.Create(ctx, key.WorkspaceID, n)
 	if err != nil {
 		return nil, err
 	}
@@ -67,6 +71,14 @@ func (s *Server) UpdateWebhook(ctx context.Context, req gen.UpdateWebhookRequest
 		return nil, err
 	}
 	c := webhook.EndpointChangeOf(*req.Body)
+	if c.InstanceIDs != nil {
+		// A limited key narrows the filter it sets; one it leaves alone stays as it is.
+		ids, err := keyInstances(key, *c.InstanceIDs, bodyInstance)
+		if err != nil {
+			return nil, err
+		}
+		c.InstanceIDs = &ids
+	}
 	e, err := s.webhooks.Update(ctx, key.WorkspaceID, req.WebhookId, c)
 	if err != nil {
 		return nil, err

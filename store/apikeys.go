@@ -34,6 +34,8 @@ type APIKey struct {
 	ScopeTarget string `bun:"scope_target"`
 	// DailyQuota bounds what a browser key may create in a day (short links); 0 for other keys.
 	DailyQuota int `bun:"daily_quota"`
+	// InstanceIDs are the messaging instances a secret key reaches; empty means every instance of its workspace.
+	InstanceIDs []string `bun:"instance_ids,type:json"`
 
 	// Workspace is loaded by ByHash only, so that one query tells the request path everything it needs.
 	Workspace *Workspace `bun:"rel:belongs-to,join:workspace_id=id"`
@@ -62,6 +64,7 @@ type NewAPIKey struct {
 	Origins     []string
 	ScopeTarget string
 	DailyQuota  int
+	InstanceIDs []string
 }
 
 // APIKeys is the repository of API keys.
@@ -74,12 +77,16 @@ func (s *APIKeys) Create(ctx context.Context, n NewAPIKey) (APIKey, error) {
 		ID: NewID("key"), WorkspaceID: n.WorkspaceID, Name: n.Name, SecretHash: n.SecretHash,
 		DisplayPrefix: n.DisplayPrefix, Last4: n.Last4, Scopes: n.Scopes, CreatedBy: n.CreatedBy,
 		CreatedAt: now(), Kind: n.Kind, Origins: n.Origins, ScopeTarget: n.ScopeTarget, DailyQuota: n.DailyQuota,
+		InstanceIDs: n.InstanceIDs,
 	}
 	if k.Kind == "" {
 		k.Kind = KindSecret
 	}
 	if k.Origins == nil {
 		k.Origins = []string{}
+	}
+	if k.InstanceIDs == nil {
+		k.InstanceIDs = []string{}
 	}
 	if n.ExpiresAt != nil {
 		t := n.ExpiresAt.UTC().Truncate(time.Microsecond)
@@ -159,16 +166,23 @@ func (s *APIKeys) revoke(ctx context.Context, workspaceID, id string) (APIKey, e
 // change to every process watching keys, so that cached keys are read again on their next request. Returns
 // ErrNotFound if the key does not exist (in that workspace).
 func (s *APIKeys) SetOrigins(ctx context.Context, workspaceID, id string, origins []string) (APIKey, error) {
-	if origins == nil {
-		origins = []string{}
-	}
+	return s.setList(ctx, workspaceID, id, "origins", func(k *APIKey) { k.Origins = orEmpty(origins) })
+}
+
+// SetInstances replaces the instances a key reaches (empty: every instance), as SetOrigins does its origins.
+func (s *APIKeys) SetInstances(ctx context.Context, workspaceID, id string, instanceIDs []string) (APIKey, error) {
+	return s.setList(ctx, workspaceID, id, "instance_ids", func(k *APIKey) { k.InstanceIDs = orEmpty(instanceIDs) })
+}
+
+// setList changes one column of a key with set and announces the change to every process watching keys.
+func (s *APIKeys) setList(ctx context.Context, workspaceID, id, column string, set func(*APIKey)) (APIKey, error) {
 	var k APIKey
 	err := s.db.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error {
 		if err := selectKey(ctx, tx, workspaceID, id, &k); err != nil {
 			return err
 		}
-		k.Origins = origins
-		if _, err := tx.NewUpdate().Model(&k).Column("origins").WherePK().Exec(ctx); err != nil {
+		set(&k)
+		if _, err := tx.NewUpdate().Model(&k).Column(column).WherePK().Exec(ctx); err != nil {
 			return err
 		}
 		return s.db.announceAccessChange(ctx, tx)
@@ -177,6 +191,13 @@ func (s *APIKeys) SetOrigins(ctx context.Context, workspaceID, id string, origin
 		s.db.keys.changed()
 	}
 	return k, mapErr(err)
+}
+
+func orEmpty(list []string) []string {
+	if list == nil {
+		return []string{}
+	}
+	return list
 }
 
 // selectKey reads key id into k, of any workspace when workspaceID is "".

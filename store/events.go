@@ -136,6 +136,9 @@ func (s *Events) CountOf(ctx context.Context, workspaceID string) (int64, error)
 type EventFilter struct {
 	// Type is an exact type name or a family wildcard ("link.*"); "" and "*" mean every type.
 	Type string
+	// Instances limits the events about an instance to those of these instances (an API key limited to them);
+	// events about no instance are not affected. nil for no limit.
+	Instances []string
 }
 
 // List returns a page of a workspace's events and whether more follow. It returns no sentinel errors.
@@ -148,6 +151,9 @@ func (s *Events) List(ctx context.Context, workspaceID string, f EventFilter, p 
 			q = q.Where("substr(ev.type, 1, ?) = ?", len(prefix), prefix)
 		default:
 			q = q.Where("ev.type = ?", f.Type)
+		}
+		if f.Instances != nil {
+			q = q.Where("(ev.instance_id IS NULL OR ev.instance_id IN (?))", bun.In(append([]string{""}, f.Instances...)))
 		}
 		return q
 	})

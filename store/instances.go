@@ -91,6 +91,8 @@ func (s *Instances) Lock(ctx context.Context, tx bun.IDB, id string) (Instance, 
 // InstanceFilter narrows a list of instances; empty fields do not.
 type InstanceFilter struct {
 	Status, Provider string
+	// IDs limits the list to these instances (an API key limited to them); nil for no limit.
+	IDs []string
 }
 
 // List returns a page of a workspace's instances and whether more follow. It returns no sentinel errors.
@@ -98,6 +100,9 @@ func (s *Instances) List(ctx context.Context, workspaceID string, f InstanceFilt
 	return s.list(ctx, workspaceID, p, func(q *bun.SelectQuery) *bun.SelectQuery {
 		if f.Status != "" {
 			q = q.Where("i.status = ?", f.Status)
+		}
+		if f.IDs != nil {
+			q = q.Where("i.id IN (?)", bun.In(append([]string{""}, f.IDs...))) // "" keeps IN () valid when empty
 		}
 		if f.Provider != "" {
 			q = q.Where("i.provider = ?", f.Provider)

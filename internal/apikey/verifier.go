@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -40,6 +41,17 @@ type Key struct {
 	// ScopeTarget and DailyQuota narrow a browser key's scope (see store.APIKey).
 	ScopeTarget string
 	DailyQuota  int
+	// InstanceIDs are the messaging instances a secret key reaches; empty means every instance of its workspace
+	// (see Reaches).
+	InstanceIDs []string
+}
+
+// Limited reports whether the key reaches only some instances of its workspace.
+func (k Key) Limited() bool { return len(k.InstanceIDs) > 0 }
+
+// Reaches reports whether the key may see and act on an instance of its workspace.
+func (k Key) Reaches(instanceID string) bool {
+	return !k.Limited() || slices.Contains(k.InstanceIDs, instanceID)
 }
 
 // Store is what the Verifier needs from the data layer.
@@ -160,7 +172,7 @@ func (v *Verifier) VerifyHash(ctx context.Context, hash string) (Key, error) {
 		c = cached{version: version, loadedAt: now, key: Key{
 			Hash: hash, ID: sk.ID, WorkspaceID: sk.WorkspaceID, Name: sk.Name, Scopes: sk.Scopes,
 			ExpiresAt: sk.ExpiresAt, RevokedAt: sk.RevokedAt, Kind: sk.Kind, Origins: sk.Origins,
-			ScopeTarget: sk.ScopeTarget, DailyQuota: sk.DailyQuota,
+			ScopeTarget: sk.ScopeTarget, DailyQuota: sk.DailyQuota, InstanceIDs: sk.InstanceIDs,
 		}}
 		if sk.Workspace != nil {
 			c.key.EnabledModels = sk.Workspace.EnabledModels

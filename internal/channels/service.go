@@ -186,6 +186,10 @@ func notFound(kind, id string) *problem.Error {
 	return problem.Errorf(problem.NotFound, "There is no %s %s in this workspace.", kind, id)
 }
 
+// InstanceNotFound is the problem of an instance the workspace does not have (or a key limited to other instances
+// does not reach: the answer is the same).
+func InstanceNotFound(id string) *problem.Error { return notFound("instance", id) }
+
 // notSupported is the problem of a call the instance's provider cannot make.
 func notSupported(provider string, c Capability) *problem.Error {
 	return problem.Errorf(problem.CapabilityNotSupported,

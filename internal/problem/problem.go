@@ -28,6 +28,7 @@ const (
 	APIKeyExpired                Code = "api_key_expired"
 	SignatureInvalid             Code = "signature_invalid"
 	InsufficientScope            Code = "insufficient_scope"
+	KeyLimitedToInstances        Code = "key_limited_to_instances"
 	OriginNotAllowed             Code = "origin_not_allowed"
 	NotFound                     Code = "not_found"
 	RouteNotFound                Code = "route_not_found"
@@ -90,6 +91,7 @@ func init() {
 		{InvalidStreamToken, 401, "Invalid stream token", "The access_token of an event stream is malformed, expired (tokens open streams for 5 minutes), or its key was revoked or expired; create a new one with POST /api/v1/events/stream-tokens."},
 		{SignatureInvalid, 401, "Signature invalid", "A source's ingest URL or a channel hook URL refused the request: its signature, timestamp, secret token or credentials do not verify (with the source's scheme; with the instance's secret). A source's request log (GET /api/v1/sources/{id}/requests) shows each refusal with its reason."},
 		{InsufficientScope, 403, "Insufficient scope", "The key lacks a scope the operation needs; required_scopes names them."},
+		{KeyLimitedToInstances, 403, "Key limited to instances", "The API key is limited to some instances of its workspace (instance_ids in GET /api/v1/me), so it cannot create another; use a key that reaches every instance."},
 		{OriginNotAllowed, 403, "Origin not allowed", "The request came from a page of an origin the key does not list (or from no page, with a key that lists origins, or with a browser key). A key with origins works only from those pages; a key without origins works from pages only where the operator allows their origin (--cors-origins). Add the origin to the key at /user/api, or call from a server with a secret key."},
 		{NotFound, 404, "Not found", "No such object in the key's workspace, or no short link at this address."},
 		{RouteNotFound, 404, "Route not found", "No route serves this path, with any method; the API reference at /docs lists every route."},

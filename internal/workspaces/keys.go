@@ -129,7 +129,13 @@ type NewKey struct {
 	// DailyQuota bounds how many things a browser key creates in a day (links:create); 0 takes
 	// DefaultDailyQuota.
 	DailyQuota int
+	// Instances are the messaging instances a secret key reaches (IDs of the workspace's instances); none means
+	// every instance. A browser key aims at its Target instead.
+	Instances []string
 }
+
+// MaxKeyInstances bounds the instances one key lists.
+const MaxKeyInstances = 100
 
 // Bounds of a browser key's daily quota.
 const (
@@ -198,6 +204,14 @@ func (s *Service) CreateKey(ctx context.Context, n NewKey) (key Key, secret stri
 	}
 	origins, invalidOrigins := parseOrigins(n.Origins)
 	invalid = append(invalid, invalidOrigins...)
+	instances, invalidInstances, err := s.parseInstances(ctx, n.WorkspaceID, n.Instances)
+	if err != nil {
+		return Key{}, "", err
+	}
+	invalid = append(invalid, invalidInstances...)
+	if n.Kind == apikey.KindBrowser && len(instances) > 0 {
+		invalid.Add(FieldInstances, "a browser key reaches the one instance of its target; limit secret keys to instances")
+	}
 	if n.Kind == apikey.KindBrowser && len(origins) == 0 && len(invalidOrigins) == 0 {
 		invalid.Add(FieldOrigins, "a browser key needs the origins of the pages it is published in")
 	}
@@ -222,7 +236,7 @@ func (s *Service) CreateKey(ctx context.Context, n NewKey) (key Key, secret stri
 	}
 	k, err := s.db.APIKeys.Create(ctx, store.NewAPIKey{
 		WorkspaceID: n.WorkspaceID, Name: name, Scopes: scopes, CreatedBy: n.CreatedBy, ExpiresAt: expiresAt,
-		Origins: origins, Kind: n.Kind, ScopeTarget: browser.target, DailyQuota: browser.dailyQuota, SecretHash: generated.Hash, DisplayPrefix: generated.DisplayPrefix, Last4: generated.Last4,
+		Origins: origins, Kind: n.Kind, ScopeTarget: browser.target, DailyQuota: browser.dailyQuota, InstanceIDs: instances, SecretHash: generated.Hash, DisplayPrefix: generated.DisplayPrefix, Last4: generated.Last4,
 	})
 	if errors.Is(err, store.ErrNotFound) {
 		return Key{}, "", noWorkspace(n.WorkspaceID)
@@ -353,16 +367,7 @@ func (s *Service) SetKeyOrigins(ctx context.Context, workspaceID, id string, in 
 	if err := invalid.Err(); err != nil {
 		return Key{}, err
 	}
-	var k store.APIKey
-	var err error
-	if workspaceID == "" {
-		k, err = s.db.APIKeys.ByID(ctx, id)
-	} else {
-		k, err = s.db.APIKeys.Get(ctx, workspaceID, id)
-	}
-	if errors.Is(err, store.ErrNotFound) {
-		return Key{}, noKey(id)
-	}
+	k, err := s.keyToChange(ctx, workspaceID, id)
 	if err != nil {
 		return Key{}, err
 	}
@@ -377,6 +382,73 @@ func (s *Service) SetKeyOrigins(ctx context.Context, workspaceID, id string, in 
 	}
 	k, err = s.db.APIKeys.SetOrigins(ctx, k.WorkspaceID, id, origins)
 	return s.changed(id, k, err)
+}
+
+// parseInstances checks a key's instances: IDs of instances of the workspace, at most MaxKeyInstances, duplicates
+// and blanks dropped.
+func (s *Service) parseInstances(ctx context.Context, workspaceID string, in []string) ([]string, problem.Fields, error) {
+	var out []string
+	var invalid problem.Fields
+	for i, raw := range in {
+		id := strings.TrimSpace(raw)
+		if id == "" || slices.Contains(out, id) {
+			continue
+		}
+		_, err := s.db.Instances.Get(ctx, workspaceID, id)
+		if errors.Is(err, store.ErrNotFound) {
+			invalid.Add(fmt.Sprintf("%s/%d", FieldInstances, i), fmt.Sprintf("%q: no instance of the workspace has this ID", clip(id, 100)))
+			continue
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		out = append(out, id)
+	}
+	if len(out) > MaxKeyInstances {
+		invalid.Add(FieldInstances, fmt.Sprintf("at most %d instances", MaxKeyInstances))
+	}
+	return out, invalid, nil
+}
+
+// SetKeyInstances replaces the instances a secret key reaches (none: every instance of its workspace), for a key of
+// a workspace (workspaceID "" for any workspace: the operator's CLI). The change takes effect on the key's next
+// request in every process. Errors: ValidationFailed (an instance not in the key's workspace at FieldInstances/i,
+// too many, a browser key), Conflict (the key is revoked), NotFound (no such key in that workspace).
+func (s *Service) SetKeyInstances(ctx context.Context, workspaceID, id string, in []string) (Key, error) {
+	k, err := s.keyToChange(ctx, workspaceID, id)
+	if err != nil {
+		return Key{}, err
+	}
+	instances, invalid, err := s.parseInstances(ctx, k.WorkspaceID, in)
+	if err != nil {
+		return Key{}, err
+	}
+	if k.Kind == apikey.KindBrowser {
+		invalid.Add(FieldInstances, "a browser key reaches the one instance of its target")
+	}
+	if err := invalid.Err(); err != nil {
+		return Key{}, err
+	}
+	if k.RevokedAt != nil {
+		return Key{}, problem.Errorf(problem.Conflict, "The API key %s is revoked; a revoked key is not changed.", id)
+	}
+	k, err = s.db.APIKeys.SetInstances(ctx, k.WorkspaceID, id, instances)
+	return s.changed(id, k, err)
+}
+
+// keyToChange reads a key of a workspace (workspaceID "" for any workspace) that is about to change.
+func (s *Service) keyToChange(ctx context.Context, workspaceID, id string) (store.APIKey, error) {
+	var k store.APIKey
+	var err error
+	if workspaceID == "" {
+		k, err = s.db.APIKeys.ByID(ctx, id)
+	} else {
+		k, err = s.db.APIKeys.Get(ctx, workspaceID, id)
+	}
+	if errors.Is(err, store.ErrNotFound) {
+		return k, noKey(id)
+	}
+	return k, err
 }
 
 func noKey(id string) error {

@@ -48,6 +48,8 @@ type Key struct {
 	ScopeTarget string
 	// DailyQuota bounds what a browser key may create in a day; 0 for other keys.
 	DailyQuota int
+	// InstanceIDs are the messaging instances the key reaches; empty means every instance of its workspace.
+	InstanceIDs []string
 }
 
 // Status is "revoked", "expired" or "active" at time t.
@@ -68,7 +70,8 @@ func workspaceOf(w store.Workspace) Workspace {
 func keyOf(k store.APIKey) Key {
 	return Key{ID: k.ID, WorkspaceID: k.WorkspaceID, Name: k.Name, DisplayPrefix: k.DisplayPrefix, Last4: k.Last4,
 		Scopes: k.Scopes, CreatedBy: k.CreatedBy, CreatedAt: k.CreatedAt, ExpiresAt: k.ExpiresAt, RevokedAt: k.RevokedAt,
-		LastUsedAt: k.LastUsedAt, Kind: k.Kind, Origins: k.Origins, ScopeTarget: k.ScopeTarget, DailyQuota: k.DailyQuota}
+		LastUsedAt: k.LastUsedAt, Kind: k.Kind, Origins: k.Origins, ScopeTarget: k.ScopeTarget, DailyQuota: k.DailyQuota,
+		InstanceIDs: k.InstanceIDs}
 }
 
 // workspaceResult converts what a store call returned, passing its error through.

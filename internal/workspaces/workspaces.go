@@ -52,6 +52,7 @@ const (
 	FieldScopes        = "/scopes"
 	FieldExpiresIn     = "/expires_in"
 	FieldOrigins       = "/origins"
+	FieldInstances     = "/instance_ids"
 	FieldKind          = "/kind"
 	FieldBrowserScope  = "/browser_scope"
 	FieldTarget        = "/target"

@@ -1325,6 +1325,7 @@ const (
 	ProblemCodeInvalidApiKey                ProblemCode = "invalid_api_key"
 	ProblemCodeInvalidStreamToken           ProblemCode = "invalid_stream_token"
 	ProblemCodeInvalidText                  ProblemCode = "invalid_text"
+	ProblemCodeKeyLimitedToInstances        ProblemCode = "key_limited_to_instances"
 	ProblemCodeLinkExpired                  ProblemCode = "link_expired"
 	ProblemCodeMalformedJson                ProblemCode = "malformed_json"
 	ProblemCodeMessageNotCancelable         ProblemCode = "message_not_cancelable"
@@ -1394,6 +1395,8 @@ func (e ProblemCode) Valid() bool {
 	case ProblemCodeInvalidStreamToken:
 		return true
 	case ProblemCodeInvalidText:
+		return true
+	case ProblemCodeKeyLimitedToInstances:
 		return true
 	case ProblemCodeLinkExpired:
 		return true
@@ -4368,6 +4371,10 @@ type Me struct {
 		// Id The key's ID.
 		Id string `json:"id"`
 
+		// InstanceIds The instances the key is limited to; empty: every instance of the workspace. Other instances do not
+		// exist for it (see the Instances section).
+		InstanceIds []InstanceID `json:"instance_ids"`
+
 		// Kind `secret` (`sb_sk_…`): kept on servers, holds scopes. `browser` (`sb_pk_…`): may be published in pages;
 		// works only from its origins and holds one browser scope (in `scopes`), described by `browser`.
 		Kind MeKeyKind `json:"kind"`
@@ -6064,8 +6071,9 @@ type WebhookCreate struct {
 	Headers *WebhookHeaders `json:"headers,omitempty"`
 
 	// InstanceIds Receive the messaging events (`instance.*`, `message.*`, `chat.*`, `group.*`, `contact.*`) of these
-	// instances only; other events are not affected. Empty or absent: every instance. Each must be an instance
-	// of the workspace: others answer `422 reference_not_found` with a pointer to each (`/instance_ids/2`).
+	// instances only; other events are not affected. Empty or absent: every instance (for a key limited to
+	// some instances: its instances). Each must be an instance of the workspace (and of the key's, for a
+	// limited key): others answer `422 reference_not_found` with a pointer to each (`/instance_ids/2`).
 	InstanceIds *[]InstanceID `json:"instance_ids,omitempty"`
 
 	// Kind `endpoint` (the default): a receiver you manage; a `410 Gone` answer disables it. `hook`: a REST-hook
@@ -6755,7 +6763,8 @@ type StreamEventsParams struct {
 	// Types Event types to receive (default `*`), as `types=link.*&types=message.received`.
 	Types *[]EventTypePattern `form:"types,omitempty" json:"types,omitempty"`
 
-	// InstanceIds Receive the messaging events of these instances only (other events are not affected).
+	// InstanceIds Receive the messaging events of these instances only (other events are not affected). A key limited to
+	// some instances receives those of its instances only, whatever this says.
 	InstanceIds *[]InstanceID `form:"instance_ids,omitempty" json:"instance_ids,omitempty"`
 
 	// Filters Conditions on the events' `data`, all of which must hold, as a JSON array (URL-encoded).
@@ -8605,7 +8614,7 @@ type ClientInterface interface {
 
 	// ListInstances List instances
 	//
-	// The workspace's instances, newest first.
+	// The workspace's instances, newest first; for a key limited to some instances, those only.
 	//
 	// Corresponds with GET /api/v1/instances (the `ListInstances` operationId).
 	ListInstances(ctx context.Context, params *ListInstancesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -8614,7 +8623,7 @@ type ClientInterface interface {
 	//
 	// Creates an instance of a provider, in state `created`. Its `config` is checked against the provider's
 	// `config_schema`; secrets in it are stored encrypted and never returned. Call `connect` to pair it. Emits
-	// `instance.created`.
+	// `instance.created`. A key limited to some instances cannot create one: `403 key_limited_to_instances`.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -8625,7 +8634,7 @@ type ClientInterface interface {
 	//
 	// Creates an instance of a provider, in state `created`. Its `config` is checked against the provider's
 	// `config_schema`; secrets in it are stored encrypted and never returned. Call `connect` to pair it. Emits
-	// `instance.created`.
+	// `instance.created`. A key limited to some instances cannot create one: `403 key_limited_to_instances`.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -10297,7 +10306,7 @@ func (c *Client) GetEvent(ctx context.Context, eventId EventID, reqEditors ...Re
 
 // ListInstances List instances
 //
-// The workspace's instances, newest first.
+// The workspace's instances, newest first; for a key limited to some instances, those only.
 //
 // Corresponds with GET /api/v1/instances (the `ListInstances` operationId).
 func (c *Client) ListInstances(ctx context.Context, params *ListInstancesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -10316,7 +10325,7 @@ func (c *Client) ListInstances(ctx context.Context, params *ListInstancesParams,
 //
 // Creates an instance of a provider, in state `created`. Its `config` is checked against the provider's
 // `config_schema`; secrets in it are stored encrypted and never returned. Call `connect` to pair it. Emits
-// `instance.created`.
+// `instance.created`. A key limited to some instances cannot create one: `403 key_limited_to_instances`.
 //
 // Takes any type of body and a specified content type.
 //
@@ -10337,7 +10346,7 @@ func (c *Client) CreateInstanceWithBody(ctx context.Context, params *CreateInsta
 //
 // Creates an instance of a provider, in state `created`. Its `config` is checked against the provider's
 // `config_schema`; secrets in it are stored encrypted and never returned. Call `connect` to pair it. Emits
-// `instance.created`.
+// `instance.created`. A key limited to some instances cannot create one: `403 key_limited_to_instances`.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -18412,7 +18421,7 @@ type ClientWithResponsesInterface interface {
 
 	// ListInstancesWithResponse List instances
 	//
-	// The workspace's instances, newest first.
+	// The workspace's instances, newest first; for a key limited to some instances, those only.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -18423,7 +18432,7 @@ type ClientWithResponsesInterface interface {
 	//
 	// Creates an instance of a provider, in state `created`. Its `config` is checked against the provider's
 	// `config_schema`; secrets in it are stored encrypted and never returned. Call `connect` to pair it. Emits
-	// `instance.created`.
+	// `instance.created`. A key limited to some instances cannot create one: `403 key_limited_to_instances`.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -18434,7 +18443,7 @@ type ClientWithResponsesInterface interface {
 	//
 	// Creates an instance of a provider, in state `created`. Its `config` is checked against the provider's
 	// `config_schema`; secrets in it are stored encrypted and never returned. Call `connect` to pair it. Emits
-	// `instance.created`.
+	// `instance.created`. A key limited to some instances cannot create one: `403 key_limited_to_instances`.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -38941,7 +38950,7 @@ func (c *ClientWithResponses) GetEventWithResponse(ctx context.Context, eventId 
 
 // ListInstancesWithResponse List instances
 //
-// The workspace's instances, newest first.
+// The workspace's instances, newest first; for a key limited to some instances, those only.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -38958,7 +38967,7 @@ func (c *ClientWithResponses) ListInstancesWithResponse(ctx context.Context, par
 //
 // Creates an instance of a provider, in state `created`. Its `config` is checked against the provider's
 // `config_schema`; secrets in it are stored encrypted and never returned. Call `connect` to pair it. Emits
-// `instance.created`.
+// `instance.created`. A key limited to some instances cannot create one: `403 key_limited_to_instances`.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -38975,7 +38984,7 @@ func (c *ClientWithResponses) CreateInstanceWithBodyWithResponse(ctx context.Con
 //
 // Creates an instance of a provider, in state `created`. Its `config` is checked against the provider's
 // `config_schema`; secrets in it are stored encrypted and never returned. Call `connect` to pair it. Emits
-// `instance.created`.
+// `instance.created`. A key limited to some instances cannot create one: `403 key_limited_to_instances`.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

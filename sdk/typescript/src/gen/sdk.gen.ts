@@ -913,7 +913,7 @@ export const getProvider = <ThrowOnError extends boolean = false>(options: Optio
 /**
  * List instances
  *
- * The workspace's instances, newest first.
+ * The workspace's instances, newest first; for a key limited to some instances, those only.
  */
 export const listInstances = <ThrowOnError extends boolean = false>(options?: Options<ListInstancesData, ThrowOnError>) => (options?.client ?? client).get<ListInstancesResponses, ListInstancesErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],
@@ -926,7 +926,7 @@ export const listInstances = <ThrowOnError extends boolean = false>(options?: Op
  *
  * Creates an instance of a provider, in state `created`. Its `config` is checked against the provider's
  * `config_schema`; secrets in it are stored encrypted and never returned. Call `connect` to pair it. Emits
- * `instance.created`.
+ * `instance.created`. A key limited to some instances cannot create one: `403 key_limited_to_instances`.
  *
  */
 export const createInstance = <ThrowOnError extends boolean = false>(options: Options<CreateInstanceData, ThrowOnError>) => (options.client ?? client).post<CreateInstanceResponses, CreateInstanceErrors, ThrowOnError>({
