@@ -161,7 +161,7 @@ func TestKeyInstancesCLI(t *testing.T) {
 			msg  string
 		}{
 			{[]string{"key", "instances", key.ID}, 2, "--instances is required"},
-			{[]string{"key", "instances", key.ID, "--instances", "ins_01JDAD0A1B2C3D4E5F6G7H8J9K"}, 1, "no instance of the workspace"},
+			{[]string{"key", "instances", key.ID, "--instances", "ins_01JDAD0A1B2C3D4E5F6G7H8J9K"}, 2, "no instance of the workspace"},
 			{[]string{"key", "instances", "key_nope", "--instances", ids[0]}, 1, "no API key key_nope"},
 		} {
 			if _, stderr, code := cli(t, dbURL, tt.args...); code != tt.code || !strings.Contains(stderr, tt.msg) {
