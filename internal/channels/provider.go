@@ -41,6 +41,9 @@ const (
 	CapDelivered      Capability = "receipts.delivered"
 	CapRead           Capability = "receipts.read"
 	CapMarkRead       Capability = "chats.mark_read"
+	CapTyping         Capability = "chats.typing"
+	CapPresenceSend   Capability = "presence.send"
+	CapPresenceRecv   Capability = "presence.receive"
 	CapGroupsCreate   Capability = "groups.create"
 	CapGroupsManage   Capability = "groups.participants"
 	CapGroupsInvite   Capability = "groups.invite"
@@ -149,6 +152,40 @@ type markReadArgs struct {
 
 var cmdMarkRead = defineCommand("chats.mark_read", func(ctx context.Context, r ReadMarker, a markReadArgs) (none, error) {
 	return none{}, r.MarkRead(ctx, a.Chat, a.UpTo)
+})
+
+// The chat states a ChatStater shows (chats.typing).
+const (
+	StateTyping    = "typing"
+	StateRecording = "recording" // a voice message
+	StatePaused    = "paused"
+)
+
+// ChatStater is a session that shows a chat that the account is typing or recording, or stopped (chats.typing).
+type ChatStater interface {
+	SendChatState(ctx context.Context, chat, state string) error
+}
+
+type chatStateArgs struct {
+	Chat  string `json:"chat"`
+	State string `json:"state"`
+}
+
+var cmdChatState = defineCommand("chats.typing", func(ctx context.Context, c ChatStater, a chatStateArgs) (none, error) {
+	return none{}, c.SendChatState(ctx, a.Chat, a.State)
+})
+
+// PresenceSetter is a session that tells the account's contacts whether it is available (presence.send).
+type PresenceSetter interface {
+	SetAvailability(ctx context.Context, available bool) error
+}
+
+type availabilityArgs struct {
+	Available bool `json:"available"`
+}
+
+var cmdSetAvailability = defineCommand("presence.send", func(ctx context.Context, p PresenceSetter, a availabilityArgs) (none, error) {
+	return none{}, p.SetAvailability(ctx, a.Available)
 })
 
 // GroupManager is a session that manages groups (groups.*).
@@ -546,6 +583,34 @@ type Inbound struct {
 	FromMe bool
 }
 
+// The availabilities a Presence reports (a network's finer shades are mapped onto them: XMPP's xa is away, dnd
+// busy).
+const (
+	PresenceAvailable   = "available"
+	PresenceAway        = "away"
+	PresenceBusy        = "busy"
+	PresenceUnavailable = "unavailable"
+)
+
+// Presence is a contact's availability (State is one of the Presence* constants; LastSeen when the network tells)
+// or a chat state they show the account (State is typing, recording or paused; Chat names the chat: the person, or
+// the group they type in).
+type Presence struct {
+	From     Party
+	Chat     string
+	State    string
+	LastSeen time.Time
+}
+
+// IsChatState reports whether the presence is a chat state rather than an availability.
+func (p Presence) IsChatState() bool {
+	switch p.State {
+	case StateTyping, StateRecording, StatePaused:
+		return true
+	}
+	return false
+}
+
 // Receipt is a network's report that a sent message was delivered or read, or that the network failed to deliver
 // a message it took (status failed, with the Failure).
 type Receipt struct {
@@ -568,6 +633,8 @@ type Sink interface {
 	Receipt(ctx context.Context, r Receipt) error
 	GroupChanged(ctx context.Context, g Group, change string) error
 	ContactChanged(ctx context.Context, p Party) error
+	// Presence reports a contact's availability or a chat state they show the account (presence.receive).
+	Presence(ctx context.Context, p Presence) error
 }
 
 // Report is one report of a batch (BatchSink.Record): an inbound message or a receipt, exactly one of them set.

@@ -35,6 +35,7 @@ var builtinPayloads = []any{
 	gen.GroupParticipantsChangedEvent{},
 	gen.GroupLeftEvent{},
 	gen.ContactUpdatedEvent{},
+	gen.PresenceUpdatedEvent{},
 	gen.BotRepliedEvent{},
 	gen.BotHandoffEvent{},
 	gen.BotFailedEvent{},

@@ -751,6 +751,10 @@ func (s *trackingSink) ContactChanged(ctx context.Context, p channels.Party) err
 	return s.pass(func() error { return s.sink.ContactChanged(ctx, p) })
 }
 
+func (s *trackingSink) Presence(ctx context.Context, p channels.Presence) error {
+	return s.pass(func() error { return s.sink.Presence(ctx, p) })
+}
+
 func (s *trackingSink) set(connected bool) {
 	s.x.mu.Lock()
 	was := s.x.connected

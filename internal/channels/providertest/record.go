@@ -24,6 +24,7 @@ type Call struct {
 	Receipt     channels.Receipt
 	Group       channels.Group
 	Change      string // group
+	Presence    channels.Presence
 	// Err is what the sink answered.
 	Err error
 }
@@ -38,6 +39,8 @@ func (c Call) String() string {
 		return fmt.Sprintf("inbound %s from %s in %s: %q", c.Inbound.ProviderID, c.Inbound.From.Address, c.Inbound.Chat, c.Inbound.Text)
 	case "receipt":
 		return fmt.Sprintf("receipt %s %s", c.Receipt.ProviderID, c.Receipt.Status)
+	case "presence":
+		return fmt.Sprintf("presence %s of %s in %q", c.Presence.State, c.Presence.From.Address, c.Presence.Chat)
 	case "group":
 		return fmt.Sprintf("group %s %s", c.Group.Address, c.Change)
 	}
@@ -99,6 +102,10 @@ func (t *tap) GroupChanged(ctx context.Context, g channels.Group, change string)
 
 func (t *tap) ContactChanged(ctx context.Context, p channels.Party) error {
 	return t.pass(ctx, Call{Kind: "contact", Party: p}, func(n channels.Sink) error { return n.ContactChanged(ctx, p) })
+}
+
+func (t *tap) Presence(ctx context.Context, p channels.Presence) error {
+	return t.pass(ctx, Call{Kind: "presence", Presence: p}, func(n channels.Sink) error { return n.Presence(ctx, p) })
 }
 
 var _ channels.BatchSink = (*tap)(nil)

@@ -14,7 +14,7 @@ import (
 )
 
 // envelope is one piece of mail the network holds for an account: a message, a receipt of a message the account
-// sent, a change of a group it is (or was) in, or a change of an account it knows. Exactly one of its fields is
+// sent, a change of a group it is (or was) in, or a change or presence of an account it knows. Exactly one of its fields is
 // set.
 type envelope struct {
 	Message *mailMessage `json:"message,omitempty"`
@@ -22,6 +22,8 @@ type envelope struct {
 	Group   *mailGroup   `json:"group,omitempty"`
 	// Contact is an account the recipient knows that changed its display name.
 	Contact *channels.Party `json:"contact,omitempty"`
+	// Presence is an availability or a chat state of an account the recipient knows.
+	Presence *mailPresence `json:"presence,omitempty"`
 }
 
 type mailMessage struct {

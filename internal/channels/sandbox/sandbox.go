@@ -126,6 +126,7 @@ func (p *Provider) Info() channels.Info {
 			channels.CapText, channels.CapMedia, channels.CapLocation, channels.CapContactCard,
 			channels.CapReaction, channels.CapReply, channels.CapEdit, channels.CapDelete,
 			channels.CapDelivered, channels.CapRead, channels.CapMarkRead,
+			channels.CapTyping, channels.CapPresenceSend, channels.CapPresenceRecv,
 			channels.CapGroupsCreate, channels.CapGroupsManage, channels.CapGroupsInvite,
 			channels.CapContactsLookup, channels.CapContactsBlock,
 			channels.CapAuthQR, channels.CapAuthPairing, channels.CapAuthToken,

@@ -473,13 +473,16 @@ func (s *session) handOver(ctx context.Context, due []store.SandboxMail, h *hand
 			h.told[r.ID+" "+r.Status] = true
 			run = append(run, channels.Report{Receipt: &channels.Receipt{ProviderID: r.ID, Status: r.Status, At: r.At}})
 			after = append(after, func() { h.marked = append(h.marked, r); h.taken = append(h.taken, id) })
-		case env.Group != nil || env.Contact != nil:
+		case env.Group != nil || env.Contact != nil || env.Presence != nil:
 			if err := flush(); err != nil {
 				return err
 			}
-			if env.Group != nil {
+			switch {
+			case env.Group != nil:
 				err = s.sink.GroupChanged(ctx, env.Group.Group, env.Group.Change)
-			} else {
+			case env.Presence != nil:
+				err = s.sink.Presence(ctx, env.Presence.presence())
+			default:
 				err = s.sink.ContactChanged(ctx, *env.Contact)
 			}
 			if err != nil {
