@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/switchboard/switchboard/gen"
+	"github.com/switchboard/switchboard/internal/channels"
 )
 
 // SendChatPresence answers POST /api/v1/instances/{instance_id}/chats/{chat_id}/presence.
@@ -32,4 +33,14 @@ func (s *Server) SetInstancePresence(ctx context.Context, req gen.SetInstancePre
 	return gen.SetInstancePresence200JSONResponse{Body: gen.InstancePresence{
 		Object: gen.InstancePresenceObjectInstancePresence, InstanceId: req.InstanceId,
 		Availability: req.Body.Availability}}, nil
+}
+
+// SandboxPollVote answers POST /api/v1/instances/{instance_id}/sandbox/poll-votes.
+func (s *Server) SandboxPollVote(ctx context.Context, req gen.SandboxPollVoteRequestObject) (gen.SandboxPollVoteResponseObject, error) {
+	out, err := s.sandboxControl(ctx, req.InstanceId, "poll_vote", channels.Control{MessageID: req.Body.MessageId,
+		Options: req.Body.Options})
+	if err != nil {
+		return nil, err
+	}
+	return gen.SandboxPollVote200JSONResponse{Body: out}, nil
 }

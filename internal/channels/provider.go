@@ -38,6 +38,7 @@ const (
 	CapEdit           Capability = "messages.edit"
 	CapDelete         Capability = "messages.delete"
 	CapTemplate       Capability = "messages.template"
+	CapPoll           Capability = "messages.poll"
 	CapDelivered      Capability = "receipts.delivered"
 	CapRead           Capability = "receipts.read"
 	CapMarkRead       Capability = "chats.mark_read"
@@ -326,7 +327,7 @@ type Handler interface {
 
 // Control is a test control of a simulated network.
 type Control struct {
-	Kind string // "scan", "inbound", "receipt", "disconnect", "logout", "fail_sends"
+	Kind string // "scan", "inbound", "receipt", "disconnect", "logout", "fail_sends", "poll_vote"
 	// inbound: a message from From (an address) to this instance; receipt: a receipt of MessageID (a provider
 	// message id) with Status; fail_sends: the next Count sends fail with Failure.
 	From      string
@@ -335,6 +336,8 @@ type Control struct {
 	Status    string
 	Count     int
 	Failure   *Failure
+	// poll_vote: the instance votes Options on the poll MessageID (a provider message id) it received.
+	Options []int
 }
 
 // MessageType is the kind of a message's content.
@@ -349,6 +352,7 @@ const (
 	TypeEdit     MessageType = "edit"
 	TypeDelete   MessageType = "delete"
 	TypeTemplate MessageType = "template"
+	TypePoll     MessageType = "poll"
 )
 
 // Outbound is a message to send, in the network-neutral shape the API takes.
@@ -365,6 +369,7 @@ type Outbound struct {
 	Target   string
 	Emoji    string
 	Template *Template
+	Poll     *Poll
 	// Resend is set on every attempt after the first: an earlier one may have reached the network (it ended without
 	// an answer, or its process died). The queue does not keep how an attempt ended, so a retry after the network
 	// refused with a wait is a Resend too.
@@ -449,6 +454,23 @@ var ErrPushUnverified = errors.New("channels: the push does not verify with the 
 // through sink before it returns, so the network is answered 200 only for what is durable.
 type PushReceiver interface {
 	Receive(ctx context.Context, inst Instance, sink Sink, p Push) (PushAnswer, error)
+}
+
+// Poll is a poll message's question and options (messages.poll); votes come back through Sink.PollVote.
+type Poll struct {
+	Question       string   `json:"question"`
+	Options        []string `json:"options"`
+	MultipleChoice bool     `json:"multiple_choice,omitempty"`
+}
+
+// PollVote is a vote on a poll the account sent: the voter's whole current choice (indexes into the poll's
+// options; none when they took their vote back), replacing any earlier vote of theirs.
+type PollVote struct {
+	// Poll is the provider message id of the poll.
+	Poll    string
+	Voter   Party
+	Options []int
+	At      time.Time
 }
 
 // Media is a message's attachment. Open reads its bytes (from the media store; providers that take a URL use URL).
@@ -579,6 +601,7 @@ type Inbound struct {
 	ReplyTo    string
 	Target     string
 	Emoji      string
+	Poll       *Poll
 	// FromMe marks a message the account sent from another device.
 	FromMe bool
 }
@@ -635,6 +658,8 @@ type Sink interface {
 	ContactChanged(ctx context.Context, p Party) error
 	// Presence reports a contact's availability or a chat state they show the account (presence.receive).
 	Presence(ctx context.Context, p Presence) error
+	// PollVote reports a vote on a poll the account sent (messages.poll).
+	PollVote(ctx context.Context, v PollVote) error
 }
 
 // Report is one report of a batch (BatchSink.Record): an inbound message or a receipt, exactly one of them set.

@@ -234,6 +234,7 @@ const (
 	CapabilityMessagesEdit       Capability = "messages.edit"
 	CapabilityMessagesLocation   Capability = "messages.location"
 	CapabilityMessagesMedia      Capability = "messages.media"
+	CapabilityMessagesPoll       Capability = "messages.poll"
 	CapabilityMessagesReaction   Capability = "messages.reaction"
 	CapabilityMessagesReply      Capability = "messages.reply"
 	CapabilityMessagesTemplate   Capability = "messages.template"
@@ -276,6 +277,8 @@ func (e Capability) Valid() bool {
 	case CapabilityMessagesLocation:
 		return true
 	case CapabilityMessagesMedia:
+		return true
+	case CapabilityMessagesPoll:
 		return true
 	case CapabilityMessagesReaction:
 		return true
@@ -1214,6 +1217,7 @@ const (
 	MessageTypeEdit     MessageType = "edit"
 	MessageTypeLocation MessageType = "location"
 	MessageTypeMedia    MessageType = "media"
+	MessageTypePoll     MessageType = "poll"
 	MessageTypeReaction MessageType = "reaction"
 	MessageTypeTemplate MessageType = "template"
 	MessageTypeText     MessageType = "text"
@@ -1231,6 +1235,8 @@ func (e MessageType) Valid() bool {
 	case MessageTypeLocation:
 		return true
 	case MessageTypeMedia:
+		return true
+	case MessageTypePoll:
 		return true
 	case MessageTypeReaction:
 		return true
@@ -1648,6 +1654,7 @@ const (
 	SandboxControlControlFailSends  SandboxControlControl = "fail_sends"
 	SandboxControlControlInbound    SandboxControlControl = "inbound"
 	SandboxControlControlLogout     SandboxControlControl = "logout"
+	SandboxControlControlPollVote   SandboxControlControl = "poll_vote"
 	SandboxControlControlReceipt    SandboxControlControl = "receipt"
 	SandboxControlControlScan       SandboxControlControl = "scan"
 )
@@ -1662,6 +1669,8 @@ func (e SandboxControlControl) Valid() bool {
 	case SandboxControlControlInbound:
 		return true
 	case SandboxControlControlLogout:
+		return true
+	case SandboxControlControlPollVote:
 		return true
 	case SandboxControlControlReceipt:
 		return true
@@ -4739,6 +4748,9 @@ type Message struct {
 	// Object Always `message`.
 	Object MessageObject `json:"object"`
 
+	// Poll The poll with its current results (`type` `poll`).
+	Poll *MessagePoll `json:"poll,omitempty"`
+
 	// ProviderMessageId The network's ID of the message, once sent or received.
 	ProviderMessageId *string `json:"provider_message_id"`
 
@@ -4770,7 +4782,7 @@ type Message struct {
 	// Example: {"address":"+9995550102","contact_id":"con_01JDAD3A1B2C3D4E5F6G7H8J9K","display_name":"Bob"}
 	To Party `json:"to"`
 
-	// Type The kind of content (`template`: a pre-approved message template of the account, WhatsApp Cloud).
+	// Type The kind of content (`template`: a pre-approved message template of the account, WhatsApp Cloud; `poll`: a question with options to vote on).
 	//
 	// Example: text
 	Type MessageType `json:"type"`
@@ -4797,7 +4809,8 @@ type MessageContactCard struct {
 // MessageCreate A message to send. Name the recipient with `to` (an address) or `chat_id`, and give the content of its `type`:
 // `text`; `media` (+ optional `text` as caption); `location`; `contact`; `reaction` (`target_message_id` + `emoji`,
 // an empty emoji removes it); `edit` (`target_message_id` + `text`); `delete` (`target_message_id`); `template`
-// (`template`, needs `messages.template`).
+// (`template`, needs `messages.template`); `poll` (`poll`, needs `messages.poll`: votes arrive as `poll.voted`
+// events and the message shows the tallies).
 //
 // Networks with a customer-service window (WhatsApp Cloud: 24 hours after the person's last message) refuse
 // free-form messages outside it; such a send answers `422 conversation_window_closed` before anything is
@@ -4828,6 +4841,11 @@ type MessageCreate struct {
 	// Example: {"team":"support"}
 	Metadata *Metadata `json:"metadata,omitempty"`
 
+	// Poll A poll to send.
+	//
+	// Example: {"multiple_choice":false,"options":["Monday","Tuesday"],"question":"Which day suits you?"}
+	Poll *MessagePollInput `json:"poll,omitempty"`
+
 	// ReplyToMessageId A message ID.
 	//
 	// Example: msg_01JDAD1A1B2C3D4E5F6G7H8J9K
@@ -4852,7 +4870,7 @@ type MessageCreate struct {
 	// Example: +9995550102
 	To *Address `json:"to,omitempty"`
 
-	// Type The kind of content (`template`: a pre-approved message template of the account, WhatsApp Cloud).
+	// Type The kind of content (`template`: a pre-approved message template of the account, WhatsApp Cloud; `poll`: a question with options to vote on).
 	//
 	// Example: text
 	Type MessageType `json:"type"`
@@ -5005,6 +5023,66 @@ type MessageMediaInput struct {
 	Url *string `json:"url,omitempty"`
 }
 
+// MessagePoll A poll with its current results.
+//
+// Example: {"multiple_choice":false,"options":[{"index":0,"text":"Monday","votes":1},{"index":1,"text":"Tuesday","votes":0}],"question":"Which day suits you?","voters":1,"votes":[{"at":"2026-11-23T10:00:05Z","options":[0],"voter":{"address":"+9995550102","contact_id":"con_01JDAD3A1B2C3D4E5F6G7H8J9K","display_name":"Bob"}}]}
+type MessagePoll struct {
+	// MultipleChoice Whether a voter may choose several options.
+	MultipleChoice bool `json:"multiple_choice"`
+
+	// Options The options with their tallies.
+	Options []MessagePollOption `json:"options"`
+
+	// Question The question.
+	Question string `json:"question"`
+
+	// Voters How many voted (and have not taken it back).
+	Voters int `json:"voters"`
+
+	// Votes Each voter's current choice, by when they voted.
+	Votes []MessagePollVote `json:"votes"`
+}
+
+// MessagePollInput A poll to send.
+//
+// Example: {"multiple_choice":false,"options":["Monday","Tuesday"],"question":"Which day suits you?"}
+type MessagePollInput struct {
+	// MultipleChoice Whether a voter may choose several options (default `false`: one).
+	MultipleChoice *bool `json:"multiple_choice,omitempty"`
+
+	// Options The answers to choose from, in order (distinct).
+	Options []string `json:"options"`
+
+	// Question The question.
+	Question string `json:"question"`
+}
+
+// MessagePollOption An option of a poll and how many chose it.
+type MessagePollOption struct {
+	// Index Its position, from 0.
+	Index int `json:"index"`
+
+	// Text The answer.
+	Text string `json:"text"`
+
+	// Votes How many voters chose it now.
+	Votes int `json:"votes"`
+}
+
+// MessagePollVote A voter's current choice.
+type MessagePollVote struct {
+	// At When they voted last.
+	At time.Time `json:"at"`
+
+	// Options The indexes chosen (empty once the vote was taken back).
+	Options []int `json:"options"`
+
+	// Voter Someone a message is from or to. `contact_id` is the one contact of the person, whatever address they used (`null` for the instance's own account and for groups).
+	//
+	// Example: {"address":"+9995550102","contact_id":"con_01JDAD3A1B2C3D4E5F6G7H8J9K","display_name":"Bob"}
+	Voter Party `json:"voter"`
+}
+
 // MessageReceivedEvent An instance received a message.
 //
 // Example: {"instance_id":"ins_01JDAD0A1B2C3D4E5F6G7H8J9K","message":{"chat_id":"cht_01JDAD2A1B2C3D4E5F6G7H8J9K","client_message_id":null,"created_at":"2026-11-23T10:00:02Z","direction":"inbound","emoji":null,"from":{"address":"+9995550102","contact_id":"con_01JDAD3A1B2C3D4E5F6G7H8J9K","display_name":"Bob"},"id":"msg_01JDAD1A1B2C3D4E5F6G7H8J9M","instance_id":"ins_01JDAD0A1B2C3D4E5F6G7H8J9K","metadata":{},"object":"message","provider_message_id":"sbx-7f3b01","reply_to_message_id":null,"status":"received","status_history":[{"at":"2026-11-23T10:00:02Z","detail":null,"status":"received"}],"target_message_id":null,"text":"Thanks!","to":{"address":"+9995550101","contact_id":null,"display_name":"Acme Support"},"type":"text","updated_at":"2026-11-23T10:00:02Z"},"sequence":7}
@@ -5118,7 +5196,7 @@ type MessageTemplateInput struct {
 	Parameters *[]string `json:"parameters,omitempty"`
 }
 
-// MessageType The kind of content (`template`: a pre-approved message template of the account, WhatsApp Cloud).
+// MessageType The kind of content (`template`: a pre-approved message template of the account, WhatsApp Cloud; `poll`: a question with options to vote on).
 //
 // Example: text
 type MessageType string
@@ -5371,6 +5449,51 @@ type Party struct {
 	DisplayName *string `json:"display_name"`
 }
 
+// PollChoice An option a voter chose.
+type PollChoice struct {
+	// Index Its position, from 0.
+	Index int `json:"index"`
+
+	// Text The answer.
+	Text string `json:"text"`
+}
+
+// PollVotedEvent Someone voted on a poll the instance sent (or took their vote back), with the poll's results after it.
+//
+// Example: {"chat_id":"cht_01JDAD2A1B2C3D4E5F6G7H8J9K","instance_id":"ins_01JDAD0A1B2C3D4E5F6G7H8J9K","message_id":"msg_01JDAD1A1B2C3D4E5F6G7H8J9K","options":[{"index":0,"text":"Monday"}],"poll":{"multiple_choice":false,"options":[{"index":0,"text":"Monday","votes":1},{"index":1,"text":"Tuesday","votes":0}],"question":"Which day suits you?","voters":1,"votes":[{"at":"2026-11-23T10:00:05Z","options":[0],"voter":{"address":"+9995550102","contact_id":"con_01JDAD3A1B2C3D4E5F6G7H8J9K","display_name":"Bob"}}]},"sequence":9,"voter":{"address":"+9995550102","contact_id":"con_01JDAD3A1B2C3D4E5F6G7H8J9K","display_name":"Bob"}}
+type PollVotedEvent struct {
+	// ChatId A chat ID.
+	//
+	// Example: cht_01JDAD2A1B2C3D4E5F6G7H8J9K
+	ChatId ChatID `json:"chat_id"`
+
+	// InstanceId An instance ID.
+	//
+	// Example: ins_01JDAD0A1B2C3D4E5F6G7H8J9K
+	InstanceId InstanceID `json:"instance_id"`
+
+	// MessageId A message ID.
+	//
+	// Example: msg_01JDAD1A1B2C3D4E5F6G7H8J9K
+	MessageId MessageID `json:"message_id"`
+
+	// Options The options the voter chose now (empty when they took their vote back).
+	Options []PollChoice `json:"options"`
+
+	// Poll A poll with its current results.
+	//
+	// Example: {"multiple_choice":false,"options":[{"index":0,"text":"Monday","votes":1},{"index":1,"text":"Tuesday","votes":0}],"question":"Which day suits you?","voters":1,"votes":[{"at":"2026-11-23T10:00:05Z","options":[0],"voter":{"address":"+9995550102","contact_id":"con_01JDAD3A1B2C3D4E5F6G7H8J9K","display_name":"Bob"}}]}
+	Poll MessagePoll `json:"poll"`
+
+	// Sequence The instance's event counter: each event of the instance has the next number, so a gap means an event you missed (fetch it from `GET /api/v1/events`).
+	Sequence int64 `json:"sequence"`
+
+	// Voter Someone a message is from or to. `contact_id` is the one contact of the person, whatever address they used (`null` for the instance's own account and for groups).
+	//
+	// Example: {"address":"+9995550102","contact_id":"con_01JDAD3A1B2C3D4E5F6G7H8J9K","display_name":"Bob"}
+	Voter Party `json:"voter"`
+}
+
 // PresenceUpdatedEvent A contact's presence changed: their availability (`available`, `away`, `busy`, `unavailable`, with
 // `last_seen_at` where the network tells), or a chat state they show the instance (`typing`, `recording`,
 // `paused`, with the chat). Providers with `presence.receive`. High-volume (a typing person sends one every few
@@ -5587,6 +5710,19 @@ type SandboxInbound struct {
 
 	// Text Its text.
 	Text string `json:"text"`
+}
+
+// SandboxPollVote The instance votes on a poll it received: its sender's instance gets `poll.voted`.
+//
+// Example: {"message_id":"msg_01JDAD1A1B2C3D4E5F6G7H8J9K","options":[0]}
+type SandboxPollVote struct {
+	// MessageId A message ID.
+	//
+	// Example: msg_01JDAD1A1B2C3D4E5F6G7H8J9K
+	MessageId MessageID `json:"message_id"`
+
+	// Options The indexes of the options chosen (one unless the poll is multiple choice; empty takes the vote back).
+	Options []int `json:"options"`
 }
 
 // SandboxReceipt A receipt the network reports for a sent message.
@@ -7443,6 +7579,9 @@ type SandboxFailSendsJSONRequestBody = SandboxFailSends
 // SandboxInboundJSONRequestBody defines body for SandboxInbound for application/json ContentType.
 type SandboxInboundJSONRequestBody = SandboxInbound
 
+// SandboxPollVoteJSONRequestBody defines body for SandboxPollVote for application/json ContentType.
+type SandboxPollVoteJSONRequestBody = SandboxPollVote
+
 // SandboxReceiptJSONRequestBody defines body for SandboxReceipt for application/json ContentType.
 type SandboxReceiptJSONRequestBody = SandboxReceipt
 
@@ -8469,6 +8608,32 @@ func (t *Event_Data) MergePresenceUpdatedEvent(v PresenceUpdatedEvent) error {
 	return err
 }
 
+// AsPollVotedEvent returns the union data inside the Event_Data as a PollVotedEvent
+func (t Event_Data) AsPollVotedEvent() (PollVotedEvent, error) {
+	var body PollVotedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromPollVotedEvent overwrites any union data inside the Event_Data as the provided PollVotedEvent
+func (t *Event_Data) FromPollVotedEvent(v PollVotedEvent) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergePollVotedEvent performs a merge with any union data inside the Event_Data, using the provided PollVotedEvent
+func (t *Event_Data) MergePollVotedEvent(v PollVotedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
 // AsBotRepliedEvent returns the union data inside the Event_Data as a BotRepliedEvent
 func (t Event_Data) AsBotRepliedEvent() (BotRepliedEvent, error) {
 	var body BotRepliedEvent
@@ -9437,6 +9602,24 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /api/v1/instances/{instance_id}/sandbox/logout (the `SandboxLogout` operationId).
 	SandboxLogout(ctx context.Context, instanceId InstanceID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SandboxPollVoteWithBody Vote on a received poll
+	//
+	// The instance votes on a poll another sandbox instance sent it (`message_id`: the inbound poll); a later vote replaces the earlier one. Sandbox instances only (`422 capability_not_supported` for others). The instance must be connected (`409 instance_not_connected`).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/instances/{instance_id}/sandbox/poll-votes (the `SandboxPollVote` operationId).
+	SandboxPollVoteWithBody(ctx context.Context, instanceId InstanceID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SandboxPollVote Vote on a received poll
+	//
+	// The instance votes on a poll another sandbox instance sent it (`message_id`: the inbound poll); a later vote replaces the earlier one. Sandbox instances only (`422 capability_not_supported` for others). The instance must be connected (`409 instance_not_connected`).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/instances/{instance_id}/sandbox/poll-votes (the `SandboxPollVote` operationId).
+	SandboxPollVote(ctx context.Context, instanceId InstanceID, body SandboxPollVoteJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// SandboxReceiptWithBody Inject a receipt
 	//
@@ -11776,6 +11959,44 @@ func (c *Client) SandboxInbound(ctx context.Context, instanceId InstanceID, body
 // Corresponds with POST /api/v1/instances/{instance_id}/sandbox/logout (the `SandboxLogout` operationId).
 func (c *Client) SandboxLogout(ctx context.Context, instanceId InstanceID, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewSandboxLogoutRequest(c.Server, instanceId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SandboxPollVoteWithBody Vote on a received poll
+//
+// The instance votes on a poll another sandbox instance sent it (`message_id`: the inbound poll); a later vote replaces the earlier one. Sandbox instances only (`422 capability_not_supported` for others). The instance must be connected (`409 instance_not_connected`).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/instances/{instance_id}/sandbox/poll-votes (the `SandboxPollVote` operationId).
+func (c *Client) SandboxPollVoteWithBody(ctx context.Context, instanceId InstanceID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSandboxPollVoteRequestWithBody(c.Server, instanceId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SandboxPollVote Vote on a received poll
+//
+// The instance votes on a poll another sandbox instance sent it (`message_id`: the inbound poll); a later vote replaces the earlier one. Sandbox instances only (`422 capability_not_supported` for others). The instance must be connected (`409 instance_not_connected`).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/instances/{instance_id}/sandbox/poll-votes (the `SandboxPollVote` operationId).
+func (c *Client) SandboxPollVote(ctx context.Context, instanceId InstanceID, body SandboxPollVoteJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSandboxPollVoteRequest(c.Server, instanceId, body)
 	if err != nil {
 		return nil, err
 	}
@@ -16077,6 +16298,53 @@ func NewSandboxLogoutRequest(server string, instanceId InstanceID) (*http.Reques
 	return req, nil
 }
 
+// NewSandboxPollVoteRequest calls the generic SandboxPollVote builder with application/json body
+func NewSandboxPollVoteRequest(server string, instanceId InstanceID, body SandboxPollVoteJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewSandboxPollVoteRequestWithBody(server, instanceId, "application/json", bodyReader)
+}
+
+// NewSandboxPollVoteRequestWithBody constructs an http.Request for the SandboxPollVote method, with any body, and a specified content type
+func NewSandboxPollVoteRequestWithBody(server string, instanceId InstanceID, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "instance_id", instanceId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/instances/%s/sandbox/poll-votes", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewSandboxReceiptRequest calls the generic SandboxReceipt builder with application/json body
 func NewSandboxReceiptRequest(server string, instanceId InstanceID, body SandboxReceiptJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -19535,6 +19803,24 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /api/v1/instances/{instance_id}/sandbox/logout (the `SandboxLogout` operationId).
 	SandboxLogoutWithResponse(ctx context.Context, instanceId InstanceID, reqEditors ...RequestEditorFn) (*SandboxLogoutResponse, error)
+
+	// SandboxPollVoteWithBodyWithResponse Vote on a received poll
+	//
+	// The instance votes on a poll another sandbox instance sent it (`message_id`: the inbound poll); a later vote replaces the earlier one. Sandbox instances only (`422 capability_not_supported` for others). The instance must be connected (`409 instance_not_connected`).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/instances/{instance_id}/sandbox/poll-votes (the `SandboxPollVote` operationId).
+	SandboxPollVoteWithBodyWithResponse(ctx context.Context, instanceId InstanceID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SandboxPollVoteResponse, error)
+
+	// SandboxPollVoteWithResponse Vote on a received poll
+	//
+	// The instance votes on a poll another sandbox instance sent it (`message_id`: the inbound poll); a later vote replaces the earlier one. Sandbox instances only (`422 capability_not_supported` for others). The instance must be connected (`409 instance_not_connected`).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/instances/{instance_id}/sandbox/poll-votes (the `SandboxPollVote` operationId).
+	SandboxPollVoteWithResponse(ctx context.Context, instanceId InstanceID, body SandboxPollVoteJSONRequestBody, reqEditors ...RequestEditorFn) (*SandboxPollVoteResponse, error)
 
 	// SandboxReceiptWithBodyWithResponse Inject a receipt
 	//
@@ -30802,6 +31088,213 @@ func (r SandboxLogoutResponse) ContentType() string {
 	return ""
 }
 
+// SandboxPollVoteResponse200Headers the declared response headers of an HTTP 200 response for SandboxPollVote
+type SandboxPollVoteResponse200Headers struct {
+	AccessControlAllowOrigin *string
+	RateLimit                *string
+	RateLimitPolicy          *string
+	XRequestId               *string
+}
+
+// SandboxPollVoteResponse400Headers the declared response headers of an HTTP 400 response for SandboxPollVote
+type SandboxPollVoteResponse400Headers struct {
+	AccessControlAllowOrigin *string
+	RateLimit                *string
+	RateLimitPolicy          *string
+	XRequestId               *string
+}
+
+// SandboxPollVoteResponse401Headers the declared response headers of an HTTP 401 response for SandboxPollVote
+type SandboxPollVoteResponse401Headers struct {
+	AccessControlAllowOrigin *string
+	RateLimit                *string
+	RateLimitPolicy          *string
+	WWWAuthenticate          *string
+	XRequestId               *string
+}
+
+// SandboxPollVoteResponse403Headers the declared response headers of an HTTP 403 response for SandboxPollVote
+type SandboxPollVoteResponse403Headers struct {
+	AccessControlAllowOrigin *string
+	RateLimit                *string
+	RateLimitPolicy          *string
+	WWWAuthenticate          *string
+	XRequestId               *string
+}
+
+// SandboxPollVoteResponse404Headers the declared response headers of an HTTP 404 response for SandboxPollVote
+type SandboxPollVoteResponse404Headers struct {
+	AccessControlAllowOrigin *string
+	RateLimit                *string
+	RateLimitPolicy          *string
+	XRequestId               *string
+}
+
+// SandboxPollVoteResponse409Headers the declared response headers of an HTTP 409 response for SandboxPollVote
+type SandboxPollVoteResponse409Headers struct {
+	AccessControlAllowOrigin *string
+	RateLimit                *string
+	RateLimitPolicy          *string
+	XRequestId               *string
+}
+
+// SandboxPollVoteResponse422Headers the declared response headers of an HTTP 422 response for SandboxPollVote
+type SandboxPollVoteResponse422Headers struct {
+	AccessControlAllowOrigin *string
+	RateLimit                *string
+	RateLimitPolicy          *string
+	XRequestId               *string
+}
+
+// SandboxPollVoteResponse429Headers the declared response headers of an HTTP 429 response for SandboxPollVote
+type SandboxPollVoteResponse429Headers struct {
+	AccessControlAllowOrigin *string
+	RateLimit                *string
+	RateLimitPolicy          *string
+	RetryAfter               *int
+	XRequestId               *string
+}
+
+// SandboxPollVoteResponse500Headers the declared response headers of an HTTP 500 response for SandboxPollVote
+type SandboxPollVoteResponse500Headers struct {
+	AccessControlAllowOrigin *string
+	RateLimit                *string
+	RateLimitPolicy          *string
+	XRequestId               *string
+}
+
+// SandboxPollVoteResponseDefaultHeaders the declared response headers of an HTTP default response for SandboxPollVote
+type SandboxPollVoteResponseDefaultHeaders struct {
+	AccessControlAllowOrigin *string
+	RateLimit                *string
+	RateLimitPolicy          *string
+	XRequestId               *string
+}
+
+type SandboxPollVoteResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *SandboxControl
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Conflict
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *UnprocessableEntity
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *InternalError
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *SandboxPollVoteResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *SandboxPollVoteResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *SandboxPollVoteResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *SandboxPollVoteResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *SandboxPollVoteResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *SandboxPollVoteResponse409Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *SandboxPollVoteResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *SandboxPollVoteResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *SandboxPollVoteResponse500Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *SandboxPollVoteResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r SandboxPollVoteResponse) GetJSON200() *SandboxControl {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r SandboxPollVoteResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r SandboxPollVoteResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r SandboxPollVoteResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r SandboxPollVoteResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r SandboxPollVoteResponse) GetApplicationproblemJSON409() *Conflict {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r SandboxPollVoteResponse) GetApplicationproblemJSON422() *UnprocessableEntity {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r SandboxPollVoteResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r SandboxPollVoteResponse) GetApplicationproblemJSON500() *InternalError {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r SandboxPollVoteResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r SandboxPollVoteResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r SandboxPollVoteResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r SandboxPollVoteResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r SandboxPollVoteResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // SandboxReceiptResponse200Headers the declared response headers of an HTTP 200 response for SandboxReceipt
 type SandboxReceiptResponse200Headers struct {
 	AccessControlAllowOrigin *string
@@ -40889,6 +41382,36 @@ func (c *ClientWithResponses) SandboxLogoutWithResponse(ctx context.Context, ins
 		return nil, err
 	}
 	return ParseSandboxLogoutResponse(rsp)
+}
+
+// SandboxPollVoteWithBodyWithResponse Vote on a received poll
+//
+// The instance votes on a poll another sandbox instance sent it (`message_id`: the inbound poll); a later vote replaces the earlier one. Sandbox instances only (`422 capability_not_supported` for others). The instance must be connected (`409 instance_not_connected`).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/instances/{instance_id}/sandbox/poll-votes (the `SandboxPollVote` operationId).
+func (c *ClientWithResponses) SandboxPollVoteWithBodyWithResponse(ctx context.Context, instanceId InstanceID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SandboxPollVoteResponse, error) {
+	rsp, err := c.SandboxPollVoteWithBody(ctx, instanceId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSandboxPollVoteResponse(rsp)
+}
+
+// SandboxPollVoteWithResponse Vote on a received poll
+//
+// The instance votes on a poll another sandbox instance sent it (`message_id`: the inbound poll); a later vote replaces the earlier one. Sandbox instances only (`422 capability_not_supported` for others). The instance must be connected (`409 instance_not_connected`).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/instances/{instance_id}/sandbox/poll-votes (the `SandboxPollVote` operationId).
+func (c *ClientWithResponses) SandboxPollVoteWithResponse(ctx context.Context, instanceId InstanceID, body SandboxPollVoteJSONRequestBody, reqEditors ...RequestEditorFn) (*SandboxPollVoteResponse, error) {
+	rsp, err := c.SandboxPollVote(ctx, instanceId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSandboxPollVoteResponse(rsp)
 }
 
 // SandboxReceiptWithBodyWithResponse Inject a receipt
@@ -63258,6 +63781,429 @@ func ParseSandboxLogoutResponse(rsp *http.Response) (*SandboxLogoutResponse, err
 		response.Headers500 = &headers
 	case true:
 		var headers SandboxLogoutResponseDefaultHeaders
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: "uri"}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseSandboxPollVoteResponse parses an HTTP response from a SandboxPollVoteWithResponse call
+func ParseSandboxPollVoteResponse(rsp *http.Response) (*SandboxPollVoteResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &SandboxPollVoteResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest SandboxControl
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest UnprocessableEntity
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers SandboxPollVoteResponse200Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: "uri"}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers SandboxPollVoteResponse400Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: "uri"}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers SandboxPollVoteResponse401Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: "uri"}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers SandboxPollVoteResponse403Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: "uri"}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers SandboxPollVoteResponse404Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: "uri"}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers SandboxPollVoteResponse409Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: "uri"}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 422:
+		var headers SandboxPollVoteResponse422Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: "uri"}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers SandboxPollVoteResponse429Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: "uri"}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int32"}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers SandboxPollVoteResponse500Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: "uri"}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers500 = &headers
+	case true:
+		var headers SandboxPollVoteResponseDefaultHeaders
 		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: "uri"}); err != nil {

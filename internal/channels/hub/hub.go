@@ -755,6 +755,10 @@ func (s *trackingSink) Presence(ctx context.Context, p channels.Presence) error 
 	return s.pass(func() error { return s.sink.Presence(ctx, p) })
 }
 
+func (s *trackingSink) PollVote(ctx context.Context, v channels.PollVote) error {
+	return s.pass(func() error { return s.sink.PollVote(ctx, v) })
+}
+
 func (s *trackingSink) set(connected bool) {
 	s.x.mu.Lock()
 	was := s.x.connected

@@ -22,7 +22,7 @@ func implements[T any](s channels.Session) bool { _, ok := s.(T); return ok }
 var seams = []seam{
 	{"channels.Sender", implements[channels.Sender], []channels.Capability{channels.CapText, channels.CapMedia,
 		channels.CapLocation, channels.CapContactCard, channels.CapReaction, channels.CapReply, channels.CapEdit,
-		channels.CapDelete, channels.CapTemplate}},
+		channels.CapDelete, channels.CapTemplate, channels.CapPoll}},
 	{"channels.Templater", implements[channels.Templater], []channels.Capability{channels.CapTemplate}},
 	{"channels.ReadMarker", implements[channels.ReadMarker], []channels.Capability{channels.CapMarkRead}},
 	{"channels.ChatStater", implements[channels.ChatStater], []channels.Capability{channels.CapTyping}},

@@ -31,6 +31,7 @@ type event struct {
 	group    channels.Group
 	change   string
 	presence channels.Presence
+	vote     channels.PollVote
 	// media holds the bytes of an inbound attachment, read while the sink had it.
 	media []byte
 }
@@ -97,6 +98,10 @@ func (r *recorder) ContactChanged(_ context.Context, p channels.Party) error {
 
 func (r *recorder) Presence(_ context.Context, p channels.Presence) error {
 	return r.add(event{kind: "presence", presence: p})
+}
+
+func (r *recorder) PollVote(_ context.Context, v channels.PollVote) error {
+	return r.add(event{kind: "vote", vote: v})
 }
 
 // of returns the recorded events of a kind.

@@ -24,6 +24,8 @@ type envelope struct {
 	Contact *channels.Party `json:"contact,omitempty"`
 	// Presence is an availability or a chat state of an account the recipient knows.
 	Presence *mailPresence `json:"presence,omitempty"`
+	// Vote is a vote on a poll the recipient sent (or, in a group, saw).
+	Vote *mailVote `json:"vote,omitempty"`
 }
 
 type mailMessage struct {
@@ -40,6 +42,7 @@ type mailMessage struct {
 	ReplyTo  string                `json:"reply_to,omitempty"`
 	Target   string                `json:"target,omitempty"`
 	Emoji    string                `json:"emoji,omitempty"`
+	Poll     *channels.Poll        `json:"poll,omitempty"`
 	// Schedule is the sender's receipt schedule; nil for a message no instance sent (a test control's, the echo's
 	// answer): nobody to tell.
 	Schedule *schedule `json:"schedule,omitempty"`
@@ -97,7 +100,7 @@ func (m *mailMessage) inbound() channels.Inbound {
 	in := channels.Inbound{
 		ProviderID: m.ID, Chat: m.Chat, From: channels.Party{Address: m.From, DisplayName: m.FromName}, At: m.At,
 		Type: m.Type, Text: m.Text, Location: m.Location, Contact: m.Contact, ReplyTo: m.ReplyTo, Target: m.Target,
-		Emoji: m.Emoji,
+		Emoji: m.Emoji, Poll: m.Poll,
 	}
 	if md := m.Media; md != nil {
 		in.Media = &channels.Media{Kind: md.Kind, MIMEType: md.MIMEType, Filename: md.Filename, Size: md.Size,

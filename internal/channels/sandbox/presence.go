@@ -113,3 +113,63 @@ func (s *session) postNow(ctx context.Context, rs *runState, letters []letter) e
 	s.wakeAll(rs, letters)
 	return nil
 }
+
+// mailVote is a vote on a poll: what the poll's sender (and, in a group, every other member) is told as a PollVote.
+type mailVote struct {
+	Poll     string    `json:"poll"` // the poll's message id
+	From     string    `json:"from"`
+	FromName string    `json:"from_name,omitempty"`
+	Options  []int     `json:"options"`
+	At       time.Time `json:"at"`
+}
+
+func (v *mailVote) vote() channels.PollVote {
+	return channels.PollVote{Poll: v.Poll, Voter: channels.Party{Address: v.From, DisplayName: v.FromName},
+		Options: v.Options, At: v.At}
+}
+
+// vote votes options on the poll with the message id poll, which the account received: its sender is told (every
+// other member too when it was sent to a group, as the network shows a group's poll results to all).
+func (s *session) vote(ctx context.Context, poll string, options []int) error {
+	rs, number := s.live()
+	if number == "" {
+		return notConnected()
+	}
+	db := s.p.net.Reader()
+	m, err := s.p.net.Message(ctx, db, poll)
+	if errors.Is(err, store.ErrNotFound) {
+		return failure("invalid_control", "the sandbox network has no message %s", poll)
+	}
+	if err != nil {
+		return err
+	}
+	to := []string{m.Sender}
+	if isGroup(m.Chat) {
+		g, err := s.p.net.Group(ctx, db, m.Chat)
+		if err != nil {
+			return err
+		}
+		if _, ok := member(g, number); !ok {
+			return failure("not_a_participant", "the instance is not a participant of %s", m.Chat)
+		}
+		to = to[:0]
+		for _, x := range g.Members {
+			if x.Number != number {
+				to = append(to, x.Number)
+			}
+		}
+	} else if m.Chat != number {
+		return failure("invalid_control", "message %s was not sent to this account", poll)
+	}
+	accounts, err := s.p.net.Accounts(ctx, db, to)
+	if err != nil {
+		return err
+	}
+	at := now()
+	v := &mailVote{Poll: poll, From: number, FromName: s.cfg.DisplayName, Options: options, At: at}
+	letters := make([]letter, 0, len(accounts))
+	for _, a := range accounts {
+		letters = append(letters, letter{to: a.Number, instance: a.InstanceID, due: at, env: envelope{Vote: v}})
+	}
+	return s.postNow(ctx, rs, letters)
+}

@@ -32,6 +32,7 @@ type call struct {
 	group    channels.Group
 	change   string
 	presence channels.Presence
+	vote     channels.PollVote
 }
 
 // recorder is a Sink that keeps every report.
@@ -73,6 +74,10 @@ func (r *recorder) GroupChanged(_ context.Context, g channels.Group, change stri
 }
 func (r *recorder) Presence(_ context.Context, p channels.Presence) error {
 	return r.add(call{kind: "presence", presence: p})
+}
+
+func (r *recorder) PollVote(_ context.Context, v channels.PollVote) error {
+	return r.add(call{kind: "vote", vote: v})
 }
 
 func (r *recorder) ContactChanged(_ context.Context, p channels.Party) error {

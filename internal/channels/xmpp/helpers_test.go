@@ -78,6 +78,8 @@ func (r *recorder) Presence(_ context.Context, p channels.Presence) error {
 	return nil
 }
 
+func (r *recorder) PollVote(context.Context, channels.PollVote) error { return nil }
+
 func (r *recorder) ContactChanged(_ context.Context, p channels.Party) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
