@@ -19,6 +19,8 @@ type Contact struct {
 	OnNetwork   *bool      `bun:"on_network"`
 	LookedUpAt  *time.Time `bun:"looked_up_at"`
 	Blocked     bool       `bun:"blocked"`
+	Presence    *string    `bun:"presence"`     // available, away, busy, unavailable; nil: never told
+	LastSeenAt  *time.Time `bun:"last_seen_at"` // where the network tells
 	CreatedAt   time.Time  `bun:"created_at"`
 	UpdatedAt   time.Time  `bun:"updated_at"`
 
@@ -109,7 +111,8 @@ func (s *Contacts) Resolve(ctx context.Context, tx bun.IDB, workspaceID, instanc
 // Save writes a contact's own columns inside tx.
 func (s *Contacts) Save(ctx context.Context, tx bun.IDB, c *Contact) error {
 	c.UpdatedAt = now()
-	res, err := tx.NewUpdate().Model(c).WherePK().Column("display_name", "on_network", "looked_up_at", "blocked", "updated_at").Exec(ctx)
+	res, err := tx.NewUpdate().Model(c).WherePK().Column("display_name", "on_network", "looked_up_at", "blocked", "presence", "last_seen_at",
+		"updated_at").Exec(ctx)
 	return expectOneRow(res, err)
 }
 

@@ -33,6 +33,21 @@ type Location struct {
 	Address   string  `json:"address,omitempty"`
 }
 
+// MessagePoll is a poll message's question and options, and each voter's current choice.
+type MessagePoll struct {
+	Question       string     `json:"question"`
+	Options        []string   `json:"options"`
+	MultipleChoice bool       `json:"multiple_choice,omitempty"`
+	Votes          []PollVote `json:"votes,omitempty"`
+}
+
+// PollVote is a voter's current choice of a poll (no options: the vote was taken back).
+type PollVote struct {
+	Voter   Party     `json:"voter"`
+	Options []int     `json:"options"`
+	At      time.Time `json:"at"`
+}
+
 // ContactCard is a shared contact.
 type ContactCard struct {
 	Name   string   `json:"name"`
@@ -77,6 +92,7 @@ type Message struct {
 	Location          *Location        `bun:"location,type:json"`
 	Contact           *ContactCard     `bun:"contact,type:json"`
 	Template          *MessageTemplate `bun:"template,type:json"`
+	Poll              *MessagePoll     `bun:"poll,type:json"`
 	ReplyToMessageID  *string          `bun:"reply_to_message_id"`
 	TargetMessageID   *string          `bun:"target_message_id"`
 	Emoji             *string          `bun:"emoji"`
@@ -212,6 +228,13 @@ func (s *Messages) Save(ctx context.Context, tx bun.IDB, m *Message) error {
 	}
 	res, err := tx.NewUpdate().Model(m).WherePK().
 		Column("status", "status_history", "failure", "provider_message_id", "updated_at").Exec(ctx)
+	return expectOneRow(res, err)
+}
+
+// SavePoll writes a poll message's poll (its votes changed) inside tx. Returns ErrNotFound if it is not there.
+func (s *Messages) SavePoll(ctx context.Context, tx bun.IDB, m *Message) error {
+	m.UpdatedAt = now()
+	res, err := tx.NewUpdate().Model(m).WherePK().Column("poll", "updated_at").Exec(ctx)
 	return expectOneRow(res, err)
 }
 

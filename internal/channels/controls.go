@@ -41,6 +41,11 @@ func (s *Service) Control(ctx context.Context, workspaceID, instanceID string, c
 		}
 		c.MessageID = *m.ProviderMessageID
 	}
+	if c.Kind == "poll_vote" {
+		if err := s.pollVoteControl(ctx, workspaceID, instanceID, &c); err != nil {
+			return err
+		}
+	}
 	_, err = call(ctx, s, inst, cmdControl, c)
 	if p, ok := err.(*problem.Error); ok && p.Code == problem.CapabilityNotSupported {
 		return problem.Errorf(problem.CapabilityNotSupported, "The %s provider takes no test controls; they are for sandbox instances.", inst.Provider)

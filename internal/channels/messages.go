@@ -35,7 +35,7 @@ func final(status string) bool { return status == msgFailed || status == msgCanc
 var capabilityOf = map[string]Capability{
 	string(TypeText): CapText, string(TypeMedia): CapMedia, string(TypeLocation): CapLocation,
 	string(TypeContact): CapContactCard, string(TypeReaction): CapReaction, string(TypeEdit): CapEdit,
-	string(TypeDelete): CapDelete, string(TypeTemplate): CapTemplate,
+	string(TypeDelete): CapDelete, string(TypeTemplate): CapTemplate, string(TypePoll): CapPoll,
 }
 
 func micro(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
@@ -149,6 +149,11 @@ func (s *Service) outboundOf(ctx context.Context, p Provider, inst store.Instanc
 		has(in.Emoji != nil, "/emoji")
 	case gen.MessageTypeTemplate:
 		has(in.Template != nil, "/template")
+	case gen.MessageTypePoll:
+		has(in.Poll != nil, "/poll")
+	}
+	if in.Poll != nil {
+		m.Poll = pollOf(&errs, in)
 	}
 	if in.Template != nil && in.Type != gen.MessageTypeTemplate {
 		errs.Add("/template", "only a template message has a template")
@@ -540,6 +545,11 @@ func (s *Recorder) MessagesAPI(ctx context.Context, db store.Querier, ms []store
 	var addresses []string
 	for _, m := range ms {
 		addresses = append(addresses, m.From.Address, m.To.Address)
+		if m.Poll != nil {
+			for _, v := range m.Poll.Votes {
+				addresses = append(addresses, v.Voter.Address)
+			}
+		}
 	}
 	owners, err := s.db.Contacts.Owners(ctx, db, ms[0].InstanceID, addresses)
 	if err != nil {
@@ -581,6 +591,10 @@ func (s *Recorder) MessagesAPI(ctx context.Context, db store.Querier, ms []store
 		if m.Template != nil {
 			g.Template = &gen.MessageTemplate{Name: m.Template.Name, Language: m.Template.Language,
 				Parameters: m.Template.Parameters}
+		}
+		if m.Poll != nil {
+			poll := pollAPI(*m.Poll, party)
+			g.Poll = &poll
 		}
 		if m.Failure != nil {
 			g.Failure = &gen.MessageFailure{Code: m.Failure.Code, Detail: m.Failure.Detail}

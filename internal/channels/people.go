@@ -43,7 +43,12 @@ func (s *Recorder) emitContact(ctx context.Context, tx store.Querier, c store.Co
 // ContactAPI is the API's Contact of a stored contact.
 func ContactAPI(c store.Contact) gen.Contact {
 	out := gen.Contact{Id: c.ID, Object: gen.ContactObjectContact, InstanceId: c.InstanceID, DisplayName: c.DisplayName,
-		Addresses: c.Addresses, OnNetwork: c.OnNetwork, Blocked: c.Blocked, CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt}
+		Addresses: c.Addresses, OnNetwork: c.OnNetwork, Blocked: c.Blocked, LastSeenAt: c.LastSeenAt,
+		CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt}
+	if c.Presence != nil {
+		p := gen.ContactPresence(*c.Presence)
+		out.Presence = &p
+	}
 	if out.Addresses == nil {
 		out.Addresses = []string{}
 	}

@@ -38,9 +38,13 @@ const (
 	CapEdit           Capability = "messages.edit"
 	CapDelete         Capability = "messages.delete"
 	CapTemplate       Capability = "messages.template"
+	CapPoll           Capability = "messages.poll"
 	CapDelivered      Capability = "receipts.delivered"
 	CapRead           Capability = "receipts.read"
 	CapMarkRead       Capability = "chats.mark_read"
+	CapTyping         Capability = "chats.typing"
+	CapPresenceSend   Capability = "presence.send"
+	CapPresenceRecv   Capability = "presence.receive"
 	CapGroupsCreate   Capability = "groups.create"
 	CapGroupsManage   Capability = "groups.participants"
 	CapGroupsInvite   Capability = "groups.invite"
@@ -149,6 +153,40 @@ type markReadArgs struct {
 
 var cmdMarkRead = defineCommand("chats.mark_read", func(ctx context.Context, r ReadMarker, a markReadArgs) (none, error) {
 	return none{}, r.MarkRead(ctx, a.Chat, a.UpTo)
+})
+
+// The chat states a ChatStater shows (chats.typing).
+const (
+	StateTyping    = "typing"
+	StateRecording = "recording" // a voice message
+	StatePaused    = "paused"
+)
+
+// ChatStater is a session that shows a chat that the account is typing or recording, or stopped (chats.typing).
+type ChatStater interface {
+	SendChatState(ctx context.Context, chat, state string) error
+}
+
+type chatStateArgs struct {
+	Chat  string `json:"chat"`
+	State string `json:"state"`
+}
+
+var cmdChatState = defineCommand("chats.typing", func(ctx context.Context, c ChatStater, a chatStateArgs) (none, error) {
+	return none{}, c.SendChatState(ctx, a.Chat, a.State)
+})
+
+// PresenceSetter is a session that tells the account's contacts whether it is available (presence.send).
+type PresenceSetter interface {
+	SetAvailability(ctx context.Context, available bool) error
+}
+
+type availabilityArgs struct {
+	Available bool `json:"available"`
+}
+
+var cmdSetAvailability = defineCommand("presence.send", func(ctx context.Context, p PresenceSetter, a availabilityArgs) (none, error) {
+	return none{}, p.SetAvailability(ctx, a.Available)
 })
 
 // GroupManager is a session that manages groups (groups.*).
@@ -289,7 +327,7 @@ type Handler interface {
 
 // Control is a test control of a simulated network.
 type Control struct {
-	Kind string // "scan", "inbound", "receipt", "disconnect", "logout", "fail_sends"
+	Kind string // "scan", "inbound", "receipt", "disconnect", "logout", "fail_sends", "poll_vote"
 	// inbound: a message from From (an address) to this instance; receipt: a receipt of MessageID (a provider
 	// message id) with Status; fail_sends: the next Count sends fail with Failure.
 	From      string
@@ -298,6 +336,8 @@ type Control struct {
 	Status    string
 	Count     int
 	Failure   *Failure
+	// poll_vote: the instance votes Options on the poll MessageID (a provider message id) it received.
+	Options []int
 }
 
 // MessageType is the kind of a message's content.
@@ -312,6 +352,7 @@ const (
 	TypeEdit     MessageType = "edit"
 	TypeDelete   MessageType = "delete"
 	TypeTemplate MessageType = "template"
+	TypePoll     MessageType = "poll"
 )
 
 // Outbound is a message to send, in the network-neutral shape the API takes.
@@ -328,6 +369,7 @@ type Outbound struct {
 	Target   string
 	Emoji    string
 	Template *Template
+	Poll     *Poll
 	// Resend is set on every attempt after the first: an earlier one may have reached the network (it ended without
 	// an answer, or its process died). The queue does not keep how an attempt ended, so a retry after the network
 	// refused with a wait is a Resend too.
@@ -412,6 +454,23 @@ var ErrPushUnverified = errors.New("channels: the push does not verify with the 
 // through sink before it returns, so the network is answered 200 only for what is durable.
 type PushReceiver interface {
 	Receive(ctx context.Context, inst Instance, sink Sink, p Push) (PushAnswer, error)
+}
+
+// Poll is a poll message's question and options (messages.poll); votes come back through Sink.PollVote.
+type Poll struct {
+	Question       string   `json:"question"`
+	Options        []string `json:"options"`
+	MultipleChoice bool     `json:"multiple_choice,omitempty"`
+}
+
+// PollVote is a vote on a poll the account sent: the voter's whole current choice (indexes into the poll's
+// options; none when they took their vote back), replacing any earlier vote of theirs.
+type PollVote struct {
+	// Poll is the provider message id of the poll.
+	Poll    string
+	Voter   Party
+	Options []int
+	At      time.Time
 }
 
 // Media is a message's attachment. Open reads its bytes (from the media store; providers that take a URL use URL).
@@ -542,8 +601,37 @@ type Inbound struct {
 	ReplyTo    string
 	Target     string
 	Emoji      string
+	Poll       *Poll
 	// FromMe marks a message the account sent from another device.
 	FromMe bool
+}
+
+// The availabilities a Presence reports (a network's finer shades are mapped onto them: XMPP's xa is away, dnd
+// busy).
+const (
+	PresenceAvailable   = "available"
+	PresenceAway        = "away"
+	PresenceBusy        = "busy"
+	PresenceUnavailable = "unavailable"
+)
+
+// Presence is a contact's availability (State is one of the Presence* constants; LastSeen when the network tells)
+// or a chat state they show the account (State is typing, recording or paused; Chat names the chat: the person, or
+// the group they type in).
+type Presence struct {
+	From     Party
+	Chat     string
+	State    string
+	LastSeen time.Time
+}
+
+// IsChatState reports whether the presence is a chat state rather than an availability.
+func (p Presence) IsChatState() bool {
+	switch p.State {
+	case StateTyping, StateRecording, StatePaused:
+		return true
+	}
+	return false
 }
 
 // Receipt is a network's report that a sent message was delivered or read, or that the network failed to deliver
@@ -568,6 +656,10 @@ type Sink interface {
 	Receipt(ctx context.Context, r Receipt) error
 	GroupChanged(ctx context.Context, g Group, change string) error
 	ContactChanged(ctx context.Context, p Party) error
+	// Presence reports a contact's availability or a chat state they show the account (presence.receive).
+	Presence(ctx context.Context, p Presence) error
+	// PollVote reports a vote on a poll the account sent (messages.poll).
+	PollVote(ctx context.Context, v PollVote) error
 }
 
 // Report is one report of a batch (BatchSink.Record): an inbound message or a receipt, exactly one of them set.

@@ -81,6 +81,9 @@ func (s *Recorder) Outbound(ctx context.Context, messageID string) (Outbound, er
 	if m.Contact != nil {
 		out.Contact = &ContactCard{Name: m.Contact.Name, Phones: m.Contact.Phones}
 	}
+	if m.Poll != nil {
+		out.Poll = &Poll{Question: m.Poll.Question, Options: m.Poll.Options, MultipleChoice: m.Poll.MultipleChoice}
+	}
 	if m.Template != nil {
 		out.Template = &Template{Name: m.Template.Name, Language: m.Template.Language,
 			Parameters: m.Template.Parameters, Components: m.Template.Components}
@@ -504,6 +507,10 @@ func (k *sink) inbound(ctx context.Context, tx store.Querier, inst store.Instanc
 	}
 	if in.Contact != nil {
 		m.Contact = &store.ContactCard{Name: in.Contact.Name, Phones: in.Contact.Phones}
+	}
+	if in.Poll != nil {
+		m.Poll = &store.MessagePoll{Question: in.Poll.Question, Options: in.Poll.Options,
+			MultipleChoice: in.Poll.MultipleChoice}
 	}
 	for _, ref := range []struct {
 		pid string

@@ -35,6 +35,8 @@ var builtinPayloads = []any{
 	gen.GroupParticipantsChangedEvent{},
 	gen.GroupLeftEvent{},
 	gen.ContactUpdatedEvent{},
+	gen.PresenceUpdatedEvent{},
+	gen.PollVotedEvent{},
 	gen.BotRepliedEvent{},
 	gen.BotHandoffEvent{},
 	gen.BotFailedEvent{},

@@ -40,6 +40,24 @@ func (e AuthMethod) Valid() bool {
 	}
 }
 
+// Defines values for Availability.
+const (
+	AvailabilityAvailable   Availability = "available"
+	AvailabilityUnavailable Availability = "unavailable"
+)
+
+// Valid indicates whether the value is a known member of the Availability enum.
+func (e Availability) Valid() bool {
+	switch e {
+	case AvailabilityAvailable:
+		return true
+	case AvailabilityUnavailable:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for BotKind.
 const (
 	BotKindModel    BotKind = "model"
@@ -205,6 +223,7 @@ const (
 	CapabilityAuthQr             Capability = "auth.qr"
 	CapabilityAuthToken          Capability = "auth.token"
 	CapabilityChatsMarkRead      Capability = "chats.mark_read"
+	CapabilityChatsTyping        Capability = "chats.typing"
 	CapabilityContactsBlock      Capability = "contacts.block"
 	CapabilityContactsLookup     Capability = "contacts.lookup"
 	CapabilityGroupsCreate       Capability = "groups.create"
@@ -215,10 +234,13 @@ const (
 	CapabilityMessagesEdit       Capability = "messages.edit"
 	CapabilityMessagesLocation   Capability = "messages.location"
 	CapabilityMessagesMedia      Capability = "messages.media"
+	CapabilityMessagesPoll       Capability = "messages.poll"
 	CapabilityMessagesReaction   Capability = "messages.reaction"
 	CapabilityMessagesReply      Capability = "messages.reply"
 	CapabilityMessagesTemplate   Capability = "messages.template"
 	CapabilityMessagesText       Capability = "messages.text"
+	CapabilityPresenceReceive    Capability = "presence.receive"
+	CapabilityPresenceSend       Capability = "presence.send"
 	CapabilityReceiptsDelivered  Capability = "receipts.delivered"
 	CapabilityReceiptsRead       Capability = "receipts.read"
 )
@@ -233,6 +255,8 @@ func (e Capability) Valid() bool {
 	case CapabilityAuthToken:
 		return true
 	case CapabilityChatsMarkRead:
+		return true
+	case CapabilityChatsTyping:
 		return true
 	case CapabilityContactsBlock:
 		return true
@@ -254,6 +278,8 @@ func (e Capability) Valid() bool {
 		return true
 	case CapabilityMessagesMedia:
 		return true
+	case CapabilityMessagesPoll:
+		return true
 	case CapabilityMessagesReaction:
 		return true
 	case CapabilityMessagesReply:
@@ -261,6 +287,10 @@ func (e Capability) Valid() bool {
 	case CapabilityMessagesTemplate:
 		return true
 	case CapabilityMessagesText:
+		return true
+	case CapabilityPresenceReceive:
+		return true
+	case CapabilityPresenceSend:
 		return true
 	case CapabilityReceiptsDelivered:
 		return true
@@ -388,6 +418,42 @@ func (e ChatListObject) Valid() bool {
 	}
 }
 
+// Defines values for ChatPresenceObject.
+const (
+	ChatPresenceObjectChatPresence ChatPresenceObject = "chat_presence"
+)
+
+// Valid indicates whether the value is a known member of the ChatPresenceObject enum.
+func (e ChatPresenceObject) Valid() bool {
+	switch e {
+	case ChatPresenceObjectChatPresence:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ChatPresenceState.
+const (
+	ChatPresenceStatePaused    ChatPresenceState = "paused"
+	ChatPresenceStateRecording ChatPresenceState = "recording"
+	ChatPresenceStateTyping    ChatPresenceState = "typing"
+)
+
+// Valid indicates whether the value is a known member of the ChatPresenceState enum.
+func (e ChatPresenceState) Valid() bool {
+	switch e {
+	case ChatPresenceStatePaused:
+		return true
+	case ChatPresenceStateRecording:
+		return true
+	case ChatPresenceStateTyping:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ClickDevice.
 const (
 	ClickDeviceBot     ClickDevice = "bot"
@@ -481,6 +547,33 @@ const (
 func (e ContactObject) Valid() bool {
 	switch e {
 	case ContactObjectContact:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ContactPresence.
+const (
+	ContactPresenceAvailable   ContactPresence = "available"
+	ContactPresenceAway        ContactPresence = "away"
+	ContactPresenceBusy        ContactPresence = "busy"
+	ContactPresenceLessThannil ContactPresence = "<nil>"
+	ContactPresenceUnavailable ContactPresence = "unavailable"
+)
+
+// Valid indicates whether the value is a known member of the ContactPresence enum.
+func (e ContactPresence) Valid() bool {
+	switch e {
+	case ContactPresenceAvailable:
+		return true
+	case ContactPresenceAway:
+		return true
+	case ContactPresenceBusy:
+		return true
+	case ContactPresenceLessThannil:
+		return true
+	case ContactPresenceUnavailable:
 		return true
 	default:
 		return false
@@ -697,6 +790,21 @@ const (
 func (e InstanceListObject) Valid() bool {
 	switch e {
 	case InstanceListObjectList:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for InstancePresenceObject.
+const (
+	InstancePresenceObjectInstancePresence InstancePresenceObject = "instance_presence"
+)
+
+// Valid indicates whether the value is a known member of the InstancePresenceObject enum.
+func (e InstancePresenceObject) Valid() bool {
+	switch e {
+	case InstancePresenceObjectInstancePresence:
 		return true
 	default:
 		return false
@@ -1109,6 +1217,7 @@ const (
 	MessageTypeEdit     MessageType = "edit"
 	MessageTypeLocation MessageType = "location"
 	MessageTypeMedia    MessageType = "media"
+	MessageTypePoll     MessageType = "poll"
 	MessageTypeReaction MessageType = "reaction"
 	MessageTypeTemplate MessageType = "template"
 	MessageTypeText     MessageType = "text"
@@ -1126,6 +1235,8 @@ func (e MessageType) Valid() bool {
 	case MessageTypeLocation:
 		return true
 	case MessageTypeMedia:
+		return true
+	case MessageTypePoll:
 		return true
 	case MessageTypeReaction:
 		return true
@@ -1297,6 +1408,39 @@ const (
 func (e ParticipantsChangeResultObject) Valid() bool {
 	switch e {
 	case ParticipantsChangeResultObjectList:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PresenceUpdatedEventState.
+const (
+	PresenceUpdatedEventStateAvailable   PresenceUpdatedEventState = "available"
+	PresenceUpdatedEventStateAway        PresenceUpdatedEventState = "away"
+	PresenceUpdatedEventStateBusy        PresenceUpdatedEventState = "busy"
+	PresenceUpdatedEventStatePaused      PresenceUpdatedEventState = "paused"
+	PresenceUpdatedEventStateRecording   PresenceUpdatedEventState = "recording"
+	PresenceUpdatedEventStateTyping      PresenceUpdatedEventState = "typing"
+	PresenceUpdatedEventStateUnavailable PresenceUpdatedEventState = "unavailable"
+)
+
+// Valid indicates whether the value is a known member of the PresenceUpdatedEventState enum.
+func (e PresenceUpdatedEventState) Valid() bool {
+	switch e {
+	case PresenceUpdatedEventStateAvailable:
+		return true
+	case PresenceUpdatedEventStateAway:
+		return true
+	case PresenceUpdatedEventStateBusy:
+		return true
+	case PresenceUpdatedEventStatePaused:
+		return true
+	case PresenceUpdatedEventStateRecording:
+		return true
+	case PresenceUpdatedEventStateTyping:
+		return true
+	case PresenceUpdatedEventStateUnavailable:
 		return true
 	default:
 		return false
@@ -1513,6 +1657,7 @@ const (
 	SandboxControlControlFailSends  SandboxControlControl = "fail_sends"
 	SandboxControlControlInbound    SandboxControlControl = "inbound"
 	SandboxControlControlLogout     SandboxControlControl = "logout"
+	SandboxControlControlPollVote   SandboxControlControl = "poll_vote"
 	SandboxControlControlReceipt    SandboxControlControl = "receipt"
 	SandboxControlControlScan       SandboxControlControl = "scan"
 )
@@ -1527,6 +1672,8 @@ func (e SandboxControlControl) Valid() bool {
 	case SandboxControlControlInbound:
 		return true
 	case SandboxControlControlLogout:
+		return true
+	case SandboxControlControlPollVote:
 		return true
 	case SandboxControlControlReceipt:
 		return true
@@ -2248,6 +2395,11 @@ type Address = string
 // Example: qr
 type AuthMethod string
 
+// Availability Online or not.
+//
+// Example: available
+type Availability string
+
 // Bot A bot that answers an instance's inbound messages.
 type Bot struct {
 	CreatedAt time.Time `json:"created_at"`
@@ -2760,6 +2912,47 @@ type ChatList struct {
 // ChatListObject Always `list`.
 type ChatListObject string
 
+// ChatPresence A chat state the instance showed a chat.
+//
+// Example: {"chat_id":"cht_01JDAD2A1B2C3D4E5F6G7H8J9K","instance_id":"ins_01JDAD0A1B2C3D4E5F6G7H8J9K","object":"chat_presence","state":"typing"}
+type ChatPresence struct {
+	// ChatId A chat ID.
+	//
+	// Example: cht_01JDAD2A1B2C3D4E5F6G7H8J9K
+	ChatId ChatID `json:"chat_id"`
+
+	// InstanceId An instance ID.
+	//
+	// Example: ins_01JDAD0A1B2C3D4E5F6G7H8J9K
+	InstanceId InstanceID `json:"instance_id"`
+
+	// Object Always `chat_presence`.
+	Object ChatPresenceObject `json:"object"`
+
+	// State `typing` a text, `recording` a voice message, or `paused` (stopped).
+	//
+	// Example: typing
+	State ChatPresenceState `json:"state"`
+}
+
+// ChatPresenceObject Always `chat_presence`.
+type ChatPresenceObject string
+
+// ChatPresenceInput What to show the chat.
+//
+// Example: {"state":"typing"}
+type ChatPresenceInput struct {
+	// State `typing` a text, `recording` a voice message, or `paused` (stopped).
+	//
+	// Example: typing
+	State ChatPresenceState `json:"state"`
+}
+
+// ChatPresenceState `typing` a text, `recording` a voice message, or `paused` (stopped).
+//
+// Example: typing
+type ChatPresenceState string
+
 // ChatUpdatedEvent A chat changed: a new message, or it was marked read.
 //
 // Example: {"chat":{"address":"+9995550102","contact_id":"con_01JDAD3A1B2C3D4E5F6G7H8J9K","created_at":"2026-11-23T10:00:00Z","group_id":null,"id":"cht_01JDAD2A1B2C3D4E5F6G7H8J9K","instance_id":"ins_01JDAD0A1B2C3D4E5F6G7H8J9K","last_message":{"chat_id":"cht_01JDAD2A1B2C3D4E5F6G7H8J9K","client_message_id":null,"created_at":"2026-11-23T10:00:02Z","direction":"inbound","emoji":null,"from":{"address":"+9995550102","contact_id":"con_01JDAD3A1B2C3D4E5F6G7H8J9K","display_name":"Bob"},"id":"msg_01JDAD1A1B2C3D4E5F6G7H8J9M","instance_id":"ins_01JDAD0A1B2C3D4E5F6G7H8J9K","metadata":{},"object":"message","provider_message_id":"sbx-7f3b01","reply_to_message_id":null,"status":"received","status_history":[{"at":"2026-11-23T10:00:02Z","detail":null,"status":"received"}],"target_message_id":null,"text":"Thanks!","to":{"address":"+9995550101","contact_id":null,"display_name":"Acme Support"},"type":"text","updated_at":"2026-11-23T10:00:02Z"},"last_message_at":"2026-11-23T10:00:02Z","name":"Bob","object":"chat","type":"direct","unread_count":1,"updated_at":"2026-11-23T10:00:02Z"},"instance_id":"ins_01JDAD0A1B2C3D4E5F6G7H8J9K","sequence":7}
@@ -2907,11 +3100,17 @@ type Contact struct {
 	// Example: ins_01JDAD0A1B2C3D4E5F6G7H8J9K
 	InstanceId InstanceID `json:"instance_id"`
 
+	// LastSeenAt When they were last seen online, where the network tells.
+	LastSeenAt *time.Time `json:"last_seen_at,omitempty"`
+
 	// Object Always `contact`.
 	Object ContactObject `json:"object"`
 
 	// OnNetwork Whether the last lookup found them on the network (`null`: never looked up).
 	OnNetwork *bool `json:"on_network"`
+
+	// Presence Their availability, where the network shares it and has told (`null`: unknown); XMPP's `away` and `xa` are `away`, `dnd` is `busy`.
+	Presence *ContactPresence `json:"presence,omitempty"`
 
 	// UpdatedAt When it last changed.
 	UpdatedAt time.Time `json:"updated_at"`
@@ -2919,6 +3118,9 @@ type Contact struct {
 
 // ContactObject Always `contact`.
 type ContactObject string
+
+// ContactPresence Their availability, where the network shares it and has told (`null`: unknown); XMPP's `away` and `xa` are `away`, `dnd` is `busy`.
+type ContactPresence string
 
 // ContactID A contact ID.
 //
@@ -3597,6 +3799,37 @@ type InstancePacing struct {
 	//
 	// Example: 20
 	RatePerMinute int `json:"rate_per_minute"`
+}
+
+// InstancePresence The availability an instance showed its contacts.
+//
+// Example: {"availability":"available","instance_id":"ins_01JDAD0A1B2C3D4E5F6G7H8J9K","object":"instance_presence"}
+type InstancePresence struct {
+	// Availability Online or not.
+	//
+	// Example: available
+	Availability Availability `json:"availability"`
+
+	// InstanceId An instance ID.
+	//
+	// Example: ins_01JDAD0A1B2C3D4E5F6G7H8J9K
+	InstanceId InstanceID `json:"instance_id"`
+
+	// Object Always `instance_presence`.
+	Object InstancePresenceObject `json:"object"`
+}
+
+// InstancePresenceObject Always `instance_presence`.
+type InstancePresenceObject string
+
+// InstancePresenceInput The availability the account shows its contacts.
+//
+// Example: {"availability":"available"}
+type InstancePresenceInput struct {
+	// Availability Online or not.
+	//
+	// Example: available
+	Availability Availability `json:"availability"`
 }
 
 // InstanceQR The pairing QR code to scan with the account's app. It is replaced before it expires while the instance waits; fetch it again (or listen to `instance.qr_updated`).
@@ -4522,6 +4755,9 @@ type Message struct {
 	// Object Always `message`.
 	Object MessageObject `json:"object"`
 
+	// Poll The poll with its current results (`type` `poll`).
+	Poll *MessagePoll `json:"poll,omitempty"`
+
 	// ProviderMessageId The network's ID of the message, once sent or received.
 	ProviderMessageId *string `json:"provider_message_id"`
 
@@ -4553,7 +4789,7 @@ type Message struct {
 	// Example: {"address":"+9995550102","contact_id":"con_01JDAD3A1B2C3D4E5F6G7H8J9K","display_name":"Bob"}
 	To Party `json:"to"`
 
-	// Type The kind of content (`template`: a pre-approved message template of the account, WhatsApp Cloud).
+	// Type The kind of content (`template`: a pre-approved message template of the account, WhatsApp Cloud; `poll`: a question with options to vote on).
 	//
 	// Example: text
 	Type MessageType `json:"type"`
@@ -4580,7 +4816,8 @@ type MessageContactCard struct {
 // MessageCreate A message to send. Name the recipient with `to` (an address) or `chat_id`, and give the content of its `type`:
 // `text`; `media` (+ optional `text` as caption); `location`; `contact`; `reaction` (`target_message_id` + `emoji`,
 // an empty emoji removes it); `edit` (`target_message_id` + `text`); `delete` (`target_message_id`); `template`
-// (`template`, needs `messages.template`).
+// (`template`, needs `messages.template`); `poll` (`poll`, needs `messages.poll`: votes arrive as `poll.voted`
+// events and the message shows the tallies).
 //
 // Networks with a customer-service window (WhatsApp Cloud: 24 hours after the person's last message) refuse
 // free-form messages outside it; such a send answers `422 conversation_window_closed` before anything is
@@ -4611,6 +4848,11 @@ type MessageCreate struct {
 	// Example: {"team":"support"}
 	Metadata *Metadata `json:"metadata,omitempty"`
 
+	// Poll A poll to send.
+	//
+	// Example: {"multiple_choice":false,"options":["Monday","Tuesday"],"question":"Which day suits you?"}
+	Poll *MessagePollInput `json:"poll,omitempty"`
+
 	// ReplyToMessageId A message ID.
 	//
 	// Example: msg_01JDAD1A1B2C3D4E5F6G7H8J9K
@@ -4635,7 +4877,7 @@ type MessageCreate struct {
 	// Example: +9995550102
 	To *Address `json:"to,omitempty"`
 
-	// Type The kind of content (`template`: a pre-approved message template of the account, WhatsApp Cloud).
+	// Type The kind of content (`template`: a pre-approved message template of the account, WhatsApp Cloud; `poll`: a question with options to vote on).
 	//
 	// Example: text
 	Type MessageType `json:"type"`
@@ -4788,6 +5030,66 @@ type MessageMediaInput struct {
 	Url *string `json:"url,omitempty"`
 }
 
+// MessagePoll A poll with its current results.
+//
+// Example: {"multiple_choice":false,"options":[{"index":0,"text":"Monday","votes":1},{"index":1,"text":"Tuesday","votes":0}],"question":"Which day suits you?","voters":1,"votes":[{"at":"2026-11-23T10:00:05Z","options":[0],"voter":{"address":"+9995550102","contact_id":"con_01JDAD3A1B2C3D4E5F6G7H8J9K","display_name":"Bob"}}]}
+type MessagePoll struct {
+	// MultipleChoice Whether a voter may choose several options.
+	MultipleChoice bool `json:"multiple_choice"`
+
+	// Options The options with their tallies.
+	Options []MessagePollOption `json:"options"`
+
+	// Question The question.
+	Question string `json:"question"`
+
+	// Voters How many voted (and have not taken it back).
+	Voters int `json:"voters"`
+
+	// Votes Each voter's current choice, by when they voted.
+	Votes []MessagePollVote `json:"votes"`
+}
+
+// MessagePollInput A poll to send.
+//
+// Example: {"multiple_choice":false,"options":["Monday","Tuesday"],"question":"Which day suits you?"}
+type MessagePollInput struct {
+	// MultipleChoice Whether a voter may choose several options (default `false`: one).
+	MultipleChoice *bool `json:"multiple_choice,omitempty"`
+
+	// Options The answers to choose from, in order (distinct).
+	Options []string `json:"options"`
+
+	// Question The question.
+	Question string `json:"question"`
+}
+
+// MessagePollOption An option of a poll and how many chose it.
+type MessagePollOption struct {
+	// Index Its position, from 0.
+	Index int `json:"index"`
+
+	// Text The answer.
+	Text string `json:"text"`
+
+	// Votes How many voters chose it now.
+	Votes int `json:"votes"`
+}
+
+// MessagePollVote A voter's current choice.
+type MessagePollVote struct {
+	// At When they voted last.
+	At time.Time `json:"at"`
+
+	// Options The indexes chosen (empty once the vote was taken back).
+	Options []int `json:"options"`
+
+	// Voter Someone a message is from or to. `contact_id` is the one contact of the person, whatever address they used (`null` for the instance's own account and for groups).
+	//
+	// Example: {"address":"+9995550102","contact_id":"con_01JDAD3A1B2C3D4E5F6G7H8J9K","display_name":"Bob"}
+	Voter Party `json:"voter"`
+}
+
 // MessageReceivedEvent An instance received a message.
 //
 // Example: {"instance_id":"ins_01JDAD0A1B2C3D4E5F6G7H8J9K","message":{"chat_id":"cht_01JDAD2A1B2C3D4E5F6G7H8J9K","client_message_id":null,"created_at":"2026-11-23T10:00:02Z","direction":"inbound","emoji":null,"from":{"address":"+9995550102","contact_id":"con_01JDAD3A1B2C3D4E5F6G7H8J9K","display_name":"Bob"},"id":"msg_01JDAD1A1B2C3D4E5F6G7H8J9M","instance_id":"ins_01JDAD0A1B2C3D4E5F6G7H8J9K","metadata":{},"object":"message","provider_message_id":"sbx-7f3b01","reply_to_message_id":null,"status":"received","status_history":[{"at":"2026-11-23T10:00:02Z","detail":null,"status":"received"}],"target_message_id":null,"text":"Thanks!","to":{"address":"+9995550101","contact_id":null,"display_name":"Acme Support"},"type":"text","updated_at":"2026-11-23T10:00:02Z"},"sequence":7}
@@ -4901,7 +5203,7 @@ type MessageTemplateInput struct {
 	Parameters *[]string `json:"parameters,omitempty"`
 }
 
-// MessageType The kind of content (`template`: a pre-approved message template of the account, WhatsApp Cloud).
+// MessageType The kind of content (`template`: a pre-approved message template of the account, WhatsApp Cloud; `poll`: a question with options to vote on).
 //
 // Example: text
 type MessageType string
@@ -5154,6 +5456,84 @@ type Party struct {
 	DisplayName *string `json:"display_name"`
 }
 
+// PollChoice An option a voter chose.
+type PollChoice struct {
+	// Index Its position, from 0.
+	Index int `json:"index"`
+
+	// Text The answer.
+	Text string `json:"text"`
+}
+
+// PollVotedEvent Someone voted on a poll the instance sent (or took their vote back), with the poll's results after it.
+//
+// Example: {"chat_id":"cht_01JDAD2A1B2C3D4E5F6G7H8J9K","instance_id":"ins_01JDAD0A1B2C3D4E5F6G7H8J9K","message_id":"msg_01JDAD1A1B2C3D4E5F6G7H8J9K","options":[{"index":0,"text":"Monday"}],"poll":{"multiple_choice":false,"options":[{"index":0,"text":"Monday","votes":1},{"index":1,"text":"Tuesday","votes":0}],"question":"Which day suits you?","voters":1,"votes":[{"at":"2026-11-23T10:00:05Z","options":[0],"voter":{"address":"+9995550102","contact_id":"con_01JDAD3A1B2C3D4E5F6G7H8J9K","display_name":"Bob"}}]},"sequence":9,"voter":{"address":"+9995550102","contact_id":"con_01JDAD3A1B2C3D4E5F6G7H8J9K","display_name":"Bob"}}
+type PollVotedEvent struct {
+	// ChatId A chat ID.
+	//
+	// Example: cht_01JDAD2A1B2C3D4E5F6G7H8J9K
+	ChatId ChatID `json:"chat_id"`
+
+	// InstanceId An instance ID.
+	//
+	// Example: ins_01JDAD0A1B2C3D4E5F6G7H8J9K
+	InstanceId InstanceID `json:"instance_id"`
+
+	// MessageId A message ID.
+	//
+	// Example: msg_01JDAD1A1B2C3D4E5F6G7H8J9K
+	MessageId MessageID `json:"message_id"`
+
+	// Options The options the voter chose now (empty when they took their vote back).
+	Options []PollChoice `json:"options"`
+
+	// Poll A poll with its current results.
+	//
+	// Example: {"multiple_choice":false,"options":[{"index":0,"text":"Monday","votes":1},{"index":1,"text":"Tuesday","votes":0}],"question":"Which day suits you?","voters":1,"votes":[{"at":"2026-11-23T10:00:05Z","options":[0],"voter":{"address":"+9995550102","contact_id":"con_01JDAD3A1B2C3D4E5F6G7H8J9K","display_name":"Bob"}}]}
+	Poll MessagePoll `json:"poll"`
+
+	// Sequence The instance's event counter: each event of the instance has the next number, so a gap means an event you missed (fetch it from `GET /api/v1/events`).
+	Sequence int64 `json:"sequence"`
+
+	// Voter Someone a message is from or to. `contact_id` is the one contact of the person, whatever address they used (`null` for the instance's own account and for groups).
+	//
+	// Example: {"address":"+9995550102","contact_id":"con_01JDAD3A1B2C3D4E5F6G7H8J9K","display_name":"Bob"}
+	Voter Party `json:"voter"`
+}
+
+// PresenceUpdatedEvent A contact's presence changed: their availability (`available`, `away`, `busy`, `unavailable`, with
+// `last_seen_at` where the network tells), or a chat state they show the instance (`typing`, `recording`,
+// `paused`, with the chat). Providers with `presence.receive`. High-volume (a typing person sends one every few
+// seconds): subscribe by name, `*` leaves it out.
+//
+// Example: {"chat_id":"cht_01JDAD2A1B2C3D4E5F6G7H8J9K","contact":{"addresses":["+9995550102"],"blocked":false,"created_at":"2026-11-23T10:00:00Z","display_name":"Bob","id":"con_01JDAD3A1B2C3D4E5F6G7H8J9K","instance_id":"ins_01JDAD0A1B2C3D4E5F6G7H8J9K","last_seen_at":"2026-11-23T10:00:00Z","object":"contact","on_network":true,"presence":"available","updated_at":"2026-11-23T10:00:00Z"},"instance_id":"ins_01JDAD0A1B2C3D4E5F6G7H8J9K","last_seen_at":"2026-11-23T10:00:00Z","sequence":8,"state":"typing"}
+type PresenceUpdatedEvent struct {
+	// ChatId The chat a chat state is shown in (`null` for availability).
+	ChatId *string `json:"chat_id"`
+
+	// Contact A person on the instance's network: every address the network knows for them, so one person is one contact.
+	//
+	// Example: {"addresses":["+9995550102","sbx:bob"],"blocked":false,"created_at":"2026-11-23T10:00:00Z","display_name":"Bob","id":"con_01JDAD3A1B2C3D4E5F6G7H8J9K","instance_id":"ins_01JDAD0A1B2C3D4E5F6G7H8J9K","object":"contact","on_network":true,"updated_at":"2026-11-23T10:00:00Z"}
+	Contact Contact `json:"contact"`
+
+	// InstanceId An instance ID.
+	//
+	// Example: ins_01JDAD0A1B2C3D4E5F6G7H8J9K
+	InstanceId InstanceID `json:"instance_id"`
+
+	// LastSeenAt When the contact was last seen online, where known.
+	LastSeenAt *time.Time `json:"last_seen_at"`
+
+	// Sequence The instance's event counter: each event of the instance has the next number, so a gap means an event you missed (fetch it from `GET /api/v1/events`).
+	Sequence int64 `json:"sequence"`
+
+	// State The new availability or chat state.
+	State PresenceUpdatedEventState `json:"state"`
+}
+
+// PresenceUpdatedEventState The new availability or chat state.
+type PresenceUpdatedEventState string
+
 // Problem An RFC 9457 problem document. Switch on `code`, which is stable; `title` and `detail` are for humans.
 type Problem struct {
 	// Code A stable, machine-readable error code; each has one HTTP status, described at `/problems/<code>`. Codes are
@@ -5337,6 +5717,19 @@ type SandboxInbound struct {
 
 	// Text Its text.
 	Text string `json:"text"`
+}
+
+// SandboxPollVote The instance votes on a poll it received: its sender's instance gets `poll.voted`.
+//
+// Example: {"message_id":"msg_01JDAD1A1B2C3D4E5F6G7H8J9K","options":[0]}
+type SandboxPollVote struct {
+	// MessageId A message ID.
+	//
+	// Example: msg_01JDAD1A1B2C3D4E5F6G7H8J9K
+	MessageId MessageID `json:"message_id"`
+
+	// Options The indexes of the options chosen (one unless the poll is multiple choice; empty takes the vote back).
+	Options []int `json:"options"`
 }
 
 // SandboxReceipt A receipt the network reports for a sent message.
@@ -7162,6 +7555,9 @@ type UpdateBotJSONRequestBody = BotUpdate
 // ControlChatBotJSONRequestBody defines body for ControlChatBot for application/json ContentType.
 type ControlChatBotJSONRequestBody = ChatBotControl
 
+// SendChatPresenceJSONRequestBody defines body for SendChatPresence for application/json ContentType.
+type SendChatPresenceJSONRequestBody = ChatPresenceInput
+
 // LookupContactsJSONRequestBody defines body for LookupContacts for application/json ContentType.
 type LookupContactsJSONRequestBody = ContactLookup
 
@@ -7183,11 +7579,17 @@ type SendMessageJSONRequestBody = MessageCreate
 // RequestPairingCodeJSONRequestBody defines body for RequestPairingCode for application/json ContentType.
 type RequestPairingCodeJSONRequestBody = PairingCodeRequest
 
+// SetInstancePresenceJSONRequestBody defines body for SetInstancePresence for application/json ContentType.
+type SetInstancePresenceJSONRequestBody = InstancePresenceInput
+
 // SandboxFailSendsJSONRequestBody defines body for SandboxFailSends for application/json ContentType.
 type SandboxFailSendsJSONRequestBody = SandboxFailSends
 
 // SandboxInboundJSONRequestBody defines body for SandboxInbound for application/json ContentType.
 type SandboxInboundJSONRequestBody = SandboxInbound
+
+// SandboxPollVoteJSONRequestBody defines body for SandboxPollVote for application/json ContentType.
+type SandboxPollVoteJSONRequestBody = SandboxPollVote
 
 // SandboxReceiptJSONRequestBody defines body for SandboxReceipt for application/json ContentType.
 type SandboxReceiptJSONRequestBody = SandboxReceipt
@@ -8189,6 +8591,58 @@ func (t *Event_Data) MergeContactUpdatedEvent(v ContactUpdatedEvent) error {
 	return err
 }
 
+// AsPresenceUpdatedEvent returns the union data inside the Event_Data as a PresenceUpdatedEvent
+func (t Event_Data) AsPresenceUpdatedEvent() (PresenceUpdatedEvent, error) {
+	var body PresenceUpdatedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromPresenceUpdatedEvent overwrites any union data inside the Event_Data as the provided PresenceUpdatedEvent
+func (t *Event_Data) FromPresenceUpdatedEvent(v PresenceUpdatedEvent) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergePresenceUpdatedEvent performs a merge with any union data inside the Event_Data, using the provided PresenceUpdatedEvent
+func (t *Event_Data) MergePresenceUpdatedEvent(v PresenceUpdatedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsPollVotedEvent returns the union data inside the Event_Data as a PollVotedEvent
+func (t Event_Data) AsPollVotedEvent() (PollVotedEvent, error) {
+	var body PollVotedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromPollVotedEvent overwrites any union data inside the Event_Data as the provided PollVotedEvent
+func (t *Event_Data) FromPollVotedEvent(v PollVotedEvent) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergePollVotedEvent performs a merge with any union data inside the Event_Data, using the provided PollVotedEvent
+func (t *Event_Data) MergePollVotedEvent(v PollVotedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
 // AsBotRepliedEvent returns the union data inside the Event_Data as a BotRepliedEvent
 func (t Event_Data) AsBotRepliedEvent() (BotRepliedEvent, error) {
 	var body BotRepliedEvent
@@ -8775,6 +9229,30 @@ type ClientInterface interface {
 	// Corresponds with POST /api/v1/instances/{instance_id}/chats/{chat_id}/bot (the `ControlChatBot` operationId).
 	ControlChatBot(ctx context.Context, instanceId InstanceID, chatId ChatID, body ControlChatBotJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// SendChatPresenceWithBody Show typing in a chat
+	//
+	// Shows the chat's other side that the instance is `typing` or `recording` (a voice message), or that it
+	// stopped (`paused`). Networks end the indication by themselves after a few seconds (Telegram after 5 s), so
+	// repeat it while the work goes on. Nothing is stored. Answers `422 capability_not_supported` when the
+	// provider lacks `chats.typing` and `409 instance_not_connected` when the instance has no live session.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/instances/{instance_id}/chats/{chat_id}/presence (the `SendChatPresence` operationId).
+	SendChatPresenceWithBody(ctx context.Context, instanceId InstanceID, chatId ChatID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SendChatPresence Show typing in a chat
+	//
+	// Shows the chat's other side that the instance is `typing` or `recording` (a voice message), or that it
+	// stopped (`paused`). Networks end the indication by themselves after a few seconds (Telegram after 5 s), so
+	// repeat it while the work goes on. Nothing is stored. Answers `422 capability_not_supported` when the
+	// provider lacks `chats.typing` and `409 instance_not_connected` when the instance has no live session.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/instances/{instance_id}/chats/{chat_id}/presence (the `SendChatPresence` operationId).
+	SendChatPresence(ctx context.Context, instanceId InstanceID, chatId ChatID, body SendChatPresenceJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// MarkChatRead Mark a chat read
 	//
 	// Marks every inbound message of the chat read (its `unread_count` becomes 0) and, when the provider can, tells the
@@ -9038,6 +9516,28 @@ type ClientInterface interface {
 	// Corresponds with POST /api/v1/instances/{instance_id}/pairing-code (the `RequestPairingCode` operationId).
 	RequestPairingCode(ctx context.Context, instanceId InstanceID, body RequestPairingCodeJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// SetInstancePresenceWithBody Set the instance's availability
+	//
+	// Tells the instance's contacts that share presence whether the account is `available` (online) or
+	// `unavailable`. Answers `422 capability_not_supported` when the provider lacks `presence.send` and `409
+	// instance_not_connected` when the instance has no live session.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PUT /api/v1/instances/{instance_id}/presence (the `SetInstancePresence` operationId).
+	SetInstancePresenceWithBody(ctx context.Context, instanceId InstanceID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SetInstancePresence Set the instance's availability
+	//
+	// Tells the instance's contacts that share presence whether the account is `available` (online) or
+	// `unavailable`. Answers `422 capability_not_supported` when the provider lacks `presence.send` and `409
+	// instance_not_connected` when the instance has no live session.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PUT /api/v1/instances/{instance_id}/presence (the `SetInstancePresence` operationId).
+	SetInstancePresence(ctx context.Context, instanceId InstanceID, body SetInstancePresenceJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GetInstanceQR Pairing QR code
 	//
 	// The QR code to scan with the account's app while the instance is `awaiting_auth` by QR, as text and as a PNG
@@ -9111,6 +9611,24 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /api/v1/instances/{instance_id}/sandbox/logout (the `SandboxLogout` operationId).
 	SandboxLogout(ctx context.Context, instanceId InstanceID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SandboxPollVoteWithBody Vote on a received poll
+	//
+	// The instance votes on a poll another sandbox instance sent it (`message_id`: the inbound poll); a later vote replaces the earlier one. Sandbox instances only (`422 capability_not_supported` for others). The instance must be connected (`409 instance_not_connected`).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/instances/{instance_id}/sandbox/poll-votes (the `SandboxPollVote` operationId).
+	SandboxPollVoteWithBody(ctx context.Context, instanceId InstanceID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SandboxPollVote Vote on a received poll
+	//
+	// The instance votes on a poll another sandbox instance sent it (`message_id`: the inbound poll); a later vote replaces the earlier one. Sandbox instances only (`422 capability_not_supported` for others). The instance must be connected (`409 instance_not_connected`).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/instances/{instance_id}/sandbox/poll-votes (the `SandboxPollVote` operationId).
+	SandboxPollVote(ctx context.Context, instanceId InstanceID, body SandboxPollVoteJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// SandboxReceiptWithBody Inject a receipt
 	//
@@ -10647,6 +11165,50 @@ func (c *Client) ControlChatBot(ctx context.Context, instanceId InstanceID, chat
 	return c.Client.Do(req)
 }
 
+// SendChatPresenceWithBody Show typing in a chat
+//
+// Shows the chat's other side that the instance is `typing` or `recording` (a voice message), or that it
+// stopped (`paused`). Networks end the indication by themselves after a few seconds (Telegram after 5 s), so
+// repeat it while the work goes on. Nothing is stored. Answers `422 capability_not_supported` when the
+// provider lacks `chats.typing` and `409 instance_not_connected` when the instance has no live session.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/instances/{instance_id}/chats/{chat_id}/presence (the `SendChatPresence` operationId).
+func (c *Client) SendChatPresenceWithBody(ctx context.Context, instanceId InstanceID, chatId ChatID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSendChatPresenceRequestWithBody(c.Server, instanceId, chatId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SendChatPresence Show typing in a chat
+//
+// Shows the chat's other side that the instance is `typing` or `recording` (a voice message), or that it
+// stopped (`paused`). Networks end the indication by themselves after a few seconds (Telegram after 5 s), so
+// repeat it while the work goes on. Nothing is stored. Answers `422 capability_not_supported` when the
+// provider lacks `chats.typing` and `409 instance_not_connected` when the instance has no live session.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/instances/{instance_id}/chats/{chat_id}/presence (the `SendChatPresence` operationId).
+func (c *Client) SendChatPresence(ctx context.Context, instanceId InstanceID, chatId ChatID, body SendChatPresenceJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSendChatPresenceRequest(c.Server, instanceId, chatId, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // MarkChatRead Mark a chat read
 //
 // Marks every inbound message of the chat read (its `unread_count` becomes 0) and, when the provider can, tells the
@@ -11210,6 +11772,48 @@ func (c *Client) RequestPairingCode(ctx context.Context, instanceId InstanceID, 
 	return c.Client.Do(req)
 }
 
+// SetInstancePresenceWithBody Set the instance's availability
+//
+// Tells the instance's contacts that share presence whether the account is `available` (online) or
+// `unavailable`. Answers `422 capability_not_supported` when the provider lacks `presence.send` and `409
+// instance_not_connected` when the instance has no live session.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PUT /api/v1/instances/{instance_id}/presence (the `SetInstancePresence` operationId).
+func (c *Client) SetInstancePresenceWithBody(ctx context.Context, instanceId InstanceID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSetInstancePresenceRequestWithBody(c.Server, instanceId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SetInstancePresence Set the instance's availability
+//
+// Tells the instance's contacts that share presence whether the account is `available` (online) or
+// `unavailable`. Answers `422 capability_not_supported` when the provider lacks `presence.send` and `409
+// instance_not_connected` when the instance has no live session.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PUT /api/v1/instances/{instance_id}/presence (the `SetInstancePresence` operationId).
+func (c *Client) SetInstancePresence(ctx context.Context, instanceId InstanceID, body SetInstancePresenceJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSetInstancePresenceRequest(c.Server, instanceId, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // GetInstanceQR Pairing QR code
 //
 // The QR code to scan with the account's app while the instance is `awaiting_auth` by QR, as text and as a PNG
@@ -11364,6 +11968,44 @@ func (c *Client) SandboxInbound(ctx context.Context, instanceId InstanceID, body
 // Corresponds with POST /api/v1/instances/{instance_id}/sandbox/logout (the `SandboxLogout` operationId).
 func (c *Client) SandboxLogout(ctx context.Context, instanceId InstanceID, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewSandboxLogoutRequest(c.Server, instanceId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SandboxPollVoteWithBody Vote on a received poll
+//
+// The instance votes on a poll another sandbox instance sent it (`message_id`: the inbound poll); a later vote replaces the earlier one. Sandbox instances only (`422 capability_not_supported` for others). The instance must be connected (`409 instance_not_connected`).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/instances/{instance_id}/sandbox/poll-votes (the `SandboxPollVote` operationId).
+func (c *Client) SandboxPollVoteWithBody(ctx context.Context, instanceId InstanceID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSandboxPollVoteRequestWithBody(c.Server, instanceId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SandboxPollVote Vote on a received poll
+//
+// The instance votes on a poll another sandbox instance sent it (`message_id`: the inbound poll); a later vote replaces the earlier one. Sandbox instances only (`422 capability_not_supported` for others). The instance must be connected (`409 instance_not_connected`).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/instances/{instance_id}/sandbox/poll-votes (the `SandboxPollVote` operationId).
+func (c *Client) SandboxPollVote(ctx context.Context, instanceId InstanceID, body SandboxPollVoteJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSandboxPollVoteRequest(c.Server, instanceId, body)
 	if err != nil {
 		return nil, err
 	}
@@ -14118,6 +14760,60 @@ func NewControlChatBotRequestWithBody(server string, instanceId InstanceID, chat
 	return req, nil
 }
 
+// NewSendChatPresenceRequest calls the generic SendChatPresence builder with application/json body
+func NewSendChatPresenceRequest(server string, instanceId InstanceID, chatId ChatID, body SendChatPresenceJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewSendChatPresenceRequestWithBody(server, instanceId, chatId, "application/json", bodyReader)
+}
+
+// NewSendChatPresenceRequestWithBody constructs an http.Request for the SendChatPresence method, with any body, and a specified content type
+func NewSendChatPresenceRequestWithBody(server string, instanceId InstanceID, chatId ChatID, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "instance_id", instanceId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "chat_id", chatId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/instances/%s/chats/%s/presence", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewMarkChatReadRequest constructs an http.Request for the MarkChatRead method
 func NewMarkChatReadRequest(server string, instanceId InstanceID, chatId ChatID) (*http.Request, error) {
 	var err error
@@ -15300,6 +15996,53 @@ func NewRequestPairingCodeRequestWithBody(server string, instanceId InstanceID, 
 	return req, nil
 }
 
+// NewSetInstancePresenceRequest calls the generic SetInstancePresence builder with application/json body
+func NewSetInstancePresenceRequest(server string, instanceId InstanceID, body SetInstancePresenceJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewSetInstancePresenceRequestWithBody(server, instanceId, "application/json", bodyReader)
+}
+
+// NewSetInstancePresenceRequestWithBody constructs an http.Request for the SetInstancePresence method, with any body, and a specified content type
+func NewSetInstancePresenceRequestWithBody(server string, instanceId InstanceID, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "instance_id", instanceId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/instances/%s/presence", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPut, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewGetInstanceQRRequest constructs an http.Request for the GetInstanceQR method
 func NewGetInstanceQRRequest(server string, instanceId InstanceID) (*http.Request, error) {
 	var err error
@@ -15560,6 +16303,53 @@ func NewSandboxLogoutRequest(server string, instanceId InstanceID) (*http.Reques
 	if err != nil {
 		return nil, err
 	}
+
+	return req, nil
+}
+
+// NewSandboxPollVoteRequest calls the generic SandboxPollVote builder with application/json body
+func NewSandboxPollVoteRequest(server string, instanceId InstanceID, body SandboxPollVoteJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewSandboxPollVoteRequestWithBody(server, instanceId, "application/json", bodyReader)
+}
+
+// NewSandboxPollVoteRequestWithBody constructs an http.Request for the SandboxPollVote method, with any body, and a specified content type
+func NewSandboxPollVoteRequestWithBody(server string, instanceId InstanceID, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "instance_id", instanceId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/instances/%s/sandbox/poll-votes", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
 
 	return req, nil
 }
@@ -18598,6 +19388,30 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /api/v1/instances/{instance_id}/chats/{chat_id}/bot (the `ControlChatBot` operationId).
 	ControlChatBotWithResponse(ctx context.Context, instanceId InstanceID, chatId ChatID, body ControlChatBotJSONRequestBody, reqEditors ...RequestEditorFn) (*ControlChatBotResponse, error)
 
+	// SendChatPresenceWithBodyWithResponse Show typing in a chat
+	//
+	// Shows the chat's other side that the instance is `typing` or `recording` (a voice message), or that it
+	// stopped (`paused`). Networks end the indication by themselves after a few seconds (Telegram after 5 s), so
+	// repeat it while the work goes on. Nothing is stored. Answers `422 capability_not_supported` when the
+	// provider lacks `chats.typing` and `409 instance_not_connected` when the instance has no live session.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/instances/{instance_id}/chats/{chat_id}/presence (the `SendChatPresence` operationId).
+	SendChatPresenceWithBodyWithResponse(ctx context.Context, instanceId InstanceID, chatId ChatID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SendChatPresenceResponse, error)
+
+	// SendChatPresenceWithResponse Show typing in a chat
+	//
+	// Shows the chat's other side that the instance is `typing` or `recording` (a voice message), or that it
+	// stopped (`paused`). Networks end the indication by themselves after a few seconds (Telegram after 5 s), so
+	// repeat it while the work goes on. Nothing is stored. Answers `422 capability_not_supported` when the
+	// provider lacks `chats.typing` and `409 instance_not_connected` when the instance has no live session.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/instances/{instance_id}/chats/{chat_id}/presence (the `SendChatPresence` operationId).
+	SendChatPresenceWithResponse(ctx context.Context, instanceId InstanceID, chatId ChatID, body SendChatPresenceJSONRequestBody, reqEditors ...RequestEditorFn) (*SendChatPresenceResponse, error)
+
 	// MarkChatReadWithResponse Mark a chat read
 	//
 	// Marks every inbound message of the chat read (its `unread_count` becomes 0) and, when the provider can, tells the
@@ -18893,6 +19707,28 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /api/v1/instances/{instance_id}/pairing-code (the `RequestPairingCode` operationId).
 	RequestPairingCodeWithResponse(ctx context.Context, instanceId InstanceID, body RequestPairingCodeJSONRequestBody, reqEditors ...RequestEditorFn) (*RequestPairingCodeResponse, error)
 
+	// SetInstancePresenceWithBodyWithResponse Set the instance's availability
+	//
+	// Tells the instance's contacts that share presence whether the account is `available` (online) or
+	// `unavailable`. Answers `422 capability_not_supported` when the provider lacks `presence.send` and `409
+	// instance_not_connected` when the instance has no live session.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /api/v1/instances/{instance_id}/presence (the `SetInstancePresence` operationId).
+	SetInstancePresenceWithBodyWithResponse(ctx context.Context, instanceId InstanceID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SetInstancePresenceResponse, error)
+
+	// SetInstancePresenceWithResponse Set the instance's availability
+	//
+	// Tells the instance's contacts that share presence whether the account is `available` (online) or
+	// `unavailable`. Answers `422 capability_not_supported` when the provider lacks `presence.send` and `409
+	// instance_not_connected` when the instance has no live session.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /api/v1/instances/{instance_id}/presence (the `SetInstancePresence` operationId).
+	SetInstancePresenceWithResponse(ctx context.Context, instanceId InstanceID, body SetInstancePresenceJSONRequestBody, reqEditors ...RequestEditorFn) (*SetInstancePresenceResponse, error)
+
 	// GetInstanceQRWithResponse Pairing QR code
 	//
 	// The QR code to scan with the account's app while the instance is `awaiting_auth` by QR, as text and as a PNG
@@ -18976,6 +19812,24 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /api/v1/instances/{instance_id}/sandbox/logout (the `SandboxLogout` operationId).
 	SandboxLogoutWithResponse(ctx context.Context, instanceId InstanceID, reqEditors ...RequestEditorFn) (*SandboxLogoutResponse, error)
+
+	// SandboxPollVoteWithBodyWithResponse Vote on a received poll
+	//
+	// The instance votes on a poll another sandbox instance sent it (`message_id`: the inbound poll); a later vote replaces the earlier one. Sandbox instances only (`422 capability_not_supported` for others). The instance must be connected (`409 instance_not_connected`).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/instances/{instance_id}/sandbox/poll-votes (the `SandboxPollVote` operationId).
+	SandboxPollVoteWithBodyWithResponse(ctx context.Context, instanceId InstanceID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SandboxPollVoteResponse, error)
+
+	// SandboxPollVoteWithResponse Vote on a received poll
+	//
+	// The instance votes on a poll another sandbox instance sent it (`message_id`: the inbound poll); a later vote replaces the earlier one. Sandbox instances only (`422 capability_not_supported` for others). The instance must be connected (`409 instance_not_connected`).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/instances/{instance_id}/sandbox/poll-votes (the `SandboxPollVote` operationId).
+	SandboxPollVoteWithResponse(ctx context.Context, instanceId InstanceID, body SandboxPollVoteJSONRequestBody, reqEditors ...RequestEditorFn) (*SandboxPollVoteResponse, error)
 
 	// SandboxReceiptWithBodyWithResponse Inject a receipt
 	//
@@ -23947,6 +24801,213 @@ func (r ControlChatBotResponse) ContentType() string {
 	return ""
 }
 
+// SendChatPresenceResponse200Headers the declared response headers of an HTTP 200 response for SendChatPresence
+type SendChatPresenceResponse200Headers struct {
+	AccessControlAllowOrigin *string
+	RateLimit                *string
+	RateLimitPolicy          *string
+	XRequestId               *string
+}
+
+// SendChatPresenceResponse400Headers the declared response headers of an HTTP 400 response for SendChatPresence
+type SendChatPresenceResponse400Headers struct {
+	AccessControlAllowOrigin *string
+	RateLimit                *string
+	RateLimitPolicy          *string
+	XRequestId               *string
+}
+
+// SendChatPresenceResponse401Headers the declared response headers of an HTTP 401 response for SendChatPresence
+type SendChatPresenceResponse401Headers struct {
+	AccessControlAllowOrigin *string
+	RateLimit                *string
+	RateLimitPolicy          *string
+	WWWAuthenticate          *string
+	XRequestId               *string
+}
+
+// SendChatPresenceResponse403Headers the declared response headers of an HTTP 403 response for SendChatPresence
+type SendChatPresenceResponse403Headers struct {
+	AccessControlAllowOrigin *string
+	RateLimit                *string
+	RateLimitPolicy          *string
+	WWWAuthenticate          *string
+	XRequestId               *string
+}
+
+// SendChatPresenceResponse404Headers the declared response headers of an HTTP 404 response for SendChatPresence
+type SendChatPresenceResponse404Headers struct {
+	AccessControlAllowOrigin *string
+	RateLimit                *string
+	RateLimitPolicy          *string
+	XRequestId               *string
+}
+
+// SendChatPresenceResponse409Headers the declared response headers of an HTTP 409 response for SendChatPresence
+type SendChatPresenceResponse409Headers struct {
+	AccessControlAllowOrigin *string
+	RateLimit                *string
+	RateLimitPolicy          *string
+	XRequestId               *string
+}
+
+// SendChatPresenceResponse422Headers the declared response headers of an HTTP 422 response for SendChatPresence
+type SendChatPresenceResponse422Headers struct {
+	AccessControlAllowOrigin *string
+	RateLimit                *string
+	RateLimitPolicy          *string
+	XRequestId               *string
+}
+
+// SendChatPresenceResponse429Headers the declared response headers of an HTTP 429 response for SendChatPresence
+type SendChatPresenceResponse429Headers struct {
+	AccessControlAllowOrigin *string
+	RateLimit                *string
+	RateLimitPolicy          *string
+	RetryAfter               *int
+	XRequestId               *string
+}
+
+// SendChatPresenceResponse500Headers the declared response headers of an HTTP 500 response for SendChatPresence
+type SendChatPresenceResponse500Headers struct {
+	AccessControlAllowOrigin *string
+	RateLimit                *string
+	RateLimitPolicy          *string
+	XRequestId               *string
+}
+
+// SendChatPresenceResponseDefaultHeaders the declared response headers of an HTTP default response for SendChatPresence
+type SendChatPresenceResponseDefaultHeaders struct {
+	AccessControlAllowOrigin *string
+	RateLimit                *string
+	RateLimitPolicy          *string
+	XRequestId               *string
+}
+
+type SendChatPresenceResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ChatPresence
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Conflict
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *UnprocessableEntity
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *InternalError
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *SendChatPresenceResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *SendChatPresenceResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *SendChatPresenceResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *SendChatPresenceResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *SendChatPresenceResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *SendChatPresenceResponse409Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *SendChatPresenceResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *SendChatPresenceResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *SendChatPresenceResponse500Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *SendChatPresenceResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r SendChatPresenceResponse) GetJSON200() *ChatPresence {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r SendChatPresenceResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r SendChatPresenceResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r SendChatPresenceResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r SendChatPresenceResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r SendChatPresenceResponse) GetApplicationproblemJSON409() *Conflict {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r SendChatPresenceResponse) GetApplicationproblemJSON422() *UnprocessableEntity {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r SendChatPresenceResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r SendChatPresenceResponse) GetApplicationproblemJSON500() *InternalError {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r SendChatPresenceResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r SendChatPresenceResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r SendChatPresenceResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r SendChatPresenceResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r SendChatPresenceResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // MarkChatReadResponse200Headers the declared response headers of an HTTP 200 response for MarkChatRead
 type MarkChatReadResponse200Headers struct {
 	AccessControlAllowOrigin *string
@@ -28448,6 +29509,213 @@ func (r RequestPairingCodeResponse) ContentType() string {
 	return ""
 }
 
+// SetInstancePresenceResponse200Headers the declared response headers of an HTTP 200 response for SetInstancePresence
+type SetInstancePresenceResponse200Headers struct {
+	AccessControlAllowOrigin *string
+	RateLimit                *string
+	RateLimitPolicy          *string
+	XRequestId               *string
+}
+
+// SetInstancePresenceResponse400Headers the declared response headers of an HTTP 400 response for SetInstancePresence
+type SetInstancePresenceResponse400Headers struct {
+	AccessControlAllowOrigin *string
+	RateLimit                *string
+	RateLimitPolicy          *string
+	XRequestId               *string
+}
+
+// SetInstancePresenceResponse401Headers the declared response headers of an HTTP 401 response for SetInstancePresence
+type SetInstancePresenceResponse401Headers struct {
+	AccessControlAllowOrigin *string
+	RateLimit                *string
+	RateLimitPolicy          *string
+	WWWAuthenticate          *string
+	XRequestId               *string
+}
+
+// SetInstancePresenceResponse403Headers the declared response headers of an HTTP 403 response for SetInstancePresence
+type SetInstancePresenceResponse403Headers struct {
+	AccessControlAllowOrigin *string
+	RateLimit                *string
+	RateLimitPolicy          *string
+	WWWAuthenticate          *string
+	XRequestId               *string
+}
+
+// SetInstancePresenceResponse404Headers the declared response headers of an HTTP 404 response for SetInstancePresence
+type SetInstancePresenceResponse404Headers struct {
+	AccessControlAllowOrigin *string
+	RateLimit                *string
+	RateLimitPolicy          *string
+	XRequestId               *string
+}
+
+// SetInstancePresenceResponse409Headers the declared response headers of an HTTP 409 response for SetInstancePresence
+type SetInstancePresenceResponse409Headers struct {
+	AccessControlAllowOrigin *string
+	RateLimit                *string
+	RateLimitPolicy          *string
+	XRequestId               *string
+}
+
+// SetInstancePresenceResponse422Headers the declared response headers of an HTTP 422 response for SetInstancePresence
+type SetInstancePresenceResponse422Headers struct {
+	AccessControlAllowOrigin *string
+	RateLimit                *string
+	RateLimitPolicy          *string
+	XRequestId               *string
+}
+
+// SetInstancePresenceResponse429Headers the declared response headers of an HTTP 429 response for SetInstancePresence
+type SetInstancePresenceResponse429Headers struct {
+	AccessControlAllowOrigin *string
+	RateLimit                *string
+	RateLimitPolicy          *string
+	RetryAfter               *int
+	XRequestId               *string
+}
+
+// SetInstancePresenceResponse500Headers the declared response headers of an HTTP 500 response for SetInstancePresence
+type SetInstancePresenceResponse500Headers struct {
+	AccessControlAllowOrigin *string
+	RateLimit                *string
+	RateLimitPolicy          *string
+	XRequestId               *string
+}
+
+// SetInstancePresenceResponseDefaultHeaders the declared response headers of an HTTP default response for SetInstancePresence
+type SetInstancePresenceResponseDefaultHeaders struct {
+	AccessControlAllowOrigin *string
+	RateLimit                *string
+	RateLimitPolicy          *string
+	XRequestId               *string
+}
+
+type SetInstancePresenceResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *InstancePresence
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Conflict
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *UnprocessableEntity
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *InternalError
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *SetInstancePresenceResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *SetInstancePresenceResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *SetInstancePresenceResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *SetInstancePresenceResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *SetInstancePresenceResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *SetInstancePresenceResponse409Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *SetInstancePresenceResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *SetInstancePresenceResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *SetInstancePresenceResponse500Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *SetInstancePresenceResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r SetInstancePresenceResponse) GetJSON200() *InstancePresence {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r SetInstancePresenceResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r SetInstancePresenceResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r SetInstancePresenceResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r SetInstancePresenceResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r SetInstancePresenceResponse) GetApplicationproblemJSON409() *Conflict {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r SetInstancePresenceResponse) GetApplicationproblemJSON422() *UnprocessableEntity {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r SetInstancePresenceResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r SetInstancePresenceResponse) GetApplicationproblemJSON500() *InternalError {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r SetInstancePresenceResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r SetInstancePresenceResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r SetInstancePresenceResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r SetInstancePresenceResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r SetInstancePresenceResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // GetInstanceQRResponse200Headers the declared response headers of an HTTP 200 response for GetInstanceQR
 type GetInstanceQRResponse200Headers struct {
 	AccessControlAllowOrigin *string
@@ -29823,6 +31091,213 @@ func (r SandboxLogoutResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r SandboxLogoutResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// SandboxPollVoteResponse200Headers the declared response headers of an HTTP 200 response for SandboxPollVote
+type SandboxPollVoteResponse200Headers struct {
+	AccessControlAllowOrigin *string
+	RateLimit                *string
+	RateLimitPolicy          *string
+	XRequestId               *string
+}
+
+// SandboxPollVoteResponse400Headers the declared response headers of an HTTP 400 response for SandboxPollVote
+type SandboxPollVoteResponse400Headers struct {
+	AccessControlAllowOrigin *string
+	RateLimit                *string
+	RateLimitPolicy          *string
+	XRequestId               *string
+}
+
+// SandboxPollVoteResponse401Headers the declared response headers of an HTTP 401 response for SandboxPollVote
+type SandboxPollVoteResponse401Headers struct {
+	AccessControlAllowOrigin *string
+	RateLimit                *string
+	RateLimitPolicy          *string
+	WWWAuthenticate          *string
+	XRequestId               *string
+}
+
+// SandboxPollVoteResponse403Headers the declared response headers of an HTTP 403 response for SandboxPollVote
+type SandboxPollVoteResponse403Headers struct {
+	AccessControlAllowOrigin *string
+	RateLimit                *string
+	RateLimitPolicy          *string
+	WWWAuthenticate          *string
+	XRequestId               *string
+}
+
+// SandboxPollVoteResponse404Headers the declared response headers of an HTTP 404 response for SandboxPollVote
+type SandboxPollVoteResponse404Headers struct {
+	AccessControlAllowOrigin *string
+	RateLimit                *string
+	RateLimitPolicy          *string
+	XRequestId               *string
+}
+
+// SandboxPollVoteResponse409Headers the declared response headers of an HTTP 409 response for SandboxPollVote
+type SandboxPollVoteResponse409Headers struct {
+	AccessControlAllowOrigin *string
+	RateLimit                *string
+	RateLimitPolicy          *string
+	XRequestId               *string
+}
+
+// SandboxPollVoteResponse422Headers the declared response headers of an HTTP 422 response for SandboxPollVote
+type SandboxPollVoteResponse422Headers struct {
+	AccessControlAllowOrigin *string
+	RateLimit                *string
+	RateLimitPolicy          *string
+	XRequestId               *string
+}
+
+// SandboxPollVoteResponse429Headers the declared response headers of an HTTP 429 response for SandboxPollVote
+type SandboxPollVoteResponse429Headers struct {
+	AccessControlAllowOrigin *string
+	RateLimit                *string
+	RateLimitPolicy          *string
+	RetryAfter               *int
+	XRequestId               *string
+}
+
+// SandboxPollVoteResponse500Headers the declared response headers of an HTTP 500 response for SandboxPollVote
+type SandboxPollVoteResponse500Headers struct {
+	AccessControlAllowOrigin *string
+	RateLimit                *string
+	RateLimitPolicy          *string
+	XRequestId               *string
+}
+
+// SandboxPollVoteResponseDefaultHeaders the declared response headers of an HTTP default response for SandboxPollVote
+type SandboxPollVoteResponseDefaultHeaders struct {
+	AccessControlAllowOrigin *string
+	RateLimit                *string
+	RateLimitPolicy          *string
+	XRequestId               *string
+}
+
+type SandboxPollVoteResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *SandboxControl
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Conflict
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *UnprocessableEntity
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *InternalError
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *SandboxPollVoteResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *SandboxPollVoteResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *SandboxPollVoteResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *SandboxPollVoteResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *SandboxPollVoteResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *SandboxPollVoteResponse409Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *SandboxPollVoteResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *SandboxPollVoteResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *SandboxPollVoteResponse500Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *SandboxPollVoteResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r SandboxPollVoteResponse) GetJSON200() *SandboxControl {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r SandboxPollVoteResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r SandboxPollVoteResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r SandboxPollVoteResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r SandboxPollVoteResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r SandboxPollVoteResponse) GetApplicationproblemJSON409() *Conflict {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r SandboxPollVoteResponse) GetApplicationproblemJSON422() *UnprocessableEntity {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r SandboxPollVoteResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r SandboxPollVoteResponse) GetApplicationproblemJSON500() *InternalError {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r SandboxPollVoteResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r SandboxPollVoteResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r SandboxPollVoteResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r SandboxPollVoteResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r SandboxPollVoteResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -39235,6 +40710,42 @@ func (c *ClientWithResponses) ControlChatBotWithResponse(ctx context.Context, in
 	return ParseControlChatBotResponse(rsp)
 }
 
+// SendChatPresenceWithBodyWithResponse Show typing in a chat
+//
+// Shows the chat's other side that the instance is `typing` or `recording` (a voice message), or that it
+// stopped (`paused`). Networks end the indication by themselves after a few seconds (Telegram after 5 s), so
+// repeat it while the work goes on. Nothing is stored. Answers `422 capability_not_supported` when the
+// provider lacks `chats.typing` and `409 instance_not_connected` when the instance has no live session.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/instances/{instance_id}/chats/{chat_id}/presence (the `SendChatPresence` operationId).
+func (c *ClientWithResponses) SendChatPresenceWithBodyWithResponse(ctx context.Context, instanceId InstanceID, chatId ChatID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SendChatPresenceResponse, error) {
+	rsp, err := c.SendChatPresenceWithBody(ctx, instanceId, chatId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSendChatPresenceResponse(rsp)
+}
+
+// SendChatPresenceWithResponse Show typing in a chat
+//
+// Shows the chat's other side that the instance is `typing` or `recording` (a voice message), or that it
+// stopped (`paused`). Networks end the indication by themselves after a few seconds (Telegram after 5 s), so
+// repeat it while the work goes on. Nothing is stored. Answers `422 capability_not_supported` when the
+// provider lacks `chats.typing` and `409 instance_not_connected` when the instance has no live session.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/instances/{instance_id}/chats/{chat_id}/presence (the `SendChatPresence` operationId).
+func (c *ClientWithResponses) SendChatPresenceWithResponse(ctx context.Context, instanceId InstanceID, chatId ChatID, body SendChatPresenceJSONRequestBody, reqEditors ...RequestEditorFn) (*SendChatPresenceResponse, error) {
+	rsp, err := c.SendChatPresence(ctx, instanceId, chatId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSendChatPresenceResponse(rsp)
+}
+
 // MarkChatReadWithResponse Mark a chat read
 //
 // Marks every inbound message of the chat read (its `unread_count` becomes 0) and, when the provider can, tells the
@@ -39710,6 +41221,40 @@ func (c *ClientWithResponses) RequestPairingCodeWithResponse(ctx context.Context
 	return ParseRequestPairingCodeResponse(rsp)
 }
 
+// SetInstancePresenceWithBodyWithResponse Set the instance's availability
+//
+// Tells the instance's contacts that share presence whether the account is `available` (online) or
+// `unavailable`. Answers `422 capability_not_supported` when the provider lacks `presence.send` and `409
+// instance_not_connected` when the instance has no live session.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /api/v1/instances/{instance_id}/presence (the `SetInstancePresence` operationId).
+func (c *ClientWithResponses) SetInstancePresenceWithBodyWithResponse(ctx context.Context, instanceId InstanceID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SetInstancePresenceResponse, error) {
+	rsp, err := c.SetInstancePresenceWithBody(ctx, instanceId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSetInstancePresenceResponse(rsp)
+}
+
+// SetInstancePresenceWithResponse Set the instance's availability
+//
+// Tells the instance's contacts that share presence whether the account is `available` (online) or
+// `unavailable`. Answers `422 capability_not_supported` when the provider lacks `presence.send` and `409
+// instance_not_connected` when the instance has no live session.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /api/v1/instances/{instance_id}/presence (the `SetInstancePresence` operationId).
+func (c *ClientWithResponses) SetInstancePresenceWithResponse(ctx context.Context, instanceId InstanceID, body SetInstancePresenceJSONRequestBody, reqEditors ...RequestEditorFn) (*SetInstancePresenceResponse, error) {
+	rsp, err := c.SetInstancePresence(ctx, instanceId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSetInstancePresenceResponse(rsp)
+}
+
 // GetInstanceQRWithResponse Pairing QR code
 //
 // The QR code to scan with the account's app while the instance is `awaiting_auth` by QR, as text and as a PNG
@@ -39846,6 +41391,36 @@ func (c *ClientWithResponses) SandboxLogoutWithResponse(ctx context.Context, ins
 		return nil, err
 	}
 	return ParseSandboxLogoutResponse(rsp)
+}
+
+// SandboxPollVoteWithBodyWithResponse Vote on a received poll
+//
+// The instance votes on a poll another sandbox instance sent it (`message_id`: the inbound poll); a later vote replaces the earlier one. Sandbox instances only (`422 capability_not_supported` for others). The instance must be connected (`409 instance_not_connected`).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/instances/{instance_id}/sandbox/poll-votes (the `SandboxPollVote` operationId).
+func (c *ClientWithResponses) SandboxPollVoteWithBodyWithResponse(ctx context.Context, instanceId InstanceID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SandboxPollVoteResponse, error) {
+	rsp, err := c.SandboxPollVoteWithBody(ctx, instanceId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSandboxPollVoteResponse(rsp)
+}
+
+// SandboxPollVoteWithResponse Vote on a received poll
+//
+// The instance votes on a poll another sandbox instance sent it (`message_id`: the inbound poll); a later vote replaces the earlier one. Sandbox instances only (`422 capability_not_supported` for others). The instance must be connected (`409 instance_not_connected`).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/instances/{instance_id}/sandbox/poll-votes (the `SandboxPollVote` operationId).
+func (c *ClientWithResponses) SandboxPollVoteWithResponse(ctx context.Context, instanceId InstanceID, body SandboxPollVoteJSONRequestBody, reqEditors ...RequestEditorFn) (*SandboxPollVoteResponse, error) {
+	rsp, err := c.SandboxPollVote(ctx, instanceId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSandboxPollVoteResponse(rsp)
 }
 
 // SandboxReceiptWithBodyWithResponse Inject a receipt
@@ -49425,6 +51000,429 @@ func ParseControlChatBotResponse(rsp *http.Response) (*ControlChatBotResponse, e
 	return response, nil
 }
 
+// ParseSendChatPresenceResponse parses an HTTP response from a SendChatPresenceWithResponse call
+func ParseSendChatPresenceResponse(rsp *http.Response) (*SendChatPresenceResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &SendChatPresenceResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ChatPresence
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest UnprocessableEntity
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers SendChatPresenceResponse200Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: "uri"}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers SendChatPresenceResponse400Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: "uri"}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers SendChatPresenceResponse401Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: "uri"}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers SendChatPresenceResponse403Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: "uri"}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers SendChatPresenceResponse404Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: "uri"}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers SendChatPresenceResponse409Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: "uri"}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 422:
+		var headers SendChatPresenceResponse422Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: "uri"}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers SendChatPresenceResponse429Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: "uri"}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int32"}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers SendChatPresenceResponse500Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: "uri"}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers500 = &headers
+	case true:
+		var headers SendChatPresenceResponseDefaultHeaders
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: "uri"}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
 // ParseMarkChatReadResponse parses an HTTP response from a MarkChatReadWithResponse call
 func ParseMarkChatReadResponse(rsp *http.Response) (*MarkChatReadResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -58594,6 +60592,429 @@ func ParseRequestPairingCodeResponse(rsp *http.Response) (*RequestPairingCodeRes
 	return response, nil
 }
 
+// ParseSetInstancePresenceResponse parses an HTTP response from a SetInstancePresenceWithResponse call
+func ParseSetInstancePresenceResponse(rsp *http.Response) (*SetInstancePresenceResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &SetInstancePresenceResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest InstancePresence
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest UnprocessableEntity
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers SetInstancePresenceResponse200Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: "uri"}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers SetInstancePresenceResponse400Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: "uri"}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers SetInstancePresenceResponse401Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: "uri"}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers SetInstancePresenceResponse403Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: "uri"}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers SetInstancePresenceResponse404Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: "uri"}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers SetInstancePresenceResponse409Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: "uri"}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 422:
+		var headers SetInstancePresenceResponse422Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: "uri"}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers SetInstancePresenceResponse429Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: "uri"}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int32"}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers SetInstancePresenceResponse500Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: "uri"}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers500 = &headers
+	case true:
+		var headers SetInstancePresenceResponseDefaultHeaders
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: "uri"}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
 // ParseGetInstanceQRResponse parses an HTTP response from a GetInstanceQRWithResponse call
 func ParseGetInstanceQRResponse(rsp *http.Response) (*GetInstanceQRResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -61369,6 +63790,429 @@ func ParseSandboxLogoutResponse(rsp *http.Response) (*SandboxLogoutResponse, err
 		response.Headers500 = &headers
 	case true:
 		var headers SandboxLogoutResponseDefaultHeaders
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: "uri"}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseSandboxPollVoteResponse parses an HTTP response from a SandboxPollVoteWithResponse call
+func ParseSandboxPollVoteResponse(rsp *http.Response) (*SandboxPollVoteResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &SandboxPollVoteResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest SandboxControl
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest UnprocessableEntity
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers SandboxPollVoteResponse200Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: "uri"}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers SandboxPollVoteResponse400Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: "uri"}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers SandboxPollVoteResponse401Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: "uri"}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers SandboxPollVoteResponse403Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: "uri"}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers SandboxPollVoteResponse404Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: "uri"}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers SandboxPollVoteResponse409Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: "uri"}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 422:
+		var headers SandboxPollVoteResponse422Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: "uri"}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers SandboxPollVoteResponse429Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: "uri"}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int32"}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers SandboxPollVoteResponse500Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: "uri"}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers500 = &headers
+	case true:
+		var headers SandboxPollVoteResponseDefaultHeaders
 		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: "uri"}); err != nil {

@@ -751,6 +751,14 @@ func (s *trackingSink) ContactChanged(ctx context.Context, p channels.Party) err
 	return s.pass(func() error { return s.sink.ContactChanged(ctx, p) })
 }
 
+func (s *trackingSink) Presence(ctx context.Context, p channels.Presence) error {
+	return s.pass(func() error { return s.sink.Presence(ctx, p) })
+}
+
+func (s *trackingSink) PollVote(ctx context.Context, v channels.PollVote) error {
+	return s.pass(func() error { return s.sink.PollVote(ctx, v) })
+}
+
 func (s *trackingSink) set(connected bool) {
 	s.x.mu.Lock()
 	was := s.x.connected

@@ -39,6 +39,11 @@ func (s *suite) addresses(t *testing.T) {
 			normal("the account reported", c.Party.Address)
 		case "contact":
 			normal("the contact reported", c.Party.Address)
+		case "vote":
+			normal("the voter on "+c.Vote.Poll, c.Vote.Voter.Address)
+		case "presence":
+			normal("the contact whose presence was reported", c.Presence.From.Address)
+			normal("the chat of a chat state", c.Presence.Chat)
 		case "inbound":
 			normal("the sender of "+c.Inbound.ProviderID, c.Inbound.From.Address)
 			normal("the chat of "+c.Inbound.ProviderID, c.Inbound.Chat)

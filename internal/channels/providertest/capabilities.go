@@ -22,9 +22,11 @@ func implements[T any](s channels.Session) bool { _, ok := s.(T); return ok }
 var seams = []seam{
 	{"channels.Sender", implements[channels.Sender], []channels.Capability{channels.CapText, channels.CapMedia,
 		channels.CapLocation, channels.CapContactCard, channels.CapReaction, channels.CapReply, channels.CapEdit,
-		channels.CapDelete, channels.CapTemplate}},
+		channels.CapDelete, channels.CapTemplate, channels.CapPoll}},
 	{"channels.Templater", implements[channels.Templater], []channels.Capability{channels.CapTemplate}},
 	{"channels.ReadMarker", implements[channels.ReadMarker], []channels.Capability{channels.CapMarkRead}},
+	{"channels.ChatStater", implements[channels.ChatStater], []channels.Capability{channels.CapTyping}},
+	{"channels.PresenceSetter", implements[channels.PresenceSetter], []channels.Capability{channels.CapPresenceSend}},
 	{"channels.GroupManager", implements[channels.GroupManager], []channels.Capability{channels.CapGroupsCreate,
 		channels.CapGroupsManage, channels.CapGroupsInvite}},
 	{"channels.ContactDirectory", implements[channels.ContactDirectory], []channels.Capability{
@@ -38,8 +40,10 @@ var auths = map[channels.Capability]channels.AuthMethod{
 	channels.CapAuthToken: channels.AuthToken,
 }
 
-// Capabilities no seam serves: receipts and QR codes come through the sink, a token is the instance's config.
-var unseamed = []channels.Capability{channels.CapDelivered, channels.CapRead, channels.CapAuthQR, channels.CapAuthToken}
+// Capabilities no seam serves: receipts, contacts' presence and QR codes come through the sink, a token is the
+// instance's config.
+var unseamed = []channels.Capability{channels.CapDelivered, channels.CapRead, channels.CapPresenceRecv,
+	channels.CapAuthQR, channels.CapAuthToken}
 
 func (s *suite) capabilities(t *testing.T) {
 	i := s.e.connect(t)

@@ -24,6 +24,8 @@ type Call struct {
 	Receipt     channels.Receipt
 	Group       channels.Group
 	Change      string // group
+	Presence    channels.Presence
+	Vote        channels.PollVote
 	// Err is what the sink answered.
 	Err error
 }
@@ -38,6 +40,10 @@ func (c Call) String() string {
 		return fmt.Sprintf("inbound %s from %s in %s: %q", c.Inbound.ProviderID, c.Inbound.From.Address, c.Inbound.Chat, c.Inbound.Text)
 	case "receipt":
 		return fmt.Sprintf("receipt %s %s", c.Receipt.ProviderID, c.Receipt.Status)
+	case "vote":
+		return fmt.Sprintf("vote of %s on %s: %v", c.Vote.Voter.Address, c.Vote.Poll, c.Vote.Options)
+	case "presence":
+		return fmt.Sprintf("presence %s of %s in %q", c.Presence.State, c.Presence.From.Address, c.Presence.Chat)
 	case "group":
 		return fmt.Sprintf("group %s %s", c.Group.Address, c.Change)
 	}
@@ -99,6 +105,14 @@ func (t *tap) GroupChanged(ctx context.Context, g channels.Group, change string)
 
 func (t *tap) ContactChanged(ctx context.Context, p channels.Party) error {
 	return t.pass(ctx, Call{Kind: "contact", Party: p}, func(n channels.Sink) error { return n.ContactChanged(ctx, p) })
+}
+
+func (t *tap) Presence(ctx context.Context, p channels.Presence) error {
+	return t.pass(ctx, Call{Kind: "presence", Presence: p}, func(n channels.Sink) error { return n.Presence(ctx, p) })
+}
+
+func (t *tap) PollVote(ctx context.Context, v channels.PollVote) error {
+	return t.pass(ctx, Call{Kind: "vote", Vote: v}, func(n channels.Sink) error { return n.PollVote(ctx, v) })
 }
 
 var _ channels.BatchSink = (*tap)(nil)

@@ -20,16 +20,18 @@ func TestMain(m *testing.M) { storetest.Main(m) }
 
 // event is one call a session made to its sink.
 type event struct {
-	kind    string // state, qr, connected, inbound, receipt, group, contact
-	status  channels.Status
-	reason  string
-	qr      string
-	party   channels.Party
-	creds   []byte
-	inbound channels.Inbound
-	receipt channels.Receipt
-	group   channels.Group
-	change  string
+	kind     string // state, qr, connected, inbound, receipt, group, contact
+	status   channels.Status
+	reason   string
+	qr       string
+	party    channels.Party
+	creds    []byte
+	inbound  channels.Inbound
+	receipt  channels.Receipt
+	group    channels.Group
+	change   string
+	presence channels.Presence
+	vote     channels.PollVote
 	// media holds the bytes of an inbound attachment, read while the sink had it.
 	media []byte
 }
@@ -92,6 +94,14 @@ func (r *recorder) GroupChanged(_ context.Context, g channels.Group, change stri
 }
 func (r *recorder) ContactChanged(_ context.Context, p channels.Party) error {
 	return r.add(event{kind: "contact", party: p})
+}
+
+func (r *recorder) Presence(_ context.Context, p channels.Presence) error {
+	return r.add(event{kind: "presence", presence: p})
+}
+
+func (r *recorder) PollVote(_ context.Context, v channels.PollVote) error {
+	return r.add(event{kind: "vote", vote: v})
 }
 
 // of returns the recorded events of a kind.

@@ -14,7 +14,7 @@ import (
 )
 
 // envelope is one piece of mail the network holds for an account: a message, a receipt of a message the account
-// sent, a change of a group it is (or was) in, or a change of an account it knows. Exactly one of its fields is
+// sent, a change of a group it is (or was) in, or a change or presence of an account it knows. Exactly one of its fields is
 // set.
 type envelope struct {
 	Message *mailMessage `json:"message,omitempty"`
@@ -22,6 +22,10 @@ type envelope struct {
 	Group   *mailGroup   `json:"group,omitempty"`
 	// Contact is an account the recipient knows that changed its display name.
 	Contact *channels.Party `json:"contact,omitempty"`
+	// Presence is an availability or a chat state of an account the recipient knows.
+	Presence *mailPresence `json:"presence,omitempty"`
+	// Vote is a vote on a poll the recipient sent (or, in a group, saw).
+	Vote *mailVote `json:"vote,omitempty"`
 }
 
 type mailMessage struct {
@@ -38,6 +42,7 @@ type mailMessage struct {
 	ReplyTo  string                `json:"reply_to,omitempty"`
 	Target   string                `json:"target,omitempty"`
 	Emoji    string                `json:"emoji,omitempty"`
+	Poll     *channels.Poll        `json:"poll,omitempty"`
 	// Schedule is the sender's receipt schedule; nil for a message no instance sent (a test control's, the echo's
 	// answer): nobody to tell.
 	Schedule *schedule `json:"schedule,omitempty"`
@@ -95,7 +100,7 @@ func (m *mailMessage) inbound() channels.Inbound {
 	in := channels.Inbound{
 		ProviderID: m.ID, Chat: m.Chat, From: channels.Party{Address: m.From, DisplayName: m.FromName}, At: m.At,
 		Type: m.Type, Text: m.Text, Location: m.Location, Contact: m.Contact, ReplyTo: m.ReplyTo, Target: m.Target,
-		Emoji: m.Emoji,
+		Emoji: m.Emoji, Poll: m.Poll,
 	}
 	if md := m.Media; md != nil {
 		in.Media = &channels.Media{Kind: md.Kind, MIMEType: md.MIMEType, Filename: md.Filename, Size: md.Size,

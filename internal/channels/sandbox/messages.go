@@ -97,7 +97,7 @@ func (s *session) route(ctx context.Context, number, chat string, msg *mailMessa
 			media := *msg.Media
 			media.Caption = "echo: " + media.Caption
 			echo.Media = &media
-		case channels.TypeLocation, channels.TypeContact:
+		case channels.TypeLocation, channels.TypeContact, channels.TypePoll:
 		default: // reactions, edits and deletes change a message; they are not one to answer
 			return s.p.receipts(s.schedule, number, s.inst.ID, msg.ID, msg.At), nil
 		}
@@ -150,7 +150,7 @@ func (s *session) route(ctx context.Context, number, chat string, msg *mailMessa
 // content checks that a message has what its type needs and takes its attachment's bytes.
 func (s *session) content(ctx context.Context, m channels.Outbound) (*mailMessage, error) {
 	msg := &mailMessage{Type: m.Type, Text: m.Text, Location: m.Location, Contact: m.Contact, ReplyTo: m.ReplyTo,
-		Target: m.Target, Emoji: m.Emoji}
+		Target: m.Target, Emoji: m.Emoji, Poll: m.Poll}
 	missing := ""
 	switch m.Type {
 	case channels.TypeText:
@@ -182,6 +182,10 @@ func (s *session) content(ctx context.Context, m channels.Outbound) (*mailMessag
 	case channels.TypeEdit:
 		if m.Target == "" || m.Text == "" {
 			missing = "the message it edits and the new text"
+		}
+	case channels.TypePoll:
+		if m.Poll == nil || len(m.Poll.Options) < 2 {
+			missing = "a question and two options or more"
 		}
 	default:
 		return nil, failure("invalid_message", "the sandbox does not know messages of type %q", m.Type)

@@ -124,8 +124,9 @@ func (p *Provider) Info() channels.Info {
 			"failing sends.",
 		Capabilities: []channels.Capability{
 			channels.CapText, channels.CapMedia, channels.CapLocation, channels.CapContactCard,
-			channels.CapReaction, channels.CapReply, channels.CapEdit, channels.CapDelete,
+			channels.CapReaction, channels.CapReply, channels.CapEdit, channels.CapDelete, channels.CapPoll,
 			channels.CapDelivered, channels.CapRead, channels.CapMarkRead,
+			channels.CapTyping, channels.CapPresenceSend, channels.CapPresenceRecv,
 			channels.CapGroupsCreate, channels.CapGroupsManage, channels.CapGroupsInvite,
 			channels.CapContactsLookup, channels.CapContactsBlock,
 			channels.CapAuthQR, channels.CapAuthPairing, channels.CapAuthToken,

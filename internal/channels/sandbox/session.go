@@ -473,13 +473,18 @@ func (s *session) handOver(ctx context.Context, due []store.SandboxMail, h *hand
 			h.told[r.ID+" "+r.Status] = true
 			run = append(run, channels.Report{Receipt: &channels.Receipt{ProviderID: r.ID, Status: r.Status, At: r.At}})
 			after = append(after, func() { h.marked = append(h.marked, r); h.taken = append(h.taken, id) })
-		case env.Group != nil || env.Contact != nil:
+		case env.Group != nil || env.Contact != nil || env.Presence != nil || env.Vote != nil:
 			if err := flush(); err != nil {
 				return err
 			}
-			if env.Group != nil {
+			switch {
+			case env.Group != nil:
 				err = s.sink.GroupChanged(ctx, env.Group.Group, env.Group.Change)
-			} else {
+			case env.Presence != nil:
+				err = s.sink.Presence(ctx, env.Presence.presence())
+			case env.Vote != nil:
+				err = s.sink.PollVote(ctx, env.Vote.vote())
+			default:
 				err = s.sink.ContactChanged(ctx, *env.Contact)
 			}
 			if err != nil {
@@ -684,6 +689,8 @@ func (s *session) Control(ctx context.Context, c channels.Control) error {
 		default: // the session is ending already
 		}
 		return nil
+	case "poll_vote":
+		return s.vote(ctx, c.MessageID, c.Options)
 	case "fail_sends":
 		if c.Count < 0 || (c.Count > 0 && (c.Failure == nil || c.Failure.Code == "")) {
 			return failure("invalid_control", "fail_sends takes a count (0 to stop failing) and a failure with a code")
@@ -697,7 +704,7 @@ func (s *session) Control(ctx context.Context, c channels.Control) error {
 		return nil
 	default:
 		return failure("invalid_control", "%q is not a sandbox control (scan, inbound, receipt, disconnect, logout, "+
-			"fail_sends)", c.Kind)
+			"fail_sends, poll_vote)", c.Kind)
 	}
 }
 

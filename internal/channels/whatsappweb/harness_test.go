@@ -21,16 +21,18 @@ import (
 
 // call is one report of a session to its sink.
 type call struct {
-	kind    string // state, qr, connected, inbound, receipt, group, contact
-	status  channels.Status
-	reason  string
-	code    string
-	party   channels.Party
-	creds   []byte
-	in      channels.Inbound
-	receipt channels.Receipt
-	group   channels.Group
-	change  string
+	kind     string // state, qr, connected, inbound, receipt, group, contact
+	status   channels.Status
+	reason   string
+	code     string
+	party    channels.Party
+	creds    []byte
+	in       channels.Inbound
+	receipt  channels.Receipt
+	group    channels.Group
+	change   string
+	presence channels.Presence
+	vote     channels.PollVote
 }
 
 // recorder is a Sink that keeps every report.
@@ -70,6 +72,14 @@ func (r *recorder) Receipt(_ context.Context, rc channels.Receipt) error {
 func (r *recorder) GroupChanged(_ context.Context, g channels.Group, change string) error {
 	return r.add(call{kind: "group", group: g, change: change})
 }
+func (r *recorder) Presence(_ context.Context, p channels.Presence) error {
+	return r.add(call{kind: "presence", presence: p})
+}
+
+func (r *recorder) PollVote(_ context.Context, v channels.PollVote) error {
+	return r.add(call{kind: "vote", vote: v})
+}
+
 func (r *recorder) ContactChanged(_ context.Context, p channels.Party) error {
 	return r.add(call{kind: "contact", party: p})
 }

@@ -22,6 +22,7 @@ type recorder struct {
 	receipts  []channels.Receipt
 	groups    []groupChange
 	contacts  map[string]channels.Party
+	presences []channels.Presence
 	// failInbound makes the next Inbound calls fail, as a sink whose database is down.
 	failInbound atomic.Int32
 }
@@ -70,6 +71,15 @@ func (r *recorder) GroupChanged(_ context.Context, g channels.Group, change stri
 	r.groups = append(r.groups, groupChange{g, change})
 	return nil
 }
+func (r *recorder) Presence(_ context.Context, p channels.Presence) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.presences = append(r.presences, p)
+	return nil
+}
+
+func (r *recorder) PollVote(context.Context, channels.PollVote) error { return nil }
+
 func (r *recorder) ContactChanged(_ context.Context, p channels.Party) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
