@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -122,6 +123,13 @@ func TestModelBotAnswersAndHandsOverToAHuman(t *testing.T) {
 		answer := e.received(alice, "echo: hello Bob")
 		if answer.From.Address != bob.Account.Address {
 			t.Errorf("answer from %s", answer.From.Address)
+		}
+		// While the bot worked, Alice saw Bob typing (the sandbox shows chat states).
+		typing := await.Until(t, "Bob typing at Alice", func() []gen.PresenceUpdatedEvent { return e.presenceEvents(alice.Id) },
+			func(evs []gen.PresenceUpdatedEvent) bool { return len(evs) > 0 })
+		if typing[0].State != "typing" || !slices.Contains(typing[0].Contact.Addresses, bob.Account.Address) || typing[0].ChatId == nil ||
+			*typing[0].ChatId != answer.ChatId {
+			t.Errorf("Alice's first presence event = %+v", typing[0])
 		}
 		call := upstream.Requests()[0]
 		msgs := call["messages"].([]any)

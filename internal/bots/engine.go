@@ -17,8 +17,10 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/switchboard/switchboard/gen"
+	"github.com/switchboard/switchboard/internal/channels"
 	"github.com/switchboard/switchboard/internal/events"
 	"github.com/switchboard/switchboard/internal/llm"
+	"github.com/switchboard/switchboard/internal/problem"
 	"github.com/switchboard/switchboard/internal/webhook"
 	"github.com/switchboard/switchboard/store"
 )
@@ -241,6 +243,7 @@ func (s *Service) answer(ctx context.Context, j *job) {
 		s.fail(ctx, j, &run, reason)
 		return
 	}
+	stopTyping := s.showTyping(ctx, j)
 	var out reply
 	var err error
 	delay := s.cfg.RetryDelay
@@ -256,6 +259,8 @@ func (s *Service) answer(ctx context.Context, j *job) {
 			delay *= 2
 		}
 	}
+	// A reply ends the typing on every network; without one the chat is told the account stopped.
+	stopTyping(err != nil || out.handoff || len(out.texts) == 0)
 	switch {
 	case err != nil:
 		s.fail(ctx, j, &run, err.Error())
@@ -306,6 +311,54 @@ func (s *Service) fail(ctx context.Context, j *job, run *store.BotRun, reason st
 		InstanceId: j.bot.InstanceID, ChatId: j.msg.ChatId, MessageId: j.msg.Id, Reason: reason,
 		Attempts: run.Attempts}); err != nil {
 		s.log.Warn("bots: emit bot.failed", "bot", j.bot.ID, "error", err)
+	}
+}
+
+// typingEvery is how often a bot that is still working says again that it types: networks drop a chat state after
+// a few seconds (WhatsApp and Telegram after about 5 to 10).
+const typingEvery = 4 * time.Second
+
+// showTyping shows the chat that the instance's account is typing while the bot works, where the instance's network
+// shows it (capability chats.typing), and repeats it until the returned stop is called; stop(true) also says
+// "paused" (the bot answers nothing). Failures are logged and never hold the answer up.
+func (s *Service) showTyping(ctx context.Context, j *job) (stop func(paused bool)) {
+	say := func(state string) bool {
+		err := s.cfg.Channels.SendChatPresence(ctx, j.bot.WorkspaceID, j.bot.InstanceID, j.msg.ChatId, state)
+		var p *problem.Error
+		switch {
+		case errors.As(err, &p) && p.Code == problem.CapabilityNotSupported:
+			return false
+		case err != nil:
+			s.log.Debug("bots: show typing", "bot", j.bot.ID, "state", state, "error", err)
+		}
+		return true
+	}
+	if !say(channels.StateTyping) {
+		return func(bool) {}
+	}
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(typingEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				say(channels.StateTyping)
+			}
+		}
+	}()
+	return func(paused bool) {
+		close(done)
+		<-finished
+		if paused {
+			say(channels.StatePaused)
+		}
 	}
 }
 
