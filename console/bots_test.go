@@ -80,7 +80,9 @@ func TestBotsOnTheInstancePage(t *testing.T) {
 		// Alice writes to Bob; the bot answers and its run shows with its tokens.
 		b.postCSRF(t, "/user/channels/"+alice.ID+"/send", url.Values{"to": {bob.Account.Address}, "text": {"hello bot"}})
 		answered := await.Until(t, "the bot's run on the page", func() *resp { return b.get(t, page) },
-			func(r *resp) bool { return strings.Contains(r.body, `<span class="badge status-replied">replied</span>`) })
+			func(r *resp) bool {
+				return strings.Contains(r.body, `<span class="badge status-replied">replied</span>`)
+			})
 		answered.wantText(t, "echo: hello bot")
 		answered.wantText(t, "18 tokens")
 		answered.wantText(t, "5000 tokens a day")

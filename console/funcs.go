@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"html/template"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -13,10 +14,12 @@ import (
 )
 
 var templateFuncs = template.FuncMap{
-	"ago":   ago,
-	"date":  func(t time.Time) string { return t.UTC().Format("2 Jan 2006") },
-	"rfc":   func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
-	"join":  strings.Join,
+	"ago":  ago,
+	"date": func(t time.Time) string { return t.UTC().Format("2 Jan 2006") },
+	"rfc":  func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
+	"join": strings.Join,
+	// has reports whether a list of strings (a form's checked values) holds one.
+	"has":   func(list []string, v string) bool { return slices.Contains(list, v) },
 	"upper": strings.ToUpper,
 	"eq2":   func(a, b string) bool { return a == b },
 	// bytesText shows bytes kept as they came in (a request log's body) as text a page can hold.

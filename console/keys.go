@@ -15,6 +15,7 @@ import (
 	"github.com/switchboard/switchboard/internal/apikey"
 	"github.com/switchboard/switchboard/internal/problem"
 	"github.com/switchboard/switchboard/internal/workspaces"
+	"github.com/switchboard/switchboard/store"
 )
 
 // keyRow is one line of the key table.
@@ -40,6 +41,9 @@ type apiData struct {
 	NewKey    *workspaces.Key
 	NewSecret string
 	BaseURL   string
+	// Instances are the workspace's messaging instances a secret key may be limited to (none without the messaging
+	// service, or in a workspace without instances).
+	Instances []store.Instance
 }
 
 // keyForm is the create form as submitted (kept when it is shown again with an error).
@@ -55,6 +59,8 @@ type keyForm struct {
 	BrowserScope string
 	Target       string
 	DailyQuota   string
+	// Instances are the IDs of the instances a secret key is limited to; none means every instance.
+	Instances []string
 }
 
 type expiry struct {
@@ -107,6 +113,14 @@ func (c *Console) renderAPI(ec echo.Context, status int, notice, errMsg string, 
 	}
 	form.Nonce = randomToken()
 	data.Form = form
+	if ses.Workspace != nil && c.channels != nil {
+		insts, _, err := c.channels.List(ec.Request().Context(), ses.Workspace.ID, store.InstanceFilter{},
+			store.Page{Limit: workspaces.MaxKeyInstances})
+		if err != nil {
+			return err
+		}
+		data.Instances = insts
+	}
 	if ses.Workspace != nil {
 		keys, err := c.workspaces.Keys(ec.Request().Context(), ses.Workspace.ID)
 		if err != nil {
@@ -172,14 +186,15 @@ func (c *Console) createKey(ec echo.Context) error {
 	for _, r := range apikey.Resources {
 		form.Custom[r.Name] = ec.FormValue("scope_" + r.Name)
 	}
+	form.Instances = ec.Request().Form["instances"]
 	fail := func(msg string) error {
 		return c.renderAPI(ec, http.StatusUnprocessableEntity, "", msg, form, nil, "")
 	}
 	// The form's own choices are read here; what they ask for is judged by the service.
 	n := workspaces.NewKey{WorkspaceID: ses.Workspace.ID, Name: form.Name, Preset: form.Preset, CreatedBy: ses.UserID,
-		Kind: form.Kind, Origins: splitOrigins(form.Origins)}
+		Kind: form.Kind, Origins: splitOrigins(form.Origins), Instances: form.Instances}
 	if form.Kind == apikey.KindBrowser {
-		n.Preset, n.BrowserScope, n.Target = "", form.BrowserScope, form.Target
+		n.Preset, n.BrowserScope, n.Target, n.Instances = "", form.BrowserScope, form.Target, nil
 		if form.DailyQuota != "" {
 			q, err := strconv.Atoi(form.DailyQuota)
 			if err != nil {
@@ -257,6 +272,8 @@ func keyFormMessage(err error, scopes []string) string {
 			workspaces.MaxNameLength)
 	case f.Pointer == workspaces.FieldPreset:
 		return chooseAccess
+	case strings.HasPrefix(f.Pointer, workspaces.FieldInstances):
+		return fmt.Sprintf("Limit the key to instances of this workspace (at most %d): %s.", workspaces.MaxKeyInstances, f.Detail)
 	case strings.HasPrefix(f.Pointer, workspaces.FieldOrigins):
 		return "Allowed origins: " + f.Detail + ". Write one origin a line, like https://www.example.com or https://*.example.com."
 	case f.Pointer == workspaces.FieldBrowserScope:

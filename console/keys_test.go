@@ -12,6 +12,7 @@ import (
 
 	"github.com/switchboard/switchboard/console"
 	"github.com/switchboard/switchboard/internal/apikey"
+	"github.com/switchboard/switchboard/internal/channels"
 	"github.com/switchboard/switchboard/store"
 	"github.com/switchboard/switchboard/store/storetest"
 )
@@ -641,4 +642,62 @@ func TestKeyNamesAreShownWholeAndEscaped(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A secret key limited to instances from the create form: the form lists the workspace's instances, the key keeps
+// the ones checked and the table says so; an instance of another workspace is refused with a reason and nothing
+// is created; a browser key ignores the checkboxes.
+func TestCreateKeyLimitedToInstances(t *testing.T) {
+	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
+		svc := newChannels(t, db)
+		e := newEnv(t, db, console.Config{Channels: svc})
+		b := e.browser()
+		b.newUser(t, "limits")
+		ws := b.newWorkspace(t, "Limits")
+		if strings.Contains(b.get(t, "/user/api").body, `id="key-instances"`) {
+			t.Fatal("a workspace without instances offers instances to limit a key to")
+		}
+		mk := func(wsID, name string) string {
+			inst, err := svc.Create(ctx, wsID, channels.NewInstance{Name: name, Provider: "sandbox"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return inst.ID
+		}
+		support, sales := mk(ws.ID, "Support"), mk(ws.ID, "Sales")
+		page := b.get(t, "/user/api")
+		for _, id := range []string{support, sales} {
+			if !strings.Contains(page.body, `name="instances" value="`+id+`"`) {
+				t.Fatalf("the form does not offer %s", id)
+			}
+		}
+
+		form := keyForm("Support only", "messaging", "30d", nil)
+		form["instances"] = []string{support}
+		r := b.createKey(t, form)
+		r.wantStatus(t, http.StatusCreated)
+		k := keys(t, db, ws.ID)[0]
+		if !slices.Equal(k.InstanceIDs, []string{support}) {
+			t.Fatalf("the key reaches %v, want [%s]", k.InstanceIDs, support)
+		}
+		if row := strings.Join(b.get(t, "/user/api").keyRow(k.ID), " "); !strings.Contains(row, "1 instance only") {
+			t.Fatalf("the key's row does not say it is limited: %q", row)
+		}
+
+		// Another workspace's instance: refused, nothing created.
+		other := e.browser()
+		other.newUser(t, "elsewhere")
+		foreign := mk(other.newWorkspace(t, "Other").ID, "Foreign")
+		before := len(keys(t, db, ws.ID))
+		form = keyForm("Foreign", "messaging", "30d", nil)
+		form["instances"] = []string{foreign}
+		bad := b.createKey(t, form)
+		bad.wantStatus(t, http.StatusUnprocessableEntity)
+		if !strings.Contains(bad.alert(), "Limit the key to instances of this workspace") {
+			t.Fatalf("alert = %q", bad.alert())
+		}
+		if n := len(keys(t, db, ws.ID)); n != before {
+			t.Fatalf("a refused form created a key (%d keys, was %d)", n, before)
+		}
+	})
 }
