@@ -19,6 +19,7 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3"
 
+	"github.com/switchboard/switchboard/gen"
 	"github.com/switchboard/switchboard/handlers"
 	"github.com/switchboard/switchboard/internal/apikey"
 	"github.com/switchboard/switchboard/internal/app/apptest"
@@ -301,8 +302,10 @@ func TestEveryRequestExampleWorks(t *testing.T) {
 		if got := e.status(alice, "connected"); got.Account == nil || got.Account.Address != "+9995550101" {
 			t.Fatalf("the instance of the examples is %+v, want +9995550101", got.Account)
 		}
+		peers := map[string]string{}
 		for _, number := range []string{"+9995550102", "+9995550103"} {
 			peer := e.instance("sandbox", fmt.Sprintf(`{"auto_pair":true,"number":%q}`, number))
+			peers[number] = peer.Id
 			if res := e.post("/api/v1/instances/"+peer.Id+"/connect", ""); res.StatusCode != http.StatusOK {
 				t.Fatalf("connect %s: %d %s", number, res.StatusCode, res.body)
 			}
@@ -331,6 +334,27 @@ func TestEveryRequestExampleWorks(t *testing.T) {
 		}, func(s string) bool { return s != "queued" && s != "sending" })
 		x.send("sandboxReceipt")
 		x.send("sandboxInbound")
+		// Presence in the chat of the text, and the instance's availability.
+		x.send("sendChatPresence")
+		x.send("setInstancePresence")
+		// A poll from +9995550102 that the instance of the examples votes on.
+		if res := e.post("/api/v1/instances/"+peers["+9995550102"]+"/messages",
+			`{"to":"+9995550101","type":"poll","poll":{"question":"Lunch?","options":["Pizza","Sushi"]}}`); res.StatusCode != http.StatusAccepted {
+			t.Fatalf("poll: %d %s", res.StatusCode, res.body)
+		}
+		poll := await.Until(t, "the poll at the instance of the examples", func() string {
+			var l gen.MessageList
+			e.get("/api/v1/instances/"+alice+"/messages?direction=inbound&limit=100", &l)
+			for _, m := range l.Data {
+				if m.Type == gen.MessageTypePoll {
+					return m.Id
+				}
+			}
+			return ""
+		}, func(id string) bool { return id != "" })
+		x.use(poll)
+		x.send("sandboxPollVote")
+		x.use(text.ID)
 		x.send("lookupContacts")
 		x.use(idOf(t, x.send("createGroup")["group"]))
 		x.send("updateGroup")

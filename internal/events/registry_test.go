@@ -191,7 +191,7 @@ func TestReceives(t *testing.T) {
 			t.Errorf("Receives(%v, %s) = %v", tt.patterns, tt.typ, got)
 		}
 	}
-	if got := r.OptInTypes(); !slices.Equal(got, []string{"link.clicked", "link.listed", "message.status_updated"}) {
+	if got := r.OptInTypes(); !slices.Equal(got, []string{"link.clicked", "link.listed", "message.status_updated", "presence.updated"}) {
 		t.Errorf("OptInTypes() = %v", got)
 	}
 }
