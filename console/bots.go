@@ -65,7 +65,7 @@ func (c *Console) botsSection(ec echo.Context, inst store.Instance, d *channelDa
 		return err
 	}
 	for _, r := range rows {
-		b, err := c.bots.Get(ctx, inst.WorkspaceID, inst.ID, r.ID)
+		b, err := c.bots.WithRuns(ctx, r)
 		if err != nil {
 			return err
 		}

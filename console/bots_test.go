@@ -1,20 +1,15 @@
 package console_test
 
 import (
-	"context"
 	"net/http"
 	"net/url"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/switchboard/switchboard/console"
 	"github.com/switchboard/switchboard/internal/app"
 	"github.com/switchboard/switchboard/internal/app/apptest"
 	"github.com/switchboard/switchboard/internal/await"
-	"github.com/switchboard/switchboard/internal/channels/hub"
-	"github.com/switchboard/switchboard/internal/llm"
-	"github.com/switchboard/switchboard/internal/llm/llmtest"
 	"github.com/switchboard/switchboard/store"
 	"github.com/switchboard/switchboard/store/storetest"
 )
@@ -25,15 +20,7 @@ import (
 // bot's signing secret is shown once; another workspace gets 404.
 func TestBotsOnTheInstancePage(t *testing.T) {
 	storetest.OwnDialects(t, func(t *testing.T, db *store.DB) {
-		upstream := llmtest.New(t, "sk-upstream", "llama3.1")
-		a := apptest.New(t, db, app.Config{Egress: apptest.Loopback,
-			ModelUpstreams: []llm.Upstream{{Name: "local", BaseURL: upstream.URL, APIKey: "sk-upstream"}},
-			Channels:       hub.Options{Rate: -1, Lease: 3 * time.Second}})
-		ctx, stop := context.WithCancel(context.Background())
-		done := make(chan struct{}, 2)
-		go func() { _ = a.Runtime.Run(ctx); done <- struct{}{} }()
-		go func() { _ = a.Bots.Run(ctx); done <- struct{}{} }()
-		t.Cleanup(func() { stop(); <-done; <-done })
+		a, _ := apptest.WithBots(t, db, app.Config{})
 		e := newEnv(t, db, console.Config{Channels: a.Messaging, Bots: a.Bots, LLM: a.LLM})
 		b := e.browser()
 		b.newUser(t, "bots")

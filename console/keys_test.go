@@ -684,6 +684,14 @@ func TestCreateKeyLimitedToInstances(t *testing.T) {
 			t.Fatalf("the key's row does not say it is limited: %q", row)
 		}
 
+		// A browser key reaches the one instance of its target, if any: the checkboxes are not its.
+		browserForm := url.Values{"name": {"Site"}, "kind": {"browser"}, "browser_scope": {"links:create"},
+			"origins": {"https://shop.example.com"}, "expiry": {"30d"}, "instances": {support}}
+		b.createKey(t, browserForm).wantStatus(t, http.StatusCreated)
+		if bk := keys(t, db, ws.ID)[0]; bk.Name != "Site" || len(bk.InstanceIDs) != 0 {
+			t.Fatalf("browser key %q reaches %v, want every instance", bk.Name, bk.InstanceIDs)
+		}
+
 		// Another workspace's instance: refused, nothing created.
 		other := e.browser()
 		other.newUser(t, "elsewhere")

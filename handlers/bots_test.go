@@ -1,7 +1,6 @@
 package handlers_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -22,8 +21,6 @@ import (
 	"github.com/switchboard/switchboard/internal/app"
 	"github.com/switchboard/switchboard/internal/app/apptest"
 	"github.com/switchboard/switchboard/internal/await"
-	"github.com/switchboard/switchboard/internal/channels/hub"
-	"github.com/switchboard/switchboard/internal/llm"
 	"github.com/switchboard/switchboard/internal/llm/llmtest"
 	"github.com/switchboard/switchboard/store"
 	"github.com/switchboard/switchboard/store/storetest"
@@ -39,16 +36,7 @@ func botEnv(t *testing.T, db *store.DB) (*msgEnv, *llmtest.Server) {
 // botEnvWith is botEnv with the bot engine tuned by bc.
 func botEnvWith(t *testing.T, db *store.DB, bc bots.Config) (*msgEnv, *llmtest.Server) {
 	t.Helper()
-	f := llmtest.New(t, "sk-upstream", "llama3.1")
-	a := apptest.New(t, db, app.Config{Egress: apptest.Loopback, Bots: bc,
-		ModelUpstreams: []llm.Upstream{{Name: "local", BaseURL: f.URL, APIKey: "sk-upstream"}},
-		// Unpaced (pacing has its own tests), with a short lease so that a test's end frees it.
-		Channels: hub.Options{Rate: -1, Lease: 3 * time.Second}})
-	ctx, stop := context.WithCancel(context.Background())
-	done := make(chan struct{}, 2)
-	go func() { _ = a.Runtime.Run(ctx); done <- struct{}{} }()
-	go func() { _ = a.Bots.Run(ctx); done <- struct{}{} }()
-	t.Cleanup(func() { stop(); <-done; <-done })
+	a, f := apptest.WithBots(t, db, app.Config{Bots: bc})
 	e := &msgEnv{env: newAppEnv(t, a, handlers.Config{KeyRateLimit: 1 << 20, WorkspaceRateLimit: 1 << 20}), channels: a.Messaging}
 	e.ws = e.workspace("Sandbox")
 	e.apiKey, _ = e.key(e.ws.ID, "messaging:write", "webhooks:read")

@@ -242,6 +242,11 @@ func (s *Service) Get(ctx context.Context, workspaceID, instanceID, id string) (
 	if err != nil {
 		return gen.Bot{}, notFound(err, "bot")
 	}
+	return s.WithRuns(ctx, b)
+}
+
+// WithRuns renders a bot of List for the API with its latest runs, as Get answers it.
+func (s *Service) WithRuns(ctx context.Context, b store.Bot) (gen.Bot, error) {
 	out, err := apiBot(b)
 	if err != nil {
 		return out, err

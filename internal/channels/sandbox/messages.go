@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"time"
 
 	"github.com/switchboard/switchboard/internal/channels"
 	"github.com/switchboard/switchboard/store"
@@ -104,33 +105,8 @@ func (s *session) route(ctx context.Context, number, chat string, msg *mailMessa
 		own := letter{to: number, instance: s.inst.ID, due: msg.At, env: envelope{Message: &echo}}
 		return append([]letter{own}, s.p.receipts(s.schedule, number, s.inst.ID, msg.ID, msg.At)...), nil
 	case isGroup(chat):
-		g, err := s.p.net.Group(ctx, db, chat)
-		if errors.Is(err, store.ErrNotFound) {
-			return nil, failure("group_not_found", "the sandbox network has no group %s", chat)
-		}
-		if err != nil {
-			return nil, err
-		}
-		if _, ok := member(g, number); !ok {
-			return nil, failure("not_a_participant", "the instance is not a participant of %s", chat)
-		}
 		msg.Chat = chat
-		others := make([]string, 0, len(g.Members))
-		for _, m := range g.Members {
-			if m.Number != number {
-				others = append(others, m.Number)
-			}
-		}
-		accounts, err := s.p.net.Accounts(ctx, db, others)
-		if err != nil {
-			return nil, err
-		}
-		letters := make([]letter, 0, len(accounts))
-		for _, a := range accounts {
-			letters = append(letters, letter{to: a.Number, instance: a.InstanceID, due: msg.At,
-				env: envelope{Message: msg}})
-		}
-		return letters, nil
+		return s.toGroup(ctx, db, number, chat, msg.At, envelope{Message: msg})
 	default:
 		instanceID, blocked, err := s.p.net.Recipient(ctx, db, chat, number)
 		if errors.Is(err, store.ErrNotFound) {
@@ -145,6 +121,36 @@ func (s *session) route(ctx context.Context, number, chat string, msg *mailMessa
 		msg.Chat = number
 		return []letter{{to: chat, instance: instanceID, due: msg.At, env: envelope{Message: msg}}}, nil
 	}
+}
+
+// toGroup addresses env from number to every other participant of the group chat that has an account, due at due.
+// Fails when the group does not exist or number is not one of its participants.
+func (s *session) toGroup(ctx context.Context, db store.Querier, number, chat string, due time.Time, env envelope) ([]letter, error) {
+	g, err := s.p.net.Group(ctx, db, chat)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, failure("group_not_found", "the sandbox network has no group %s", chat)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := member(g, number); !ok {
+		return nil, failure("not_a_participant", "the instance is not a participant of %s", chat)
+	}
+	others := make([]string, 0, len(g.Members))
+	for _, m := range g.Members {
+		if m.Number != number {
+			others = append(others, m.Number)
+		}
+	}
+	accounts, err := s.p.net.Accounts(ctx, db, others)
+	if err != nil {
+		return nil, err
+	}
+	letters := make([]letter, 0, len(accounts))
+	for _, a := range accounts {
+		letters = append(letters, letter{to: a.Number, instance: a.InstanceID, due: due, env: env})
+	}
+	return letters, nil
 }
 
 // content checks that a message has what its type needs and takes its attachment's bytes.

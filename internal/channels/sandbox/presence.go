@@ -40,29 +40,9 @@ func (s *session) SendChatState(ctx context.Context, chat, state string) error {
 	var letters []letter
 	at := now()
 	if isGroup(chat) {
-		g, err := s.p.net.Group(ctx, db, chat)
-		if errors.Is(err, store.ErrNotFound) {
-			return failure("group_not_found", "the sandbox network has no group %s", chat)
-		}
-		if err != nil {
-			return err
-		}
-		if _, ok := member(g, number); !ok {
-			return failure("not_a_participant", "the instance is not a participant of %s", chat)
-		}
 		env.Presence.Chat = chat
-		var others []string
-		for _, m := range g.Members {
-			if m.Number != number {
-				others = append(others, m.Number)
-			}
-		}
-		accounts, err := s.p.net.Accounts(ctx, db, others)
-		if err != nil {
+		if letters, err = s.toGroup(ctx, db, number, chat, at, env); err != nil {
 			return err
-		}
-		for _, a := range accounts {
-			letters = append(letters, letter{to: a.Number, instance: a.InstanceID, due: at, env: env})
 		}
 	} else {
 		instanceID, blocked, err := s.p.net.Recipient(ctx, db, chat, number)
