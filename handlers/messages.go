@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"context"
+	"time"
 
 	"github.com/switchboard/switchboard/gen"
 	"github.com/switchboard/switchboard/internal/channels"
@@ -255,6 +256,16 @@ func (s *Server) SandboxLogout(ctx context.Context, req gen.SandboxLogoutRequest
 		return nil, err
 	}
 	return gen.SandboxLogout200JSONResponse{Body: out}, nil
+}
+
+// SandboxRestrict answers POST /api/v1/instances/{instance_id}/sandbox/restrict.
+func (s *Server) SandboxRestrict(ctx context.Context, req gen.SandboxRestrictRequestObject) (gen.SandboxRestrictResponseObject, error) {
+	out, err := s.sandboxControl(ctx, req.InstanceId, "restrict", channels.Control{
+		Duration: time.Duration(req.Body.Seconds) * time.Second, Text: deref(req.Body.Reason)})
+	if err != nil {
+		return nil, err
+	}
+	return gen.SandboxRestrict200JSONResponse{Body: out}, nil
 }
 
 // SandboxFailSends answers POST /api/v1/instances/{instance_id}/sandbox/fail-sends.

@@ -42,13 +42,15 @@ type InstanceUpdate struct {
 }
 
 // transitions are the moves of the state machine: created → connecting → awaiting_auth → connected ↔ reconnecting →
-// disconnected | logged_out | failed, and back to connecting from the last three (a new connect).
+// disconnected | logged_out | failed, and back to connecting from the last three (a new connect). Any live state
+// may become restricted (a temporary ban), which goes back to connecting when it ends.
 var transitions = map[Status][]Status{
 	StatusCreated:      {StatusConnecting, StatusDisconnected},
-	StatusConnecting:   {StatusAwaitingAuth, StatusConnected, StatusReconnecting, StatusDisconnected, StatusLoggedOut, StatusFailed},
-	StatusAwaitingAuth: {StatusAwaitingAuth, StatusConnecting, StatusConnected, StatusReconnecting, StatusDisconnected, StatusLoggedOut, StatusFailed},
-	StatusConnected:    {StatusReconnecting, StatusDisconnected, StatusLoggedOut, StatusFailed},
-	StatusReconnecting: {StatusConnecting, StatusAwaitingAuth, StatusConnected, StatusDisconnected, StatusLoggedOut, StatusFailed},
+	StatusConnecting:   {StatusAwaitingAuth, StatusConnected, StatusReconnecting, StatusRestricted, StatusDisconnected, StatusLoggedOut, StatusFailed},
+	StatusAwaitingAuth: {StatusAwaitingAuth, StatusConnecting, StatusConnected, StatusReconnecting, StatusRestricted, StatusDisconnected, StatusLoggedOut, StatusFailed},
+	StatusConnected:    {StatusReconnecting, StatusRestricted, StatusDisconnected, StatusLoggedOut, StatusFailed},
+	StatusReconnecting: {StatusConnecting, StatusAwaitingAuth, StatusConnected, StatusRestricted, StatusDisconnected, StatusLoggedOut, StatusFailed},
+	StatusRestricted:   {StatusConnecting, StatusAwaitingAuth, StatusConnected, StatusReconnecting, StatusRestricted, StatusDisconnected, StatusLoggedOut, StatusFailed},
 	StatusDisconnected: {StatusConnecting, StatusLoggedOut},
 	StatusLoggedOut:    {StatusConnecting},
 	StatusFailed:       {StatusConnecting, StatusDisconnected, StatusLoggedOut},
@@ -514,7 +516,7 @@ func (s *Recorder) InstanceAPI(i store.Instance) gen.Instance {
 	if i.Account != nil {
 		out.Account = &gen.Party{Address: i.Account.Address, DisplayName: nonEmpty(i.Account.DisplayName)}
 	}
-	if Status(i.Status) == StatusReconnecting {
+	if st := Status(i.Status); st == StatusReconnecting || st == StatusRestricted {
 		out.Reconnect = &gen.InstanceReconnect{Attempt: i.ReconnectAttempt, NextAt: i.ReconnectNextAt}
 	}
 	if i.PacingRate != nil && i.PacingBurst != nil {

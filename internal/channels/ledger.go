@@ -168,6 +168,9 @@ func (s *Recorder) backoff(ctx context.Context, tx store.Tx, instanceID string, 
 	if offline(from) {
 		return nil
 	}
+	if from == StatusRestricted && i.ReconnectNextAt != nil && i.ReconnectNextAt.After(next) {
+		return nil // a start before the restriction ends: it shows restricted, and the runtime waits for its end
+	}
 	nextAt := micro(next)
 	i.ReconnectAttempt, i.ReconnectNextAt = attempt, &nextAt
 	if from == StatusReconnecting {
@@ -178,6 +181,34 @@ func (s *Recorder) backoff(ctx context.Context, tx store.Tx, instanceID string, 
 		return nil
 	}
 	return s.move(ctx, tx, &i, StatusReconnecting, reason)
+}
+
+// Restrict records that the network restricted an instance's account until a time (a temporary ban): it shows
+// restricted with the network's reason and the end as its next attempt. An instance offline or deleted meanwhile
+// stays as it is.
+func (s *Recorder) Restrict(ctx context.Context, instanceID string, until time.Time, reason string) error {
+	reason = text.Clean(reason)
+	err := s.inTx(ctx, func(ctx context.Context, tx store.Tx) error {
+		i, err := s.db.Instances.Lock(ctx, tx, instanceID)
+		if err != nil {
+			return err
+		}
+		from := Status(i.Status)
+		if offline(from) || !CanMove(from, StatusRestricted) {
+			return nil
+		}
+		end := micro(until)
+		i.ReconnectAttempt, i.ReconnectNextAt = 0, &end
+		if from == StatusRestricted {
+			i.StatusReason = reason
+			return s.db.Instances.Save(ctx, tx, &i)
+		}
+		return s.move(ctx, tx, &i, StatusRestricted, reason)
+	})
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	return err
 }
 
 // GiveUp moves an instance whose session failed more often than its failure budget allows to failed, with the

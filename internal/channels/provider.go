@@ -327,7 +327,7 @@ type Handler interface {
 
 // Control is a test control of a simulated network.
 type Control struct {
-	Kind string // "scan", "inbound", "receipt", "disconnect", "logout", "fail_sends", "poll_vote"
+	Kind string // "scan", "inbound", "receipt", "disconnect", "logout", "fail_sends", "poll_vote", "restrict"
 	// inbound: a message from From (an address) to this instance; receipt: a receipt of MessageID (a provider
 	// message id) with Status; fail_sends: the next Count sends fail with Failure.
 	From      string
@@ -338,6 +338,8 @@ type Control struct {
 	Failure   *Failure
 	// poll_vote: the instance votes Options on the poll MessageID (a provider message id) it received.
 	Options []int
+	// restrict: the network restricts the account for Duration, with Text as its reason.
+	Duration time.Duration
 }
 
 // MessageType is the kind of a message's content.
@@ -572,10 +574,25 @@ const (
 	StatusAwaitingAuth Status = "awaiting_auth"
 	StatusConnected    Status = "connected"
 	StatusReconnecting Status = "reconnecting"
+	// StatusRestricted: the network limits the account for a time (a temporary ban); the runtime opens the session
+	// again when the restriction ends (the instance's ReconnectNextAt).
+	StatusRestricted   Status = "restricted"
 	StatusDisconnected Status = "disconnected"
 	StatusLoggedOut    Status = "logged_out"
 	StatusFailed       Status = "failed"
 )
+
+// Restriction is what a session's Run returns when the network restricted the account for a time (a temporary
+// ban): the runtime shows the instance restricted with Reason until Until, then opens the session again. A
+// restriction with no known end is not one: the session reports failed with the reason instead.
+type Restriction struct {
+	Until  time.Time
+	Reason string
+}
+
+func (r *Restriction) Error() string {
+	return fmt.Sprintf("%s (restricted until %s)", r.Reason, r.Until.UTC().Format(time.RFC3339))
+}
 
 // Party is someone a message is from or to, as the network names them.
 type Party struct {

@@ -54,6 +54,8 @@ type Ledger interface {
 	// Staggered records many instances whose sessions open later, each at its time, with one reason (a start).
 	Staggered(ctx context.Context, next map[string]time.Time, reason string) error
 	GiveUp(ctx context.Context, instanceID, reason string) error
+	// Restrict records an instance whose account the network restricted until a time (see Restriction).
+	Restrict(ctx context.Context, instanceID string, until time.Time, reason string) error
 	// Begin claims queued messages and moves them to sending in one transaction (claim runs first, inside it, and
 	// returns the jobs it claimed), then loads them; those with nothing left to send are left out.
 	Begin(ctx context.Context, claim func(ctx context.Context, tx store.Querier) ([]SendJob, error)) (map[string]Outbound, error)

@@ -836,6 +836,7 @@ const (
 	InstanceStatusFailed       InstanceStatus = "failed"
 	InstanceStatusLoggedOut    InstanceStatus = "logged_out"
 	InstanceStatusReconnecting InstanceStatus = "reconnecting"
+	InstanceStatusRestricted   InstanceStatus = "restricted"
 )
 
 // Valid indicates whether the value is a known member of the InstanceStatus enum.
@@ -856,6 +857,8 @@ func (e InstanceStatus) Valid() bool {
 	case InstanceStatusLoggedOut:
 		return true
 	case InstanceStatusReconnecting:
+		return true
+	case InstanceStatusRestricted:
 		return true
 	default:
 		return false
@@ -1659,6 +1662,7 @@ const (
 	SandboxControlControlLogout     SandboxControlControl = "logout"
 	SandboxControlControlPollVote   SandboxControlControl = "poll_vote"
 	SandboxControlControlReceipt    SandboxControlControl = "receipt"
+	SandboxControlControlRestrict   SandboxControlControl = "restrict"
 	SandboxControlControlScan       SandboxControlControl = "scan"
 )
 
@@ -1676,6 +1680,8 @@ func (e SandboxControlControl) Valid() bool {
 	case SandboxControlControlPollVote:
 		return true
 	case SandboxControlControlReceipt:
+		return true
+	case SandboxControlControlRestrict:
 		return true
 	case SandboxControlControlScan:
 		return true
@@ -3672,12 +3678,14 @@ type Instance struct {
 	// Example: sandbox
 	Provider ProviderName `json:"provider"`
 
-	// Reconnect While `reconnecting`: the attempts (absent otherwise).
+	// Reconnect While `reconnecting`: the attempts; while `restricted`: when the restriction ends (`next_at`), with `attempt` 0. Absent otherwise.
 	Reconnect *InstanceReconnect `json:"reconnect,omitempty"`
 
 	// Status The connection state: `created` → `connecting` → `awaiting_auth` (see `auth_method`) → `connected` ↔ `reconnecting`
 	// → `disconnected` (credentials kept; `connect` resumes) | `logged_out` (credentials dropped; pair again) | `failed`
-	// (`status_reason` says why; `connect` tries again).
+	// (`status_reason` says why; `connect` tries again). `restricted`: the network limits the account until
+	// `reconnect.next_at` (a temporary ban, its reason in `status_reason`); the instance connects again by itself then,
+	// and queued messages wait. New states may be added: treat an unknown one like `reconnecting`.
 	//
 	//
 	// Example: connected
@@ -3887,7 +3895,9 @@ type InstanceReconnect struct {
 
 // InstanceStatus The connection state: `created` → `connecting` → `awaiting_auth` (see `auth_method`) → `connected` ↔ `reconnecting`
 // → `disconnected` (credentials kept; `connect` resumes) | `logged_out` (credentials dropped; pair again) | `failed`
-// (`status_reason` says why; `connect` tries again).
+// (`status_reason` says why; `connect` tries again). `restricted`: the network limits the account until
+// `reconnect.next_at` (a temporary ban, its reason in `status_reason`); the instance connects again by itself then,
+// and queued messages wait. New states may be added: treat an unknown one like `reconnecting`.
 //
 // Example: connected
 type InstanceStatus string
@@ -3908,7 +3918,9 @@ type InstanceStatusChangedEvent struct {
 
 	// PreviousStatus The connection state: `created` → `connecting` → `awaiting_auth` (see `auth_method`) → `connected` ↔ `reconnecting`
 	// → `disconnected` (credentials kept; `connect` resumes) | `logged_out` (credentials dropped; pair again) | `failed`
-	// (`status_reason` says why; `connect` tries again).
+	// (`status_reason` says why; `connect` tries again). `restricted`: the network limits the account until
+	// `reconnect.next_at` (a temporary ban, its reason in `status_reason`); the instance connects again by itself then,
+	// and queued messages wait. New states may be added: treat an unknown one like `reconnecting`.
 	//
 	//
 	// Example: connected
@@ -3922,7 +3934,9 @@ type InstanceStatusChangedEvent struct {
 
 	// Status The connection state: `created` → `connecting` → `awaiting_auth` (see `auth_method`) → `connected` ↔ `reconnecting`
 	// → `disconnected` (credentials kept; `connect` resumes) | `logged_out` (credentials dropped; pair again) | `failed`
-	// (`status_reason` says why; `connect` tries again).
+	// (`status_reason` says why; `connect` tries again). `restricted`: the network limits the account until
+	// `reconnect.next_at` (a temporary ban, its reason in `status_reason`); the instance connects again by itself then,
+	// and queued messages wait. New states may be added: treat an unknown one like `reconnecting`.
 	//
 	//
 	// Example: connected
@@ -5747,6 +5761,17 @@ type SandboxReceipt struct {
 
 // SandboxReceiptStatus What the receipt says.
 type SandboxReceiptStatus string
+
+// SandboxRestrict Restrict the account for a time, as a network's temporary ban does.
+//
+// Example: {"reason":"too many messages to people who do not have this number","seconds":2}
+type SandboxRestrict struct {
+	// Reason The network's reason (default "the sandbox network restricted the account").
+	Reason *string `json:"reason,omitempty"`
+
+	// Seconds How long the restriction lasts.
+	Seconds int `json:"seconds"`
+}
 
 // SendQueue The state of an instance's send queue.
 //
@@ -7593,6 +7618,9 @@ type SandboxPollVoteJSONRequestBody = SandboxPollVote
 
 // SandboxReceiptJSONRequestBody defines body for SandboxReceipt for application/json ContentType.
 type SandboxReceiptJSONRequestBody = SandboxReceipt
+
+// SandboxRestrictJSONRequestBody defines body for SandboxRestrict for application/json ContentType.
+type SandboxRestrictJSONRequestBody = SandboxRestrict
 
 // CreateLinkJSONRequestBody defines body for CreateLink for application/json ContentType.
 type CreateLinkJSONRequestBody = LinkCreate
@@ -9647,6 +9675,24 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /api/v1/instances/{instance_id}/sandbox/receipts (the `SandboxReceipt` operationId).
 	SandboxReceipt(ctx context.Context, instanceId InstanceID, body SandboxReceiptJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SandboxRestrictWithBody Restrict the account for a time
+	//
+	// Simulates a temporary ban: the instance becomes `restricted` for `seconds` with `reason`, then connects again by itself; messages sent meanwhile wait in the queue. Sandbox instances only (`422 capability_not_supported` for others). The instance must be connected (`409 instance_not_connected`).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/instances/{instance_id}/sandbox/restrict (the `SandboxRestrict` operationId).
+	SandboxRestrictWithBody(ctx context.Context, instanceId InstanceID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SandboxRestrict Restrict the account for a time
+	//
+	// Simulates a temporary ban: the instance becomes `restricted` for `seconds` with `reason`, then connects again by itself; messages sent meanwhile wait in the queue. Sandbox instances only (`422 capability_not_supported` for others). The instance must be connected (`409 instance_not_connected`).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/instances/{instance_id}/sandbox/restrict (the `SandboxRestrict` operationId).
+	SandboxRestrict(ctx context.Context, instanceId InstanceID, body SandboxRestrictJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// SandboxScan Scan the QR code
 	//
@@ -12044,6 +12090,44 @@ func (c *Client) SandboxReceiptWithBody(ctx context.Context, instanceId Instance
 // Corresponds with POST /api/v1/instances/{instance_id}/sandbox/receipts (the `SandboxReceipt` operationId).
 func (c *Client) SandboxReceipt(ctx context.Context, instanceId InstanceID, body SandboxReceiptJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewSandboxReceiptRequest(c.Server, instanceId, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SandboxRestrictWithBody Restrict the account for a time
+//
+// Simulates a temporary ban: the instance becomes `restricted` for `seconds` with `reason`, then connects again by itself; messages sent meanwhile wait in the queue. Sandbox instances only (`422 capability_not_supported` for others). The instance must be connected (`409 instance_not_connected`).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/instances/{instance_id}/sandbox/restrict (the `SandboxRestrict` operationId).
+func (c *Client) SandboxRestrictWithBody(ctx context.Context, instanceId InstanceID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSandboxRestrictRequestWithBody(c.Server, instanceId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SandboxRestrict Restrict the account for a time
+//
+// Simulates a temporary ban: the instance becomes `restricted` for `seconds` with `reason`, then connects again by itself; messages sent meanwhile wait in the queue. Sandbox instances only (`422 capability_not_supported` for others). The instance must be connected (`409 instance_not_connected`).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/instances/{instance_id}/sandbox/restrict (the `SandboxRestrict` operationId).
+func (c *Client) SandboxRestrict(ctx context.Context, instanceId InstanceID, body SandboxRestrictJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSandboxRestrictRequest(c.Server, instanceId, body)
 	if err != nil {
 		return nil, err
 	}
@@ -16401,6 +16485,53 @@ func NewSandboxReceiptRequestWithBody(server string, instanceId InstanceID, cont
 	return req, nil
 }
 
+// NewSandboxRestrictRequest calls the generic SandboxRestrict builder with application/json body
+func NewSandboxRestrictRequest(server string, instanceId InstanceID, body SandboxRestrictJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewSandboxRestrictRequestWithBody(server, instanceId, "application/json", bodyReader)
+}
+
+// NewSandboxRestrictRequestWithBody constructs an http.Request for the SandboxRestrict method, with any body, and a specified content type
+func NewSandboxRestrictRequestWithBody(server string, instanceId InstanceID, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "instance_id", instanceId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/instances/%s/sandbox/restrict", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewSandboxScanRequest constructs an http.Request for the SandboxScan method
 func NewSandboxScanRequest(server string, instanceId InstanceID) (*http.Request, error) {
 	var err error
@@ -19848,6 +19979,24 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /api/v1/instances/{instance_id}/sandbox/receipts (the `SandboxReceipt` operationId).
 	SandboxReceiptWithResponse(ctx context.Context, instanceId InstanceID, body SandboxReceiptJSONRequestBody, reqEditors ...RequestEditorFn) (*SandboxReceiptResponse, error)
+
+	// SandboxRestrictWithBodyWithResponse Restrict the account for a time
+	//
+	// Simulates a temporary ban: the instance becomes `restricted` for `seconds` with `reason`, then connects again by itself; messages sent meanwhile wait in the queue. Sandbox instances only (`422 capability_not_supported` for others). The instance must be connected (`409 instance_not_connected`).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/instances/{instance_id}/sandbox/restrict (the `SandboxRestrict` operationId).
+	SandboxRestrictWithBodyWithResponse(ctx context.Context, instanceId InstanceID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SandboxRestrictResponse, error)
+
+	// SandboxRestrictWithResponse Restrict the account for a time
+	//
+	// Simulates a temporary ban: the instance becomes `restricted` for `seconds` with `reason`, then connects again by itself; messages sent meanwhile wait in the queue. Sandbox instances only (`422 capability_not_supported` for others). The instance must be connected (`409 instance_not_connected`).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/instances/{instance_id}/sandbox/restrict (the `SandboxRestrict` operationId).
+	SandboxRestrictWithResponse(ctx context.Context, instanceId InstanceID, body SandboxRestrictJSONRequestBody, reqEditors ...RequestEditorFn) (*SandboxRestrictResponse, error)
 
 	// SandboxScanWithResponse Scan the QR code
 	//
@@ -31511,6 +31660,213 @@ func (r SandboxReceiptResponse) ContentType() string {
 	return ""
 }
 
+// SandboxRestrictResponse200Headers the declared response headers of an HTTP 200 response for SandboxRestrict
+type SandboxRestrictResponse200Headers struct {
+	AccessControlAllowOrigin *string
+	RateLimit                *string
+	RateLimitPolicy          *string
+	XRequestId               *string
+}
+
+// SandboxRestrictResponse400Headers the declared response headers of an HTTP 400 response for SandboxRestrict
+type SandboxRestrictResponse400Headers struct {
+	AccessControlAllowOrigin *string
+	RateLimit                *string
+	RateLimitPolicy          *string
+	XRequestId               *string
+}
+
+// SandboxRestrictResponse401Headers the declared response headers of an HTTP 401 response for SandboxRestrict
+type SandboxRestrictResponse401Headers struct {
+	AccessControlAllowOrigin *string
+	RateLimit                *string
+	RateLimitPolicy          *string
+	WWWAuthenticate          *string
+	XRequestId               *string
+}
+
+// SandboxRestrictResponse403Headers the declared response headers of an HTTP 403 response for SandboxRestrict
+type SandboxRestrictResponse403Headers struct {
+	AccessControlAllowOrigin *string
+	RateLimit                *string
+	RateLimitPolicy          *string
+	WWWAuthenticate          *string
+	XRequestId               *string
+}
+
+// SandboxRestrictResponse404Headers the declared response headers of an HTTP 404 response for SandboxRestrict
+type SandboxRestrictResponse404Headers struct {
+	AccessControlAllowOrigin *string
+	RateLimit                *string
+	RateLimitPolicy          *string
+	XRequestId               *string
+}
+
+// SandboxRestrictResponse409Headers the declared response headers of an HTTP 409 response for SandboxRestrict
+type SandboxRestrictResponse409Headers struct {
+	AccessControlAllowOrigin *string
+	RateLimit                *string
+	RateLimitPolicy          *string
+	XRequestId               *string
+}
+
+// SandboxRestrictResponse422Headers the declared response headers of an HTTP 422 response for SandboxRestrict
+type SandboxRestrictResponse422Headers struct {
+	AccessControlAllowOrigin *string
+	RateLimit                *string
+	RateLimitPolicy          *string
+	XRequestId               *string
+}
+
+// SandboxRestrictResponse429Headers the declared response headers of an HTTP 429 response for SandboxRestrict
+type SandboxRestrictResponse429Headers struct {
+	AccessControlAllowOrigin *string
+	RateLimit                *string
+	RateLimitPolicy          *string
+	RetryAfter               *int
+	XRequestId               *string
+}
+
+// SandboxRestrictResponse500Headers the declared response headers of an HTTP 500 response for SandboxRestrict
+type SandboxRestrictResponse500Headers struct {
+	AccessControlAllowOrigin *string
+	RateLimit                *string
+	RateLimitPolicy          *string
+	XRequestId               *string
+}
+
+// SandboxRestrictResponseDefaultHeaders the declared response headers of an HTTP default response for SandboxRestrict
+type SandboxRestrictResponseDefaultHeaders struct {
+	AccessControlAllowOrigin *string
+	RateLimit                *string
+	RateLimitPolicy          *string
+	XRequestId               *string
+}
+
+type SandboxRestrictResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *SandboxControl
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Conflict
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *UnprocessableEntity
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *InternalError
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *SandboxRestrictResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *SandboxRestrictResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *SandboxRestrictResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *SandboxRestrictResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *SandboxRestrictResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *SandboxRestrictResponse409Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *SandboxRestrictResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *SandboxRestrictResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *SandboxRestrictResponse500Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *SandboxRestrictResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r SandboxRestrictResponse) GetJSON200() *SandboxControl {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r SandboxRestrictResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r SandboxRestrictResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r SandboxRestrictResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r SandboxRestrictResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r SandboxRestrictResponse) GetApplicationproblemJSON409() *Conflict {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r SandboxRestrictResponse) GetApplicationproblemJSON422() *UnprocessableEntity {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r SandboxRestrictResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r SandboxRestrictResponse) GetApplicationproblemJSON500() *InternalError {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r SandboxRestrictResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r SandboxRestrictResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r SandboxRestrictResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r SandboxRestrictResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r SandboxRestrictResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // SandboxScanResponse200Headers the declared response headers of an HTTP 200 response for SandboxScan
 type SandboxScanResponse200Headers struct {
 	AccessControlAllowOrigin *string
@@ -41451,6 +41807,36 @@ func (c *ClientWithResponses) SandboxReceiptWithResponse(ctx context.Context, in
 		return nil, err
 	}
 	return ParseSandboxReceiptResponse(rsp)
+}
+
+// SandboxRestrictWithBodyWithResponse Restrict the account for a time
+//
+// Simulates a temporary ban: the instance becomes `restricted` for `seconds` with `reason`, then connects again by itself; messages sent meanwhile wait in the queue. Sandbox instances only (`422 capability_not_supported` for others). The instance must be connected (`409 instance_not_connected`).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/instances/{instance_id}/sandbox/restrict (the `SandboxRestrict` operationId).
+func (c *ClientWithResponses) SandboxRestrictWithBodyWithResponse(ctx context.Context, instanceId InstanceID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SandboxRestrictResponse, error) {
+	rsp, err := c.SandboxRestrictWithBody(ctx, instanceId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSandboxRestrictResponse(rsp)
+}
+
+// SandboxRestrictWithResponse Restrict the account for a time
+//
+// Simulates a temporary ban: the instance becomes `restricted` for `seconds` with `reason`, then connects again by itself; messages sent meanwhile wait in the queue. Sandbox instances only (`422 capability_not_supported` for others). The instance must be connected (`409 instance_not_connected`).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/instances/{instance_id}/sandbox/restrict (the `SandboxRestrict` operationId).
+func (c *ClientWithResponses) SandboxRestrictWithResponse(ctx context.Context, instanceId InstanceID, body SandboxRestrictJSONRequestBody, reqEditors ...RequestEditorFn) (*SandboxRestrictResponse, error) {
+	rsp, err := c.SandboxRestrict(ctx, instanceId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSandboxRestrictResponse(rsp)
 }
 
 // SandboxScanWithResponse Scan the QR code
@@ -64636,6 +65022,429 @@ func ParseSandboxReceiptResponse(rsp *http.Response) (*SandboxReceiptResponse, e
 		response.Headers500 = &headers
 	case true:
 		var headers SandboxReceiptResponseDefaultHeaders
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: "uri"}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseSandboxRestrictResponse parses an HTTP response from a SandboxRestrictWithResponse call
+func ParseSandboxRestrictResponse(rsp *http.Response) (*SandboxRestrictResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &SandboxRestrictResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest SandboxControl
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest UnprocessableEntity
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers SandboxRestrictResponse200Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: "uri"}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers SandboxRestrictResponse400Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: "uri"}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers SandboxRestrictResponse401Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: "uri"}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers SandboxRestrictResponse403Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: "uri"}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers SandboxRestrictResponse404Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: "uri"}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers SandboxRestrictResponse409Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: "uri"}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 422:
+		var headers SandboxRestrictResponse422Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: "uri"}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers SandboxRestrictResponse429Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: "uri"}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int32"}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers SandboxRestrictResponse500Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: "uri"}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers500 = &headers
+	case true:
+		var headers SandboxRestrictResponseDefaultHeaders
 		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: "uri"}); err != nil {

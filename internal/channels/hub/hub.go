@@ -568,6 +568,10 @@ func (h *Hub) supervise(ctx context.Context, x *held, delay time.Duration) {
 	if !sleep(ctx, delay) {
 		return
 	}
+	// An instance restricted when this process took it (a restart, a takeover) waits for the restriction's end.
+	if !sleep(ctx, h.restrictedFor(ctx, x.id)) {
+		return
+	}
 	failures := 0
 	for ctx.Err() == nil {
 		started := time.Now()
@@ -577,6 +581,19 @@ func (h *Hub) supervise(ctx context.Context, x *held, delay time.Duration) {
 		}
 		if errors.Is(err, store.ErrNotFound) {
 			return // deleted
+		}
+		if r := (*channels.Restriction)(nil); errors.As(err, &r) {
+			// Not a failure: the network said when the account may come back, so neither the budget nor the
+			// backoff applies, and a retry before the end would only prolong the ban.
+			h.log.Info("channel session restricted by its network", "instance_id", x.id, "until", r.Until)
+			if rerr := h.ledger.Restrict(ctx, x.id, r.Until, r.Reason); rerr != nil && ctx.Err() == nil {
+				h.log.Warn("channel runtime: could not record the restriction", "instance_id", x.id, "error", rerr)
+			}
+			failures = 0
+			if !sleep(ctx, time.Until(r.Until)) {
+				return
+			}
+			continue
 		}
 		if err == nil {
 			inst, gerr := h.db.Instances.ByID(ctx, h.db.Reader(), x.id)
@@ -633,6 +650,15 @@ func (h *Hub) runOnce(ctx context.Context, x *held) error {
 		x.mu.Unlock()
 	}()
 	return sess.Run(ctx)
+}
+
+// restrictedFor is how long an instance stays restricted by its network from now (0 if it is not).
+func (h *Hub) restrictedFor(ctx context.Context, id string) time.Duration {
+	inst, err := h.db.Instances.ByID(ctx, h.db.Reader(), id)
+	if err != nil || channels.Status(inst.Status) != channels.StatusRestricted || inst.ReconnectNextAt == nil {
+		return 0
+	}
+	return time.Until(*inst.ReconnectNextAt)
 }
 
 func offlineStatus(s string) bool {

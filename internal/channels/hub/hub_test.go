@@ -656,3 +656,48 @@ func TestProviderPacingOverridesTheServerDefault(t *testing.T) {
 		}
 	})
 }
+
+// A session the network restricted for a time is not a failure: the instance shows restricted until the end, no
+// process opens it earlier (not the one that saw it, nor one that takes it over meanwhile), and it connects again by
+// itself when the restriction ends.
+func TestRestrictionWaitsForItsEndAcrossATakeover(t *testing.T) {
+	storetest.OwnDialects(t, func(t *testing.T, db *store.DB) {
+		e := newEnv(t, db)
+		_, stopA := e.start(Options{Owner: "a", Lease: time.Second, Stagger: 100 * time.Millisecond, Budget: 1})
+		inst := e.instance("banned")
+		until := time.Now().Add(4 * time.Second)
+		e.net.mu.Lock()
+		e.net.runErr[inst.ID] = &channels.Restriction{Until: until, Reason: "the network banned the account for a while"}
+		e.net.mu.Unlock()
+		e.connect(inst.ID)
+		r := e.status(inst.ID, channels.StatusRestricted)
+		if r.StatusReason != "the network banned the account for a while" || r.ReconnectNextAt == nil ||
+			!r.ReconnectNextAt.Equal(until.UTC().Truncate(time.Microsecond)) {
+			t.Errorf("restricted with reason %q until %v, want the network's reason until %v", r.StatusReason,
+				r.ReconnectNextAt, until)
+		}
+		e.net.mu.Lock()
+		delete(e.net.runErr, inst.ID)
+		e.net.mu.Unlock()
+
+		// Another process takes the instance over while it is restricted: it waits for the end too.
+		stopA()
+		b, _ := e.start(Options{Owner: "b", Lease: time.Second, Stagger: 100 * time.Millisecond})
+		await.Until(t, "b holds the instance", b.Held, func(h []string) bool { return slices.Contains(h, inst.ID) })
+		if i := e.status(inst.ID, channels.StatusRestricted); i.ReconnectNextAt == nil || !i.ReconnectNextAt.Equal(*r.ReconnectNextAt) {
+			t.Errorf("after the takeover: until %v, want %v", i.ReconnectNextAt, r.ReconnectNextAt)
+		}
+		e.status(inst.ID, channels.StatusConnected)
+		if time.Now().Before(until) {
+			t.Errorf("connected before the restriction ended")
+		}
+		e.net.mu.Lock()
+		opens := e.net.opens[inst.ID]
+		e.net.mu.Unlock()
+		if opens != 2 {
+			t.Errorf("opened %d times, want 2 (the restricted session, then one at the end)", opens)
+		}
+		m := e.send(inst.ID, "chat", "after the restriction")
+		e.awaitStatus(inst.ID, m.ID, "sent")
+	})
+}

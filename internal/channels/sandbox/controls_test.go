@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/switchboard/switchboard/internal/await"
 	"github.com/switchboard/switchboard/internal/channels"
@@ -88,6 +89,24 @@ func TestControls(t *testing.T) {
 			await.Equal(t, "connected again", func() int { return len(statesOf(a.sink, channels.StatusConnected)) }, 2)
 			if got := len(a.sink.of("connected")); got != 1 {
 				t.Errorf("paired %d times, want once", got)
+			}
+		})
+
+		t.Run("restrict", func(t *testing.T) {
+			a := n.connected(nil)
+			if err := a.control(channels.Control{Kind: "restrict"}); failureCode(t, err) != "invalid_control" {
+				t.Errorf("restrict without a duration: %v", err)
+			}
+			before := time.Now()
+			if err := a.control(channels.Control{Kind: "restrict", Duration: time.Hour, Text: "slow down"}); err != nil {
+				t.Fatal(err)
+			}
+			var r *channels.Restriction
+			if err := a.ended(t); !errors.As(err, &r) || r.Reason != "slow down" || r.Until.Before(before.Add(time.Hour)) {
+				t.Fatalf("Run = %v after a restrict, want a Restriction for an hour with the reason", err)
+			}
+			if err := a.control(channels.Control{Kind: "restrict", Duration: time.Hour}); failureCode(t, err) != "not_connected" {
+				t.Errorf("restrict while not connected: %v", err)
 			}
 		})
 

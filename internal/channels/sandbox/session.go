@@ -35,6 +35,8 @@ type session struct {
 	// failing is what the next sends fail with (the fail_sends control), left the number of sends to fail.
 	failing channels.Failure
 	left    int
+	// restriction is what the restrict control ends the run with.
+	restriction channels.Restriction
 }
 
 var (
@@ -83,6 +85,7 @@ const (
 	endDisconnect    runEnd = iota // the connection drops: Run fails, the runtime reconnects
 	endLogoutControl               // the network logs the instance out: Run reports logged_out and returns
 	endLogout                      // Logout was called: it invalidated the credentials, Run just returns
+	endRestrict                    // the network restricts the account for a time: Run returns a Restriction
 )
 
 // pairing is a pairing in progress.
@@ -349,6 +352,11 @@ func (s *session) ended(ctx context.Context, e runEnd) error {
 	switch e {
 	case endDisconnect:
 		return errors.New("sandbox: the connection dropped (disconnect control)")
+	case endRestrict:
+		s.mu.Lock()
+		r := s.restriction
+		s.mu.Unlock()
+		return &r
 	case endLogoutControl:
 		if err := s.p.unpair(ctx, s.inst.ID); err != nil {
 			return err
@@ -689,6 +697,26 @@ func (s *session) Control(ctx context.Context, c channels.Control) error {
 		default: // the session is ending already
 		}
 		return nil
+	case "restrict":
+		if c.Duration <= 0 {
+			return failure("invalid_control", "a restrict control lasts a positive time")
+		}
+		rs, number := s.live()
+		if number == "" {
+			return notConnected()
+		}
+		reason := c.Text
+		if reason == "" {
+			reason = "the sandbox network restricted the account"
+		}
+		s.mu.Lock()
+		s.restriction = channels.Restriction{Until: now().Add(c.Duration), Reason: reason}
+		s.mu.Unlock()
+		select {
+		case rs.end <- endRestrict:
+		default: // the session is ending already
+		}
+		return nil
 	case "poll_vote":
 		return s.vote(ctx, c.MessageID, c.Options)
 	case "fail_sends":
@@ -704,7 +732,7 @@ func (s *session) Control(ctx context.Context, c channels.Control) error {
 		return nil
 	default:
 		return failure("invalid_control", "%q is not a sandbox control (scan, inbound, receipt, disconnect, logout, "+
-			"fail_sends, poll_vote)", c.Kind)
+			"fail_sends, poll_vote, restrict)", c.Kind)
 	}
 }
 

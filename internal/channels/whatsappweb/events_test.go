@@ -122,7 +122,7 @@ func TestConnectionEndings(t *testing.T) {
 		{"a connect failure that is a logout", &events.ConnectFailure{Reason: events.ConnectFailureLoggedOut},
 			channels.StatusLoggedOut, "401", ""},
 		{"another client took the session", &events.StreamReplaced{}, channels.StatusFailed, "conflict", ""},
-		{"a temporary ban", &events.TemporaryBan{Code: events.TempBanSentToTooManyPeople, Expire: 12 * time.Hour},
+		{"a temporary ban without an end", &events.TemporaryBan{Code: events.TempBanSentToTooManyPeople},
 			channels.StatusFailed, "restricted: WhatsApp temporarily banned the account (101: you sent too many messages", ""},
 		{"an outdated client", &events.ClientOutdated{}, channels.StatusFailed, "client_outdated", ""},
 		{"a lost connection", &events.Disconnected{}, "", "", "server_unreachable"},
@@ -156,16 +156,26 @@ func TestConnectionEndings(t *testing.T) {
 	}
 }
 
-// A temporary ban's reason says when it ends.
-func TestTemporaryBanReasonHasTheExpiry(t *testing.T) {
+// A temporary ban with an end ends Run with a Restriction until then, with WhatsApp's reason, and reports no
+// state itself: the runtime shows the instance restricted and opens the session again when the ban ends.
+func TestTemporaryBanIsARestrictionUntilItsEnd(t *testing.T) {
 	r := newRig(t, sqlite(t), true)
-	before := time.Now().UTC()
+	before := time.Now()
+	mark := len(r.sink.all())
 	r.emit(&events.TemporaryBan{Code: events.TempBanBlockedByUsers, Expire: 2 * time.Hour})
-	c := r.await("the ban", func(c call) bool { return c.kind == "state" && c.status == channels.StatusFailed })
-	_, at, ok := strings.Cut(c.reason, "the ban ends at ")
-	end, err := time.Parse(time.RFC3339, at)
-	if !ok || err != nil || end.Before(before.Add(2*time.Hour-time.Second)) {
-		t.Errorf("reason %q, want the ban's end about two hours from now", c.reason)
+	err := r.ended()
+	var x *channels.Restriction
+	if !errors.As(err, &x) {
+		t.Fatalf("Run returned %v, want a Restriction", err)
+	}
+	if x.Until.Before(before.Add(2*time.Hour)) || x.Until.After(time.Now().Add(2*time.Hour)) {
+		t.Errorf("restricted until %v, want two hours after the ban", x.Until)
+	}
+	if !strings.Contains(x.Reason, "temporarily banned") || !strings.Contains(x.Reason, "102") {
+		t.Errorf("reason %q, want WhatsApp's ban and its code", x.Reason)
+	}
+	if after := r.since(mark); len(after) != 0 {
+		t.Errorf("reported %v; the runtime records the restriction", after)
 	}
 }
 

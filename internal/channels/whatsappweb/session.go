@@ -145,11 +145,14 @@ func (s *session) handle(evt any) {
 		s.endForGood(channels.StatusFailed, "conflict: another client connected with this linked device's session; "+
 			"connect the instance again to take it back")
 	case *events.TemporaryBan:
-		reason := "restricted: WhatsApp temporarily banned the account (" + e.Code.String() + ")"
+		reason := "WhatsApp temporarily banned the account (" + e.Code.String() + ")"
 		if e.Expire > 0 {
-			reason += fmt.Sprintf("; the ban ends at %s", time.Now().Add(e.Expire).UTC().Format(time.RFC3339))
+			// The runtime shows the instance restricted and connects again when the ban ends: trying earlier
+			// would only prolong it.
+			s.finish(&channels.Restriction{Until: time.Now().Add(e.Expire), Reason: reason})
+			return
 		}
-		s.endForGood(channels.StatusFailed, reason)
+		s.endForGood(channels.StatusFailed, "restricted: "+reason+"; it gave no end, so connect the instance again later")
 	case *events.ClientOutdated:
 		s.endForGood(channels.StatusFailed, "client_outdated: WhatsApp refuses this client version; the server's "+
 			"whatsmeow must be updated")
