@@ -1,7 +1,9 @@
 package channels
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"slices"
@@ -92,7 +94,15 @@ func (k *sink) PollVote(ctx context.Context, v PollVote) error {
 		if m, err = k.s.db.Messages.Lock(ctx, tx, m.ID); err != nil {
 			return err
 		}
-		if m.Poll == nil || checkVote(*m.Poll, v.Options) != "" {
+		if m.Poll == nil {
+			return nil
+		}
+		if v.OptionHashes != nil {
+			if v.Options = optionsByHash(m.Poll.Options, v.OptionHashes); v.Options == nil {
+				return nil // a choice that is no option of the poll
+			}
+		}
+		if checkVote(*m.Poll, v.Options) != "" {
 			return nil
 		}
 		if _, err := k.s.resolve(ctx, tx, inst, v.Voter); err != nil {
@@ -149,4 +159,24 @@ func (s *Service) pollVoteControl(ctx context.Context, workspaceID, instanceID s
 	}
 	c.MessageID = *m.ProviderMessageID
 	return nil
+}
+
+// optionsByHash are the indexes of the options whose texts have the SHA-256 hashes given, in the poll's order;
+// nil when a hash matches no option. An empty choice is an empty, non-nil list.
+func optionsByHash(options []string, hashes [][]byte) []int {
+	out := []int{}
+	for _, h := range hashes {
+		i := slices.IndexFunc(options, func(o string) bool {
+			sum := sha256.Sum256([]byte(o))
+			return bytes.Equal(sum[:], h)
+		})
+		if i < 0 {
+			return nil
+		}
+		if !slices.Contains(out, i) {
+			out = append(out, i)
+		}
+	}
+	slices.Sort(out)
+	return out
 }

@@ -472,7 +472,10 @@ type PollVote struct {
 	Poll    string
 	Voter   Party
 	Options []int
-	At      time.Time
+	// OptionHashes name the choice instead of Options on a network that names each option by the SHA-256 of its
+	// text (WhatsApp); the service maps them onto the poll's options. Non-nil and empty: the vote was taken back.
+	OptionHashes [][]byte
+	At           time.Time
 }
 
 // Media is a message's attachment. Open reads its bytes (from the media store; providers that take a URL use URL).

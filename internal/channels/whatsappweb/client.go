@@ -52,6 +52,18 @@ type Client interface {
 
 	IsOnWhatsApp(ctx context.Context, phones []string) ([]types.IsOnWhatsAppResponse, error)
 	UpdateBlocklist(ctx context.Context, who types.JID, action events.BlocklistChangeAction) error
+
+	// SendChatPresence shows a chat that the account is composing (typing, or recording when media is audio) or
+	// paused; SendPresence the account's availability; SubscribePresence asks WhatsApp for a person's presence
+	// updates, which it sends only after that.
+	SendChatPresence(ctx context.Context, chat types.JID, state types.ChatPresence, media types.ChatPresenceMedia) error
+	SendPresence(ctx context.Context, state types.Presence) error
+	SubscribePresence(ctx context.Context, who types.JID) error
+	// BuildPollCreation is a poll message with a fresh message secret (the key its votes are encrypted with, kept
+	// by the store when the poll is sent); DecryptPollVote a vote on one of the account's polls: the SHA-256 of the
+	// text of each option chosen.
+	BuildPollCreation(question string, options []string, selectable int) *waE2E.Message
+	DecryptPollVote(ctx context.Context, vote *events.Message) (*waE2E.PollVoteMessage, error)
 }
 
 // NewClient builds the client of a device; the provider's Options take another for tests.
@@ -177,4 +189,24 @@ func (r *realClient) IsOnWhatsApp(ctx context.Context, phones []string) ([]types
 func (r *realClient) UpdateBlocklist(ctx context.Context, who types.JID, action events.BlocklistChangeAction) error {
 	_, err := r.c.UpdateBlocklist(ctx, who, action)
 	return err
+}
+
+func (r *realClient) SendChatPresence(ctx context.Context, chat types.JID, state types.ChatPresence, media types.ChatPresenceMedia) error {
+	return r.c.SendChatPresence(ctx, chat, state, media)
+}
+
+func (r *realClient) SendPresence(ctx context.Context, state types.Presence) error {
+	return r.c.SendPresence(ctx, state)
+}
+
+func (r *realClient) SubscribePresence(ctx context.Context, who types.JID) error {
+	return r.c.SubscribePresence(ctx, who)
+}
+
+func (r *realClient) BuildPollCreation(question string, options []string, selectable int) *waE2E.Message {
+	return r.c.BuildPollCreation(question, options, selectable)
+}
+
+func (r *realClient) DecryptPollVote(ctx context.Context, vote *events.Message) (*waE2E.PollVoteMessage, error) {
+	return r.c.DecryptPollVote(ctx, vote)
 }

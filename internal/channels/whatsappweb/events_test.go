@@ -306,6 +306,8 @@ func TestInboundMessagesOfEveryType(t *testing.T) {
 // Content the API has no type for, and status broadcasts, are not reported.
 func TestInboundSkipsWhatTheAPIHasNoTypeFor(t *testing.T) {
 	r := newRig(t, sqlite(t), true)
+	r.emit(r.message("event", &waE2E.Message{EventMessage: &waE2E.EventMessage{Name: proto.String("party")}}))
+	// A poll the API could not show (fewer than two options).
 	r.emit(r.message("poll", &waE2E.Message{PollCreationMessage: &waE2E.PollCreationMessage{Name: proto.String("?")}}))
 	status := r.message("status", &waE2E.Message{Conversation: proto.String("my status")})
 	status.Info.Chat = types.StatusBroadcastJID

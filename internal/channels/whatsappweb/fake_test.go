@@ -18,6 +18,7 @@ import (
 	"go.mau.fi/whatsmeow/store"
 	"go.mau.fi/whatsmeow/types"
 	"go.mau.fi/whatsmeow/types/events"
+	"google.golang.org/protobuf/proto"
 )
 
 // network is a fake of WhatsApp's servers for the provider's Client seam: accounts with phone numbers and LIDs,
@@ -35,6 +36,9 @@ type network struct {
 	offline bool
 	// waiting is the last unpaired device that showed a QR code no phone was due to scan.
 	waiting *fakeClient
+	// presences are the chat states, availabilities and presence subscriptions devices sent, in order, as
+	// "<from> <what> <to>".
+	presences []string
 }
 
 func newNetwork() *network {
@@ -516,4 +520,56 @@ func (c *fakeClient) IsOnWhatsApp(_ context.Context, phones []string) ([]types.I
 func (c *fakeClient) UpdateBlocklist(context.Context, types.JID, events.BlocklistChangeAction) error {
 	_, err := c.account()
 	return err
+}
+
+func (c *fakeClient) SendChatPresence(_ context.Context, chat types.JID, state types.ChatPresence, m types.ChatPresenceMedia) error {
+	return c.presence(fmt.Sprintf("%s/%s %s", state, m, chat))
+}
+
+func (c *fakeClient) SendPresence(_ context.Context, state types.Presence) error {
+	return c.presence(string(state))
+}
+
+func (c *fakeClient) SubscribePresence(_ context.Context, who types.JID) error {
+	return c.presence("subscribe " + who.String())
+}
+
+func (c *fakeClient) presence(what string) error {
+	a, err := c.account()
+	if err != nil {
+		return err
+	}
+	c.n.mu.Lock()
+	defer c.n.mu.Unlock()
+	c.n.presences = append(c.n.presences, a.phone+" "+what)
+	return nil
+}
+
+func (n *network) presenceLog() []string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return slices.Clone(n.presences)
+}
+
+// BuildPollCreation builds the poll as whatsmeow does, with a fixed secret.
+func (c *fakeClient) BuildPollCreation(question string, options []string, selectable int) *waE2E.Message {
+	p := &waE2E.PollCreationMessage{Name: proto.String(question), SelectableOptionsCount: proto.Uint32(uint32(selectable))}
+	for _, o := range options {
+		p.Options = append(p.Options, &waE2E.PollCreationMessage_Option{OptionName: proto.String(o)})
+	}
+	return &waE2E.Message{PollCreationMessage: p, MessageContextInfo: &waE2E.MessageContextInfo{MessageSecret: []byte("secret")}}
+}
+
+// DecryptPollVote "decrypts" the fake's votes, whose payload is the vote in the clear; a vote with the IV "bad"
+// cannot be decrypted, as one on a poll whose secret the device does not have.
+func (c *fakeClient) DecryptPollVote(_ context.Context, vote *events.Message) (*waE2E.PollVoteMessage, error) {
+	enc := vote.Message.GetPollUpdateMessage().GetVote()
+	if string(enc.GetEncIV()) == "bad" {
+		return nil, errors.New("failed to decrypt poll vote: no secret for the poll")
+	}
+	var v waE2E.PollVoteMessage
+	if err := proto.Unmarshal(enc.GetEncPayload(), &v); err != nil {
+		return nil, err
+	}
+	return &v, nil
 }

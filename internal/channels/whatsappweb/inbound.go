@@ -29,9 +29,16 @@ func (s *session) message(e *events.Message) {
 		}
 		return
 	}
+	if e.Message.GetPollUpdateMessage() != nil {
+		s.pollVote(ctx, e)
+		return
+	}
 	in, ok := s.inboundOf(ctx, e)
 	if !ok {
 		return
+	}
+	if !e.Info.IsFromMe && !e.Info.IsGroup {
+		s.watch(ctx, e.Info.Sender)
 	}
 	s.report(func(ctx context.Context) error { return s.sink.Inbound(ctx, in) })
 }
@@ -95,8 +102,8 @@ func (s *session) chat(ctx context.Context, info types.MessageInfo) string {
 	return s.party(ctx, info.Chat, alt, "").Address
 }
 
-// inbound maps a message's content; ok is false for content the API has no type for (polls, calls, protocol
-// messages other than edits and revokes), which is not reported.
+// inbound maps a message's content; ok is false for content the API has no type for (calls, protocol messages
+// other than edits and revokes), which is not reported.
 func (s *session) inbound(ctx context.Context, e *events.Message) (channels.Inbound, bool) {
 	info, m := e.Info, e.Message
 	in := channels.Inbound{ProviderID: info.ID, Chat: s.chat(ctx, info), At: info.Timestamp, FromMe: info.IsFromMe,
@@ -136,6 +143,16 @@ func (s *session) inbound(ctx context.Context, e *events.Message) (channels.Inbo
 		x := m.GetContactMessage()
 		in.Type, ctxInfo = channels.TypeContact, x.GetContextInfo()
 		in.Contact = &channels.ContactCard{Name: x.GetDisplayName(), Phones: vcardPhones(x.GetVcard())}
+	case pollOf(m) != nil:
+		x := pollOf(m)
+		if n := len(x.GetOptions()); n < 2 || n > maxPollOptions {
+			return in, false
+		}
+		in.Type, ctxInfo = channels.TypePoll, x.GetContextInfo()
+		in.Poll = &channels.Poll{Question: x.GetName(), MultipleChoice: x.GetSelectableOptionsCount() != 1}
+		for _, o := range x.GetOptions() {
+			in.Poll.Options = append(in.Poll.Options, o.GetOptionName())
+		}
 	case m.GetReactionMessage() != nil:
 		x := m.GetReactionMessage()
 		in.Type, in.Target, in.Emoji = channels.TypeReaction, x.GetKey().GetID(), x.GetText()

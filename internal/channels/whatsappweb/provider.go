@@ -54,6 +54,7 @@ var capabilities = []channels.Capability{
 	channels.CapReply, channels.CapEdit, channels.CapDelete, channels.CapDelivered, channels.CapRead,
 	channels.CapMarkRead, channels.CapGroupsCreate, channels.CapGroupsManage, channels.CapGroupsInvite,
 	channels.CapContactsLookup, channels.CapContactsBlock, channels.CapAuthQR, channels.CapAuthPairing,
+	channels.CapTyping, channels.CapPresenceSend, channels.CapPresenceRecv, channels.CapPoll,
 }
 
 // DefaultPacing is the pacing of instances without their own: six messages a minute on average, one at a time,

@@ -119,6 +119,20 @@ func (s *session) content(ctx context.Context, c Client, to types.JID, m channel
 				Type:          waE2E.ProtocolMessage_MESSAGE_EDIT.Enum(),
 				EditedMessage: &waE2E.Message{Conversation: proto.String(m.Text)},
 				TimestampMS:   proto.Int64(time.Now().UnixMilli())}}}}, nil
+	case channels.TypePoll:
+		if m.Poll == nil || len(m.Poll.Options) < 2 {
+			return nil, invalid("a poll needs a question and at least two options")
+		}
+		// WhatsApp's count of options a voter may pick: 1 for a single choice, 0 for any number.
+		selectable := 1
+		if m.Poll.MultipleChoice {
+			selectable = 0
+		}
+		msg := c.BuildPollCreation(m.Poll.Question, m.Poll.Options, selectable)
+		if reply != nil {
+			msg.GetPollCreationMessage().ContextInfo = reply
+		}
+		return msg, nil
 	case channels.TypeDelete:
 		if m.Target == "" {
 			return nil, invalid("a delete needs the message it deletes")

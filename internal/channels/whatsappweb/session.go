@@ -45,6 +45,8 @@ type session struct {
 	// qr is the rotation of the QR codes of the current batch; shown says codes were shown.
 	qr    *time.Timer
 	shown bool
+	// watched are the people whose presence this connection asked WhatsApp for (by JID without device).
+	watched map[string]bool
 }
 
 // Run connects the device and keeps the connection until ctx ends or WhatsApp ends it.
@@ -183,6 +185,10 @@ func (s *session) handle(evt any) {
 		s.message(e)
 	case *events.Receipt:
 		s.receipt(e)
+	case *events.Presence:
+		s.presence(e)
+	case *events.ChatPresence:
+		s.chatPresence(e)
 	case *events.GroupInfo:
 		s.groupInfo(e)
 	case *events.JoinedGroup:
