@@ -402,3 +402,54 @@ func TestEventStreamCoalescesBufferedEvents(t *testing.T) {
 		}
 	})
 }
+
+// A key limited to some instances follows only their events: a stream it opens without instance_ids gets its
+// instances' events and those of no instance, never another instance's, live or replayed; naming another instance
+// is refused as a reference to nothing.
+func TestEventStreamOfAKeyLimitedToInstances(t *testing.T) {
+	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
+		e := newStreamEnv(t, db, handlers.Config{StreamHeartbeat: 50 * time.Millisecond})
+		ctx := context.Background()
+		var ids []string
+		for _, name := range []string{"mine", "foreign"} {
+			inst := &store.Instance{ID: store.NewID("ins"), WorkspaceID: e.ws.ID, Name: name, Provider: "sandbox", Status: "created"}
+			if err := db.Instances.Create(ctx, db.Bun(), inst); err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, inst.ID)
+		}
+		mine, foreign := ids[0], ids[1]
+		limited, _ := createKey(t, db, e.ws.ID, &store.NewAPIKey{InstanceIDs: []string{mine}}, "webhooks:read")
+		emit := func(instanceID string) string {
+			var id string
+			err := db.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+				evs, err := e.outbox.EmitMany(ctx, tx, []events.Pending{{WorkspaceID: e.ws.ID, InstanceID: instanceID,
+					Payload: gen.InstanceDeletedEvent{InstanceId: instanceID, Instance: gen.Instance{Id: instanceID}}}})
+				if err == nil {
+					id = evs[0].ID
+				}
+				return err
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return id
+		}
+		auth := map[string]string{"Authorization": "Bearer " + limited}
+		before := emit(foreign)
+		s := e.open("/api/v1/events/stream?after="+before, auth)
+		emit(foreign)
+		ownLive := emit(mine)
+		link := e.emit("lnk_1")[0]
+		if got := s.ids(2); !slices.Equal(got, []string{ownLive, link}) {
+			t.Errorf("live: got %v, want its instance's event and the link's (%s, %s), not the foreign instance's", got, ownLive, link)
+		}
+		// Replayed from before all of them: the same, the foreign instance's still left out.
+		replay := e.open("/api/v1/events/stream?after="+before, auth)
+		if got := replay.ids(2); !slices.Equal(got, []string{ownLive, link}) {
+			t.Errorf("replayed: got %v, want %s, %s", got, ownLive, link)
+		}
+		e.do(request{path: "/api/v1/events/stream?instance_ids=" + foreign, key: limited}).
+			problem(t, 422, "reference_not_found")
+	})
+}
