@@ -368,6 +368,7 @@ func TestEveryRequestExampleWorks(t *testing.T) {
 		x.send("joinGroup")
 		x.use(alice)
 		x.send("sandboxFailSends")
+		x.send("sandboxCall")
 		x.send("sandboxRestrict") // last: the instance is restricted for the example's two seconds
 
 		var missed []string

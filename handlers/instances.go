@@ -56,7 +56,7 @@ func (s *Server) CreateInstance(ctx context.Context, req gen.CreateInstanceReque
 	}
 	b := req.Body
 	inst, err := s.channels.Create(ctx, key.WorkspaceID, channels.NewInstance{Name: b.Name, Provider: b.Provider,
-		Config: deref(b.Config), Metadata: deref(b.Metadata), Pacing: pacingOf(b.Pacing)})
+		Config: deref(b.Config), Metadata: deref(b.Metadata), Pacing: pacingOf(b.Pacing), Calls: callsOf(b.Calls)})
 	if err != nil {
 		return nil, err
 	}
@@ -118,7 +118,7 @@ func (s *Server) UpdateInstance(ctx context.Context, req gen.UpdateInstanceReque
 	}
 	b := req.Body
 	inst, err := s.channels.Update(ctx, key.WorkspaceID, req.InstanceId, channels.InstanceUpdate{Name: b.Name,
-		Config: b.Config, Metadata: (*map[string]any)(b.Metadata), Pacing: pacingOf(b.Pacing)})
+		Config: b.Config, Metadata: (*map[string]any)(b.Metadata), Pacing: pacingOf(b.Pacing), Calls: callsOf(b.Calls)})
 	if err != nil {
 		return nil, err
 	}
@@ -199,4 +199,12 @@ func pacingOf(p *gen.InstancePacing) *channels.Pacing {
 		return nil
 	}
 	return &channels.Pacing{Rate: int(p.RatePerMinute), Burst: int(p.Burst)}
+}
+
+// callsOf is an instance's calls setting as the API gives it (nil: not given).
+func callsOf(c *gen.InstanceCalls) *channels.Calls {
+	if c == nil {
+		return nil
+	}
+	return &channels.Calls{Reject: c.Reject, Message: deref(c.Message)}
 }

@@ -258,6 +258,15 @@ func (s *Server) SandboxLogout(ctx context.Context, req gen.SandboxLogoutRequest
 	return gen.SandboxLogout200JSONResponse{Body: out}, nil
 }
 
+// SandboxCall answers POST /api/v1/instances/{instance_id}/sandbox/calls.
+func (s *Server) SandboxCall(ctx context.Context, req gen.SandboxCallRequestObject) (gen.SandboxCallResponseObject, error) {
+	out, err := s.sandboxControl(ctx, req.InstanceId, "call", channels.Control{From: req.Body.From, Video: deref(req.Body.Video)})
+	if err != nil {
+		return nil, err
+	}
+	return gen.SandboxCall200JSONResponse{Body: out}, nil
+}
+
 // SandboxRestrict answers POST /api/v1/instances/{instance_id}/sandbox/restrict.
 func (s *Server) SandboxRestrict(ctx context.Context, req gen.SandboxRestrictRequestObject) (gen.SandboxRestrictResponseObject, error) {
 	out, err := s.sandboxControl(ctx, req.InstanceId, "restrict", channels.Control{

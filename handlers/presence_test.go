@@ -16,23 +16,36 @@ import (
 // presenceEvents returns the presence.updated events of an instance in the instance's order.
 func (e *msgEnv) presenceEvents(instanceID string) []gen.PresenceUpdatedEvent {
 	e.t.Helper()
+	return instanceEvents(e, "presence.updated", instanceID, func(p gen.PresenceUpdatedEvent) (string, int64) {
+		return p.InstanceId, p.Sequence
+	})
+}
+
+// instanceEvents are the events of a type of one instance as their payloads, in the instance's order; key names a
+// payload's instance and sequence.
+func instanceEvents[T any](e *msgEnv, typ, instanceID string, key func(T) (string, int64)) []T {
+	e.t.Helper()
 	var l gen.EventList
-	e.get("/api/v1/events?type=presence.updated&limit=100", &l)
-	var out []gen.PresenceUpdatedEvent
+	e.get("/api/v1/events?type="+typ+"&limit=100", &l)
+	var out []T
 	for _, ev := range l.Data {
 		b, err := json.Marshal(ev.Data)
 		if err != nil {
 			e.t.Fatal(err)
 		}
-		var p gen.PresenceUpdatedEvent
+		var p T
 		if err := json.Unmarshal(b, &p); err != nil {
 			e.t.Fatal(err)
 		}
-		if p.InstanceId == instanceID {
+		if id, _ := key(p); id == instanceID {
 			out = append(out, p)
 		}
 	}
-	slices.SortFunc(out, func(a, b gen.PresenceUpdatedEvent) int { return int(a.Sequence - b.Sequence) })
+	slices.SortFunc(out, func(a, b T) int {
+		_, x := key(a)
+		_, y := key(b)
+		return int(x - y)
+	})
 	return out
 }
 

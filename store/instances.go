@@ -42,10 +42,13 @@ type Instance struct {
 	EventSequence    int64          `bun:"event_sequence"`
 	// PacingRate and PacingBurst override the server's send pacing for this instance (nil: the default; a rate of
 	// 0: no pacing).
-	PacingRate  *int      `bun:"pacing_rate"`
-	PacingBurst *int      `bun:"pacing_burst"`
-	CreatedAt   time.Time `bun:"created_at"`
-	UpdatedAt   time.Time `bun:"updated_at"`
+	PacingRate  *int `bun:"pacing_rate"`
+	PacingBurst *int `bun:"pacing_burst"`
+	// CallsReject declines incoming calls at once (nil: never set), CallsMessage is sent to the caller afterwards.
+	CallsReject  *bool     `bun:"calls_reject"`
+	CallsMessage *string   `bun:"calls_message"`
+	CreatedAt    time.Time `bun:"created_at"`
+	UpdatedAt    time.Time `bun:"updated_at"`
 }
 
 // Instances is the repository of instances.

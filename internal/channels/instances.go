@@ -27,6 +27,15 @@ type NewInstance struct {
 	Metadata       map[string]any
 	// Pacing is the instance's own send pacing (nil: the server's default).
 	Pacing *Pacing
+	// Calls is what it does with incoming calls (nil: nothing set).
+	Calls *Calls
+}
+
+// Calls is what an instance does with incoming calls: Reject declines each at once, and Message (when not empty)
+// is sent to the caller afterwards.
+type Calls struct {
+	Reject  bool
+	Message string
 }
 
 // Pacing is an instance's send pacing: at most Rate messages a minute on average (0: no pacing), Burst back to back.
@@ -39,6 +48,7 @@ type InstanceUpdate struct {
 	Config   *map[string]any
 	Metadata *map[string]any
 	Pacing   *Pacing
+	Calls    *Calls
 }
 
 // transitions are the moves of the state machine: created → connecting → awaiting_auth → connected ↔ reconnecting →
@@ -184,6 +194,12 @@ func (s *Service) Create(ctx context.Context, workspaceID string, n NewInstance)
 	if n.Pacing != nil {
 		inst.PacingRate, inst.PacingBurst = &n.Pacing.Rate, &n.Pacing.Burst
 	}
+	if n.Calls != nil {
+		if err := checkCalls(p, *n.Calls); err != nil {
+			return store.Instance{}, err
+		}
+		setCalls(&inst, *n.Calls)
+	}
 	s.sealSecrets(&inst, secrets)
 	err := s.inTx(ctx, func(ctx context.Context, tx store.Tx) error {
 		if err := s.db.Instances.Create(ctx, tx, &inst); err != nil {
@@ -252,6 +268,15 @@ func (s *Service) Update(ctx context.Context, workspaceID, id string, u Instance
 		if u.Pacing != nil && (i.PacingRate == nil || *i.PacingRate != u.Pacing.Rate || *i.PacingBurst != u.Pacing.Burst) {
 			i.PacingRate, i.PacingBurst = &u.Pacing.Rate, &u.Pacing.Burst
 			changed = append(changed, "pacing")
+		}
+		if u.Calls != nil && (i.CallsReject == nil || *i.CallsReject != u.Calls.Reject || deref(i.CallsMessage) != u.Calls.Message) {
+			if p, ok := s.provider(i.Provider); ok {
+				if err := checkCalls(p, *u.Calls); err != nil {
+					return err
+				}
+			}
+			setCalls(i, *u.Calls)
+			changed = append(changed, "calls")
 		}
 		if u.Config != nil {
 			p, ok := s.provider(i.Provider)
@@ -522,6 +547,9 @@ func (s *Recorder) InstanceAPI(i store.Instance) gen.Instance {
 	if i.PacingRate != nil && i.PacingBurst != nil {
 		out.Pacing = &gen.InstancePacing{RatePerMinute: *i.PacingRate, Burst: *i.PacingBurst}
 	}
+	if i.CallsReject != nil {
+		out.Calls = &gen.InstanceCalls{Reject: *i.CallsReject, Message: i.CallsMessage}
+	}
 	return out
 }
 
@@ -564,4 +592,19 @@ func (s *Service) InstanceSecrets(ctx context.Context, id string) (map[string]an
 		return nil, storeError(err, "instance", id)
 	}
 	return s.openSecrets(inst)
+}
+
+// checkCalls refuses to decline calls on a network the provider cannot decline them on.
+func checkCalls(p Provider, c Calls) error {
+	if c.Reject && !p.Info().Has(CapCallsReject) {
+		return notSupported(p.Info().Name, CapCallsReject)
+	}
+	return nil
+}
+
+func setCalls(i *store.Instance, c Calls) {
+	i.CallsReject, i.CallsMessage = &c.Reject, nil
+	if c.Message != "" {
+		i.CallsMessage = &c.Message
+	}
 }

@@ -45,6 +45,8 @@ const (
 	CapTyping         Capability = "chats.typing"
 	CapPresenceSend   Capability = "presence.send"
 	CapPresenceRecv   Capability = "presence.receive"
+	CapCallsReceive   Capability = "calls.receive"
+	CapCallsReject    Capability = "calls.reject"
 	CapGroupsCreate   Capability = "groups.create"
 	CapGroupsManage   Capability = "groups.participants"
 	CapGroupsInvite   Capability = "groups.invite"
@@ -340,6 +342,8 @@ type Control struct {
 	Options []int
 	// restrict: the network restricts the account for Duration, with Text as its reason.
 	Duration time.Duration
+	// call: From calls the instance, by video when Video.
+	Video bool
 }
 
 // MessageType is the kind of a message's content.
@@ -476,6 +480,19 @@ type PollVote struct {
 	// text (WhatsApp); the service maps them onto the poll's options. Non-nil and empty: the vote was taken back.
 	OptionHashes [][]byte
 	At           time.Time
+}
+
+// IncomingCall is a call to the account.
+type IncomingCall struct {
+	ID           string // the network's
+	From         Party
+	Video, Group bool
+	At           time.Time
+}
+
+// CallAnswer is what the instance does with an incoming call.
+type CallAnswer struct {
+	Reject bool
 }
 
 // Media is a message's attachment. Open reads its bytes (from the media store; providers that take a URL use URL).
@@ -680,6 +697,10 @@ type Sink interface {
 	Presence(ctx context.Context, p Presence) error
 	// PollVote reports a vote on a poll the account sent (messages.poll).
 	PollVote(ctx context.Context, v PollVote) error
+	// Call reports an incoming call (calls.receive) and answers whether the instance declines it (calls.reject):
+	// the session then declines it on the network. Whatever the instance sends the caller afterwards is queued by
+	// the service.
+	Call(ctx context.Context, c IncomingCall) (CallAnswer, error)
 }
 
 // Report is one report of a batch (BatchSink.Record): an inbound message or a receipt, exactly one of them set.

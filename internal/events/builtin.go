@@ -36,6 +36,7 @@ var builtinPayloads = []any{
 	gen.GroupLeftEvent{},
 	gen.ContactUpdatedEvent{},
 	gen.PresenceUpdatedEvent{},
+	gen.CallReceivedEvent{},
 	gen.PollVotedEvent{},
 	gen.BotRepliedEvent{},
 	gen.BotHandoffEvent{},

@@ -222,6 +222,8 @@ const (
 	CapabilityAuthPairingCode    Capability = "auth.pairing_code"
 	CapabilityAuthQr             Capability = "auth.qr"
 	CapabilityAuthToken          Capability = "auth.token"
+	CapabilityCallsReceive       Capability = "calls.receive"
+	CapabilityCallsReject        Capability = "calls.reject"
 	CapabilityChatsMarkRead      Capability = "chats.mark_read"
 	CapabilityChatsTyping        Capability = "chats.typing"
 	CapabilityContactsBlock      Capability = "contacts.block"
@@ -253,6 +255,10 @@ func (e Capability) Valid() bool {
 	case CapabilityAuthQr:
 		return true
 	case CapabilityAuthToken:
+		return true
+	case CapabilityCallsReceive:
+		return true
+	case CapabilityCallsReject:
 		return true
 	case CapabilityChatsMarkRead:
 		return true
@@ -1656,6 +1662,7 @@ func (e RedirectType) Valid() bool {
 
 // Defines values for SandboxControlControl.
 const (
+	SandboxControlControlCall       SandboxControlControl = "call"
 	SandboxControlControlDisconnect SandboxControlControl = "disconnect"
 	SandboxControlControlFailSends  SandboxControlControl = "fail_sends"
 	SandboxControlControlInbound    SandboxControlControl = "inbound"
@@ -1669,6 +1676,8 @@ const (
 // Valid indicates whether the value is a known member of the SandboxControlControl enum.
 func (e SandboxControlControl) Valid() bool {
 	switch e {
+	case SandboxControlControlCall:
+		return true
 	case SandboxControlControlDisconnect:
 		return true
 	case SandboxControlControlFailSends:
@@ -2751,6 +2760,53 @@ type BulkItemError struct {
 	Status int `json:"status"`
 }
 
+// Call An incoming call.
+type Call struct {
+	// At When it came in.
+	At time.Time `json:"at"`
+
+	// From Someone a message is from or to. `contact_id` is the one contact of the person, whatever address they used (`null` for the instance's own account and for groups).
+	//
+	// Example: {"address":"+9995550102","contact_id":"con_01JDAD3A1B2C3D4E5F6G7H8J9K","display_name":"Bob"}
+	From Party `json:"from"`
+
+	// Group A group call.
+	Group bool `json:"group"`
+
+	// Id The network's ID of the call.
+	Id string `json:"id"`
+
+	// Video A video call (a voice call otherwise).
+	Video bool `json:"video"`
+}
+
+// CallReceivedEvent Someone called the instance's account (providers with `calls.receive`); `rejected` says whether the instance declined it (its `calls` setting), and `message_id` the message sent to the caller after it, if any.
+//
+// Example: {"call":{"at":"2026-11-23T10:00:00Z","from":{"address":"+9995550102","contact_id":"con_01JDAD3A1B2C3D4E5F6G7H8J9K","display_name":"Bob"},"group":false,"id":"3C8F0B2E9D41A7","video":false},"contact":{"addresses":["+9995550102"],"blocked":false,"created_at":"2026-11-23T10:00:00Z","display_name":"Bob","id":"con_01JDAD3A1B2C3D4E5F6G7H8J9K","instance_id":"ins_01JDAD0A1B2C3D4E5F6G7H8J9K","last_seen_at":null,"object":"contact","on_network":true,"presence":null,"updated_at":"2026-11-23T10:00:00Z"},"instance_id":"ins_01JDAD0A1B2C3D4E5F6G7H8J9K","message_id":"msg_01JDAD1A1B2C3D4E5F6G7H8J9K","rejected":true,"sequence":9}
+type CallReceivedEvent struct {
+	// Call An incoming call.
+	Call Call `json:"call"`
+
+	// Contact A person on the instance's network: every address the network knows for them, so one person is one contact.
+	//
+	// Example: {"addresses":["+9995550102","sbx:bob"],"blocked":false,"created_at":"2026-11-23T10:00:00Z","display_name":"Bob","id":"con_01JDAD3A1B2C3D4E5F6G7H8J9K","instance_id":"ins_01JDAD0A1B2C3D4E5F6G7H8J9K","object":"contact","on_network":true,"updated_at":"2026-11-23T10:00:00Z"}
+	Contact Contact `json:"contact"`
+
+	// InstanceId An instance ID.
+	//
+	// Example: ins_01JDAD0A1B2C3D4E5F6G7H8J9K
+	InstanceId InstanceID `json:"instance_id"`
+
+	// MessageId The message queued to the caller after a declined call (`null` when none).
+	MessageId *string `json:"message_id"`
+
+	// Rejected Whether the instance declined the call.
+	Rejected bool `json:"rejected"`
+
+	// Sequence The instance's event counter: each event of the instance has the next number, so a gap means an event you missed (fetch it from `GET /api/v1/events`).
+	Sequence int64 `json:"sequence"`
+}
+
 // Capability Something a provider can do. A call that needs a capability the instance's provider lacks answers `422
 // capability_not_supported` before anything is queued.
 //
@@ -3642,6 +3698,9 @@ type Instance struct {
 	// AuthMethod While `awaiting_auth`: how it waits to be paired; `null` otherwise.
 	AuthMethod *InstanceAuthMethod `json:"auth_method"`
 
+	// Calls What it does with incoming calls (absent when it was never set; calls then ring on the account's other devices).
+	Calls *InstanceCalls `json:"calls,omitempty"`
+
 	// Capabilities What it can do (its provider's capabilities).
 	Capabilities []Capability `json:"capabilities"`
 
@@ -3707,6 +3766,17 @@ type InstanceAuthMethod string
 // InstanceObject Always `instance`.
 type InstanceObject string
 
+// InstanceCalls What the instance does with incoming calls (providers with `calls.reject`): with `reject`, each call is declined at once and `message`, if any, is sent to the caller as a message of the instance (queued and paced like any other). Every incoming call is a `call.received` event either way (providers with `calls.receive`).
+//
+// Example: {"message":"Calls are not answered on this number; please write instead.","reject":true}
+type InstanceCalls struct {
+	// Message A text sent to the caller after a declined call; `null` or absent for none.
+	Message *string `json:"message,omitempty"`
+
+	// Reject Decline every incoming call at once.
+	Reject bool `json:"reject"`
+}
+
 // InstanceConfig The provider-specific settings, checked against the provider's `config_schema`. Secrets (its `writeOnly` properties) are stored encrypted and never returned.
 //
 // Example: {"number":"+9995550101"}
@@ -3714,6 +3784,11 @@ type InstanceConfig map[string]interface{}
 
 // InstanceCreate A new instance.
 type InstanceCreate struct {
+	// Calls What the instance does with incoming calls (providers with `calls.reject`): with `reject`, each call is declined at once and `message`, if any, is sent to the caller as a message of the instance (queued and paced like any other). Every incoming call is a `call.received` event either way (providers with `calls.receive`).
+	//
+	// Example: {"message":"Calls are not answered on this number; please write instead.","reject":true}
+	Calls *InstanceCalls `json:"calls,omitempty"`
+
 	// Config The provider-specific settings, checked against the provider's `config_schema`. Secrets (its `writeOnly` properties) are stored encrypted and never returned.
 	//
 	// Example: {"number":"+9995550101"}
@@ -3945,6 +4020,11 @@ type InstanceStatusChangedEvent struct {
 
 // InstanceUpdate The fields to change; absent fields stay as they are.
 type InstanceUpdate struct {
+	// Calls What the instance does with incoming calls (providers with `calls.reject`): with `reject`, each call is declined at once and `message`, if any, is sent to the caller as a message of the instance (queued and paced like any other). Every incoming call is a `call.received` event either way (providers with `calls.receive`).
+	//
+	// Example: {"message":"Calls are not answered on this number; please write instead.","reject":true}
+	Calls *InstanceCalls `json:"calls,omitempty"`
+
 	// Config Replaces the config; secrets left out keep their stored value. Applies at the next connect.
 	Config *map[string]interface{} `json:"config,omitempty"`
 
@@ -3960,7 +4040,7 @@ type InstanceUpdate struct {
 	Pacing *InstancePacing `json:"pacing,omitempty"`
 }
 
-// InstanceUpdatedEvent An instance's name, config, metadata or pacing changed; `changed` names them.
+// InstanceUpdatedEvent An instance's name, config, metadata, pacing or calls setting changed; `changed` names them.
 //
 // Example: {"changed":["name"],"instance":{"account":{"address":"+9995550101","contact_id":null,"display_name":"Acme Support"},"auth_method":null,"capabilities":["messages.text","messages.media","receipts.delivered","receipts.read"],"config":{"number":"+9995550101"},"created_at":"2026-11-23T10:00:00Z","id":"ins_01JDAD0A1B2C3D4E5F6G7H8J9K","metadata":{"team":"support"},"name":"Support line","object":"instance","provider":"sandbox","status":"connected","status_reason":"paired by QR","status_since":"2026-11-23T10:00:01Z","updated_at":"2026-11-23T10:00:01Z"},"instance_id":"ins_01JDAD0A1B2C3D4E5F6G7H8J9K","sequence":7}
 type InstanceUpdatedEvent struct {
@@ -5677,6 +5757,19 @@ type ProviderName = string
 // is counted; `301` and `308` are cached for a short while (`Cache-Control: max-age=300`), so repeat visits
 // from one browser within that time are not counted.
 type RedirectType int
+
+// SandboxCall An incoming call to simulate.
+//
+// Example: {"from":"+9995550102","video":false}
+type SandboxCall struct {
+	// From An address on the instance's network (a phone number in E.164, a user name, a group address), as the provider's `address_format` says.
+	//
+	// Example: +9995550102
+	From Address `json:"from"`
+
+	// Video A video call (default `false`).
+	Video *bool `json:"video,omitempty"`
+}
 
 // SandboxControl A sandbox control was applied.
 //
@@ -7607,6 +7700,9 @@ type RequestPairingCodeJSONRequestBody = PairingCodeRequest
 // SetInstancePresenceJSONRequestBody defines body for SetInstancePresence for application/json ContentType.
 type SetInstancePresenceJSONRequestBody = InstancePresenceInput
 
+// SandboxCallJSONRequestBody defines body for SandboxCall for application/json ContentType.
+type SandboxCallJSONRequestBody = SandboxCall
+
 // SandboxFailSendsJSONRequestBody defines body for SandboxFailSends for application/json ContentType.
 type SandboxFailSendsJSONRequestBody = SandboxFailSends
 
@@ -8671,6 +8767,32 @@ func (t *Event_Data) MergePollVotedEvent(v PollVotedEvent) error {
 	return err
 }
 
+// AsCallReceivedEvent returns the union data inside the Event_Data as a CallReceivedEvent
+func (t Event_Data) AsCallReceivedEvent() (CallReceivedEvent, error) {
+	var body CallReceivedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromCallReceivedEvent overwrites any union data inside the Event_Data as the provided CallReceivedEvent
+func (t *Event_Data) FromCallReceivedEvent(v CallReceivedEvent) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeCallReceivedEvent performs a merge with any union data inside the Event_Data, using the provided CallReceivedEvent
+func (t *Event_Data) MergeCallReceivedEvent(v CallReceivedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
 // AsBotRepliedEvent returns the union data inside the Event_Data as a BotRepliedEvent
 func (t Event_Data) AsBotRepliedEvent() (BotRepliedEvent, error) {
 	var body BotRepliedEvent
@@ -9589,6 +9711,24 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /api/v1/instances/{instance_id}/queue (the `GetSendQueue` operationId).
 	GetSendQueue(ctx context.Context, instanceId InstanceID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SandboxCallWithBody Call the instance
+	//
+	// Simulates an incoming call from `from`: a `call.received` event, declined at once when the instance's `calls.reject` is set (then with its message to the caller). Sandbox instances only (`422 capability_not_supported` for others). The instance must be connected (`409 instance_not_connected`).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/instances/{instance_id}/sandbox/calls (the `SandboxCall` operationId).
+	SandboxCallWithBody(ctx context.Context, instanceId InstanceID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SandboxCall Call the instance
+	//
+	// Simulates an incoming call from `from`: a `call.received` event, declined at once when the instance's `calls.reject` is set (then with its message to the caller). Sandbox instances only (`422 capability_not_supported` for others). The instance must be connected (`409 instance_not_connected`).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/instances/{instance_id}/sandbox/calls (the `SandboxCall` operationId).
+	SandboxCall(ctx context.Context, instanceId InstanceID, body SandboxCallJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// SandboxDisconnect Drop the connection
 	//
@@ -11904,6 +12044,44 @@ func (c *Client) PurgeSendQueue(ctx context.Context, instanceId InstanceID, reqE
 // Corresponds with GET /api/v1/instances/{instance_id}/queue (the `GetSendQueue` operationId).
 func (c *Client) GetSendQueue(ctx context.Context, instanceId InstanceID, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetSendQueueRequest(c.Server, instanceId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SandboxCallWithBody Call the instance
+//
+// Simulates an incoming call from `from`: a `call.received` event, declined at once when the instance's `calls.reject` is set (then with its message to the caller). Sandbox instances only (`422 capability_not_supported` for others). The instance must be connected (`409 instance_not_connected`).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/instances/{instance_id}/sandbox/calls (the `SandboxCall` operationId).
+func (c *Client) SandboxCallWithBody(ctx context.Context, instanceId InstanceID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSandboxCallRequestWithBody(c.Server, instanceId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SandboxCall Call the instance
+//
+// Simulates an incoming call from `from`: a `call.received` event, declined at once when the instance's `calls.reject` is set (then with its message to the caller). Sandbox instances only (`422 capability_not_supported` for others). The instance must be connected (`409 instance_not_connected`).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/instances/{instance_id}/sandbox/calls (the `SandboxCall` operationId).
+func (c *Client) SandboxCall(ctx context.Context, instanceId InstanceID, body SandboxCallJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSandboxCallRequest(c.Server, instanceId, body)
 	if err != nil {
 		return nil, err
 	}
@@ -16229,6 +16407,53 @@ func NewGetSendQueueRequest(server string, instanceId InstanceID) (*http.Request
 	return req, nil
 }
 
+// NewSandboxCallRequest calls the generic SandboxCall builder with application/json body
+func NewSandboxCallRequest(server string, instanceId InstanceID, body SandboxCallJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewSandboxCallRequestWithBody(server, instanceId, "application/json", bodyReader)
+}
+
+// NewSandboxCallRequestWithBody constructs an http.Request for the SandboxCall method, with any body, and a specified content type
+func NewSandboxCallRequestWithBody(server string, instanceId InstanceID, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "instance_id", instanceId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/instances/%s/sandbox/calls", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewSandboxDisconnectRequest constructs an http.Request for the SandboxDisconnect method
 func NewSandboxDisconnectRequest(server string, instanceId InstanceID) (*http.Request, error) {
 	var err error
@@ -19889,6 +20114,24 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /api/v1/instances/{instance_id}/queue (the `GetSendQueue` operationId).
 	GetSendQueueWithResponse(ctx context.Context, instanceId InstanceID, reqEditors ...RequestEditorFn) (*GetSendQueueResponse, error)
+
+	// SandboxCallWithBodyWithResponse Call the instance
+	//
+	// Simulates an incoming call from `from`: a `call.received` event, declined at once when the instance's `calls.reject` is set (then with its message to the caller). Sandbox instances only (`422 capability_not_supported` for others). The instance must be connected (`409 instance_not_connected`).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/instances/{instance_id}/sandbox/calls (the `SandboxCall` operationId).
+	SandboxCallWithBodyWithResponse(ctx context.Context, instanceId InstanceID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SandboxCallResponse, error)
+
+	// SandboxCallWithResponse Call the instance
+	//
+	// Simulates an incoming call from `from`: a `call.received` event, declined at once when the instance's `calls.reject` is set (then with its message to the caller). Sandbox instances only (`422 capability_not_supported` for others). The instance must be connected (`409 instance_not_connected`).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/instances/{instance_id}/sandbox/calls (the `SandboxCall` operationId).
+	SandboxCallWithResponse(ctx context.Context, instanceId InstanceID, body SandboxCallJSONRequestBody, reqEditors ...RequestEditorFn) (*SandboxCallResponse, error)
 
 	// SandboxDisconnectWithResponse Drop the connection
 	//
@@ -30412,6 +30655,213 @@ func (r GetSendQueueResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetSendQueueResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// SandboxCallResponse200Headers the declared response headers of an HTTP 200 response for SandboxCall
+type SandboxCallResponse200Headers struct {
+	AccessControlAllowOrigin *string
+	RateLimit                *string
+	RateLimitPolicy          *string
+	XRequestId               *string
+}
+
+// SandboxCallResponse400Headers the declared response headers of an HTTP 400 response for SandboxCall
+type SandboxCallResponse400Headers struct {
+	AccessControlAllowOrigin *string
+	RateLimit                *string
+	RateLimitPolicy          *string
+	XRequestId               *string
+}
+
+// SandboxCallResponse401Headers the declared response headers of an HTTP 401 response for SandboxCall
+type SandboxCallResponse401Headers struct {
+	AccessControlAllowOrigin *string
+	RateLimit                *string
+	RateLimitPolicy          *string
+	WWWAuthenticate          *string
+	XRequestId               *string
+}
+
+// SandboxCallResponse403Headers the declared response headers of an HTTP 403 response for SandboxCall
+type SandboxCallResponse403Headers struct {
+	AccessControlAllowOrigin *string
+	RateLimit                *string
+	RateLimitPolicy          *string
+	WWWAuthenticate          *string
+	XRequestId               *string
+}
+
+// SandboxCallResponse404Headers the declared response headers of an HTTP 404 response for SandboxCall
+type SandboxCallResponse404Headers struct {
+	AccessControlAllowOrigin *string
+	RateLimit                *string
+	RateLimitPolicy          *string
+	XRequestId               *string
+}
+
+// SandboxCallResponse409Headers the declared response headers of an HTTP 409 response for SandboxCall
+type SandboxCallResponse409Headers struct {
+	AccessControlAllowOrigin *string
+	RateLimit                *string
+	RateLimitPolicy          *string
+	XRequestId               *string
+}
+
+// SandboxCallResponse422Headers the declared response headers of an HTTP 422 response for SandboxCall
+type SandboxCallResponse422Headers struct {
+	AccessControlAllowOrigin *string
+	RateLimit                *string
+	RateLimitPolicy          *string
+	XRequestId               *string
+}
+
+// SandboxCallResponse429Headers the declared response headers of an HTTP 429 response for SandboxCall
+type SandboxCallResponse429Headers struct {
+	AccessControlAllowOrigin *string
+	RateLimit                *string
+	RateLimitPolicy          *string
+	RetryAfter               *int
+	XRequestId               *string
+}
+
+// SandboxCallResponse500Headers the declared response headers of an HTTP 500 response for SandboxCall
+type SandboxCallResponse500Headers struct {
+	AccessControlAllowOrigin *string
+	RateLimit                *string
+	RateLimitPolicy          *string
+	XRequestId               *string
+}
+
+// SandboxCallResponseDefaultHeaders the declared response headers of an HTTP default response for SandboxCall
+type SandboxCallResponseDefaultHeaders struct {
+	AccessControlAllowOrigin *string
+	RateLimit                *string
+	RateLimitPolicy          *string
+	XRequestId               *string
+}
+
+type SandboxCallResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *SandboxControl
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Conflict
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *UnprocessableEntity
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *InternalError
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *SandboxCallResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *SandboxCallResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *SandboxCallResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *SandboxCallResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *SandboxCallResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *SandboxCallResponse409Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *SandboxCallResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *SandboxCallResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *SandboxCallResponse500Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *SandboxCallResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r SandboxCallResponse) GetJSON200() *SandboxControl {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r SandboxCallResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r SandboxCallResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r SandboxCallResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r SandboxCallResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r SandboxCallResponse) GetApplicationproblemJSON409() *Conflict {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r SandboxCallResponse) GetApplicationproblemJSON422() *UnprocessableEntity {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r SandboxCallResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r SandboxCallResponse) GetApplicationproblemJSON500() *InternalError {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r SandboxCallResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r SandboxCallResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r SandboxCallResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r SandboxCallResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r SandboxCallResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -41657,6 +42107,36 @@ func (c *ClientWithResponses) GetSendQueueWithResponse(ctx context.Context, inst
 		return nil, err
 	}
 	return ParseGetSendQueueResponse(rsp)
+}
+
+// SandboxCallWithBodyWithResponse Call the instance
+//
+// Simulates an incoming call from `from`: a `call.received` event, declined at once when the instance's `calls.reject` is set (then with its message to the caller). Sandbox instances only (`422 capability_not_supported` for others). The instance must be connected (`409 instance_not_connected`).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/instances/{instance_id}/sandbox/calls (the `SandboxCall` operationId).
+func (c *ClientWithResponses) SandboxCallWithBodyWithResponse(ctx context.Context, instanceId InstanceID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SandboxCallResponse, error) {
+	rsp, err := c.SandboxCallWithBody(ctx, instanceId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSandboxCallResponse(rsp)
+}
+
+// SandboxCallWithResponse Call the instance
+//
+// Simulates an incoming call from `from`: a `call.received` event, declined at once when the instance's `calls.reject` is set (then with its message to the caller). Sandbox instances only (`422 capability_not_supported` for others). The instance must be connected (`409 instance_not_connected`).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/instances/{instance_id}/sandbox/calls (the `SandboxCall` operationId).
+func (c *ClientWithResponses) SandboxCallWithResponse(ctx context.Context, instanceId InstanceID, body SandboxCallJSONRequestBody, reqEditors ...RequestEditorFn) (*SandboxCallResponse, error) {
+	rsp, err := c.SandboxCall(ctx, instanceId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSandboxCallResponse(rsp)
 }
 
 // SandboxDisconnectWithResponse Drop the connection
@@ -62484,6 +62964,429 @@ func ParseGetSendQueueResponse(rsp *http.Response) (*GetSendQueueResponse, error
 		response.Headers500 = &headers
 	case true:
 		var headers GetSendQueueResponseDefaultHeaders
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: "uri"}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseSandboxCallResponse parses an HTTP response from a SandboxCallWithResponse call
+func ParseSandboxCallResponse(rsp *http.Response) (*SandboxCallResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &SandboxCallResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest SandboxControl
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest UnprocessableEntity
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers SandboxCallResponse200Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: "uri"}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers SandboxCallResponse400Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: "uri"}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers SandboxCallResponse401Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: "uri"}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers SandboxCallResponse403Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: "uri"}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers SandboxCallResponse404Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: "uri"}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers SandboxCallResponse409Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: "uri"}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 422:
+		var headers SandboxCallResponse422Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: "uri"}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers SandboxCallResponse429Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: "uri"}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int32"}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers SandboxCallResponse500Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: "uri"}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers500 = &headers
+	case true:
+		var headers SandboxCallResponseDefaultHeaders
 		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: "uri"}); err != nil {

@@ -785,6 +785,18 @@ func (s *trackingSink) PollVote(ctx context.Context, v channels.PollVote) error 
 	return s.pass(func() error { return s.sink.PollVote(ctx, v) })
 }
 
+func (s *trackingSink) Call(ctx context.Context, c channels.IncomingCall) (channels.CallAnswer, error) {
+	var a channels.CallAnswer
+	err := s.pass(func() (err error) {
+		a, err = s.sink.Call(ctx, c)
+		return err
+	})
+	if err == nil {
+		s.h.send.Wake() // the message to the caller, if the instance sends one
+	}
+	return a, err
+}
+
 func (s *trackingSink) set(connected bool) {
 	s.x.mu.Lock()
 	was := s.x.connected

@@ -40,10 +40,10 @@ var auths = map[channels.Capability]channels.AuthMethod{
 	channels.CapAuthToken: channels.AuthToken,
 }
 
-// Capabilities no seam serves: receipts, contacts' presence and QR codes come through the sink, a token is the
-// instance's config.
+// Capabilities no seam serves: receipts, contacts' presence, calls and QR codes come through the sink (a call's
+// decline is the sink's answer, which the session carries out), a token is the instance's config.
 var unseamed = []channels.Capability{channels.CapDelivered, channels.CapRead, channels.CapPresenceRecv,
-	channels.CapAuthQR, channels.CapAuthToken}
+	channels.CapCallsReceive, channels.CapCallsReject, channels.CapAuthQR, channels.CapAuthToken}
 
 func (s *suite) capabilities(t *testing.T) {
 	i := s.e.connect(t)

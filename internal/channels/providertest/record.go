@@ -26,6 +26,7 @@ type Call struct {
 	Change      string // group
 	Presence    channels.Presence
 	Vote        channels.PollVote
+	Incoming    channels.IncomingCall
 	// Err is what the sink answered.
 	Err error
 }
@@ -113,6 +114,15 @@ func (t *tap) Presence(ctx context.Context, p channels.Presence) error {
 
 func (t *tap) PollVote(ctx context.Context, v channels.PollVote) error {
 	return t.pass(ctx, Call{Kind: "vote", Vote: v}, func(n channels.Sink) error { return n.PollVote(ctx, v) })
+}
+
+func (t *tap) Call(ctx context.Context, c channels.IncomingCall) (channels.CallAnswer, error) {
+	var a channels.CallAnswer
+	err := t.pass(ctx, Call{Kind: "call", Incoming: c}, func(n channels.Sink) (err error) {
+		a, err = n.Call(ctx, c)
+		return err
+	})
+	return a, err
 }
 
 var _ channels.BatchSink = (*tap)(nil)

@@ -92,6 +92,20 @@ func TestControls(t *testing.T) {
 			}
 		})
 
+		t.Run("call", func(t *testing.T) {
+			a := n.connected(nil)
+			caller := freeNumber()
+			if err := a.control(channels.Control{Kind: "call", From: caller, Video: true}); err != nil {
+				t.Fatal(err)
+			}
+			if c := a.sink.wait(t, "call", 1)[0].call; c.From.Address != caller || !c.Video || c.ID == "" {
+				t.Errorf("call %+v", c)
+			}
+			if err := a.control(channels.Control{Kind: "call", From: "not a number"}); failureCode(t, err) != "invalid_control" {
+				t.Errorf("a call from no address: %v", err)
+			}
+		})
+
 		t.Run("restrict", func(t *testing.T) {
 			a := n.connected(nil)
 			if err := a.control(channels.Control{Kind: "restrict"}); failureCode(t, err) != "invalid_control" {

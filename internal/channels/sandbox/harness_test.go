@@ -32,6 +32,7 @@ type event struct {
 	change   string
 	presence channels.Presence
 	vote     channels.PollVote
+	call     channels.IncomingCall
 	// media holds the bytes of an inbound attachment, read while the sink had it.
 	media []byte
 }
@@ -54,6 +55,8 @@ func (e event) String() string {
 type recorder struct {
 	mu     sync.Mutex
 	events []event
+	// reject is the answer to calls.
+	reject bool
 }
 
 func (r *recorder) add(e event) error {
@@ -102,6 +105,13 @@ func (r *recorder) Presence(_ context.Context, p channels.Presence) error {
 
 func (r *recorder) PollVote(_ context.Context, v channels.PollVote) error {
 	return r.add(event{kind: "vote", vote: v})
+}
+
+func (r *recorder) Call(_ context.Context, c channels.IncomingCall) (channels.CallAnswer, error) {
+	r.mu.Lock()
+	reject := r.reject
+	r.mu.Unlock()
+	return channels.CallAnswer{Reject: reject}, r.add(event{kind: "call", call: c})
 }
 
 // of returns the recorded events of a kind.

@@ -37,6 +37,8 @@ type session struct {
 	left    int
 	// restriction is what the restrict control ends the run with.
 	restriction channels.Restriction
+	// declined counts the calls the instance declined.
+	declined int
 }
 
 var (
@@ -697,6 +699,25 @@ func (s *session) Control(ctx context.Context, c channels.Control) error {
 		default: // the session is ending already
 		}
 		return nil
+	case "call":
+		if _, number := s.live(); number == "" {
+			return notConnected()
+		}
+		from, err := s.p.NormalizeAddress(c.From)
+		if err != nil {
+			return failure("invalid_control", "a call control comes from an address: %v", err)
+		}
+		answer, err := s.sink.Call(ctx, channels.IncomingCall{ID: "SBCALL" + newPairingCode(), From: channels.Party{Address: from},
+			Video: c.Video, At: now()})
+		if err != nil {
+			return err
+		}
+		if answer.Reject {
+			s.mu.Lock()
+			s.declined++
+			s.mu.Unlock()
+		}
+		return nil
 	case "restrict":
 		if c.Duration <= 0 {
 			return failure("invalid_control", "a restrict control lasts a positive time")
@@ -732,7 +753,7 @@ func (s *session) Control(ctx context.Context, c channels.Control) error {
 		return nil
 	default:
 		return failure("invalid_control", "%q is not a sandbox control (scan, inbound, receipt, disconnect, logout, "+
-			"fail_sends, poll_vote, restrict)", c.Kind)
+			"fail_sends, poll_vote, restrict, call)", c.Kind)
 	}
 }
 

@@ -64,6 +64,8 @@ type Client interface {
 	// text of each option chosen.
 	BuildPollCreation(question string, options []string, selectable int) *waE2E.Message
 	DecryptPollVote(ctx context.Context, vote *events.Message) (*waE2E.PollVoteMessage, error)
+	// RejectCall declines an incoming call (from is the calling device, as the offer names it).
+	RejectCall(ctx context.Context, from types.JID, callID string) error
 }
 
 // NewClient builds the client of a device; the provider's Options take another for tests.
@@ -209,4 +211,8 @@ func (r *realClient) BuildPollCreation(question string, options []string, select
 
 func (r *realClient) DecryptPollVote(ctx context.Context, vote *events.Message) (*waE2E.PollVoteMessage, error) {
 	return r.c.DecryptPollVote(ctx, vote)
+}
+
+func (r *realClient) RejectCall(ctx context.Context, from types.JID, callID string) error {
+	return r.c.RejectCall(ctx, from, callID)
 }

@@ -573,3 +573,7 @@ func (c *fakeClient) DecryptPollVote(_ context.Context, vote *events.Message) (*
 	}
 	return &v, nil
 }
+
+func (c *fakeClient) RejectCall(_ context.Context, from types.JID, callID string) error {
+	return c.presence("reject " + callID + " " + from.String())
+}

@@ -33,12 +33,15 @@ type call struct {
 	change   string
 	presence channels.Presence
 	vote     channels.PollVote
+	incoming channels.IncomingCall
 }
 
 // recorder is a Sink that keeps every report.
 type recorder struct {
 	mu    sync.Mutex
 	calls []call
+	// reject is the answer to calls.
+	reject bool
 }
 
 func (r *recorder) add(c call) error {
@@ -78,6 +81,13 @@ func (r *recorder) Presence(_ context.Context, p channels.Presence) error {
 
 func (r *recorder) PollVote(_ context.Context, v channels.PollVote) error {
 	return r.add(call{kind: "vote", vote: v})
+}
+
+func (r *recorder) Call(_ context.Context, c channels.IncomingCall) (channels.CallAnswer, error) {
+	r.mu.Lock()
+	reject := r.reject
+	r.mu.Unlock()
+	return channels.CallAnswer{Reject: reject}, r.add(call{kind: "call", incoming: c})
 }
 
 func (r *recorder) ContactChanged(_ context.Context, p channels.Party) error {

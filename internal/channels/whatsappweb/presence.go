@@ -130,6 +130,33 @@ func (s *session) pollVote(ctx context.Context, e *events.Message) {
 	s.report(func(ctx context.Context) error { return s.sink.PollVote(ctx, v) })
 }
 
+// call reports an incoming call, and declines it on WhatsApp when the instance declines calls.
+func (s *session) call(meta types.BasicCallMeta, video, group bool) {
+	ctx := s.live()
+	if ctx == nil {
+		return
+	}
+	caller := meta.CallCreator
+	if caller.IsEmpty() {
+		caller = meta.From
+	}
+	in := channels.IncomingCall{ID: meta.CallID, From: s.party(ctx, caller.ToNonAD(), meta.CallCreatorAlt, ""),
+		Video: video, Group: group || !meta.GroupJID.IsEmpty(), At: meta.Timestamp}
+	s.report(func(ctx context.Context) error {
+		answer, err := s.sink.Call(ctx, in)
+		if err != nil || !answer.Reject {
+			return err
+		}
+		c, err := s.client()
+		if err != nil {
+			return err
+		}
+		// The call is recorded as declined whether or not WhatsApp takes the decline (the call may have ended).
+		_ = c.RejectCall(ctx, meta.From, meta.CallID)
+		return nil
+	})
+}
+
 // maxPollOptions is the most options a poll of the API has (WhatsApp's own limit too).
 const maxPollOptions = 12
 

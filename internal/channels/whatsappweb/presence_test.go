@@ -7,9 +7,11 @@ import (
 	"context"
 	"crypto/sha256"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	waBinary "go.mau.fi/whatsmeow/binary"
 	waCommon "go.mau.fi/whatsmeow/proto/waCommon"
 	waE2E "go.mau.fi/whatsmeow/proto/waE2E"
 	"go.mau.fi/whatsmeow/types"
@@ -149,7 +151,7 @@ func TestPollsOnWhatsApp(t *testing.T) {
 	r.emit(&events.Message{Info: types.MessageInfo{ID: "3APOLLIN", Timestamp: time.Now(),
 		MessageSource: types.MessageSource{Chat: r.peer.pn(), Sender: r.peer.pn()}},
 		Message: &waE2E.Message{PollCreationMessageV3: &waE2E.PollCreationMessage{Name: proto.String("When?"),
-			Options: []*waE2E.PollCreationMessage_Option{{OptionName: proto.String("Mon")}, {OptionName: proto.String("Tue")}},
+			Options:                []*waE2E.PollCreationMessage_Option{{OptionName: proto.String("Mon")}, {OptionName: proto.String("Tue")}},
 			SelectableOptionsCount: proto.Uint32(0)}}})
 	in := r.await("the poll", func(c call) bool { return c.kind == "inbound" && c.in.ProviderID == "3APOLLIN" }).in
 	if in.Type != channels.TypePoll || in.Poll == nil || in.Poll.Question != "When?" ||
@@ -229,4 +231,45 @@ func indexes(v any) []int {
 		out = append(out, int(f))
 	}
 	return out
+}
+
+// A call is reported with the caller by number, voice or video, one-to-one or group; the instance's answer decides
+// whether the session declines it on WhatsApp.
+func TestCallsFromWhatsApp(t *testing.T) {
+	r := newRig(t, sqlite(t), true)
+	device := types.NewADJID(r.peer.phone, 0, 1)
+	offer := func(id string, video bool) *events.CallOffer {
+		e := &events.CallOffer{BasicCallMeta: types.BasicCallMeta{From: device, CallCreator: device, CallID: id,
+			Timestamp: time.Now()}}
+		e.Data = &waBinary.Node{Tag: "offer"}
+		if video {
+			e.Data.Content = []waBinary.Node{{Tag: "video"}}
+		}
+		return e
+	}
+	r.emit(offer("CALL1", false))
+	first := r.await("the first call", func(c call) bool { return c.kind == "call" && c.incoming.ID == "CALL1" }).incoming
+	if first.From.Address != "+"+r.peer.phone || first.Video || first.Group {
+		t.Errorf("first call %+v", first)
+	}
+	if got := r.n.presenceLog(); slices.ContainsFunc(got, func(s string) bool { return strings.Contains(s, "reject") }) {
+		t.Errorf("declined a call the instance takes: %v", got)
+	}
+
+	r.sink.mu.Lock()
+	r.sink.reject = true
+	r.sink.mu.Unlock()
+	r.emit(offer("CALL2", true))
+	second := r.await("the second call", func(c call) bool { return c.kind == "call" && c.incoming.ID == "CALL2" }).incoming
+	if !second.Video {
+		t.Errorf("a video offer reported as %+v", second)
+	}
+	await.Until(t, "the decline on WhatsApp", r.n.presenceLog, func(l []string) bool {
+		return slices.Contains(l, r.me.phone+" reject CALL2 "+device.String())
+	})
+	r.emit(&events.CallOfferNotice{BasicCallMeta: types.BasicCallMeta{From: device, CallCreator: device, CallID: "CALL3",
+		GroupJID: types.NewJID("120363000000000001", types.GroupServer)}, Media: "audio", Type: "group"})
+	if third := r.await("the group call", func(c call) bool { return c.kind == "call" && c.incoming.ID == "CALL3" }).incoming; !third.Group {
+		t.Errorf("a group call reported as %+v", third)
+	}
 }

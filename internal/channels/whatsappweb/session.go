@@ -185,6 +185,15 @@ func (s *session) handle(evt any) {
 		s.message(e)
 	case *events.Receipt:
 		s.receipt(e)
+	case *events.CallOffer:
+		// A one-to-one call: its offer says video when the caller's camera is on.
+		var video bool
+		if e.Data != nil {
+			_, video = e.Data.GetOptionalChildByTag("video")
+		}
+		s.call(e.BasicCallMeta, video, false)
+	case *events.CallOfferNotice:
+		s.call(e.BasicCallMeta, e.Media == "video", e.Type == "group")
 	case *events.Presence:
 		s.presence(e)
 	case *events.ChatPresence:
