@@ -98,6 +98,21 @@ func TestTelegramEndToEnd(t *testing.T) {
 			t.Errorf("contacts = %+v", contacts.Data)
 		}
 
+		// Typing and recording are the Bot API's chat actions; paused has none (an action ends by itself).
+		for _, st := range []string{"typing", "recording", "paused"} {
+			if res := e.post("/api/v1/instances/"+inst.Id+"/chats/"+msgs.Data[0].ChatId+"/presence",
+				`{"state":"`+st+`"}`); res.StatusCode != 200 {
+				t.Fatalf("chat state %s: %d %s", st, res.StatusCode, res.body)
+			}
+		}
+		var actions []string
+		for _, c := range fake.Calls("sendChatAction") {
+			actions = append(actions, c.Params["chat_id"]+" "+c.Params["action"])
+		}
+		if !slices.Equal(actions, []string{"501 typing", "501 record_voice"}) {
+			t.Errorf("chat actions %v", actions)
+		}
+
 		// A forged push, and pushes across workspaces, are refused and change nothing.
 		other := newWorkspaceInstance(t, e, fake)
 		_, otherSecret := fake.Webhook(other.token)
@@ -154,10 +169,11 @@ func TestTelegramEndToEnd(t *testing.T) {
 				t.Errorf("%s: %d calls", tc.method, len(fake.Calls(tc.method)))
 			}
 		}
-		// Per-chat pacing: those went out at least the chat interval apart.
+		// Per-chat pacing: those went out at least the chat interval apart (chat actions are no messages and do not
+		// count towards Telegram's limits).
 		var ats []time.Time
 		for _, c := range fake.Calls("") {
-			if c.Params["chat_id"] == "501" && c.Status == 200 {
+			if c.Params["chat_id"] == "501" && c.Status == 200 && c.Method != "sendChatAction" {
 				ats = append(ats, c.At)
 			}
 		}

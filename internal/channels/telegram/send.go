@@ -205,3 +205,20 @@ func (s *session) failure(err error, m channels.Outbound) error {
 	}
 	return errors.New(text)
 }
+
+// SendChatState shows the chat that the bot is typing or recording a voice message (the Bot API's chat actions,
+// which Telegram shows for five seconds or until the bot's next message). Telegram has no action for stopping:
+// paused sends nothing and the action ends by itself.
+func (s *session) SendChatState(ctx context.Context, chat, state string) error {
+	action := models.ChatActionTyping
+	switch state {
+	case channels.StatePaused:
+		return nil
+	case channels.StateRecording:
+		action = models.ChatActionRecordVoice
+	}
+	if _, err := s.b.SendChatAction(ctx, &bot.SendChatActionParams{ChatID: chatID(chat), Action: action}); err != nil {
+		return s.failure(err, channels.Outbound{Chat: chat})
+	}
+	return nil
+}

@@ -453,6 +453,16 @@ func (s *Server) call(r *http.Request, token, method string, p map[string]string
 			return badRequest("phone_number and first_name are required")
 		}
 		return sent(nil)
+	case "sendChatAction":
+		if st, f, ok := needChat(); !ok {
+			return st, f
+		}
+		switch p["action"] {
+		case "typing", "upload_photo", "record_video", "upload_video", "record_voice", "upload_voice", "upload_document",
+			"choose_sticker", "find_location", "record_video_note", "upload_video_note":
+			return http.StatusOK, true
+		}
+		return badRequest("wrong parameter action in request")
 	case "setMessageReaction", "deleteMessage":
 		if st, f, ok := needChat(); !ok {
 			return st, f
