@@ -133,7 +133,12 @@ func (s *session) onPresence(ctx context.Context, t xmlstream.TokenReadEncoder, 
 		after := presenceOf(res)
 		s.mu.Unlock()
 		if before != after {
+			// The contact with its name, and its availability as presence.updated.
 			s.contactChanged(ctx, bare.String())
+			p := channels.Presence{From: channels.Party{Address: bare.String(), DisplayName: s.displayName(bare.String())}, State: after}
+			if err := s.sink.Presence(ctx, p); err != nil {
+				s.logf("presence not stored", "error", err)
+			}
 		}
 	}
 	return nil

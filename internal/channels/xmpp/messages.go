@@ -33,9 +33,12 @@ type outMessage struct {
 	Received *xmlNSID `xml:"received"`
 	Markable *xmlNS   `xml:"markable"`
 	Marker   *xmlNSID `xml:"displayed"`
-	Replace  *xmlNSID `xml:"replace"`
-	Retract  *xmlNSID `xml:"retract"`
-	Reaction *struct {
+	// Composing and Paused are chat states (XEP-0085).
+	Composing *xmlNS   `xml:"composing"`
+	Paused    *xmlNS   `xml:"paused"`
+	Replace   *xmlNSID `xml:"replace"`
+	Retract   *xmlNSID `xml:"retract"`
+	Reaction  *struct {
 		XMLNS    string   `xml:"xmlns,attr"`
 		ID       string   `xml:"id,attr"`
 		Reaction []string `xml:"reaction"`
@@ -338,6 +341,9 @@ func (s *session) onMessage(ctx context.Context, t xmlstream.TokenReadEncoder, m
 		s.onInvite(ctx, jid.MustParse(m.Conference.JID).Bare(), m.From)
 		return nil
 	}
+	if m.Body == nil && (m.Composing != nil || m.Paused != nil) {
+		return s.onChatState(ctx, m, from)
+	}
 	in, ok := s.inbound(m, from)
 	if m.Type == "groupchat" && m.Subject != nil && m.Body == nil {
 		s.onSubject(ctx, bare, *m.Subject)
@@ -359,6 +365,50 @@ func (s *session) onMessage(ctx context.Context, t xmlstream.TokenReadEncoder, m
 		}
 	}
 	return nil
+}
+
+// onChatState reports a chat state (XEP-0085) a person shows the account: typing (composing) or stopped (paused);
+// in a room, an occupant's, and never the account's own.
+func (s *session) onChatState(ctx context.Context, m inMessage, from jid.JID) error {
+	bare := from.Bare()
+	p := channels.Presence{From: channels.Party{Address: bare.String(), DisplayName: s.displayName(bare.String())},
+		Chat: bare.String(), State: channels.StateTyping}
+	if m.Paused != nil {
+		p.State = channels.StatePaused
+	}
+	if m.Type == "groupchat" {
+		if from.Resourcepart() == "" || s.fromSelf(bare, from.Resourcepart()) {
+			return nil
+		}
+		p.From = s.occupant(bare, from.Resourcepart())
+	}
+	if err := s.sink.Presence(ctx, p); err != nil {
+		s.logf("chat state not stored", "error", err)
+	}
+	return nil
+}
+
+// SendChatState shows a chat that the account is composing or paused (XEP-0085). XMPP has no state for recording:
+// a voice message is composed like text.
+func (s *session) SendChatState(ctx context.Context, chat, state string) error {
+	xs, err := s.conn()
+	if err != nil {
+		return err
+	}
+	to, err := jid.Parse(chat)
+	if err != nil {
+		return refusal("invalid_address", "%q is not an XMPP address", chat)
+	}
+	m := outMessage{ID: newID(), To: to.Bare().String(), Type: "chat"}
+	if s.isRoom(to.Bare()) {
+		m.Type = "groupchat"
+	}
+	if state == channels.StatePaused {
+		m.Paused = &xmlNS{nsChatStates}
+	} else {
+		m.Composing = &xmlNS{nsChatStates}
+	}
+	return xs.Send(ctx, tokens(m))
 }
 
 // onCarbon reports what the account's other clients sent (FromMe) and received. Receipts and markers are theirs to

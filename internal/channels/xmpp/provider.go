@@ -114,7 +114,8 @@ var capabilities = []channels.Capability{
 	channels.CapText, channels.CapMedia, channels.CapLocation, channels.CapReaction, channels.CapReply,
 	channels.CapEdit, channels.CapDelete, channels.CapDelivered, channels.CapRead, channels.CapMarkRead,
 	channels.CapGroupsCreate, channels.CapGroupsManage, channels.CapGroupsInvite,
-	channels.CapContactsLookup, channels.CapContactsBlock, channels.CapAuthToken,
+	channels.CapContactsLookup, channels.CapContactsBlock, channels.CapAuthToken, channels.CapTyping,
+	channels.CapPresenceRecv,
 }
 
 // Info implements channels.Provider.

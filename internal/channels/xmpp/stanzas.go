@@ -18,26 +18,27 @@ const (
 	nsDiscoInfo  = "http://jabber.org/protocol/disco#info"
 	nsDiscoItems = "http://jabber.org/protocol/disco#items"
 	nsPing       = "urn:xmpp:ping"
-	nsReceipts   = "urn:xmpp:receipts"                    // XEP-0184
-	nsMarkers    = "urn:xmpp:chat-markers:0"              // XEP-0333
-	nsCorrect    = "urn:xmpp:message-correct:0"           // XEP-0308
-	nsRetract    = "urn:xmpp:message-retract:1"           // XEP-0424
-	nsReactions  = "urn:xmpp:reactions:0"                 // XEP-0444
-	nsReply      = "urn:xmpp:reply:0"                     // XEP-0461
-	nsFallback   = "urn:xmpp:fallback:0"                  // XEP-0428
-	nsHints      = "urn:xmpp:hints"                       // XEP-0334
-	nsOOB        = "jabber:x:oob"                         // XEP-0066
-	nsUpload     = "urn:xmpp:http:upload:0"               // XEP-0363
-	nsBlocking   = "urn:xmpp:blocking"                    // XEP-0191
-	nsMUC        = "http://jabber.org/protocol/muc"       // XEP-0045
-	nsMUCUser    = "http://jabber.org/protocol/muc#user"  // XEP-0045
-	nsMUCAdmin   = "http://jabber.org/protocol/muc#admin" // XEP-0045
-	nsMUCOwner   = "http://jabber.org/protocol/muc#owner" // XEP-0045
-	nsPrivate    = "jabber:iq:private"                    // XEP-0049
-	nsDataForms  = "jabber:x:data"                        // XEP-0004
-	nsRooms      = "urn:switchboard:xmpp:rooms:0"         // our rooms, kept in the account's private storage
-	nsSM         = "urn:xmpp:sm:3"                        // XEP-0198
-	nsCarbons    = "urn:xmpp:carbons:2"                   // XEP-0280
+	nsReceipts   = "urn:xmpp:receipts"                     // XEP-0184
+	nsMarkers    = "urn:xmpp:chat-markers:0"               // XEP-0333
+	nsCorrect    = "urn:xmpp:message-correct:0"            // XEP-0308
+	nsRetract    = "urn:xmpp:message-retract:1"            // XEP-0424
+	nsReactions  = "urn:xmpp:reactions:0"                  // XEP-0444
+	nsReply      = "urn:xmpp:reply:0"                      // XEP-0461
+	nsFallback   = "urn:xmpp:fallback:0"                   // XEP-0428
+	nsHints      = "urn:xmpp:hints"                        // XEP-0334
+	nsOOB        = "jabber:x:oob"                          // XEP-0066
+	nsUpload     = "urn:xmpp:http:upload:0"                // XEP-0363
+	nsBlocking   = "urn:xmpp:blocking"                     // XEP-0191
+	nsMUC        = "http://jabber.org/protocol/muc"        // XEP-0045
+	nsMUCUser    = "http://jabber.org/protocol/muc#user"   // XEP-0045
+	nsMUCAdmin   = "http://jabber.org/protocol/muc#admin"  // XEP-0045
+	nsMUCOwner   = "http://jabber.org/protocol/muc#owner"  // XEP-0045
+	nsPrivate    = "jabber:iq:private"                     // XEP-0049
+	nsDataForms  = "jabber:x:data"                         // XEP-0004
+	nsRooms      = "urn:switchboard:xmpp:rooms:0"          // our rooms, kept in the account's private storage
+	nsSM         = "urn:xmpp:sm:3"                         // XEP-0198
+	nsCarbons    = "urn:xmpp:carbons:2"                    // XEP-0280
+	nsChatStates = "http://jabber.org/protocol/chatstates" // XEP-0085
 )
 
 // idRef is an element that points at a message by its id.
@@ -60,6 +61,9 @@ type inMessage struct {
 	Displayed *idRef    `xml:"urn:xmpp:chat-markers:0 displayed"`
 	MarkerRcv *idRef    `xml:"urn:xmpp:chat-markers:0 received"`
 	Replace   *idRef    `xml:"urn:xmpp:message-correct:0 replace"`
+	// Chat states (XEP-0085): the sender types (composing) or stopped (paused).
+	Composing *struct{} `xml:"http://jabber.org/protocol/chatstates composing"`
+	Paused    *struct{} `xml:"http://jabber.org/protocol/chatstates paused"`
 	Retract   *idRef    `xml:"urn:xmpp:message-retract:1 retract"`
 	Reactions *struct {
 		ID       string   `xml:"id,attr"`

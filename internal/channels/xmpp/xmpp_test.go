@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"slices"
 	"syscall"
 	"testing"
 	"time"
@@ -658,5 +659,66 @@ func TestInvitedAndRemoved(t *testing.T) {
 	alice.mu.Unlock()
 	if still {
 		t.Error("the room is still among the joined ones")
+	}
+}
+
+// A contact's availability is reported as presence (with the roster's name), their chat states (XEP-0085) as chat
+// states of the chat, and the account's own chat states reach them as XEP-0085 elements.
+func TestPresenceAndChatStates(t *testing.T) {
+	_, alice, bob := twoAccounts(t)
+	account, bobAccount := alice.cfg.JID.String(), bob.JID().Bare().String()
+	ctx := ctxT(t)
+	presence := func(what string, match func(channels.Presence) bool) channels.Presence {
+		t.Helper()
+		var found channels.Presence
+		await.Until(t, what, func() []channels.Presence {
+			alice.sink.mu.Lock()
+			defer alice.sink.mu.Unlock()
+			return slices.Clone(alice.sink.presences)
+		}, func(ps []channels.Presence) bool {
+			for _, p := range ps {
+				if match(p) {
+					found = p
+					return true
+				}
+			}
+			return false
+		})
+		return found
+	}
+
+	bob.send(`<presence to="` + account + `" type="subscribe"/>`)
+	bob.presence("alice's subscription request", func(p inPresence) bool { return p.From == account && p.Type == "subscribe" })
+	bob.send(`<presence to="` + account + `" type="subscribed"/>`)
+	presence("bob available", func(p channels.Presence) bool {
+		return p.From.Address == bobAccount && p.State == "available" && p.Chat == ""
+	})
+	bob.send(`<presence><show>xa</show></presence>`)
+	presence("bob extended away", func(p channels.Presence) bool { return p.From.Address == bobAccount && p.State == "xa" })
+
+	bob.send(`<message to="` + account + `" type="chat"><composing xmlns="http://jabber.org/protocol/chatstates"/></message>`)
+	presence("bob typing", func(p channels.Presence) bool {
+		return p.From.Address == bobAccount && p.Chat == bobAccount && p.State == channels.StateTyping
+	})
+	bob.send(`<message to="` + account + `" type="chat"><paused xmlns="http://jabber.org/protocol/chatstates"/></message>`)
+	presence("bob paused", func(p channels.Presence) bool { return p.Chat == bobAccount && p.State == channels.StatePaused })
+	alice.sink.mu.Lock()
+	for _, m := range alice.sink.inbound {
+		if m.Text == "" {
+			t.Errorf("a chat state was reported as a message: %+v", m)
+		}
+	}
+	alice.sink.mu.Unlock()
+
+	for _, st := range []string{channels.StateTyping, channels.StatePaused, channels.StateRecording} {
+		if err := alice.SendChatState(ctx, bobAccount, st); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bob.message("alice composing", func(m inMessage) bool { return m.Composing != nil && m.Body == nil })
+	bob.message("alice paused", func(m inMessage) bool { return m.Paused != nil && m.Body == nil })
+	bob.message("alice composing a voice message", func(m inMessage) bool { return m.Composing != nil })
+	if err := alice.SendChatState(ctx, "not an address@@", channels.StateTyping); err == nil {
+		t.Error("a chat state to a bad address was sent")
 	}
 }
