@@ -197,15 +197,25 @@ func (s *session) MarkRead(ctx context.Context, chat, upTo string) error {
 	if err != nil {
 		return err
 	}
+	m, err := s.toChat(chat)
+	if err != nil {
+		return err
+	}
+	m.Marker = &xmlNSID{nsMarkers, upTo}
+	return xs.Send(ctx, tokens(m))
+}
+
+// toChat is a message without content to a chat: to the person, or to the room as a groupchat message.
+func (s *session) toChat(chat string) (outMessage, error) {
 	to, err := jid.Parse(chat)
 	if err != nil {
-		return refusal("invalid_address", "%q is not an XMPP address", chat)
+		return outMessage{}, refusal("invalid_address", "%q is not an XMPP address", chat)
 	}
-	typ := "chat"
+	m := outMessage{ID: newID(), To: to.Bare().String(), Type: "chat"}
 	if s.isRoom(to.Bare()) {
-		typ = "groupchat"
+		m.Type = "groupchat"
 	}
-	return xs.Send(ctx, tokens(outMessage{ID: newID(), To: to.Bare().String(), Type: typ, Marker: &xmlNSID{nsMarkers, upTo}}))
+	return m, nil
 }
 
 // upload puts the media on the server's HTTP File Upload service and returns the URL to fetch it from.
@@ -395,13 +405,9 @@ func (s *session) SendChatState(ctx context.Context, chat, state string) error {
 	if err != nil {
 		return err
 	}
-	to, err := jid.Parse(chat)
+	m, err := s.toChat(chat)
 	if err != nil {
-		return refusal("invalid_address", "%q is not an XMPP address", chat)
-	}
-	m := outMessage{ID: newID(), To: to.Bare().String(), Type: "chat"}
-	if s.isRoom(to.Bare()) {
-		m.Type = "groupchat"
+		return err
 	}
 	if state == channels.StatePaused {
 		m.Paused = &xmlNS{nsChatStates}
