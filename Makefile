@@ -32,7 +32,7 @@ test-whatsapp: build-whatsapp ## the WhatsApp Web binary builds; the WhatsApp We
 
 test: test-go test-whatsapp test-e2e test-sdk ## every test: Go (SQLite and PostgreSQL) of both builds (default and whatsapp_web), the browser tests and the SDKs' round trip
 
-test-go: proxy ## Go tests, race detector on, against SQLite and PostgreSQL (127.0.0.1:5432 or SWITCHBOARD_TEST_POSTGRES_URL)
+test-go: proxy e2e/s3rver/node_modules/.package-lock.json ## Go tests, race detector on, against SQLite and PostgreSQL (127.0.0.1:5432 or SWITCHBOARD_TEST_POSTGRES_URL), media in npm's s3rver
 	$(GO) test -race -count=1 -timeout 45m $(PKGS)
 
 test-e2e: build browser node_modules/.package-lock.json ## browser tests in headless Debian Chromium (screenshots in e2e/screenshots)
@@ -74,6 +74,10 @@ test-sdk: sdk-build ## both SDKs' round trip against a fresh server (a key made 
 
 tidy-check: ## fail when go.mod/go.sum are not tidy
 	$(GO) mod tidy -diff
+
+# An S3-compatible server for the tests of media kept in a bucket.
+e2e/s3rver/node_modules/.package-lock.json: e2e/s3rver/package.json e2e/s3rver/package-lock.json
+	cd e2e/s3rver && $(NPM) ci --no-audit --no-fund --loglevel=error
 
 node_modules/.package-lock.json: package.json package-lock.json
 	$(NPM) ci --no-audit --no-fund --loglevel=error

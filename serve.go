@@ -215,7 +215,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		Webhooks: whConfig, Limiter: limits.limiter, Nonces: limits.nonces, KeyCacheTTL: *cacheTTL, Models: catalog,
 		ModelUpstreams: upstreams, ModelLimits: modelLimits,
 		Links: shortLinks.config(), Clicks: &clickConfig, RedirectCacheSize: *shortLinks.cacheSize,
-		Channels: runtimeOptions})
+		Channels: runtimeOptions, MediaBucket: os.Getenv("SWITCHBOARD_MEDIA_BUCKET")})
 	if err != nil {
 		return err
 	}

@@ -94,6 +94,10 @@ func (s *Server) GetMediaContent(ctx context.Context, req gen.GetMediaContentReq
 
 // mediaAPI is the API's Media of a file.
 func mediaAPI(m channels.MediaFile) gen.Media {
-	return gen.Media{Id: m.ID, Object: gen.MediaObjectMedia, Kind: gen.MediaKind(m.Kind), MimeType: m.MIMEType,
+	out := gen.Media{Id: m.ID, Object: gen.MediaObjectMedia, Kind: gen.MediaKind(m.Kind), MimeType: m.MIMEType,
 		Filename: m.Filename, Size: m.Size, Sha256: m.SHA256, SourceUrl: m.Source, CreatedAt: m.Created}
+	if m.DownloadURL != "" {
+		out.DownloadUrl, out.DownloadUrlExpiresAt = &m.DownloadURL, &m.DownloadExpires
+	}
+	return out
 }

@@ -83,6 +83,9 @@ type Config struct {
 	RedirectCacheSize int
 	// Channels configures the channel runtime (its Logger defaults to the process's).
 	Channels hub.Options
+	// MediaBucket, when set, is the URL of an S3-compatible bucket that keeps media bytes instead of the database
+	// or the data directory (see channels.NewS3Media; it holds the bucket's secret key).
+	MediaBucket string
 	// Streams configures the live event streams (its Logger defaults to the process's).
 	Streams eventstream.Config
 	// Events is the outbox of every service (default: one over the database with the built-in event types); a
@@ -211,7 +214,7 @@ func New(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 	if err := a.Automation.LoadTypes(ctx); err != nil {
 		return nil, fmt.Errorf("load custom event types: %w", err)
 	}
-	if err := a.messaging(baseURL, cfg.Channels); err != nil {
+	if err := a.messaging(ctx, baseURL, cfg.Channels, cfg.MediaBucket); err != nil {
 		return nil, err
 	}
 	bc := cfg.Bots
@@ -229,14 +232,21 @@ func New(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 // the records (it opens sessions and records what they report through them), then the service over the records and
 // the runtime. The sandbox's sessions wake each other across processes through the runtime that opens them. Media
 // bytes live in the data directory on SQLite (files beside the database, out of its single writer) and in the
-// database on PostgreSQL (shared by every process).
-func (a *App) messaging(baseURL string, opts hub.Options) error {
+// database on PostgreSQL (shared by every process), unless the operator names a bucket: then in the bucket.
+func (a *App) messaging(ctx context.Context, baseURL string, opts hub.Options, bucket string) error {
 	if opts.Logger == nil {
 		opts.Logger = a.Log
 	}
 	var media channels.MediaStore = channels.DatabaseMedia{DB: a.DB}
 	if a.DB.Dialect() == store.SQLite {
 		media = channels.DirMedia{DB: a.DB, Dir: filepath.Join(a.DB.DataDir(), "media")}
+	}
+	if bucket != "" {
+		s3, err := channels.NewS3Media(ctx, a.DB, bucket)
+		if err != nil {
+			return err
+		}
+		s3.Earlier, media = media, s3 // files stored before the bucket stay readable
 	}
 	// XMPP servers, Bot API servers and Graph API base URLs are named by instance configs, that is by customers:
 	// their connections go through the egress guard like webhooks (a server on a private network needs

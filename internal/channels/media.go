@@ -109,6 +109,10 @@ type MediaFile struct {
 	SHA256   string  // hex
 	Source   *string // the URL it was fetched from
 	Created  time.Time
+	// DownloadURL downloads it without an API key until DownloadExpires, where the media store can link to it
+	// (GetMedia on a bucket); empty otherwise.
+	DownloadURL     string
+	DownloadExpires time.Time
 }
 
 func mediaFileOf(m store.Media) MediaFile {
@@ -154,7 +158,16 @@ func (s *Recorder) storeMedia(ctx context.Context, workspaceID, filename, mimeTy
 // GetMedia returns a file's metadata. Returns a NotFound problem if it is not in the workspace.
 func (s *Service) GetMedia(ctx context.Context, workspaceID, id string) (MediaFile, error) {
 	m, err := s.mediaRow(ctx, workspaceID, id)
-	return mediaFileOf(m), err
+	if err != nil {
+		return MediaFile{}, err
+	}
+	f := mediaFileOf(m)
+	if l, ok := s.media.(MediaLinker); ok {
+		if f.DownloadURL, f.DownloadExpires, err = l.DownloadURL(ctx, m.ID, deref(m.Filename)); err != nil {
+			return MediaFile{}, err
+		}
+	}
+	return f, nil
 }
 
 // mediaRow reads a file's row. Returns a NotFound problem if it is not in the workspace.

@@ -4746,6 +4746,12 @@ type Media struct {
 	// CreatedAt When it was stored.
 	CreatedAt time.Time `json:"created_at"`
 
+	// DownloadUrl Where the file downloads without an API key, until `download_url_expires_at`: present in `GET /api/v1/media/{media_id}` when the server keeps media in an S3-compatible bucket (a presigned URL of the bucket; ask again for a fresh one). `GET …/content` works either way.
+	DownloadUrl *string `json:"download_url,omitempty"`
+
+	// DownloadUrlExpiresAt When `download_url` stops working.
+	DownloadUrlExpiresAt *time.Time `json:"download_url_expires_at,omitempty"`
+
 	// Filename Its file name.
 	Filename *string `json:"filename"`
 
