@@ -2,6 +2,7 @@ package console
 
 import (
 	"errors"
+	"fmt"
 	"html/template"
 	"net/http"
 	"slices"
@@ -33,6 +34,7 @@ func (c *Console) registerChannels(g *echo.Group) {
 	g.POST("/channels/:id/logout", c.instanceAction)
 	g.POST("/channels/:id/scan", c.instanceAction)
 	g.POST("/channels/:id/send", c.sendTestMessage)
+	g.POST("/channels/:id/calls", c.setCalls)
 	g.GET("/channels/:id/delete", c.deleteInstancePage)
 	g.POST("/channels/:id/delete", c.deleteInstance)
 }
@@ -166,6 +168,7 @@ var channelNotices = map[string]string{
 	"logout":      "Logged out; the credentials were dropped.",
 	"scan":        "The QR code was scanned.",
 	"sent":        "The message was queued.",
+	"calls":       "Saved: incoming calls are handled as shown.",
 	"bot-added":   "The bot was added: it answers the instance's next messages.",
 	"bot-enable":  "The bot answers again.",
 	"bot-disable": "The bot is stopped; it answers nothing until enabled.",
@@ -366,6 +369,27 @@ func (c *Console) sendTestMessage(ec echo.Context) error {
 		return err
 	}
 	return ec.Redirect(http.StatusSeeOther, "/user/channels/"+inst.ID+"?done=sent")
+}
+
+// setCalls saves what the instance does with incoming calls: decline them, with an optional message to the caller.
+func (c *Console) setCalls(ec echo.Context) error {
+	inst, err := c.instanceOf(ec)
+	if err != nil {
+		return err
+	}
+	calls := channels.Calls{Reject: ec.FormValue("reject") == "on", Message: strings.TrimSpace(ec.FormValue("message"))}
+	if n := len([]rune(calls.Message)); n > 1000 {
+		return c.renderChannel(ec, http.StatusUnprocessableEntity, "",
+			fmt.Sprintf("The message to callers has %d characters; at most 1000 fit.", n), channelData{})
+	}
+	_, err = c.channels.Update(ec.Request().Context(), inst.WorkspaceID, inst.ID, channels.InstanceUpdate{Calls: &calls})
+	if p := problemOf(err); p != nil {
+		return c.renderChannel(ec, http.StatusUnprocessableEntity, "", p.Detail, channelData{})
+	}
+	if err != nil {
+		return err
+	}
+	return ec.Redirect(http.StatusSeeOther, "/user/channels/"+inst.ID+"?done=calls")
 }
 
 func (c *Console) deleteInstancePage(ec echo.Context) error {

@@ -125,6 +125,25 @@ func TestChannelsPages(t *testing.T) {
 			t.Fatal("a refused send shows no reason")
 		}
 
+		// Calls: declined with a message from the page's form; a message too long is refused with a reason.
+		page = b.get(t, "/user/channels/"+alice)
+		page.wantText(t, "they ring on the account's other devices")
+		b.postCSRF(t, "/user/channels/"+alice+"/calls", url.Values{"reject": {"on"}, "message": {"  Please write instead.  "}}).
+			wantRedirect(t, "/user/channels/"+alice+"?done=calls")
+		if i, _ := svc.Get(ctx, ws.ID, alice); i.CallsReject == nil || !*i.CallsReject || i.CallsMessage == nil ||
+			*i.CallsMessage != "Please write instead." {
+			t.Fatalf("calls after the form: reject %v message %v", i.CallsReject, i.CallsMessage)
+		}
+		page = b.get(t, "/user/channels/"+alice)
+		page.wantText(t, "declines each at once")
+		page.wantText(t, "Please write instead.")
+		b.postCSRF(t, "/user/channels/"+alice+"/calls", url.Values{"reject": {"on"}, "message": {strings.Repeat("x", 1001)}}).
+			wantStatus(t, http.StatusUnprocessableEntity)
+		b.postCSRF(t, "/user/channels/"+alice+"/calls", url.Values{}).wantRedirect(t, "/user/channels/"+alice+"?done=calls")
+		if i, _ := svc.Get(ctx, ws.ID, alice); i.CallsReject == nil || *i.CallsReject || i.CallsMessage != nil {
+			t.Fatalf("calls after unchecking: reject %v message %v", i.CallsReject, i.CallsMessage)
+		}
+
 		// The list shows both, with their status.
 		list := b.get(t, "/user/channels")
 		list.wantText(t, "Alice")

@@ -21,7 +21,9 @@ var templateFuncs = template.FuncMap{
 	// has reports whether a list of strings (a form's checked values) holds one.
 	"has":   func(list []string, v string) bool { return slices.Contains(list, v) },
 	"upper": strings.ToUpper,
-	"eq2":   func(a, b string) bool { return a == b },
+	// on reports whether an optional setting is set and true.
+	"on":  func(b *bool) bool { return b != nil && *b },
+	"eq2": func(a, b string) bool { return a == b },
 	// bytesText shows bytes kept as they came in (a request log's body) as text a page can hold.
 	"bytesText": text.Bytes,
 	// maxName is the longest name of a workspace or key, for the forms' maxlength (the service judges names).
