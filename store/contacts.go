@@ -209,7 +209,11 @@ type ChatGroup struct {
 	Subject      string        `bun:"subject"`
 	Description  string        `bun:"description"`
 	Participants []Participant `bun:"participants,type:json"`
-	LeftAt       *time.Time    `bun:"left_at"`
+	// Community marks a community's parent group (listed read-only); CommunityAddress names the community a group
+	// belongs to.
+	Community        bool       `bun:"community"`
+	CommunityAddress *string    `bun:"community_address"`
+	LeftAt           *time.Time `bun:"left_at"`
 	CreatedAt    time.Time     `bun:"created_at"`
 	UpdatedAt    time.Time     `bun:"updated_at"`
 }

@@ -15,7 +15,7 @@ import (
 func (s *Recorder) GroupAPI(ctx context.Context, db store.Querier, g store.ChatGroup) (gen.Group, error) {
 	out := gen.Group{Id: g.ID, Object: gen.GroupObjectGroup, InstanceId: g.InstanceID, Address: g.Address,
 		Subject: g.Subject, Description: g.Description, Participants: []gen.Participant{}, CreatedAt: g.CreatedAt,
-		UpdatedAt: g.UpdatedAt}
+		UpdatedAt: g.UpdatedAt, Community: &g.Community, CommunityAddress: g.CommunityAddress}
 	var addresses []string
 	for _, p := range g.Participants {
 		addresses = append(addresses, p.Address)
@@ -194,7 +194,10 @@ func (s *Recorder) recordGroup(ctx context.Context, inst store.Instance, g Group
 // saveGroup is recordGroup inside tx.
 func (s *Recorder) saveGroup(ctx context.Context, tx store.Querier, inst store.Instance, g Group, change string) (store.ChatGroup, error) {
 	row := store.ChatGroup{WorkspaceID: inst.WorkspaceID, InstanceID: inst.ID, Address: g.Address, Subject: g.Subject,
-		Description: g.Description, Participants: []store.Participant{}}
+		Description: g.Description, Participants: []store.Participant{}, Community: g.Community}
+	if g.CommunityAddress != "" {
+		row.CommunityAddress = &g.CommunityAddress
+	}
 	for _, p := range g.Participants {
 		row.Participants = append(row.Participants, store.Participant{Address: p.Address, DisplayName: p.DisplayName, Role: p.Role})
 		if p.Address != accountAddress(inst) {
@@ -206,6 +209,17 @@ func (s *Recorder) saveGroup(ctx context.Context, tx store.Querier, inst store.I
 	if change == GroupLeft {
 		t := micro(time.Now())
 		row.LeftAt = &t
+	}
+	if change == GroupSynced {
+		old, err := s.db.Groups.ByAddress(ctx, tx, inst.ID, g.Address)
+		switch {
+		case err == nil && sameGroup(old, row):
+			return old, nil // nothing new: no write, no event
+		case err == nil:
+			change = GroupUpdated
+		case !errors.Is(err, store.ErrNotFound):
+			return row, err
+		}
 	}
 	created, err := s.db.Groups.Upsert(ctx, tx, &row)
 	if err != nil {
@@ -236,6 +250,21 @@ func (s *Recorder) saveGroup(ctx context.Context, tx store.Querier, inst store.I
 	return row, s.emitPayload(ctx, tx, inst.WorkspaceID, inst.ID, payload)
 }
 
+// sameGroup reports whether a stored group already says what a network's listing of it says.
+func sameGroup(old, now store.ChatGroup) bool {
+	return old.LeftAt == nil && old.Subject == now.Subject && old.Description == now.Description &&
+		old.Community == now.Community && deref(old.CommunityAddress) == deref(now.CommunityAddress) &&
+		slices.Equal(old.Participants, now.Participants)
+}
+
+// readOnly refuses a change of a community: they are listed, not managed.
+func readOnly(g store.ChatGroup) error {
+	if g.Community {
+		return problem.Errorf(problem.Conflict, "Group %s is a community; communities are listed read-only, their groups can be managed.", g.ID)
+	}
+	return nil
+}
+
 func accountAddress(inst store.Instance) string {
 	if inst.Account == nil {
 		return ""
@@ -253,6 +282,9 @@ func (s *Service) UpdateGroup(ctx context.Context, workspaceID, instanceID, grou
 	g, err := s.GetGroup(ctx, workspaceID, instanceID, groupID)
 	if err != nil {
 		return g, err
+	}
+	if ro := readOnly(g); ro != nil {
+		return g, ro
 	}
 	out, err := call(ctx, s, inst, cmdGroupUpdate, groupUpdateArgs{Group: g.Address, Subject: subject, Description: description})
 	if err != nil {
@@ -272,6 +304,9 @@ func (s *Service) ChangeParticipants(ctx context.Context, workspaceID, instanceI
 	g, err := s.GetGroup(ctx, workspaceID, instanceID, groupID)
 	if err != nil {
 		return g, nil, err
+	}
+	if ro := readOnly(g); ro != nil {
+		return g, nil, ro
 	}
 	var errs problem.Fields
 	addresses := normalizeAll(p, &errs, "participants", participants)
@@ -302,6 +337,9 @@ func (s *Service) GroupInvite(ctx context.Context, workspaceID, instanceID, grou
 	g, err := s.GetGroup(ctx, workspaceID, instanceID, groupID)
 	if err != nil {
 		return "", err
+	}
+	if ro := readOnly(g); ro != nil {
+		return "", ro
 	}
 	out, err := call(ctx, s, inst, cmdGroupInvite, inviteArgs{Group: g.Address, Revoke: revoke})
 	if err != nil {
@@ -334,6 +372,9 @@ func (s *Service) LeaveGroup(ctx context.Context, workspaceID, instanceID, group
 	g, err := s.GetGroup(ctx, workspaceID, instanceID, groupID)
 	if err != nil {
 		return err
+	}
+	if ro := readOnly(g); ro != nil {
+		return ro
 	}
 	if _, err := call(ctx, s, inst, cmdGroupLeave, groupArgs{Group: g.Address}); err != nil {
 		return err

@@ -549,6 +549,10 @@ type Group struct {
 	// Rejected lists the participants CreateGroup could not add, each with its Failure (not on the network, blocked,
 	// …); the group is created with the others.
 	Rejected []ParticipantResult
+	// Community marks a community (the parent of groups), which the API lists read-only; CommunityAddress is the
+	// community a group belongs to, where the network has communities.
+	Community        bool
+	CommunityAddress string
 }
 
 // The changes Sink.GroupChanged reports. An instance is told of changes made by others; the result of its own call
@@ -558,6 +562,9 @@ const (
 	GroupUpdated             = "updated"              // subject or description
 	GroupParticipantsChanged = "participants_changed" // participants joined, left, were added, removed, promoted or demoted
 	GroupLeft                = "left"                 // the instance is no longer a participant (removed by an admin)
+	// GroupSynced is a group as the network lists it when the session connects: recorded, with an event only when
+	// it is new to the instance (created) or differs from what the instance has (updated).
+	GroupSynced = "synced"
 )
 
 // Participant is a member of a group.

@@ -3448,6 +3448,12 @@ type Group struct {
 	// ChatId Its chat, once a message was sent or received.
 	ChatId *string `json:"chat_id"`
 
+	// Community A community (WhatsApp): the parent that holds groups of its own. Communities are listed read-only: changing one, its participants or its invite answers `409 conflict`; its groups are ordinary groups.
+	Community *bool `json:"community,omitempty"`
+
+	// CommunityAddress The address of the community this group belongs to (`null` when none, or on networks without communities).
+	CommunityAddress *string `json:"community_address,omitempty"`
+
 	// CreatedAt When it was created (or became known to the instance).
 	CreatedAt time.Time `json:"created_at"`
 
@@ -3503,6 +3509,12 @@ type GroupCreated struct {
 
 	// ChatId Its chat, once a message was sent or received.
 	ChatId *string `json:"chat_id"`
+
+	// Community A community (WhatsApp): the parent that holds groups of its own. Communities are listed read-only: changing one, its participants or its invite answers `409 conflict`; its groups are ordinary groups.
+	Community *bool `json:"community,omitempty"`
+
+	// CommunityAddress The address of the community this group belongs to (`null` when none, or on networks without communities).
+	CommunityAddress *string `json:"community_address,omitempty"`
 
 	// CreatedAt When it was created (or became known to the instance).
 	CreatedAt time.Time `json:"created_at"`

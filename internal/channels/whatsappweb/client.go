@@ -43,6 +43,8 @@ type Client interface {
 
 	CreateGroup(ctx context.Context, name string, participants []types.JID) (*types.GroupInfo, error)
 	GroupInfo(ctx context.Context, group types.JID) (*types.GroupInfo, error)
+	// GetJoinedGroups lists the groups and communities the account is in.
+	GetJoinedGroups(ctx context.Context) ([]*types.GroupInfo, error)
 	SetGroupName(ctx context.Context, group types.JID, name string) error
 	SetGroupDescription(ctx context.Context, group types.JID, description string) error
 	UpdateGroupParticipants(ctx context.Context, group types.JID, who []types.JID, action whatsmeow.ParticipantChange) ([]types.GroupParticipant, error)
@@ -215,4 +217,8 @@ func (r *realClient) DecryptPollVote(ctx context.Context, vote *events.Message) 
 
 func (r *realClient) RejectCall(ctx context.Context, from types.JID, callID string) error {
 	return r.c.RejectCall(ctx, from, callID)
+}
+
+func (r *realClient) GetJoinedGroups(ctx context.Context) ([]*types.GroupInfo, error) {
+	return r.c.GetJoinedGroups(ctx)
 }

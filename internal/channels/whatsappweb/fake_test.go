@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -576,4 +577,26 @@ func (c *fakeClient) DecryptPollVote(_ context.Context, vote *events.Message) (*
 
 func (c *fakeClient) RejectCall(_ context.Context, from types.JID, callID string) error {
 	return c.presence("reject " + callID + " " + from.String())
+}
+
+// GetJoinedGroups lists the groups whose participants include the account.
+func (c *fakeClient) GetJoinedGroups(context.Context) ([]*types.GroupInfo, error) {
+	a, err := c.account()
+	if err != nil {
+		return nil, err
+	}
+	c.n.mu.Lock()
+	defer c.n.mu.Unlock()
+	var out []*types.GroupInfo
+	for _, g := range c.n.groups {
+		if slices.ContainsFunc(g.info.Participants, func(p types.GroupParticipant) bool {
+			return p.JID.User == a.lid || p.PhoneNumber.User == a.phone || p.JID.User == a.phone
+		}) {
+			info := g.info
+			info.Participants = slices.Clone(g.info.Participants)
+			out = append(out, &info)
+		}
+	}
+	slices.SortFunc(out, func(x, y *types.GroupInfo) int { return strings.Compare(x.JID.User, y.JID.User) })
+	return out, nil
 }

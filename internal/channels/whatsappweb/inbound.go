@@ -272,6 +272,28 @@ func (s *session) groupInfo(e *events.GroupInfo) {
 	s.report(func(ctx context.Context) error { return s.sink.GroupChanged(ctx, s.group(ctx, info), change) })
 }
 
+// syncGroups records the groups and communities the account is in as WhatsApp lists them at connect: those joined
+// or changed while no session ran, and the communities, which no other event names. Only what is new or changed
+// becomes an event (GroupSynced).
+func (s *session) syncGroups(ctx context.Context, c Client) {
+	infos, err := c.GetJoinedGroups(ctx)
+	if err != nil {
+		return // the next connection lists them again
+	}
+	reports := make([]channels.Group, 0, len(infos))
+	for _, info := range infos {
+		reports = append(reports, s.group(ctx, info))
+	}
+	s.report(func(ctx context.Context) error {
+		for _, g := range reports {
+			if err := s.sink.GroupChanged(ctx, g, channels.GroupSynced); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
 // joinedGroup reports a group the account was added to, created, or joined by invite.
 func (s *session) joinedGroup(e *events.JoinedGroup) {
 	info := e.GroupInfo
@@ -283,7 +305,10 @@ func (s *session) joinedGroup(e *events.JoinedGroup) {
 // group is a group as the API shows it, each participant by phone number when WhatsApp shares it.
 func (s *session) group(ctx context.Context, info *types.GroupInfo) channels.Group {
 	g := channels.Group{Address: info.JID.ToNonAD().String(), Subject: info.Name, Description: info.Topic,
-		CreatedAt: info.GroupCreated}
+		CreatedAt: info.GroupCreated, Community: info.IsParent}
+	if !info.LinkedParentJID.IsEmpty() {
+		g.CommunityAddress = info.LinkedParentJID.ToNonAD().String()
+	}
 	for _, p := range info.Participants {
 		role := "member"
 		switch {

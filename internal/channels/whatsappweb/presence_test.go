@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -21,6 +22,7 @@ import (
 	"github.com/switchboard/switchboard/gen"
 	"github.com/switchboard/switchboard/internal/await"
 	"github.com/switchboard/switchboard/internal/channels"
+	"github.com/switchboard/switchboard/internal/problem"
 	"github.com/switchboard/switchboard/store"
 	"github.com/switchboard/switchboard/store/storetest"
 )
@@ -272,4 +274,100 @@ func TestCallsFromWhatsApp(t *testing.T) {
 	if third := r.await("the group call", func(c call) bool { return c.kind == "call" && c.incoming.ID == "CALL3" }).incoming; !third.Group {
 		t.Errorf("a group call reported as %+v", third)
 	}
+}
+
+// A community and its groups, as WhatsApp lists the account's groups at connect: both are listed, the community
+// flagged and read-only (a change answers 409 and reaches no network), the group naming its community; a second
+// connection that finds nothing new records no event.
+func TestCommunitiesAreListedReadOnly(t *testing.T) {
+	storetest.OwnDialects(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		n := newNetwork()
+		me := n.add("15550100001", "Me")
+		n.scanning = append(n.scanning, me)
+		community := types.NewJID("120363000000000777", types.GroupServer)
+		announcements := types.NewJID("120363000000000778", types.GroupServer)
+		n.groups[community.User] = &fakeGroup{info: types.GroupInfo{JID: community, GroupName: types.GroupName{Name: "Neighbours"},
+			GroupParent: types.GroupParent{IsParent: true}, Participants: []types.GroupParticipant{participant(me)}}}
+		n.groups[announcements.User] = &fakeGroup{info: types.GroupInfo{JID: announcements,
+			GroupName: types.GroupName{Name: "Neighbours: news"}, GroupLinkedParent: types.GroupLinkedParent{LinkedParentJID: community},
+			Participants: []types.GroupParticipant{participant(me)}}}
+		e := newEngine(t, db, n.NewClient, 0)
+		id := e.connect(t)
+		groups := await.Until(t, "both groups listed", func() []store.ChatGroup {
+			gs, _, err := e.svc.ListGroups(ctx, e.ws, id, store.Page{Limit: 100})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return gs
+		}, func(gs []store.ChatGroup) bool { return len(gs) == 2 })
+		var parent, child store.ChatGroup
+		for _, g := range groups {
+			if g.Address == community.String() {
+				parent = g
+			} else {
+				child = g
+			}
+		}
+		if !parent.Community || parent.CommunityAddress != nil || child.Community || child.CommunityAddress == nil ||
+			*child.CommunityAddress != community.String() {
+			t.Fatalf("community %+v, its group %+v", parent, child)
+		}
+		subject := "Renamed"
+		if _, err := e.svc.UpdateGroup(ctx, e.ws, id, parent.ID, &subject, nil); problemCode(err) != "conflict" {
+			t.Errorf("renaming a community: %v, want 409 conflict", err)
+		}
+		if _, _, err := e.svc.ChangeParticipants(ctx, e.ws, id, parent.ID, "add", []string{"+4915112345678"}); problemCode(err) != "conflict" {
+			t.Errorf("adding to a community: %v, want 409 conflict", err)
+		}
+		n.mu.Lock()
+		name := n.groups[community.User].info.Name
+		n.mu.Unlock()
+		if name != "Neighbours" {
+			t.Errorf("a refused change reached WhatsApp: the community is called %q", name)
+		}
+		if _, err := e.svc.UpdateGroup(ctx, e.ws, id, child.ID, &subject, nil); err != nil {
+			t.Errorf("renaming a community's group: %v", err)
+		}
+		created := len(e.events(t, "group.created"))
+		if created != 2 {
+			t.Errorf("%d group.created events, want 2", created)
+		}
+
+		// Connect again: the groups are listed again and nothing is new.
+		if _, err := e.svc.Disconnect(ctx, e.ws, id); err != nil {
+			t.Fatal(err)
+		}
+		updates := len(e.events(t, "group.updated"))
+		if _, err := e.svc.Connect(ctx, e.ws, id); err != nil {
+			t.Fatal(err)
+		}
+		await.Until(t, "connected again", func() store.Instance { return e.instance(t, id) },
+			func(i store.Instance) bool { return i.Status == string(channels.StatusConnected) })
+		// A change made while connected is the next event: a later sync of the same groups adds none before it.
+		n.mu.Lock()
+		n.groups[announcements.User].info.Topic = "Street news"
+		n.mu.Unlock()
+		if _, err := e.svc.Disconnect(ctx, e.ws, id); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.svc.Connect(ctx, e.ws, id); err != nil {
+			t.Fatal(err)
+		}
+		got := await.Until(t, "the changed group's event", func() []map[string]any { return e.events(t, "group.updated") },
+			func(evs []map[string]any) bool { return len(evs) > updates })
+		if len(got) != updates+1 || len(e.events(t, "group.created")) != 2 {
+			t.Errorf("after two reconnections: %d group.updated (want %d), %d group.created (want 2)", len(got), updates+1,
+				len(e.events(t, "group.created")))
+		}
+	})
+}
+
+// problemCode is the code of a problem the service answers ("" for none).
+func problemCode(err error) string {
+	var p *problem.Error
+	if errors.As(err, &p) {
+		return string(p.Code)
+	}
+	return ""
 }

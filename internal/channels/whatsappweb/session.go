@@ -285,6 +285,11 @@ func (s *session) connected() {
 		account.IDs = []string{lid.User + "@" + types.HiddenUserServer}
 	}
 	s.report(func(ctx context.Context) error { return s.sink.Connected(ctx, account, creds) })
+	if c, err := s.client(); err == nil {
+		if ctx := s.live(); ctx != nil {
+			go s.syncGroups(ctx, c)
+		}
+	}
 }
 
 // loggedOut wipes the device and reports the instance logged out with WhatsApp's reason.
