@@ -336,6 +336,7 @@ func TestEveryRequestExampleWorks(t *testing.T) {
 		x.send("sandboxInbound")
 		// Presence in the chat of the text, and the instance's availability.
 		x.send("sendChatPresence")
+		x.send("updateChat")
 		x.send("setInstancePresence")
 		// A poll from +9995550102 that the instance of the examples votes on.
 		if res := e.post("/api/v1/instances/"+peers["+9995550102"]+"/messages",

@@ -152,7 +152,8 @@ func (s *Server) ListChats(ctx context.Context, req gen.ListChatsRequestObject) 
 	if err != nil {
 		return nil, err
 	}
-	rows, more, err := s.channels.ListChats(ctx, key.WorkspaceID, req.InstanceId, q.Unread, page)
+	rows, more, err := s.channels.ListChats(ctx, key.WorkspaceID, req.InstanceId, store.ChatFilter{Unread: q.Unread,
+		Archived: q.Archived, Pinned: q.Pinned, Muted: q.Muted}, page)
 	if err != nil {
 		return nil, err
 	}
@@ -179,6 +180,28 @@ func (s *Server) GetChat(ctx context.Context, req gen.GetChatRequestObject) (gen
 		return nil, err
 	}
 	return gen.GetChat200JSONResponse{Body: api}, nil
+}
+
+// UpdateChat answers PATCH /api/v1/instances/{instance_id}/chats/{chat_id}.
+func (s *Server) UpdateChat(ctx context.Context, req gen.UpdateChatRequestObject) (gen.UpdateChatResponseObject, error) {
+	key, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	b := req.Body
+	o := channels.ChatOrganization{Archived: b.Archived, Pinned: b.Pinned, Muted: b.Muted}
+	if b.MutedUntil != nil {
+		o.MutedUntil = *b.MutedUntil
+	}
+	c, err := s.channels.OrganizeChat(ctx, key.WorkspaceID, req.InstanceId, req.ChatId, o)
+	if err != nil {
+		return nil, err
+	}
+	api, err := s.channels.ChatAPI(ctx, s.db.Reader(), c)
+	if err != nil {
+		return nil, err
+	}
+	return gen.UpdateChat200JSONResponse{Body: api}, nil
 }
 
 // MarkChatRead answers POST /api/v1/instances/{instance_id}/chats/{chat_id}/read.

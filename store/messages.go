@@ -366,8 +366,22 @@ type Chat struct {
 	LastMessageID *string    `bun:"last_message_id"`
 	LastMessageAt *time.Time `bun:"last_message_at"`
 	UnreadCount   int        `bun:"unread_count"`
-	CreatedAt     time.Time  `bun:"created_at"`
-	UpdatedAt     time.Time  `bun:"updated_at"`
+	// Archived, Pinned and Muted are how the account keeps the chat; a mute ends at MutedUntil (nil: when unmuted).
+	Archived   bool       `bun:"archived"`
+	Pinned     bool       `bun:"pinned"`
+	Muted      bool       `bun:"muted"`
+	MutedUntil *time.Time `bun:"muted_until"`
+	CreatedAt  time.Time  `bun:"created_at"`
+	UpdatedAt  time.Time  `bun:"updated_at"`
+}
+
+// MutedAt reports whether the chat is muted at a time.
+func (c Chat) MutedAt(t time.Time) bool { return c.Muted && (c.MutedUntil == nil || c.MutedUntil.After(t)) }
+
+// ChatFilter narrows a list of chats; nil fields do not filter. Muted is judged at Now.
+type ChatFilter struct {
+	Unread, Archived, Pinned, Muted *bool
+	Now                             time.Time
 }
 
 // Chats is the repository of chats.
@@ -416,13 +430,27 @@ func (s *Chats) Lock(ctx context.Context, tx bun.IDB, instanceID, id string) (Ch
 
 // List returns a page of an instance's chats (only those with unread messages when unread) and whether more
 // follow. It returns no sentinel errors.
-func (s *Chats) List(ctx context.Context, workspaceID, instanceID string, unread *bool, p Page) ([]Chat, bool, error) {
+func (s *Chats) List(ctx context.Context, workspaceID, instanceID string, f ChatFilter, p Page) ([]Chat, bool, error) {
 	return s.list(ctx, workspaceID, p, func(q *bun.SelectQuery) *bun.SelectQuery {
 		q = q.Where("c.instance_id = ?", instanceID)
-		if unread != nil && *unread {
+		if f.Unread != nil && *f.Unread {
 			q = q.Where("c.unread_count > 0")
-		} else if unread != nil {
+		} else if f.Unread != nil {
 			q = q.Where("c.unread_count = 0")
+		}
+		if f.Archived != nil {
+			q = q.Where("c.archived = ?", *f.Archived)
+		}
+		if f.Pinned != nil {
+			q = q.Where("c.pinned = ?", *f.Pinned)
+		}
+		if f.Muted != nil {
+			muted := "c.muted AND (c.muted_until IS NULL OR c.muted_until > ?)"
+			if *f.Muted {
+				q = q.Where(muted, f.Now)
+			} else {
+				q = q.Where("NOT ("+muted+")", f.Now)
+			}
 		}
 		return q
 	})

@@ -41,9 +41,14 @@ func (s *Recorder) GroupAPI(ctx context.Context, db store.Querier, g store.ChatG
 
 // ChatAPI is the API's Chat of a stored chat with its newest message, read on db.
 func (s *Recorder) ChatAPI(ctx context.Context, db store.Querier, c store.Chat) (gen.Chat, error) {
+	muted := c.MutedAt(time.Now())
 	out := gen.Chat{Id: c.ID, Object: gen.ChatObjectChat, InstanceId: c.InstanceID, Type: gen.ChatType(c.Type),
 		Address: c.Address, Name: c.Name, ContactId: c.ContactID, GroupId: c.GroupID, UnreadCount: c.UnreadCount,
-		LastMessageAt: c.LastMessageAt, CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt}
+		LastMessageAt: c.LastMessageAt, CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt, Archived: &c.Archived,
+		Pinned: &c.Pinned, Muted: &muted}
+	if muted {
+		out.MutedUntil = c.MutedUntil
+	}
 	if c.LastMessageID != nil {
 		m, err := s.db.Messages.ByID(ctx, db, *c.LastMessageID)
 		if err == nil {
@@ -67,11 +72,107 @@ func (s *Service) GetChat(ctx context.Context, workspaceID, instanceID, id strin
 
 // ListChats returns a page of an instance's chats and whether more follow. Returns a NotFound problem if the
 // instance is not in the workspace.
-func (s *Service) ListChats(ctx context.Context, workspaceID, instanceID string, unread *bool, p store.Page) ([]store.Chat, bool, error) {
+func (s *Service) ListChats(ctx context.Context, workspaceID, instanceID string, f store.ChatFilter, p store.Page) ([]store.Chat, bool, error) {
 	if _, err := s.Get(ctx, workspaceID, instanceID); err != nil {
 		return nil, false, err
 	}
-	return s.db.Chats.List(ctx, workspaceID, instanceID, unread, p)
+	if f.Now.IsZero() {
+		f.Now = time.Now()
+	}
+	return s.db.Chats.List(ctx, workspaceID, instanceID, f, p)
+}
+
+// OrganizeChat archives, pins or mutes a chat: on the network first where it keeps such state (the account's
+// devices show it), then on the chat, with chat.updated. A change to the state the chat has already is none: no
+// call, no write, no event. Returns NotFound, CapabilityNotSupported (before anything changes), ValidationFailed
+// for a mute that ends in the past, and InstanceNotConnected.
+func (s *Service) OrganizeChat(ctx context.Context, workspaceID, instanceID, chatID string, o ChatOrganization) (store.Chat, error) {
+	inst, p, err := s.capable(ctx, workspaceID, instanceID, "")
+	if err != nil {
+		return store.Chat{}, err
+	}
+	for _, need := range []struct {
+		set bool
+		c   Capability
+	}{{o.Archived != nil, CapArchive}, {o.Pinned != nil, CapPin}, {o.Muted != nil, CapMute}} {
+		if need.set && !p.Info().Has(need.c) {
+			return store.Chat{}, notSupported(inst.Provider, need.c)
+		}
+	}
+	if !o.MutedUntil.IsZero() {
+		if o.Muted == nil || !*o.Muted {
+			return store.Chat{}, problem.Invalid("/muted_until", "a mute's end goes with muted: true")
+		}
+		if !o.MutedUntil.After(time.Now()) {
+			return store.Chat{}, problem.Invalid("/muted_until", "a mute ends in the future")
+		}
+		o.MutedUntil = micro(o.MutedUntil)
+	}
+	if o.Archived != nil && *o.Archived && o.Pinned != nil && *o.Pinned {
+		return store.Chat{}, problem.Invalid("/pinned", "an archived chat is not pinned: archiving unpins it")
+	}
+	c, err := s.GetChat(ctx, workspaceID, instanceID, chatID)
+	if err != nil {
+		return c, err
+	}
+	change := organized(c, o)
+	if change == (ChatOrganization{}) {
+		return c, nil
+	}
+	if _, err := call(ctx, s, inst, cmdOrganize, organizeArgs{Chat: c.Address, Org: change}); err != nil {
+		return c, err
+	}
+	err = s.inTxFor(ctx, []string{instanceID}, func(ctx context.Context, tx store.Tx) error {
+		if c, err = s.db.Chats.Lock(ctx, tx, instanceID, chatID); err != nil {
+			return err
+		}
+		applyOrganization(&c, change)
+		if err := s.db.Chats.Save(ctx, tx, &c); err != nil {
+			return err
+		}
+		return s.emitChat(ctx, tx, c)
+	})
+	return c, storeError(err, "chat", chatID)
+}
+
+// organized is the part of o that changes the chat (empty when none does).
+func organized(c store.Chat, o ChatOrganization) ChatOrganization {
+	var out ChatOrganization
+	if o.Archived != nil && *o.Archived != c.Archived {
+		out.Archived = o.Archived
+		if *o.Archived && c.Pinned {
+			// Archiving unpins, as WhatsApp does on every device.
+			unpin := false
+			out.Pinned = &unpin
+		}
+	}
+	if o.Pinned != nil && *o.Pinned != c.Pinned {
+		out.Pinned = o.Pinned
+	}
+	if o.Muted != nil {
+		until := deref(c.MutedUntil)
+		if *o.Muted != c.Muted || (*o.Muted && !until.Equal(o.MutedUntil)) {
+			out.Muted, out.MutedUntil = o.Muted, o.MutedUntil
+		}
+	}
+	return out
+}
+
+// applyOrganization records a change of how a chat is kept.
+func applyOrganization(c *store.Chat, o ChatOrganization) {
+	if o.Archived != nil {
+		c.Archived = *o.Archived
+	}
+	if o.Pinned != nil {
+		c.Pinned = *o.Pinned
+	}
+	if o.Muted != nil {
+		c.Muted, c.MutedUntil = *o.Muted, nil
+		if *o.Muted && !o.MutedUntil.IsZero() {
+			t := o.MutedUntil
+			c.MutedUntil = &t
+		}
+	}
 }
 
 // MarkRead marks every inbound message of a chat read, tells the network when the provider can (read receipts to

@@ -43,6 +43,9 @@ const (
 	CapRead           Capability = "receipts.read"
 	CapMarkRead       Capability = "chats.mark_read"
 	CapTyping         Capability = "chats.typing"
+	CapArchive        Capability = "chats.archive"
+	CapPin            Capability = "chats.pin"
+	CapMute           Capability = "chats.mute"
 	CapPresenceSend   Capability = "presence.send"
 	CapPresenceRecv   Capability = "presence.receive"
 	CapCallsReceive   Capability = "calls.receive"
@@ -176,6 +179,30 @@ type chatStateArgs struct {
 
 var cmdChatState = defineCommand("chats.typing", func(ctx context.Context, c ChatStater, a chatStateArgs) (none, error) {
 	return none{}, c.SendChatState(ctx, a.Chat, a.State)
+})
+
+// ChatOrganizer is a session that keeps chats archived, pinned or muted on the network, so that the account's
+// phone and other devices show it (chats.archive, chats.pin, chats.mute). Only the fields set change.
+type ChatOrganizer interface {
+	OrganizeChat(ctx context.Context, chat string, o ChatOrganization) error
+}
+
+// ChatOrganization is a change of how a chat is kept: nil fields stay; MutedUntil is the end of a mute (zero:
+// until unmuted).
+type ChatOrganization struct {
+	Archived   *bool     `json:"archived,omitempty"`
+	Pinned     *bool     `json:"pinned,omitempty"`
+	Muted      *bool     `json:"muted,omitempty"`
+	MutedUntil time.Time `json:"muted_until,omitzero"`
+}
+
+type organizeArgs struct {
+	Chat string           `json:"chat"`
+	Org  ChatOrganization `json:"org"`
+}
+
+var cmdOrganize = defineCommand("chats.organize", func(ctx context.Context, o ChatOrganizer, a organizeArgs) (none, error) {
+	return none{}, o.OrganizeChat(ctx, a.Chat, a.Org)
 })
 
 // PresenceSetter is a session that tells the account's contacts whether it is available (presence.send).

@@ -224,7 +224,10 @@ const (
 	CapabilityAuthToken          Capability = "auth.token"
 	CapabilityCallsReceive       Capability = "calls.receive"
 	CapabilityCallsReject        Capability = "calls.reject"
+	CapabilityChatsArchive       Capability = "chats.archive"
 	CapabilityChatsMarkRead      Capability = "chats.mark_read"
+	CapabilityChatsMute          Capability = "chats.mute"
+	CapabilityChatsPin           Capability = "chats.pin"
 	CapabilityChatsTyping        Capability = "chats.typing"
 	CapabilityContactsBlock      Capability = "contacts.block"
 	CapabilityContactsLookup     Capability = "contacts.lookup"
@@ -260,7 +263,13 @@ func (e Capability) Valid() bool {
 		return true
 	case CapabilityCallsReject:
 		return true
+	case CapabilityChatsArchive:
+		return true
 	case CapabilityChatsMarkRead:
+		return true
+	case CapabilityChatsMute:
+		return true
+	case CapabilityChatsPin:
 		return true
 	case CapabilityChatsTyping:
 		return true
@@ -2834,6 +2843,9 @@ type Chat struct {
 	// Example: +9995550102
 	Address Address `json:"address"`
 
+	// Archived Archived (kept out of the main chat list on the account's devices).
+	Archived *bool `json:"archived,omitempty"`
+
 	// ContactId The person (`direct`).
 	ContactId *string `json:"contact_id"`
 
@@ -2859,11 +2871,20 @@ type Chat struct {
 	// LastMessageAt When the newest message was sent or received.
 	LastMessageAt *time.Time `json:"last_message_at"`
 
+	// Muted Muted now (no notifications on the account's devices).
+	Muted *bool `json:"muted,omitempty"`
+
+	// MutedUntil When the mute ends (`null` while muted means until unmuted).
+	MutedUntil *time.Time `json:"muted_until,omitempty"`
+
 	// Name The person's or the group's name.
 	Name *string `json:"name"`
 
 	// Object Always `chat`.
 	Object ChatObject `json:"object"`
+
+	// Pinned Pinned to the top of the chat list.
+	Pinned *bool `json:"pinned,omitempty"`
 
 	// Type With one person or a group.
 	Type ChatType `json:"type"`
@@ -3014,6 +3035,23 @@ type ChatPresenceInput struct {
 //
 // Example: typing
 type ChatPresenceState string
+
+// ChatUpdate How to keep a chat; absent fields stay as they are.
+//
+// Example: {"muted":true,"muted_until":"2026-12-05T10:00:00Z"}
+type ChatUpdate struct {
+	// Archived Archive (`true`) or unarchive it.
+	Archived *bool `json:"archived,omitempty"`
+
+	// Muted Mute (`true`, until `muted_until` or until unmuted) or unmute it.
+	Muted *bool `json:"muted,omitempty"`
+
+	// MutedUntil With `muted`, when the mute ends (in the future); absent for until unmuted.
+	MutedUntil *time.Time `json:"muted_until,omitempty"`
+
+	// Pinned Pin (`true`) or unpin it.
+	Pinned *bool `json:"pinned,omitempty"`
+}
 
 // ChatUpdatedEvent A chat changed: a new message, or it was marked read.
 //
@@ -7353,6 +7391,15 @@ type ListChatsParams struct {
 	// Unread `true`: only chats with unread messages.
 	Unread *bool `form:"unread,omitempty" json:"unread,omitempty"`
 
+	// Archived `true`: only archived chats; `false`: only those not archived.
+	Archived *bool `form:"archived,omitempty" json:"archived,omitempty"`
+
+	// Pinned `true`: only pinned chats; `false`: only those not pinned.
+	Pinned *bool `form:"pinned,omitempty" json:"pinned,omitempty"`
+
+	// Muted `true`: only chats muted now; `false`: only those not muted now.
+	Muted *bool `form:"muted,omitempty" json:"muted,omitempty"`
+
 	// Limit How many items to return (1–100).
 	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
 
@@ -7687,6 +7734,9 @@ type CreateBotJSONRequestBody = BotCreate
 
 // UpdateBotJSONRequestBody defines body for UpdateBot for application/json ContentType.
 type UpdateBotJSONRequestBody = BotUpdate
+
+// UpdateChatJSONRequestBody defines body for UpdateChat for application/json ContentType.
+type UpdateChatJSONRequestBody = ChatUpdate
 
 // ControlChatBotJSONRequestBody defines body for ControlChatBot for application/json ContentType.
 type ControlChatBotJSONRequestBody = ChatBotControl
@@ -9374,6 +9424,32 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /api/v1/instances/{instance_id}/chats/{chat_id} (the `GetChat` operationId).
 	GetChat(ctx context.Context, instanceId InstanceID, chatId ChatID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateChatWithBody Archive, pin or mute a chat
+	//
+	// Changes how the chat is kept: archived, pinned, muted (until a time, or until unmuted). The change is made on
+	// the network first where the network keeps it (the account's phone and other devices show it), then recorded,
+	// with a `chat.updated` event; a repeat of the current state changes nothing and emits nothing. Each field needs
+	// its capability (`chats.archive`, `chats.pin`, `chats.mute`): `422 capability_not_supported` before anything
+	// changes, `409 instance_not_connected` when the network must be told and the instance has no live session.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PATCH /api/v1/instances/{instance_id}/chats/{chat_id} (the `UpdateChat` operationId).
+	UpdateChatWithBody(ctx context.Context, instanceId InstanceID, chatId ChatID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateChat Archive, pin or mute a chat
+	//
+	// Changes how the chat is kept: archived, pinned, muted (until a time, or until unmuted). The change is made on
+	// the network first where the network keeps it (the account's phone and other devices show it), then recorded,
+	// with a `chat.updated` event; a repeat of the current state changes nothing and emits nothing. Each field needs
+	// its capability (`chats.archive`, `chats.pin`, `chats.mute`): `422 capability_not_supported` before anything
+	// changes, `409 instance_not_connected` when the network must be told and the instance has no live session.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PATCH /api/v1/instances/{instance_id}/chats/{chat_id} (the `UpdateChat` operationId).
+	UpdateChat(ctx context.Context, instanceId InstanceID, chatId ChatID, body UpdateChatJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ControlChatBotWithBody Pause or resume the bots of a chat
 	//
@@ -11317,6 +11393,52 @@ func (c *Client) ListChats(ctx context.Context, instanceId InstanceID, params *L
 // Corresponds with GET /api/v1/instances/{instance_id}/chats/{chat_id} (the `GetChat` operationId).
 func (c *Client) GetChat(ctx context.Context, instanceId InstanceID, chatId ChatID, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetChatRequest(c.Server, instanceId, chatId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateChatWithBody Archive, pin or mute a chat
+//
+// Changes how the chat is kept: archived, pinned, muted (until a time, or until unmuted). The change is made on
+// the network first where the network keeps it (the account's phone and other devices show it), then recorded,
+// with a `chat.updated` event; a repeat of the current state changes nothing and emits nothing. Each field needs
+// its capability (`chats.archive`, `chats.pin`, `chats.mute`): `422 capability_not_supported` before anything
+// changes, `409 instance_not_connected` when the network must be told and the instance has no live session.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PATCH /api/v1/instances/{instance_id}/chats/{chat_id} (the `UpdateChat` operationId).
+func (c *Client) UpdateChatWithBody(ctx context.Context, instanceId InstanceID, chatId ChatID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateChatRequestWithBody(c.Server, instanceId, chatId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateChat Archive, pin or mute a chat
+//
+// Changes how the chat is kept: archived, pinned, muted (until a time, or until unmuted). The change is made on
+// the network first where the network keeps it (the account's phone and other devices show it), then recorded,
+// with a `chat.updated` event; a repeat of the current state changes nothing and emits nothing. Each field needs
+// its capability (`chats.archive`, `chats.pin`, `chats.mute`): `422 capability_not_supported` before anything
+// changes, `409 instance_not_connected` when the network must be told and the instance has no live session.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PATCH /api/v1/instances/{instance_id}/chats/{chat_id} (the `UpdateChat` operationId).
+func (c *Client) UpdateChat(ctx context.Context, instanceId InstanceID, chatId ChatID, body UpdateChatJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateChatRequest(c.Server, instanceId, chatId, body)
 	if err != nil {
 		return nil, err
 	}
@@ -14907,6 +15029,42 @@ func NewListChatsRequest(server string, instanceId InstanceID, params *ListChats
 
 		}
 
+		if params.Archived != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "archived", *params.Archived, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Pinned != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "pinned", *params.Pinned, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Muted != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "muted", *params.Muted, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if params.Limit != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int32"}); err != nil {
@@ -14982,6 +15140,60 @@ func NewGetChatRequest(server string, instanceId InstanceID, chatId ChatID) (*ht
 	if err != nil {
 		return nil, err
 	}
+
+	return req, nil
+}
+
+// NewUpdateChatRequest calls the generic UpdateChat builder with application/json body
+func NewUpdateChatRequest(server string, instanceId InstanceID, chatId ChatID, body UpdateChatJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewUpdateChatRequestWithBody(server, instanceId, chatId, "application/json", bodyReader)
+}
+
+// NewUpdateChatRequestWithBody constructs an http.Request for the UpdateChat method, with any body, and a specified content type
+func NewUpdateChatRequestWithBody(server string, instanceId InstanceID, chatId ChatID, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "instance_id", instanceId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "chat_id", chatId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/instances/%s/chats/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPatch, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
 
 	return req, nil
 }
@@ -19739,6 +19951,32 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /api/v1/instances/{instance_id}/chats/{chat_id} (the `GetChat` operationId).
 	GetChatWithResponse(ctx context.Context, instanceId InstanceID, chatId ChatID, reqEditors ...RequestEditorFn) (*GetChatResponse, error)
+
+	// UpdateChatWithBodyWithResponse Archive, pin or mute a chat
+	//
+	// Changes how the chat is kept: archived, pinned, muted (until a time, or until unmuted). The change is made on
+	// the network first where the network keeps it (the account's phone and other devices show it), then recorded,
+	// with a `chat.updated` event; a repeat of the current state changes nothing and emits nothing. Each field needs
+	// its capability (`chats.archive`, `chats.pin`, `chats.mute`): `422 capability_not_supported` before anything
+	// changes, `409 instance_not_connected` when the network must be told and the instance has no live session.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /api/v1/instances/{instance_id}/chats/{chat_id} (the `UpdateChat` operationId).
+	UpdateChatWithBodyWithResponse(ctx context.Context, instanceId InstanceID, chatId ChatID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateChatResponse, error)
+
+	// UpdateChatWithResponse Archive, pin or mute a chat
+	//
+	// Changes how the chat is kept: archived, pinned, muted (until a time, or until unmuted). The change is made on
+	// the network first where the network keeps it (the account's phone and other devices show it), then recorded,
+	// with a `chat.updated` event; a repeat of the current state changes nothing and emits nothing. Each field needs
+	// its capability (`chats.archive`, `chats.pin`, `chats.mute`): `422 capability_not_supported` before anything
+	// changes, `409 instance_not_connected` when the network must be told and the instance has no live session.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /api/v1/instances/{instance_id}/chats/{chat_id} (the `UpdateChat` operationId).
+	UpdateChatWithResponse(ctx context.Context, instanceId InstanceID, chatId ChatID, body UpdateChatJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateChatResponse, error)
 
 	// ControlChatBotWithBodyWithResponse Pause or resume the bots of a chat
 	//
@@ -25032,6 +25270,213 @@ func (r GetChatResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetChatResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// UpdateChatResponse200Headers the declared response headers of an HTTP 200 response for UpdateChat
+type UpdateChatResponse200Headers struct {
+	AccessControlAllowOrigin *string
+	RateLimit                *string
+	RateLimitPolicy          *string
+	XRequestId               *string
+}
+
+// UpdateChatResponse400Headers the declared response headers of an HTTP 400 response for UpdateChat
+type UpdateChatResponse400Headers struct {
+	AccessControlAllowOrigin *string
+	RateLimit                *string
+	RateLimitPolicy          *string
+	XRequestId               *string
+}
+
+// UpdateChatResponse401Headers the declared response headers of an HTTP 401 response for UpdateChat
+type UpdateChatResponse401Headers struct {
+	AccessControlAllowOrigin *string
+	RateLimit                *string
+	RateLimitPolicy          *string
+	WWWAuthenticate          *string
+	XRequestId               *string
+}
+
+// UpdateChatResponse403Headers the declared response headers of an HTTP 403 response for UpdateChat
+type UpdateChatResponse403Headers struct {
+	AccessControlAllowOrigin *string
+	RateLimit                *string
+	RateLimitPolicy          *string
+	WWWAuthenticate          *string
+	XRequestId               *string
+}
+
+// UpdateChatResponse404Headers the declared response headers of an HTTP 404 response for UpdateChat
+type UpdateChatResponse404Headers struct {
+	AccessControlAllowOrigin *string
+	RateLimit                *string
+	RateLimitPolicy          *string
+	XRequestId               *string
+}
+
+// UpdateChatResponse409Headers the declared response headers of an HTTP 409 response for UpdateChat
+type UpdateChatResponse409Headers struct {
+	AccessControlAllowOrigin *string
+	RateLimit                *string
+	RateLimitPolicy          *string
+	XRequestId               *string
+}
+
+// UpdateChatResponse422Headers the declared response headers of an HTTP 422 response for UpdateChat
+type UpdateChatResponse422Headers struct {
+	AccessControlAllowOrigin *string
+	RateLimit                *string
+	RateLimitPolicy          *string
+	XRequestId               *string
+}
+
+// UpdateChatResponse429Headers the declared response headers of an HTTP 429 response for UpdateChat
+type UpdateChatResponse429Headers struct {
+	AccessControlAllowOrigin *string
+	RateLimit                *string
+	RateLimitPolicy          *string
+	RetryAfter               *int
+	XRequestId               *string
+}
+
+// UpdateChatResponse500Headers the declared response headers of an HTTP 500 response for UpdateChat
+type UpdateChatResponse500Headers struct {
+	AccessControlAllowOrigin *string
+	RateLimit                *string
+	RateLimitPolicy          *string
+	XRequestId               *string
+}
+
+// UpdateChatResponseDefaultHeaders the declared response headers of an HTTP default response for UpdateChat
+type UpdateChatResponseDefaultHeaders struct {
+	AccessControlAllowOrigin *string
+	RateLimit                *string
+	RateLimitPolicy          *string
+	XRequestId               *string
+}
+
+type UpdateChatResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Chat
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Conflict
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *UnprocessableEntity
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *InternalError
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *UpdateChatResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *UpdateChatResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *UpdateChatResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *UpdateChatResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *UpdateChatResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *UpdateChatResponse409Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *UpdateChatResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *UpdateChatResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *UpdateChatResponse500Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *UpdateChatResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r UpdateChatResponse) GetJSON200() *Chat {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r UpdateChatResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r UpdateChatResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r UpdateChatResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r UpdateChatResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r UpdateChatResponse) GetApplicationproblemJSON409() *Conflict {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r UpdateChatResponse) GetApplicationproblemJSON422() *UnprocessableEntity {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r UpdateChatResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r UpdateChatResponse) GetApplicationproblemJSON500() *InternalError {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r UpdateChatResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r UpdateChatResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r UpdateChatResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UpdateChatResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r UpdateChatResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -41500,6 +41945,44 @@ func (c *ClientWithResponses) GetChatWithResponse(ctx context.Context, instanceI
 	return ParseGetChatResponse(rsp)
 }
 
+// UpdateChatWithBodyWithResponse Archive, pin or mute a chat
+//
+// Changes how the chat is kept: archived, pinned, muted (until a time, or until unmuted). The change is made on
+// the network first where the network keeps it (the account's phone and other devices show it), then recorded,
+// with a `chat.updated` event; a repeat of the current state changes nothing and emits nothing. Each field needs
+// its capability (`chats.archive`, `chats.pin`, `chats.mute`): `422 capability_not_supported` before anything
+// changes, `409 instance_not_connected` when the network must be told and the instance has no live session.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /api/v1/instances/{instance_id}/chats/{chat_id} (the `UpdateChat` operationId).
+func (c *ClientWithResponses) UpdateChatWithBodyWithResponse(ctx context.Context, instanceId InstanceID, chatId ChatID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateChatResponse, error) {
+	rsp, err := c.UpdateChatWithBody(ctx, instanceId, chatId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateChatResponse(rsp)
+}
+
+// UpdateChatWithResponse Archive, pin or mute a chat
+//
+// Changes how the chat is kept: archived, pinned, muted (until a time, or until unmuted). The change is made on
+// the network first where the network keeps it (the account's phone and other devices show it), then recorded,
+// with a `chat.updated` event; a repeat of the current state changes nothing and emits nothing. Each field needs
+// its capability (`chats.archive`, `chats.pin`, `chats.mute`): `422 capability_not_supported` before anything
+// changes, `409 instance_not_connected` when the network must be told and the instance has no live session.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /api/v1/instances/{instance_id}/chats/{chat_id} (the `UpdateChat` operationId).
+func (c *ClientWithResponses) UpdateChatWithResponse(ctx context.Context, instanceId InstanceID, chatId ChatID, body UpdateChatJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateChatResponse, error) {
+	rsp, err := c.UpdateChat(ctx, instanceId, chatId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateChatResponse(rsp)
+}
+
 // ControlChatBotWithBodyWithResponse Pause or resume the bots of a chat
 //
 // `pause` puts the chat in human takeover: no bot of the instance answers it, for `minutes` or until it is
@@ -51503,6 +51986,429 @@ func ParseGetChatResponse(rsp *http.Response) (*GetChatResponse, error) {
 		response.Headers500 = &headers
 	case true:
 		var headers GetChatResponseDefaultHeaders
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: "uri"}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseUpdateChatResponse parses an HTTP response from a UpdateChatWithResponse call
+func ParseUpdateChatResponse(rsp *http.Response) (*UpdateChatResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UpdateChatResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Chat
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest UnprocessableEntity
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers UpdateChatResponse200Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: "uri"}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers UpdateChatResponse400Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: "uri"}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers UpdateChatResponse401Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: "uri"}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers UpdateChatResponse403Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: "uri"}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers UpdateChatResponse404Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: "uri"}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers UpdateChatResponse409Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: "uri"}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 422:
+		var headers UpdateChatResponse422Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: "uri"}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers UpdateChatResponse429Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: "uri"}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int32"}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers UpdateChatResponse500Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: "uri"}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers500 = &headers
+	case true:
+		var headers UpdateChatResponseDefaultHeaders
 		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: "uri"}); err != nil {

@@ -26,6 +26,8 @@ var seams = []seam{
 	{"channels.Templater", implements[channels.Templater], []channels.Capability{channels.CapTemplate}},
 	{"channels.ReadMarker", implements[channels.ReadMarker], []channels.Capability{channels.CapMarkRead}},
 	{"channels.ChatStater", implements[channels.ChatStater], []channels.Capability{channels.CapTyping}},
+	{"channels.ChatOrganizer", implements[channels.ChatOrganizer], []channels.Capability{channels.CapArchive,
+		channels.CapPin, channels.CapMute}},
 	{"channels.PresenceSetter", implements[channels.PresenceSetter], []channels.Capability{channels.CapPresenceSend}},
 	{"channels.GroupManager", implements[channels.GroupManager], []channels.Capability{channels.CapGroupsCreate,
 		channels.CapGroupsManage, channels.CapGroupsInvite}},

@@ -153,3 +153,15 @@ func (s *session) vote(ctx context.Context, poll string, options []int) error {
 	}
 	return s.postNow(ctx, rs, letters)
 }
+
+// OrganizeChat keeps a chat archived, pinned or muted. The sandbox network has no other devices to show it on, so
+// a live session is all it needs; the service records the state.
+func (s *session) OrganizeChat(_ context.Context, chat string, _ channels.ChatOrganization) error {
+	if _, number := s.live(); number == "" {
+		return notConnected()
+	}
+	if _, err := normalize(chat); err != nil {
+		return failure("invalid_address", "%v", err)
+	}
+	return nil
+}

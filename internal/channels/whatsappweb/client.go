@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"go.mau.fi/whatsmeow"
+	"go.mau.fi/whatsmeow/appstate"
 	waE2E "go.mau.fi/whatsmeow/proto/waE2E"
 	waHistorySync "go.mau.fi/whatsmeow/proto/waHistorySync"
 	waWeb "go.mau.fi/whatsmeow/proto/waWeb"
@@ -66,6 +67,9 @@ type Client interface {
 	// text of each option chosen.
 	BuildPollCreation(question string, options []string, selectable int) *waE2E.Message
 	DecryptPollVote(ctx context.Context, vote *events.Message) (*waE2E.PollVoteMessage, error)
+	// SendAppState sends a change of the account's app state (archive, pin, mute …), which its phone and other
+	// devices apply.
+	SendAppState(ctx context.Context, patch appstate.PatchInfo) error
 	// RejectCall declines an incoming call (from is the calling device, as the offer names it).
 	RejectCall(ctx context.Context, from types.JID, callID string) error
 }
@@ -221,4 +225,8 @@ func (r *realClient) RejectCall(ctx context.Context, from types.JID, callID stri
 
 func (r *realClient) GetJoinedGroups(ctx context.Context) ([]*types.GroupInfo, error) {
 	return r.c.GetJoinedGroups(ctx)
+}
+
+func (r *realClient) SendAppState(ctx context.Context, patch appstate.PatchInfo) error {
+	return r.c.SendAppState(ctx, patch)
 }

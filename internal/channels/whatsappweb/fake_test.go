@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"go.mau.fi/whatsmeow"
+	"go.mau.fi/whatsmeow/appstate"
 	waAdv "go.mau.fi/whatsmeow/proto/waAdv"
 	waE2E "go.mau.fi/whatsmeow/proto/waE2E"
 	waHistorySync "go.mau.fi/whatsmeow/proto/waHistorySync"
@@ -599,4 +600,24 @@ func (c *fakeClient) GetJoinedGroups(context.Context) ([]*types.GroupInfo, error
 	}
 	slices.SortFunc(out, func(x, y *types.GroupInfo) int { return strings.Compare(x.JID.User, y.JID.User) })
 	return out, nil
+}
+
+// SendAppState records each mutation as "appstate <kind> <chat> <value>".
+func (c *fakeClient) SendAppState(_ context.Context, patch appstate.PatchInfo) error {
+	for _, m := range patch.Mutations {
+		v := m.Value
+		var what string
+		switch {
+		case v.GetArchiveChatAction() != nil:
+			what = fmt.Sprint(v.GetArchiveChatAction().GetArchived())
+		case v.GetPinAction() != nil:
+			what = fmt.Sprint(v.GetPinAction().GetPinned())
+		case v.GetMuteAction() != nil:
+			what = fmt.Sprint(v.GetMuteAction().GetMuted(), " ", v.GetMuteAction().GetMuteEndTimestamp())
+		}
+		if err := c.presence("appstate " + m.Index[0] + " " + m.Index[1] + " " + what); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -4,7 +4,9 @@ package whatsappweb
 
 import (
 	"context"
+	"time"
 
+	"go.mau.fi/whatsmeow/appstate"
 	waE2E "go.mau.fi/whatsmeow/proto/waE2E"
 	"go.mau.fi/whatsmeow/types"
 	"go.mau.fi/whatsmeow/types/events"
@@ -166,6 +168,40 @@ func pollOf(m *waE2E.Message) *waE2E.PollCreationMessage {
 		m.GetPollCreationMessageV3()} {
 		if p != nil {
 			return p
+		}
+	}
+	return nil
+}
+
+// OrganizeChat archives, pins or mutes a chat in the account's app state, which the phone and the other linked
+// devices apply: one patch per change, in WhatsApp's own encoding.
+func (s *session) OrganizeChat(ctx context.Context, chat string, o channels.ChatOrganization) error {
+	c, err := s.client()
+	if err != nil {
+		return err
+	}
+	j, err := jidOf(chat)
+	if err != nil {
+		return err
+	}
+	var patches []appstate.PatchInfo
+	if o.Archived != nil {
+		patches = append(patches, appstate.BuildArchive(j, *o.Archived, time.Time{}, nil))
+	}
+	if o.Pinned != nil && (o.Archived == nil || !*o.Archived) { // archiving unpins by itself
+		patches = append(patches, appstate.BuildPin(j, *o.Pinned))
+	}
+	if o.Muted != nil {
+		var end *int64
+		if *o.Muted && !o.MutedUntil.IsZero() {
+			ms := o.MutedUntil.UnixMilli()
+			end = &ms
+		}
+		patches = append(patches, appstate.BuildMuteAbs(j, *o.Muted, end))
+	}
+	for _, p := range patches {
+		if err := c.SendAppState(ctx, p); err != nil {
+			return failureOf(err)
 		}
 	}
 	return nil

@@ -7,6 +7,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -370,4 +371,27 @@ func problemCode(err error) string {
 		return string(p.Code)
 	}
 	return ""
+}
+
+// Archiving, pinning and muting are app state patches in WhatsApp's encoding: archive (which unpins by itself),
+// pin, mute until a time (milliseconds) or forever (-1), unmute.
+func TestChatOrganizationIsAppState(t *testing.T) {
+	r := newRig(t, sqlite(t), true)
+	ctx := context.Background()
+	peer := "+" + r.peer.phone
+	yes, no := true, false
+	until := time.Date(2026, 12, 5, 10, 0, 0, 0, time.UTC)
+	for _, o := range []channels.ChatOrganization{{Pinned: &yes}, {Archived: &yes, Pinned: &no}, {Archived: &no},
+		{Muted: &yes, MutedUntil: until}, {Muted: &yes}, {Muted: &no}} {
+		if err := r.sess.OrganizeChat(ctx, peer, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	to, me := r.peer.pn().String(), r.me.phone+" appstate "
+	want := []string{me + "pin_v1 " + to + " true", me + "archive " + to + " true", me + "pin_v1 " + to + " false",
+		me + "archive " + to + " false", me + "mute " + to + " true " + fmt.Sprint(until.UnixMilli()),
+		me + "mute " + to + " true -1", me + "mute " + to + " false 0"}
+	if got := r.n.presenceLog(); !slices.Equal(got, want) {
+		t.Errorf("app state\n%q\nwant\n%q", got, want)
+	}
 }
