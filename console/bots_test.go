@@ -66,9 +66,11 @@ func TestBotsOnTheInstancePage(t *testing.T) {
 
 		// Alice writes to Bob; the bot answers and its run shows with its tokens.
 		b.postCSRF(t, "/user/channels/"+alice.ID+"/send", url.Values{"to": {bob.Account.Address}, "text": {"hello bot"}})
-		answered := await.Until(t, "the bot's run on the page", func() *resp { return b.get(t, page) },
+		// The page reads the messages before the bots: one render can show the run replied and not yet its reply.
+		answered := await.Until(t, "the bot's run and its reply on the page", func() *resp { return b.get(t, page) },
 			func(r *resp) bool {
-				return strings.Contains(r.body, `<span class="badge status-replied">replied</span>`)
+				return strings.Contains(r.body, `<span class="badge status-replied">replied</span>`) &&
+					strings.Contains(r.body, "echo: hello bot")
 			})
 		answered.wantText(t, "echo: hello bot")
 		answered.wantText(t, "18 tokens")
