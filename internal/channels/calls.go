@@ -2,6 +2,7 @@ package channels
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/switchboard/switchboard/gen"
@@ -71,4 +72,30 @@ func (s *Recorder) queueText(ctx context.Context, tx store.Querier, inst store.I
 		return store.Message{}, err
 	}
 	return m, s.emitChat(ctx, tx, chat)
+}
+
+// ChatOrganized records how the account keeps a chat as another of its devices changed it: only what differs, with
+// chat.updated. A chat the instance does not know yet is left alone (it appears with its first message).
+func (k *sink) ChatOrganized(ctx context.Context, chat string, o ChatOrganization) error {
+	if !o.MutedUntil.IsZero() {
+		o.MutedUntil = micro(o.MutedUntil)
+	}
+	return k.s.inTxFor(ctx, []string{k.id}, func(ctx context.Context, tx store.Tx) error {
+		c, err := k.s.db.Chats.ByAddress(ctx, tx, k.id, chat)
+		if errors.Is(err, store.ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		change := organized(c, o)
+		if change == (ChatOrganization{}) {
+			return nil
+		}
+		applyOrganization(&c, change)
+		if err := k.s.db.Chats.Save(ctx, tx, &c); err != nil {
+			return err
+		}
+		return k.s.emitChat(ctx, tx, c)
+	})
 }

@@ -735,6 +735,8 @@ type Sink interface {
 	// the session then declines it on the network. Whatever the instance sends the caller afterwards is queued by
 	// the service.
 	Call(ctx context.Context, c IncomingCall) (CallAnswer, error)
+	// ChatOrganized reports that the account archived, pinned or muted a chat on another device (its phone).
+	ChatOrganized(ctx context.Context, chat string, o ChatOrganization) error
 }
 
 // Report is one report of a batch (BatchSink.Record): an inbound message or a receipt, exactly one of them set.

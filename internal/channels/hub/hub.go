@@ -785,6 +785,10 @@ func (s *trackingSink) PollVote(ctx context.Context, v channels.PollVote) error 
 	return s.pass(func() error { return s.sink.PollVote(ctx, v) })
 }
 
+func (s *trackingSink) ChatOrganized(ctx context.Context, chat string, o channels.ChatOrganization) error {
+	return s.pass(func() error { return s.sink.ChatOrganized(ctx, chat, o) })
+}
+
 func (s *trackingSink) Call(ctx context.Context, c channels.IncomingCall) (channels.CallAnswer, error) {
 	var a channels.CallAnswer
 	err := s.pass(func() (err error) {

@@ -116,6 +116,10 @@ func (t *tap) PollVote(ctx context.Context, v channels.PollVote) error {
 	return t.pass(ctx, Call{Kind: "vote", Vote: v}, func(n channels.Sink) error { return n.PollVote(ctx, v) })
 }
 
+func (t *tap) ChatOrganized(ctx context.Context, chat string, o channels.ChatOrganization) error {
+	return t.pass(ctx, Call{Kind: "organized"}, func(n channels.Sink) error { return n.ChatOrganized(ctx, chat, o) })
+}
+
 func (t *tap) Call(ctx context.Context, c channels.IncomingCall) (channels.CallAnswer, error) {
 	var a channels.CallAnswer
 	err := t.pass(ctx, Call{Kind: "call", Incoming: c}, func(n channels.Sink) (err error) {

@@ -107,6 +107,10 @@ func (r *recorder) PollVote(_ context.Context, v channels.PollVote) error {
 	return r.add(event{kind: "vote", vote: v})
 }
 
+func (r *recorder) ChatOrganized(context.Context, string, channels.ChatOrganization) error {
+	return r.add(event{kind: "organized"})
+}
+
 func (r *recorder) Call(_ context.Context, c channels.IncomingCall) (channels.CallAnswer, error) {
 	r.mu.Lock()
 	reject := r.reject

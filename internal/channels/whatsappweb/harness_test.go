@@ -34,6 +34,7 @@ type call struct {
 	presence channels.Presence
 	vote     channels.PollVote
 	incoming channels.IncomingCall
+	org      channels.ChatOrganization
 }
 
 // recorder is a Sink that keeps every report.
@@ -81,6 +82,10 @@ func (r *recorder) Presence(_ context.Context, p channels.Presence) error {
 
 func (r *recorder) PollVote(_ context.Context, v channels.PollVote) error {
 	return r.add(call{kind: "vote", vote: v})
+}
+
+func (r *recorder) ChatOrganized(_ context.Context, chat string, o channels.ChatOrganization) error {
+	return r.add(call{kind: "organized", reason: chat, org: o})
 }
 
 func (r *recorder) Call(_ context.Context, c channels.IncomingCall) (channels.CallAnswer, error) {

@@ -173,6 +173,19 @@ func pollOf(m *waE2E.Message) *waE2E.PollCreationMessage {
 	return nil
 }
 
+// organized reports a chat the account archived, pinned or muted on its phone (an app state change).
+func (s *session) organized(chat types.JID, o channels.ChatOrganization) {
+	ctx := s.live()
+	if ctx == nil {
+		return
+	}
+	address := chat.ToNonAD().String()
+	if chat.Server != types.GroupServer {
+		address = s.party(ctx, chat, types.EmptyJID, "").Address
+	}
+	s.report(func(ctx context.Context) error { return s.sink.ChatOrganized(ctx, address, o) })
+}
+
 // OrganizeChat archives, pins or mutes a chat in the account's app state, which the phone and the other linked
 // devices apply: one patch per change, in WhatsApp's own encoding.
 func (s *session) OrganizeChat(ctx context.Context, chat string, o channels.ChatOrganization) error {

@@ -16,6 +16,7 @@ import (
 	waBinary "go.mau.fi/whatsmeow/binary"
 	waCommon "go.mau.fi/whatsmeow/proto/waCommon"
 	waE2E "go.mau.fi/whatsmeow/proto/waE2E"
+	waSyncAction "go.mau.fi/whatsmeow/proto/waSyncAction"
 	"go.mau.fi/whatsmeow/types"
 	"go.mau.fi/whatsmeow/types/events"
 	"google.golang.org/protobuf/proto"
@@ -394,4 +395,53 @@ func TestChatOrganizationIsAppState(t *testing.T) {
 	if got := r.n.presenceLog(); !slices.Equal(got, want) {
 		t.Errorf("app state\n%q\nwant\n%q", got, want)
 	}
+}
+
+// What the phone does to a chat (archive, pin, mute until a time) reaches the chat through WhatsApp's app state
+// events, with chat.updated; a repeat of the state is no change and no event.
+func TestChatOrganizedOnThePhone(t *testing.T) {
+	storetest.OwnDialects(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		n := newNetwork()
+		me := n.add("15550100001", "Me")
+		peer := n.add("4915112345678", "Peer")
+		n.scanning = append(n.scanning, me)
+		e := newEngine(t, db, n.NewClient, 0)
+		id := e.connect(t)
+		await.Until(t, "the instance to connect", func() store.Instance { return e.instance(t, id) },
+			func(i store.Instance) bool { return i.Status == string(channels.StatusConnected) })
+		n.deliver(me, &events.Message{Info: types.MessageInfo{ID: "3AHELLO", Timestamp: time.Now(),
+			MessageSource: types.MessageSource{Chat: peer.pn(), Sender: peer.pn()}},
+			Message: &waE2E.Message{Conversation: proto.String("hello")}})
+		chats := await.Until(t, "the chat", func() []store.Chat {
+			cs, _, err := e.svc.ListChats(ctx, e.ws, id, store.ChatFilter{}, store.Page{Limit: 10})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return cs
+		}, func(cs []store.Chat) bool { return len(cs) == 1 })
+		updates := len(e.events(t, "chat.updated"))
+		until := time.Now().Add(8 * time.Hour).Truncate(time.Millisecond)
+		n.deliver(me, &events.Pin{JID: peer.jid(), Action: &waSyncAction.PinAction{Pinned: proto.Bool(true)}})
+		n.deliver(me, &events.Pin{JID: peer.pn(), Action: &waSyncAction.PinAction{Pinned: proto.Bool(true)}}) // again
+		n.deliver(me, &events.Mute{JID: peer.pn(), Action: &waSyncAction.MuteAction{Muted: proto.Bool(true),
+			MuteEndTimestamp: proto.Int64(until.UnixMilli())}})
+		n.deliver(me, &events.Archive{JID: peer.pn(), Action: &waSyncAction.ArchiveChatAction{Archived: proto.Bool(true)}})
+		c := await.Until(t, "the chat archived", func() store.Chat {
+			c, err := e.svc.GetChat(ctx, e.ws, id, chats[0].ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return c
+		}, func(c store.Chat) bool { return c.Archived })
+		if !c.Muted || c.MutedUntil == nil || !c.MutedUntil.Equal(until) {
+			t.Errorf("chat after the phone's changes: muted %v until %v, want until %v", c.Muted, c.MutedUntil, until)
+		}
+		if c.Pinned {
+			t.Error("an archived chat is still pinned (archiving unpins)")
+		}
+		if got := len(e.events(t, "chat.updated")) - updates; got != 3 {
+			t.Errorf("%d chat.updated events for pin, pin again, mute and archive; want 3", got)
+		}
+	})
 }

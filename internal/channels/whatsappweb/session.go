@@ -194,6 +194,19 @@ func (s *session) handle(evt any) {
 		s.call(e.BasicCallMeta, video, false)
 	case *events.CallOfferNotice:
 		s.call(e.BasicCallMeta, e.Media == "video", e.Type == "group")
+	case *events.Archive:
+		archived := e.Action.GetArchived()
+		s.organized(e.JID, channels.ChatOrganization{Archived: &archived})
+	case *events.Pin:
+		pinned := e.Action.GetPinned()
+		s.organized(e.JID, channels.ChatOrganization{Pinned: &pinned})
+	case *events.Mute:
+		muted := e.Action.GetMuted()
+		o := channels.ChatOrganization{Muted: &muted}
+		if end := e.Action.GetMuteEndTimestamp(); muted && end > 0 {
+			o.MutedUntil = time.UnixMilli(end)
+		}
+		s.organized(e.JID, o)
 	case *events.Presence:
 		s.presence(e)
 	case *events.ChatPresence:
