@@ -161,8 +161,8 @@ func (db *DB) inserterOf(t reflect.Type) (*rowInserter, error) {
 	return ins, nil
 }
 
-// plainColumn reports whether a field's value goes to the database as is (after sqliteArgs): text, numbers, times,
-// pointers to those, and JSON kept as raw bytes.
+// plainColumn reports whether a field's value goes to the database as is (after sqliteArgs): text, numbers, booleans,
+// times, pointers to those, and JSON kept as raw bytes.
 func plainColumn(f *schema.Field) bool {
 	if f.SQLDefault != "" || f.AutoIncrement || f.NotNull && (f.IsPtr || f.NullZero) || f.Tag.HasOption("scanonly") {
 		return false // Bun may write DEFAULT or leave the column out
@@ -176,6 +176,9 @@ func plainColumn(f *schema.Field) bool {
 	}
 	switch t.Kind() {
 	case reflect.String, reflect.Int, reflect.Int32, reflect.Int64:
+		return true
+	case reflect.Bool:
+		// Bun writes TRUE or FALSE, which SQLite stores as the integer 1 or 0, as a bound bool is.
 		return true
 	}
 	return false
