@@ -187,9 +187,11 @@ func (s *Contacts) Owners(ctx context.Context, db bun.IDB, instanceID string, ad
 	if len(addresses) == 0 {
 		return out, nil
 	}
-	var rows []contactAddress
-	if err := db.NewSelect().Model(&rows).Where("ca.instance_id = ? AND ca.address IN (?)", instanceID, bun.In(addresses)).
-		Scan(ctx); err != nil {
+	// With parameters (see execParams): every message and chat event reads the owners of its addresses.
+	cond, arg := s.db.oneOfParam("ca.address", addresses)
+	rows, err := selectParams[contactAddress](ctx, s.db, db, "SELECT "+columnsOf[contactAddress](s.db, "ca")+
+		" FROM contact_addresses AS ca WHERE ca.instance_id = ? AND "+cond, instanceID, arg)
+	if err != nil {
 		return nil, err
 	}
 	for _, r := range rows {

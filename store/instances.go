@@ -79,9 +79,8 @@ func (s *Instances) Get(ctx context.Context, workspaceID, id string) (Instance, 
 // ByID returns an instance whatever its workspace (for the runtime, which holds instances of every workspace).
 // Returns ErrNotFound if there is none.
 func (s *Instances) ByID(ctx context.Context, db bun.IDB, id string) (Instance, error) {
-	var i Instance
-	err := db.NewSelect().Model(&i).Where("i.id = ?", id).Scan(ctx)
-	return i, mapErr(err)
+	// With a parameter (see execParams): every run of inbound messages reads its instance.
+	return selectOneParams[Instance](ctx, s.db, db, "SELECT "+columnsOf[Instance](s.db, "i")+" FROM instances AS i WHERE i.id = ?", id)
 }
 
 // Lock reads an instance inside tx for a change. Returns ErrNotFound if it does not exist.

@@ -119,10 +119,11 @@ func (s *Messages) Create(ctx context.Context, tx bun.IDB, m *Message) error {
 	if m.Metadata == nil {
 		m.Metadata = map[string]any{}
 	}
-	return s.create(ctx, tx, m)
+	// With parameters (see insertRows): every accepted send inserts one.
+	return insertParams(ctx, s.db, tx, []Message{*m})
 }
 
-// CreateMany inserts messages inside tx in one statement (their IDs given by the caller), stamping the times of
+// CreateMany inserts messages inside tx (their IDs given by the caller), stamping the times of
 // those without a creation time. Returns ErrConflict if the instance has a message with one's client_message_id
 // already.
 func (s *Messages) CreateMany(ctx context.Context, tx bun.IDB, ms []Message) error {
@@ -139,7 +140,8 @@ func (s *Messages) CreateMany(ctx context.Context, tx bun.IDB, ms []Message) err
 			ms[i].Metadata = map[string]any{}
 		}
 	}
-	return insert(ctx, tx, &ms)
+	// With parameters (see insertRows): every run of inbound messages inserts them.
+	return insertParams(ctx, s.db, tx, ms)
 }
 
 // Get returns a message of a workspace's instance. Returns ErrNotFound if it is not there.
@@ -153,9 +155,8 @@ func (s *Messages) Get(ctx context.Context, workspaceID, instanceID, id string) 
 
 // ByID reads a message whatever its workspace, on db. Returns ErrNotFound if there is none.
 func (s *Messages) ByID(ctx context.Context, db bun.IDB, id string) (Message, error) {
-	var m Message
-	err := db.NewSelect().Model(&m).Where("m.id = ?", id).Scan(ctx)
-	return m, mapErr(err)
+	// With a parameter (see execParams): the send queue reads every message it sends.
+	return selectOneParams[Message](ctx, s.db, db, "SELECT "+columnsOf[Message](s.db, "m")+" FROM messages AS m WHERE m.id = ?", id)
 }
 
 // Lock reads a message inside tx for a change. Returns ErrNotFound if there is none.
@@ -168,12 +169,13 @@ func (s *Messages) Lock(ctx context.Context, tx bun.IDB, id string) (Message, er
 // LockMany reads the messages among ids inside tx for a change, in ID order (those that do not exist are left
 // out). It returns no sentinel errors.
 func (s *Messages) LockMany(ctx context.Context, tx bun.IDB, ids []string) ([]Message, error) {
-	var ms []Message
 	if len(ids) == 0 {
-		return ms, nil
+		return []Message{}, nil
 	}
-	err := s.db.forUpdate(tx.NewSelect().Model(&ms).Where("m.id IN (?)", bun.In(ids)).OrderExpr("m.id")).Scan(ctx)
-	return ms, err
+	// With parameters (see execParams): every claim and every recorded send moves a batch of messages.
+	cond, arg := s.db.oneOfParam("m.id", ids)
+	return selectParams[Message](ctx, s.db, tx, "SELECT "+columnsOf[Message](s.db, "m")+" FROM messages AS m WHERE "+cond+
+		" ORDER BY m.id"+s.db.forUpdateSQL(), arg)
 }
 
 // ByClientID reads an instance's message by its client_message_id on db. Returns ErrNotFound if there is none.
@@ -199,9 +201,10 @@ func (s *Messages) ByProviderIDs(ctx context.Context, tx bun.IDB, instanceID str
 	if len(ids) == 0 {
 		return out, nil
 	}
-	var ms []Message
-	err := s.db.forUpdate(tx.NewSelect().Model(&ms).
-		Where("m.instance_id = ? AND m.provider_message_id IN (?)", instanceID, bun.In(ids))).Scan(ctx)
+	// With parameters (see execParams): every run of inbound messages and receipts reads them.
+	cond, arg := s.db.oneOfParam("m.provider_message_id", ids)
+	ms, err := selectParams[Message](ctx, s.db, tx, "SELECT "+columnsOf[Message](s.db, "m")+
+		" FROM messages AS m WHERE m.instance_id = ? AND "+cond+s.db.forUpdateSQL(), instanceID, arg)
 	// No ORDER BY: SQLite would walk the instance's every message in ID order instead of the network-ID index.
 	for _, m := range ms {
 		if prev, seen := out[*m.ProviderMessageID]; !seen || m.ID < prev.ID {
@@ -392,9 +395,9 @@ type Chats struct {
 // ByAddress reads, for a change inside tx, an instance's chat with an address. Returns ErrNotFound if there is
 // none.
 func (s *Chats) ByAddress(ctx context.Context, tx bun.IDB, instanceID, address string) (Chat, error) {
-	var c Chat
-	err := s.db.forUpdate(tx.NewSelect().Model(&c).Where("c.instance_id = ? AND c.address = ?", instanceID, address)).Scan(ctx)
-	return c, mapErr(err)
+	// With parameters (see execParams): every inbound message and every send reads its chat.
+	return selectOneParams[Chat](ctx, s.db, tx, "SELECT "+columnsOf[Chat](s.db, "c")+
+		" FROM chats AS c WHERE c.instance_id = ? AND c.address = ?"+s.db.forUpdateSQL(), instanceID, address)
 }
 
 // Create inserts a chat inside tx, giving it its ID and times. Returns ErrConflict if the instance has a chat with
@@ -408,8 +411,8 @@ func (s *Chats) Create(ctx context.Context, tx bun.IDB, c *Chat) error {
 // Save writes every column of a chat inside tx, stamping updated_at.
 func (s *Chats) Save(ctx context.Context, tx bun.IDB, c *Chat) error {
 	c.UpdatedAt = now()
-	res, err := tx.NewUpdate().Model(c).WherePK().ExcludeColumn("id", "workspace_id", "instance_id", "created_at").Exec(ctx)
-	return expectOneRow(res, err)
+	// With parameters (see updateByID): every accepted send and every run of inbound messages saves its chats.
+	return updateByID(ctx, s.db, tx, c, "workspace_id", "instance_id", "created_at")
 }
 
 // Get returns a chat of a workspace's instance. Returns ErrNotFound if it is not there.
@@ -419,6 +422,17 @@ func (s *Chats) Get(ctx context.Context, workspaceID, instanceID, id string) (Ch
 		return Chat{}, ErrNotFound
 	}
 	return c, err
+}
+
+// Several reads chats by ID on db, in no order (those that do not exist are left out). It returns no sentinel
+// errors.
+func (s *Chats) Several(ctx context.Context, db bun.IDB, ids []string) ([]Chat, error) {
+	if len(ids) == 0 {
+		return []Chat{}, nil
+	}
+	// With parameters (see execParams): the send queue reads the chats of every batch it claims.
+	cond, arg := s.db.oneOfParam("c.id", ids)
+	return selectParams[Chat](ctx, s.db, db, "SELECT "+columnsOf[Chat](s.db, "c")+" FROM chats AS c WHERE "+cond, arg)
 }
 
 // Lock reads a chat of an instance inside tx for a change. Returns ErrNotFound if it is not the instance's.

@@ -84,3 +84,84 @@ func TestStatementRunAgainWhileItsRowsAreOpen(t *testing.T) {
 	read(1, 2)
 	read(5, 6) // the cached statement again, after both closed
 }
+
+// Messages are inserted with parameters on SQLite, their JSON columns as the text Bun writes: every column must
+// read back exactly as what Bun writes, text for text, and the messages read by the parameterized reads (ByID,
+// LockMany, ByProviderIDs) must equal what was written.
+func TestMessagesInsertWritesWhatBunWrites(t *testing.T) {
+	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		w := newWorkspace(t, db, "parameters")
+		inst := store.Instance{ID: store.NewID("ins"), WorkspaceID: w.ID, Name: "i", Provider: "sandbox", Status: "connected", StatusReason: "test"}
+		chat := store.Chat{WorkspaceID: w.ID, InstanceID: inst.ID, Type: "direct", Address: "+15550100001"}
+		text, pid := "it's \"quoted\" \\ and ünïcode", "net-1"
+		at := time.Date(2026, 3, 4, 5, 6, 7, 891000, time.UTC)
+		m := store.Message{ID: store.NewID("msg"), WorkspaceID: w.ID, InstanceID: inst.ID, Direction: "inbound",
+			From: store.Party{Address: "+15550100001", DisplayName: "O'Brien"}, Type: "text", Text: &text,
+			Location: &store.Location{Latitude: 1.5, Longitude: -2.25, Name: "a 'place'"}, ProviderMessageID: &pid,
+			Status: "received", StatusHistory: []store.StatusChange{{Status: "received", At: at, Detail: "it's"}},
+			Metadata: map[string]any{"k": "v'"}, CreatedAt: at}
+		if err := db.RunInTx(ctx, func(ctx context.Context, tx store.Tx) error {
+			if err := db.Instances.Create(ctx, tx, &inst); err != nil {
+				return err
+			}
+			if err := db.Chats.Create(ctx, tx, &chat); err != nil {
+				return err
+			}
+			m.ChatID = chat.ID
+			return db.Messages.CreateMany(ctx, tx, []store.Message{m})
+		}); err != nil {
+			t.Fatal(err)
+		}
+		byBun := m
+		byBun.ID, byBun.ProviderMessageID, byBun.UpdatedAt = store.NewID("msg"), nil, at
+		if _, err := db.Bun().NewInsert().Model(&byBun).Exec(ctx); err != nil {
+			t.Fatal(err)
+		}
+		cols := []string{"from_party", "to_party", "text", "media", "location", "contact", "template", "poll",
+			"status_history", "failure", "metadata", "created_at", "updated_at"}
+		row := func(id string) []string {
+			r := make([]string, len(cols))
+			dest := make([]any, len(cols))
+			sel := ""
+			for i, c := range cols {
+				dest[i] = &r[i]
+				if i > 0 {
+					sel += ", "
+				}
+				sel += "COALESCE(CAST(" + c + " AS TEXT), 'NULL')"
+			}
+			if err := db.Bun().QueryRowContext(ctx, "SELECT "+sel+" FROM messages WHERE id = ?", id).Scan(dest...); err != nil {
+				t.Fatal(err)
+			}
+			return r
+		}
+		got, want := row(m.ID), row(byBun.ID)
+		for i := range cols {
+			if got[i] != want[i] {
+				t.Errorf("%s: with parameters %q, by Bun %q", cols[i], got[i], want[i])
+			}
+		}
+		one, err := db.Messages.ByID(ctx, db.Reader(), m.ID)
+		if err != nil || *one.Text != text || one.Location.Name != "a 'place'" || one.From.DisplayName != "O'Brien" ||
+			!one.CreatedAt.Equal(at) || one.StatusHistory[0].Detail != "it's" {
+			t.Errorf("ByID = %+v, %v", one, err)
+		}
+		if _, err := db.Messages.ByID(ctx, db.Reader(), "msg_none"); err != store.ErrNotFound {
+			t.Errorf("ByID of none: %v, want ErrNotFound", err)
+		}
+		if err := db.RunInTx(ctx, func(ctx context.Context, tx store.Tx) error {
+			many, err := db.Messages.LockMany(ctx, tx, []string{byBun.ID, m.ID, "msg_none"})
+			if err != nil || len(many) != 2 || many[0].ID > many[1].ID {
+				t.Errorf("LockMany = %d messages, %v; want both in ID order", len(many), err)
+			}
+			known, err := db.Messages.ByProviderIDs(ctx, tx, inst.ID, []string{pid, "net-none"})
+			if err != nil || len(known) != 1 || known[pid].ID != m.ID {
+				t.Errorf("ByProviderIDs = %v, %v", known, err)
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	})
+}

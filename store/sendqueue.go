@@ -73,7 +73,18 @@ func (s *SendQueue) Due(ctx context.Context, at time.Time, instances, exclude []
 	if len(instances) == 0 {
 		return false, nil
 	}
-	return s.claimable(s.db.r, at.UTC().Truncate(time.Microsecond), instances).Exists(ctx)
+	// With parameters (see execParams): the queue looks before every claim.
+	where, args := s.claimableParams(at.UTC().Truncate(time.Microsecond), instances)
+	n, err := s.db.scanInt(ctx, s.db.r, "SELECT CASE WHEN EXISTS (SELECT 1 FROM send_queue AS q2 WHERE "+where+") THEN 1 ELSE 0 END", args...)
+	return n > 0, err
+}
+
+// claimableParams is the condition of claimable on q2 with parameters, and its arguments.
+func (s *SendQueue) claimableParams(at time.Time, instances []string) (string, []any) {
+	cond, arg := s.db.oneOfParam("h.instance_id", instances)
+	return "q2.message_id IN (SELECT MIN(h.message_id) FROM send_queue AS h WHERE " + cond +
+			" GROUP BY h.instance_id, h.chat) AND q2.next_attempt_at <= ? AND (q2.lease_until IS NULL OR q2.lease_until <= ?)",
+		[]any{arg, at, at}
 }
 
 func claimFrom(instances, exclude []string) []string {
@@ -128,6 +139,21 @@ func (s *SendQueue) Claim(ctx context.Context, tx bun.IDB, at time.Time, lease t
 	}
 	// Each head's turn in its instance (1 for its oldest head), so that the claim takes the instances' heads in
 	// turns and at most perInstance of one.
+	if s.db.dialect == SQLite {
+		// With parameters (see execParams): every claim runs it.
+		where, args := s.claimableParams(at, instances)
+		out, err := selectParams[SendItem](ctx, s.db, tx, "UPDATE send_queue AS q SET lease_until = ?, attempts = attempts + 1 "+
+			"WHERE q.message_id IN (SELECT q3.message_id FROM send_queue AS q3 JOIN (SELECT q2.message_id, "+
+			"ROW_NUMBER() OVER (PARTITION BY q2.instance_id ORDER BY q2.message_id) AS turn FROM send_queue AS q2 WHERE "+
+			where+") AS r ON r.message_id = q3.message_id WHERE r.turn <= ? ORDER BY r.turn, q3.message_id LIMIT ?) "+
+			"RETURNING "+columnsOf[SendItem](s.db, ""),
+			append(append([]any{at.Add(lease)}, args...), perInstance, limit)...)
+		if err != nil {
+			return nil, err
+		}
+		slices.SortFunc(out, func(a, b SendItem) int { return strings.Compare(a.MessageID, b.MessageID) })
+		return out, nil
+	}
 	ranked := s.claimable(tx, at, instances).Column("q2.message_id").
 		ColumnExpr("ROW_NUMBER() OVER (PARTITION BY q2.instance_id ORDER BY q2.message_id) AS turn")
 	sub := tx.NewSelect().TableExpr("send_queue AS q3").Column("q3.message_id").

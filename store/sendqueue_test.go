@@ -74,6 +74,17 @@ func TestSendQueueClaimTakesInstancesInTurns(t *testing.T) {
 			})
 			return items, err
 		}
+		due := func(instances ...string) bool {
+			t.Helper()
+			ok, err := db.SendQueue.Due(c, time.Now(), instances, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return ok
+		}
+		if !due(quiet.ID) || due("ins_none") {
+			t.Fatal("Due: the quiet instance's head is not due, or an instance without items is")
+		}
 		got, err := claim(4)
 		if err != nil {
 			t.Fatal(err)
@@ -99,6 +110,9 @@ func TestSendQueueClaimTakesInstancesInTurns(t *testing.T) {
 		}
 		if perInstance[busy.ID] != 16 || perInstance[quiet.ID] != 0 {
 			t.Fatalf("second claim took %v, want 16 of the busy instance (its cap) and none of the quiet one (its chat's head is leased)", perInstance)
+		}
+		if due(quiet.ID) {
+			t.Fatal("Due: the quiet instance's only head is leased, yet it is due")
 		}
 	})
 }

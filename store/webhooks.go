@@ -335,12 +335,11 @@ func (s *WebhookEndpoints) Subscriptions(ctx context.Context, db bun.IDB, worksp
 	ids := slices.Clone(workspaceIDs)
 	slices.Sort(ids)
 	ids = slices.Compact(ids)
-	var endpoints []WebhookEndpoint
-	if err := db.NewSelect().Model(&endpoints).Column("id", "workspace_id", "events", "instance_ids", "filters", "status").
-		Where("e.workspace_id IN (?)", bun.In(ids)).
-		WhereGroup(" AND ", func(q *bun.SelectQuery) *bun.SelectQuery {
-			return q.Where("e.expires_at IS NULL").WhereOr("e.expires_at > ?", now())
-		}).Scan(ctx); err != nil {
+	// With parameters (see execParams): every transaction that records events reads them.
+	cond, arg := s.db.oneOfParam("e.workspace_id", ids)
+	endpoints, err := selectParams[WebhookEndpoint](ctx, s.db, db, "SELECT e.id, e.workspace_id, e.events, e.instance_ids, "+
+		"e.filters, e.status FROM webhook_endpoints AS e WHERE "+cond+" AND (e.expires_at IS NULL OR e.expires_at > ?)", arg, now())
+	if err != nil {
 		return nil, err
 	}
 	out := make(map[string][]WebhookEndpoint, len(ids))

@@ -21,11 +21,11 @@ type SendResult struct {
 
 // Begin claims queued messages and moves them to sending in one transaction: claim runs first inside it and
 // returns the jobs it claimed (on PostgreSQL it locks their instances before any queue item, as inTxFor would), then
-// the messages move to sending with their events, numbered once per instance for the whole batch. It then loads each
-// for sending. Messages with nothing left to send (canceled, failed, sent already, deleted) are left out of the
-// map: their queue items only need removing.
+// the messages move to sending with their events, numbered once per instance for the whole batch. It then makes
+// them ready for sending (from the rows the move read, with their chats in one read). Messages with nothing left
+// to send (canceled, failed, sent already, deleted) are left out of the map: their queue items only need removing.
 func (s *Recorder) Begin(ctx context.Context, claim func(ctx context.Context, tx store.Querier) ([]SendJob, error)) (map[string]Outbound, error) {
-	var live []string
+	var live []store.Message
 	err := s.inTx(ctx, func(ctx context.Context, tx store.Tx) error {
 		live = live[:0]
 		jobs, err := claim(ctx, tx)
@@ -40,7 +40,7 @@ func (s *Recorder) Begin(ctx context.Context, claim func(ctx context.Context, tx
 		ms, err := s.advanceMany(ctx, tx, moves)
 		for _, m := range ms {
 			if m.Status == msgSending {
-				live = append(live, m.ID)
+				live = append(live, m)
 			}
 		}
 		return err
@@ -48,18 +48,7 @@ func (s *Recorder) Begin(ctx context.Context, claim func(ctx context.Context, tx
 	if err != nil {
 		return nil, err
 	}
-	out := make(map[string]Outbound, len(live))
-	for _, id := range live {
-		o, err := s.Outbound(ctx, id)
-		if errors.Is(err, store.ErrNotFound) {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		out[id] = o
-	}
-	return out, nil
+	return s.outbounds(ctx, live)
 }
 
 // Settle records the outcomes of sends in one transaction. hold runs first inside it and returns the IDs of the

@@ -51,17 +51,37 @@ func (s *Recorder) Open(ctx context.Context, instanceID string) (Instance, Provi
 	return out, p, s.SinkFor(inst.ID), nil
 }
 
-// Outbound loads a queued message for sending: its chat's address, the network IDs of the messages it refers to,
-// and a reader of its media.
-func (s *Recorder) Outbound(ctx context.Context, messageID string) (Outbound, error) {
-	m, err := s.db.Messages.ByID(ctx, s.db.Reader(), messageID)
-	if err != nil {
-		return Outbound{}, err
+// outbounds makes messages ready for sending, by ID: their chats' addresses (read at once), the network IDs of the
+// messages they refer to, and readers of their media. A message whose chat is gone is left out.
+func (s *Recorder) outbounds(ctx context.Context, ms []store.Message) (map[string]Outbound, error) {
+	out := make(map[string]Outbound, len(ms))
+	if len(ms) == 0 {
+		return out, nil
 	}
-	c, err := s.db.Chats.Get(ctx, m.WorkspaceID, m.InstanceID, m.ChatID)
-	if err != nil {
-		return Outbound{}, err
+	ids := make([]string, len(ms))
+	for i, m := range ms {
+		ids[i] = m.ChatID
 	}
+	chats, err := s.db.Chats.Several(ctx, s.db.Reader(), ids)
+	if err != nil {
+		return nil, err
+	}
+	byID := make(map[string]store.Chat, len(chats))
+	for _, c := range chats {
+		byID[c.ID] = c
+	}
+	for _, m := range ms {
+		c, ok := byID[m.ChatID]
+		if !ok || c.WorkspaceID != m.WorkspaceID || c.InstanceID != m.InstanceID {
+			continue
+		}
+		out[m.ID] = s.outbound(ctx, m, c)
+	}
+	return out, nil
+}
+
+// outbound is a message of a chat ready for sending.
+func (s *Recorder) outbound(ctx context.Context, m store.Message, c store.Chat) Outbound {
 	out := Outbound{MessageID: m.ID, Chat: c.Address, Type: MessageType(m.Type), Text: deref(m.Text), Emoji: deref(m.Emoji)}
 	for _, ref := range []struct {
 		id  *string
@@ -99,7 +119,7 @@ func (s *Recorder) Outbound(ctx context.Context, messageID string) (Outbound, er
 				return io.NopCloser(bytesReader(b)), nil
 			}}
 	}
-	return out, nil
+	return out
 }
 
 // applyEarly applies the receipts parked for a message of an instance whose network ID is now committed. Both
