@@ -216,8 +216,8 @@ type ChatGroup struct {
 	Community        bool       `bun:"community"`
 	CommunityAddress *string    `bun:"community_address"`
 	LeftAt           *time.Time `bun:"left_at"`
-	CreatedAt    time.Time     `bun:"created_at"`
-	UpdatedAt    time.Time     `bun:"updated_at"`
+	CreatedAt        time.Time  `bun:"created_at"`
+	UpdatedAt        time.Time  `bun:"updated_at"`
 }
 
 // Participant is a member of a group.

@@ -379,7 +379,9 @@ type Chat struct {
 }
 
 // MutedAt reports whether the chat is muted at a time.
-func (c Chat) MutedAt(t time.Time) bool { return c.Muted && (c.MutedUntil == nil || c.MutedUntil.After(t)) }
+func (c Chat) MutedAt(t time.Time) bool {
+	return c.Muted && (c.MutedUntil == nil || c.MutedUntil.After(t))
+}
 
 // ChatFilter narrows a list of chats; nil fields do not filter. Muted is judged at Now.
 type ChatFilter struct {

@@ -32,9 +32,9 @@ type S3Media struct {
 	// read from there, so that switching to a bucket loses no file.
 	Earlier MediaStore
 	client  *minio.Client
-	bucket string
-	prefix string
-	ttl    time.Duration
+	bucket  string
+	prefix  string
+	ttl     time.Duration
 }
 
 // NewS3Media connects to the bucket a URL names:

@@ -79,7 +79,9 @@ func (r *recorder) Presence(_ context.Context, p channels.Presence) error {
 }
 
 func (r *recorder) PollVote(context.Context, channels.PollVote) error { return nil }
-func (r *recorder) ChatOrganized(context.Context, string, channels.ChatOrganization) error { return nil }
+func (r *recorder) ChatOrganized(context.Context, string, channels.ChatOrganization) error {
+	return nil
+}
 func (r *recorder) Call(context.Context, channels.IncomingCall) (channels.CallAnswer, error) {
 	return channels.CallAnswer{}, nil
 }
