@@ -35,7 +35,7 @@ func (s *Recorder) Begin(ctx context.Context, claim func(ctx context.Context, tx
 		moves := make([]move, len(jobs))
 		now := time.Now()
 		for i, j := range jobs {
-			moves[i] = move{id: j.MessageID, to: msgSending, at: now}
+			moves[i] = move{id: j.MessageID, to: msgSending, at: now, detail: j.Detail}
 		}
 		ms, err := s.advanceMany(ctx, tx, moves)
 		for _, m := range ms {

@@ -17,6 +17,8 @@ type SendJob struct {
 	WorkspaceID string
 	InstanceID  string
 	Chat        string
+	// Detail goes on the message's sending step (how long pacing held it, and its jitter).
+	Detail string
 }
 
 // QueueStats is the state of an instance's send queue (`GET /api/v1/instances/{id}/queue`).

@@ -450,8 +450,28 @@ func TestPacerTokensAndJitter(t *testing.T) {
 	if ok || next.Before(t0.Add(700*time.Millisecond)) || next.After(t0.Add(1300*time.Millisecond)) {
 		t.Fatalf("after the burst: %v %v, want refused until 0.7–1.3 s later", ok, next.Sub(t0))
 	}
-	if _, ok := p.admit(t0.Add(time.Second)); !ok {
-		t.Fatal("a token a second: refused after a second")
+	if !p.ready(next) || p.ready(next.Add(-time.Millisecond)) {
+		t.Fatal("ready does not keep to the jittered time admit gave")
+	}
+	if _, ok := p.admit(next); !ok {
+		t.Fatal("refused at the time it gave")
+	}
+	// The jitter is drawn anew for every wait: twenty waits are not all the same.
+	waits := map[time.Duration]bool{}
+	at := next
+	for range 20 {
+		n, ok := p.admit(at)
+		if ok {
+			t.Fatal("admitted with an empty bucket")
+		}
+		waits[n.Sub(at)] = true
+		if _, ok := p.admit(n); !ok {
+			t.Fatal("refused at the time it gave")
+		}
+		at = n
+	}
+	if len(waits) < 10 {
+		t.Errorf("%d distinct waits in 20: the sends tick like a machine", len(waits))
 	}
 	p.pause(t0.Add(time.Hour))
 	if until, ok := p.admit(t0.Add(time.Minute)); ok || !until.Equal(t0.Add(time.Hour)) {
@@ -699,5 +719,44 @@ func TestRestrictionWaitsForItsEndAcrossATakeover(t *testing.T) {
 		}
 		m := e.send(inst.ID, "chat", "after the restriction")
 		e.awaitStatus(inst.ID, m.ID, "sent")
+	})
+}
+
+// Every send that pacing spaced from the one before says so on its sending step: how long after it went and the
+// jitter of the wait (within the pacer's ±30 % of a token's 2 s); one that went out of the burst has no such detail.
+func TestPacedSendsRecordTheirWait(t *testing.T) {
+	storetest.OwnDialects(t, func(t *testing.T, db *store.DB) {
+		e := newEnv(t, db)
+		e.start(Options{Rate: 30, Burst: 1}) // a token every 2 s: the second send is claimed well before it
+		inst := e.instance("a")
+		e.connect(inst.ID)
+		e.status(inst.ID, channels.StatusConnected)
+		var ms []store.Message
+		for i := range 2 {
+			ms = append(ms, e.send(inst.ID, fmt.Sprint("chat-", i), "x"))
+		}
+		for i, m := range ms {
+			sent := e.awaitStatus(inst.ID, m.ID, "sent")
+			var detail string
+			for _, st := range sent.StatusHistory {
+				if st.Status == "sending" {
+					detail = st.Detail
+				}
+			}
+			if i == 0 {
+				if detail != "" {
+					t.Errorf("the first send (the burst) has the detail %q", detail)
+				}
+				continue
+			}
+			var spacing, jitter float64
+			if _, err := fmt.Sscanf(detail, "paced: sent %f s after the instance's previous send (jitter %f s)", &spacing, &jitter); err != nil {
+				t.Errorf("send %d: sending detail %q: %v", i, detail, err)
+				continue
+			}
+			if spacing < 1.3 || jitter < -0.61 || jitter > 0.61 {
+				t.Errorf("send %d: %.1f s after the first with a jitter of %+.2f s; want 2 s ± 30 %%", i, spacing, jitter)
+			}
+		}
 	})
 }

@@ -178,12 +178,13 @@ func (c *sendClient) Claim(ctx context.Context, now time.Time, lease time.Durati
 		later := map[time.Time][]store.SendItem{}
 		sj := make([]channels.SendJob, 0, len(items))
 		for _, it := range items {
-			if notBefore, ok := c.h.pacerOf(it.InstanceID).admit(now); !ok {
+			notBefore, detail, ok := c.h.pacerOf(it.InstanceID).admitWait(now)
+			if !ok {
 				later[notBefore] = append(later[notBefore], it)
 				continue
 			}
 			jobs = append(jobs, &job{item: it})
-			sj = append(sj, channels.SendJob{MessageID: it.MessageID, InstanceID: it.InstanceID})
+			sj = append(sj, channels.SendJob{MessageID: it.MessageID, InstanceID: it.InstanceID, Detail: detail})
 		}
 		for notBefore, its := range later {
 			if err := c.h.db.SendQueue.Release(ctx, tx, its, notBefore); err != nil {
@@ -286,14 +287,19 @@ func (c *sendClient) Record(ctx context.Context, outs []outcome) error {
 }
 
 // pacer is an instance's send pacing: a token bucket of burst tokens refilled at rate a minute; once it is empty,
-// each send waits its share of the minute, ±30 % jitter, so that the sends of an account do not tick like a
-// machine's.
+// the next send waits its share of the minute with ±30 % jitter, so that the sends of an account do not tick like a
+// machine's. The jittered time is drawn once, when the bucket runs dry, and both ready and admit keep to it: a send
+// loop that waits for ready is spaced by it just as one refused by admit is.
 type pacer struct {
 	mu          sync.Mutex
 	rate, burst int
 	tokens      float64
 	last        time.Time
 	paused      time.Time
+	// next is when the bucket, once dry, admits again (zero while it has tokens); jitter is how much later (or
+	// earlier) than the rate alone that is, and prev when the send before it went.
+	next, prev time.Time
+	jitter     time.Duration
 }
 
 func newPacer(rate, burst int) *pacer {
@@ -305,6 +311,9 @@ func (p *pacer) set(rate, burst int) {
 	defer p.mu.Unlock()
 	p.rate, p.burst = rate, burst
 	p.tokens = min(p.tokens, float64(burst))
+	if rate <= 0 {
+		p.next = time.Time{}
+	}
 }
 
 // pause holds every send until t (the network asked to wait).
@@ -320,34 +329,48 @@ func (p *pacer) pause(t time.Time) {
 func (p *pacer) ready(now time.Time) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if now.Before(p.paused) {
-		return false
-	}
-	if p.rate <= 0 || p.last.IsZero() {
-		return true
-	}
-	return p.tokens+now.Sub(p.last).Minutes()*float64(p.rate) >= 1
+	return !now.Before(p.paused) && (p.rate <= 0 || !now.Before(p.next))
 }
 
 // admit takes a token at now, or says when one will be there.
 func (p *pacer) admit(now time.Time) (time.Time, bool) {
+	t, _, ok := p.admitWait(now)
+	return t, ok
+}
+
+// admitWait is admit that, for a send the pacing spaced from the one before it, also describes the wait (for the
+// message's sending step); "" for a send that went out of the burst.
+func (p *pacer) admitWait(now time.Time) (time.Time, string, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if now.Before(p.paused) {
-		return p.paused, false
+		return p.paused, "", false
 	}
 	if p.rate <= 0 {
-		return time.Time{}, true
+		return time.Time{}, "", true
+	}
+	if now.Before(p.next) {
+		return p.next, "", false
 	}
 	if !p.last.IsZero() {
 		p.tokens = min(float64(p.burst), p.tokens+now.Sub(p.last).Minutes()*float64(p.rate))
 	}
 	p.last = now
-	if p.tokens >= 1 {
-		p.tokens--
-		return time.Time{}, true
+	var detail string
+	if !p.next.IsZero() && now.Sub(p.next) < time.Minute/time.Duration(p.rate) {
+		// Held back by the dry bucket (a send long after next found it refilled: pacing did not hold it).
+		detail = fmt.Sprintf("paced: sent %.1f s after the instance's previous send (jitter %+.1f s)",
+			now.Sub(p.prev).Seconds(), p.jitter.Seconds())
 	}
-	per := time.Minute / time.Duration(p.rate)
-	wait := time.Duration((1 - p.tokens) * float64(per) * (0.7 + 0.6*mrand.Float64()))
-	return now.Add(max(wait, time.Millisecond)), false
+	// The jittered time may come before a whole token is back: the deficit lengthens the next wait, so the rate
+	// holds on average.
+	p.tokens--
+	p.prev, p.next, p.jitter = now, time.Time{}, 0
+	if p.tokens < 1 {
+		per := time.Minute / time.Duration(p.rate)
+		base := time.Duration((1 - p.tokens) * float64(per))
+		wait := max(time.Duration(float64(base)*(0.7+0.6*mrand.Float64())), time.Millisecond)
+		p.next, p.jitter = now.Add(wait), wait-base
+	}
+	return time.Time{}, detail, true
 }
