@@ -194,6 +194,9 @@ func (c *Cache[V]) Reset() {
 // SetTrusted says whether every change is heard (true), or entries must be read again before use (false).
 func (c *Cache[V]) SetTrusted(trusted bool) { c.trusted.Store(trusted) }
 
+// Trusted reports whether every change is heard now (Run connected, or SetTrusted(true)).
+func (c *Cache[V]) Trusted() bool { return c.trusted.Load() }
+
 // Len is the number of entries.
 func (c *Cache[V]) Len() int {
 	n := 0

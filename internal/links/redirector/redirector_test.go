@@ -60,6 +60,8 @@ func newEnv(t *testing.T, db *store.DB) *env {
 	cacheCtx, stopCache := context.WithCancel(context.Background())
 	t.Cleanup(stopCache)
 	go func() { _ = e.cache.Run(cacheCtx) }()
+	// Run empties the cache once it hears changes: a test that counts entries starts after that.
+	await.Until(t, "the link cache to hear changes", e.cache.Trusted, func(ok bool) bool { return ok })
 	if e.r, err = New(e.links, rec, e.cache, quiet); err != nil {
 		t.Fatal(err)
 	}
