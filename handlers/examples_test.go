@@ -357,6 +357,14 @@ func TestEveryRequestExampleWorks(t *testing.T) {
 		x.send("sandboxPollVote")
 		x.use(text.ID)
 		x.send("lookupContacts")
+		var people gen.PersonList // the looked-up contact is a person; linking it to its own changes nothing
+		e.get("/api/v1/people?limit=1", &people)
+		if len(people.Data) == 0 {
+			t.Fatal("no person after a lookup")
+		}
+		x.use(people.Data[0].Id)
+		x.use(people.Data[0].Contacts[0].Contact.Id)
+		x.send("linkPerson")
 		x.use(idOf(t, x.send("createGroup")["group"]))
 		x.send("updateGroup")
 		x.send("changeGroupParticipants")

@@ -21,8 +21,12 @@ type Contact struct {
 	Blocked     bool       `bun:"blocked"`
 	Presence    *string    `bun:"presence"`     // available, away, busy, unavailable; nil: never told
 	LastSeenAt  *time.Time `bun:"last_seen_at"` // where the network tells
-	CreatedAt   time.Time  `bun:"created_at"`
-	UpdatedAt   time.Time  `bun:"updated_at"`
+	// PersonID is the person of the workspace the contact is part of (see People); nil for a contact not reported
+	// since people came. PersonManual: the user linked or split it, so shared addresses no longer move it.
+	PersonID     *string   `bun:"person_id"`
+	PersonManual bool      `bun:"person_manual"`
+	CreatedAt    time.Time `bun:"created_at"`
+	UpdatedAt    time.Time `bun:"updated_at"`
 
 	// Addresses are read from contact_addresses, oldest first.
 	Addresses []string `bun:"-"`
@@ -58,6 +62,7 @@ func (s *Contacts) Resolve(ctx context.Context, tx bun.IDB, workspaceID, instanc
 	}
 	ids = slices.Compact(slices.Sorted(slices.Values(ids)))
 	t := now()
+	var absorbed []string // the people of contacts merged into c
 	if len(ids) == 0 {
 		c = Contact{ID: NewID("con"), WorkspaceID: workspaceID, InstanceID: instanceID, CreatedAt: t, UpdatedAt: t}
 		if err := s.create(ctx, tx, &c); err != nil {
@@ -69,6 +74,10 @@ func (s *Contacts) Resolve(ctx context.Context, tx bun.IDB, workspaceID, instanc
 			return c, false, mapErr(err)
 		}
 		if others := ids[1:]; len(others) > 0 {
+			if err := tx.NewSelect().Model((*Contact)(nil)).Column("person_id").
+				Where("id IN (?) AND person_id IS NOT NULL", bun.In(others)).Scan(ctx, &absorbed); err != nil {
+				return c, false, err
+			}
 			if _, err := tx.NewUpdate().Model((*contactAddress)(nil)).Set("contact_id = ?", c.ID).
 				Where("contact_id IN (?)", bun.In(others)).Exec(ctx); err != nil {
 				return c, false, err
@@ -105,7 +114,15 @@ func (s *Contacts) Resolve(ctx context.Context, tx bun.IDB, workspaceID, instanc
 			return c, false, err
 		}
 	}
-	return c, changed, s.withAddresses(ctx, tx, []*Contact{&c})
+	if err := s.withAddresses(ctx, tx, []*Contact{&c}); err != nil {
+		return c, false, err
+	}
+	// The person follows the addresses in the same transaction; a contact whose addresses did not change keeps it,
+	// which spares the hot path of every inbound message a query. Contacts from before people get theirs here.
+	if changed || c.PersonID == nil {
+		return c, changed, s.group(ctx, tx, &c, c.PersonManual, absorbed)
+	}
+	return c, changed, nil
 }
 
 // Save writes a contact's own columns inside tx.

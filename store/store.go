@@ -88,6 +88,7 @@ type DB struct {
 	Messages    *Messages
 	Chats       *Chats
 	Contacts    *Contacts
+	People      *People
 	Groups      *Groups
 	Media       *MediaFiles
 	// LinkChanges announces link changes to redirect caches.
@@ -156,6 +157,7 @@ func Open(ctx context.Context, rawURL string) (*DB, error) {
 	db.Messages = &Messages{workspaceScoped[Message]{db}}
 	db.Chats = &Chats{workspaceScoped[Chat]{db}}
 	db.Contacts = &Contacts{workspaceScoped[Contact]{db}}
+	db.People = &People{workspaceScoped[Person]{db}}
 	db.Groups = &Groups{workspaceScoped[ChatGroup]{db}}
 	db.Media = &MediaFiles{workspaceScoped[Media]{db}}
 	db.LinkChanges = &LinkChanges{db: db}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/switchboard/switchboard/gen"
@@ -244,3 +245,91 @@ func sessionError(inst store.Instance, err error) error {
 }
 
 func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }
+
+// Person is a person of the workspace with the contacts a key sees.
+type Person struct {
+	store.Person
+	Contacts []store.PersonContact
+}
+
+// PersonAPI is the API's Person: every address of its contacts, sorted, and the contacts with their providers.
+func PersonAPI(p Person) gen.Person {
+	out := gen.Person{Id: p.ID, Object: gen.PersonObjectPerson, Addresses: []string{}, Contacts: []gen.PersonContact{},
+		CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt}
+	for _, c := range p.Contacts {
+		out.Addresses = append(out.Addresses, c.Addresses...)
+		out.Contacts = append(out.Contacts, gen.PersonContact{Provider: c.Provider, Contact: ContactAPI(c.Contact)})
+	}
+	out.Addresses = slices.Compact(slices.Sorted(slices.Values(out.Addresses)))
+	return out
+}
+
+// ListPeople returns a page of the workspace's people with a contact on instanceIDs (nil: any), only the one with
+// a contact holding address when it is not empty, and whether more follow.
+func (s *Service) ListPeople(ctx context.Context, workspaceID, address string, instanceIDs []string, p store.Page) ([]Person, bool, error) {
+	rows, more, err := s.db.People.List(ctx, workspaceID, address, instanceIDs, p)
+	if err != nil {
+		return nil, false, err
+	}
+	ids := make([]string, len(rows))
+	for i, r := range rows {
+		ids[i] = r.ID
+	}
+	members, err := s.db.People.Members(ctx, s.db.Reader(), ids, instanceIDs)
+	if err != nil {
+		return nil, false, err
+	}
+	out := make([]Person, len(rows))
+	for i, r := range rows {
+		out[i] = Person{Person: r, Contacts: members[r.ID]}
+	}
+	return out, more, nil
+}
+
+// GetPerson returns a person of the workspace with its contacts on instanceIDs (nil: every instance). Returns a
+// NotFound problem if it is not the workspace's or has no contact there.
+func (s *Service) GetPerson(ctx context.Context, workspaceID, id string, instanceIDs []string) (Person, error) {
+	p, cs, err := s.db.People.Get(ctx, s.db.Reader(), workspaceID, id, instanceIDs)
+	return Person{Person: p, Contacts: cs}, storeError(err, "person", id)
+}
+
+// LinkPerson merges the person of a contact into a person, by the user's hand. Returns NotFound for a person the
+// key does not see and a ReferenceNotFound problem for a contact it does not.
+func (s *Service) LinkPerson(ctx context.Context, workspaceID, id, contactID string, instanceIDs []string) (Person, error) {
+	var out Person
+	err := s.inTx(ctx, func(ctx context.Context, tx store.Tx) error {
+		if _, _, err := s.db.People.Get(ctx, tx, workspaceID, id, instanceIDs); err != nil {
+			return storeError(err, "person", id)
+		}
+		if err := s.db.People.Link(ctx, tx, workspaceID, id, contactID, instanceIDs); errors.Is(err, store.ErrReferenceNotFound) {
+			e := problem.Errorf(problem.ReferenceNotFound, "There is no contact %s in this workspace.", contactID)
+			e.Fields = []problem.Field{{Pointer: "/contact_id", Detail: "there is no such contact in this workspace"}}
+			return e
+		} else if err != nil {
+			return storeError(err, "person", id)
+		}
+		p, cs, err := s.db.People.Get(ctx, tx, workspaceID, id, instanceIDs)
+		out = Person{Person: p, Contacts: cs}
+		return storeError(err, "person", id)
+	})
+	return out, err
+}
+
+// UnlinkPerson splits a contact off a person into its own, by the user's hand, and returns that person. Returns
+// NotFound for a person or contact the key does not see, or a contact that is not the person's.
+func (s *Service) UnlinkPerson(ctx context.Context, workspaceID, id, contactID string, instanceIDs []string) (Person, error) {
+	var out Person
+	err := s.inTx(ctx, func(ctx context.Context, tx store.Tx) error {
+		if _, _, err := s.db.People.Get(ctx, tx, workspaceID, id, instanceIDs); err != nil {
+			return storeError(err, "person", id)
+		}
+		own, err := s.db.People.Unlink(ctx, tx, workspaceID, id, contactID, instanceIDs)
+		if err != nil {
+			return storeError(err, "contact", contactID)
+		}
+		p, cs, err := s.db.People.Get(ctx, tx, workspaceID, own, instanceIDs)
+		out = Person{Person: p, Contacts: cs}
+		return storeError(err, "person", own)
+	})
+	return out, err
+}
