@@ -147,8 +147,8 @@ test('a model bot added in the console answers, and hands the chat to a human', 
 
   // Alice writes to Bob; the bot's answer arrives at Alice.
   await page.goto(`${app.sb.url}/user/channels/${alice.id}`);
-  await page.getByLabel('To').fill(bob.address);
-  await page.getByLabel('Text').fill('when do you open?');
+  await page.getByLabel('To', { exact: true }).fill(bob.address);
+  await page.getByLabel('Text', { exact: true }).fill('when do you open?');
   await page.getByRole('button', { name: 'Send' }).click();
   await page.getByRole('cell', { name: 'echo: when do you open?' }).waitFor({ timeout: 20000 });
   const asked = upstreamCalls.at(-1);
@@ -163,8 +163,8 @@ test('a model bot added in the console answers, and hands the chat to a human', 
 
   // "human": the chat is with a human until given back; the bot leaves it alone.
   await page.goto(`${app.sb.url}/user/channels/${alice.id}`);
-  await page.getByLabel('To').fill(bob.address);
-  await page.getByLabel('Text').fill('human');
+  await page.getByLabel('To', { exact: true }).fill(bob.address);
+  await page.getByLabel('Text', { exact: true }).fill('human');
   await page.getByRole('button', { name: 'Send' }).click();
   await page.waitForURL(/done=sent/);
   const calls = upstreamCalls.length;

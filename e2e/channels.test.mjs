@@ -50,8 +50,8 @@ test('create, pair by QR, send and watch the status, delete', async () => {
   await page.getByRole('button', { name: 'Simulate the scan' }).click();
   await page.locator('#instance-status[data-status="connected"]').waitFor({ timeout: 15000 });
 
-  await page.getByLabel('To').fill(bobAddress);
-  await page.getByLabel('Text').fill('Your order has shipped');
+  await page.getByLabel('To', { exact: true }).fill(bobAddress);
+  await page.getByLabel('Text', { exact: true }).fill('Your order has shipped');
   await page.getByRole('button', { name: 'Send' }).click();
   await page.getByRole('status').waitFor();
   // The page reloads itself every two seconds until the message was read.
