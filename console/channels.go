@@ -246,9 +246,12 @@ type channelData struct {
 	// QRImage is the QR code's PNG as a data URL: made by the server, so trusted as an image source.
 	QRImage  template.URL
 	Messages []gen.Message
-	Queue    *channels.QueueStats
-	To       string
-	Text     string
+	// Chats are the instance's latest chats with how the account keeps them (archived, pinned, muted until).
+	Chats []store.Chat
+	Now   time.Time
+	Queue *channels.QueueStats
+	To    string
+	Text  string
 	// BotsOn is set when the console has the bot service: the page then shows the instance's bots (Bots), the chats
 	// in takeover, the add-a-bot form (BotForm) and the models it offers.
 	BotsOn    bool
@@ -292,6 +295,10 @@ func (c *Console) renderChannel(ec echo.Context, status int, notice, errMsg stri
 		return err
 	}
 	if d.Messages, err = c.channels.MessagesAPI(ctx, c.db.Reader(), ms); err != nil {
+		return err
+	}
+	d.Now = time.Now()
+	if d.Chats, _, err = c.channels.ListChats(ctx, ses.Workspace.ID, inst.ID, store.ChatFilter{Now: d.Now}, store.Page{Limit: 20}); err != nil {
 		return err
 	}
 	if st, err := c.channels.QueueStats(ctx, ses.Workspace.ID, inst.ID); err == nil {

@@ -118,6 +118,31 @@ func TestChannelsPages(t *testing.T) {
 		for _, s := range []string{"hello bob", "queued", "sending", "sent", "delivered", "read"} {
 			read.wantText(t, s)
 		}
+		// The chat with bob is listed with how the account keeps it: pinned and muted until a time, then archived.
+		cs, _, err := svc.ListChats(ctx, ws.ID, alice, store.ChatFilter{}, store.Page{Limit: 5})
+		if err != nil || len(cs) != 1 {
+			t.Fatalf("alice's chats: %v %v", cs, err)
+		}
+		until := time.Now().Add(time.Hour).UTC().Truncate(time.Second)
+		yes := true
+		if _, err := svc.OrganizeChat(ctx, ws.ID, alice, cs[0].ID, channels.ChatOrganization{Pinned: &yes, Muted: &yes, MutedUntil: until}); err != nil {
+			t.Fatal(err)
+		}
+		page = b.get(t, "/user/channels/"+alice)
+		for _, s := range []string{`id="` + cs[0].ID + `"`, `data-chat-state="pinned"`, `data-chat-state="muted"`, `muted until <time datetime="` + until.Format(time.RFC3339)} {
+			if !strings.Contains(page.body, s) {
+				t.Fatalf("the chats section has no %s:\n%s", s, page.body)
+			}
+		}
+		if strings.Contains(page.body, `data-chat-state="archived"`) {
+			t.Fatal("a chat never archived shows as archived")
+		}
+		if _, err := svc.OrganizeChat(ctx, ws.ID, alice, cs[0].ID, channels.ChatOrganization{Archived: &yes}); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(b.get(t, "/user/channels/"+alice).body, `data-chat-state="archived"`) {
+			t.Fatal("the archived chat does not show as archived")
+		}
 		// A refused send says why.
 		bad := b.postCSRF(t, "/user/channels/"+alice+"/send", url.Values{"to": {"not a number"}, "text": {"x"}})
 		bad.wantStatus(t, http.StatusUnprocessableEntity)
