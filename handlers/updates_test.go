@@ -62,6 +62,8 @@ func TestUpdatesCommitAtomically(t *testing.T) {
 		group := created("/api/v1/instances/"+alice.Id+"/groups",
 			fmt.Sprintf(`{"subject":"as created","participants":[%q]}`, bob.Account.Address))
 
+		chat := e.say(alice, bob.Account.Address, "hi").ChatId
+
 		// A workflow bot whose URL is a public address literal, which the default egress policy takes without DNS.
 		bot := store.Bot{WorkspaceID: e.ws.ID, InstanceID: alice.Id, Name: "as created", Kind: "workflow", Enabled: true,
 			Settings: map[string]any{"trigger": map[string]any{"type": "all"}, "handoff": map[string]any{"minutes": 60},
@@ -93,6 +95,9 @@ func TestUpdatesCommitAtomically(t *testing.T) {
 			{operation: "updateGroup", path: "/api/v1/instances/" + alice.Id + "/groups/" + group["id"].(string),
 				body: `{"subject":"changed"}`, field: "subject", want: "changed", event: "group.updated",
 				fail: func(t *testing.T, db *store.DB) { storetest.FailInserts(t, db, "events", "type", "group.updated") }},
+			{operation: "updateChat", path: "/api/v1/instances/" + alice.Id + "/chats/" + chat,
+				body: `{"archived":true}`, field: "archived", want: "true", event: "chat.updated",
+				fail: func(t *testing.T, db *store.DB) { storetest.FailInserts(t, db, "events", "type", "chat.updated") }},
 			{operation: "updateBot", path: "/api/v1/instances/" + alice.Id + "/bots/" + bot.ID,
 				body: `{"name":"changed"}`, field: "name", want: "changed",
 				fail: func(t *testing.T, db *store.DB) { storetest.FailUpdates(t, db, "bots", "name", "changed") }},
