@@ -50,7 +50,7 @@ func TestChatOrganization(t *testing.T) {
 		}
 
 		until := time.Now().Add(24 * time.Hour).UTC().Truncate(time.Second)
-		patch(`{"pinned":true,"muted":true,"muted_until":"` + until.Format(time.RFC3339) + `"}`).json(t, &c)
+		patch(`{"pinned":true,"muted":true,"muted_until":"`+until.Format(time.RFC3339)+`"}`).json(t, &c)
 		if !*c.Pinned || !*c.Muted || c.MutedUntil == nil || !c.MutedUntil.Equal(until) {
 			t.Fatalf("pinned and muted chat %+v", c)
 		}
