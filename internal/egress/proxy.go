@@ -95,7 +95,9 @@ func (g *Guard) Via(p Proxy) *Proxied { return &Proxied{g: g, p: p} }
 func (v *Proxied) Proxy() Proxy { return v.p }
 
 // Client returns an HTTP client like Guard.Client whose connections go through the proxy.
-func (v *Proxied) Client(timeout time.Duration) *http.Client { return v.g.client(v.DialContext, timeout) }
+func (v *Proxied) Client(timeout time.Duration) *http.Client {
+	return v.g.client(v.DialContext, timeout)
+}
 
 // DialContext opens a TCP connection to address (host:port) through the proxy. It fails with ErrBlocked when every
 // address of the host is one the policy refuses (before the proxy hears of it), ErrUnresolvable when the host has
