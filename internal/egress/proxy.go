@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/net/proxy"
@@ -84,8 +85,9 @@ func (g *Guard) CheckProxy(ctx context.Context, p Proxy) error {
 // proxy on the operator's network would resolve names to it). Make one with Guard.Via; it is safe for concurrent
 // use.
 type Proxied struct {
-	g *Guard
-	p Proxy
+	g       *Guard
+	p       Proxy
+	clients sync.Map // timeout → *http.Client, so that connections are pooled per proxy
 }
 
 // Via returns the guard's way out through p.
