@@ -65,18 +65,7 @@ func (g *Guard) CheckProxy(ctx context.Context, p Proxy) error {
 	if err != nil {
 		return invalid("the port must be given")
 	}
-	ctx, cancel := context.WithTimeout(ctx, lookupTimeout)
-	defer cancel()
-	addrs, err := g.resolve(ctx, host)
-	if err != nil {
-		return err
-	}
-	for _, a := range addrs {
-		if !g.allows(a) {
-			return ErrBlocked
-		}
-	}
-	return nil
+	return g.checkHost(ctx, host)
 }
 
 // Proxied is the guard's way out through one proxy: DialContext and Client as the Guard's own, with every
