@@ -140,8 +140,9 @@ test-image: image ## start the binary from the image's own file system (mounted,
 tools: ## install the load generator used by make bench (Debian's wrk)
 	@command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk; }
 
-proxy: ## install Debian's HAProxy when missing (the replica test and the replica bench rows run three servers behind it)
+proxy: ## install Debian's HAProxy (the replica test and bench rows run three servers behind it), microsocks and tinyproxy (instances' forward proxies) when missing
 	@command -v haproxy >/dev/null || { apt-get update -qq && apt-get install -y -qq haproxy; }
+	@command -v microsocks >/dev/null && command -v tinyproxy >/dev/null || { apt-get update -qq && apt-get install -y -qq microsocks tinyproxy; }
 
 bench: tools proxy ## hot paths against a bare Echo handler in the same run, then the XMPP provider through Prosody (see docs/benchmarks.md)
 	$(GO) run ./bench

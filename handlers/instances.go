@@ -56,7 +56,8 @@ func (s *Server) CreateInstance(ctx context.Context, req gen.CreateInstanceReque
 	}
 	b := req.Body
 	inst, err := s.channels.Create(ctx, key.WorkspaceID, channels.NewInstance{Name: b.Name, Provider: b.Provider,
-		Config: deref(b.Config), Metadata: deref(b.Metadata), Pacing: pacingOf(b.Pacing), Calls: callsOf(b.Calls)})
+		Config: deref(b.Config), Metadata: deref(b.Metadata), Pacing: pacingOf(b.Pacing), Calls: callsOf(b.Calls),
+		Proxy: proxyOf(b.Proxy)})
 	if err != nil {
 		return nil, err
 	}
@@ -117,8 +118,12 @@ func (s *Server) UpdateInstance(ctx context.Context, req gen.UpdateInstanceReque
 		return nil, err
 	}
 	b := req.Body
-	inst, err := s.channels.Update(ctx, key.WorkspaceID, req.InstanceId, channels.InstanceUpdate{Name: b.Name,
-		Config: b.Config, Metadata: (*map[string]any)(b.Metadata), Pacing: pacingOf(b.Pacing), Calls: callsOf(b.Calls)})
+	u := channels.InstanceUpdate{Name: b.Name, Config: b.Config, Metadata: (*map[string]any)(b.Metadata),
+		Pacing: pacingOf(b.Pacing), Calls: callsOf(b.Calls), RemoveProxy: b.Proxy.IsNull()}
+	if p, err := b.Proxy.Get(); err == nil {
+		u.Proxy = proxyOf(&p)
+	}
+	inst, err := s.channels.Update(ctx, key.WorkspaceID, req.InstanceId, u)
 	if err != nil {
 		return nil, err
 	}
@@ -207,4 +212,12 @@ func callsOf(c *gen.InstanceCalls) *channels.Calls {
 		return nil
 	}
 	return &channels.Calls{Reject: c.Reject, Message: deref(c.Message)}
+}
+
+// proxyOf is an instance's proxy as the API gives it (nil: not given).
+func proxyOf(p *gen.InstanceProxy) *channels.ProxySetting {
+	if p == nil {
+		return nil
+	}
+	return &channels.ProxySetting{URL: p.Url, Username: deref(p.Username), Password: p.Password}
 }

@@ -49,7 +49,10 @@ func newProviderEnv(t *testing.T, db *store.DB, name string, providers ...channe
 	}
 	log := slog.New(slog.NewTextHandler(testLog{t}, &slog.HandlerOptions{Level: slog.LevelError}))
 	outbox := events.NewOutbox(db, events.Builtin())
-	rec, err := channels.NewRecorder(db, outbox, channels.Config{Sealer: box, Logger: log, Providers: providers, BaseURL: publicURL})
+	// Loopback is allowed: the fakes, Prosody and the tests' proxies listen there.
+	guard := egress.NewGuard(egress.Policy{AllowHTTP: true, AllowedNetworks: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}})
+	rec, err := channels.NewRecorder(db, outbox, channels.Config{Sealer: box, Logger: log, Providers: providers,
+		BaseURL: publicURL, Guard: guard})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +62,6 @@ func newProviderEnv(t *testing.T, db *store.DB, name string, providers ...channe
 	if err != nil {
 		t.Fatal(err)
 	}
-	guard := egress.NewGuard(egress.Policy{AllowHTTP: true, AllowedNetworks: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}})
 	dispatcher := webhook.NewDispatcher(db, box, guard, webhook.Config{Events: outbox, Logger: log})
 	ctx, stop := context.WithCancel(context.Background())
 	stopped := make(chan struct{}, 2)

@@ -45,10 +45,15 @@ type Instance struct {
 	PacingRate  *int `bun:"pacing_rate"`
 	PacingBurst *int `bun:"pacing_burst"`
 	// CallsReject declines incoming calls at once (nil: never set), CallsMessage is sent to the caller afterwards.
-	CallsReject  *bool     `bun:"calls_reject"`
-	CallsMessage *string   `bun:"calls_message"`
-	CreatedAt    time.Time `bun:"created_at"`
-	UpdatedAt    time.Time `bun:"updated_at"`
+	CallsReject  *bool   `bun:"calls_reject"`
+	CallsMessage *string `bun:"calls_message"`
+	// ProxyURL is the forward proxy its connections go through (nil: none), with its user name and its password
+	// sealed for the instance.
+	ProxyURL            *string   `bun:"proxy_url"`
+	ProxyUsername       *string   `bun:"proxy_username"`
+	ProxySealedPassword *string   `bun:"proxy_sealed_password"`
+	CreatedAt           time.Time `bun:"created_at"`
+	UpdatedAt           time.Time `bun:"updated_at"`
 }
 
 // Instances is the repository of instances.

@@ -29,6 +29,8 @@ type NewInstance struct {
 	Pacing *Pacing
 	// Calls is what it does with incoming calls (nil: nothing set).
 	Calls *Calls
+	// Proxy is the forward proxy its connections go through (nil: none).
+	Proxy *ProxySetting
 }
 
 // Calls is what an instance does with incoming calls: Reject declines each at once, and Message (when not empty)
@@ -49,6 +51,9 @@ type InstanceUpdate struct {
 	Metadata *map[string]any
 	Pacing   *Pacing
 	Calls    *Calls
+	// Proxy replaces the proxy; RemoveProxy drops it.
+	Proxy       *ProxySetting
+	RemoveProxy bool
 }
 
 // transitions are the moves of the state machine: created → connecting → awaiting_auth → connected ↔ reconnecting →
@@ -200,6 +205,11 @@ func (s *Service) Create(ctx context.Context, workspaceID string, n NewInstance)
 		}
 		setCalls(&inst, *n.Calls)
 	}
+	if n.Proxy != nil {
+		if err := s.setProxy(ctx, p, &inst, *n.Proxy); err != nil {
+			return store.Instance{}, err
+		}
+	}
 	s.sealSecrets(&inst, secrets)
 	err := s.inTx(ctx, func(ctx context.Context, tx store.Tx) error {
 		if err := s.db.Instances.Create(ctx, tx, &inst); err != nil {
@@ -277,6 +287,24 @@ func (s *Service) Update(ctx context.Context, workspaceID, id string, u Instance
 			}
 			setCalls(i, *u.Calls)
 			changed = append(changed, "calls")
+		}
+		switch {
+		case u.RemoveProxy:
+			if clearProxy(i) {
+				changed = append(changed, "proxy")
+			}
+		case u.Proxy != nil:
+			p, ok := s.provider(i.Provider)
+			if !ok {
+				return problem.Errorf(problem.Conflict, "The provider %q of this instance is not available on this server.", i.Provider)
+			}
+			before := [3]string{deref(i.ProxyURL), deref(i.ProxyUsername), deref(i.ProxySealedPassword)}
+			if err := s.setProxy(ctx, p, i, *u.Proxy); err != nil {
+				return err
+			}
+			if before != [3]string{deref(i.ProxyURL), deref(i.ProxyUsername), deref(i.ProxySealedPassword)} {
+				changed = append(changed, "proxy")
+			}
 		}
 		if u.Config != nil {
 			p, ok := s.provider(i.Provider)
@@ -550,6 +578,7 @@ func (s *Recorder) InstanceAPI(i store.Instance) gen.Instance {
 	if i.CallsReject != nil {
 		out.Calls = &gen.InstanceCalls{Reject: *i.CallsReject, Message: i.CallsMessage}
 	}
+	out.Proxy = proxyAPI(i)
 	return out
 }
 

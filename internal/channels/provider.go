@@ -22,6 +22,8 @@ import (
 	"fmt"
 	"io"
 	"time"
+
+	"github.com/switchboard/switchboard/internal/egress"
 )
 
 // Capability is something a provider can do, named as in the API (`GET /api/v1/providers`).
@@ -29,27 +31,29 @@ type Capability string
 
 // The capabilities. A provider lists those its sessions implement.
 const (
-	CapText           Capability = "messages.text"
-	CapMedia          Capability = "messages.media"
-	CapLocation       Capability = "messages.location"
-	CapContactCard    Capability = "messages.contact"
-	CapReaction       Capability = "messages.reaction"
-	CapReply          Capability = "messages.reply"
-	CapEdit           Capability = "messages.edit"
-	CapDelete         Capability = "messages.delete"
-	CapTemplate       Capability = "messages.template"
-	CapPoll           Capability = "messages.poll"
-	CapDelivered      Capability = "receipts.delivered"
-	CapRead           Capability = "receipts.read"
-	CapMarkRead       Capability = "chats.mark_read"
-	CapTyping         Capability = "chats.typing"
-	CapArchive        Capability = "chats.archive"
-	CapPin            Capability = "chats.pin"
-	CapMute           Capability = "chats.mute"
-	CapPresenceSend   Capability = "presence.send"
-	CapPresenceRecv   Capability = "presence.receive"
-	CapCallsReceive   Capability = "calls.receive"
-	CapCallsReject    Capability = "calls.reject"
+	CapText         Capability = "messages.text"
+	CapMedia        Capability = "messages.media"
+	CapLocation     Capability = "messages.location"
+	CapContactCard  Capability = "messages.contact"
+	CapReaction     Capability = "messages.reaction"
+	CapReply        Capability = "messages.reply"
+	CapEdit         Capability = "messages.edit"
+	CapDelete       Capability = "messages.delete"
+	CapTemplate     Capability = "messages.template"
+	CapPoll         Capability = "messages.poll"
+	CapDelivered    Capability = "receipts.delivered"
+	CapRead         Capability = "receipts.read"
+	CapMarkRead     Capability = "chats.mark_read"
+	CapTyping       Capability = "chats.typing"
+	CapArchive      Capability = "chats.archive"
+	CapPin          Capability = "chats.pin"
+	CapMute         Capability = "chats.mute"
+	CapPresenceSend Capability = "presence.send"
+	CapPresenceRecv Capability = "presence.receive"
+	CapCallsReceive Capability = "calls.receive"
+	CapCallsReject  Capability = "calls.reject"
+	// CapProxy: the provider's connections can go through an instance's forward proxy (Instance.Via).
+	CapProxy          Capability = "connection.proxy"
 	CapGroupsCreate   Capability = "groups.create"
 	CapGroupsManage   Capability = "groups.participants"
 	CapGroupsInvite   Capability = "groups.invite"
@@ -121,6 +125,9 @@ type Instance struct {
 	// instance, wherever it lives, carries a command through it (the sandbox wakes a recipient so). The runtime
 	// hands itself to the sessions it opens, so that providers are built before it and never need it.
 	Runtime Sessions
+	// Via is the way out through the instance's forward proxy (nil: none): a provider with connection.proxy opens
+	// every connection of the session to its network with Via.DialContext or a Via.Client.
+	Via *egress.Proxied
 }
 
 // Session is one live connection of one instance, held by one process at a time.

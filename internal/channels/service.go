@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/switchboard/switchboard/internal/egress"
@@ -34,7 +35,7 @@ type Config struct {
 	LookupTTL time.Duration
 	// Media stores the bytes of media (default: the database's media_content table).
 	Media MediaStore
-	// Guard fetches media by URL (default: public https targets only).
+	// Guard fetches media by URL and judges instances' proxies (default: public https targets only).
 	Guard *egress.Guard
 	// MaxMedia is the largest file uploaded or fetched, in bytes (default DefaultMaxMedia).
 	MaxMedia int64
@@ -58,6 +59,8 @@ type Recorder struct {
 	lookupTTL time.Duration
 	media     MediaStore
 	fetch     *http.Client
+	guard     *egress.Guard
+	vias      sync.Map // instances' proxies (see proxyOf)
 	maxMedia  int64
 	baseURL   string
 
@@ -89,7 +92,7 @@ func NewRecorder(db *store.DB, outbox *events.Outbox, cfg Config) (*Recorder, er
 	}
 	s := &Recorder{db: db, events: outbox, sealer: cfg.Sealer, log: cfg.Logger, providers: map[string]Provider{},
 		lookupTTL: cfg.LookupTTL, media: cfg.Media, baseURL: strings.TrimRight(cfg.BaseURL, "/"),
-		fetch: cfg.Guard.Client(mediaFetchTimeout), maxMedia: cfg.MaxMedia}
+		fetch: cfg.Guard.Client(mediaFetchTimeout), guard: cfg.Guard, maxMedia: cfg.MaxMedia}
 	s.commits = store.NewLockingGroupCommit(db, 0, func(ctx context.Context, tx store.Tx, ids []string) error {
 		return db.Instances.LockAll(ctx, tx, ids)
 	})

@@ -43,6 +43,9 @@ func (s *Recorder) Open(ctx context.Context, instanceID string) (Instance, Provi
 		config[k] = v
 	}
 	out := Instance{ID: inst.ID, WorkspaceID: inst.WorkspaceID, Config: config}
+	if out.Via, err = s.proxyOf(inst); err != nil {
+		return Instance{}, nil, nil, err
+	}
 	if inst.Credentials != nil {
 		if out.Credentials, err = s.sealer.Open(*inst.Credentials, []byte("credentials:"+inst.ID)); err != nil {
 			return Instance{}, nil, nil, fmt.Errorf("channels: instance %s: credentials do not open with the server key: %w", inst.ID, err)

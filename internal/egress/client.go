@@ -37,16 +37,14 @@ const (
 // when the host has no address, and with an error wrapping ErrInvalidURL for a forbidden scheme or a malformed IP
 // literal.
 func (g *Guard) Client(timeout time.Duration) *http.Client {
-	dialer := &net.Dialer{
-		Timeout:   connectTimeout,
-		KeepAlive: tcpKeepAlive,
-		Control:   g.control,
-	}
+	return g.client(g.DialContext, timeout)
+}
+
+// client is the Client whose connections dial opens (directly, or through an instance's proxy).
+func (g *Guard) client(dial func(ctx context.Context, network, address string) (net.Conn, error), timeout time.Duration) *http.Client {
 	transport := &http.Transport{
-		Proxy: nil, // never from the environment: the guard would judge the proxy's address, not the target's
-		DialContext: func(ctx context.Context, network, address string) (net.Conn, error) {
-			return g.dial(ctx, dialer, network, address)
-		},
+		Proxy:                  nil, // never from the environment: the guard would judge the proxy's address, not the target's
+		DialContext:            dial,
 		TLSHandshakeTimeout:    tlsHandshakeTimeout,
 		ResponseHeaderTimeout:  timeout,
 		ExpectContinueTimeout:  expectContinueTimeout,

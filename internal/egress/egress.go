@@ -142,7 +142,12 @@ func (g *Guard) CheckURL(ctx context.Context, raw string) error {
 			return invalid("the port must be from 1 to 65535")
 		}
 	}
+	return g.checkHost(ctx, host)
+}
 
+// checkHost resolves host with a timeout and returns ErrBlocked unless the policy allows every address it has
+// (ErrUnresolvable when it has none).
+func (g *Guard) checkHost(ctx context.Context, host string) error {
 	ctx, cancel := context.WithTimeout(ctx, lookupTimeout)
 	defer cancel()
 	addrs, err := g.resolve(ctx, host)

@@ -43,9 +43,10 @@ var auths = map[channels.Capability]channels.AuthMethod{
 }
 
 // Capabilities no seam serves: receipts, contacts' presence, calls and QR codes come through the sink (a call's
-// decline is the sink's answer, which the session carries out), a token is the instance's config.
+// decline is the sink's answer, which the session carries out), a token is the instance's config, and a proxy is
+// the instance's way out (Instance.Via).
 var unseamed = []channels.Capability{channels.CapDelivered, channels.CapRead, channels.CapPresenceRecv,
-	channels.CapCallsReceive, channels.CapCallsReject, channels.CapAuthQR, channels.CapAuthToken}
+	channels.CapCallsReceive, channels.CapCallsReject, channels.CapAuthQR, channels.CapAuthToken, channels.CapProxy}
 
 func (s *suite) capabilities(t *testing.T) {
 	i := s.e.connect(t)

@@ -38,6 +38,7 @@ type session struct {
 	sink                    channels.Sink
 	api, token, mode, parse string
 	b                       *bot.Bot
+	http                    *http.Client
 	secret                  string
 	mu                      sync.Mutex
 	lastChat                map[string]time.Time // when the last send to each chat ended (or is due to start)
@@ -45,13 +46,25 @@ type session struct {
 }
 
 func newSession(p *Provider, inst channels.Instance, sink channels.Sink, api, token, mode, parse string) *session {
-	return &session{p: p, inst: inst, sink: sink, api: api, token: token, mode: mode, parse: parse,
-		b: newBot(p, api, token), lastChat: map[string]time.Time{}}
+	s := &session{p: p, inst: inst, sink: sink, api: api, token: token, mode: mode, parse: parse,
+		http: inst.Client(p.opts.HTTP), lastChat: map[string]time.Time{}}
+	s.b = s.botAPI().bot()
+	return s
 }
 
-// newBot is a Bot API client of a token (no call is made).
-func newBot(p *Provider, api, token string) *bot.Bot {
-	b, _ := bot.New(token, bot.WithServerURL(api), bot.WithSkipGetMe(), bot.WithHTTPClient(p.opts.PollTimeout, p.opts.HTTP),
+// botAPI is how a session, or a push of its instance, reaches the Bot API: its server, token and HTTP client
+// (through the instance's proxy when it has one).
+type botAPI struct {
+	p          *Provider
+	http       *http.Client
+	api, token string
+}
+
+func (s *session) botAPI() botAPI { return botAPI{p: s.p, http: s.http, api: s.api, token: s.token} }
+
+// bot is a Bot API client of the token (no call is made).
+func (ba botAPI) bot() *bot.Bot {
+	b, _ := bot.New(ba.token, bot.WithServerURL(ba.api), bot.WithSkipGetMe(), bot.WithHTTPClient(ba.p.opts.PollTimeout, ba.http),
 		bot.WithErrorsHandler(func(error) {}))
 	return b
 }
@@ -140,7 +153,7 @@ func (s *session) poll(ctx context.Context) error {
 			return err
 		}
 		for _, u := range updates {
-			if _, err := apply(ctx, s.p, s.api, s.token, s.sink, u); err != nil {
+			if _, err := apply(ctx, s.botAPI(), s.sink, u); err != nil {
 				return err
 			}
 			offset = u.ID + 1
@@ -159,7 +172,7 @@ func (s *session) getUpdates(ctx context.Context, offset int64) ([]models.Update
 		return nil, s.redact(err)
 	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	res, err := s.p.opts.HTTP.Do(req)
+	res, err := s.http.Do(req)
 	if err != nil {
 		return nil, s.redact(err)
 	}
@@ -232,6 +245,6 @@ func (p *Provider) Receive(ctx context.Context, inst channels.Instance, sink cha
 	if s, _ := inst.Config["api_url"].(string); s != "" {
 		api = strings.TrimRight(s, "/")
 	}
-	n, err := apply(ctx, p, api, token, sink, u)
+	n, err := apply(ctx, botAPI{p: p, http: inst.Client(p.opts.HTTP), api: api, token: token}, sink, u)
 	return channels.PushAnswer{Applied: n}, err
 }

@@ -17,15 +17,15 @@ import (
 
 // apply hands one update to the sink and returns how many messages and changes it carried. An update of a kind
 // Switchboard does not carry counts 0 and is acknowledged.
-func apply(ctx context.Context, p *Provider, api, token string, sink channels.Sink, u models.Update) (int, error) {
+func apply(ctx context.Context, ba botAPI, sink channels.Sink, u models.Update) (int, error) {
 	switch {
 	case u.Message != nil:
-		return 1, sink.Inbound(ctx, inbound(p, api, token, u.Message))
+		return 1, sink.Inbound(ctx, inbound(ba, u.Message))
 	case u.ChannelPost != nil:
-		return 1, sink.Inbound(ctx, inbound(p, api, token, u.ChannelPost))
+		return 1, sink.Inbound(ctx, inbound(ba, u.ChannelPost))
 	case u.EditedMessage != nil:
 		m := u.EditedMessage
-		in := inbound(p, api, token, m)
+		in := inbound(ba, m)
 		in.Target, in.Type = in.ProviderID, channels.TypeEdit
 		in.ProviderID = fmt.Sprintf("%s:e%d", in.ProviderID, m.EditDate)
 		in.Media, in.Location, in.Contact = nil, nil, nil
@@ -78,7 +78,7 @@ func parseProviderID(s string) (int64, int, bool) {
 }
 
 // inbound is a Telegram message in the network-neutral shape.
-func inbound(p *Provider, api, token string, m *models.Message) channels.Inbound {
+func inbound(ba botAPI, m *models.Message) channels.Inbound {
 	in := channels.Inbound{ProviderID: providerID(m.Chat.ID, m.ID), Chat: strconv.FormatInt(m.Chat.ID, 10),
 		From: chatParty(m), At: time.Unix(int64(m.Date), 0), Type: channels.TypeText, Text: m.Text}
 	if m.ReplyToMessage != nil {
@@ -87,7 +87,7 @@ func inbound(p *Provider, api, token string, m *models.Message) channels.Inbound
 	file := func(kind, id, mime, name string, size int64) {
 		in.Type = channels.TypeMedia
 		in.Media = &channels.Media{Kind: kind, MIMEType: mime, Filename: name, Size: size, Caption: m.Caption,
-			Open: func(ctx context.Context) (io.ReadCloser, error) { return download(ctx, p, api, token, id) }}
+			Open: func(ctx context.Context) (io.ReadCloser, error) { return ba.download(ctx, id) }}
 	}
 	switch {
 	case len(m.Photo) > 0:
@@ -155,8 +155,8 @@ func memberChange(ctx context.Context, sink channels.Sink, u *models.ChatMemberU
 }
 
 // download fetches a file a message carries (getFile, then the file URL).
-func download(ctx context.Context, p *Provider, api, token, fileID string) (io.ReadCloser, error) {
-	b := newBot(p, api, token)
+func (ba botAPI) download(ctx context.Context, fileID string) (io.ReadCloser, error) {
+	b, token := ba.bot(), ba.token
 	f, err := b.GetFile(ctx, &bot.GetFileParams{FileID: fileID})
 	if err != nil {
 		return nil, fmt.Errorf("telegram: getFile: %s", strings.ReplaceAll(err.Error(), token, "<bot-token>"))
@@ -165,7 +165,7 @@ func download(ctx context.Context, p *Provider, api, token, fileID string) (io.R
 	if err != nil {
 		return nil, err
 	}
-	res, err := p.opts.HTTP.Do(req)
+	res, err := ba.http.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("telegram: downloading a file: %s", strings.ReplaceAll(err.Error(), token, "<bot-token>"))
 	}

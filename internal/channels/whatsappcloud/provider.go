@@ -49,7 +49,7 @@ func New(o Options) *Provider {
 var capabilities = []channels.Capability{
 	channels.CapText, channels.CapMedia, channels.CapLocation, channels.CapContactCard, channels.CapReaction,
 	channels.CapReply, channels.CapTemplate, channels.CapDelivered, channels.CapRead, channels.CapMarkRead,
-	channels.CapAuthToken,
+	channels.CapAuthToken, channels.CapProxy,
 }
 
 // Info describes the provider.
@@ -148,7 +148,7 @@ func (p *Provider) Open(inst channels.Instance, sink channels.Sink) (channels.Se
 	if a.token == "" || a.phoneID == "" {
 		return nil, errors.New("whatsapp_cloud: the instance has no access_token or phone_number_id")
 	}
-	return &session{p: p, inst: inst, sink: sink, a: a, g: &graph{http: p.opts.HTTP, a: a}}, nil
+	return &session{p: p, inst: inst, sink: sink, a: a, g: &graph{http: inst.Client(p.opts.HTTP), a: a}}, nil
 }
 
 var (

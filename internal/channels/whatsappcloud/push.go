@@ -43,7 +43,7 @@ func (p *Provider) Receive(ctx context.Context, inst channels.Instance, sink cha
 	if err := json.Unmarshal(push.Body, &body); err != nil {
 		return channels.PushAnswer{}, &channels.Failure{Code: "invalid_push", Detail: "the body is not a WhatsApp notification: " + err.Error()}
 	}
-	g := &graph{http: p.opts.HTTP, a: a}
+	g := &graph{http: inst.Client(p.opts.HTTP), a: a}
 	applied := 0
 	for _, e := range body.Entry {
 		for _, c := range e.Changes {

@@ -15,6 +15,8 @@ import (
 	"go.mau.fi/whatsmeow/store"
 	"go.mau.fi/whatsmeow/types"
 	"go.mau.fi/whatsmeow/types/events"
+
+	"github.com/switchboard/switchboard/internal/egress"
 )
 
 // Client is the part of whatsmeow's client the provider uses: the seam its tests drive with a fake that emits
@@ -111,6 +113,21 @@ func Real(o RealOptions) NewClient {
 		}
 		return &realClient{c: c, dev: dev}
 	}
+}
+
+// proxied is a Client whose connections can go through an instance's forward proxy.
+type proxied interface {
+	UseProxy(v *egress.Proxied)
+}
+
+// mediaTimeout bounds a media upload or download through an instance's proxy.
+const mediaTimeout = 5 * time.Minute
+
+// UseProxy sends the websocket, before and after pairing, and media through the proxy.
+func (r *realClient) UseProxy(v *egress.Proxied) {
+	r.c.SetWebsocketHTTPClient(v.Client(0))
+	r.c.SetPreLoginHTTPClient(v.Client(0))
+	r.c.SetMediaHTTPClient(v.Client(mediaTimeout))
 }
 
 func (r *realClient) AddEventHandler(h func(evt any)) { r.c.AddEventHandler(h) }

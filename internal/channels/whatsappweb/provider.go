@@ -55,7 +55,7 @@ var capabilities = []channels.Capability{
 	channels.CapMarkRead, channels.CapGroupsCreate, channels.CapGroupsManage, channels.CapGroupsInvite,
 	channels.CapContactsLookup, channels.CapContactsBlock, channels.CapAuthQR, channels.CapAuthPairing,
 	channels.CapTyping, channels.CapPresenceSend, channels.CapPresenceRecv, channels.CapPoll,
-	channels.CapCallsReceive, channels.CapCallsReject, channels.CapArchive, channels.CapPin, channels.CapMute,
+	channels.CapCallsReceive, channels.CapCallsReject, channels.CapProxy, channels.CapArchive, channels.CapPin, channels.CapMute,
 }
 
 // DefaultPacing is the pacing of instances without their own: six messages a minute on average, one at a time,

@@ -62,6 +62,9 @@ func (s *session) Run(ctx context.Context) error {
 		return err
 	}
 	c := s.p.newClient(dev)
+	if pc, ok := c.(proxied); ok && s.inst.Via != nil {
+		pc.UseProxy(s.inst.Via)
+	}
 	s.mu.Lock()
 	s.dev, s.c, s.run, s.end = dev, c, run, make(chan error, 1)
 	s.mu.Unlock()

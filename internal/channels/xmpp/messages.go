@@ -286,7 +286,7 @@ func (s *session) upload(ctx context.Context, xs interface {
 			put.Header.Set(h.Name, strings.TrimSpace(h.Value))
 		}
 	}
-	resp, err := s.p.opts.HTTP.Do(put)
+	resp, err := s.inst.Client(s.p.opts.HTTP).Do(put)
 	if err != nil {
 		return "", &channels.Failure{Code: "network_error", Detail: "uploading the file: " + err.Error(), Retryable: true}
 	}

@@ -114,7 +114,7 @@ var capabilities = []channels.Capability{
 	channels.CapText, channels.CapMedia, channels.CapLocation, channels.CapReaction, channels.CapReply,
 	channels.CapEdit, channels.CapDelete, channels.CapDelivered, channels.CapRead, channels.CapMarkRead,
 	channels.CapGroupsCreate, channels.CapGroupsManage, channels.CapGroupsInvite,
-	channels.CapContactsLookup, channels.CapContactsBlock, channels.CapAuthToken, channels.CapTyping,
+	channels.CapContactsLookup, channels.CapContactsBlock, channels.CapAuthToken, channels.CapTyping, channels.CapProxy,
 	channels.CapPresenceRecv,
 }
 

@@ -242,7 +242,7 @@ func (s *session) dial(ctx context.Context) (*xmpp.Session, error) {
 	addrs := s.addresses(ctx)
 	var conn net.Conn
 	for _, a := range addrs {
-		if conn, err = s.p.opts.Dial(ctx, "tcp", a); err == nil {
+		if conn, err = s.inst.Dialer(s.p.opts.Dial)(ctx, "tcp", a); err == nil {
 			break
 		}
 	}
