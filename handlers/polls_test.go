@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"strings"
 	"testing"
 
 	"github.com/switchboard/switchboard/gen"
@@ -48,21 +47,14 @@ func TestPolls(t *testing.T) {
 		if res := vote(fmt.Sprintf(`{"message_id":%q,"options":[0,2]}`, received.Id)); res.StatusCode != 200 {
 			t.Fatalf("vote: %d %s", res.StatusCode, res.body)
 		}
-		tallies := func(m gen.Message) string {
-			var s []string
-			for _, o := range m.Poll.Options {
-				s = append(s, fmt.Sprintf("%s=%d", o.Text, o.Votes))
-			}
-			return strings.Join(s, " ")
-		}
 		voted := await.Until(t, "alice's poll results", func() gen.Message {
 			var m gen.Message
 			e.get("/api/v1/instances/"+alice.Id+"/messages/"+poll.Id, &m)
 			return m
 		}, func(m gen.Message) bool { return m.Poll.Voters == 1 })
-		if tallies(voted) != "Pizza=1 Sushi=0 Salad=1" || voted.Poll.Votes[0].Voter.Address != bob.Account.Address ||
+		if tallyOf(voted) != "Pizza=1 Sushi=0 Salad=1" || voted.Poll.Votes[0].Voter.Address != bob.Account.Address ||
 			voted.Poll.Votes[0].Voter.ContactId == nil {
-			t.Fatalf("results = %s, %+v", tallies(voted), voted.Poll.Votes)
+			t.Fatalf("results = %s, %+v", tallyOf(voted), voted.Poll.Votes)
 		}
 		// A changed vote replaces the first.
 		vote(fmt.Sprintf(`{"message_id":%q,"options":[1]}`, received.Id))
@@ -71,8 +63,8 @@ func TestPolls(t *testing.T) {
 			e.get("/api/v1/instances/"+alice.Id+"/messages/"+poll.Id, &m)
 			return m
 		}, func(m gen.Message) bool { return m.Poll.Options[1].Votes == 1 })
-		if tallies(voted) != "Pizza=0 Sushi=1 Salad=0" || voted.Poll.Voters != 1 || len(voted.Poll.Votes) != 1 {
-			t.Fatalf("results after the change = %s, %+v", tallies(voted), voted.Poll.Votes)
+		if tallyOf(voted) != "Pizza=0 Sushi=1 Salad=0" || voted.Poll.Voters != 1 || len(voted.Poll.Votes) != 1 {
+			t.Fatalf("results after the change = %s, %+v", tallyOf(voted), voted.Poll.Votes)
 		}
 		var l gen.EventList
 		e.get("/api/v1/events?type=poll.voted", &l)

@@ -194,6 +194,22 @@ func (s *Messages) ByProviderID(ctx context.Context, tx bun.IDB, instanceID, pro
 	return m, mapErr(err)
 }
 
+// SetProviderPollID records, inside tx, the network's own ID of a poll message (a network that names votes by the
+// poll rather than by its message, as Telegram does).
+func (s *Messages) SetProviderPollID(ctx context.Context, tx bun.IDB, id, pollID string) error {
+	res, err := tx.NewUpdate().Table("messages").Set("provider_poll_id = ?", pollID).Where("id = ?", id).Exec(ctx)
+	return expectOneRow(res, err)
+}
+
+// ByProviderPollID reads, for a change inside tx, an instance's poll message by the network's ID of the poll.
+// Returns ErrNotFound if there is none.
+func (s *Messages) ByProviderPollID(ctx context.Context, tx bun.IDB, instanceID, pollID string) (Message, error) {
+	var m Message
+	err := s.db.forUpdate(tx.NewSelect().Model(&m).
+		Where("m.instance_id = ? AND m.provider_poll_id = ?", instanceID, pollID).Limit(1)).Scan(ctx)
+	return m, mapErr(err)
+}
+
 // ByProviderIDs reads, for a change inside tx, an instance's messages with the network's IDs among ids, by
 // network ID (IDs no message has are left out). It returns no sentinel errors.
 func (s *Messages) ByProviderIDs(ctx context.Context, tx bun.IDB, instanceID string, ids []string) (map[string]Message, error) {

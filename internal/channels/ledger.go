@@ -96,8 +96,18 @@ func (s *Recorder) Settle(ctx context.Context, results []SendResult, hold func(c
 				moves = append(moves, move{id: r.MessageID, to: msgFailed, at: time.Now(), detail: r.Failure.Code, failure: r.Failure})
 			}
 		}
-		_, err = s.advanceMany(ctx, tx, moves)
-		return err
+		if _, err = s.advanceMany(ctx, tx, moves); err != nil {
+			return err
+		}
+		for _, r := range results {
+			// Polls only, and on few networks: one statement each.
+			if ok[r.MessageID] && r.Sent != nil && r.Sent.PollID != "" {
+				if err := s.db.Messages.SetProviderPollID(ctx, tx, r.MessageID, r.Sent.PollID); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
 	})
 	if err != nil {
 		return err

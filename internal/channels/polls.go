@@ -84,7 +84,15 @@ func (k *sink) PollVote(ctx context.Context, v PollVote) error {
 		return err
 	}
 	return k.s.inTxFor(ctx, []string{k.id}, func(ctx context.Context, tx store.Tx) error {
-		m, err := k.s.db.Messages.ByProviderID(ctx, tx, k.id, v.Poll)
+		var (
+			m   store.Message
+			err error
+		)
+		if v.Poll != "" {
+			m, err = k.s.db.Messages.ByProviderID(ctx, tx, k.id, v.Poll)
+		} else {
+			m, err = k.s.db.Messages.ByProviderPollID(ctx, tx, k.id, v.PollID)
+		}
 		if errors.Is(err, store.ErrNotFound) {
 			return nil
 		}

@@ -506,8 +506,10 @@ type Poll struct {
 // PollVote is a vote on a poll the account sent: the voter's whole current choice (indexes into the poll's
 // options; none when they took their vote back), replacing any earlier vote of theirs.
 type PollVote struct {
-	// Poll is the provider message id of the poll.
+	// Poll is the provider message id of the poll; PollID, on a network whose votes name the poll instead of its
+	// message, the network's ID of the poll (Sent.PollID).
 	Poll    string
+	PollID  string
 	Voter   Party
 	Options []int
 	// OptionHashes name the choice instead of Options on a network that names each option by the SHA-256 of its
@@ -559,6 +561,9 @@ type Sent struct {
 	// PossibleRepeat says the network may hold the message twice: the send was a Resend, and the network has no way
 	// to recognise the repeat (no idempotency key). The message's sent step says so.
 	PossibleRepeat bool
+	// PollID is the network's own ID of a poll sent, where its votes name the poll by it (PollVote.PollID) rather
+	// than by the message (Telegram).
+	PollID string
 }
 
 // Failure is a network's refusal of a call, with a stable code the API shows (`recipient_not_on_network`,

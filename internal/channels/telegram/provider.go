@@ -78,7 +78,7 @@ func New(o Options) *Provider {
 
 var capabilities = []channels.Capability{
 	channels.CapText, channels.CapMedia, channels.CapLocation, channels.CapContactCard, channels.CapReaction,
-	channels.CapReply, channels.CapEdit, channels.CapDelete, channels.CapGroupsManage, channels.CapGroupsInvite,
+	channels.CapReply, channels.CapEdit, channels.CapDelete, channels.CapPoll, channels.CapGroupsManage, channels.CapGroupsInvite,
 	channels.CapAuthToken, channels.CapTyping, channels.CapProxy,
 }
 

@@ -134,6 +134,14 @@ func (s *session) Send(ctx context.Context, m channels.Outbound) (channels.Sent,
 			ParseMode: models.ParseMode(s.parse)})
 	case channels.TypeDelete:
 		_, err = s.b.DeleteMessage(ctx, &bot.DeleteMessageParams{ChatID: chat, MessageID: target})
+	case channels.TypePoll:
+		// Not anonymous: Telegram reports answers (poll_answer, with the voter) only of polls that name voters.
+		options := make([]models.InputPollOption, len(m.Poll.Options))
+		for i, o := range m.Poll.Options {
+			options[i] = models.InputPollOption{Text: o}
+		}
+		msg, err = s.b.SendPoll(ctx, &bot.SendPollParams{ChatID: chat, Question: m.Poll.Question, Options: options,
+			IsAnonymous: new(false), AllowsMultipleAnswers: m.Poll.MultipleChoice, ReplyParameters: reply})
 	default:
 		return channels.Sent{}, &channels.Failure{Code: "capability_not_supported", Detail: "Telegram bots cannot send " + string(m.Type) + " messages"}
 	}
@@ -145,6 +153,9 @@ func (s *session) Send(ctx context.Context, m channels.Outbound) (channels.Sent,
 	if msg != nil && m.Type != channels.TypeEdit {
 		sent.ProviderID = providerID(msg.Chat.ID, msg.ID)
 		sent.At = time.Unix(int64(msg.Date), 0)
+		if msg.Poll != nil {
+			sent.PollID = msg.Poll.ID // votes name the poll, not its message
+		}
 	}
 	return sent, nil
 }

@@ -30,7 +30,8 @@ type credentials struct {
 
 // allowedUpdates are the updates the bot asks Telegram for.
 var allowedUpdates = []string{models.AllowedUpdateMessage, models.AllowedUpdateEditedMessage,
-	models.AllowedUpdateChannelPost, models.AllowedUpdateCallbackQuery, models.AllowedUpdateMyChatMember}
+	models.AllowedUpdateChannelPost, models.AllowedUpdateCallbackQuery, models.AllowedUpdateMyChatMember,
+	models.AllowedUpdatePollAnswer}
 
 type session struct {
 	p                       *Provider

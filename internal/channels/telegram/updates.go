@@ -37,6 +37,15 @@ func apply(ctx context.Context, ba botAPI, sink channels.Sink, u models.Update) 
 		return 1, sink.Inbound(ctx, callback(u.CallbackQuery))
 	case u.MyChatMember != nil:
 		return 1, memberChange(ctx, sink, u.MyChatMember)
+	case u.PollAnswer != nil && u.PollAnswer.User != nil:
+		// An answer on behalf of a chat (an anonymous group admin) names no person to count: left out.
+		a := u.PollAnswer
+		options := a.OptionIDs
+		if options == nil {
+			options = []int{} // retracted
+		}
+		return 1, sink.PollVote(ctx, channels.PollVote{PollID: a.PollID, Voter: userParty(*a.User), Options: options,
+			At: time.Now()})
 	}
 	return 0, nil
 }

@@ -68,6 +68,13 @@ type botState struct {
 	titles              map[int64]string
 	files               map[string][]byte
 	invite              int
+	polls               map[string]poll // poll ID → the poll
+}
+
+// poll is a poll a bot sent.
+type poll struct {
+	options            int
+	anonymous, several bool
 }
 
 // Start starts a fake Bot API server.
@@ -168,6 +175,45 @@ func (s *Server) Message(token string, from User, text string) (update map[strin
 	return map[string]any{"message": map[string]any{"message_id": id, "from": from.json(),
 		"chat": map[string]any{"id": from.ID, "type": "private", "first_name": from.FirstName},
 		"date": time.Now().Unix(), "text": text}}, id
+}
+
+// PollAnswer builds a user's answer to a non-anonymous poll the bot sent (an update of type poll_answer; no
+// options: the vote was retracted). It fails the test for a poll the bot did not send, an anonymous one (Telegram
+// sends no answers of those), or options that do not fit the poll.
+func (s *Server) PollAnswer(token string, from User, pollID string, options ...int) map[string]any {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, ok := s.bots[token].polls[pollID]
+	switch {
+	case !ok:
+		s.t.Fatalf("telegramtest: no poll %s", pollID)
+	case p.anonymous:
+		s.t.Fatalf("telegramtest: poll %s is anonymous: Telegram reports no answers", pollID)
+	case len(options) > 1 && !p.several:
+		s.t.Fatalf("telegramtest: poll %s takes one answer", pollID)
+	}
+	for _, o := range options {
+		if o < 0 || o >= p.options {
+			s.t.Fatalf("telegramtest: poll %s has no option %d", pollID, o)
+		}
+	}
+	if options == nil {
+		options = []int{}
+	}
+	return map[string]any{"poll_answer": map[string]any{"poll_id": pollID, "user": from.json(), "option_ids": options}}
+}
+
+// LastPollID is the ID of the last poll the bot sent ("" before the first).
+func (s *Server) LastPollID(token string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	last := ""
+	for id := range s.bots[token].polls {
+		if len(id) > len(last) || (len(id) == len(last) && id > last) {
+			last = id
+		}
+	}
+	return last
 }
 
 // Photo builds a private photo message whose file the fake serves.
@@ -453,6 +499,43 @@ func (s *Server) call(r *http.Request, token, method string, p map[string]string
 			return badRequest("phone_number and first_name are required")
 		}
 		return sent(nil)
+	case "sendPoll":
+		// The Bot API's limits: a question of 1 to 300 characters, 2 to 12 options of 1 to 100 each.
+		if st, f, ok := needChat(); !ok {
+			return st, f
+		}
+		q := p["question"]
+		if n := len([]rune(q)); n == 0 || n > 300 {
+			return badRequest("poll question length must not exceed 300")
+		}
+		var opts []struct {
+			Text string `json:"text"`
+		}
+		if err := json.Unmarshal([]byte(p["options"]), &opts); err != nil {
+			return badRequest("can't parse options JSON object")
+		}
+		if len(opts) < 2 {
+			return badRequest("poll must have at least 2 option")
+		}
+		if len(opts) > 12 {
+			return badRequest("poll can't have more than 12 options")
+		}
+		shown := make([]map[string]any, len(opts))
+		for i, o := range opts {
+			if n := len([]rune(o.Text)); n == 0 || n > 100 {
+				return badRequest("poll options length must not exceed 100")
+			}
+			shown[i] = map[string]any{"text": o.Text, "voter_count": 0}
+		}
+		anonymous := p["is_anonymous"] != "false"
+		id := strconv.FormatInt(5_000_000_000_000_000_000+int64(s.nextMsg+1), 10)
+		if b.polls == nil {
+			b.polls = map[string]poll{}
+		}
+		b.polls[id] = poll{options: len(opts), anonymous: anonymous, several: p["allows_multiple_answers"] == "true"}
+		return sent(map[string]any{"poll": map[string]any{"id": id, "question": q, "options": shown,
+			"total_voter_count": 0, "is_closed": false, "is_anonymous": anonymous, "type": "regular",
+			"allows_multiple_answers": p["allows_multiple_answers"] == "true"}})
 	case "sendChatAction":
 		if st, f, ok := needChat(); !ok {
 			return st, f
