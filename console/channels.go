@@ -37,6 +37,8 @@ func (c *Console) registerChannels(g *echo.Group) {
 	g.POST("/channels/:id/calls", c.setCalls)
 	g.GET("/channels/:id/delete", c.deleteInstancePage)
 	g.POST("/channels/:id/delete", c.deleteInstance)
+	g.GET("/people", c.peoplePage)
+	g.GET("/people/:id", c.personPage)
 }
 
 // configField is one input of a provider's config form, from a property of its JSON Schema.
@@ -248,10 +250,12 @@ type channelData struct {
 	Messages []gen.Message
 	// Chats are the instance's latest chats with how the account keeps them (archived, pinned, muted until).
 	Chats []store.Chat
-	Now   time.Time
-	Queue *channels.QueueStats
-	To    string
-	Text  string
+	// Contacts are the instance's latest contacts with their presence, each linking to its person.
+	Contacts []store.Contact
+	Now      time.Time
+	Queue    *channels.QueueStats
+	To       string
+	Text     string
 	// BotsOn is set when the console has the bot service: the page then shows the instance's bots (Bots), the chats
 	// in takeover, the add-a-bot form (BotForm) and the models it offers.
 	BotsOn    bool
@@ -299,6 +303,9 @@ func (c *Console) renderChannel(ec echo.Context, status int, notice, errMsg stri
 	}
 	d.Now = time.Now()
 	if d.Chats, _, err = c.channels.ListChats(ctx, ses.Workspace.ID, inst.ID, store.ChatFilter{Now: d.Now}, store.Page{Limit: 20}); err != nil {
+		return err
+	}
+	if d.Contacts, _, err = c.channels.ListContacts(ctx, ses.Workspace.ID, inst.ID, nil, store.Page{Limit: 20}); err != nil {
 		return err
 	}
 	if st, err := c.channels.QueueStats(ctx, ses.Workspace.ID, inst.ID); err == nil {

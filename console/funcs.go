@@ -22,7 +22,14 @@ var templateFuncs = template.FuncMap{
 	"has":   func(list []string, v string) bool { return slices.Contains(list, v) },
 	"upper": strings.ToUpper,
 	// on reports whether an optional setting is set and true.
-	"on":  func(b *bool) bool { return b != nil && *b },
+	"on": func(b *bool) bool { return b != nil && *b },
+	// deref is an optional text, or "" when it is not set.
+	"deref": func(s *string) string {
+		if s == nil {
+			return ""
+		}
+		return *s
+	},
 	"eq2": func(a, b string) bool { return a == b },
 	// bytesText shows bytes kept as they came in (a request log's body) as text a page can hold.
 	"bytesText": text.Bytes,

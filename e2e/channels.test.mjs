@@ -68,6 +68,17 @@ test('create, pair by QR, send and watch the status, delete', async () => {
   assert.match(await page.locator('#instances').innerText(), /Alice[\s\S]*connected/);
   await shot('04-list');
 
+  // Alice's contact for Bob links to his person: one person, with the channels that reach him.
+  await page.goto(`${app.sb.url}/user/channels/${alice}`);
+  await page.locator('#contacts tr', { hasText: bobAddress }).getByRole('link', { name: /^per_/ }).click();
+  await page.waitForURL(/\/user\/people\/per_/);
+  assert.match(await page.locator('#person-channels').innerText(), /Alice[\s\S]*sandbox/);
+  assert.match(await page.locator('#person-addresses').innerText(), new RegExp(bobAddress.replace('+', '\\+')));
+  await shot('04-person');
+  await page.getByRole('navigation', { name: 'Console' }).getByRole('link', { name: 'People' }).click();
+  await page.waitForURL(/\/user\/people$/);
+  assert.match(await page.locator('#people').innerText(), /Alice/);
+
   await page.goto(`${app.sb.url}/user/channels/${alice}`);
   await page.getByRole('button', { name: 'Disconnect' }).click();
   await page.locator('#instance-status[data-status="disconnected"]').waitFor();

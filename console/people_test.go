@@ -1,0 +1,111 @@
+package console_test
+
+import (
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/switchboard/switchboard/console"
+	"github.com/switchboard/switchboard/gen"
+	"github.com/switchboard/switchboard/internal/await"
+	"github.com/switchboard/switchboard/internal/channels"
+	"github.com/switchboard/switchboard/store"
+	"github.com/switchboard/switchboard/store/storetest"
+)
+
+// The people pages and the instance page's contacts and polls: Bob is written to by two instances, so he is one
+// person with two channels; his availability shows on the contact; a poll shows its results with the voter; a
+// search by address finds him; another workspace's member gets 404 for him.
+func TestPeoplePages(t *testing.T) {
+	storetest.OwnDialects(t, func(t *testing.T, db *store.DB) {
+		svc := newChannels(t, db)
+		e := newEnv(t, db, console.Config{Channels: svc})
+		b := e.browser()
+		b.newUser(t, "people")
+		ws := b.newWorkspace(t, "People")
+		connected := func(name string) store.Instance {
+			t.Helper()
+			inst, err := svc.Create(ctx, ws.ID, channels.NewInstance{Name: name, Provider: "sandbox",
+				Config: map[string]any{"auto_pair": true, "display_name": name}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := svc.Connect(ctx, ws.ID, inst.ID); err != nil {
+				t.Fatal(err)
+			}
+			return await.Until(t, name+" connected", func() store.Instance {
+				i, _ := svc.Get(ctx, ws.ID, inst.ID)
+				return i
+			}, func(i store.Instance) bool { return i.Status == "connected" })
+		}
+		alice, bob, carol := connected("Alice"), connected("Bob"), connected("Carol")
+		to := bob.Account.Address
+		text := "hello"
+		if _, _, err := svc.Send(ctx, ws.ID, carol.ID, gen.MessageCreate{To: &to, Type: gen.MessageTypeText, Text: &text}); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := svc.Send(ctx, ws.ID, alice.ID, gen.MessageCreate{To: &to, Type: gen.MessageTypePoll,
+			Poll: &gen.MessagePollInput{Question: "Lunch?", Options: []string{"Pizza", "Sushi"}}}); err != nil {
+			t.Fatal(err)
+		}
+
+		// Bob votes and comes online, as his sandbox instance does it.
+		received := await.Until(t, "bob's poll", func() []store.Message {
+			ms, _, _ := svc.ListMessages(ctx, ws.ID, bob.ID, store.MessageFilter{}, store.Page{Limit: 10})
+			return ms
+		}, func(ms []store.Message) bool { return len(ms) == 2 })
+		for _, m := range received {
+			if m.Type == "poll" {
+				if err := svc.Control(ctx, ws.ID, bob.ID, channels.Control{Kind: "poll_vote", MessageID: m.ID, Options: []int{1}}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		if err := svc.SetPresence(ctx, ws.ID, bob.ID, true); err != nil {
+			t.Fatal(err)
+		}
+
+		page := await.Until(t, "the poll's results and bob's presence on alice's page", func() *resp {
+			return b.get(t, "/user/channels/"+alice.ID)
+		}, func(r *resp) bool {
+			return strings.Contains(r.body, `data-poll-voters="1"`) && strings.Contains(r.body, `data-presence="available"`)
+		})
+		page.wantText(t, "Lunch?")
+		if !strings.Contains(page.body, `<li data-option-votes="1"><span>Sushi</span>`) {
+			t.Fatalf("the poll's results are not shown:\n%s", page.body)
+		}
+		contacts, _, err := svc.ListContacts(ctx, ws.ID, alice.ID, nil, store.Page{Limit: 5})
+		if err != nil || len(contacts) != 1 || contacts[0].PersonID == nil {
+			t.Fatalf("alice's contacts: %+v %v", contacts, err)
+		}
+		person := *contacts[0].PersonID
+		if !strings.Contains(page.body, `href="/user/people/`+person+`"`) {
+			t.Fatal("the contact does not link to its person")
+		}
+
+		// The person: one, with Alice's and Carol's contacts of Bob.
+		pp := b.get(t, "/user/people/"+person)
+		pp.wantStatus(t, 200)
+		pp.wantText(t, "2 channels")
+		for _, s := range []string{`href="/user/channels/` + alice.ID + `"`, `href="/user/channels/` + carol.ID + `"`,
+			"<code>" + strings.ReplaceAll(to, "+", "&#43;") + "</code>"} {
+			if !strings.Contains(pp.body, s) {
+				t.Fatalf("the person page has no %s:\n%s", s, pp.body)
+			}
+		}
+		list := b.get(t, "/user/people?address="+url.QueryEscape(to))
+		if !strings.Contains(list.body, `id="`+person+`"`) || strings.Count(list.body, `<tr id="per_`) != 1 {
+			t.Fatalf("the search by address:\n%s", list.body)
+		}
+		b.get(t, "/user/people?address=%2B0000000").wantText(t, "Nobody has the address")
+
+		// Another workspace's member sees no such person.
+		other := e.browser()
+		other.newUser(t, "other")
+		other.newWorkspace(t, "Elsewhere")
+		other.get(t, "/user/people/"+person).wantStatus(t, 404)
+		if strings.Contains(other.get(t, "/user/people").body, person) {
+			t.Fatal("another workspace lists the person")
+		}
+	})
+}
