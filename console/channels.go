@@ -39,6 +39,7 @@ func (c *Console) registerChannels(g *echo.Group) {
 	g.POST("/channels/:id/delete", c.deleteInstance)
 	g.GET("/people", c.peoplePage)
 	g.GET("/people/:id", c.personPage)
+	g.POST("/people/:id/send", c.sendToPerson)
 }
 
 // configField is one input of a provider's config form, from a property of its JSON Schema.

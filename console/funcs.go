@@ -18,6 +18,8 @@ var templateFuncs = template.FuncMap{
 	"date": func(t time.Time) string { return t.UTC().Format("2 Jan 2006") },
 	"rfc":  func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
 	"join": strings.Join,
+	// list is its arguments as a list, for a template's own options.
+	"list": func(s ...string) []string { return s },
 	// has reports whether a list of strings (a form's checked values) holds one.
 	"has":   func(list []string, v string) bool { return slices.Contains(list, v) },
 	"upper": strings.ToUpper,

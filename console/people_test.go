@@ -1,6 +1,8 @@
 package console_test
 
 import (
+	"context"
+	"net/http"
 	"net/url"
 	"strings"
 	"testing"
@@ -23,21 +25,7 @@ func TestPeoplePages(t *testing.T) {
 		b := e.browser()
 		b.newUser(t, "people")
 		ws := b.newWorkspace(t, "People")
-		connected := func(name string) store.Instance {
-			t.Helper()
-			inst, err := svc.Create(ctx, ws.ID, channels.NewInstance{Name: name, Provider: "sandbox",
-				Config: map[string]any{"auto_pair": true, "display_name": name}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := svc.Connect(ctx, ws.ID, inst.ID); err != nil {
-				t.Fatal(err)
-			}
-			return await.Until(t, name+" connected", func() store.Instance {
-				i, _ := svc.Get(ctx, ws.ID, inst.ID)
-				return i
-			}, func(i store.Instance) bool { return i.Status == "connected" })
-		}
+		connected := func(name string) store.Instance { return connectedSandbox(t, svc, ws.ID, name) }
 		alice, bob, carol := connected("Alice"), connected("Bob"), connected("Carol")
 		to := bob.Account.Address
 		text := "hello"
@@ -108,4 +96,66 @@ func TestPeoplePages(t *testing.T) {
 			t.Fatal("another workspace lists the person")
 		}
 	})
+}
+
+// Sending to a person from the console: the channels checked are the route's steps; the route shows on the page
+// with each step's outcome; a form without text or channels is refused with a reason.
+func TestSendToPersonPage(t *testing.T) {
+	storetest.OwnDialects(t, func(t *testing.T, db *store.DB) {
+		svc := newChannels(t, db)
+		ctx, stop := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { defer close(done); _ = svc.RunRoutes(ctx) }()
+		t.Cleanup(func() { stop(); <-done })
+		e := newEnv(t, db, console.Config{Channels: svc})
+		b := e.browser()
+		b.newUser(t, "router")
+		ws := b.newWorkspace(t, "Routes")
+		connected := func(name string) store.Instance { return connectedSandbox(t, svc, ws.ID, name) }
+		alice, bob := connected("Alice"), connected("Bob")
+		to, text := bob.Account.Address, "hi"
+		if _, _, err := svc.Send(ctx, ws.ID, alice.ID, gen.MessageCreate{To: &to, Type: gen.MessageTypeText, Text: &text}); err != nil {
+			t.Fatal(err)
+		}
+		contacts := await.Until(t, "alice's contact of bob", func() []store.Contact {
+			cs, _, _ := svc.ListContacts(ctx, ws.ID, alice.ID, nil, store.Page{Limit: 5})
+			return cs
+		}, func(cs []store.Contact) bool { return len(cs) == 1 && cs[0].PersonID != nil })
+		person := *contacts[0].PersonID
+		path := "/user/people/" + person
+
+		b.get(t, path).wantText(t, "Nothing sent to this person with failover yet.")
+		b.postCSRF(t, path+"/send", url.Values{"text": {" "}, "channel": {alice.ID}, "until": {"sent"}, "within": {"30"}}).
+			wantStatus(t, http.StatusUnprocessableEntity)
+		b.postCSRF(t, path+"/send", url.Values{"text": {"x"}, "until": {"sent"}, "within": {"30"}}).
+			wantStatus(t, http.StatusUnprocessableEntity)
+		b.postCSRF(t, path+"/send", url.Values{"text": {"Your order <shipped>"}, "channel": {alice.ID}, "until": {"delivered"}, "within": {"30"}}).
+			wantRedirect(t, path+"?done=sent")
+		page := await.Until(t, "the route completed on the page", func() *resp { return b.get(t, path) },
+			func(r *resp) bool { return strings.Contains(r.body, `data-route-status="completed"`) })
+		page.wantText(t, "Your order <shipped>")
+		if strings.Contains(page.body, "<shipped>") {
+			t.Fatal("the message text is not escaped")
+		}
+		if !strings.Contains(page.body, `data-step-status="succeeded"`) {
+			t.Fatalf("the route's step is not shown:\n%s", page.body)
+		}
+	})
+}
+
+// connectedSandbox creates a sandbox instance of the workspace that pairs at once, and waits until it is connected.
+func connectedSandbox(t *testing.T, svc *channels.Service, workspaceID, name string) store.Instance {
+	t.Helper()
+	inst, err := svc.Create(ctx, workspaceID, channels.NewInstance{Name: name, Provider: "sandbox",
+		Config: map[string]any{"auto_pair": true, "display_name": name}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.Connect(ctx, workspaceID, inst.ID); err != nil {
+		t.Fatal(err)
+	}
+	return await.Until(t, name+" connected", func() store.Instance {
+		i, _ := svc.Get(ctx, workspaceID, inst.ID)
+		return i
+	}, func(i store.Instance) bool { return i.Status == "connected" })
 }

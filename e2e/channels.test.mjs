@@ -75,6 +75,13 @@ test('create, pair by QR, send and watch the status, delete', async () => {
   assert.match(await page.locator('#person-channels').innerText(), /Alice[\s\S]*sandbox/);
   assert.match(await page.locator('#person-addresses').innerText(), new RegExp(bobAddress.replace('+', '\\+')));
   await shot('04-person');
+  // Send to the person with failover: the route completes on its first channel, and the page shows it.
+  await page.getByLabel('Message', { exact: true }).fill('Your parcel is at the door');
+  await page.getByRole('button', { name: 'Send' }).click();
+  await page.getByRole('status').waitFor();
+  await page.locator('#routes tr[data-route-status="completed"]').waitFor({ timeout: 20000 });
+  assert.match(await page.locator('#routes').innerText(), /Your parcel is at the door[\s\S]*completed[\s\S]*succeeded/);
+  await shot('04-person-route');
   await page.getByRole('navigation', { name: 'Console' }).getByRole('link', { name: 'People' }).click();
   await page.waitForURL(/\/user\/people$/);
   assert.match(await page.locator('#people').innerText(), /Alice/);

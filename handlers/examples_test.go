@@ -365,6 +365,7 @@ func TestEveryRequestExampleWorks(t *testing.T) {
 		x.use(people.Data[0].Id)
 		x.use(people.Data[0].Contacts[0].Contact.Id)
 		x.send("linkPerson")
+		x.send("sendToPerson", http.StatusAccepted)
 		x.use(idOf(t, x.send("createGroup")["group"]))
 		x.send("updateGroup")
 		x.send("changeGroupParticipants")

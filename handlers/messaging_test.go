@@ -64,9 +64,10 @@ func newSandboxServer(t *testing.T, db *store.DB, opts sandbox.Options, cfg hand
 		t.Fatal(err)
 	}
 	ctx, stop := context.WithCancel(context.Background())
-	stopped := make(chan struct{})
-	go func() { defer close(stopped); _ = rt.Run(ctx) }()
-	t.Cleanup(func() { stop(); <-stopped })
+	stopped := make(chan struct{}, 2)
+	go func() { _ = rt.Run(ctx); stopped <- struct{}{} }()
+	go func() { _ = svc.RunRoutes(ctx); stopped <- struct{}{} }()
+	t.Cleanup(func() { stop(); <-stopped; <-stopped })
 	log := slog.New(slog.NewTextHandler(testLog{t}, &slog.HandlerOptions{Level: slog.LevelError}))
 	cfg.Events, cfg.Channels, cfg.Logger, cfg.Box = outbox, svc, log, box
 	cfg.KeyRateLimit, cfg.WorkspaceRateLimit = 1<<20, 1<<20

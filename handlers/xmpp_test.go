@@ -64,10 +64,11 @@ func newProviderEnv(t *testing.T, db *store.DB, name string, providers ...channe
 	}
 	dispatcher := webhook.NewDispatcher(db, box, guard, webhook.Config{Events: outbox, Logger: log})
 	ctx, stop := context.WithCancel(context.Background())
-	stopped := make(chan struct{}, 2)
+	stopped := make(chan struct{}, 3)
 	go func() { _ = rt.Run(ctx); stopped <- struct{}{} }()
 	go func() { _ = dispatcher.Run(ctx); stopped <- struct{}{} }()
-	t.Cleanup(func() { stop(); <-stopped; <-stopped })
+	go func() { _ = svc.RunRoutes(ctx); stopped <- struct{}{} }()
+	t.Cleanup(func() { stop(); <-stopped; <-stopped; <-stopped })
 	e := &msgEnv{env: newEnv(t, db, handlers.Config{Events: outbox, Channels: svc, Logger: log,
 		Box: box, Webhooks: webhookService(t, db, outbox, webhook.ServiceConfig{Box: box, Guard: guard, Sender: dispatcher.Sender(), Wake: dispatcher.Wake}),
 		KeyRateLimit: 1 << 20, WorkspaceRateLimit: 1 << 20}), channels: svc}

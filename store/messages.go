@@ -98,12 +98,14 @@ type Message struct {
 	Emoji             *string          `bun:"emoji"`
 	ProviderMessageID *string          `bun:"provider_message_id"`
 	ClientMessageID   *string          `bun:"client_message_id"`
-	Status            string           `bun:"status"`
-	StatusHistory     []StatusChange   `bun:"status_history,type:json"`
-	Failure           *Failure         `bun:"failure,type:json"`
-	Metadata          map[string]any   `bun:"metadata,type:json"`
-	CreatedAt         time.Time        `bun:"created_at"`
-	UpdatedAt         time.Time        `bun:"updated_at"`
+	// RouteID is the route this message is an attempt of (nil for other messages).
+	RouteID       *string        `bun:"route_id"`
+	Status        string         `bun:"status"`
+	StatusHistory []StatusChange `bun:"status_history,type:json"`
+	Failure       *Failure       `bun:"failure,type:json"`
+	Metadata      map[string]any `bun:"metadata,type:json"`
+	CreatedAt     time.Time      `bun:"created_at"`
+	UpdatedAt     time.Time      `bun:"updated_at"`
 }
 
 // Messages is the repository of messages.

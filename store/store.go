@@ -89,6 +89,7 @@ type DB struct {
 	Chats       *Chats
 	Contacts    *Contacts
 	People      *People
+	Routes      *Routes
 	Groups      *Groups
 	Media       *MediaFiles
 	// LinkChanges announces link changes to redirect caches.
@@ -158,6 +159,7 @@ func Open(ctx context.Context, rawURL string) (*DB, error) {
 	db.Chats = &Chats{workspaceScoped[Chat]{db}}
 	db.Contacts = &Contacts{workspaceScoped[Contact]{db}}
 	db.People = &People{workspaceScoped[Person]{db}}
+	db.Routes = &Routes{workspaceScoped[Route]{db}}
 	db.Groups = &Groups{workspaceScoped[ChatGroup]{db}}
 	db.Media = &MediaFiles{workspaceScoped[Media]{db}}
 	db.LinkChanges = &LinkChanges{db: db}

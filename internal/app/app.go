@@ -285,6 +285,8 @@ func (a *App) Register(jobs *runner.Runner) {
 	jobs.Go(0, "event streams", func(ctx context.Context) error { a.Streams.Run(ctx); return nil })
 	// The channel runtime drains the sends in flight, closes its sessions and gives its leases to the other replicas.
 	jobs.Go(0, "channel runtime", a.Runtime.Run)
+	// Routes to people fail over on deadlines kept in the database: every replica's worker carries them on.
+	jobs.Go(0, "message routes", a.Messaging.RunRoutes)
 	jobs.Go(0, "source request log pruning", a.Automation.Run)
 	// Bots stop taking messages first and finish the answers under way while the channel runtime still sends.
 	jobs.Go(0, "bots", a.Bots.Run)

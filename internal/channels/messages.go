@@ -507,6 +507,13 @@ func (s *Recorder) advanceMany(ctx context.Context, tx store.Querier, moves []mo
 	if err := s.emitNumbered(ctx, tx, pending...); err != nil {
 		return nil, err
 	}
+	for _, i := range changed {
+		if ms[i].RouteID != nil {
+			if err := s.routeMessageMoved(ctx, tx, ms[i]); err != nil {
+				return nil, err
+			}
+		}
+	}
 	return ms, nil
 }
 
@@ -567,7 +574,7 @@ func (s *Recorder) MessagesAPI(ctx context.Context, db store.Querier, ms []store
 			Direction: gen.MessageDirection(m.Direction), From: party(m.From), To: party(m.To),
 			Type: gen.MessageType(m.Type), Text: m.Text, ReplyToMessageId: m.ReplyToMessageID,
 			TargetMessageId: m.TargetMessageID, Emoji: m.Emoji, ProviderMessageId: m.ProviderMessageID,
-			ClientMessageId: m.ClientMessageID, Status: gen.MessageStatus(m.Status),
+			ClientMessageId: m.ClientMessageID, RouteId: m.RouteID, Status: gen.MessageStatus(m.Status),
 			StatusHistory: make([]gen.StatusChange, len(m.StatusHistory)), Metadata: m.Metadata,
 			CreatedAt: m.CreatedAt, UpdatedAt: m.UpdatedAt}
 		if g.Metadata == nil {

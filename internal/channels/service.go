@@ -65,6 +65,8 @@ type Recorder struct {
 	baseURL   string
 
 	early earlyReceipts
+	// routeWake tells the route worker that a route is due now.
+	routeWake chan struct{}
 	// commits writes the accepted sends and the sessions' runs of reports: concurrent ones share a transaction
 	// (each in its own savepoint), their instances locked first, in ID order, as inTxFor locks them.
 	commits *store.GroupCommit
@@ -92,7 +94,7 @@ func NewRecorder(db *store.DB, outbox *events.Outbox, cfg Config) (*Recorder, er
 	}
 	s := &Recorder{db: db, events: outbox, sealer: cfg.Sealer, log: cfg.Logger, providers: map[string]Provider{},
 		lookupTTL: cfg.LookupTTL, media: cfg.Media, baseURL: strings.TrimRight(cfg.BaseURL, "/"),
-		fetch: cfg.Guard.Client(mediaFetchTimeout), guard: cfg.Guard, maxMedia: cfg.MaxMedia}
+		fetch: cfg.Guard.Client(mediaFetchTimeout), guard: cfg.Guard, maxMedia: cfg.MaxMedia, routeWake: make(chan struct{}, 1)}
 	s.commits = store.NewLockingGroupCommit(db, 0, func(ctx context.Context, tx store.Tx, ids []string) error {
 		return db.Instances.LockAll(ctx, tx, ids)
 	})

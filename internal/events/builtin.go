@@ -38,6 +38,8 @@ var builtinPayloads = []any{
 	gen.PresenceUpdatedEvent{},
 	gen.CallReceivedEvent{},
 	gen.PollVotedEvent{},
+	gen.RouteCompletedEvent{},
+	gen.RouteFailedEvent{},
 	gen.BotRepliedEvent{},
 	gen.BotHandoffEvent{},
 	gen.BotFailedEvent{},
