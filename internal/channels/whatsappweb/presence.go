@@ -16,11 +16,7 @@ import (
 
 // SendChatState shows the chat that the account is typing, recording a voice note, or stopped (chats.typing).
 func (s *session) SendChatState(ctx context.Context, chat, state string) error {
-	c, err := s.client()
-	if err != nil {
-		return err
-	}
-	to, err := jidOf(chat)
+	c, to, err := s.target(chat)
 	if err != nil {
 		return err
 	}
@@ -189,11 +185,7 @@ func (s *session) organized(chat types.JID, o channels.ChatOrganization) {
 // OrganizeChat archives, pins or mutes a chat in the account's app state, which the phone and the other linked
 // devices apply: one patch per change, in WhatsApp's own encoding.
 func (s *session) OrganizeChat(ctx context.Context, chat string, o channels.ChatOrganization) error {
-	c, err := s.client()
-	if err != nil {
-		return err
-	}
-	j, err := jidOf(chat)
+	c, j, err := s.target(chat)
 	if err != nil {
 		return err
 	}

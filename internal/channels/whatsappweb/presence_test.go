@@ -178,14 +178,7 @@ func hashes(options ...string) [][]byte {
 func TestPollVoteByHashReachesTheAPI(t *testing.T) {
 	storetest.OwnDialects(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
-		n := newNetwork()
-		me := n.add("15550100001", "Me")
-		peer := n.add("4915112345678", "Peer")
-		n.scanning = append(n.scanning, me)
-		e := newEngine(t, db, n.NewClient, 0)
-		id := e.connect(t)
-		await.Until(t, "the instance to connect", func() store.Instance { return e.instance(t, id) },
-			func(i store.Instance) bool { return i.Status == string(channels.StatusConnected) })
+		n, me, peer, e, id := pairedEngine(t, db)
 		to := "+" + peer.phone
 		multiple := true
 		m, _, err := e.svc.Send(ctx, e.ws, id, gen.MessageCreate{Type: "poll", To: (*gen.Address)(&to),
@@ -402,14 +395,7 @@ func TestChatOrganizationIsAppState(t *testing.T) {
 func TestChatOrganizedOnThePhone(t *testing.T) {
 	storetest.OwnDialects(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
-		n := newNetwork()
-		me := n.add("15550100001", "Me")
-		peer := n.add("4915112345678", "Peer")
-		n.scanning = append(n.scanning, me)
-		e := newEngine(t, db, n.NewClient, 0)
-		id := e.connect(t)
-		await.Until(t, "the instance to connect", func() store.Instance { return e.instance(t, id) },
-			func(i store.Instance) bool { return i.Status == string(channels.StatusConnected) })
+		n, me, peer, e, id := pairedEngine(t, db)
 		n.deliver(me, &events.Message{Info: types.MessageInfo{ID: "3AHELLO", Timestamp: time.Now(),
 			MessageSource: types.MessageSource{Chat: peer.pn(), Sender: peer.pn()}},
 			Message: &waE2E.Message{Conversation: proto.String("hello")}})

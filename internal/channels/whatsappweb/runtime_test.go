@@ -81,6 +81,26 @@ func (e *engine) connect(t *testing.T) string {
 	return inst.ID
 }
 
+// connected waits until the instance is connected.
+func (e *engine) connected(t *testing.T, id string) store.Instance {
+	t.Helper()
+	return await.Until(t, "the instance to connect", func() store.Instance { return e.instance(t, id) },
+		func(i store.Instance) bool { return i.Status == string(channels.StatusConnected) })
+}
+
+// pairedEngine is an engine over a network of "me" and a peer whose instance scans as me at once, connected.
+func pairedEngine(t *testing.T, db *store.DB) (n *network, me, peer *account, e *engine, id string) {
+	t.Helper()
+	n = newNetwork()
+	me = n.add("15550100001", "Me")
+	peer = n.add("4915112345678", "Peer")
+	n.scanning = append(n.scanning, me)
+	e = newEngine(t, db, n.NewClient, 0)
+	id = e.connect(t)
+	e.connected(t, id)
+	return n, me, peer, e, id
+}
+
 func (e *engine) instance(t *testing.T, id string) store.Instance {
 	t.Helper()
 	i, err := e.db.Instances.ByID(context.Background(), e.db.Reader(), id)
@@ -166,8 +186,7 @@ func TestWhatReachesTheAPI(t *testing.T) {
 		if err := c.pair(ctx, me); err != nil {
 			t.Fatal(err)
 		}
-		inst := await.Until(t, "the instance to connect", func() store.Instance { return e.instance(t, id) },
-			func(i store.Instance) bool { return i.Status == string(channels.StatusConnected) })
+		inst := e.connected(t, id)
 		if inst.Account == nil || inst.Account.Address != "+15550100001" {
 			t.Errorf("account %+v", inst.Account)
 		}
@@ -220,10 +239,7 @@ func TestDeletedOfflineInstanceLosesItsDevice(t *testing.T) {
 		first, second := n.add("15550100001", "First"), n.add("15550100002", "Second")
 		n.scanning = append(n.scanning, first, second)
 		e := newEngine(t, db, n.NewClient, 0)
-		connected := func(id string) store.Instance {
-			return await.Until(t, "the instance to connect", func() store.Instance { return e.instance(t, id) },
-				func(i store.Instance) bool { return i.Status == string(channels.StatusConnected) })
-		}
+		connected := func(id string) store.Instance { return e.connected(t, id) }
 		id := e.connect(t)
 		connected(id)
 		var jid types.JID

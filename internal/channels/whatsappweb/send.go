@@ -47,11 +47,7 @@ func jidOf(address string) (types.JID, error) {
 // Send sends one message. Every attempt of a message carries the same WhatsApp message ID; whether the
 // recipient's devices drop a second copy by it is WhatsApp's to decide, so a resend says it may repeat.
 func (s *session) Send(ctx context.Context, m channels.Outbound) (channels.Sent, error) {
-	c, err := s.client()
-	if err != nil {
-		return channels.Sent{}, err
-	}
-	to, err := jidOf(m.Chat)
+	c, to, err := s.target(m.Chat)
 	if err != nil {
 		return channels.Sent{}, err
 	}
@@ -261,11 +257,7 @@ func vcard(c *channels.ContactCard) string {
 
 // MarkRead marks the chat's messages up to upTo read (blue ticks for the sender).
 func (s *session) MarkRead(ctx context.Context, chat, upTo string) error {
-	c, err := s.client()
-	if err != nil {
-		return err
-	}
-	to, err := jidOf(chat)
+	c, to, err := s.target(chat)
 	if err != nil {
 		return err
 	}

@@ -359,6 +359,19 @@ func (s *session) client() (Client, error) {
 	return s.c, nil
 }
 
+// target is the connected client and the JID of a chat's address: the opening of every call on a chat.
+func (s *session) target(chat string) (Client, types.JID, error) {
+	c, err := s.client()
+	if err != nil {
+		return nil, types.EmptyJID, err
+	}
+	j, err := jidOf(chat)
+	if err != nil {
+		return nil, types.EmptyJID, err
+	}
+	return c, j, nil
+}
+
 // party is a person as the instance shows them: their phone number when WhatsApp shares it (from alt, or its
 // mapping of the LID), with their LID as another ID, so that both addresses are one contact.
 func (s *session) party(ctx context.Context, jid, alt types.JID, name string) channels.Party {
