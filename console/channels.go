@@ -35,6 +35,7 @@ func (c *Console) registerChannels(g *echo.Group) {
 	g.POST("/channels/:id/scan", c.instanceAction)
 	g.POST("/channels/:id/send", c.sendTestMessage)
 	g.POST("/channels/:id/calls", c.setCalls)
+	g.POST("/channels/:id/proxy", c.setProxy)
 	g.GET("/channels/:id/delete", c.deleteInstancePage)
 	g.POST("/channels/:id/delete", c.deleteInstance)
 	g.GET("/people", c.peoplePage)
@@ -172,6 +173,7 @@ var channelNotices = map[string]string{
 	"scan":        "The QR code was scanned.",
 	"sent":        "The message was queued.",
 	"calls":       "Saved: incoming calls are handled as shown.",
+	"proxy":       "Saved: the proxy applies from the next connect.",
 	"bot-added":   "The bot was added: it answers the instance's next messages.",
 	"bot-enable":  "The bot answers again.",
 	"bot-disable": "The bot is stopped; it answers nothing until enabled.",
@@ -405,6 +407,35 @@ func (c *Console) setCalls(ec echo.Context) error {
 		return err
 	}
 	return ec.Redirect(http.StatusSeeOther, "/user/channels/"+inst.ID+"?done=calls")
+}
+
+// setProxy sets, changes or (with "remove") drops the instance's forward proxy; a password left empty keeps the
+// stored one while the URL and user name stay.
+func (c *Console) setProxy(ec echo.Context) error {
+	inst, err := c.instanceOf(ec)
+	if err != nil {
+		return err
+	}
+	u := channels.InstanceUpdate{RemoveProxy: ec.FormValue("remove") != ""}
+	if !u.RemoveProxy {
+		ps := channels.ProxySetting{URL: strings.TrimSpace(ec.FormValue("url")), Username: strings.TrimSpace(ec.FormValue("username"))}
+		if pw := ec.FormValue("password"); pw != "" {
+			ps.Password = &pw
+		}
+		u.Proxy = &ps
+	}
+	_, err = c.channels.Update(ec.Request().Context(), inst.WorkspaceID, inst.ID, u)
+	if p := problemOf(err); p != nil {
+		msg := p.Detail
+		for _, f := range p.Fields {
+			msg += " " + f.Detail + "."
+		}
+		return c.renderChannel(ec, http.StatusUnprocessableEntity, "", msg, channelData{})
+	}
+	if err != nil {
+		return err
+	}
+	return ec.Redirect(http.StatusSeeOther, "/user/channels/"+inst.ID+"?done=proxy")
 }
 
 func (c *Console) deleteInstancePage(ec echo.Context) error {

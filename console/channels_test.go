@@ -24,13 +24,19 @@ import (
 // newChannels is the messaging service with the sandbox network (receipts at once) over the real runtime, unpaced.
 func newChannels(t *testing.T, db *store.DB) *channels.Service {
 	t.Helper()
+	return newChannelsOf(t, db, sandbox.New(db.Sandbox, sandbox.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}))
+}
+
+// newChannelsOf is the messaging service over providers, its runtime running until the test ends.
+func newChannelsOf(t *testing.T, db *store.DB, providers ...channels.Provider) *channels.Service {
+	t.Helper()
 	box, err := sealbox.New(make([]byte, sealbox.KeySize))
 	if err != nil {
 		t.Fatal(err)
 	}
 	discard := slog.New(slog.NewTextHandler(io.Discard, nil))
 	rec, err := channels.NewRecorder(db, events.NewOutbox(db, events.Builtin()), channels.Config{Sealer: box, Logger: discard,
-		Providers: []channels.Provider{sandbox.New(db.Sandbox, sandbox.Options{Logger: discard})}})
+		Providers: providers})
 	if err != nil {
 		t.Fatal(err)
 	}
