@@ -47,7 +47,8 @@ func (s *Server) ListMessages(ctx context.Context, req gen.ListMessagesRequestOb
 	if err != nil {
 		return nil, err
 	}
-	f := store.MessageFilter{ChatID: deref(q.ChatId), Direction: string(deref(q.Direction)), Status: string(deref(q.Status))}
+	f := store.MessageFilter{ChatID: deref(q.ChatId), Direction: string(deref(q.Direction)), Status: string(deref(q.Status)),
+		RouteID: deref(q.RouteId)}
 	rows, more, err := s.channels.ListMessages(ctx, key.WorkspaceID, req.InstanceId, f, page)
 	if err != nil {
 		return nil, err

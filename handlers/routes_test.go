@@ -126,6 +126,41 @@ func TestRoutesFailOver(t *testing.T) {
 			t.Fatalf("failed routes: %+v", list.Data)
 		}
 
+		// 5. Erin sends one message a minute and has just sent hers to Bob: the route's message waits in her send
+		// queue when its step times out, so it is canceled there (Bob does not get it after Alice's), and
+		// ?route_id= lists each instance's attempts.
+		res := e.post("/api/v1/instances", `{"name":"erin","provider":"sandbox","config":{"auto_pair":true,"display_name":"Erin"},"pacing":{"rate_per_minute":1,"burst":1}}`)
+		if res.StatusCode != 201 {
+			t.Fatalf("create erin: %d %s", res.StatusCode, res.body)
+		}
+		var erin gen.Instance
+		res.json(t, &erin)
+		if res := e.post("/api/v1/instances/"+erin.Id+"/connect", ""); res.StatusCode != 200 {
+			t.Fatalf("connect erin: %d %s", res.StatusCode, res.body)
+		}
+		erin = e.status(erin.Id, "connected")
+		e.say(erin, to, "hi from erin")
+		await.Until(t, "bob as a person on erin too", func() int {
+			var p gen.Person
+			e.get("/api/v1/people/"+person, &p)
+			return len(p.Contacts)
+		}, func(n int) bool { return n == 3 })
+		r = send(fmt.Sprintf(`{"message":{"type":"text","text":"fifth"},"steps":[`+
+			`{"instance_id":%q,"until":"sent","within_seconds":1},{"instance_id":%q,"until":"sent","within_seconds":30}]}`, erin.Id, alice.Id))
+		done = ended(r)
+		if done.Status != "completed" || statuses(done) != "timed_out,succeeded" {
+			t.Fatalf("route 5 = %s %s", done.Status, statuses(done))
+		}
+		var attempts gen.MessageList
+		e.get("/api/v1/instances/"+erin.Id+"/messages?route_id="+r.Id, &attempts)
+		if len(attempts.Data) != 1 || attempts.Data[0].Id != *done.Steps[0].MessageId || attempts.Data[0].Status != gen.MessageStatusCanceled {
+			t.Fatalf("erin's attempts of route 5: %+v", attempts.Data)
+		}
+		e.get("/api/v1/instances/"+alice.Id+"/messages?route_id="+r.Id, &attempts)
+		if len(attempts.Data) != 1 || attempts.Data[0].Id != *done.Steps[1].MessageId {
+			t.Fatalf("alice's attempts of route 5: %+v", attempts.Data)
+		}
+
 		// Refused: a person or route of nobody here, steps that name both or neither, an instance not in the
 		// workspace, a provider that does not exist, a condition the provider cannot report, content that is missing.
 		step := fmt.Sprintf(`{"instance_id":%q,"until":"sent","within_seconds":5}`, alice.Id)

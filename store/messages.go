@@ -317,7 +317,7 @@ func (s *Messages) saveParams(ctx context.Context, tx bun.IDB, m *Message) error
 
 // MessageFilter narrows a list of messages; empty fields do not.
 type MessageFilter struct {
-	ChatID, Direction, Status string
+	ChatID, Direction, Status, RouteID string
 }
 
 // List returns a page of an instance's messages and whether more follow. It returns no sentinel errors.
@@ -332,6 +332,9 @@ func (s *Messages) List(ctx context.Context, workspaceID, instanceID string, f M
 		}
 		if f.Status != "" {
 			q = q.Where("m.status = ?", f.Status)
+		}
+		if f.RouteID != "" {
+			q = q.Where("m.route_id = ?", f.RouteID)
 		}
 		return q
 	})

@@ -255,6 +255,12 @@ func (s *Service) advanceRoute(ctx context.Context, id string) error {
 			return nil
 		}
 		steps := slices.Clone(r.Steps)
+		// A timed-out step's message still in the send queue is taken out of it with the step, so that the person
+		// does not get it late, after the next channel's.
+		var late lateAttempt
+		if r.Step >= 0 && steps[r.Step].Status == stepActive && r.MessageID != nil {
+			late = lateAttempt{instanceID: steps[r.Step].InstanceID, messageID: *r.MessageID}
+		}
 		if r.Step >= 0 && steps[r.Step].Status == stepActive {
 			st := &steps[r.Step]
 			st.Status, st.EndedAt = stepTimedOut, &now
@@ -289,7 +295,7 @@ func (s *Service) advanceRoute(ctx context.Context, id string) error {
 			break
 		}
 		if target == nil {
-			err = s.inTx(ctx, func(ctx context.Context, tx store.Tx) error {
+			err = s.inTxFor(ctx, late.instances(), func(ctx context.Context, tx store.Tx) error {
 				cur, err := s.db.Routes.Lock(ctx, tx, id)
 				if err != nil {
 					return err
@@ -301,11 +307,13 @@ func (s *Service) advanceRoute(ctx context.Context, id string) error {
 				if err := s.db.Routes.Save(ctx, tx, &cur); err != nil {
 					return err
 				}
-				_, err = s.events.Emit(ctx, tx, cur.WorkspaceID, gen.RouteFailedEvent{Route: RouteAPI(cur)})
-				return err
+				if _, err = s.events.Emit(ctx, tx, cur.WorkspaceID, gen.RouteFailedEvent{Route: RouteAPI(cur)}); err != nil {
+					return err
+				}
+				return s.cancelLate(ctx, tx, late)
 			})
 		} else {
-			err = s.inTxFor(ctx, []string{target.inst.ID}, func(ctx context.Context, tx store.Tx) error {
+			err = s.inTxFor(ctx, append(late.instances(), target.inst.ID), func(ctx context.Context, tx store.Tx) error {
 				cur, err := s.db.Routes.Lock(ctx, tx, id)
 				if err != nil {
 					return err
@@ -334,7 +342,10 @@ func (s *Service) advanceRoute(ctx context.Context, id string) error {
 				st.InstanceID, st.Provider = target.inst.ID, target.inst.Provider
 				due := now.Add(time.Duration(st.WithinSeconds) * time.Second)
 				cur.Steps, cur.Step, cur.MessageID, cur.DueAt = steps, next, &m.ID, &due
-				return s.db.Routes.Save(ctx, tx, &cur)
+				if err := s.db.Routes.Save(ctx, tx, &cur); err != nil {
+					return err
+				}
+				return s.cancelLate(ctx, tx, late)
 			})
 		}
 		if !errors.Is(err, errRouteMoved) {
@@ -342,6 +353,30 @@ func (s *Service) advanceRoute(ctx context.Context, id string) error {
 		}
 	}
 	return nil
+}
+
+// lateAttempt is the message of a step that timed out (none when the step did not).
+type lateAttempt struct{ instanceID, messageID string }
+
+// instances is the instance a transaction canceling the message must lock (none without one).
+func (l lateAttempt) instances() []string {
+	if l.messageID == "" {
+		return nil
+	}
+	return []string{l.instanceID}
+}
+
+// cancelLate takes a timed-out step's message out of the send queue inside tx, if it is still waiting there (status
+// canceled, message.status_updated). The route has moved on first, so the cancel does not carry it on again.
+func (s *Service) cancelLate(ctx context.Context, tx store.Tx, l lateAttempt) error {
+	if l.messageID == "" {
+		return nil
+	}
+	if ok, err := s.queue.Cancel(ctx, tx, l.instanceID, l.messageID); err != nil || !ok {
+		return err
+	}
+	_, err := s.advance(ctx, tx, l.messageID, msgCanceled, time.Now(), "the route moved on: the step timed out", nil)
+	return err
 }
 
 // routeTarget finds where a step can send now: the person's contact on the step's instance (or, for a provider,
