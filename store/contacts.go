@@ -23,10 +23,15 @@ type Contact struct {
 	LastSeenAt  *time.Time `bun:"last_seen_at"` // where the network tells
 	// PersonID is the person of the workspace the contact is part of (see People); nil for a contact not reported
 	// since people came. PersonManual: the user linked or split it, so shared addresses no longer move it.
-	PersonID     *string   `bun:"person_id"`
-	PersonManual bool      `bun:"person_manual"`
-	CreatedAt    time.Time `bun:"created_at"`
-	UpdatedAt    time.Time `bun:"updated_at"`
+	PersonID     *string `bun:"person_id"`
+	PersonManual bool    `bun:"person_manual"`
+	// PictureMediaID is the profile picture last fetched (nil: none shared, or never asked: see PictureFetchedAt),
+	// PictureID the network's ID of it.
+	PictureMediaID   *string    `bun:"picture_media_id"`
+	PictureID        *string    `bun:"picture_id"`
+	PictureFetchedAt *time.Time `bun:"picture_fetched_at"`
+	CreatedAt        time.Time  `bun:"created_at"`
+	UpdatedAt        time.Time  `bun:"updated_at"`
 
 	// Addresses are read from contact_addresses, oldest first.
 	Addresses []string `bun:"-"`
@@ -289,4 +294,11 @@ func (s *Groups) List(ctx context.Context, workspaceID, instanceID string, p Pag
 	return s.list(ctx, workspaceID, p, func(q *bun.SelectQuery) *bun.SelectQuery {
 		return q.Where("g.instance_id = ? AND g.left_at IS NULL", instanceID)
 	})
+}
+
+// SetPicture records, inside tx, what the network answered for a contact's profile picture at a time.
+func (s *Contacts) SetPicture(ctx context.Context, tx bun.IDB, id string, mediaID, pictureID *string, at time.Time) error {
+	res, err := tx.NewUpdate().Table("contacts").Set("picture_media_id = ?", mediaID).Set("picture_id = ?", pictureID).
+		Set("picture_fetched_at = ?", at).Where("id = ?", id).Exec(ctx)
+	return expectOneRow(res, err)
 }

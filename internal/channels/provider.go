@@ -58,10 +58,12 @@ const (
 	CapGroupsManage   Capability = "groups.participants"
 	CapGroupsInvite   Capability = "groups.invite"
 	CapContactsLookup Capability = "contacts.lookup"
-	CapContactsBlock  Capability = "contacts.block"
-	CapAuthQR         Capability = "auth.qr"
-	CapAuthPairing    Capability = "auth.pairing_code"
-	CapAuthToken      Capability = "auth.token"
+	// CapContactsPicture: a person's profile picture (PictureReader).
+	CapContactsPicture Capability = "contacts.picture"
+	CapContactsBlock   Capability = "contacts.block"
+	CapAuthQR          Capability = "auth.qr"
+	CapAuthPairing     Capability = "auth.pairing_code"
+	CapAuthToken       Capability = "auth.token"
 )
 
 // AuthMethod is how an instance proves it owns its account.
@@ -292,6 +294,29 @@ var (
 		return none{}, g.LeaveGroup(ctx, a.Group)
 	})
 )
+
+// PictureReader is a session that can fetch a person's profile picture (contacts.picture).
+type PictureReader interface {
+	// Picture returns the profile picture of an address, fetched through the session's own connections; a Picture
+	// without Data means the person has none or does not share it.
+	Picture(ctx context.Context, address string) (Picture, error)
+}
+
+// Picture is a profile picture: ID names it on the network (the same ID, the same picture; "" where the network
+// names none), with its media type and bytes.
+type Picture struct {
+	ID       string `json:"id,omitempty"`
+	MIMEType string `json:"mime_type,omitempty"`
+	Data     []byte `json:"data,omitempty"`
+}
+
+type pictureArgs struct {
+	Address string `json:"address"`
+}
+
+var cmdPicture = defineCommand("contacts.picture", func(ctx context.Context, r PictureReader, a pictureArgs) (Picture, error) {
+	return r.Picture(ctx, a.Address)
+})
 
 // ContactDirectory is a session that can look addresses up (contacts.lookup) and block them (contacts.block).
 type ContactDirectory interface {

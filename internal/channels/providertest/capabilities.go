@@ -34,6 +34,7 @@ var seams = []seam{
 	{"channels.ContactDirectory", implements[channels.ContactDirectory], []channels.Capability{
 		channels.CapContactsLookup, channels.CapContactsBlock}},
 	{"channels.Pairer", implements[channels.Pairer], []channels.Capability{channels.CapAuthPairing}},
+	{"channels.PictureReader", implements[channels.PictureReader], []channels.Capability{channels.CapContactsPicture}},
 }
 
 // auths pairs the auth capabilities with the auth methods: a provider lists one exactly when it has the other.

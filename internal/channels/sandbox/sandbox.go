@@ -130,7 +130,7 @@ func (p *Provider) Info() channels.Info {
 			channels.CapArchive, channels.CapPin, channels.CapMute,
 			channels.CapCallsReject,
 			channels.CapGroupsCreate, channels.CapGroupsManage, channels.CapGroupsInvite,
-			channels.CapContactsLookup, channels.CapContactsBlock,
+			channels.CapContactsLookup, channels.CapContactsBlock, channels.CapContactsPicture,
 			channels.CapAuthQR, channels.CapAuthPairing, channels.CapAuthToken,
 		},
 		AuthMethods:    []channels.AuthMethod{channels.AuthQR, channels.AuthPairingCode, channels.AuthToken},

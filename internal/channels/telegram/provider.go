@@ -79,7 +79,7 @@ func New(o Options) *Provider {
 var capabilities = []channels.Capability{
 	channels.CapText, channels.CapMedia, channels.CapLocation, channels.CapContactCard, channels.CapReaction,
 	channels.CapReply, channels.CapEdit, channels.CapDelete, channels.CapPoll, channels.CapGroupsManage, channels.CapGroupsInvite,
-	channels.CapAuthToken, channels.CapTyping, channels.CapProxy,
+	channels.CapAuthToken, channels.CapTyping, channels.CapProxy, channels.CapContactsPicture,
 }
 
 // Info describes the provider.

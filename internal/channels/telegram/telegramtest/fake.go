@@ -68,7 +68,8 @@ type botState struct {
 	titles              map[int64]string
 	files               map[string][]byte
 	invite              int
-	polls               map[string]poll // poll ID → the poll
+	polls               map[string]poll  // poll ID → the poll
+	photos              map[int64]string // user → the file ID of their profile photo
 }
 
 // poll is a poll a bot sent.
@@ -201,6 +202,22 @@ func (s *Server) PollAnswer(token string, from User, pollID string, options ...i
 		options = []int{}
 	}
 	return map[string]any{"poll_answer": map[string]any{"poll_id": pollID, "user": from.json(), "option_ids": options}}
+}
+
+// SetProfilePhoto gives a user a profile photo the bot can read (getUserProfilePhotos, then getFile); the photo's
+// file ID is returned (a new one for each call: a changed photo).
+func (s *Server) SetProfilePhoto(token string, user int64, data []byte) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b := s.bots[token]
+	s.nextMsg++
+	fileID := fmt.Sprintf("profile-%d-%d", user, s.nextMsg)
+	b.files[fileID] = data
+	if b.photos == nil {
+		b.photos = map[int64]string{}
+	}
+	b.photos[user] = fileID
+	return fileID
 }
 
 // LastPollID is the ID of the last poll the bot sent ("" before the first).
@@ -608,6 +625,17 @@ func (s *Server) call(r *http.Request, token, method string, p map[string]string
 		}
 		delete(b.known, chat)
 		return http.StatusOK, true
+	case "getUserProfilePhotos":
+		user, _ := strconv.ParseInt(p["user_id"], 10, 64)
+		fileID, ok := b.photos[user]
+		if !ok {
+			return http.StatusOK, map[string]any{"total_count": 0, "photos": []any{}}
+		}
+		size := func(side int) map[string]any {
+			return map[string]any{"file_id": fileID, "file_unique_id": "u" + fileID, "width": side, "height": side,
+				"file_size": len(b.files[fileID])}
+		}
+		return http.StatusOK, map[string]any{"total_count": 1, "photos": []any{[]any{size(160), size(640)}}}
 	case "getFile":
 		if b.files[p["file_id"]] == nil {
 			return badRequest("invalid file_id")
