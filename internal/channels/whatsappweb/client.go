@@ -4,6 +4,9 @@ package whatsappweb
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"io"
 	"net/http"
 	"time"
 
@@ -74,6 +77,9 @@ type Client interface {
 	SendAppState(ctx context.Context, patch appstate.PatchInfo) error
 	// RejectCall declines an incoming call (from is the calling device, as the offer names it).
 	RejectCall(ctx context.Context, from types.JID, callID string) error
+	// ProfilePicture is a person's or group's profile picture: WhatsApp's ID of it and its bytes (none: the person
+	// has none or hides it from the account).
+	ProfilePicture(ctx context.Context, who types.JID) (id string, data []byte, err error)
 }
 
 // NewClient builds the client of a device; the provider's Options take another for tests.
@@ -83,6 +89,8 @@ type NewClient func(dev *store.Device) Client
 type realClient struct {
 	c   *whatsmeow.Client
 	dev *store.Device
+	// media fetches profile pictures from WhatsApp's media servers, as media go (the egress guard, the proxy).
+	media *http.Client
 }
 
 // RealOptions configure whatsmeow's clients.
@@ -104,14 +112,16 @@ func Real(o RealOptions) NewClient {
 		c.InitialAutoReconnect = false
 		// The phone's history sync is downloaded only by sessions whose instance opted in (history_sync).
 		c.ManualHistorySyncDownload = true
+		media := http.DefaultClient
 		if o.Media != nil {
 			c.SetMediaHTTPClient(o.Media)
+			media = o.Media
 		}
 		if o.Websocket != nil {
 			c.SetWebsocketHTTPClient(o.Websocket)
 			c.SetPreLoginHTTPClient(o.Websocket)
 		}
-		return &realClient{c: c, dev: dev}
+		return &realClient{c: c, dev: dev, media: media}
 	}
 }
 
@@ -128,6 +138,37 @@ func (r *realClient) UseProxy(v *egress.Proxied) {
 	r.c.SetWebsocketHTTPClient(v.Client(0))
 	r.c.SetPreLoginHTTPClient(v.Client(0))
 	r.c.SetMediaHTTPClient(v.Client(mediaTimeout))
+	r.media = v.Client(mediaTimeout)
+}
+
+// maxPicture bounds a profile picture read from WhatsApp's media servers (they are 640×640 JPEGs).
+const maxPicture = 5 << 20
+
+func (r *realClient) ProfilePicture(ctx context.Context, who types.JID) (string, []byte, error) {
+	info, err := r.c.GetProfilePictureInfo(ctx, who, nil)
+	if errors.Is(err, whatsmeow.ErrProfilePictureNotSet) || errors.Is(err, whatsmeow.ErrProfilePictureUnauthorized) || (err == nil && info == nil) {
+		return "", nil, nil
+	}
+	if err != nil {
+		return "", nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, info.URL, nil)
+	if err != nil {
+		return "", nil, err
+	}
+	res, err := r.media.Do(req)
+	if err != nil {
+		return "", nil, err
+	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		return "", nil, fmt.Errorf("whatsapp_web: profile picture: HTTP %d", res.StatusCode)
+	}
+	data, err := io.ReadAll(io.LimitReader(res.Body, maxPicture+1))
+	if err == nil && len(data) > maxPicture {
+		err = errors.New("whatsapp_web: the profile picture is larger than 5 MiB")
+	}
+	return info.ID, data, err
 }
 
 func (r *realClient) AddEventHandler(h func(evt any)) { r.c.AddEventHandler(h) }

@@ -56,6 +56,9 @@ type account struct {
 	queue            []any
 	received         []received
 	loseAnswer       bool
+	// picture is the account's profile picture (none: nil), pictureID WhatsApp's ID of it.
+	picture   []byte
+	pictureID string
 }
 
 type received struct {
@@ -504,6 +507,17 @@ func (c *fakeClient) LeaveGroup(_ context.Context, j types.JID) error {
 	}
 	g.info.Participants = slices.Delete(g.info.Participants, i, i+1)
 	return nil
+}
+
+func (c *fakeClient) ProfilePicture(_ context.Context, who types.JID) (string, []byte, error) {
+	c.n.mu.Lock()
+	defer c.n.mu.Unlock()
+	for _, a := range c.n.accounts {
+		if a.jid().User == who.User || a.pn().User == who.User {
+			return a.pictureID, a.picture, nil
+		}
+	}
+	return "", nil, nil
 }
 
 func (c *fakeClient) IsOnWhatsApp(_ context.Context, phones []string) ([]types.IsOnWhatsAppResponse, error) {

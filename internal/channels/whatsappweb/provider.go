@@ -53,7 +53,7 @@ var capabilities = []channels.Capability{
 	channels.CapText, channels.CapMedia, channels.CapLocation, channels.CapContactCard, channels.CapReaction,
 	channels.CapReply, channels.CapEdit, channels.CapDelete, channels.CapDelivered, channels.CapRead,
 	channels.CapMarkRead, channels.CapGroupsCreate, channels.CapGroupsManage, channels.CapGroupsInvite,
-	channels.CapContactsLookup, channels.CapContactsBlock, channels.CapAuthQR, channels.CapAuthPairing,
+	channels.CapContactsLookup, channels.CapContactsBlock, channels.CapContactsPicture, channels.CapAuthQR, channels.CapAuthPairing,
 	channels.CapTyping, channels.CapPresenceSend, channels.CapPresenceRecv, channels.CapPoll,
 	channels.CapCallsReceive, channels.CapCallsReject, channels.CapProxy, channels.CapArchive, channels.CapPin, channels.CapMute,
 }

@@ -314,3 +314,16 @@ func failureOf(err error) error {
 	}
 	return &channels.Failure{Code: "network_error", Detail: err.Error(), Retryable: true}
 }
+
+// Picture is a person's or group's profile picture as WhatsApp shows it to the account (none when hidden).
+func (s *session) Picture(ctx context.Context, address string) (channels.Picture, error) {
+	c, who, err := s.target(address)
+	if err != nil {
+		return channels.Picture{}, err
+	}
+	id, data, err := c.ProfilePicture(ctx, who)
+	if err != nil || len(data) == 0 {
+		return channels.Picture{}, err
+	}
+	return channels.Picture{ID: id, MIMEType: "image/jpeg", Data: data}, nil
+}

@@ -267,3 +267,23 @@ func TestContactsAndPairingCode(t *testing.T) {
 		t.Errorf("a pairing code for a group: %v", err)
 	}
 }
+
+// A person's profile picture as WhatsApp shows it: the bytes and WhatsApp's ID of it; none when hidden or unset.
+func TestProfilePicture(t *testing.T) {
+	r := newRig(t, sqlite(t), true)
+	ctx := t.Context()
+	pic, err := r.sess.Picture(ctx, "+4915112345678")
+	if err != nil || pic.Data != nil {
+		t.Fatalf("a person without a picture: %+v, %v", pic, err)
+	}
+	r.n.mu.Lock()
+	r.peer.picture, r.peer.pictureID = []byte("\xff\xd8\xff a jpeg"), "1700000000"
+	r.n.mu.Unlock()
+	pic, err = r.sess.Picture(ctx, "+4915112345678")
+	if err != nil || string(pic.Data) != "\xff\xd8\xff a jpeg" || pic.ID != "1700000000" || pic.MIMEType != "image/jpeg" {
+		t.Fatalf("the picture: %+v, %v", pic, err)
+	}
+	if _, err := r.sess.Picture(ctx, "not an address"); failureCode(err) != "invalid_address" {
+		t.Errorf("a bad address: %v", err)
+	}
+}
