@@ -39,7 +39,10 @@ type Labels struct {
 // and ErrConflict if the instance has a label with its external ID already.
 func (s *Labels) Create(ctx context.Context, tx bun.IDB, l *Label) error {
 	t := now()
-	l.ID, l.CreatedAt, l.UpdatedAt = NewID("lbl"), t, t
+	if l.ID == "" {
+		l.ID = NewID("lbl")
+	}
+	l.CreatedAt, l.UpdatedAt = t, t
 	return s.create(ctx, tx, l)
 }
 
