@@ -337,6 +337,8 @@ func TestEveryRequestExampleWorks(t *testing.T) {
 		// Presence in the chat of the text, and the instance's availability.
 		x.send("sendChatPresence")
 		x.send("updateChat")
+		x.use(idOf(t, x.send("createLabel", http.StatusCreated)["label"]))
+		x.send("updateLabel")
 		x.send("setInstancePresence")
 		// A poll from +9995550102 that the instance of the examples votes on.
 		if res := e.post("/api/v1/instances/"+peers["+9995550102"]+"/messages",

@@ -154,7 +154,7 @@ func (s *Server) ListChats(ctx context.Context, req gen.ListChatsRequestObject) 
 		return nil, err
 	}
 	rows, more, err := s.channels.ListChats(ctx, key.WorkspaceID, req.InstanceId, store.ChatFilter{Unread: q.Unread,
-		Archived: q.Archived, Pinned: q.Pinned, Muted: q.Muted}, page)
+		Archived: q.Archived, Pinned: q.Pinned, Muted: q.Muted, Label: deref(q.Label)}, page)
 	if err != nil {
 		return nil, err
 	}

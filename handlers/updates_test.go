@@ -63,6 +63,7 @@ func TestUpdatesCommitAtomically(t *testing.T) {
 			fmt.Sprintf(`{"subject":"as created","participants":[%q]}`, bob.Account.Address))
 
 		chat := e.say(alice, bob.Account.Address, "hi").ChatId
+		label := created("/api/v1/instances/"+alice.Id+"/labels", `{"name":"as created"}`)
 
 		// A workflow bot whose URL is a public address literal, which the default egress policy takes without DNS.
 		bot := store.Bot{WorkspaceID: e.ws.ID, InstanceID: alice.Id, Name: "as created", Kind: "workflow", Enabled: true,
@@ -98,6 +99,9 @@ func TestUpdatesCommitAtomically(t *testing.T) {
 			{operation: "updateChat", path: "/api/v1/instances/" + alice.Id + "/chats/" + chat,
 				body: `{"archived":true}`, field: "archived", want: "true", event: "chat.updated",
 				fail: func(t *testing.T, db *store.DB) { storetest.FailInserts(t, db, "events", "type", "chat.updated") }},
+			{operation: "updateLabel", path: "/api/v1/instances/" + alice.Id + "/labels/" + label["id"].(string),
+				body: `{"name":"changed"}`, field: "name", want: "changed",
+				fail: func(t *testing.T, db *store.DB) { storetest.FailUpdates(t, db, "labels", "name", "changed") }},
 			{operation: "updateBot", path: "/api/v1/instances/" + alice.Id + "/bots/" + bot.ID,
 				body: `{"name":"changed"}`, field: "name", want: "changed",
 				fail: func(t *testing.T, db *store.DB) { storetest.FailUpdates(t, db, "bots", "name", "changed") }},

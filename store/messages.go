@@ -408,6 +408,8 @@ func (c Chat) MutedAt(t time.Time) bool {
 type ChatFilter struct {
 	Unread, Archived, Pinned, Muted *bool
 	Now                             time.Time
+	// Label narrows the list to the chats carrying the label with this ID ("": no filter).
+	Label string
 }
 
 // Chats is the repository of chats.
@@ -480,6 +482,9 @@ func (s *Chats) List(ctx context.Context, workspaceID, instanceID string, f Chat
 		}
 		if f.Pinned != nil {
 			q = q.Where("c.pinned = ?", *f.Pinned)
+		}
+		if f.Label != "" {
+			q = q.Where("EXISTS (SELECT 1 FROM chat_labels AS cl WHERE cl.chat_id = c.id AND cl.label_id = ?)", f.Label)
 		}
 		if f.Muted != nil {
 			muted := "c.muted AND (c.muted_until IS NULL OR c.muted_until > ?)"

@@ -87,6 +87,7 @@ type DB struct {
 	Instances   *Instances
 	Messages    *Messages
 	Chats       *Chats
+	Labels      *Labels
 	Contacts    *Contacts
 	People      *People
 	Routes      *Routes
@@ -157,6 +158,7 @@ func Open(ctx context.Context, rawURL string) (*DB, error) {
 	db.Instances = &Instances{workspaceScoped[Instance]{db}}
 	db.Messages = &Messages{workspaceScoped[Message]{db}}
 	db.Chats = &Chats{workspaceScoped[Chat]{db}}
+	db.Labels = &Labels{workspaceScoped[Label]{db}}
 	db.Contacts = &Contacts{workspaceScoped[Contact]{db}}
 	db.People = &People{workspaceScoped[Person]{db}}
 	db.Routes = &Routes{workspaceScoped[Route]{db}}

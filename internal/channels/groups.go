@@ -49,6 +49,15 @@ func (s *Recorder) ChatAPI(ctx context.Context, db store.Querier, c store.Chat) 
 	if muted {
 		out.MutedUntil = c.MutedUntil
 	}
+	labels, err := s.db.Labels.OfChats(ctx, db, []string{c.ID})
+	if err != nil {
+		return gen.Chat{}, err
+	}
+	ids := labels[c.ID]
+	if ids == nil {
+		ids = []string{}
+	}
+	out.Labels = &ids
 	if c.LastMessageID != nil {
 		m, err := s.db.Messages.ByID(ctx, db, *c.LastMessageID)
 		if err == nil {

@@ -58,6 +58,8 @@ const (
 	CapGroupsManage   Capability = "groups.participants"
 	CapGroupsInvite   Capability = "groups.invite"
 	CapContactsLookup Capability = "contacts.lookup"
+	// CapLabels: the account's chat labels (Labeler).
+	CapLabels Capability = "chats.labels"
 	// CapContactsPicture: a person's profile picture (PictureReader).
 	CapContactsPicture Capability = "contacts.picture"
 	CapContactsBlock   Capability = "contacts.block"
@@ -292,6 +294,37 @@ var (
 	})
 	cmdGroupLeave = defineCommand("groups.leave", func(ctx context.Context, g GroupManager, a groupArgs) (none, error) {
 		return none{}, g.LeaveGroup(ctx, a.Group)
+	})
+)
+
+// Labeler is a session that keeps the account's chat labels on the network (chats.labels).
+type Labeler interface {
+	// SaveLabel creates, renames, recolors or (Deleted) deletes a label.
+	SaveLabel(ctx context.Context, l NetworkLabel) error
+	// LabelChat puts a label on a chat (on) or takes it off.
+	LabelChat(ctx context.Context, chat, label string, on bool) error
+}
+
+// NetworkLabel is a label as the network keeps it: ID is the network's (Switchboard's own ID for a label made here).
+type NetworkLabel struct {
+	ID      string `json:"id"`
+	Name    string `json:"name"`
+	Color   int    `json:"color"`
+	Deleted bool   `json:"deleted,omitempty"`
+}
+
+type labelChatArgs struct {
+	Chat  string `json:"chat"`
+	Label string `json:"label"`
+	On    bool   `json:"on"`
+}
+
+var (
+	cmdSaveLabel = defineCommand("labels.save", func(ctx context.Context, l Labeler, a NetworkLabel) (none, error) {
+		return none{}, l.SaveLabel(ctx, a)
+	})
+	cmdLabelChat = defineCommand("labels.chat", func(ctx context.Context, l Labeler, a labelChatArgs) (none, error) {
+		return none{}, l.LabelChat(ctx, a.Chat, a.Label, a.On)
 	})
 )
 

@@ -34,6 +34,7 @@ var seams = []seam{
 	{"channels.ContactDirectory", implements[channels.ContactDirectory], []channels.Capability{
 		channels.CapContactsLookup, channels.CapContactsBlock}},
 	{"channels.Pairer", implements[channels.Pairer], []channels.Capability{channels.CapAuthPairing}},
+	{"channels.Labeler", implements[channels.Labeler], []channels.Capability{channels.CapLabels}},
 	{"channels.PictureReader", implements[channels.PictureReader], []channels.Capability{channels.CapContactsPicture}},
 }
 

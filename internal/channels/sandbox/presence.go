@@ -156,6 +156,25 @@ func (s *session) vote(ctx context.Context, poll string, options []int) error {
 
 // OrganizeChat keeps a chat archived, pinned or muted. The sandbox network has no other devices to show it on, so
 // a live session is all it needs; the service records the state.
+// SaveLabel keeps nothing on the simulated network: the labels are Switchboard's own.
+func (s *session) SaveLabel(_ context.Context, _ channels.NetworkLabel) error {
+	if _, number := s.live(); number == "" {
+		return notConnected()
+	}
+	return nil
+}
+
+// LabelChat checks the chat's address; the simulated network keeps no labels.
+func (s *session) LabelChat(_ context.Context, chat, _ string, _ bool) error {
+	if _, number := s.live(); number == "" {
+		return notConnected()
+	}
+	if _, err := normalize(chat); err != nil {
+		return failure("invalid_address", "%v", err)
+	}
+	return nil
+}
+
 func (s *session) OrganizeChat(_ context.Context, chat string, _ channels.ChatOrganization) error {
 	if _, number := s.live(); number == "" {
 		return notConnected()

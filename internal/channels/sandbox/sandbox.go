@@ -127,7 +127,7 @@ func (p *Provider) Info() channels.Info {
 			channels.CapReaction, channels.CapReply, channels.CapEdit, channels.CapDelete, channels.CapPoll,
 			channels.CapDelivered, channels.CapRead, channels.CapMarkRead,
 			channels.CapTyping, channels.CapPresenceSend, channels.CapPresenceRecv, channels.CapCallsReceive,
-			channels.CapArchive, channels.CapPin, channels.CapMute,
+			channels.CapArchive, channels.CapPin, channels.CapMute, channels.CapLabels,
 			channels.CapCallsReject,
 			channels.CapGroupsCreate, channels.CapGroupsManage, channels.CapGroupsInvite,
 			channels.CapContactsLookup, channels.CapContactsBlock, channels.CapContactsPicture,

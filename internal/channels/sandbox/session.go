@@ -48,6 +48,7 @@ var (
 	_ channels.GroupManager     = (*session)(nil)
 	_ channels.ContactDirectory = (*session)(nil)
 	_ channels.PictureReader    = (*session)(nil)
+	_ channels.Labeler          = (*session)(nil)
 	_ channels.Pairer           = (*session)(nil)
 	_ channels.Controller       = (*session)(nil)
 	_ channels.Handler          = (*session)(nil)

@@ -2,7 +2,7 @@
 
 import { client } from './client.gen.js';
 import { type Client, formDataBodySerializer, type Options as Options2, type TDataShape } from './client/index.js';
-import type { BlockContactData, BlockContactErrors, BlockContactResponses, CancelMessageData, CancelMessageErrors, CancelMessageResponses, ChangeGroupParticipantsData, ChangeGroupParticipantsErrors, ChangeGroupParticipantsResponses, ConnectInstanceData, ConnectInstanceErrors, ConnectInstanceResponses, ControlChatBotData, ControlChatBotErrors, ControlChatBotResponses, CreateBotData, CreateBotErrors, CreateBotResponses, CreateChatCompletionData, CreateChatCompletionErrors, CreateChatCompletionResponses, CreateEventTypeData, CreateEventTypeErrors, CreateEventTypeResponses, CreateGroupData, CreateGroupErrors, CreateGroupResponses, CreateInstanceData, CreateInstanceErrors, CreateInstanceResponses, CreateLinkData, CreateLinkErrors, CreateLinkResponses, CreateLinksBulkData, CreateLinksBulkErrors, CreateLinksBulkResponses, CreateModelUpstreamData, CreateModelUpstreamErrors, CreateModelUpstreamResponses, CreateSourceData, CreateSourceErrors, CreateSourceResponses, CreateStreamTokenData, CreateStreamTokenErrors, CreateStreamTokenResponses, CreateWebhookData, CreateWebhookErrors, CreateWebhookResponses, DeleteBotData, DeleteBotErrors, DeleteBotResponses, DeleteInstanceData, DeleteInstanceErrors, DeleteInstanceResponses, DeleteLinkData, DeleteLinkErrors, DeleteLinkResponses, DeleteModelUpstreamData, DeleteModelUpstreamErrors, DeleteModelUpstreamResponses, DeleteSourceData, DeleteSourceErrors, DeleteSourceResponses, DeleteWebhookData, DeleteWebhookErrors, DeleteWebhookResponses, DisconnectInstanceData, DisconnectInstanceErrors, DisconnectInstanceResponses, EnableWebhookData, EnableWebhookErrors, EnableWebhookResponses, GetBotData, GetBotErrors, GetBotResponses, GetChatData, GetChatErrors, GetChatResponses, GetContactData, GetContactErrors, GetContactPictureData, GetContactPictureErrors, GetContactPictureResponses, GetContactResponses, GetEventData, GetEventErrors, GetEventResponses, GetEventTypeData, GetEventTypeErrors, GetEventTypeResponses, GetGroupData, GetGroupErrors, GetGroupInviteData, GetGroupInviteErrors, GetGroupInviteResponses, GetGroupResponses, GetInstanceData, GetInstanceErrors, GetInstanceQrData, GetInstanceQrErrors, GetInstanceQrResponses, GetInstanceResponses, GetLinkData, GetLinkErrors, GetLinkResponses, GetLinkStatsByDimensionData, GetLinkStatsByDimensionErrors, GetLinkStatsByDimensionResponses, GetLinkStatsData, GetLinkStatsErrors, GetLinkStatsResponses, GetMeData, GetMediaContentData, GetMediaContentErrors, GetMediaContentResponses, GetMediaData, GetMediaErrors, GetMediaResponses, GetMeErrors, GetMeResponses, GetMessageData, GetMessageErrors, GetMessageResponses, GetModelData, GetModelErrors, GetModelResponses, GetPersonData, GetPersonErrors, GetPersonResponses, GetProviderData, GetProviderErrors, GetProviderResponses, GetRouteData, GetRouteErrors, GetRouteResponses, GetSendQueueData, GetSendQueueErrors, GetSendQueueResponses, GetSourceData, GetSourceErrors, GetSourceResponses, GetWebhookData, GetWebhookDeliveryData, GetWebhookDeliveryErrors, GetWebhookDeliveryResponses, GetWebhookErrors, GetWebhookResponses, IngestSourceChallengeData, IngestSourceChallengeErrors, IngestSourceChallengeResponses, IngestSourceRequestData, IngestSourceRequestErrors, IngestSourceRequestResponses, JoinGroupData, JoinGroupErrors, JoinGroupResponses, LeaveGroupData, LeaveGroupErrors, LeaveGroupResponses, LinkPersonData, LinkPersonErrors, LinkPersonResponses, ListBotsData, ListBotsErrors, ListBotsResponses, ListChatsData, ListChatsErrors, ListChatsResponses, ListContactsData, ListContactsErrors, ListContactsResponses, ListEventsData, ListEventsErrors, ListEventsResponses, ListEventTypesData, ListEventTypesErrors, ListEventTypesResponses, ListGroupsData, ListGroupsErrors, ListGroupsResponses, ListInstancesData, ListInstancesErrors, ListInstancesResponses, ListLinkClicksData, ListLinkClicksErrors, ListLinkClicksResponses, ListLinksData, ListLinksErrors, ListLinksResponses, ListMessagesData, ListMessagesErrors, ListMessagesResponses, ListModelsData, ListModelsErrors, ListModelsResponses, ListModelUpstreamsData, ListModelUpstreamsErrors, ListModelUpstreamsResponses, ListPeopleData, ListPeopleErrors, ListPeopleResponses, ListProvidersData, ListProvidersErrors, ListProvidersResponses, ListRoutesData, ListRoutesErrors, ListRoutesResponses, ListSourceRequestsData, ListSourceRequestsErrors, ListSourceRequestsResponses, ListSourcesData, ListSourcesErrors, ListSourcesResponses, ListTemplatesData, ListTemplatesErrors, ListTemplatesResponses, ListWebhookDeliveriesData, ListWebhookDeliveriesErrors, ListWebhookDeliveriesResponses, ListWebhooksData, ListWebhooksErrors, ListWebhooksResponses, LogoutInstanceData, LogoutInstanceErrors, LogoutInstanceResponses, LookupContactsData, LookupContactsErrors, LookupContactsResponses, LookupLinkData, LookupLinkErrors, LookupLinkResponses, MarkChatReadData, MarkChatReadErrors, MarkChatReadResponses, PauseWebhookData, PauseWebhookErrors, PauseWebhookResponses, PublishEventData, PublishEventErrors, PublishEventResponses, PurgeSendQueueData, PurgeSendQueueErrors, PurgeSendQueueResponses, ReceiveChannelUpdateData, ReceiveChannelUpdateErrors, ReceiveChannelUpdateResponses, RecoverWebhookData, RecoverWebhookErrors, RecoverWebhookResponses, RedeliverWebhookDeliveryData, RedeliverWebhookDeliveryErrors, RedeliverWebhookDeliveryResponses, RequestPairingCodeData, RequestPairingCodeErrors, RequestPairingCodeResponses, ResumeWebhookData, ResumeWebhookErrors, ResumeWebhookResponses, RevokeGroupInviteData, RevokeGroupInviteErrors, RevokeGroupInviteResponses, RotateSourceTokenData, RotateSourceTokenErrors, RotateSourceTokenResponses, RotateWebhookSecretData, RotateWebhookSecretErrors, RotateWebhookSecretResponses, SandboxCallData, SandboxCallErrors, SandboxCallResponses, SandboxDisconnectData, SandboxDisconnectErrors, SandboxDisconnectResponses, SandboxFailSendsData, SandboxFailSendsErrors, SandboxFailSendsResponses, SandboxInboundData, SandboxInboundErrors, SandboxInboundResponses, SandboxLogoutData, SandboxLogoutErrors, SandboxLogoutResponses, SandboxPollVoteData, SandboxPollVoteErrors, SandboxPollVoteResponses, SandboxReceiptData, SandboxReceiptErrors, SandboxReceiptResponses, SandboxRestrictData, SandboxRestrictErrors, SandboxRestrictResponses, SandboxScanData, SandboxScanErrors, SandboxScanResponses, SendChatPresenceData, SendChatPresenceErrors, SendChatPresenceResponses, SendMessageData, SendMessageErrors, SendMessageResponses, SendToPersonData, SendToPersonErrors, SendToPersonResponses, SetInstancePresenceData, SetInstancePresenceErrors, SetInstancePresenceResponses, StreamEventsData, StreamEventsErrors, StreamEventsResponse, StreamEventsResponses, TestWebhookData, TestWebhookErrors, TestWebhookResponses, UnblockContactData, UnblockContactErrors, UnblockContactResponses, UnlinkPersonData, UnlinkPersonErrors, UnlinkPersonResponses, UpdateBotData, UpdateBotErrors, UpdateBotResponses, UpdateChatData, UpdateChatErrors, UpdateChatResponses, UpdateEventTypeData, UpdateEventTypeErrors, UpdateEventTypeResponses, UpdateGroupData, UpdateGroupErrors, UpdateGroupResponses, UpdateInstanceData, UpdateInstanceErrors, UpdateInstanceResponses, UpdateLinkData, UpdateLinkErrors, UpdateLinkResponses, UpdateSourceData, UpdateSourceErrors, UpdateSourceResponses, UpdateWebhookData, UpdateWebhookErrors, UpdateWebhookResponses, UploadMediaData, UploadMediaErrors, UploadMediaResponses, UpsertLinkByExternalIdData, UpsertLinkByExternalIdErrors, UpsertLinkByExternalIdResponses, VerifyChannelHookData, VerifyChannelHookErrors, VerifyChannelHookResponses } from './types.gen.js';
+import type { BlockContactData, BlockContactErrors, BlockContactResponses, CancelMessageData, CancelMessageErrors, CancelMessageResponses, ChangeGroupParticipantsData, ChangeGroupParticipantsErrors, ChangeGroupParticipantsResponses, ConnectInstanceData, ConnectInstanceErrors, ConnectInstanceResponses, ControlChatBotData, ControlChatBotErrors, ControlChatBotResponses, CreateBotData, CreateBotErrors, CreateBotResponses, CreateChatCompletionData, CreateChatCompletionErrors, CreateChatCompletionResponses, CreateEventTypeData, CreateEventTypeErrors, CreateEventTypeResponses, CreateGroupData, CreateGroupErrors, CreateGroupResponses, CreateInstanceData, CreateInstanceErrors, CreateInstanceResponses, CreateLabelData, CreateLabelErrors, CreateLabelResponses, CreateLinkData, CreateLinkErrors, CreateLinkResponses, CreateLinksBulkData, CreateLinksBulkErrors, CreateLinksBulkResponses, CreateModelUpstreamData, CreateModelUpstreamErrors, CreateModelUpstreamResponses, CreateSourceData, CreateSourceErrors, CreateSourceResponses, CreateStreamTokenData, CreateStreamTokenErrors, CreateStreamTokenResponses, CreateWebhookData, CreateWebhookErrors, CreateWebhookResponses, DeleteBotData, DeleteBotErrors, DeleteBotResponses, DeleteInstanceData, DeleteInstanceErrors, DeleteInstanceResponses, DeleteLabelData, DeleteLabelErrors, DeleteLabelResponses, DeleteLinkData, DeleteLinkErrors, DeleteLinkResponses, DeleteModelUpstreamData, DeleteModelUpstreamErrors, DeleteModelUpstreamResponses, DeleteSourceData, DeleteSourceErrors, DeleteSourceResponses, DeleteWebhookData, DeleteWebhookErrors, DeleteWebhookResponses, DisconnectInstanceData, DisconnectInstanceErrors, DisconnectInstanceResponses, EnableWebhookData, EnableWebhookErrors, EnableWebhookResponses, GetBotData, GetBotErrors, GetBotResponses, GetChatData, GetChatErrors, GetChatResponses, GetContactData, GetContactErrors, GetContactPictureData, GetContactPictureErrors, GetContactPictureResponses, GetContactResponses, GetEventData, GetEventErrors, GetEventResponses, GetEventTypeData, GetEventTypeErrors, GetEventTypeResponses, GetGroupData, GetGroupErrors, GetGroupInviteData, GetGroupInviteErrors, GetGroupInviteResponses, GetGroupResponses, GetInstanceData, GetInstanceErrors, GetInstanceQrData, GetInstanceQrErrors, GetInstanceQrResponses, GetInstanceResponses, GetLabelData, GetLabelErrors, GetLabelResponses, GetLinkData, GetLinkErrors, GetLinkResponses, GetLinkStatsByDimensionData, GetLinkStatsByDimensionErrors, GetLinkStatsByDimensionResponses, GetLinkStatsData, GetLinkStatsErrors, GetLinkStatsResponses, GetMeData, GetMediaContentData, GetMediaContentErrors, GetMediaContentResponses, GetMediaData, GetMediaErrors, GetMediaResponses, GetMeErrors, GetMeResponses, GetMessageData, GetMessageErrors, GetMessageResponses, GetModelData, GetModelErrors, GetModelResponses, GetPersonData, GetPersonErrors, GetPersonResponses, GetProviderData, GetProviderErrors, GetProviderResponses, GetRouteData, GetRouteErrors, GetRouteResponses, GetSendQueueData, GetSendQueueErrors, GetSendQueueResponses, GetSourceData, GetSourceErrors, GetSourceResponses, GetWebhookData, GetWebhookDeliveryData, GetWebhookDeliveryErrors, GetWebhookDeliveryResponses, GetWebhookErrors, GetWebhookResponses, IngestSourceChallengeData, IngestSourceChallengeErrors, IngestSourceChallengeResponses, IngestSourceRequestData, IngestSourceRequestErrors, IngestSourceRequestResponses, JoinGroupData, JoinGroupErrors, JoinGroupResponses, LabelChatData, LabelChatErrors, LabelChatResponses, LeaveGroupData, LeaveGroupErrors, LeaveGroupResponses, LinkPersonData, LinkPersonErrors, LinkPersonResponses, ListBotsData, ListBotsErrors, ListBotsResponses, ListChatsData, ListChatsErrors, ListChatsResponses, ListContactsData, ListContactsErrors, ListContactsResponses, ListEventsData, ListEventsErrors, ListEventsResponses, ListEventTypesData, ListEventTypesErrors, ListEventTypesResponses, ListGroupsData, ListGroupsErrors, ListGroupsResponses, ListInstancesData, ListInstancesErrors, ListInstancesResponses, ListLabelsData, ListLabelsErrors, ListLabelsResponses, ListLinkClicksData, ListLinkClicksErrors, ListLinkClicksResponses, ListLinksData, ListLinksErrors, ListLinksResponses, ListMessagesData, ListMessagesErrors, ListMessagesResponses, ListModelsData, ListModelsErrors, ListModelsResponses, ListModelUpstreamsData, ListModelUpstreamsErrors, ListModelUpstreamsResponses, ListPeopleData, ListPeopleErrors, ListPeopleResponses, ListProvidersData, ListProvidersErrors, ListProvidersResponses, ListRoutesData, ListRoutesErrors, ListRoutesResponses, ListSourceRequestsData, ListSourceRequestsErrors, ListSourceRequestsResponses, ListSourcesData, ListSourcesErrors, ListSourcesResponses, ListTemplatesData, ListTemplatesErrors, ListTemplatesResponses, ListWebhookDeliveriesData, ListWebhookDeliveriesErrors, ListWebhookDeliveriesResponses, ListWebhooksData, ListWebhooksErrors, ListWebhooksResponses, LogoutInstanceData, LogoutInstanceErrors, LogoutInstanceResponses, LookupContactsData, LookupContactsErrors, LookupContactsResponses, LookupLinkData, LookupLinkErrors, LookupLinkResponses, MarkChatReadData, MarkChatReadErrors, MarkChatReadResponses, PauseWebhookData, PauseWebhookErrors, PauseWebhookResponses, PublishEventData, PublishEventErrors, PublishEventResponses, PurgeSendQueueData, PurgeSendQueueErrors, PurgeSendQueueResponses, ReceiveChannelUpdateData, ReceiveChannelUpdateErrors, ReceiveChannelUpdateResponses, RecoverWebhookData, RecoverWebhookErrors, RecoverWebhookResponses, RedeliverWebhookDeliveryData, RedeliverWebhookDeliveryErrors, RedeliverWebhookDeliveryResponses, RequestPairingCodeData, RequestPairingCodeErrors, RequestPairingCodeResponses, ResumeWebhookData, ResumeWebhookErrors, ResumeWebhookResponses, RevokeGroupInviteData, RevokeGroupInviteErrors, RevokeGroupInviteResponses, RotateSourceTokenData, RotateSourceTokenErrors, RotateSourceTokenResponses, RotateWebhookSecretData, RotateWebhookSecretErrors, RotateWebhookSecretResponses, SandboxCallData, SandboxCallErrors, SandboxCallResponses, SandboxDisconnectData, SandboxDisconnectErrors, SandboxDisconnectResponses, SandboxFailSendsData, SandboxFailSendsErrors, SandboxFailSendsResponses, SandboxInboundData, SandboxInboundErrors, SandboxInboundResponses, SandboxLogoutData, SandboxLogoutErrors, SandboxLogoutResponses, SandboxPollVoteData, SandboxPollVoteErrors, SandboxPollVoteResponses, SandboxReceiptData, SandboxReceiptErrors, SandboxReceiptResponses, SandboxRestrictData, SandboxRestrictErrors, SandboxRestrictResponses, SandboxScanData, SandboxScanErrors, SandboxScanResponses, SendChatPresenceData, SendChatPresenceErrors, SendChatPresenceResponses, SendMessageData, SendMessageErrors, SendMessageResponses, SendToPersonData, SendToPersonErrors, SendToPersonResponses, SetInstancePresenceData, SetInstancePresenceErrors, SetInstancePresenceResponses, StreamEventsData, StreamEventsErrors, StreamEventsResponse, StreamEventsResponses, TestWebhookData, TestWebhookErrors, TestWebhookResponses, UnblockContactData, UnblockContactErrors, UnblockContactResponses, UnlabelChatData, UnlabelChatErrors, UnlabelChatResponses, UnlinkPersonData, UnlinkPersonErrors, UnlinkPersonResponses, UpdateBotData, UpdateBotErrors, UpdateBotResponses, UpdateChatData, UpdateChatErrors, UpdateChatResponses, UpdateEventTypeData, UpdateEventTypeErrors, UpdateEventTypeResponses, UpdateGroupData, UpdateGroupErrors, UpdateGroupResponses, UpdateInstanceData, UpdateInstanceErrors, UpdateInstanceResponses, UpdateLabelData, UpdateLabelErrors, UpdateLabelResponses, UpdateLinkData, UpdateLinkErrors, UpdateLinkResponses, UpdateSourceData, UpdateSourceErrors, UpdateSourceResponses, UpdateWebhookData, UpdateWebhookErrors, UpdateWebhookResponses, UploadMediaData, UploadMediaErrors, UploadMediaResponses, UpsertLinkByExternalIdData, UpsertLinkByExternalIdErrors, UpsertLinkByExternalIdResponses, VerifyChannelHookData, VerifyChannelHookErrors, VerifyChannelHookResponses } from './types.gen.js';
 
 export type Options<TData extends TDataShape = TDataShape, ThrowOnError extends boolean = boolean, TResponse = unknown> = Options2<TData, ThrowOnError, TResponse> & {
     /**
@@ -1137,6 +1137,91 @@ export const getSendQueue = <ThrowOnError extends boolean = false>(options: Opti
 export const listChats = <ThrowOnError extends boolean = false>(options: Options<ListChatsData, ThrowOnError>) => (options.client ?? client).get<ListChatsResponses, ListChatsErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],
     url: '/api/v1/instances/{instance_id}/chats',
+    ...options
+});
+
+/**
+ * List labels
+ *
+ * The labels the instance's account keeps for its chats, newest first (capability `chats.labels`).
+ */
+export const listLabels = <ThrowOnError extends boolean = false>(options: Options<ListLabelsData, ThrowOnError>) => (options.client ?? client).get<ListLabelsResponses, ListLabelsErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/api/v1/instances/{instance_id}/labels',
+    ...options
+});
+
+/**
+ * Create a label
+ *
+ * A new label of the account, made on the network first (capability `chats.labels`; `409 instance_not_connected` when the instance has no live session).
+ */
+export const createLabel = <ThrowOnError extends boolean = false>(options: Options<CreateLabelData, ThrowOnError>) => (options.client ?? client).post<CreateLabelResponses, CreateLabelErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/api/v1/instances/{instance_id}/labels',
+    ...options,
+    headers: {
+        'Content-Type': 'application/json',
+        ...options.headers
+    }
+});
+
+/**
+ * Delete a label
+ *
+ * Deletes a label on the network, then here; the chats that carried it lose it (each a `chat.updated`).
+ */
+export const deleteLabel = <ThrowOnError extends boolean = false>(options: Options<DeleteLabelData, ThrowOnError>) => (options.client ?? client).delete<DeleteLabelResponses, DeleteLabelErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/api/v1/instances/{instance_id}/labels/{label_id}',
+    ...options
+});
+
+/**
+ * Retrieve a label
+ *
+ * One label of the instance's account.
+ */
+export const getLabel = <ThrowOnError extends boolean = false>(options: Options<GetLabelData, ThrowOnError>) => (options.client ?? client).get<GetLabelResponses, GetLabelErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/api/v1/instances/{instance_id}/labels/{label_id}',
+    ...options
+});
+
+/**
+ * Rename or recolor a label
+ *
+ * Changes a label on the network, then here.
+ */
+export const updateLabel = <ThrowOnError extends boolean = false>(options: Options<UpdateLabelData, ThrowOnError>) => (options.client ?? client).patch<UpdateLabelResponses, UpdateLabelErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/api/v1/instances/{instance_id}/labels/{label_id}',
+    ...options,
+    headers: {
+        'Content-Type': 'application/json',
+        ...options.headers
+    }
+});
+
+/**
+ * Take a label off a chat
+ *
+ * Takes one label off the chat (on the network, then here) and emits `chat.updated`; a chat without it is answered as it is.
+ */
+export const unlabelChat = <ThrowOnError extends boolean = false>(options: Options<UnlabelChatData, ThrowOnError>) => (options.client ?? client).delete<UnlabelChatResponses, UnlabelChatErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/api/v1/instances/{instance_id}/chats/{chat_id}/labels/{label_id}',
+    ...options
+});
+
+/**
+ * Put a label on a chat
+ *
+ * Puts one label on the chat (on the network, then here) and emits `chat.updated`; a chat carrying it already is answered as it is, with no event.
+ */
+export const labelChat = <ThrowOnError extends boolean = false>(options: Options<LabelChatData, ThrowOnError>) => (options.client ?? client).put<LabelChatResponses, LabelChatErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/api/v1/instances/{instance_id}/chats/{chat_id}/labels/{label_id}',
     ...options
 });
 
