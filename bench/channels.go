@@ -77,7 +77,10 @@ type channelResult struct {
 	// cpuSelf and cpuDB are the CPU time per message of the throughput round: this process's (the service, the
 	// runtime, the sandbox, the webhook dispatcher — and the database itself on SQLite) and PostgreSQL's. Receipts
 	// and inbound messages still under way when the queue is empty are not in it.
-	cpuSelf, cpuDB    time.Duration
+	cpuSelf, cpuDB time.Duration
+	// eventsPerMsg is the events written from the sender's connect until its backlog is sent, per message (the
+	// receipts still on the sandbox's schedule then are not in it).
+	eventsPerMsg      float64
 	failures          []string
 	scaleHeap         float64 // bytes of heap per connected instance
 	scaleGoroutines   float64
@@ -337,6 +340,10 @@ func (b *channelBench) measure(ctx context.Context, d time.Duration) (channelRes
 	if _, err := b.until(ctx, sender.ID, channels.StatusConnected, time.Minute); err != nil {
 		return r, err
 	}
+	eventsBefore, err := b.db.Reader().NewSelect().Table("events").Count(ctx)
+	if err != nil {
+		return r, err
+	}
 	start, cpu := time.Now(), readCPU()
 	if err := b.waitQueue(ctx, sender.ID, 5*time.Minute); err != nil {
 		r.failures = append(r.failures, "backlog: "+err.Error())
@@ -344,6 +351,11 @@ func (b *channelBench) measure(ctx context.Context, d time.Duration) (channelRes
 	}
 	r.rate = channelBacklog / time.Since(start).Seconds()
 	r.cpuSelf, r.cpuDB = cpu.perItem(readCPU(), channelBacklog)
+	eventsAfter, err := b.db.Reader().NewSelect().Table("events").Count(ctx)
+	if err != nil {
+		return r, err
+	}
+	r.eventsPerMsg = float64(eventsAfter-eventsBefore) / channelBacklog
 
 	// Accept → sent, and inbound → webhook, at a steady rate.
 	roundStart := time.Now()
@@ -637,8 +649,8 @@ func runChannels(ctx context.Context, o options, prof *profile, out, log io.Writ
 			}
 			fmt.Fprintf(log, "round %d/%d  %-30s webhook drain %.0f/s (ratio %.2f); fairness: quiet instance accept→sent p50 %s p99 %s (%d), busy instance %.0f sent/s\n",
 				round, o.rounds, b.name, r.webhookRate, ratio(r.rate, r.webhookRate), formatLatency(r.fairP50), formatLatency(r.fairP99), r.fairN, r.busyRate)
-			fmt.Fprintf(log, "round %d/%d  %-30s %8.0f sent/s  CPU/message %s + PostgreSQL %s  accept→sent p50 %s p99 %s (%d)  inbound→webhook p50 %s p99 %s (%d) %v\n",
-				round, o.rounds, b.name, r.rate, formatMicros(r.cpuSelf), formatMicros(r.cpuDB), formatLatency(r.sentP50), formatLatency(r.sentP99), r.sentN,
+			fmt.Fprintf(log, "round %d/%d  %-30s %8.0f sent/s  CPU/message %s + PostgreSQL %s  events/message %.1f  accept→sent p50 %s p99 %s (%d)  inbound→webhook p50 %s p99 %s (%d) %v\n",
+				round, o.rounds, b.name, r.rate, formatMicros(r.cpuSelf), formatMicros(r.cpuDB), r.eventsPerMsg, formatLatency(r.sentP50), formatLatency(r.sentP99), r.sentN,
 				formatLatency(r.inP50), formatLatency(r.inP99), r.inN, r.failures)
 			runs = append(runs, r)
 		}
