@@ -119,5 +119,5 @@ func (s *Server) labelChat(ctx context.Context, instanceID, chatID, labelID stri
 	if err != nil {
 		return gen.Chat{}, err
 	}
-	return s.channels.ChatAPI(ctx, s.db.Reader(), c)
+	return s.channels.LabelledChatAPI(ctx, s.db.Reader(), c)
 }

@@ -159,7 +159,7 @@ func (s *Server) ListChats(ctx context.Context, req gen.ListChatsRequestObject) 
 		return nil, err
 	}
 	data, next, err := listPage(rows, more, page, func(c store.Chat) string { return c.ID },
-		func(c store.Chat) (gen.Chat, error) { return s.channels.ChatAPI(ctx, s.db.Reader(), c) })
+		func(c store.Chat) (gen.Chat, error) { return s.channels.LabelledChatAPI(ctx, s.db.Reader(), c) })
 	if err != nil {
 		return nil, err
 	}
@@ -176,7 +176,7 @@ func (s *Server) GetChat(ctx context.Context, req gen.GetChatRequestObject) (gen
 	if err != nil {
 		return nil, err
 	}
-	api, err := s.channels.ChatAPI(ctx, s.db.Reader(), c)
+	api, err := s.channels.LabelledChatAPI(ctx, s.db.Reader(), c)
 	if err != nil {
 		return nil, err
 	}
@@ -198,7 +198,7 @@ func (s *Server) UpdateChat(ctx context.Context, req gen.UpdateChatRequestObject
 	if err != nil {
 		return nil, err
 	}
-	api, err := s.channels.ChatAPI(ctx, s.db.Reader(), c)
+	api, err := s.channels.LabelledChatAPI(ctx, s.db.Reader(), c)
 	if err != nil {
 		return nil, err
 	}
@@ -215,7 +215,7 @@ func (s *Server) MarkChatRead(ctx context.Context, req gen.MarkChatReadRequestOb
 	if err != nil {
 		return nil, err
 	}
-	api, err := s.channels.ChatAPI(ctx, s.db.Reader(), c)
+	api, err := s.channels.LabelledChatAPI(ctx, s.db.Reader(), c)
 	if err != nil {
 		return nil, err
 	}

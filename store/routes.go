@@ -85,6 +85,13 @@ func (s *Routes) Get(ctx context.Context, workspaceID, id string) (Route, error)
 	return s.get(ctx, workspaceID, id)
 }
 
+// ByID returns a route whatever its workspace (the route worker's read). Returns ErrNotFound if there is none.
+func (s *Routes) ByID(ctx context.Context, id string) (Route, error) {
+	var r Route
+	err := s.db.r.NewSelect().Model(&r).Where("rte.id = ?", id).Scan(ctx)
+	return r, mapErr(err)
+}
+
 // Lock reads a route inside tx for a change, whatever its workspace. Returns ErrNotFound if there is none.
 func (s *Routes) Lock(ctx context.Context, tx bun.IDB, id string) (Route, error) {
 	var r Route

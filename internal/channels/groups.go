@@ -49,15 +49,6 @@ func (s *Recorder) ChatAPI(ctx context.Context, db store.Querier, c store.Chat) 
 	if muted {
 		out.MutedUntil = c.MutedUntil
 	}
-	labels, err := s.db.Labels.OfChats(ctx, db, []string{c.ID})
-	if err != nil {
-		return gen.Chat{}, err
-	}
-	ids := labels[c.ID]
-	if ids == nil {
-		ids = []string{}
-	}
-	out.Labels = &ids
 	if c.LastMessageID != nil {
 		m, err := s.db.Messages.ByID(ctx, db, *c.LastMessageID)
 		if err == nil {
@@ -70,6 +61,25 @@ func (s *Recorder) ChatAPI(ctx context.Context, db store.Querier, c store.Chat) 
 			return out, err
 		}
 	}
+	return out, nil
+}
+
+// LabelledChatAPI is ChatAPI with the labels the chat carries: chat reads, lists and label changes show them; the
+// chat.updated of every message does not, so that sends read no labels.
+func (s *Recorder) LabelledChatAPI(ctx context.Context, db store.Querier, c store.Chat) (gen.Chat, error) {
+	out, err := s.ChatAPI(ctx, db, c)
+	if err != nil {
+		return out, err
+	}
+	labels, err := s.db.Labels.OfChats(ctx, db, []string{c.ID})
+	if err != nil {
+		return gen.Chat{}, err
+	}
+	ids := labels[c.ID]
+	if ids == nil {
+		ids = []string{}
+	}
+	out.Labels = &ids
 	return out, nil
 }
 

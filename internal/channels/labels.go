@@ -106,7 +106,7 @@ func (s *Service) DeleteLabel(ctx context.Context, workspaceID, instanceID, id s
 			if err != nil {
 				return err
 			}
-			if err := s.emitChat(ctx, tx, c); err != nil {
+			if err := s.emitLabelledChat(ctx, tx, c); err != nil {
 				return err
 			}
 		}
@@ -157,7 +157,7 @@ func (s *Service) LabelChat(ctx context.Context, workspaceID, instanceID, chatID
 		if err != nil || !changed {
 			return err
 		}
-		return s.emitChat(ctx, tx, c)
+		return s.emitLabelledChat(ctx, tx, c)
 	})
 	return c, storeError(err, "chat", chatID)
 }

@@ -312,6 +312,19 @@ func (s *Recorder) emitChat(ctx context.Context, tx store.Querier, c store.Chat)
 	if err != nil {
 		return err
 	}
+	return s.emitChatAPI(ctx, tx, c, api)
+}
+
+// emitLabelledChat records chat.updated for a change of a chat's labels, which it shows.
+func (s *Recorder) emitLabelledChat(ctx context.Context, tx store.Querier, c store.Chat) error {
+	api, err := s.LabelledChatAPI(ctx, tx, c)
+	if err != nil {
+		return err
+	}
+	return s.emitChatAPI(ctx, tx, c, api)
+}
+
+func (s *Recorder) emitChatAPI(ctx context.Context, tx store.Querier, c store.Chat, api gen.Chat) error {
 	return s.emitNumbered(ctx, tx, events.Pending{WorkspaceID: c.WorkspaceID, InstanceID: c.InstanceID,
 		Payload: gen.ChatUpdatedEvent{Chat: api, InstanceId: c.InstanceID}})
 }

@@ -245,8 +245,10 @@ type routeTarget struct {
 // when no step is left. It returns only internal errors; a route another process carried on meanwhile is its.
 func (s *Service) advanceRoute(ctx context.Context, id string) error {
 	for range 3 {
-		var r store.Route
-		err := s.db.Reader().NewSelect().Model(&r).Where("rte.id = ?", id).Scan(ctx)
+		r, err := s.db.Routes.ByID(ctx, id)
+		if errors.Is(err, store.ErrNotFound) {
+			return nil // deleted with its workspace
+		}
 		if err != nil {
 			return err
 		}
