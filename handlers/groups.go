@@ -46,8 +46,8 @@ func (s *Server) CreateGroup(ctx context.Context, req gen.CreateGroupRequestObje
 	}
 	out := gen.GroupCreated{Id: api.Id, Object: gen.GroupCreatedObject(api.Object), InstanceId: api.InstanceId,
 		ChatId: api.ChatId, Address: api.Address, Subject: api.Subject, Description: api.Description,
-		Participants: api.Participants, CreatedAt: api.CreatedAt, UpdatedAt: api.UpdatedAt,
-		Rejected: s.participantResults(ctx, api, rejected)}
+		Participants: api.Participants, CreatedAt: api.CreatedAt, UpdatedAt: api.UpdatedAt, Community: api.Community,
+		CommunityAddress: api.CommunityAddress, Settings: api.Settings, Rejected: s.participantResults(ctx, api, rejected)}
 	return gen.CreateGroup201JSONResponse{Body: out,
 		Headers: gen.CreateGroup201ResponseHeaders{Location: groupLocation(req.InstanceId, g.ID)}}, nil
 }
@@ -97,7 +97,17 @@ func (s *Server) UpdateGroup(ctx context.Context, req gen.UpdateGroupRequestObje
 	if err != nil {
 		return nil, err
 	}
-	g, err := s.channels.UpdateGroup(ctx, key.WorkspaceID, req.InstanceId, req.GroupId, req.Body.Subject, req.Body.Description)
+	var settings *channels.GroupSettings
+	if b := req.Body.Settings; b != nil {
+		settings = &channels.GroupSettings{}
+		if b.Send != nil {
+			settings.Send = string(*b.Send)
+		}
+		if b.EditInfo != nil {
+			settings.EditInfo = string(*b.EditInfo)
+		}
+	}
+	g, err := s.channels.UpdateGroup(ctx, key.WorkspaceID, req.InstanceId, req.GroupId, req.Body.Subject, req.Body.Description, settings)
 	if err != nil {
 		return nil, err
 	}

@@ -235,8 +235,17 @@ type ChatGroup struct {
 	Participants []Participant `bun:"participants,type:json"`
 	// Community marks a community's parent group (listed read-only); CommunityAddress names the community a group
 	// belongs to.
-	Community        bool       `bun:"community"`
-	CommunityAddress *string    `bun:"community_address"`
+	Community        bool    `bun:"community"`
+	CommunityAddress *string `bun:"community_address"`
+	// SettingsSend and SettingsEditInfo say who may send and who may edit the group's info ("all" or "admins"; nil:
+	// the network has not said).
+	SettingsSend     *string `bun:"settings_send"`
+	SettingsEditInfo *string `bun:"settings_edit_info"`
+	// The group's picture as last fetched or set: the media file (nil: none), the network's ID of it and when.
+	// Upsert leaves them alone: only SetPicture writes them.
+	PictureMediaID   *string    `bun:"picture_media_id"`
+	PictureID        *string    `bun:"picture_id"`
+	PictureFetchedAt *time.Time `bun:"picture_fetched_at"`
 	LeftAt           *time.Time `bun:"left_at"`
 	CreatedAt        time.Time  `bun:"created_at"`
 	UpdatedAt        time.Time  `bun:"updated_at"`
@@ -263,7 +272,8 @@ func (s *Groups) ByAddress(ctx context.Context, tx bun.IDB, instanceID, address 
 }
 
 // Upsert inserts a group inside tx (giving it its ID and times) or, when the instance has one with its address,
-// writes it over that one, which keeps its ID. It returns no sentinel errors.
+// writes it over that one, which keeps its ID, its picture and, when g has none, its settings (a network that lists
+// groups without them has not changed them). It returns no sentinel errors.
 func (s *Groups) Upsert(ctx context.Context, tx bun.IDB, g *ChatGroup) (created bool, err error) {
 	old, err := s.ByAddress(ctx, tx, g.InstanceID, g.Address)
 	t := now()
@@ -275,8 +285,20 @@ func (s *Groups) Upsert(ctx context.Context, tx bun.IDB, g *ChatGroup) (created 
 		return false, err
 	}
 	g.ID, g.CreatedAt, g.UpdatedAt = old.ID, old.CreatedAt, t
-	res, err := tx.NewUpdate().Model(g).WherePK().ExcludeColumn("id", "workspace_id", "instance_id", "created_at").Exec(ctx)
+	if g.SettingsSend == nil && g.SettingsEditInfo == nil {
+		g.SettingsSend, g.SettingsEditInfo = old.SettingsSend, old.SettingsEditInfo
+	}
+	g.PictureMediaID, g.PictureID, g.PictureFetchedAt = old.PictureMediaID, old.PictureID, old.PictureFetchedAt
+	res, err := tx.NewUpdate().Model(g).WherePK().ExcludeColumn("id", "workspace_id", "instance_id", "created_at",
+		"picture_media_id", "picture_id", "picture_fetched_at").Exec(ctx)
 	return false, expectOneRow(res, err)
+}
+
+// SetPicture records, inside tx, a group's picture as the network answered or as it was set at a time.
+func (s *Groups) SetPicture(ctx context.Context, tx bun.IDB, id string, mediaID, pictureID *string, at time.Time) error {
+	res, err := tx.NewUpdate().Table("chat_groups").Set("picture_media_id = ?", mediaID).Set("picture_id = ?", pictureID).
+		Set("picture_fetched_at = ?", at).Where("id = ?", id).Exec(ctx)
+	return expectOneRow(res, err)
 }
 
 // Get returns a group of a workspace's instance. Returns ErrNotFound if it is not there.

@@ -49,11 +49,15 @@ type Instance struct {
 	CallsMessage *string `bun:"calls_message"`
 	// ProxyURL is the forward proxy its connections go through (nil: none), with its user name and its password
 	// sealed for the instance.
-	ProxyURL            *string   `bun:"proxy_url"`
-	ProxyUsername       *string   `bun:"proxy_username"`
-	ProxySealedPassword *string   `bun:"proxy_sealed_password"`
-	CreatedAt           time.Time `bun:"created_at"`
-	UpdatedAt           time.Time `bun:"updated_at"`
+	ProxyURL            *string `bun:"proxy_url"`
+	ProxyUsername       *string `bun:"proxy_username"`
+	ProxySealedPassword *string `bun:"proxy_sealed_password"`
+	// ProfilePictureMediaID and ProfilePictureID are the account's own picture as last read (the media file and the
+	// network's ID of it), so an unchanged picture is not stored again; only SetProfilePicture writes them.
+	ProfilePictureMediaID *string   `bun:"profile_picture_media_id"`
+	ProfilePictureID      *string   `bun:"profile_picture_id"`
+	CreatedAt             time.Time `bun:"created_at"`
+	UpdatedAt             time.Time `bun:"updated_at"`
 }
 
 // Instances is the repository of instances.
@@ -118,11 +122,19 @@ func (s *Instances) List(ctx context.Context, workspaceID string, f InstanceFilt
 	})
 }
 
-// Save writes every column of an instance read with Lock inside tx, stamping updated_at. Returns ErrNotFound if
-// it no longer exists.
+// Save writes every column of an instance read with Lock inside tx, stamping updated_at, except the profile
+// picture's (SetProfilePicture's alone). Returns ErrNotFound if it no longer exists.
 func (s *Instances) Save(ctx context.Context, tx bun.IDB, i *Instance) error {
 	i.UpdatedAt = now()
-	res, err := tx.NewUpdate().Model(i).WherePK().ExcludeColumn("id", "workspace_id", "created_at", "event_sequence").Exec(ctx)
+	res, err := tx.NewUpdate().Model(i).WherePK().ExcludeColumn("id", "workspace_id", "created_at", "event_sequence",
+		"profile_picture_media_id", "profile_picture_id").Exec(ctx)
+	return expectOneRow(res, err)
+}
+
+// SetProfilePicture records, inside tx, the account's own picture as last read or set (mediaID nil: none).
+func (s *Instances) SetProfilePicture(ctx context.Context, tx bun.IDB, id string, mediaID, pictureID *string) error {
+	res, err := tx.NewUpdate().Model((*Instance)(nil)).Set("profile_picture_media_id = ?", mediaID).
+		Set("profile_picture_id = ?", pictureID).Where("id = ?", id).Exec(ctx)
 	return expectOneRow(res, err)
 }
 

@@ -17,9 +17,14 @@ type SandboxAccount struct {
 	InstanceID  string `bun:"instance_id"`
 	DisplayName string `bun:"display_name"`
 	// TokenHash is the SHA-256 (hex) of the instance's credential; nil after a logout.
-	TokenHash *string    `bun:"token_hash"`
-	CreatedAt time.Time  `bun:"created_at"`
-	PairedAt  *time.Time `bun:"paired_at"`
+	TokenHash *string `bun:"token_hash"`
+	// About is the account's about text; Picture its profile picture (base64) of PictureType (nil: none set, the
+	// network draws one).
+	About       *string    `bun:"about"`
+	Picture     *string    `bun:"picture"`
+	PictureType *string    `bun:"picture_type"`
+	CreatedAt   time.Time  `bun:"created_at"`
+	PairedAt    *time.Time `bun:"paired_at"`
 }
 
 // SandboxMessage is a message the sandbox network carried, with the receipts its sender was given.
@@ -51,11 +56,17 @@ type SandboxMail struct {
 type SandboxGroup struct {
 	bun.BaseModel `bun:"table:sandbox_groups,alias:sg"`
 
-	Address     string    `bun:"address,pk"`
-	Subject     string    `bun:"subject"`
-	Description string    `bun:"description"`
-	InviteCode  *string   `bun:"invite_code"`
-	CreatedAt   time.Time `bun:"created_at"`
+	Address     string  `bun:"address,pk"`
+	Subject     string  `bun:"subject"`
+	Description string  `bun:"description"`
+	InviteCode  *string `bun:"invite_code"`
+	// AdminsOnlySend makes it an announcement group; AdminsOnlyEdit keeps its subject, description and picture to
+	// admins. Picture is its picture (base64) of PictureType (nil: none).
+	AdminsOnlySend bool      `bun:"admins_only_send"`
+	AdminsOnlyEdit bool      `bun:"admins_only_edit"`
+	Picture        *string   `bun:"picture"`
+	PictureType    *string   `bun:"picture_type"`
+	CreatedAt      time.Time `bun:"created_at"`
 	// Members are the participants in the order they joined (at creation: the owner first).
 	Members []SandboxGroupMember `bun:"-"`
 }
@@ -321,10 +332,18 @@ func (s *SandboxNetwork) GroupAddressByInvite(ctx context.Context, db bun.IDB, c
 	return address, err
 }
 
-// UpdateGroup writes a group's subject, description and invite code. Returns ErrNotFound if there is no such
-// group, ErrConflict if the invite code is another group's.
+// UpdateGroup writes a group's subject, description, invite code, settings and picture. Returns ErrNotFound if
+// there is no such group, ErrConflict if the invite code is another group's.
 func (s *SandboxNetwork) UpdateGroup(ctx context.Context, db bun.IDB, g SandboxGroup) error {
-	res, err := db.NewUpdate().Model(&g).Column("subject", "description", "invite_code").WherePK().Exec(ctx)
+	res, err := db.NewUpdate().Model(&g).Column("subject", "description", "invite_code", "admins_only_send",
+		"admins_only_edit", "picture", "picture_type").WherePK().Exec(ctx)
+	return expectOneRow(res, err)
+}
+
+// SetProfile writes an account's display name, about text and picture. Returns ErrNotFound if there is no such
+// account.
+func (s *SandboxNetwork) SetProfile(ctx context.Context, db bun.IDB, a SandboxAccount) error {
+	res, err := db.NewUpdate().Model(&a).Column("display_name", "about", "picture", "picture_type").WherePK().Exec(ctx)
 	return expectOneRow(res, err)
 }
 

@@ -16,6 +16,10 @@ func (s *Recorder) GroupAPI(ctx context.Context, db store.Querier, g store.ChatG
 	out := gen.Group{Id: g.ID, Object: gen.GroupObjectGroup, InstanceId: g.InstanceID, Address: g.Address,
 		Subject: g.Subject, Description: g.Description, Participants: []gen.Participant{}, CreatedAt: g.CreatedAt,
 		UpdatedAt: g.UpdatedAt, Community: &g.Community, CommunityAddress: g.CommunityAddress}
+	if g.SettingsSend != nil && g.SettingsEditInfo != nil {
+		out.Settings = &gen.GroupSettings{Send: gen.GroupSettingsSend(*g.SettingsSend),
+			EditInfo: gen.GroupSettingsEditInfo(*g.SettingsEditInfo)}
+	}
 	var addresses []string
 	for _, p := range g.Participants {
 		addresses = append(addresses, p.Address)
@@ -300,23 +304,27 @@ func (s *Service) CreateGroup(ctx context.Context, workspaceID, instanceID, subj
 }
 
 // recordGroup stores a group as the network reports it, inside its own transaction, and emits the event of the
-// change (group.created for a group new to the instance).
-func (s *Recorder) recordGroup(ctx context.Context, inst store.Instance, g Group, change string) (store.ChatGroup, error) {
+// change (group.created for a group new to the instance; changed as saveGroup takes it).
+func (s *Recorder) recordGroup(ctx context.Context, inst store.Instance, g Group, change string, changed ...string) (store.ChatGroup, error) {
 	var stored store.ChatGroup
 	err := s.inTxFor(ctx, []string{inst.ID}, func(ctx context.Context, tx store.Tx) error {
 		var err error
-		stored, err = s.saveGroup(ctx, tx, inst, g, change)
+		stored, err = s.saveGroup(ctx, tx, inst, g, change, changed...)
 		return err
 	})
 	return stored, err
 }
 
-// saveGroup is recordGroup inside tx.
-func (s *Recorder) saveGroup(ctx context.Context, tx store.Querier, inst store.Instance, g Group, change string) (store.ChatGroup, error) {
+// saveGroup is recordGroup inside tx. changed names the fields of a group.updated (default: subject and
+// description, what the networks report changing together).
+func (s *Recorder) saveGroup(ctx context.Context, tx store.Querier, inst store.Instance, g Group, change string, changed ...string) (store.ChatGroup, error) {
 	row := store.ChatGroup{WorkspaceID: inst.WorkspaceID, InstanceID: inst.ID, Address: g.Address, Subject: g.Subject,
 		Description: g.Description, Participants: []store.Participant{}, Community: g.Community}
 	if g.CommunityAddress != "" {
 		row.CommunityAddress = &g.CommunityAddress
+	}
+	if g.Settings != nil && g.Settings.Send != "" && g.Settings.EditInfo != "" {
+		row.SettingsSend, row.SettingsEditInfo = &g.Settings.Send, &g.Settings.EditInfo
 	}
 	for _, p := range g.Participants {
 		row.Participants = append(row.Participants, store.Participant{Address: p.Address, DisplayName: p.DisplayName, Role: p.Role})
@@ -365,7 +373,10 @@ func (s *Recorder) saveGroup(ctx context.Context, tx store.Querier, inst store.I
 	case GroupParticipantsChanged:
 		payload = gen.GroupParticipantsChangedEvent{Group: api, InstanceId: inst.ID, Sequence: seq}
 	default:
-		payload = gen.GroupUpdatedEvent{Group: api, Changed: []string{"subject", "description"}, InstanceId: inst.ID, Sequence: seq}
+		if len(changed) == 0 {
+			changed = []string{"subject", "description"}
+		}
+		payload = gen.GroupUpdatedEvent{Group: api, Changed: changed, InstanceId: inst.ID, Sequence: seq}
 	}
 	return row, s.emitPayload(ctx, tx, inst.WorkspaceID, inst.ID, payload)
 }
@@ -374,7 +385,9 @@ func (s *Recorder) saveGroup(ctx context.Context, tx store.Querier, inst store.I
 func sameGroup(old, now store.ChatGroup) bool {
 	return old.LeftAt == nil && old.Subject == now.Subject && old.Description == now.Description &&
 		old.Community == now.Community && deref(old.CommunityAddress) == deref(now.CommunityAddress) &&
-		slices.Equal(old.Participants, now.Participants)
+		slices.Equal(old.Participants, now.Participants) &&
+		(now.SettingsSend == nil || deref(old.SettingsSend) == *now.SettingsSend) &&
+		(now.SettingsEditInfo == nil || deref(old.SettingsEditInfo) == *now.SettingsEditInfo)
 }
 
 // readOnly refuses a change of a community: they are listed, not managed.
@@ -392,12 +405,20 @@ func accountAddress(inst store.Instance) string {
 	return inst.Account.Address
 }
 
-// UpdateGroup changes a group's subject or description on the network (group.updated). Returns NotFound,
-// CapabilityNotSupported and InstanceNotConnected.
-func (s *Service) UpdateGroup(ctx context.Context, workspaceID, instanceID, groupID string, subject, description *string) (store.ChatGroup, error) {
-	inst, _, err := s.capable(ctx, workspaceID, instanceID, CapGroupsManage)
+// UpdateGroup changes a group's subject or description (groups.participants) and its settings (groups.settings)
+// on the network, with one group.updated naming the fields that changed. Every capability is checked before the
+// network is asked anything. Returns NotFound, CapabilityNotSupported and InstanceNotConnected.
+func (s *Service) UpdateGroup(ctx context.Context, workspaceID, instanceID, groupID string, subject, description *string, settings *GroupSettings) (store.ChatGroup, error) {
+	info := subject != nil || description != nil
+	inst, p, err := s.capable(ctx, workspaceID, instanceID, "")
 	if err != nil {
 		return store.ChatGroup{}, err
+	}
+	if info && !p.Info().Has(CapGroupsManage) {
+		return store.ChatGroup{}, notSupported(inst.Provider, CapGroupsManage)
+	}
+	if settings != nil && !p.Info().Has(CapGroupsSettings) {
+		return store.ChatGroup{}, notSupported(inst.Provider, CapGroupsSettings)
 	}
 	g, err := s.GetGroup(ctx, workspaceID, instanceID, groupID)
 	if err != nil {
@@ -406,11 +427,31 @@ func (s *Service) UpdateGroup(ctx context.Context, workspaceID, instanceID, grou
 	if ro := readOnly(g); ro != nil {
 		return g, ro
 	}
-	out, err := call(ctx, s, inst, cmdGroupUpdate, groupUpdateArgs{Group: g.Address, Subject: subject, Description: description})
-	if err != nil {
-		return g, err
+	var out Group
+	var changed []string
+	if info {
+		if out, err = call(ctx, s, inst, cmdGroupUpdate, groupUpdateArgs{Group: g.Address, Subject: subject, Description: description}); err != nil {
+			return g, err
+		}
+		if subject != nil {
+			changed = append(changed, "subject")
+		}
+		if description != nil {
+			changed = append(changed, "description")
+		}
 	}
-	return s.recordGroup(ctx, inst, out, GroupUpdated)
+	if settings != nil {
+		next, err := call(ctx, s, inst, cmdGroupSettings, groupSettingsArgs{Group: g.Address, Settings: *settings})
+		if err != nil {
+			if info { // the first change is made on the network: record it before answering
+				_, _ = s.recordGroup(ctx, inst, out, GroupUpdated, changed...)
+			}
+			return g, err
+		}
+		out = next
+		changed = append(changed, "settings")
+	}
+	return s.recordGroup(ctx, inst, out, GroupUpdated, changed...)
 }
 
 // ChangeParticipants adds, removes, promotes or demotes participants, one result per participant, and records the

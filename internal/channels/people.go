@@ -234,7 +234,8 @@ func sessionError(inst store.Instance, err error) error {
 			return problem.New(problem.InstanceNotConnected, f.Detail)
 		case "restricted", "banned":
 			return problem.New(problem.InstanceRestricted, f.Detail)
-		case "invalid_address", "invalid_control", "invalid_argument", "invalid_invite":
+		case "invalid_address", "invalid_control", "invalid_argument", "invalid_invite", "invalid_name", "invalid_about",
+			"invalid_settings", "unsupported_media", "media_too_large":
 			return problem.Invalid("", f.Detail)
 		case "not_found":
 			return problem.New(problem.NotFound, f.Detail)

@@ -49,30 +49,12 @@ func (s *Service) ContactPicture(ctx context.Context, workspaceID, instanceID, c
 		}
 	}
 	now := micro(time.Now()) // as the database keeps it
-	var pic Picture
-	if address != "" {
-		if pic, err = call(ctx, s, inst, cmdPicture, pictureArgs{Address: address}); err != nil {
-			return ContactPicture{}, err
-		}
-	}
-	var mediaID *string
-	switch {
-	case len(pic.Data) == 0:
-	case pic.ID != "" && c.PictureID != nil && *c.PictureID == pic.ID && c.PictureMediaID != nil:
-		mediaID = c.PictureMediaID // the same picture: kept
-	default:
-		name := "picture"
-		if exts, _ := mime.ExtensionsByType(pic.MIMEType); len(exts) > 0 {
-			name += exts[len(exts)-1]
-		}
-		m, err := s.storeMedia(ctx, workspaceID, name, pic.MIMEType, pic.Data, nil, "/picture")
-		if err != nil {
-			return ContactPicture{}, err
-		}
-		mediaID = &m.ID
+	mediaID, pictureID, err := s.fetchPicture(ctx, inst, address, c.PictureID, c.PictureMediaID)
+	if err != nil {
+		return ContactPicture{}, err
 	}
 	if err := s.inTx(ctx, func(ctx context.Context, tx store.Tx) error {
-		return s.db.Contacts.SetPicture(ctx, tx, c.ID, mediaID, nonEmpty(pic.ID), now)
+		return s.db.Contacts.SetPicture(ctx, tx, c.ID, mediaID, pictureID, now)
 	}); err != nil {
 		return ContactPicture{}, storeError(err, "contact", contactID)
 	}
@@ -80,20 +62,59 @@ func (s *Service) ContactPicture(ctx context.Context, workspaceID, instanceID, c
 	return s.pictureOf(ctx, c)
 }
 
-// pictureOf is a contact's kept picture.
-func (s *Service) pictureOf(ctx context.Context, c store.Contact) (ContactPicture, error) {
-	out := ContactPicture{ContactID: c.ID, FetchedAt: *c.PictureFetchedAt}
-	if c.PictureMediaID == nil {
-		return out, nil
+// fetchPicture asks the instance's session for the picture of an address ("": none to ask for) and keeps it as a
+// media file of the workspace, unless it is the picture kept already (keptID names it on the network, keptMedia is
+// its file). It returns the file (nil: no picture) and the network's ID of the picture.
+func (s *Service) fetchPicture(ctx context.Context, inst store.Instance, address string, keptID, keptMedia *string) (mediaID, pictureID *string, err error) {
+	var pic Picture
+	if address != "" {
+		if pic, err = call(ctx, s, inst, cmdPicture, pictureArgs{Address: address}); err != nil {
+			return nil, nil, err
+		}
 	}
-	f, err := s.GetMedia(ctx, c.WorkspaceID, *c.PictureMediaID)
+	switch {
+	case len(pic.Data) == 0:
+		return nil, nil, nil
+	case pic.ID != "" && keptID != nil && *keptID == pic.ID && keptMedia != nil:
+		return keptMedia, keptID, nil // the same picture: kept
+	}
+	m, err := s.storeMedia(ctx, inst.WorkspaceID, pictureName(pic.MIMEType), pic.MIMEType, pic.Data, nil, "/picture")
+	if err != nil {
+		return nil, nil, err
+	}
+	return &m.ID, nonEmpty(pic.ID), nil
+}
+
+// pictureName is the file name a picture of a media type is kept under.
+func pictureName(mimeType string) string {
+	name := "picture"
+	if exts, _ := mime.ExtensionsByType(mimeType); len(exts) > 0 {
+		name += exts[len(exts)-1]
+	}
+	return name
+}
+
+// keptMedia is a kept picture's media file: nil when none is kept or the file was deleted since.
+func (s *Service) keptMedia(ctx context.Context, workspaceID string, mediaID *string) (*MediaFile, error) {
+	if mediaID == nil {
+		return nil, nil
+	}
+	f, err := s.GetMedia(ctx, workspaceID, *mediaID)
 	var pe interface{ Status() int }
 	if errors.As(err, &pe) && pe.Status() == 404 {
-		return out, nil // the file was deleted: as if none were kept
+		return nil, nil // the file was deleted: as if none were kept
 	}
+	if err != nil {
+		return nil, err
+	}
+	return &f, nil
+}
+
+// pictureOf is a contact's kept picture.
+func (s *Service) pictureOf(ctx context.Context, c store.Contact) (ContactPicture, error) {
+	f, err := s.keptMedia(ctx, c.WorkspaceID, c.PictureMediaID)
 	if err != nil {
 		return ContactPicture{}, err
 	}
-	out.Media = &f
-	return out, nil
+	return ContactPicture{ContactID: c.ID, FetchedAt: *c.PictureFetchedAt, Media: f}, nil
 }

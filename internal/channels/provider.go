@@ -62,10 +62,18 @@ const (
 	CapLabels Capability = "chats.labels"
 	// CapContactsPicture: a person's profile picture (PictureReader).
 	CapContactsPicture Capability = "contacts.picture"
-	CapContactsBlock   Capability = "contacts.block"
-	CapAuthQR          Capability = "auth.qr"
-	CapAuthPairing     Capability = "auth.pairing_code"
-	CapAuthToken       Capability = "auth.token"
+	// CapGroupsSettings: who may send and who may edit a group's info (GroupConfigurer).
+	CapGroupsSettings Capability = "groups.settings"
+	// CapGroupsPicture and CapProfilePicture: setting a group's picture and the account's own (PictureWriter).
+	CapGroupsPicture  Capability = "groups.picture"
+	CapProfilePicture Capability = "profile.picture"
+	// CapProfileName and CapProfileAbout: the account's own name and about text (ProfileEditor).
+	CapProfileName   Capability = "profile.name"
+	CapProfileAbout  Capability = "profile.about"
+	CapContactsBlock Capability = "contacts.block"
+	CapAuthQR        Capability = "auth.qr"
+	CapAuthPairing   Capability = "auth.pairing_code"
+	CapAuthToken     Capability = "auth.token"
 )
 
 // AuthMethod is how an instance proves it owns its account.
@@ -325,6 +333,69 @@ var (
 	})
 	cmdLabelChat = defineCommand("labels.chat", func(ctx context.Context, l Labeler, a labelChatArgs) (none, error) {
 		return none{}, l.LabelChat(ctx, a.Chat, a.Label, a.On)
+	})
+)
+
+// GroupConfigurer is a session that changes who may do what in a group (groups.settings).
+type GroupConfigurer interface {
+	// SetGroupSettings applies the settings s gives ("" fields stay) and returns the group as it then is.
+	SetGroupSettings(ctx context.Context, group string, s GroupSettings) (Group, error)
+}
+
+type groupSettingsArgs struct {
+	Group    string        `json:"group"`
+	Settings GroupSettings `json:"settings"`
+}
+
+var cmdGroupSettings = defineCommand("groups.settings", func(ctx context.Context, g GroupConfigurer, a groupSettingsArgs) (Group, error) {
+	return g.SetGroupSettings(ctx, a.Group, a.Settings)
+})
+
+// PictureWriter is a session that sets pictures on the network: a group's (groups.picture) or the account's own
+// (profile.picture); a provider lists those its network allows.
+type PictureWriter interface {
+	// SetPicture shows an image (JPEG or PNG, as mimeType says) as the picture of target, a group's address or ""
+	// for the account's own profile; empty data removes it. It returns the network's ID of the new picture ("" where
+	// the network names none).
+	SetPicture(ctx context.Context, target string, data []byte, mimeType string) (string, error)
+}
+
+type setPictureArgs struct {
+	Target   string `json:"target,omitempty"`
+	Data     []byte `json:"data,omitempty"`
+	MIMEType string `json:"mime_type,omitempty"`
+}
+
+type setPictureResult struct {
+	ID string `json:"id,omitempty"`
+}
+
+var cmdSetPicture = defineCommand("pictures.set", func(ctx context.Context, w PictureWriter, a setPictureArgs) (setPictureResult, error) {
+	id, err := w.SetPicture(ctx, a.Target, a.Data, a.MIMEType)
+	return setPictureResult{ID: id}, err
+})
+
+// ProfileEditor is a session that reads and changes the account's own name (profile.name) and about text
+// (profile.about); a provider lists those its network keeps.
+type ProfileEditor interface {
+	// Profile reads the account's profile as its contacts see it.
+	Profile(ctx context.Context) (Profile, error)
+	// SetProfile changes the fields change sets (nil: left as they are).
+	SetProfile(ctx context.Context, change Profile) error
+}
+
+// Profile is the account's own name and about text (nil: the network does not keep it, or leave it in a change).
+type Profile struct {
+	Name  *string `json:"name,omitempty"`
+	About *string `json:"about,omitempty"`
+}
+
+var (
+	cmdProfileGet = defineCommand("profile.get", func(ctx context.Context, e ProfileEditor, _ none) (Profile, error) {
+		return e.Profile(ctx)
+	})
+	cmdProfileSet = defineCommand("profile.set", func(ctx context.Context, e ProfileEditor, a Profile) (none, error) {
+		return none{}, e.SetProfile(ctx, a)
 	})
 )
 
@@ -650,6 +721,21 @@ type Group struct {
 	// community a group belongs to, where the network has communities.
 	Community        bool
 	CommunityAddress string
+	// Settings says who may send and who may edit the group's info; nil where the network did not say.
+	Settings *GroupSettings
+}
+
+// Who may do something in a group (GroupSettings).
+const (
+	GroupAll    = "all"
+	GroupAdmins = "admins"
+)
+
+// GroupSettings says who may send messages and who may edit a group's subject, description and picture: GroupAll
+// or GroupAdmins ("" in a change: left as it is).
+type GroupSettings struct {
+	Send     string `json:"send,omitempty"`
+	EditInfo string `json:"edit_info,omitempty"`
 }
 
 // The changes Sink.GroupChanged reports. An instance is told of changes made by others; the result of its own call

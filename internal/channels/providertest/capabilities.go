@@ -36,6 +36,11 @@ var seams = []seam{
 	{"channels.Pairer", implements[channels.Pairer], []channels.Capability{channels.CapAuthPairing}},
 	{"channels.Labeler", implements[channels.Labeler], []channels.Capability{channels.CapLabels}},
 	{"channels.PictureReader", implements[channels.PictureReader], []channels.Capability{channels.CapContactsPicture}},
+	{"channels.GroupConfigurer", implements[channels.GroupConfigurer], []channels.Capability{channels.CapGroupsSettings}},
+	{"channels.PictureWriter", implements[channels.PictureWriter], []channels.Capability{channels.CapGroupsPicture,
+		channels.CapProfilePicture}},
+	{"channels.ProfileEditor", implements[channels.ProfileEditor], []channels.Capability{channels.CapProfileName,
+		channels.CapProfileAbout}},
 }
 
 // auths pairs the auth capabilities with the auth methods: a provider lists one exactly when it has the other.

@@ -15,6 +15,9 @@ const (
 	roleOwner  = "owner"
 	roleAdmin  = "admin"
 	roleMember = "member"
+	// roleEditor, as the role a change needs, is an admin's where the group keeps its info to admins and any
+	// participant's otherwise.
+	roleEditor = "editor"
 )
 
 const (
@@ -42,7 +45,7 @@ func (s *session) CreateGroup(ctx context.Context, subject string, participants 
 		return channels.Group{}, err
 	}
 	at := now()
-	g := store.SandboxGroup{Address: newGroupAddress(), Subject: subject, CreatedAt: at,
+	g := store.SandboxGroup{Address: newGroupAddress(), Subject: subject, CreatedAt: at, AdminsOnlyEdit: true,
 		Members: []store.SandboxGroupMember{{Number: number, Role: roleOwner, JoinedAt: at}}}
 	var rejected []channels.ParticipantResult
 	var group channels.Group
@@ -121,7 +124,8 @@ func (s *session) GetGroup(ctx context.Context, group string) (channels.Group, e
 	return s.p.snapshot(ctx, s.p.net.Reader(), g)
 }
 
-// UpdateGroup changes a group's subject and description (nil: unchanged); only admins may.
+// UpdateGroup changes a group's subject and description (nil: unchanged); only admins may, unless the group's
+// settings let every participant edit its info.
 func (s *session) UpdateGroup(ctx context.Context, group string, subject, description *string) (channels.Group, error) {
 	if subject != nil {
 		checked, err := checkSubject(*subject)
@@ -134,7 +138,7 @@ func (s *session) UpdateGroup(ctx context.Context, group string, subject, descri
 		return channels.Group{}, failure("invalid_description", "a group's description is at most %d characters",
 			maxDescription)
 	}
-	return s.changeGroup(ctx, group, roleAdmin, func(ctx context.Context, tx store.Tx, g *store.SandboxGroup, actor string) (map[string]string, string, error) {
+	return s.changeGroup(ctx, group, roleEditor, func(ctx context.Context, tx store.Tx, g *store.SandboxGroup, actor string) (map[string]string, string, error) {
 		if subject != nil {
 			g.Subject = *subject
 		}
@@ -311,7 +315,7 @@ func access(g store.SandboxGroup, err error, group, number, needed string) error
 	if !ok {
 		return failure("not_a_participant", "the instance is not a participant of %s", group)
 	}
-	if needed == roleAdmin && m.Role == roleMember {
+	if (needed == roleAdmin || needed == roleEditor && g.AdminsOnlyEdit) && m.Role == roleMember {
 		return failure("not_group_admin", "only the group's admins may do that")
 	}
 	return nil
@@ -401,7 +405,8 @@ func (p *Provider) snapshot(ctx context.Context, db store.Querier, g store.Sandb
 		names[a.Number] = a.DisplayName
 	}
 	out := channels.Group{Address: g.Address, Subject: g.Subject, Description: g.Description, CreatedAt: g.CreatedAt,
-		Participants: make([]channels.Participant, len(g.Members))}
+		Participants: make([]channels.Participant, len(g.Members)), Settings: &channels.GroupSettings{
+			Send: who(g.AdminsOnlySend), EditInfo: who(g.AdminsOnlyEdit)}}
 	for i, m := range g.Members {
 		out.Participants[i] = channels.Participant{Address: m.Number, DisplayName: names[m.Number], Role: m.Role}
 	}

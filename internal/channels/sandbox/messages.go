@@ -133,8 +133,12 @@ func (s *session) toGroup(ctx context.Context, db store.Querier, number, chat st
 	if err != nil {
 		return nil, err
 	}
-	if _, ok := member(g, number); !ok {
+	m, ok := member(g, number)
+	if !ok {
 		return nil, failure("not_a_participant", "the instance is not a participant of %s", chat)
+	}
+	if g.AdminsOnlySend && m.Role == roleMember {
+		return nil, failure("not_group_admin", "only the admins of %s may send to it (an announcement group)", chat)
 	}
 	others := make([]string, 0, len(g.Members))
 	for _, m := range g.Members {

@@ -5,21 +5,35 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"image"
 	"image/color"
 	"image/png"
 
 	"github.com/switchboard/switchboard/internal/channels"
+	"github.com/switchboard/switchboard/store"
 )
 
 // pictureSize is the side of a sandbox account's profile picture, in pixels (a 5×5 pattern, mirrored, scaled up).
 const pictureSize = 80
 
-// Picture is the profile picture of a sandbox account: a pattern drawn from its number and display name, so the
-// same account has the same picture and a new display name a new one. Numbers without an account have none.
+// Picture is the profile picture of a sandbox account: the one it set, or else a pattern drawn from its number and
+// display name, so the same account has the same picture and a new display name a new one. Numbers without an
+// account have none; a group has the picture its participants set, if any.
 func (s *session) Picture(ctx context.Context, address string) (channels.Picture, error) {
 	if _, number := s.live(); number == "" {
 		return channels.Picture{}, notConnected()
+	}
+	if isGroup(address) {
+		g, err := s.p.net.Group(ctx, s.p.net.Reader(), address)
+		if errors.Is(err, store.ErrNotFound) {
+			return channels.Picture{}, nil
+		}
+		if err != nil {
+			return channels.Picture{}, err
+		}
+		pic, _ := storedPicture(g.Picture, g.PictureType)
+		return pic, nil
 	}
 	n, err := normalizeNumber(address)
 	if err != nil {
@@ -28,6 +42,9 @@ func (s *session) Picture(ctx context.Context, address string) (channels.Picture
 	accounts, err := s.p.net.Accounts(ctx, s.p.net.Reader(), []string{n})
 	if err != nil || len(accounts) == 0 {
 		return channels.Picture{}, err
+	}
+	if pic, ok := storedPicture(accounts[0].Picture, accounts[0].PictureType); ok {
+		return pic, nil // the one the account set
 	}
 	sum := sha256.Sum256([]byte(accounts[0].Number + "\x00" + accounts[0].DisplayName))
 	data, err := identicon(sum)

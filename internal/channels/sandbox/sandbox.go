@@ -131,6 +131,8 @@ func (p *Provider) Info() channels.Info {
 			channels.CapCallsReject,
 			channels.CapGroupsCreate, channels.CapGroupsManage, channels.CapGroupsInvite,
 			channels.CapContactsLookup, channels.CapContactsBlock, channels.CapContactsPicture,
+			channels.CapGroupsSettings, channels.CapGroupsPicture, channels.CapProfileName, channels.CapProfileAbout,
+			channels.CapProfilePicture,
 			channels.CapAuthQR, channels.CapAuthPairing, channels.CapAuthToken,
 		},
 		AuthMethods:    []channels.AuthMethod{channels.AuthQR, channels.AuthPairingCode, channels.AuthToken},

@@ -52,7 +52,8 @@ func TestInfoAndConfig(t *testing.T) {
 	every := []channels.Capability{channels.CapText, channels.CapMedia, channels.CapLocation, channels.CapContactCard,
 		channels.CapReaction, channels.CapReply, channels.CapEdit, channels.CapDelete, channels.CapDelivered,
 		channels.CapRead, channels.CapMarkRead, channels.CapGroupsCreate, channels.CapGroupsManage,
-		channels.CapGroupsInvite, channels.CapContactsLookup, channels.CapContactsBlock, channels.CapContactsPicture, channels.CapAuthQR,
+		channels.CapGroupsInvite, channels.CapContactsLookup, channels.CapContactsBlock, channels.CapContactsPicture, channels.CapGroupsSettings,
+		channels.CapGroupsPicture, channels.CapProfileName, channels.CapProfileAbout, channels.CapProfilePicture, channels.CapAuthQR,
 		channels.CapAuthPairing, channels.CapAuthToken}
 	for _, c := range every {
 		if !info.Has(c) {

@@ -29,6 +29,7 @@ type Storage interface {
 	CreateAccount(ctx context.Context, q store.Querier, a *store.SandboxAccount) (bool, error)
 	Pair(ctx context.Context, q store.Querier, instanceID, tokenHash string, at time.Time) error
 	Rename(ctx context.Context, q store.Querier, number, displayName string) (bool, error)
+	SetProfile(ctx context.Context, q store.Querier, a store.SandboxAccount) error
 	Counterparts(ctx context.Context, q store.Querier, number string) ([]store.SandboxAccount, error)
 	Unpair(ctx context.Context, q store.Querier, instanceID string) error
 
