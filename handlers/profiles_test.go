@@ -220,7 +220,9 @@ func TestInstanceProfile(t *testing.T) {
 			var l gen.ContactList
 			e.get("/api/v1/instances/"+bob.Id+"/contacts", &l)
 			return l
-		}, func(l gen.ContactList) bool { return len(l.Data) == 1 && deref(l.Data[0].DisplayName) == "Alice Support" })
+		}, func(l gen.ContactList) bool {
+			return len(l.Data) == 1 && deref(l.Data[0].DisplayName) == "Alice Support"
+		})
 		// Read again: the same picture is the same file.
 		e.get(path, &p)
 		if p.Picture == nil || p.Picture.Id != jpg.Id {
