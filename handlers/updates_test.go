@@ -18,8 +18,9 @@ import (
 // update is one PATCH route of the API, as TestUpdatesCommitAtomically drives it.
 type update struct {
 	operation string
-	// path and body change the object so that field, read back at path, becomes want.
-	path, body, field, want string
+	// path and body change the object so that field, read back at path (or read when set), becomes want; a field
+	// with dots names one inside objects ("account.display_name").
+	path, body, field, want, read string
 	// fail makes the transaction's last write fail.
 	fail func(t *testing.T, db *store.DB)
 	// event is the type of the event the change records ("" for none); absent is a path that the change creates
@@ -102,6 +103,12 @@ func TestUpdatesCommitAtomically(t *testing.T) {
 			{operation: "updateLabel", path: "/api/v1/instances/" + alice.Id + "/labels/" + label["id"].(string),
 				body: `{"name":"changed"}`, field: "name", want: "changed",
 				fail: func(t *testing.T, db *store.DB) { storetest.FailUpdates(t, db, "labels", "name", "changed") }},
+			// The profile is changed on the network first, which a failed request cannot take back; what it records
+			// here (the account's new name, instance.updated) is one transaction.
+			{operation: "updateInstanceProfile", path: "/api/v1/instances/" + alice.Id + "/profile",
+				body: `{"name":"changed"}`, read: "/api/v1/instances/" + alice.Id, field: "account.display_name",
+				want: "changed", event: "instance.updated",
+				fail: func(t *testing.T, db *store.DB) { storetest.FailInserts(t, db, "events", "type", "instance.updated") }},
 			{operation: "updateBot", path: "/api/v1/instances/" + alice.Id + "/bots/" + bot.ID,
 				body: `{"name":"changed"}`, field: "name", want: "changed",
 				fail: func(t *testing.T, db *store.DB) { storetest.FailUpdates(t, db, "bots", "name", "changed") }},
@@ -116,13 +123,21 @@ func TestUpdatesCommitAtomically(t *testing.T) {
 				}
 				field := func() string {
 					t.Helper()
-					res := call(http.MethodGet, u.path, "")
-					if res.StatusCode != http.StatusOK {
-						t.Fatalf("GET %s: %d %s", u.path, res.StatusCode, res.body)
+					read := u.path
+					if u.read != "" {
+						read = u.read
 					}
-					var v map[string]any
+					res := call(http.MethodGet, read, "")
+					if res.StatusCode != http.StatusOK {
+						t.Fatalf("GET %s: %d %s", read, res.StatusCode, res.body)
+					}
+					var v any
 					res.json(t, &v)
-					return fmt.Sprint(v[u.field])
+					for _, name := range strings.Split(u.field, ".") {
+						m, _ := v.(map[string]any)
+						v = m[name]
+					}
+					return fmt.Sprint(v)
 				}
 				events := func() int {
 					t.Helper()

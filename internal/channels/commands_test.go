@@ -74,8 +74,8 @@ func TestInvoke(t *testing.T) {
 // Every command the service sends is defined once, under the op the runtime stores in instance_commands.
 func TestCommandOps(t *testing.T) {
 	want := []string{"auth.pairing_code", "chats.mark_read", "chats.organize", "chats.typing", "contacts.block", "contacts.lookup", "contacts.picture", "groups.create",
-		"groups.get", "groups.invite", "groups.join", "groups.leave", "groups.participants", "groups.update", "labels.chat", "labels.save",
-		"presence.send", "session.control", "session.logout", "templates.list"}
+		"groups.get", "groups.invite", "groups.join", "groups.leave", "groups.participants", "groups.settings", "groups.update", "labels.chat", "labels.save",
+		"pictures.set", "presence.send", "profile.get", "profile.set", "session.control", "session.logout", "templates.list"}
 	var got []string
 	for op := range commands {
 		got = append(got, op)
