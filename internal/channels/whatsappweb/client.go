@@ -80,6 +80,19 @@ type Client interface {
 	// ProfilePicture is a person's or group's profile picture: WhatsApp's ID of it and its bytes (none: the person
 	// has none or hides it from the account).
 	ProfilePicture(ctx context.Context, who types.JID) (id string, data []byte, err error)
+
+	// SetGroupAnnounce lets only the group's admins send (true) or everyone; SetGroupLocked lets only its admins
+	// edit its subject, description and picture (true) or everyone.
+	SetGroupAnnounce(ctx context.Context, group types.JID, announce bool) error
+	SetGroupLocked(ctx context.Context, group types.JID, locked bool) error
+	// SetPicture sets a JPEG as the picture of a group, or of the account itself (who empty), or removes it (no
+	// data), and returns WhatsApp's ID of the new picture.
+	SetPicture(ctx context.Context, who types.JID, jpeg []byte) (string, error)
+	// About reads the account's about text; SetAbout changes it; SetPushName changes the name its contacts see
+	// (an app-state setting every device of the account applies).
+	About(ctx context.Context) (string, error)
+	SetAbout(ctx context.Context, text string) error
+	SetPushName(ctx context.Context, name string) error
 }
 
 // NewClient builds the client of a device; the provider's Options take another for tests.
@@ -287,4 +300,36 @@ func (r *realClient) GetJoinedGroups(ctx context.Context) ([]*types.GroupInfo, e
 
 func (r *realClient) SendAppState(ctx context.Context, patch appstate.PatchInfo) error {
 	return r.c.SendAppState(ctx, patch)
+}
+
+func (r *realClient) SetGroupAnnounce(ctx context.Context, group types.JID, announce bool) error {
+	return r.c.SetGroupAnnounce(ctx, group, announce)
+}
+
+func (r *realClient) SetGroupLocked(ctx context.Context, group types.JID, locked bool) error {
+	return r.c.SetGroupLocked(ctx, group, locked)
+}
+
+// SetPicture is whatsmeow's SetGroupPhoto, which sets the account's own picture when no group is named.
+func (r *realClient) SetPicture(ctx context.Context, who types.JID, jpeg []byte) (string, error) {
+	return r.c.SetGroupPhoto(ctx, who, jpeg)
+}
+
+// About is the status text WhatsApp keeps for the account's own number.
+func (r *realClient) About(ctx context.Context) (string, error) {
+	own := r.c.Store.GetJID().ToNonAD()
+	infos, err := r.c.GetUserInfo(ctx, []types.JID{own})
+	if err != nil {
+		return "", err
+	}
+	return infos[own].Status, nil
+}
+
+// SetAbout sets the account's text status with no expiry: WhatsApp's about.
+func (r *realClient) SetAbout(ctx context.Context, text string) error {
+	return r.c.SetStatusMessage(ctx, types.SetStatusInput{Text: &text})
+}
+
+func (r *realClient) SetPushName(ctx context.Context, name string) error {
+	return r.c.SendAppState(ctx, appstate.BuildSettingPushName(name))
 }

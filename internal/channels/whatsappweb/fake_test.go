@@ -59,6 +59,8 @@ type account struct {
 	// picture is the account's profile picture (none: nil), pictureID WhatsApp's ID of it.
 	picture   []byte
 	pictureID string
+	// about is the account's about text.
+	about string
 }
 
 type received struct {
@@ -315,6 +317,9 @@ func (c *fakeClient) Download(_ context.Context, msg whatsmeow.DownloadableMessa
 type fakeGroup struct {
 	info   types.GroupInfo
 	invite string
+	// picture is the group's picture (none: nil), pictureID WhatsApp's ID of it.
+	picture   []byte
+	pictureID string
 }
 
 func (n *network) group(j types.JID) (*fakeGroup, error) {
@@ -517,6 +522,9 @@ func (c *fakeClient) ProfilePicture(_ context.Context, who types.JID) (string, [
 			return a.pictureID, a.picture, nil
 		}
 	}
+	if g := c.n.groups[who.User]; g != nil && who.Server == types.GroupServer {
+		return g.pictureID, g.picture, nil
+	}
 	return "", nil, nil
 }
 
@@ -633,5 +641,110 @@ func (c *fakeClient) SendAppState(_ context.Context, patch appstate.PatchInfo) e
 			return err
 		}
 	}
+	return nil
+}
+
+// admin finds the group of j and checks that the client's account is one of its admins, as WhatsApp does before a
+// change of its settings or picture (403 otherwise). The network's lock is held.
+func (c *fakeClient) admin(j types.JID) (*fakeGroup, error) {
+	c.mu.Lock()
+	me := c.acct
+	c.mu.Unlock()
+	g, err := c.n.group(j)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range g.info.Participants {
+		if me != nil && p.JID.User == me.lid && (p.IsAdmin || p.IsSuperAdmin) {
+			return g, nil
+		}
+	}
+	return nil, &whatsmeow.IQError{Code: 403, Text: "forbidden"}
+}
+
+func (c *fakeClient) SetGroupAnnounce(_ context.Context, j types.JID, announce bool) error {
+	c.n.mu.Lock()
+	defer c.n.mu.Unlock()
+	g, err := c.admin(j)
+	if err == nil {
+		g.info.IsAnnounce = announce
+	}
+	return err
+}
+
+func (c *fakeClient) SetGroupLocked(_ context.Context, j types.JID, locked bool) error {
+	c.n.mu.Lock()
+	defer c.n.mu.Unlock()
+	g, err := c.admin(j)
+	if err == nil {
+		g.info.IsLocked = locked
+	}
+	return err
+}
+
+// SetPicture keeps a group's or the account's picture; WhatsApp takes JPEG only, so anything else is refused
+// (406, as its servers answer an unreadable image).
+func (c *fakeClient) SetPicture(_ context.Context, who types.JID, data []byte) (string, error) {
+	me, err := c.account()
+	if err != nil {
+		return "", err
+	}
+	if len(data) > 0 && (len(data) < 3 || data[0] != 0xFF || data[1] != 0xD8 || data[2] != 0xFF) {
+		return "", &whatsmeow.IQError{Code: 406, Text: "not-acceptable"}
+	}
+	c.n.mu.Lock()
+	defer c.n.mu.Unlock()
+	c.n.next++
+	id := ""
+	if len(data) > 0 {
+		id = fmt.Sprint(c.n.next)
+	}
+	if who.IsEmpty() {
+		me.picture, me.pictureID = slices.Clone(data), id
+		return id, nil
+	}
+	g, err := c.n.group(who)
+	if err != nil {
+		return "", err
+	}
+	if g.info.IsLocked {
+		if _, err := c.admin(who); err != nil {
+			return "", err
+		}
+	}
+	g.picture, g.pictureID = slices.Clone(data), id
+	return id, nil
+}
+
+func (c *fakeClient) About(context.Context) (string, error) {
+	me, err := c.account()
+	if err != nil {
+		return "", err
+	}
+	c.n.mu.Lock()
+	defer c.n.mu.Unlock()
+	return me.about, nil
+}
+
+func (c *fakeClient) SetAbout(_ context.Context, text string) error {
+	me, err := c.account()
+	if err != nil {
+		return err
+	}
+	c.n.mu.Lock()
+	defer c.n.mu.Unlock()
+	me.about = text
+	return nil
+}
+
+func (c *fakeClient) SetPushName(_ context.Context, name string) error {
+	me, err := c.account()
+	if err != nil {
+		return err
+	}
+	c.n.mu.Lock()
+	defer c.n.mu.Unlock()
+	me.name = name
+	c.dev.PushName = name // as whatsmeow's store takes the setting once the app state applies
 	return nil
 }

@@ -305,7 +305,7 @@ func (s *session) joinedGroup(e *events.JoinedGroup) {
 // group is a group as the API shows it, each participant by phone number when WhatsApp shares it.
 func (s *session) group(ctx context.Context, info *types.GroupInfo) channels.Group {
 	g := channels.Group{Address: info.JID.ToNonAD().String(), Subject: info.Name, Description: info.Topic,
-		CreatedAt: info.GroupCreated, Community: info.IsParent}
+		CreatedAt: info.GroupCreated, Community: info.IsParent, Settings: settingsOf(info)}
 	if !info.LinkedParentJID.IsEmpty() {
 		g.CommunityAddress = info.LinkedParentJID.ToNonAD().String()
 	}

@@ -309,7 +309,7 @@ func TestCommunitiesAreListedReadOnly(t *testing.T) {
 			t.Fatalf("community %+v, its group %+v", parent, child)
 		}
 		subject := "Renamed"
-		if _, err := e.svc.UpdateGroup(ctx, e.ws, id, parent.ID, &subject, nil); problemCode(err) != "conflict" {
+		if _, err := e.svc.UpdateGroup(ctx, e.ws, id, parent.ID, &subject, nil, nil); problemCode(err) != "conflict" {
 			t.Errorf("renaming a community: %v, want 409 conflict", err)
 		}
 		if _, _, err := e.svc.ChangeParticipants(ctx, e.ws, id, parent.ID, "add", []string{"+4915112345678"}); problemCode(err) != "conflict" {
@@ -321,7 +321,7 @@ func TestCommunitiesAreListedReadOnly(t *testing.T) {
 		if name != "Neighbours" {
 			t.Errorf("a refused change reached WhatsApp: the community is called %q", name)
 		}
-		if _, err := e.svc.UpdateGroup(ctx, e.ws, id, child.ID, &subject, nil); err != nil {
+		if _, err := e.svc.UpdateGroup(ctx, e.ws, id, child.ID, &subject, nil, nil); err != nil {
 			t.Errorf("renaming a community's group: %v", err)
 		}
 		created := len(e.events(t, "group.created"))
