@@ -34,7 +34,9 @@ func pngImage(t *testing.T) []byte {
 }
 
 // isJPEG reports whether data starts as a JPEG does.
-func isJPEG(data []byte) bool { return len(data) > 3 && data[0] == 0xFF && data[1] == 0xD8 && data[2] == 0xFF }
+func isJPEG(data []byte) bool {
+	return len(data) > 3 && data[0] == 0xFF && data[1] == 0xD8 && data[2] == 0xFF
+}
 
 // A group's settings and picture, and the account's own profile, through the service to WhatsApp: announcement and
 // locked info are WhatsApp's group settings and come back on the group; a PNG picture reaches WhatsApp as the JPEG
