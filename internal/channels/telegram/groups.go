@@ -32,7 +32,8 @@ func (s *session) GetGroup(ctx context.Context, group string) (channels.Group, e
 	if err != nil {
 		return channels.Group{}, s.failure(err, channels.Outbound{})
 	}
-	g := channels.Group{Address: strconv.FormatInt(c.ID, 10), Subject: c.Title, Description: c.Description}
+	g := channels.Group{Address: strconv.FormatInt(c.ID, 10), Subject: c.Title, Description: c.Description,
+		Settings: settingsOf(c.Permissions)}
 	admins, err := s.b.GetChatAdministrators(ctx, &bot.GetChatAdministratorsParams{ChatID: chatID(group)})
 	if err != nil {
 		return channels.Group{}, s.failure(err, channels.Outbound{})

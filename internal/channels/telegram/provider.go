@@ -80,6 +80,7 @@ var capabilities = []channels.Capability{
 	channels.CapText, channels.CapMedia, channels.CapLocation, channels.CapContactCard, channels.CapReaction,
 	channels.CapReply, channels.CapEdit, channels.CapDelete, channels.CapPoll, channels.CapGroupsManage, channels.CapGroupsInvite,
 	channels.CapAuthToken, channels.CapTyping, channels.CapProxy, channels.CapContactsPicture,
+	channels.CapGroupsSettings, channels.CapGroupsPicture, channels.CapProfileName, channels.CapProfileAbout,
 }
 
 // Info describes the provider.

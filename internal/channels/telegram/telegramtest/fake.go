@@ -70,6 +70,12 @@ type botState struct {
 	invite              int
 	polls               map[string]poll  // poll ID → the poll
 	photos              map[int64]string // user → the file ID of their profile photo
+	// permissions are each group's default member permissions as set (none: every permission); chatPhotos the file
+	// ID of each group's photo.
+	permissions map[int64]json.RawMessage
+	chatPhotos  map[int64]string
+	// name and about are the bot's name and short description (getMyName, getMyShortDescription).
+	name, about string
 }
 
 // poll is a poll a bot sent.
@@ -94,7 +100,8 @@ func (s *Server) AddBot(id int64, username string) string {
 	token := fmt.Sprintf("%d:AAH%s_fake-token-0123456789abcdef", id, strings.ToLower(username))
 	s.bots[token] = &botState{id: id, username: username, firstName: username, wake: make(chan struct{}, 1),
 		known: map[int64]bool{}, blocked: map[int64]bool{}, admins: map[int64][]int64{}, titles: map[int64]string{},
-		files: map[string][]byte{}}
+		files: map[string][]byte{}, permissions: map[int64]json.RawMessage{}, chatPhotos: map[int64]string{},
+		name: username}
 	return token
 }
 
@@ -585,8 +592,66 @@ func (s *Server) call(r *http.Request, token, method string, p map[string]string
 		if st, f, ok := needChat(); !ok {
 			return st, f
 		}
-		return http.StatusOK, map[string]any{"id": chat, "type": "supergroup", "title": b.titles[chat],
-			"accent_color_id": 0, "max_reaction_count": 11}
+		out := map[string]any{"id": chat, "type": "supergroup", "title": b.titles[chat],
+			"accent_color_id": 0, "max_reaction_count": 11, "permissions": json.RawMessage(`{"can_send_messages":true,` +
+				`"can_send_audios":true,"can_send_documents":true,"can_send_photos":true,"can_send_videos":true,` +
+				`"can_send_video_notes":true,"can_send_voice_notes":true,"can_send_polls":true,` +
+				`"can_send_other_messages":true,"can_add_web_page_previews":true,"can_change_info":true,` +
+				`"can_invite_users":true,"can_pin_messages":true}`)}
+		if perms, ok := b.permissions[chat]; ok {
+			out["permissions"] = perms
+		}
+		if id, ok := b.chatPhotos[chat]; ok {
+			out["photo"] = map[string]any{"small_file_id": id, "small_file_unique_id": "u" + id,
+				"big_file_id": id, "big_file_unique_id": "u" + id}
+		}
+		return http.StatusOK, out
+	case "setChatPermissions":
+		if st, f, ok := needChat(); !ok {
+			return st, f
+		}
+		var perms map[string]any
+		if json.Unmarshal([]byte(p["permissions"]), &perms) != nil {
+			return badRequest("can't parse permissions JSON object")
+		}
+		b.permissions[chat] = json.RawMessage(p["permissions"])
+		return http.StatusOK, true
+	case "setChatPhoto":
+		if st, f, ok := needChat(); !ok {
+			return st, f
+		}
+		if len(files["photo"]) == 0 {
+			return badRequest("there is no photo in the request")
+		}
+		s.nextMsg++
+		id := fmt.Sprintf("chatphoto%d", s.nextMsg)
+		b.files[id], b.chatPhotos[chat] = files["photo"], id
+		return http.StatusOK, true
+	case "deleteChatPhoto":
+		if st, f, ok := needChat(); !ok {
+			return st, f
+		}
+		if _, ok := b.chatPhotos[chat]; !ok {
+			return badRequest("CHAT_NOT_MODIFIED")
+		}
+		delete(b.chatPhotos, chat)
+		return http.StatusOK, true
+	case "getMyName":
+		return http.StatusOK, map[string]any{"name": b.name}
+	case "setMyName":
+		if len([]rune(p["name"])) > 64 {
+			return badRequest("bot name is too long")
+		}
+		b.name = p["name"]
+		return http.StatusOK, true
+	case "getMyShortDescription":
+		return http.StatusOK, map[string]any{"short_description": b.about}
+	case "setMyShortDescription":
+		if len([]rune(p["short_description"])) > 120 {
+			return badRequest("bot short description is too long")
+		}
+		b.about = p["short_description"]
+		return http.StatusOK, true
 	case "getChatAdministrators":
 		if st, f, ok := needChat(); !ok {
 			return st, f
@@ -682,4 +747,33 @@ func (s *Server) getUpdates(r *http.Request, b *botState, p map[string]string) (
 		}
 		s.mu.Lock()
 	}
+}
+
+// ChatPhoto is the photo the bot set on a group (nil: none).
+func (s *Server) ChatPhoto(token string, chat int64) []byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b := s.bots[token]
+	return b.files[b.chatPhotos[chat]]
+}
+
+// Permissions are a group's default member permissions as the bot last set them (nil: never set).
+func (s *Server) Permissions(token string, chat int64) map[string]bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	raw, ok := s.bots[token].permissions[chat]
+	if !ok {
+		return nil
+	}
+	var out map[string]bool
+	_ = json.Unmarshal(raw, &out)
+	return out
+}
+
+// Profile is the bot's name and short description.
+func (s *Server) Profile(token string) (name, about string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b := s.bots[token]
+	return b.name, b.about
 }
