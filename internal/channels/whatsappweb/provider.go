@@ -56,6 +56,7 @@ var capabilities = []channels.Capability{
 	channels.CapContactsLookup, channels.CapContactsBlock, channels.CapContactsPicture, channels.CapAuthQR, channels.CapAuthPairing,
 	channels.CapTyping, channels.CapPresenceSend, channels.CapPresenceRecv, channels.CapPoll,
 	channels.CapCallsReceive, channels.CapCallsReject, channels.CapProxy, channels.CapArchive, channels.CapPin, channels.CapMute,
+	channels.CapLabels,
 }
 
 // DefaultPacing is the pacing of instances without their own: six messages a minute on average, one at a time,
@@ -214,6 +215,7 @@ var (
 	_ channels.GroupManager     = (*session)(nil)
 	_ channels.ContactDirectory = (*session)(nil)
 	_ channels.Pairer           = (*session)(nil)
+	_ channels.Labeler          = (*session)(nil)
 )
 
 // The provider's network punishes bursts: its default pacing holds where an instance has none of its own.
