@@ -241,10 +241,11 @@ func (k *sink) LabelChanged(ctx context.Context, l NetworkLabel) error {
 }
 
 // ChatLabelled records that another of the account's devices put a label on a chat (on) or took it off, with
-// chat.updated; a chat already as reported is no change. A chat the instance does not know yet is created when it
-// gains a label, for the network does not report it again; a label the network has not reported yet is created
-// under a name of its own, which its report replaces (a device that links is handed the account's labels and their
-// chats in no fixed order).
+// chat.updated; a chat already as reported is no change. A chat the instance does not know yet is left alone, as
+// ChatOrganized leaves it: what the network names is an address, and a chat made from it alone could be of the
+// wrong kind (a group not listed yet). A label the network has not reported yet is created under a name of its own,
+// which its report replaces (a device that links is handed the account's labels and their chats in no fixed
+// order).
 func (k *sink) ChatLabelled(ctx context.Context, chat, label string, on bool) error {
 	chat, label = text.Clean(chat), text.Clean(label)
 	inst, err := k.s.db.Instances.ByID(ctx, k.s.db.Reader(), k.id)
@@ -252,21 +253,19 @@ func (k *sink) ChatLabelled(ctx context.Context, chat, label string, on bool) er
 		return err
 	}
 	return k.s.inTxFor(ctx, []string{k.id}, func(ctx context.Context, tx store.Tx) error {
+		c, err := k.s.db.Chats.ByAddress(ctx, tx, k.id, chat)
+		if errors.Is(err, store.ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
 		l, err := k.s.db.Labels.ByExternalID(ctx, tx, k.id, label)
 		if errors.Is(err, store.ErrNotFound) {
 			if !on {
 				return nil
 			}
 			l, err = k.s.createNetworkLabel(ctx, tx, inst, label, labelName("", label), 0)
-		}
-		if err != nil {
-			return err
-		}
-		var c store.Chat
-		if on {
-			c, err = k.s.upsertChat(ctx, tx, inst, chat, Party{})
-		} else if c, err = k.s.db.Chats.ByAddress(ctx, tx, k.id, chat); errors.Is(err, store.ErrNotFound) {
-			return nil
 		}
 		if err != nil {
 			return err
