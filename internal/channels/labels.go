@@ -252,14 +252,7 @@ func (k *sink) ChatLabelled(ctx context.Context, chat, label string, on bool) er
 	if err != nil {
 		return err
 	}
-	return k.s.inTxFor(ctx, []string{k.id}, func(ctx context.Context, tx store.Tx) error {
-		c, err := k.s.db.Chats.ByAddress(ctx, tx, k.id, chat)
-		if errors.Is(err, store.ErrNotFound) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
+	return k.knownChat(ctx, chat, func(ctx context.Context, tx store.Tx, c store.Chat) error {
 		l, err := k.s.db.Labels.ByExternalID(ctx, tx, k.id, label)
 		if errors.Is(err, store.ErrNotFound) {
 			if !on {
@@ -279,6 +272,21 @@ func (k *sink) ChatLabelled(ctx context.Context, chat, label string, on bool) er
 			return err
 		}
 		return k.s.emitLabelledChat(ctx, tx, c)
+	})
+}
+
+// knownChat runs fn on the instance's chat with an address, inside a transaction that locked the instance; a chat
+// the instance does not know is left alone (fn does not run).
+func (k *sink) knownChat(ctx context.Context, address string, fn func(ctx context.Context, tx store.Tx, c store.Chat) error) error {
+	return k.s.inTxFor(ctx, []string{k.id}, func(ctx context.Context, tx store.Tx) error {
+		c, err := k.s.db.Chats.ByAddress(ctx, tx, k.id, address)
+		if errors.Is(err, store.ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		return fn(ctx, tx, c)
 	})
 }
 
