@@ -64,6 +64,11 @@ func (s *Labels) ByExternalID(ctx context.Context, tx bun.IDB, instanceID, exter
 	return l, mapErr(err)
 }
 
+// Taken reports, read on db, whether a label of any instance has the ID.
+func (s *Labels) Taken(ctx context.Context, db bun.IDB, id string) (bool, error) {
+	return db.NewSelect().Model((*Label)(nil)).Where("lbl.id = ?", id).Exists(ctx)
+}
+
 // Save writes a label's name and color inside tx, stamping updated_at. Returns ErrNotFound if it is gone.
 func (s *Labels) Save(ctx context.Context, tx bun.IDB, l *Label) error {
 	l.UpdatedAt = now()

@@ -62,6 +62,11 @@ func TestLabelsAssignAndFilter(t *testing.T) {
 		if err := db.RunInTx(c, func(ctx context.Context, tx bun.Tx) error { return db.Labels.Create(ctx, tx, &dup) }); !errors.Is(err, store.ErrConflict) {
 			t.Fatalf("a second label with external ID 5: %v", err)
 		}
+		for id, want := range map[string]bool{work.ID: true, store.NewID("lbl"): false} {
+			if taken, err := db.Labels.Taken(c, db.Reader(), id); err != nil || taken != want {
+				t.Fatalf("label ID %s taken = %v, %v; want %v", id, taken, err, want)
+			}
+		}
 		if _, err := db.Labels.Get(c, other.ID, inst.ID, work.ID); err != store.ErrNotFound {
 			t.Fatalf("another workspace's label: %v", err)
 		}

@@ -2,7 +2,6 @@ package channels
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/switchboard/switchboard/gen"
@@ -80,14 +79,7 @@ func (k *sink) ChatOrganized(ctx context.Context, chat string, o ChatOrganizatio
 	if !o.MutedUntil.IsZero() {
 		o.MutedUntil = micro(o.MutedUntil)
 	}
-	return k.s.inTxFor(ctx, []string{k.id}, func(ctx context.Context, tx store.Tx) error {
-		c, err := k.s.db.Chats.ByAddress(ctx, tx, k.id, chat)
-		if errors.Is(err, store.ErrNotFound) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
+	return k.knownChat(ctx, chat, func(ctx context.Context, tx store.Tx, c store.Chat) error {
 		change := organized(c, o)
 		if change == (ChatOrganization{}) {
 			return nil

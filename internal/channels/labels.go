@@ -3,7 +3,10 @@ package channels
 import (
 	"context"
 	"errors"
+	"regexp"
+	"strings"
 
+	"github.com/switchboard/switchboard/internal/text"
 	"github.com/switchboard/switchboard/store"
 )
 
@@ -44,7 +47,22 @@ func (s *Service) CreateLabel(ctx context.Context, workspaceID, instanceID, name
 	if _, err := call(ctx, s, inst, cmdSaveLabel, NetworkLabel{ID: l.ID, Name: name, Color: color}); err != nil {
 		return store.Label{}, err
 	}
-	err = s.inTx(ctx, func(ctx context.Context, tx store.Tx) error { return s.db.Labels.Create(ctx, tx, &l) })
+	err = s.inTxFor(ctx, []string{instanceID}, func(ctx context.Context, tx store.Tx) error {
+		// The network can report the new label back before this records it (a WhatsApp device is handed the app
+		// state it sent itself): then the label is the one that report recorded, as asked.
+		known, err := s.db.Labels.ByExternalID(ctx, tx, instanceID, l.ID)
+		if errors.Is(err, store.ErrNotFound) {
+			return s.db.Labels.Create(ctx, tx, &l)
+		}
+		if err != nil {
+			return err
+		}
+		if l = known; l.Name == name && l.Color == color {
+			return nil
+		}
+		l.Name, l.Color = name, color
+		return s.db.Labels.Save(ctx, tx, &l)
+	})
 	return l, storeError(err, "instance", instanceID)
 }
 
@@ -91,28 +109,38 @@ func (s *Service) DeleteLabel(ctx context.Context, workspaceID, instanceID, id s
 		return err
 	}
 	err = s.inTxFor(ctx, []string{instanceID}, func(ctx context.Context, tx store.Tx) error {
-		chats, err := s.db.Labels.ChatsOf(ctx, tx, id)
+		return s.dropLabel(ctx, tx, l)
+	})
+	return storeError(err, "label", id)
+}
+
+// dropLabel deletes a label inside tx, which locked its instance, with chat.updated of each chat that carried it.
+// A label gone already is no error: the network's report of its deletion (of this very one, handed back) came
+// first.
+func (s *Recorder) dropLabel(ctx context.Context, tx store.Tx, l store.Label) error {
+	chats, err := s.db.Labels.ChatsOf(ctx, tx, l.ID)
+	if err != nil {
+		return err
+	}
+	if _, err := s.db.Labels.Delete(ctx, tx, l.WorkspaceID, l.InstanceID, l.ID); err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return nil
+		}
+		return err
+	}
+	for _, chatID := range chats {
+		c, err := s.db.Chats.Lock(ctx, tx, l.InstanceID, chatID)
+		if errors.Is(err, store.ErrNotFound) {
+			continue
+		}
 		if err != nil {
 			return err
 		}
-		if _, err := s.db.Labels.Delete(ctx, tx, workspaceID, instanceID, id); err != nil {
+		if err := s.emitLabelledChat(ctx, tx, c); err != nil {
 			return err
 		}
-		for _, chatID := range chats {
-			c, err := s.db.Chats.Lock(ctx, tx, instanceID, chatID)
-			if errors.Is(err, store.ErrNotFound) {
-				continue
-			}
-			if err != nil {
-				return err
-			}
-			if err := s.emitLabelledChat(ctx, tx, c); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	return storeError(err, "label", id)
+	}
+	return nil
 }
 
 // LabelChat puts a label on a chat (on) or takes it off, on the network, then here, with chat.updated; a chat that
@@ -168,4 +196,136 @@ func networkLabelID(l store.Label) string {
 		return *l.ExternalID
 	}
 	return l.ID
+}
+
+// The API's bounds of a label (its Label schema): a name of at most labelNameLimit characters, a color index below
+// labelColors.
+const (
+	labelNameLimit = 100
+	labelColors    = 20
+)
+
+// ownLabelID matches the IDs Switchboard gives labels (the API's LabelID).
+var ownLabelID = regexp.MustCompile(`^lbl_[0-9A-HJKMNP-TV-Z]{26}$`)
+
+// LabelChanged records a label as another of the account's devices left it, matched by the network's ID: one first
+// seen is created (keeping the network's ID), a known one renamed or recolored, a deleted one deleted with
+// chat.updated of each chat that carried it. A repeat changes nothing: WhatsApp replays its labels to each device
+// that links, and hands a device back what it sent itself.
+func (k *sink) LabelChanged(ctx context.Context, l NetworkLabel) error {
+	l = text.Cleaned(l)
+	name, color := labelName(l.Name, l.ID), labelColor(l.Color)
+	inst, err := k.s.db.Instances.ByID(ctx, k.s.db.Reader(), k.id)
+	if err != nil {
+		return err
+	}
+	return k.s.inTxFor(ctx, []string{k.id}, func(ctx context.Context, tx store.Tx) error {
+		known, err := k.s.db.Labels.ByExternalID(ctx, tx, k.id, l.ID)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			if l.Deleted {
+				return nil
+			}
+			_, err := k.s.createNetworkLabel(ctx, tx, inst, l.ID, name, color)
+			return err
+		case err != nil:
+			return err
+		case l.Deleted:
+			return k.s.dropLabel(ctx, tx, known)
+		case known.Name == name && known.Color == color:
+			return nil
+		}
+		known.Name, known.Color = name, color
+		return k.s.db.Labels.Save(ctx, tx, &known)
+	})
+}
+
+// ChatLabelled records that another of the account's devices put a label on a chat (on) or took it off, with
+// chat.updated; a chat already as reported is no change. A chat the instance does not know yet is left alone, as
+// ChatOrganized leaves it: what the network names is an address, and a chat made from it alone could be of the
+// wrong kind (a group not listed yet). A label the network has not reported yet is created under a name of its own,
+// which its report replaces (a device that links is handed the account's labels and their chats in no fixed
+// order).
+func (k *sink) ChatLabelled(ctx context.Context, chat, label string, on bool) error {
+	chat, label = text.Clean(chat), text.Clean(label)
+	inst, err := k.s.db.Instances.ByID(ctx, k.s.db.Reader(), k.id)
+	if err != nil {
+		return err
+	}
+	return k.knownChat(ctx, chat, func(ctx context.Context, tx store.Tx, c store.Chat) error {
+		l, err := k.s.db.Labels.ByExternalID(ctx, tx, k.id, label)
+		if errors.Is(err, store.ErrNotFound) {
+			if !on {
+				return nil
+			}
+			l, err = k.s.createNetworkLabel(ctx, tx, inst, label, labelName("", label), 0)
+		}
+		if err != nil {
+			return err
+		}
+		assign := k.s.db.Labels.Unassign
+		if on {
+			assign = k.s.db.Labels.Assign
+		}
+		changed, err := assign(ctx, tx, c.ID, l.ID)
+		if err != nil || !changed {
+			return err
+		}
+		return k.s.emitLabelledChat(ctx, tx, c)
+	})
+}
+
+// knownChat runs fn on the instance's chat with an address, inside a transaction that locked the instance; a chat
+// the instance does not know is left alone (fn does not run).
+func (k *sink) knownChat(ctx context.Context, address string, fn func(ctx context.Context, tx store.Tx, c store.Chat) error) error {
+	return k.s.inTxFor(ctx, []string{k.id}, func(ctx context.Context, tx store.Tx) error {
+		c, err := k.s.db.Chats.ByAddress(ctx, tx, k.id, address)
+		if errors.Is(err, store.ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		return fn(ctx, tx, c)
+	})
+}
+
+// createNetworkLabel records, inside tx, a label first seen on the network, by the network's ID. Its ID here is
+// that ID when the label was made here (its creation reported back before it was recorded) and no label has it
+// yet — the same account linked as two instances shares its labels —, a new one otherwise.
+func (s *Recorder) createNetworkLabel(ctx context.Context, tx store.Tx, inst store.Instance, networkID, name string,
+	color int) (store.Label, error) {
+	l := store.Label{WorkspaceID: inst.WorkspaceID, InstanceID: inst.ID, Name: name, Color: color, ExternalID: &networkID}
+	if ownLabelID.MatchString(networkID) {
+		taken, err := s.db.Labels.Taken(ctx, tx, networkID)
+		if err != nil {
+			return l, err
+		}
+		if !taken {
+			l.ID = networkID
+		}
+	}
+	return l, s.db.Labels.Create(ctx, tx, &l)
+}
+
+// labelName is a network's name of a label as the API shows it: one line of at most labelNameLimit characters,
+// without spaces around it. A label without a name is called by its network ID.
+func labelName(name, networkID string) string {
+	name = strings.Join(strings.Fields(name), " ")
+	if name == "" {
+		name = strings.Join(strings.Fields("Label "+networkID), " ")
+	}
+	if r := []rune(name); len(r) > labelNameLimit {
+		name = strings.TrimSpace(string(r[:labelNameLimit]))
+	}
+	return name
+}
+
+// labelColor is a network's color index of a label as the API shows it: one outside the API's range (which the
+// providers map their palettes onto) is the first color.
+func labelColor(c int) int {
+	if c < 0 || c >= labelColors {
+		return 0
+	}
+	return c
 }

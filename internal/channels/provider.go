@@ -893,6 +893,12 @@ type Sink interface {
 	Call(ctx context.Context, c IncomingCall) (CallAnswer, error)
 	// ChatOrganized reports that the account archived, pinned or muted a chat on another device (its phone).
 	ChatOrganized(ctx context.Context, chat string, o ChatOrganization) error
+	// LabelChanged reports a label the account created, renamed, recolored or (Deleted) deleted on another device
+	// (chats.labels), by the network's ID of it.
+	LabelChanged(ctx context.Context, l NetworkLabel) error
+	// ChatLabelled reports that the account put a label (by the network's ID) on a chat or took it off (on false)
+	// on another device (chats.labels).
+	ChatLabelled(ctx context.Context, chat, label string, on bool) error
 }
 
 // Report is one report of a batch (BatchSink.Record): an inbound message or a receipt, exactly one of them set.

@@ -789,6 +789,14 @@ func (s *trackingSink) ChatOrganized(ctx context.Context, chat string, o channel
 	return s.pass(func() error { return s.sink.ChatOrganized(ctx, chat, o) })
 }
 
+func (s *trackingSink) LabelChanged(ctx context.Context, l channels.NetworkLabel) error {
+	return s.pass(func() error { return s.sink.LabelChanged(ctx, l) })
+}
+
+func (s *trackingSink) ChatLabelled(ctx context.Context, chat, label string, on bool) error {
+	return s.pass(func() error { return s.sink.ChatLabelled(ctx, chat, label, on) })
+}
+
 func (s *trackingSink) Call(ctx context.Context, c channels.IncomingCall) (channels.CallAnswer, error) {
 	var a channels.CallAnswer
 	err := s.pass(func() (err error) {

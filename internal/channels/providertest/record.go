@@ -120,6 +120,14 @@ func (t *tap) ChatOrganized(ctx context.Context, chat string, o channels.ChatOrg
 	return t.pass(ctx, Call{Kind: "organized"}, func(n channels.Sink) error { return n.ChatOrganized(ctx, chat, o) })
 }
 
+func (t *tap) LabelChanged(ctx context.Context, l channels.NetworkLabel) error {
+	return t.pass(ctx, Call{Kind: "label"}, func(n channels.Sink) error { return n.LabelChanged(ctx, l) })
+}
+
+func (t *tap) ChatLabelled(ctx context.Context, chat, label string, on bool) error {
+	return t.pass(ctx, Call{Kind: "labelled"}, func(n channels.Sink) error { return n.ChatLabelled(ctx, chat, label, on) })
+}
+
 func (t *tap) Call(ctx context.Context, c channels.IncomingCall) (channels.CallAnswer, error) {
 	var a channels.CallAnswer
 	err := t.pass(ctx, Call{Kind: "call", Incoming: c}, func(n channels.Sink) (err error) {

@@ -111,6 +111,14 @@ func (r *recorder) ChatOrganized(context.Context, string, channels.ChatOrganizat
 	return r.add(event{kind: "organized"})
 }
 
+func (r *recorder) LabelChanged(context.Context, channels.NetworkLabel) error {
+	return r.add(event{kind: "label"})
+}
+
+func (r *recorder) ChatLabelled(context.Context, string, string, bool) error {
+	return r.add(event{kind: "labelled"})
+}
+
 func (r *recorder) Call(_ context.Context, c channels.IncomingCall) (channels.CallAnswer, error) {
 	r.mu.Lock()
 	reject := r.reject

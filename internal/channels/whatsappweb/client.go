@@ -125,6 +125,10 @@ func Real(o RealOptions) NewClient {
 		c.InitialAutoReconnect = false
 		// The phone's history sync is downloaded only by sessions whose instance opted in (history_sync).
 		c.ManualHistorySyncDownload = true
+		// A full sync of the app state (the first after pairing, a resync) is reported as its changes are: the
+		// account's labels and how it keeps its chats are in it, and the sink records each once however often
+		// WhatsApp replays it.
+		c.EmitAppStateEventsOnFullSync = true
 		media := http.DefaultClient
 		if o.Media != nil {
 			c.SetMediaHTTPClient(o.Media)

@@ -624,8 +624,11 @@ func (c *fakeClient) GetJoinedGroups(context.Context) ([]*types.GroupInfo, error
 	return out, nil
 }
 
-// SendAppState records each mutation as "appstate <kind> <chat> <value>".
+// SendAppState records each mutation as "appstate <kind> <index …> <value>" (the index is the chat, a label, or a
+// label and a chat). A label's change comes back to the device as whatsmeow's event of it, before SendAppState
+// returns: whatsmeow hands a device the app state it sent itself, and this is the earliest it can.
 func (c *fakeClient) SendAppState(_ context.Context, patch appstate.PatchInfo) error {
+	var echoes []any
 	for _, m := range patch.Mutations {
 		v := m.Value
 		var what string
@@ -636,10 +639,22 @@ func (c *fakeClient) SendAppState(_ context.Context, patch appstate.PatchInfo) e
 			what = fmt.Sprint(v.GetPinAction().GetPinned())
 		case v.GetMuteAction() != nil:
 			what = fmt.Sprint(v.GetMuteAction().GetMuted(), " ", v.GetMuteAction().GetMuteEndTimestamp())
+		case v.GetLabelEditAction() != nil:
+			a := v.GetLabelEditAction()
+			what = fmt.Sprintf("%q %d %v", a.GetName(), a.GetColor(), a.GetDeleted())
+			echoes = append(echoes, &events.LabelEdit{LabelID: m.Index[1], Action: a})
+		case v.GetLabelAssociationAction() != nil:
+			what = fmt.Sprint(v.GetLabelAssociationAction().GetLabeled())
+			chat, _ := types.ParseJID(m.Index[2])
+			echoes = append(echoes, &events.LabelAssociationChat{JID: chat, LabelID: m.Index[1],
+				Action: v.GetLabelAssociationAction()})
 		}
-		if err := c.presence("appstate " + m.Index[0] + " " + m.Index[1] + " " + what); err != nil {
+		if err := c.presence("appstate " + strings.Join(m.Index, " ") + " " + what); err != nil {
 			return err
 		}
+	}
+	for _, e := range echoes {
+		c.emit(e)
 	}
 	return nil
 }

@@ -35,6 +35,8 @@ type call struct {
 	vote     channels.PollVote
 	incoming channels.IncomingCall
 	org      channels.ChatOrganization
+	label    channels.NetworkLabel
+	on       bool
 }
 
 // recorder is a Sink that keeps every report.
@@ -86,6 +88,14 @@ func (r *recorder) PollVote(_ context.Context, v channels.PollVote) error {
 
 func (r *recorder) ChatOrganized(_ context.Context, chat string, o channels.ChatOrganization) error {
 	return r.add(call{kind: "organized", reason: chat, org: o})
+}
+
+func (r *recorder) LabelChanged(_ context.Context, l channels.NetworkLabel) error {
+	return r.add(call{kind: "label", label: l})
+}
+
+func (r *recorder) ChatLabelled(_ context.Context, chat, label string, on bool) error {
+	return r.add(call{kind: "labelled", reason: chat, label: channels.NetworkLabel{ID: label}, on: on})
 }
 
 func (r *recorder) Call(_ context.Context, c channels.IncomingCall) (channels.CallAnswer, error) {

@@ -175,11 +175,16 @@ func (s *session) organized(chat types.JID, o channels.ChatOrganization) {
 	if ctx == nil {
 		return
 	}
-	address := chat.ToNonAD().String()
-	if chat.Server != types.GroupServer {
-		address = s.party(ctx, chat, types.EmptyJID, "").Address
-	}
+	address := s.chatAddress(ctx, chat)
 	s.report(func(ctx context.Context) error { return s.sink.ChatOrganized(ctx, address, o) })
+}
+
+// chatAddress is the address of a chat the app state names: the group, or the person (by number when known).
+func (s *session) chatAddress(ctx context.Context, chat types.JID) string {
+	if chat.Server == types.GroupServer {
+		return chat.ToNonAD().String()
+	}
+	return s.party(ctx, chat, types.EmptyJID, "").Address
 }
 
 // OrganizeChat archives, pins or mutes a chat in the account's app state, which the phone and the other linked

@@ -396,16 +396,7 @@ func TestChatOrganizedOnThePhone(t *testing.T) {
 	storetest.OwnDialects(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		n, me, peer, e, id := pairedEngine(t, db)
-		n.deliver(me, &events.Message{Info: types.MessageInfo{ID: "3AHELLO", Timestamp: time.Now(),
-			MessageSource: types.MessageSource{Chat: peer.pn(), Sender: peer.pn()}},
-			Message: &waE2E.Message{Conversation: proto.String("hello")}})
-		chats := await.Until(t, "the chat", func() []store.Chat {
-			cs, _, err := e.svc.ListChats(ctx, e.ws, id, store.ChatFilter{}, store.Page{Limit: 10})
-			if err != nil {
-				t.Fatal(err)
-			}
-			return cs
-		}, func(cs []store.Chat) bool { return len(cs) == 1 })
+		chat := firstChat(t, e, id, n, me, peer)
 		updates := len(e.events(t, "chat.updated"))
 		until := time.Now().Add(8 * time.Hour).Truncate(time.Millisecond)
 		n.deliver(me, &events.Pin{JID: peer.jid(), Action: &waSyncAction.PinAction{Pinned: proto.Bool(true)}})
@@ -414,7 +405,7 @@ func TestChatOrganizedOnThePhone(t *testing.T) {
 			MuteEndTimestamp: proto.Int64(until.UnixMilli())}})
 		n.deliver(me, &events.Archive{JID: peer.pn(), Action: &waSyncAction.ArchiveChatAction{Archived: proto.Bool(true)}})
 		c := await.Until(t, "the chat archived", func() store.Chat {
-			c, err := e.svc.GetChat(ctx, e.ws, id, chats[0].ID)
+			c, err := e.svc.GetChat(ctx, e.ws, id, chat.ID)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -58,6 +58,7 @@ var capabilities = []channels.Capability{
 	channels.CapCallsReceive, channels.CapCallsReject, channels.CapProxy, channels.CapArchive, channels.CapPin, channels.CapMute,
 	channels.CapGroupsSettings, channels.CapGroupsPicture, channels.CapProfileName, channels.CapProfileAbout,
 	channels.CapProfilePicture,
+	channels.CapLabels,
 }
 
 // DefaultPacing is the pacing of instances without their own: six messages a minute on average, one at a time,
@@ -219,6 +220,7 @@ var (
 	_ channels.GroupConfigurer  = (*session)(nil)
 	_ channels.PictureWriter    = (*session)(nil)
 	_ channels.ProfileEditor    = (*session)(nil)
+	_ channels.Labeler          = (*session)(nil)
 )
 
 // The provider's network punishes bursts: its default pacing holds where an instance has none of its own.

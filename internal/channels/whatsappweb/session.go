@@ -210,6 +210,10 @@ func (s *session) handle(evt any) {
 			o.MutedUntil = time.UnixMilli(end)
 		}
 		s.organized(e.JID, o)
+	case *events.LabelEdit:
+		s.labelEdit(e)
+	case *events.LabelAssociationChat:
+		s.labelAssociation(e)
 	case *events.Presence:
 		s.presence(e)
 	case *events.ChatPresence:

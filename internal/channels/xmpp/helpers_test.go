@@ -82,6 +82,8 @@ func (r *recorder) PollVote(context.Context, channels.PollVote) error { return n
 func (r *recorder) ChatOrganized(context.Context, string, channels.ChatOrganization) error {
 	return nil
 }
+func (r *recorder) LabelChanged(context.Context, channels.NetworkLabel) error { return nil }
+func (r *recorder) ChatLabelled(context.Context, string, string, bool) error  { return nil }
 func (r *recorder) Call(context.Context, channels.IncomingCall) (channels.CallAnswer, error) {
 	return channels.CallAnswer{}, nil
 }
