@@ -349,3 +349,110 @@ func checkRouteEvents(t *testing.T, db *store.DB, workspaceID string, routes []g
 		}
 	}
 }
+
+// Receipts of two instances recorded at once, each run in one transaction, for routes that failed over between the
+// two in both directions (Alice then Carol, Carol then Alice): each transaction locks the routes of its messages,
+// an instance's messages of one direction first and the other's second, so without one order of route locks two
+// such transactions wait for each other and PostgreSQL aborts one as a deadlock (SQLite has one writer).
+func TestRoutesReceiptsAcrossInstances(t *testing.T) {
+	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
+		e := newSandboxEnvWith(t, db, sandbox.Options{Delivered: sandbox.NoReceipt, Read: sandbox.NoReceipt})
+		alice, bob, _, _ := e.talking("Alice", "Bob")
+		carol := e.connected("Carol")
+		e.say(carol, bob.Account.Address, "hi from carol")
+		person := e.personOn(bob, alice, carol)
+
+		const n = 40
+		ids := make([]string, n)
+		for i := range n {
+			first, second := alice.Id, carol.Id
+			if i%2 == 1 {
+				first, second = second, first
+			}
+			res := e.post("/api/v1/people/"+person+"/messages", fmt.Sprintf(`{"message":{"type":"text","text":"crossed %d"},"steps":[`+
+				`{"instance_id":%q,"until":"delivered","within_seconds":1},{"instance_id":%q,"until":"sent","within_seconds":30}]}`, i, first, second))
+			var r gen.Route
+			if res.StatusCode != 202 || json.Unmarshal(res.body, &r) != nil {
+				t.Fatalf("route %d: %d %s", i, res.StatusCode, res.body)
+			}
+			ids[i] = r.Id
+		}
+		e.routesEnded(ids)
+		byInstance := map[string][]channels.Report{}
+		await.Until(t, "every attempt sent", func() bool {
+			clear(byInstance)
+			for _, ms := range routeAttempts(t, db, ids) {
+				for _, m := range ms {
+					if m.ProviderMessageID == nil {
+						return false
+					}
+					byInstance[m.InstanceID] = append(byInstance[m.InstanceID], channels.Report{
+						Receipt: &channels.Receipt{ProviderID: *m.ProviderMessageID, Status: "delivered", At: time.Now()}})
+				}
+			}
+			return true
+		}, func(ok bool) bool { return ok })
+
+		// Each instance's sink on a replica of its own, as when two processes hold them; both start at once.
+		sinks := map[string]channels.BatchSink{alice.Id: openSink(t, routeReplica(t, db), alice.Id),
+			carol.Id: openSink(t, routeReplica(t, db), carol.Id)}
+		before := deadlocks(t, db)
+		for _, status := range []string{"delivered", "read"} {
+			var wg sync.WaitGroup
+			start := make(chan struct{})
+			for id, sink := range sinks {
+				reports := byInstance[id]
+				for _, r := range reports {
+					r.Receipt.Status = status
+				}
+				wg.Go(func() {
+					<-start
+					t0 := time.Now()
+					if got, err := sink.Record(context.Background(), reports); err != nil || got != len(reports) {
+						t.Errorf("%s receipts of %s: %d of %d recorded, %v", status, id, got, len(reports), err)
+					}
+					t.Logf("%s receipts of %s recorded in %v", status, id, time.Since(t0))
+				})
+			}
+			close(start)
+			wg.Wait()
+		}
+		for _, ms := range routeAttempts(t, db, ids) {
+			for _, m := range ms {
+				if m.Status != "read" {
+					t.Errorf("attempt %s is %s, want read", m.ID, m.Status)
+				}
+			}
+		}
+		if db.Dialect() == store.Postgres {
+			time.Sleep(1500 * time.Millisecond) // the statistics are flushed at most every second
+			if d := deadlocks(t, db) - before; d != 0 {
+				t.Errorf("%d deadlocks recording the receipts", d)
+			}
+		}
+	})
+}
+
+// openSink opens an instance's sink on svc as its session would, for recording runs of reports.
+func openSink(t *testing.T, svc *channels.Service, instanceID string) channels.BatchSink {
+	t.Helper()
+	_, _, sink, err := svc.Open(context.Background(), instanceID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sink.(channels.BatchSink)
+}
+
+// deadlocks is how many deadlocks PostgreSQL detected in the test database so far (0 on SQLite).
+func deadlocks(t *testing.T, db *store.DB) int64 {
+	t.Helper()
+	if db.Dialect() != store.Postgres {
+		return 0
+	}
+	var n int64
+	if err := db.Bun().NewRaw("SELECT deadlocks FROM pg_stat_database WHERE datname = current_database()").
+		Scan(context.Background(), &n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
