@@ -29,12 +29,7 @@ import (
 // at the recipient's instance), and ends completed or failed with one event.
 func TestRoutesWorkersReplicas(t *testing.T) {
 	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
-		e := newSandboxEnvWith(t, db, sandbox.Options{Delivered: sandbox.NoReceipt, Read: sandbox.NoReceipt})
-		e.apiKey, _ = e.key(e.ws.ID, "messaging:write", "webhooks:read")
-		alice, bob, _, _ := e.talking("Alice", "Bob")
-		carol := e.connected("Carol")
-		e.say(carol, bob.Account.Address, "hi from carol")
-		person := e.personOn(bob, alice, carol)
+		e, alice, bob, carol, person := newRouteScene(t, db, (*msgEnv).connected, "Carol")
 		for range 2 {
 			runRoutes(t, routeReplica(t, db))
 		}
@@ -46,15 +41,13 @@ func TestRoutesWorkersReplicas(t *testing.T) {
 		var wg sync.WaitGroup
 		for i := range n {
 			wg.Go(func() {
-				steps := fmt.Sprintf(`{"instance_id":%q,"until":"delivered","within_seconds":1}`, alice.Id)
+				steps := []string{routeStep(alice.Id, "delivered", 1)}
 				if i%2 == 0 {
-					steps += fmt.Sprintf(`,{"instance_id":%q,"until":"sent","within_seconds":30}`, carol.Id)
+					steps = append(steps, routeStep(carol.Id, "sent", 30))
 				}
-				res := e.post("/api/v1/people/"+person+"/messages",
-					fmt.Sprintf(`{"message":{"type":"text","text":"replicas %d"},"steps":[%s]}`, i, steps))
-				var r gen.Route
-				if res.StatusCode != 202 || json.Unmarshal(res.body, &r) != nil {
-					t.Errorf("route %d: %d %s", i, res.StatusCode, res.body)
+				r, err := e.postRoute(person, fmt.Sprintf("replicas %d", i), steps...)
+				if err != nil {
+					t.Errorf("route %d: %v", i, err)
 					return
 				}
 				ids[i] = r.Id
@@ -106,32 +99,16 @@ func TestRoutesWorkersReplicas(t *testing.T) {
 // starts a step twice, and each timed-out attempt is canceled once, with one message.status_updated.
 func TestRoutesWorkersRestart(t *testing.T) {
 	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
-		e := newSandboxEnvWith(t, db, sandbox.Options{Delivered: sandbox.NoReceipt, Read: sandbox.NoReceipt})
-		e.apiKey, _ = e.key(e.ws.ID, "messaging:write", "webhooks:read")
-		e.stopRoutes() // no worker until the test starts one
-		alice, bob, _, _ := e.talking("Alice", "Bob")
 		// Erin sends one message a minute and has just sent hers: what a route queues on her waits there.
-		res := e.post("/api/v1/instances", `{"name":"erin","provider":"sandbox","config":{"auto_pair":true,"display_name":"Erin"},"pacing":{"rate_per_minute":1,"burst":1}}`)
-		if res.StatusCode != 201 {
-			t.Fatalf("create erin: %d %s", res.StatusCode, res.body)
-		}
-		var erin gen.Instance
-		res.json(t, &erin)
-		if res := e.post("/api/v1/instances/"+erin.Id+"/connect", ""); res.StatusCode != 200 {
-			t.Fatalf("connect erin: %d %s", res.StatusCode, res.body)
-		}
-		erin = e.status(erin.Id, "connected")
-		e.say(erin, bob.Account.Address, "hi from erin")
-		person := e.personOn(bob, alice, erin)
+		e, alice, _, erin, person := newRouteScene(t, db, (*msgEnv).connectedOnePerMinute, "Erin")
+		e.stopRoutes() // no worker until the test starts one
 
 		const n = 20
 		ids := make([]string, n)
 		for i := range n {
-			res := e.post("/api/v1/people/"+person+"/messages", fmt.Sprintf(`{"message":{"type":"text","text":"restart %d"},"steps":[`+
-				`{"instance_id":%q,"until":"sent","within_seconds":1},{"instance_id":%q,"until":"sent","within_seconds":30}]}`, i, erin.Id, alice.Id))
-			var r gen.Route
-			if res.StatusCode != 202 || json.Unmarshal(res.body, &r) != nil {
-				t.Fatalf("route %d: %d %s", i, res.StatusCode, res.body)
+			r, err := e.postRoute(person, fmt.Sprintf("restart %d", i), routeStep(erin.Id, "sent", 1), routeStep(alice.Id, "sent", 30))
+			if err != nil {
+				t.Fatalf("route %d: %v", i, err)
 			}
 			if r.Steps[0].Status != "active" {
 				t.Fatalf("route %d's first step did not start: %+v", i, r.Steps[0])
@@ -219,6 +196,53 @@ func runRoutes(t *testing.T, svc *channels.Service) (stop func()) {
 	stop = func() { once.Do(func() { cancel(); <-done }) }
 	t.Cleanup(stop)
 	return stop
+}
+
+// newRouteScene is a sandbox env that reports no receipts (a "delivered" condition is never met) with its key
+// reading events too, where Alice and Bob talk and a third instance, made by connect, wrote to Bob: it returns the
+// env, the three instances and Bob as a person with a contact on Alice's and the third's.
+func newRouteScene(t *testing.T, db *store.DB, connect func(*msgEnv, string) gen.Instance, third string) (e *msgEnv, alice, bob, other gen.Instance, person string) {
+	t.Helper()
+	e = newSandboxEnvWith(t, db, sandbox.Options{Delivered: sandbox.NoReceipt, Read: sandbox.NoReceipt})
+	e.apiKey, _ = e.key(e.ws.ID, "messaging:write", "webhooks:read")
+	alice, bob, _, _ = e.talking("Alice", "Bob")
+	other = connect(e, third)
+	e.say(other, bob.Account.Address, "hi from "+strings.ToLower(third))
+	return e, alice, bob, other, e.personOn(bob, alice, other)
+}
+
+// routeStep is a step of a route request that names an instance.
+func routeStep(instanceID, until string, within int) string {
+	return fmt.Sprintf(`{"instance_id":%q,"until":%q,"within_seconds":%d}`, instanceID, until, within)
+}
+
+// postRoute sends a text to a person by a route of steps (routeStep) and returns the route; it reports a refusal as
+// its error, so that goroutines can call it.
+func (e *msgEnv) postRoute(person, text string, steps ...string) (gen.Route, error) {
+	res := e.post("/api/v1/people/"+person+"/messages",
+		fmt.Sprintf(`{"message":{"type":"text","text":%q},"steps":[%s]}`, text, strings.Join(steps, ",")))
+	var r gen.Route
+	if res.StatusCode != 202 {
+		return r, fmt.Errorf("%d %s", res.StatusCode, res.body)
+	}
+	return r, json.Unmarshal(res.body, &r)
+}
+
+// connectedOnePerMinute creates and connects a sandbox instance that sends one message a minute (a burst of one):
+// after its first message, what is queued on it waits there for a minute.
+func (e *msgEnv) connectedOnePerMinute(name string) gen.Instance {
+	e.t.Helper()
+	res := e.post("/api/v1/instances", fmt.Sprintf(`{"name":%q,"provider":"sandbox","config":{"auto_pair":true,"display_name":%q},"pacing":{"rate_per_minute":1,"burst":1}}`,
+		strings.ToLower(name), name))
+	if res.StatusCode != 201 {
+		e.t.Fatalf("create %s: %d %s", name, res.StatusCode, res.body)
+	}
+	var inst gen.Instance
+	res.json(e.t, &inst)
+	if res := e.post("/api/v1/instances/"+inst.Id+"/connect", ""); res.StatusCode != 200 {
+		e.t.Fatalf("connect %s: %d %s", name, res.StatusCode, res.body)
+	}
+	return e.status(inst.Id, "connected")
 }
 
 // personOn waits until the person at who's address has a contact on each of the instances, and returns its ID.
@@ -356,11 +380,7 @@ func checkRouteEvents(t *testing.T, db *store.DB, workspaceID string, routes []g
 // such transactions wait for each other and PostgreSQL aborts one as a deadlock (SQLite has one writer).
 func TestRoutesReceiptsAcrossInstances(t *testing.T) {
 	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
-		e := newSandboxEnvWith(t, db, sandbox.Options{Delivered: sandbox.NoReceipt, Read: sandbox.NoReceipt})
-		alice, bob, _, _ := e.talking("Alice", "Bob")
-		carol := e.connected("Carol")
-		e.say(carol, bob.Account.Address, "hi from carol")
-		person := e.personOn(bob, alice, carol)
+		e, alice, _, carol, person := newRouteScene(t, db, (*msgEnv).connected, "Carol")
 
 		const n = 40
 		ids := make([]string, n)
@@ -369,11 +389,9 @@ func TestRoutesReceiptsAcrossInstances(t *testing.T) {
 			if i%2 == 1 {
 				first, second = second, first
 			}
-			res := e.post("/api/v1/people/"+person+"/messages", fmt.Sprintf(`{"message":{"type":"text","text":"crossed %d"},"steps":[`+
-				`{"instance_id":%q,"until":"delivered","within_seconds":1},{"instance_id":%q,"until":"sent","within_seconds":30}]}`, i, first, second))
-			var r gen.Route
-			if res.StatusCode != 202 || json.Unmarshal(res.body, &r) != nil {
-				t.Fatalf("route %d: %d %s", i, res.StatusCode, res.body)
+			r, err := e.postRoute(person, fmt.Sprintf("crossed %d", i), routeStep(first, "delivered", 1), routeStep(second, "sent", 30))
+			if err != nil {
+				t.Fatalf("route %d: %v", i, err)
 			}
 			ids[i] = r.Id
 		}
