@@ -94,9 +94,9 @@ func TestRoutesWorkersReplicas(t *testing.T) {
 	})
 }
 
-// A route worker stopped while routes are due — their first step's message still queued behind Erin's pacing —
-// and started again later, over and over, then replaced by another replica's: no route is left pending, none
-// starts a step twice, and each timed-out attempt is canceled once, with one message.status_updated.
+// A route worker stopped while routes are due — their first step's message still queued behind Erin's pacing, or
+// failed — and started again later, over and over, then replaced by another replica's: no route is left pending,
+// none starts a step twice, and each timed-out attempt is canceled once, with one message.status_updated.
 func TestRoutesWorkersRestart(t *testing.T) {
 	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
 		// Erin sends one message a minute and has just sent hers: what a route queues on her waits there.
@@ -115,12 +115,35 @@ func TestRoutesWorkersRestart(t *testing.T) {
 			}
 			ids[i] = r.Id
 		}
-		// With no worker, the deadlines pass and nothing moves: every route waits on Erin's queued attempt.
+		// Alice's next sends fail: these routes' first attempts fail, and their second step is due at once.
+		const failing = 5
+		if res := e.post("/api/v1/instances/"+alice.Id+"/sandbox/fail-sends", fmt.Sprintf(`{"count":%d,"code":"recipient_not_on_network"}`, failing)); res.StatusCode != 200 {
+			t.Fatalf("fail-sends: %d %s", res.StatusCode, res.body)
+		}
+		failed := make([]string, failing)
+		for i := range failing {
+			r, err := e.postRoute(person, fmt.Sprintf("failed %d", i), routeStep(alice.Id, "sent", 30), routeStep(alice.Id, "sent", 30))
+			if err != nil {
+				t.Fatalf("failing route %d: %v", i, err)
+			}
+			failed[i] = r.Id
+		}
+		await.Until(t, "the failing routes' first attempts to fail", func() map[string][]store.Message { return routeAttempts(t, db, failed) },
+			func(as map[string][]store.Message) bool {
+				for _, id := range failed {
+					if len(as[id]) != 1 || as[id][0].Status != string(gen.MessageStatusFailed) {
+						return false
+					}
+				}
+				return true
+			})
+		// With no worker, the deadlines pass and nothing moves: every route waits on Erin's queued attempt or its
+		// failed one.
 		time.Sleep(1500 * time.Millisecond)
 		var l gen.RouteList
 		e.get("/api/v1/routes?person_id="+person+"&status=pending&limit=100", &l)
-		if len(l.Data) != n {
-			t.Fatalf("%d routes pending without a worker, want %d", len(l.Data), n)
+		if len(l.Data) != n+failing {
+			t.Fatalf("%d routes pending without a worker, want %d", len(l.Data), n+failing)
 		}
 
 		// A replica's worker started and stopped again and again, each run cut short, as a process being
@@ -161,6 +184,16 @@ func TestRoutesWorkersRestart(t *testing.T) {
 			if c := canceled[deref(r.Steps[0].MessageId)]; c != 1 {
 				t.Errorf("route %d's attempt on erin was canceled %d times", i, c)
 			}
+		}
+		checkRouteEvents(t, db, e.ws.ID, routes)
+
+		routes = e.routesEnded(failed)
+		attempts = routeAttempts(t, db, failed)
+		for i, r := range routes {
+			if r.Status != gen.RouteStatusCompleted || routeStepStatuses(r) != "failed,succeeded" {
+				t.Errorf("failing route %d = %s %s", i, r.Status, routeStepStatuses(r))
+			}
+			checkAttempts(t, i, r, attempts[r.Id], []string{alice.Id, alice.Id})
 		}
 		checkRouteEvents(t, db, e.ws.ID, routes)
 	})
