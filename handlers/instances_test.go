@@ -58,6 +58,8 @@ type msgEnv struct {
 	channels *channels.Service
 	ws       store.Workspace
 	apiKey   string
+	// stopRoutes stops the service's route worker and waits for it to end (nil when the env runs none).
+	stopRoutes func()
 }
 
 func newMsgEnv(t *testing.T, db *store.DB, cfg channels.Config) *msgEnv {

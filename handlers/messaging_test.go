@@ -64,15 +64,17 @@ func newSandboxServer(t *testing.T, db *store.DB, opts sandbox.Options, cfg hand
 		t.Fatal(err)
 	}
 	ctx, stop := context.WithCancel(context.Background())
-	stopped := make(chan struct{}, 2)
+	// The route worker has a context of its own, so that a test can stop it (stopRoutes) as a replica's ends.
+	routesCtx, stopRoutes := context.WithCancel(ctx)
+	stopped, routesStopped := make(chan struct{}, 1), make(chan struct{})
 	go func() { _ = rt.Run(ctx); stopped <- struct{}{} }()
-	go func() { _ = svc.RunRoutes(ctx); stopped <- struct{}{} }()
-	t.Cleanup(func() { stop(); <-stopped; <-stopped })
+	go func() { _ = svc.RunRoutes(routesCtx); close(routesStopped) }()
+	t.Cleanup(func() { stop(); <-stopped; <-routesStopped })
 	log := slog.New(slog.NewTextHandler(testLog{t}, &slog.HandlerOptions{Level: slog.LevelError}))
 	cfg.Events, cfg.Channels, cfg.Logger, cfg.Box = outbox, svc, log, box
 	cfg.KeyRateLimit, cfg.WorkspaceRateLimit = 1<<20, 1<<20
 	a := apptest.New(t, db, app.Config{Logger: log, BaseURL: cfg.BaseURL, Events: outbox, Guard: guard, LLM: cfg.LLM})
-	e := &msgEnv{env: newAppEnv(t, a, cfg), channels: svc}
+	e := &msgEnv{env: newAppEnv(t, a, cfg), channels: svc, stopRoutes: func() { stopRoutes(); <-routesStopped }}
 	e.ws = e.workspace("Sandbox")
 	e.apiKey, _ = e.key(e.ws.ID, "messaging:write")
 	return e

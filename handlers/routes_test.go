@@ -129,16 +129,7 @@ func TestRoutesFailOver(t *testing.T) {
 		// 5. Erin sends one message a minute and has just sent hers to Bob: the route's message waits in her send
 		// queue when its step times out, so it is canceled there (Bob does not get it after Alice's), and
 		// ?route_id= lists each instance's attempts.
-		res := e.post("/api/v1/instances", `{"name":"erin","provider":"sandbox","config":{"auto_pair":true,"display_name":"Erin"},"pacing":{"rate_per_minute":1,"burst":1}}`)
-		if res.StatusCode != 201 {
-			t.Fatalf("create erin: %d %s", res.StatusCode, res.body)
-		}
-		var erin gen.Instance
-		res.json(t, &erin)
-		if res := e.post("/api/v1/instances/"+erin.Id+"/connect", ""); res.StatusCode != 200 {
-			t.Fatalf("connect erin: %d %s", res.StatusCode, res.body)
-		}
-		erin = e.status(erin.Id, "connected")
+		erin := e.connectedOnePerMinute("Erin")
 		e.say(erin, to, "hi from erin")
 		await.Until(t, "bob as a person on erin too", func() int {
 			var p gen.Person

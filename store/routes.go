@@ -92,6 +92,13 @@ func (s *Routes) ByID(ctx context.Context, id string) (Route, error) {
 	return r, mapErr(err)
 }
 
+// Read reads a route inside tx without locking it, whatever its workspace. Returns ErrNotFound if there is none.
+func (s *Routes) Read(ctx context.Context, tx bun.IDB, id string) (Route, error) {
+	var r Route
+	err := tx.NewSelect().Model(&r).Where("rte.id = ?", id).Scan(ctx)
+	return r, mapErr(err)
+}
+
 // Lock reads a route inside tx for a change, whatever its workspace. Returns ErrNotFound if there is none.
 func (s *Routes) Lock(ctx context.Context, tx bun.IDB, id string) (Route, error) {
 	var r Route

@@ -451,16 +451,29 @@ func sendable(st Status) int {
 
 // routeMessageMoved carries a route on inside tx when the message of its step under way moved: the route completes
 // when the message meets the step's condition, and its next step is due when the message failed or was canceled.
+//
+// The route is locked only when m is its step's message under way, read first without a lock: a transaction moving
+// messages holds their instances, and a route's message under way cannot change while its instance is held, so
+// only the transactions of that one instance (one at a time) and the route worker lock the route. Locking it for
+// an earlier step's message too (a late receipt, on another instance) would take route locks in the order of each
+// instance's messages: two transactions of two instances, each with routes that failed over from the other's,
+// would take them in opposite orders and deadlock on PostgreSQL.
 func (s *Recorder) routeMessageMoved(ctx context.Context, tx store.Querier, m store.Message) error {
-	r, err := s.db.Routes.Lock(ctx, tx, *m.RouteID)
+	r, err := s.db.Routes.Read(ctx, tx, *m.RouteID)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	if r.Status != routePending || r.Step < 0 || r.MessageID == nil || *r.MessageID != m.ID {
+	if !routeAwaits(r, m.ID) {
 		return nil // an earlier step's message, after its deadline
+	}
+	if r, err = s.db.Routes.Lock(ctx, tx, *m.RouteID); err != nil {
+		return err
+	}
+	if !routeAwaits(r, m.ID) {
+		return nil // moved on meanwhile
 	}
 	now := time.Now()
 	st := &r.Steps[r.Step]
@@ -485,6 +498,11 @@ func (s *Recorder) routeMessageMoved(ctx context.Context, tx store.Querier, m st
 		s.wakeRoutes()
 	}
 	return nil
+}
+
+// routeAwaits reports whether a route is pending on the step whose message is messageID.
+func routeAwaits(r store.Route, messageID string) bool {
+	return r.Status == routePending && r.Step >= 0 && r.MessageID != nil && *r.MessageID == messageID
 }
 
 // wakeRoutes tells the route worker a route is due now (it also looks every routePoll).
