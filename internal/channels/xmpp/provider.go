@@ -115,7 +115,8 @@ var capabilities = []channels.Capability{
 	channels.CapEdit, channels.CapDelete, channels.CapDelivered, channels.CapRead, channels.CapMarkRead,
 	channels.CapGroupsCreate, channels.CapGroupsManage, channels.CapGroupsInvite,
 	channels.CapContactsLookup, channels.CapContactsBlock, channels.CapAuthToken, channels.CapTyping, channels.CapProxy,
-	channels.CapPresenceRecv,
+	channels.CapPresenceRecv, channels.CapContactsPicture, channels.CapProfileName, channels.CapProfileAbout,
+	channels.CapProfilePicture,
 }
 
 // Info implements channels.Provider.

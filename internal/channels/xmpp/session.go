@@ -67,6 +67,7 @@ type serverFeatures struct {
 	muc        jid.JID // multi-user chat service (zero: none)
 	privateXML bool
 	carbons    bool // message carbons (XEP-0280): the account's other clients' messages are copied here
+	vcard      bool // vcard-temp (XEP-0054): accounts' cards, with their names, descriptions and photos
 }
 
 func newSession(p *Provider, inst channels.Instance, cfg config, sink channels.Sink) *session {
@@ -101,6 +102,10 @@ func (s *session) Capabilities() []channels.Capability {
 			}
 		case channels.CapContactsBlock:
 			if !f.blocking {
+				continue
+			}
+		case channels.CapContactsPicture, channels.CapProfileName, channels.CapProfileAbout, channels.CapProfilePicture:
+			if !f.vcard {
 				continue
 			}
 		}
@@ -545,6 +550,7 @@ func (s *session) discover(ctx context.Context, xs *xmpp.Session) serverFeatures
 	if info, err := s.discoInfo(ctx, xs, domain); err == nil {
 		f.blocking = info.has(nsBlocking)
 		f.carbons = info.has(nsCarbons)
+		f.vcard = info.has(nsVCard)
 		f.privateXML = true // jabber:iq:private is not always advertised; an error answer is handled where used
 		if info.has(nsUpload) {
 			f.upload, f.uploadMax = domain, info.uploadMax()
