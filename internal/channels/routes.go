@@ -35,6 +35,10 @@ const (
 // another replica's commits made due.
 const routePoll = 500 * time.Millisecond
 
+// routeRecheck is how soon a woken route worker that found nothing due looks again (the waking transaction had
+// not committed yet).
+const routeRecheck = 15 * time.Millisecond
+
 // errRouteMoved is returned inside a route's transaction when another process changed the route since it was read.
 var errRouteMoved = errors.New("channels: the route changed meanwhile")
 
@@ -208,27 +212,41 @@ func (s *Service) ListRoutes(ctx context.Context, workspaceID string, f store.Ro
 // RunRoutes is the route worker: it carries on the routes whose next action is due (a step's deadline passed, a
 // step's message failed, a route just created) until ctx ends. Every replica runs one; a route is locked and
 // checked unchanged before it moves, so two workers never start a step twice.
+//
+// A wake comes from inside the transaction that made a route due, before it commits: a worker woken that finds
+// nothing due looks again after routeRecheck, a few times, rather than waiting for the next poll.
 func (s *Service) RunRoutes(ctx context.Context) error {
 	tick := time.NewTicker(routePoll)
 	defer tick.Stop()
+	rechecks := 0
 	for {
 		ids, err := s.db.Routes.Due(ctx, time.Now(), 100)
+		failed := err != nil
 		if err != nil && ctx.Err() == nil {
 			s.log.Error("route worker: reading due routes", "error", err)
 		}
 		for _, id := range ids {
 			if err := s.advanceRoute(ctx, id); err != nil && ctx.Err() == nil {
+				failed = true
 				s.log.Error("route worker: carrying a route on", "route", id, "error", err)
 			}
 		}
-		if len(ids) == 100 {
-			continue // more are due
+		if len(ids) == 100 && !failed {
+			continue // more are due (a batch with failures waits: routes that keep failing do not spin the worker)
+		}
+		var recheck <-chan time.Time
+		if len(ids) == 0 && rechecks > 0 {
+			rechecks--
+			recheck = time.After(routeRecheck)
 		}
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-tick.C:
+			rechecks = 0
+		case <-recheck:
 		case <-s.routeWake:
+			rechecks = 3
 		}
 	}
 }
