@@ -114,6 +114,10 @@ func TestGroupSettingsAndPicture(t *testing.T) {
 			e.get(bobPath, &bg)
 			return bg
 		}, func(bg gen.Group) bool { return bg.Settings != nil && bg.Settings.Send == gen.GroupSettingsSendAdmins })
+		// His group.updated names what the network changed, as the one of the change made here does.
+		if bu := e.groupUpdates(bob.Id); !slices.Equal(bu[len(bu)-1].Changed, []string{"settings"}) {
+			t.Fatalf("bob's group.updated = %+v", bu[len(bu)-1].Changed)
+		}
 		// A member's message to an announcement group fails on the network; his rename now succeeds.
 		res = e.post("/api/v1/instances/"+bob.Id+"/messages", fmt.Sprintf(`{"to":%q,"type":"text","text":"hi all"}`, group.Address))
 		var sent gen.Message

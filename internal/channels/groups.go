@@ -338,13 +338,13 @@ func (s *Recorder) saveGroup(ctx context.Context, tx store.Querier, inst store.I
 		t := micro(time.Now())
 		row.LeftAt = &t
 	}
-	if change == GroupSynced {
+	if change == GroupSynced || (change == GroupUpdated && len(changed) == 0) {
 		old, err := s.db.Groups.ByAddress(ctx, tx, inst.ID, g.Address)
 		switch {
-		case err == nil && sameGroup(old, row):
+		case err == nil && change == GroupSynced && sameGroup(old, row):
 			return old, nil // nothing new: no write, no event
 		case err == nil:
-			change = GroupUpdated
+			change, changed = GroupUpdated, groupChanges(old, row)
 		case !errors.Is(err, store.ErrNotFound):
 			return row, err
 		}
@@ -379,6 +379,26 @@ func (s *Recorder) saveGroup(ctx context.Context, tx store.Querier, inst store.I
 		payload = gen.GroupUpdatedEvent{Group: api, Changed: changed, InstanceId: inst.ID, Sequence: seq}
 	}
 	return row, s.emitPayload(ctx, tx, inst.WorkspaceID, inst.ID, payload)
+}
+
+// groupChanges names the fields of a group.updated that differ between a stored group and the network's report of
+// it (none: saveGroup's default).
+func groupChanges(old, now store.ChatGroup) []string {
+	var out []string
+	if old.Subject != now.Subject {
+		out = append(out, "subject")
+	}
+	if old.Description != now.Description {
+		out = append(out, "description")
+	}
+	if !slices.Equal(old.Participants, now.Participants) {
+		out = append(out, "participants")
+	}
+	if (now.SettingsSend != nil && deref(old.SettingsSend) != *now.SettingsSend) ||
+		(now.SettingsEditInfo != nil && deref(old.SettingsEditInfo) != *now.SettingsEditInfo) {
+		out = append(out, "settings")
+	}
+	return out
 }
 
 // sameGroup reports whether a stored group already says what a network's listing of it says.
