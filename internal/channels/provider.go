@@ -738,6 +738,17 @@ type GroupSettings struct {
 	EditInfo string `json:"edit_info,omitempty"`
 }
 
+// AdminsOnly is the GroupSettings of a network's two flags: only admins send, only admins edit the group's info.
+func AdminsOnly(send, editInfo bool) *GroupSettings {
+	who := func(adminsOnly bool) string {
+		if adminsOnly {
+			return GroupAdmins
+		}
+		return GroupAll
+	}
+	return &GroupSettings{Send: who(send), EditInfo: who(editInfo)}
+}
+
 // The changes Sink.GroupChanged reports. An instance is told of changes made by others; the result of its own call
 // (CreateGroup, UpdateGroup, ChangeParticipants, JoinGroup, LeaveGroup) is that call's return value.
 const (

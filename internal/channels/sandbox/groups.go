@@ -405,8 +405,7 @@ func (p *Provider) snapshot(ctx context.Context, db store.Querier, g store.Sandb
 		names[a.Number] = a.DisplayName
 	}
 	out := channels.Group{Address: g.Address, Subject: g.Subject, Description: g.Description, CreatedAt: g.CreatedAt,
-		Participants: make([]channels.Participant, len(g.Members)), Settings: &channels.GroupSettings{
-			Send: who(g.AdminsOnlySend), EditInfo: who(g.AdminsOnlyEdit)}}
+		Participants: make([]channels.Participant, len(g.Members)), Settings: channels.AdminsOnly(g.AdminsOnlySend, g.AdminsOnlyEdit)}
 	for i, m := range g.Members {
 		out.Participants[i] = channels.Participant{Address: m.Number, DisplayName: names[m.Number], Role: m.Role}
 	}

@@ -19,14 +19,6 @@ const (
 	maxPicture     = 1 << 20
 )
 
-// who is the GroupSettings value of an admins-only flag.
-func who(adminsOnly bool) string {
-	if adminsOnly {
-		return channels.GroupAdmins
-	}
-	return channels.GroupAll
-}
-
 // SetGroupSettings changes who may send to a group and who may edit its info; only admins may. The other
 // participants are told (group updated).
 func (s *session) SetGroupSettings(ctx context.Context, group string, set channels.GroupSettings) (channels.Group, error) {

@@ -50,14 +50,7 @@ func settingsOf(p *models.ChatPermissions) *channels.GroupSettings {
 	if p == nil {
 		return nil
 	}
-	out := &channels.GroupSettings{Send: channels.GroupAdmins, EditInfo: channels.GroupAdmins}
-	if p.CanSendMessages {
-		out.Send = channels.GroupAll
-	}
-	if p.CanChangeInfo {
-		out.EditInfo = channels.GroupAll
-	}
-	return out
+	return channels.AdminsOnly(!p.CanSendMessages, !p.CanChangeInfo)
 }
 
 // SetPicture sets or removes a group's photo. A bot has no profile photo of its own to set through the Bot API

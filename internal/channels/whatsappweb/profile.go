@@ -45,14 +45,7 @@ func (s *session) SetGroupSettings(ctx context.Context, group string, set channe
 
 // settingsOf is who may send to a group and who may edit its info, as WhatsApp's group info says.
 func settingsOf(info *types.GroupInfo) *channels.GroupSettings {
-	out := &channels.GroupSettings{Send: channels.GroupAll, EditInfo: channels.GroupAll}
-	if info.IsAnnounce {
-		out.Send = channels.GroupAdmins
-	}
-	if info.IsLocked {
-		out.EditInfo = channels.GroupAdmins
-	}
-	return out
+	return channels.AdminsOnly(info.IsAnnounce, info.IsLocked)
 }
 
 // SetPicture sets the picture of a group (target) or of the account (no target), or removes it (no data). WhatsApp
