@@ -373,6 +373,19 @@ func (r *resp) field(t *testing.T, name string) string {
 	return ""
 }
 
+// fieldByID returns the value of the input with that id (a page with several forms has several inputs of a name);
+// the test fails when there is none.
+func (r *resp) fieldByID(t *testing.T, id string) string {
+	t.Helper()
+	for _, in := range r.inputs() {
+		if in["id"] == id {
+			return in["value"]
+		}
+	}
+	t.Fatalf("%s %s: no input with id %q:\n%s", r.Request.Method, r.Request.URL.Path, id, excerpt(r.body))
+	return ""
+}
+
 // checked returns the value of the checked radio button of group name, or "".
 func (r *resp) checked(name string) string {
 	for _, in := range r.inputs() {

@@ -134,6 +134,12 @@ func TestProfileForm(t *testing.T) {
 			t.Fatalf("the about text shows as %q", got)
 		}
 
+		// The live module's fetches swap in only the live sections: they do not ask the network for the profile.
+		live := b.do(t, http.MethodGet, path, nil, http.Header{"X-Console-Live": {"1"}})
+		if strings.Contains(live.body, `id="profile-form"`) || !strings.Contains(live.body, `id="instance-chats"`) {
+			t.Fatalf("a live fetch read the profile, or lacks the live sections:\n%s", live.body)
+		}
+
 		// A picture: uploaded into the workspace's media, then set (the sandbox's accounts start with one of their
 		// own); the name unchanged is not sent again.
 		pic := pngPicture(t, color.RGBA{R: 200, A: 255})
