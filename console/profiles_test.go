@@ -371,6 +371,11 @@ func TestProfileSectionsFollowCapabilities(t *testing.T) {
 		if !strings.Contains(page.body, `id="groups"`) {
 			t.Fatal("the telegram instance's page has no groups section")
 		}
+		// A label form sent anyway is refused by the service, with the reason on the page.
+		r := b.postCSRF(t, "/user/channels/"+inst.ID+"/labels", url.Values{"name": {"Follow up"}})
+		if r.StatusCode < 400 || r.StatusCode == http.StatusNotFound || !strings.Contains(r.alert(), "The label was not created: ") {
+			t.Fatalf("a label on telegram: %d %q", r.StatusCode, r.alert())
+		}
 	})
 }
 
