@@ -23,14 +23,18 @@ import (
 // schemas of their bodies, then the service's capabilities).
 
 func (c *Console) registerProfiles(g *echo.Group) {
-	g.POST("/channels/:id/profile", c.setProfile)
-	g.POST("/channels/:id/groups/:group/settings", c.setGroupSettings)
-	g.POST("/channels/:id/groups/:group/picture", c.setGroupPicture)
-	g.POST("/channels/:id/labels", c.createLabel)
-	g.POST("/channels/:id/labels/:label", c.updateLabel)
-	g.POST("/channels/:id/labels/:label/delete", c.deleteLabel)
-	g.POST("/channels/:id/chats/:chat/labels", c.labelChat)
-	g.POST("/channels/:id/chats/:chat/labels/:label/remove", c.unlabelChat)
+	g.POST("/channels/:id/profile", c.instanceForm("The profile was not changed", "profile#profile", c.setProfile))
+	g.POST("/channels/:id/groups/:group/settings", c.instanceForm("The group's settings were not changed",
+		"group-settings#groups", c.setGroupSettings))
+	g.POST("/channels/:id/groups/:group/picture", c.instanceForm("The group's picture was not changed",
+		"group-picture#groups", c.setGroupPicture))
+	g.POST("/channels/:id/labels", c.instanceForm("The label was not created", "label-created#labels", c.createLabel))
+	g.POST("/channels/:id/labels/:label", c.instanceForm("The label was not changed", "label-saved#labels", c.updateLabel))
+	g.POST("/channels/:id/labels/:label/delete", c.instanceForm("The label was not deleted", "label-deleted#labels", c.deleteLabel))
+	g.POST("/channels/:id/chats/:chat/labels", c.instanceForm("The label was not put on the chat",
+		"chat-labelled#instance-chats", c.labelChat))
+	g.POST("/channels/:id/chats/:chat/labels/:label/remove", c.instanceForm("The label was not taken off the chat",
+		"chat-unlabelled#instance-chats", c.unlabelChat))
 	g.GET("/media/:id", c.mediaContent)
 }
 
@@ -123,19 +127,40 @@ func (c *Console) profileSection(ec echo.Context, inst store.Instance, d *channe
 	return nil
 }
 
-// refused shows the instance's page again with why the service refused a form: the problem's detail, or the
-// fields it names. A problem of something not found, and any failure, is returned for the error page.
-func (c *Console) refused(ec echo.Context, err error, what string) error {
-	p := problemOf(err)
-	if p == nil || p.Status() >= 500 || p.Status() == http.StatusNotFound {
-		return err
+// formError is what a form of the instance page lacks (no file chosen, no label picked), said to the person.
+type formError string
+
+func (e formError) Error() string { return string(e) }
+
+// instanceForm answers a form of the instance page: change makes the change through the service, then the page is
+// shown again with the notice done names (and its anchor). A change refused — the form's own lack, a problem the
+// service told, the fields the spec refuses — shows the page again with why, after what; a problem of something
+// not found, and any failure, is returned for the error page.
+func (c *Console) instanceForm(what, done string, change func(ec echo.Context, inst store.Instance) error) echo.HandlerFunc {
+	return func(ec echo.Context) error {
+		inst, err := c.instanceOf(ec)
+		if err != nil {
+			return err
+		}
+		err = change(ec, inst)
+		if err == nil {
+			return ec.Redirect(http.StatusSeeOther, "/user/channels/"+inst.ID+"?done="+done)
+		}
+		var fe formError
+		if errors.As(err, &fe) {
+			return c.renderChannel(ec, http.StatusUnprocessableEntity, "", what+": "+string(fe)+".", channelData{})
+		}
+		p := problemOf(err)
+		if p == nil || p.Status() >= 500 || p.Status() == http.StatusNotFound {
+			return err
+		}
+		status, msg := p.Status(), what+": "+p.Detail
+		if fields := fieldErrors(err); fields != nil {
+			// As the console's other forms answer a form the spec refuses.
+			status, msg = http.StatusUnprocessableEntity, what+": "+joinErrors(fields)+"."
+		}
+		return c.renderChannel(ec, status, "", msg, channelData{})
 	}
-	status, msg := p.Status(), what+": "+p.Detail
-	if fe := fieldErrors(err); fe != nil {
-		// As the console's other forms answer a form the spec refuses.
-		status, msg = http.StatusUnprocessableEntity, what+": "+joinErrors(fe)+"."
-	}
-	return c.renderChannel(ec, status, "", msg, channelData{})
 }
 
 // uploadedPicture stores the file of the form's input named field as a media file of the workspace, as an upload
@@ -166,12 +191,7 @@ func (c *Console) uploadedPicture(ec echo.Context, workspaceID, field string) (*
 
 // setProfile changes the account's name and about text where the form changed them (the form holds the values it
 // showed), and its picture: a file chosen is uploaded and set, "remove_picture" removes it.
-func (c *Console) setProfile(ec echo.Context) error {
-	inst, err := c.instanceOf(ec)
-	if err != nil {
-		return err
-	}
-	const what = "The profile was not changed"
+func (c *Console) setProfile(ec echo.Context, inst store.Instance) error {
 	doc := map[string]any{}
 	if name := formText(ec, "name"); name != formText(ec, "name_was") {
 		doc["name"] = name
@@ -179,36 +199,32 @@ func (c *Console) setProfile(ec echo.Context) error {
 	if about := formText(ec, "about"); about != formText(ec, "about_was") {
 		doc["about"] = about
 	}
-	remove := ec.FormValue("remove_picture") != ""
 	if len(doc) > 0 {
 		if err := requestBody("InstanceProfileUpdate", doc, &gen.InstanceProfileUpdate{}); err != nil {
-			return c.refused(ec, err, what)
+			return err
 		}
 	}
-	u := channels.ProfileUpdate{PictureSet: remove}
+	u := channels.ProfileUpdate{PictureSet: ec.FormValue("remove_picture") != ""}
 	if name, ok := doc["name"].(string); ok {
 		u.Name = &name
 	}
 	if about, ok := doc["about"].(string); ok {
 		u.About = &about
 	}
-	if !remove {
+	if !u.PictureSet {
 		m, err := c.uploadedPicture(ec, inst.WorkspaceID, "picture")
 		if err != nil {
-			return c.refused(ec, err, what)
+			return err
 		}
 		if m != nil {
 			u.PictureSet, u.PictureMediaID = true, m.ID
 		}
 	}
 	if u.Name == nil && u.About == nil && !u.PictureSet {
-		return c.renderChannel(ec, http.StatusUnprocessableEntity, "",
-			what+": change the name or the about text, or choose a picture.", channelData{})
+		return formError("change the name or the about text, or choose a picture")
 	}
-	if _, err := c.channels.UpdateProfile(ec.Request().Context(), inst.WorkspaceID, inst.ID, u); err != nil {
-		return c.refused(ec, err, what)
-	}
-	return ec.Redirect(http.StatusSeeOther, "/user/channels/"+inst.ID+"?done=profile#profile")
+	_, err := c.channels.UpdateProfile(ec.Request().Context(), inst.WorkspaceID, inst.ID, u)
+	return err
 }
 
 // formText is a text field of the form without spaces around it and with its line breaks as the page had them
@@ -218,12 +234,7 @@ func formText(ec echo.Context, name string) string {
 }
 
 // setGroupSettings changes who may send to a group and who may edit its info.
-func (c *Console) setGroupSettings(ec echo.Context) error {
-	inst, err := c.instanceOf(ec)
-	if err != nil {
-		return err
-	}
-	const what = "The group's settings were not changed"
+func (c *Console) setGroupSettings(ec echo.Context, inst store.Instance) error {
 	doc := map[string]any{}
 	for _, f := range []string{"send", "edit_info"} {
 		if v := ec.FormValue(f); v != "" {
@@ -231,37 +242,28 @@ func (c *Console) setGroupSettings(ec echo.Context) error {
 		}
 	}
 	if err := requestBody("GroupSettingsUpdate", doc, &gen.GroupSettingsUpdate{}); err != nil {
-		return c.refused(ec, err, what)
+		return err
 	}
 	set := channels.GroupSettings{Send: ec.FormValue("send"), EditInfo: ec.FormValue("edit_info")}
-	if _, err := c.channels.UpdateGroup(ec.Request().Context(), inst.WorkspaceID, inst.ID, ec.Param("group"), nil, nil, &set); err != nil {
-		return c.refused(ec, err, what)
-	}
-	return ec.Redirect(http.StatusSeeOther, "/user/channels/"+inst.ID+"?done=group-settings#groups")
+	_, err := c.channels.UpdateGroup(ec.Request().Context(), inst.WorkspaceID, inst.ID, ec.Param("group"), nil, nil, &set)
+	return err
 }
 
 // setGroupPicture sets a group's picture from the file chosen, or (with "remove") removes it.
-func (c *Console) setGroupPicture(ec echo.Context) error {
-	inst, err := c.instanceOf(ec)
-	if err != nil {
-		return err
-	}
-	const what = "The group's picture was not changed"
+func (c *Console) setGroupPicture(ec echo.Context, inst store.Instance) error {
 	mediaID := ""
 	if ec.FormValue("remove") == "" {
 		m, err := c.uploadedPicture(ec, inst.WorkspaceID, "picture")
 		if err != nil {
-			return c.refused(ec, err, what)
+			return err
 		}
 		if m == nil {
-			return c.renderChannel(ec, http.StatusUnprocessableEntity, "", what+": choose a JPEG or PNG picture.", channelData{})
+			return formError("choose a JPEG or PNG picture")
 		}
 		mediaID = m.ID
 	}
-	if _, err := c.channels.SetGroupPicture(ec.Request().Context(), inst.WorkspaceID, inst.ID, ec.Param("group"), mediaID); err != nil {
-		return c.refused(ec, err, what)
-	}
-	return ec.Redirect(http.StatusSeeOther, "/user/channels/"+inst.ID+"?done=group-picture#groups")
+	_, err := c.channels.SetGroupPicture(ec.Request().Context(), inst.WorkspaceID, inst.ID, ec.Param("group"), mediaID)
+	return err
 }
 
 // labelForm is a label's name and color as the form sent them, as the API's request body: a color that is no
@@ -279,82 +281,49 @@ func labelForm(ec echo.Context) map[string]any {
 }
 
 // createLabel makes a label from the form.
-func (c *Console) createLabel(ec echo.Context) error {
-	inst, err := c.instanceOf(ec)
-	if err != nil {
-		return err
-	}
-	const what = "The label was not created"
+func (c *Console) createLabel(ec echo.Context, inst store.Instance) error {
 	var in gen.LabelCreate
 	if err := requestBody("LabelCreate", labelForm(ec), &in); err != nil {
-		return c.refused(ec, err, what)
+		return err
 	}
 	color := 0
 	if in.Color != nil {
 		color = *in.Color
 	}
-	if _, err := c.channels.CreateLabel(ec.Request().Context(), inst.WorkspaceID, inst.ID, in.Name, color); err != nil {
-		return c.refused(ec, err, what)
-	}
-	return ec.Redirect(http.StatusSeeOther, "/user/channels/"+inst.ID+"?done=label-created#labels")
+	_, err := c.channels.CreateLabel(ec.Request().Context(), inst.WorkspaceID, inst.ID, in.Name, color)
+	return err
 }
 
 // updateLabel renames or recolors a label from its row's form.
-func (c *Console) updateLabel(ec echo.Context) error {
-	inst, err := c.instanceOf(ec)
-	if err != nil {
-		return err
-	}
-	const what = "The label was not changed"
+func (c *Console) updateLabel(ec echo.Context, inst store.Instance) error {
 	var in gen.LabelUpdate
 	if err := requestBody("LabelUpdate", labelForm(ec), &in); err != nil {
-		return c.refused(ec, err, what)
+		return err
 	}
-	if _, err := c.channels.UpdateLabel(ec.Request().Context(), inst.WorkspaceID, inst.ID, ec.Param("label"),
-		channels.LabelChange{Name: in.Name, Color: in.Color}); err != nil {
-		return c.refused(ec, err, what)
-	}
-	return ec.Redirect(http.StatusSeeOther, "/user/channels/"+inst.ID+"?done=label-saved#labels")
+	_, err := c.channels.UpdateLabel(ec.Request().Context(), inst.WorkspaceID, inst.ID, ec.Param("label"),
+		channels.LabelChange{Name: in.Name, Color: in.Color})
+	return err
 }
 
 // deleteLabel deletes a label; the chats that carried it lose it.
-func (c *Console) deleteLabel(ec echo.Context) error {
-	inst, err := c.instanceOf(ec)
-	if err != nil {
-		return err
-	}
-	if err := c.channels.DeleteLabel(ec.Request().Context(), inst.WorkspaceID, inst.ID, ec.Param("label")); err != nil {
-		return c.refused(ec, err, "The label was not deleted")
-	}
-	return ec.Redirect(http.StatusSeeOther, "/user/channels/"+inst.ID+"?done=label-deleted#labels")
+func (c *Console) deleteLabel(ec echo.Context, inst store.Instance) error {
+	return c.channels.DeleteLabel(ec.Request().Context(), inst.WorkspaceID, inst.ID, ec.Param("label"))
 }
 
-// labelChat puts the label the form names on a chat.
-func (c *Console) labelChat(ec echo.Context) error {
-	return c.chatLabel(ec, ec.FormValue("label"), true)
+// labelChat puts the label the form picked on a chat.
+func (c *Console) labelChat(ec echo.Context, inst store.Instance) error {
+	label := ec.FormValue("label")
+	if label == "" {
+		return formError("choose a label")
+	}
+	_, err := c.channels.LabelChat(ec.Request().Context(), inst.WorkspaceID, inst.ID, ec.Param("chat"), label, true)
+	return err
 }
 
 // unlabelChat takes a label off a chat.
-func (c *Console) unlabelChat(ec echo.Context) error {
-	return c.chatLabel(ec, ec.Param("label"), false)
-}
-
-func (c *Console) chatLabel(ec echo.Context, labelID string, on bool) error {
-	inst, err := c.instanceOf(ec)
-	if err != nil {
-		return err
-	}
-	what, done := "The label was not put on the chat", "chat-labelled"
-	if !on {
-		what, done = "The label was not taken off the chat", "chat-unlabelled"
-	}
-	if labelID == "" {
-		return c.renderChannel(ec, http.StatusUnprocessableEntity, "", what+": choose a label.", channelData{})
-	}
-	if _, err := c.channels.LabelChat(ec.Request().Context(), inst.WorkspaceID, inst.ID, ec.Param("chat"), labelID, on); err != nil {
-		return c.refused(ec, err, what)
-	}
-	return ec.Redirect(http.StatusSeeOther, "/user/channels/"+inst.ID+"?done="+done+"#instance-chats")
+func (c *Console) unlabelChat(ec echo.Context, inst store.Instance) error {
+	_, err := c.channels.LabelChat(ec.Request().Context(), inst.WorkspaceID, inst.ID, ec.Param("chat"), ec.Param("label"), false)
+	return err
 }
 
 // thumbnailTypes are the media types /user/media serves: images every browser shows as such and none runs script
