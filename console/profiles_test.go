@@ -101,16 +101,37 @@ func (r *resp) thumbnail(id string) string {
 	return m[1]
 }
 
+// instancePages is the console over the messaging service with providers (the sandbox when none are given), and a
+// browser signed up as name with a workspace of its own.
+func instancePages(t *testing.T, db *store.DB, name string, providers ...channels.Provider) (*channels.Service, *env, *browser, store.MemberWorkspace) {
+	t.Helper()
+	svc := newChannels(t, db)
+	if len(providers) > 0 {
+		svc = newChannelsOf(t, db, providers...)
+	}
+	e := newEnv(t, db, console.Config{Channels: svc})
+	b := e.browser()
+	b.newUser(t, name)
+	return svc, e, b, b.newWorkspace(t, name)
+}
+
+// telegramInstance is a Telegram instance of the workspace, never connected.
+func telegramInstance(t *testing.T, svc *channels.Service, workspaceID string) store.Instance {
+	t.Helper()
+	inst, err := svc.Create(ctx, workspaceID, channels.NewInstance{Name: "Bot", Provider: "telegram",
+		Config: map[string]any{"bot_token": "123456:AAH-not-a-real-token-0123456789abcdef"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return inst
+}
+
 // The instance's profile from its page: the name and about text as the network shows them, changed by the form;
 // a picture uploaded, shown as a thumbnail the session (and no other workspace) can load, and removed; refusals
 // (a name too long, a file that is no picture, nothing changed, no CSRF token) say why and change nothing.
 func TestProfileForm(t *testing.T) {
 	storetest.OwnDialects(t, func(t *testing.T, db *store.DB) {
-		svc := newChannels(t, db)
-		e := newEnv(t, db, console.Config{Channels: svc})
-		b := e.browser()
-		b.newUser(t, "profile")
-		ws := b.newWorkspace(t, "Profile")
+		svc, e, b, ws := instancePages(t, db, "profile")
 		alice := connectedSandbox(t, svc, ws.ID, "Alice")
 		path := "/user/channels/" + alice.ID
 
@@ -216,11 +237,7 @@ func TestProfileForm(t *testing.T) {
 // its form; a value that is not one of the spec's refused; a picture set (its thumbnail shown) and removed.
 func TestGroupForms(t *testing.T) {
 	storetest.OwnDialects(t, func(t *testing.T, db *store.DB) {
-		svc := newChannels(t, db)
-		e := newEnv(t, db, console.Config{Channels: svc})
-		b := e.browser()
-		b.newUser(t, "groups")
-		ws := b.newWorkspace(t, "Groups")
+		svc, _, b, ws := instancePages(t, db, "groups")
 		alice, bob := connectedSandbox(t, svc, ws.ID, "Alice"), connectedSandbox(t, svc, ws.ID, "Bob")
 		g, _, err := svc.CreateGroup(ctx, ws.ID, alice.ID, "Team <A>", nil, []string{bob.Account.Address})
 		if err != nil {
@@ -277,11 +294,7 @@ func TestGroupForms(t *testing.T) {
 // workspace gets 404.
 func TestLabelForms(t *testing.T) {
 	storetest.OwnDialects(t, func(t *testing.T, db *store.DB) {
-		svc := newChannels(t, db)
-		e := newEnv(t, db, console.Config{Channels: svc})
-		b := e.browser()
-		b.newUser(t, "labels")
-		ws := b.newWorkspace(t, "Labels")
+		svc, e, b, ws := instancePages(t, db, "labels")
 		alice, bob := connectedSandbox(t, svc, ws.ID, "Alice"), connectedSandbox(t, svc, ws.ID, "Bob")
 		to, text := bob.Account.Address, "hello"
 		if _, _, err := svc.Send(ctx, ws.ID, alice.ID, gen.MessageCreate{To: &to, Type: gen.MessageTypeText, Text: &text}); err != nil {
@@ -351,16 +364,8 @@ func TestLabelForms(t *testing.T) {
 // not connected, says so instead of offering a form.
 func TestProfileSectionsFollowCapabilities(t *testing.T) {
 	storetest.OwnDialects(t, func(t *testing.T, db *store.DB) {
-		svc := newChannelsOf(t, db, telegram.New(telegram.Options{}))
-		e := newEnv(t, db, console.Config{Channels: svc})
-		b := e.browser()
-		b.newUser(t, "caps")
-		ws := b.newWorkspace(t, "Caps")
-		inst, err := svc.Create(ctx, ws.ID, channels.NewInstance{Name: "Bot", Provider: "telegram",
-			Config: map[string]any{"bot_token": "123456:AAH-not-a-real-token-0123456789abcdef"}})
-		if err != nil {
-			t.Fatal(err)
-		}
+		svc, _, b, ws := instancePages(t, db, "caps", telegram.New(telegram.Options{}))
+		inst := telegramInstance(t, svc, ws.ID)
 		page := b.get(t, "/user/channels/"+inst.ID)
 		page.wantText(t, "Connect the instance to read and change its profile.")
 		for _, s := range []string{`id="labels"`, `Labels</th>`, `id="profile-form"`} {
