@@ -52,8 +52,8 @@ func TestBotsOnTheInstancePage(t *testing.T) {
 		// Refused: a model bot without its model; the page keeps what was typed.
 		bad := b.postCSRF(t, page+"/bots", url.Values{"name": {"Helper"}, "kind": {"model"}, "trigger": {"all"}})
 		bad.wantStatus(t, http.StatusUnprocessableEntity)
-		if !strings.Contains(bad.alert(), "The bot was not added") || bad.field(t, "name") != "Helper" {
-			t.Fatalf("refused form: alert %q, name %q", bad.alert(), bad.field(t, "name"))
+		if !strings.Contains(bad.alert(), "The bot was not added") || bad.fieldByID(t, "bot-name") != "Helper" {
+			t.Fatalf("refused form: alert %q, name %q", bad.alert(), bad.fieldByID(t, "bot-name"))
 		}
 		b.postCSRF(t, page+"/bots", url.Values{"name": {"Helper"}, "kind": {"model"}, "model": {"llama3.1"},
 			"trigger": {"all"}, "keyword": {"human"}, "minutes": {"0"}, "tokens_per_day": {"5000"},

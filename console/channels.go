@@ -38,6 +38,7 @@ func (c *Console) registerChannels(g *echo.Group) {
 	g.POST("/channels/:id/proxy", c.setProxy)
 	g.GET("/channels/:id/delete", c.deleteInstancePage)
 	g.POST("/channels/:id/delete", c.deleteInstance)
+	c.registerProfiles(g)
 	g.GET("/people", c.peoplePage)
 	g.GET("/people/:id", c.personPage)
 	g.POST("/people/:id/send", c.sendToPerson)
@@ -166,19 +167,27 @@ func (c *Console) channelsPage(ec echo.Context) error {
 
 // channelNotices are the messages a redirect back to a Channels page names (fixed texts).
 var channelNotices = map[string]string{
-	"deleted":     "The instance was logged out and deleted.",
-	"connect":     "Connecting…",
-	"disconnect":  "Disconnected; the credentials are kept, and queued messages wait.",
-	"logout":      "Logged out; the credentials were dropped.",
-	"scan":        "The QR code was scanned.",
-	"sent":        "The message was queued.",
-	"calls":       "Saved: incoming calls are handled as shown.",
-	"proxy":       "Saved: the proxy applies from the next connect.",
-	"bot-added":   "The bot was added: it answers the instance's next messages.",
-	"bot-enable":  "The bot answers again.",
-	"bot-disable": "The bot is stopped; it answers nothing until enabled.",
-	"bot-delete":  "The bot was deleted with its runs.",
-	"bot-resumed": "The bots answer the chat again.",
+	"deleted":         "The instance was logged out and deleted.",
+	"connect":         "Connecting…",
+	"disconnect":      "Disconnected; the credentials are kept, and queued messages wait.",
+	"logout":          "Logged out; the credentials were dropped.",
+	"scan":            "The QR code was scanned.",
+	"sent":            "The message was queued.",
+	"calls":           "Saved: incoming calls are handled as shown.",
+	"proxy":           "Saved: the proxy applies from the next connect.",
+	"profile":         "Saved: the account's profile is as shown.",
+	"group-settings":  "Saved: the group's settings are as shown.",
+	"group-picture":   "Saved: the group's picture is as shown.",
+	"label-created":   "The label was created.",
+	"label-saved":     "The label was saved.",
+	"label-deleted":   "The label was deleted; the chats that carried it lost it.",
+	"chat-labelled":   "The label is on the chat.",
+	"chat-unlabelled": "The label was taken off the chat.",
+	"bot-added":       "The bot was added: it answers the instance's next messages.",
+	"bot-enable":      "The bot answers again.",
+	"bot-disable":     "The bot is stopped; it answers nothing until enabled.",
+	"bot-delete":      "The bot was deleted with its runs.",
+	"bot-resumed":     "The bots answer the chat again.",
 }
 
 func (c *Console) renderChannels(ec echo.Context, status int, notice, errMsg string, d channelsData) error {
@@ -266,6 +275,17 @@ type channelData struct {
 	Takeovers []takeoverView
 	Models    []string
 	BotForm   botForm
+	// ProfileOn is set when the provider keeps a profile (name, about text or picture): Profile is it as the network
+	// shows it, or ProfileUnread says why it was not read.
+	ProfileOn     bool
+	Profile       *channels.InstanceProfile
+	ProfileUnread string
+	// GroupsOn is set when the provider changes groups' settings or pictures: Groups are the instance's groups.
+	GroupsOn bool
+	Groups   []store.ChatGroup
+	// Labels are the instance's labels (providers with chats.labels), ChatLabels those each listed chat carries.
+	Labels     []store.Label
+	ChatLabels map[string][]store.Label
 }
 
 func (c *Console) instanceOf(ec echo.Context) (store.Instance, error) {
@@ -315,6 +335,9 @@ func (c *Console) renderChannel(ec echo.Context, status int, notice, errMsg stri
 		d.Queue = &st
 	}
 	if err := c.botsSection(ec, inst, &d); err != nil {
+		return err
+	}
+	if err := c.profileSection(ec, inst, &d); err != nil {
 		return err
 	}
 	// The page follows a state change, and a message sent within the last half minute up to read.

@@ -364,12 +364,25 @@ func (r *resp) inputs() []map[string]string {
 // field returns the value of the first input named name; the test fails when there is none.
 func (r *resp) field(t *testing.T, name string) string {
 	t.Helper()
+	return r.inputValue(t, "name", name)
+}
+
+// fieldByID returns the value of the input with that id (a page with several forms has several inputs of a name);
+// the test fails when there is none.
+func (r *resp) fieldByID(t *testing.T, id string) string {
+	t.Helper()
+	return r.inputValue(t, "id", id)
+}
+
+// inputValue returns the value of the first input whose attribute is value; the test fails when there is none.
+func (r *resp) inputValue(t *testing.T, attribute, value string) string {
+	t.Helper()
 	for _, in := range r.inputs() {
-		if in["name"] == name {
+		if in[attribute] == value {
 			return in["value"]
 		}
 	}
-	t.Fatalf("%s %s: no input named %q:\n%s", r.Request.Method, r.Request.URL.Path, name, excerpt(r.body))
+	t.Fatalf("%s %s: no input with %s %q:\n%s", r.Request.Method, r.Request.URL.Path, attribute, value, excerpt(r.body))
 	return ""
 }
 

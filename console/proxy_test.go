@@ -7,8 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/switchboard/switchboard/console"
-	"github.com/switchboard/switchboard/internal/channels"
 	"github.com/switchboard/switchboard/internal/channels/telegram"
 	"github.com/switchboard/switchboard/store"
 	"github.com/switchboard/switchboard/store/storetest"
@@ -18,16 +16,8 @@ import (
 // empty, refused with the reason for a host the egress policy blocks, and removed.
 func TestProxyForm(t *testing.T) {
 	storetest.OwnDialects(t, func(t *testing.T, db *store.DB) {
-		svc := newChannelsOf(t, db, telegram.New(telegram.Options{}))
-		e := newEnv(t, db, console.Config{Channels: svc})
-		b := e.browser()
-		b.newUser(t, "proxy")
-		ws := b.newWorkspace(t, "Proxy")
-		inst, err := svc.Create(context.Background(), ws.ID, channels.NewInstance{Name: "Bot", Provider: "telegram",
-			Config: map[string]any{"bot_token": "123456:AAH-not-a-real-token-0123456789abcdef"}})
-		if err != nil {
-			t.Fatal(err)
-		}
+		svc, _, b, ws := instancePages(t, db, "proxy", telegram.New(telegram.Options{}))
+		inst := telegramInstance(t, svc, ws.ID)
 		path := "/user/channels/" + inst.ID
 		b.get(t, path).wantText(t, "connects to its network directly")
 

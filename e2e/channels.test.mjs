@@ -1,6 +1,7 @@
 // Channels in a real browser: create two sandbox instances from the provider's config form, connect one and see its
 // QR code, simulate the scan, send a message to the other and watch its status history reach "read" as the page
-// follows it; then disconnect and delete with the confirmation step.
+// follows it; change the account's profile (name, about text, a picture uploaded from the page) and put a new label
+// on the chat; then disconnect and delete with the confirmation step.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
@@ -8,6 +9,9 @@ import { screenshotDir, signUpWithWorkspace, withSwitchboard } from './server.mj
 
 // Receipts on the sandbox's own schedule (0.5 s, 2 s): the page must follow them.
 const app = withSwitchboard(['--send-rate', '0']);
+
+// An 8×8 PNG, the picture the profile form uploads.
+const picture = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAgAAAAICAIAAABLbSncAAAAL0lEQVR4nGL5f0WTgYHBJWUhAwPDnjnxcDYTAw7A6GxxCk0thI1bBx3sAAQAAP//Bi8Ykk/MS+kAAAAASUVORK5CYII=', 'base64');
 
 test('create, pair by QR, send and watch the status, delete', async () => {
   const context = await app.browser.newContext({ viewport: { width: 1280, height: 1000 } });
@@ -59,6 +63,36 @@ test('create, pair by QR, send and watch the status, delete', async () => {
   const history = await page.locator('tr.message-read ol.history').innerText();
   for (const s of ['queued', 'sending', 'sent', 'delivered', 'read']) assert.match(history, new RegExp(s));
   await shot('03-read');
+
+  // The account's profile: read from the network, changed by its form with a picture uploaded from the page.
+  const profile = page.locator('#profile-form');
+  assert.equal(await page.locator('#profile-name').innerText(), 'Alice Co');
+  await profile.getByLabel('Name', { exact: true }).fill('Alice Support');
+  await profile.getByLabel('About', { exact: true }).fill('We answer within the hour');
+  await profile.getByLabel('New picture').setInputFiles({ name: 'alice.png', mimeType: 'image/png', buffer: picture });
+  await profile.getByRole('button', { name: 'Save profile' }).click();
+  await page.waitForURL(/done=profile/);
+  assert.equal(await page.locator('#profile-name').innerText(), 'Alice Support');
+  assert.equal(await page.locator('#profile-about').innerText(), 'We answer within the hour');
+  const thumb = page.locator('img#profile-picture');
+  assert.match(await thumb.getAttribute('src'), /^\/user\/media\/med_/);
+  assert.ok(await thumb.evaluate((img) => img.decode().then(() => img.naturalWidth === 8)), 'the uploaded picture shows');
+  await shot('03-profile');
+
+  // A label, created with a color, then put on the chat with Bob from the chat list.
+  await page.getByLabel('New label', { exact: true }).fill('Follow up');
+  await page.getByLabel('Color of the new label').selectOption({ label: 'teal' });
+  await page.getByRole('button', { name: 'Create label' }).click();
+  await page.waitForURL(/done=label-created/);
+  assert.equal(await page.locator('#label-list [data-label]').innerText(), 'Follow up');
+  const chat = page.locator('#chats tr', { hasText: bobAddress });
+  await chat.getByLabel('Label to put on the chat').selectOption({ label: 'Follow up' });
+  await chat.getByRole('button', { name: 'Label', exact: true }).click();
+  await page.waitForURL(/done=chat-labelled/);
+  const chip = page.locator('#chats tr', { hasText: bobAddress }).locator('[data-chat-label]');
+  assert.match(await chip.innerText(), /Follow up/);
+  assert.match(await chip.getAttribute('class'), /label-color-5/);
+  await shot('03-labelled-chat');
 
   // Bob's page shows the message received.
   await page.goto(`${app.sb.url}/user/channels/${bob}`);

@@ -38,7 +38,10 @@
     if (refreshing) { again = true; return; }
     refreshing = true;
     try {
-      const res = await fetch(window.location.href, { headers: { Accept: 'text/html' }, credentials: 'same-origin' });
+      // X-Console-Live: only the live sections are swapped in, so the server skips what the others ask the network.
+      const res = await fetch(window.location.href, {
+        headers: { Accept: 'text/html', 'X-Console-Live': '1' }, credentials: 'same-origin',
+      });
       if (!res.ok || res.redirected) return;
       const doc = new DOMParser().parseFromString(await res.text(), 'text/html');
       for (const section of liveSections()) {
