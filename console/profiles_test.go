@@ -13,6 +13,7 @@ import (
 	"net/textproto"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -195,6 +196,14 @@ func TestProfileForm(t *testing.T) {
 		long.wantStatus(t, http.StatusUnprocessableEntity)
 		if !strings.Contains(long.alert(), "The profile was not changed: name") {
 			t.Fatalf("the refusal says %q", long.alert())
+		}
+		// A picture over the API's body limit reaches the form (the media limit applies) and the network's limit
+		// refuses it with the reason.
+		big := append(slices.Clone(pic), make([]byte, 1536<<10)...)
+		large := b.postFile(t, path+"/profile", url.Values{}, &upload{"picture", "big.png", "image/png", big})
+		large.wantStatus(t, http.StatusUnprocessableEntity)
+		if !strings.Contains(large.alert(), "The profile was not changed") {
+			t.Fatalf("the large picture's refusal says %q", large.alert())
 		}
 		notPic := b.postFile(t, path+"/profile", url.Values{}, &upload{"picture", "notes.txt", "text/plain", []byte("hello")})
 		notPic.wantStatus(t, http.StatusUnprocessableEntity)

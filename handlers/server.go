@@ -441,6 +441,10 @@ func recovered(next echo.HandlerFunc, c echo.Context) (err error) {
 // mediaUploadPath takes files, so its bodies have a limit of their own.
 const mediaUploadPath = "/api/v1/media"
 
+// fileRoutes are the console's forms that upload a picture: like mediaUploadPath, they take the media limit, so
+// that a picture over the API's body limit reaches the form and is refused there with the network's reason.
+var fileRoutes = map[string]bool{"/user/channels/:id/profile": true, "/user/channels/:id/groups/:group/picture": true}
+
 // bodyLimit refuses bodies over the limit: at once when Content-Length says so, else when reading passes it. A
 // source's ingest URL applies the limit itself (it reads no more than it), so that the refusal is in the source's
 // request log like every other.
@@ -451,7 +455,7 @@ func (s *Server) bodyLimit(next echo.HandlerFunc) echo.HandlerFunc {
 			return next(c)
 		}
 		limit := s.cfg.BodyLimit
-		if req.Method == http.MethodPost && req.URL.Path == mediaUploadPath {
+		if req.Method == http.MethodPost && (req.URL.Path == mediaUploadPath || fileRoutes[c.Path()]) {
 			limit = s.cfg.MediaBodyLimit
 		}
 		if req.ContentLength > limit {
