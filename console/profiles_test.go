@@ -136,10 +136,10 @@ func TestProfileForm(t *testing.T) {
 		alice := connectedSandbox(t, svc, ws.ID, "Alice")
 		path := "/user/channels/" + alice.ID
 
-		page := b.get(t, path)
-		if got, _ := page.elementText("profile-name"); got != "Alice" {
-			t.Fatalf("the profile's name is %q", got)
-		}
+		// The instance is connected; the page reads the profile through its session, which may take its first
+		// command a moment after the status says connected (then the page says why it could not read it).
+		page := await.Until(t, "the page to show the profile's name", func() *resp { return b.get(t, path) },
+			func(r *resp) bool { got, _ := r.elementText("profile-name"); return got == "Alice" })
 		if page.field(t, "name_was") != "Alice" {
 			t.Fatalf("the form holds the name %q", page.field(t, "name_was"))
 		}
