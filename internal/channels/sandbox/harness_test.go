@@ -57,6 +57,8 @@ type recorder struct {
 	events []event
 	// reject is the answer to calls.
 	reject bool
+	// atConnected, when set, runs inside every report that the instance is connected, before it returns.
+	atConnected func()
 }
 
 func (r *recorder) add(e event) error {
@@ -67,12 +69,18 @@ func (r *recorder) add(e event) error {
 }
 
 func (r *recorder) State(_ context.Context, s channels.Status, reason string) error {
+	if s == channels.StatusConnected && r.atConnected != nil {
+		r.atConnected()
+	}
 	return r.add(event{kind: "state", status: s, reason: reason})
 }
 func (r *recorder) QR(_ context.Context, code string, _ time.Time) error {
 	return r.add(event{kind: "qr", qr: code})
 }
 func (r *recorder) Connected(_ context.Context, p channels.Party, creds []byte) error {
+	if r.atConnected != nil {
+		r.atConnected()
+	}
 	return r.add(event{kind: "connected", party: p, creds: creds})
 }
 func (r *recorder) Inbound(ctx context.Context, m channels.Inbound) error {

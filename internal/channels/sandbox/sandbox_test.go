@@ -7,6 +7,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -507,6 +508,45 @@ func TestDisplayNameChange(t *testing.T) {
 		}
 		if res, err := stranger.sess.Lookup(context.Background(), []string{a.number}); err != nil || res[0].DisplayName != "Ada L." {
 			t.Errorf("lookup = %+v, %v", res, err)
+		}
+	})
+}
+
+// A session takes commands from the moment it reports itself connected: a client that sees the instance connected
+// and calls at once (its profile here) is answered, whether the session paired just now or connected with saved
+// credentials. (The first report of a pairing once came before the session knew its number: such a call was
+// refused as not connected.)
+func TestCommandsAreTakenOnceConnectedIsReported(t *testing.T) {
+	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
+		n := newNetwork(t, db, Options{})
+		in := n.open(map[string]any{"display_name": "Ada", "auto_pair": true})
+		var mu sync.Mutex
+		var errs []error
+		in.sink.atConnected = func() {
+			_, err := in.sess.Profile(context.Background())
+			mu.Lock()
+			errs = append(errs, err)
+			mu.Unlock()
+		}
+		in.start()
+		in.waitState(t, channels.StatusConnected)
+		creds := in.sink.wait(t, "connected", 1)[0].creds
+		if err := in.stop(); err != nil {
+			t.Fatal(err)
+		}
+		in.reopen(creds)
+		in.start()
+		await.Until(t, "the second connection's report", func() int {
+			mu.Lock()
+			defer mu.Unlock()
+			return len(errs)
+		}, func(k int) bool { return k >= 3 })
+		mu.Lock()
+		defer mu.Unlock()
+		for i, err := range errs {
+			if err != nil {
+				t.Errorf("report %d of connected: a command then failed: %v", i+1, err)
+			}
 		}
 	})
 }

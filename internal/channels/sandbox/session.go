@@ -308,6 +308,11 @@ func (s *session) completePairing(ctx context.Context, requested string) (string
 	if err != nil {
 		return "", err
 	}
+	// The session takes commands before it reports itself connected: a client that sees the instance connected may
+	// call at once. (Run forgets the number when it returns.)
+	s.mu.Lock()
+	s.number = number
+	s.mu.Unlock()
 	if err := s.sink.Connected(ctx, channels.Party{Address: number, DisplayName: s.cfg.DisplayName}, creds); err != nil {
 		return "", err
 	}
