@@ -985,3 +985,21 @@ func TestListLinks(t *testing.T) {
 		}
 	})
 }
+
+// A link whose title is the text `\u0000` (a backslash and "u0000", as a client may send it escaped) is created,
+// changed and read back as that text on both databases; PostgreSQL refused the event of it (a 500) while the store
+// wrote JSON with Bun's own escaping.
+func TestLinkTitleWithAnEscapedNULText(t *testing.T) {
+	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
+		e := newLinkEnv(t, db, handlers.Config{})
+		l := e.create(`{"destination_url":"https://example.com","title":"\\u0000 and \\\\u0000"}`)
+		if deref(l.Title) != `\u0000 and \\u0000` {
+			t.Fatalf("title = %q", deref(l.Title))
+		}
+		res := e.call(http.MethodPatch, "/api/v1/links/"+l.Id, `{"title":"it's \\u0000"}`)
+		var got gen.Link
+		if res.json(t, &got); res.StatusCode != http.StatusOK || deref(got.Title) != `it's \u0000` {
+			t.Fatalf("patch: %d %s", res.StatusCode, res.body)
+		}
+	})
+}

@@ -23,8 +23,6 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/oklog/ulid/v2"
 	"github.com/uptrace/bun"
-	"github.com/uptrace/bun/dialect/pgdialect"
-	"github.com/uptrace/bun/dialect/sqlitedialect"
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 )
@@ -186,8 +184,8 @@ func (db *DB) openPostgres(rawURL string) error {
 	sqldb.SetMaxIdleConns(20)
 	sqldb.SetConnMaxIdleTime(5 * time.Minute)
 	db.dialect = Postgres
-	db.w = bun.NewDB(sqldb, pgdialect.New()).WithQueryHook(&db.health).WithQueryHook(poolGuard{db})
-	db.txw = bun.NewDB(sqldb, pgdialect.New()).WithQueryHook(&db.health)
+	db.w = bun.NewDB(sqldb, newPGDialect()).WithQueryHook(&db.health).WithQueryHook(poolGuard{db})
+	db.txw = bun.NewDB(sqldb, newPGDialect()).WithQueryHook(&db.health)
 	db.r = db.txw
 	db.keys = newPGKeyWatch(db.r)
 	return nil
@@ -267,9 +265,9 @@ func (db *DB) openSQLite(rawURL string) error {
 	rdb.SetConnMaxLifetime(0)
 	db.dialect = SQLite
 	db.sqliteDSN = base
-	db.w = bun.NewDB(wdb, sqlitedialect.New()).WithQueryHook(&db.health).WithQueryHook(poolGuard{db})
-	db.txw = bun.NewDB(wdb, sqlitedialect.New()).WithQueryHook(&db.health)
-	db.r = bun.NewDB(rdb, sqlitedialect.New()).WithQueryHook(&db.health)
+	db.w = bun.NewDB(wdb, newSQLiteDialect()).WithQueryHook(&db.health).WithQueryHook(poolGuard{db})
+	db.txw = bun.NewDB(wdb, newSQLiteDialect()).WithQueryHook(&db.health)
+	db.r = bun.NewDB(rdb, newSQLiteDialect()).WithQueryHook(&db.health)
 	return nil
 }
 
