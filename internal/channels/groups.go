@@ -403,11 +403,8 @@ func groupChanges(old, now store.ChatGroup) []string {
 
 // sameGroup reports whether a stored group already says what a network's listing of it says.
 func sameGroup(old, now store.ChatGroup) bool {
-	return old.LeftAt == nil && old.Subject == now.Subject && old.Description == now.Description &&
-		old.Community == now.Community && deref(old.CommunityAddress) == deref(now.CommunityAddress) &&
-		slices.Equal(old.Participants, now.Participants) &&
-		(now.SettingsSend == nil || deref(old.SettingsSend) == *now.SettingsSend) &&
-		(now.SettingsEditInfo == nil || deref(old.SettingsEditInfo) == *now.SettingsEditInfo)
+	return old.LeftAt == nil && old.Community == now.Community &&
+		deref(old.CommunityAddress) == deref(now.CommunityAddress) && len(groupChanges(old, now)) == 0
 }
 
 // readOnly refuses a change of a community: they are listed, not managed.

@@ -69,8 +69,18 @@ func (s *session) SetPicture(ctx context.Context, target string, data []byte, _ 
 	if err != nil {
 		return "", s.failure(err, channels.Outbound{})
 	}
-	pic, err := s.Picture(ctx, target) // Telegram answers true: its ID of the new photo is the chat's
-	return pic.ID, err
+	if len(data) == 0 {
+		return "", nil
+	}
+	// Telegram answers true: its ID of the new photo is the chat's, read without downloading the photo.
+	c, err := s.b.GetChat(ctx, &bot.GetChatParams{ChatID: chatID(target)})
+	if err != nil {
+		return "", s.failure(err, channels.Outbound{})
+	}
+	if c.Photo == nil {
+		return "", nil
+	}
+	return c.Photo.BigFileUniqueID, nil
 }
 
 // Profile is the bot's name and short description (the about text on its profile page).
