@@ -443,6 +443,9 @@ func TestRoutesReceiptsAcrossInstances(t *testing.T) {
 			clear(byInstance)
 			for _, ms := range routeAttempts(t, db, ids) {
 				for _, m := range ms {
+					if left(m) == "" {
+						continue
+					}
 					if m.ProviderMessageID == nil {
 						return false
 					}
@@ -452,6 +455,10 @@ func TestRoutesReceiptsAcrossInstances(t *testing.T) {
 			}
 			return true
 		}, func(ok bool) bool { return ok })
+		t.Logf("attempts that left: %d from Alice, %d from Carol", len(byInstance[alice.Id]), len(byInstance[carol.Id]))
+		if len(byInstance[alice.Id]) < n/2 || len(byInstance[carol.Id]) < n/2 {
+			t.Fatalf("too few attempts left to cross: %d from Alice, %d from Carol", len(byInstance[alice.Id]), len(byInstance[carol.Id]))
+		}
 
 		// Each instance's sink on a replica of its own, as when two processes hold them; both start at once.
 		sinks := map[string]channels.BatchSink{alice.Id: openSink(t, routeReplica(t, db), alice.Id),
@@ -479,6 +486,9 @@ func TestRoutesReceiptsAcrossInstances(t *testing.T) {
 		}
 		for _, ms := range routeAttempts(t, db, ids) {
 			for _, m := range ms {
+				if left(m) == "" {
+					continue
+				}
 				if m.Status != "read" {
 					t.Errorf("attempt %s is %s, want read", m.ID, m.Status)
 				}
@@ -491,6 +501,16 @@ func TestRoutesReceiptsAcrossInstances(t *testing.T) {
 			}
 		}
 	})
+}
+
+// left is the instance an attempt left from, or "" for one canceled or failed before it left: an attempt still queued
+// when its step's deadline passed is canceled with the step (on a loaded machine, some one-second first steps are),
+// and has no receipt to record.
+func left(m store.Message) string {
+	if m.ProviderMessageID == nil && (m.Status == "canceled" || m.Status == "failed") {
+		return ""
+	}
+	return m.InstanceID
 }
 
 // openSink opens an instance's sink on svc as its session would, for recording runs of reports.
