@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/coder/websocket"
@@ -37,6 +38,12 @@ const (
 	streamWriteTimeout = 30 * time.Second
 	// streamRetry is the reconnection delay EventSource is told to use.
 	streamRetry = 2 * time.Second
+	// streamCoalesce is the shortest time between two writes of live events to one stream. The first event after a
+	// quiet moment goes out at once; events that follow within this time wait for its end and go out together, so a
+	// stream costs at most about 1/streamCoalesce writes (and client wake-ups) a second however fast events come.
+	// With a thousand streams, a write per stream per event was what bounded the event rate (each a write(2) and a
+	// wake-up of both ends), not the encoding, which all streams share.
+	streamCoalesce = 20 * time.Millisecond
 )
 
 // authenticateStreamToken is authenticate for the streamToken scheme: a request without access_token is left to
@@ -188,6 +195,7 @@ func follow(ctx context.Context, sub *eventstream.Subscription, heartbeat time.D
 	defer sub.Close()
 	ticker := time.NewTicker(heartbeat)
 	defer ticker.Stop()
+	var wrote time.Time // of the last live write
 	for {
 		evs, err := sub.Take(ctx)
 		if err != nil {
@@ -204,13 +212,27 @@ func follow(ctx context.Context, sub *eventstream.Subscription, heartbeat time.D
 				return nil
 			}
 			ticker.Reset(heartbeat)
-			continue
+			if sub.Replaying() {
+				continue // the replay's pages go out as fast as the client reads them
+			}
+			wrote = time.Now()
 		}
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-sub.Done():
 		case <-sub.Ready():
+			if wait := streamCoalesce - time.Since(wrote); wait > 0 {
+				t := time.NewTimer(wait)
+				select {
+				case <-ctx.Done():
+					t.Stop()
+					return nil
+				case <-sub.Done():
+				case <-t.C:
+				}
+				t.Stop()
+			}
 		case <-ticker.C:
 			if err := sink.keepAlive(); err != nil {
 				return nil
@@ -253,21 +275,49 @@ type sseSink struct {
 	buf []byte
 }
 
-func (s *sseSink) flush() error {
+// sseWriteChunk is how much of a batch a stream gathers before it writes: large enough that a batch costs a few
+// writes, not one per event, and small enough that a stream far behind (up to the subscription's buffer of events)
+// never copies its whole backlog into memory.
+const sseWriteChunk = 32 << 10
+
+// sseBuffers are the streams' write buffers, taken for one batch and given back after it: a thousand streams share
+// the few that are writing at any moment instead of each keeping its largest batch's buffer.
+var sseBuffers = sync.Pool{New: func() any { b := make([]byte, 0, sseWriteChunk+4<<10); return &b }}
+
+// write writes what the sink gathered, without flushing.
+func (s *sseSink) write() error {
 	_ = s.rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
 	_, err := s.w.Write(s.buf)
 	s.buf = s.buf[:0]
-	if err != nil {
+	return err
+}
+
+func (s *sseSink) flush() error {
+	if err := s.write(); err != nil {
 		return err
 	}
 	return s.rc.Flush()
 }
 
 func (s *sseSink) events(evs []*eventstream.Event) error {
+	own := s.buf
+	pooled := sseBuffers.Get().(*[]byte)
+	s.buf = (*pooled)[:0]
+	defer func() {
+		*pooled, s.buf = s.buf[:0], own
+		if cap(*pooled) <= 2*sseWriteChunk { // one very large event's buffer is not kept
+			sseBuffers.Put(pooled)
+		}
+	}()
 	for _, e := range evs {
 		msg, err := e.SSE()
 		if err != nil {
 			return err
+		}
+		if len(s.buf) > 0 && len(s.buf)+len(msg) > sseWriteChunk {
+			if err := s.write(); err != nil {
+				return err
+			}
 		}
 		s.buf = append(s.buf, msg...)
 	}

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/switchboard/switchboard/gen"
 	"github.com/switchboard/switchboard/handlers"
+	"github.com/switchboard/switchboard/internal/await"
 	"github.com/switchboard/switchboard/internal/events"
 	"github.com/switchboard/switchboard/internal/eventstream"
 	"github.com/switchboard/switchboard/store"
@@ -400,6 +402,75 @@ func TestEventStreamCoalescesBufferedEvents(t *testing.T) {
 		if !slices.Equal(got, ids) {
 			t.Fatalf("one flush carried %v, want %v in commit order:\n%s", got, ids, w.flushes[1])
 		}
+	})
+}
+
+// TestEventStreamCoalescesFastEvents: events committed one transaction each, faster than a stream writes, share
+// writes: a stream writes at most once per coalescing interval (20 ms) while they keep coming, instead of once per
+// commit (PostgreSQL notifies every commit), and loses or reorders none. The first event after a quiet moment is
+// written without waiting.
+func TestEventStreamCoalescesFastEvents(t *testing.T) {
+	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
+		e := newStreamEnv(t, db, handlers.Config{StreamHeartbeat: time.Hour})
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		req := httptest.NewRequestWithContext(ctx, http.MethodGet, "/api/v1/events/stream", nil)
+		req.Header.Set("Authorization", "Bearer "+e.key)
+		w := &flushCounter{header: http.Header{}, flushed: make(chan struct{}, 1000)}
+		served := make(chan struct{})
+		go func() { defer close(served); e.srv.ServeHTTP(w, req) }()
+		<-w.flushed // "retry: …": the stream is registered
+
+		emit := func(link string) string {
+			var id string
+			err := e.db.RunInTx(context.Background(), func(ctx context.Context, tx bun.Tx) error {
+				ev, err := e.outbox.Emit(ctx, tx, e.ws.ID, gen.LinkCreatedEvent{Link: gen.Link{Id: link, Object: "link", Tags: []string{}}})
+				id = ev.ID
+				return err
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return id
+		}
+		// A lone event after a quiet moment is written on its own, without waiting for others.
+		ids := []string{emit("lnk_first")}
+		<-w.flushed
+		time.Sleep(50 * time.Millisecond) // longer than the interval: the stream is quiet again
+
+		const n = 60
+		start := time.Now()
+		for i := range n {
+			ids = append(ids, emit("lnk_"+strconv.Itoa(i)))
+			time.Sleep(time.Millisecond)
+		}
+		elapsed := time.Since(start)
+		var got []string
+		flushes := 0
+		await.Until(t, "every event on the stream", func() []string {
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			got, flushes = got[:0], 0
+			for _, f := range w.flushes[1:] {
+				flushes++
+				for line := range strings.Lines(f) {
+					if id, ok := strings.CutPrefix(line, "id: "); ok {
+						got = append(got, strings.TrimSpace(id))
+					}
+				}
+			}
+			return got
+		}, func(got []string) bool { return len(got) >= len(ids) })
+		cancel()
+		<-served
+		if !slices.Equal(got, ids) {
+			t.Fatalf("the stream carried %v, want %v in commit order", got, ids)
+		}
+		// The lone event's write, then at most one per 20 ms of the burst, and one for its tail.
+		if limit := 1 + int(elapsed/(20*time.Millisecond)) + 2; flushes > limit {
+			t.Errorf("%d events committed over %v took %d writes, want at most %d", n, elapsed, flushes-1, limit-1)
+		}
+		t.Logf("%d events committed one by one over %v: %d writes", n, elapsed, flushes-1)
 	})
 }
 

@@ -28,6 +28,11 @@ const (
 	DefaultPoll = time.Second
 	// readBatch is how many events one read of the log takes.
 	readBatch = 1000
+	// readGap is the shortest time between two reads of the log that found events. PostgreSQL notifies every
+	// commit, so at a thousand commits a second the hub would otherwise read (and hand out to every subscription) a
+	// thousand times a second, one event each; waiting this long after a read that found some lets the events of
+	// the next few milliseconds share a read. A quiet log is read at once when woken.
+	readGap = 5 * time.Millisecond
 )
 
 // Config tunes a Hub; zero values take the defaults.
@@ -111,6 +116,7 @@ func (h *Hub) Run(ctx context.Context) {
 		background.Go(func() { w.Watch(ctx, queue.CommitCheck, h.Wake) })
 	}
 	retry := time.Duration(0)
+	var found time.Time // when the last read that found events began
 	for {
 		wait := h.cfg.Poll
 		if retry > 0 {
@@ -125,7 +131,18 @@ func (h *Hub) Run(ctx context.Context) {
 		case <-timer.C:
 		}
 		timer.Stop()
-		heldBack, err := h.catchUp(ctx)
+		if gap := readGap - time.Since(found); gap > 0 {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(gap):
+			}
+		}
+		began := time.Now()
+		heldBack, n, err := h.catchUp(ctx)
+		if n > 0 {
+			found = began
+		}
 		switch {
 		case err != nil && ctx.Err() == nil:
 			h.cfg.Logger.Warn("event stream could not read the event log", "error", err)
@@ -173,7 +190,7 @@ func (h *Hub) stop() {
 
 // catchUp reads what committed since the hub's position and hands it out. With nobody subscribed it only moves to
 // the end of the log.
-func (h *Hub) catchUp(ctx context.Context) (heldBack bool, err error) {
+func (h *Hub) catchUp(ctx context.Context) (heldBack bool, read int, err error) {
 	for {
 		h.mu.Lock()
 		pos, idle := h.pos, h.n == 0
@@ -181,7 +198,7 @@ func (h *Hub) catchUp(ctx context.Context) (heldBack bool, err error) {
 		if idle {
 			last, err := h.db.Events.LastPosition(ctx)
 			if err != nil {
-				return false, err
+				return false, read, err
 			}
 			h.mu.Lock()
 			if h.n == 0 && last.Compare(h.pos) > 0 {
@@ -190,14 +207,15 @@ func (h *Hub) catchUp(ctx context.Context) (heldBack bool, err error) {
 			idle = h.n == 0
 			h.mu.Unlock()
 			if idle {
-				return false, nil
+				return false, read, nil
 			}
 			continue // somebody subscribed meanwhile, at the old position: read from there
 		}
 		evs, held, err := h.db.Events.ReadEvents(ctx, "", pos, readBatch)
 		if err != nil {
-			return false, err
+			return false, read, err
 		}
+		read += len(evs)
 		h.mu.Lock()
 		// Each subscription is handed the whole read at once, with one signal: its stream then takes the events
 		// together and writes them with one write and flush, instead of waking (and writing) per event while the
@@ -218,7 +236,7 @@ func (h *Hub) catchUp(ctx context.Context) (heldBack bool, err error) {
 		}
 		h.mu.Unlock()
 		if len(evs) < readBatch {
-			return held, nil
+			return held, read, nil
 		}
 	}
 }

@@ -114,6 +114,9 @@ type Subscription struct {
 	err     error
 }
 
+// Replaying reports whether Take still reads missed events from the log (for the subscriber's goroutine).
+func (s *Subscription) Replaying() bool { return s.replaying }
+
 // Ready is signalled when Take may have something new.
 func (s *Subscription) Ready() <-chan struct{} { return s.signal }
 
