@@ -356,19 +356,26 @@ func (w *flushCounter) Flush() {
 	w.flushed <- struct{}{}
 }
 
+// countedStream serves a stream of the environment's key into a flushCounter whose channel holds up to signals
+// flushes, and returns once the stream is registered; cancel ends it, and served is closed once it has.
+func (e *streamEnv) countedStream(signals int) (w *flushCounter, cancel context.CancelFunc, served chan struct{}) {
+	ctx, cancel := context.WithCancel(context.Background())
+	req := httptest.NewRequestWithContext(ctx, http.MethodGet, "/api/v1/events/stream", nil)
+	req.Header.Set("Authorization", "Bearer "+e.key)
+	w = &flushCounter{header: http.Header{}, flushed: make(chan struct{}, signals)}
+	served = make(chan struct{})
+	go func() { defer close(served); e.srv.ServeHTTP(w, req) }()
+	<-w.flushed // "retry: …": the stream is registered
+	return w, cancel, served
+}
+
 // TestEventStreamCoalescesBufferedEvents: events that are waiting together for a stream (here, committed in one
 // transaction, so the hub reads them together) are written in commit order and flushed once, not once each.
 func TestEventStreamCoalescesBufferedEvents(t *testing.T) {
 	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
 		e := newStreamEnv(t, db, handlers.Config{StreamHeartbeat: time.Hour})
-		ctx, cancel := context.WithCancel(context.Background())
+		w, cancel, served := e.countedStream(10)
 		defer cancel()
-		req := httptest.NewRequestWithContext(ctx, http.MethodGet, "/api/v1/events/stream", nil)
-		req.Header.Set("Authorization", "Bearer "+e.key)
-		w := &flushCounter{header: http.Header{}, flushed: make(chan struct{}, 10)}
-		served := make(chan struct{})
-		go func() { defer close(served); e.srv.ServeHTTP(w, req) }()
-		<-w.flushed // "retry: …": the stream is registered
 
 		var ids []string
 		err := e.db.RunInTx(context.Background(), func(ctx context.Context, tx bun.Tx) error {
@@ -412,14 +419,8 @@ func TestEventStreamCoalescesBufferedEvents(t *testing.T) {
 func TestEventStreamCoalescesFastEvents(t *testing.T) {
 	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
 		e := newStreamEnv(t, db, handlers.Config{StreamHeartbeat: time.Hour})
-		ctx, cancel := context.WithCancel(context.Background())
+		w, cancel, served := e.countedStream(1000)
 		defer cancel()
-		req := httptest.NewRequestWithContext(ctx, http.MethodGet, "/api/v1/events/stream", nil)
-		req.Header.Set("Authorization", "Bearer "+e.key)
-		w := &flushCounter{header: http.Header{}, flushed: make(chan struct{}, 1000)}
-		served := make(chan struct{})
-		go func() { defer close(served); e.srv.ServeHTTP(w, req) }()
-		<-w.flushed // "retry: …": the stream is registered
 
 		emit := func(link string) string {
 			var id string
