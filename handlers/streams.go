@@ -147,7 +147,7 @@ func (s *Server) subscribe(ctx context.Context, key apikey.Key, p gen.StreamEven
 		return nil, err
 	}
 	if p.Filters != nil {
-		f.Filters = FiltersOf(*p.Filters)
+		f.Filters = filtersOf(*p.Filters)
 	}
 	if err := s.webhooks.CheckSubscription(ctx, workspaceID, f.Types, f.InstanceIDs, f.Filters); err != nil {
 		return nil, err

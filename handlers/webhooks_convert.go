@@ -75,7 +75,7 @@ func NewEndpointOf(b gen.WebhookCreate) webhook.NewEndpoint {
 		n.Kind = string(*b.Kind)
 	}
 	if b.Filters != nil {
-		n.Filters = FiltersOf(*b.Filters)
+		n.Filters = filtersOf(*b.Filters)
 	}
 	if b.Type != nil {
 		n.Type = string(*b.Type)
@@ -118,14 +118,14 @@ func EndpointChangeOf(b gen.WebhookUpdate) webhook.EndpointChange {
 		c.ExpiresAt = patch.Set(b.ExpiresAt.MustGet())
 	}
 	if b.Filters != nil {
-		filters := FiltersOf(*b.Filters)
+		filters := filtersOf(*b.Filters)
 		c.Filters = &filters
 	}
 	return c
 }
 
-// FiltersOf reads the API's payload filters (an endpoint's, a stream's) as the service's.
-func FiltersOf(fs gen.WebhookFilters) []webhook.Filter {
+// filtersOf reads the API's payload filters (an endpoint's, a stream's) as the service's.
+func filtersOf(fs gen.WebhookFilters) []webhook.Filter {
 	out := make([]webhook.Filter, len(fs))
 	for i, f := range fs {
 		out[i] = webhook.Filter{Pointer: f.Pointer, Op: string(f.Op), Value: f.Value}
