@@ -37,7 +37,7 @@ type eventRow struct {
 }
 
 type eventDelivery struct {
-	store.Delivery
+	webhook.Delivery
 	URL string
 }
 

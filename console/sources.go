@@ -39,13 +39,13 @@ type typeForm struct {
 
 // sourcesData is what the Sources page shows.
 type sourcesData struct {
-	Sources []store.Source
+	Sources []automation.Source
 	Types   []events.Type
 	Form    sourceForm
 	Type    typeForm
 	Errors  map[string]string
 	// Created and IngestURL are the source this response created and its URL, shown this once.
-	Created   *store.Source
+	Created   *automation.Source
 	IngestURL string
 	Schemes   []string
 }
@@ -116,7 +116,7 @@ func (c *Console) createSource(ec echo.Context) error {
 		errs.Add("/name", "is required")
 	}
 	var (
-		src   store.Source
+		src   automation.Source
 		token string
 		err   = errs.Err()
 	)
@@ -212,8 +212,8 @@ func (c *Console) archiveEventType(ec echo.Context) error {
 
 // sourceData is what a source's page shows.
 type sourceData struct {
-	Source   store.Source
-	Requests []store.SourceRequest
+	Source   automation.Source
+	Requests []automation.SourceRequest
 	Outcome  string
 	Replayed string
 }
@@ -226,7 +226,7 @@ func (c *Console) sourcePage(ec echo.Context) error {
 	return c.renderSource(ec, src, ec.QueryParam("replayed"))
 }
 
-func (c *Console) renderSource(ec echo.Context, src store.Source, replayed string) error {
+func (c *Console) renderSource(ec echo.Context, src automation.Source, replayed string) error {
 	outcome := ec.QueryParam("outcome")
 	reqs, _, err := c.automation.Requests(ec.Request().Context(), src.WorkspaceID, src.ID, outcome, store.Page{Limit: 100})
 	if err != nil {
@@ -268,7 +268,7 @@ func (c *Console) deleteSource(ec echo.Context) error {
 }
 
 // workspaceSource is the source of the path's :id in the session's workspace; found is false when it answered 404.
-func (c *Console) workspaceSource(ec echo.Context) (src store.Source, found bool, err error) {
+func (c *Console) workspaceSource(ec echo.Context) (src automation.Source, found bool, err error) {
 	ses := sessionFrom(ec)
 	if ses.Workspace == nil {
 		return src, false, c.notFoundPage(ec, "There is no such source in this workspace.")

@@ -15,6 +15,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/switchboard/switchboard/gen"
+	"github.com/switchboard/switchboard/handlers"
 	"github.com/switchboard/switchboard/internal/events"
 	"github.com/switchboard/switchboard/internal/problem"
 	"github.com/switchboard/switchboard/internal/webhook"
@@ -189,14 +190,14 @@ type webhookFieldsData struct {
 
 // webhooksData is what the webhooks page shows.
 type webhooksData struct {
-	Endpoints []gen.Webhook
+	Endpoints []webhook.Endpoint
 	Before    string
 	Next      string
 	Catalogue catalogue
 	Form      webhookForm
 	Errors    map[string]string
 	// Created and Secret are set in the response that created the endpoint: the one time its secret is shown.
-	Created *gen.Webhook
+	Created *webhook.Endpoint
 	Secret  string
 }
 
@@ -258,7 +259,7 @@ func (c *Console) webhooksPage(ec echo.Context) error {
 }
 
 func (c *Console) renderWebhooks(ec echo.Context, status int, notice, errMsg string, form webhookForm, errs map[string]string,
-	created *gen.Webhook, secret string) error {
+	created *webhook.Endpoint, secret string) error {
 	ses := sessionFrom(ec)
 	d := webhooksData{Before: ec.QueryParam("before"), Form: form, Errors: errs, Created: created, Secret: secret}
 	if d.Form.Nonce == "" {
@@ -273,9 +274,7 @@ func (c *Console) renderWebhooks(ec echo.Context, status int, notice, errMsg str
 		if err != nil {
 			return err
 		}
-		for _, e := range es {
-			d.Endpoints = append(d.Endpoints, c.webhooks.API(e))
-		}
+		d.Endpoints = es
 		if more {
 			d.Next = es[len(es)-1].ID
 		}
@@ -311,20 +310,19 @@ func (c *Console) createWebhook(ec echo.Context) error {
 		return c.renderWebhooks(ec, http.StatusConflict, "", "This form was already submitted, so no second endpoint was "+
 			"created. Its secret was shown once; if you lost it, rotate it on the endpoint's page.", webhookForm{}, nil, nil, "")
 	}
-	e, secret, err := c.webhooks.Create(ec.Request().Context(), ses.Workspace.ID, webhook.NewEndpointOf(body))
+	e, secret, err := c.webhooks.Create(ec.Request().Context(), ses.Workspace.ID, handlers.NewEndpointOf(body))
 	if err != nil {
 		c.created.Release(form.Nonce)
 		form.Nonce = ""
 		return fail(err)
 	}
 	c.log.Info("console created webhook endpoint", "webhook_id", e.ID, "workspace_id", e.WorkspaceID, "user_id", ses.UserID)
-	created := c.webhooks.API(e)
-	return c.renderWebhooks(ec, http.StatusCreated, "", "", webhookForm{}, nil, &created, secret)
+	return c.renderWebhooks(ec, http.StatusCreated, "", "", webhookForm{}, nil, &e, secret)
 }
 
 // webhookEditData is what the edit page of an endpoint shows.
 type webhookEditData struct {
-	Endpoint  gen.Webhook
+	Endpoint  webhook.Endpoint
 	Form      webhookForm
 	Errors    map[string]string
 	Catalogue catalogue
@@ -336,27 +334,26 @@ func (c *Console) editWebhookPage(ec echo.Context) error {
 	if !found {
 		return err
 	}
-	w := c.webhooks.API(e)
-	form := webhookForm{URL: w.Url, Description: w.Description, Events: w.Events}
-	if w.RateLimit != nil {
-		form.RateLimit = strconv.Itoa(*w.RateLimit)
+	form := webhookForm{URL: e.URL, Description: e.Description, Events: e.Events}
+	if e.RateLimit != nil {
+		form.RateLimit = strconv.Itoa(*e.RateLimit)
 	}
-	if w.Filters != nil && len(*w.Filters) > 0 {
-		b, err := json.MarshalIndent(w.Filters, "", "  ")
+	if len(e.Filters) > 0 {
+		b, err := json.MarshalIndent(e.Filters, "", "  ")
 		if err != nil {
 			return err
 		}
 		form.Filters = string(b)
 	}
-	return c.renderEditWebhook(ec, http.StatusOK, "", w, form, nil)
+	return c.renderEditWebhook(ec, http.StatusOK, "", e, form, nil)
 }
 
-func (c *Console) renderEditWebhook(ec echo.Context, status int, errMsg string, w gen.Webhook, form webhookForm, errs map[string]string) error {
+func (c *Console) renderEditWebhook(ec echo.Context, status int, errMsg string, w webhook.Endpoint, form webhookForm, errs map[string]string) error {
 	cat, err := c.catalogueOf(ec, sessionFrom(ec).Workspace.ID)
 	if err != nil {
 		return err
 	}
-	return c.render(ec, status, "webhook-edit", page{Title: "Edit " + w.Url, Session: sessionFrom(ec), Error: errMsg,
+	return c.render(ec, status, "webhook-edit", page{Title: "Edit " + w.URL, Session: sessionFrom(ec), Error: errMsg,
 		Data: webhookEditData{Endpoint: w, Form: form, Errors: errs, Catalogue: cat}})
 }
 
@@ -370,7 +367,7 @@ func (c *Console) editWebhook(ec echo.Context) error {
 	fail := func(err error) error {
 		if errs := fieldErrors(err); errs != nil {
 			return c.renderEditWebhook(ec, http.StatusUnprocessableEntity, "The endpoint was not saved: correct the fields marked below.",
-				c.webhooks.API(e), form, errs)
+				e, form, errs)
 		}
 		return err
 	}
@@ -382,7 +379,7 @@ func (c *Console) editWebhook(ec echo.Context) error {
 	if err := requestBody("WebhookUpdate", doc, &body); err != nil {
 		return fail(err)
 	}
-	if _, err := c.webhooks.Update(ec.Request().Context(), e.WorkspaceID, e.ID, webhook.EndpointChangeOf(body)); err != nil {
+	if _, err := c.webhooks.Update(ec.Request().Context(), e.WorkspaceID, e.ID, handlers.EndpointChangeOf(body)); err != nil {
 		return fail(err)
 	}
 	c.log.Info("console changed webhook endpoint", "webhook_id", e.ID, "workspace_id", e.WorkspaceID, "user_id", sessionFrom(ec).UserID)
@@ -391,7 +388,7 @@ func (c *Console) editWebhook(ec echo.Context) error {
 
 // workspaceEndpoint is the endpoint of the path's :id in the session's workspace; found is false when it answered
 // 404.
-func (c *Console) workspaceEndpoint(ec echo.Context) (e store.WebhookEndpoint, found bool, err error) {
+func (c *Console) workspaceEndpoint(ec echo.Context) (e webhook.Endpoint, found bool, err error) {
 	const missing = "There is no such webhook endpoint in this workspace."
 	ses := sessionFrom(ec)
 	if ses.Workspace == nil {
@@ -406,12 +403,12 @@ func (c *Console) workspaceEndpoint(ec echo.Context) (e store.WebhookEndpoint, f
 
 // webhookData is what an endpoint's page shows.
 type webhookData struct {
-	Endpoint gen.Webhook
+	Endpoint webhook.Endpoint
 	TZ       string
 	Health   webhook.Health
 	Chart    barChart
 	// Deliveries is a page of the delivery log, with its filters.
-	Deliveries   []store.Delivery
+	Deliveries   []webhook.Delivery
 	Status, Type string
 	Before, Next string
 	Statuses     []string
@@ -465,7 +462,7 @@ func (c *Console) renderWebhook(ec echo.Context, status int, notice, errMsg stri
 	ctx := ec.Request().Context()
 	q := ec.QueryParams()
 	// The zone comes with the query of a page and with the form of an action answered by the page.
-	d := webhookData{Endpoint: c.webhooks.API(e), TZ: ec.FormValue("tz"), Status: q.Get("status"), Type: q.Get("event_type"),
+	d := webhookData{Endpoint: e, TZ: ec.FormValue("tz"), Status: q.Get("status"), Type: q.Get("event_type"),
 		Before: q.Get("before"), Statuses: deliveryStatuses}
 	if _, err := zone(d.TZ); err != nil || d.TZ == "" {
 		d.TZ = "UTC"
@@ -500,9 +497,9 @@ func (c *Console) renderWebhook(ec echo.Context, status int, notice, errMsg stri
 }
 
 // deliveriesPage is a page of the endpoint's delivery log with the filters, and the cursor of the next page.
-func (c *Console) deliveriesPage(ec echo.Context, e store.WebhookEndpoint, status, eventType, before string) ([]store.Delivery, string, error) {
+func (c *Console) deliveriesPage(ec echo.Context, e webhook.Endpoint, status, eventType, before string) ([]webhook.Delivery, string, error) {
 	ds, more, err := c.webhooks.Deliveries(ec.Request().Context(), e.WorkspaceID, e.ID,
-		store.DeliveryFilter{Status: status, EventType: eventType}, store.Page{Limit: webhooksPageSize, Before: before})
+		webhook.DeliveryFilter{Status: status, EventType: eventType}, store.Page{Limit: webhooksPageSize, Before: before})
 	if err != nil {
 		return nil, "", err
 	}
@@ -628,7 +625,7 @@ func (c *Console) deleteWebhookPage(ec echo.Context) error {
 	if !found {
 		return err
 	}
-	return c.render(ec, http.StatusOK, "webhook-delete", page{Title: "Delete webhook", Session: sessionFrom(ec), Data: c.webhooks.API(e)})
+	return c.render(ec, http.StatusOK, "webhook-delete", page{Title: "Delete webhook", Session: sessionFrom(ec), Data: e})
 }
 
 func (c *Console) deleteWebhook(ec echo.Context) error {
@@ -645,15 +642,15 @@ func (c *Console) deleteWebhook(ec echo.Context) error {
 
 // deliveryData is what a delivery's page shows.
 type deliveryData struct {
-	Endpoint gen.Webhook
-	Delivery store.Delivery
+	Endpoint webhook.Endpoint
+	Delivery webhook.Delivery
 	Attempts []attemptView
 	Event    string
 	TZ       string
 }
 
 type attemptView struct {
-	store.Attempt
+	webhook.Attempt
 	Request *webhook.SignedRequest
 	// RequestText is the request as HTTP text, for reading and copying.
 	RequestText string
@@ -661,7 +658,7 @@ type attemptView struct {
 
 // workspaceDelivery is the delivery of the path's :delivery, of the endpoint of :id; found is false when it answered
 // 404.
-func (c *Console) workspaceDelivery(ec echo.Context) (e store.WebhookEndpoint, d webhook.DeliveryDetail, found bool, err error) {
+func (c *Console) workspaceDelivery(ec echo.Context) (e webhook.Endpoint, d webhook.DeliveryDetail, found bool, err error) {
 	if e, found, err = c.workspaceEndpoint(ec); !found {
 		return e, d, false, err
 	}
@@ -677,7 +674,7 @@ func (c *Console) deliveryPage(ec echo.Context) error {
 	if !found {
 		return err
 	}
-	data := deliveryData{Endpoint: c.webhooks.API(e), Delivery: d.Delivery, TZ: ec.QueryParam("tz")}
+	data := deliveryData{Endpoint: e, Delivery: d.Delivery, TZ: ec.QueryParam("tz")}
 	if _, err := zone(data.TZ); err != nil || data.TZ == "" {
 		data.TZ = "UTC"
 	}

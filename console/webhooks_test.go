@@ -216,6 +216,12 @@ func TestWebhookPages(t *testing.T) {
 
 		p := b.get(t, "/user/webhooks/"+ep.ID+"?tz=Europe/Paris")
 		p.wantStatus(t, http.StatusOK)
+		// Only a broker endpoint's type is shown as a badge; HTTPS is the default and goes without one.
+		for _, r := range []*resp{p, b.get(t, "/user/webhooks")} {
+			if strings.Contains(r.body, `<span class="badge">https</span>`) {
+				t.Error("an HTTPS endpoint is badged with its type")
+			}
+		}
 		if rate, _ := p.elementText("success-rate"); rate != "50 %" {
 			t.Fatalf("success rate %q", rate)
 		}

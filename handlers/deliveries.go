@@ -4,7 +4,7 @@ import (
 	"context"
 
 	"github.com/switchboard/switchboard/gen"
-	"github.com/switchboard/switchboard/store"
+	"github.com/switchboard/switchboard/internal/webhook"
 )
 
 // ListWebhookDeliveries answers GET /api/v1/webhooks/{webhook_id}/deliveries: the endpoint's delivery log, newest
@@ -18,19 +18,12 @@ func (s *Server) ListWebhookDeliveries(ctx context.Context, req gen.ListWebhookD
 	if err != nil {
 		return nil, err
 	}
-	var f store.DeliveryFilter
-	if req.Params.Status != nil {
-		f.Status = string(*req.Params.Status)
-	}
-	if req.Params.EventType != nil {
-		f.EventType = *req.Params.EventType
-	}
-	ds, more, err := s.webhooks.Deliveries(ctx, key.WorkspaceID, req.WebhookId, f, page)
+	ds, more, err := s.webhooks.Deliveries(ctx, key.WorkspaceID, req.WebhookId, deliveryFilterOf(req.Params), page)
 	if err != nil {
 		return nil, err
 	}
-	data, next, err := listPage(ds, more, page, func(d store.Delivery) string { return d.ID },
-		func(d store.Delivery) (gen.WebhookDelivery, error) { return apiDelivery(d), nil })
+	data, next, err := listPage(ds, more, page, func(d webhook.Delivery) string { return d.ID },
+		func(d webhook.Delivery) (gen.WebhookDelivery, error) { return apiDelivery(d), nil })
 	if err != nil {
 		return nil, err
 	}
@@ -56,12 +49,7 @@ func (s *Server) GetWebhookDelivery(ctx context.Context, req gen.GetWebhookDeliv
 	out := apiDelivery(detail.Delivery)
 	list := make([]gen.WebhookAttempt, len(detail.Attempts))
 	for i, a := range detail.Attempts {
-		list[i] = gen.WebhookAttempt{Id: a.ID, StartedAt: a.StartedAt, DurationMs: a.DurationMS, StatusCode: a.StatusCode,
-			ErrorClass: a.ErrorClass, ResponseExcerpt: a.ResponseExcerpt, Signature: a.Signature}
-		if a.ResponseHeaders != nil {
-			headers := a.ResponseHeaders
-			list[i].ResponseHeaders = &headers
-		}
+		list[i] = apiAttempt(a)
 	}
 	out.Attempts, out.Event = &list, &event
 	return gen.GetWebhookDelivery200JSONResponse{Body: out}, nil
@@ -79,12 +67,4 @@ func (s *Server) RedeliverWebhookDelivery(ctx context.Context, req gen.Redeliver
 		return nil, err
 	}
 	return gen.RedeliverWebhookDelivery202JSONResponse{Body: apiDelivery(d)}, nil
-}
-
-// apiDelivery maps a delivery to the API's WebhookDelivery, without its attempts and event.
-func apiDelivery(d store.Delivery) gen.WebhookDelivery {
-	return gen.WebhookDelivery{Id: d.ID, Object: gen.WebhookDeliveryObjectWebhookDelivery, WebhookId: d.EndpointID,
-		EventId: d.EventID, EventType: d.EventType, Status: gen.WebhookDeliveryStatus(d.Status), AttemptCount: d.Attempts,
-		NextAttemptAt: d.NextAttemptAt, LastStatusCode: d.LastStatusCode, LastError: d.LastError,
-		CreatedAt: d.CreatedAt, UpdatedAt: d.UpdatedAt, CompletedAt: d.CompletedAt}
 }

@@ -8,7 +8,6 @@ import (
 	"github.com/switchboard/switchboard/gen"
 	"github.com/switchboard/switchboard/internal/automation"
 	"github.com/switchboard/switchboard/internal/patch"
-	"github.com/switchboard/switchboard/store"
 )
 
 // CreateSource answers POST /api/v1/sources with the new source and its ingest URL, shown this once.
@@ -47,8 +46,8 @@ func (s *Server) ListSources(ctx context.Context, req gen.ListSourcesRequestObje
 	if err != nil {
 		return nil, err
 	}
-	data, next, err := listPage(srcs, more, page, func(src store.Source) string { return src.ID },
-		func(src store.Source) (gen.Source, error) { return apiSource(src), nil })
+	data, next, err := listPage(srcs, more, page, func(src automation.Source) string { return src.ID },
+		func(src automation.Source) (gen.Source, error) { return apiSource(src), nil })
 	if err != nil {
 		return nil, err
 	}
@@ -143,8 +142,8 @@ func (s *Server) ListSourceRequests(ctx context.Context, req gen.ListSourceReque
 	if err != nil {
 		return nil, err
 	}
-	data, next, err := listPage(rs, more, page, func(r store.SourceRequest) string { return r.ID },
-		func(r store.SourceRequest) (gen.SourceRequest, error) { return apiSourceRequest(r), nil })
+	data, next, err := listPage(rs, more, page, func(r automation.SourceRequest) string { return r.ID },
+		func(r automation.SourceRequest) (gen.SourceRequest, error) { return apiSourceRequest(r), nil })
 	if err != nil {
 		return nil, err
 	}
@@ -205,7 +204,7 @@ func optional[T ~string](s T) *T {
 }
 
 // apiSource is a source as the API shows it: its scheme without the secret, never its token.
-func apiSource(src store.Source) gen.Source {
+func apiSource(src automation.Source) gen.Source {
 	v := src.Verification
 	out := gen.Source{Id: src.ID, Object: gen.SourceObjectSource, Name: src.Name, EventType: src.EventType,
 		Verification: gen.SourceVerification{Scheme: gen.SourceScheme(v.Scheme), Header: optional(v.Header),
@@ -217,21 +216,19 @@ func apiSource(src store.Source) gen.Source {
 	if v.ToleranceSeconds != 0 {
 		out.Verification.ToleranceSeconds = &v.ToleranceSeconds
 	}
-	if src.PreviousTokenUntil != nil && src.PreviousTokenUntil.After(time.Now()) {
-		out.PreviousTokenExpiresAt = src.PreviousTokenUntil
-	}
-	if src.DedupHeader != nil || src.DedupPointer != nil {
+	out.PreviousTokenExpiresAt = src.PreviousTokenExpiresAt
+	if d := src.Dedup; d != nil {
 		out.Dedup = &struct {
 			Header        *string `json:"header"`
 			Pointer       *string `json:"pointer"`
 			WindowSeconds int     `json:"window_seconds"`
-		}{Header: src.DedupHeader, Pointer: src.DedupPointer, WindowSeconds: src.DedupWindowSeconds}
+		}{Header: optional(d.Header), Pointer: optional(d.Pointer), WindowSeconds: int(d.Window / time.Second)}
 	}
 	return out
 }
 
 // withIngestURL is a source with its ingest URL, for the answers that show its token once.
-func (s *Server) withIngestURL(src store.Source, token string) gen.SourceWithIngestURL {
+func (s *Server) withIngestURL(src automation.Source, token string) gen.SourceWithIngestURL {
 	a := apiSource(src)
 	return gen.SourceWithIngestURL{Id: a.Id, Object: gen.SourceWithIngestURLObjectSource, Name: a.Name,
 		EventType: a.EventType, Verification: a.Verification, Dedup: a.Dedup, Limits: a.Limits,
@@ -239,7 +236,7 @@ func (s *Server) withIngestURL(src store.Source, token string) gen.SourceWithIng
 		UpdatedAt: a.UpdatedAt, IngestUrl: s.automation.IngestURL(token)}
 }
 
-func apiSourceRequest(r store.SourceRequest) gen.SourceRequest {
+func apiSourceRequest(r automation.SourceRequest) gen.SourceRequest {
 	headers := r.Headers
 	if headers == nil {
 		headers = map[string]string{}

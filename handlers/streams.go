@@ -21,7 +21,6 @@ import (
 	"github.com/switchboard/switchboard/internal/apikey"
 	"github.com/switchboard/switchboard/internal/eventstream"
 	"github.com/switchboard/switchboard/internal/problem"
-	"github.com/switchboard/switchboard/internal/webhook"
 	"github.com/switchboard/switchboard/store"
 )
 
@@ -155,7 +154,7 @@ func (s *Server) subscribe(ctx context.Context, key apikey.Key, p gen.StreamEven
 		return nil, err
 	}
 	if p.Filters != nil {
-		f.Filters = webhook.FiltersOf(*p.Filters)
+		f.Filters = filtersOf(*p.Filters)
 	}
 	if err := s.webhooks.CheckSubscription(ctx, workspaceID, f.Types, f.InstanceIDs, f.Filters); err != nil {
 		return nil, err

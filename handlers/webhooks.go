@@ -6,7 +6,6 @@ import (
 
 	"github.com/switchboard/switchboard/gen"
 	"github.com/switchboard/switchboard/internal/webhook"
-	"github.com/switchboard/switchboard/store"
 )
 
 // CreateWebhook answers POST /api/v1/webhooks with the new endpoint and its signing secret, shown this once.
@@ -15,7 +14,7 @@ func (s *Server) CreateWebhook(ctx context.Context, req gen.CreateWebhookRequest
 	if err != nil {
 		return nil, err
 	}
-	n := webhook.NewEndpointOf(*req.Body)
+	n := NewEndpointOf(*req.Body)
 	if n.InstanceIDs, err = keyInstances(key, n.InstanceIDs, bodyInstance); err != nil {
 		return nil, err
 	}
@@ -24,7 +23,7 @@ func (s *Server) CreateWebhook(ctx context.Context, req gen.CreateWebhookRequest
 		return nil, err
 	}
 	location := "/api/v1/webhooks/" + e.ID
-	return gen.CreateWebhook201JSONResponse{Body: withSecret(s.webhooks.API(e), secret),
+	return gen.CreateWebhook201JSONResponse{Body: withSecret(apiWebhook(e), secret),
 		Headers: gen.CreateWebhook201ResponseHeaders{Location: &location}}, nil
 }
 
@@ -42,8 +41,8 @@ func (s *Server) ListWebhooks(ctx context.Context, req gen.ListWebhooksRequestOb
 	if err != nil {
 		return nil, err
 	}
-	data, next, err := listPage(es, more, page, func(e store.WebhookEndpoint) string { return e.ID },
-		func(e store.WebhookEndpoint) (gen.Webhook, error) { return s.webhooks.API(e), nil })
+	data, next, err := listPage(es, more, page, func(e webhook.Endpoint) string { return e.ID },
+		func(e webhook.Endpoint) (gen.Webhook, error) { return apiWebhook(e), nil })
 	if err != nil {
 		return nil, err
 	}
@@ -61,7 +60,7 @@ func (s *Server) GetWebhook(ctx context.Context, req gen.GetWebhookRequestObject
 	if err != nil {
 		return nil, err
 	}
-	return gen.GetWebhook200JSONResponse{Body: s.webhooks.API(e)}, nil
+	return gen.GetWebhook200JSONResponse{Body: apiWebhook(e)}, nil
 }
 
 // UpdateWebhook answers PATCH /api/v1/webhooks/{webhook_id}: the fields sent change.
@@ -70,7 +69,7 @@ func (s *Server) UpdateWebhook(ctx context.Context, req gen.UpdateWebhookRequest
 	if err != nil {
 		return nil, err
 	}
-	c := webhook.EndpointChangeOf(*req.Body)
+	c := EndpointChangeOf(*req.Body)
 	if c.InstanceIDs != nil {
 		// A limited key narrows the filter it sets; one it leaves alone stays as it is.
 		ids, err := keyInstances(key, *c.InstanceIDs, bodyInstance)
@@ -83,7 +82,7 @@ func (s *Server) UpdateWebhook(ctx context.Context, req gen.UpdateWebhookRequest
 	if err != nil {
 		return nil, err
 	}
-	return gen.UpdateWebhook200JSONResponse{Body: s.webhooks.API(e)}, nil
+	return gen.UpdateWebhook200JSONResponse{Body: apiWebhook(e)}, nil
 }
 
 // DeleteWebhook answers DELETE /api/v1/webhooks/{webhook_id}; its delivery log goes with it.
@@ -100,7 +99,7 @@ func (s *Server) DeleteWebhook(ctx context.Context, req gen.DeleteWebhookRequest
 
 // PauseWebhook answers POST /api/v1/webhooks/{webhook_id}/pause.
 func (s *Server) PauseWebhook(ctx context.Context, req gen.PauseWebhookRequestObject) (gen.PauseWebhookResponseObject, error) {
-	w, err := s.webhookState(ctx, func(workspaceID string) (store.WebhookEndpoint, error) {
+	w, err := s.webhookState(ctx, func(workspaceID string) (webhook.Endpoint, error) {
 		return s.webhooks.Pause(ctx, workspaceID, req.WebhookId)
 	})
 	if err != nil {
@@ -111,7 +110,7 @@ func (s *Server) PauseWebhook(ctx context.Context, req gen.PauseWebhookRequestOb
 
 // ResumeWebhook answers POST /api/v1/webhooks/{webhook_id}/resume; what queued while paused becomes due.
 func (s *Server) ResumeWebhook(ctx context.Context, req gen.ResumeWebhookRequestObject) (gen.ResumeWebhookResponseObject, error) {
-	w, err := s.webhookState(ctx, func(workspaceID string) (store.WebhookEndpoint, error) {
+	w, err := s.webhookState(ctx, func(workspaceID string) (webhook.Endpoint, error) {
 		return s.webhooks.Resume(ctx, workspaceID, req.WebhookId)
 	})
 	if err != nil {
@@ -127,7 +126,7 @@ func (s *Server) EnableWebhook(ctx context.Context, req gen.EnableWebhookRequest
 	if req.Body != nil {
 		since = req.Body.RecoverSince
 	}
-	w, err := s.webhookState(ctx, func(workspaceID string) (store.WebhookEndpoint, error) {
+	w, err := s.webhookState(ctx, func(workspaceID string) (webhook.Endpoint, error) {
 		return s.webhooks.Enable(ctx, workspaceID, req.WebhookId, since)
 	})
 	if err != nil {
@@ -137,7 +136,7 @@ func (s *Server) EnableWebhook(ctx context.Context, req gen.EnableWebhookRequest
 }
 
 // webhookState makes a status change of an endpoint of the key's workspace and answers with the endpoint.
-func (s *Server) webhookState(ctx context.Context, change func(workspaceID string) (store.WebhookEndpoint, error)) (gen.Webhook, error) {
+func (s *Server) webhookState(ctx context.Context, change func(workspaceID string) (webhook.Endpoint, error)) (gen.Webhook, error) {
 	key, err := principal(ctx)
 	if err != nil {
 		return gen.Webhook{}, err
@@ -146,7 +145,7 @@ func (s *Server) webhookState(ctx context.Context, change func(workspaceID strin
 	if err != nil {
 		return gen.Webhook{}, err
 	}
-	return s.webhooks.API(e), nil
+	return apiWebhook(e), nil
 }
 
 // RecoverWebhook answers POST /api/v1/webhooks/{webhook_id}/recover: the failed and skipped deliveries of a window
@@ -179,7 +178,7 @@ func (s *Server) RotateWebhookSecret(ctx context.Context, req gen.RotateWebhookS
 	if err != nil {
 		return nil, err
 	}
-	return gen.RotateWebhookSecret200JSONResponse{Body: withSecret(s.webhooks.API(e), secret)}, nil
+	return gen.RotateWebhookSecret200JSONResponse{Body: withSecret(apiWebhook(e), secret)}, nil
 }
 
 // TestWebhook answers POST /api/v1/webhooks/{webhook_id}/test with what one signed event, sent now, produced.

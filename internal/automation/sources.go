@@ -160,7 +160,7 @@ func (s *Service) seal(sourceID, secret string) *string {
 // workspace lacks is created with it (schema: any object). Returns a ValidationFailed problem for a scheme's
 // missing or unused fields, an event type outside the custom namespace, or a de-duplication key that is not exactly
 // one of a header and a pointer.
-func (s *Service) CreateSource(ctx context.Context, workspaceID string, n NewSource) (store.Source, string, error) {
+func (s *Service) CreateSource(ctx context.Context, workspaceID string, n NewSource) (Source, string, error) {
 	var errs problem.Fields
 	checkTypeName(&errs, "/event_type", n.EventType)
 	v := checkVerification(&errs, n.Verification)
@@ -168,7 +168,7 @@ func (s *Service) CreateSource(ctx context.Context, workspaceID string, n NewSou
 		checkDedup(&errs, *n.Dedup)
 	}
 	if err := errs.Err(); err != nil {
-		return store.Source{}, "", err
+		return Source{}, "", err
 	}
 	token, hash := newToken()
 	src := store.Source{ID: store.NewID("src"), WorkspaceID: workspaceID, Name: strings.TrimSpace(n.Name),
@@ -189,9 +189,9 @@ func (s *Service) CreateSource(ctx context.Context, workspaceID string, n NewSou
 		err = s.defineCreated(created)
 	}
 	if err != nil {
-		return store.Source{}, "", sourceError(err, src.ID)
+		return Source{}, "", sourceError(err, src.ID)
 	}
-	return src, token, nil
+	return sourceOf(src), token, nil
 }
 
 func applyLimits(src *store.Source, l Limits) {
@@ -229,20 +229,27 @@ func (s *Service) defineCreated(def *store.EventTypeDef) error {
 }
 
 // Source returns a source of a workspace. Returns a NotFound problem if it is not in that workspace.
-func (s *Service) Source(ctx context.Context, workspaceID, id string) (store.Source, error) {
+func (s *Service) Source(ctx context.Context, workspaceID, id string) (Source, error) {
 	src, err := s.db.Sources.Get(ctx, workspaceID, id)
-	return src, sourceError(err, id)
+	if err != nil {
+		return Source{}, sourceError(err, id)
+	}
+	return sourceOf(src), nil
 }
 
 // Sources returns a page of a workspace's sources, newest first.
-func (s *Service) Sources(ctx context.Context, workspaceID string, p store.Page) ([]store.Source, bool, error) {
-	return s.db.Sources.List(ctx, workspaceID, p)
+func (s *Service) Sources(ctx context.Context, workspaceID string, p store.Page) ([]Source, bool, error) {
+	srcs, more, err := s.db.Sources.List(ctx, workspaceID, p)
+	if err != nil {
+		return nil, false, err
+	}
+	return sourcesOf(srcs), more, nil
 }
 
 // UpdateSource changes a source: read, changed and written in one transaction, so that concurrent changes of
 // different fields all stay. Returns a NotFound problem if it is not in that workspace and a ValidationFailed
 // problem as CreateSource does.
-func (s *Service) UpdateSource(ctx context.Context, workspaceID, id string, c SourceChange) (store.Source, error) {
+func (s *Service) UpdateSource(ctx context.Context, workspaceID, id string, c SourceChange) (Source, error) {
 	var src store.Source
 	var created *store.EventTypeDef
 	err := s.db.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error {
@@ -264,9 +271,9 @@ func (s *Service) UpdateSource(ctx context.Context, workspaceID, id string, c So
 		err = s.defineCreated(created)
 	}
 	if err != nil {
-		return store.Source{}, sourceError(err, id)
+		return Source{}, sourceError(err, id)
 	}
-	return src, nil
+	return sourceOf(src), nil
 }
 
 // changeSource applies c to src. Returns a ValidationFailed problem as CreateSource does.
@@ -304,7 +311,7 @@ func (s *Service) DeleteSource(ctx context.Context, workspaceID, id string) erro
 
 // RotateToken gives a source a new token, returned this once; the current one keeps working for grace (nil: the
 // default). Returns a NotFound problem if it is not in that workspace.
-func (s *Service) RotateToken(ctx context.Context, workspaceID, id string, grace *time.Duration) (store.Source, string, error) {
+func (s *Service) RotateToken(ctx context.Context, workspaceID, id string, grace *time.Duration) (Source, string, error) {
 	g := DefaultTokenGrace
 	if grace != nil {
 		g = *grace
@@ -312,18 +319,22 @@ func (s *Service) RotateToken(ctx context.Context, workspaceID, id string, grace
 	token, hash := newToken()
 	src, err := s.db.Sources.RotateToken(ctx, workspaceID, id, hash, token[len(token)-4:], time.Now().UTC().Add(g))
 	if err != nil {
-		return store.Source{}, "", sourceError(err, id)
+		return Source{}, "", sourceError(err, id)
 	}
-	return src, token, nil
+	return sourceOf(src), token, nil
 }
 
 // Requests returns a page of a source's request log (of one outcome when outcome is not ""), newest first. Returns
 // a NotFound problem if the source is not in that workspace.
-func (s *Service) Requests(ctx context.Context, workspaceID, id, outcome string, p store.Page) ([]store.SourceRequest, bool, error) {
+func (s *Service) Requests(ctx context.Context, workspaceID, id, outcome string, p store.Page) ([]SourceRequest, bool, error) {
 	if _, err := s.db.Sources.Get(ctx, workspaceID, id); err != nil {
 		return nil, false, sourceError(err, id)
 	}
-	return s.db.SourceRequests.List(ctx, workspaceID, id, outcome, p)
+	rs, more, err := s.db.SourceRequests.List(ctx, workspaceID, id, outcome, p)
+	if err != nil {
+		return nil, false, err
+	}
+	return sourceRequestsOf(rs), more, nil
 }
 
 // sourceError maps the store's errors about a source to the problems a client is told.

@@ -17,7 +17,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	amqp "github.com/rabbitmq/amqp091-go"
 
-	"github.com/switchboard/switchboard/gen"
 	"github.com/switchboard/switchboard/internal/await"
 	"github.com/switchboard/switchboard/internal/events"
 	"github.com/switchboard/switchboard/internal/problem"
@@ -73,14 +72,19 @@ func (h *brokerHarness) in(t *testing.T) *brokerHarness {
 }
 
 // create registers an endpoint through the service, subscribed to every event.
-func (h *brokerHarness) create(b gen.WebhookCreate) store.WebhookEndpoint {
+// It returns the stored row, whose sealed destination the tests look into.
+func (h *brokerHarness) create(n webhook.NewEndpoint) store.WebhookEndpoint {
 	h.t.Helper()
-	b.Events = []string{"*"}
-	e, _, err := h.svc.Create(context.Background(), h.ws.ID, webhook.NewEndpointOf(b))
+	n.Events = []string{"*"}
+	e, _, err := h.svc.Create(context.Background(), h.ws.ID, n)
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	return e
+	stored, err := h.db.Webhooks.Get(context.Background(), h.ws.ID, e.ID)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return stored
 }
 
 // wait waits until a delivery has the status, or fails the test.
@@ -162,16 +166,17 @@ func TestRabbitMQDestination(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		typ := gen.WebhookTypeRabbitmq
+		typ := webhook.TypeRabbitMQ
 
 		t.Run("delivered once the broker confirmed, signed, the credentials sealed", func(t *testing.T) {
 			h := h.in(t)
-			e := h.create(gen.WebhookCreate{Url: rabbitURL, Type: &typ, Rabbitmq: &gen.WebhookRabbitMQ{RoutingKey: &q.Name}})
+			e := h.create(webhook.NewEndpoint{URL: rabbitURL, Type: typ, Destination: webhook.Destination{RoutingKey: q.Name}})
 			if e.URL != "amqp://guest@127.0.0.1:5672/" || e.Destination == nil || strings.Contains(*e.Destination, "guest:guest") {
 				t.Fatalf("stored url %q, destination %v", e.URL, e.Destination)
 			}
-			if api := h.svc.API(e); *api.Type != typ || *api.Rabbitmq.RoutingKey != q.Name || strings.Contains(api.Url, "guest:") {
-				t.Fatalf("API view %+v", api)
+			if got, err := h.svc.Get(context.Background(), h.ws.ID, e.ID); err != nil || got.Type != typ ||
+				got.Destination == nil || got.Destination.RoutingKey != q.Name || got.Destination.URL != "" || strings.Contains(got.URL, "guest:") {
+				t.Fatalf("the service's view %+v, %v", got, err)
 			}
 			ev := h.emit("webhook.ping")
 			h.wait(ev.ID, e.ID, store.DeliverySucceeded)
@@ -188,8 +193,8 @@ func TestRabbitMQDestination(t *testing.T) {
 		t.Run("a missing exchange is retried with the broker's reason, then delivered once it exists", func(t *testing.T) {
 			h := h.in(t)
 			exchange := randomName("sbtest.x.")
-			e := h.create(gen.WebhookCreate{Url: rabbitURL, Type: &typ,
-				Rabbitmq: &gen.WebhookRabbitMQ{Exchange: &exchange, RoutingKey: ptr("{type}")}})
+			e := h.create(webhook.NewEndpoint{URL: rabbitURL, Type: typ,
+				Destination: webhook.Destination{Exchange: exchange, RoutingKey: "{type}"}})
 			ev := h.emit("webhook.ping")
 			h.failedWith(ev.ID, e.ID, webhook.ClassBrokerRefused, "no exchange")
 			if err := ch.ExchangeDeclare(exchange, "direct", false, true, false, false, nil); err != nil {
@@ -217,14 +222,14 @@ func TestRabbitMQDestination(t *testing.T) {
 
 		t.Run("an unroutable message is refused, not dropped", func(t *testing.T) {
 			h := h.in(t)
-			e := h.create(gen.WebhookCreate{Url: rabbitURL, Type: &typ, Rabbitmq: &gen.WebhookRabbitMQ{RoutingKey: ptr(randomName("nobody."))}})
+			e := h.create(webhook.NewEndpoint{URL: rabbitURL, Type: typ, Destination: webhook.Destination{RoutingKey: randomName("nobody.")}})
 			ev := h.emit("webhook.ping")
 			h.failedWith(ev.ID, e.ID, webhook.ClassBrokerRefused, "unroutable")
 		})
 
 		t.Run("wrong credentials are refused", func(t *testing.T) {
 			h := h.in(t)
-			e := h.create(gen.WebhookCreate{Url: "amqp://guest:wrong@127.0.0.1:5672/", Type: &typ, Rabbitmq: &gen.WebhookRabbitMQ{RoutingKey: &q.Name}})
+			e := h.create(webhook.NewEndpoint{URL: "amqp://guest:wrong@127.0.0.1:5672/", Type: typ, Destination: webhook.Destination{RoutingKey: q.Name}})
 			ev := h.emit("webhook.ping")
 			h.failedWith(ev.ID, e.ID, webhook.ClassBrokerRefused, "refused the connection")
 		})
@@ -250,11 +255,11 @@ func TestNATSDestination(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = js.DeleteStream(context.Background(), prefix) })
-		typ := gen.WebhookTypeNats
+		typ := webhook.TypeNATS
 
 		t.Run("acknowledged by the stream, de-duplicated by event ID", func(t *testing.T) {
 			h := h.in(t)
-			e := h.create(gen.WebhookCreate{Url: natsURL, Type: &typ, Nats: &gen.WebhookNATS{Subject: ptr(prefix + ".{workspace}.{type}")}})
+			e := h.create(webhook.NewEndpoint{URL: natsURL, Type: typ, Destination: webhook.Destination{Subject: prefix + ".{workspace}.{type}"}})
 			ev := h.emit("webhook.ping")
 			d := h.wait(ev.ID, e.ID, store.DeliverySucceeded)
 			msg, err := stream.GetMsg(context.Background(), 1)
@@ -280,7 +285,7 @@ func TestNATSDestination(t *testing.T) {
 
 		t.Run("a subject no stream captures is retried with the reason", func(t *testing.T) {
 			h := h.in(t)
-			e := h.create(gen.WebhookCreate{Url: natsURL, Type: &typ, Nats: &gen.WebhookNATS{Subject: ptr(randomName("nostream."))}})
+			e := h.create(webhook.NewEndpoint{URL: natsURL, Type: typ, Destination: webhook.Destination{Subject: randomName("nostream.")}})
 			ev := h.emit("webhook.ping")
 			h.failedWith(ev.ID, e.ID, webhook.ClassBrokerRefused, "no JetStream stream")
 		})
@@ -306,11 +311,11 @@ func TestMQTTDestination(t *testing.T) {
 		if _, err := sub.Subscribe(ctx, &paho.Subscribe{Subscriptions: []paho.SubscribeOptions{{Topic: topic + "/#", QoS: 1}}}); err != nil {
 			t.Fatal(err)
 		}
-		typ := gen.WebhookTypeMqtt
+		typ := webhook.TypeMQTT
 
 		t.Run("acknowledged at QoS 1, headers as user properties", func(t *testing.T) {
 			h := h.in(t)
-			e := h.create(gen.WebhookCreate{Url: mqttURL, Type: &typ, Mqtt: &gen.WebhookMQTT{Topic: ptr(topic + "/{type}")}})
+			e := h.create(webhook.NewEndpoint{URL: mqttURL, Type: typ, Destination: webhook.Destination{Topic: topic + "/{type}"}})
 			ev := h.emit("webhook.ping")
 			h.wait(ev.ID, e.ID, store.DeliverySucceeded)
 			select {
@@ -332,7 +337,7 @@ func TestMQTTDestination(t *testing.T) {
 			}
 			addr := ln.Addr().String()
 			_ = ln.Close() // nothing listens there now
-			e := h.create(gen.WebhookCreate{Url: "mqtt://" + addr, Type: &typ})
+			e := h.create(webhook.NewEndpoint{URL: "mqtt://" + addr, Type: typ})
 			ev := h.emit("webhook.ping")
 			h.failedWith(ev.ID, e.ID, webhook.ClassConnectionRefused, "refused")
 		})
@@ -343,15 +348,14 @@ func TestMQTTDestination(t *testing.T) {
 func TestBrokerRegistrationRules(t *testing.T) {
 	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
 		h := newBrokerHarness(t, db)
-		rabbit, nats := gen.WebhookTypeRabbitmq, gen.WebhookTypeNats
-		for _, b := range []gen.WebhookCreate{
-			{Url: "https://127.0.0.1/hook", Type: &rabbit},
-			{Url: rabbitURL, Type: &nats},
-			{Url: rabbitURL, Type: &rabbit, Nats: &gen.WebhookNATS{}},
-			{Url: "amqp://10.0.0.1:5672/", Type: &rabbit},
+		for _, b := range []webhook.NewEndpoint{
+			{URL: "https://127.0.0.1/hook", Type: webhook.TypeRabbitMQ},
+			{URL: rabbitURL, Type: webhook.TypeNATS},
+			{URL: rabbitURL, Type: webhook.TypeRabbitMQ, DestinationFor: []string{webhook.TypeNATS}},
+			{URL: "amqp://10.0.0.1:5672/", Type: webhook.TypeRabbitMQ},
 		} {
 			b.Events = []string{"*"}
-			if _, _, err := h.svc.Create(context.Background(), h.ws.ID, webhook.NewEndpointOf(b)); err == nil ||
+			if _, _, err := h.svc.Create(context.Background(), h.ws.ID, b); err == nil ||
 				!strings.Contains(err.Error(), "validation_failed") {
 				t.Errorf("%+v: %v, want validation_failed", b, err)
 			}

@@ -50,98 +50,14 @@ type NewEndpoint struct {
 	// ExpiresAt ends the subscription; nil for never.
 	ExpiresAt *time.Time
 	// Filters are conditions on the payload; nil for none.
-	Filters []store.WebhookFilter
+	Filters []Filter
 	// Type is store.EndpointHTTPS ("" too) or a broker type (TypeRabbitMQ, TypeNATS, TypeMQTT), whose destination
 	// is URL and the templates of Destination (its URL is ignored).
 	Type        string
 	Destination Destination
-	// destinationFor names the broker types whose settings were given (only the endpoint's own may be).
-	destinationFor []string
-}
-
-// NewEndpointOf reads the API's WebhookCreate (checked against its schema) as a NewEndpoint: the one reading of a
-// registration, whether it came to the API or from a console form.
-func NewEndpointOf(b gen.WebhookCreate) NewEndpoint {
-	n := NewEndpoint{URL: b.Url, Events: b.Events, RateLimit: b.RateLimit, ExpiresAt: b.ExpiresAt}
-	if b.InstanceIds != nil {
-		n.InstanceIDs = *b.InstanceIds
-	}
-	if b.Description != nil {
-		n.Description = *b.Description
-	}
-	if b.Headers != nil {
-		n.Headers = *b.Headers
-	}
-	if b.Kind != nil {
-		n.Kind = string(*b.Kind)
-	}
-	if b.Filters != nil {
-		n.Filters = FiltersOf(*b.Filters)
-	}
-	if b.Type != nil {
-		n.Type = string(*b.Type)
-	}
-	if r := b.Rabbitmq; r != nil {
-		n.destinationFor = append(n.destinationFor, TypeRabbitMQ)
-		n.Destination.Exchange, n.Destination.RoutingKey = deref(r.Exchange), deref(r.RoutingKey)
-	}
-	if b.Nats != nil {
-		n.destinationFor = append(n.destinationFor, TypeNATS)
-		n.Destination.Subject = deref(b.Nats.Subject)
-	}
-	if b.Mqtt != nil {
-		n.destinationFor = append(n.destinationFor, TypeMQTT)
-		n.Destination.Topic = deref(b.Mqtt.Topic)
-	}
-	return n
-}
-
-func deref(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
-}
-
-// EndpointChangeOf maps the API's WebhookUpdate body (PATCH /api/v1/webhooks/{id}, the console's edit form) to the
-// change Update makes: absent fields stay, null ones clear.
-func EndpointChangeOf(b gen.WebhookUpdate) EndpointChange {
-	c := EndpointChange{URL: b.Url, Description: b.Description, Events: b.Events, InstanceIDs: b.InstanceIds}
-	if b.Headers != nil {
-		headers := map[string]string(*b.Headers)
-		c.Headers = &headers
-	}
-	switch {
-	case !b.RateLimit.IsSpecified():
-	case b.RateLimit.IsNull():
-		c.RateLimit = patch.Clear[int]()
-	default:
-		c.RateLimit = patch.Set(b.RateLimit.MustGet())
-	}
-	switch {
-	case !b.ExpiresAt.IsSpecified():
-	case b.ExpiresAt.IsNull():
-		c.ExpiresAt = patch.Clear[time.Time]()
-	default:
-		c.ExpiresAt = patch.Set(b.ExpiresAt.MustGet())
-	}
-	if b.Filters != nil {
-		filters := FiltersOf(*b.Filters)
-		c.Filters = &filters
-	}
-	return c
-}
-
-// FiltersOf maps the API's payload filters to the stored ones.
-func FiltersOf(fs gen.WebhookFilters) []store.WebhookFilter {
-	out := make([]store.WebhookFilter, len(fs))
-	for i, f := range fs {
-		out[i] = store.WebhookFilter{Pointer: f.Pointer, Op: string(f.Op), Value: f.Value}
-		if f.Values != nil {
-			out[i].Values = *f.Values
-		}
-	}
-	return out
+	// DestinationFor names the broker types whose settings were given: only the endpoint's own may be, and a
+	// request that gave another's is refused rather than the settings dropped.
+	DestinationFor []string
 }
 
 // EndpointChange is what Update changes; nil fields and a RateLimit left alone keep their value.
@@ -159,7 +75,7 @@ type EndpointChange struct {
 	// ExpiresAt sets the end of the subscription, or clears it.
 	ExpiresAt patch.Field[time.Time]
 	// Filters replaces the filters (empty: none).
-	Filters *[]store.WebhookFilter
+	Filters *[]Filter
 }
 
 // Create registers an endpoint of a workspace: it checks the URL against the egress policy, the subscriptions
@@ -167,12 +83,12 @@ type EndpointChange struct {
 // The secret is returned this once. Returns a ValidationFailed problem naming every invalid field, a
 // ReferenceNotFound problem naming every instance of the filter that is not in the workspace, and a NotFound problem
 // if the workspace does not exist.
-func (s *Service) Create(ctx context.Context, workspaceID string, n NewEndpoint) (store.WebhookEndpoint, string, error) {
+func (s *Service) Create(ctx context.Context, workspaceID string, n NewEndpoint) (Endpoint, string, error) {
 	var bad problem.Fields
 	if n.Type == "" {
 		n.Type = store.EndpointHTTPS
 	}
-	for _, other := range n.destinationFor {
+	for _, other := range n.DestinationFor {
 		if other != n.Type {
 			bad.Add("/"+other, fmt.Sprintf("only an endpoint of type %s takes it", other))
 		}
@@ -193,14 +109,14 @@ func (s *Service) Create(ctx context.Context, workspaceID string, n NewEndpoint)
 	}
 	checkFilters(n.Filters, &bad)
 	if err := bad.Err(); err != nil {
-		return store.WebhookEndpoint{}, "", err
+		return Endpoint{}, "", err
 	}
 	if err := s.checkInstances(ctx, workspaceID, n.InstanceIDs); err != nil {
-		return store.WebhookEndpoint{}, "", err
+		return Endpoint{}, "", err
 	}
 	secret, err := NewSecret()
 	if err != nil {
-		return store.WebhookEndpoint{}, "", err
+		return Endpoint{}, "", err
 	}
 	e, err := s.db.Webhooks.Create(ctx, store.NewWebhookEndpoint{WorkspaceID: workspaceID, URL: url,
 		Description: n.Description, Events: n.Events, InstanceIDs: n.InstanceIDs, RateLimit: n.RateLimit, Kind: n.Kind,
@@ -208,9 +124,9 @@ func (s *Service) Create(ctx context.Context, workspaceID string, n NewEndpoint)
 		SealSecret:  func(id string) string { return s.box.Seal([]byte(secret), []byte(id)) },
 		SealHeaders: func(id string) *string { return SealHeaders(s.box, n.Headers, id) }})
 	if err != nil {
-		return store.WebhookEndpoint{}, "", clientError(err, "workspace", workspaceID)
+		return Endpoint{}, "", clientError(err, "workspace", workspaceID)
 	}
-	return e, secret, nil
+	return s.endpointOf(e), secret, nil
 }
 
 // checkInstances returns a ReferenceNotFound problem pointing at each of ids (the instance filter) that names no
@@ -236,27 +152,42 @@ func (s *Service) checkInstances(ctx context.Context, workspaceID string, ids []
 }
 
 // Get returns an endpoint of a workspace. Returns a NotFound problem if it is not in the workspace.
-func (s *Service) Get(ctx context.Context, workspaceID, id string) (store.WebhookEndpoint, error) {
+func (s *Service) Get(ctx context.Context, workspaceID, id string) (Endpoint, error) {
+	e, err := s.db.Webhooks.Get(ctx, workspaceID, id)
+	return s.endpointResult(e, err, id)
+}
+
+// stored returns the stored endpoint of a workspace, for what needs its sealed secrets (a test ping) or only its
+// existence. Returns a NotFound problem if it is not in the workspace.
+func (s *Service) stored(ctx context.Context, workspaceID, id string) (store.WebhookEndpoint, error) {
 	e, err := s.db.Webhooks.Get(ctx, workspaceID, id)
 	return e, clientError(err, "webhook endpoint", id)
 }
 
 // List returns a page of a workspace's endpoints and whether more follow. Its errors are internal.
-func (s *Service) List(ctx context.Context, workspaceID string, p store.Page) ([]store.WebhookEndpoint, bool, error) {
-	return s.db.Webhooks.List(ctx, workspaceID, p)
+func (s *Service) List(ctx context.Context, workspaceID string, p store.Page) ([]Endpoint, bool, error) {
+	es, more, err := s.db.Webhooks.List(ctx, workspaceID, p)
+	if err != nil {
+		return nil, false, err
+	}
+	out := make([]Endpoint, len(es))
+	for i, e := range es {
+		out[i] = s.endpointOf(e)
+	}
+	return out, more, nil
 }
 
 // Update changes an endpoint of a workspace, each field checked as at creation; deliveries already queued go to its
 // new URL, with its new headers. Returns a ValidationFailed problem naming every invalid field, a ReferenceNotFound
 // problem naming every instance of the filter that is not in the workspace, and a NotFound problem if the endpoint
 // is not in the workspace.
-func (s *Service) Update(ctx context.Context, workspaceID, id string, c EndpointChange) (store.WebhookEndpoint, error) {
+func (s *Service) Update(ctx context.Context, workspaceID, id string, c EndpointChange) (Endpoint, error) {
 	change := store.WebhookEndpointChange{URL: c.URL, Description: c.Description}
 	var bad problem.Fields
 	if c.URL != nil {
-		current, err := s.db.Webhooks.Get(ctx, workspaceID, id)
+		current, err := s.stored(ctx, workspaceID, id)
 		if err != nil {
-			return store.WebhookEndpoint{}, clientError(err, "webhook endpoint", id)
+			return Endpoint{}, err
 		}
 		if IsBroker(current.Type) {
 			bad.Add("/url", "a broker destination cannot move; create a new endpoint (its credentials are sealed with it)")
@@ -291,13 +222,13 @@ func (s *Service) Update(ctx context.Context, workspaceID, id string, c Endpoint
 		change.Filters = c.Filters
 	}
 	if err := bad.Err(); err != nil {
-		return store.WebhookEndpoint{}, err
+		return Endpoint{}, err
 	}
 	if err := s.checkInstances(ctx, workspaceID, change.InstanceIDs); err != nil {
-		return store.WebhookEndpoint{}, err
+		return Endpoint{}, err
 	}
 	e, err := s.db.Webhooks.Update(ctx, workspaceID, id, change)
-	return e, clientError(err, "webhook endpoint", id)
+	return s.endpointResult(e, err, id)
 }
 
 // Delete removes an endpoint of a workspace with its delivery log. Returns a NotFound problem if it is not in the
@@ -308,38 +239,38 @@ func (s *Service) Delete(ctx context.Context, workspaceID, id string) error {
 
 // Pause holds an endpoint's deliveries until it resumes; a paused endpoint stays as it is. Returns a NotFound problem
 // if the endpoint is not in the workspace and a WebhookDisabled problem if it is disabled.
-func (s *Service) Pause(ctx context.Context, workspaceID, id string) (store.WebhookEndpoint, error) {
+func (s *Service) Pause(ctx context.Context, workspaceID, id string) (Endpoint, error) {
 	e, err := s.db.Webhooks.Pause(ctx, workspaceID, id)
-	return e, clientError(err, "webhook endpoint", id)
+	return s.endpointResult(e, err, id)
 }
 
 // Resume makes a paused endpoint active, and what queued meanwhile due; an active endpoint stays as it is. Returns a
 // NotFound problem if the endpoint is not in the workspace and a WebhookDisabled problem if it is disabled.
-func (s *Service) Resume(ctx context.Context, workspaceID, id string) (store.WebhookEndpoint, error) {
+func (s *Service) Resume(ctx context.Context, workspaceID, id string) (Endpoint, error) {
 	e, err := s.db.Webhooks.Resume(ctx, workspaceID, id)
 	if err != nil {
-		return e, clientError(err, "webhook endpoint", id)
+		return Endpoint{}, clientError(err, "webhook endpoint", id)
 	}
 	s.wake()
-	return e, nil
+	return s.endpointOf(e), nil
 }
 
 // Enable makes an endpoint active whatever its status, forgetting why it was disabled and its run of failures. With
 // recoverSince (at most 14 days ago) it also queues again, in the same transaction, what failed or was skipped since
 // then. Returns a ValidationFailed problem for a recoverSince too far back and a NotFound problem if the endpoint is
 // not in the workspace.
-func (s *Service) Enable(ctx context.Context, workspaceID, id string, recoverSince *time.Time) (store.WebhookEndpoint, error) {
+func (s *Service) Enable(ctx context.Context, workspaceID, id string, recoverSince *time.Time) (Endpoint, error) {
 	if recoverSince != nil {
 		if err := checkRecoverSince(*recoverSince, "/recover_since"); err != nil {
-			return store.WebhookEndpoint{}, err
+			return Endpoint{}, err
 		}
 	}
 	e, _, err := s.db.Webhooks.Enable(ctx, workspaceID, id, recoverSince)
 	if err != nil {
-		return e, clientError(err, "webhook endpoint", id)
+		return Endpoint{}, clientError(err, "webhook endpoint", id)
 	}
 	s.wake()
-	return e, nil
+	return s.endpointOf(e), nil
 }
 
 // Recovery is what Recover queued: the deliveries of the window [Since, Until).
@@ -385,20 +316,20 @@ func checkRecoverSince(since time.Time, pointer string) error {
 // RotateSecret gives an endpoint a new signing secret, returned this once. The current one keeps signing beside it
 // for grace (nil: a day; zero: it is dropped at once). Returns a NotFound problem if the endpoint is
 // not in the workspace.
-func (s *Service) RotateSecret(ctx context.Context, workspaceID, id string, grace *time.Duration) (store.WebhookEndpoint, string, error) {
+func (s *Service) RotateSecret(ctx context.Context, workspaceID, id string, grace *time.Duration) (Endpoint, string, error) {
 	g := defaultGracePeriod
 	if grace != nil {
 		g = *grace
 	}
 	secret, err := NewSecret()
 	if err != nil {
-		return store.WebhookEndpoint{}, "", err
+		return Endpoint{}, "", err
 	}
 	e, err := s.db.Webhooks.RotateSecret(ctx, workspaceID, id, s.box.Seal([]byte(secret), []byte(id)), g)
 	if err != nil {
-		return store.WebhookEndpoint{}, "", clientError(err, "webhook endpoint", id)
+		return Endpoint{}, "", clientError(err, "webhook endpoint", id)
 	}
-	return e, secret, nil
+	return s.endpointOf(e), secret, nil
 }
 
 // TestResult is what a test ping produced. The receiver's failure is a result, not an error.
@@ -428,7 +359,7 @@ func (s *Service) Test(ctx context.Context, workspaceID, id, eventType string) (
 		return TestResult{}, problem.Invalid("/event_type",
 			fmt.Sprintf("there is no event type %q; GET /api/v1/event-types lists them", eventType))
 	}
-	e, err := s.Get(ctx, workspaceID, id)
+	e, err := s.stored(ctx, workspaceID, id)
 	if err != nil {
 		return TestResult{}, err
 	}
@@ -477,7 +408,7 @@ func checkExpiry(t time.Time, bad *problem.Fields) {
 }
 
 // checkFilters records the filters whose value does not suit their operation.
-func checkFilters(filters []store.WebhookFilter, bad *problem.Fields) {
+func checkFilters(filters []Filter, bad *problem.Fields) {
 	for i, f := range filters {
 		at := func(field string) string { return problem.Pointer("filters", strconv.Itoa(i), field) }
 		switch f.Op {
@@ -569,7 +500,7 @@ func invalidHeaderValueChar(r rune) bool {
 // Returns a ValidationFailed problem naming the parameter of each bad one (types, filters), or a
 // ReferenceNotFound problem for instances of no instance of the workspace.
 func (s *Service) CheckSubscription(ctx context.Context, workspaceID string, types, instanceIDs []string,
-	filters []store.WebhookFilter) error {
+	filters []Filter) error {
 	var bad problem.Fields
 	s.checkEvents(workspaceID, types, &bad)
 	checkFilters(filters, &bad)

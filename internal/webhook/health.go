@@ -5,8 +5,6 @@ import (
 	"net/http"
 	"slices"
 	"time"
-
-	"github.com/switchboard/switchboard/store"
 )
 
 // maxHealthAttempts bounds the attempts Health reads: an endpoint busier than that is judged by its latest ones.
@@ -41,7 +39,7 @@ func (h Health) SuccessRate() float64 {
 // Health returns how the attempts of an endpoint of a workspace went over the window that ends now and lasts
 // window, whole UTC hours. Returns a NotFound problem if the endpoint is not in the workspace.
 func (s *Service) Health(ctx context.Context, workspaceID, id string, window time.Duration) (Health, error) {
-	if _, err := s.Get(ctx, workspaceID, id); err != nil {
+	if _, err := s.stored(ctx, workspaceID, id); err != nil {
 		return Health{}, err
 	}
 	now := time.Now().UTC()
@@ -96,7 +94,7 @@ type RequestHeader struct {
 // Request rebuilds the request of an attempt of a delivery to endpoint e: the envelope of the delivery's event as
 // the bytes that were signed, and the headers with the signature the attempt was sent with. ok is false for an
 // attempt logged before signatures were kept.
-func (s *Service) Request(e store.WebhookEndpoint, d DeliveryDetail, a store.Attempt) (r SignedRequest, ok bool, err error) {
+func (s *Service) Request(e Endpoint, d DeliveryDetail, a Attempt) (r SignedRequest, ok bool, err error) {
 	if a.Signature == nil {
 		return SignedRequest{}, false, nil
 	}
@@ -109,7 +107,7 @@ func (s *Service) Request(e store.WebhookEndpoint, d DeliveryDetail, a store.Att
 	for _, name := range []string{HeaderID, HeaderTimestamp, HeaderSignature, "Content-Type", "User-Agent"} {
 		r.Headers = append(r.Headers, RequestHeader{Name: name, Value: sent.Get(name)})
 	}
-	for _, name := range s.API(e).HeaderNames {
+	for _, name := range e.HeaderNames {
 		r.Headers = append(r.Headers, RequestHeader{Name: name, Hidden: true})
 	}
 	return r, true, nil
@@ -117,14 +115,14 @@ func (s *Service) Request(e store.WebhookEndpoint, d DeliveryDetail, a store.Att
 
 // EventDeliveries returns the deliveries of events of a workspace by event ID, one per endpoint each went to. An
 // event of another workspace has none. Its errors are internal.
-func (s *Service) EventDeliveries(ctx context.Context, workspaceID string, eventIDs []string) (map[string][]store.Delivery, error) {
+func (s *Service) EventDeliveries(ctx context.Context, workspaceID string, eventIDs []string) (map[string][]Delivery, error) {
 	ds, err := s.db.Deliveries.ForEvents(ctx, workspaceID, eventIDs)
 	if err != nil {
 		return nil, err
 	}
-	out := make(map[string][]store.Delivery, len(eventIDs))
+	out := make(map[string][]Delivery, len(eventIDs))
 	for _, d := range ds {
-		out[d.EventID] = append(out[d.EventID], d)
+		out[d.EventID] = append(out[d.EventID], deliveryOf(d))
 	}
 	return out, nil
 }

@@ -79,7 +79,11 @@ func TestHealthRequestAndEventDeliveries(t *testing.T) {
 		if len(detail.Attempts) != 2 || detail.Attempts[0].ResponseHeaders["X-Call"] != "1" || detail.Attempts[1].ResponseHeaders["X-Call"] != "2" {
 			t.Fatalf("attempts %+v", detail.Attempts)
 		}
-		req, ok, err := s.Request(e, detail, detail.Attempts[1])
+		view, err := s.Get(ctx, h.ws.ID, e.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req, ok, err := s.Request(view, detail, detail.Attempts[1])
 		if err != nil || !ok {
 			t.Fatalf("Request: %v, %v", ok, err)
 		}
@@ -107,7 +111,7 @@ func TestHealthRequestAndEventDeliveries(t *testing.T) {
 		}
 		old := detail.Attempts[0]
 		old.Signature = nil
-		if _, ok, _ := s.Request(e, detail, old); ok {
+		if _, ok, _ := s.Request(view, detail, old); ok {
 			t.Fatal("an attempt without a kept signature has a request")
 		}
 

@@ -19,15 +19,18 @@ func (s *Service) Event(ctx context.Context, workspaceID, id string) (store.Even
 
 // Deliveries returns a page of the delivery log of an endpoint of a workspace and whether more follow. Returns a
 // NotFound problem if the endpoint is not in the workspace.
-func (s *Service) Deliveries(ctx context.Context, workspaceID, endpointID string, f store.DeliveryFilter, p store.Page) ([]store.Delivery, bool, error) {
-	ds, more, err := s.db.Deliveries.List(ctx, workspaceID, endpointID, f, p)
-	return ds, more, clientError(err, "webhook endpoint", endpointID)
+func (s *Service) Deliveries(ctx context.Context, workspaceID, endpointID string, f DeliveryFilter, p store.Page) ([]Delivery, bool, error) {
+	ds, more, err := s.db.Deliveries.List(ctx, workspaceID, endpointID, store.DeliveryFilter(f), p)
+	if err != nil {
+		return nil, false, clientError(err, "webhook endpoint", endpointID)
+	}
+	return deliveriesOf(ds), more, nil
 }
 
 // DeliveryDetail is one delivery with its attempts, oldest first, and the event as it was signed and sent.
 type DeliveryDetail struct {
-	Delivery store.Delivery
-	Attempts []store.Attempt
+	Delivery Delivery
+	Attempts []Attempt
 	Event    store.Event
 }
 
@@ -46,17 +49,17 @@ func (s *Service) Delivery(ctx context.Context, workspaceID, id string) (Deliver
 	if err != nil {
 		return DeliveryDetail{}, err // the delivery's event goes only with it (ON DELETE CASCADE)
 	}
-	return DeliveryDetail{Delivery: d, Attempts: attempts, Event: ev}, nil
+	return DeliveryDetail{Delivery: deliveryOf(d), Attempts: attemptsOf(attempts), Event: ev}, nil
 }
 
 // Redeliver queues a delivery of a workspace for an attempt now, whatever its status, with a fresh retry schedule;
 // it keeps its webhook-id and its attempt log. Returns a NotFound problem if it is not in the workspace, a
 // DeliveryInFlight problem while a dispatcher attempts it and a WebhookDisabled problem if its endpoint is disabled.
-func (s *Service) Redeliver(ctx context.Context, workspaceID, id string) (store.Delivery, error) {
+func (s *Service) Redeliver(ctx context.Context, workspaceID, id string) (Delivery, error) {
 	d, err := s.db.Deliveries.Redeliver(ctx, workspaceID, id)
 	if err != nil {
-		return d, clientError(err, "delivery", id)
+		return Delivery{}, clientError(err, "delivery", id)
 	}
 	s.wake()
-	return d, nil
+	return deliveryOf(d), nil
 }

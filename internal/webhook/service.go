@@ -7,7 +7,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/switchboard/switchboard/gen"
 	"github.com/switchboard/switchboard/internal/egress"
 	"github.com/switchboard/switchboard/internal/events"
 	"github.com/switchboard/switchboard/internal/problem"
@@ -59,9 +58,10 @@ func NewService(db *store.DB, outbox *events.Outbox, cfg ServiceConfig) (*Servic
 		log: cfg.Logger}, nil
 }
 
-// API is an endpoint as the API shows it: the names of its static headers, never their values, and when a rotated
-// secret still signs. The signing secret is never part of it: only Create and RotateSecret return it, once.
-func (s *Service) API(e store.WebhookEndpoint) gen.Webhook {
+// endpointOf is a stored endpoint as the service hands it out: the names of its static headers, never their values,
+// a broker's templates with their defaults, never its credentials, and when a rotated secret still signs. The
+// signing secret is never part of it: only Create and RotateSecret return it, once.
+func (s *Service) endpointOf(e store.WebhookEndpoint) Endpoint {
 	headers, err := OpenHeaders(s.box, e.SealedHeaders, e.ID)
 	if err != nil {
 		// The server key changed (an operator mistake the dispatcher reports on every attempt): show the endpoint
@@ -73,57 +73,49 @@ func (s *Service) API(e store.WebhookEndpoint) gen.Webhook {
 		names = append(names, name)
 	}
 	slices.Sort(names)
-	w := gen.Webhook{Id: e.ID, Object: gen.WebhookObjectWebhook, Url: e.URL, Description: e.Description,
-		Events: e.Events, HeaderNames: names, RateLimit: e.RateLimit, Status: gen.WebhookStatus(e.Status),
-		FailingSince: e.FailingSince, CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt}
-	if w.Events == nil {
-		w.Events = []string{}
+	out := Endpoint{ID: e.ID, WorkspaceID: e.WorkspaceID, URL: e.URL, Description: e.Description, Events: e.Events,
+		InstanceIDs: e.InstanceIDs, HeaderNames: names, RateLimit: e.RateLimit, Status: e.Status,
+		DisabledReason: e.DisabledReason, FailingSince: e.FailingSince, Kind: e.Kind, ExpiresAt: e.ExpiresAt,
+		Filters: e.Filters, Type: e.Type, CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt}
+	if out.Type == "" {
+		out.Type = store.EndpointHTTPS
 	}
-	w.InstanceIds = append([]string{}, e.InstanceIDs...)
-	kind := gen.WebhookKind(e.Kind)
-	filters := make(gen.WebhookFilters, len(e.Filters))
-	for i, f := range e.Filters {
-		filters[i] = gen.WebhookFilter{Pointer: f.Pointer, Op: gen.WebhookFilterOp(f.Op), Value: f.Value}
-		if f.Values != nil {
-			filters[i].Values = &f.Values
-		}
-	}
-	w.Kind, w.ExpiresAt, w.Filters = &kind, e.ExpiresAt, &filters
-	typ := gen.WebhookType(e.Type)
-	if typ == "" {
-		typ = gen.WebhookTypeHttps
-	}
-	w.Type = &typ
 	if IsBroker(e.Type) {
 		d, err := OpenDestination(s.box, e)
 		if err != nil {
 			s.log.Error("webhook endpoint's destination does not open with the server key", "webhook_id", e.ID, "error", err)
 		}
+		var shown Destination
 		switch e.Type {
 		case TypeRabbitMQ:
-			w.Rabbitmq = &gen.WebhookRabbitMQ{Exchange: &d.Exchange, RoutingKey: orDefault(d.RoutingKey, defaultRoutingKey)}
+			shown.Exchange, shown.RoutingKey = d.Exchange, orDefault(d.RoutingKey, defaultRoutingKey)
 		case TypeNATS:
-			w.Nats = &gen.WebhookNATS{Subject: orDefault(d.Subject, defaultSubject)}
+			shown.Subject = orDefault(d.Subject, defaultSubject)
 		case TypeMQTT:
-			w.Mqtt = &gen.WebhookMQTT{Topic: orDefault(d.Topic, defaultTopic)}
+			shown.Topic = orDefault(d.Topic, defaultTopic)
 		}
-	}
-	if e.DisabledReason != nil {
-		reason := gen.WebhookDisabledReason(*e.DisabledReason)
-		w.DisabledReason = &reason
+		out.Destination = &shown
 	}
 	if e.PreviousSecret != nil && e.PreviousSecretUntil != nil && e.PreviousSecretUntil.After(time.Now()) {
-		w.PreviousSecretExpiresAt = e.PreviousSecretUntil
+		out.PreviousSecretExpiresAt = e.PreviousSecretUntil
 	}
-	return w
+	return out
+}
+
+// endpointResult converts what a store call about endpoint id returned, its error as a client is told it.
+func (s *Service) endpointResult(e store.WebhookEndpoint, err error, id string) (Endpoint, error) {
+	if err != nil {
+		return Endpoint{}, clientError(err, "webhook endpoint", id)
+	}
+	return s.endpointOf(e), nil
 }
 
 // orDefault is a template as the API shows it: the default when none was given.
-func orDefault(template, fallback string) *string {
+func orDefault(template, fallback string) string {
 	if template == "" {
-		template = fallback
+		return fallback
 	}
-	return &template
+	return template
 }
 
 // clientError turns the store's errors into the problems a client is told; what and id name the object a not-found

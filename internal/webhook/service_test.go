@@ -46,17 +46,20 @@ func TestServiceRules(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if opened, err := h.box.Open(e.Secret, []byte(e.ID)); err != nil || string(opened) != secret {
+		if stored, err := db.Webhooks.Get(ctx, ws, e.ID); err != nil {
+			t.Fatal(err)
+		} else if opened, err := h.box.Open(stored.Secret, []byte(e.ID)); err != nil || string(opened) != secret {
 			t.Errorf("the stored secret does not open to the one returned: %v", err)
 		}
-		if api := s.API(e); !slices.Equal(api.HeaderNames, []string{"X-Auth"}) || *api.RateLimit != 5 || api.Status != "active" {
-			t.Errorf("API %+v", api)
+		if !slices.Equal(e.HeaderNames, []string{"X-Auth"}) || *e.RateLimit != 5 || e.Status != "active" ||
+			e.Type != store.EndpointHTTPS || e.Destination != nil {
+			t.Errorf("created %+v", e)
 		}
 		_, _, err = s.Create(ctx, "ws_missing", webhook.NewEndpoint{URL: "http://127.0.0.1:9/hook", Events: []string{"*"}})
 		problemtest.Want(t, err, problem.NotFound)
 
 		e, err = s.Update(ctx, ws, e.ID, webhook.EndpointChange{RateLimit: patch.Clear[int](), Headers: &map[string]string{}})
-		if err != nil || e.RateLimit != nil || e.SealedHeaders != nil {
+		if err != nil || e.RateLimit != nil || len(e.HeaderNames) != 0 {
 			t.Errorf("update cleared %+v, %v", e, err)
 		}
 		_, err = s.Update(ctx, ws, e.ID, webhook.EndpointChange{Events: &[]string{"link.nope"}})
