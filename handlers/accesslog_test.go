@@ -49,7 +49,7 @@ func TestAccessLineIsSlogs(t *testing.T) {
 // latest — and a level above info still silences it.
 func TestAccessLogThroughTheProcessLogger(t *testing.T) {
 	db := storetest.SQLite(t)
-	var out bytes.Buffer // written under the writer's lock, read after its Close
+	var out bytes.Buffer                            // written under the writer's lock, read after its Close
 	w := telemetry.NewLogWriter(&out, time.Hour, 0) // only Close writes
 	s, err := New(withServices(t, db, Config{Logger: telemetry.NewJSONLogger(w, nil)}, nil), db)
 	if err != nil {
