@@ -98,7 +98,12 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
 		return usagef("--log-level: %v", err)
 	}
-	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
+	// Lines are buffered (a write per request would be as many system calls as the answers) and flushed within
+	// telemetry.DefaultLogFlushInterval; the deferred Close runs after every other deferred step, so a clean exit
+	// writes every line.
+	logOut := telemetry.NewLogWriter(stderr, 0, 0)
+	defer logOut.Close()
+	log := telemetry.NewJSONLogger(logOut, level)
 
 	if *otlpEndpoint == "" {
 		*otlpEndpoint = os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT")

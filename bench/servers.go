@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
@@ -25,6 +24,7 @@ import (
 	"github.com/switchboard/switchboard/internal/links/clicks"
 	"github.com/switchboard/switchboard/internal/runner"
 	"github.com/switchboard/switchboard/internal/sealbox"
+	"github.com/switchboard/switchboard/internal/telemetry"
 	"github.com/switchboard/switchboard/store"
 	"github.com/switchboard/switchboard/store/storetest"
 )
@@ -137,7 +137,7 @@ func startSwitchboard(ctx context.Context, dbURL, spoolDir string) (_ *switchboa
 		return nil, err
 	}
 	// Access logs are formatted as in production; only the write to a terminal or file is left out.
-	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
+	log := telemetry.NewJSONLogger(io.Discard, nil) // production's logger (serve), writing nowhere
 	ln, err := listen()
 	if err != nil {
 		return nil, err

@@ -2,7 +2,6 @@ package handlers_test
 
 import (
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -10,16 +9,17 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/switchboard/switchboard/handlers"
+	"github.com/switchboard/switchboard/internal/telemetry"
 	"github.com/switchboard/switchboard/store/storetest"
 )
 
 // BenchmarkListModels runs the reference first call through the whole server in process (no network), beside a
 // bare Echo handler answering the same body: the ratio of the two is the cost of the product's middleware (request
-// ID, access log, metrics, key check, quotas, validation). `go test ./handlers -run - -bench ListModels -cpuprofile
+// ID, access log as `serve` writes it, metrics, key check, quotas, validation). `go test ./handlers -run - -bench ListModels -cpuprofile
 // cpu.prof` shows where it goes.
 func BenchmarkListModels(b *testing.B) {
 	db := storetest.SQLite(b)
-	e := newEnv(b, db, handlers.Config{Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), KeyRateLimit: 1 << 30, WorkspaceRateLimit: 1 << 30})
+	e := newEnv(b, db, handlers.Config{Logger: telemetry.NewJSONLogger(io.Discard, nil), KeyRateLimit: 1 << 30, WorkspaceRateLimit: 1 << 30})
 	ws := e.workspace("Acme")
 	key, _ := e.key(ws.ID, "models:read")
 	body := func() []byte {

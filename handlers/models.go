@@ -53,11 +53,14 @@ func (s *Server) ListModels(ctx context.Context, _ gen.ListModelsRequestObject) 
 // maxCachedModelLists bounds the encoded lists kept: one per distinct set of enabled models in use.
 const maxCachedModelLists = 1024
 
+// jsonContentType is shared by every answer of encodedModelList: the header needs no slice of its own.
+var jsonContentType = []string{"application/json"}
+
 // encodedModelList is a 200 response of listModels whose body is already encoded.
 type encodedModelList []byte
 
 func (b encodedModelList) VisitListModelsResponse(w http.ResponseWriter) error {
-	w.Header().Set("Content-Type", "application/json")
+	w.Header()["Content-Type"] = jsonContentType
 	w.WriteHeader(http.StatusOK)
 	_, err := w.Write(b)
 	return err

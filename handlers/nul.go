@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"sort"
 	"strings"
 	"unicode/utf8"
@@ -35,7 +36,10 @@ func nulFields(r *http.Request, pathParams map[string]string) (problem.Fields, e
 	for _, name := range names {
 		errs.AddParameter(name, text.Fault(pathParams[name]))
 	}
-	query := r.URL.Query()
+	var query url.Values
+	if r.URL.RawQuery != "" { // parsing even an empty query allocates its map
+		query = r.URL.Query()
+	}
 	faults := map[string]string{}
 	for name, vs := range query {
 		for _, v := range vs {

@@ -34,8 +34,8 @@ type operation struct {
 // operations indexes the spec's operations.
 type operations struct {
 	byID    map[string]*operation
-	byRoute map[string]*operation // method + " " + Echo route
-	routes  []*regexp.Regexp      // for Allow on 405
+	byRoute map[echoRoute]*operation
+	routes  []*regexp.Regexp // for Allow on 405
 	methods [][]string
 }
 
@@ -44,7 +44,7 @@ var pathParam = regexp.MustCompile(`\{([^}]+)\}`)
 // indexOperations reads every operation of doc. It fails when an authenticated operation has no
 // x-required-scopes, names an unknown scope, or is deprecated without x-deprecated-at and x-sunset dates.
 func indexOperations(doc *openapi3.T) (*operations, error) {
-	ops := &operations{byID: map[string]*operation{}, byRoute: map[string]*operation{}}
+	ops := &operations{byID: map[string]*operation{}, byRoute: map[echoRoute]*operation{}}
 	known := apikey.All()
 	paths := doc.Paths.InMatchingOrder()
 	sort.Strings(paths)
@@ -85,7 +85,7 @@ func indexOperations(doc *openapi3.T) (*operations, error) {
 				return nil, fmt.Errorf("%s %s: operationId is required", method, path)
 			}
 			ops.byID[o.ID] = o
-			ops.byRoute[method+" "+route] = o
+			ops.byRoute[echoRoute{method, route}] = o
 			methods = append(methods, method)
 		}
 		sort.Strings(methods)
@@ -143,8 +143,11 @@ func stringList(v any) ([]string, error) {
 
 // byEchoRoute finds the operation Echo routed a request to.
 func (ops *operations) byEchoRoute(method, route string) *operation {
-	return ops.byRoute[method+" "+route]
+	return ops.byRoute[echoRoute{method, route}]
 }
+
+// echoRoute is a method and an Echo route: a key that needs no string built per request.
+type echoRoute struct{ method, route string }
 
 // allowedMethods lists the methods a spec path takes, for the Allow header of a 405.
 func (ops *operations) allowedMethods(urlPath string) string {

@@ -63,6 +63,8 @@ const corsExposed = "Location, RateLimit, RateLimit-Policy, Retry-After, X-Reque
 // (--cors-origins) and from Switchboard's own pages, and any other page gets a readable origin_not_allowed. The
 // ingest URLs take no keys: there the operator's list alone decides, preflights included. An origin the operator
 // allows gets Access-Control-Allow-Origin on every answer, problems included, so that its pages can show them.
+var varyOrigin = []string{echo.HeaderOrigin}
+
 func (s *Server) cors(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		req := c.Request()
@@ -72,7 +74,11 @@ func (s *Server) cors(next echo.HandlerFunc) echo.HandlerFunc {
 			return next(c)
 		}
 		h := c.Response().Header()
-		h.Add(echo.HeaderVary, echo.HeaderOrigin)
+		if _, ok := h[echo.HeaderVary]; ok {
+			h.Add(echo.HeaderVary, echo.HeaderOrigin)
+		} else {
+			h[echo.HeaderVary] = varyOrigin // shared; a later Add copies it (its capacity is its length)
+		}
 		origin := req.Header.Get(echo.HeaderOrigin)
 		if origin == "" {
 			return next(c)

@@ -15,8 +15,11 @@ import (
 
 // requestState is what the layers of one request share: set up by requestContext, completed by authenticate, read
 // by handlers, problems and the access log. It is one pointer in the request context, so adding the principal
-// costs no copy of the request.
+// costs no copy of the request; it is the context itself (a value context of its own), so that carrying it costs
+// no allocation besides its own.
 type requestState struct {
+	// Context is the request's context below the state.
+	context.Context
 	ID string
 	// Path is the request's path with its secrets redacted (see publicPath): what logs and problems show.
 	Path string
@@ -31,12 +34,24 @@ type requestState struct {
 	// spent is a quota spent for what the request would create (a browser key's daily quota), given back when
 	// the request creates nothing: only what is accepted counts.
 	spent *ratelimit.Request
+	// idHeader holds the X-Request-Id header's value, allocated with the state.
+	idHeader [1]string
 }
 
 type requestStateKey struct{}
 
+// withRequestState returns ctx carrying st (st becomes that context).
 func withRequestState(ctx context.Context, st *requestState) context.Context {
-	return context.WithValue(ctx, requestStateKey{}, st)
+	st.Context = ctx
+	return st
+}
+
+// Value answers the state itself for requestStateKey, as context.WithValue would, and asks the parent otherwise.
+func (st *requestState) Value(key any) any {
+	if _, ok := key.(requestStateKey); ok {
+		return st
+	}
+	return st.Context.Value(key)
 }
 
 // stateFrom returns the request's state; outside a request (tests of helpers) an empty one.

@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"io"
 	"log/slog"
 	"math/rand/v2"
 	"net"
@@ -153,6 +154,10 @@ type Server struct {
 	corsOrigins                               map[string]bool
 	// policyHeader is the RateLimit-Policy value, shared read-only by every response.
 	policyHeader []string
+	// chain is the whole of a request's way through the server (see ServeHTTP).
+	chain echo.HandlerFunc
+	// accessOut is the writer under the logger when the access log formats its lines itself (see logAccess).
+	accessOut io.Writer
 }
 
 var _ gen.StrictServerInterface = (*Server)(nil)
@@ -229,6 +234,9 @@ func New(cfg Config, db *store.DB) (*Server, error) {
 		events:           cfg.Events,
 	}
 	s.links, s.webhooks, s.channels, s.automation = cfg.Links, cfg.Webhooks, cfg.Channels, cfg.Automation
+	if w, ok := telemetry.AccessLogWriter(cfg.Logger); ok {
+		s.accessOut = w
+	}
 	s.policyHeader = []string{fmt.Sprintf(`"key";q=%d;w=60, "workspace";q=%d;w=60`, cfg.KeyRateLimit, cfg.WorkspaceRateLimit)}
 	for _, m := range cfg.Models.All() {
 		s.models[m.ID] = apiModel(m)
@@ -248,12 +256,16 @@ func New(cfg Config, db *store.DB) (*Server, error) {
 			echo.TrustPrivateNet(false))...)
 	}
 	e.HTTPErrorHandler = s.ErrorHandler
-	e.Pre(headAsGet(e))
 	for _, o := range cfg.CORSOrigins {
 		s.corsOrigins[o] = true
 	}
-	e.Pre(s.cors)
-	e.Use(s.requestContext, s.bodyLimit)
+	// What Pre(headAsGet, cors) and Use(requestContext, bodyLimit) would do, composed once: Echo composes its
+	// middleware anew for every request, a closure per layer (see ServeHTTP).
+	s.chain = headAsGet(e)(s.cors(func(c echo.Context) error {
+		r := c.Request()
+		e.Router().Find(r.Method, echo.GetPath(r), c)
+		return s.requestContext(c, c.Handler())
+	}))
 
 	routes, err := apiRoutes()
 	if err != nil {
@@ -267,7 +279,7 @@ func New(cfg Config, db *store.DB) (*Server, error) {
 			perOp[id] = append(perOp[id], s.idempotency.middleware)
 		}
 	}
-	gen.RegisterHandlersWithOptions(e, gen.NewStrictHandler(s, nil),
+	gen.RegisterHandlersWithOptions(preapplied{e}, gen.NewStrictHandler(s, nil),
 		gen.RegisterHandlersOptions{OperationMiddlewares: perOp})
 	if err := s.registerPublicRoutes(e); err != nil {
 		return nil, err
@@ -280,6 +292,49 @@ func New(cfg Config, db *store.DB) (*Server, error) {
 	s.echo = e
 	s.reserveRoutes()
 	return s, nil
+}
+
+// preapplied registers routes with their route middleware (validation, idempotency) applied once, at
+// registration: Echo applies a route's middleware on every request, a closure per layer each time.
+type preapplied struct{ *echo.Echo }
+
+func applied(h echo.HandlerFunc, m []echo.MiddlewareFunc) echo.HandlerFunc {
+	for i := len(m) - 1; i >= 0; i-- { // as Echo applies them: the first is the outermost
+		h = m[i](h)
+	}
+	return h
+}
+
+func (p preapplied) CONNECT(path string, h echo.HandlerFunc, m ...echo.MiddlewareFunc) *echo.Route {
+	return p.add(http.MethodConnect, path, h, m)
+}
+func (p preapplied) DELETE(path string, h echo.HandlerFunc, m ...echo.MiddlewareFunc) *echo.Route {
+	return p.add(http.MethodDelete, path, h, m)
+}
+func (p preapplied) GET(path string, h echo.HandlerFunc, m ...echo.MiddlewareFunc) *echo.Route {
+	return p.add(http.MethodGet, path, h, m)
+}
+func (p preapplied) HEAD(path string, h echo.HandlerFunc, m ...echo.MiddlewareFunc) *echo.Route {
+	return p.add(http.MethodHead, path, h, m)
+}
+func (p preapplied) OPTIONS(path string, h echo.HandlerFunc, m ...echo.MiddlewareFunc) *echo.Route {
+	return p.add(http.MethodOptions, path, h, m)
+}
+func (p preapplied) PATCH(path string, h echo.HandlerFunc, m ...echo.MiddlewareFunc) *echo.Route {
+	return p.add(http.MethodPatch, path, h, m)
+}
+func (p preapplied) POST(path string, h echo.HandlerFunc, m ...echo.MiddlewareFunc) *echo.Route {
+	return p.add(http.MethodPost, path, h, m)
+}
+func (p preapplied) PUT(path string, h echo.HandlerFunc, m ...echo.MiddlewareFunc) *echo.Route {
+	return p.add(http.MethodPut, path, h, m)
+}
+func (p preapplied) TRACE(path string, h echo.HandlerFunc, m ...echo.MiddlewareFunc) *echo.Route {
+	return p.add(http.MethodTrace, path, h, m)
+}
+
+func (p preapplied) add(method, path string, h echo.HandlerFunc, m []echo.MiddlewareFunc) *echo.Route {
+	return p.Echo.Add(method, path, applied(h, m))
 }
 
 // Mount lets another part of the product (the console) add its routes; they get the same request ids, logs,
@@ -299,8 +354,16 @@ func (s *Server) reserveRoutes() {
 	s.links.ReserveRoutes(paths)
 }
 
-// ServeHTTP makes the server an http.Handler.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.echo.ServeHTTP(w, r) }
+// ServeHTTP makes the server an http.Handler. It is Echo's ServeHTTP with the server's middleware composed once
+// (s.chain) rather than on every request: routes still take Echo's context, router and error handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	c := s.echo.AcquireContext()
+	c.Reset(r, w)
+	if err := s.chain(c); err != nil {
+		s.echo.HTTPErrorHandler(err, c)
+	}
+	s.echo.ReleaseContext(c)
+}
 
 // PruneIdempotencyKeys is the job that deletes expired Idempotency-Key records while the server runs (run it with
 // the process's other background work): a bounded batch every so many claims of this server, one delete at a time,
@@ -358,61 +421,59 @@ func (w *bodiless) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 // requestContext runs around every request: request ID (taken from X-Request-Id when well-formed), a logger that
 // carries it, the bound of its transactions (Config.TxTimeout), deprecation headers, panic recovery, metrics by
 // operationId and one access log line.
-func (s *Server) requestContext(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		start := time.Now()
-		req := c.Request()
-		id := req.Header.Get(echo.HeaderXRequestID)
-		if id == "" || !requestIDPattern.MatchString(id) {
-			id = newRequestID()
-		}
-		c.Response().Header()[echo.HeaderXRequestID] = []string{id}
-		// No answer of this server is to be sniffed into another type (an excerpt of a receiver's body, an upload).
-		c.Response().Header()[echo.HeaderXContentTypeOptions] = nosniff
-		st := &requestState{ID: id, Path: publicPath(req.URL.EscapedPath()), header: c.Response().Header(), echo: c}
-		c.SetRequest(req.WithContext(store.WithTxTimeout(withRequestState(req.Context(), st), s.cfg.TxTimeout)))
-
-		op := s.ops.byEchoRoute(req.Method, c.Path())
-		spanName := c.Path()
-		if op != nil {
-			spanName = op.ID
-		}
-		traced, span := telemetry.Server(c.Request(), spanName, c.Path())
-		c.SetRequest(traced)
-		if op != nil && op.Deprecation != "" {
-			c.Response().Header().Set("Deprecation", op.Deprecation)
-			c.Response().Header().Set("Sunset", op.Sunset)
-		}
-		if err := recovered(next, c); err != nil {
-			c.Error(err)
-		}
-
-		status := c.Response().Status
-		if st.spent != nil && (status < 200 || status > 299 || c.Response().Header().Get(replayedHeader) == "true") {
-			s.limiter.Refund(st.spent.Key, st.spent.Policy)
-		}
-		telemetry.EndServer(span, status, id)
-		elapsed := time.Since(start)
-		label := "unmatched"
-		switch {
-		case op != nil:
-			label = op.ID
-		case c.Path() != "" && c.Path() != "/*" && status != http.StatusNotFound:
-			label = c.Path()
-		}
-		s.metrics.observe(label, req.Method, status, elapsed)
-		if c.Path() == redirectRoute && status < http.StatusInternalServerError {
-			return nil // a redirect is recorded as a click; a log line each would cost more than the redirect
-		}
-		attrs := []slog.Attr{slog.String("request_id", id), slog.String("method", req.Method),
-			slog.String("path", st.Path), slog.Int("status", status),
-			slog.Int64("duration_us", elapsed.Microseconds()), slog.String("operation", label)}
-		if st.key != nil {
-			attrs = append(attrs, slog.String("key_id", st.key.ID), slog.String("workspace_id", st.key.WorkspaceID))
-		}
-		s.log.LogAttrs(req.Context(), slog.LevelInfo, "request", attrs...)
-		return nil
+func (s *Server) requestContext(c echo.Context, next echo.HandlerFunc) error {
+	start := time.Now()
+	req := c.Request()
+	id := req.Header.Get(echo.HeaderXRequestID)
+	if id == "" || !requestIDPattern.MatchString(id) {
+		id = newRequestID()
 	}
+	st := &requestState{ID: id, Path: publicPath(req.URL.EscapedPath()), header: c.Response().Header(), echo: c}
+	st.idHeader[0] = id
+	c.Response().Header()[echo.HeaderXRequestID] = st.idHeader[:]
+	// No answer of this server is to be sniffed into another type (an excerpt of a receiver's body, an upload).
+	c.Response().Header()[echo.HeaderXContentTypeOptions] = nosniff
+	c.SetRequest(req.WithContext(store.WithTxTimeout(withRequestState(req.Context(), st), s.cfg.TxTimeout)))
+
+	op := s.ops.byEchoRoute(req.Method, c.Path())
+	spanName := c.Path()
+	if op != nil {
+		spanName = op.ID
+	}
+	traced, span := telemetry.Server(c.Request(), spanName, c.Path())
+	c.SetRequest(traced)
+	if op != nil && op.Deprecation != "" {
+		c.Response().Header().Set("Deprecation", op.Deprecation)
+		c.Response().Header().Set("Sunset", op.Sunset)
+	}
+	if err := s.recovered(next, c); err != nil {
+		c.Error(err)
+	}
+
+	status := c.Response().Status
+	if st.spent != nil && (status < 200 || status > 299 || c.Response().Header().Get(replayedHeader) == "true") {
+		s.limiter.Refund(st.spent.Key, st.spent.Policy)
+	}
+	telemetry.EndServer(span, status, id)
+	elapsed := time.Since(start)
+	label := "unmatched"
+	switch {
+	case op != nil:
+		label = op.ID
+	case c.Path() != "" && c.Path() != "/*" && status != http.StatusNotFound:
+		label = c.Path()
+	}
+	s.metrics.observe(label, req.Method, status, elapsed)
+	if c.Path() == redirectRoute && status < http.StatusInternalServerError {
+		return nil // a redirect is recorded as a click; a log line each would cost more than the redirect
+	}
+	line := accessLine{requestID: id, method: req.Method, path: st.Path, status: status, elapsed: elapsed,
+		operation: label}
+	if st.key != nil {
+		line.keyID, line.workspaceID = st.key.ID, st.key.WorkspaceID
+	}
+	s.logAccess(req.Context(), line)
+	return nil
 }
 
 // newRequestID returns "req_" and a ULID: sortable by time, unique enough to find a log line. It needs no
@@ -422,11 +483,14 @@ func newRequestID() string {
 	_ = id.SetTime(ulid.Now())
 	binary.BigEndian.PutUint64(id[6:14], rand.Uint64())
 	binary.BigEndian.PutUint16(id[14:], uint16(rand.Uint32()))
-	return "req_" + id.String()
+	var b [len("req_") + ulid.EncodedSize]byte
+	copy(b[:], "req_")
+	_ = id.MarshalTextTo(b[len("req_"):])
+	return string(b[:]) // one allocation, where "req_" + id.String() takes two
 }
 
-// recovered runs next and turns a panic into an internal error.
-func recovered(next echo.HandlerFunc, c echo.Context) (err error) {
+// recovered runs next within the body limit (bodyLimit) and turns a panic into an internal error.
+func (s *Server) recovered(next echo.HandlerFunc, c echo.Context) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			if r == http.ErrAbortHandler {
@@ -435,7 +499,7 @@ func recovered(next echo.HandlerFunc, c echo.Context) (err error) {
 			err = fmt.Errorf("panic: %v\n%s", r, debug.Stack())
 		}
 	}()
-	return next(c)
+	return s.bodyLimit(c, next)
 }
 
 // mediaUploadPath takes files, so its bodies have a limit of their own.
@@ -448,22 +512,20 @@ var fileRoutes = map[string]bool{"/user/channels/:id/profile": true, "/user/chan
 // bodyLimit refuses bodies over the limit: at once when Content-Length says so, else when reading passes it. A
 // source's ingest URL applies the limit itself (it reads no more than it), so that the refusal is in the source's
 // request log like every other.
-func (s *Server) bodyLimit(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		req := c.Request()
-		if req.Method == http.MethodPost && c.Path() == ingestRoute {
-			return next(c)
-		}
-		limit := s.cfg.BodyLimit
-		if req.Method == http.MethodPost && (req.URL.Path == mediaUploadPath || fileRoutes[c.Path()]) {
-			limit = s.cfg.MediaBodyLimit
-		}
-		if req.ContentLength > limit {
-			return bodyTooLarge(req.ContentLength, limit)
-		}
-		if req.Body != nil && req.Body != http.NoBody {
-			req.Body = http.MaxBytesReader(c.Response(), req.Body, limit)
-		}
+func (s *Server) bodyLimit(c echo.Context, next echo.HandlerFunc) error {
+	req := c.Request()
+	if req.Method == http.MethodPost && c.Path() == ingestRoute {
 		return next(c)
 	}
+	limit := s.cfg.BodyLimit
+	if req.Method == http.MethodPost && (req.URL.Path == mediaUploadPath || fileRoutes[c.Path()]) {
+		limit = s.cfg.MediaBodyLimit
+	}
+	if req.ContentLength > limit {
+		return bodyTooLarge(req.ContentLength, limit)
+	}
+	if req.Body != nil && req.Body != http.NoBody {
+		req.Body = http.MaxBytesReader(c.Response(), req.Body, limit)
+	}
+	return next(c)
 }

@@ -30,10 +30,23 @@ import (
 // tenth of the hot path), and needs spec.Servers cleared and no Prefix to work at all.
 func (s *Server) validatorFor(route *routers.Route) echo.MiddlewareFunc {
 	opts := &openapi3filter.Options{AuthenticationFunc: s.authenticate, MultiError: true, KeepValidatedValue: true}
+	security, securityOnly := securityOnlyPlan(route)
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			req := c.Request()
 			names, values := c.ParamNames(), c.ParamValues()
+			if securityOnly && len(names) == 0 && (req.Body == nil || req.Body == http.NoBody) {
+				// Nothing but the security requirements to validate: see securityOnlyPlan.
+				nul, _ := nulFields(req, nil)
+				if e := nul.Err(); e != nil {
+					return e
+				}
+				err := s.validateSecurity(req, route, opts, security)
+				if err == nil {
+					return next(c)
+				}
+				return validationError(openapi3.MultiError{err}, err)
+			}
 			params := make(map[string]string, len(names))
 			for i, name := range names {
 				v := values[i]
@@ -74,13 +87,88 @@ func (s *Server) validatorFor(route *routers.Route) echo.MiddlewareFunc {
 			if !errors.As(err, &me) {
 				me = openapi3.MultiError{err}
 			}
-			if p := validationProblem(me); p != nil {
-				return p
-			}
-			// The key check itself failed (the database is down): an internal error, logged with its cause.
-			return fmt.Errorf("validate request: %w", err)
+			return validationError(me, err)
 		}
 	}
+}
+
+// validationError is the answer to a request the validator refused with err (its errors me): a problem, or an
+// internal error when the key check itself failed (the database is down), logged with its cause.
+func validationError(me openapi3.MultiError, err error) error {
+	if p := validationProblem(me); p != nil {
+		return p
+	}
+	return fmt.Errorf("validate request: %w", err)
+}
+
+// securityScheme is one scheme of a security requirement, resolved once.
+type securityScheme struct {
+	name   string
+	scheme *openapi3.SecurityScheme
+	scopes []string
+}
+
+// securityOnlyPlan resolves, for an operation without parameters or request body, its security requirements
+// (alternatives, each a list of schemes sorted by name, as openapi3filter tries them) and reports true: for a
+// request of such an operation without a body, validating it is only running them, which validateSecurity does
+// without the validator's per-request sorting, copies and body handling (a fifth of the middleware's cost on the
+// reference first call). Operations with parameters or a body, and requests with a body, take the validator.
+func securityOnlyPlan(route *routers.Route) ([][]securityScheme, bool) {
+	op := route.Operation
+	if len(op.Parameters) > 0 || len(route.PathItem.Parameters) > 0 || op.RequestBody != nil {
+		return nil, false
+	}
+	var plan [][]securityScheme
+	for _, sr := range *securityOf(route) {
+		names := slices.Sorted(maps.Keys(sr))
+		alt := make([]securityScheme, 0, len(names))
+		for _, name := range names {
+			var ref *openapi3.SecuritySchemeRef
+			if route.Spec.Components != nil {
+				ref = route.Spec.Components.SecuritySchemes[name]
+			}
+			if ref == nil || ref.Value == nil {
+				return nil, false // undeclared: the validator's own error says so
+			}
+			alt = append(alt, securityScheme{name: name, scheme: ref.Value, scopes: sr[name]})
+		}
+		plan = append(plan, alt)
+	}
+	return plan, true
+}
+
+// validateSecurity is openapi3filter.ValidateSecurityRequirements over a resolved plan, for a request without a
+// body: the first alternative whose every scheme authenticates admits the request; otherwise the errors of all
+// alternatives, as the validator reports them.
+func (s *Server) validateSecurity(req *http.Request, route *routers.Route, opts *openapi3filter.Options,
+	plan [][]securityScheme) error {
+	if len(plan) == 0 {
+		return nil
+	}
+	input := &openapi3filter.RequestValidationInput{Request: req, Route: route, Options: opts}
+	var errs []error
+	for _, alt := range plan {
+		var err error
+		for _, sc := range alt {
+			if err = s.authenticate(req.Context(), &openapi3filter.AuthenticationInput{RequestValidationInput: input,
+				SecuritySchemeName: sc.name, SecurityScheme: sc.scheme, Scopes: sc.scopes}); err != nil {
+				break
+			}
+		}
+		if err == nil {
+			return nil
+		}
+		errs = append(errs, err)
+	}
+	return &openapi3filter.SecurityRequirementsError{SecurityRequirements: *securityOf(route), Errors: errs}
+}
+
+// securityOf is the security requirements of a route's operation: its own, else the spec's.
+func securityOf(route *routers.Route) *openapi3.SecurityRequirements {
+	if route.Operation.Security != nil {
+		return route.Operation.Security
+	}
+	return &route.Spec.Security
 }
 
 // apiRoutes builds the kin-openapi route of every operation of the embedded spec, by operationId.
@@ -269,6 +357,9 @@ func schemaPointer(se *openapi3.SchemaError) string {
 
 // tooLarge returns the request_too_large problem when reading the body failed on the body limit, else nil.
 func tooLarge(err error) *Problem {
+	if err == nil {
+		return nil // without the errors.As below, whose target escapes: an allocation per request
+	}
 	var e *http.MaxBytesError
 	if !errors.As(err, &e) {
 		return nil

@@ -2,9 +2,12 @@ package apikey
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -80,7 +83,7 @@ type Verifier struct {
 	now   func() time.Time
 
 	mu    sync.RWMutex
-	cache map[string]cached // by hash
+	cache map[[sha256.Size]byte]cached // by the hash's bytes: a hit needs no hex string
 
 	usedMu   sync.Mutex
 	recorded map[string]time.Time // last time written (or queued) per key ID
@@ -114,7 +117,7 @@ func NewVerifier(s Store, ttl time.Duration, log *slog.Logger) *Verifier {
 	}
 	return &Verifier{
 		store: s, ttl: ttl, log: log, now: time.Now,
-		cache: map[string]cached{}, recorded: map[string]time.Time{}, pending: map[string]time.Time{},
+		cache: map[[sha256.Size]byte]cached{}, recorded: map[string]time.Time{}, pending: map[string]time.Time{},
 		wake: make(chan struct{}, 1),
 	}
 }
@@ -146,24 +149,52 @@ func (v *Verifier) Verify(ctx context.Context, plain string) (Key, error) {
 	if err := Check(plain); err != nil {
 		return Key{}, err
 	}
-	return v.VerifyHash(ctx, Hash(plain))
+	return v.verify(ctx, sum(plain), "")
+}
+
+// sum is the SHA-256 of a checked key (Len bytes), hashed from a copy on the stack: converting the string to a
+// slice would allocate on every request.
+func sum(plain string) [sha256.Size]byte {
+	var b [Len]byte
+	return sha256.Sum256(b[:copy(b[:], plain)])
 }
 
 // VerifyHash authenticates a key known by its hash (Hash), such as the key a stream token acts for. It returns
 // ErrUnknown, ErrRevoked, ErrExpired, or another error when the store fails.
 func (v *Verifier) VerifyHash(ctx context.Context, hash string) (Key, error) {
+	b, ok := hashBytes(hash)
+	if !ok {
+		return Key{}, ErrUnknown // no key has it: Hash writes every hash in this form
+	}
+	return v.verify(ctx, b, hash)
+}
+
+// hashBytes decodes a hash as Hash writes it (lowercase hex of a SHA-256), false for anything else.
+func hashBytes(hash string) (b [sha256.Size]byte, ok bool) {
+	if len(hash) != hex.EncodedLen(sha256.Size) || strings.ToLower(hash) != hash {
+		return b, false
+	}
+	_, err := hex.Decode(b[:], []byte(hash))
+	return b, err == nil
+}
+
+// verify is Verify of a key by its hash's bytes; hash is their hex form, or "" to encode it when it is needed.
+func (v *Verifier) verify(ctx context.Context, sum [sha256.Size]byte, hash string) (Key, error) {
 	version, err := v.store.KeysVersion(ctx)
 	if err != nil {
 		return Key{}, err
 	}
 	now := v.now()
 	v.mu.RLock()
-	c, ok := v.cache[hash]
+	c, ok := v.cache[sum]
 	v.mu.RUnlock()
 	if !ok || c.version != version || now.Sub(c.loadedAt) > v.ttl {
+		if hash == "" {
+			hash = hex.EncodeToString(sum[:])
+		}
 		sk, err := v.store.ByHash(ctx, hash)
 		if errors.Is(err, store.ErrNotFound) {
-			v.forget(hash)
+			v.forget(sum)
 			return Key{}, ErrUnknown
 		}
 		if err != nil {
@@ -179,9 +210,9 @@ func (v *Verifier) VerifyHash(ctx context.Context, hash string) (Key, error) {
 		}
 		v.mu.Lock()
 		if len(v.cache) >= maxCached {
-			v.cache = map[string]cached{}
+			v.cache = map[[sha256.Size]byte]cached{}
 		}
-		v.cache[hash] = c
+		v.cache[sum] = c
 		v.mu.Unlock()
 	}
 	switch {
@@ -197,14 +228,15 @@ func (v *Verifier) VerifyHash(ctx context.Context, hash string) (Key, error) {
 // Forget drops a key from the cache; call it after revoking in this process.
 func (v *Verifier) Forget(plainOrHash string) {
 	if Check(plainOrHash) == nil {
-		plainOrHash = Hash(plainOrHash)
+		v.forget(sum(plainOrHash))
+	} else if b, ok := hashBytes(plainOrHash); ok {
+		v.forget(b)
 	}
-	v.forget(plainOrHash)
 }
 
-func (v *Verifier) forget(hash string) {
+func (v *Verifier) forget(sum [sha256.Size]byte) {
 	v.mu.Lock()
-	delete(v.cache, hash)
+	delete(v.cache, sum)
 	v.mu.Unlock()
 }
 

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -612,4 +613,36 @@ func TestVerifyConcurrently(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+// TestVerifyHashSharesTheCache: a key verified by its plain text is found by its hash without a lookup, and the
+// other way round; a hash in any other form than Hash's is no key's, and touches nothing.
+func TestVerifyHashSharesTheCache(t *testing.T) {
+	s := newFakeStore()
+	v, _ := newTestVerifier(t, s)
+	plain := s.add(t, store.APIKey{ID: "key_1"})
+	other := s.add(t, store.APIKey{ID: "key_2"})
+
+	verify(t, v, plain)
+	k, err := v.VerifyHash(context.Background(), Hash(plain))
+	if err != nil || k.ID != "key_1" || k.Hash != Hash(plain) {
+		t.Fatalf("VerifyHash = %+v, %v", k, err)
+	}
+	wantLookups(t, s, 1)
+
+	if k, err := v.VerifyHash(context.Background(), Hash(other)); err != nil || k.ID != "key_2" {
+		t.Fatalf("VerifyHash = %+v, %v", k, err)
+	}
+	wantLookups(t, s, 2)
+	if k := verify(t, v, other); k.Hash != Hash(other) {
+		t.Errorf("Hash = %q", k.Hash)
+	}
+	wantLookups(t, s, 2)
+
+	for _, h := range []string{strings.ToUpper(Hash(plain)), Hash(plain)[1:], Hash(plain) + "0", "", "zz" + Hash(plain)[2:]} {
+		if _, err := v.VerifyHash(context.Background(), h); !errors.Is(err, ErrUnknown) {
+			t.Errorf("VerifyHash(%q) = %v, want ErrUnknown", h, err)
+		}
+	}
+	wantLookups(t, s, 2)
 }

@@ -56,11 +56,11 @@ func New(window time.Duration) *Memory {
 // Sent remembers that client was redirected to location at now. Locations without a host (relative, mailto:) lead
 // nowhere back here and are not kept.
 func (m *Memory) Sent(client, location string, now time.Time) {
-	host, target, ok := splitLocation(location)
+	host, port, target, ok := splitLocation(location)
 	if !ok {
 		return
 	}
-	k := m.key(client, host, target)
+	k := m.key(client, host, port, target)
 	s := &m.shards[k%shards]
 	s.mu.Lock()
 	s.rotate(now, m.window)
@@ -72,7 +72,8 @@ func (m *Memory) Sent(client, location string, now time.Time) {
 // sent) follows a redirect this server sent within the window. The redirect is forgotten: a second identical
 // request is a new visit unless another redirect led to it too.
 func (m *Memory) Followed(client, host, requestURI string, now time.Time) bool {
-	k := m.key(client, canonicalHost(host), requestURI)
+	h, port := canonicalHost(host)
+	k := m.key(client, h, port, requestURI)
 	s := &m.shards[k%shards]
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -100,12 +101,18 @@ func (s *shard) rotate(now time.Time, window time.Duration) {
 	}
 }
 
-func (m *Memory) key(client, host, target string) uint64 {
+// key hashes a client, a canonical host and port (see canonicalHost) and a target; the host and its port are
+// hashed as "host:port" without building that string.
+func (m *Memory) key(client, host, port, target string) uint64 {
 	var h maphash.Hash
 	h.SetSeed(m.seed)
 	_, _ = h.WriteString(client)
 	_ = h.WriteByte(0)
 	_, _ = h.WriteString(host)
+	if port != "" {
+		_ = h.WriteByte(':')
+		_, _ = h.WriteString(port)
+	}
 	_ = h.WriteByte(0)
 	_, _ = h.WriteString(target)
 	return h.Sum64()
@@ -113,10 +120,10 @@ func (m *Memory) key(client, host, target string) uint64 {
 
 // splitLocation returns the canonical host of an absolute http(s) URL and its path and query as a client requests
 // them (the fragment is never sent; an empty path is requested as /).
-func splitLocation(location string) (host, target string, ok bool) {
+func splitLocation(location string) (host, port, target string, ok bool) {
 	scheme, rest, ok := strings.Cut(location, "://")
 	if !ok {
-		return "", "", false
+		return "", "", "", false
 	}
 	end := strings.IndexAny(rest, "/?#")
 	if end < 0 {
@@ -124,21 +131,22 @@ func splitLocation(location string) (host, target string, ok bool) {
 	}
 	authority, target := rest[:end], rest[end:]
 	if authority == "" || strings.Contains(authority, "@") {
-		return "", "", false
+		return "", "", "", false
 	}
 	target, _, _ = strings.Cut(target, "#")
 	if target == "" || target[0] == '?' {
 		target = "/" + target
 	}
 	if scheme == "" {
-		return "", "", false
+		return "", "", "", false
 	}
-	return canonicalHost(authority), target, true
+	host, port = canonicalHost(authority)
+	return host, port, target, true
 }
 
-// canonicalHost is a host[:port] as it is compared: lower case, without a default port (80 or 443: a Host header
-// does not say its scheme), an IP literal in its usual form.
-func canonicalHost(authority string) string {
+// canonicalHost is a host[:port] as it is compared, split in host and port: lower case, without a default port (80
+// or 443: a Host header does not say its scheme), an IP literal in its usual form.
+func canonicalHost(authority string) (string, string) {
 	host, port := authority, ""
 	if i := strings.LastIndexByte(authority, ':'); i >= 0 && !strings.Contains(authority[i:], "]") {
 		host, port = authority[:i], authority[i+1:]
@@ -147,13 +155,37 @@ func canonicalHost(authority string) string {
 		port = ""
 	}
 	host = strings.ToLower(strings.TrimSuffix(host, "."))
-	if host != "" && (host[0] == '[' || host[0] >= '0' && host[0] <= '9') {
+	if host != "" && (host[0] == '[' || host[0] >= '0' && host[0] <= '9') && !usualIPv4(host) {
 		if addr, literal, err := egress.LiteralAddr(strings.Trim(host, "[]")); err == nil && literal {
 			host = addr.String()
 		}
 	}
-	if port == "" {
-		return host
+	return host, port
+}
+
+// usualIPv4 reports whether host is an IPv4 address in its usual form (four decimal parts of 0 to 255, without
+// leading zeros), which is its own canonical form: the Host of a server reached by its address, on every request,
+// needs no parsing.
+func usualIPv4(host string) bool {
+	parts, n, digits := 0, 0, 0
+	for i := 0; i <= len(host); i++ {
+		if i == len(host) || host[i] == '.' {
+			if digits == 0 || n > 255 {
+				return false
+			}
+			parts++
+			n, digits = 0, 0
+			continue
+		}
+		c := host[i]
+		if c < '0' || c > '9' || digits > 0 && n == 0 {
+			return false // not a digit, or a leading zero
+		}
+		n = n*10 + int(c-'0')
+		digits++
+		if digits > 3 {
+			return false
+		}
 	}
-	return host + ":" + port
+	return parts == 4
 }
