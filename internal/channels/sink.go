@@ -358,7 +358,6 @@ func (k *sink) record(ctx context.Context, reports []Report) error {
 	var parked []Receipt
 	err := k.s.sharedTxFor(ctx, []string{k.id}, func(ctx context.Context, tx store.Tx) error {
 		parked = parked[:0]
-		ctx, j := withJournal(ctx)
 		// One read of the messages the reports name: those handed over before (a repeat), those replied to or
 		// reacted to, those the receipts are about.
 		var pids []string
@@ -401,10 +400,7 @@ func (k *sink) record(ctx context.Context, reports []Report) error {
 		if err := k.s.applyReceipts(ctx, tx, receipts, known); err != nil {
 			return err
 		}
-		if err := run.saveChats(ctx, tx, k.s); err != nil {
-			return err
-		}
-		return j.flush(ctx, tx, k.s)
+		return run.saveChats(ctx, tx, k.s)
 	})
 	if err != nil {
 		return err
