@@ -9,7 +9,10 @@ import (
 	"log/slog"
 	"mime/multipart"
 	"net/http"
+	"reflect"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -405,4 +408,123 @@ func TestMediaUploadWithoutAFilePart(t *testing.T) {
 			t.Errorf("errors = %v, want /upload (not a part) and /file (required)", p.Errors)
 		}
 	})
+}
+
+// Concurrent sends and the recipients' runs share transactions (their events numbered and written once per
+// transaction): every instance's events still count one by one in the order of the log, and the chat.updated of a
+// send or an inbound message shows the message as it was written — as the send answered, as message.received
+// carries it.
+func TestSharedTransactionsNumberEventsInOrder(t *testing.T) {
+	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
+		e := newSandboxEnv(t, db)
+		a, b, c := e.connected("A"), e.connected("B"), e.connected("C")
+		const n = 24
+		sent := make([]gen.Message, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() {
+				to := b
+				if i%2 == 1 {
+					to = c
+				}
+				res := e.post("/api/v1/instances/"+a.Id+"/messages", fmt.Sprintf(`{"to":%q,"type":"text","text":"m%d"}`, to.Account.Address, i))
+				if res.StatusCode != 202 {
+					t.Errorf("send: %d %s", res.StatusCode, res.body)
+					return
+				}
+				res.json(t, &sent[i])
+			})
+		}
+		wg.Wait()
+		for _, m := range sent {
+			await.Until(t, "message "+m.Id+" read", func() gen.Message {
+				var got gen.Message
+				e.get("/api/v1/instances/"+a.Id+"/messages/"+m.Id, &got)
+				return got
+			}, func(m gen.Message) bool { return m.Status == "read" })
+		}
+		evs, _, err := db.Events.List(context.Background(), e.ws.ID, store.EventFilter{}, store.Page{Limit: 100, After: "evt_"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for more := evs; len(more) == 100; {
+			if more, _, err = db.Events.List(context.Background(), e.ws.ID, store.EventFilter{}, store.Page{Limit: 100, After: more[99].ID}); err != nil {
+				t.Fatal(err)
+			}
+			evs = append(evs, more...)
+		}
+		last := map[string]int64{}
+		received := map[string]string{} // message ID → its message.received message
+		lastMessages := map[string][]string{}
+		newest := map[string]time.Time{}
+		for _, ev := range evs {
+			var data struct {
+				InstanceID string          `json:"instance_id"`
+				Sequence   int64           `json:"sequence"`
+				Message    json.RawMessage `json:"message"`
+				Chat       struct {
+					ID          string          `json:"id"`
+					LastMessage json.RawMessage `json:"last_message"`
+				} `json:"chat"`
+			}
+			if err := json.Unmarshal(ev.Data, &data); err != nil {
+				t.Fatal(err)
+			}
+			if data.Sequence != last[data.InstanceID]+1 {
+				t.Errorf("%s of %s: sequence %d after %d", ev.Type, data.InstanceID, data.Sequence, last[data.InstanceID])
+			}
+			last[data.InstanceID] = data.Sequence
+			var id struct {
+				ID string `json:"id"`
+			}
+			switch ev.Type {
+			case "message.received":
+				_ = json.Unmarshal(data.Message, &id)
+				received[id.ID] = string(data.Message)
+			case "chat.updated":
+				if len(data.Chat.LastMessage) > 0 {
+					_ = json.Unmarshal(data.Chat.LastMessage, &id)
+					lastMessages[id.ID] = append(lastMessages[id.ID], string(data.Chat.LastMessage))
+					// In the order of the changes: a chat's newest message never goes back to an older one.
+					var lm struct {
+						CreatedAt time.Time `json:"created_at"`
+					}
+					_ = json.Unmarshal(data.Chat.LastMessage, &lm)
+					if prev := newest[data.Chat.ID]; lm.CreatedAt.Before(prev) {
+						t.Errorf("chat.updated %d of %s shows a message of %s after one of %s", data.Sequence, data.Chat.ID, lm.CreatedAt, prev)
+					}
+					newest[data.Chat.ID] = lm.CreatedAt
+				}
+			}
+		}
+		for _, m := range sent {
+			want, _ := json.Marshal(m)
+			if !slices.ContainsFunc(lastMessages[m.Id], func(got string) bool { return jsonEqual(got, string(want)) }) {
+				t.Errorf("no chat.updated of %s shows it as the send answered: %s; shown as %v", m.Id, want, lastMessages[m.Id])
+			}
+		}
+		if len(received) != n {
+			t.Errorf("%d message.received, want %d", len(received), n)
+		}
+		// A run of several messages to a chat shows its newest only.
+		shown := 0
+		for id, want := range received {
+			if len(lastMessages[id]) == 0 {
+				continue
+			}
+			shown++
+			if !slices.ContainsFunc(lastMessages[id], func(got string) bool { return jsonEqual(got, want) }) {
+				t.Errorf("no chat.updated of %s shows it as message.received does: %s; shown as %v", id, want, lastMessages[id])
+			}
+		}
+		if shown == 0 {
+			t.Error("no chat.updated shows a received message")
+		}
+	})
+}
+
+// jsonEqual reports whether two JSON texts hold the same value.
+func jsonEqual(a, b string) bool {
+	var x, y any
+	return json.Unmarshal([]byte(a), &x) == nil && json.Unmarshal([]byte(b), &y) == nil && reflect.DeepEqual(x, y)
 }

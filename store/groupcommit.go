@@ -26,6 +26,8 @@ type GroupCommit struct {
 	// lock, when set, runs first in every shared transaction with the keys of all its calls (DoFor), sorted and
 	// without repeats.
 	lock func(ctx context.Context, tx bun.Tx, keys []string) error
+	// hooks, when set, frame every shared transaction (see GroupHooks).
+	hooks GroupHooks
 
 	mu      sync.Mutex
 	pending []*groupCall
@@ -59,6 +61,21 @@ func NewGroupCommit(db *DB, max int) *GroupCommit {
 func NewLockingGroupCommit(db *DB, max int, lock func(ctx context.Context, tx bun.Tx, keys []string) error) *GroupCommit {
 	g := NewGroupCommit(db, max)
 	g.lock = lock
+	return g
+}
+
+// GroupHooks frame the shared transactions of a GroupCommit: what its calls leave to write once for all of them.
+type GroupHooks struct {
+	// Begin returns the context the calls of one shared transaction run in (it may carry what they share).
+	Begin func(ctx context.Context) context.Context
+	// End runs after the last call, before the commit, in the context Begin returned; an error fails every call of
+	// the transaction (it is rolled back).
+	End func(ctx context.Context, tx bun.Tx) error
+}
+
+// WithHooks sets the hooks of every shared transaction; call it before the first call.
+func (g *GroupCommit) WithHooks(h GroupHooks) *GroupCommit {
+	g.hooks = h
 	return g
 }
 
@@ -121,6 +138,9 @@ func (g *GroupCommit) run(batch []*groupCall) {
 		slices.Sort(keys)
 		keys = slices.Compact(keys)
 	}
+	if g.hooks.Begin != nil {
+		ctx = g.hooks.Begin(ctx)
+	}
 	err := g.db.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error {
 		if len(keys) > 0 {
 			if err := g.lock(ctx, tx, keys); err != nil {
@@ -128,8 +148,10 @@ func (g *GroupCommit) run(batch []*groupCall) {
 			}
 		}
 		if len(batch) == 1 {
-			errs[0] = batch[0].fn(ctx, tx)
-			return errs[0]
+			if errs[0] = batch[0].fn(ctx, tx); errs[0] != nil {
+				return errs[0]
+			}
+			return g.end(ctx, tx)
 		}
 		for i, c := range batch {
 			sp := fmt.Sprintf("group_%d", i)
@@ -145,7 +167,7 @@ func (g *GroupCommit) run(batch []*groupCall) {
 				return err
 			}
 		}
-		return nil
+		return g.end(ctx, tx)
 	})
 	for i, c := range batch {
 		if errs[i] == nil && err != nil {
@@ -153,4 +175,12 @@ func (g *GroupCommit) run(batch []*groupCall) {
 		}
 		c.done <- errs[i]
 	}
+}
+
+// end runs the End hook, if any, after the calls of a shared transaction.
+func (g *GroupCommit) end(ctx context.Context, tx bun.Tx) error {
+	if g.hooks.End == nil {
+		return nil
+	}
+	return g.hooks.End(ctx, tx)
 }

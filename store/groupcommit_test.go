@@ -115,3 +115,65 @@ func TestGroupCommitLocksKeysFirst(t *testing.T) {
 		}
 	})
 }
+
+// The hooks frame every shared transaction: Begin's context reaches each call, End runs once after the last call
+// (seeing what the calls that succeeded left, not what a failed one did), and an error of End fails every call.
+func TestGroupCommitHooks(t *testing.T) {
+	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		type shared struct{ calls []int }
+		type key struct{}
+		var mu sync.Mutex
+		var ended [][]int
+		failEnd := false
+		g := store.NewGroupCommit(db, 16).WithHooks(store.GroupHooks{
+			Begin: func(ctx context.Context) context.Context { return context.WithValue(ctx, key{}, &shared{}) },
+			End: func(ctx context.Context, _ bun.Tx) error {
+				mu.Lock()
+				defer mu.Unlock()
+				ended = append(ended, ctx.Value(key{}).(*shared).calls)
+				if failEnd {
+					return errors.New("end refused")
+				}
+				return nil
+			},
+		})
+		const n = 100
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() {
+				errs[i] = g.Do(ctx, func(ctx context.Context, _ bun.Tx) error {
+					if i%7 == 0 {
+						return errors.New("refused")
+					}
+					s := ctx.Value(key{}).(*shared)
+					s.calls = append(s.calls, i)
+					return nil
+				})
+			})
+		}
+		wg.Wait()
+		var all []int
+		for _, calls := range ended {
+			all = append(all, calls...)
+		}
+		slices.Sort(all)
+		var want []int
+		for i := range n {
+			if (errs[i] != nil) != (i%7 == 0) {
+				t.Errorf("call %d: %v", i, errs[i])
+			}
+			if i%7 != 0 {
+				want = append(want, i)
+			}
+		}
+		if !slices.Equal(all, want) {
+			t.Errorf("End saw calls %v, want each call that succeeded once: %v", all, want)
+		}
+		failEnd = true
+		if err := g.Do(ctx, func(context.Context, bun.Tx) error { return nil }); err == nil {
+			t.Error("a call whose transaction's End failed returned nil")
+		}
+	})
+}

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -147,10 +148,48 @@ func (s *Instances) NextSequence(ctx context.Context, tx bun.IDB, id string) (in
 	return seq, mapErr(err)
 }
 
-// NextSequences counts n more events of an instance inside tx and returns the number of the last; the n events
-// are numbered last-n+1 … last. Returns ErrNotFound if the instance does not exist.
-func (s *Instances) NextSequences(ctx context.Context, tx bun.IDB, id string, n int) (int64, error) {
-	return s.db.scanInt(ctx, tx, "UPDATE instances SET event_sequence = event_sequence + ? WHERE id = ? RETURNING event_sequence", n, id)
+// NextSequencesOf counts more events of several instances inside tx in one statement: counts maps an instance's
+// ID to how many, and the answer maps it to the number of its last; an instance's events are numbered last-n+1 …
+// last. Returns ErrNotFound if one of the instances does not exist (the caller's transaction is then to fail,
+// which undoes the counts). On PostgreSQL the caller has locked the rows already, in ID order (every transaction that
+// counts takes them so), so the statement waits for no lock it could deadlock on.
+func (s *Instances) NextSequencesOf(ctx context.Context, tx bun.IDB, counts map[string]int) (map[string]int64, error) {
+	out := make(map[string]int64, len(counts))
+	if len(counts) == 0 {
+		return out, nil
+	}
+	by, err := json.Marshal(counts)
+	if err != nil {
+		return nil, err
+	}
+	// One text with '?' placeholders for any number of instances (see execParams): the counts travel as one JSON
+	// object keyed by ID.
+	query := "UPDATE instances SET event_sequence = event_sequence + (SELECT CAST(j.value AS INTEGER) FROM json_each(?) AS j " +
+		"WHERE j.key = instances.id) WHERE id IN (SELECT key FROM json_each(?)) RETURNING id, event_sequence"
+	if s.db.dialect == Postgres {
+		query = "UPDATE instances SET event_sequence = event_sequence + (?::jsonb ->> id)::bigint " +
+			"WHERE id IN (SELECT jsonb_object_keys(?::jsonb)) RETURNING id, event_sequence"
+	}
+	rows, err := s.db.queryParams(ctx, tx, query, string(by), string(by))
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		var last int64
+		if err := rows.Scan(&id, &last); err != nil {
+			return nil, err
+		}
+		out[id] = last
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	if len(out) != len(counts) {
+		return nil, ErrNotFound
+	}
+	return out, nil
 }
 
 // Delete removes an instance of a workspace inside tx, with its messages, chats, contacts and groups, and returns

@@ -45,6 +45,13 @@ func (s *Recorder) GroupAPI(ctx context.Context, db store.Querier, g store.ChatG
 
 // ChatAPI is the API's Chat of a stored chat with its newest message, read on db.
 func (s *Recorder) ChatAPI(ctx context.Context, db store.Querier, c store.Chat) (gen.Chat, error) {
+	return s.chatAPI(ctx, db, c, nil)
+}
+
+// chatAPI is ChatAPI given the API shapes of messages the caller wrote and holds as stored (newest, by ID): the
+// chat's newest message is taken from there when it is one of them, and read on db otherwise. A send and a run of
+// inbound messages make the message they wrote the chat's newest; reading it back would cost two statements.
+func (s *Recorder) chatAPI(ctx context.Context, db store.Querier, c store.Chat, newest map[string]gen.Message) (gen.Chat, error) {
 	muted := c.MutedAt(time.Now())
 	out := gen.Chat{Id: c.ID, Object: gen.ChatObjectChat, InstanceId: c.InstanceID, Type: gen.ChatType(c.Type),
 		Address: c.Address, Name: c.Name, ContactId: c.ContactID, GroupId: c.GroupID, UnreadCount: c.UnreadCount,
@@ -53,7 +60,9 @@ func (s *Recorder) ChatAPI(ctx context.Context, db store.Querier, c store.Chat) 
 	if muted {
 		out.MutedUntil = c.MutedUntil
 	}
-	if c.LastMessageID != nil {
+	if api, ok := newest[deref(c.LastMessageID)]; ok {
+		out.LastMessage = &api
+	} else if c.LastMessageID != nil {
 		m, err := s.db.Messages.ByID(ctx, db, *c.LastMessageID)
 		if err == nil {
 			api, err := s.MessageAPI(ctx, db, m)

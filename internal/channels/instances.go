@@ -504,15 +504,11 @@ func (s *Recorder) move(ctx context.Context, tx store.Querier, i *store.Instance
 	})
 }
 
-// emit records an event of an instance inside tx with the instance's next sequence number; build makes the
-// payload from the instance as the API shows it.
+// emit records an event of an instance inside tx with the instance's next sequence number (see emitNumbered: in a
+// shared transaction, numbered at its end, after the events emitted before it); build makes the payload from the
+// instance as the API shows it.
 func (s *Recorder) emit(ctx context.Context, tx store.Querier, i *store.Instance, build func(api gen.Instance, seq int64) any) error {
-	seq, err := s.db.Instances.NextSequence(ctx, tx, i.ID)
-	if err != nil {
-		return err
-	}
-	i.EventSequence = seq
-	return s.emitPayload(ctx, tx, i.WorkspaceID, i.ID, build(s.InstanceAPI(*i), seq))
+	return s.emitNumbered(ctx, tx, events.Pending{WorkspaceID: i.WorkspaceID, InstanceID: i.ID, Payload: build(s.InstanceAPI(*i), 0)})
 }
 
 // emitPayload records one event of an instance inside tx.

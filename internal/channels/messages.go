@@ -293,7 +293,14 @@ func (s *Service) touchChat(ctx context.Context, tx store.Querier, c *store.Chat
 	if err := s.db.Chats.Save(ctx, tx, c); err != nil {
 		return err
 	}
-	return s.emitChat(ctx, tx, *c)
+	if deref(c.LastMessageID) != m.ID {
+		return s.emitChat(ctx, tx, *c)
+	}
+	api, err := s.MessageAPI(ctx, tx, m)
+	if err != nil {
+		return err
+	}
+	return s.emitChatWith(ctx, tx, *c, map[string]gen.Message{m.ID: api})
 }
 
 // touch makes m the chat's newest message, counting it unread when it is an inbound one.
@@ -308,7 +315,12 @@ func touch(c *store.Chat, m store.Message, unread bool) {
 
 // emitChat records chat.updated for a chat inside tx.
 func (s *Recorder) emitChat(ctx context.Context, tx store.Querier, c store.Chat) error {
-	api, err := s.ChatAPI(ctx, tx, c)
+	return s.emitChatWith(ctx, tx, c, nil)
+}
+
+// emitChatWith is emitChat given the API shapes of messages written in tx (see chatAPI).
+func (s *Recorder) emitChatWith(ctx context.Context, tx store.Querier, c store.Chat, newest map[string]gen.Message) error {
+	api, err := s.chatAPI(ctx, tx, c, newest)
 	if err != nil {
 		return err
 	}

@@ -97,6 +97,10 @@ func NewRecorder(db *store.DB, outbox *events.Outbox, cfg Config) (*Recorder, er
 		fetch: cfg.Guard.Client(mediaFetchTimeout), guard: cfg.Guard, maxMedia: cfg.MaxMedia, routeWake: make(chan struct{}, 1)}
 	s.commits = store.NewLockingGroupCommit(db, 0, func(ctx context.Context, tx store.Tx, ids []string) error {
 		return db.Instances.LockAll(ctx, tx, ids)
+	}).WithHooks(store.GroupHooks{
+		// The events of every call are numbered and written once, at the end (see journaled).
+		Begin: func(ctx context.Context) context.Context { ctx, _ = withJournal(ctx); return ctx },
+		End:   func(ctx context.Context, tx store.Tx) error { return journalOf(ctx).flush(ctx, tx, s) },
 	})
 	for _, p := range cfg.Providers {
 		name := p.Info().Name
@@ -182,8 +186,12 @@ func (s *Recorder) inTxFor(ctx context.Context, instanceIDs []string, fn func(ct
 // sharedTxFor is inTxFor in a transaction shared with the concurrent calls of other requests and sessions (see
 // store.GroupCommit): fn runs in a savepoint of its own, after the instances of every call are locked. For the
 // small, frequent writes of one instance each (an accepted send, a run of reports), where the commit is the cost.
+// The events fn emits are numbered and written with those of the other calls at the end of the shared transaction
+// (see journaled): fn must not read them back.
 func (s *Recorder) sharedTxFor(ctx context.Context, instanceIDs []string, fn func(ctx context.Context, tx store.Tx) error) error {
-	return s.commits.DoFor(ctx, instanceIDs, fn)
+	return s.commits.DoFor(ctx, instanceIDs, func(ctx context.Context, tx store.Tx) error {
+		return journaled(ctx, tx, fn)
+	})
 }
 
 // notFound is the problem of an object of a kind the workspace does not have.

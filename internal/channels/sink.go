@@ -358,7 +358,6 @@ func (k *sink) record(ctx context.Context, reports []Report) error {
 	var parked []Receipt
 	err := k.s.sharedTxFor(ctx, []string{k.id}, func(ctx context.Context, tx store.Tx) error {
 		parked = parked[:0]
-		ctx, j := withJournal(ctx)
 		// One read of the messages the reports name: those handed over before (a repeat), those replied to or
 		// reacted to, those the receipts are about.
 		var pids []string
@@ -401,10 +400,10 @@ func (k *sink) record(ctx context.Context, reports []Report) error {
 		if err := k.s.applyReceipts(ctx, tx, receipts, known); err != nil {
 			return err
 		}
-		if err := run.saveChats(ctx, tx, k.s); err != nil {
-			return err
+		for _, r := range receipts {
+			delete(run.api, known[r.ProviderID].ID)
 		}
-		return j.flush(ctx, tx, k.s)
+		return run.saveChats(ctx, tx, k.s)
 	})
 	if err != nil {
 		return err
@@ -433,6 +432,9 @@ type inboundRun struct {
 	chats    map[string]*store.Chat
 	order    []*store.Chat
 	people   map[string]bool
+	// api holds the API shapes of the messages as save wrote them, by ID, for the chats' chat.updated (a message a
+	// receipt of the run moved afterwards is taken out: its row changed).
+	api map[string]gen.Message
 }
 
 // chat returns the chat of an address, from the run or from tx (created when there is none).
@@ -463,7 +465,9 @@ func (r *inboundRun) save(ctx context.Context, tx store.Querier, s *Recorder, in
 		return err
 	}
 	evs := make([]events.Pending, len(r.messages))
+	r.api = make(map[string]gen.Message, len(r.messages))
 	for i, m := range r.messages {
+		r.api[m.ID] = api[i]
 		var payload any = gen.MessageReceivedEvent{Message: api[i], InstanceId: instanceID}
 		if m.Direction == "outbound" {
 			payload = gen.MessageSentEvent{Message: api[i], InstanceId: instanceID}
@@ -479,7 +483,7 @@ func (r *inboundRun) saveChats(ctx context.Context, tx store.Querier, s *Recorde
 		if err := s.db.Chats.Save(ctx, tx, c); err != nil {
 			return err
 		}
-		if err := s.emitChat(ctx, tx, *c); err != nil {
+		if err := s.emitChatWith(ctx, tx, *c, r.api); err != nil {
 			return err
 		}
 	}
