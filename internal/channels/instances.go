@@ -215,8 +215,8 @@ func (s *Service) Create(ctx context.Context, workspaceID string, n NewInstance)
 		if err := s.db.Instances.Create(ctx, tx, &inst); err != nil {
 			return err
 		}
-		return s.emit(ctx, tx, &inst, func(api gen.Instance, seq int64) any {
-			return gen.InstanceCreatedEvent{Instance: api, InstanceId: inst.ID, Sequence: seq}
+		return s.emit(ctx, tx, &inst, func(api gen.Instance) any {
+			return gen.InstanceCreatedEvent{Instance: api, InstanceId: inst.ID}
 		})
 	})
 	if err != nil {
@@ -336,8 +336,8 @@ func (s *Service) Update(ctx context.Context, workspaceID, id string, u Instance
 			if err := s.db.Instances.Save(ctx, tx, i); err != nil {
 				return err
 			}
-			if err := s.emit(ctx, tx, i, func(api gen.Instance, seq int64) any {
-				return gen.InstanceUpdatedEvent{Instance: api, Changed: changed, InstanceId: i.ID, Sequence: seq}
+			if err := s.emit(ctx, tx, i, func(api gen.Instance) any {
+				return gen.InstanceUpdatedEvent{Instance: api, Changed: changed, InstanceId: i.ID}
 			}); err != nil {
 				return err
 			}
@@ -498,17 +498,17 @@ func (s *Recorder) move(ctx context.Context, tx store.Querier, i *store.Instance
 	if err := s.db.Instances.Save(ctx, tx, i); err != nil {
 		return err
 	}
-	return s.emit(ctx, tx, i, func(api gen.Instance, seq int64) any {
+	return s.emit(ctx, tx, i, func(api gen.Instance) any {
 		return gen.InstanceStatusChangedEvent{Instance: api, PreviousStatus: gen.InstanceStatus(from),
-			Status: gen.InstanceStatus(to), Reason: reason, InstanceId: i.ID, Sequence: seq}
+			Status: gen.InstanceStatus(to), Reason: reason, InstanceId: i.ID}
 	})
 }
 
 // emit records an event of an instance inside tx with the instance's next sequence number (see emitNumbered: in a
 // shared transaction, numbered at its end, after the events emitted before it); build makes the payload from the
 // instance as the API shows it.
-func (s *Recorder) emit(ctx context.Context, tx store.Querier, i *store.Instance, build func(api gen.Instance, seq int64) any) error {
-	return s.emitNumbered(ctx, tx, events.Pending{WorkspaceID: i.WorkspaceID, InstanceID: i.ID, Payload: build(s.InstanceAPI(*i), 0)})
+func (s *Recorder) emit(ctx context.Context, tx store.Querier, i *store.Instance, build func(api gen.Instance) any) error {
+	return s.emitNumbered(ctx, tx, events.Pending{WorkspaceID: i.WorkspaceID, InstanceID: i.ID, Payload: build(s.InstanceAPI(*i))})
 }
 
 // emitPayload records one event of an instance inside tx.

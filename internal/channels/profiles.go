@@ -247,8 +247,8 @@ func (s *Service) UpdateProfile(ctx context.Context, workspaceID, instanceID str
 				return err
 			}
 		}
-		return s.emit(ctx, tx, &i, func(api gen.Instance, seq int64) any {
-			return gen.InstanceUpdatedEvent{Instance: api, Changed: changed, InstanceId: i.ID, Sequence: seq}
+		return s.emit(ctx, tx, &i, func(api gen.Instance) any {
+			return gen.InstanceUpdatedEvent{Instance: api, Changed: changed, InstanceId: i.ID}
 		})
 	})
 	if err != nil {

@@ -259,8 +259,8 @@ func (k *sink) QR(ctx context.Context, code string, expires time.Time) error {
 		if err := k.s.db.Instances.Save(ctx, tx, i); err != nil {
 			return err
 		}
-		return k.s.emit(ctx, tx, i, func(_ gen.Instance, seq int64) any {
-			return gen.InstanceQrUpdatedEvent{Code: code, ExpiresAt: exp, InstanceId: k.id, Sequence: seq}
+		return k.s.emit(ctx, tx, i, func(gen.Instance) any {
+			return gen.InstanceQrUpdatedEvent{Code: code, ExpiresAt: exp, InstanceId: k.id}
 		})
 	})
 }
