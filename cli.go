@@ -11,6 +11,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/url"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -55,6 +56,12 @@ var flagOf = map[string]string{
 	workspaces.FieldExpiresIn:     "--expires-in",
 	workspaces.FieldEnabledModels: "--enable",
 	workspaces.FieldEmail:         "--email",
+	workspaces.FieldOrigins:       "--origins",
+	workspaces.FieldInstances:     "--instances",
+	workspaces.FieldKind:          "--kind",
+	workspaces.FieldBrowserScope:  "--browser-scope",
+	workspaces.FieldTarget:        "--target",
+	workspaces.FieldDailyQuota:    "--daily-quota",
 }
 
 // refused turns what the service refused into the CLI's error: invalid input is a usage error of cmd naming the
@@ -82,6 +89,45 @@ func refused(cmd string, err error) error {
 		invalid = append(invalid, name+": "+f.Detail)
 	}
 	return usagef("%s: %s", cmd, strings.Join(invalid, "; "))
+}
+
+// refusedIn is refused for a command on an existing workspace or key, saying too when the database holds no
+// workspace at all: such a command then most likely ran against another database than the server's — the default
+// SQLite file is relative to the working directory, and a command run elsewhere creates an empty one there.
+func refusedIn(ctx context.Context, cmd string, svc *workspaces.Service, dbURL string, err error) error {
+	var p *problem.Error
+	if !errors.As(err, &p) { // not the service's refusal: nothing to explain
+		return err
+	}
+	err = refused(cmd, err)
+	if ws, lerr := svc.Workspaces(ctx); lerr != nil || len(ws) > 0 {
+		return err
+	}
+	return emptyDatabase{err: err, db: shownDatabase(dbURL)}
+}
+
+// emptyDatabase is a refusal by a database without workspaces; it keeps the refusal's exit code.
+type emptyDatabase struct {
+	err error
+	db  string
+}
+
+func (e emptyDatabase) Error() string {
+	return fmt.Sprintf("%v\n(%s holds no workspace at all: is the server's database elsewhere? "+
+		"Pass it with --database-url or DATABASE_URL.)", e.err, e.db)
+}
+
+func (e emptyDatabase) Unwrap() error { return e.err }
+
+// shownDatabase is the database a command used, as it may be printed: a PostgreSQL URL without its password.
+func shownDatabase(dbURL string) string {
+	if dbURL == "" {
+		dbURL = store.DefaultURL
+	}
+	if u, err := url.Parse(dbURL); err == nil && u.User != nil {
+		return "the database " + u.Redacted()
+	}
+	return "the database " + dbURL
 }
 
 func printJSON(w io.Writer, v any) error {
@@ -201,7 +247,7 @@ func workspaceCmd(ctx context.Context, args []string, stdout io.Writer) error {
 		defer db.Close()
 		w, err := svc.SetEnabledModels(ctx, *wsID, models)
 		if err != nil {
-			return refused(cmd, err)
+			return refusedIn(ctx, cmd, svc, *dbURL, err)
 		}
 		if *asJSON {
 			return printJSON(stdout, toWorkspaceJSON(w))
@@ -228,7 +274,7 @@ func workspaceCmd(ctx context.Context, args []string, stdout io.Writer) error {
 		defer db.Close()
 		m, err := svc.AddMember(ctx, *wsID, *email)
 		if err != nil {
-			return refused(cmd, err)
+			return refusedIn(ctx, cmd, svc, *dbURL, err)
 		}
 		if *asJSON {
 			return printJSON(stdout, map[string]string{"workspace_id": m.WorkspaceID, "user_id": m.UserID, "email": m.Email, "role": m.Role})
@@ -315,7 +361,7 @@ func keyCmd(ctx context.Context, args []string, stdout io.Writer) error {
 			Origins: splitList(*origins), Kind: *kind, BrowserScope: *browserScope, Target: *target, DailyQuota: *dailyQuota,
 			Instances: splitList(*instances)})
 		if err != nil {
-			return refused(cmd, err)
+			return refusedIn(ctx, cmd, svc, *dbURL, err)
 		}
 		if *asJSON {
 			out := toKeyJSON(k)
@@ -351,7 +397,7 @@ func keyCmd(ctx context.Context, args []string, stdout io.Writer) error {
 		defer db.Close()
 		keys, err := svc.Keys(ctx, *wsID)
 		if err != nil {
-			return refused(cmd, err)
+			return refusedIn(ctx, cmd, svc, *dbURL, err)
 		}
 		return printList(stdout, keys, *asJSON, toKeyJSON, "ID\tNAME\tKEY\tSCOPES\tSTATUS\tLAST USED", func(k workspaces.Key) []string {
 			last := "never"
@@ -373,7 +419,7 @@ func keyCmd(ctx context.Context, args []string, stdout io.Writer) error {
 		defer db.Close()
 		k, err := svc.RevokeKey(ctx, id)
 		if err != nil {
-			return refused(cmd, err)
+			return refusedIn(ctx, cmd, svc, *dbURL, err)
 		}
 		if *asJSON {
 			return printJSON(stdout, toKeyJSON(k))
@@ -398,7 +444,7 @@ func keyCmd(ctx context.Context, args []string, stdout io.Writer) error {
 		defer db.Close()
 		k, err := svc.SetKeyOrigins(ctx, "", id, splitList(*origins))
 		if err != nil {
-			return refused(cmd, err)
+			return refusedIn(ctx, cmd, svc, *dbURL, err)
 		}
 		if *asJSON {
 			return printJSON(stdout, toKeyJSON(k))
@@ -422,7 +468,7 @@ func keyCmd(ctx context.Context, args []string, stdout io.Writer) error {
 		defer db.Close()
 		k, err := svc.SetKeyInstances(ctx, "", id, splitList(*instances))
 		if err != nil {
-			return refused(cmd, err)
+			return refusedIn(ctx, cmd, svc, *dbURL, err)
 		}
 		if *asJSON {
 			return printJSON(stdout, toKeyJSON(k))

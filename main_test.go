@@ -336,6 +336,8 @@ func TestCLIErrors(t *testing.T) {
 		{"revoke unknown key", []string{"key", "revoke", "key_nope"}, 1, "no API key key_nope"},
 		{"unknown model", []string{"workspace", "models", "--workspace", ws.ID, "--enable", "gpt-9"}, 2, `"gpt-9" is not in the model catalogue`},
 		{"bad flag", []string{"key", "list", "--workspace"}, 2, "flag needs an argument"},
+		{"unknown instance", []string{"key", "create", "--workspace", ws.ID, "--name", "k", "--scopes", "messaging:read",
+			"--instances", "ins_nope"}, 2, `--instances: "ins_nope": no instance of the workspace has this ID`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -343,7 +345,40 @@ func TestCLIErrors(t *testing.T) {
 			if code != tt.code || !strings.Contains(stderr, tt.msg) {
 				t.Errorf("exit %d, stderr %q; want exit %d and %q", code, stderr, tt.code, tt.msg)
 			}
+			if strings.Contains(stderr, "holds no workspace") {
+				t.Errorf("stderr %q blames the database, which has a workspace", stderr)
+			}
 		})
+	}
+
+	// A command run against another database than the server's (the default file is relative to the working
+	// directory) says so, and keeps its exit code.
+	empty := storetest.SQLiteURL(t)
+	for _, tt := range []struct {
+		args []string
+		code int
+	}{
+		{[]string{"key", "create", "--workspace", ws.ID, "--name", "k", "--scopes", "models:read"}, 1},
+		{[]string{"key", "create", "--workspace", ws.ID, "--name", "k", "--scopes", "models:read", "--kind", "weird"}, 2},
+		{[]string{"key", "revoke", "key_nope"}, 1},
+	} {
+		_, stderr, code := cli(t, empty, tt.args...)
+		if code != tt.code || !strings.Contains(stderr, "the database "+empty+" holds no workspace at all") {
+			t.Errorf("%v: exit %d, stderr %q; want exit %d and the database named", tt.args, code, stderr, tt.code)
+		}
+	}
+}
+
+func TestShownDatabaseHidesPasswords(t *testing.T) {
+	for in, want := range map[string]string{
+		"":                                      "the database file:data/switchboard.db",
+		"file:/srv/sb.db":                       "the database file:/srv/sb.db",
+		"postgres://sb:s3cret@db:5432/sb":       "the database postgres://sb:xxxxx@db:5432/sb",
+		"postgres://db:5432/sb?sslmode=disable": "the database postgres://db:5432/sb?sslmode=disable",
+	} {
+		if got := shownDatabase(in); got != want || strings.Contains(got, "s3cret") {
+			t.Errorf("shownDatabase(%q) = %q, want %q", in, got, want)
+		}
 	}
 }
 
