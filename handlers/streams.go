@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"slices"
@@ -293,7 +292,13 @@ func (r sseStream) VisitStreamEventsResponse(w http.ResponseWriter) error {
 			defer cancel()
 			go func(rd *bufio.Reader) {
 				defer cancel()
-				_, _ = io.Copy(io.Discard, rd)
+				// Read through the connection's own buffer: io.Copy would hold a buffer of its own per stream.
+				for {
+					if _, err := rd.Peek(1); err != nil {
+						return
+					}
+					_, _ = rd.Discard(rd.Buffered())
+				}
 			}(brw.Reader)
 		}
 	}
