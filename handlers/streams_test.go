@@ -41,10 +41,16 @@ type streamEnv struct {
 
 func newStreamEnv(t *testing.T, db *store.DB, cfg handlers.Config) *streamEnv {
 	t.Helper()
+	return newStreamEnvWith(t, db, cfg, eventstream.Config{})
+}
+
+// newStreamEnvWith is newStreamEnv with a hub configured by hc.
+func newStreamEnvWith(t *testing.T, db *store.DB, cfg handlers.Config, hc eventstream.Config) *streamEnv {
+	t.Helper()
 	if cfg.Events == nil {
 		cfg.Events = events.NewOutbox(db, events.Builtin())
 	}
-	hub := eventstream.NewHub(db, cfg.Events.Types(), eventstream.Config{})
+	hub := eventstream.NewHub(db, cfg.Events.Types(), hc)
 	cfg.Streams = hub
 	e := &streamEnv{env: newEnv(t, db, cfg), outbox: cfg.Events, hub: hub}
 	// Registered after the server's cleanup, so it runs first: the hub ends the open streams, which the server's
@@ -598,5 +604,25 @@ func TestEventStreamWritesABatchAtOnce(t *testing.T) {
 
 		s.close()
 		await.Until(t, "the subscription of the client that left ends", e.hub.Subscribers, func(n int) bool { return n == 0 })
+	})
+}
+
+// TestEventStreamTellsAnOverflowAndCloses: a subscriber that falls the hub's buffer behind (here 3 events, and 5
+// committed together) is told with an error event carrying the problem, and its stream ends — on the connection the
+// stream took over as through the response writer.
+func TestEventStreamTellsAnOverflowAndCloses(t *testing.T) {
+	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
+		e := newStreamEnvWith(t, db, handlers.Config{StreamHeartbeat: time.Hour}, eventstream.Config{Buffer: 3})
+		s := e.open("/api/v1/events/stream", map[string]string{"Authorization": "Bearer " + e.key})
+		e.emitTogether(gen.Link{Id: "lnk_1"}, gen.Link{Id: "lnk_2"}, gen.Link{Id: "lnk_3"}, gen.Link{Id: "lnk_4"}, gen.Link{Id: "lnk_5"})
+		m := s.next()
+		var p struct{ Type string }
+		if err := json.Unmarshal([]byte(m.data), &p); err != nil || m.event != "error" || !strings.HasSuffix(p.Type, "stream_overflow") {
+			t.Fatalf("message %+v (%v), want the stream_overflow problem", m, err)
+		}
+		if rest, err := io.ReadAll(s.r); err != nil || len(rest) != 0 {
+			t.Fatalf("after the overflow the stream carried %q (%v), want its end", rest, err)
+		}
+		await.Until(t, "the subscription ends", e.hub.Subscribers, func(n int) bool { return n == 0 })
 	})
 }
