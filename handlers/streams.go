@@ -1,10 +1,12 @@
 package handlers
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -131,7 +133,7 @@ func (s *Server) StreamEvents(ctx context.Context, req gen.StreamEventsRequestOb
 	}
 	// A HEAD is answered as the GET it mirrors (headAsGet): the stream's headers, without the stream.
 	_, head := c.Response().Writer.(*bodiless)
-	return sseStream{ctx: ctx, sub: sub, heartbeat: s.cfg.StreamHeartbeat, head: head}, nil
+	return sseStream{ctx: ctx, req: c.Request(), sub: sub, heartbeat: s.cfg.StreamHeartbeat, head: head}, nil
 }
 
 // subscribe checks a stream's parameters and opens its subscription. Returns a ValidationFailed or
@@ -194,6 +196,11 @@ func follow(ctx context.Context, sub *eventstream.Subscription, heartbeat time.D
 	defer sub.Close()
 	ticker := time.NewTicker(heartbeat)
 	defer ticker.Stop()
+	// coalesce times the wait before a write that follows another within streamCoalesce: one timer for the
+	// stream's life, reset for each wait, not one made per write.
+	coalesce := time.NewTimer(time.Hour)
+	coalesce.Stop()
+	defer coalesce.Stop()
 	var wrote time.Time // of the last live write
 	for {
 		evs, err := sub.Take(ctx)
@@ -222,15 +229,14 @@ func follow(ctx context.Context, sub *eventstream.Subscription, heartbeat time.D
 		case <-sub.Done():
 		case <-sub.Ready():
 			if wait := streamCoalesce - time.Since(wrote); wait > 0 {
-				t := time.NewTimer(wait)
+				coalesce.Reset(wait)
 				select {
 				case <-ctx.Done():
-					t.Stop()
 					return nil
 				case <-sub.Done():
-				case <-t.C:
+				case <-coalesce.C:
 				}
-				t.Stop()
+				coalesce.Stop()
 			}
 		case <-ticker.C:
 			if err := sink.keepAlive(); err != nil {
@@ -243,6 +249,7 @@ func follow(ctx context.Context, sub *eventstream.Subscription, heartbeat time.D
 // sseStream is the answer of a stream as Server-Sent Events.
 type sseStream struct {
 	ctx       context.Context
+	req       *http.Request
 	sub       *eventstream.Subscription
 	heartbeat time.Duration
 	head      bool
@@ -253,6 +260,14 @@ func (r sseStream) VisitStreamEventsResponse(w http.ResponseWriter) error {
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Accel-Buffering", "no") // nginx would hold events back in its buffer
+	http1 := r.req.ProtoMajor == 1
+	if http1 {
+		// The body is the stream until the connection closes, unframed (the Server-Sent Events specification's
+		// recommended setup): the connection is then taken over, and each batch of events goes out in one write of
+		// its own buffer. Through net/http's response writer a batch took a write per 4 KiB buffered and chunk
+		// framing besides — several system calls per stream per batch, what bounded a thousand streams.
+		h.Set("Transfer-Encoding", "identity")
+	}
 	w.WriteHeader(http.StatusOK)
 	if r.head {
 		r.sub.Close()
@@ -264,14 +279,38 @@ func (r sseStream) VisitStreamEventsResponse(w http.ResponseWriter) error {
 		r.sub.Close()
 		return nil // the client left
 	}
-	return follow(r.ctx, r.sub, r.heartbeat, sink)
+	ctx := r.ctx
+	if http1 {
+		if conn, brw, err := sink.rc.Hijack(); err == nil {
+			defer conn.Close()
+			_ = conn.SetReadDeadline(time.Time{})
+			sink.conn = conn
+			// The server no longer tells the handler that the client left: a read that ends does (the stream is
+			// one-way; whatever the client sends is ignored).
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithCancel(ctx)
+			defer cancel()
+			go func(rd *bufio.Reader) {
+				defer cancel()
+				// Read through the connection's own buffer: io.Copy would hold a buffer of its own per stream.
+				for {
+					if _, err := rd.Peek(1); err != nil {
+						return
+					}
+					_, _ = rd.Discard(rd.Buffered())
+				}
+			}(brw.Reader)
+		}
+	}
+	return follow(ctx, r.sub, r.heartbeat, sink)
 }
 
-// sseSink writes Server-Sent Events.
+// sseSink writes Server-Sent Events: to the connection it took over (conn), or through the response writer.
 type sseSink struct {
-	w   http.ResponseWriter
-	rc  *http.ResponseController
-	buf []byte
+	w    http.ResponseWriter
+	rc   *http.ResponseController
+	conn net.Conn
+	buf  []byte
 }
 
 // sseWriteChunk is how much of a batch a stream gathers before it writes: large enough that a batch costs a few
@@ -283,21 +322,26 @@ const sseWriteChunk = 32 << 10
 // the few that are writing at any moment instead of each keeping its largest batch's buffer.
 var sseBuffers = sync.Pool{New: func() any { b := make([]byte, 0, sseWriteChunk+4<<10); return &b }}
 
-// write writes what the sink gathered, without flushing.
+// write writes what the sink gathered: without flushing through the response writer, at once to a connection.
 func (s *sseSink) write() error {
-	_ = s.rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
-	_, err := s.w.Write(s.buf)
+	var err error
+	if s.conn != nil {
+		_ = s.conn.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
+		_, err = s.conn.Write(s.buf)
+	} else {
+		_ = s.rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
+		_, err = s.w.Write(s.buf)
+	}
 	s.buf = s.buf[:0]
 	return err
 }
 
 func (s *sseSink) flush() error {
-	if err := s.write(); err != nil {
+	if err := s.write(); err != nil || s.conn != nil {
 		return err
 	}
 	return s.rc.Flush()
 }
-
 func (s *sseSink) events(evs []*eventstream.Event) error {
 	own := s.buf
 	pooled := sseBuffers.Get().(*[]byte)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -33,18 +34,25 @@ import (
 type streamEnv struct {
 	*env
 	outbox *events.Outbox
+	hub    *eventstream.Hub
 	ws     store.Workspace
 	key    string
 }
 
 func newStreamEnv(t *testing.T, db *store.DB, cfg handlers.Config) *streamEnv {
 	t.Helper()
+	return newStreamEnvWith(t, db, cfg, eventstream.Config{})
+}
+
+// newStreamEnvWith is newStreamEnv with a hub configured by hc.
+func newStreamEnvWith(t *testing.T, db *store.DB, cfg handlers.Config, hc eventstream.Config) *streamEnv {
+	t.Helper()
 	if cfg.Events == nil {
 		cfg.Events = events.NewOutbox(db, events.Builtin())
 	}
-	hub := eventstream.NewHub(db, cfg.Events.Types(), eventstream.Config{})
+	hub := eventstream.NewHub(db, cfg.Events.Types(), hc)
 	cfg.Streams = hub
-	e := &streamEnv{env: newEnv(t, db, cfg), outbox: cfg.Events}
+	e := &streamEnv{env: newEnv(t, db, cfg), outbox: cfg.Events, hub: hub}
 	// Registered after the server's cleanup, so it runs first: the hub ends the open streams, which the server's
 	// close waits for.
 	running, stop := context.WithCancel(context.Background())
@@ -54,6 +62,27 @@ func newStreamEnv(t *testing.T, db *store.DB, cfg handlers.Config) *streamEnv {
 	e.ws = e.workspace("Streams")
 	e.key, _ = e.env.key(e.ws.ID, "webhooks:read")
 	return e
+}
+
+// emitTogether records link.created events of these links in one transaction, and returns their IDs.
+func (e *streamEnv) emitTogether(links ...gen.Link) []string {
+	e.t.Helper()
+	var ids []string
+	err := e.db.RunInTx(context.Background(), func(ctx context.Context, tx bun.Tx) error {
+		for _, l := range links {
+			l.Object, l.Tags = "link", []string{}
+			ev, err := e.outbox.Emit(ctx, tx, e.ws.ID, gen.LinkCreatedEvent{Link: l})
+			if err != nil {
+				return err
+			}
+			ids = append(ids, ev.ID)
+		}
+		return nil
+	})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return ids
 }
 
 // emit records link.created events of the workspace, one transaction each, and returns their IDs.
@@ -377,20 +406,7 @@ func TestEventStreamCoalescesBufferedEvents(t *testing.T) {
 		w, cancel, served := e.countedStream(10)
 		defer cancel()
 
-		var ids []string
-		err := e.db.RunInTx(context.Background(), func(ctx context.Context, tx bun.Tx) error {
-			for _, link := range []string{"lnk_1", "lnk_2", "lnk_3"} {
-				ev, err := e.outbox.Emit(ctx, tx, e.ws.ID, gen.LinkCreatedEvent{Link: gen.Link{Id: link, Object: "link", Tags: []string{}}})
-				if err != nil {
-					return err
-				}
-				ids = append(ids, ev.ID)
-			}
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
+		ids := e.emitTogether(gen.Link{Id: "lnk_1"}, gen.Link{Id: "lnk_2"}, gen.Link{Id: "lnk_3"})
 		<-w.flushed
 		cancel()
 		<-served
@@ -523,5 +539,90 @@ func TestEventStreamOfAKeyLimitedToInstances(t *testing.T) {
 		}
 		e.do(request{path: "/api/v1/events/stream?instance_ids=" + foreign, key: limited}).
 			problem(t, 422, "reference_not_found")
+	})
+}
+
+// writeCounter is a listener whose connections count their writes.
+type writeCounter struct {
+	net.Listener
+	mu     sync.Mutex
+	writes int
+}
+
+func (l *writeCounter) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	return &countedConn{Conn: c, l: l}, err
+}
+
+func (l *writeCounter) count() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.writes
+}
+
+type countedConn struct {
+	net.Conn
+	l *writeCounter
+}
+
+func (c *countedConn) Write(b []byte) (int, error) {
+	c.l.mu.Lock()
+	c.l.writes++
+	c.l.mu.Unlock()
+	return c.Conn.Write(b)
+}
+
+// TestEventStreamWritesABatchAtOnce: over HTTP/1.1 a stream's batch of events (here 25, about 15 KiB, committed
+// together) leaves in one write to the connection — through net/http's response writer it took one per 4 KiB
+// buffered — and a client that leaves is still noticed at once (its subscription ends without a write).
+func TestEventStreamWritesABatchAtOnce(t *testing.T) {
+	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
+		e := newStreamEnv(t, db, handlers.Config{StreamHeartbeat: time.Hour})
+		hs := httptest.NewUnstartedServer(e.srv)
+		counter := &writeCounter{Listener: hs.Listener}
+		hs.Listener = counter
+		hs.Start()
+		defer hs.Close()
+		e.url = hs.URL
+		s := e.open("/api/v1/events/stream", map[string]string{"Authorization": "Bearer " + e.key})
+		if te := s.res.TransferEncoding; len(te) != 0 {
+			t.Errorf("Transfer-Encoding %q, want the body unframed until the connection closes", te)
+		}
+		before := counter.count()
+
+		var links []gen.Link
+		for i := range 25 {
+			links = append(links, gen.Link{Id: "lnk_" + strconv.Itoa(i), DestinationUrl: "https://example.com/" + strings.Repeat("x", 100)})
+		}
+		ids := e.emitTogether(links...)
+		if got := s.ids(len(ids)); !slices.Equal(got, ids) {
+			t.Fatalf("the stream carried %v, want %v", got, ids)
+		}
+		if writes := counter.count() - before; writes != 1 {
+			t.Errorf("25 events read together took %d writes, want 1", writes)
+		}
+
+		s.close()
+		await.Until(t, "the subscription of the client that left ends", e.hub.Subscribers, func(n int) bool { return n == 0 })
+	})
+}
+
+// TestEventStreamTellsAnOverflowAndCloses: a subscriber that falls the hub's buffer behind (here 3 events, and 5
+// committed together) is told with an error event carrying the problem, and its stream ends — on the connection the
+// stream took over as through the response writer.
+func TestEventStreamTellsAnOverflowAndCloses(t *testing.T) {
+	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
+		e := newStreamEnvWith(t, db, handlers.Config{StreamHeartbeat: time.Hour}, eventstream.Config{Buffer: 3})
+		s := e.open("/api/v1/events/stream", map[string]string{"Authorization": "Bearer " + e.key})
+		e.emitTogether(gen.Link{Id: "lnk_1"}, gen.Link{Id: "lnk_2"}, gen.Link{Id: "lnk_3"}, gen.Link{Id: "lnk_4"}, gen.Link{Id: "lnk_5"})
+		m := s.next()
+		var p struct{ Type string }
+		if err := json.Unmarshal([]byte(m.data), &p); err != nil || m.event != "error" || !strings.HasSuffix(p.Type, "stream_overflow") {
+			t.Fatalf("message %+v (%v), want the stream_overflow problem", m, err)
+		}
+		if rest, err := io.ReadAll(s.r); err != nil || len(rest) != 0 {
+			t.Fatalf("after the overflow the stream carried %q (%v), want its end", rest, err)
+		}
+		await.Until(t, "the subscription ends", e.hub.Subscribers, func(n int) bool { return n == 0 })
 	})
 }

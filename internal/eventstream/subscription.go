@@ -111,8 +111,15 @@ type Subscription struct {
 	// seen: live events at or before it were replayed (or precede the subscription).
 	seen    store.EventPosition
 	waiting []*Event
-	err     error
+	// spare is the slice Take returned last: the subscriber is done with it when it takes again, so the next
+	// events are gathered in it and the two slices take turns, with no allocation per read of the hub.
+	spare []*Event
+	err   error
 }
+
+// keptWaiting is the largest capacity of the waiting slices a subscription keeps between takes: a burst's larger
+// slice is given back.
+const keptWaiting = 256
 
 // Replaying reports whether Take still reads missed events from the log (for the subscriber's goroutine).
 func (s *Subscription) Replaying() bool { return s.replaying }
@@ -166,7 +173,11 @@ func (s *Subscription) Take(ctx context.Context) ([]*Event, error) {
 		return nil, s.err
 	}
 	out := s.waiting
-	s.waiting = nil // the next offer starts a new, small slice: a burst's memory is given back
+	s.waiting, s.spare = s.spare[:0], out
+	if cap(s.waiting) > keptWaiting {
+		s.waiting = nil // a burst's memory is given back
+	}
+	clear(s.waiting[:cap(s.waiting)]) // the events the subscriber took last are not kept alive
 	return out, nil
 }
 
@@ -210,7 +221,7 @@ func (s *Subscription) endLocked(err error) {
 	if s.err != nil {
 		return
 	}
-	s.err, s.waiting = err, nil
+	s.err, s.waiting, s.spare = err, nil, nil
 	close(s.done)
 }
 
@@ -220,7 +231,7 @@ func (s *Subscription) Close() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.err == nil {
-		s.waiting = nil
+		s.waiting, s.spare = nil, nil
 		s.err = ErrClosed
 		close(s.done)
 	}
