@@ -67,6 +67,8 @@ type DB struct {
 	// PostgreSQL) and is released after they are closed.
 	sqliteDSN string
 	wal       *walIndex
+	// gate orders the transactions waiting for SQLite's writer (see writeGate); unused on PostgreSQL.
+	gate writeGate
 
 	keys keyWatch
 	// health counts the faults of the database that the store's operations met (see Health).
@@ -299,6 +301,12 @@ func (db *DB) RunInTx(ctx context.Context, fn func(ctx context.Context, tx bun.T
 		return err
 	}
 	defer cancel()
+	if db.dialect == SQLite {
+		if err := db.gate.lock(tctx); err != nil {
+			return overBound(tctx, ctx, err)
+		}
+		defer db.gate.unlock()
+	}
 	return overBound(tctx, ctx, db.txw.RunInTx(tctx, nil, fn))
 }
 
