@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/switchboard/switchboard/gen"
+	"github.com/switchboard/switchboard/internal/events"
 	"github.com/switchboard/switchboard/internal/problem"
 	"github.com/switchboard/switchboard/store"
 )
@@ -369,25 +370,21 @@ func (s *Recorder) saveGroup(ctx context.Context, tx store.Querier, inst store.I
 	if err != nil {
 		return row, err
 	}
-	seq, err := s.db.Instances.NextSequence(ctx, tx, inst.ID)
-	if err != nil {
-		return row, err
-	}
 	var payload any
 	switch change {
 	case GroupCreated:
-		payload = gen.GroupCreatedEvent{Group: api, InstanceId: inst.ID, Sequence: seq}
+		payload = gen.GroupCreatedEvent{Group: api, InstanceId: inst.ID}
 	case GroupLeft:
-		payload = gen.GroupLeftEvent{Group: api, InstanceId: inst.ID, Sequence: seq}
+		payload = gen.GroupLeftEvent{Group: api, InstanceId: inst.ID}
 	case GroupParticipantsChanged:
-		payload = gen.GroupParticipantsChangedEvent{Group: api, InstanceId: inst.ID, Sequence: seq}
+		payload = gen.GroupParticipantsChangedEvent{Group: api, InstanceId: inst.ID}
 	default:
 		if len(changed) == 0 {
 			changed = []string{"subject", "description"}
 		}
-		payload = gen.GroupUpdatedEvent{Group: api, Changed: changed, InstanceId: inst.ID, Sequence: seq}
+		payload = gen.GroupUpdatedEvent{Group: api, Changed: changed, InstanceId: inst.ID}
 	}
-	return row, s.emitPayload(ctx, tx, inst.WorkspaceID, inst.ID, payload)
+	return row, s.emitNumbered(ctx, tx, events.Pending{WorkspaceID: inst.WorkspaceID, InstanceID: inst.ID, Payload: payload})
 }
 
 // groupChanges names the fields of a group.updated that differ between a stored group and the network's report of

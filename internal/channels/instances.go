@@ -387,14 +387,11 @@ func (s *Service) Delete(ctx context.Context, workspaceID, id string) error {
 		if last.WorkspaceID != workspaceID {
 			return store.ErrNotFound
 		}
-		seq, err := s.db.Instances.NextSequence(ctx, tx, id)
-		if err != nil {
-			return err
-		}
-		// The event is recorded before the row goes, in the same transaction: its deliveries do not reference
-		// the instance.
-		if _, err := s.events.EmitMany(ctx, tx, []events.Pending{{WorkspaceID: workspaceID, InstanceID: id,
-			Payload: gen.InstanceDeletedEvent{Instance: s.InstanceAPI(last), InstanceId: id, Sequence: seq}}}); err != nil {
+		// The event is numbered and recorded before the row goes, in the same transaction: its deliveries do not
+		// reference the instance.
+		if err := s.emit(ctx, tx, &last, func(api gen.Instance) any {
+			return gen.InstanceDeletedEvent{Instance: api, InstanceId: id}
+		}); err != nil {
 			return err
 		}
 		_, err = s.db.Instances.Delete(ctx, tx, workspaceID, id)
@@ -509,12 +506,6 @@ func (s *Recorder) move(ctx context.Context, tx store.Querier, i *store.Instance
 // instance as the API shows it.
 func (s *Recorder) emit(ctx context.Context, tx store.Querier, i *store.Instance, build func(api gen.Instance) any) error {
 	return s.emitNumbered(ctx, tx, events.Pending{WorkspaceID: i.WorkspaceID, InstanceID: i.ID, Payload: build(s.InstanceAPI(*i))})
-}
-
-// emitPayload records one event of an instance inside tx.
-func (s *Recorder) emitPayload(ctx context.Context, tx store.Querier, workspaceID, instanceID string, payload any) error {
-	_, err := s.events.EmitMany(ctx, tx, []events.Pending{{WorkspaceID: workspaceID, InstanceID: instanceID, Payload: payload}})
-	return err
 }
 
 // QR returns the pairing QR code an instance waits to have scanned. Returns a NotFound problem if it is not in the

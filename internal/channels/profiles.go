@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/switchboard/switchboard/gen"
+	"github.com/switchboard/switchboard/internal/events"
 	"github.com/switchboard/switchboard/internal/problem"
 	"github.com/switchboard/switchboard/store"
 )
@@ -88,12 +89,8 @@ func (s *Service) SetGroupPicture(ctx context.Context, workspaceID, instanceID, 
 		if err != nil {
 			return err
 		}
-		seq, err := s.db.Instances.NextSequence(ctx, tx, inst.ID)
-		if err != nil {
-			return err
-		}
-		return s.emitPayload(ctx, tx, workspaceID, inst.ID, gen.GroupUpdatedEvent{Group: api,
-			Changed: []string{"picture"}, InstanceId: inst.ID, Sequence: seq})
+		return s.emitNumbered(ctx, tx, events.Pending{WorkspaceID: workspaceID, InstanceID: inst.ID, Payload: gen.GroupUpdatedEvent{
+			Group: api, Changed: []string{"picture"}, InstanceId: inst.ID}})
 	})
 	if err != nil {
 		return GroupPicture{}, storeError(err, "group", groupID)
