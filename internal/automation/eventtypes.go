@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
-	"github.com/uptrace/bun"
 
 	"github.com/switchboard/switchboard/internal/events"
 	"github.com/switchboard/switchboard/internal/problem"
@@ -424,7 +423,7 @@ func (s *Service) Publish(ctx context.Context, workspaceID, typeName string, dat
 		return store.Event{}, err
 	}
 	var ev store.Event
-	err = s.db.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+	err = s.db.RunInTx(ctx, func(ctx context.Context, tx store.Tx) error {
 		ev, err = s.outbox.EmitJSON(ctx, tx, workspaceID, typeName, raw)
 		return err
 	})

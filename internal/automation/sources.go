@@ -12,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/uptrace/bun"
 
 	"github.com/switchboard/switchboard/internal/patch"
 	"github.com/switchboard/switchboard/internal/problem"
@@ -178,7 +177,7 @@ func (s *Service) CreateSource(ctx context.Context, workspaceID string, n NewSou
 	applyDedup(&src, n.Dedup)
 	applyLimits(&src, n.Limits)
 	var created *store.EventTypeDef
-	err := s.db.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+	err := s.db.RunInTx(ctx, func(ctx context.Context, tx store.Tx) error {
 		var err error
 		if created, err = s.ensureType(ctx, tx, workspaceID, n.EventType, src.Name); err != nil {
 			return err
@@ -206,7 +205,7 @@ func applyLimits(src *store.Source, l Limits) {
 // ensureType creates, inside tx, the custom type a source produces when the workspace does not have it yet, and
 // returns it (nil when it existed). The caller defines it in the registry once tx has committed: a type of a
 // transaction rolled back must not be listed.
-func (s *Service) ensureType(ctx context.Context, tx bun.IDB, workspaceID, name, sourceName string) (*store.EventTypeDef, error) {
+func (s *Service) ensureType(ctx context.Context, tx store.Querier, workspaceID, name, sourceName string) (*store.EventTypeDef, error) {
 	_, err := s.db.EventTypes.Get(ctx, tx, workspaceID, name)
 	if !errors.Is(err, store.ErrNotFound) {
 		return nil, err
@@ -252,7 +251,7 @@ func (s *Service) Sources(ctx context.Context, workspaceID string, p store.Page)
 func (s *Service) UpdateSource(ctx context.Context, workspaceID, id string, c SourceChange) (Source, error) {
 	var src store.Source
 	var created *store.EventTypeDef
-	err := s.db.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+	err := s.db.RunInTx(ctx, func(ctx context.Context, tx store.Tx) error {
 		var err error
 		if src, err = s.db.Sources.Lock(ctx, tx, workspaceID, id); err != nil {
 			return err
