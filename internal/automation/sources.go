@@ -12,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-
 	"github.com/switchboard/switchboard/internal/patch"
 	"github.com/switchboard/switchboard/internal/problem"
 	"github.com/switchboard/switchboard/store"

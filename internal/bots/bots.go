@@ -14,7 +14,6 @@ import (
 	"regexp"
 	"time"
 
-
 	"github.com/switchboard/switchboard/gen"
 	"github.com/switchboard/switchboard/internal/channels"
 	"github.com/switchboard/switchboard/internal/egress"

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"time"
 
-
 	"github.com/switchboard/switchboard/store"
 )
 

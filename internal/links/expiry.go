@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-
 	"github.com/switchboard/switchboard/gen"
 	"github.com/switchboard/switchboard/store"
 )

@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-
 	"github.com/switchboard/switchboard/gen"
 	"github.com/switchboard/switchboard/internal/events"
 	"github.com/switchboard/switchboard/internal/patch"

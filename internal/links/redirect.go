@@ -10,7 +10,6 @@ import (
 	"sync/atomic"
 	"time"
 
-
 	"github.com/switchboard/switchboard/gen"
 	"github.com/switchboard/switchboard/store"
 )

@@ -5,7 +5,6 @@ import (
 	"slices"
 	"time"
 
-
 	"github.com/switchboard/switchboard/gen"
 	"github.com/switchboard/switchboard/internal/events"
 	"github.com/switchboard/switchboard/store"

@@ -3,7 +3,6 @@ package clicks
 import (
 	"context"
 
-
 	"github.com/switchboard/switchboard/gen"
 	"github.com/switchboard/switchboard/internal/events"
 	"github.com/switchboard/switchboard/store"
