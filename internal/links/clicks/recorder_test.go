@@ -295,6 +295,36 @@ func TestRecorderReplaysALeftoverSpoolIdempotently(t *testing.T) {
 	})
 }
 
+// A replay writes a batch as fresh clicks first; a batch holding a click twice (a spool append that was written but
+// reported failed, then spooled again) is written again looking for stored clicks, and every click counts once.
+func TestRecorderReplaysASegmentHoldingAClickTwice(t *testing.T) {
+	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
+		l := testLink(t, db)
+		dir := t.TempDir()
+		hits := make([]Hit, 12)
+		for i := range hits {
+			hits[i] = hit(l.ID, firefox, fmt.Sprintf("203.0.113.%d", i))
+		}
+		sp, err := openSpool(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := sp.append(append(hits, hits[3:5]...)); err != nil {
+			t.Fatal(err)
+		}
+		sp.seal()
+		r := newRecorder(t, db, Config{SpoolDir: dir, BatchSize: 100})
+		await.Equal(t, "the replay", func() float64 { return testutil.ToFloat64(r.m.replayed) }, 14)
+		if n := clickCount(t, db, l.ID); n != 12 {
+			t.Fatalf("%d click rows, want 12", n)
+		}
+		if got := testutil.ToFloat64(r.m.discarded.WithLabelValues("already_recorded")); got != 2 {
+			t.Errorf("already_recorded = %v, want 2", got)
+		}
+		wantLinkClicks(t, db, l.ID, 12)
+	})
+}
+
 // A damaged record costs the clicks in it, counted as dropped; the others are replayed.
 func TestRecorderCountsDamagedSpoolRecordsAsDropped(t *testing.T) {
 	db := storetest.SQLite(t)
