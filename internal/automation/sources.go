@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/switchboard/switchboard/internal/events"
 	"github.com/switchboard/switchboard/internal/patch"
 	"github.com/switchboard/switchboard/internal/problem"
 	"github.com/switchboard/switchboard/store"
@@ -347,26 +348,26 @@ func sourceError(err error, id string) error {
 // send a recorded request to the subscribers again (a workflow fixed after it failed). The new event goes to the
 // subscriptions and filters as they are now. Returns a NotFound problem if the source is not in the workspace or
 // the event is not one of its events, and the problems of Publish.
-func (s *Service) Replay(ctx context.Context, workspaceID, sourceID, eventID string) (store.Event, error) {
+func (s *Service) Replay(ctx context.Context, workspaceID, sourceID, eventID string) (events.Event, error) {
 	src, err := s.Source(ctx, workspaceID, sourceID)
 	if err != nil {
-		return store.Event{}, err
+		return events.Event{}, err
 	}
 	made, err := s.db.SourceRequests.MadeEvent(ctx, src.ID, eventID)
 	if err != nil {
-		return store.Event{}, err
+		return events.Event{}, err
 	}
 	ev, err := s.db.Events.Get(ctx, workspaceID, eventID)
 	if errors.Is(err, store.ErrNotFound) || !made {
-		return store.Event{}, problem.Errorf(problem.NotFound,
+		return events.Event{}, problem.Errorf(problem.NotFound,
 			"The source %s made no event %s that is still kept.", sourceID, eventID)
 	}
 	if err != nil {
-		return store.Event{}, err
+		return events.Event{}, err
 	}
 	var data map[string]any
 	if err := json.Unmarshal(ev.Data, &data); err != nil {
-		return store.Event{}, fmt.Errorf("automation: event %s: %w", eventID, err)
+		return events.Event{}, fmt.Errorf("automation: event %s: %w", eventID, err)
 	}
 	return s.Publish(ctx, workspaceID, ev.Type, data)
 }
