@@ -7,6 +7,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/switchboard/switchboard/internal/events"
 	"github.com/switchboard/switchboard/internal/webhook"
 	"github.com/switchboard/switchboard/store"
 )
@@ -31,7 +32,7 @@ type eventsData struct {
 }
 
 type eventRow struct {
-	store.Event
+	events.Event
 	JSON       string
 	Deliveries []eventDelivery
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/switchboard/switchboard/gen"
+	"github.com/switchboard/switchboard/internal/events"
 	"github.com/switchboard/switchboard/internal/problem"
 	"github.com/switchboard/switchboard/internal/webhook"
 	"github.com/switchboard/switchboard/store"
@@ -37,7 +38,7 @@ func (s *Server) ListEvents(ctx context.Context, req gen.ListEventsRequestObject
 	if err != nil {
 		return nil, err
 	}
-	data, next, err := listPage(evs, more, page, func(ev store.Event) string { return ev.ID }, apiEvent)
+	data, next, err := listPage(evs, more, page, func(ev events.Event) string { return ev.ID }, apiEvent)
 	if err != nil {
 		return nil, err
 	}
@@ -67,7 +68,7 @@ func (s *Server) GetEvent(ctx context.Context, req gen.GetEventRequestObject) (g
 }
 
 // apiEvent maps a stored event to the envelope deliveries carry (webhook.EnvelopeOf), as the API's Event.
-func apiEvent(ev store.Event) (gen.Event, error) {
+func apiEvent(ev events.Event) (gen.Event, error) {
 	env := webhook.EnvelopeOf(ev)
 	out := gen.Event{Id: env.ID, Type: env.Type, Timestamp: ev.CreatedAt.UTC(), ApiVersion: gen.EventApiVersion(env.APIVersion),
 		WorkspaceId: env.WorkspaceID}

@@ -31,8 +31,8 @@ func (s *Server) ListModels(ctx context.Context, _ gen.ListModelsRequestObject) 
 	if key.EnabledModels != nil {
 		cacheKey = "=" + strings.Join(key.EnabledModels, ",")
 	}
-	if body, ok := s.modelLists.Load(cacheKey); ok {
-		return encodedModelList(body.([]byte)), nil
+	if list, ok := s.modelLists.Load(cacheKey); ok {
+		return list.(*encodedModelList), nil
 	}
 	enabled := s.cfg.Models.ForWorkspace(key.EnabledModels)
 	data := make([]gen.Model, len(enabled))
@@ -43,11 +43,11 @@ func (s *Server) ListModels(ctx context.Context, _ gen.ListModelsRequestObject) 
 	if err != nil {
 		return nil, err
 	}
-	body = append(body, '\n')
+	list := &encodedModelList{body: append(body, '\n')}
 	if s.modelListCount.Add(1) <= maxCachedModelLists {
-		s.modelLists.Store(cacheKey, body)
+		s.modelLists.Store(cacheKey, list)
 	}
-	return encodedModelList(body), nil
+	return list, nil
 }
 
 // maxCachedModelLists bounds the encoded lists kept: one per distinct set of enabled models in use.
@@ -56,13 +56,14 @@ const maxCachedModelLists = 1024
 // jsonContentType is shared by every answer of encodedModelList: the header needs no slice of its own.
 var jsonContentType = []string{"application/json"}
 
-// encodedModelList is a 200 response of listModels whose body is already encoded.
-type encodedModelList []byte
+// encodedModelList is a 200 response of listModels whose body is already encoded. The cache holds the pointer, which
+// is returned as the response as it is: a cached answer allocates nothing to be handed to the strict server.
+type encodedModelList struct{ body []byte }
 
-func (b encodedModelList) VisitListModelsResponse(w http.ResponseWriter) error {
+func (l *encodedModelList) VisitListModelsResponse(w http.ResponseWriter) error {
 	w.Header()["Content-Type"] = jsonContentType
 	w.WriteHeader(http.StatusOK)
-	_, err := w.Write(b)
+	_, err := w.Write(l.body)
 	return err
 }
 

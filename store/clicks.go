@@ -128,9 +128,9 @@ type RecordOptions struct {
 	Recorded func(ctx context.Context, tx bun.Tx, inserted []Click, links map[string]ClickedLink) error
 }
 
-// errUnexpectedDuplicate means a click thought fresh was stored already (or concurrently): the batch is rolled back,
-// and the caller retries it with MayRepeat.
-var errUnexpectedDuplicate = errors.New("store: a click of the batch is already recorded; retry with MayRepeat")
+// ErrClickRepeated means a click of a batch recorded without MayRepeat was stored already (or concurrently, or is
+// in the batch twice): the batch is rolled back, and the caller retries it with MayRepeat.
+var ErrClickRepeated = errors.New("store: a click of the batch is already recorded; retry with MayRepeat")
 
 // Record writes a batch of clicks in one transaction: the clicks (a click whose ID is already stored is skipped),
 // then — derived only from the rows actually inserted, so that a replay never counts twice — the visitors of the
@@ -347,7 +347,7 @@ var clickInsert = multiRow{
 var clickInsertReturning = multiRow{head: clickInsert.head, tail: clickInsert.tail + " RETURNING id", casts: clickInsert.casts}
 
 // insertClicks inserts the clicks that are not stored yet and returns those, in the order given. Unless mayRepeat,
-// the clicks are taken to be new, and one found stored fails the batch (errUnexpectedDuplicate).
+// the clicks are taken to be new, and one found stored fails the batch (ErrClickRepeated).
 func (s *Clicks) insertClicks(ctx context.Context, tx bun.Tx, clicks []Click, mayRepeat bool) ([]Click, error) {
 	args := make([]any, 0, len(clicks)*13)
 	for _, c := range clicks {
@@ -360,7 +360,7 @@ func (s *Clicks) insertClicks(ctx context.Context, tx bun.Tx, clicks []Click, ma
 			return nil, err
 		}
 		if n != int64(len(clicks)) {
-			return nil, errUnexpectedDuplicate
+			return nil, ErrClickRepeated
 		}
 		return clicks, nil
 	}

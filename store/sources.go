@@ -224,6 +224,18 @@ func (s *SourceRequests) ClaimDedupKey(ctx context.Context, tx bun.IDB, sourceID
 	return first, true, err
 }
 
+// SeenDedupKey reads, without writing, whether key of the source was claimed within its window (at now): the ID of
+// the event it made and true. It returns no sentinel errors.
+func (s *SourceRequests) SeenDedupKey(ctx context.Context, sourceID, key string, now time.Time) (string, bool, error) {
+	var ids []string
+	err := s.db.r.NewRaw(`SELECT event_id FROM source_dedup_keys WHERE source_id = ? AND dedup_key = ? AND expires_at > ?`,
+		sourceID, key, now.UTC()).Scan(ctx, &ids)
+	if err != nil || len(ids) == 0 {
+		return "", false, err
+	}
+	return ids[0], true, nil
+}
+
 // PruneDedupKeys deletes at most batch expired de-duplication keys and returns how many. It returns no sentinel
 // errors.
 func (s *SourceRequests) PruneDedupKeys(ctx context.Context, batch int) (int, error) {

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
-	"github.com/uptrace/bun"
 
 	"github.com/switchboard/switchboard/internal/events"
 	"github.com/switchboard/switchboard/internal/problem"
@@ -406,27 +405,27 @@ func (s *Service) checkPublishable(ctx context.Context, workspaceID, name string
 // Publish records an event of a workspace's custom type with its deliveries. Returns a ValidationFailed problem
 // for a name outside the custom namespace, a NotFound problem if the workspace has no such type, an
 // EventTypeArchived problem if it is archived, and an EventDataInvalid problem if data does not match its schema.
-func (s *Service) Publish(ctx context.Context, workspaceID, typeName string, data map[string]any) (store.Event, error) {
+func (s *Service) Publish(ctx context.Context, workspaceID, typeName string, data map[string]any) (events.Event, error) {
 	var errs problem.Fields
 	checkTypeName(&errs, "/type", typeName)
 	if err := errs.Err(); err != nil {
-		return store.Event{}, err
+		return events.Event{}, err
 	}
 	raw, err := json.Marshal(data)
 	if err != nil {
-		return store.Event{}, err
+		return events.Event{}, err
 	}
 	decoded, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
 	if err != nil {
-		return store.Event{}, err
+		return events.Event{}, err
 	}
 	if err := s.checkPublishable(ctx, workspaceID, typeName, decoded, "/data"); err != nil {
-		return store.Event{}, err
+		return events.Event{}, err
 	}
 	var ev store.Event
-	err = s.db.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+	err = s.db.RunInTx(ctx, func(ctx context.Context, tx store.Tx) error {
 		ev, err = s.outbox.EmitJSON(ctx, tx, workspaceID, typeName, raw)
 		return err
 	})
-	return ev, err
+	return events.Of(ev), err
 }

@@ -16,7 +16,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
-	"github.com/uptrace/bun"
 
 	"github.com/switchboard/switchboard/internal/events"
 	"github.com/switchboard/switchboard/internal/problem"
@@ -148,7 +147,7 @@ func (s *Service) Ingest(ctx context.Context, token string, r IngestRequest) (In
 		}
 	}
 	var ev store.Event
-	err = s.commits.Do(ctx, func(ctx context.Context, tx bun.Tx) error {
+	err = s.commits.Do(ctx, func(ctx context.Context, tx store.Tx) error {
 		var err error
 		if ev, err = s.outbox.EmitJSON(ctx, tx, src.WorkspaceID, src.EventType, data); err != nil {
 			return err
@@ -229,13 +228,7 @@ func (s *Service) shouldLogRate(sourceID string, now time.Time) bool {
 
 // seenKey reads whether a de-duplication key was claimed within its window, without writing.
 func (s *Service) seenKey(ctx context.Context, sourceID, key string, now time.Time) (string, bool, error) {
-	var ids []string
-	err := s.db.Reader().NewRaw(`SELECT event_id FROM source_dedup_keys WHERE source_id = ? AND dedup_key = ? AND expires_at > ?`,
-		sourceID, key, now.UTC()).Scan(ctx, &ids)
-	if err != nil || len(ids) == 0 {
-		return "", false, err
-	}
-	return ids[0], true, nil
+	return s.db.SourceRequests.SeenDedupKey(ctx, sourceID, key, now)
 }
 
 func (s *Service) duplicate(ctx context.Context, log *store.SourceRequest, first string) (IngestResult, error) {

@@ -12,8 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/uptrace/bun"
-
+	"github.com/switchboard/switchboard/internal/events"
 	"github.com/switchboard/switchboard/internal/patch"
 	"github.com/switchboard/switchboard/internal/problem"
 	"github.com/switchboard/switchboard/store"
@@ -178,7 +177,7 @@ func (s *Service) CreateSource(ctx context.Context, workspaceID string, n NewSou
 	applyDedup(&src, n.Dedup)
 	applyLimits(&src, n.Limits)
 	var created *store.EventTypeDef
-	err := s.db.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+	err := s.db.RunInTx(ctx, func(ctx context.Context, tx store.Tx) error {
 		var err error
 		if created, err = s.ensureType(ctx, tx, workspaceID, n.EventType, src.Name); err != nil {
 			return err
@@ -206,7 +205,7 @@ func applyLimits(src *store.Source, l Limits) {
 // ensureType creates, inside tx, the custom type a source produces when the workspace does not have it yet, and
 // returns it (nil when it existed). The caller defines it in the registry once tx has committed: a type of a
 // transaction rolled back must not be listed.
-func (s *Service) ensureType(ctx context.Context, tx bun.IDB, workspaceID, name, sourceName string) (*store.EventTypeDef, error) {
+func (s *Service) ensureType(ctx context.Context, tx store.Querier, workspaceID, name, sourceName string) (*store.EventTypeDef, error) {
 	_, err := s.db.EventTypes.Get(ctx, tx, workspaceID, name)
 	if !errors.Is(err, store.ErrNotFound) {
 		return nil, err
@@ -252,7 +251,7 @@ func (s *Service) Sources(ctx context.Context, workspaceID string, p store.Page)
 func (s *Service) UpdateSource(ctx context.Context, workspaceID, id string, c SourceChange) (Source, error) {
 	var src store.Source
 	var created *store.EventTypeDef
-	err := s.db.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+	err := s.db.RunInTx(ctx, func(ctx context.Context, tx store.Tx) error {
 		var err error
 		if src, err = s.db.Sources.Lock(ctx, tx, workspaceID, id); err != nil {
 			return err
@@ -349,26 +348,26 @@ func sourceError(err error, id string) error {
 // send a recorded request to the subscribers again (a workflow fixed after it failed). The new event goes to the
 // subscriptions and filters as they are now. Returns a NotFound problem if the source is not in the workspace or
 // the event is not one of its events, and the problems of Publish.
-func (s *Service) Replay(ctx context.Context, workspaceID, sourceID, eventID string) (store.Event, error) {
+func (s *Service) Replay(ctx context.Context, workspaceID, sourceID, eventID string) (events.Event, error) {
 	src, err := s.Source(ctx, workspaceID, sourceID)
 	if err != nil {
-		return store.Event{}, err
+		return events.Event{}, err
 	}
 	made, err := s.db.SourceRequests.MadeEvent(ctx, src.ID, eventID)
 	if err != nil {
-		return store.Event{}, err
+		return events.Event{}, err
 	}
 	ev, err := s.db.Events.Get(ctx, workspaceID, eventID)
 	if errors.Is(err, store.ErrNotFound) || !made {
-		return store.Event{}, problem.Errorf(problem.NotFound,
+		return events.Event{}, problem.Errorf(problem.NotFound,
 			"The source %s made no event %s that is still kept.", sourceID, eventID)
 	}
 	if err != nil {
-		return store.Event{}, err
+		return events.Event{}, err
 	}
 	var data map[string]any
 	if err := json.Unmarshal(ev.Data, &data); err != nil {
-		return store.Event{}, fmt.Errorf("automation: event %s: %w", eventID, err)
+		return events.Event{}, fmt.Errorf("automation: event %s: %w", eventID, err)
 	}
 	return s.Publish(ctx, workspaceID, ev.Type, data)
 }

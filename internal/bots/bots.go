@@ -14,8 +14,6 @@ import (
 	"regexp"
 	"time"
 
-	"github.com/uptrace/bun"
-
 	"github.com/switchboard/switchboard/gen"
 	"github.com/switchboard/switchboard/internal/channels"
 	"github.com/switchboard/switchboard/internal/egress"
@@ -394,7 +392,7 @@ func (s *Service) pause(ctx context.Context, workspaceID, instanceID, chatID, bo
 	if messageID != "" {
 		ev.MessageId = &messageID
 	}
-	return s.db.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+	return s.db.RunInTx(ctx, func(ctx context.Context, tx store.Tx) error {
 		if err := s.db.Bots.Pause(ctx, tx, &t); err != nil {
 			return notFound(err, "chat")
 		}

@@ -14,8 +14,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/uptrace/bun"
-
 	"github.com/switchboard/switchboard/gen"
 	"github.com/switchboard/switchboard/internal/channels"
 	"github.com/switchboard/switchboard/internal/events"
@@ -573,7 +571,7 @@ func modelError(err error) error {
 }
 
 // emit records an event of a bot, as one of its instance (endpoints and streams filtered by instance receive it).
-func (s *Service) emit(ctx context.Context, tx bun.IDB, b store.Bot, payload any) error {
+func (s *Service) emit(ctx context.Context, tx store.Querier, b store.Bot, payload any) error {
 	_, err := s.cfg.Events.EmitMany(ctx, tx, []events.Pending{{WorkspaceID: b.WorkspaceID, InstanceID: b.InstanceID,
 		Payload: payload}})
 	return err

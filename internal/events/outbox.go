@@ -7,8 +7,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/uptrace/bun"
-
 	"github.com/switchboard/switchboard/store"
 )
 
@@ -38,7 +36,7 @@ type Pending struct {
 
 // Emit records one event inside tx. It fails only on a payload that is not a registered type (a programming error)
 // or a database error.
-func (o *Outbox) Emit(ctx context.Context, tx bun.IDB, workspaceID string, payload any) (store.Event, error) {
+func (o *Outbox) Emit(ctx context.Context, tx store.Querier, workspaceID string, payload any) (store.Event, error) {
 	evs, err := o.EmitMany(ctx, tx, []Pending{{WorkspaceID: workspaceID, Payload: payload}})
 	if err != nil {
 		return store.Event{}, err
@@ -48,7 +46,7 @@ func (o *Outbox) Emit(ctx context.Context, tx bun.IDB, workspaceID string, paylo
 
 // EmitMany records many events inside tx in a few statements (one read of the endpoints of their workspaces,
 // multi-row inserts of the events and of their deliveries); the events are returned in the order of ps.
-func (o *Outbox) EmitMany(ctx context.Context, tx bun.IDB, ps []Pending) ([]store.Event, error) {
+func (o *Outbox) EmitMany(ctx context.Context, tx store.Querier, ps []Pending) ([]store.Event, error) {
 	if len(ps) == 0 {
 		return nil, nil
 	}
@@ -69,7 +67,7 @@ func (o *Outbox) EmitMany(ctx context.Context, tx bun.IDB, ps []Pending) ([]stor
 
 // EmitJSON records an event of any type the workspace sees with data already encoded: the way to publish a type
 // defined at run time, whose data its owner checked against the type's schema.
-func (o *Outbox) EmitJSON(ctx context.Context, tx bun.IDB, workspaceID, typeName string, data json.RawMessage) (store.Event, error) {
+func (o *Outbox) EmitJSON(ctx context.Context, tx store.Querier, workspaceID, typeName string, data json.RawMessage) (store.Event, error) {
 	t, ok := o.types.Lookup(workspaceID, typeName)
 	if !ok {
 		return store.Event{}, fmt.Errorf("events: workspace %s has no event type %s", workspaceID, typeName)
@@ -93,7 +91,7 @@ type recorded struct {
 // name the type and its filters hold for the data). Deliveries to
 // active and paused endpoints are pending (a paused endpoint's wait until it resumes); to disabled endpoints they
 // are recorded as skipped, so that enabling or recovering the endpoint can still send them.
-func (o *Outbox) record(ctx context.Context, tx bun.IDB, items []recorded) ([]store.Event, error) {
+func (o *Outbox) record(ctx context.Context, tx store.Querier, items []recorded) ([]store.Event, error) {
 	workspaces := make([]string, len(items))
 	for i, it := range items {
 		workspaces[i] = it.workspaceID
@@ -150,7 +148,7 @@ func forInstance(filter []string, instanceID string) bool {
 // Subscribers returns the workspaces among workspaceIDs where an endpoint receives events of payload's type: the
 // check that keeps opt-in events (clicks, list audits) from being written at all while nobody would receive them.
 // Read it inside the transaction that emits, so that a subscription made meanwhile is seen.
-func (o *Outbox) Subscribers(ctx context.Context, db bun.IDB, payload any, workspaceIDs ...string) (map[string]bool, error) {
+func (o *Outbox) Subscribers(ctx context.Context, db store.Querier, payload any, workspaceIDs ...string) (map[string]bool, error) {
 	t, err := o.types.TypeOf(payload)
 	if err != nil {
 		return nil, err

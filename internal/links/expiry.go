@@ -4,8 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/uptrace/bun"
-
 	"github.com/switchboard/switchboard/gen"
 	"github.com/switchboard/switchboard/store"
 )
@@ -34,7 +32,7 @@ func (s *Service) Run(ctx context.Context) error {
 // announceExpired emits link.expired for every link that expired at now and was not announced yet, in batches.
 func (s *Service) announceExpired(ctx context.Context, now time.Time) error {
 	for {
-		n, err := s.db.Links.AnnounceExpired(ctx, now, expiryBatch, func(ctx context.Context, tx bun.Tx, l store.Link) error {
+		n, err := s.db.Links.AnnounceExpired(ctx, now, expiryBatch, func(ctx context.Context, tx store.Tx, l store.Link) error {
 			return s.emit(ctx, tx, l.WorkspaceID, gen.LinkExpiredEvent{Link: s.API(linkOf(l))})
 		})
 		if err != nil || n < expiryBatch {

@@ -11,8 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/uptrace/bun"
-
 	"github.com/switchboard/switchboard/gen"
 	"github.com/switchboard/switchboard/internal/events"
 	"github.com/switchboard/switchboard/internal/patch"
@@ -289,7 +287,7 @@ func rearmLimitEvents(l *store.Link, now time.Time) {
 }
 
 // emit records an event of the workspace inside tx (the transactional outbox); its type follows from the payload.
-func (s *Service) emit(ctx context.Context, tx bun.IDB, workspaceID string, payload any) error {
+func (s *Service) emit(ctx context.Context, tx store.Querier, workspaceID string, payload any) error {
 	_, err := s.events.Emit(ctx, tx, workspaceID, payload)
 	return err
 }
@@ -299,7 +297,7 @@ func (s *Service) emit(ctx context.Context, tx bun.IDB, workspaceID string, payl
 // for a created link, else the store's conflict (store.ErrSlugTaken or store.ErrExternalIDTaken). keys are the
 // short URLs it announced, read from the links the store created (the store sets their slug keys), for the caller
 // to publish after the commit. err is any other failure.
-func (s *Service) insert(ctx context.Context, tx bun.IDB, links []*store.Link, generated []bool) (refused []error, keys []store.LinkKey, err error) {
+func (s *Service) insert(ctx context.Context, tx store.Querier, links []*store.Link, generated []bool) (refused []error, keys []store.LinkKey, err error) {
 	if refused, err = s.db.Links.CreateMany(ctx, tx, links); err != nil {
 		return nil, nil, err
 	}
@@ -338,7 +336,7 @@ func (s *Service) insert(ctx context.Context, tx bun.IDB, links []*store.Link, g
 }
 
 // insertOne is insert for one link: the refusal is the error.
-func (s *Service) insertOne(ctx context.Context, tx bun.IDB, l *store.Link, generated bool) ([]store.LinkKey, error) {
+func (s *Service) insertOne(ctx context.Context, tx store.Querier, l *store.Link, generated bool) ([]store.LinkKey, error) {
 	refused, keys, err := s.insert(ctx, tx, []*store.Link{l}, []bool{generated})
 	if err != nil {
 		return nil, err
@@ -348,7 +346,7 @@ func (s *Service) insertOne(ctx context.Context, tx bun.IDB, l *store.Link, gene
 
 // write stores l (read as old inside tx) when it differs, with its link.updated event, and announces both short
 // URLs. It returns the keys to publish after the commit (none when nothing changed).
-func (s *Service) write(ctx context.Context, tx bun.IDB, l *store.Link, old store.Link, now time.Time) ([]store.LinkKey, error) {
+func (s *Service) write(ctx context.Context, tx store.Querier, l *store.Link, old store.Link, now time.Time) ([]store.LinkKey, error) {
 	changed := changedFields(&old, l)
 	if len(changed) == 0 {
 		return nil, nil
@@ -375,7 +373,7 @@ func (s *Service) Create(ctx context.Context, workspaceID string, in NewLink) (L
 		return Link{}, err
 	}
 	var keys []store.LinkKey
-	err = s.db.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+	err = s.db.RunInTx(ctx, func(ctx context.Context, tx store.Tx) error {
 		var err error
 		keys, err = s.insertOne(ctx, tx, &l, generated)
 		return err
@@ -444,7 +442,7 @@ func (s *Service) CreateMany(ctx context.Context, workspaceID string, ins []NewL
 // insert's.
 func (s *Service) insertChunk(ctx context.Context, links []*store.Link, generated []bool) (refused []error, err error) {
 	var keys []store.LinkKey
-	err = s.db.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+	err = s.db.RunInTx(ctx, func(ctx context.Context, tx store.Tx) error {
 		var err error
 		refused, keys, err = s.insert(ctx, tx, links, generated)
 		return err
@@ -499,7 +497,7 @@ func (s *Service) Update(ctx context.Context, workspaceID, id string, in Update)
 	now := time.Now()
 	var l store.Link
 	var keys []store.LinkKey
-	err = s.db.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+	err = s.db.RunInTx(ctx, func(ctx context.Context, tx store.Tx) error {
 		old, err := s.db.Links.Lock(ctx, tx, workspaceID, id)
 		if err != nil {
 			return err
@@ -532,7 +530,7 @@ func (s *Service) Upsert(ctx context.Context, workspaceID, externalID string, in
 		l := fresh
 		created = false
 		var keys []store.LinkKey
-		err = s.db.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		err = s.db.RunInTx(ctx, func(ctx context.Context, tx store.Tx) error {
 			old, err := s.db.Links.LockByExternalID(ctx, tx, workspaceID, externalID)
 			if errors.Is(err, store.ErrNotFound) {
 				created = true
@@ -577,7 +575,7 @@ func replaced(old, fresh store.Link, slugSent, domainSent bool) store.Link {
 // internal.
 func (s *Service) Delete(ctx context.Context, workspaceID, id string) error {
 	var l store.Link
-	err := s.db.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+	err := s.db.RunInTx(ctx, func(ctx context.Context, tx store.Tx) error {
 		var err error
 		if l, err = s.db.Links.Delete(ctx, tx, workspaceID, id, time.Now().Add(s.tombstone)); err != nil {
 			return err
@@ -667,5 +665,5 @@ func (s *Service) auditListing(ctx context.Context, workspaceID string, listed g
 	if err != nil || !subscribed[workspaceID] {
 		return err
 	}
-	return s.db.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error { return s.emit(ctx, tx, workspaceID, listed) })
+	return s.db.RunInTx(ctx, func(ctx context.Context, tx store.Tx) error { return s.emit(ctx, tx, workspaceID, listed) })
 }

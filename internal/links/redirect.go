@@ -10,8 +10,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/uptrace/bun"
-
 	"github.com/switchboard/switchboard/gen"
 	"github.com/switchboard/switchboard/store"
 )
@@ -262,7 +260,7 @@ func (s *Service) Admit(ctx context.Context, t *Target, class string) (Admission
 // maxClicksReached emits link.max_clicks_reached in the transaction of the admission that reached the cap. The
 // admitted clicks are human clicks on their way to the click table (the recorder writes them within moments), so
 // the event counts them already.
-func (s *Service) maxClicksReached(ctx context.Context, tx bun.Tx, l store.Link) error {
+func (s *Service) maxClicksReached(ctx context.Context, tx store.Tx, l store.Link) error {
 	l.Clicks = max(l.Clicks, l.AdmittedClicks)
 	return s.emit(ctx, tx, l.WorkspaceID, gen.LinkMaxClicksReachedEvent{Link: s.API(linkOf(l))})
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"regexp"
 	"slices"
@@ -69,6 +70,8 @@ type Service struct {
 	refreshing bool
 	// ready is closed once the first refresh ended, so that the first readers wait for it and later ones do not.
 	ready chan struct{}
+	// base is the operator's upstreams' models, rebuilt whenever lists changes.
+	base *modelSet
 	// own caches the lists of workspaces' upstreams by upstream ID.
 	own map[string]ownList
 	// rows caches each workspace's upstreams (see ownRowsTTL).
@@ -93,8 +96,10 @@ func New(cfg Config) *Service {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Service{cfg: cfg, log: cfg.Logger, usage: newUsage(cfg.Limits), lists: map[string][]Model{},
+	s := &Service{cfg: cfg, log: cfg.Logger, usage: newUsage(cfg.Limits), lists: map[string][]Model{},
 		ready: make(chan struct{}), own: map[string]ownList{}, rows: map[string]ownRows{}}
+	s.base = s.operatorSet()
+	return s
 }
 
 // Configured reports whether the operator configured any upstream.
@@ -123,31 +128,57 @@ func (s *Service) models(ctx context.Context, workspaceID string) ([]Model, map[
 	case <-s.ready:
 	case <-ctx.Done():
 	}
-	ups := map[string]Upstream{}
-	var out []Model
-	seen := map[string]bool{}
-	add := func(u Upstream, ms []Model) {
-		ups[u.Name] = u
-		for _, m := range ms {
-			if !seen[m.ID] {
-				seen[m.ID] = true
-				out = append(out, m)
-			}
-		}
-	}
 	s.mu.Lock()
-	for _, u := range s.cfg.Upstreams {
-		add(u, s.lists[u.Name])
-	}
+	base := s.base
 	s.mu.Unlock()
 	own, err := s.workspaceUpstreams(ctx, workspaceID)
 	if err != nil {
 		s.log.Warn("model upstreams of a workspace", "workspace", workspaceID, "error", err)
 	}
+	if len(own) == 0 {
+		return base.models, base.ups
+	}
+	ups := maps.Clone(base.ups)
+	out := slices.Clip(base.models)
+	var seen map[string]bool
 	for _, u := range own {
-		add(u, s.ownModels(ctx, u))
+		ups[u.Name] = u
+		for _, m := range s.ownModels(ctx, u) {
+			if base.ids[m.ID] || seen[m.ID] {
+				continue
+			}
+			if seen == nil {
+				seen = map[string]bool{}
+			}
+			seen[m.ID] = true
+			out = append(out, m)
+		}
 	}
 	return out, ups
+}
+
+// modelSet is the operator's upstreams' models as every workspace sees them (each ID once, the first upstream
+// that serves it winning), with the upstreams by name and the IDs; built when their lists change, so that a
+// request only adds a workspace's own upstreams to it. It is shared: read only.
+type modelSet struct {
+	models []Model
+	ups    map[string]Upstream
+	ids    map[string]bool
+}
+
+// operatorSet builds the modelSet of the operator's upstreams from their lists; s.mu is held.
+func (s *Service) operatorSet() *modelSet {
+	set := &modelSet{ups: make(map[string]Upstream, len(s.cfg.Upstreams)), ids: map[string]bool{}}
+	for _, u := range s.cfg.Upstreams {
+		set.ups[u.Name] = u
+		for _, m := range s.lists[u.Name] {
+			if !set.ids[m.ID] {
+				set.ids[m.ID] = true
+				set.models = append(set.models, m)
+			}
+		}
+	}
+	return set
 }
 
 // ownModels returns a workspace upstream's list, fetched again when stale; a failed fetch keeps the last list.
@@ -196,6 +227,7 @@ func (s *Service) refresh(ctx context.Context) {
 	for name, ms := range fetched {
 		s.lists[name] = ms
 	}
+	s.base = s.operatorSet()
 	s.fetched = s.cfg.Now()
 	s.refreshing = false
 	select {

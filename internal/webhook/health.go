@@ -98,7 +98,7 @@ func (s *Service) Request(e Endpoint, d DeliveryDetail, a Attempt) (r SignedRequ
 	if a.Signature == nil {
 		return SignedRequest{}, false, nil
 	}
-	body, err := Body(d.Event)
+	body, err := EventBody(d.Event)
 	if err != nil {
 		return SignedRequest{}, false, err
 	}

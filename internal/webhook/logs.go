@@ -3,18 +3,20 @@ package webhook
 import (
 	"context"
 
+	"github.com/switchboard/switchboard/internal/events"
 	"github.com/switchboard/switchboard/store"
 )
 
 // Events returns a page of a workspace's event log and whether more follow. Its errors are internal.
-func (s *Service) Events(ctx context.Context, workspaceID string, f store.EventFilter, p store.Page) ([]store.Event, bool, error) {
-	return s.db.Events.List(ctx, workspaceID, f, p)
+func (s *Service) Events(ctx context.Context, workspaceID string, f store.EventFilter, p store.Page) ([]events.Event, bool, error) {
+	evs, more, err := s.db.Events.List(ctx, workspaceID, f, p)
+	return events.OfAll(evs), more, err
 }
 
 // Event returns an event of a workspace. Returns a NotFound problem if it is not in the workspace.
-func (s *Service) Event(ctx context.Context, workspaceID, id string) (store.Event, error) {
+func (s *Service) Event(ctx context.Context, workspaceID, id string) (events.Event, error) {
 	ev, err := s.db.Events.Get(ctx, workspaceID, id)
-	return ev, clientError(err, "event", id)
+	return events.Of(ev), clientError(err, "event", id)
 }
 
 // Deliveries returns a page of the delivery log of an endpoint of a workspace and whether more follow. Returns a
@@ -31,7 +33,7 @@ func (s *Service) Deliveries(ctx context.Context, workspaceID, endpointID string
 type DeliveryDetail struct {
 	Delivery Delivery
 	Attempts []Attempt
-	Event    store.Event
+	Event    events.Event
 }
 
 // Delivery returns a delivery of a workspace with its attempts and event. Returns a NotFound problem if it is not in
@@ -49,7 +51,7 @@ func (s *Service) Delivery(ctx context.Context, workspaceID, id string) (Deliver
 	if err != nil {
 		return DeliveryDetail{}, err // the delivery's event goes only with it (ON DELETE CASCADE)
 	}
-	return DeliveryDetail{Delivery: deliveryOf(d), Attempts: attemptsOf(attempts), Event: ev}, nil
+	return DeliveryDetail{Delivery: deliveryOf(d), Attempts: attemptsOf(attempts), Event: events.Of(ev)}, nil
 }
 
 // Redeliver queues a delivery of a workspace for an attempt now, whatever its status, with a fresh retry schedule;

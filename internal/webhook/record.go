@@ -5,8 +5,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/uptrace/bun"
-
 	"github.com/switchboard/switchboard/gen"
 	"github.com/switchboard/switchboard/internal/events"
 	"github.com/switchboard/switchboard/store"
@@ -99,7 +97,7 @@ func (r *Recorder) Record(ctx context.Context, rs []AttemptResult) ([]AttemptEff
 	var fxs []AttemptEffects
 	// Losing this transaction in a database crash only sends its deliveries again (at least once), so it does not
 	// wait for a disk flush (RunInRepeatableTx).
-	err := r.db.RunInRepeatableTx(ctx, func(ctx context.Context, tx bun.IDB) error {
+	err := r.db.RunInRepeatableTx(ctx, func(ctx context.Context, tx store.Querier) error {
 		fxs = make([]AttemptEffects, len(rs))
 		t := time.Now().UTC().Truncate(time.Microsecond)
 		ids := make([]string, len(rs))
@@ -310,7 +308,7 @@ func judgeFailures(rs []AttemptResult, fxs []AttemptEffects, ids []string, es []
 
 // emitOperational tells each workspace, in the attempts' transaction, that an endpoint was disabled or a delivery
 // exhausted its retries.
-func (r *Recorder) emitOperational(ctx context.Context, tx bun.IDB, fxs []AttemptEffects) error {
+func (r *Recorder) emitOperational(ctx context.Context, tx store.Querier, fxs []AttemptEffects) error {
 	var ps []events.Pending
 	for _, fx := range fxs {
 		if fx.Missing || fx.Superseded {

@@ -19,6 +19,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/switchboard/switchboard/internal/egress"
+	"github.com/switchboard/switchboard/internal/events"
 	"github.com/switchboard/switchboard/internal/sealbox"
 	"github.com/switchboard/switchboard/internal/telemetry"
 	"github.com/switchboard/switchboard/internal/text"
@@ -77,7 +78,7 @@ type Envelope struct {
 }
 
 // EnvelopeOf returns the envelope of a stored event.
-func EnvelopeOf(ev store.Event) Envelope {
+func EnvelopeOf(ev events.Event) Envelope {
 	return Envelope{ID: ev.ID, Type: ev.Type, Timestamp: ev.CreatedAt.UTC().Format(time.RFC3339Nano), APIVersion: "v1",
 		WorkspaceID: ev.WorkspaceID, Data: ev.Data}
 }
@@ -151,7 +152,10 @@ func (s *Sender) Send(ctx context.Context, e store.WebhookEndpoint, ev store.Eve
 }
 
 // Body is the body of every delivery of ev: its envelope as JSON, the bytes that are signed.
-func Body(ev store.Event) ([]byte, error) { return json.Marshal(EnvelopeOf(ev)) }
+func Body(ev store.Event) ([]byte, error) { return EventBody(events.Of(ev)) }
+
+// EventBody is Body of an event as the services give it.
+func EventBody(ev events.Event) ([]byte, error) { return json.Marshal(EnvelopeOf(ev)) }
 
 // Bounds of the response headers the delivery log keeps of an attempt.
 const (

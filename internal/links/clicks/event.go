@@ -3,8 +3,6 @@ package clicks
 import (
 	"context"
 
-	"github.com/uptrace/bun"
-
 	"github.com/switchboard/switchboard/gen"
 	"github.com/switchboard/switchboard/internal/events"
 	"github.com/switchboard/switchboard/store"
@@ -13,7 +11,7 @@ import (
 // emitClicked emits link.clicked, in the batch's transaction, for the clicks of workspaces where an endpoint
 // receives it (it is opt-in): no event data is built or written for the other workspaces, so clicks cost nothing
 // more while nobody listens.
-func (r *Recorder) emitClicked(ctx context.Context, tx bun.Tx, inserted []store.Click, links map[string]store.ClickedLink) error {
+func (r *Recorder) emitClicked(ctx context.Context, tx store.Tx, inserted []store.Click, links map[string]store.ClickedLink) error {
 	workspaces := make([]string, len(inserted))
 	for i, c := range inserted {
 		workspaces[i] = c.WorkspaceID

@@ -264,35 +264,67 @@ func TestRecorderReplaysALeftoverSpoolIdempotently(t *testing.T) {
 	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
 		l := testLink(t, db)
 		dir := t.TempDir()
-		hits := make([]Hit, 30)
-		for i := range hits {
-			hits[i] = hit(l.ID, firefox, fmt.Sprintf("203.0.113.%d", i))
-		}
-		for range 2 {
-			sp, err := openSpool(dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := sp.append(hits); err != nil {
-				t.Fatal(err)
-			}
-			sp.seal()
-		}
+		hits := visitorHits(l.ID, 30)
+		writeSegments(t, dir, hits, hits)
 		r := newRecorder(t, db, Config{SpoolDir: dir, BatchSize: 7})
-		await.Equal(t, "the replay", func() float64 { return testutil.ToFloat64(r.m.replayed) }, 60)
-		if n := clickCount(t, db, l.ID); n != 30 {
-			t.Fatalf("%d click rows, want 30", n)
-		}
-		if got := testutil.ToFloat64(r.m.discarded.WithLabelValues("already_recorded")); got != 30 {
-			t.Errorf("already_recorded = %v, want 30", got)
-		}
-		wantLinkClicks(t, db, l.ID, 30)
+		wantReplayedOnce(t, db, r.Recorder, l.ID, 30, 30)
 		var uniques int64
 		if err := db.Bun().NewSelect().Table("click_rollups").ColumnExpr("coalesce(sum(unique_humans), 0)").
 			Where("link_id = ?", l.ID).Scan(ctx, &uniques); err != nil || uniques != 30 {
 			t.Errorf("unique humans %d (%v), want 30", uniques, err)
 		}
 	})
+}
+
+// A replay writes a batch as fresh clicks first; a batch holding a click twice (a spool append that was written but
+// reported failed, then spooled again) is written again looking for stored clicks, and every click counts once.
+func TestRecorderReplaysASegmentHoldingAClickTwice(t *testing.T) {
+	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
+		l := testLink(t, db)
+		dir := t.TempDir()
+		hits := visitorHits(l.ID, 12)
+		writeSegments(t, dir, append(hits, hits[3:5]...))
+		r := newRecorder(t, db, Config{SpoolDir: dir, BatchSize: 100})
+		wantReplayedOnce(t, db, r.Recorder, l.ID, 12, 2)
+	})
+}
+
+// visitorHits is a hit of the link by each of n visitors.
+func visitorHits(linkID string, n int) []Hit {
+	hits := make([]Hit, n)
+	for i := range hits {
+		hits[i] = hit(linkID, firefox, fmt.Sprintf("203.0.113.%d", i))
+	}
+	return hits
+}
+
+// writeSegments leaves one sealed spool segment in dir per list of hits, as earlier runs would.
+func writeSegments(t *testing.T, dir string, segments ...[]Hit) {
+	t.Helper()
+	for _, hits := range segments {
+		sp, err := openSpool(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := sp.append(hits); err != nil {
+			t.Fatal(err)
+		}
+		sp.seal()
+	}
+}
+
+// wantReplayedOnce waits for r to replay clicks distinct clicks of the link and repeated copies of them, and checks
+// that each was stored and counted once.
+func wantReplayedOnce(t *testing.T, db *store.DB, r *Recorder, linkID string, clicks int, repeated float64) {
+	t.Helper()
+	await.Equal(t, "the replay", func() float64 { return testutil.ToFloat64(r.m.replayed) }, float64(clicks)+repeated)
+	if n := clickCount(t, db, linkID); n != clicks {
+		t.Fatalf("%d click rows, want %d", n, clicks)
+	}
+	if got := testutil.ToFloat64(r.m.discarded.WithLabelValues("already_recorded")); got != repeated {
+		t.Errorf("already_recorded = %v, want %v", got, repeated)
+	}
+	wantLinkClicks(t, db, linkID, int64(clicks))
 }
 
 // A damaged record costs the clicks in it, counted as dropped; the others are replayed.
