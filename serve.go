@@ -170,11 +170,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	// Closed last: after every job that uses it has returned.
 	defer db.Close()
 	if *otlpEndpoint != "" {
-		system := "postgresql"
-		if db.Dialect() == store.SQLite {
-			system = "sqlite"
-		}
-		db.AddQueryHook(telemetry.QueryHook{System: system})
+		db.TraceQueries()
 	}
 	// The key is checked before migrating, so that a misconfigured start changes nothing.
 	key, created, err := sealbox.LoadOrCreateKey(os.Getenv("SWITCHBOARD_SECRET_KEY"), db.DataDir())

@@ -1,4 +1,4 @@
-package telemetry
+package store
 
 import (
 	"context"
@@ -9,15 +9,27 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/switchboard/switchboard/internal/telemetry"
 )
 
-// QueryHook makes a client span of each statement run inside a traced operation (statements of untraced background
+// TraceQueries traces the database's statements (see traceHook): every handle of it — writes, transactions and
+// reads — reports to the process's tracer, which exports nothing unless tracing is configured.
+func (db *DB) TraceQueries() {
+	system := "postgresql"
+	if db.Dialect() == SQLite {
+		system = "sqlite"
+	}
+	db.AddQueryHook(traceHook{system: system})
+}
+
+// traceHook makes a client span of each statement run inside a traced operation (statements of untraced background
 // polls make none), and a "transaction" span from BEGIN to COMMIT or ROLLBACK whose children are the transaction's
 // statements. A span names the statement's operation (SELECT, INSERT, …) and the database system, never its text
 // or arguments.
-type QueryHook struct {
-	// System is db.system.name: "sqlite" or "postgresql".
-	System string
+type traceHook struct {
+	// system is db.system.name: "sqlite" or "postgresql".
+	system string
 }
 
 // txSpan holds the transaction span in the context Bun keeps for the transaction (the one BEGIN's hook returned),
@@ -25,22 +37,22 @@ type QueryHook struct {
 type txSpan struct{}
 
 // BeforeQuery implements bun.QueryHook.
-func (h QueryHook) BeforeQuery(ctx context.Context, e *bun.QueryEvent) context.Context {
+func (h traceHook) BeforeQuery(ctx context.Context, e *bun.QueryEvent) context.Context {
 	if !trace.SpanFromContext(ctx).IsRecording() {
 		return ctx
 	}
 	op := e.Operation()
-	attrs := []attribute.KeyValue{attribute.String("db.system.name", h.System)}
+	attrs := []attribute.KeyValue{attribute.String("db.system.name", h.system)}
 	if e.Query == "BEGIN" {
-		ctx, span := Start(ctx, "transaction", trace.SpanKindInternal, attrs...)
+		ctx, span := telemetry.Start(ctx, "transaction", trace.SpanKindInternal, attrs...)
 		return context.WithValue(ctx, txSpan{}, span)
 	}
-	ctx, _ = Start(ctx, op, trace.SpanKindClient, append(attrs, attribute.String("db.operation.name", op))...)
+	ctx, _ = telemetry.Start(ctx, op, trace.SpanKindClient, append(attrs, attribute.String("db.operation.name", op))...)
 	return ctx
 }
 
 // AfterQuery implements bun.QueryHook.
-func (h QueryHook) AfterQuery(ctx context.Context, e *bun.QueryEvent) {
+func (h traceHook) AfterQuery(ctx context.Context, e *bun.QueryEvent) {
 	span := trace.SpanFromContext(ctx)
 	if !span.IsRecording() {
 		return
