@@ -100,7 +100,7 @@ func refusedIn(ctx context.Context, cmd string, svc *workspaces.Service, dbURL s
 		return err
 	}
 	err = refused(cmd, err)
-	if ws, lerr := svc.Workspaces(ctx); lerr != nil || len(ws) > 0 {
+	if has, aerr := svc.AnyWorkspace(ctx); aerr != nil || has {
 		return err
 	}
 	return emptyDatabase{err: err, db: shownDatabase(dbURL)}

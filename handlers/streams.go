@@ -342,6 +342,7 @@ func (s *sseSink) flush() error {
 	}
 	return s.rc.Flush()
 }
+
 func (s *sseSink) events(evs []*eventstream.Event) error {
 	own := s.buf
 	pooled := sseBuffers.Get().(*[]byte)

@@ -46,6 +46,12 @@ func (s *Workspaces) List(ctx context.Context) ([]Workspace, error) {
 	return ws, mapErr(err)
 }
 
+// Any reports whether the database holds a workspace at all.
+func (s *Workspaces) Any(ctx context.Context) (bool, error) {
+	ok, err := s.db.r.NewSelect().Model((*Workspace)(nil)).Exists(ctx)
+	return ok, mapErr(err)
+}
+
 // SetEnabledModels restricts the workspace to the given model IDs; nil enables every model of the catalogue.
 // Returns ErrNotFound if the workspace does not exist.
 func (s *Workspaces) SetEnabledModels(ctx context.Context, id string, models []string) (Workspace, error) {

@@ -33,6 +33,18 @@ func TestWorkspaceCreateAndGet(t *testing.T) {
 	})
 }
 
+func TestWorkspacesAny(t *testing.T) {
+	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
+		if has, err := db.Workspaces.Any(ctx); err != nil || has {
+			t.Fatalf("Any on a new database = %v, %v; want false", has, err)
+		}
+		newWorkspace(t, db, "Acme")
+		if has, err := db.Workspaces.Any(ctx); err != nil || !has {
+			t.Fatalf("Any with a workspace = %v, %v; want true", has, err)
+		}
+	})
+}
+
 func TestWorkspaceGetMissing(t *testing.T) {
 	storetest.Dialects(t, func(t *testing.T, db *store.DB) {
 		for _, id := range []string{store.NewID("ws"), "", "ws_' OR 1=1 --"} {

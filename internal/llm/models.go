@@ -108,7 +108,8 @@ func (s *Service) Configured() bool { return s != nil && len(s.cfg.Upstreams) > 
 // Models returns the models a workspace sees: those of the operator's upstreams, in their order, then those of the
 // workspace's own; each ID once (the first upstream that serves it wins). A list older than Refresh is served
 // while a fresh one is fetched in the background; only the first call waits for the operator's upstreams (or for
-// ctx). A workspace's own upstream is fetched when its list is missing or stale.
+// ctx). A workspace's own upstream is fetched when its list is missing or stale. The slice may be shared with
+// other callers (a workspace without upstreams of its own gets the operator's list as it is kept): read it only.
 func (s *Service) Models(ctx context.Context, workspaceID string) []Model {
 	ms, _ := s.models(ctx, workspaceID)
 	return ms

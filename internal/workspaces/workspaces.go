@@ -108,6 +108,9 @@ func (s *Service) Workspaces(ctx context.Context) ([]Workspace, error) {
 	return listed(workspaceOf, ws, err)
 }
 
+// AnyWorkspace reports whether the database holds a workspace at all (a CLI run against an empty database says so).
+func (s *Service) AnyWorkspace(ctx context.Context) (bool, error) { return s.db.Workspaces.Any(ctx) }
+
 // SetEnabledModels chooses the models a workspace may use: models lists their IDs, each of the catalogue, and nil
 // enables every model of the catalogue (today's and those added later). Keys see the change on their next request.
 // Errors: ValidationFailed (a model outside the catalogue, at FieldEnabledModels/i), NotFound (no such workspace).
