@@ -27,35 +27,28 @@ type SendResult struct {
 func (s *Recorder) Begin(ctx context.Context, claim func(ctx context.Context, tx store.Querier) ([]SendJob, error)) (map[string]Outbound, error) {
 	var live []store.Message
 	err := s.inTx(ctx, func(ctx context.Context, tx store.Tx) error {
-		var err error
-		live, err = s.begin(ctx, tx, claim)
+		live = live[:0]
+		jobs, err := claim(ctx, tx)
+		if err != nil || len(jobs) == 0 {
+			return err
+		}
+		moves := make([]move, len(jobs))
+		now := time.Now()
+		for i, j := range jobs {
+			moves[i] = move{id: j.MessageID, to: msgSending, at: now, detail: j.Detail}
+		}
+		ms, err := s.advanceMany(ctx, tx, moves)
+		for _, m := range ms {
+			if m.Status == msgSending {
+				live = append(live, m)
+			}
+		}
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
 	return s.outbounds(ctx, live)
-}
-
-// begin is Begin's transaction: it returns the messages moved to sending.
-func (s *Recorder) begin(ctx context.Context, tx store.Tx, claim func(ctx context.Context, tx store.Querier) ([]SendJob, error)) ([]store.Message, error) {
-	jobs, err := claim(ctx, tx)
-	if err != nil || len(jobs) == 0 {
-		return nil, err
-	}
-	moves := make([]move, len(jobs))
-	now := time.Now()
-	for i, j := range jobs {
-		moves[i] = move{id: j.MessageID, to: msgSending, at: now, detail: j.Detail}
-	}
-	ms, err := s.advanceMany(ctx, tx, moves)
-	var live []store.Message
-	for _, m := range ms {
-		if m.Status == msgSending {
-			live = append(live, m)
-		}
-	}
-	return live, err
 }
 
 // Settle records the outcomes of sends in one transaction. hold runs first inside it and returns the IDs of the
@@ -63,99 +56,68 @@ func (s *Recorder) begin(ctx context.Context, tx store.Tx, claim func(ctx contex
 // reschedules them); only those are recorded, so a send that lost its lease never overwrites its retry's outcome.
 // Receipts that arrived before the send was recorded are applied after the commit.
 func (s *Recorder) Settle(ctx context.Context, results []SendResult, hold func(ctx context.Context, tx store.Querier) ([]string, error)) error {
-	_, err := s.SettleAndBegin(ctx, nil, results, hold, nil)
-	return err
-}
-
-// SettleAndBegin is Settle followed, in the same transaction, by Begin with claim (nil: none): the send queue claims
-// the next messages of the instances whose outcomes it records with those outcomes, one transaction where there
-// were two. The transaction locks the instances of results and the instances given (those claim may claim from,
-// on PostgreSQL all of them before any queue item, as inTxFor does), so claim must claim from no others.
-func (s *Recorder) SettleAndBegin(ctx context.Context, instances []string, results []SendResult,
-	hold func(ctx context.Context, tx store.Querier) ([]string, error),
-	claim func(ctx context.Context, tx store.Querier) ([]SendJob, error)) (map[string]Outbound, error) {
+	type early struct{ instanceID, providerID, messageID string }
+	var sent []early
 	results = text.Cleaned(results) // a network's message IDs and refusals, stored as text
-	locks := slices.Clone(instances)
+	instances := make([]string, 0, len(results))
 	for _, r := range results {
-		locks = append(locks, r.InstanceID)
+		instances = append(instances, r.InstanceID)
 	}
-	slices.Sort(locks)
-	locks = slices.Compact(locks)
-	var (
-		sent []early
-		live []store.Message
-	)
-	err := s.inTxFor(ctx, locks, func(ctx context.Context, tx store.Tx) error {
-		var err error
-		if sent, err = s.settle(ctx, tx, results, hold); err != nil || claim == nil {
+	err := s.inTxFor(ctx, instances, func(ctx context.Context, tx store.Tx) error {
+		sent = sent[:0]
+		held, err := hold(ctx, tx)
+		if err != nil {
 			return err
 		}
-		live, err = s.begin(ctx, tx, claim)
-		return err
+		ok := make(map[string]bool, len(held))
+		for _, id := range held {
+			ok[id] = true
+		}
+		var moves []move
+		for _, r := range results {
+			if !ok[r.MessageID] {
+				continue
+			}
+			switch {
+			case r.Sent != nil:
+				at := r.Sent.At
+				if at.IsZero() {
+					at = time.Now()
+				}
+				mv := move{id: r.MessageID, to: msgSent, at: at, providerID: r.Sent.ProviderID}
+				if r.Sent.PossibleRepeat {
+					mv.detail = possibleRepeat
+				}
+				moves = append(moves, mv)
+				if r.Sent.ProviderID != "" {
+					sent = append(sent, early{r.InstanceID, r.Sent.ProviderID, r.MessageID})
+				}
+			case r.Failure != nil:
+				moves = append(moves, move{id: r.MessageID, to: msgFailed, at: time.Now(), detail: r.Failure.Code, failure: r.Failure})
+			}
+		}
+		if _, err = s.advanceMany(ctx, tx, moves); err != nil {
+			return err
+		}
+		for _, r := range results {
+			// Polls only, and on few networks: one statement each.
+			if ok[r.MessageID] && r.Sent != nil && r.Sent.PollID != "" {
+				if err := s.db.Messages.SetProviderPollID(ctx, tx, r.MessageID, r.Sent.PollID); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	for _, e := range sent {
 		if err := s.applyEarly(ctx, e.instanceID, e.providerID, e.messageID); err != nil && !errors.Is(err, store.ErrNotFound) {
-			return nil, err
+			return err
 		}
 	}
-	if claim == nil {
-		return nil, nil
-	}
-	return s.outbounds(ctx, live)
-}
-
-// early is a sent message whose receipts may have arrived before its network ID was recorded.
-type early struct{ instanceID, providerID, messageID string }
-
-// settle is Settle's transaction: it returns the sent messages whose early receipts are to be applied after it.
-func (s *Recorder) settle(ctx context.Context, tx store.Tx, results []SendResult, hold func(ctx context.Context, tx store.Querier) ([]string, error)) ([]early, error) {
-	var sent []early
-	held, err := hold(ctx, tx)
-	if err != nil {
-		return nil, err
-	}
-	ok := make(map[string]bool, len(held))
-	for _, id := range held {
-		ok[id] = true
-	}
-	var moves []move
-	for _, r := range results {
-		if !ok[r.MessageID] {
-			continue
-		}
-		switch {
-		case r.Sent != nil:
-			at := r.Sent.At
-			if at.IsZero() {
-				at = time.Now()
-			}
-			mv := move{id: r.MessageID, to: msgSent, at: at, providerID: r.Sent.ProviderID}
-			if r.Sent.PossibleRepeat {
-				mv.detail = possibleRepeat
-			}
-			moves = append(moves, mv)
-			if r.Sent.ProviderID != "" {
-				sent = append(sent, early{r.InstanceID, r.Sent.ProviderID, r.MessageID})
-			}
-		case r.Failure != nil:
-			moves = append(moves, move{id: r.MessageID, to: msgFailed, at: time.Now(), detail: r.Failure.Code, failure: r.Failure})
-		}
-	}
-	if _, err = s.advanceMany(ctx, tx, moves); err != nil {
-		return nil, err
-	}
-	for _, r := range results {
-		// Polls only, and on few networks: one statement each.
-		if ok[r.MessageID] && r.Sent != nil && r.Sent.PollID != "" {
-			if err := s.db.Messages.SetProviderPollID(ctx, tx, r.MessageID, r.Sent.PollID); err != nil {
-				return nil, err
-			}
-		}
-	}
-	return sent, nil
+	return nil
 }
 
 // possibleRepeat is the detail of the sent step of a message the network may hold twice (Sent.PossibleRepeat).

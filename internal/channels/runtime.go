@@ -63,11 +63,6 @@ type Ledger interface {
 	Begin(ctx context.Context, claim func(ctx context.Context, tx store.Querier) ([]SendJob, error)) (map[string]Outbound, error)
 	// Settle records outcomes in one transaction, only for the messages hold returns (it runs first, inside it).
 	Settle(ctx context.Context, results []SendResult, hold func(ctx context.Context, tx store.Querier) ([]string, error)) error
-	// SettleAndBegin is Settle, then Begin with claim in the same transaction, which locks instances (claim's
-	// only) with those of results first.
-	SettleAndBegin(ctx context.Context, instances []string, results []SendResult,
-		hold func(ctx context.Context, tx store.Querier) ([]string, error),
-		claim func(ctx context.Context, tx store.Querier) ([]SendJob, error)) (map[string]Outbound, error)
 }
 
 // NoRuntime is the Runtime of a process that holds no sessions and runs no send queue: connecting, sending and

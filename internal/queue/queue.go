@@ -53,17 +53,6 @@ type Client[T, R any] interface {
 	Record(ctx context.Context, results []R) error
 }
 
-// Follower is a client that can claim, in the transaction that records outcomes, the items that follow them: the
-// engine starts those at once, as it starts the items Claim returns. Where a target's items go one at a time (a
-// chat's messages), the next one is then claimed with the outcome of the one before rather than in a transaction
-// of its own after it, one wait for the database's writer fewer for each item.
-type Follower[T, R any] interface {
-	// RecordAndClaim is Record followed, in the same transaction, by a claim of up to limit due items of the
-	// targets of results (as Claim would, leaving out those in exclude). When it fails nothing is recorded or
-	// claimed, and the engine records the outcomes with Record.
-	RecordAndClaim(ctx context.Context, results []R, now time.Time, lease time.Duration, limit int, exclude []string) ([]T, error)
-}
-
 // Config tunes an Engine; zero values take the defaults.
 type Config struct {
 	// Name names the queue in logs and metrics ("webhook", "send").
@@ -285,7 +274,22 @@ func (e *Engine[T, R]) Run(ctx context.Context) error {
 func (e *Engine[T, R]) claimAndStart(ctx context.Context) (started int, retryAt time.Time, err error) {
 	now := time.Now()
 	e.mu.Lock()
-	free, busy, exclude, retryAt := e.room(now)
+	free := min(e.cfg.Workers-e.attempting, e.cfg.Workers+e.cfg.MaxBatch-e.running)
+	busy := e.attempting
+	var exclude []string
+	for target, n := range e.inFlight {
+		if n >= e.cfg.PerTarget {
+			exclude = append(exclude, target)
+		}
+	}
+	for target, until := range e.throttled {
+		if !now.Before(until) {
+			delete(e.throttled, target)
+			continue
+		}
+		exclude = append(exclude, target)
+		retryAt = earliest(retryAt, until)
+	}
 	e.mu.Unlock()
 	if free <= 0 {
 		e.saturated.Inc()
@@ -306,34 +310,6 @@ func (e *Engine[T, R]) claimAndStart(ctx context.Context) (started int, retryAt 
 	if err != nil || len(items) == 0 {
 		return 0, retryAt, err
 	}
-	return e.start(ctx, items, retryAt)
-}
-
-// room is how many items may be claimed at now (free workers and outcome slots), how many attempts run, the
-// targets a claim leaves out (at their in-flight cap or out of rate) and when the first of those out of rate may
-// start again. e.mu must be held.
-func (e *Engine[T, R]) room(now time.Time) (free, busy int, exclude []string, retryAt time.Time) {
-	free = min(e.cfg.Workers-e.attempting, e.cfg.Workers+e.cfg.MaxBatch-e.running)
-	busy = e.attempting
-	for target, n := range e.inFlight {
-		if n >= e.cfg.PerTarget {
-			exclude = append(exclude, target)
-		}
-	}
-	for target, until := range e.throttled {
-		if !now.Before(until) {
-			delete(e.throttled, target)
-			continue
-		}
-		exclude = append(exclude, target)
-		retryAt = earliest(retryAt, until)
-	}
-	return free, busy, exclude, retryAt
-}
-
-// start starts an attempt of each claimed item that its target's in-flight cap and the client's admission allow,
-// and gives the others back.
-func (e *Engine[T, R]) start(ctx context.Context, items []T, retryAt time.Time) (started int, _ time.Time, err error) {
 	e.claimed.Add(float64(len(items)))
 	// Giving items back must not fail because a stop began meanwhile: they would stay leased for a lease.
 	release := func(items []T, notBefore time.Time) error {
@@ -467,51 +443,9 @@ func (e *Engine[T, R]) record(lane chan R) {
 				break more
 			}
 		}
-		if !e.recordAndClaim(batch) {
-			e.recordBatch(batch)
-		}
+		e.recordBatch(batch)
 		e.finished(len(batch))
 	}
-}
-
-// recordAndClaim records a batch with a Follower client's RecordAndClaim and starts the items it claimed; false
-// when the client is no Follower, the engine is stopping, or the call failed (nothing was recorded: the caller
-// records the batch on its own).
-func (e *Engine[T, R]) recordAndClaim(batch []R) bool {
-	f, ok := e.client.(Follower[T, R])
-	if !ok {
-		return false
-	}
-	now := time.Now()
-	e.mu.Lock()
-	if e.draining {
-		e.mu.Unlock()
-		return false
-	}
-	// The batch's own attempts are over: their workers count as free, their outcome slots not yet. The room is
-	// held while the claim runs, so that the loop's claims meanwhile keep within the workers with this one.
-	free, _, exclude, retryAt := e.room(now)
-	free = max(free, 0)
-	e.attempting += free
-	e.running += free
-	e.mu.Unlock()
-	ctx := context.Background()
-	items, err := f.RecordAndClaim(ctx, batch, now, e.cfg.Lease, free, exclude)
-	e.mu.Lock()
-	e.attempting -= free
-	e.running -= free
-	e.mu.Unlock()
-	if err != nil {
-		return false
-	}
-	if len(items) > 0 {
-		// Started before the batch counts as finished, so that a stop waiting for the claimed items to be recorded
-		// sees these as claimed already.
-		if _, _, err := e.start(ctx, items, retryAt); err != nil {
-			e.log.Warn("queue could not give back items it claimed with outcomes", "error", err)
-		}
-	}
-	return true
 }
 
 // recordBatch records outcomes in one call or, when that fails, one by one, so that one outcome that cannot be

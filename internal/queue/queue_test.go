@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	"log/slog"
-	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -388,81 +387,5 @@ func TestRecordLanesKeepATargetInOneLane(t *testing.T) {
 	}
 	if q.recordPeak != 2 {
 		t.Errorf("at most %d Record calls ran at once, want 2", q.recordPeak)
-	}
-}
-
-// follower is memQueue whose Record also claims the targets' next items (queue.Follower); follow counts the items
-// it claimed so, total the attempts running at once across targets and most the largest total seen.
-type follower struct {
-	*memQueue
-	follow      atomic.Int64
-	mu2         sync.Mutex
-	total, most int
-}
-
-func (f *follower) RecordAndClaim(ctx context.Context, ids []string, now time.Time, lease time.Duration, limit int, exclude []string) ([]*item, error) {
-	if err := f.Record(ctx, ids); err != nil {
-		return nil, err
-	}
-	f.mu.Lock()
-	targets := map[string]bool{}
-	for _, it := range f.items {
-		if slices.Contains(ids, it.id) {
-			targets[it.target] = true
-		}
-	}
-	f.mu.Unlock()
-	items, err := f.Claim(ctx, now, lease, limit, exclude)
-	var out []*item
-	for _, it := range items {
-		if targets[it.target] {
-			out = append(out, it)
-		} else {
-			_ = f.Release(ctx, []*item{it}, time.Time{})
-		}
-	}
-	f.follow.Add(int64(len(out)))
-	return out, err
-}
-
-func (f *follower) Attempt(ctx context.Context, it *item) (string, bool) {
-	f.mu2.Lock()
-	f.total++
-	f.most = max(f.most, f.total)
-	f.mu2.Unlock()
-	defer func() { f.mu2.Lock(); f.total--; f.mu2.Unlock() }()
-	return f.memQueue.Attempt(ctx, it)
-}
-
-// A client that claims the next items with the outcomes it records (queue.Follower) has every item attempted once
-// and recorded, within the workers and each target's cap, though the loop claims meanwhile too.
-func TestFollowerClaimsWithinTheWorkersAndCaps(t *testing.T) {
-	f := &follower{memQueue: newMemQueue(map[string]int{"a": 60, "b": 60, "c": 60})}
-	e := queue.New(storetest.SQLite(t), queue.Client[*item, string](f), queue.Config{Name: "test", Logger: quiet,
-		Poll: 10 * time.Millisecond, Workers: 4, PerTarget: 2})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { _ = e.Run(ctx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
-	await.Equal(t, "items recorded", func() int { return f.count(func(it *item) bool { return it.done }) }, 180)
-	if n := f.count(func(it *item) bool { return it.attempts != 1 }); n != 0 {
-		t.Errorf("%d items attempted other than once", n)
-	}
-	f.mu.Lock()
-	peaks := maps.Clone(f.peak)
-	f.mu.Unlock()
-	for target, n := range peaks {
-		if n > 2 {
-			t.Errorf("target %s had %d attempts at once, cap 2", target, n)
-		}
-	}
-	f.mu2.Lock()
-	most := f.most
-	f.mu2.Unlock()
-	if p := most; p > 4 {
-		t.Errorf("%d attempts ran at once, with 4 workers", p)
-	}
-	if f.follow.Load() == 0 {
-		t.Error("no item was claimed with an outcome")
 	}
 }

@@ -5,12 +5,10 @@ import (
 	"errors"
 	"fmt"
 	mrand "math/rand/v2"
-	"slices"
 	"sync"
 	"time"
 
 	"github.com/switchboard/switchboard/internal/channels"
-	"github.com/switchboard/switchboard/internal/queue"
 	"github.com/switchboard/switchboard/internal/text"
 	"github.com/switchboard/switchboard/store"
 )
@@ -154,15 +152,12 @@ type job struct {
 
 // outcome is what an attempt leaves to record.
 type outcome struct {
-	store      store.SendOutcome
-	result     *channels.SendResult
-	instanceID string
+	store  store.SendOutcome
+	result *channels.SendResult
 }
 
 // sendClient is the send queue's client of the queue engine.
 type sendClient struct{ h *Hub }
-
-var _ queue.Follower[*job, outcome] = (*sendClient)(nil)
 
 // Claim claims the heads of the chats of the instances that may send now, admits them through their instance's
 // pacing, and marks those admitted sending, all in one transaction: a message held back by pacing is given back
@@ -173,18 +168,8 @@ func (c *sendClient) Claim(ctx context.Context, now time.Time, lease time.Durati
 		return nil, err
 	}
 	var jobs []*job
-	outs, err := c.h.ledger.Begin(ctx, c.claim(&jobs, now, lease, limit, instances, exclude))
-	if err != nil {
-		return nil, err
-	}
-	return loaded(jobs, outs), nil
-}
-
-// claim is the claim of Claim and RecordAndClaim inside the ledger's transaction, among instances: it sets *jobs
-// to the items claimed and admitted, and returns them for the move to sending.
-func (c *sendClient) claim(jobs *[]*job, now time.Time, lease time.Duration, limit int, instances, exclude []string) func(ctx context.Context, tx store.Querier) ([]channels.SendJob, error) {
-	return func(ctx context.Context, tx store.Querier) ([]channels.SendJob, error) {
-		*jobs = (*jobs)[:0]
+	outs, err := c.h.ledger.Begin(ctx, func(ctx context.Context, tx store.Querier) ([]channels.SendJob, error) {
+		jobs = jobs[:0]
 		items, err := c.h.db.SendQueue.Claim(ctx, tx, now, lease, limit, c.h.opts.PerInstance, instances, exclude,
 			func(ctx context.Context, ids []string) error { return c.h.db.Instances.LockAll(ctx, tx, ids) })
 		if err != nil {
@@ -198,7 +183,7 @@ func (c *sendClient) claim(jobs *[]*job, now time.Time, lease time.Duration, lim
 				later[notBefore] = append(later[notBefore], it)
 				continue
 			}
-			*jobs = append(*jobs, &job{item: it})
+			jobs = append(jobs, &job{item: it})
 			sj = append(sj, channels.SendJob{MessageID: it.MessageID, InstanceID: it.InstanceID, Detail: detail})
 		}
 		for notBefore, its := range later {
@@ -207,17 +192,16 @@ func (c *sendClient) claim(jobs *[]*job, now time.Time, lease time.Duration, lim
 			}
 		}
 		return sj, nil
+	})
+	if err != nil {
+		return nil, err
 	}
-}
-
-// loaded gives the claimed jobs what sending them needs (none: nothing left to send).
-func loaded(jobs []*job, outs map[string]channels.Outbound) []*job {
 	for _, j := range jobs {
 		if o, ok := outs[j.item.MessageID]; ok {
 			j.out = &o
 		}
 	}
-	return jobs
+	return jobs, nil
 }
 
 // Prepare has nothing left to do: Claim loaded the messages.
@@ -238,8 +222,7 @@ func (c *sendClient) Admit(*job, time.Time) (time.Time, bool) { return time.Time
 
 // Attempt sends one message through the instance's session.
 func (c *sendClient) Attempt(ctx context.Context, j *job) (outcome, bool) {
-	o := outcome{store: store.SendOutcome{MessageID: j.item.MessageID, Lease: *j.item.LeaseUntil, Attempts: j.item.Attempts},
-		instanceID: j.item.InstanceID}
+	o := outcome{store: store.SendOutcome{MessageID: j.item.MessageID, Lease: *j.item.LeaseUntil, Attempts: j.item.Attempts}}
 	if j.out == nil {
 		o.store.Done = true
 		return o, true
@@ -290,36 +273,6 @@ func (c *sendClient) Attempt(ctx context.Context, j *job) (outcome, bool) {
 
 // Record stores outcomes: the queue items and the messages' statuses in one transaction.
 func (c *sendClient) Record(ctx context.Context, outs []outcome) error {
-	stored, results := c.settled(outs)
-	return c.h.ledger.Settle(ctx, results, c.hold(stored))
-}
-
-// RecordAndClaim is Record that also claims, in its transaction, the next messages of the instances of the
-// outcomes: a chat's next message is claimable only once the outcome of the one before is recorded, and claiming
-// it with that outcome spares it a transaction of its own after it (on SQLite, a turn at the one writer behind
-// every other caller). It claims only among the outcomes' instances that may send now, which the transaction
-// locks first.
-func (c *sendClient) RecordAndClaim(ctx context.Context, outs []outcome, now time.Time, lease time.Duration, limit int, exclude []string) ([]*job, error) {
-	stored, results := c.settled(outs)
-	mine := make(map[string]bool, len(outs))
-	for _, o := range outs {
-		mine[o.instanceID] = true
-	}
-	instances := slices.DeleteFunc(c.h.sendable(now), func(id string) bool { return !mine[id] })
-	if limit <= 0 || len(instances) == 0 {
-		return nil, c.h.ledger.Settle(ctx, results, c.hold(stored))
-	}
-	var jobs []*job
-	outsByID, err := c.h.ledger.SettleAndBegin(ctx, instances, results, c.hold(stored),
-		c.claim(&jobs, now, lease, limit, instances, exclude))
-	if err != nil {
-		return nil, err
-	}
-	return loaded(jobs, outsByID), nil
-}
-
-// settled splits outcomes into what the queue records and the results the ledger records.
-func (c *sendClient) settled(outs []outcome) ([]store.SendOutcome, []channels.SendResult) {
 	stored := make([]store.SendOutcome, len(outs))
 	var results []channels.SendResult
 	for i, o := range outs {
@@ -328,13 +281,9 @@ func (c *sendClient) settled(outs []outcome) ([]store.SendOutcome, []channels.Se
 			results = append(results, *o.result)
 		}
 	}
-	return stored, results
-}
-
-func (c *sendClient) hold(stored []store.SendOutcome) func(ctx context.Context, tx store.Querier) ([]string, error) {
-	return func(ctx context.Context, tx store.Querier) ([]string, error) {
+	return c.h.ledger.Settle(ctx, results, func(ctx context.Context, tx store.Querier) ([]string, error) {
 		return c.h.db.SendQueue.Settle(ctx, tx, stored)
-	}
+	})
 }
 
 // pacer is an instance's send pacing: a token bucket of burst tokens refilled at rate a minute; once it is empty,
