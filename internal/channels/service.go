@@ -72,11 +72,6 @@ type Recorder struct {
 	commits *store.GroupCommit
 }
 
-// sharedTxCalls caps the calls of one shared transaction. On SQLite's single writer, which goes to the transactions
-// waiting for it in the order they came, one long transaction holds every other caller for its whole length: a few
-// shorter ones let the small ones between them (a quiet instance's claim or outcome) through sooner.
-const sharedTxCalls = 16
-
 // NewRecorder returns the records of the messaging capability over an open, migrated database, with its providers.
 func NewRecorder(db *store.DB, outbox *events.Outbox, cfg Config) (*Recorder, error) {
 	if cfg.Sealer == nil {
@@ -100,7 +95,7 @@ func NewRecorder(db *store.DB, outbox *events.Outbox, cfg Config) (*Recorder, er
 	s := &Recorder{db: db, events: outbox, sealer: cfg.Sealer, log: cfg.Logger, providers: map[string]Provider{},
 		lookupTTL: cfg.LookupTTL, media: cfg.Media, baseURL: strings.TrimRight(cfg.BaseURL, "/"),
 		fetch: cfg.Guard.Client(mediaFetchTimeout), guard: cfg.Guard, maxMedia: cfg.MaxMedia, routeWake: make(chan struct{}, 1)}
-	s.commits = store.NewLockingGroupCommit(db, sharedTxCalls, func(ctx context.Context, tx store.Tx, ids []string) error {
+	s.commits = store.NewLockingGroupCommit(db, 0, func(ctx context.Context, tx store.Tx, ids []string) error {
 		return db.Instances.LockAll(ctx, tx, ids)
 	}).WithHooks(store.GroupHooks{
 		// The events of every call are numbered and written once, at the end (see journaled).

@@ -192,11 +192,6 @@ var (
 	_ channels.SendQueue = (*Hub)(nil)
 )
 
-// recordBatch caps the outcomes recorded in one transaction (the queue's default is 128): each moves a message and
-// emits its events, and on SQLite's single writer one long record holds every other caller, a quiet instance's
-// claim among them, for its whole length.
-const recordBatch = 32
-
 // New returns the runtime over db and the ledger it records through (a channels.Recorder, built before it: the
 // messaging service is built after the runtime, over both).
 func New(db *store.DB, ledger channels.Ledger, opts Options) *Hub {
@@ -205,8 +200,7 @@ func New(db *store.DB, ledger channels.Ledger, opts Options) *Hub {
 		kick: make(chan struct{}, 1), commands: make(chan struct{}, 1),
 		held: map[string]*held{}, pacers: map[string]*pacer{}, pending: map[string]bool{}}
 	h.send = queue.New[*job, outcome](db, &sendClient{h: h}, queue.Config{Name: "send", Workers: opts.Workers,
-		PerTarget: opts.PerInstance, Lease: opts.Lease, Channel: store.SendChannel, Logger: opts.Logger,
-		MaxBatch: recordBatch})
+		PerTarget: opts.PerInstance, Lease: opts.Lease, Channel: store.SendChannel, Logger: opts.Logger})
 	h.gauges = []prometheus.Collector{
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "switchboard_channel_sessions",
 			Help: "Instances whose session this process holds."}, func() float64 { n, _ := h.counts(); return float64(n) }),
