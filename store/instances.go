@@ -234,6 +234,42 @@ func (s *Instances) WantedAmong(ctx context.Context, ids []string) ([]string, er
 	return out, err
 }
 
+// LockMany reads the instances among ids inside tx, in ID order, and locks their rows on PostgreSQL (FOR NO KEY
+// UPDATE, as LockAll); instances that do not exist are left out. It returns no sentinel errors.
+func (s *Instances) LockMany(ctx context.Context, tx bun.IDB, ids []string) ([]Instance, error) {
+	var out []Instance
+	if len(ids) == 0 {
+		return out, nil
+	}
+	q := tx.NewSelect().Model(&out).Where("i.id IN (?)", bun.In(ids)).OrderExpr("i.id")
+	if s.db.dialect == Postgres {
+		q = q.For("NO KEY UPDATE")
+	}
+	return out, q.Scan(ctx)
+}
+
+// SaveStates writes the connection state of instances read with LockMany inside tx — status, reason and since,
+// the pairing fields, the reconnect attempt and its time — in one statement for all of them, stamping updated_at.
+// Returns ErrNotFound if one of them no longer exists.
+func (s *Instances) SaveStates(ctx context.Context, tx bun.IDB, is []Instance) error {
+	if len(is) == 0 {
+		return nil
+	}
+	t := now()
+	for k := range is {
+		is[k].UpdatedAt = t
+	}
+	res, err := tx.NewUpdate().Model(&is).Column("status", "status_reason", "status_since", "auth_method", "qr_code",
+		"qr_expires_at", "reconnect_attempt", "reconnect_next_at", "updated_at").Bulk().Exec(ctx)
+	if err != nil {
+		return mapErr(err)
+	}
+	if n, err := res.RowsAffected(); err == nil && n != int64(len(is)) {
+		return ErrNotFound
+	}
+	return nil
+}
+
 // LockAll locks the rows of the instances among ids inside tx, in ID order, on PostgreSQL (FOR NO KEY UPDATE: the
 // lock an update of the event sequence takes, so inserts that reference the instances are not held up). On SQLite
 // the single writer already serialises transactions. It returns no sentinel errors.
