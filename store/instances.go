@@ -95,9 +95,9 @@ func (s *Instances) ByID(ctx context.Context, db bun.IDB, id string) (Instance, 
 
 // Lock reads an instance inside tx for a change. Returns ErrNotFound if it does not exist.
 func (s *Instances) Lock(ctx context.Context, tx bun.IDB, id string) (Instance, error) {
-	var i Instance
-	err := s.db.forUpdate(tx.NewSelect().Model(&i).Where("i.id = ?", id)).Scan(ctx)
-	return i, mapErr(err)
+	// With a parameter (see execParams): every session report and state move locks its instance.
+	return selectOneParams[Instance](ctx, s.db, tx, "SELECT "+columnsOf[Instance](s.db, "i")+
+		" FROM instances AS i WHERE i.id = ?"+s.db.forUpdateSQL(), id)
 }
 
 // InstanceFilter narrows a list of instances; empty fields do not.
@@ -127,9 +127,8 @@ func (s *Instances) List(ctx context.Context, workspaceID string, f InstanceFilt
 // picture's (SetProfilePicture's alone). Returns ErrNotFound if it no longer exists.
 func (s *Instances) Save(ctx context.Context, tx bun.IDB, i *Instance) error {
 	i.UpdatedAt = now()
-	res, err := tx.NewUpdate().Model(i).WherePK().ExcludeColumn("id", "workspace_id", "created_at", "event_sequence",
-		"profile_picture_media_id", "profile_picture_id").Exec(ctx)
-	return expectOneRow(res, err)
+	return updateByID(ctx, s.db, tx, i, "workspace_id", "created_at", "event_sequence", "profile_picture_media_id",
+		"profile_picture_id")
 }
 
 // SetProfilePicture records, inside tx, the account's own picture as last read or set (mediaID nil: none).
