@@ -539,12 +539,22 @@ func (b *channelBench) scale(ctx context.Context, n int, r *channelResult) error
 	var connectedAt []time.Duration
 	deadline := time.Now().Add(channelStagger + 2*time.Minute)
 	for {
-		var rows []store.Instance
-		if err := b.db.Bun().NewSelect().Model(&rows).Where("workspace_id = ?", b.ws).
-			Where("status = ?", channels.StatusConnected).Where("status_since > ?", restart).Scan(ctx); err != nil {
+		// A count while waiting (the rows once at the end): reading every connected row 20 times a second loaded
+		// the database the restart writes to.
+		connected := b.db.Bun().NewSelect().Model((*store.Instance)(nil)).Where("workspace_id = ?", b.ws).
+			Where("status = ?", channels.StatusConnected).Where("status_since > ?", restart)
+		count, err := connected.Count(ctx)
+		if err != nil {
 			return err
 		}
-		if len(rows) == len(insts) {
+		var rows []store.Instance
+		if int64(count) == int64(len(insts)) {
+			if err := b.db.Bun().NewSelect().Model(&rows).Column("status_since").Where("workspace_id = ?", b.ws).
+				Where("status = ?", channels.StatusConnected).Where("status_since > ?", restart).Scan(ctx); err != nil {
+				return err
+			}
+		}
+		if int64(count) == int64(len(insts)) && len(rows) == len(insts) {
 			for _, row := range rows {
 				connectedAt = append(connectedAt, row.StatusSince.Sub(restart))
 			}

@@ -35,25 +35,41 @@ func readCPU() cpuUse {
 		if err != nil {
 			continue // exited meanwhile
 		}
-		// pid (comm) state ppid … utime stime: comm may hold spaces, so fields count from its closing parenthesis.
-		s := string(b)
-		open, closing := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
-		if open < 0 || closing < open || s[open+1:closing] != "postgres" {
-			continue
+		if comm, cpu, ok := parseStat(string(b)); ok && comm == "postgres" {
+			u.postgres += cpu
+			u.seen = true
 		}
-		fields := strings.Fields(s[closing+1:])
-		if len(fields) < 13 {
-			continue
-		}
-		user, err1 := strconv.ParseInt(fields[11], 10, 64)
-		system, err2 := strconv.ParseInt(fields[12], 10, 64)
-		if err1 != nil || err2 != nil {
-			continue
-		}
-		u.postgres += time.Duration(user+system) * clockTick
-		u.seen = true
 	}
 	return u
+}
+
+// processCPU is the CPU time (user and system) a process used so far, from /proc/<pid>/stat; false if it cannot be read.
+func processCPU(pid int) (time.Duration, bool) {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return 0, false
+	}
+	_, cpu, ok := parseStat(string(b))
+	return cpu, ok
+}
+
+// parseStat reads a process's name (comm) and CPU time from its /proc/<pid>/stat.
+func parseStat(s string) (comm string, cpu time.Duration, ok bool) {
+	// pid (comm) state ppid … utime stime: comm may hold spaces, so fields count from its closing parenthesis.
+	open, closing := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+	if open < 0 || closing < open {
+		return "", 0, false
+	}
+	fields := strings.Fields(s[closing+1:])
+	if len(fields) < 13 {
+		return "", 0, false
+	}
+	user, err1 := strconv.ParseInt(fields[11], 10, 64)
+	system, err2 := strconv.ParseInt(fields[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return "", 0, false
+	}
+	return s[open+1 : closing], time.Duration(user+system) * clockTick, true
 }
 
 // perItem is the CPU time from u to v spent per item, on this process's side and PostgreSQL's.

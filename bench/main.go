@@ -46,6 +46,13 @@ type options struct {
 }
 
 func main() {
+	if os.Getenv(streamClientsEnv) != "" {
+		if err := streamClientsMain(); err != nil {
+			fmt.Fprintln(os.Stderr, "bench: stream clients:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	var o options
 	flag.DurationVar(&o.duration, "duration", 10*time.Second, "length of each measured wrk run")
 	flag.IntVar(&o.rounds, "rounds", 3, "measured runs per target, alternating targets; the table shows medians")

@@ -2,15 +2,15 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
-	"errors"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -31,7 +31,8 @@ import (
 // hub's Wake: it learns of them as of another process's, through LISTEN/NOTIFY or SQLite's commit watch). Every
 // client reads every event; one in streamSampleEvery records when each arrived, and the row shows the time from the
 // commit of an event's transaction to its arrival at a client (p50, p99), whether every client got every event
-// once and in order, and the heap and stacks each open stream adds (both ends: the client is in the same process).
+// once and in order, and the heap and stacks each open stream adds and the CPU time each event costs per client, in
+// the server's process and in the clients' (streamclients.go), apart.
 const (
 	streamClients     = 1000
 	streamRate        = 1000
@@ -43,18 +44,21 @@ const (
 const streamP99Goal = 100 * time.Millisecond
 
 type streamResult struct {
-	sent, rate      float64
-	p50, p99        time.Duration
-	perClient       uint64
-	complete, total int
-	// cpu is this process's CPU time (server and clients: both ends) per event per client, from the first event
-	// emitted until every client read the last.
-	cpu time.Duration
+	rate     float64
+	p50, p99 time.Duration
+	// serverMem and clientMem are the heap and stacks each open stream adds to the server's process and to the
+	// clients'.
+	serverMem, clientMem uint64
+	complete, total      int
+	// serverCPU is the server process's CPU time (the emitters and in-process SQLite included) per event per
+	// client, clientCPU the client process's, from the first event emitted until every client read the last.
+	serverCPU, clientCPU time.Duration
 }
 
 func (r streamResult) String() string {
-	return fmt.Sprintf("%d clients  %.0f events/s emitted  commit→client p50 %s  p99 %s  %d/%d clients got every event in order  %.1f KiB/stream  CPU %s per event per client",
-		r.total, r.rate, formatLatency(r.p50), formatLatency(r.p99), r.complete, r.total, float64(r.perClient)/1024, r.cpu)
+	return fmt.Sprintf("%d clients  %.0f events/s emitted  commit→client p50 %s  p99 %s  %d/%d clients got every event in order  %.1f KiB/stream (server) + %.1f KiB (client)  CPU per event per client %s (server) + %s (client)",
+		r.total, r.rate, formatLatency(r.p50), formatLatency(r.p99), r.complete, r.total, float64(r.serverMem)/1024,
+		float64(r.clientMem)/1024, r.serverCPU, r.clientCPU)
 }
 
 // runStreams measures the stream rows on SQLite and PostgreSQL.
@@ -92,7 +96,8 @@ func runStreams(ctx context.Context, o options, out, log io.Writer) (int, error)
 		return 0, nil
 	}
 	failed := 0
-	fmt.Fprintf(out, "\n| event streams (%d SSE clients, one process) | events/s | commit→client p50 | p99 | complete | memory/stream | CPU per event per client | goal (p99) |\n|---|---:|---:|---:|---:|---:|---:|---|\n", streamClients)
+	fmt.Fprintf(out, "\n| event streams (%d SSE clients, one server process) | events/s | commit→client p50 | p99 | complete | "+
+		"memory/stream: server | client | CPU per event per client: server | client | goal (p99) |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n", streamClients)
 	for _, r := range rows {
 		goal := fmt.Sprintf("≤ %s", streamP99Goal)
 		if r.res.p99 > streamP99Goal {
@@ -102,20 +107,12 @@ func runStreams(ctx context.Context, o options, out, log io.Writer) (int, error)
 			failed++
 			goal += " — FAILED: a client missed or repeated events"
 		}
-		fmt.Fprintf(out, "| %s | %.0f | %s | %s | %d/%d | %.1f KiB | %.1f µs | %s |\n", r.name, r.res.rate, formatLatency(r.res.p50),
-			formatLatency(r.res.p99), r.res.complete, r.res.total, float64(r.res.perClient)/1024, float64(r.res.cpu)/float64(time.Microsecond), goal)
+		fmt.Fprintf(out, "| %s | %.0f | %s | %s | %d/%d | %.1f KiB | %.1f KiB | %.2f µs | %.2f µs | %s |\n", r.name, r.res.rate,
+			formatLatency(r.res.p50), formatLatency(r.res.p99), r.res.complete, r.res.total, float64(r.res.serverMem)/1024,
+			float64(r.res.clientMem)/1024, float64(r.res.serverCPU)/float64(time.Microsecond),
+			float64(r.res.clientCPU)/float64(time.Microsecond), goal)
 	}
 	return failed, nil
-}
-
-// streamClient is one SSE client: how many events it read and a running hash of their IDs in the order read (enough
-// to tell whether it got every event once, in commit order, without keeping a thousand copies of every ID), and the
-// IDs with when each arrived (sampled clients only).
-type streamClient struct {
-	n    int
-	hash uint64
-	ids  []string
-	at   []time.Time
 }
 
 // idHash is FNV-1a over a sequence of event IDs, each followed by a newline.
@@ -171,60 +168,35 @@ func measureStreams(ctx context.Context, dbURL string, duration time.Duration) (
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	transport := &http.Transport{MaxIdleConnsPerHost: streamClients, DisableCompression: true}
-	client := &http.Client{Transport: transport}
-	clients := make([]*streamClient, streamClients)
-	var readers sync.WaitGroup
-	readCtx, stopReading := context.WithCancel(ctx)
-	defer stopReading()
-	for i := range clients {
-		req, _ := http.NewRequestWithContext(readCtx, http.MethodGet, "http://"+ln.Addr().String()+"/api/v1/events/stream", nil)
-		req.Header.Set("Authorization", "Bearer "+key)
-		res, err := client.Do(req)
-		if err != nil {
-			return streamResult{}, err
-		}
-		if res.StatusCode != http.StatusOK {
-			return streamResult{}, fmt.Errorf("stream answered %d", res.StatusCode)
-		}
-		r := bufio.NewReader(res.Body)
-		if _, err := r.ReadString('\n'); err != nil { // "retry: …": the stream is registered
-			return streamResult{}, err
-		}
-		c := &streamClient{}
-		clients[i] = c
-		sampled := i%streamSampleEvery == 0
-		readers.Go(func() {
-			defer res.Body.Close()
-			// The client reads lines in place and keeps only the IDs: the row measures the server, and a client
-			// that copied every data line would take CPU from it on the same two cores.
-			continued, h := false, idHashStart
-			for {
-				line, err := r.ReadSlice('\n')
-				if errors.Is(err, bufio.ErrBufferFull) {
-					continued = true // the rest of a long data line follows
-					continue
-				}
-				if err != nil {
-					return
-				}
-				if id, ok := bytes.CutPrefix(line, []byte("id: ")); ok && !continued {
-					id = bytes.TrimSpace(id)
-					c.n++
-					h = h.add(id)
-					c.hash = uint64(h)
-					if sampled {
-						c.ids = append(c.ids, string(id))
-						c.at = append(c.at, time.Now())
-					}
-				}
-				continued = false
-			}
-		})
+	exe, err := os.Executable()
+	if err != nil {
+		return streamResult{}, err
+	}
+	cmd := exec.CommandContext(ctx, exe)
+	cmd.Env = append(os.Environ(), streamClientsEnv+"=http://"+ln.Addr().String()+"/api/v1/events/stream", streamKeyEnv+"="+key)
+	cmd.Stderr = os.Stderr
+	toClients, err := cmd.StdinPipe()
+	if err != nil {
+		return streamResult{}, err
+	}
+	fromClients, err := cmd.StdoutPipe()
+	if err != nil {
+		return streamResult{}, err
+	}
+	if err := cmd.Start(); err != nil {
+		return streamResult{}, err
+	}
+	defer func() { _ = toClients.Close(); _ = cmd.Process.Kill(); _ = cmd.Wait() }() // it wrote its reports, or never will
+	reports := bufio.NewReader(fromClients)
+	var clientMem uint64
+	if line, err := reports.ReadString('\n'); err != nil {
+		return streamResult{}, fmt.Errorf("the stream clients did not start: %w", err)
+	} else if _, err := fmt.Sscanf(line, "ready %d", &clientMem); err != nil {
+		return streamResult{}, fmt.Errorf("the stream clients said %q", line)
 	}
 	runtime.GC()
 	runtime.ReadMemStats(&after)
-	perClient := (after.HeapInuse + after.StackInuse - before.HeapInuse - before.StackInuse) / streamClients
+	serverMem := (after.HeapInuse + after.StackInuse - before.HeapInuse - before.StackInuse) / streamClients
 
 	// Events come from streamEmitters goroutines, as from concurrent requests, together at streamRate: each commits
 	// on its tick the events its share of the rate has due by then in one transaction, as the product's group commit
@@ -235,6 +207,7 @@ func measureStreams(ctx context.Context, dbURL string, duration time.Duration) (
 	committed := map[string]time.Time{}
 	var emitters errgroup.Group
 	cpuStart := readCPU()
+	clientCPUStart, _ := processCPU(cmd.Process.Pid)
 	start := time.Now()
 	for range streamEmitters {
 		emitters.Go(func() error {
@@ -279,9 +252,15 @@ func measureStreams(ctx context.Context, dbURL string, duration time.Duration) (
 	}
 	elapsed := time.Since(start)
 	time.Sleep(3 * time.Second) // the last events reach every client
-	stopReading()
-	readers.Wait()
-	cpu, _ := cpuStart.perItem(readCPU(), max(len(committed)*streamClients, 1))
+	items := time.Duration(max(len(committed)*streamClients, 1))
+	serverCPU, _ := cpuStart.perItem(readCPU(), int(items))
+	clientCPUEnd, _ := processCPU(cmd.Process.Pid)
+	clientCPU := (clientCPUEnd - clientCPUStart) / items
+	_ = toClients.Close()
+	var clients []streamClientReport
+	if err := json.NewDecoder(reports).Decode(&clients); err != nil {
+		return streamResult{}, fmt.Errorf("the stream clients' reports: %w", err)
+	}
 	var order []string
 	for after := (store.EventPosition{}); ; {
 		evs, _, err := db.Events.ReadEvents(ctx, ws.ID, after, 1000)
@@ -300,19 +279,23 @@ func measureStreams(ctx context.Context, dbURL string, duration time.Duration) (
 		return streamResult{}, fmt.Errorf("the log holds %d events, %d were emitted", len(order), len(committed))
 	}
 
-	res := streamResult{rate: float64(len(order)) / elapsed.Seconds(), perClient: perClient, total: streamClients, cpu: cpu}
+	res := streamResult{rate: float64(len(order)) / elapsed.Seconds(), serverMem: serverMem, clientMem: clientMem,
+		total: streamClients, serverCPU: serverCPU, clientCPU: clientCPU}
 	want := idHashStart
 	for _, id := range order {
 		want = want.add([]byte(id))
 	}
 	var lat []time.Duration
 	for i, c := range clients {
-		if c.n == len(order) && c.hash == uint64(want) && (i%streamSampleEvery != 0 || slices.Equal(c.ids, order)) {
+		if c.N == len(order) && c.Hash == uint64(want) && (i%streamSampleEvery != 0 || slices.Equal(c.IDs, order)) {
 			res.complete++
 		}
-		for j, at := range c.at {
-			if t, ok := committed[c.ids[j]]; ok {
-				lat = append(lat, max(at.Sub(t), 0))
+		for j, at := range c.At {
+			if j >= len(c.IDs) {
+				break
+			}
+			if t, ok := committed[c.IDs[j]]; ok {
+				lat = append(lat, max(time.Unix(0, at).Sub(t), 0))
 			}
 		}
 	}

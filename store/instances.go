@@ -95,9 +95,9 @@ func (s *Instances) ByID(ctx context.Context, db bun.IDB, id string) (Instance, 
 
 // Lock reads an instance inside tx for a change. Returns ErrNotFound if it does not exist.
 func (s *Instances) Lock(ctx context.Context, tx bun.IDB, id string) (Instance, error) {
-	var i Instance
-	err := s.db.forUpdate(tx.NewSelect().Model(&i).Where("i.id = ?", id)).Scan(ctx)
-	return i, mapErr(err)
+	// With a parameter (see execParams): every session report and state move locks its instance.
+	return selectOneParams[Instance](ctx, s.db, tx, "SELECT "+columnsOf[Instance](s.db, "i")+
+		" FROM instances AS i WHERE i.id = ?"+s.db.forUpdateSQL(), id)
 }
 
 // InstanceFilter narrows a list of instances; empty fields do not.
@@ -127,9 +127,8 @@ func (s *Instances) List(ctx context.Context, workspaceID string, f InstanceFilt
 // picture's (SetProfilePicture's alone). Returns ErrNotFound if it no longer exists.
 func (s *Instances) Save(ctx context.Context, tx bun.IDB, i *Instance) error {
 	i.UpdatedAt = now()
-	res, err := tx.NewUpdate().Model(i).WherePK().ExcludeColumn("id", "workspace_id", "created_at", "event_sequence",
-		"profile_picture_media_id", "profile_picture_id").Exec(ctx)
-	return expectOneRow(res, err)
+	return updateByID(ctx, s.db, tx, i, "workspace_id", "created_at", "event_sequence", "profile_picture_media_id",
+		"profile_picture_id")
 }
 
 // SetProfilePicture records, inside tx, the account's own picture as last read or set (mediaID nil: none).
@@ -232,6 +231,42 @@ func (s *Instances) WantedAmong(ctx context.Context, ids []string) ([]string, er
 	err := s.db.r.NewSelect().Model((*Instance)(nil)).Column("id").Where("i.id IN (?)", bun.In(ids)).
 		Where("i.status NOT IN (?)", bun.In(instanceStatusesOffline)).Scan(ctx, &out)
 	return out, err
+}
+
+// LockMany reads the instances among ids inside tx, in ID order, and locks their rows on PostgreSQL (FOR NO KEY
+// UPDATE, as LockAll); instances that do not exist are left out. It returns no sentinel errors.
+func (s *Instances) LockMany(ctx context.Context, tx bun.IDB, ids []string) ([]Instance, error) {
+	var out []Instance
+	if len(ids) == 0 {
+		return out, nil
+	}
+	q := tx.NewSelect().Model(&out).Where("i.id IN (?)", bun.In(ids)).OrderExpr("i.id")
+	if s.db.dialect == Postgres {
+		q = q.For("NO KEY UPDATE")
+	}
+	return out, q.Scan(ctx)
+}
+
+// SaveStates writes the connection state of instances read with LockMany inside tx — status, reason and since,
+// the pairing fields, the reconnect attempt and its time — in one statement for all of them, stamping updated_at.
+// Returns ErrNotFound if one of them no longer exists.
+func (s *Instances) SaveStates(ctx context.Context, tx bun.IDB, is []Instance) error {
+	if len(is) == 0 {
+		return nil
+	}
+	t := now()
+	for k := range is {
+		is[k].UpdatedAt = t
+	}
+	res, err := tx.NewUpdate().Model(&is).Column("status", "status_reason", "status_since", "auth_method", "qr_code",
+		"qr_expires_at", "reconnect_attempt", "reconnect_next_at", "updated_at").Bulk().Exec(ctx)
+	if err != nil {
+		return mapErr(err)
+	}
+	if n, err := res.RowsAffected(); err == nil && n != int64(len(is)) {
+		return ErrNotFound
+	}
+	return nil
 }
 
 // LockAll locks the rows of the instances among ids inside tx, in ID order, on PostgreSQL (FOR NO KEY UPDATE: the

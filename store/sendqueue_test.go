@@ -116,3 +116,71 @@ func TestSendQueueClaimTakesInstancesInTurns(t *testing.T) {
 		}
 	})
 }
+
+// AnyDue answers for the whole queue: nothing queued, everything leased or everything waiting for a later attempt is
+// "nothing due"; an item due and not leased is. (A database of its own: the answer covers every workspace.)
+func TestSendQueueAnyDue(t *testing.T) {
+	storetest.OwnDialects(t, func(t *testing.T, db *store.DB) {
+		c := context.Background()
+		anyDue := func(at time.Time) bool {
+			t.Helper()
+			ok, err := db.SendQueue.AnyDue(c, at)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return ok
+		}
+		if anyDue(time.Now()) {
+			t.Fatal("an empty queue has something due")
+		}
+		ws, err := db.Workspaces.Create(c, "any due")
+		if err != nil {
+			t.Fatal(err)
+		}
+		inst := store.Instance{ID: store.NewID("ins"), WorkspaceID: ws.ID, Name: "one", Provider: "sandbox",
+			Status: "connected", StatusReason: "test"}
+		var item store.SendItem
+		if err := db.RunInTx(c, func(ctx context.Context, tx bun.Tx) error {
+			if err := db.Instances.Create(ctx, tx, &inst); err != nil {
+				return err
+			}
+			chat := store.Chat{WorkspaceID: ws.ID, InstanceID: inst.ID, Type: "direct", Address: "+15550100001"}
+			if err := db.Chats.Create(ctx, tx, &chat); err != nil {
+				return err
+			}
+			m := store.Message{ID: store.NewID("msg"), WorkspaceID: ws.ID, InstanceID: inst.ID, ChatID: chat.ID,
+				Direction: "outbound", Type: "text", Status: "queued", StatusHistory: []store.StatusChange{}, Metadata: map[string]any{}}
+			if err := db.Messages.Create(ctx, tx, &m); err != nil {
+				return err
+			}
+			item = store.SendItem{MessageID: m.ID, WorkspaceID: ws.ID, InstanceID: inst.ID, Chat: chat.Address}
+			return db.SendQueue.Enqueue(ctx, tx, []store.SendItem{item})
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if !anyDue(time.Now()) {
+			t.Fatal("a queued item is not due")
+		}
+		var claimed []store.SendItem
+		if err := db.RunInTx(c, func(ctx context.Context, tx bun.Tx) error {
+			claimed, err = db.SendQueue.Claim(ctx, tx, time.Now(), time.Minute, 10, 0, []string{inst.ID}, nil,
+				func(ctx context.Context, ids []string) error { return db.Instances.LockAll(ctx, tx, ids) })
+			return err
+		}); err != nil || len(claimed) != 1 {
+			t.Fatalf("claim: %d items, %v", len(claimed), err)
+		}
+		if anyDue(time.Now()) {
+			t.Fatal("the only item is leased, yet something is due")
+		}
+		if !anyDue(time.Now().Add(2 * time.Minute)) {
+			t.Fatal("the item is not due once its lease ran out")
+		}
+		later := time.Now().Add(time.Hour)
+		if err := db.SendQueue.Release(c, db.Bun(), claimed, later); err != nil {
+			t.Fatal(err)
+		}
+		if anyDue(time.Now()) || !anyDue(later.Add(time.Second)) {
+			t.Fatal("an item given back for a later attempt is due before it, or not after it")
+		}
+	})
+}

@@ -483,22 +483,30 @@ func (s *Service) stop(ctx context.Context, workspaceID, id string, to Status, r
 // the auth method and QR code that only belong to awaiting_auth, and the instance.status_changed event.
 func (s *Recorder) move(ctx context.Context, tx store.Querier, i *store.Instance, to Status, reason string) error {
 	from := Status(i.Status)
+	moveTo(i, to, reason)
+	if err := s.db.Instances.Save(ctx, tx, i); err != nil {
+		return err
+	}
+	return s.emitNumbered(ctx, tx, s.statusChanged(*i, from))
+}
+
+// moveTo sets an instance's state to to with the reason (not saved): since now, the pairing fields dropped unless it
+// awaits pairing, the reconnect attempt reset once it is connected or offline.
+func moveTo(i *store.Instance, to Status, reason string) {
 	i.Status, i.StatusReason, i.StatusSince = string(to), reason, time.Now().UTC().Truncate(time.Microsecond)
 	if to != StatusAwaitingAuth {
 		i.AuthMethod, i.QRCode, i.QRExpiresAt = nil, nil, nil
 	}
-	if to != StatusReconnecting {
-		if to == StatusConnected || offline(to) {
-			i.ReconnectAttempt, i.ReconnectNextAt = 0, nil
-		}
+	if to == StatusConnected || offline(to) {
+		i.ReconnectAttempt, i.ReconnectNextAt = 0, nil
 	}
-	if err := s.db.Instances.Save(ctx, tx, i); err != nil {
-		return err
-	}
-	return s.emit(ctx, tx, i, func(api gen.Instance) any {
-		return gen.InstanceStatusChangedEvent{Instance: api, PreviousStatus: gen.InstanceStatus(from),
-			Status: gen.InstanceStatus(to), Reason: reason, InstanceId: i.ID}
-	})
+}
+
+// statusChanged is the instance.status_changed event of an instance moved from a state to the one it has now.
+func (s *Recorder) statusChanged(i store.Instance, from Status) events.Pending {
+	return events.Pending{WorkspaceID: i.WorkspaceID, InstanceID: i.ID, Payload: gen.InstanceStatusChangedEvent{
+		Instance: s.InstanceAPI(i), PreviousStatus: gen.InstanceStatus(from), Status: gen.InstanceStatus(i.Status),
+		Reason: i.StatusReason, InstanceId: i.ID}}
 }
 
 // emit records an event of an instance inside tx with the instance's next sequence number (see emitNumbered: in a

@@ -3,9 +3,11 @@ package channels
 import (
 	"context"
 	"errors"
+	"maps"
 	"slices"
 	"time"
 
+	"github.com/switchboard/switchboard/internal/events"
 	"github.com/switchboard/switchboard/internal/text"
 	"github.com/switchboard/switchboard/store"
 )
@@ -139,23 +141,56 @@ func (s *Recorder) Backoff(ctx context.Context, instanceID string, attempt int, 
 }
 
 // Staggered records the instances a start (or a takeover) connects later, each at its time in next: they show
-// reconnecting with the reason meanwhile. One transaction for all of them, their rows locked in ID order: a restart
-// of ten thousand instances is then a few commits rather than one each before the first connect. An instance
-// deleted or offline meanwhile stays as it is.
+// reconnecting with the reason meanwhile. One transaction for all of them, set-based: one read that locks their rows
+// in ID order, one statement that writes every changed state and their instance.status_changed events numbered and
+// written together — a restart of ten thousand instances is a few short commits rather than five statements each
+// before the first connect. An instance deleted or offline meanwhile stays as it is, and so does one restricted
+// beyond its turn (the runtime waits for the restriction's end).
 func (s *Recorder) Staggered(ctx context.Context, next map[string]time.Time, reason string) error {
-	ids := make([]string, 0, len(next))
-	for id := range next {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	return s.inTxFor(ctx, ids, func(ctx context.Context, tx store.Tx) error {
-		for _, id := range ids {
-			if err := s.backoff(ctx, tx, id, 0, next[id], reason); err != nil && !errors.Is(err, store.ErrNotFound) {
-				return err
+	ids := slices.Sorted(maps.Keys(next))
+	return s.inTx(ctx, func(ctx context.Context, tx store.Tx) error {
+		rows, err := s.db.Instances.LockMany(ctx, tx, ids)
+		if err != nil {
+			return err
+		}
+		changed := make([]store.Instance, 0, len(rows))
+		var from []Status
+		for _, i := range rows {
+			st := Status(i.Status)
+			if !staggerable(i, next[i.ID]) {
+				continue
+			}
+			if st != StatusReconnecting {
+				moveTo(&i, StatusReconnecting, reason)
+			}
+			nextAt := micro(next[i.ID])
+			i.StatusReason, i.ReconnectAttempt, i.ReconnectNextAt = reason, 0, &nextAt
+			changed, from = append(changed, i), append(from, st)
+		}
+		if err := s.db.Instances.SaveStates(ctx, tx, changed); err != nil {
+			return err
+		}
+		evs := make([]events.Pending, 0, len(changed))
+		for k, i := range changed {
+			if from[k] != StatusReconnecting {
+				evs = append(evs, s.statusChanged(i, from[k]))
 			}
 		}
-		return nil
+		return s.emitNumbered(ctx, tx, evs...)
 	})
+}
+
+// staggerable says whether an instance shows reconnecting until its turn at next: not when it is offline (nothing
+// is to connect), restricted beyond next (it waits for the restriction's end) or in a state that cannot move there.
+func staggerable(i store.Instance, next time.Time) bool {
+	st := Status(i.Status)
+	switch {
+	case offline(st):
+		return false
+	case st == StatusRestricted && i.ReconnectNextAt != nil && i.ReconnectNextAt.After(next):
+		return false
+	}
+	return st == StatusReconnecting || CanMove(st, StatusReconnecting)
 }
 
 func (s *Recorder) backoff(ctx context.Context, tx store.Tx, instanceID string, attempt int, next time.Time, reason string) error {
@@ -163,21 +198,14 @@ func (s *Recorder) backoff(ctx context.Context, tx store.Tx, instanceID string, 
 	if err != nil {
 		return err
 	}
-	from := Status(i.Status)
-	if offline(from) {
-		return nil
-	}
-	if from == StatusRestricted && i.ReconnectNextAt != nil && i.ReconnectNextAt.After(next) {
-		return nil // a start before the restriction ends: it shows restricted, and the runtime waits for its end
+	if !staggerable(i, next) {
+		return nil // a start before a restriction ends shows restricted, and the runtime waits for its end
 	}
 	nextAt := micro(next)
 	i.ReconnectAttempt, i.ReconnectNextAt = attempt, &nextAt
-	if from == StatusReconnecting {
+	if Status(i.Status) == StatusReconnecting {
 		i.StatusReason = reason
 		return s.db.Instances.Save(ctx, tx, &i)
-	}
-	if !CanMove(from, StatusReconnecting) {
-		return nil
 	}
 	return s.move(ctx, tx, &i, StatusReconnecting, reason)
 }

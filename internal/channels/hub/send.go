@@ -163,6 +163,9 @@ type sendClient struct{ h *Hub }
 // pacing, and marks those admitted sending, all in one transaction: a message held back by pacing is given back
 // still queued, in that transaction too.
 func (c *sendClient) Claim(ctx context.Context, now time.Time, lease time.Duration, limit int, exclude []string) ([]*job, error) {
+	if due, err := c.h.db.SendQueue.AnyDue(ctx, now); err != nil || !due {
+		return nil, err
+	}
 	instances := c.h.sendable(now)
 	if due, err := c.h.db.SendQueue.Due(ctx, now, instances, exclude); err != nil || !due {
 		return nil, err
