@@ -342,6 +342,28 @@ var clickInsert = multiRow{
 	casts: make([]string, 13),
 }
 
+// boxes holds the strings of one batch's arguments as interface values, each boxed once: the clicks of a batch
+// mostly share their link, workspace, class, user agent and its families, and boxing a string allocates. An
+// optional value is passed as nil or its string, never as a pointer, which database/sql would copy through
+// reflection (an allocation per value). In a profile of the writer, these were 12 of its 20 allocations a click.
+type boxes map[string]any
+
+func (b boxes) of(s string) any {
+	if v, ok := b[s]; ok {
+		return v
+	}
+	v := any(s)
+	b[s] = v
+	return v
+}
+
+func (b boxes) ptr(p *string) any {
+	if p == nil {
+		return nil
+	}
+	return b.of(*p)
+}
+
 // clickInsertReturning is clickInsert naming the rows it stored: a batch that may repeat clicks learns which are
 // new from its own insert, instead of looking every ID up first.
 var clickInsertReturning = multiRow{head: clickInsert.head, tail: clickInsert.tail + " RETURNING id", casts: clickInsert.casts}
@@ -350,9 +372,11 @@ var clickInsertReturning = multiRow{head: clickInsert.head, tail: clickInsert.ta
 // the clicks are taken to be new, and one found stored fails the batch (ErrClickRepeated).
 func (s *Clicks) insertClicks(ctx context.Context, tx bun.Tx, clicks []Click, mayRepeat bool) ([]Click, error) {
 	args := make([]any, 0, len(clicks)*13)
+	box := make(boxes, 16)
 	for _, c := range clicks {
-		args = append(args, c.ID, c.LinkID, c.WorkspaceID, s.timeArg(c.ClickedAt), c.Class, c.ReferrerHost, c.Country,
-			c.Device, c.OS, c.Browser, c.UserAgent, c.IPPrefix, c.VisitorHash)
+		args = append(args, c.ID, box.of(c.LinkID), box.of(c.WorkspaceID), s.timeArg(c.ClickedAt), box.of(c.Class),
+			box.ptr(c.ReferrerHost), box.ptr(c.Country), box.of(c.Device), box.of(c.OS), box.of(c.Browser),
+			box.of(c.UserAgent), box.ptr(c.IPPrefix), box.ptr(c.VisitorHash))
 	}
 	if !mayRepeat {
 		n, err := s.exec(ctx, tx, &clickInsert, args)
