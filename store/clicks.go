@@ -342,6 +342,47 @@ var clickInsert = multiRow{
 	casts: make([]string, 13),
 }
 
+// boxes holds the arguments of one batch's statements as interface values, each distinct string and time boxed
+// once: the clicks of a batch mostly share their link, workspace, class, user agent and its families, the rollups
+// their hour, and boxing a string or a time allocates (and a time is formatted for SQLite). An optional value is
+// passed as nil or its string, never as a pointer, which database/sql would copy through reflection (an allocation
+// per value). In a profile of the writer these were 12 of its 20 allocations a click.
+type boxes struct {
+	s     *Clicks
+	strs  map[string]any
+	times map[time.Time]any
+}
+
+func (s *Clicks) boxes() *boxes {
+	return &boxes{s: s, strs: make(map[string]any, 16), times: make(map[time.Time]any, 2)}
+}
+
+func (b *boxes) of(s string) any {
+	if v, ok := b.strs[s]; ok {
+		return v
+	}
+	v := any(s)
+	b.strs[s] = v
+	return v
+}
+
+func (b *boxes) ptr(p *string) any {
+	if p == nil {
+		return nil
+	}
+	return b.of(*p)
+}
+
+// time is timeArg(t), boxed once for each instant.
+func (b *boxes) time(t time.Time) any {
+	if v, ok := b.times[t]; ok {
+		return v
+	}
+	v := b.s.timeArg(t)
+	b.times[t] = v
+	return v
+}
+
 // clickInsertReturning is clickInsert naming the rows it stored: a batch that may repeat clicks learns which are
 // new from its own insert, instead of looking every ID up first.
 var clickInsertReturning = multiRow{head: clickInsert.head, tail: clickInsert.tail + " RETURNING id", casts: clickInsert.casts}
@@ -350,9 +391,11 @@ var clickInsertReturning = multiRow{head: clickInsert.head, tail: clickInsert.ta
 // the clicks are taken to be new, and one found stored fails the batch (ErrClickRepeated).
 func (s *Clicks) insertClicks(ctx context.Context, tx bun.Tx, clicks []Click, mayRepeat bool) ([]Click, error) {
 	args := make([]any, 0, len(clicks)*13)
+	box := s.boxes()
 	for _, c := range clicks {
-		args = append(args, c.ID, c.LinkID, c.WorkspaceID, s.timeArg(c.ClickedAt), c.Class, c.ReferrerHost, c.Country,
-			c.Device, c.OS, c.Browser, c.UserAgent, c.IPPrefix, c.VisitorHash)
+		args = append(args, c.ID, box.of(c.LinkID), box.of(c.WorkspaceID), s.timeArg(c.ClickedAt), box.of(c.Class),
+			box.ptr(c.ReferrerHost), box.ptr(c.Country), box.of(c.Device), box.of(c.OS), box.of(c.Browser),
+			box.of(c.UserAgent), box.ptr(c.IPPrefix), box.ptr(c.VisitorHash))
 	}
 	if !mayRepeat {
 		n, err := s.exec(ctx, tx, &clickInsert, args)
@@ -485,9 +528,10 @@ func (s *Clicks) upsertRollups(ctx context.Context, tx bun.Tx, clicks []Click, f
 		return cmpOr(strings.Compare(a.linkID, b.linkID), a.bucket.Compare(b.bucket))
 	})
 	args := make([]any, 0, len(keys)*5)
+	box := s.boxes()
 	for _, k := range keys {
 		c := agg[k]
-		args = append(args, k.linkID, s.timeArg(k.bucket), c.humans, c.bots, c.uniques)
+		args = append(args, box.of(k.linkID), box.time(k.bucket), c.humans, c.bots, c.uniques)
 	}
 	_, err := s.exec(ctx, tx, &rollupUpsert, args)
 	return err
@@ -507,25 +551,35 @@ var dimensionUpsert = multiRow{
 }
 
 func (s *Clicks) upsertDimensions(ctx context.Context, tx bun.Tx, clicks []Click) error {
-	agg := map[dimensionKey]*counts{}
+	agg := map[dimensionKey]counts{}
 	for _, c := range clicks {
 		b := RollupBucket(c.ClickedAt)
 		for _, dv := range c.Dimensions() {
 			k := dimensionKey{c.LinkID, dv[0], b, dv[1]}
-			if agg[k] == nil {
-				agg[k] = &counts{}
-			}
-			agg[k].add(c.Class, false)
+			n := agg[k]
+			n.add(c.Class, false)
+			agg[k] = n
 		}
 	}
+	// Compared field by field, stopping at the first that differs: with many links in a batch this sort of five
+	// keys a click was 6 % of the batch's CPU when every field was compared first (cmpOr).
 	keys := sortedKeys(agg, func(a, b dimensionKey) int {
-		return cmpOr(strings.Compare(a.linkID, b.linkID), strings.Compare(a.dimension, b.dimension),
-			a.bucket.Compare(b.bucket), strings.Compare(a.value, b.value))
+		if c := strings.Compare(a.linkID, b.linkID); c != 0 {
+			return c
+		}
+		if c := strings.Compare(a.dimension, b.dimension); c != 0 {
+			return c
+		}
+		if c := a.bucket.Compare(b.bucket); c != 0 {
+			return c
+		}
+		return strings.Compare(a.value, b.value)
 	})
 	args := make([]any, 0, len(keys)*6)
+	box := s.boxes()
 	for _, k := range keys {
 		c := agg[k]
-		args = append(args, k.linkID, k.dimension, s.timeArg(k.bucket), k.value, c.humans, c.bots)
+		args = append(args, box.of(k.linkID), box.of(k.dimension), box.time(k.bucket), box.of(k.value), c.humans, c.bots)
 	}
 	_, err := s.exec(ctx, tx, &dimensionUpsert, args)
 	return err
