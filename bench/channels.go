@@ -97,17 +97,19 @@ type channelResult struct {
 // channelBench is the messaging capability over one database, with its runtime and a webhook receiver.
 type channelBench struct {
 	name, database string
-	db             *store.DB
-	rec            *channels.Recorder
-	svc            *channels.Service // over the runtime that runs now
-	box            *sealbox.Box
-	outbox         *events.Outbox
-	ws             string
-	rt             *hub.Hub
-	stopRT         func()
-	receiver       *httpServer
-	inbound        *inboundArrivals
-	goal           float64
+	// pgDatabase is the PostgreSQL database the bench writes to, "" on SQLite (see readCPU).
+	pgDatabase string
+	db         *store.DB
+	rec        *channels.Recorder
+	svc        *channels.Service // over the runtime that runs now
+	box        *sealbox.Box
+	outbox     *events.Outbox
+	ws         string
+	rt         *hub.Hub
+	stopRT     func()
+	receiver   *httpServer
+	inbound    *inboundArrivals
+	goal       float64
 }
 
 func quietLog() *slog.Logger { return slog.New(slog.NewJSONHandler(io.Discard, nil)) }
@@ -125,7 +127,7 @@ func startChannelBench(ctx context.Context, database, dbURL string, goal float64
 	if err != nil {
 		return nil, err
 	}
-	b := &channelBench{name: "messaging — " + database, database: database, db: db, box: box, goal: goal,
+	b := &channelBench{name: "messaging — " + database, database: database, pgDatabase: postgresDatabase(dbURL), db: db, box: box, goal: goal,
 		outbox: events.NewOutbox(db, events.Builtin()), inbound: &inboundArrivals{}}
 	b.rec, err = channels.NewRecorder(db, b.outbox, channels.Config{Sealer: box, Logger: quietLog(),
 		Providers: []channels.Provider{sandbox.New(db.Sandbox, sandbox.Options{Logger: quietLog(),
@@ -344,13 +346,13 @@ func (b *channelBench) measure(ctx context.Context, d time.Duration) (channelRes
 	if err != nil {
 		return r, err
 	}
-	start, cpu := time.Now(), readCPU()
+	start, cpu := time.Now(), readCPU(b.pgDatabase)
 	if err := b.waitQueue(ctx, sender.ID, 5*time.Minute); err != nil {
 		r.failures = append(r.failures, "backlog: "+err.Error())
 		return r, nil
 	}
 	r.rate = channelBacklog / time.Since(start).Seconds()
-	r.cpuSelf, r.cpuDB = cpu.perItem(readCPU(), channelBacklog)
+	r.cpuSelf, r.cpuDB = cpu.perItem(readCPU(b.pgDatabase), channelBacklog)
 	eventsAfter, err := b.db.Reader().NewSelect().Table("events").Count(ctx)
 	if err != nil {
 		return r, err

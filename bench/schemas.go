@@ -37,7 +37,7 @@ func measureSchemaBounds(ctx context.Context, s *switchboard, database string, r
 	}
 	schema := json.RawMessage(schematest.Costliest())
 	var created []time.Duration
-	cpu := readCPU()
+	cpu := readCPU("")
 	for i := range schemaSamples {
 		body := map[string]any{"name": fmt.Sprintf("custom.bench.bounds_%d", i), "description": "bench",
 			"schema": schema, "example": map[string]any{"items": []any{}}}
@@ -63,7 +63,7 @@ func measureSchemaBounds(ctx context.Context, s *switchboard, database string, r
 	}
 	body := []byte(schematest.Body(schemaBodySize))
 	var validated []time.Duration
-	cpu = readCPU()
+	cpu = readCPU("")
 	for range schemaSamples {
 		start := time.Now()
 		if err := postExpecting(ctx, src.IngestURL, body, http.StatusUnprocessableEntity); err != nil {
@@ -76,7 +76,7 @@ func measureSchemaBounds(ctx context.Context, s *switchboard, database string, r
 
 // cpuEach is the process's CPU time per sample since from, as a suffix of a row's name.
 func cpuEach(from cpuUse) string {
-	self, _ := from.perItem(readCPU(), schemaSamples)
+	self, _ := from.perItem(readCPU(""), schemaSamples)
 	return fmt.Sprintf(" (CPU %s each)", formatLatency(self))
 }
 

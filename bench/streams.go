@@ -206,7 +206,7 @@ func measureStreams(ctx context.Context, dbURL string, duration time.Duration) (
 	var mu sync.Mutex
 	committed := map[string]time.Time{}
 	var emitters errgroup.Group
-	cpuStart := readCPU()
+	cpuStart := readCPU("")
 	clientCPUStart, _ := processCPU(cmd.Process.Pid)
 	start := time.Now()
 	for range streamEmitters {
@@ -253,7 +253,7 @@ func measureStreams(ctx context.Context, dbURL string, duration time.Duration) (
 	elapsed := time.Since(start)
 	time.Sleep(3 * time.Second) // the last events reach every client
 	items := time.Duration(max(len(committed)*streamClients, 1))
-	serverCPU, _ := cpuStart.perItem(readCPU(), int(items))
+	serverCPU, _ := cpuStart.perItem(readCPU(""), int(items))
 	clientCPUEnd, _ := processCPU(cmd.Process.Pid)
 	clientCPU := (clientCPUEnd - clientCPUStart) / items
 	_ = toClients.Close()

@@ -76,11 +76,13 @@ func formatMicros(d time.Duration) string {
 
 // webhookBench is the dispatcher on one database, with its endpoints and receivers.
 type webhookBench struct {
-	name  string
-	db    *store.DB
-	box   *sealbox.Box
-	guard *egress.Guard
-	ws    store.Workspace
+	name string
+	// pgDatabase is the PostgreSQL database the bench writes to, "" on SQLite (see readCPU).
+	pgDatabase string
+	db         *store.DB
+	box        *sealbox.Box
+	guard      *egress.Guard
+	ws         store.Workspace
 	// outbox holds one run-time event type per endpoint, so events spread evenly over the receivers.
 	outbox    *events.Outbox
 	receivers []*httpServer
@@ -130,7 +132,7 @@ func startWebhookBench(ctx context.Context, database, dbURL string) (_ *webhookB
 		_ = db.Close()
 		return nil, err
 	}
-	b := &webhookBench{name: "webhook deliveries — " + database, db: db, box: box,
+	b := &webhookBench{name: "webhook deliveries — " + database, pgDatabase: postgresDatabase(dbURL), db: db, box: box,
 		guard:    egress.NewGuard(egress.Policy{AllowHTTP: true, AllowedNetworks: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}),
 		arrivals: &arrivals{seen: map[string]time.Time{}}}
 	defer func() {
@@ -306,7 +308,7 @@ func (b *webhookBench) measureBacklog(ctx context.Context, before int) (r webhoo
 			return r, false, err
 		}
 	}
-	cpu := readCPU()
+	cpu := readCPU(b.pgDatabase)
 	stop := b.dispatch()
 	defer stop()
 	start := time.Now()
@@ -315,7 +317,7 @@ func (b *webhookBench) measureBacklog(ctx context.Context, before int) (r webhoo
 		return r, false, nil
 	}
 	r.rate = webhookBacklog / time.Since(start).Seconds()
-	r.cpuSelf, r.cpuDB = cpu.perItem(readCPU(), webhookBacklog)
+	r.cpuSelf, r.cpuDB = cpu.perItem(readCPU(b.pgDatabase), webhookBacklog)
 	if databaseOf(b.name) != "PostgreSQL" {
 		r.cpuDB = 0 // a PostgreSQL server on the machine is idle meanwhile, or busy with something else
 	}
