@@ -83,7 +83,9 @@ func (s *Instances) Create(ctx context.Context, db bun.IDB, i *Instance) error {
 
 // Get returns an instance of a workspace. Returns ErrNotFound if it is not in that workspace.
 func (s *Instances) Get(ctx context.Context, workspaceID, id string) (Instance, error) {
-	return s.get(ctx, workspaceID, id)
+	// With parameters (see execParams): every accepted send and every messaging call reads its instance.
+	return selectOneParams[Instance](ctx, s.db, s.db.r, "SELECT "+columnsOf[Instance](s.db, "i")+
+		" FROM instances AS i WHERE i.id = ? AND i.workspace_id = ?", id, workspaceID)
 }
 
 // ByID returns an instance whatever its workspace (for the runtime, which holds instances of every workspace).
