@@ -74,24 +74,45 @@ func leftBySlot(alias, slot string) bun.Safe {
 // Acquire takes the instances among ids that no process holds at at (no lease or an expired one), or whose lease an
 // earlier process of slot left (see Free), for owner until at+lease and returns those it took. It returns no
 // sentinel errors.
+//
+// One statement takes a chunk of acquireChunk instances: a restart takes every instance of the deployment at once,
+// and a statement each (10,000 of them) held the first staggered connect back by seconds.
 func (s *InstanceLeases) Acquire(ctx context.Context, owner, slot string, ids []string, at time.Time, lease time.Duration) ([]string, error) {
 	at = at.UTC().Truncate(time.Microsecond)
 	var took []string
-	for _, id := range ids {
+	for off := 0; off < len(ids); off += acquireChunk {
+		chunk := ids[off:min(off+acquireChunk, len(ids))]
 		var got []string
+		// The instances that exist among the chunk, each once; an ID without its instance (deleted) is not taken.
 		_, err := s.db.w.NewRaw(`INSERT INTO instance_leases (instance_id, owner, lease_until, acquired_at)
-			SELECT ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM instances WHERE id = ?)
+			SELECT id, ?, ?, ? FROM instances WHERE id IN (?)
 			ON CONFLICT (instance_id) DO UPDATE SET owner = excluded.owner, lease_until = excluded.lease_until,
 				acquired_at = excluded.acquired_at
 			WHERE instance_leases.lease_until <= ? OR ?
-			RETURNING instance_id`, id, owner, at.Add(lease), at, id, at, leftBySlot("instance_leases", slot)).Exec(ctx, &got)
+			RETURNING instance_id`, owner, at.Add(lease), at, bun.In(chunk), at,
+			leftBySlot("instance_leases", slot)).Exec(ctx, &got)
 		if err != nil {
 			return took, err
 		}
 		took = append(took, got...)
 	}
-	return took, nil
+	// In the order asked for (the stagger hands out turns in this order), whatever order the database returned.
+	in := make(map[string]bool, len(took))
+	for _, id := range took {
+		in[id] = true
+	}
+	out := took[:0]
+	for _, id := range ids {
+		if in[id] {
+			out = append(out, id)
+			delete(in, id)
+		}
+	}
+	return out, nil
 }
+
+// acquireChunk is how many instances one statement of Acquire takes.
+const acquireChunk = 500
 
 // Renew extends owner's leases of ids to at+lease and returns the IDs still held (a lease another process took
 // over after it ran out, or whose instance was deleted, is lost). It returns no sentinel errors.

@@ -3,6 +3,7 @@ package hub
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"testing"
 	"time"
 
@@ -133,4 +134,73 @@ func (e *env) get(id string) store.Instance {
 		e.t.Fatal(err)
 	}
 	return i
+}
+
+// A session of a staggered start reports connecting over an instance that shows reconnecting already: nothing
+// changes and no event is written. Its connected report moves it with one event, numbered next; a later report of
+// connecting (the session lost its network) moves it back to reconnecting with the attempt counted.
+func TestConnectingOverStaggeredChangesNothing(t *testing.T) {
+	storetest.OwnDialects(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		e := newEnv(t, db)
+		e.serve(New(db, e.rec, Options{Owner: "a", Logger: quiet()})) // not running: nothing else moves the instance
+		inst := e.instance("one")
+		if err := db.RunInTx(ctx, func(ctx context.Context, tx store.Tx) error {
+			i, err := db.Instances.Lock(ctx, tx, inst.ID)
+			if err != nil {
+				return err
+			}
+			i.Status = string(channels.StatusConnected)
+			return db.Instances.Save(ctx, tx, &i)
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.rec.Staggered(ctx, map[string]time.Time{inst.ID: time.Now()}, "reconnecting after the server started"); err != nil {
+			t.Fatal(err)
+		}
+		marked := e.get(inst.ID)
+		sink := e.rec.SinkFor(inst.ID)
+		if err := sink.State(ctx, channels.StatusConnecting, "dialling"); err != nil {
+			t.Fatal(err)
+		}
+		if i := e.get(inst.ID); i.Status != marked.Status || i.StatusReason != marked.StatusReason ||
+			!i.UpdatedAt.Equal(marked.UpdatedAt) || i.EventSequence != marked.EventSequence || i.ReconnectAttempt != 0 {
+			t.Fatalf("connecting over reconnecting changed the instance: %s %q seq %d attempt %d", i.Status,
+				i.StatusReason, i.EventSequence, i.ReconnectAttempt)
+		}
+		if err := sink.Connected(ctx, channels.Party{Address: "me"}, nil); err != nil {
+			t.Fatal(err)
+		}
+		if i := e.get(inst.ID); channels.Status(i.Status) != channels.StatusConnected || i.EventSequence != marked.EventSequence+1 {
+			t.Fatalf("after Connected: %s seq %d, want connected seq %d", i.Status, i.EventSequence, marked.EventSequence+1)
+		}
+		if err := sink.State(ctx, channels.StatusConnecting, "network lost"); err != nil {
+			t.Fatal(err)
+		}
+		if i := e.get(inst.ID); channels.Status(i.Status) != channels.StatusReconnecting || i.ReconnectAttempt != 1 ||
+			i.EventSequence != marked.EventSequence+2 {
+			t.Fatalf("connecting over connected: %s attempt %d seq %d, want reconnecting attempt 1 seq %d", i.Status,
+				i.ReconnectAttempt, i.EventSequence, marked.EventSequence+2)
+		}
+		evs, _, err := db.Events.List(ctx, e.ws, store.EventFilter{Type: "instance.status_changed"}, store.Page{Limit: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var seqs []int64
+		for _, ev := range evs {
+			var d struct {
+				Sequence int64 `json:"sequence"`
+			}
+			if err := json.Unmarshal(ev.Data, &d); err != nil {
+				t.Fatal(err)
+			}
+			if ev.InstanceID == inst.ID && d.Sequence > marked.EventSequence {
+				seqs = append(seqs, d.Sequence)
+			}
+		}
+		slices.Sort(seqs)
+		if !slices.Equal(seqs, []int64{marked.EventSequence + 1, marked.EventSequence + 2}) {
+			t.Errorf("status events after the stagger numbered %v, want %d and %d", seqs, marked.EventSequence+1, marked.EventSequence+2)
+		}
+	})
 }
