@@ -364,24 +364,31 @@ func (b *channelBench) measure(ctx context.Context, d time.Duration) (channelRes
 	b.inbound.reset(roundStart)
 	var mu sync.Mutex
 	var acc []accepted
+	var refused []error
 	tick := time.NewTicker(time.Second / channelLatencyRate)
 	deadline := time.Now().Add(d)
 	i := 0
 	for time.Now().Before(deadline) {
 		<-tick.C
 		i++
+		n := i
 		wg.Go(func() {
-			m, err := b.send(ctx, sender.ID, recipients[i%len(recipients)], fmt.Sprint("steady ", i))
+			m, err := b.send(ctx, sender.ID, recipients[n%len(recipients)], fmt.Sprint("steady ", n))
 			at := time.Now()
-			if err == nil {
-				mu.Lock()
-				acc = append(acc, accepted{m.ID, at})
-				mu.Unlock()
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				refused = append(refused, err)
+				return
 			}
+			acc = append(acc, accepted{m.ID, at})
 		})
 	}
 	tick.Stop()
 	wg.Wait()
+	if len(refused) > 0 {
+		r.failures = append(r.failures, fmt.Sprintf("steady: %d of %d sends refused (the first: %v)", len(refused), i, refused[0]))
+	}
 	if err := b.waitQueue(ctx, sender.ID, time.Minute); err != nil {
 		r.failures = append(r.failures, "steady: "+err.Error())
 		return r, nil
@@ -391,9 +398,6 @@ func (b *channelBench) measure(ctx context.Context, d time.Duration) (channelRes
 		return r, err
 	}
 	r.sentN, r.sentP50, r.sentP99 = len(lat), percentile(lat, 0.50), percentile(lat, 0.99)
-	if len(acc) < i*9/10 {
-		r.failures = append(r.failures, fmt.Sprintf("steady: %d of %d sends accepted", len(acc), i))
-	}
 	// The webhooks of the last inbound messages: wait for them to arrive.
 	want := len(acc) * 9 / 10
 	for end := time.Now().Add(30 * time.Second); len(b.inbound.take()) < want && time.Now().Before(end); {
@@ -471,20 +475,31 @@ func (b *channelBench) fairness(ctx context.Context, d time.Duration, sender sto
 	quiet, to := recipients[0], recipients[1]
 	var mu sync.Mutex
 	var acc []accepted
+	var refused []error
+	offered := 0
 	tick := time.NewTicker(time.Second / channelFairRate)
-	for i, end := 0, time.Now().Add(d); time.Now().Before(end); i++ {
+	for end := time.Now().Add(d); time.Now().Before(end); offered++ {
 		<-tick.C
+		n := offered
 		wg.Go(func() {
-			m, err := b.send(ctx, quiet.ID, to, fmt.Sprint("quiet ", i))
-			if err == nil {
-				mu.Lock()
-				acc = append(acc, accepted{m.ID, time.Now()})
-				mu.Unlock()
+			m, err := b.send(ctx, quiet.ID, to, fmt.Sprint("quiet ", n))
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				refused = append(refused, err)
+				return
 			}
+			acc = append(acc, accepted{m.ID, time.Now()})
 		})
 	}
 	tick.Stop()
 	wg.Wait()
+	// A refused send is a failure of the row, not a message left out of its latencies; fewer offered than the rate
+	// times the window means the ticker fell behind (a loaded machine), which the log line's count shows.
+	if len(refused) > 0 {
+		r.failures = append(r.failures, fmt.Sprintf("fairness: %d of %d quiet sends refused (the first: %v)",
+			len(refused), offered, refused[0]))
+	}
 	if err := b.waitQueue(ctx, quiet.ID, time.Minute); err != nil {
 		r.failures = append(r.failures, "fairness, quiet instance: "+err.Error())
 		return nil
