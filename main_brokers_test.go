@@ -46,7 +46,6 @@ func (f *fixture) emitMany(n int) []string {
 	return ids
 }
 
-// deliveriesBy counts the workspace's deliveries by status.
 // leasedAt counts the workspace's pending deliveries whose claim's lease runs past at: claimed by a dispatcher and
 // not recorded yet.
 func (f *fixture) leasedAt(at time.Time) int {
@@ -59,6 +58,7 @@ func (f *fixture) leasedAt(at time.Time) int {
 	return int(n)
 }
 
+// deliveriesBy counts the workspace's deliveries by status.
 func (f *fixture) deliveriesBy() map[string]int {
 	f.t.Helper()
 	var rows []struct {

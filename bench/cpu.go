@@ -68,8 +68,8 @@ func postgresDatabase(dbURL string) string {
 }
 
 // servesDatabase says whether a PostgreSQL process, by its title ("postgres: [cluster: ]user database host(port)
-// state" for a backend, "postgres: [cluster: ]walwriter" for a background process), works for database: a backend connected to it, or one
-// of the background processes that write for every database.
+// state" for a backend, "postgres: [cluster: ]walwriter" for a background process), works for database: a backend
+// connected to it, or one of the background processes that write for every database.
 func servesDatabase(title, database string) bool {
 	title = strings.TrimRight(title, "\x00 ")
 	rest, ok := strings.CutPrefix(title, "postgres: ")

@@ -84,22 +84,25 @@ func (s *Instances) Create(ctx context.Context, db bun.IDB, i *Instance) error {
 // Get returns an instance of a workspace. Returns ErrNotFound if it is not in that workspace.
 func (s *Instances) Get(ctx context.Context, workspaceID, id string) (Instance, error) {
 	// With parameters (see execParams): every accepted send and every messaging call reads its instance.
-	return selectOneParams[Instance](ctx, s.db, s.db.r, "SELECT "+columnsOf[Instance](s.db, "i")+
-		" FROM instances AS i WHERE i.id = ? AND i.workspace_id = ?", id, workspaceID)
+	return selectOneParams[Instance](ctx, s.db, s.db.r, s.byID()+" AND i.workspace_id = ?", id, workspaceID)
 }
 
 // ByID returns an instance whatever its workspace (for the runtime, which holds instances of every workspace).
 // Returns ErrNotFound if there is none.
 func (s *Instances) ByID(ctx context.Context, db bun.IDB, id string) (Instance, error) {
 	// With a parameter (see execParams): every run of inbound messages reads its instance.
-	return selectOneParams[Instance](ctx, s.db, db, "SELECT "+columnsOf[Instance](s.db, "i")+" FROM instances AS i WHERE i.id = ?", id)
+	return selectOneParams[Instance](ctx, s.db, db, s.byID(), id)
 }
 
 // Lock reads an instance inside tx for a change. Returns ErrNotFound if it does not exist.
 func (s *Instances) Lock(ctx context.Context, tx bun.IDB, id string) (Instance, error) {
 	// With a parameter (see execParams): every session report and state move locks its instance.
-	return selectOneParams[Instance](ctx, s.db, tx, "SELECT "+columnsOf[Instance](s.db, "i")+
-		" FROM instances AS i WHERE i.id = ?"+s.db.forUpdateSQL(), id)
+	return selectOneParams[Instance](ctx, s.db, tx, s.byID()+s.db.forUpdateSQL(), id)
+}
+
+// byID is the read of an instance by its ID with a parameter, to which Get, ByID and Lock add their conditions.
+func (s *Instances) byID() string {
+	return "SELECT " + columnsOf[Instance](s.db, "i") + " FROM instances AS i WHERE i.id = ?"
 }
 
 // InstanceFilter narrows a list of instances; empty fields do not.

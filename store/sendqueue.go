@@ -67,10 +67,9 @@ func (s *SendQueue) Enqueue(ctx context.Context, tx bun.IDB, items []SendItem) e
 
 // AnyDue reports whether any item of the queue, of any instance, is due at at and not leased — when none is, no
 // instance has anything to claim (Due is the exact answer for some instances): one probe of the due index on a read
-// connection. Most wake-ups of an idle queue find nothing due at all — any commit of the
-// process wakes it, and a restart of thousands of instances commits hundreds of times a second — and this answers
-// them without listing the instances that may send or looking at each one's chat heads (Due). It returns no
-// sentinel errors.
+// connection. Most wake-ups of an idle queue find nothing due at all — any commit of the process wakes it, and a
+// restart of thousands of instances commits hundreds of times a second — and this answers them without listing the
+// instances that may send or looking at each one's chat heads (Due). It returns no sentinel errors.
 func (s *SendQueue) AnyDue(ctx context.Context, at time.Time) (bool, error) {
 	at = at.UTC().Truncate(time.Microsecond)
 	n, err := s.db.scanInt(ctx, s.db.r, "SELECT CASE WHEN EXISTS (SELECT 1 FROM send_queue WHERE next_attempt_at <= ? "+

@@ -156,16 +156,9 @@ func (s *Recorder) Staggered(ctx context.Context, next map[string]time.Time, rea
 		changed := make([]store.Instance, 0, len(rows))
 		var from []Status
 		for _, i := range rows {
-			st := Status(i.Status)
-			if !staggerable(i, next[i.ID]) {
-				continue
+			if st, ok := markReconnecting(&i, 0, next[i.ID], reason); ok {
+				changed, from = append(changed, i), append(from, st)
 			}
-			if st != StatusReconnecting {
-				moveTo(&i, StatusReconnecting, reason)
-			}
-			nextAt := micro(next[i.ID])
-			i.StatusReason, i.ReconnectAttempt, i.ReconnectNextAt = reason, 0, &nextAt
-			changed, from = append(changed, i), append(from, st)
 		}
 		if err := s.db.Instances.SaveStates(ctx, tx, changed); err != nil {
 			return err
@@ -198,16 +191,30 @@ func (s *Recorder) backoff(ctx context.Context, tx store.Tx, instanceID string, 
 	if err != nil {
 		return err
 	}
-	if !staggerable(i, next) {
+	from, ok := markReconnecting(&i, attempt, next, reason)
+	if !ok {
 		return nil // a start before a restriction ends shows restricted, and the runtime waits for its end
 	}
-	nextAt := micro(next)
-	i.ReconnectAttempt, i.ReconnectNextAt = attempt, &nextAt
-	if Status(i.Status) == StatusReconnecting {
-		i.StatusReason = reason
-		return s.db.Instances.Save(ctx, tx, &i)
+	if err := s.db.Instances.Save(ctx, tx, &i); err != nil || from == StatusReconnecting {
+		return err
 	}
-	return s.move(ctx, tx, &i, StatusReconnecting, reason)
+	return s.emitNumbered(ctx, tx, s.statusChanged(i, from))
+}
+
+// markReconnecting sets an instance (not saved) to show reconnecting with the reason until its next attempt at
+// next, counted as attempt, when it may (staggerable); it returns the state the instance had, and false when it
+// stays as it is. An instance already reconnecting keeps its since and needs no status event.
+func markReconnecting(i *store.Instance, attempt int, next time.Time, reason string) (Status, bool) {
+	from := Status(i.Status)
+	if !staggerable(*i, next) {
+		return from, false
+	}
+	if from != StatusReconnecting {
+		moveTo(i, StatusReconnecting, reason)
+	}
+	nextAt := micro(next)
+	i.StatusReason, i.ReconnectAttempt, i.ReconnectNextAt = reason, attempt, &nextAt
+	return from, true
 }
 
 // Restrict records that the network restricted an instance's account until a time (a temporary ban): it shows

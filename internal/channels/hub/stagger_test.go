@@ -42,16 +42,7 @@ func TestStaggeredMarksEachInstanceOnce(t *testing.T) {
 		for name, set := range states {
 			inst := e.instance(name)
 			ids[name] = inst.ID
-			if err := db.RunInTx(ctx, func(ctx context.Context, tx store.Tx) error {
-				i, err := db.Instances.Lock(ctx, tx, inst.ID)
-				if err != nil {
-					return err
-				}
-				set(&i)
-				return db.Instances.Save(ctx, tx, &i)
-			}); err != nil {
-				t.Fatal(err)
-			}
+			e.setState(inst.ID, set)
 			before[name] = e.get(inst.ID)
 		}
 		start := time.Now()
@@ -90,22 +81,10 @@ func TestStaggeredMarksEachInstanceOnce(t *testing.T) {
 		}
 
 		// One event for each instance that moved, numbered right after what it had; none for the others.
-		evs, _, err := db.Events.List(ctx, e.ws, store.EventFilter{Type: "instance.status_changed"}, store.Page{Limit: 100})
-		if err != nil {
-			t.Fatal(err)
-		}
 		got := map[string][]int64{}
-		for _, ev := range evs {
-			var d struct {
-				Sequence int64  `json:"sequence"`
-				Status   string `json:"status"`
-				Reason   string `json:"reason"`
-			}
-			if err := json.Unmarshal(ev.Data, &d); err != nil {
-				t.Fatal(err)
-			}
-			if d.Status == string(channels.StatusReconnecting) && d.Reason == reason {
-				got[ev.InstanceID] = append(got[ev.InstanceID], d.Sequence)
+		for _, ev := range e.statusEvents() {
+			if ev.Status == string(channels.StatusReconnecting) && ev.Reason == reason {
+				got[ev.instanceID] = append(got[ev.instanceID], ev.Sequence)
 			}
 		}
 		for name, id := range ids {
@@ -136,6 +115,47 @@ func (e *env) get(id string) store.Instance {
 	return i
 }
 
+// setState changes an instance's row as set says, as a fixture (no event).
+func (e *env) setState(id string, set func(i *store.Instance)) {
+	e.t.Helper()
+	if err := e.db.RunInTx(context.Background(), func(ctx context.Context, tx store.Tx) error {
+		i, err := e.db.Instances.Lock(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		set(&i)
+		return e.db.Instances.Save(ctx, tx, &i)
+	}); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// statusEvent is what the stagger tests read of an instance.status_changed event.
+type statusEvent struct {
+	instanceID string
+	Sequence   int64  `json:"sequence"`
+	Status     string `json:"status"`
+	Reason     string `json:"reason"`
+}
+
+// statusEvents lists the workspace's instance.status_changed events.
+func (e *env) statusEvents() []statusEvent {
+	e.t.Helper()
+	evs, _, err := e.db.Events.List(context.Background(), e.ws, store.EventFilter{Type: "instance.status_changed"},
+		store.Page{Limit: 100})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	out := make([]statusEvent, len(evs))
+	for k, ev := range evs {
+		if err := json.Unmarshal(ev.Data, &out[k]); err != nil {
+			e.t.Fatal(err)
+		}
+		out[k].instanceID = ev.InstanceID
+	}
+	return out
+}
+
 // A session of a staggered start reports connecting over an instance that shows reconnecting already: nothing
 // changes and no event is written. Its connected report moves it with one event, numbered next; a later report of
 // connecting (the session lost its network) moves it back to reconnecting with the attempt counted.
@@ -145,16 +165,7 @@ func TestConnectingOverStaggeredChangesNothing(t *testing.T) {
 		e := newEnv(t, db)
 		e.serve(New(db, e.rec, Options{Owner: "a", Logger: quiet()})) // not running: nothing else moves the instance
 		inst := e.instance("one")
-		if err := db.RunInTx(ctx, func(ctx context.Context, tx store.Tx) error {
-			i, err := db.Instances.Lock(ctx, tx, inst.ID)
-			if err != nil {
-				return err
-			}
-			i.Status = string(channels.StatusConnected)
-			return db.Instances.Save(ctx, tx, &i)
-		}); err != nil {
-			t.Fatal(err)
-		}
+		e.setState(inst.ID, func(i *store.Instance) { i.Status = string(channels.StatusConnected) })
 		if err := e.rec.Staggered(ctx, map[string]time.Time{inst.ID: time.Now()}, "reconnecting after the server started"); err != nil {
 			t.Fatal(err)
 		}
@@ -182,20 +193,10 @@ func TestConnectingOverStaggeredChangesNothing(t *testing.T) {
 			t.Fatalf("connecting over connected: %s attempt %d seq %d, want reconnecting attempt 1 seq %d", i.Status,
 				i.ReconnectAttempt, i.EventSequence, marked.EventSequence+2)
 		}
-		evs, _, err := db.Events.List(ctx, e.ws, store.EventFilter{Type: "instance.status_changed"}, store.Page{Limit: 100})
-		if err != nil {
-			t.Fatal(err)
-		}
 		var seqs []int64
-		for _, ev := range evs {
-			var d struct {
-				Sequence int64 `json:"sequence"`
-			}
-			if err := json.Unmarshal(ev.Data, &d); err != nil {
-				t.Fatal(err)
-			}
-			if ev.InstanceID == inst.ID && d.Sequence > marked.EventSequence {
-				seqs = append(seqs, d.Sequence)
+		for _, ev := range e.statusEvents() {
+			if ev.instanceID == inst.ID && ev.Sequence > marked.EventSequence {
+				seqs = append(seqs, ev.Sequence)
 			}
 		}
 		slices.Sort(seqs)
