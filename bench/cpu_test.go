@@ -5,17 +5,20 @@ import (
 	"time"
 )
 
-// readCPU counts this process's own work, and perItem divides what was spent between two readings.
+// readCPU counts this process's own work (and no PostgreSQL process without a database to count for), and perItem
+// divides what was spent between two readings. The PostgreSQL sum itself is not monotonic — a backend that exits
+// takes its time with it, and tests connect and leave all the time — so which processes it counts is checked on
+// their titles (TestServesDatabase).
 func TestReadCPU(t *testing.T) {
-	before := readCPU("postgres")
+	before := readCPU("")
 	for start := time.Now(); time.Since(start) < 50*time.Millisecond; {
 	}
-	after := readCPU("postgres")
+	after := readCPU("")
 	if after.self-before.self < 20*time.Millisecond {
 		t.Errorf("50 ms of spinning counted as %v of this process's CPU", after.self-before.self)
 	}
-	if after.postgres < before.postgres {
-		t.Errorf("PostgreSQL's processes went back in time: %v, then %v", before.postgres, after.postgres)
+	if after.seen || after.postgres != 0 {
+		t.Errorf("without a database, PostgreSQL's processes counted %v (seen %v)", after.postgres, after.seen)
 	}
 	self, postgres := cpuUse{self: time.Second, postgres: 2 * time.Second, seen: true}.
 		perItem(cpuUse{self: 3 * time.Second, postgres: 6 * time.Second, seen: true}, 1000)
