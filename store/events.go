@@ -87,8 +87,8 @@ func (s *Events) Insert(ctx context.Context, tx bun.IDB, evs []Event, deliveries
 	if err := insertRows(ctx, s.db, tx, deliveries); err != nil {
 		return err
 	}
-	if s.db.dialect == Postgres && len(evs) > 0 {
-		if _, err := tx.ExecContext(ctx, "SELECT pg_notify(?, '')", EventsChannel); err != nil {
+	if len(evs) > 0 {
+		if err := s.db.notifyAtCommit(ctx, tx, EventsChannel, ""); err != nil {
 			return err
 		}
 	}
@@ -114,11 +114,7 @@ const DeliveriesChannel = "switchboard_deliveries"
 // notifyQueued wakes the dispatchers of every replica when tx commits, on PostgreSQL; on SQLite the one dispatcher
 // polls (and the process that queued wakes its own).
 func (db *DB) notifyQueued(ctx context.Context, tx bun.IDB) error {
-	if db.dialect != Postgres {
-		return nil
-	}
-	_, err := tx.ExecContext(ctx, "SELECT pg_notify(?, '')", DeliveriesChannel)
-	return err
+	return db.notifyAtCommit(ctx, tx, DeliveriesChannel, "")
 }
 
 // Get returns an event of a workspace. Returns ErrNotFound if it is not in that workspace.

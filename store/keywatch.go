@@ -18,11 +18,7 @@ func (db *DB) announceAccessChange(ctx context.Context, tx bun.Tx) error {
 	if _, err := tx.ExecContext(ctx, "UPDATE access_version SET version = version + 1 WHERE id = 1"); err != nil {
 		return err
 	}
-	if db.dialect != Postgres {
-		return nil
-	}
-	_, err := tx.ExecContext(ctx, "SELECT pg_notify(?, '')", accessChannel)
-	return err
+	return db.notifyAtCommit(ctx, tx, accessChannel, "")
 }
 
 // pgKeyWatch answers KeysVersion on PostgreSQL by reading the access_version row, with a read that started after

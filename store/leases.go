@@ -177,11 +177,7 @@ func (s *InstanceCommands) Put(ctx context.Context, c *InstanceCommand) error {
 		if _, err := tx.NewInsert().Model(c).Exec(ctx); err != nil {
 			return mapErr(err)
 		}
-		if s.db.dialect == Postgres {
-			_, err := tx.ExecContext(ctx, "SELECT pg_notify(?, ?)", CommandsChannel, c.Owner)
-			return err
-		}
-		return nil
+		return s.db.notifyAtCommit(ctx, tx, CommandsChannel, c.Owner)
 	})
 }
 

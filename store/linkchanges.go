@@ -5,7 +5,6 @@ import (
 	"sync"
 
 	"github.com/uptrace/bun"
-	"github.com/uptrace/bun/dialect/pgdialect"
 )
 
 // LinksChannel is the PostgreSQL notification channel on which link changes are announced to every process, so
@@ -41,9 +40,7 @@ func (c *LinkChanges) Announce(ctx context.Context, tx bun.IDB, keys ...LinkKey)
 	for i, k := range keys {
 		payloads[i] = k.Domain + " " + k.SlugKey
 	}
-	_, err := tx.ExecContext(ctx, "SELECT pg_notify(?, k) FROM unnest(?::text[]) AS k", LinksChannel,
-		pgdialect.Array(payloads))
-	return err
+	return c.db.notifyAtCommit(ctx, tx, LinksChannel, payloads...)
 }
 
 // Published tells this process's subscribers that keys changed; call it after the change committed.

@@ -161,5 +161,6 @@ func (db *DB) pipelined(ctx context.Context, settings string, fn func(ctx contex
 		return err
 	}
 	committed = true
+	db.committed(ctx)
 	return nil
 }

@@ -58,11 +58,7 @@ func (s *SendQueue) Enqueue(ctx context.Context, tx bun.IDB, items []SendItem) e
 	if _, err := tx.NewInsert().Model(&items).Exec(ctx); err != nil {
 		return mapErr(err)
 	}
-	if s.db.dialect == Postgres {
-		_, err := tx.ExecContext(ctx, "SELECT pg_notify(?, '')", SendChannel)
-		return err
-	}
-	return nil
+	return s.db.notifyAtCommit(ctx, tx, SendChannel, "")
 }
 
 // AnyDue reports whether any item of the queue, of any instance, is due at at and not leased — when none is, no

@@ -71,6 +71,8 @@ type DB struct {
 	gate writeGate
 
 	keys keyWatch
+	// notes sends the notifications of committed transactions (PostgreSQL).
+	notes notifier
 	// health counts the faults of the database that the store's operations met (see Health).
 	health health
 
@@ -307,7 +309,11 @@ func (db *DB) RunInTx(ctx context.Context, fn func(ctx context.Context, tx bun.T
 		}
 		defer db.gate.unlock()
 	}
-	return overBound(tctx, ctx, db.txw.RunInTx(tctx, nil, fn))
+	if err := db.txw.RunInTx(tctx, nil, fn); err != nil {
+		return overBound(tctx, ctx, err)
+	}
+	db.committed(tctx)
+	return nil
 }
 
 // RunInRepeatableTx runs fn in a write transaction whose loss in a crash of the database server only makes work be
@@ -376,6 +382,9 @@ func (db *DB) AddQueryHook(h bun.QueryHook) {
 // Close releases every connection.
 func (db *DB) Close() error {
 	var errs []error
+	flushed, cancel := context.WithTimeout(context.Background(), notifyTimeout)
+	db.notes.flush(flushed)
+	cancel()
 	if db.keys != nil {
 		errs = append(errs, db.keys.close())
 	}

@@ -44,7 +44,7 @@ func (db *DB) txContext(ctx context.Context) (context.Context, context.CancelFun
 	if d, ok := ctx.Value(txTimeoutKey{}).(time.Duration); ok && d > 0 {
 		ctx, cancel = context.WithTimeout(ctx, d)
 	}
-	return context.WithValue(ctx, txKey{db}, true), cancel, nil
+	return context.WithValue(ctx, txKey{db}, &txState{}), cancel, nil
 }
 
 // overBound returns err as ErrTxTimeout when the transaction's bound (tctx) ran out while the caller's own context
