@@ -157,8 +157,7 @@ func (c *Console) instanceNames(ec echo.Context, workspaceID string) (map[string
 }
 
 func viewPerson(p channels.Person, names map[string]string) personView {
-	api := channels.PersonAPI(p)
-	v := personView{Person: p, Addresses: api.Addresses}
+	v := personView{Person: p, Addresses: p.Addresses()}
 	for _, pc := range p.Contacts {
 		v.Contacts = append(v.Contacts, personContact{PersonContact: pc, InstanceName: names[pc.InstanceID]})
 	}
