@@ -390,8 +390,8 @@ func (c *Console) sendTestMessage(ec echo.Context) error {
 	if err != nil {
 		return err
 	}
-	to, text := gen.Address(strings.TrimSpace(ec.FormValue("to"))), ec.FormValue("text")
-	_, _, err = c.channels.Send(ec.Request().Context(), inst.WorkspaceID, inst.ID, gen.MessageCreate{Type: gen.MessageTypeText,
+	to, text := strings.TrimSpace(ec.FormValue("to")), ec.FormValue("text")
+	_, _, err = c.channels.Send(ec.Request().Context(), inst.WorkspaceID, inst.ID, channels.MessageDraft{Type: channels.TypeText,
 		To: &to, Text: &text})
 	if p := problemOf(err); p != nil {
 		msg := p.Detail

@@ -295,7 +295,7 @@ func (s *Service) advanceRoute(ctx context.Context, id string) error {
 				return err
 			}
 			if reason == "" {
-				in := gen.MessageCreate{To: &t.address, Type: gen.MessageType(r.Message.Type), Text: r.Message.Text}
+				in := MessageDraft{To: &t.address, Type: MessageType(r.Message.Type), Text: r.Message.Text}
 				in.Media = mediaInputOf(r.Message.Media)
 				if m, _, err = s.outboundOf(ctx, t.p, t.inst, in); err != nil {
 					var pe *problem.Error
@@ -536,7 +536,9 @@ func RouteAPI(r store.Route) gen.Route {
 	out := gen.Route{Id: r.ID, Object: gen.RouteObjectRoute, PersonId: r.PersonID, Status: gen.RouteStatus(r.Status),
 		Message: gen.RouteMessage{Type: gen.RouteMessageType(r.Message.Type), Text: r.Message.Text},
 		Steps:   make([]gen.RouteStep, len(r.Steps)), CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, EndedAt: r.EndedAt}
-	out.Message.Media = mediaInputOf(r.Message.Media)
+	if m := r.Message.Media; m != nil {
+		out.Message.Media = &gen.MessageMediaInput{MediaId: m.MediaID, Url: m.URL, Caption: m.Caption, Filename: m.Filename}
+	}
 	for i, st := range r.Steps {
 		out.Steps[i] = gen.RouteStep{InstanceId: nonEmpty(st.InstanceID), Provider: nonEmpty(st.Provider),
 			Until: gen.RouteCondition(st.Until), WithinSeconds: st.WithinSeconds, Status: gen.RouteStepStatus(st.Status),
@@ -545,10 +547,10 @@ func RouteAPI(r store.Route) gen.Route {
 	return out
 }
 
-// mediaInputOf is a route's file as the API names it (nil for none).
-func mediaInputOf(m *store.RouteMedia) *gen.MessageMediaInput {
+// mediaInputOf is a route's file as a message to send names it (nil for none).
+func mediaInputOf(m *store.RouteMedia) *MediaInput {
 	if m == nil {
 		return nil
 	}
-	return &gen.MessageMediaInput{MediaId: m.MediaID, Url: m.URL, Caption: m.Caption, Filename: m.Filename}
+	return &MediaInput{MediaID: m.MediaID, URL: m.URL, Caption: m.Caption, Filename: m.Filename}
 }
