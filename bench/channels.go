@@ -16,7 +16,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/switchboard/switchboard/gen"
 	"github.com/switchboard/switchboard/internal/channels"
 	"github.com/switchboard/switchboard/internal/channels/hub"
 	"github.com/switchboard/switchboard/internal/channels/sandbox"
@@ -278,8 +277,8 @@ func (b *channelBench) until(ctx context.Context, id string, st channels.Status,
 }
 
 func (b *channelBench) send(ctx context.Context, from string, to store.Instance, text string) (store.Message, error) {
-	addr := gen.Address(to.Account.Address)
-	m, _, err := b.svc.Send(ctx, b.ws, from, gen.MessageCreate{Type: "text", To: &addr, Text: &text})
+	addr := to.Account.Address
+	m, _, err := b.svc.Send(ctx, b.ws, from, channels.MessageDraft{Type: channels.TypeText, To: &addr, Text: &text})
 	return m, err
 }
 

@@ -256,7 +256,7 @@ type channelData struct {
 	Info     channels.Info
 	// HookURL is where the network pushes the instance's updates (providers that take pushes).
 	HookURL string
-	QR      *gen.InstanceQR
+	QR      *channels.QRCode
 	// QRImage is the QR code's PNG as a data URL: made by the server, so trusted as an image source.
 	QRImage  template.URL
 	Messages []gen.Message
@@ -313,7 +313,7 @@ func (c *Console) renderChannel(ec echo.Context, status int, notice, errMsg stri
 	}
 	d.HookURL = c.channels.HookURL(inst)
 	if inst.Status == string(channels.StatusAwaitingAuth) && inst.QRCode != nil {
-		if qr, err := c.channels.QRAPI(inst); err == nil && strings.HasPrefix(qr.Image, "data:image/png;base64,") {
+		if qr, err := channels.QRCodeOf(inst); err == nil && strings.HasPrefix(qr.Image, "data:image/png;base64,") {
 			d.QR, d.QRImage = &qr, template.URL(qr.Image) //nolint:gosec // our own PNG, base64-encoded
 		}
 	}
@@ -390,8 +390,8 @@ func (c *Console) sendTestMessage(ec echo.Context) error {
 	if err != nil {
 		return err
 	}
-	to, text := gen.Address(strings.TrimSpace(ec.FormValue("to"))), ec.FormValue("text")
-	_, _, err = c.channels.Send(ec.Request().Context(), inst.WorkspaceID, inst.ID, gen.MessageCreate{Type: gen.MessageTypeText,
+	to, text := strings.TrimSpace(ec.FormValue("to")), ec.FormValue("text")
+	_, _, err = c.channels.Send(ec.Request().Context(), inst.WorkspaceID, inst.ID, channels.MessageDraft{Type: channels.TypeText,
 		To: &to, Text: &text})
 	if p := problemOf(err); p != nil {
 		msg := p.Detail

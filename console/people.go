@@ -115,13 +115,13 @@ func (c *Console) sendToPerson(ec echo.Context) error {
 	case form.Within < 1 || form.Within > 86400:
 		return fail("Wait from 1 to 86400 seconds for each channel.")
 	}
-	in := gen.RouteCreate{Message: gen.RouteMessage{Type: gen.RouteMessageTypeText, Text: &form.Text}}
+	in := channels.RouteDraft{Message: store.RouteMessage{Type: string(channels.TypeText), Text: &form.Text}}
 	for i, id := range channelIDs {
-		until := gen.RouteCondition(form.Until)
+		until := form.Until
 		if i == len(channelIDs)-1 {
-			until = gen.RouteConditionSent
+			until = string(gen.RouteConditionSent)
 		}
-		in.Steps = append(in.Steps, gen.RouteStepInput{InstanceId: &id, Until: until, WithinSeconds: form.Within})
+		in.Steps = append(in.Steps, channels.RouteStepDraft{InstanceID: &id, Until: until, WithinSeconds: form.Within})
 	}
 	_, err = c.channels.SendToPerson(ec.Request().Context(), ses.Workspace.ID, ec.Param("id"), nil, in)
 	if p := problemOf(err); p != nil && p.Status() < 500 && p.Status() != http.StatusNotFound {
@@ -157,8 +157,7 @@ func (c *Console) instanceNames(ec echo.Context, workspaceID string) (map[string
 }
 
 func viewPerson(p channels.Person, names map[string]string) personView {
-	api := channels.PersonAPI(p)
-	v := personView{Person: p, Addresses: api.Addresses}
+	v := personView{Person: p, Addresses: p.Addresses()}
 	for _, pc := range p.Contacts {
 		v.Contacts = append(v.Contacts, personContact{PersonContact: pc, InstanceName: names[pc.InstanceID]})
 	}

@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/switchboard/switchboard/console"
-	"github.com/switchboard/switchboard/gen"
 	"github.com/switchboard/switchboard/internal/await"
 	"github.com/switchboard/switchboard/internal/channels"
 	"github.com/switchboard/switchboard/store"
@@ -29,11 +28,11 @@ func TestPeoplePages(t *testing.T) {
 		alice, bob, carol := connected("Alice"), connected("Bob"), connected("Carol")
 		to := bob.Account.Address
 		text := "hello"
-		if _, _, err := svc.Send(ctx, ws.ID, carol.ID, gen.MessageCreate{To: &to, Type: gen.MessageTypeText, Text: &text}); err != nil {
+		if _, _, err := svc.Send(ctx, ws.ID, carol.ID, channels.MessageDraft{To: &to, Type: channels.TypeText, Text: &text}); err != nil {
 			t.Fatal(err)
 		}
-		if _, _, err := svc.Send(ctx, ws.ID, alice.ID, gen.MessageCreate{To: &to, Type: gen.MessageTypePoll,
-			Poll: &gen.MessagePollInput{Question: "Lunch?", Options: []string{"Pizza", "Sushi"}}}); err != nil {
+		if _, _, err := svc.Send(ctx, ws.ID, alice.ID, channels.MessageDraft{To: &to, Type: channels.TypePoll,
+			Poll: &store.MessagePoll{Question: "Lunch?", Options: []string{"Pizza", "Sushi"}}}); err != nil {
 			t.Fatal(err)
 		}
 
@@ -114,7 +113,7 @@ func TestSendToPersonPage(t *testing.T) {
 		connected := func(name string) store.Instance { return connectedSandbox(t, svc, ws.ID, name) }
 		alice, bob := connected("Alice"), connected("Bob")
 		to, text := bob.Account.Address, "hi"
-		if _, _, err := svc.Send(ctx, ws.ID, alice.ID, gen.MessageCreate{To: &to, Type: gen.MessageTypeText, Text: &text}); err != nil {
+		if _, _, err := svc.Send(ctx, ws.ID, alice.ID, channels.MessageDraft{To: &to, Type: channels.TypeText, Text: &text}); err != nil {
 			t.Fatal(err)
 		}
 		contacts := await.Until(t, "alice's contact of bob", func() []store.Contact {

@@ -18,7 +18,6 @@ import (
 	"testing"
 
 	"github.com/switchboard/switchboard/console"
-	"github.com/switchboard/switchboard/gen"
 	"github.com/switchboard/switchboard/internal/await"
 	"github.com/switchboard/switchboard/internal/channels"
 	"github.com/switchboard/switchboard/internal/channels/telegram"
@@ -306,7 +305,7 @@ func TestLabelForms(t *testing.T) {
 		svc, e, b, ws := instancePages(t, db, "labels")
 		alice, bob := connectedSandbox(t, svc, ws.ID, "Alice"), connectedSandbox(t, svc, ws.ID, "Bob")
 		to, text := bob.Account.Address, "hello"
-		if _, _, err := svc.Send(ctx, ws.ID, alice.ID, gen.MessageCreate{To: &to, Type: gen.MessageTypeText, Text: &text}); err != nil {
+		if _, _, err := svc.Send(ctx, ws.ID, alice.ID, channels.MessageDraft{To: &to, Type: channels.TypeText, Text: &text}); err != nil {
 			t.Fatal(err)
 		}
 		chat := await.Until(t, "alice's chat with bob", func() []store.Chat {

@@ -191,11 +191,12 @@ func (s *Server) GetInstanceQR(ctx context.Context, req gen.GetInstanceQRRequest
 	if err != nil {
 		return nil, err
 	}
-	qr, err := s.channels.QRAPI(inst)
+	qr, err := channels.QRCodeOf(inst)
 	if err != nil {
 		return nil, err
 	}
-	return gen.GetInstanceQR200JSONResponse{Body: qr}, nil
+	return gen.GetInstanceQR200JSONResponse{Body: gen.InstanceQR{Object: gen.InstanceQRObjectInstanceQr,
+		InstanceId: qr.InstanceID, Code: qr.Code, Image: qr.Image, ExpiresAt: qr.ExpiresAt}}, nil
 }
 
 // pacingOf is the service's pacing of the API's (nil stays nil).

@@ -21,7 +21,7 @@ func (s *Server) SendMessage(ctx context.Context, req gen.SendMessageRequestObje
 	if err != nil {
 		return nil, err
 	}
-	m, created, err := s.channels.Send(ctx, key.WorkspaceID, req.InstanceId, *req.Body)
+	m, created, err := s.channels.Send(ctx, key.WorkspaceID, req.InstanceId, draftOf(*req.Body))
 	if err != nil {
 		return nil, err
 	}
@@ -34,6 +34,31 @@ func (s *Server) SendMessage(ctx context.Context, req gen.SendMessageRequestObje
 	}
 	return gen.SendMessage202JSONResponse{Body: api,
 		Headers: gen.SendMessage202ResponseHeaders{Location: messageLocation(req.InstanceId, m.ID)}}, nil
+}
+
+// draftOf is the service's MessageDraft of the API's MessageCreate.
+func draftOf(in gen.MessageCreate) channels.MessageDraft {
+	d := channels.MessageDraft{Type: channels.MessageType(in.Type), To: in.To, ChatID: in.ChatId,
+		ClientMessageID: in.ClientMessageId, ReplyToMessageID: in.ReplyToMessageId, TargetMessageID: in.TargetMessageId,
+		Text: in.Text, Emoji: in.Emoji, Metadata: deref(in.Metadata)}
+	if m := in.Media; m != nil {
+		d.Media = &channels.MediaInput{MediaID: m.MediaId, URL: m.Url, Caption: m.Caption, Filename: m.Filename}
+	}
+	if l := in.Location; l != nil {
+		d.Location = &store.Location{Latitude: l.Latitude, Longitude: l.Longitude, Name: deref(l.Name),
+			Address: deref(l.Address)}
+	}
+	if c := in.Contact; c != nil {
+		d.Contact = &store.ContactCard{Name: c.Name, Phones: c.Phones}
+	}
+	if t := in.Template; t != nil {
+		d.Template = &store.MessageTemplate{Name: t.Name, Language: t.Language, Parameters: deref(t.Parameters),
+			Components: deref(t.Components)}
+	}
+	if p := in.Poll; p != nil {
+		d.Poll = &store.MessagePoll{Question: p.Question, Options: p.Options, MultipleChoice: deref(p.MultipleChoice)}
+	}
+	return d
 }
 
 // ListMessages answers GET /api/v1/instances/{instance_id}/messages.

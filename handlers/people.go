@@ -16,6 +16,16 @@ func keyScope(key apikey.Key) []string {
 	return nil
 }
 
+// personAPI is the API's Person: every address of its contacts and the contacts with their providers.
+func personAPI(p channels.Person) gen.Person {
+	out := gen.Person{Id: p.ID, Object: gen.PersonObjectPerson, Addresses: p.Addresses(), Contacts: []gen.PersonContact{},
+		CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt}
+	for _, c := range p.Contacts {
+		out.Contacts = append(out.Contacts, gen.PersonContact{Provider: c.Provider, Contact: channels.ContactAPI(c.Contact)})
+	}
+	return out
+}
+
 // ListPeople answers GET /api/v1/people.
 func (s *Server) ListPeople(ctx context.Context, req gen.ListPeopleRequestObject) (gen.ListPeopleResponseObject, error) {
 	key, err := principal(ctx)
@@ -35,7 +45,7 @@ func (s *Server) ListPeople(ctx context.Context, req gen.ListPeopleRequestObject
 		return nil, err
 	}
 	data, next, err := listPage(rows, more, page, func(p channels.Person) string { return p.ID },
-		func(p channels.Person) (gen.Person, error) { return channels.PersonAPI(p), nil })
+		func(p channels.Person) (gen.Person, error) { return personAPI(p), nil })
 	if err != nil {
 		return nil, err
 	}
@@ -52,7 +62,7 @@ func (s *Server) GetPerson(ctx context.Context, req gen.GetPersonRequestObject) 
 	if err != nil {
 		return nil, err
 	}
-	return gen.GetPerson200JSONResponse{Body: channels.PersonAPI(p)}, nil
+	return gen.GetPerson200JSONResponse{Body: personAPI(p)}, nil
 }
 
 // LinkPerson answers POST /api/v1/people/{person_id}/links.
@@ -65,7 +75,7 @@ func (s *Server) LinkPerson(ctx context.Context, req gen.LinkPersonRequestObject
 	if err != nil {
 		return nil, err
 	}
-	return gen.LinkPerson200JSONResponse{Body: channels.PersonAPI(p)}, nil
+	return gen.LinkPerson200JSONResponse{Body: personAPI(p)}, nil
 }
 
 // UnlinkPerson answers DELETE /api/v1/people/{person_id}/links/{contact_id}.
@@ -78,5 +88,5 @@ func (s *Server) UnlinkPerson(ctx context.Context, req gen.UnlinkPersonRequestOb
 	if err != nil {
 		return nil, err
 	}
-	return gen.UnlinkPerson200JSONResponse{Body: channels.PersonAPI(p)}, nil
+	return gen.UnlinkPerson200JSONResponse{Body: personAPI(p)}, nil
 }

@@ -14,13 +14,27 @@ func (s *Server) SendToPerson(ctx context.Context, req gen.SendToPersonRequestOb
 	if err != nil {
 		return nil, err
 	}
-	r, err := s.channels.SendToPerson(ctx, key.WorkspaceID, req.PersonId, keyScope(key), *req.Body)
+	r, err := s.channels.SendToPerson(ctx, key.WorkspaceID, req.PersonId, keyScope(key), routeDraftOf(*req.Body))
 	if err != nil {
 		return nil, err
 	}
 	location := "/api/v1/routes/" + r.ID
 	return gen.SendToPerson202JSONResponse{Body: channels.RouteAPI(r),
 		Headers: gen.SendToPerson202ResponseHeaders{Location: &location}}, nil
+}
+
+// routeDraftOf is the service's RouteDraft of the API's RouteCreate.
+func routeDraftOf(in gen.RouteCreate) channels.RouteDraft {
+	d := channels.RouteDraft{Message: store.RouteMessage{Type: string(in.Message.Type), Text: in.Message.Text},
+		Steps: make([]channels.RouteStepDraft, len(in.Steps))}
+	if m := in.Message.Media; m != nil {
+		d.Message.Media = &store.RouteMedia{MediaID: m.MediaId, URL: m.Url, Caption: m.Caption, Filename: m.Filename}
+	}
+	for i, st := range in.Steps {
+		d.Steps[i] = channels.RouteStepDraft{InstanceID: st.InstanceId, Provider: st.Provider, Until: string(st.Until),
+			WithinSeconds: st.WithinSeconds}
+	}
+	return d
 }
 
 // ListRoutes answers GET /api/v1/routes.

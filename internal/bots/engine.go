@@ -277,9 +277,9 @@ func (s *Service) answer(ctx context.Context, j *job) {
 	for i, text := range out.texts {
 		// The client message ID makes a send repeated after a crash answer the first one instead of sending twice.
 		cid := fmt.Sprintf("bot:%s:%s:%d", j.bot.ID, j.msg.Id, i)
-		meta := gen.Metadata{"bot_id": j.bot.ID}
-		m, _, err := s.cfg.Channels.Send(ctx, j.bot.WorkspaceID, j.bot.InstanceID, gen.MessageCreate{
-			ChatId: &j.msg.ChatId, Type: gen.MessageTypeText, Text: &text, ClientMessageId: &cid, Metadata: &meta})
+		m, _, err := s.cfg.Channels.Send(ctx, j.bot.WorkspaceID, j.bot.InstanceID, channels.MessageDraft{
+			ChatID: &j.msg.ChatId, Type: channels.TypeText, Text: &text, ClientMessageID: &cid,
+			Metadata: map[string]any{"bot_id": j.bot.ID}})
 		if err != nil {
 			s.fail(ctx, j, &run, "the reply was refused: "+err.Error())
 			return

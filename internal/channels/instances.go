@@ -595,17 +595,22 @@ func nonEmpty(s string) *string {
 	return &s
 }
 
-// QRAPI is the API's InstanceQR of an instance awaiting a QR scan (see QR): the code as text and as a PNG data URL.
-func (s *Service) QRAPI(i store.Instance) (gen.InstanceQR, error) {
+// QRCode is the pairing QR code of an instance awaiting a scan: the code as text and as a PNG data URL.
+type QRCode struct {
+	InstanceID, Code, Image string
+	ExpiresAt               time.Time
+}
+
+// QRCodeOf is the QR code of an instance awaiting a QR scan (see QR).
+func QRCodeOf(i store.Instance) (QRCode, error) {
 	if i.QRCode == nil || i.QRExpiresAt == nil {
-		return gen.InstanceQR{}, fmt.Errorf("channels: instance %s has no QR code", i.ID)
+		return QRCode{}, fmt.Errorf("channels: instance %s has no QR code", i.ID)
 	}
 	image, err := qrcode.DataURL(*i.QRCode)
 	if err != nil {
-		return gen.InstanceQR{}, err
+		return QRCode{}, err
 	}
-	return gen.InstanceQR{Object: gen.InstanceQRObjectInstanceQr, InstanceId: i.ID, Code: *i.QRCode, Image: image,
-		ExpiresAt: *i.QRExpiresAt}, nil
+	return QRCode{InstanceID: i.ID, Code: *i.QRCode, Image: image, ExpiresAt: *i.QRExpiresAt}, nil
 }
 
 // InstanceSecrets returns the secret config of an instance, whatever its workspace (what a provider's session

@@ -14,7 +14,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/switchboard/switchboard/gen"
 	"github.com/switchboard/switchboard/internal/problem"
 	"github.com/switchboard/switchboard/internal/text"
 	"github.com/switchboard/switchboard/store"
@@ -188,14 +187,14 @@ func (s *Service) MediaContent(ctx context.Context, workspaceID, id string) (Med
 
 // mediaFor returns the file a message's media names: an uploaded media_id of the workspace, or a URL fetched now
 // through the egress guard (public https targets only, the size limit, a 30 s bound).
-func (s *Service) mediaFor(ctx context.Context, workspaceID string, in gen.MessageMediaInput) (store.Media, error) {
+func (s *Service) mediaFor(ctx context.Context, workspaceID string, in MediaInput) (store.Media, error) {
 	switch {
-	case (in.MediaId == nil) == (in.Url == nil):
+	case (in.MediaID == nil) == (in.URL == nil):
 		return store.Media{}, problem.Invalid("/media", "give exactly one of media_id and url")
-	case in.MediaId != nil:
-		return s.mediaRow(ctx, workspaceID, *in.MediaId)
+	case in.MediaID != nil:
+		return s.mediaRow(ctx, workspaceID, *in.MediaID)
 	}
-	url := *in.Url
+	url := *in.URL
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return store.Media{}, problem.Invalid("/media/url", "is not a URL")

@@ -38,6 +38,33 @@ var capabilityOf = map[string]Capability{
 	string(TypeDelete): CapDelete, string(TypeTemplate): CapTemplate, string(TypePoll): CapPoll,
 }
 
+// MessageDraft is a message to send as its sender gives it (see Send): the recipient (exactly one of To and
+// ChatID), the content its Type needs and the messages it refers to. Send checks what the shape alone cannot.
+type MessageDraft struct {
+	Type MessageType
+	// To is the recipient's address as given (normalized by the provider), ChatID a chat of the instance.
+	To, ChatID *string
+	// ClientMessageID makes the send idempotent per instance.
+	ClientMessageID *string
+	// ReplyToMessageID is the message this one answers; TargetMessageID the one a reaction, edit or delete is about.
+	ReplyToMessageID, TargetMessageID *string
+	Text, Emoji                       *string
+	Media                             *MediaInput
+	Location                          *store.Location
+	Contact                           *store.ContactCard
+	// Template: nil parameters are stored as none.
+	Template *store.MessageTemplate
+	// Poll: its question, options and whether several may be chosen (votes are ignored).
+	Poll     *store.MessagePoll
+	Metadata map[string]any
+}
+
+// MediaInput names the file of a media message: exactly one of an uploaded MediaID and a URL to fetch, with the
+// caption and the file name to send it with.
+type MediaInput struct {
+	MediaID, URL, Caption, Filename *string
+}
+
 func micro(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
 
 // Send queues a message of an instance and returns it with created = true; a client_message_id the instance has
@@ -45,7 +72,7 @@ func micro(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
 // checked before anything is stored. Returns a NotFound problem for an instance, chat, media or target message not
 // in the workspace; CapabilityNotSupported when the provider cannot send it; ValidationFailed for content that does
 // not fit its type or an address the network cannot have; InstanceNotConnected on a server without a send queue.
-func (s *Service) Send(ctx context.Context, workspaceID, instanceID string, in gen.MessageCreate) (store.Message, bool, error) {
+func (s *Service) Send(ctx context.Context, workspaceID, instanceID string, in MessageDraft) (store.Message, bool, error) {
 	inst, err := s.Get(ctx, workspaceID, instanceID)
 	if err != nil {
 		return store.Message{}, false, err
@@ -56,7 +83,7 @@ func (s *Service) Send(ctx context.Context, workspaceID, instanceID string, in g
 	}
 	info := p.Info()
 	need := []Capability{capabilityOf[string(in.Type)]}
-	if in.ReplyToMessageId != nil {
+	if in.ReplyToMessageID != nil {
 		need = append(need, CapReply)
 	}
 	for _, c := range need {
@@ -64,8 +91,8 @@ func (s *Service) Send(ctx context.Context, workspaceID, instanceID string, in g
 			return store.Message{}, false, notSupported(inst.Provider, c)
 		}
 	}
-	if in.ClientMessageId != nil {
-		if m, err := s.db.Messages.ByClientID(ctx, s.db.Reader(), instanceID, *in.ClientMessageId); err == nil {
+	if in.ClientMessageID != nil {
+		if m, err := s.db.Messages.ByClientID(ctx, s.db.Reader(), instanceID, *in.ClientMessageID); err == nil {
 			return m, false, nil
 		} else if !errors.Is(err, store.ErrNotFound) {
 			return store.Message{}, false, err
@@ -79,7 +106,7 @@ func (s *Service) Send(ctx context.Context, workspaceID, instanceID string, in g
 		return store.Message{}, false, err
 	}
 	err = s.sharedTxFor(ctx, []string{instanceID}, func(ctx context.Context, tx store.Tx) error {
-		chat, err := s.chatFor(ctx, tx, inst, to, in.ChatId)
+		chat, err := s.chatFor(ctx, tx, inst, to, in.ChatID)
 		if err != nil {
 			return err
 		}
@@ -94,9 +121,9 @@ func (s *Service) Send(ctx context.Context, workspaceID, instanceID string, in g
 		}
 		return s.touchChat(ctx, tx, &chat, m, false)
 	})
-	if errors.Is(err, store.ErrConflict) && in.ClientMessageId != nil {
+	if errors.Is(err, store.ErrConflict) && in.ClientMessageID != nil {
 		// A concurrent send with the same client_message_id won: answer its message.
-		if prior, err := s.db.Messages.ByClientID(ctx, s.db.Reader(), instanceID, *in.ClientMessageId); err == nil {
+		if prior, err := s.db.Messages.ByClientID(ctx, s.db.Reader(), instanceID, *in.ClientMessageID); err == nil {
 			return prior, false, nil
 		}
 	}
@@ -108,12 +135,12 @@ func (s *Service) Send(ctx context.Context, workspaceID, instanceID string, in g
 
 // outboundOf checks a message to send beyond the schema and turns it into the message to store (without its chat)
 // and the normalized address it goes to ("" when a chat_id names it).
-func (s *Service) outboundOf(ctx context.Context, p Provider, inst store.Instance, in gen.MessageCreate) (store.Message, string, error) {
+func (s *Service) outboundOf(ctx context.Context, p Provider, inst store.Instance, in MessageDraft) (store.Message, string, error) {
 	var errs problem.Fields
 	now := micro(time.Now())
 	m := store.Message{ID: store.NewID("msg"), WorkspaceID: inst.WorkspaceID, InstanceID: inst.ID, Direction: "outbound",
-		Type: string(in.Type), Text: in.Text, Emoji: in.Emoji, ClientMessageID: in.ClientMessageId, Status: msgQueued,
-		StatusHistory: []store.StatusChange{{Status: msgQueued, At: now}}, Metadata: deref(in.Metadata)}
+		Type: string(in.Type), Text: in.Text, Emoji: in.Emoji, ClientMessageID: in.ClientMessageID, Status: msgQueued,
+		StatusHistory: []store.StatusChange{{Status: msgQueued, At: now}}, Metadata: in.Metadata}
 	if inst.Account != nil {
 		m.From = store.Party{Address: inst.Account.Address, DisplayName: inst.Account.DisplayName}
 	}
@@ -122,7 +149,7 @@ func (s *Service) outboundOf(ctx context.Context, p Provider, inst store.Instanc
 	}
 	var to string
 	switch {
-	case (in.To == nil) == (in.ChatId == nil):
+	case (in.To == nil) == (in.ChatID == nil):
 		errs.Add("", "name the recipient with exactly one of to and chat_id")
 	case in.To != nil:
 		n, err := p.NormalizeAddress(*in.To)
@@ -137,30 +164,30 @@ func (s *Service) outboundOf(ctx context.Context, p Provider, inst store.Instanc
 		}
 	}
 	switch in.Type {
-	case gen.MessageTypeText, gen.MessageTypeEdit:
+	case TypeText, TypeEdit:
 		has(in.Text != nil, "/text")
-	case gen.MessageTypeMedia:
+	case TypeMedia:
 		has(in.Media != nil, "/media")
-	case gen.MessageTypeLocation:
+	case TypeLocation:
 		has(in.Location != nil, "/location")
-	case gen.MessageTypeContact:
+	case TypeContact:
 		has(in.Contact != nil, "/contact")
-	case gen.MessageTypeReaction:
+	case TypeReaction:
 		has(in.Emoji != nil, "/emoji")
-	case gen.MessageTypeTemplate:
+	case TypeTemplate:
 		has(in.Template != nil, "/template")
-	case gen.MessageTypePoll:
+	case TypePoll:
 		has(in.Poll != nil, "/poll")
 	}
 	if in.Poll != nil {
 		m.Poll = pollOf(&errs, in)
 	}
-	if in.Template != nil && in.Type != gen.MessageTypeTemplate {
+	if in.Template != nil && in.Type != TypeTemplate {
 		errs.Add("/template", "only a template message has a template")
 	}
 	switch in.Type {
-	case gen.MessageTypeReaction, gen.MessageTypeEdit, gen.MessageTypeDelete:
-		has(in.TargetMessageId != nil, "/target_message_id")
+	case TypeReaction, TypeEdit, TypeDelete:
+		has(in.TargetMessageID != nil, "/target_message_id")
 	}
 	if err := errs.Err(); err != nil {
 		return m, "", err
@@ -168,7 +195,7 @@ func (s *Service) outboundOf(ctx context.Context, p Provider, inst store.Instanc
 	for _, ref := range []struct {
 		id  *string
 		dst **string
-	}{{in.TargetMessageId, &m.TargetMessageID}, {in.ReplyToMessageId, &m.ReplyToMessageID}} {
+	}{{in.TargetMessageID, &m.TargetMessageID}, {in.ReplyToMessageID, &m.ReplyToMessageID}} {
 		if ref.id == nil {
 			continue
 		}
@@ -178,15 +205,15 @@ func (s *Service) outboundOf(ctx context.Context, p Provider, inst store.Instanc
 		*ref.dst = ref.id
 	}
 	if in.Location != nil {
-		m.Location = &store.Location{Latitude: in.Location.Latitude, Longitude: in.Location.Longitude,
-			Name: deref(in.Location.Name), Address: deref(in.Location.Address)}
+		loc := *in.Location
+		m.Location = &loc
 	}
 	if in.Contact != nil {
 		m.Contact = &store.ContactCard{Name: in.Contact.Name, Phones: in.Contact.Phones}
 	}
 	if in.Template != nil {
 		m.Template = &store.MessageTemplate{Name: in.Template.Name, Language: in.Template.Language,
-			Parameters: deref(in.Template.Parameters), Components: deref(in.Template.Components)}
+			Parameters: in.Template.Parameters, Components: in.Template.Components}
 		if m.Template.Parameters == nil {
 			m.Template.Parameters = []string{}
 		}
@@ -207,25 +234,25 @@ func (s *Service) outboundOf(ctx context.Context, p Provider, inst store.Instanc
 
 // checkWindow refuses a free-form message to a person outside the customer-service window of a network that has
 // one (Windowed): the window opens with the person's last inbound message. Templates are always allowed.
-func (s *Service) checkWindow(ctx context.Context, p Provider, inst store.Instance, in gen.MessageCreate, to string) error {
+func (s *Service) checkWindow(ctx context.Context, p Provider, inst store.Instance, in MessageDraft, to string) error {
 	w, ok := p.(Windowed)
-	if !ok || w.ConversationWindow() <= 0 || in.Type == gen.MessageTypeTemplate {
+	if !ok || w.ConversationWindow() <= 0 || in.Type == TypeTemplate {
 		return nil
 	}
 	var (
 		chat store.Chat
 		err  error
 	)
-	if in.ChatId != nil {
-		chat, err = s.db.Chats.Get(ctx, inst.WorkspaceID, inst.ID, *in.ChatId)
+	if in.ChatID != nil {
+		chat, err = s.db.Chats.Get(ctx, inst.WorkspaceID, inst.ID, *in.ChatID)
 	} else {
 		chat, err = s.db.Chats.ByAddress(ctx, s.db.Reader(), inst.ID, to)
 	}
 	var last time.Time
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		if in.ChatId != nil {
-			return storeError(err, "chat", *in.ChatId)
+		if in.ChatID != nil {
+			return storeError(err, "chat", *in.ChatID)
 		}
 	case err != nil:
 		return err

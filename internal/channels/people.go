@@ -253,16 +253,13 @@ type Person struct {
 	Contacts []store.PersonContact
 }
 
-// PersonAPI is the API's Person: every address of its contacts, sorted, and the contacts with their providers.
-func PersonAPI(p Person) gen.Person {
-	out := gen.Person{Id: p.ID, Object: gen.PersonObjectPerson, Addresses: []string{}, Contacts: []gen.PersonContact{},
-		CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt}
+// Addresses is every address of the person's contacts, sorted, each once.
+func (p Person) Addresses() []string {
+	out := []string{}
 	for _, c := range p.Contacts {
-		out.Addresses = append(out.Addresses, c.Addresses...)
-		out.Contacts = append(out.Contacts, gen.PersonContact{Provider: c.Provider, Contact: ContactAPI(c.Contact)})
+		out = append(out, c.Addresses...)
 	}
-	out.Addresses = slices.Compact(slices.Sorted(slices.Values(out.Addresses)))
-	return out
+	return slices.Compact(slices.Sorted(slices.Values(out)))
 }
 
 // ListPeople returns a page of the workspace's people with a contact on instanceIDs (nil: any), only the one with

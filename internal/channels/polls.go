@@ -18,8 +18,8 @@ import (
 
 // pollOf checks a poll to send beyond the schema (only a poll message has one; its options differ) and returns it
 // as stored.
-func pollOf(errs *problem.Fields, in gen.MessageCreate) *store.MessagePoll {
-	if in.Type != gen.MessageTypePoll {
+func pollOf(errs *problem.Fields, in MessageDraft) *store.MessagePoll {
+	if in.Type != TypePoll {
 		errs.Add("/poll", "only a poll message has a poll")
 		return nil
 	}
@@ -30,7 +30,7 @@ func pollOf(errs *problem.Fields, in gen.MessageCreate) *store.MessagePoll {
 		}
 		seen[o] = true
 	}
-	return &store.MessagePoll{Question: in.Poll.Question, Options: in.Poll.Options, MultipleChoice: deref(in.Poll.MultipleChoice)}
+	return &store.MessagePoll{Question: in.Poll.Question, Options: in.Poll.Options, MultipleChoice: in.Poll.MultipleChoice}
 }
 
 // pollAPI is the API's MessagePoll of a stored poll: each option's tally from the voters' current choices.

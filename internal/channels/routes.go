@@ -58,11 +58,25 @@ func meets(status, until string) bool {
 // conditionCapability is the capability a condition needs from the provider (none for sent).
 var conditionCapability = map[string]Capability{"delivered": CapDelivered, "read": CapRead}
 
+// RouteDraft is a route to start (see SendToPerson): its message (a text or a media file) and the steps that try it.
+type RouteDraft struct {
+	Message store.RouteMessage
+	Steps   []RouteStepDraft
+}
+
+// RouteStepDraft is a step of a route to start: exactly one of an instance and a provider (any of its instances
+// that can reach the person), and the condition (Until, within WithinSeconds) that ends it.
+type RouteStepDraft struct {
+	InstanceID, Provider *string
+	Until                string
+	WithinSeconds        int
+}
+
 // SendToPerson starts a route: a message to a person tried by the steps in order. Returns a NotFound problem for a
 // person the key does not see; ValidationFailed for content or steps that do not fit; ReferenceNotFound for an
 // instance the key does not see; CapabilityNotSupported for content or a condition a step's provider cannot do.
 // The first step is started before it returns (when it can start: otherwise the route worker carries on).
-func (s *Service) SendToPerson(ctx context.Context, workspaceID, personID string, scope []string, in gen.RouteCreate) (store.Route, error) {
+func (s *Service) SendToPerson(ctx context.Context, workspaceID, personID string, scope []string, in RouteDraft) (store.Route, error) {
 	person, err := s.GetPerson(ctx, workspaceID, personID, scope)
 	if err != nil {
 		return store.Route{}, err
@@ -89,43 +103,43 @@ func (s *Service) SendToPerson(ctx context.Context, workspaceID, personID string
 }
 
 // routeMessageOf checks a route's content.
-func routeMessageOf(in gen.RouteMessage) (store.RouteMessage, error) {
+func routeMessageOf(in store.RouteMessage) (store.RouteMessage, error) {
 	var errs problem.Fields
-	m := store.RouteMessage{Type: string(in.Type), Text: in.Text}
-	switch in.Type {
-	case gen.RouteMessageTypeText:
+	m := store.RouteMessage{Type: in.Type, Text: in.Text}
+	switch MessageType(in.Type) {
+	case TypeText:
 		if in.Text == nil {
 			errs.Add("/message/text", "a text message needs it")
 		}
 		if in.Media != nil {
 			errs.Add("/message/media", "a text message has none")
 		}
-	case gen.RouteMessageTypeMedia:
+	case TypeMedia:
 		if in.Media == nil {
 			errs.Add("/message/media", "a media message needs it")
 		} else {
-			m.Media = &store.RouteMedia{MediaID: in.Media.MediaId, URL: in.Media.Url, Caption: in.Media.Caption,
-				Filename: in.Media.Filename}
+			media := *in.Media
+			m.Media = &media
 		}
 	}
 	return m, errs.Err()
 }
 
 // routeSteps checks a route's steps against the key's instances and the providers' capabilities.
-func (s *Service) routeSteps(ctx context.Context, workspaceID string, scope []string, msg store.RouteMessage, in []gen.RouteStepInput) ([]store.RouteStep, error) {
+func (s *Service) routeSteps(ctx context.Context, workspaceID string, scope []string, msg store.RouteMessage, in []RouteStepDraft) ([]store.RouteStep, error) {
 	var errs problem.Fields
 	var missing []problem.Field
 	steps := make([]store.RouteStep, len(in))
 	for i, st := range in {
 		ptr := fmt.Sprintf("/steps/%d", i)
-		step := store.RouteStep{Until: string(st.Until), WithinSeconds: st.WithinSeconds, Status: stepWaiting}
+		step := store.RouteStep{Until: st.Until, WithinSeconds: st.WithinSeconds, Status: stepWaiting}
 		var p Provider
 		switch {
-		case (st.InstanceId == nil) == (st.Provider == nil):
+		case (st.InstanceID == nil) == (st.Provider == nil):
 			errs.Add(ptr, "name exactly one of instance_id and provider")
 			continue
-		case st.InstanceId != nil:
-			inst, err := s.Get(ctx, workspaceID, *st.InstanceId)
+		case st.InstanceID != nil:
+			inst, err := s.Get(ctx, workspaceID, *st.InstanceID)
 			if err != nil || (scope != nil && !slices.Contains(scope, inst.ID)) {
 				var pe *problem.Error
 				if err != nil && !errors.As(err, &pe) {
@@ -295,7 +309,7 @@ func (s *Service) advanceRoute(ctx context.Context, id string) error {
 				return err
 			}
 			if reason == "" {
-				in := gen.MessageCreate{To: &t.address, Type: gen.MessageType(r.Message.Type), Text: r.Message.Text}
+				in := MessageDraft{To: &t.address, Type: MessageType(r.Message.Type), Text: r.Message.Text}
 				in.Media = mediaInputOf(r.Message.Media)
 				if m, _, err = s.outboundOf(ctx, t.p, t.inst, in); err != nil {
 					var pe *problem.Error
@@ -536,7 +550,9 @@ func RouteAPI(r store.Route) gen.Route {
 	out := gen.Route{Id: r.ID, Object: gen.RouteObjectRoute, PersonId: r.PersonID, Status: gen.RouteStatus(r.Status),
 		Message: gen.RouteMessage{Type: gen.RouteMessageType(r.Message.Type), Text: r.Message.Text},
 		Steps:   make([]gen.RouteStep, len(r.Steps)), CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, EndedAt: r.EndedAt}
-	out.Message.Media = mediaInputOf(r.Message.Media)
+	if m := r.Message.Media; m != nil {
+		out.Message.Media = &gen.MessageMediaInput{MediaId: m.MediaID, Url: m.URL, Caption: m.Caption, Filename: m.Filename}
+	}
 	for i, st := range r.Steps {
 		out.Steps[i] = gen.RouteStep{InstanceId: nonEmpty(st.InstanceID), Provider: nonEmpty(st.Provider),
 			Until: gen.RouteCondition(st.Until), WithinSeconds: st.WithinSeconds, Status: gen.RouteStepStatus(st.Status),
@@ -545,10 +561,10 @@ func RouteAPI(r store.Route) gen.Route {
 	return out
 }
 
-// mediaInputOf is a route's file as the API names it (nil for none).
-func mediaInputOf(m *store.RouteMedia) *gen.MessageMediaInput {
+// mediaInputOf is a route's file as a message to send names it (nil for none).
+func mediaInputOf(m *store.RouteMedia) *MediaInput {
 	if m == nil {
 		return nil
 	}
-	return &gen.MessageMediaInput{MediaId: m.MediaID, Url: m.URL, Caption: m.Caption, Filename: m.Filename}
+	return &MediaInput{MediaID: m.MediaID, URL: m.URL, Caption: m.Caption, Filename: m.Filename}
 }

@@ -247,8 +247,7 @@ func (e *env) status(id string, want channels.Status) store.Instance {
 
 func (e *env) send(instanceID, to, text string) store.Message {
 	e.t.Helper()
-	to2 := gen.Address(to)
-	m, _, err := e.svc.Send(context.Background(), e.ws, instanceID, gen.MessageCreate{Type: "text", To: &to2, Text: &text})
+	m, _, err := e.svc.Send(context.Background(), e.ws, instanceID, channels.MessageDraft{Type: channels.TypeText, To: &to, Text: &text})
 	if err != nil {
 		e.t.Fatal(err)
 	}

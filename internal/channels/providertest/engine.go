@@ -16,7 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/switchboard/switchboard/gen"
 	"github.com/switchboard/switchboard/internal/await"
 	"github.com/switchboard/switchboard/internal/channels"
 	"github.com/switchboard/switchboard/internal/channels/hub"
@@ -356,8 +355,8 @@ type message struct {
 // send sends a text to the peer through the service and the runtime's queue, and returns the message's ID.
 func (i *instance) send(t *testing.T, text string) string {
 	t.Helper()
-	to := gen.Address(i.acct.Peer.Address())
-	m, _, err := i.e.svc.Send(context.Background(), i.ws, i.id, gen.MessageCreate{Type: "text", To: &to, Text: &text})
+	to := i.acct.Peer.Address()
+	m, _, err := i.e.svc.Send(context.Background(), i.ws, i.id, channels.MessageDraft{Type: channels.TypeText, To: &to, Text: &text})
 	if err != nil {
 		t.Fatalf("sending through the service: %v", err)
 	}

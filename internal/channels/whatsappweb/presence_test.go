@@ -21,7 +21,6 @@ import (
 	"go.mau.fi/whatsmeow/types/events"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/switchboard/switchboard/gen"
 	"github.com/switchboard/switchboard/internal/await"
 	"github.com/switchboard/switchboard/internal/channels"
 	"github.com/switchboard/switchboard/internal/problem"
@@ -180,9 +179,8 @@ func TestPollVoteByHashReachesTheAPI(t *testing.T) {
 		ctx := context.Background()
 		n, me, peer, e, id := pairedEngine(t, db)
 		to := "+" + peer.phone
-		multiple := true
-		m, _, err := e.svc.Send(ctx, e.ws, id, gen.MessageCreate{Type: "poll", To: (*gen.Address)(&to),
-			Poll: &gen.MessagePollInput{Question: "Lunch?", Options: []string{"Pizza", "Sushi", "Salad"}, MultipleChoice: &multiple}})
+		m, _, err := e.svc.Send(ctx, e.ws, id, channels.MessageDraft{Type: channels.TypePoll, To: &to,
+			Poll: &store.MessagePoll{Question: "Lunch?", Options: []string{"Pizza", "Sushi", "Salad"}, MultipleChoice: true}})
 		if err != nil {
 			t.Fatal(err)
 		}
