@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"net/http"
 	"strconv"
 	"strings"
 	"time"
@@ -72,7 +71,7 @@ func (s *Server) admit(in *openapi3filter.AuthenticationInput, st *requestState,
 	}
 	// The quota first: every request of a valid key counts and is answered with its RateLimit headers, the ones
 	// refused for scope included.
-	if p := s.limit(st.header, key); p != nil {
+	if p := s.limit(st, key); p != nil {
 		return p
 	}
 	if op == nil || !apikey.GrantsAll(key.Scopes, op.Scopes) {
@@ -110,14 +109,18 @@ func unauthorized(code problem.Code, detail string) *Problem {
 		fmt.Sprintf(`Bearer realm="switchboard", error="invalid_token", error_description=%q`, title(code)))
 }
 
-// limit applies the key's and then the workspace's quota and sets the RateLimit-Policy and RateLimit headers.
-func (s *Server) limit(h http.Header, key apikey.Key) *Problem {
+// limit applies the key's and then the workspace's quota and sets the RateLimit-Policy and RateLimit headers on
+// st's header. The limiter's requests and decisions, and the RateLimit header's value, are kept in st, which every
+// request allocates anyway; both limiter keys are cut from one string.
+func (s *Server) limit(st *requestState, key apikey.Key) *Problem {
 	// Both quotas in one decision (one round trip with a shared limiter): a request refused by either spends neither.
-	var ds [2]ratelimit.Decision
-	s.limiter.TakeAll([]ratelimit.Request{{Key: "k:" + key.ID, Policy: s.keyPolicy},
-		{Key: "w:" + key.WorkspaceID, Policy: s.workspacePolicy}}, time.Now(), ds[:])
+	keys := "k:" + key.ID + "w:" + key.WorkspaceID
+	split := len("k:") + len(key.ID)
+	st.quotas = [2]ratelimit.Request{{Key: keys[:split], Policy: s.keyPolicy}, {Key: keys[split:], Policy: s.workspacePolicy}}
+	ds := &st.decisions
+	s.limiter.TakeAll(st.quotas[:], time.Now(), ds[:])
 	kd, wd := ds[0], ds[1]
-	if h != nil {
+	if h := st.header; h != nil {
 		h["Ratelimit-Policy"] = s.policyHeader
 		b := make([]byte, 0, 64)
 		b = append(b, `"key";r=`...)
@@ -128,7 +131,8 @@ func (s *Server) limit(h http.Header, key apikey.Key) *Problem {
 		b = strconv.AppendInt(b, int64(wd.Remaining), 10)
 		b = append(b, ";t="...)
 		b = strconv.AppendInt(b, int64(ceilSeconds(wd.Reset)), 10)
-		h["Ratelimit"] = []string{string(b)}
+		st.rateHeader[0] = string(b)
+		h["Ratelimit"] = st.rateHeader[:]
 	}
 	if kd.Allowed && wd.Allowed {
 		return nil
@@ -167,5 +171,5 @@ func (s *Server) countRefusedEarly(c echo.Context) {
 	if err != nil {
 		return
 	}
-	_ = s.limit(h, key)
+	_ = s.limit(&requestState{header: h}, key)
 }

@@ -47,7 +47,7 @@ func newLinkEnv(t *testing.T, db *store.DB, cfg handlers.Config) *linkEnv {
 }
 
 // newLinkEnvWith is newLinkEnv with a links service configured by lc.
-func newLinkEnvWith(t *testing.T, db *store.DB, cfg handlers.Config, lc links.Config) *linkEnv {
+func newLinkEnvWith(t testing.TB, db *store.DB, cfg handlers.Config, lc links.Config) *linkEnv {
 	t.Helper()
 	domain := strings.ToLower("t" + ulid.Make().String()[20:] + ".sb.test")
 	if lc.ShortBaseURL == "" {
@@ -73,7 +73,7 @@ func newLinkEnvWith(t *testing.T, db *store.DB, cfg handlers.Config, lc links.Co
 // withLinks gives cfg the links service of lc (over cfg's outbox, made when cfg has none) and, when cfg has a click
 // recorder, the redirect cache; as main does, it runs the service's expiry announcer and the cache's change watch
 // (until the test ends) when redirects are served.
-func withLinks(t *testing.T, db *store.DB, cfg handlers.Config, lc links.Config) handlers.Config {
+func withLinks(t testing.TB, db *store.DB, cfg handlers.Config, lc links.Config) handlers.Config {
 	t.Helper()
 	if cfg.Events == nil {
 		cfg.Events = events.NewOutbox(db, events.Builtin())
@@ -107,7 +107,7 @@ func withLinks(t *testing.T, db *store.DB, cfg handlers.Config, lc links.Config)
 }
 
 // testLog writes log lines into the test's output.
-type testLog struct{ t *testing.T }
+type testLog struct{ t testing.TB }
 
 func (w testLog) Write(b []byte) (int, error) {
 	w.t.Log(strings.TrimSpace(string(b)))

@@ -36,7 +36,7 @@ func newRedirectEnv(t *testing.T, db *store.DB, cfg handlers.Config) *linkEnv {
 }
 
 // newRedirectEnvWith is newRedirectEnv with a links service configured by lc.
-func newRedirectEnvWith(t *testing.T, db *store.DB, cfg handlers.Config, lc links.Config) *linkEnv {
+func newRedirectEnvWith(t testing.TB, db *store.DB, cfg handlers.Config, lc links.Config) *linkEnv {
 	t.Helper()
 	cfg.Redirects.Clicks, _ = newClickRecorder(t, db)
 	e := newLinkEnvWith(t, db, cfg, lc)
@@ -52,7 +52,7 @@ func (e *linkEnv) awaitRecorded() {
 }
 
 // newClickRecorder is a running recorder, stopped (drained) after the servers using it stopped, or earlier by stop.
-func newClickRecorder(t *testing.T, db *store.DB) (rec *clicks.Recorder, stop func() error) {
+func newClickRecorder(t testing.TB, db *store.DB) (rec *clicks.Recorder, stop func() error) {
 	t.Helper()
 	rec, err := clicks.New(db, clicks.Config{SpoolDir: t.TempDir(), Interval: 10 * time.Millisecond,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})

@@ -11,6 +11,7 @@ import (
 
 	"github.com/switchboard/switchboard/internal/apikey"
 	"github.com/switchboard/switchboard/internal/ratelimit"
+	"github.com/switchboard/switchboard/store"
 )
 
 // requestState is what the layers of one request share: set up by requestContext, completed by authenticate, read
@@ -36,6 +37,13 @@ type requestState struct {
 	spent *ratelimit.Request
 	// idHeader holds the X-Request-Id header's value, allocated with the state.
 	idHeader [1]string
+	// quotas, decisions and rateHeader are the key quotas' scratch (see limit): part of the state's allocation.
+	quotas     [2]ratelimit.Request
+	decisions  [2]ratelimit.Decision
+	rateHeader [1]string
+	// txTimeout is the bound of the request's transactions (Config.TxTimeout, boxed once for every request), which
+	// the state answers as store.WithTxTimeout's context would.
+	txTimeout any
 }
 
 type requestStateKey struct{}
@@ -50,6 +58,9 @@ func withRequestState(ctx context.Context, st *requestState) context.Context {
 func (st *requestState) Value(key any) any {
 	if _, ok := key.(requestStateKey); ok {
 		return st
+	}
+	if key == store.TxTimeoutKey && st.txTimeout != nil {
+		return st.txTimeout
 	}
 	return st.Context.Value(key)
 }

@@ -158,6 +158,8 @@ type Server struct {
 	chain echo.HandlerFunc
 	// accessOut is the writer under the logger when the access log formats its lines itself (see logAccess).
 	accessOut io.Writer
+	// txTimeout is Config.TxTimeout as the requests' contexts answer it (see requestState).
+	txTimeout any
 }
 
 var _ gen.StrictServerInterface = (*Server)(nil)
@@ -234,6 +236,7 @@ func New(cfg Config, db *store.DB) (*Server, error) {
 		events:           cfg.Events,
 	}
 	s.links, s.webhooks, s.channels, s.automation = cfg.Links, cfg.Webhooks, cfg.Channels, cfg.Automation
+	s.txTimeout = cfg.TxTimeout
 	if w, ok := telemetry.AccessLogWriter(cfg.Logger); ok {
 		s.accessOut = w
 	}
@@ -428,12 +431,14 @@ func (s *Server) requestContext(c echo.Context, next echo.HandlerFunc) error {
 	if id == "" || !requestIDPattern.MatchString(id) {
 		id = newRequestID()
 	}
-	st := &requestState{ID: id, Path: publicPath(req.URL.EscapedPath()), header: c.Response().Header(), echo: c}
+	st := &requestState{ID: id, Path: publicPath(req.URL.EscapedPath()), header: c.Response().Header(), echo: c,
+		txTimeout: s.txTimeout}
 	st.idHeader[0] = id
 	c.Response().Header()[echo.HeaderXRequestID] = st.idHeader[:]
 	// No answer of this server is to be sniffed into another type (an excerpt of a receiver's body, an upload).
 	c.Response().Header()[echo.HeaderXContentTypeOptions] = nosniff
-	c.SetRequest(req.WithContext(store.WithTxTimeout(withRequestState(req.Context(), st), s.cfg.TxTimeout)))
+	// The state carries the bound of the request's transactions itself (store.WithTxTimeout's answer).
+	c.SetRequest(req.WithContext(withRequestState(req.Context(), st)))
 
 	op := s.ops.byEchoRoute(req.Method, c.Path())
 	spanName := c.Path()

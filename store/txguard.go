@@ -31,8 +31,13 @@ type txTimeoutKey struct{}
 // with ErrTxTimeout. The HTTP layer sets it on every request, so that no request holds the writer for longer, or
 // waits for it longer, however its work goes.
 func WithTxTimeout(ctx context.Context, d time.Duration) context.Context {
-	return context.WithValue(ctx, txTimeoutKey{}, d)
+	return context.WithValue(ctx, TxTimeoutKey, d)
 }
+
+// TxTimeoutKey is the context key WithTxTimeout sets, for a context type of its own that answers it (its Value
+// returning a time.Duration): the HTTP layer's request state does, which saves every request a context and the
+// boxed duration.
+var TxTimeoutKey any = txTimeoutKey{}
 
 // txContext is the context a transaction of db runs with: bounded as WithTxTimeout asked, and marked for poolGuard.
 // It refuses a transaction inside another (errTxInTx).
@@ -41,7 +46,7 @@ func (db *DB) txContext(ctx context.Context) (context.Context, context.CancelFun
 		return nil, nil, errTxInTx
 	}
 	cancel := context.CancelFunc(func() {})
-	if d, ok := ctx.Value(txTimeoutKey{}).(time.Duration); ok && d > 0 {
+	if d, ok := ctx.Value(TxTimeoutKey).(time.Duration); ok && d > 0 {
 		ctx, cancel = context.WithTimeout(ctx, d)
 	}
 	return context.WithValue(ctx, txKey{db}, &txState{}), cancel, nil

@@ -142,6 +142,11 @@ type Recorder struct {
 	retryAt time.Time
 	backoff time.Duration
 	salts   map[string]*visitorHasher
+	// day is the hasher of the last day a click was hashed for, with the day's bounds (see hasherAt).
+	day struct {
+		hasher     *visitorHasher
+		start, end time.Time
+	}
 	replay  *claimedSegment
 	replayN int // position in replay.hits
 	// replayStart is when the segment being replayed was claimed (its log line gives the replay's duration).
@@ -526,7 +531,7 @@ func (r *Recorder) click(ctx context.Context, h *Hit) (store.Click, error) {
 	ua := cleanText(h.UserAgent, maxUserAgent)
 	agent := r.agents.parse(h.UserAgent)
 	c := store.Click{
-		ID: "clk_" + h.ID.String(), LinkID: h.LinkID, ClickedAt: h.At.UTC().Truncate(time.Microsecond),
+		ID: clickID(h.ID), LinkID: h.LinkID, ClickedAt: h.At.UTC().Truncate(time.Microsecond),
 		Class: h.Class, Device: agent.Device, OS: agent.OS, Browser: agent.Browser, UserAgent: ua,
 	}
 	switch {
@@ -538,30 +543,57 @@ func (r *Recorder) click(ctx context.Context, h *Hit) (store.Click, error) {
 	if c.Class != store.ClickHuman {
 		c.Device = DeviceBot
 	}
+	// The optional columns are pointers: each is allocated only when it has a value (a variable whose address is
+	// taken escapes where it is declared, whether or not the address is then used).
 	if host := referrerHost(h.Referer); host != "" {
-		c.ReferrerHost = &host
+		c.ReferrerHost = ref(host)
 	}
 	ip, ok := parseIP(h.IP)
 	if !ok {
 		return c, nil
 	}
 	if p := ipPrefix(ip); p != "" {
-		c.IPPrefix = &p
+		c.IPPrefix = ref(p)
 	}
 	if country := r.cfg.GeoIP.Country(ip); country != "" {
-		c.Country = &country
+		c.Country = ref(country)
 	}
 	if c.Class == store.ClickHuman {
-		hasher, err := r.hasher(ctx, store.ClickDay(c.ClickedAt))
+		hasher, err := r.hasherAt(ctx, c.ClickedAt)
 		if err != nil {
 			return c, err
 		}
 		if hasher != nil {
-			v := hasher.hash(ip, h.UserAgent)
-			c.VisitorHash = &v
+			c.VisitorHash = ref(hasher.hash(ip, h.UserAgent))
 		}
 	}
 	return c, nil
+}
+
+func ref(s string) *string { return &s }
+
+// clickID is the stored ID of a hit's click: "clk_" and its ULID, in one allocation.
+func clickID(id ulid.ULID) string {
+	var b [len("clk_") + ulid.EncodedSize]byte
+	copy(b[:], "clk_")
+	_ = id.MarshalTextTo(b[len("clk_"):])
+	return string(b[:])
+}
+
+// hasherAt is the visitor hasher of the day of t. The day of the last click asked for is kept with its bounds, so
+// that a batch's clicks (mostly of one day) are not each formatted into a day to look it up.
+func (r *Recorder) hasherAt(ctx context.Context, t time.Time) (*visitorHasher, error) {
+	if r.day.hasher != nil && !t.Before(r.day.start) && t.Before(r.day.end) {
+		return r.day.hasher, nil
+	}
+	day := store.ClickDay(t)
+	h, err := r.hasher(ctx, day)
+	if err != nil || h == nil {
+		return h, err
+	}
+	start, _ := time.Parse(time.DateOnly, day)
+	r.day.hasher, r.day.start, r.day.end = h, start, start.AddDate(0, 0, 1)
+	return h, nil
 }
 
 // hasher returns the visitor hasher of a day, nil for a day whose salt is gone (a click replayed from the spool

@@ -215,8 +215,9 @@ func (c *claimedSegment) release() { _ = c.f.Close() }
 func readRecords(data []byte) (hits []Hit, corrupt int) {
 	magic := []byte(spoolMagic)
 	damaged := false // whether off is inside a damaged stretch already counted
+	var last hitStrings
 	for off := 0; off < len(data); {
-		h, n, err := readRecord(data[off:])
+		h, n, err := readRecord(data[off:], &last)
 		if err == nil {
 			hits = append(hits, h)
 			off += n
@@ -236,7 +237,7 @@ func readRecords(data []byte) (hits []Hit, corrupt int) {
 	return hits, corrupt
 }
 
-func readRecord(b []byte) (Hit, int, error) {
+func readRecord(b []byte, last *hitStrings) (Hit, int, error) {
 	if len(b) < spoolHeader || string(b[:4]) != spoolMagic {
 		return Hit{}, 0, errCorruptRecord
 	}
@@ -248,7 +249,7 @@ func readRecord(b []byte) (Hit, int, error) {
 	if crc32.Checksum(payload, crcTable) != binary.LittleEndian.Uint32(b[8:12]) {
 		return Hit{}, 0, errCorruptRecord
 	}
-	h, err := decodeHit(payload)
+	h, err := decodeHit(payload, last)
 	return h, spoolHeader + n, err
 }
 
@@ -280,7 +281,12 @@ func appendHit(b []byte, h *Hit) []byte {
 	return b
 }
 
-func decodeHit(b []byte) (Hit, error) {
+// hitStrings are the string fields of the hit decoded last (class, link ID, user agent, referer, IP). A spooled
+// stretch of clicks mostly repeats them (the clicks of one link, a visitor's clicks), so a field equal to the last
+// one shares its string: fewer allocations while decoding, and far less memory for a segment of one hot link.
+type hitStrings [5]string
+
+func decodeHit(b []byte, last *hitStrings) (Hit, error) {
 	var h Hit
 	if len(b) < 16+8+1 {
 		return h, errCorruptRecord
@@ -289,12 +295,15 @@ func decodeHit(b []byte) (Hit, error) {
 	h.At = time.Unix(0, int64(binary.LittleEndian.Uint64(b[16:24]))).UTC()
 	h.Head = b[24]&1 != 0
 	b = b[25:]
-	for _, dst := range []*string{&h.Class, &h.LinkID, &h.UserAgent, &h.Referer, &h.IP} {
+	for i, dst := range [...]*string{&h.Class, &h.LinkID, &h.UserAgent, &h.Referer, &h.IP} {
 		n, k := binary.Uvarint(b)
 		if k <= 0 || uint64(len(b)-k) < n {
 			return h, errCorruptRecord
 		}
-		*dst = string(b[k : k+int(n)])
+		if v := b[k : k+int(n)]; string(v) != last[i] {
+			last[i] = string(v)
+		}
+		*dst = last[i]
 		b = b[k+int(n):]
 	}
 	if len(b) != 0 || h.LinkID == "" {

@@ -31,7 +31,8 @@ func ipPrefix(a netip.Addr) string {
 	if err != nil {
 		return ""
 	}
-	return p.String()
+	var buf [len("ffff:ffff:ffff::/48")]byte
+	return string(p.AppendTo(buf[:0])) // one allocation, where Prefix.String takes two
 }
 
 // visitorHasher computes visitor hashes under one day's salt: hex HMAC-SHA256 of the full address and the user
@@ -53,7 +54,9 @@ func (v *visitorHasher) hash(ip netip.Addr, ua string) string {
 	v.buf = append(v.buf, ua...)
 	v.mac.Write(v.buf)
 	var sum [sha256.Size]byte
-	return hex.EncodeToString(v.mac.Sum(sum[:0]))
+	var text [2 * sha256.Size]byte
+	hex.Encode(text[:], v.mac.Sum(sum[:0]))
+	return string(text[:]) // one allocation, where hex.EncodeToString takes two
 }
 
 // maxUserAgent is how much of a User-Agent is stored (the API's Click.user_agent maxLength).
