@@ -157,31 +157,19 @@ type outcome struct {
 }
 
 // sendClient is the send queue's client of the queue engine.
-type sendClient struct {
-	h *Hub
-	// found is whether the last claim found items (only the engine's loop claims, one claim at a time): the next
-	// claim then skips the looks on a read connection, which under a backlog only say yes again.
-	found bool
-}
+type sendClient struct{ h *Hub }
 
 // Claim claims the heads of the chats of the instances that may send now, admits them through their instance's
 // pacing, and marks those admitted sending, all in one transaction: a message held back by pacing is given back
 // still queued, in that transaction too.
 func (c *sendClient) Claim(ctx context.Context, now time.Time, lease time.Duration, limit int, exclude []string) ([]*job, error) {
-	// Most wake-ups of an idle queue find nothing due: the looks on a read connection answer them without the
-	// writer (and AnyDue without listing the instances).
-	if !c.found {
-		if due, err := c.h.db.SendQueue.AnyDue(ctx, now); err != nil || !due {
-			return nil, err
-		}
+	if due, err := c.h.db.SendQueue.AnyDue(ctx, now); err != nil || !due {
+		return nil, err
 	}
 	instances := c.h.sendable(now)
-	if !c.found {
-		if due, err := c.h.db.SendQueue.Due(ctx, now, instances, exclude); err != nil || !due {
-			return nil, err
-		}
+	if due, err := c.h.db.SendQueue.Due(ctx, now, instances, exclude); err != nil || !due {
+		return nil, err
 	}
-	c.found = false
 	var jobs []*job
 	outs, err := c.h.ledger.Begin(ctx, func(ctx context.Context, tx store.Querier) ([]channels.SendJob, error) {
 		jobs = jobs[:0]
@@ -211,7 +199,6 @@ func (c *sendClient) Claim(ctx context.Context, now time.Time, lease time.Durati
 	if err != nil {
 		return nil, err
 	}
-	c.found = len(jobs) > 0
 	for _, j := range jobs {
 		if o, ok := outs[j.item.MessageID]; ok {
 			j.out = &o
