@@ -95,8 +95,13 @@ func (s *SendQueue) Due(ctx context.Context, at time.Time, instances, exclude []
 // claimableParams is the condition of claimable on q2 with parameters, and its arguments.
 func (s *SendQueue) claimableParams(at time.Time, instances []string) (string, []any) {
 	heads, arg := s.headsParams(instances)
-	return "q2.message_id IN (" + heads + ") AND q2.next_attempt_at <= ? AND (q2.lease_until IS NULL OR q2.lease_until <= ?)",
-		[]any{arg, at, at}
+	in := "q2.message_id IN (" + heads + ")"
+	if s.db.dialect == Postgres {
+		// As an array: PostgreSQL then looks the few heads up by primary key, where it hashes IN's subquery
+		// against a scan of the whole queue (it cannot tell how few heads the recursive query returns).
+		in = "q2.message_id = ANY(ARRAY(" + heads + "))"
+	}
+	return in + " AND q2.next_attempt_at <= ? AND (q2.lease_until IS NULL OR q2.lease_until <= ?)", []any{arg, at, at}
 }
 
 // headsParams is a statement that selects the heads of the chats of instances (the lowest message ID of each
