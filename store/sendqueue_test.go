@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -114,6 +115,54 @@ func TestSendQueueClaimTakesInstancesInTurns(t *testing.T) {
 		if due(quiet.ID) {
 			t.Fatal("Due: the quiet instance's only head is leased, yet it is due")
 		}
+
+		// Settle records an outcome only while the item holds its claim's lease: the quiet head is done, a busy
+		// item's outcome comes with a lease it no longer holds, another busy item is tried again later.
+		var quietHead, stale, retried store.SendItem
+		for _, it := range got {
+			switch {
+			case it.MessageID == quietIDs[0]:
+				quietHead = it
+			case stale.MessageID == "":
+				stale = it
+			default:
+				retried = it
+			}
+		}
+		var held []string
+		if err := db.RunInTx(c, func(ctx context.Context, tx bun.Tx) error {
+			var err error
+			held, err = db.SendQueue.Settle(ctx, tx, []store.SendOutcome{
+				{MessageID: quietHead.MessageID, Lease: *quietHead.LeaseUntil, Done: true},
+				{MessageID: stale.MessageID, Lease: stale.LeaseUntil.Add(-time.Second), Done: true},
+				{MessageID: retried.MessageID, Lease: *retried.LeaseUntil, RetryAt: time.Now().Add(time.Hour), LastError: "later", Attempts: 1},
+			})
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		slices.Sort(held)
+		if want := []string{quietHead.MessageID, retried.MessageID}; !slices.Equal(held, sortedCopy(want)) {
+			t.Fatalf("Settle recorded %v, want %v (not the item whose lease it did not hold)", held, want)
+		}
+		// The quiet chat's next message is its head now.
+		if !due(quiet.ID) {
+			t.Fatal("Due: the quiet chat's second message is not due once its head is done")
+		}
+		next, err := claim(100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var sawSecond bool
+		for _, it := range next {
+			sawSecond = sawSecond || it.MessageID == quietIDs[1]
+			if it.MessageID == stale.MessageID || it.MessageID == retried.MessageID {
+				t.Fatalf("claim took %s: still leased, or waiting for its retry", it.MessageID)
+			}
+		}
+		if !sawSecond {
+			t.Fatalf("claim after the quiet head was done left out the quiet chat's second message: %+v", next)
+		}
 	})
 }
 
@@ -184,3 +233,5 @@ func TestSendQueueAnyDue(t *testing.T) {
 		}
 	})
 }
+
+func sortedCopy(xs []string) []string { return slices.Sorted(slices.Values(xs)) }
