@@ -155,8 +155,10 @@ func (db *DB) sendNotifications(notes []notification) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), notifyTimeout)
 	defer cancel()
-	_, err := db.w.ExecContext(ctx, "SELECT pg_notify(n.c, n.p) "+
-		"FROM (SELECT set_config('synchronous_commit', 'off', true)) AS s, unnest(?::text[], ?::text[]) AS n(c, p)",
-		pgdialect.Array(channels), pgdialect.Array(payloads))
+	// Straight on database/sql, past Bun's query hooks: the notifier runs beside everything else, and Bun's hooks
+	// may be added while it does (AddQueryHook is not safe with a query in flight).
+	_, err := db.w.DB.ExecContext(ctx, "SELECT pg_notify(n.c, n.p) "+
+		"FROM (SELECT set_config('synchronous_commit', 'off', true)) AS s, unnest($1::text[], $2::text[]) AS n(c, p)",
+		channels, payloads)
 	return err
 }
