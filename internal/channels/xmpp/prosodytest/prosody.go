@@ -12,6 +12,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"math/big"
 	"net"
@@ -19,6 +20,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -62,13 +64,25 @@ func Start(t testing.TB, opts ...Option) *Server {
 	for _, o := range opts {
 		o(p)
 	}
-	p.c2s, p.direct, p.http = freePort(t), freePort(t), freePort(t)
 	p.writeCert()
-	p.writeConfig()
-	p.Start()
 	t.Cleanup(p.Stop)
-	return p
+	// A free port is only free until somebody takes it: a test binary running beside this one can bind it between
+	// freePort and Prosody's start. Prosody then runs on without that port (it logs the failure and goes on), and
+	// the test would talk to whoever holds it; so the ports are drawn again.
+	for attempt := 1; ; attempt++ {
+		p.c2s, p.direct, p.http = pickPort(t), pickPort(t), pickPort(t)
+		p.writeConfig()
+		if taken := p.start(); taken == "" {
+			return p
+		} else if attempt == 5 {
+			t.Fatalf("prosody could not open its ports in %d attempts: %s", attempt, taken)
+		}
+		p.Stop()
+	}
 }
+
+// pickPort draws a port for the server (a test may draw a taken one).
+var pickPort = freePort
 
 func freePort(t testing.TB) int {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -172,6 +186,23 @@ func mkdir(t testing.TB, dir string) string {
 // Start runs the server (again, after Stop) and waits for its client port.
 func (p *Server) Start() {
 	p.t.Helper()
+	if taken := p.start(); taken != "" {
+		p.t.Fatalf("prosody could not open its ports: %s", taken)
+	}
+}
+
+// portTaken is how Prosody logs a port it could not listen on (it runs on without it).
+const portTaken = "Failed to open server port"
+
+// start is Start, returning Prosody's complaint when a port of its configuration was taken (it then runs without
+// that port, and what answers there is somebody else).
+func (p *Server) start() string {
+	p.t.Helper()
+	logFile := filepath.Join(p.Dir, "prosody.log")
+	before := int64(0)
+	if fi, err := os.Stat(logFile); err == nil {
+		before = fi.Size()
+	}
 	cmd := exec.Command("prosody", "--config", p.cfg, "-F")
 	cmd.Stdout, cmd.Stderr = nil, nil
 	// The server dies with the test binary, whatever ends it.
@@ -194,6 +225,25 @@ func (p *Server) Start() {
 		}
 		return err
 	}, func(err error) bool { return err == nil })
+	// The port answering proves nothing until Prosody has said how its client services went (on a taken port it
+	// logs the failure, then the service "on no ports").
+	var log []byte
+	await.Until(p.t, "prosody to report its client ports", func() error {
+		log, _ = os.ReadFile(logFile)
+		if int64(len(log)) < before {
+			before = 0
+		}
+		if !strings.Contains(string(log[before:]), "Activated service 'c2s_direct_tls'") {
+			return errors.New("not yet")
+		}
+		return nil
+	}, func(err error) bool { return err == nil })
+	for line := range strings.SplitSeq(string(log[before:]), "\n") {
+		if strings.Contains(line, portTaken) {
+			return line
+		}
+	}
+	return ""
 }
 
 // Stop ends the server (SIGTERM, then SIGKILL) and waits for it.
