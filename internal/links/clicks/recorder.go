@@ -546,17 +546,17 @@ func (r *Recorder) click(ctx context.Context, h *Hit) (store.Click, error) {
 	// The optional columns are pointers: each is allocated only when it has a value (a variable whose address is
 	// taken escapes where it is declared, whether or not the address is then used).
 	if host := referrerHost(h.Referer); host != "" {
-		c.ReferrerHost = ref(host)
+		c.ReferrerHost = new(host)
 	}
 	ip, ok := parseIP(h.IP)
 	if !ok {
 		return c, nil
 	}
 	if p := ipPrefix(ip); p != "" {
-		c.IPPrefix = ref(p)
+		c.IPPrefix = new(p)
 	}
 	if country := r.cfg.GeoIP.Country(ip); country != "" {
-		c.Country = ref(country)
+		c.Country = new(country)
 	}
 	if c.Class == store.ClickHuman {
 		hasher, err := r.hasherAt(ctx, c.ClickedAt)
@@ -564,13 +564,11 @@ func (r *Recorder) click(ctx context.Context, h *Hit) (store.Click, error) {
 			return c, err
 		}
 		if hasher != nil {
-			c.VisitorHash = ref(hasher.hash(ip, h.UserAgent))
+			c.VisitorHash = new(hasher.hash(ip, h.UserAgent))
 		}
 	}
 	return c, nil
 }
-
-func ref(s string) *string { return &s }
 
 // clickID is the stored ID of a hit's click: "clk_" and its ULID, in one allocation.
 func clickID(id ulid.ULID) string {
