@@ -3,6 +3,8 @@ package store_test
 import (
 	"context"
 	"errors"
+	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/uptrace/bun"
@@ -17,6 +19,8 @@ import (
 // one that rolled back.
 func TestNotificationsFollowTheirCommit(t *testing.T) {
 	db := storetest.Postgres(t)
+	inside := &notifies{}
+	db.AddQueryHook(inside) // before anything runs: hooks are not to be added beside a query
 	changed, connected := watchLinks(t, db)
 	await.Receive(t, "the connection", connected)
 	domain := store.NewID("d")[2:14] + ".example"
@@ -50,6 +54,9 @@ func TestNotificationsFollowTheirCommit(t *testing.T) {
 		t.Fatal(err)
 	}
 	heard("committed")
+	if n := inside.count.Load(); n != 0 {
+		t.Errorf("%d statements with pg_notify ran on the store's handles; the notifier sends after the commit", n)
+	}
 
 	if err := db.RunInRepeatableTx(ctx, func(ctx context.Context, tx bun.IDB) error {
 		return db.LinkChanges.Announce(ctx, tx, key("repeatable"))
@@ -65,4 +72,20 @@ func TestNotificationsFollowTheirCommit(t *testing.T) {
 		t.Fatal(err)
 	}
 	heard("inside")
+	if n := inside.count.Load(); n != 1 {
+		t.Errorf("%d statements with pg_notify, want the one inside the transaction of a foreign context", n)
+	}
 }
+
+// notifies counts the statements that call pg_notify through the store's Bun handles (the notifier's own statement
+// goes past them).
+type notifies struct{ count atomic.Int64 }
+
+func (h *notifies) BeforeQuery(ctx context.Context, e *bun.QueryEvent) context.Context {
+	if strings.Contains(e.Query, "pg_notify") {
+		h.count.Add(1)
+	}
+	return ctx
+}
+
+func (*notifies) AfterQuery(context.Context, *bun.QueryEvent) {}
